@@ -1,0 +1,85 @@
+# kite build. `make` builds build/kite; `make test` runs every test; `make asan` the unit
+# tests under AddressSanitizer+UBSan; `make bench` the benchmarks; `make up` a local cluster.
+#
+# Each folder of src/ is a module compiled to its own archive, linked in dependency order
+# (DESIGN.md): a module's tests link only the modules it may use.
+
+BUILD    ?= build
+CC       ?= cc
+PKGS     := libmicrohttpd gnutls json-c sqlite3 libcurl yaml-0.1
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -fno-strict-aliasing \
+            -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# module -> modules it links against, in link order (itself first)
+DEPS_base      := base
+DEPS_json      := json base
+DEPS_api       := api json base
+DEPS_store     := store base
+DEPS_apiserver := apiserver store api json base
+DEPS_client    := client api json base
+DEPS_agent     := agent client api json base
+MODULES        := base json api store apiserver client agent
+
+srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
+objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
+lib_of  = $(BUILD)/lib/libkite_$(1).a
+libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
+
+.PHONY: all deps test test-unit test-e2e asan bench up clean fmt $(addprefix test-,$(MODULES))
+all: deps $(BUILD)/kite
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+define module_rules
+$(call lib_of,$(1)): $(call objs_of,$(1))
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+$(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(call libs_for,$(1))
+	@mkdir -p $$(dir $$@)
+	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS) -lcriterion
+
+test-$(1): deps $(BUILD)/tests/test-$(1)
+	$(BUILD)/tests/test-$(1) -j2 --short-filename
+endef
+$(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -c $< -o $@
+
+$(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(BUILD)/obj/cmd/main.o,$(call objs_of,cmd)) \
+               $(call libs_for,agent) $(call libs_for,apiserver)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,agent client apiserver store api json base,$(call lib_of,$(m))) $(LDLIBS)
+
+UNIT_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/unit/$(m)/*.c),$(m)))
+test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
+	@set -e; for m in $(UNIT_MODULES); do echo "== unit: $$m"; $(BUILD)/tests/test-$$m -j2 --short-filename; done
+
+test-e2e: all
+	KITE=$(abspath $(BUILD)/kite) /usr/bin/python3 -m pytest -q tests/e2e
+
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" LDLIBS="$(LDLIBS) $(SAN)" test-unit
+
+test: all test-unit asan test-e2e
+
+bench: all
+	bench/run
+
+up: all
+	$(BUILD)/kite up --data-dir $${DATA_DIR:-$(CURDIR)/.kite} --listen $${LISTEN:-127.0.0.1:6443}
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,54 @@
+#include "base/base.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static void *oom(void) {
+    fputs("kite: out of memory\n", stderr);
+    abort();
+}
+
+void *kite_malloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom();
+}
+
+void *kite_calloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    return p ? p : oom();
+}
+
+void *kite_realloc(void *p, size_t n) {
+    p = realloc(p, n ? n : 1);
+    return p ? p : oom();
+}
+
+char *kite_strdup(const char *s) {
+    char *p = strdup(s ? s : "");
+    return p ? p : oom();
+}
+
+char *kite_strndup(const char *s, size_t n) {
+    char *p = strndup(s, n);
+    return p ? p : oom();
+}
+
+char *kite_asprintf(const char *fmt, ...) {
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    int r = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    return r < 0 ? oom() : s;
+}
+
+int kite_parse_int64(const char *s, int64_t *ret) {
+    if (!s || !*s) return -EINVAL;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE) return -ERANGE;
+    if (*end || end == s || (s[0] == '+') || (s[0] == ' ')) return -EINVAL;
+    *ret = v;
+    return 0;
+}

@@ -1,0 +1,39 @@
+/* kite base: allocation, cleanup attributes, small helpers used everywhere.
+ *
+ * Conventions (STYLE.md): functions return 0 or -errno; constructors return NULL only
+ * on failure; allocation failure aborts the process (there is no sane recovery in a
+ * server that must not lose acknowledged writes half-way). */
+#pragma once
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KITE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define KITE_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define KITE_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define KITE_UNUSED __attribute__((unused))
+#define KITE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+void *kite_malloc(size_t n);
+void *kite_calloc(size_t n, size_t size);
+void *kite_realloc(void *p, size_t n);
+char *kite_strdup(const char *s);
+char *kite_strndup(const char *s, size_t n);
+char *kite_asprintf(const char *fmt, ...) KITE_PRINTF(1, 2);
+
+/* systemd-style scope cleanup: `_cleanup_free_ char *s = ...;` and TAKE_PTR(s) to hand it on. */
+static inline void kite_freep(void *p) { free(*(void **)p); }
+#define _cleanup_free_ __attribute__((cleanup(kite_freep)))
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+
+static inline bool kite_streq(const char *a, const char *b) {
+    return a && b && strcmp(a, b) == 0;
+}
+static inline bool kite_startswith(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+/* Parses a base-10 int64 with no trailing garbage. 0 or -EINVAL/-ERANGE. */
+int kite_parse_int64(const char *s, int64_t *ret);

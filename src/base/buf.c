@@ -1,0 +1,78 @@
+#include "base/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void kite_buf_grow(struct kite_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) cap *= 2;
+    b->p = kite_realloc(b->p, cap);
+    b->cap = cap;
+}
+
+void kite_buf_append(struct kite_buf *b, const void *data, size_t n) {
+    kite_buf_grow(b, n);
+    if (n) memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+void kite_buf_puts(struct kite_buf *b, const char *s) { kite_buf_append(b, s, strlen(s)); }
+
+void kite_buf_putc(struct kite_buf *b, char c) { kite_buf_append(b, &c, 1); }
+
+void kite_buf_printf(struct kite_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    kite_buf_grow(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void kite_buf_json_str(struct kite_buf *b, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    kite_buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            kite_buf_append(b, e, 2);
+        } else if (c == '\n') {
+            kite_buf_append(b, "\\n", 2);
+        } else if (c == '\t') {
+            kite_buf_append(b, "\\t", 2);
+        } else if (c == '\r') {
+            kite_buf_append(b, "\\r", 2);
+        } else if (c < 0x20) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            kite_buf_append(b, e, 6);
+        } else {
+            kite_buf_putc(b, (char)c);
+        }
+    }
+    kite_buf_putc(b, '"');
+}
+
+void kite_buf_reset(struct kite_buf *b) {
+    b->len = 0;
+    if (b->p) b->p[0] = 0;
+}
+
+void kite_buf_release(struct kite_buf *b) {
+    free(b->p);
+    *b = (struct kite_buf){0};
+}
+
+char *kite_buf_detach(struct kite_buf *b, size_t *ret_len) {
+    if (!b->p) kite_buf_grow(b, 0), b->p[0] = 0;
+    char *p = b->p;
+    if (ret_len) *ret_len = b->len;
+    *b = (struct kite_buf){0};
+    return p;
+}

@@ -1,0 +1,67 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "base/backoff.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/map.h"
+
+Test(base, buf_printf_and_json_escape) {
+    struct kite_buf b = {0};
+    kite_buf_printf(&b, "%d-%s", 42, "x");
+    kite_buf_json_str(&b, "a\"b\\c\n\x01");
+    cr_assert_str_eq(b.p, "42-x\"a\\\"b\\\\c\\n\\u0001\"");
+    kite_buf_release(&b);
+}
+
+Test(base, map_put_get_del_grow) {
+    struct kite_map m = {0};
+    char key[32];
+    for (long i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "k%ld", i);
+        cr_assert_null(kite_map_put(&m, key, (void *)(i + 1)));
+    }
+    for (long i = 0; i < 1000; i += 2) {
+        snprintf(key, sizeof key, "k%ld", i);
+        cr_assert_eq((long)kite_map_del(&m, key), i + 1);
+    }
+    cr_assert_eq(m.len, 500);
+    for (long i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "k%ld", i);
+        cr_assert_eq((long)kite_map_get(&m, key), i % 2 ? i + 1 : 0);
+    }
+    size_t it = 0, n = 0;
+    while (kite_map_next(&m, &it, NULL, NULL)) n++;
+    cr_assert_eq(n, 500);
+    kite_map_release(&m);
+}
+
+Test(base, time_roundtrip) {
+    int64_t t;
+    cr_assert_eq(kite_time_parse("2026-12-02T15:42:26Z", &t), 0);
+    char s[21], us[28];
+    kite_time_format(t, s);
+    cr_assert_str_eq(s, "2026-12-02T15:42:26Z");
+    cr_assert_eq(kite_time_parse("2026-12-02T16:42:26.250000+01:00", &t), 0);
+    kite_microtime_format(t, us);
+    cr_assert_str_eq(us, "2026-12-02T15:42:26.250000Z");
+    cr_assert_eq(kite_time_parse("2026-12-02 15:42:26", &t), -EINVAL);
+}
+
+Test(base, backoff_doubles_to_cap) {
+    struct kite_backoff b;
+    kite_backoff_init(&b, 100 * KITE_NS_PER_MS, 7 * KITE_NS_PER_SEC, 2.0, 0, 1);
+    int64_t want[] = {100, 200, 400, 800, 1600, 3200, 6400, 7000, 7000};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(want); i++)
+        cr_assert_eq(kite_backoff_next(&b), want[i] * KITE_NS_PER_MS, "step %zu", i);
+}
+
+Test(base, fake_clock_moves_only_when_told) {
+    struct kite_fake_clock f;
+    kite_fake_clock_init(&f, 1000);
+    int64_t m = kite_now_mono(&f.clock);
+    cr_assert_eq(kite_now_mono(&f.clock), m);
+    kite_fake_clock_advance(&f, 5);
+    cr_assert_eq(kite_now_wall(&f.clock), 1005);
+    cr_assert_eq(kite_now_mono(&f.clock), m + 5);
+}
