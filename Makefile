@@ -8,20 +8,28 @@ BUILD    ?= build
 CC       ?= cc
 PKGS     := libmicrohttpd gnutls json-c sqlite3 libcurl yaml-0.1
 CFLAGS   ?= -O2 -g
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ifeq ($(SANITIZE),1)
+BUILD    := build-asan
+CFLAGS   := -O1 -g $(SAN)
+LDLIBS   += $(SAN)
+endif
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -fno-strict-aliasing \
             -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
-SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
 
 # module -> modules it links against, in link order (itself first)
 DEPS_base      := base
 DEPS_json      := json base
 DEPS_api       := api json base
 DEPS_store     := store base
-DEPS_apiserver := apiserver store api json base
+DEPS_http      := http base
+DEPS_pki       := pki base
+DEPS_apiserver := apiserver http store api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client api json base
-MODULES        := base json api store apiserver client agent
+MODULES        := base json api store http pki apiserver client agent
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
 objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
@@ -58,8 +66,8 @@ $(BUILD)/tests/%.o: tests/%.c
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
 $(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(BUILD)/obj/cmd/main.o,$(call objs_of,cmd)) \
-               $(call libs_for,agent) $(call libs_for,apiserver)
-	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,agent client apiserver store api json base,$(call lib_of,$(m))) $(LDLIBS)
+               $(call libs_for,agent) $(call libs_for,apiserver) $(call lib_of,pki)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,agent client apiserver http pki store api json base,$(call lib_of,$(m))) $(LDLIBS)
 
 UNIT_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/unit/$(m)/*.c),$(m)))
 test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
@@ -69,7 +77,7 @@ test-e2e: all
 	KITE=$(abspath $(BUILD)/kite) /usr/bin/python3 -m pytest -q tests/e2e
 
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" LDLIBS="$(LDLIBS) $(SAN)" test-unit
+	$(MAKE) SANITIZE=1 test-unit
 
 test: all test-unit asan test-e2e
 
