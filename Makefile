@@ -29,6 +29,8 @@ DEPS_pki       := pki base
 DEPS_apiserver := apiserver http store api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client api json base
+# extra modules a module's unit tests may link (test fixtures only)
+TESTDEPS_http  := pki
 MODULES        := base json api store http pki apiserver client agent
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
@@ -52,7 +54,7 @@ $(call lib_of,$(1)): $(call objs_of,$(1))
 	@rm -f $$@
 	ar rcs $$@ $$^
 
-$(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(call libs_for,$(1))
+$(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(call libs_for,$(1)) $(foreach m,$(TESTDEPS_$(1)),$(call lib_of,$(m)))
 	@mkdir -p $$(dir $$@)
 	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS) -lcriterion
 

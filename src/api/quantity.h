@@ -1,0 +1,21 @@
+/* Resource quantities (k8s.io/apimachinery resource.Quantity) in milli-units, and Go
+ * durations. int64 milli-units cover ±9.2e15 units: every realistic cpu/memory/pods value. */
+#pragma once
+#include "base/base.h"
+
+/* Parses a Kubernetes quantity ("100m", "2", "1Gi", "500Mi", "1e3", "1.5"; "10%" is NOT a
+ * quantity) into milli-units ("1" -> 1000, "100m" -> 100, "1Ki" -> 1024000). Precision finer
+ * than a milli-unit is rounded up, as Quantity.MilliValue() does. -EINVAL on bad syntax,
+ * -ERANGE on overflow. */
+int kite_quantity_parse_milli(const char *s, int64_t *ret_milli);
+
+enum kite_qformat { KITE_Q_DECIMAL_SI, KITE_Q_BINARY_SI };
+/* Formats in Kubernetes canonical form (resource.Quantity String()) for the given format:
+ * binary-SI for bytes-like values ("1Gi", "16179316Ki"; values that are not whole multiples
+ * of 1024 fall back to decimal-SI as Kubernetes does, e.g. "1500m", "1k"... see .c), decimal-SI
+ * for cpu/pods ("100m", "2", "1500m", "110"). out must hold at least 32 bytes. */
+void kite_quantity_format_milli(int64_t milli, enum kite_qformat fmt, char out[32]);
+
+/* Durations like Go's time.ParseDuration: "10s", "5m", "1h30m", "300ms", "1.5s", "-1s", "0".
+ * Units ns, us (µs, μs), ms, s, m, h. -EINVAL on bad input, -ERANGE on overflow. */
+int kite_duration_parse(const char *s, int64_t *ret_ns);

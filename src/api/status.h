@@ -1,0 +1,22 @@
+/* Kubernetes Status objects (metav1.Status), the body of every API error. */
+#pragma once
+#include "api/validation.h"
+
+/* Builds a compact JSON Status: {"kind":"Status","apiVersion":"v1","metadata":{},
+ * "status":"Failure","message":..,"reason":..,"details":{"name":..,"group":..,"kind":..,
+ * "causes":[{"reason":..,"message":..,"field":..}]},"code":..}.
+ * name/group/kind may be NULL (omitted); causes may be NULL or empty (omitted); details is
+ * omitted when it would be empty; reason NULL = kite_status_reason_for(code); message NULL
+ * is omitted. Returns a malloc'ed string. */
+char *kite_status_failure(int code, const char *reason, const char *message, const char *name,
+                          const char *group, const char *kind, const struct kite_causes *causes);
+/* {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","details":{"name":..,
+ * "group":..,"kind":..,"uid":..}} as kube-apiserver returns for DELETE of a resource without
+ * a body to return. NULL fields are omitted; code is included when non-zero. Malloc'ed. */
+char *kite_status_success(int code, const char *name, const char *group, const char *kind, const char *uid);
+/* Reason for an HTTP code: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound,
+ * 405 MethodNotAllowed, 406 NotAcceptable, 409 Conflict (AlreadyExists is passed explicitly),
+ * 410 Expired, 413 RequestEntityTooLarge, 415 UnsupportedMediaType, 422 Invalid,
+ * 429 TooManyRequests, 500 InternalError, 503 ServiceUnavailable, 504 Timeout;
+ * "" for other codes. Static string. */
+const char *kite_status_reason_for(int code);
