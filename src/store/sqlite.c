@@ -1,0 +1,555 @@
+/* The embedded store backend: SQLite, with application-level group commit.
+ *
+ * Schema: one append-only log table, `kv`, whose INTEGER PRIMARY KEY is the revision (kine's
+ * shape). Every successful write appends one row; an index on (key, rev) serves range-at-revision,
+ * history and compaction. Appending at the end of a rowid table dirties few pages per batch,
+ * unlike updating rows in place at random keys (research/deps.md §4). A delete appends a
+ * tombstone row (deleted = 1, empty value: the last value is the row before it). `meta` holds the
+ * compacted revision, written in the compaction's transaction, so the revision counter never
+ * goes backwards even when compaction removed the newest rows (tombstones).
+ *
+ * Invariants:
+ * - Only the writer thread writes SQLite (wdb) and mutates `live` (key -> latest live record);
+ *   it reads `live` without a lock, everyone else under live_lock.
+ * - A batch is applied to `live` and fanned out to subscribers under sub_mu, then completions
+ *   fire: subscribers see changes in revision order and before the writer's caller does.
+ * - Every row with rev > compact_rev is intact; for each key the newest row <= compact_rev is
+ *   kept unless it is a tombstone. So reads at revisions >= compact_rev are exact.
+ *
+ * Durability: journal_mode=WAL with synchronous=FULL: COMMIT returns after the WAL is fsynced.
+ * Checkpoints run on their own thread and connection (PASSIVE, not blocking the writer), and on
+ * the writer itself only when the WAL outgrows KITE_STORE_WAL_HARD_PAGES. */
+#include "store/store-int.h"
+
+/* WAL size (pages) at which the checkpoint thread is woken, and at which the writer checkpoints
+ * itself (bounds the WAL when the checkpointer cannot catch up under continuous writes). */
+#define KITE_STORE_WAL_SOFT_PAGES 4000
+#define KITE_STORE_WAL_HARD_PAGES 65536
+/* SQLite page cache and mmap window per connection (deps.md: both helped). */
+#define KITE_STORE_CACHE_KIB 65536
+#define KITE_STORE_MMAP_BYTES (256 * 1024 * 1024)
+/* How long readers wait on SQLite's internal locks (only contended during checkpoints). */
+#define KITE_STORE_BUSY_MS 10000
+
+char *prefix_end(const char *prefix) {
+    size_t n = strlen(prefix);
+    while (n > 0 && (unsigned char)prefix[n - 1] == 0xff) n--;
+    if (n == 0) return NULL;
+    char *e = kite_strndup(prefix, n);
+    e[n - 1] = (char)((unsigned char)e[n - 1] + 1);
+    return e;
+}
+
+static int exec(sqlite3 *db, const char *sql) {
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+static int open_conn(const char *path, sqlite3 **ret) {
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        sqlite3_close(db);
+        return -EIO;
+    }
+    sqlite3_busy_timeout(db, KITE_STORE_BUSY_MS);
+    char *pragmas = kite_asprintf("PRAGMA cache_size=-%d; PRAGMA mmap_size=%d; PRAGMA synchronous=FULL;"
+                                  "PRAGMA temp_store=MEMORY;",
+                                  KITE_STORE_CACHE_KIB, KITE_STORE_MMAP_BYTES);
+    int r = exec(db, pragmas);
+    free(pragmas);
+    if (r < 0) {
+        sqlite3_close(db);
+        return r;
+    }
+    *ret = db;
+    return 0;
+}
+
+/* ---- records from rows ---- */
+
+static struct kite_record *row_record(sqlite3_stmt *st, int col_rev, int col_key, int col_create, int col_ver,
+                                      int col_val) {
+    const char *key = (const char *)sqlite3_column_text(st, col_key);
+    size_t key_len = sqlite3_column_bytes(st, col_key);
+    const void *val = sqlite3_column_blob(st, col_val);
+    size_t len = sqlite3_column_bytes(st, col_val);
+    struct kite_record *r = record_alloc(key, key_len, val, len);
+    r->mod_rev = sqlite3_column_int64(st, col_rev);
+    r->create_rev = sqlite3_column_int64(st, col_create);
+    r->version = sqlite3_column_int64(st, col_ver);
+    return r;
+}
+
+static int load(struct kite_store *s) {
+    sqlite3_stmt *st = NULL;
+    int64_t max_rev = 0, crev = 0;
+    if (sqlite3_prepare_v2(s->wdb, "SELECT value FROM meta WHERE name = 'compact_rev'", -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    if (sqlite3_step(st) == SQLITE_ROW) crev = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(s->wdb, "SELECT max(rev) FROM kv", -1, &st, NULL) != SQLITE_OK) return -EIO;
+    if (sqlite3_step(st) == SQLITE_ROW) max_rev = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(s->wdb,
+                           "SELECT kv.rev, kv.key, kv.create_rev, kv.version, kv.value FROM "
+                           "(SELECT max(rev) AS m FROM kv GROUP BY key) t JOIN kv ON kv.rev = t.m "
+                           "WHERE kv.deleted = 0",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct kite_record *r = row_record(st, 0, 1, 2, 3, 4);
+        kite_record_unref(kite_map_put(&s->live, r->key, r));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return -EIO;
+    atomic_store(&s->rev, KITE_MAX(max_rev, crev));
+    atomic_store(&s->compact_rev, crev);
+    return 0;
+}
+
+/* ---- the writer thread ---- */
+
+static struct kite_record *current(struct kite_store *s, struct kite_map *overlay, const char *key) {
+    struct kite_record *r = kite_map_get(overlay, key);
+    if (!r) r = kite_map_get(&s->live, key);
+    return r && !r->deleted ? r : NULL;
+}
+
+static int insert_row(struct kite_store *s, struct kite_record *r) {
+    sqlite3_stmt *st = s->ins;
+    sqlite3_bind_int64(st, 1, r->mod_rev);
+    sqlite3_bind_text(st, 2, r->key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, r->create_rev);
+    sqlite3_bind_int64(st, 4, r->version);
+    sqlite3_bind_int(st, 5, r->deleted);
+    if (r->deleted)
+        sqlite3_bind_zeroblob(st, 6, 0);
+    else
+        sqlite3_bind_blob(st, 6, r->value, (int)r->len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Decides one write against the state so far (live + this batch's overlay) and appends its row. */
+static int stage(struct kite_store *s, struct kite_map *overlay, struct pending *p, int64_t *rev) {
+    struct kite_record *cur = current(s, overlay, p->rec->key);
+    if (p->type == KITE_WRITE_CREATE && cur) {
+        p->err = -EEXIST;
+    } else if (p->type != KITE_WRITE_CREATE && !cur) {
+        p->err = -ENOENT;
+    } else if (p->type != KITE_WRITE_CREATE && p->expect && p->expect != cur->mod_rev) {
+        p->err = -ESTALE;
+    }
+    if (p->err) {
+        p->res = kite_record_ref(cur);
+        return 0;
+    }
+    int64_t r = ++*rev;
+    struct kite_record *n;
+    if (p->type == KITE_WRITE_DELETE) {
+        n = record_tombstone(cur, r);
+    } else {
+        n = kite_record_ref(p->rec);
+        n->mod_rev = r;
+        n->create_rev = cur ? cur->create_rev : r;
+        n->version = cur ? cur->version + 1 : 1;
+    }
+    p->rev = r;
+    p->res = n;
+    p->prev = kite_record_ref(cur);
+    kite_map_put(overlay, n->key, n);
+    return insert_row(s, n);
+}
+
+static void fan_out(struct kite_store *s, struct pending *batch) {
+    for (struct pending *p = batch; p; p = p->next) {
+        if (p->err) continue;
+        struct kite_store_event ev = { .type = p->type, .rev = p->rev, .rec = p->res, .prev = p->prev };
+        for (size_t i = 0; i < s->nsubs; i++)
+            if (kite_startswith(p->res->key, s->subs[i].prefix)) s->subs[i].cb(s->subs[i].ud, &ev);
+    }
+}
+
+static void run_batch(struct kite_store *s, struct pending *batch) {
+    struct kite_map overlay = {0};
+    int64_t rev = atomic_load(&s->rev);
+    int r = sqlite3_step(s->begin) == SQLITE_DONE ? 0 : -EIO;
+    sqlite3_reset(s->begin);
+    bool wrote = false;
+    for (struct pending *p = batch; p && r == 0; p = p->next) {
+        r = stage(s, &overlay, p, &rev);
+        wrote |= !p->err;
+    }
+    if (r == 0) {
+        /* The fsync happens here (a batch of only failed checks writes nothing). */
+        r = sqlite3_step(s->commit) == SQLITE_DONE ? 0 : -EIO;
+        sqlite3_reset(s->commit);
+    }
+    kite_map_release(&overlay);
+    if (r < 0) {
+        sqlite3_step(s->rollback);
+        sqlite3_reset(s->rollback);
+        for (struct pending *p = batch; p; p = p->next) {
+            p->err = -EIO;
+            kite_record_unref(p->res);
+            kite_record_unref(p->prev);
+            p->res = p->prev = NULL;
+        }
+    }
+
+    pthread_mutex_lock(&s->sub_mu);
+    if (r == 0 && wrote) {
+        pthread_rwlock_wrlock(&s->live_lock);
+        for (struct pending *p = batch; p; p = p->next) {
+            if (p->err) continue;
+            if (p->res->deleted)
+                kite_record_unref(kite_map_del(&s->live, p->res->key));
+            else
+                kite_record_unref(kite_map_put(&s->live, p->res->key, kite_record_ref(p->res)));
+        }
+        atomic_store(&s->rev, rev);
+        pthread_rwlock_unlock(&s->live_lock);
+        fan_out(s, batch);
+    }
+    pthread_mutex_unlock(&s->sub_mu);
+
+    if (r == 0 && wrote) atomic_fetch_add_explicit(&s->n_batches, 1, memory_order_relaxed);
+    int64_t now = atomic_load(&s->rev);
+    while (batch) {
+        struct pending *p = batch;
+        batch = p->next;
+        atomic_fetch_add_explicit(p->err ? &s->n_failed : &s->n_writes, 1, memory_order_relaxed);
+        p->cb(p->ud, p->err, p->err ? now : p->rev, p->res);
+        kite_record_unref(p->res);
+        kite_record_unref(p->prev);
+        kite_record_unref(p->rec);
+        free(p);
+    }
+}
+
+static int do_compact(struct kite_store *s, int64_t rev) {
+    if (rev > atomic_load(&s->rev)) return -ERANGE;
+    if (rev <= atomic_load(&s->compact_rev)) return 0;
+    sqlite3_stmt *st = NULL;
+    int r = exec(s->wdb, "BEGIN IMMEDIATE");
+    if (r < 0) return r;
+    /* A row goes when a newer row of its key is also <= rev, or when it is a tombstone. */
+    if (sqlite3_prepare_v2(s->wdb,
+                           "DELETE FROM kv WHERE rev <= ?1 AND (deleted = 1 OR rev < "
+                           "(SELECT max(k2.rev) FROM kv k2 WHERE k2.key = kv.key AND k2.rev <= ?1))",
+                           -1, &st, NULL) != SQLITE_OK)
+        r = -EIO;
+    if (r == 0) {
+        sqlite3_bind_int64(st, 1, rev);
+        r = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (r == 0 && sqlite3_prepare_v2(s->wdb, "INSERT OR REPLACE INTO meta(name, value) VALUES('compact_rev', ?1)",
+                                     -1, &st, NULL) != SQLITE_OK)
+        r = -EIO;
+    if (r == 0) {
+        sqlite3_bind_int64(st, 1, rev);
+        r = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    }
+    sqlite3_finalize(st);
+    if (r == 0) r = exec(s->wdb, "COMMIT");
+    if (r < 0) {
+        exec(s->wdb, "ROLLBACK");
+        return r;
+    }
+    atomic_store(&s->compact_rev, rev);
+    return 0;
+}
+
+static void *writer_main(void *arg) {
+    struct kite_store *s = arg;
+    pthread_mutex_lock(&s->q_mu);
+    for (;;) {
+        while (!s->q_head && !s->compact_req && !s->stopping) pthread_cond_wait(&s->q_cond, &s->q_mu);
+        if (s->compact_req) {
+            int64_t rev = s->compact_req;
+            pthread_mutex_unlock(&s->q_mu);
+            int r = do_compact(s, rev);
+            pthread_mutex_lock(&s->q_mu);
+            s->compact_req = 0;
+            s->compact_res = r;
+            s->compact_gen++;
+            pthread_cond_broadcast(&s->compact_cond);
+            continue;
+        }
+        if (!s->q_head) break; /* stopping and drained */
+        /* Take everything queued (up to a batch): this is the group commit. */
+        struct pending *batch = s->q_head, *last = batch;
+        size_t n = 1;
+        while (last->next && n < KITE_STORE_BATCH_MAX) {
+            last = last->next;
+            n++;
+        }
+        s->q_head = last->next;
+        if (!s->q_head) s->q_tail = &s->q_head;
+        last->next = NULL;
+        s->q_len -= n;
+        pthread_mutex_unlock(&s->q_mu);
+        run_batch(s, batch);
+        pthread_mutex_lock(&s->q_mu);
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    return NULL;
+}
+
+/* ---- checkpoints ---- */
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
+    struct kite_store *s = arg;
+    if (pages >= KITE_STORE_WAL_HARD_PAGES) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    } else if (pages >= KITE_STORE_WAL_SOFT_PAGES) {
+        pthread_mutex_lock(&s->ck_mu);
+        s->ck_req = true;
+        pthread_cond_signal(&s->ck_cond);
+        pthread_mutex_unlock(&s->ck_mu);
+    }
+    return SQLITE_OK;
+}
+
+static void *ckpt_main(void *arg) {
+    struct kite_store *s = arg;
+    pthread_mutex_lock(&s->ck_mu);
+    for (;;) {
+        while (!s->ck_req && !s->ck_stop) pthread_cond_wait(&s->ck_cond, &s->ck_mu);
+        if (s->ck_stop) break;
+        s->ck_req = false;
+        pthread_mutex_unlock(&s->ck_mu);
+        sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        pthread_mutex_lock(&s->ck_mu);
+    }
+    pthread_mutex_unlock(&s->ck_mu);
+    return NULL;
+}
+
+/* ---- public API ---- */
+
+static void store_free(struct kite_store *s) {
+    sqlite3_finalize(s->ins);
+    sqlite3_finalize(s->begin);
+    sqlite3_finalize(s->commit);
+    sqlite3_finalize(s->rollback);
+    sqlite3_close(s->wdb);
+    sqlite3_close(s->rdb);
+    sqlite3_close(s->cdb);
+    for (size_t i = 0; kite_map_next(&s->live, &i, NULL, NULL);) kite_record_unref(s->live.slots[i - 1].value);
+    kite_map_release(&s->live);
+    for (size_t i = 0; i < s->nsubs; i++) free(s->subs[i].prefix);
+    pthread_mutex_destroy(&s->rdb_mu);
+    pthread_mutex_destroy(&s->q_mu);
+    pthread_cond_destroy(&s->q_cond);
+    pthread_cond_destroy(&s->compact_cond);
+    pthread_rwlock_destroy(&s->live_lock);
+    pthread_mutex_destroy(&s->sub_mu);
+    pthread_mutex_destroy(&s->ck_mu);
+    pthread_cond_destroy(&s->ck_cond);
+    free(s->path);
+    free(s);
+}
+
+int kite_store_open(const char *url, struct kite_store **ret) {
+    if (!url || !kite_startswith(url, "sqlite:") || !url[strlen("sqlite:")]) return -EINVAL;
+    struct kite_store *s = kite_calloc(1, sizeof(*s));
+    s->path = kite_strdup(url + strlen("sqlite:"));
+    s->q_tail = &s->q_head;
+    pthread_mutex_init(&s->rdb_mu, NULL);
+    pthread_mutex_init(&s->q_mu, NULL);
+    pthread_cond_init(&s->q_cond, NULL);
+    pthread_cond_init(&s->compact_cond, NULL);
+    pthread_rwlock_init(&s->live_lock, NULL);
+    pthread_mutex_init(&s->sub_mu, NULL);
+    pthread_mutex_init(&s->ck_mu, NULL);
+    pthread_cond_init(&s->ck_cond, NULL);
+
+    int r = open_conn(s->path, &s->wdb);
+    if (r == 0)
+        r = exec(s->wdb, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
+                         "CREATE TABLE IF NOT EXISTS kv (rev INTEGER PRIMARY KEY, key TEXT NOT NULL,"
+                         " create_rev INTEGER NOT NULL, version INTEGER NOT NULL, deleted INTEGER NOT NULL,"
+                         " value BLOB NOT NULL);"
+                         "CREATE INDEX IF NOT EXISTS kv_key_rev ON kv(key, rev);"
+                         "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);");
+    if (r == 0) r = open_conn(s->path, &s->rdb);
+    if (r == 0) r = open_conn(s->path, &s->cdb);
+    if (r == 0 &&
+        (sqlite3_prepare_v3(s->wdb,
+                            "INSERT INTO kv(rev, key, create_rev, version, deleted, value) VALUES(?,?,?,?,?,?)",
+                            -1, SQLITE_PREPARE_PERSISTENT, &s->ins, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(s->wdb, "BEGIN IMMEDIATE", -1, &s->begin, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(s->wdb, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(s->wdb, "ROLLBACK", -1, &s->rollback, NULL) != SQLITE_OK))
+        r = -EIO;
+    if (r == 0) r = load(s);
+    if (r < 0) {
+        store_free(s);
+        return r;
+    }
+    sqlite3_wal_hook(s->wdb, wal_hook, s);
+    if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
+        store_free(s);
+        return -EAGAIN;
+    }
+    if (pthread_create(&s->ckpt, NULL, ckpt_main, s) != 0) {
+        s->ckpt = 0;
+        kite_store_close(s);
+        return -EAGAIN;
+    }
+    *ret = s;
+    return 0;
+}
+
+void kite_store_close(struct kite_store *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->q_mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->q_cond);
+    pthread_mutex_unlock(&s->q_mu);
+    pthread_join(s->writer, NULL);
+    if (s->ckpt) {
+        pthread_mutex_lock(&s->ck_mu);
+        s->ck_stop = true;
+        pthread_cond_signal(&s->ck_cond);
+        pthread_mutex_unlock(&s->ck_mu);
+        pthread_join(s->ckpt, NULL);
+    }
+    store_free(s);
+}
+
+int64_t kite_store_rev(struct kite_store *s) { return atomic_load(&s->rev); }
+int64_t kite_store_compacted_rev(struct kite_store *s) { return atomic_load(&s->compact_rev); }
+
+int kite_store_submit(struct kite_store *s, const struct kite_write *w, kite_write_cb cb, void *ud) {
+    if (!w || !w->key || !w->key[0] || !cb || (unsigned)w->type > KITE_WRITE_DELETE) return -EINVAL;
+    bool del = w->type == KITE_WRITE_DELETE;
+    if (!del && w->len && !w->value) return -EINVAL;
+    size_t key_len = strlen(w->key);
+    if (key_len > KITE_STORE_KEY_MAX || (!del && w->len > KITE_STORE_VALUE_MAX)) return -E2BIG;
+    struct pending *p = kite_calloc(1, sizeof(*p));
+    p->type = w->type;
+    p->expect = w->type == KITE_WRITE_CREATE ? 0 : w->expect_mod_rev;
+    p->rec = record_alloc(w->key, key_len, del ? NULL : w->value, del ? 0 : w->len);
+    p->cb = cb;
+    p->ud = ud;
+    int r = 0;
+    pthread_mutex_lock(&s->q_mu);
+    if (s->stopping)
+        r = -ESHUTDOWN;
+    else if (s->q_len >= KITE_STORE_QUEUE_MAX) {
+        r = -EAGAIN;
+        atomic_fetch_add_explicit(&s->n_rejected, 1, memory_order_relaxed);
+    }
+    else {
+        *s->q_tail = p;
+        s->q_tail = &p->next;
+        if (s->q_len++ == 0) pthread_cond_signal(&s->q_cond);
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    if (r < 0) {
+        kite_record_unref(p->rec);
+        free(p);
+    }
+    return r;
+}
+
+struct sync_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool done;
+    int err;
+    int64_t rev;
+    struct kite_record *rec;
+};
+
+static void sync_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    struct sync_wait *w = ud;
+    pthread_mutex_lock(&w->mu);
+    w->err = err;
+    w->rev = rev;
+    w->rec = kite_record_ref(rec);
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int kite_store_write(struct kite_store *s, const struct kite_write *w, int64_t *ret_rev,
+                     struct kite_record **ret_rec) {
+    struct sync_wait sw = { .mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+    int r = kite_store_submit(s, w, sync_done, &sw);
+    if (r < 0) return r;
+    pthread_mutex_lock(&sw.mu);
+    while (!sw.done) pthread_cond_wait(&sw.cond, &sw.mu);
+    pthread_mutex_unlock(&sw.mu);
+    pthread_mutex_destroy(&sw.mu);
+    pthread_cond_destroy(&sw.cond);
+    if (ret_rev) *ret_rev = sw.rev;
+    if (ret_rec)
+        *ret_rec = sw.rec;
+    else
+        kite_record_unref(sw.rec);
+    return sw.err;
+}
+
+int kite_store_get(struct kite_store *s, const char *key, struct kite_record **ret) {
+    pthread_rwlock_rdlock(&s->live_lock);
+    struct kite_record *r = kite_record_ref(kite_map_get(&s->live, key));
+    pthread_rwlock_unlock(&s->live_lock);
+    if (!r) return -ENOENT;
+    *ret = r;
+    return 0;
+}
+
+int kite_store_compact(struct kite_store *s, int64_t rev) {
+    if (rev <= 0) return 0;
+    pthread_mutex_lock(&s->q_mu);
+    /* One compaction at a time: wait for a running one to finish before asking. */
+    while (s->compact_req) pthread_cond_wait(&s->compact_cond, &s->q_mu);
+    s->compact_req = rev;
+    uint64_t gen = s->compact_gen;
+    pthread_cond_signal(&s->q_cond);
+    while (s->compact_gen == gen) pthread_cond_wait(&s->compact_cond, &s->q_mu);
+    int r = s->compact_res;
+    pthread_mutex_unlock(&s->q_mu);
+    return r;
+}
+
+int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud) {
+    int r = 0;
+    pthread_mutex_lock(&s->sub_mu);
+    if (s->nsubs >= KITE_STORE_SUBSCRIBERS_MAX)
+        r = -ENOSPC;
+    else
+        s->subs[s->nsubs++] = (struct sub){ kite_strdup(prefix ? prefix : ""), cb, ud };
+    pthread_mutex_unlock(&s->sub_mu);
+    return r;
+}
+
+
+void kite_store_unsubscribe(struct kite_store *s, kite_store_event_cb cb, void *ud) {
+    pthread_mutex_lock(&s->sub_mu);
+    for (size_t i = 0; i < s->nsubs; i++) {
+        if (s->subs[i].cb != cb || s->subs[i].ud != ud) continue;
+        free(s->subs[i].prefix);
+        memmove(&s->subs[i], &s->subs[i + 1], (s->nsubs - i - 1) * sizeof(s->subs[0]));
+        s->nsubs--;
+        break;
+    }
+    pthread_mutex_unlock(&s->sub_mu);
+}
+
+void kite_store_stats(struct kite_store *s, struct kite_store_stats *ret) {
+    *ret = (struct kite_store_stats){
+        .batches = atomic_load(&s->n_batches),
+        .writes = atomic_load(&s->n_writes),
+        .failed = atomic_load(&s->n_failed),
+        .rejected = atomic_load(&s->n_rejected),
+    };
+}

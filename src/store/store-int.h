@@ -1,0 +1,70 @@
+/* Internal to the store module: the SQLite store's state (shared by sqlite.c, the write side,
+ * and sqlite-read.c, the read side) and record constructors. */
+#pragma once
+#include "store/store.h"
+#include "base/map.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+/* A record with a copy of key (key_len bytes) and value, refs = 1, revisions zero. */
+struct kite_record *record_alloc(const char *key, size_t key_len, const void *value, size_t len);
+/* The delete-event record for live deleted at rev: borrows live's key and value (holds a ref). */
+struct kite_record *record_tombstone(struct kite_record *live, int64_t rev);
+
+/* The first string greater than every string starting with prefix, or NULL when there is none
+ * (empty prefix, or all bytes 0xff). Caller frees. */
+char *prefix_end(const char *prefix);
+
+struct pending {
+    struct pending *next;
+    enum kite_write_type type;
+    int64_t expect;
+    struct kite_record *rec; /* CREATE/UPDATE: the new record (revisions filled in); DELETE: key holder */
+    kite_write_cb cb;
+    void *ud;
+    /* results */
+    int err;
+    int64_t rev;
+    struct kite_record *res, *prev; /* owned refs */
+};
+
+struct sub {
+    char *prefix;
+    kite_store_event_cb cb;
+    void *ud;
+};
+
+/* Locks, in the order they nest: sub_mu, then live_lock; rdb_mu alone; q_mu alone; ck_mu alone. */
+struct kite_store {
+    char *path;
+    sqlite3 *wdb, *rdb, *cdb; /* writer, reader (under rdb_mu), checkpointer */
+    sqlite3_stmt *ins, *begin, *commit, *rollback;
+    pthread_mutex_t rdb_mu;
+
+    pthread_t writer;
+    pthread_mutex_t q_mu;
+    pthread_cond_t q_cond, compact_cond;
+    struct pending *q_head, **q_tail;
+    size_t q_len;
+    bool stopping;
+    int64_t compact_req; /* > 0: a compaction is requested (under q_mu) */
+    int compact_res;
+    uint64_t compact_gen; /* bumped when a compaction finished */
+
+    pthread_rwlock_t live_lock;
+    struct kite_map live;
+    _Atomic int64_t rev, compact_rev;
+
+    pthread_mutex_t sub_mu;
+    struct sub subs[KITE_STORE_SUBSCRIBERS_MAX];
+    size_t nsubs;
+
+    _Atomic uint64_t n_batches, n_writes, n_failed, n_rejected;
+
+    pthread_t ckpt;
+    pthread_mutex_t ck_mu;
+    pthread_cond_t ck_cond;
+    bool ck_req, ck_stop;
+};
+

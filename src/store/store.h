@@ -1,0 +1,161 @@
+/* kite store: a revisioned key-value store with etcd's semantics (DESIGN.md "Store").
+ *
+ * - One global revision counter, incremented by every successful write; each key carries
+ *   create_rev (revision of its creation), mod_rev (revision of its last change) and version
+ *   (1 at creation, +1 per update). Deleting then re-creating a key gives a new create_rev and
+ *   version 1. Revisions never go backwards, also across restarts.
+ * - A write is acknowledged only once durable (SQLite WAL, synchronous=FULL: fsynced).
+ * - Group commit: one writer thread takes everything queued, runs it as one SQLite
+ *   transaction with one fsync, then fires subscriptions (in revision order), then completions.
+ * - The latest version of every live key is kept in memory, so get() and CAS checks cost no SQL.
+ *   History (older versions and deletions) lives in SQLite until compacted.
+ *
+ * Thread-safety: every function is safe to call from any thread, except where noted
+ * (callbacks run on the writer thread and must not block or call back into the store's
+ * write path synchronously: kite_store_write from a callback would deadlock). */
+#pragma once
+#include "base/base.h"
+
+#include <stdatomic.h>
+
+/* Writes waiting for the writer thread; kite_store_submit returns -EAGAIN beyond this. */
+#define KITE_STORE_QUEUE_MAX 8192
+/* At most this many writes go into one transaction (bounds a batch's latency and memory). */
+#define KITE_STORE_BATCH_MAX 1024
+/* Largest accepted key and value; larger writes fail with -E2BIG (etcd's request limit). */
+#define KITE_STORE_KEY_MAX 4096
+#define KITE_STORE_VALUE_MAX (3 * 1024 * 1024 / 2)
+/* Most prefixes one store fans committed events out to (one per watch cache). */
+#define KITE_STORE_SUBSCRIBERS_MAX 256
+
+/* An immutable version of one key. Refcounted; ref/unref are thread-safe. value is
+ * NUL-terminated (not counted in len) for the convenience of text parsers. */
+struct kite_record {
+    const char *key;
+    const char *value;
+    size_t len; /* opaque bytes (the API server stores JSON) */
+    /* etcd meanings. For a DELETE event record: value = the last value, mod_rev = the
+     * delete's revision, create_rev and version = those of the deleted version. */
+    int64_t create_rev, mod_rev, version;
+
+    /* private */
+    atomic_int refs;
+    bool deleted;                  /* a DELETE event record (tombstone) */
+    _Atomic(void *) cache;         /* kite_record_set_cache */
+    void (*cache_free)(void *);
+    struct kite_record *owner;     /* a tombstone borrows its value bytes from here */
+};
+
+/* Takes a new reference; returns r. */
+struct kite_record *kite_record_ref(struct kite_record *r);
+/* Drops a reference (NULL ok); the last one frees the record and its cached object. */
+void kite_record_unref(struct kite_record *r);
+/* The decoded form attached with kite_record_set_cache, or NULL. Borrowed: valid while the
+ * caller holds a reference to r. */
+void *kite_record_cache(const struct kite_record *r);
+/* Attaches a decoded form (e.g. parsed JSON) once. Thread-safe set-once: returns the winning
+ * value — obj, or the one another thread set first, in which case obj is freed with free_fn
+ * right away. Takes ownership of obj; the record frees the winner with its free_fn. */
+void *kite_record_set_cache(struct kite_record *r, void *obj, void (*free_fn)(void *));
+/* A new standalone record (revisions as given) — for tests and for other store backends.
+ * Copies key and value. Returns it with one reference. */
+struct kite_record *kite_record_new(const char *key, const void *value, size_t len, int64_t create_rev,
+                                    int64_t mod_rev, int64_t version);
+
+struct kite_store;
+
+/* Opens (creating if needed) the store at url: "sqlite:/path/to/file.db" (parent dir must
+ * exist). Loads the latest version of every live key into memory and starts the writer thread.
+ * -EINVAL for an unknown url scheme, -EIO when the database cannot be opened. */
+int kite_store_open(const char *url, struct kite_store **ret);
+/* Drains pending writes (their completions fire), stops the threads, closes the database.
+ * NULL ok. No subscriber or completion callback runs after it returns. */
+void kite_store_close(struct kite_store *s);
+/* The latest committed (and applied) revision. */
+int64_t kite_store_rev(struct kite_store *s);
+/* The revision history was compacted at (0 = never). Reads below it get -ENODATA. */
+int64_t kite_store_compacted_rev(struct kite_store *s);
+
+enum kite_write_type { KITE_WRITE_CREATE, KITE_WRITE_UPDATE, KITE_WRITE_DELETE };
+struct kite_write {
+    enum kite_write_type type;
+    const char *key;
+    const char *value;
+    size_t len;             /* copied on submit; ignored for DELETE */
+    int64_t expect_mod_rev; /* UPDATE/DELETE: 0 = unconditional, else must equal the key's mod_rev */
+};
+
+/* Completion: err 0, or -EEXIST (CREATE of existing key), -ENOENT (UPDATE/DELETE of missing
+ * key), -ESTALE (expect_mod_rev mismatch), -EIO (storage failure; nothing of that batch was
+ * acknowledged). rev: the write's revision on success, else the store's current revision.
+ * rec: on success the new record (CREATE/UPDATE) or the delete-event record (DELETE); on
+ * -ESTALE/-EEXIST the current record (so callers can report/merge); NULL otherwise. Borrowed
+ * for the call: kite_record_ref it to keep it. Called from the store's writer thread AFTER the
+ * write is durable (fsynced) and AFTER every subscriber (watch cache) has applied it
+ * (read-your-writes). Must not block. */
+typedef void (*kite_write_cb)(void *ud, int err, int64_t rev, struct kite_record *rec);
+
+/* Queues a write; the writer thread batches all queued writes into one SQLite transaction and
+ * one fsync (group commit). Never blocks on I/O; cb is never called from inside this call.
+ * Returns 0 (cb will be called exactly once), -EAGAIN when KITE_STORE_QUEUE_MAX writes are
+ * queued (the server answers 429), -EINVAL for a bad write, -E2BIG for an oversized one,
+ * -ESHUTDOWN while closing. */
+int kite_store_submit(struct kite_store *s, const struct kite_write *w, kite_write_cb cb, void *ud);
+/* Blocking convenience wrapper around kite_store_submit: returns the completion's err (or
+ * submit's). *ret_rev (optional) gets the completion's rev; *ret_rec (optional) a new
+ * reference to the completion's rec (may be NULL). Must not be called from a store callback. */
+int kite_store_write(struct kite_store *s, const struct kite_write *w, int64_t *ret_rev,
+                     struct kite_record **ret_rec);
+/* Point read of the latest version: *ret gets a new reference. -ENOENT if absent. No SQL. */
+int kite_store_get(struct kite_store *s, const char *key, struct kite_record **ret);
+/* Keys starting with prefix, in key order (bytewise), strictly after start_after (NULL = from
+ * the start), as of revision at_rev (0 = latest), at most limit (0 = no limit). *ret_more (optional)
+ * is set when more remain. *ret gets an array of new references (caller unrefs each and frees the
+ * array; NULL when *ret_n is 0). -ENODATA if at_rev is below the compacted revision, -ERANGE if
+ * at_rev is above the current revision, -EIO on a storage error. Reads SQLite. */
+int kite_store_range(struct kite_store *s, const char *prefix, int64_t at_rev, const char *start_after,
+                     size_t limit, struct kite_record ***ret, size_t *ret_n, bool *ret_more);
+/* Counters since open, for metrics and benchmarks. */
+struct kite_store_stats {
+    uint64_t batches;  /* transactions committed (one fsync each) */
+    uint64_t writes;   /* writes acknowledged with err 0 */
+    uint64_t failed;   /* writes completed with an error */
+    uint64_t rejected; /* submits refused with -EAGAIN (queue full) */
+};
+void kite_store_stats(struct kite_store *s, struct kite_store_stats *ret);
+/* Drops history at or below rev, keeping the latest version (<= rev) of keys live at rev; reads
+ * at revisions >= rev keep working. Runs on the writer thread between batches; blocks until
+ * done. 0 (also when rev is already compacted), -ERANGE if rev > current revision, -EIO. */
+int kite_store_compact(struct kite_store *s, int64_t rev);
+
+/* A committed change. rec: the new record (CREATE/UPDATE) or the delete-event record (DELETE);
+ * prev: the version it replaced (NULL for CREATE, and when history was compacted away).
+ * Both borrowed for the callback. */
+struct kite_store_event {
+    enum kite_write_type type;
+    int64_t rev;
+    struct kite_record *rec, *prev;
+};
+typedef void (*kite_store_event_cb)(void *ud, const struct kite_store_event *ev);
+/* Committed-event subscription: cb is called on the writer thread, in revision order, for every
+ * committed change to a key under prefix, before the batch's write completions fire. Must not
+ * block. (cb, ud) must stay valid until kite_store_unsubscribe or kite_store_close.
+ * -ENOSPC beyond KITE_STORE_SUBSCRIBERS_MAX. */
+int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud);
+/* Removes the subscription (cb, ud). After it returns cb is not running and will not be called.
+ * Must not be called from inside a store callback. */
+void kite_store_unsubscribe(struct kite_store *s, kite_store_event_cb cb, void *ud);
+/* Atomically subscribes and hands back a consistent starting point: *ret_recs gets new references
+ * to the latest version of every live key under prefix (key order, caller unrefs each and frees the
+ * array), *ret_rev the revision they are current to; cb then receives exactly the changes with
+ * rev > *ret_rev. If hist_cb is not NULL, it is first called (on the caller's thread, before this
+ * returns) with every change under prefix still in history, in order, with rev <= *ret_rev. */
+int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud,
+                                  kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                                  size_t *ret_n, int64_t *ret_rev);
+/* Calls cb (on the caller's thread) with every change under prefix with rev > from_rev still in
+ * history, in revision order, up to the current revision (used to fill a watch cache's ring after a
+ * restart so watchers can resume from their last resourceVersion). -ENODATA if from_rev is below
+ * the compacted revision (some of those changes are gone), -EIO on a storage error. */
+int kite_store_history(struct kite_store *s, const char *prefix, int64_t from_rev, kite_store_event_cb cb,
+                       void *ud);

@@ -1,0 +1,417 @@
+/* The watch cache (wcache.h).
+ *
+ * State: a skip list of the current records ordered by key (get O(log n); list O(log n + k),
+ * so paginating 50k keys never sorts), a ring of the last ring_cap events, `rev` (the newest
+ * applied revision) and `floor` (every event with a revision above it is in the ring).
+ *
+ * Locks, in the order they nest: w_mu (the watcher list; held for a whole fan-out, so a new
+ * watcher's replay and the live events meet without gap or duplicate, and so close can promise
+ * no notify after it returns), then lock (rwlock over the skip list, ring, rev, floor: lists and
+ * gets share it, the writer takes it exclusively per event), then a watcher's own mu (its queue).
+ * The writer thread never waits on a consumer: a full queue drops its watcher. */
+#include "store/wcache.h"
+
+#include "base/map.h"
+
+#include <pthread.h>
+
+/* Skip list height: 4^16 keys before the top level stops paying off. */
+#define SKIP_LEVELS 16
+
+struct node {
+    struct kite_record *rec; /* owned ref; NULL only in the head */
+    int height;
+    struct node *next[];
+};
+
+struct kite_watcher {
+    struct kite_wcache *c;
+    struct kite_watcher *prev, *next; /* in c->watchers, under c->w_mu */
+    char *sub_prefix;
+    kite_watch_filter filter;
+    void (*notify)(void *ud);
+    void *ud;
+    pthread_mutex_t mu;
+    struct kite_watch_event *q; /* ring of cap events with owned refs */
+    size_t cap, head, len;
+    bool dropped;
+};
+
+struct kite_wcache {
+    struct kite_store *store;
+    char *prefix;
+    pthread_rwlock_t lock;
+    struct node *head;
+    int height;
+    size_t count;
+    uint64_t rng;
+    struct kite_watch_event *ring;
+    size_t ring_cap, ring_start, ring_len;
+    int64_t rev, floor;
+    pthread_mutex_t w_mu;
+    struct kite_watcher *watchers;
+};
+
+/* ---- skip list ---- */
+
+static struct node *node_new(struct kite_record *rec, int height) {
+    struct node *n = kite_calloc(1, sizeof(*n) + height * sizeof(n->next[0]));
+    n->rec = rec;
+    n->height = height;
+    return n;
+}
+
+static int random_height(struct kite_wcache *c) {
+    /* xorshift64; p = 1/4 per level */
+    c->rng ^= c->rng << 13;
+    c->rng ^= c->rng >> 7;
+    c->rng ^= c->rng << 17;
+    uint64_t x = c->rng;
+    int h = 1;
+    while (h < SKIP_LEVELS && (x & 3) == 0) {
+        h++;
+        x >>= 2;
+    }
+    return h;
+}
+
+/* The last node with key < key (inclusive = false) or <= key (inclusive = true) at each level. */
+static struct node *seek(struct kite_wcache *c, const char *key, bool inclusive, struct node **update) {
+    struct node *x = c->head;
+    for (int l = c->height - 1; l >= 0; l--) {
+        for (;;) {
+            struct node *n = x->next[l];
+            if (!n) break;
+            int cmp = strcmp(n->rec->key, key);
+            if (cmp > 0 || (cmp == 0 && !inclusive)) break;
+            x = n;
+        }
+        if (update) update[l] = x;
+    }
+    return x;
+}
+
+static struct node *find(struct kite_wcache *c, const char *key) {
+    struct node *n = seek(c, key, false, NULL)->next[0];
+    return n && strcmp(n->rec->key, key) == 0 ? n : NULL;
+}
+
+static void skip_put(struct kite_wcache *c, struct kite_record *rec) {
+    struct node *update[SKIP_LEVELS];
+    struct node *n = seek(c, rec->key, false, update)->next[0];
+    if (n && strcmp(n->rec->key, rec->key) == 0) {
+        kite_record_unref(n->rec);
+        n->rec = kite_record_ref(rec);
+        return;
+    }
+    int h = random_height(c);
+    for (int l = c->height; l < h; l++) update[l] = c->head;
+    if (h > c->height) c->height = h;
+    n = node_new(kite_record_ref(rec), h);
+    for (int l = 0; l < h; l++) {
+        n->next[l] = update[l]->next[l];
+        update[l]->next[l] = n;
+    }
+    c->count++;
+}
+
+static void skip_del(struct kite_wcache *c, const char *key) {
+    struct node *update[SKIP_LEVELS];
+    struct node *n = seek(c, key, false, update)->next[0];
+    if (!n || strcmp(n->rec->key, key) != 0) return;
+    for (int l = 0; l < n->height; l++)
+        if (update[l]->next[l] == n) update[l]->next[l] = n->next[l];
+    while (c->height > 1 && !c->head->next[c->height - 1]) c->height--;
+    kite_record_unref(n->rec);
+    free(n);
+    c->count--;
+}
+
+/* ---- ring and queues ---- */
+
+static void event_release(struct kite_watch_event *e) {
+    kite_record_unref(e->rec);
+    kite_record_unref(e->prev);
+}
+
+static struct kite_watch_event *ring_at(struct kite_wcache *c, size_t i) {
+    return &c->ring[(c->ring_start + i) % c->ring_cap];
+}
+
+/* Takes ownership of e's references. */
+static void ring_push(struct kite_wcache *c, const struct kite_watch_event *e) {
+    if (c->ring_len == c->ring_cap) {
+        struct kite_watch_event *old = ring_at(c, 0);
+        c->floor = old->rev;
+        event_release(old);
+        c->ring_start = (c->ring_start + 1) % c->ring_cap;
+        c->ring_len--;
+    }
+    *ring_at(c, c->ring_len++) = *e;
+}
+
+static enum kite_event_type ev_type(enum kite_write_type t) {
+    return t == KITE_WRITE_CREATE ? KITE_EV_ADDED : t == KITE_WRITE_UPDATE ? KITE_EV_MODIFIED : KITE_EV_DELETED;
+}
+
+/* Offers one event to one watcher. Returns true when notify should run. */
+static bool deliver(struct kite_watcher *w, const struct kite_watch_event *e) {
+    if (!kite_startswith(e->rec->key, w->sub_prefix)) return false;
+    int type = w->filter ? w->filter(e, w->ud) : (int)e->type;
+    if (type == 0) return false;
+    bool wake = false;
+    pthread_mutex_lock(&w->mu);
+    if (w->dropped) {
+        /* already told */
+    } else if (w->len == w->cap) {
+        w->dropped = true;
+        wake = true;
+    } else {
+        w->q[(w->head + w->len) % w->cap] = (struct kite_watch_event){
+            .type = type, .rev = e->rev, .rec = kite_record_ref(e->rec), .prev = kite_record_ref(e->prev)
+        };
+        wake = w->len++ == 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return wake;
+}
+
+/* ---- store callbacks ---- */
+
+static void on_history(void *ud, const struct kite_store_event *ev) {
+    struct kite_wcache *c = ud;
+    struct kite_watch_event e = {
+        ev_type(ev->type), ev->rev, kite_record_ref(ev->rec), kite_record_ref(ev->prev)
+    };
+    ring_push(c, &e);
+}
+
+static void on_event(void *ud, const struct kite_store_event *ev) {
+    struct kite_wcache *c = ud;
+    struct kite_watch_event e = {
+        ev_type(ev->type), ev->rev, kite_record_ref(ev->rec), kite_record_ref(ev->prev)
+    };
+    pthread_mutex_lock(&c->w_mu);
+    pthread_rwlock_wrlock(&c->lock);
+    if (ev->type == KITE_WRITE_DELETE)
+        skip_del(c, ev->rec->key);
+    else
+        skip_put(c, ev->rec);
+    ring_push(c, &e); /* the ring owns e's refs; e stays valid while we hold w_mu */
+    c->rev = ev->rev;
+    pthread_rwlock_unlock(&c->lock);
+    for (struct kite_watcher *w = c->watchers; w; w = w->next)
+        if (deliver(w, &e) && w->notify) w->notify(w->ud);
+    pthread_mutex_unlock(&c->w_mu);
+}
+
+/* ---- public API ---- */
+
+int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, struct kite_wcache **ret) {
+    if (!s || !prefix) return -EINVAL;
+    if (ring_cap == 0) ring_cap = KITE_WCACHE_RING_DEFAULT;
+    if (ring_cap > KITE_WCACHE_RING_MAX) return -EINVAL;
+    struct kite_wcache *c = kite_calloc(1, sizeof(*c));
+    c->store = s;
+    c->prefix = kite_strdup(prefix);
+    pthread_rwlock_init(&c->lock, NULL);
+    pthread_mutex_init(&c->w_mu, NULL);
+    c->head = node_new(NULL, SKIP_LEVELS);
+    c->height = 1;
+    c->rng = kite_hash(prefix, strlen(prefix)) | 1;
+    c->ring_cap = ring_cap;
+    c->ring = kite_calloc(ring_cap, sizeof(*c->ring));
+    c->floor = kite_store_compacted_rev(s);
+
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    int64_t rev = 0;
+    /* The writer may call on_event as soon as the subscription exists, before the snapshot is
+     * loaded: holding w_mu makes it wait. (No deadlock: the writer takes sub_mu then w_mu, but
+     * only for caches already subscribed, and this one subscribes inside the sub_mu section.) */
+    pthread_mutex_lock(&c->w_mu);
+    int r = kite_store_subscribe_snapshot(s, prefix, on_event, c, on_history, c, &recs, &n, &rev);
+    if (r < 0) {
+        pthread_mutex_unlock(&c->w_mu);
+        kite_wcache_free(c);
+        return r;
+    }
+    /* Records arrive in key order: append at the tail, O(1) each. */
+    struct node *tail[SKIP_LEVELS];
+    for (int l = 0; l < SKIP_LEVELS; l++) tail[l] = c->head;
+    for (size_t i = 0; i < n; i++) {
+        int h = random_height(c);
+        struct node *nd = node_new(recs[i], h); /* takes the snapshot's ref */
+        for (int l = 0; l < h; l++) {
+            tail[l]->next[l] = nd;
+            tail[l] = nd;
+        }
+        if (h > c->height) c->height = h;
+    }
+    c->count = n;
+    free(recs);
+    c->rev = rev;
+    /* A compaction racing the history read may have removed some of the oldest events. */
+    c->floor = KITE_MAX(c->floor, kite_store_compacted_rev(s));
+    pthread_mutex_unlock(&c->w_mu);
+    *ret = c;
+    return 0;
+}
+
+void kite_wcache_free(struct kite_wcache *c) {
+    if (!c) return;
+    kite_store_unsubscribe(c->store, on_event, c);
+    for (struct node *n = c->head, *next; n; n = next) {
+        next = n->next[0];
+        kite_record_unref(n->rec);
+        free(n);
+    }
+    for (size_t i = 0; i < c->ring_len; i++) event_release(ring_at(c, i));
+    free(c->ring);
+    pthread_rwlock_destroy(&c->lock);
+    pthread_mutex_destroy(&c->w_mu);
+    free(c->prefix);
+    free(c);
+}
+
+int64_t kite_wcache_rev(struct kite_wcache *c) {
+    pthread_rwlock_rdlock(&c->lock);
+    int64_t r = c->rev;
+    pthread_rwlock_unlock(&c->lock);
+    return r;
+}
+
+int64_t kite_wcache_oldest_rev(struct kite_wcache *c) {
+    pthread_rwlock_rdlock(&c->lock);
+    int64_t r = c->floor;
+    pthread_rwlock_unlock(&c->lock);
+    return r;
+}
+
+size_t kite_wcache_count(struct kite_wcache *c) {
+    pthread_rwlock_rdlock(&c->lock);
+    size_t n = c->count;
+    pthread_rwlock_unlock(&c->lock);
+    return n;
+}
+
+struct kite_record *kite_wcache_get(struct kite_wcache *c, const char *key) {
+    pthread_rwlock_rdlock(&c->lock);
+    struct node *n = find(c, key);
+    struct kite_record *r = n ? kite_record_ref(n->rec) : NULL;
+    pthread_rwlock_unlock(&c->lock);
+    return r;
+}
+
+int kite_wcache_list(struct kite_wcache *c, const char *sub_prefix, const char *start_after, size_t limit,
+                     kite_record_filter filter, void *ud, struct kite_record ***ret, size_t *ret_n,
+                     int64_t *ret_rev, bool *ret_more) {
+    if (!sub_prefix) sub_prefix = "";
+    struct kite_record **v = NULL;
+    size_t n = 0, cap = 0;
+    bool more = false;
+    pthread_rwlock_rdlock(&c->lock);
+    bool after = start_after && strcmp(start_after, sub_prefix) >= 0;
+    struct node *x = seek(c, after ? start_after : sub_prefix, after, NULL)->next[0];
+    for (; x && kite_startswith(x->rec->key, sub_prefix); x = x->next[0]) {
+        if (filter && !filter(x->rec, ud)) continue;
+        if (limit && n == limit) {
+            more = true;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : (limit && limit < 64 ? limit : 64);
+            v = kite_realloc(v, cap * sizeof(*v));
+        }
+        v[n++] = kite_record_ref(x->rec);
+    }
+    int64_t rev = c->rev;
+    pthread_rwlock_unlock(&c->lock);
+    *ret = v;
+    *ret_n = n;
+    if (ret_rev) *ret_rev = rev;
+    if (ret_more) *ret_more = more;
+    return 0;
+}
+
+static void watcher_free(struct kite_watcher *w) {
+    for (size_t i = 0; i < w->len; i++) event_release(&w->q[(w->head + i) % w->cap]);
+    pthread_mutex_destroy(&w->mu);
+    free(w->q);
+    free(w->sub_prefix);
+    free(w);
+}
+
+int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t from_rev, size_t max_queue,
+                      kite_watch_filter filter, void (*notify)(void *ud), void *ud, struct kite_watcher **ret) {
+    if (max_queue == 0) max_queue = KITE_WCACHE_RING_DEFAULT;
+    if (max_queue > KITE_WATCHER_QUEUE_MAX) return -EINVAL;
+    struct kite_watcher *w = kite_calloc(1, sizeof(*w));
+    w->c = c;
+    w->sub_prefix = kite_strdup(sub_prefix ? sub_prefix : "");
+    w->filter = filter;
+    w->notify = notify;
+    w->ud = ud;
+    pthread_mutex_init(&w->mu, NULL);
+    w->cap = max_queue;
+    w->q = kite_calloc(max_queue, sizeof(*w->q));
+
+    pthread_mutex_lock(&c->w_mu);
+    pthread_rwlock_rdlock(&c->lock);
+    if (from_rev < c->floor) {
+        pthread_rwlock_unlock(&c->lock);
+        pthread_mutex_unlock(&c->w_mu);
+        watcher_free(w);
+        return -ENODATA;
+    }
+    /* The ring is in revision order: binary search for the first event after from_rev. */
+    size_t lo = 0, hi = c->ring_len;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ring_at(c, mid)->rev <= from_rev)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < c->ring_len && !w->dropped; i++) deliver(w, ring_at(c, i));
+    pthread_rwlock_unlock(&c->lock);
+    w->next = c->watchers;
+    if (w->next) w->next->prev = w;
+    c->watchers = w;
+    pthread_mutex_unlock(&c->w_mu);
+    *ret = w;
+    return 0;
+}
+
+int kite_watcher_next(struct kite_watcher *w, struct kite_watch_event *out, size_t n) {
+    pthread_mutex_lock(&w->mu);
+    size_t k = 0;
+    for (; k < n && w->len; k++) {
+        out[k] = w->q[w->head];
+        w->head = (w->head + 1) % w->cap;
+        w->len--;
+    }
+    int r = k == 0 && w->dropped ? -EPIPE : (int)k;
+    pthread_mutex_unlock(&w->mu);
+    return r;
+}
+
+bool kite_watcher_dropped(struct kite_watcher *w) {
+    pthread_mutex_lock(&w->mu);
+    bool d = w->dropped;
+    pthread_mutex_unlock(&w->mu);
+    return d;
+}
+
+void kite_watcher_close(struct kite_watcher *w) {
+    if (!w) return;
+    struct kite_wcache *c = w->c;
+    pthread_mutex_lock(&c->w_mu);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        c->watchers = w->next;
+    if (w->next) w->next->prev = w->prev;
+    pthread_mutex_unlock(&c->w_mu);
+    watcher_free(w);
+}

@@ -1,0 +1,339 @@
+#include "helpers.h"
+#include "store/wcache.h"
+
+#include <pthread.h>
+
+static void free_recs(struct kite_record **v, size_t n) {
+    for (size_t i = 0; i < n; i++) kite_record_unref(v[i]);
+    free(v);
+}
+
+static void expect_list(struct kite_wcache *c, const char *sub, const char *after, size_t limit,
+                        kite_record_filter f, const char *want, bool want_more) {
+    struct kite_record **v;
+    size_t n;
+    int64_t rev;
+    bool more;
+    cr_assert_eq(kite_wcache_list(c, sub, after, limit, f, NULL, &v, &n, &rev, &more), 0);
+    char got[512] = "";
+    for (size_t i = 0; i < n; i++) {
+        strcat(got, v[i]->key);
+        strcat(got, " ");
+    }
+    cr_assert_str_eq(got, want, "list(%s, %s, %zu)", sub ? sub : "-", after ? after : "-", limit);
+    cr_assert_eq(more, want_more, "list(%s, %s, %zu) more", sub ? sub : "-", after ? after : "-", limit);
+    cr_assert_eq(rev, kite_wcache_rev(c));
+    free_recs(v, n);
+}
+
+static bool only_b(struct kite_record *r, void *ud) { return strstr(r->key, "/b") != NULL; }
+
+Test(wcache, list_and_get) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    put_ok(t.s, KITE_WRITE_CREATE, "/r/ns1/b", "1");
+    put_ok(t.s, KITE_WRITE_CREATE, "/other/x", "1");
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/r/", 16, &c), 0);
+    cr_assert_eq(kite_wcache_rev(c), 2);
+    put_ok(t.s, KITE_WRITE_CREATE, "/r/ns1/a", "1");
+    put_ok(t.s, KITE_WRITE_CREATE, "/r/ns2/b", "1");
+    put_ok(t.s, KITE_WRITE_CREATE, "/r/ns1/c", "1");
+    int64_t r = put_ok(t.s, KITE_WRITE_UPDATE, "/r/ns1/a", "2"); /* cache is current when the write returns */
+    struct kite_record *rec = kite_wcache_get(c, "/r/ns1/a");
+    cr_assert_not_null(rec);
+    cr_assert_str_eq(rec->value, "2");
+    cr_assert_eq(rec->mod_rev, r);
+    kite_record_unref(rec);
+    cr_assert_null(kite_wcache_get(c, "/other/x"));
+    cr_assert_null(kite_wcache_get(c, "/r/ns1/zz"));
+    cr_assert_eq(kite_wcache_count(c), 4);
+
+    expect_list(c, NULL, NULL, 0, NULL, "/r/ns1/a /r/ns1/b /r/ns1/c /r/ns2/b ", false);
+    expect_list(c, "/r/ns1/", NULL, 0, NULL, "/r/ns1/a /r/ns1/b /r/ns1/c ", false);
+    expect_list(c, "/r/ns1/", NULL, 2, NULL, "/r/ns1/a /r/ns1/b ", true);
+    expect_list(c, "/r/ns1/", "/r/ns1/b", 2, NULL, "/r/ns1/c ", false);
+    expect_list(c, "/r/ns1/", "/r/ns1/a", 1, NULL, "/r/ns1/b ", true);
+    expect_list(c, "/r/", NULL, 0, only_b, "/r/ns1/b /r/ns2/b ", false);
+    expect_list(c, "/r/", NULL, 1, only_b, "/r/ns1/b ", true);
+    expect_list(c, "/r/ns3/", NULL, 0, NULL, "", false);
+    put_ok(t.s, KITE_WRITE_DELETE, "/r/ns1/b", NULL);
+    expect_list(c, "/r/ns1/", NULL, 0, NULL, "/r/ns1/a /r/ns1/c ", false);
+    cr_assert_eq(kite_wcache_count(c), 3);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+static void count_ok(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    if (err == 0) __atomic_add_fetch((int *)ud, 1, __ATOMIC_RELAXED);
+}
+
+/* Many keys: inserting and deleting in random order keeps the skip list sorted. */
+Test(wcache, many_keys_sorted) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/m/", 0, &c), 0);
+    enum { N = 2000 };
+    int oks = 0;
+    for (int i = 0; i < N; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "/m/%05d", (i * 7919) % N);
+        struct kite_write w = { KITE_WRITE_CREATE, key, "v", 1, 0 };
+        cr_assert_eq(kite_store_submit(t.s, &w, count_ok, &oks), 0);
+    }
+    put_ok(t.s, KITE_WRITE_CREATE, "/m/sync", "v"); /* queued after all of them: they are done */
+    cr_assert_eq(__atomic_load_n(&oks, __ATOMIC_RELAXED), N);
+    for (int i = 0; i < N; i += 3) {
+        char key[32];
+        snprintf(key, sizeof(key), "/m/%05d", i);
+        put_ok(t.s, KITE_WRITE_DELETE, key, NULL);
+    }
+    /* page through 100 at a time */
+    char after[32] = "";
+    size_t total = 0;
+    int prev = -1;
+    for (;;) {
+        struct kite_record **v;
+        size_t n;
+        bool more;
+        cr_assert_eq(kite_wcache_list(c, "/m/0", after[0] ? after : NULL, 100, NULL, NULL, &v, &n, NULL, &more), 0);
+        for (size_t i = 0; i < n; i++) {
+            int k = atoi(v[i]->key + 3);
+            cr_assert_gt(k, prev);
+            cr_assert_neq(k % 3, 0);
+            prev = k;
+        }
+        total += n;
+        if (n) snprintf(after, sizeof(after), "%s", v[n - 1]->key);
+        free_recs(v, n);
+        if (!more) break;
+    }
+    cr_assert_eq(total, N - (N + 2) / 3);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+struct nctx {
+    pthread_mutex_t mu;
+    int notified;
+};
+
+static void on_notify(void *ud) {
+    struct nctx *n = ud;
+    pthread_mutex_lock(&n->mu);
+    n->notified++;
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void drain(struct kite_watcher *w, char *out, size_t cap) {
+    struct kite_watch_event ev[8];
+    int n;
+    out[0] = 0;
+    while ((n = kite_watcher_next(w, ev, 8)) > 0)
+        for (int i = 0; i < n; i++) {
+            char line[96];
+            static const char *const names[] = { "", "A", "M", "D" };
+            snprintf(line, sizeof(line), "%s%ld:%s=%s ", names[ev[i].type], (long)ev[i].rev, ev[i].rec->key,
+                     ev[i].rec->value);
+            cr_assert_lt(strlen(out) + strlen(line), cap);
+            strcat(out, line);
+            kite_record_unref(ev[i].rec);
+            kite_record_unref(ev[i].prev);
+        }
+}
+
+/* selector-like filter: only values "on" match; entering -> ADDED, leaving -> DELETED */
+static int on_filter(const struct kite_watch_event *ev, void *ud) {
+    bool now = ev->type != KITE_EV_DELETED && strcmp(ev->rec->value, "on") == 0;
+    bool before = ev->prev && strcmp(ev->prev->value, "on") == 0;
+    if (ev->type == KITE_EV_DELETED) return before ? KITE_EV_DELETED : 0;
+    if (now && !before) return KITE_EV_ADDED;
+    if (!now && before) return KITE_EV_DELETED;
+    return now ? KITE_EV_MODIFIED : 0;
+}
+
+Test(wcache, watch) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 16, &c), 0);
+    struct nctx nc = { PTHREAD_MUTEX_INITIALIZER, 0 };
+    struct kite_watcher *all, *ns, *sel;
+    int64_t start = kite_wcache_rev(c);
+    cr_assert_eq(kite_wcache_watch(c, NULL, start, 0, NULL, on_notify, &nc, &all), 0);
+    cr_assert_eq(kite_wcache_watch(c, "/w/a/", start, 0, NULL, NULL, NULL, &ns), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, start, 0, on_filter, NULL, NULL, &sel), 0);
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/a/1", "off");   /* 1 */
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/b/1", "on");    /* 2 */
+    put_ok(t.s, KITE_WRITE_UPDATE, "/w/a/1", "on");    /* 3 */
+    put_ok(t.s, KITE_WRITE_UPDATE, "/w/a/1", "off");   /* 4 */
+    put_ok(t.s, KITE_WRITE_CREATE, "/x/1", "on");      /* 5: other prefix */
+    put_ok(t.s, KITE_WRITE_DELETE, "/w/b/1", NULL);    /* 6 */
+    cr_assert_eq(nc.notified, 1, "edge-triggered: one notify until drained");
+    char out[512];
+    drain(all, out, sizeof(out));
+    cr_assert_str_eq(out, "A1:/w/a/1=off A2:/w/b/1=on M3:/w/a/1=on M4:/w/a/1=off D6:/w/b/1=on ");
+    drain(ns, out, sizeof(out));
+    cr_assert_str_eq(out, "A1:/w/a/1=off M3:/w/a/1=on M4:/w/a/1=off ");
+    drain(sel, out, sizeof(out));
+    cr_assert_str_eq(out, "A2:/w/b/1=on A3:/w/a/1=on D4:/w/a/1=off D6:/w/b/1=on ");
+    put_ok(t.s, KITE_WRITE_UPDATE, "/w/a/1", "x");     /* 7 */
+    cr_assert_eq(nc.notified, 2);
+
+    /* a watch from an older revision replays from the ring */
+    struct kite_watcher *late;
+    cr_assert_eq(kite_wcache_watch(c, NULL, 3, 0, NULL, NULL, NULL, &late), 0);
+    drain(late, out, sizeof(out));
+    cr_assert_str_eq(out, "M4:/w/a/1=off D6:/w/b/1=on M7:/w/a/1=x ");
+    kite_watcher_close(late);
+    kite_watcher_close(all);
+    kite_watcher_close(ns);
+    kite_watcher_close(sel);
+    put_ok(t.s, KITE_WRITE_UPDATE, "/w/a/1", "y");
+    cr_assert_eq(nc.notified, 2, "no notify after close");
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+Test(wcache, ring_bound_and_too_old) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 4, &c), 0);
+    cr_assert_eq(kite_wcache_oldest_rev(c), 0);
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/k", "1");
+    for (int i = 2; i <= 10; i++) put_ok(t.s, KITE_WRITE_UPDATE, "/w/k", "v");
+    /* ring of 4 holds 7..10: watches from 6 work, from 5 are too old */
+    cr_assert_eq(kite_wcache_oldest_rev(c), 6);
+    struct kite_watcher *w;
+    cr_assert_eq(kite_wcache_watch(c, NULL, 5, 0, NULL, NULL, NULL, &w), -ENODATA);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 6, 0, NULL, NULL, NULL, &w), 0);
+    struct kite_watch_event ev[8];
+    cr_assert_eq(kite_watcher_next(w, ev, 8), 4);
+    cr_assert_eq(ev[0].rev, 7);
+    cr_assert_eq(ev[3].rev, 10);
+    for (int i = 0; i < 4; i++) {
+        kite_record_unref(ev[i].rec);
+        kite_record_unref(ev[i].prev);
+    }
+    kite_watcher_close(w);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 0, NULL, NULL, NULL, &w), -ENODATA);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+Test(wcache, slow_watcher_dropped) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 64, &c), 0);
+    struct nctx nc = { PTHREAD_MUTEX_INITIALIZER, 0 };
+    struct kite_watcher *slow, *fast;
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 3, NULL, on_notify, &nc, &slow), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 100, NULL, NULL, NULL, &fast), 0);
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/k", "1");
+    for (int i = 0; i < 9; i++) put_ok(t.s, KITE_WRITE_UPDATE, "/w/k", "v");
+    cr_assert(kite_watcher_dropped(slow));
+    cr_assert_not(kite_watcher_dropped(fast));
+    cr_assert_eq(nc.notified, 2, "once for data, once for the drop");
+    struct kite_watch_event ev[16];
+    cr_assert_eq(kite_watcher_next(slow, ev, 16), 3, "what was queued is still readable");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(ev[i].rev, i + 1);
+        kite_record_unref(ev[i].rec);
+        kite_record_unref(ev[i].prev);
+    }
+    cr_assert_eq(kite_watcher_next(slow, ev, 16), -EPIPE);
+    cr_assert_eq(kite_watcher_next(fast, ev, 16), 10);
+    for (int i = 0; i < 10; i++) {
+        kite_record_unref(ev[i].rec);
+        kite_record_unref(ev[i].prev);
+    }
+    kite_watcher_close(slow);
+    kite_watcher_close(fast);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+/* After a restart the ring is refilled from history: resuming from a pre-restart revision gets
+ * every later change exactly once. */
+Test(wcache, resume_after_restart) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/a", "1");          /* 1 */
+    int64_t seen = put_ok(t.s, KITE_WRITE_CREATE, "/w/b", "1"); /* 2 */
+    put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "2");          /* 3 */
+    put_ok(t.s, KITE_WRITE_CREATE, "/z/other", "1");      /* 4 */
+    put_ok(t.s, KITE_WRITE_DELETE, "/w/b", NULL);         /* 5 */
+    kite_store_close(t.s);
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 16, &c), 0);
+    cr_assert_eq(kite_wcache_rev(c), 5);
+    expect_list(c, NULL, NULL, 0, NULL, "/w/a ", false);
+    struct kite_watcher *w;
+    cr_assert_eq(kite_wcache_watch(c, NULL, seen, 0, NULL, NULL, NULL, &w), 0);
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/c", "1");          /* 6 */
+    char out[256];
+    drain(w, out, sizeof(out));
+    cr_assert_str_eq(out, "M3:/w/a=2 D5:/w/b=1 A6:/w/c=1 ");
+    kite_watcher_close(w);
+    kite_wcache_free(c);
+
+    /* a small ring keeps only the newest; compaction bounds what history can give */
+    cr_assert_eq(kite_store_compact(t.s, 3), 0);
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 1, &c), 0);
+    cr_assert_eq(kite_wcache_oldest_rev(c), 5);
+    kite_wcache_free(c);
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 16, &c), 0);
+    cr_assert_eq(kite_wcache_oldest_rev(c), 3);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+/* Readers list concurrently with the writer applying changes. */
+struct reader_arg {
+    struct kite_wcache *c;
+    volatile int *stop;
+    int lists;
+};
+
+static void *reader(void *p) {
+    struct reader_arg *a = p;
+    while (!*a->stop) {
+        struct kite_record **v;
+        size_t n;
+        kite_wcache_list(a->c, NULL, NULL, 0, NULL, NULL, &v, &n, NULL, NULL);
+        for (size_t i = 1; i < n; i++) cr_assert_lt(strcmp(v[i - 1]->key, v[i]->key), 0);
+        free_recs(v, n);
+        a->lists++;
+    }
+    return NULL;
+}
+
+Test(wcache, concurrent_readers) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 0, &c), 0);
+    volatile int stop = 0;
+    struct reader_arg ra = { c, &stop, 0 };
+    pthread_t th;
+    pthread_create(&th, NULL, reader, &ra);
+    for (int i = 0; i < 300; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "/w/%03d", (i * 37) % 100);
+        struct kite_write w = { KITE_WRITE_CREATE, key, "v", 1, 0 };
+        struct kite_record *r = kite_wcache_get(c, key);
+        w.type = r ? KITE_WRITE_UPDATE : KITE_WRITE_CREATE;
+        kite_record_unref(r);
+        cr_assert_eq(kite_store_write(t.s, &w, NULL, NULL), 0);
+    }
+    stop = 1;
+    pthread_join(th, NULL);
+    cr_assert_gt(ra.lists, 0);
+    cr_assert_eq(kite_wcache_count(c), 100);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
