@@ -52,3 +52,18 @@ int kite_parse_int64(const char *s, int64_t *ret) {
     *ret = v;
     return 0;
 }
+
+#include <sys/random.h>
+
+void kite_random_bytes(void *buf, size_t n) {
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            abort(); /* getrandom(2) does not fail on supported kernels */
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+}

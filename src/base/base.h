@@ -37,3 +37,5 @@ static inline bool kite_startswith(const char *s, const char *prefix) {
 }
 /* Parses a base-10 int64 with no trailing garbage. 0 or -EINVAL/-ERANGE. */
 int kite_parse_int64(const char *s, int64_t *ret);
+/* Fills buf with n bytes from the kernel's CSPRNG (getrandom). */
+void kite_random_bytes(void *buf, size_t n);

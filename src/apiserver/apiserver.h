@@ -1,0 +1,22 @@
+/* kite apiserver: a Kubernetes-compatible API server (HTTPS, JSON, watch) over a store. */
+#pragma once
+#include "base/base.h"
+
+struct kite_apiserver_options {
+    const char *data_dir;      /* holds pki/, the SQLite store, admin.kubeconfig */
+    const char *listen;        /* "127.0.0.1:6443" */
+    const char *store_url;     /* NULL = "sqlite:<data_dir>/kite.db" */
+    const char *token_file;    /* --token-auth-file, optional */
+    unsigned threads;          /* 0 = number of CPUs */
+    size_t watch_ring;         /* events kept per resource for watch resumption; 0 = default */
+    int64_t compact_interval_s; /* 0 = default (300 s) */
+};
+
+struct kite_apiserver;
+/* Opens the store, ensures certificates and kubeconfigs in data_dir, creates the system
+ * namespaces and starts serving. */
+int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret);
+uint16_t kite_apiserver_port(struct kite_apiserver *s);
+/* The https://host:port URL clients should use. Borrowed. */
+const char *kite_apiserver_url(struct kite_apiserver *s);
+void kite_apiserver_stop(struct kite_apiserver *s);

@@ -1,0 +1,42 @@
+/* The authorizer chain. Each authorizer says allow, deny or no opinion; the first decision
+ * wins and no opinion from all of them denies (kube-apiserver's union authorizer). For now:
+ * system:masters may do everything, and so may system:nodes (the Node authorizer replaces
+ * that rule in its own issue); every other user is denied. */
+#include "apiserver/internal.h"
+
+typedef enum kite_authz_decision (*authorizer_fn)(const struct kite_authz_attrs *a, char **ret_reason);
+
+static bool in_group(const struct kite_user *u, const char *g) {
+    for (size_t i = 0; i < u->n_groups; i++)
+        if (strcmp(u->groups[i], g) == 0) return true;
+    return false;
+}
+
+static enum kite_authz_decision masters(const struct kite_authz_attrs *a, char **why) {
+    return in_group(a->user, "system:masters") ? KITE_AUTHZ_ALLOW : KITE_AUTHZ_NO_OPINION;
+}
+
+static enum kite_authz_decision nodes_interim(const struct kite_authz_attrs *a, char **why) {
+    if (!in_group(a->user, "system:nodes")) return KITE_AUTHZ_NO_OPINION;
+    if (a->verb && strcmp(a->verb, "impersonate") == 0) return KITE_AUTHZ_NO_OPINION;
+    return KITE_AUTHZ_ALLOW;
+}
+
+/* Public, read-only, non-resource paths any authenticated user may get (system:discovery). */
+static enum kite_authz_decision discovery(const struct kite_authz_attrs *a, char **why) {
+    if (!a->path || !in_group(a->user, "system:authenticated")) return KITE_AUTHZ_NO_OPINION;
+    static const char *const paths[] = {"/api", "/apis", "/version", "/healthz", "/livez", "/readyz"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(paths); i++)
+        if (kite_startswith(a->path, paths[i])) return KITE_AUTHZ_ALLOW;
+    return KITE_AUTHZ_NO_OPINION;
+}
+
+static const authorizer_fn CHAIN[] = {masters, nodes_interim, discovery};
+
+enum kite_authz_decision kite_authorize(const struct kite_authz_attrs *a, char **ret_reason) {
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(CHAIN); i++) {
+        enum kite_authz_decision d = CHAIN[i](a, ret_reason);
+        if (d != KITE_AUTHZ_NO_OPINION) return d;
+    }
+    return KITE_AUTHZ_DENY;
+}

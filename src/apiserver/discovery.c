@@ -1,0 +1,185 @@
+/* Discovery: /version, aggregated discovery on /api and /apis (kubectl 1.32 asks for it
+ * first and needs the exact media type back), and the legacy documents (/api/v1 is fetched on
+ * every drain and can-i). All generated from the resource table. */
+#include "apiserver/internal.h"
+
+#include <stdio.h>
+
+#define AGG_CT "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+#define KITE_VERSION_JSON \
+    "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":\"v1.32.0-kite.1\",\"gitCommit\":\"0000000000000000000000000000000000000000\"," \
+    "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-12-02T00:00:00Z\",\"goVersion\":\"go1.23.6\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}"
+
+static const char *const VERBS_ALL[] = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"};
+static const char *const VERBS_NS[] = {"create", "delete", "get", "list", "patch", "update", "watch"};
+static const char *const VERBS_STATUS[] = {"get", "patch", "update"};
+
+static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
+    bool ns = strcmp(r->plural, "namespaces") == 0;
+    const char *const *v = ns ? VERBS_NS : VERBS_ALL;
+    size_t n = ns ? KITE_ARRAY_SIZE(VERBS_NS) : KITE_ARRAY_SIZE(VERBS_ALL);
+    kite_buf_puts(b, "[");
+    for (size_t i = 0; i < n; i++) kite_buf_printf(b, "%s\"%s\"", i ? "," : "", v[i]);
+    kite_buf_puts(b, "]");
+}
+
+static void names_json(struct kite_buf *b, const char *key, const char *const *names, size_t max) {
+    if (!names[0]) return;
+    kite_buf_printf(b, ",\"%s\":[", key);
+    for (size_t i = 0; i < max && names[i]; i++) kite_buf_printf(b, "%s\"%s\"", i ? "," : "", names[i]);
+    kite_buf_puts(b, "]");
+}
+
+/* Groups in the order they are listed: "" first, then by first appearance. */
+static size_t groups(const char **out, size_t max) {
+    size_t n = 0;
+    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+        bool seen = false;
+        for (size_t i = 0; i < n; i++) seen |= strcmp(out[i], r->group) == 0;
+        if (!seen && n < max) out[n++] = r->group;
+    }
+    return n;
+}
+
+static void agg_group(struct kite_buf *b, const char *group) {
+    kite_buf_printf(b, "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":null},\"versions\":[{\"version\":\"v1\",\"resources\":[", group);
+    bool first = true;
+    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+        if (strcmp(r->group, group) != 0) continue;
+        kite_buf_printf(b, "%s{\"resource\":\"%s\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},"
+                           "\"scope\":\"%s\",\"singularResource\":\"%s\",\"verbs\":",
+                        first ? "" : ",", r->plural, r->group, r->version, r->kind, r->namespaced ? "Namespaced" : "Cluster",
+                        r->singular);
+        verbs_json(b, r);
+        names_json(b, "shortNames", r->short_names, KITE_ARRAY_SIZE(r->short_names));
+        names_json(b, "categories", r->categories, KITE_ARRAY_SIZE(r->categories));
+        if (r->has_status)
+            kite_buf_printf(b, ",\"subresources\":[{\"subresource\":\"status\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},\"verbs\":[\"get\",\"patch\",\"update\"]}]",
+                            r->group, r->version, r->kind);
+        kite_buf_puts(b, "}");
+        first = false;
+    }
+    kite_buf_puts(b, "],\"freshness\":\"Current\"}]}");
+}
+
+static void agg_list(struct kite_buf *b, bool core) {
+    kite_buf_puts(b, "{\"kind\":\"APIGroupDiscoveryList\",\"apiVersion\":\"apidiscovery.k8s.io/v2\",\"metadata\":{},\"items\":[");
+    const char *g[16];
+    size_t n = groups(g, KITE_ARRAY_SIZE(g));
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if ((*g[i] == 0) != core) continue;
+        if (!first) kite_buf_putc(b, ',');
+        agg_group(b, g[i]);
+        first = false;
+    }
+    kite_buf_puts(b, "]}");
+}
+
+static void resource_list(struct kite_buf *b, const char *group) {
+    const char *gv = *group ? kite_asprintf("%s/v1", group) : kite_strdup("v1");
+    kite_buf_printf(b, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"%s\",\"resources\":[", gv);
+    free((char *)gv);
+    bool first = true;
+    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+        if (strcmp(r->group, group) != 0) continue;
+        kite_buf_printf(b, "%s{\"name\":\"%s\",\"singularName\":\"%s\",\"namespaced\":%s,\"kind\":\"%s\",\"verbs\":",
+                        first ? "" : ",", r->plural, r->singular, r->namespaced ? "true" : "false", r->kind);
+        verbs_json(b, r);
+        names_json(b, "shortNames", r->short_names, KITE_ARRAY_SIZE(r->short_names));
+        names_json(b, "categories", r->categories, KITE_ARRAY_SIZE(r->categories));
+        kite_buf_puts(b, "}");
+        if (r->has_status) {
+            kite_buf_printf(b, ",{\"name\":\"%s/status\",\"singularName\":\"\",\"namespaced\":%s,\"kind\":\"%s\",\"verbs\":[",
+                            r->plural, r->namespaced ? "true" : "false", r->kind);
+            for (size_t i = 0; i < KITE_ARRAY_SIZE(VERBS_STATUS); i++) kite_buf_printf(b, "%s\"%s\"", i ? "," : "", VERBS_STATUS[i]);
+            kite_buf_puts(b, "]}");
+        }
+        first = false;
+    }
+    kite_buf_puts(b, "]}");
+}
+
+static void group_json(struct kite_buf *b, const char *g) {
+    kite_buf_printf(b, "{\"name\":\"%s\",\"versions\":[{\"groupVersion\":\"%s/v1\",\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":\"%s/v1\",\"version\":\"v1\"}}", g, g, g);
+}
+
+static void send(struct req *rq, const char *ctype, struct kite_buf *b) {
+    size_t len;
+    char *p = kite_buf_detach(b, &len);
+    reply(rq, 200, ctype, p, len);
+}
+
+bool handle_discovery(struct req *rq) {
+    const char *p = rq->http->path;
+    struct kite_buf b = {0};
+    const char *acc = kite_http_header(rq->http, "Accept");
+    bool agg = acc && strstr(acc, "as=APIGroupDiscoveryList");
+    rq->verb = "get";
+    if (strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0) {
+        kite_buf_puts(&b, KITE_VERSION_JSON);
+        send(rq, "application/json", &b);
+        return true;
+    }
+    if (strcmp(p, "/api") == 0 || strcmp(p, "/api/") == 0) {
+        if (agg) {
+            agg_list(&b, true);
+            send(rq, AGG_CT, &b);
+        } else {
+            kite_buf_puts(&b, "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],\"serverAddressByClientCIDRs\":[{\"clientCIDR\":\"0.0.0.0/0\",\"serverAddress\":\"\"}]}");
+            send(rq, "application/json", &b);
+        }
+        return true;
+    }
+    if (strcmp(p, "/apis") == 0 || strcmp(p, "/apis/") == 0) {
+        if (agg) {
+            agg_list(&b, false);
+            send(rq, AGG_CT, &b);
+            return true;
+        }
+        kite_buf_puts(&b, "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":[");
+        const char *g[16];
+        size_t n = groups(g, KITE_ARRAY_SIZE(g));
+        bool first = true;
+        for (size_t i = 0; i < n; i++) {
+            if (!*g[i]) continue;
+            if (!first) kite_buf_putc(&b, ',');
+            group_json(&b, g[i]);
+            first = false;
+        }
+        kite_buf_puts(&b, "]}");
+        send(rq, "application/json", &b);
+        return true;
+    }
+    if (strcmp(p, "/api/v1") == 0 || strcmp(p, "/api/v1/") == 0) {
+        resource_list(&b, "");
+        send(rq, "application/json", &b);
+        return true;
+    }
+    if (kite_startswith(p, "/apis/")) {
+        const char *g[16];
+        size_t n = groups(g, KITE_ARRAY_SIZE(g));
+        for (size_t i = 0; i < n; i++) {
+            if (!*g[i]) continue;
+            char a[128], v[128];
+            snprintf(a, sizeof a, "/apis/%s", g[i]);
+            snprintf(v, sizeof v, "/apis/%s/v1", g[i]);
+            if (strcmp(p, a) == 0) {
+                kite_buf_puts(&b, "{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",");
+                struct kite_buf gj = {0};
+                group_json(&gj, g[i]);
+                kite_buf_puts(&b, gj.p + 1);
+                kite_buf_release(&gj);
+                send(rq, "application/json", &b);
+                return true;
+            }
+            if (strcmp(p, v) == 0) {
+                resource_list(&b, g[i]);
+                send(rq, "application/json", &b);
+                return true;
+            }
+        }
+    }
+    rq->verb = NULL;
+    return false;
+}

@@ -1,0 +1,124 @@
+/* Internals shared by the API server's files. One struct req per HTTP request carries the
+ * parsed route, the effective user and the timing used for metrics; it is freed by reply_*(). */
+#pragma once
+#include "api/registry.h"
+#include "api/selector.h"
+#include "apiserver/apiserver.h"
+#include "base/buf.h"
+#include "http/http.h"
+#include "store/store.h"
+#include "store/wcache.h"
+
+#include <pthread.h>
+
+/* Limits (explicit, as every limit must be). */
+#define KITE_JSON_MAX_DEPTH 64            /* nesting depth of request bodies */
+#define KITE_LIST_DEFAULT_WATCH_QUEUE 1024 /* events a watcher may fall behind before it is dropped */
+#define KITE_WATCH_MIN_TIMEOUT_S 1800     /* default watch lifetime: [1x, 2x) this, as kube-apiserver */
+#define KITE_WATCH_BOOKMARK_S 60          /* bookmark period when allowWatchBookmarks=true */
+#define KITE_UPDATE_RETRIES 16            /* optimistic-concurrency retries of PATCH/unconditional PUT */
+
+struct kite_metrics;
+
+struct kite_storage {           /* one per storage folder (events shares one between versions) */
+    const char *name;           /* "nodes" */
+    struct kite_wcache *cache;
+};
+
+struct kite_apiserver {
+    struct kite_store *store;
+    struct kite_storage storages[16];
+    size_t n_storages;
+    struct kite_http_server *http;
+    struct kite_metrics *metrics;
+    char *url;
+    char *data_dir;
+    pthread_t compactor;
+    bool compactor_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool stopping;
+    int64_t compact_interval_s;
+};
+
+struct kite_user {
+    const char *name;
+    const char *groups[34];
+    size_t n_groups;
+};
+
+struct req {
+    struct kite_apiserver *srv;
+    struct kite_http_req *http;
+    int64_t start_ns;
+    /* route */
+    const struct kite_resource *res;
+    char *group, *version, *ns, *name, *sub;
+    const char *verb;          /* Kubernetes verb, for authz and metrics */
+    bool is_watch;
+    /* who */
+    struct kite_user user;
+    /* output */
+    bool table;                /* Accept asked for a meta.k8s.io Table */
+    bool table_full_object;    /* includeObject=Object */
+    bool replied;
+};
+
+/* server.c */
+struct kite_wcache *storage_cache(struct kite_apiserver *s, const struct kite_resource *r);
+void reply(struct req *rq, int code, const char *content_type, char *body, size_t len);
+void reply_json_buf(struct req *rq, int code, struct kite_buf *body);
+/* Every error leaves through here: a Status object with the code's reason (or the one given). */
+void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) KITE_PRINTF(4, 5);
+void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes);
+void req_free(struct req *rq);
+const char *req_resource_label(const struct req *rq); /* "nodes" or "nodes/status" */
+
+/* read.c */
+void handle_get(struct req *rq);
+void handle_list(struct req *rq);
+/* Renders a stored record as the client's group version (rendered JSON or Table row object). */
+void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out);
+/* Parsed form of a record, cached on it (read-only: deep-copy before changing). */
+json_object *record_object(struct kite_record *rec);
+bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
+bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
+                    const struct kite_field_selector *fs);
+void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, bool columns);
+void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first);
+void table_end(struct kite_buf *out);
+
+/* write.c */
+void handle_create(struct req *rq);
+void handle_update(struct req *rq);
+void handle_patch(struct req *rq);
+void handle_delete(struct req *rq);
+void handle_deletecollection(struct req *rq);
+/* Parses a request body as a JSON object (replies 400/415 itself and returns NULL on error). */
+json_object *parse_body(struct req *rq, bool allow_protobuf);
+/* Creates an object directly (bootstrap). */
+int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
+
+/* watch.c */
+void handle_watch(struct req *rq);
+
+/* discovery.c, openapi.c */
+bool handle_discovery(struct req *rq);
+bool handle_openapi(struct req *rq);
+
+/* metrics.c */
+struct kite_metrics *metrics_new(void);
+void metrics_free(struct kite_metrics *m);
+void metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns);
+void metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta);
+void metrics_store_commit(struct kite_metrics *m, int64_t ns);
+void metrics_render(struct kite_metrics *m, struct kite_buf *out);
+
+/* authz.c: the authorizer chain (Node authorizer and RBAC slot in here). */
+enum kite_authz_decision { KITE_AUTHZ_NO_OPINION, KITE_AUTHZ_ALLOW, KITE_AUTHZ_DENY };
+struct kite_authz_attrs {
+    const struct kite_user *user;
+    const char *verb, *group, *resource, *sub, *ns, *name;
+    const char *path; /* non-resource requests */
+};
+enum kite_authz_decision kite_authorize(const struct kite_authz_attrs *a, char **ret_reason);

@@ -1,0 +1,125 @@
+/* /metrics in the Prometheus text format: request counts and latency histograms by
+ * verb/resource/code, open watches, and the store's commit latency. One mutex; the request
+ * path does one map lookup and a few increments under it. */
+#include "apiserver/internal.h"
+#include "base/map.h"
+
+#include <stdio.h>
+
+static const double BUCKETS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+#define NB KITE_ARRAY_SIZE(BUCKETS)
+
+struct hist {
+    uint64_t counts[NB];
+    uint64_t n;
+    double sum;
+};
+
+static void hist_add(struct hist *h, int64_t ns) {
+    double s = (double)ns / 1e9;
+    for (size_t i = 0; i < NB; i++)
+        if (s <= BUCKETS[i]) h->counts[i]++;
+    h->n++;
+    h->sum += s;
+}
+
+struct series {
+    char verb[24], resource[64];
+    uint64_t codes[600];
+    struct hist lat;
+};
+
+struct kite_metrics {
+    pthread_mutex_t mu;
+    struct kite_map series;  /* "verb resource" -> struct series */
+    struct kite_map watches; /* resource -> (intptr_t) count */
+    struct hist commit;
+};
+
+struct kite_metrics *metrics_new(void) {
+    struct kite_metrics *m = kite_calloc(1, sizeof *m);
+    pthread_mutex_init(&m->mu, NULL);
+    return m;
+}
+
+void metrics_free(struct kite_metrics *m) {
+    if (!m) return;
+    size_t it = 0;
+    void *v;
+    while (kite_map_next(&m->series, &it, NULL, &v)) free(v);
+    kite_map_release(&m->series);
+    kite_map_release(&m->watches);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+void metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns) {
+    char key[96];
+    snprintf(key, sizeof key, "%s %s", verb, resource);
+    pthread_mutex_lock(&m->mu);
+    struct series *s = kite_map_get(&m->series, key);
+    if (!s) {
+        s = kite_calloc(1, sizeof *s);
+        snprintf(s->verb, sizeof s->verb, "%s", verb);
+        snprintf(s->resource, sizeof s->resource, "%s", resource);
+        kite_map_put(&m->series, key, s);
+    }
+    if (code >= 0 && code < 600) s->codes[code]++;
+    hist_add(&s->lat, ns);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta) {
+    pthread_mutex_lock(&m->mu);
+    intptr_t v = (intptr_t)kite_map_get(&m->watches, resource) + delta;
+    kite_map_put(&m->watches, resource, (void *)v);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_store_commit(struct kite_metrics *m, int64_t ns) {
+    pthread_mutex_lock(&m->mu);
+    hist_add(&m->commit, ns);
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void render_hist(struct kite_buf *b, const char *name, const char *labels, const struct hist *h) {
+    const char *sep = *labels ? "," : "";
+    for (size_t i = 0; i < NB; i++)
+        kite_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, BUCKETS[i], (unsigned long long)h->counts[i]);
+    kite_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep, (unsigned long long)h->n);
+    kite_buf_printf(b, "%s_sum{%s} %g\n%s_count{%s} %llu\n", name, labels, h->sum, name, labels, (unsigned long long)h->n);
+}
+
+void metrics_render(struct kite_metrics *m, struct kite_buf *b) {
+    pthread_mutex_lock(&m->mu);
+    kite_buf_puts(b, "# HELP apiserver_request_total Counter of apiserver requests broken out by verb, resource and HTTP response code.\n"
+                     "# TYPE apiserver_request_total counter\n");
+    size_t it = 0;
+    void *v;
+    while (kite_map_next(&m->series, &it, NULL, &v)) {
+        struct series *s = v;
+        for (int c = 0; c < 600; c++)
+            if (s->codes[c])
+                kite_buf_printf(b, "apiserver_request_total{verb=\"%s\",resource=\"%s\",code=\"%d\"} %llu\n", s->verb,
+                                s->resource, c, (unsigned long long)s->codes[c]);
+    }
+    kite_buf_puts(b, "# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb and resource.\n"
+                     "# TYPE apiserver_request_duration_seconds histogram\n");
+    it = 0;
+    while (kite_map_next(&m->series, &it, NULL, &v)) {
+        struct series *s = v;
+        char labels[128];
+        snprintf(labels, sizeof labels, "verb=\"%s\",resource=\"%s\"", s->verb, s->resource);
+        render_hist(b, "apiserver_request_duration_seconds", labels, &s->lat);
+    }
+    kite_buf_puts(b, "# HELP apiserver_registered_watchers Number of currently open watches for a given resource.\n"
+                     "# TYPE apiserver_registered_watchers gauge\n");
+    it = 0;
+    const char *k;
+    while (kite_map_next(&m->watches, &it, &k, &v))
+        kite_buf_printf(b, "apiserver_registered_watchers{resource=\"%s\"} %ld\n", k, (long)(intptr_t)v);
+    kite_buf_puts(b, "# HELP kite_store_commit_duration_seconds Time from submitting a write to its durable commit.\n"
+                     "# TYPE kite_store_commit_duration_seconds histogram\n");
+    render_hist(b, "kite_store_commit_duration_seconds", "", &m->commit);
+    pthread_mutex_unlock(&m->mu);
+}

@@ -1,0 +1,361 @@
+/* Reads: get and list, served from the watch cache (continue pages at an older revision from
+ * the store), as JSON or as a meta.k8s.io Table. */
+#include "apiserver/internal.h"
+#include "api/selector.h"
+#include "base/clock.h"
+
+#include <stdio.h>
+
+/* Limits on list requests. */
+#define KITE_LIST_MAX_LIMIT 100000
+#define KITE_CONTINUE_MAX 4096
+
+static void put_json(void *p) { json_object_put(p); }
+
+json_object *record_object(struct kite_record *rec) {
+    json_object *o = kite_record_cache(rec);
+    if (o) return o;
+    o = kite_object_decode(rec->value, rec->len, rec->mod_rev);
+    if (!o) o = json_object_new_object();
+    return kite_record_set_cache(rec, o, put_json);
+}
+
+static void render_converted(struct req *rq, json_object *obj, struct kite_buf *out) {
+    json_object *copy = NULL;
+    json_object_deep_copy(obj, &copy, NULL);
+    rq->res->from_storage(copy);
+    size_t len;
+    const char *s = json_object_to_json_string_length(copy, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    kite_buf_append(out, s, len);
+    json_object_put(copy);
+}
+
+void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
+    if (rq->res->from_storage) render_converted(rq, record_object(rec), out);
+    else kite_object_render(rec->value, rec->len, rec->mod_rev, out);
+}
+
+/* ---- selectors ------------------------------------------------------------------------- */
+
+bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs) {
+    char *err = NULL;
+    const char *l = kite_http_query(rq->http, "labelSelector");
+    const char *f = kite_http_query(rq->http, "fieldSelector");
+    *ls = NULL;
+    *fs = NULL;
+    if (l && kite_label_selector_parse(l, ls, &err) < 0) {
+        reply_error(rq, 400, "BadRequest", "%s", err ? err : "invalid label selector");
+        free(err);
+        return false;
+    }
+    if (f && kite_field_selector_parse(f, fs, &err) < 0) {
+        kite_label_selector_free(*ls);
+        *ls = NULL;
+        reply_error(rq, 400, "BadRequest", "%s", err ? err : "invalid field selector");
+        free(err);
+        return false;
+    }
+    for (size_t i = 0; *fs && i < kite_field_selector_count(*fs); i++) {
+        const char *field = kite_field_selector_field(*fs, i);
+        if (!kite_resource_field_supported(rq->res, field)) {
+            reply_error(rq, 400, "BadRequest", "field label not supported: %s", field);
+            kite_label_selector_free(*ls);
+            kite_field_selector_free(*fs);
+            *ls = NULL;
+            *fs = NULL;
+            return false;
+        }
+    }
+    return true;
+}
+
+struct field_ctx {
+    const struct kite_resource *res;
+    json_object *obj;
+    struct kite_buf buf;
+};
+
+static const char *get_field(const char *field, void *ud) {
+    struct field_ctx *c = ud;
+    /* events.k8s.io/v1 names its fields differently from the stored core/v1 shape */
+    char mapped[256];
+    if (c->res->from_storage && kite_startswith(field, "regarding.")) {
+        snprintf(mapped, sizeof mapped, "involvedObject.%s", field + strlen("regarding."));
+        field = mapped;
+    } else if (c->res->from_storage && strcmp(field, "reportingController") == 0) {
+        field = "reportingComponent";
+    }
+    return kite_resource_field(c->res, c->obj, field, &c->buf);
+}
+
+bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
+                    const struct kite_field_selector *fs) {
+    if (ls && !kite_label_selector_matches(ls, kite_obj_get(kite_obj_meta(obj), "labels"))) return false;
+    if (!fs) return true;
+    struct field_ctx c = {.res = r, .obj = obj};
+    bool ok = kite_field_selector_matches(fs, get_field, &c);
+    kite_buf_release(&c.buf);
+    return ok;
+}
+
+struct list_filter {
+    const struct kite_resource *res;
+    struct kite_label_selector *ls;
+    struct kite_field_selector *fs;
+};
+
+static bool filter_record(struct kite_record *rec, void *ud) {
+    struct list_filter *f = ud;
+    if (!f->ls && !f->fs) return true;
+    return object_matches(f->res, record_object(rec), f->ls, f->fs);
+}
+
+/* ---- tables ---------------------------------------------------------------------------- */
+
+static const struct kite_table_printer *printer_for(struct req *rq) {
+    const struct kite_table_printer *p = kite_table_printer_for(rq->res->kind);
+    return p ? p : kite_table_printer_default();
+}
+
+void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, bool columns) {
+    kite_buf_puts(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
+    if (rev) kite_buf_printf(out, "\"resourceVersion\":\"%lld\"", (long long)rev);
+    if (cont) {
+        kite_buf_puts(out, ",\"continue\":");
+        kite_buf_json_str(out, cont);
+    }
+    kite_buf_puts(out, "},\"columnDefinitions\":");
+    if (columns) kite_table_columns_json(printer_for(rq), out);
+    else kite_buf_puts(out, "[]");
+    kite_buf_puts(out, ",\"rows\":[");
+}
+
+void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first) {
+    json_object *obj = record_object(rec);
+    json_object *conv = NULL;
+    if (rq->res->from_storage) {
+        json_object_deep_copy(obj, &conv, NULL);
+        rq->res->from_storage(conv);
+        obj = conv;
+    }
+    json_object *cells = json_object_new_array();
+    printer_for(rq)->cells(obj, kite_now_wall(kite_clock_real()) / KITE_NS_PER_SEC, cells);
+    if (!first) kite_buf_putc(out, ',');
+    kite_buf_puts(out, "{\"cells\":");
+    kite_buf_puts(out, json_object_to_json_string_ext(cells, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    kite_buf_puts(out, ",\"object\":");
+    if (rq->table_full_object) {
+        render_record(rq, rec, out);
+    } else {
+        kite_buf_puts(out, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":");
+        json_object *meta = kite_obj_meta(obj);
+        kite_buf_puts(out, meta ? json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "{}");
+        kite_buf_putc(out, '}');
+    }
+    kite_buf_putc(out, '}');
+    json_object_put(cells);
+    json_object_put(conv);
+}
+
+void table_end(struct kite_buf *out) { kite_buf_puts(out, "]}"); }
+
+/* ---- get ------------------------------------------------------------------------------- */
+
+void handle_get(struct req *rq) {
+    _cleanup_free_ char *key = kite_object_key(rq->res, rq->ns, rq->name);
+    struct kite_record *rec = kite_wcache_get(storage_cache(rq->srv, rq->res), key);
+    if (!rec) {
+        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", rq->res->plural, rq->name);
+        return;
+    }
+    struct kite_buf out = {0};
+    if (rq->table) {
+        table_begin(rq, &out, rec->mod_rev, NULL, true);
+        table_row(rq, &out, rec, true);
+        table_end(&out);
+    } else {
+        render_record(rq, rec, &out);
+    }
+    kite_record_unref(rec);
+    reply_json_buf(rq, 200, &out);
+}
+
+/* ---- list ------------------------------------------------------------------------------ */
+
+/* Continue tokens: base64 of {"v":"meta.k8s.io/v1","rv":R,"start":"<key>"} as kube-apiserver. */
+static char *encode_continue(int64_t rev, const char *last_key) {
+    struct kite_buf j = {0};
+    kite_buf_printf(&j, "{\"v\":\"meta.k8s.io/v1\",\"rv\":%lld,\"start\":", (long long)rev);
+    kite_buf_json_str(&j, last_key);
+    kite_buf_putc(&j, '}');
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    struct kite_buf out = {0};
+    const unsigned char *p = (const unsigned char *)j.p;
+    for (size_t i = 0; i < j.len; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < j.len ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < j.len ? p[i + 2] : 0);
+        kite_buf_putc(&out, tbl[v >> 18 & 63]);
+        kite_buf_putc(&out, tbl[v >> 12 & 63]);
+        if (i + 1 < j.len) kite_buf_putc(&out, tbl[v >> 6 & 63]);
+        if (i + 2 < j.len) kite_buf_putc(&out, tbl[v & 63]);
+    }
+    kite_buf_release(&j);
+    return kite_buf_detach(&out, NULL);
+}
+
+static int b64val(char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '-' || c == '+') return 62;
+    if (c == '_' || c == '/') return 63;
+    return -1;
+}
+
+static int decode_continue(const char *tok, int64_t *ret_rev, char **ret_key) {
+    if (strlen(tok) > KITE_CONTINUE_MAX) return -EINVAL;
+    struct kite_buf j = {0};
+    uint32_t acc = 0;
+    int bits = 0;
+    for (const char *p = tok; *p && *p != '='; p++) {
+        int v = b64val(*p);
+        if (v < 0) {
+            kite_buf_release(&j);
+            return -EINVAL;
+        }
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            kite_buf_putc(&j, (char)(acc >> bits & 0xff));
+        }
+    }
+    json_object *o = j.p ? json_tokener_parse(j.p) : NULL;
+    kite_buf_release(&j);
+    json_object *rv = kite_obj_get(o, "rv");
+    const char *start = kite_obj_str(o, "start");
+    int r = -EINVAL;
+    if (rv && start && json_object_is_type(rv, json_type_int) && json_object_get_int64(rv) > 0) {
+        *ret_rev = json_object_get_int64(rv);
+        *ret_key = kite_strdup(start);
+        r = 0;
+    }
+    json_object_put(o);
+    return r;
+}
+
+/* Parses ?resourceVersion (and friends); replies itself on error. */
+static bool parse_rv(struct req *rq, const char *s, int64_t *ret) {
+    *ret = 0;
+    if (!s || !*s) return true;
+    if (kite_parse_int64(s, ret) < 0 || *ret < 0) {
+        reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", s);
+        return false;
+    }
+    return true;
+}
+
+void handle_list(struct req *rq) {
+    struct kite_http_req *h = rq->http;
+    struct list_filter f = {.res = rq->res};
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    bool more = false;
+    int64_t rev = 0, want_rv = 0, limit = 0;
+    _cleanup_free_ char *start = NULL, *prefix = kite_object_prefix(rq->res, rq->ns);
+    struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
+
+    if (!parse_rv(rq, kite_http_query(h, "resourceVersion"), &want_rv)) return;
+    const char *lim = kite_http_query(h, "limit");
+    if (lim && *lim && (kite_parse_int64(lim, &limit) < 0 || limit < 0)) {
+        reply_error(rq, 400, "BadRequest", "invalid limit \"%s\"", lim);
+        return;
+    }
+    if (limit > KITE_LIST_MAX_LIMIT) limit = KITE_LIST_MAX_LIMIT;
+    const char *match = kite_http_query(h, "resourceVersionMatch");
+    if (match && *match && strcmp(match, "Exact") != 0 && strcmp(match, "NotOlderThan") != 0) {
+        reply_error(rq, 400, "BadRequest", "resourceVersionMatch: Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"", match);
+        return;
+    }
+    if (match && *match && !want_rv) {
+        reply_error(rq, 400, "BadRequest", "resourceVersionMatch is forbidden unless resourceVersion is provided");
+        return;
+    }
+    const char *cont = kite_http_query(h, "continue");
+    int64_t at_rev = 0;
+    if (cont && *cont) {
+        if (decode_continue(cont, &at_rev, &start) < 0) {
+            reply_error(rq, 400, "BadRequest", "continue key is not valid: invalid continue token");
+            return;
+        }
+    } else if (match && strcmp(match, "Exact") == 0) {
+        at_rev = want_rv;
+    }
+    if (!at_rev && want_rv > kite_wcache_rev(cache)) {
+        reply_error(rq, 504, "Timeout", "Too large resource version: %lld, current: %lld", (long long)want_rv,
+                    (long long)kite_wcache_rev(cache));
+        return;
+    }
+    if (!parse_selectors(rq, &f.ls, &f.fs)) return;
+
+    int r;
+    if (at_rev && at_rev != kite_wcache_rev(cache)) {
+        /* a consistent page at an older revision: from the store's history (kube-apiserver
+         * serves continue pages from etcd at the first page's revision the same way) */
+        struct kite_record **all = NULL;
+        size_t na = 0;
+        r = kite_store_range(rq->srv->store, prefix, at_rev, start, (size_t)limit, &all, &na, &more);
+        if (r == 0) {
+            recs = kite_calloc(na, sizeof *recs);
+            for (size_t i = 0; i < na; i++) {
+                if (filter_record(all[i], &f)) recs[n++] = all[i];
+                else kite_record_unref(all[i]);
+            }
+            if (more && na) {
+                free(start);
+                start = kite_strdup(all[na - 1]->key);
+            }
+            free(all);
+            rev = at_rev;
+        }
+    } else {
+        r = kite_wcache_list(cache, prefix, start, (size_t)limit, filter_record, &f, &recs, &n, &rev, &more);
+        if (more && n) {
+            free(start);
+            start = kite_strdup(recs[n - 1]->key);
+        }
+    }
+    kite_label_selector_free(f.ls);
+    kite_field_selector_free(f.fs);
+    if (r == -ENODATA) {
+        reply_error(rq, 410, "Expired",
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.");
+        return;
+    }
+    if (r < 0) {
+        reply_error(rq, 500, "InternalError", "list failed: %s", strerror(-r));
+        return;
+    }
+    _cleanup_free_ char *next = more ? encode_continue(rev, start) : NULL;
+    struct kite_buf out = {0};
+    if (rq->table) {
+        table_begin(rq, &out, rev, next, true);
+        for (size_t i = 0; i < n; i++) table_row(rq, &out, recs[i], i == 0);
+        table_end(&out);
+    } else {
+        kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
+                        rq->res->list_kind, kite_resource_api_version(rq->res), (long long)rev);
+        if (next) {
+            kite_buf_puts(&out, ",\"continue\":");
+            kite_buf_json_str(&out, next);
+        }
+        kite_buf_puts(&out, "},\"items\":[");
+        for (size_t i = 0; i < n; i++) {
+            if (i) kite_buf_putc(&out, ',');
+            render_record(rq, recs[i], &out);
+        }
+        kite_buf_puts(&out, "]}");
+    }
+    for (size_t i = 0; i < n; i++) kite_record_unref(recs[i]);
+    free(recs);
+    reply_json_buf(rq, 200, &out);
+}

@@ -1,0 +1,471 @@
+/* API server core: start/stop, routing, authentication, replies and errors.
+ *
+ * A request flows: http layer (TLS, authn result) -> dispatch() (route, effective user,
+ * authz) -> one handler per verb (read.c, write.c, watch.c) -> reply_*(), which records
+ * metrics and frees the request. Writes reply later from the store's writer thread. */
+#include "apiserver/internal.h"
+#include "api/status.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "pki/pki.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const SYSTEM_NAMESPACES[] = {"default", "kube-system", "kube-public", "kube-node-lease"};
+
+struct kite_wcache *storage_cache(struct kite_apiserver *s, const struct kite_resource *r) {
+    const char *name = r->storage ? r->storage : r->plural;
+    for (size_t i = 0; i < s->n_storages; i++)
+        if (strcmp(s->storages[i].name, name) == 0) return s->storages[i].cache;
+    return NULL;
+}
+
+const char *req_resource_label(const struct req *rq) {
+    static __thread char buf[128];
+    if (!rq->res) return "";
+    if (rq->sub) {
+        snprintf(buf, sizeof buf, "%s/%s", rq->res->plural, rq->sub);
+        return buf;
+    }
+    return rq->res->plural;
+}
+
+void req_free(struct req *rq) {
+    if (!rq) return;
+    free(rq->group);
+    free(rq->version);
+    free(rq->ns);
+    free(rq->name);
+    free(rq->sub);
+    free(rq);
+}
+
+void reply(struct req *rq, int code, const char *content_type, char *body, size_t len) {
+    if (rq->srv->metrics)
+        metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", req_resource_label(rq), code,
+                        kite_now_mono(kite_clock_real()) - rq->start_ns);
+    kite_http_respond(rq->http, code, content_type, body, len);
+    req_free(rq);
+}
+
+void reply_json_buf(struct req *rq, int code, struct kite_buf *body) {
+    size_t len;
+    char *p = kite_buf_detach(body, &len);
+    reply(rq, code, "application/json", p, len);
+}
+
+/* Kubernetes names the kind in details as the resource ("nodes") and the group. */
+static void reply_status(struct req *rq, int code, const char *reason, const char *msg, struct kite_causes *causes) {
+    const char *kind = rq->res ? rq->res->plural : NULL;
+    char *body = kite_status_failure(code, reason ? reason : kite_status_reason_for(code), msg,
+                                     rq->name, rq->res ? rq->res->group : NULL, kind, causes);
+    if (code == 429) kite_http_add_header(rq->http, "Retry-After", "1");
+    reply(rq, code, "application/json", body, strlen(body));
+}
+
+void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) {
+    va_list ap;
+    char *msg;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    va_end(ap);
+    reply_status(rq, code, reason, msg ? msg : "", NULL);
+    free(msg);
+}
+
+void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes) {
+    struct kite_buf m = {0};
+    const char *kind = rq->res ? rq->res->kind : "Object";
+    kite_buf_printf(&m, "%s \"%s\" is invalid: ", kind, name ? name : "");
+    if (causes->n > 1) kite_buf_putc(&m, '[');
+    for (size_t i = 0; i < causes->n; i++) {
+        if (i) kite_buf_puts(&m, ", ");
+        kite_buf_printf(&m, "%s: %s", causes->v[i].field, causes->v[i].message);
+    }
+    if (causes->n > 1) kite_buf_putc(&m, ']');
+    /* details.name is the object's name even for creates (rq->name is unset there) */
+    char *saved = rq->name;
+    rq->name = (char *)name;
+    char *body = kite_status_failure(422, "Invalid", m.p, name, rq->res ? rq->res->group : NULL,
+                                     rq->res ? rq->res->kind : NULL, causes);
+    rq->name = saved;
+    kite_buf_release(&m);
+    reply(rq, 422, "application/json", body, strlen(body));
+}
+
+/* ---- routing ------------------------------------------------------------------------- */
+
+static size_t split_path(char *path, char **segs, size_t max) {
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(path, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+        if (n == max) return max + 1;
+        segs[n++] = t;
+    }
+    return n;
+}
+
+static bool is_true(const char *v) { return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0); }
+
+/* Fills rq's route from /api/v1/... or /apis/G/V/...; replies 404 itself when unknown. */
+static bool route(struct req *rq) {
+    _cleanup_free_ char *path = kite_strdup(rq->http->path);
+    char *seg[12];
+    size_t n = split_path(path, seg, KITE_ARRAY_SIZE(seg));
+    size_t i;
+    if (n >= 2 && strcmp(seg[0], "api") == 0) {
+        rq->group = kite_strdup("");
+        rq->version = kite_strdup(seg[1]);
+        i = 2;
+    } else if (n >= 3 && strcmp(seg[0], "apis") == 0) {
+        rq->group = kite_strdup(seg[1]);
+        rq->version = kite_strdup(seg[2]);
+        i = 3;
+    } else {
+        goto notfound;
+    }
+    if (n > KITE_ARRAY_SIZE(seg)) goto notfound;
+    if (i < n && strcmp(seg[i], "watch") == 0) { /* legacy /watch/ prefix */
+        rq->is_watch = true;
+        i++;
+    }
+    const char *plural;
+    if (i + 2 < n && strcmp(seg[i], "namespaces") == 0 && !(i + 3 == n && (strcmp(seg[i + 2], "status") == 0 ||
+                                                                           strcmp(seg[i + 2], "finalize") == 0))) {
+        rq->ns = kite_strdup(seg[i + 1]);
+        i += 2;
+    }
+    if (i >= n) goto notfound;
+    plural = seg[i++];
+    rq->res = kite_registry_find(rq->group, rq->version, plural);
+    if (!rq->res) goto notfound;
+    if (i < n) rq->name = kite_strdup(seg[i++]);
+    if (i < n) rq->sub = kite_strdup(seg[i++]);
+    if (i < n) goto notfound;
+    if (rq->ns && !rq->res->namespaced) goto notfound;
+    if (rq->sub && !(strcmp(rq->sub, "status") == 0 && rq->res->has_status)) goto notfound;
+    return true;
+notfound:
+    rq->res = NULL;
+    reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+    return false;
+}
+
+static const char *verb_for(struct req *rq) {
+    const char *m = rq->http->method;
+    if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
+        if (rq->is_watch || is_true(kite_http_query(rq->http, "watch"))) {
+            rq->is_watch = true;
+            return "watch";
+        }
+        return rq->name ? "get" : "list";
+    }
+    if (strcmp(m, "POST") == 0) return rq->name ? NULL : "create";
+    if (strcmp(m, "PUT") == 0) return rq->name ? "update" : NULL;
+    if (strcmp(m, "PATCH") == 0) return rq->name ? "patch" : NULL;
+    if (strcmp(m, "DELETE") == 0) return rq->name ? "delete" : "deletecollection";
+    return NULL;
+}
+
+/* ---- authentication and impersonation ----------------------------------------------- */
+
+static bool user_in_group(const struct kite_user *u, const char *g) {
+    for (size_t i = 0; i < u->n_groups; i++)
+        if (strcmp(u->groups[i], g) == 0) return true;
+    return false;
+}
+
+static void add_group(struct kite_user *u, const char *g) {
+    if (u->n_groups < KITE_ARRAY_SIZE(u->groups) && !user_in_group(u, g)) u->groups[u->n_groups++] = g;
+}
+
+static bool is_public_path(const char *p) {
+    return strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0 || strcmp(p, "/readyz") == 0 ||
+           strcmp(p, "/version") == 0 || kite_startswith(p, "/readyz/") || kite_startswith(p, "/livez/");
+}
+
+/* Sets rq->user; replies 401/403 itself and returns false when the request may not proceed. */
+static bool authenticate(struct req *rq) {
+    const struct kite_http_user *hu = rq->http->user;
+    if (rq->http->authn_failed) {
+        reply_error(rq, 401, "Unauthorized", "Unauthorized");
+        return false;
+    }
+    if (!hu) {
+        if (is_public_path(rq->http->path)) {
+            rq->user.name = "system:anonymous";
+            add_group(&rq->user, "system:unauthenticated");
+            return true;
+        }
+        reply_error(rq, 401, "Unauthorized", "Unauthorized");
+        return false;
+    }
+    rq->user.name = hu->name;
+    for (size_t i = 0; i < hu->n_groups; i++) add_group(&rq->user, hu->groups[i]);
+    add_group(&rq->user, "system:authenticated");
+
+    const char *as = kite_http_header(rq->http, "Impersonate-User");
+    const char *as_groups[32];
+    size_t ng = kite_http_header_all(rq->http, "Impersonate-Group", as_groups, KITE_ARRAY_SIZE(as_groups));
+    if (!as && ng) {
+        reply_error(rq, 500, "InternalError", "requested %s without impersonating a user", "groups");
+        return false;
+    }
+    if (!as) return true;
+    struct kite_authz_attrs a = {.user = &rq->user, .verb = "impersonate", .group = "", .resource = "users", .name = as};
+    _cleanup_free_ char *why = NULL;
+    if (kite_authorize(&a, &why) != KITE_AUTHZ_ALLOW) {
+        reply_error(rq, 403, "Forbidden", "users \"%s\" is forbidden: User \"%s\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
+                    as, rq->user.name);
+        return false;
+    }
+    if (ng > KITE_ARRAY_SIZE(as_groups)) ng = KITE_ARRAY_SIZE(as_groups);
+    rq->user = (struct kite_user){.name = as};
+    for (size_t i = 0; i < ng; i++) add_group(&rq->user, as_groups[i]);
+    add_group(&rq->user, "system:authenticated");
+    return true;
+}
+
+static bool authorize_request(struct req *rq) {
+    struct kite_authz_attrs a = {.user = &rq->user, .verb = rq->verb};
+    if (rq->res) {
+        a.group = rq->res->group;
+        a.resource = rq->res->plural;
+        a.sub = rq->sub;
+        a.ns = rq->ns;
+        a.name = rq->name;
+    } else {
+        a.path = rq->http->path;
+    }
+    _cleanup_free_ char *why = NULL;
+    if (kite_authorize(&a, &why) == KITE_AUTHZ_ALLOW) return true;
+    if (!rq->res) {
+        reply_error(rq, 403, "Forbidden", "forbidden: User \"%s\" cannot %s path \"%s\"", rq->user.name,
+                    rq->verb ? rq->verb : "get", rq->http->path);
+        return false;
+    }
+    const char *res_label = req_resource_label(rq);
+    struct kite_buf m = {0};
+    if (rq->name) kite_buf_printf(&m, "%s \"%s\" is forbidden: ", rq->res->plural, rq->name);
+    else kite_buf_printf(&m, "%s is forbidden: ", rq->res->plural);
+    kite_buf_printf(&m, "User \"%s\" cannot %s resource \"%s\" in API group \"%s\" ", rq->user.name, rq->verb,
+                    res_label, rq->res->group);
+    if (rq->ns) kite_buf_printf(&m, "in the namespace \"%s\"", rq->ns);
+    else kite_buf_puts(&m, "at the cluster scope");
+    if (why && *why) kite_buf_printf(&m, ": %s", why);
+    reply_error(rq, 403, "Forbidden", "%s", m.p);
+    kite_buf_release(&m);
+    return false;
+}
+
+/* ---- dispatch -------------------------------------------------------------------------- */
+
+static bool accept_ok(struct req *rq) {
+    const char *acc = kite_http_header(rq->http, "Accept");
+    rq->table = acc && strstr(acc, "as=Table");
+    if (!acc || !*acc || strstr(acc, "json") || strstr(acc, "*/*")) return true;
+    reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf");
+    return false;
+}
+
+static void handle_plain(struct req *rq, int code, const char *ctype, const char *text) {
+    reply(rq, code, ctype, kite_strdup(text), strlen(text));
+}
+
+static void dispatch(struct kite_http_req *hr, void *ud) {
+    struct kite_apiserver *s = ud;
+    struct req *rq = kite_calloc(1, sizeof *rq);
+    rq->srv = s;
+    rq->http = hr;
+    rq->start_ns = kite_now_mono(kite_clock_real());
+    const char *p = hr->path;
+    if (!authenticate(rq)) return;
+
+    if (strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0 || strcmp(p, "/readyz") == 0 ||
+        kite_startswith(p, "/readyz/") || kite_startswith(p, "/livez/") || kite_startswith(p, "/healthz/")) {
+        rq->verb = "get";
+        handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
+        return;
+    }
+    if (strcmp(p, "/metrics") == 0) {
+        rq->verb = "get";
+        if (!authorize_request(rq)) return;
+        struct kite_buf b = {0};
+        metrics_render(s->metrics, &b);
+        size_t len;
+        char *body = kite_buf_detach(&b, &len);
+        reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
+        return;
+    }
+    if (handle_discovery(rq) || handle_openapi(rq)) return;
+    if (!kite_startswith(p, "/api/") && !kite_startswith(p, "/apis/")) {
+        rq->verb = "get";
+        reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+        return;
+    }
+    if (!route(rq)) return;
+    rq->verb = verb_for(rq);
+    if (!rq->verb) {
+        reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (!authorize_request(rq)) return;
+    if (!accept_ok(rq)) return;
+    const char *inc = kite_http_query(hr, "includeObject");
+    rq->table_full_object = inc && strcmp(inc, "Object") == 0;
+
+    const char *v = rq->verb;
+    if (strcmp(v, "get") == 0) handle_get(rq);
+    else if (strcmp(v, "list") == 0) handle_list(rq);
+    else if (strcmp(v, "watch") == 0) handle_watch(rq);
+    else if (strcmp(v, "create") == 0) handle_create(rq);
+    else if (strcmp(v, "update") == 0) handle_update(rq);
+    else if (strcmp(v, "patch") == 0) handle_patch(rq);
+    else if (strcmp(v, "delete") == 0) handle_delete(rq);
+    else handle_deletecollection(rq);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------- */
+
+static int ensure_namespaces(struct kite_apiserver *s) {
+    const struct kite_resource *r = kite_registry_find("", "v1", "namespaces");
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(SYSTEM_NAMESPACES); i++) {
+        json_object *ns = json_object_new_object();
+        kite_obj_set(ns, "kind", json_object_new_string("Namespace"));
+        kite_obj_set(ns, "apiVersion", json_object_new_string("v1"));
+        kite_obj_set(kite_obj_ensure(ns, "metadata"), "name", json_object_new_string(SYSTEM_NAMESPACES[i]));
+        int r2 = apiserver_create_sync(s, r, ns);
+        json_object_put(ns);
+        if (r2 < 0 && r2 != -EEXIST) return r2;
+    }
+    return 0;
+}
+
+/* Periodic compaction keeps history bounded (kube-apiserver compacts every 5 minutes). */
+static void *compactor_main(void *ud) {
+    struct kite_apiserver *s = ud;
+    int64_t last_rev = kite_store_rev(s->store);
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += s->compact_interval_s;
+        pthread_cond_timedwait(&s->cond, &s->mu, &ts);
+        if (s->stopping) break;
+        pthread_mutex_unlock(&s->mu);
+        /* compact up to the revision seen one interval ago, like kube-apiserver's compactor */
+        if (last_rev > kite_store_compacted_rev(s->store)) kite_store_compact(s->store, last_rev);
+        last_rev = kite_store_rev(s->store);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static char *listen_host_url(const char *listen, uint16_t port) {
+    const char *colon = strrchr(listen, ':');
+    size_t hl = colon ? (size_t)(colon - listen) : 0;
+    _cleanup_free_ char *host = kite_strndup(listen, hl);
+    if (!*host || strcmp(host, "0.0.0.0") == 0) {
+        free(host);
+        host = kite_strdup("127.0.0.1");
+    } else if (strcmp(host, "[::]") == 0) {
+        free(host);
+        host = kite_strdup("[::1]");
+    }
+    return kite_asprintf("https://%s:%u", host, port);
+}
+
+static int write_file(const char *path, const char *text, mode_t mode) {
+    _cleanup_free_ char *tmp = kite_asprintf("%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -errno;
+    fchmod(fileno(f), mode);
+    bool ok = fputs(text, f) >= 0;
+    ok = (fflush(f) == 0) && ok;
+    ok = (fsync(fileno(f)) == 0) && ok;
+    fclose(f);
+    if (!ok || rename(tmp, path) < 0) return -EIO;
+    return 0;
+}
+
+static int start(struct kite_apiserver *s, const struct kite_apiserver_options *o) {
+    int r;
+    if (mkdir(o->data_dir, 0700) < 0 && errno != EEXIST) return -errno;
+    _cleanup_free_ char *pki = kite_asprintf("%s/pki", o->data_dir);
+    if (mkdir(pki, 0700) < 0 && errno != EEXIST) return -errno;
+    if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return r;
+
+    _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
+    if ((r = kite_store_open(url, &s->store)) < 0) return r;
+    s->metrics = metrics_new();
+    for (const struct kite_resource *res = kite_resources; res->kind; res++) {
+        const char *name = res->storage ? res->storage : res->plural;
+        if (storage_cache(s, res)) continue;
+        _cleanup_free_ char *prefix = kite_asprintf("/registry/%s/", name);
+        struct kite_storage *st = &s->storages[s->n_storages];
+        st->name = name;
+        if ((r = kite_wcache_new(s->store, prefix, o->watch_ring, &st->cache)) < 0) return r;
+        s->n_storages++;
+    }
+    if ((r = ensure_namespaces(s)) < 0) return r;
+
+    _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
+    _cleanup_free_ char *cp = kite_asprintf("%s/server.crt", pki), *kp = kite_asprintf("%s/server.key", pki);
+    _cleanup_free_ char *cap = kite_asprintf("%s/ca.crt", pki), *acp = kite_asprintf("%s/admin.crt", pki);
+    _cleanup_free_ char *akp = kite_asprintf("%s/admin.key", pki);
+    if ((r = kite_pki_read_file(cp, &cert)) < 0 || (r = kite_pki_read_file(kp, &key)) < 0 ||
+        (r = kite_pki_read_file(cap, &ca)) < 0 || (r = kite_pki_read_file(acp, &acert)) < 0 ||
+        (r = kite_pki_read_file(akp, &akey)) < 0)
+        return r;
+    struct kite_http_config hc = {
+        .listen = o->listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
+        .token_file = o->token_file, .threads = o->threads, .handler = dispatch, .ud = s,
+    };
+    if ((r = kite_http_start(&hc, &s->http)) < 0) return r;
+    s->url = listen_host_url(o->listen, kite_http_port(s->http));
+
+    /* admin.kubeconfig: the cluster admin (O=system:masters) */
+    _cleanup_free_ char *kc = kite_pki_kubeconfig("kite", s->url, ca, acert, akey, NULL);
+    _cleanup_free_ char *kcp = kite_asprintf("%s/admin.kubeconfig", o->data_dir);
+    if ((r = write_file(kcp, kc, 0600)) < 0) return r;
+    if (pthread_create(&s->compactor, NULL, compactor_main, s) != 0) return -EAGAIN;
+    s->compactor_started = true;
+    return 0;
+}
+
+int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret) {
+    struct kite_apiserver *s = kite_calloc(1, sizeof *s);
+    s->data_dir = kite_strdup(o->data_dir);
+    s->compact_interval_s = o->compact_interval_s > 0 ? o->compact_interval_s : 300;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    int r = start(s, o);
+    if (r < 0) {
+        kite_apiserver_stop(s);
+        return r;
+    }
+    *ret = s;
+    return 0;
+}
+
+uint16_t kite_apiserver_port(struct kite_apiserver *s) { return kite_http_port(s->http); }
+const char *kite_apiserver_url(struct kite_apiserver *s) { return s->url; }
+
+void kite_apiserver_stop(struct kite_apiserver *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+    if (s->compactor_started) pthread_join(s->compactor, NULL);
+    kite_http_stop(s->http);
+    for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
+    kite_store_close(s->store);
+    metrics_free(s->metrics);
+    free(s->url);
+    free(s->data_dir);
+    free(s);
+}

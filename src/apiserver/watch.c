@@ -1,0 +1,212 @@
+/* Watch streams. A watch is a kite_watcher on the resource's watch cache plus a chunked HTTP
+ * stream: the store's writer thread queues events and wakes the stream; the HTTP layer pulls
+ * them when the socket can take more. A watcher that falls too far behind is dropped (its
+ * stream ends) so no client can slow the writer or other watchers. */
+#include "apiserver/internal.h"
+#include "api/selector.h"
+#include "base/backoff.h"
+#include "base/clock.h"
+
+#include <stdio.h>
+
+#define KITE_WATCH_QUEUE 10000        /* events a watcher may lag behind before it is dropped */
+#define KITE_WATCH_BATCH 128          /* events rendered per pull */
+
+struct watch {
+    struct req *rq;
+    struct kite_watcher *watcher;
+    struct kite_http_stream *stream;
+    pthread_mutex_t mu;               /* guards stream (notify may race stream_begin) */
+    struct kite_label_selector *ls;
+    struct kite_field_selector *fs;
+    struct kite_record **initial;     /* synthetic ADDED events still to send */
+    size_t n_initial, next_initial;
+    int64_t last_rev;
+    int64_t deadline_ns, next_bookmark_ns;
+    bool bookmarks;
+    bool table_columns_sent;
+    char *error_event;                /* a terminal ERROR event to send, then end */
+};
+
+static bool matches(struct watch *w, struct kite_record *rec) {
+    struct req *rq = w->rq;
+    if (rq->name && !kite_streq(kite_meta_str(record_object(rec), "name"), rq->name)) return false;
+    if (!w->ls && !w->fs) return true;
+    return object_matches(rq->res, record_object(rec), w->ls, w->fs);
+}
+
+/* Selector transitions, as kube-apiserver's cacher: starting to match is ADDED, ceasing to
+ * match is DELETED. */
+static int filter(const struct kite_watch_event *ev, void *ud) {
+    struct watch *w = ud;
+    switch (ev->type) {
+    case KITE_EV_ADDED: return matches(w, ev->rec) ? KITE_EV_ADDED : 0;
+    case KITE_EV_DELETED: return matches(w, ev->rec) ? KITE_EV_DELETED : 0;
+    default: {
+        bool now = matches(w, ev->rec), before = ev->prev && matches(w, ev->prev);
+        if (now && before) return KITE_EV_MODIFIED;
+        if (now) return KITE_EV_ADDED;
+        if (before) return KITE_EV_DELETED;
+        return 0;
+    }
+    }
+}
+
+static void notify(void *ud) {
+    struct watch *w = ud;
+    pthread_mutex_lock(&w->mu);
+    if (w->stream) kite_http_stream_wake(w->stream);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static const char *type_name(int t) {
+    return t == KITE_EV_ADDED ? "ADDED" : t == KITE_EV_MODIFIED ? "MODIFIED" : "DELETED";
+}
+
+static void emit(struct watch *w, int type, struct kite_record *rec, struct kite_buf *out) {
+    struct req *rq = w->rq;
+    kite_buf_printf(out, "{\"type\":\"%s\",\"object\":", type_name(type));
+    if (rq->table) {
+        table_begin(rq, out, rec->mod_rev, NULL, !w->table_columns_sent);
+        w->table_columns_sent = true;
+        table_row(rq, out, rec, true);
+        table_end(out);
+    } else {
+        render_record(rq, rec, out);
+    }
+    kite_buf_puts(out, "}\n");
+    if (rec->mod_rev > w->last_rev) w->last_rev = rec->mod_rev;
+}
+
+static void emit_bookmark(struct watch *w, struct kite_buf *out) {
+    kite_buf_printf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"}}}\n",
+                    w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)w->last_rev);
+}
+
+static int pull(void *ud, struct kite_buf *out) {
+    struct watch *w = ud;
+    if (w->error_event) {
+        kite_buf_puts(out, w->error_event);
+        return -1;
+    }
+    if (w->next_initial < w->n_initial) {
+        size_t end = KITE_MIN(w->n_initial, w->next_initial + KITE_WATCH_BATCH);
+        for (; w->next_initial < end; w->next_initial++) {
+            emit(w, KITE_EV_ADDED, w->initial[w->next_initial], out);
+            kite_record_unref(w->initial[w->next_initial]);
+            w->initial[w->next_initial] = NULL;
+        }
+        if (w->next_initial < w->n_initial) kite_http_stream_wake(w->stream);
+        return 1;
+    }
+    struct kite_watch_event ev[KITE_WATCH_BATCH];
+    int n = kite_watcher_next(w->watcher, ev, KITE_WATCH_BATCH);
+    if (n == -EPIPE) return -1; /* dropped for falling behind: the client re-lists and re-watches */
+    for (int i = 0; i < n; i++) {
+        emit(w, (int)ev[i].type, ev[i].rec, out);
+        kite_record_unref(ev[i].rec);
+        kite_record_unref(ev[i].prev);
+    }
+    if (n == KITE_WATCH_BATCH) kite_http_stream_wake(w->stream);
+    int64_t now = kite_now_mono(kite_clock_real());
+    if (now >= w->deadline_ns) return -1;
+    if (w->bookmarks && now >= w->next_bookmark_ns) {
+        if (n <= 0 && w->last_rev) emit_bookmark(w, out);
+        w->next_bookmark_ns = now + KITE_WATCH_BOOKMARK_S * KITE_NS_PER_SEC;
+    }
+    kite_http_stream_wake_at(w->stream, w->bookmarks ? KITE_MIN(w->deadline_ns, w->next_bookmark_ns) : w->deadline_ns);
+    return out->len ? 1 : 0;
+}
+
+static void watch_free(struct watch *w) {
+    kite_watcher_close(w->watcher);
+    for (size_t i = w->next_initial; i < w->n_initial; i++) kite_record_unref(w->initial[i]);
+    free(w->initial);
+    kite_label_selector_free(w->ls);
+    kite_field_selector_free(w->fs);
+    free(w->error_event);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+static void done(void *ud) {
+    struct watch *w = ud;
+    struct req *rq = w->rq;
+    /* handle_watch may still be inside its critical section right after stream_begin */
+    pthread_mutex_lock(&w->mu);
+    w->stream = NULL;
+    pthread_mutex_unlock(&w->mu);
+    metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
+    metrics_observe(rq->srv->metrics, "watch", req_resource_label(rq), 200,
+                    kite_now_mono(kite_clock_real()) - rq->start_ns);
+    watch_free(w);
+    req_free(rq);
+}
+
+static bool list_filter(struct kite_record *rec, void *ud) { return matches(ud, rec); }
+
+void handle_watch(struct req *rq) {
+    struct kite_http_req *h = rq->http;
+    struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
+    int64_t from = 0, timeout_s = 0;
+    const char *rv = kite_http_query(h, "resourceVersion");
+    if (rv && *rv && (kite_parse_int64(rv, &from) < 0 || from < 0)) {
+        reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", rv);
+        return;
+    }
+    const char *ts = kite_http_query(h, "timeoutSeconds");
+    if (ts && *ts && (kite_parse_int64(ts, &timeout_s) < 0 || timeout_s < 0)) {
+        reply_error(rq, 400, "BadRequest", "invalid timeoutSeconds \"%s\"", ts);
+        return;
+    }
+    struct watch *w = kite_calloc(1, sizeof *w);
+    w->rq = rq;
+    pthread_mutex_init(&w->mu, NULL);
+    if (!parse_selectors(rq, &w->ls, &w->fs)) {
+        watch_free(w);
+        return;
+    }
+    const char *bm = kite_http_query(h, "allowWatchBookmarks");
+    w->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
+    int64_t now = kite_now_mono(kite_clock_real());
+    if (!timeout_s) {
+        uint64_t seed = (uint64_t)now;
+        timeout_s = KITE_WATCH_MIN_TIMEOUT_S + (int64_t)(kite_rand01(&seed) * KITE_WATCH_MIN_TIMEOUT_S);
+    }
+    w->deadline_ns = now + timeout_s * KITE_NS_PER_SEC;
+    w->next_bookmark_ns = now + KITE_WATCH_BOOKMARK_S * KITE_NS_PER_SEC;
+
+    _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
+    int r = 0;
+    if (from == 0) {
+        /* "" and "0": the current state as synthetic ADDED events, then changes after it */
+        bool more;
+        r = kite_wcache_list(cache, prefix, NULL, 0, list_filter, w, &w->initial, &w->n_initial, &from, &more);
+    }
+    w->last_rev = from;
+    if (r == 0)
+        r = kite_wcache_watch(cache, prefix, from, KITE_WATCH_QUEUE, (w->ls || w->fs || rq->name) ? filter : NULL,
+                              notify, w, &w->watcher);
+    if (r == -ENODATA) {
+        w->error_event = kite_asprintf("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %lld (%lld)\",\"reason\":\"Expired\",\"code\":410}}\n",
+                                       (long long)from, (long long)kite_wcache_oldest_rev(cache));
+    } else if (r < 0) {
+        watch_free(w);
+        reply_error(rq, 500, "InternalError", "watch failed: %s", strerror(-r));
+        return;
+    }
+    metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), 1);
+    struct kite_http_stream *st = NULL;
+    pthread_mutex_lock(&w->mu);
+    r = kite_http_stream_begin(h, 200, "application/json", pull, done, w, &st);
+    if (r < 0) {
+        pthread_mutex_unlock(&w->mu);
+        metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
+        watch_free(w);
+        req_free(rq);
+        return;
+    }
+    w->stream = st;
+    kite_http_stream_wake(st);
+    pthread_mutex_unlock(&w->mu);
+}

@@ -1,0 +1,681 @@
+/* Writes: create, update (PUT), patch, delete, deletecollection.
+ *
+ * Every write is an optimistic-concurrency transaction against the store: read the current
+ * record from the watch cache, compute the new object, submit a compare-and-swap on the
+ * record's mod_rev. The reply comes from the store's writer thread once the write is durable.
+ * If someone else wrote in between (-ESTALE) and the client gave no resourceVersion
+ * precondition, the op is recomputed against the new current record (kube-apiserver's
+ * GuaranteedUpdate loop); with a precondition the client gets 409 Conflict. */
+#include "apiserver/internal.h"
+#include "base/clock.h"
+
+#include <stdio.h>
+
+enum op_kind { OP_CREATE, OP_UPDATE, OP_PATCH, OP_DELETE };
+enum patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC };
+
+struct write_op {
+    struct req *rq;
+    enum op_kind kind;
+    enum patch_type ptype;
+    json_object *input;       /* body object (create/update) or the patch document */
+    bool is_status;           /* the /status subresource */
+    bool client_rv;           /* the client made resourceVersion a precondition */
+    bool dry_run;
+    int attempts;
+    int code;                 /* reply code on success */
+    int64_t submitted_ns;
+    char *key;
+    char uid[64];             /* DELETE: uid of the deleted object, for the Status details */
+    json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
+};
+
+static void op_free(struct write_op *op) {
+    json_object_put(op->input);
+    json_object_put(op->preconditions);
+    free(op->key);
+    free(op);
+}
+
+static void op_fail(struct write_op *op, int code, const char *reason, const char *msg) {
+    reply_error(op->rq, code, reason, "%s", msg);
+    op_free(op);
+}
+
+static void op_conflict(struct write_op *op) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "Operation cannot be fulfilled on %s%s%s \"%s\": the object has been modified; please apply your changes to the latest version and try again",
+             op->rq->res->plural, *op->rq->res->group ? "." : "", op->rq->res->group, op->rq->name);
+    op_fail(op, 409, "Conflict", msg);
+}
+
+/* ---- request bodies -------------------------------------------------------------------- */
+
+static bool media_is(const char *ct, const char *want) {
+    size_t n = strlen(want);
+    return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
+}
+
+static json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
+    json_tokener *tok = json_tokener_new_ex(KITE_JSON_MAX_DEPTH);
+    json_object *o = json_tokener_parse_ex(tok, body, (int)len);
+    enum json_tokener_error e = json_tokener_get_error(tok);
+    size_t used = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    while (o && used < len && (body[used] == ' ' || body[used] == '\n' || body[used] == '\r' || body[used] == '\t')) used++;
+    if (!o || e != json_tokener_success || used != len) {
+        json_object_put(o);
+        reply_error(rq, 400, "BadRequest", "the request body is not valid JSON: %s",
+                    e == json_tokener_success ? "unexpected data after the JSON value"
+                    : e == json_tokener_continue ? "unexpected end of JSON input"
+                                                 : json_tokener_error_desc(e));
+        return NULL;
+    }
+    return o;
+}
+
+json_object *parse_body(struct req *rq, bool allow_protobuf) {
+    const char *ct = kite_http_header(rq->http, "Content-Type");
+    if (allow_protobuf && media_is(ct, "application/vnd.kubernetes.protobuf")) return json_object_new_object();
+    if (ct && !media_is(ct, "application/json")) {
+        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json");
+        return NULL;
+    }
+    if (rq->http->body_len == 0) {
+        if (allow_protobuf) return json_object_new_object();
+        reply_error(rq, 400, "BadRequest", "the request body is empty");
+        return NULL;
+    }
+    json_object *o = parse_json_text(rq, rq->http->body, rq->http->body_len);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- object preparation ---------------------------------------------------------------- */
+
+static const char GENERATE_ALPHABET[] = "bcdfghjklmnpqrstvwxz2456789";
+
+static void now_time(json_object *meta, const char *field) {
+    char ts[21];
+    kite_time_format(kite_now_wall(kite_clock_real()), ts);
+    kite_obj_set(meta, field, json_object_new_string(ts));
+}
+
+/* kind/apiVersion of the request body must match the URL's resource. */
+static bool check_type(struct req *rq, json_object *obj) {
+    const char *kind = kite_obj_str(obj, "kind"), *av = kite_obj_str(obj, "apiVersion");
+    const char *want_av = kite_resource_api_version(rq->res);
+    if (kind && *kind && strcmp(kind, rq->res->kind) != 0) {
+        reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, rq->res->kind);
+        return false;
+    }
+    if (av && *av && strcmp(av, want_av) != 0) {
+        reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s)", av, want_av);
+        return false;
+    }
+    kite_obj_set(obj, "kind", json_object_new_string(rq->res->kind));
+    kite_obj_set(obj, "apiVersion", json_object_new_string(want_av));
+    return true;
+}
+
+static void strip_server_fields(json_object *meta) {
+    json_object_object_del(meta, "managedFields");
+    json_object_object_del(meta, "selfLink");
+    json_object_object_del(meta, "resourceVersion");
+}
+
+/* Validation shared by create and update; replies 422 itself. */
+static bool validate(struct req *rq, json_object *obj, json_object *old) {
+    struct kite_causes c = {0};
+    kite_validate_object_meta(kite_obj_meta(obj), rq->res->namespaced, rq->res->name_rule, &c);
+    if (rq->res->validate) rq->res->validate(obj, old, &c);
+    if (!c.n) return true;
+    reply_invalid(rq, kite_meta_str(obj, "name"), &c);
+    kite_causes_release(&c);
+    return false;
+}
+
+static bool namespace_exists(struct req *rq, const char *ns) {
+    const struct kite_resource *nsr = kite_registry_find("", "v1", "namespaces");
+    _cleanup_free_ char *key = kite_object_key(nsr, NULL, ns);
+    struct kite_record *rec = kite_wcache_get(storage_cache(rq->srv, nsr), key);
+    kite_record_unref(rec);
+    return rec != NULL;
+}
+
+static bool prepare_create(struct req *rq, json_object *obj) {
+    if (!check_type(rq, obj)) return false;
+    json_object *meta = kite_obj_ensure(obj, "metadata");
+    const char *name = kite_obj_str(meta, "name");
+    const char *gen = kite_obj_str(meta, "generateName");
+    if ((!name || !*name) && gen && *gen) {
+        char suffix[6];
+        unsigned char rnd[5];
+        kite_random_bytes(rnd, sizeof rnd);
+        for (size_t i = 0; i < 5; i++) suffix[i] = GENERATE_ALPHABET[rnd[i] % (sizeof GENERATE_ALPHABET - 1)];
+        suffix[5] = 0;
+        char *full = kite_asprintf("%.*s%s", 58, gen, suffix);
+        kite_obj_set(meta, "name", json_object_new_string(full));
+        free(full);
+    }
+    if (rq->name && kite_obj_str(meta, "name") && strcmp(rq->name, kite_obj_str(meta, "name")) != 0) {
+        reply_error(rq, 400, "BadRequest", "the name of the object (%s) does not match the name on the URL (%s)",
+                    kite_obj_str(meta, "name"), rq->name);
+        return false;
+    }
+    if (rq->res->namespaced) {
+        const char *ns = kite_obj_str(meta, "namespace");
+        if (ns && *ns && rq->ns && strcmp(ns, rq->ns) != 0) {
+            reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
+            return false;
+        }
+        if (!rq->ns) {
+            reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+            return false;
+        }
+        kite_obj_set(meta, "namespace", json_object_new_string(rq->ns));
+    } else {
+        json_object_object_del(meta, "namespace");
+    }
+    char uid[37];
+    kite_uuid4(uid);
+    kite_obj_set(meta, "uid", json_object_new_string(uid));
+    now_time(meta, "creationTimestamp");
+    json_object_object_del(meta, "deletionTimestamp");
+    json_object_object_del(meta, "deletionGracePeriodSeconds");
+    json_object_object_del(meta, "generation");
+    if (rq->res->spec_generation) kite_obj_set(meta, "generation", json_object_new_int64(1));
+    strip_server_fields(meta);
+    if (rq->res->has_status && !rq->res->status_on_create) json_object_object_del(obj, "status");
+    if (rq->res->defaults) rq->res->defaults(obj);
+    if (!validate(rq, obj, NULL)) return false;
+    if (rq->res->namespaced && !namespace_exists(rq, rq->ns)) {
+        char *saved = rq->name;
+        rq->name = (char *)rq->ns;
+        reply_error(rq, 404, "NotFound", "namespaces \"%s\" not found", rq->ns);
+        rq->name = saved;
+        return false;
+    }
+    if (rq->res->to_storage) rq->res->to_storage(obj);
+    return true;
+}
+
+static void copy_field(json_object *dst, json_object *src, const char *k) {
+    json_object *v = kite_obj_get(src, k);
+    if (v) kite_obj_set(dst, k, json_object_get(v));
+    else json_object_object_del(dst, k);
+}
+
+static json_object *deep_copy(json_object *o) {
+    json_object *c = NULL;
+    json_object_deep_copy(o, &c, NULL);
+    return c;
+}
+
+/* Builds the object to store from the client's new object and the current one. Takes
+ * ownership of obj; returns the result (new ref) or NULL after replying. */
+static json_object *prepare_update(struct write_op *op, json_object *obj, json_object *cur) {
+    struct req *rq = op->rq;
+    if (!check_type(rq, obj)) goto fail;
+    json_object *meta = kite_obj_ensure(obj, "metadata");
+    const char *name = kite_obj_str(meta, "name");
+    if (name && *name && strcmp(name, rq->name) != 0) {
+        reply_error(rq, 400, "BadRequest", "the name of the object (%s) does not match the name on the URL (%s)", name, rq->name);
+        goto fail;
+    }
+    const char *ns = kite_obj_str(meta, "namespace");
+    if (rq->res->namespaced && ns && *ns && strcmp(ns, rq->ns) != 0) {
+        reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
+        goto fail;
+    }
+    json_object *cmeta = kite_obj_meta(cur);
+    const char *uid = kite_obj_str(meta, "uid"), *cuid = kite_obj_str(cmeta, "uid");
+    if (uid && *uid && cuid && strcmp(uid, cuid) != 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cuid);
+        reply_error(rq, 409, "Conflict", "%s", msg);
+        goto fail;
+    }
+    json_object *res;
+    if (op->is_status) {
+        /* status writes change status and metadata, never spec (nodes/status, pods/status) */
+        res = deep_copy(cur);
+        copy_field(res, obj, "status");
+        kite_obj_set(res, "metadata", json_object_get(meta));
+        json_object_put(obj);
+    } else {
+        res = obj;
+        if (rq->res->has_status) copy_field(res, cur, "status");
+    }
+    meta = kite_obj_meta(res);
+    static const char *const immutable[] = {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                                            "deletionGracePeriodSeconds", "generation"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(immutable); i++) copy_field(meta, cmeta, immutable[i]);
+    strip_server_fields(meta);
+    if (rq->res->spec_generation && !op->is_status &&
+        !kite_json_equal(kite_obj_get(res, "spec"), kite_obj_get(cur, "spec"))) {
+        json_object *g = kite_obj_get(cmeta, "generation");
+        kite_obj_set(meta, "generation", json_object_new_int64((g ? json_object_get_int64(g) : 0) + 1));
+    }
+    if (rq->res->defaults) rq->res->defaults(res);
+    if (!validate(rq, res, cur)) {
+        json_object_put(res);
+        return NULL;
+    }
+    if (rq->res->to_storage) rq->res->to_storage(res);
+    return res;
+fail:
+    json_object_put(obj);
+    return NULL;
+}
+
+/* ---- submission ------------------------------------------------------------------------ */
+
+static void run_op(struct write_op *op);
+
+static void reply_deleted(struct write_op *op, struct kite_record *rec) {
+    struct req *rq = op->rq;
+    struct kite_buf out = {0};
+    if (strcmp(rq->res->plural, "pods") == 0 || strcmp(rq->res->plural, "namespaces") == 0) {
+        render_record(rq, rec, &out);
+    } else {
+        kite_buf_puts(&out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\",\"details\":{\"name\":");
+        kite_buf_json_str(&out, rq->name);
+        kite_buf_printf(&out, ",\"group\":\"%s\",\"kind\":\"%s\",\"uid\":", rq->res->group, rq->res->plural);
+        kite_buf_json_str(&out, op->uid);
+        kite_buf_puts(&out, "}}");
+    }
+    reply_json_buf(rq, 200, &out);
+}
+
+static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    struct write_op *op = ud;
+    struct req *rq = op->rq;
+    metrics_store_commit(rq->srv->metrics, kite_now_mono(kite_clock_real()) - op->submitted_ns);
+    if (err == 0) {
+        if (op->kind == OP_DELETE) {
+            reply_deleted(op, rec);
+        } else {
+            struct kite_buf out = {0};
+            render_record(rq, rec, &out);
+            reply_json_buf(rq, op->code, &out);
+        }
+        op_free(op);
+        return;
+    }
+    if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
+        ++op->attempts < KITE_UPDATE_RETRIES) {
+        run_op(op); /* recompute against the record that won */
+        return;
+    }
+    if (err == -ESTALE) {
+        op_conflict(op);
+    } else if (err == -EEXIST) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s \"%s\" already exists", rq->res->plural, kite_streq(rq->verb, "create") ? "" : rq->name);
+        (void)msg;
+        reply_error(rq, 409, "AlreadyExists", "%s%s%s \"%s\" already exists", rq->res->plural,
+                    *rq->res->group ? "." : "", rq->res->group, rq->name ? rq->name : "");
+        op_free(op);
+    } else if (err == -ENOENT) {
+        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", rq->res->plural, rq->name);
+        op_free(op);
+    } else if (err == -EAGAIN) {
+        op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+    } else {
+        op_fail(op, 500, "InternalError", "storage error");
+    }
+}
+
+/* Submits (or, for dryRun, pretends to). Takes ownership of obj's serialization. */
+static void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
+                   struct kite_record *cur) {
+    struct req *rq = op->rq;
+    size_t len = 0;
+    _cleanup_free_ char *bytes = obj ? kite_object_encode(obj, &len) : NULL;
+    if (type == KITE_WRITE_UPDATE && cur && cur->len == len && memcmp(cur->value, bytes, len) == 0) {
+        /* nothing changed: no write, no new revision (as kube-apiserver) */
+        struct kite_buf out = {0};
+        render_record(rq, cur, &out);
+        reply_json_buf(rq, 200, &out);
+        op_free(op);
+        return;
+    }
+    if (op->dry_run) {
+        struct kite_buf out = {0};
+        if (type == KITE_WRITE_DELETE) kite_object_render(cur->value, cur->len, cur->mod_rev, &out);
+        else kite_object_render(bytes, len, cur ? cur->mod_rev : 0, &out);
+        reply_json_buf(rq, op->code, &out);
+        op_free(op);
+        return;
+    }
+    struct kite_write w = {.type = type, .key = op->key, .value = bytes, .len = len, .expect_mod_rev = expect};
+    op->submitted_ns = kite_now_mono(kite_clock_real());
+    int r = kite_store_submit(rq->srv->store, &w, write_done, op);
+    if (r == -EAGAIN) op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+    else if (r < 0) op_fail(op, 500, "InternalError", "storage error");
+}
+
+static bool check_rv_precondition(struct write_op *op, json_object *obj, struct kite_record *cur) {
+    const char *rv = kite_meta_str(obj, "resourceVersion");
+    int64_t v;
+    if (!rv || !*rv) {
+        if (op->kind == OP_UPDATE && !op->rq->res->unconditional_update) {
+            op_fail(op, 422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update");
+            return false;
+        }
+        return true;
+    }
+    if (kite_parse_int64(rv, &v) < 0 || v <= 0) {
+        op_fail(op, 400, "BadRequest", "metadata.resourceVersion: Invalid value: invalid resource version");
+        return false;
+    }
+    if (v != cur->mod_rev) {
+        op_conflict(op);
+        return false;
+    }
+    op->client_rv = true;
+    return true;
+}
+
+static json_object *apply_patch(struct write_op *op, json_object *doc) {
+    json_object *out = NULL;
+    char *err = NULL;
+    int r;
+    switch (op->ptype) {
+    case PATCH_MERGE: r = kite_merge_patch(doc, op->input, &out, &err); break;
+    case PATCH_JSON: r = kite_json_patch(doc, op->input, &out, &err); break;
+    default: r = kite_smp_apply(doc, op->input, op->rq->res->smp, &out, &err); break;
+    }
+    if (r == 0 && !json_object_is_type(out, json_type_object)) {
+        json_object_put(out);
+        out = NULL;
+        r = -EINVAL;
+    }
+    if (r < 0) {
+        reply_error(op->rq, r == -EBADMSG ? 400 : 422, r == -EBADMSG ? "BadRequest" : "Invalid", "%s",
+                    err ? err : "the patch could not be applied");
+        free(err);
+        op_free(op);
+        return NULL;
+    }
+    free(err);
+    return out;
+}
+
+static void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);
+
+/* (Re)computes the op against the current record and submits it. */
+static void run_op(struct write_op *op) {
+    struct req *rq = op->rq;
+    struct kite_record *cur = NULL;
+    if (op->kind != OP_CREATE) cur = kite_wcache_get(storage_cache(rq->srv, rq->res), op->key);
+
+    if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->is_status)) {
+        json_object *obj = deep_copy(op->input);
+        op->code = 201;
+        op->kind = OP_CREATE;
+        if (!prepare_create(rq, obj)) {
+            json_object_put(obj);
+            op_free(op);
+            return;
+        }
+        free(op->key);
+        op->key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
+        if (!rq->name) rq->name = kite_strdup(kite_meta_str(obj, "name") ? kite_meta_str(obj, "name") : "");
+        submit(op, KITE_WRITE_CREATE, obj, 0, NULL);
+        json_object_put(obj);
+        return;
+    }
+    if (!cur) {
+        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", rq->res->plural, rq->name);
+        op_free(op);
+        return;
+    }
+    json_object *cobj = record_object(cur);
+    if (op->kind == OP_DELETE) {
+        run_delete(op, cur, cobj);
+        kite_record_unref(cur);
+        return;
+    }
+    json_object *obj;
+    if (op->kind == OP_PATCH) {
+        json_object *doc = deep_copy(cobj);
+        if (rq->res->from_storage) rq->res->from_storage(doc);
+        obj = apply_patch(op, doc);
+        json_object_put(doc);
+        if (!obj) {
+            kite_record_unref(cur);
+            return;
+        }
+    } else {
+        obj = deep_copy(op->input);
+    }
+    if (!check_rv_precondition(op, obj, cur)) {
+        json_object_put(obj);
+        kite_record_unref(cur);
+        return;
+    }
+    json_object *res = prepare_update(op, obj, cobj);
+    if (!res) {
+        op_free(op);
+        kite_record_unref(cur);
+        return;
+    }
+    op->code = 200;
+    json_object *meta = kite_obj_meta(res);
+    json_object *fin = kite_obj_get(meta, "finalizers");
+    if (kite_obj_get(meta, "deletionTimestamp") && (!fin || json_object_array_length(fin) == 0)) {
+        /* the last finalizer is gone from an object being deleted: delete it now */
+        snprintf(op->uid, sizeof op->uid, "%s", kite_obj_str(meta, "uid") ? kite_obj_str(meta, "uid") : "");
+        op->kind = OP_DELETE;
+        submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
+    } else {
+        submit(op, KITE_WRITE_UPDATE, res, cur->mod_rev, cur);
+    }
+    json_object_put(res);
+    kite_record_unref(cur);
+}
+
+static struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
+    struct write_op *op = kite_calloc(1, sizeof *op);
+    op->rq = rq;
+    op->kind = kind;
+    op->input = input;
+    op->is_status = rq->sub && strcmp(rq->sub, "status") == 0;
+    const char *dr = kite_http_query(rq->http, "dryRun");
+    op->dry_run = dr && strcmp(dr, "All") == 0;
+    if (rq->name) op->key = kite_object_key(rq->res, rq->ns, rq->name);
+    return op;
+}
+
+void handle_create(struct req *rq) {
+    json_object *obj = parse_body(rq, false);
+    if (!obj) return;
+    run_op(op_new(rq, OP_CREATE, obj));
+}
+
+void handle_update(struct req *rq) {
+    json_object *obj = parse_body(rq, false);
+    if (!obj) return;
+    run_op(op_new(rq, OP_UPDATE, obj));
+}
+
+void handle_patch(struct req *rq) {
+    const char *ct = kite_http_header(rq->http, "Content-Type");
+    enum patch_type t;
+    if (media_is(ct, "application/merge-patch+json")) t = PATCH_MERGE;
+    else if (media_is(ct, "application/json-patch+json")) t = PATCH_JSON;
+    else if (media_is(ct, "application/strategic-merge-patch+json")) t = PATCH_STRATEGIC;
+    else {
+        reply_error(rq, 415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
+        return;
+    }
+    json_object *patch = parse_json_text(rq, rq->http->body, rq->http->body_len);
+    if (!patch) return;
+    struct write_op *op = op_new(rq, OP_PATCH, patch);
+    op->ptype = t;
+    run_op(op);
+}
+
+/* ---- delete ---------------------------------------------------------------------------- */
+
+static const char *const PROTECTED_NAMESPACES[] = {"default", "kube-system", "kube-public"};
+
+static void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+    struct req *rq = op->rq;
+    json_object *meta = kite_obj_meta(cobj);
+    const char *uid = kite_obj_str(meta, "uid");
+    snprintf(op->uid, sizeof op->uid, "%s", uid ? uid : "");
+    const char *puid = kite_obj_str(op->preconditions, "uid");
+    const char *prv = kite_obj_str(op->preconditions, "resourceVersion");
+    char msg[512];
+    if (puid && uid && strcmp(puid, uid) != 0) {
+        snprintf(msg, sizeof msg, "Precondition failed: UID in precondition: %s, UID in object meta: %s", puid, uid);
+        op_fail(op, 409, "Conflict", msg);
+        return;
+    }
+    if (prv) {
+        int64_t v;
+        if (kite_parse_int64(prv, &v) < 0 || v != cur->mod_rev) {
+            snprintf(msg, sizeof msg, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %lld",
+                     prv, (long long)cur->mod_rev);
+            op_fail(op, 409, "Conflict", msg);
+            return;
+        }
+        op->client_rv = true;
+    }
+    if (strcmp(rq->res->plural, "namespaces") == 0) {
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(PROTECTED_NAMESPACES); i++)
+            if (strcmp(rq->name, PROTECTED_NAMESPACES[i]) == 0) {
+                snprintf(msg, sizeof msg, "namespace %s is forbidden: this namespace may not be deleted", rq->name);
+                op_fail(op, 403, "Forbidden", msg);
+                return;
+            }
+    }
+    json_object *fin = kite_obj_get(meta, "finalizers");
+    bool has_fin = fin && json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0;
+    if (has_fin && strcmp(rq->res->plural, "namespaces") != 0) {
+        if (kite_obj_get(meta, "deletionTimestamp")) { /* already terminating */
+            struct kite_buf out = {0};
+            render_record(rq, cur, &out);
+            reply_json_buf(rq, 202, &out);
+            op_free(op);
+            return;
+        }
+        json_object *obj = deep_copy(cobj);
+        json_object *m = kite_obj_meta(obj);
+        now_time(m, "deletionTimestamp");
+        kite_obj_set(m, "deletionGracePeriodSeconds", json_object_new_int64(0));
+        op->code = 200;
+        op->kind = OP_UPDATE;
+        op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
+        submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
+        json_object_put(obj);
+        return;
+    }
+    op->code = 200;
+    submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
+}
+
+/* Deleting a namespace deletes what it contains first (the namespace controller's job in
+ * Kubernetes, done inline here). */
+static void delete_namespace_contents(struct kite_apiserver *s, const char *ns) {
+    for (size_t i = 0; i < s->n_storages; i++) {
+        const struct kite_resource *r = NULL;
+        for (const struct kite_resource *x = kite_resources; x->kind; x++)
+            if (strcmp(x->storage ? x->storage : x->plural, s->storages[i].name) == 0) r = x;
+        if (!r || !r->namespaced) continue;
+        _cleanup_free_ char *prefix = kite_object_prefix(r, ns);
+        struct kite_record **recs = NULL;
+        size_t n = 0;
+        int64_t rev;
+        bool more;
+        if (kite_wcache_list(s->storages[i].cache, prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more) < 0) continue;
+        for (size_t j = 0; j < n; j++) {
+            struct kite_write w = {.type = KITE_WRITE_DELETE, .key = recs[j]->key, .expect_mod_rev = recs[j]->mod_rev};
+            kite_store_write(s->store, &w, NULL, NULL);
+            kite_record_unref(recs[j]);
+        }
+        free(recs);
+    }
+}
+
+void handle_delete(struct req *rq) {
+    json_object *opts = parse_body(rq, true);
+    if (!opts) return;
+    struct write_op *op = op_new(rq, OP_DELETE, NULL);
+    json_object *pre = kite_obj_get(opts, "preconditions");
+    if (pre) op->preconditions = json_object_get(pre);
+    json_object_put(opts);
+    if (strcmp(rq->res->plural, "namespaces") == 0 && !op->dry_run) {
+        bool protected_ns = false;
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(PROTECTED_NAMESPACES); i++)
+            protected_ns |= strcmp(rq->name, PROTECTED_NAMESPACES[i]) == 0;
+        if (!protected_ns) delete_namespace_contents(rq->srv, rq->name);
+    }
+    run_op(op);
+}
+
+void handle_deletecollection(struct req *rq) {
+    json_object *opts = parse_body(rq, true);
+    if (!opts) return;
+    json_object_put(opts);
+    struct kite_label_selector *ls;
+    struct kite_field_selector *fs;
+    if (!parse_selectors(rq, &ls, &fs)) return;
+    _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    int64_t rev;
+    bool more;
+    struct kite_buf out = {0};
+    kite_wcache_list(storage_cache(rq->srv, rq->res), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
+    kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{},\"items\":[", rq->res->list_kind,
+                    kite_resource_api_version(rq->res));
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (object_matches(rq->res, record_object(recs[i]), ls, fs)) {
+            struct kite_write w = {.type = KITE_WRITE_DELETE, .key = recs[i]->key, .expect_mod_rev = 0};
+            if (kite_store_write(rq->srv->store, &w, NULL, NULL) == 0) {
+                if (!first) kite_buf_putc(&out, ',');
+                render_record(rq, recs[i], &out);
+                first = false;
+            }
+        }
+        kite_record_unref(recs[i]);
+    }
+    free(recs);
+    kite_buf_puts(&out, "]}");
+    kite_label_selector_free(ls);
+    kite_field_selector_free(fs);
+    reply_json_buf(rq, 200, &out);
+}
+
+int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj) {
+    json_object *o = deep_copy(obj);
+    json_object *meta = kite_obj_ensure(o, "metadata");
+    char uid[37];
+    kite_uuid4(uid);
+    kite_obj_set(meta, "uid", json_object_new_string(uid));
+    now_time(meta, "creationTimestamp");
+    if (r->defaults) r->defaults(o);
+    _cleanup_free_ char *key = kite_object_key(r, kite_obj_str(meta, "namespace"), kite_obj_str(meta, "name"));
+    struct kite_record *cur = kite_wcache_get(storage_cache(s, r), key);
+    if (cur) {
+        kite_record_unref(cur);
+        json_object_put(o);
+        return -EEXIST;
+    }
+    size_t len;
+    _cleanup_free_ char *bytes = kite_object_encode(o, &len);
+    json_object_put(o);
+    struct kite_write w = {.type = KITE_WRITE_CREATE, .key = key, .value = bytes, .len = len};
+    return kite_store_write(s->store, &w, NULL, NULL);
+}

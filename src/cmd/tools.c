@@ -1,0 +1,81 @@
+/* Small tools: kite kubeconfig, kite certs, kite version. */
+#include "base/base.h"
+#include "cmd/cmd.h"
+#include "cmd/flags.h"
+#include "pki/pki.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+
+#define KITE_VERSION "v1.32.0-kite.1"
+
+int cmd_version(int argc, char **argv) {
+    printf("kite %s (Kubernetes API v1.32)\n", KITE_VERSION);
+    return 0;
+}
+
+int cmd_certs(int argc, char **argv) {
+    const char *data_dir = NULL;
+    const struct flag flags[] = {FLAG_STR("data-dir", "data directory (certificates go to DATA_DIR/pki)", &data_dir), FLAG_END};
+    int r = flags_parse("certs", "Creates the CA, serving and admin certificates (kept when already valid).", flags,
+                        argc, argv, NULL, NULL, NULL);
+    if (r != 0) return r > 0 ? 0 : 2;
+    if (!data_dir) {
+        fprintf(stderr, "kite certs: --data-dir is required\n");
+        return 2;
+    }
+    mkdir(data_dir, 0700);
+    _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir);
+    mkdir(pki, 0700);
+    if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) {
+        fprintf(stderr, "kite certs: %s\n", strerror(-r));
+        return 1;
+    }
+    printf("%s\n", pki);
+    return 0;
+}
+
+/* The server URL is read from admin.kubeconfig so the node kubeconfig points where the
+ * running apiserver serves. */
+static char *server_url(const char *data_dir) {
+    _cleanup_free_ char *path = kite_asprintf("%s/admin.kubeconfig", data_dir), *text = NULL;
+    if (kite_pki_read_file(path, &text) < 0) return NULL;
+    const char *p = strstr(text, "server:");
+    if (!p) return NULL;
+    p += strlen("server:");
+    while (*p == ' ' || *p == '"') p++;
+    size_t n = strcspn(p, "\"\n ");
+    return kite_strndup(p, n);
+}
+
+int cmd_kubeconfig(int argc, char **argv) {
+    const char *data_dir = NULL, *node = NULL, *server = NULL;
+    const struct flag flags[] = {
+        FLAG_STR("data-dir", "data directory of the apiserver (required)", &data_dir),
+        FLAG_STR("node", "node name: the identity is CN=system:node:NAME, O=system:nodes (required)", &node),
+        FLAG_STR("server", "API server URL (default: the one in DATA_DIR/admin.kubeconfig)", &server),
+        FLAG_END,
+    };
+    int r = flags_parse("kubeconfig", "Prints a kubeconfig for a node identity, signed by the data dir's CA.", flags,
+                        argc, argv, NULL, NULL, NULL);
+    if (r != 0) return r > 0 ? 0 : 2;
+    if (!data_dir || !node) {
+        fprintf(stderr, "kite kubeconfig: --data-dir and --node are required\n");
+        return 2;
+    }
+    _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir);
+    if (!url) {
+        fprintf(stderr, "kite kubeconfig: no --server given and %s/admin.kubeconfig not readable\n", data_dir);
+        return 1;
+    }
+    _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *ca_path = kite_asprintf("%s/pki/ca.crt", data_dir);
+    _cleanup_free_ char *ca = NULL, *cert = NULL, *key = NULL, *cn = kite_asprintf("system:node:%s", node);
+    const char *orgs[] = {"system:nodes"};
+    if ((r = kite_pki_read_file(ca_path, &ca)) < 0 || (r = kite_pki_issue_client(pki, cn, orgs, 1, &cert, &key)) < 0) {
+        fprintf(stderr, "kite kubeconfig: %s\n", strerror(-r));
+        return 1;
+    }
+    _cleanup_free_ char *kc = kite_pki_kubeconfig(node, url, ca, cert, key, NULL);
+    fputs(kc, stdout);
+    return 0;
+}

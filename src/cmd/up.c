@@ -1,0 +1,111 @@
+/* kite up: a whole local cluster in one process — the apiserver on the embedded store and a
+ * node agent for this machine with its own node credential (system:node:NAME). */
+#include "agent/agent.h"
+#include "apiserver/apiserver.h"
+#include "base/log.h"
+#include "cmd/cmd.h"
+#include "cmd/flags.h"
+#include "pki/pki.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int agent_flag(const char *name, const char *value, void *ud) {
+    char *err = NULL;
+    int r = kite_agent_config_set_flag(ud, name, value, &err);
+    if (r == -ENOENT) fprintf(stderr, "kite up: unknown flag --%s (see kite up --help)\n", name);
+    else if (r < 0) fprintf(stderr, "kite up: %s\n", err ? err : "bad flag value");
+    free(err);
+    return r;
+}
+
+static int write_private(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -errno;
+    fchmod(fileno(f), 0600);
+    int ok = fputs(text, f) >= 0;
+    ok &= fclose(f) == 0;
+    return ok ? 0 : -EIO;
+}
+
+int cmd_up(int argc, char **argv) {
+    const char *data_dir = NULL, *listen = "127.0.0.1:6443", *store = NULL, *tokens = NULL, *config = NULL;
+    bool no_agent = false;
+    const struct flag flags[] = {
+        FLAG_STR("data-dir", "directory for the store, certificates and kubeconfigs (required)", &data_dir),
+        FLAG_STR("listen", "address to serve HTTPS on (default 127.0.0.1:6443)", &listen),
+        FLAG_STR("store", "store URL (default sqlite:DATA_DIR/kite.db)", &store),
+        FLAG_STR("token-auth-file", "static bearer tokens for the apiserver", &tokens),
+        FLAG_STR("config", "agent KubeletConfiguration YAML file", &config),
+        FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
+        FLAG_END,
+    };
+    struct kite_agent_config ac;
+    kite_agent_config_init(&ac);
+    int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
+                        argc, argv, agent_flag, &ac,
+                        "  agent flags (see kite agent --help): --node-name, --node-ip, --node-labels,\n"
+                        "    --register-with-taints, --node-status-update-frequency, --node-status-report-frequency,\n"
+                        "    --node-lease-duration-seconds, --max-pods, --root-dir, ...\n");
+    if (r != 0) {
+        kite_agent_config_release(&ac);
+        return r > 0 ? 0 : 2;
+    }
+    if (!data_dir) {
+        fprintf(stderr, "kite up: --data-dir is required\n");
+        kite_agent_config_release(&ac);
+        return 2;
+    }
+    char *err = NULL;
+    if (config && kite_agent_config_load_file(&ac, config, &err) < 0) {
+        fprintf(stderr, "kite up: %s\n", err ? err : "bad config file");
+        free(err);
+        kite_agent_config_release(&ac);
+        return 2;
+    }
+    struct kite_apiserver_options o = {.data_dir = data_dir, .listen = listen, .store_url = store, .token_file = tokens};
+    struct kite_apiserver *s;
+    if ((r = kite_apiserver_start(&o, &s)) < 0) {
+        log_error("up", "cannot start the apiserver: %s", strerror(-r));
+        kite_agent_config_release(&ac);
+        return 1;
+    }
+    log_info("up", "apiserver serving on %s; kubectl: KUBECONFIG=%s/admin.kubeconfig", kite_apiserver_url(s), data_dir);
+
+    struct kite_agent *agent = NULL;
+    if (!no_agent) {
+        if (!ac.node_name) {
+            char host[256] = "localhost";
+            gethostname(host, sizeof host - 1);
+            for (char *c = host; *c; c++) *c = (char)tolower((unsigned char)*c);
+            ac.node_name = kite_strdup(host);
+        }
+        if (!ac.root_dir || strcmp(ac.root_dir, "/var/lib/kite-agent") == 0) {
+            free(ac.root_dir);
+            ac.root_dir = kite_asprintf("%s/agent", data_dir);
+        }
+        mkdir(ac.root_dir, 0700);
+        _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *ca_path = kite_asprintf("%s/pki/ca.crt", data_dir);
+        _cleanup_free_ char *ca = NULL, *cert = NULL, *key = NULL, *cn = kite_asprintf("system:node:%s", ac.node_name);
+        _cleanup_free_ char *kc_path = kite_asprintf("%s/agent.kubeconfig", data_dir);
+        const char *orgs[] = {"system:nodes"};
+        if ((r = kite_pki_read_file(ca_path, &ca)) < 0 || (r = kite_pki_issue_client(pki, cn, orgs, 1, &cert, &key)) < 0) {
+            log_error("up", "cannot issue the node credential: %s", strerror(-r));
+        } else {
+            _cleanup_free_ char *kc = kite_pki_kubeconfig(ac.node_name, kite_apiserver_url(s), ca, cert, key, NULL);
+            struct kite_agent_options ao = {.config = &ac, .kubeconfig = kc_path};
+            if ((r = write_private(kc_path, kc)) < 0 || (r = kite_agent_start(&ao, &agent)) < 0)
+                log_error("up", "cannot start the node agent: %s", strerror(-r));
+            else
+                log_info("up", "node agent running as system:node:%s", ac.node_name);
+        }
+    }
+    kite_wait_for_signal();
+    log_info("up", "shutting down");
+    kite_agent_stop(agent);
+    kite_apiserver_stop(s);
+    kite_agent_config_release(&ac);
+    return 0;
+}
