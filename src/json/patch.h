@@ -24,10 +24,13 @@ struct kite_smp_schema { const struct kite_smp_rule *rules; size_t n_rules; };
 
 /* RFC 7386 JSON merge patch of doc by patch. */
 int kite_merge_patch(json_object *doc, json_object *patch, json_object **ret, char **ret_err);  /* RFC 7386 */
-/* RFC 6902 JSON patch: patch must be an array of operation objects. */
+/* RFC 6902 JSON patch: patch must be an array of operation objects (at most 10000, as
+ * Kubernetes allows; more is -EBADMSG). Malformed operations and pointers are -EBADMSG;
+ * failed tests, missing paths and bad indexes are -EINVAL. All or nothing. */
 int kite_json_patch(json_object *doc, json_object *patch, json_object **ret, char **ret_err);   /* RFC 6902 */
 /* Strategic merge patch of doc by patch; schema (may be NULL: every list atomic) says which
- * lists merge and how. */
+ * lists merge and how. doc may be NULL (taken as {}); a non-object doc is -EINVAL. Items a
+ * patch adds to a merge list without $setElementOrder come first, as in Kubernetes. */
 int kite_smp_apply(json_object *doc, json_object *patch, const struct kite_smp_schema *schema,
                    json_object **ret, char **ret_err);
 /* Two-way strategic merge patch from `from` to `to` (Kubernetes CreateTwoWayMergePatch):
@@ -35,8 +38,11 @@ int kite_smp_apply(json_object *doc, json_object *patch, const struct kite_smp_s
  * null; merged lists emit only changed/added elements (keyed by merge key) plus
  * {"$patch":"delete", key:...} for removed ones, and a "$setElementOrder/<field>" list when
  * order matters as Kubernetes does; atomic lists are emitted whole when they differ. Equal
- * inputs give an empty object {}. */
+ * inputs give an empty object {}. Returns -EINVAL (and no patch) when from/to are not
+ * objects (NULL is {}) or a merge list cannot be expressed as a patch (duplicate or missing
+ * merge keys, mixed element types). As in Kubernetes, null values inside `to` are not
+ * representable (null means "delete"). */
 int kite_smp_diff(json_object *from, json_object *to, const struct kite_smp_schema *schema,
                   json_object **ret);
-/* Deep equality ignoring object key order. */
+/* Deep equality ignoring object key order; numbers compare by value (1 == 1.0). */
 bool kite_json_equal(json_object *a, json_object *b);
