@@ -19,12 +19,6 @@ CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -fno
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
 
-# Runs a Criterion binary. Criterion forks per test and counts a test that leaked (or hit a
-# sanitizer report at exit) as passed, so sanitizer reports in the output fail the run.
-run_tests = log=$$(mktemp); status=0; $(1) -j2 --short-filename 2>&1 | tee $$log || status=1; \
-	if grep -q "ERROR: LeakSanitizer\|ERROR: AddressSanitizer\|runtime error:" $$log; then \
-	  echo "sanitizer reports above: failing"; status=1; fi; rm -f $$log; exit $$status
-
 # module -> modules it links against, in link order (itself first)
 DEPS_base      := base
 DEPS_json      := json base
@@ -65,7 +59,7 @@ $(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(
 	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS) -lcriterion
 
 test-$(1): deps $(BUILD)/tests/test-$(1)
-	@$(call run_tests,$(BUILD)/tests/test-$(1))
+	scripts/run-unit $(BUILD)/tests/test-$(1)
 endef
 $(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
 
@@ -79,7 +73,7 @@ $(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(BUILD)/obj/cmd/main.o,$(ca
 
 UNIT_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/unit/$(m)/*.c),$(m)))
 test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
-	@set -e; for m in $(UNIT_MODULES); do echo "== unit: $$m"; $(call run_tests,$(BUILD)/tests/test-$$m); done
+	@set -e; for m in $(UNIT_MODULES); do echo "== unit: $$m"; scripts/run-unit $(BUILD)/tests/test-$$m; done
 
 test-e2e: all
 	KITE=$(abspath $(BUILD)/kite) /usr/bin/python3 -m pytest -q tests/e2e
