@@ -10,10 +10,12 @@
 int kite_quantity_parse_milli(const char *s, int64_t *ret_milli);
 
 enum kite_qformat { KITE_Q_DECIMAL_SI, KITE_Q_BINARY_SI };
-/* Formats in Kubernetes canonical form (resource.Quantity String()) for the given format:
- * binary-SI for bytes-like values ("1Gi", "16179316Ki"; values that are not whole multiples
- * of 1024 fall back to decimal-SI as Kubernetes does, e.g. "1500m", "1k"... see .c), decimal-SI
- * for cpu/pods ("100m", "2", "1500m", "110"). out must hold at least 32 bytes. */
+/* Formats in Kubernetes canonical form (resource.Quantity String()) for the given format.
+ * KITE_Q_BINARY_SI (memory, storage): whole units of magnitude >= 1024 print with the largest
+ * exact binary suffix ("1Gi", "16179316Ki", "1500"); smaller or fractional values fall back to
+ * decimal-SI as Kubernetes does ("1k" for 1000, "1500m"). KITE_Q_DECIMAL_SI (cpu, pods):
+ * mantissa with an exponent that is a multiple of 3 ("100m", "2", "1500m", "110", "1k", "4M").
+ * out must hold at least 32 bytes. */
 void kite_quantity_format_milli(int64_t milli, enum kite_qformat fmt, char out[32]);
 
 /* Durations like Go's time.ParseDuration: "10s", "5m", "1h30m", "300ms", "1.5s", "-1s", "0".

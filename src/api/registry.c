@@ -84,6 +84,21 @@ static void namespace_defaults(json_object *obj) {
     if (name) kite_obj_set(labels, "kubernetes.io/metadata.name", json_object_new_string(name));
 }
 
+/* Go's encoding/json never omits struct-typed fields, so every real Node carries nodeInfo with
+ * all its strings and daemonEndpoints; clients (python-kubernetes) reject a Node without them. */
+static void node_defaults(json_object *obj) {
+    static const char *const info[] = {"machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
+                                       "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
+                                       "operatingSystem", "architecture"};
+    kite_obj_ensure(obj, "spec");
+    json_object *status = kite_obj_ensure(obj, "status");
+    json_object *ni = kite_obj_ensure(status, "nodeInfo");
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(info); i++)
+        if (!kite_obj_get(ni, info[i])) kite_obj_set(ni, info[i], json_object_new_string(""));
+    json_object *ke = kite_obj_ensure(kite_obj_ensure(status, "daemonEndpoints"), "kubeletEndpoint");
+    if (!kite_obj_get(ke, "Port")) kite_obj_set(ke, "Port", json_object_new_int(0));
+}
+
 static bool valid_effect(const char *e) {
     return kite_streq(e, "NoSchedule") || kite_streq(e, "PreferNoSchedule") || kite_streq(e, "NoExecute");
 }
@@ -178,7 +193,7 @@ const struct kite_resource kite_resources[] = {
      .smp = &ns_schema, .fields = ns_fields, .defaults = namespace_defaults, .status_on_create = false},
     {.group = "", .version = "v1", .kind = "Node", .list_kind = "NodeList", .plural = "nodes", .singular = "node",
      .short_names = {"no"}, .has_status = true, .unconditional_update = true, .status_on_create = true,
-     .smp = &node_schema, .fields = node_fields, .validate = node_validate},
+     .smp = &node_schema, .fields = node_fields, .defaults = node_defaults, .validate = node_validate},
     {.group = "", .version = "v1", .kind = "Pod", .list_kind = "PodList", .plural = "pods", .singular = "pod",
      .short_names = {"po"}, .categories = {"all"}, .namespaced = true, .has_status = true,
      .unconditional_update = true, .smp = &pod_schema, .fields = pod_fields, .defaults = pod_defaults},

@@ -10,12 +10,15 @@
 struct kite_label_selector; /* opaque */
 
 /* Parses the Kubernetes label selector syntax: a=b, a==b, a!=b, a in (x,y), a notin (x),
- * a, !a, comma-separated (AND). Empty string (or NULL) = match everything. On success *ret
- * is a new selector (free with kite_label_selector_free). -EINVAL with *ret_err (malloc'ed
- * message like Kubernetes': `unable to parse requirement: ...`; ret_err may be NULL) on bad
- * syntax or invalid keys/values (label key/value rules). */
+ * a, !a, a>N, a<N (integer compare), comma-separated (AND). Empty string (or NULL) = match
+ * everything. On success *ret is a new selector (free with kite_label_selector_free).
+ * -EINVAL with *ret_err (malloc'ed message, Kubernetes' exact text: `unable to parse
+ * requirement: <nil>: Invalid value: "a:b": name part must ...`, `found ',', expected: ...`;
+ * ret_err may be NULL) on bad syntax or invalid keys/values (label key/value rules). *ret
+ * is untouched on failure. */
 int kite_label_selector_parse(const char *s, struct kite_label_selector **ret, char **ret_err);
-/* labels: a JSON object of string->string (borrowed), or NULL (= no labels). */
+/* labels: a JSON object of string->string (borrowed), or NULL (= no labels). A NULL sel
+ * matches everything. */
 bool kite_label_selector_matches(const struct kite_label_selector *sel, json_object *labels);
 /* True when the selector has no requirements (matches everything). */
 bool kite_label_selector_empty(const struct kite_label_selector *sel);

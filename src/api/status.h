@@ -10,6 +10,10 @@
  * is omitted. Returns a malloc'ed string. */
 char *kite_status_failure(int code, const char *reason, const char *message, const char *name,
                           const char *group, const char *kind, const struct kite_causes *causes);
+/* The 422 Invalid Status for a failed validation, as apierrors.NewInvalid builds it:
+ * message `<Kind>[.<group>] "<name>" is invalid: <kite_causes_summary>`, reason "Invalid",
+ * details {name, group, kind, causes}. group/name may be NULL or "" (omitted). Malloc'ed. */
+char *kite_status_invalid(const char *group, const char *kind, const char *name, const struct kite_causes *causes);
 /* {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","details":{"name":..,
  * "group":..,"kind":..,"uid":..}} as kube-apiserver returns for DELETE of a resource without
  * a body to return. NULL fields are omitted; code is included when non-zero. Malloc'ed. */

@@ -13,6 +13,9 @@
 #define KITE_ANNOTATIONS_TOTAL_MAX (256 * 1024)
 
 /* One field error, as in a Kubernetes Status "causes" entry. All strings owned by the entry.
+ * message is the whole error body as Kubernetes puts it in a cause (field.Error.ErrorBody()),
+ * e.g. `Invalid value: "Foo": a lowercase RFC 1123 subdomain must ...` or
+ * `Required value: name or generateName is required`.
  * reason: FieldValueInvalid, FieldValueRequired, FieldValueTooLong, FieldValueForbidden,
  * FieldValueDuplicate, FieldValueNotSupported */
 struct kite_cause {
@@ -31,6 +34,15 @@ void kite_causes_add(struct kite_causes *c, const char *reason, const char *fiel
 /* Frees all entries and leaves c empty (reusable). */
 void kite_causes_release(struct kite_causes *c);
 
+/* Each check below also exists as *_errs(s, msgs): it stores Kubernetes' messages for why s
+ * is invalid (static strings, at most KITE_NAME_ERRS_MAX) in msgs and returns their number
+ * (0 = valid), in the order apimachinery's validation functions report them. */
+#define KITE_NAME_ERRS_MAX 4
+size_t kite_dns1123_subdomain_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
+size_t kite_dns1123_label_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
+size_t kite_qualified_name_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
+size_t kite_label_value_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
+
 /* ≤253, lowercase RFC 1123 subdomain. */
 bool kite_is_dns1123_subdomain(const char *s);
 /* ≤63, lowercase RFC 1123 label. */
@@ -41,15 +53,21 @@ bool kite_is_qualified_name(const char *s);
 /* ≤63, may be empty; otherwise [A-Za-z0-9_.-] with alnum at ends. */
 bool kite_is_label_value(const char *s);
 
-/* Kubernetes' message texts, for callers that validate other fields the same way
- * (e.g. spec.nodeName). Static strings. */
-extern const char KITE_DNS1123_SUBDOMAIN_MSG[];
-extern const char KITE_DNS1123_LABEL_MSG[];
+/* Adds one FieldValueInvalid cause per message, as field.Invalid(path, value, msg) does:
+ * message `Invalid value: "<value>": <msg>`. For callers validating other fields the same
+ * way (e.g. spec.nodeName with kite_dns1123_subdomain_errs). */
+void kite_causes_add_invalid(struct kite_causes *c, const char *field, const char *value,
+                             const char *const *msgs, size_t n);
+/* The aggregated text of all causes as Kubernetes prints a field.ErrorList:
+ * "<field>: <message>" for one cause, "[<a>, <b>]" for several. Malloc'ed; "" when empty. */
+char *kite_causes_summary(const struct kite_causes *c);
 
 /* Validates metadata (borrowed; NULL is treated as {}) of an object being created/updated:
  * name (per name_rule: 0 = DNS-1123 subdomain, 1 = DNS-1123 label; name or generateName is
  * required), namespace (required iff namespaced, forbidden otherwise), labels, annotations
  * (keys qualified names; total annotation size ≤ 256 KiB), generateName, finalizers
- * (qualified names). Adds causes with Kubernetes' field paths and messages (e.g. field
- * "metadata.name", message `a lowercase RFC 1123 subdomain must consist of ...`). */
+ * (qualified names), generation ≥ 0. Adds causes with Kubernetes' field paths and messages
+ * (e.g. field "metadata.name", message `Invalid value: "Foo": a lowercase RFC 1123 subdomain
+ * must consist of ...`). As upstream, run it after generating the name from generateName:
+ * a generateName-only meta reports metadata.name as required. */
 void kite_validate_object_meta(json_object *meta, bool namespaced, int name_rule, struct kite_causes *causes);
