@@ -1,0 +1,119 @@
+/* kite http: the HTTPS server layer under the API server (libmicrohttpd + GnuTLS).
+ *
+ * Model: MHD in epoll mode with an internal thread pool. One handler call per request, after
+ * the whole body arrived. A response may be produced synchronously or later from any thread
+ * (the connection is suspended meanwhile, costing no thread and no CPU). Watch-style output is
+ * a chunked stream pulled by the layer whenever it can send; an idle stream is suspended and
+ * woken by kite_http_stream_wake / kite_http_stream_wake_at.
+ *
+ * Transport facts (research/kubectl-wire.md §0): HTTP/1.1 only; TLS 1.2 and 1.3; ALPN never
+ * selects "h2"; repeated headers (Impersonate-Group) are kept one value per line.
+ *
+ * Authentication done here (the API server only decides what to do with the result):
+ *   - client certificate verified against client_ca_pem: user = CN, groups = every O;
+ *   - else "Authorization: Bearer X" looked up in the static token file;
+ *   - a credential that was presented but is invalid sets authn_failed (-> 401 upstream);
+ *   - nothing presented: user == NULL and authn_failed == false (anonymous).
+ * Kubernetes' union semantics: the first valid credential wins, errors only matter when no
+ * credential succeeded. Groups are exactly what the cert/token says: adding
+ * "system:authenticated" is the API server's job. */
+#pragma once
+#include "base/base.h"
+
+struct kite_buf;
+struct kite_http_server;
+struct kite_http_stream;
+
+/* An authenticated identity. Owned by the layer; valid while the request is. */
+struct kite_http_user {
+    char *name;
+    char *uid;      /* "" when unknown (client certs have none) */
+    char **groups;
+    size_t n_groups;
+};
+
+struct kite_http_req {
+    const char *method;                 /* "GET", "PUT", ... */
+    const char *path;                   /* percent-decoded URL path, without the query */
+    const char *body;                   /* whole request body, NUL-terminated ("" when none) */
+    size_t body_len;
+    const struct kite_http_user *user;  /* authenticated identity or NULL (anonymous) */
+    bool authn_failed;                  /* credentials presented but invalid */
+    /* private fields follow (the struct is allocated by the layer) */
+};
+
+/* Decoded value of query parameter `name` ("a=b&c=d"), or NULL. Borrowed, valid with r. */
+const char *kite_http_query(const struct kite_http_req *r, const char *name);
+/* First value of request header `name` (case-insensitive), or NULL. Borrowed. */
+const char *kite_http_header(const struct kite_http_req *r, const char *name);
+/* All values of a repeated header (e.g. Impersonate-Group), in arrival order. Stores at most
+ * max pointers (borrowed) in out and returns the total number of values found (may be > max). */
+size_t kite_http_header_all(const struct kite_http_req *r, const char *name, const char **out,
+                            size_t max);
+
+/* Called once per request, on an MHD worker thread, after the whole body arrived (bodies above
+ * max_body are answered 413 by the layer itself and never reach the handler). The handler must
+ * eventually call exactly one of kite_http_respond / kite_http_stream_begin — either before
+ * returning or later from any thread (the layer suspends the connection meanwhile and resumes
+ * it). The req stays valid until the response is fully sent. kite_http_stop() waits for such
+ * outstanding deferred responses, so whoever holds a req must answer it before/while stopping. */
+typedef void (*kite_http_handler)(struct kite_http_req *r, void *ud);
+
+/* Adds a response header (copied). Call before kite_http_respond / kite_http_stream_begin. */
+void kite_http_add_header(struct kite_http_req *r, const char *name, const char *value);
+/* Sends a complete response. Takes ownership of body (malloc'ed; may be NULL when len == 0).
+ * content_type may be NULL (no Content-Type header). Callable from any thread, once. */
+void kite_http_respond(struct kite_http_req *r, int code, const char *content_type, char *body,
+                       size_t len);
+
+/* Streaming (watch): a chunked response. pull(ud, out) is called on an MHD thread whenever the
+ * layer can send: append bytes to out and return 1; return 0 for "nothing now" (the connection
+ * is suspended until kite_http_stream_wake / the wake_at time); return -1 to finish the stream
+ * cleanly (bytes appended in that call are still sent). pull is never called concurrently with
+ * itself for one stream. done(ud) is called exactly once when the stream ends for any reason
+ * (finished, client gone, server stop); after it returns no callback runs again for this
+ * stream and the stream handle must not be used any more.
+ * The idle timeout does not apply to a connection while it streams. */
+typedef int (*kite_http_pull)(void *ud, struct kite_buf *out);
+/* Starts the stream. *ret (optional) receives the handle for wake calls; it is valid until
+ * done() returned. Callable from any thread, once per request instead of kite_http_respond.
+ * Returns 0; on -errno done() is NOT called and the request was answered 500. */
+int kite_http_stream_begin(struct kite_http_req *r, int code, const char *content_type,
+                           kite_http_pull pull, void (*done)(void *ud), void *ud,
+                           struct kite_http_stream **ret);
+/* Makes the layer call pull soon. Thread-safe and cheap; callable any number of times, also
+ * after the stream ended but before done() returned (then a no-op). Never calls pull inline. */
+void kite_http_stream_wake(struct kite_http_stream *s);
+/* Wakes the stream at a CLOCK_MONOTONIC time in ns (watch timeoutSeconds, periodic bookmarks).
+ * One timer thread serves all streams. A later call replaces the earlier time; a time in the
+ * past wakes at once. */
+void kite_http_stream_wake_at(struct kite_http_stream *s, int64_t mono_ns);
+
+/* Named limits and their defaults (0 in the config selects the default). */
+#define KITE_HTTP_DEFAULT_MAX_BODY (3u * 1024 * 1024)
+#define KITE_HTTP_DEFAULT_MAX_HEADER_BYTES (64u * 1024)
+#define KITE_HTTP_DEFAULT_MAX_CONNECTIONS 10000u
+#define KITE_HTTP_DEFAULT_IDLE_TIMEOUT_S 60u
+
+struct kite_http_config {
+    const char *listen;                 /* "127.0.0.1:6443", "[::1]:6443", ":6443"; port 0 = ephemeral */
+    const char *cert_pem, *key_pem;     /* serving cert/key (PEM text), required */
+    const char *client_ca_pem;          /* trust for client certs (NULL: client certs ignored) */
+    const char *token_file;             /* optional static tokens: CSV token,user,uid,"g1,g2" */
+    size_t max_body;                    /* default 3 MiB (-> 413) */
+    size_t max_header_bytes;            /* per-connection memory for URL + headers; default 64 KiB (-> 431/414) */
+    unsigned max_connections;           /* default 10000 */
+    unsigned threads;                   /* worker threads; default = number of CPUs */
+    unsigned idle_timeout_s;            /* idle/slow client timeout, default 60 s */
+    kite_http_handler handler;
+    void *ud;
+};
+
+/* Starts listening and serving. Returns 0 and *ret, or -errno (-EINVAL bad listen address or
+ * PEM, -ENOENT/-EINVAL token file, -EADDRINUSE, ...). */
+int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server **ret);
+/* The actual bound port (useful with port 0). */
+uint16_t kite_http_port(struct kite_http_server *s);
+/* Stops accepting, ends open streams (done() is called for each), waits for outstanding
+ * deferred responses, closes connections, joins threads and frees s. NULL is a no-op. */
+void kite_http_stop(struct kite_http_server *s);

@@ -1,0 +1,28 @@
+/* kite pki: the local cluster's certificate authority and credentials (GnuTLS).
+ *
+ * Layout of a pki dir (what `kite certs` writes and `kite up` reads):
+ *   ca.crt ca.key          self-signed CA (10 years)
+ *   server.crt server.key  serving cert, SANs 127.0.0.1, ::1, localhost, hostname + extras
+ *   admin.crt admin.key    client cert CN=kite-admin, O=system:masters
+ * Keys are ECDSA P-256, PEM (PKCS#8 unencrypted), mode 0600. The CA
+ * lives 10 years, leaf certs 1 year; ensure reissues a leaf within 30 days of expiry. */
+#pragma once
+#include "base/base.h"
+
+/* Ensures dir (created 0700 if missing) holds a usable CA, server and admin pair. Existing
+ * valid files are kept (idempotent); a server cert lacking a requested SAN, expired or not
+ * signed by the CA is reissued; a missing/broken CA regenerates everything. extra_sans are DNS
+ * names or IP literals. 0 or -errno. */
+int kite_pki_ensure(const char *dir, const char *const *extra_sans, size_t n_extra);
+/* Issues a client cert (clientAuth) signed by dir's CA: CN=cn, one O per org. PEM out-params
+ * (malloc'ed, caller frees), set only on success. 0 or -errno. */
+int kite_pki_issue_client(const char *dir, const char *cn, const char *const *orgs, size_t n_orgs,
+                          char **ret_cert_pem, char **ret_key_pem);
+/* Renders a kubeconfig (YAML) with embedded base64 certificate-authority-data,
+ * client-certificate-data and client-key-data (or `token` when cert_pem is NULL; neither when
+ * token is NULL too), one cluster, one user, one context named `name`, current-context set.
+ * Returns malloc'ed text (never NULL). */
+char *kite_pki_kubeconfig(const char *name, const char *server_url, const char *ca_pem,
+                          const char *cert_pem, const char *key_pem, const char *token);
+/* Reads a whole file (malloc'ed, NUL-terminated) into *ret. 0 or -errno. */
+int kite_pki_read_file(const char *path, char **ret);

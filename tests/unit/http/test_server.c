@@ -1,0 +1,338 @@
+#include "harness.h"
+#include "pki/pki.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- handlers ---- */
+
+static void echo(struct kite_http_req *r, void *ud) {
+    struct kite_buf b = {0};
+    const char *imp[8];
+    size_t n = kite_http_header_all(r, "impersonate-group", imp, 8);
+    kite_buf_printf(&b, "method=%s\npath=%s\nbody=%s\nlen=%zu\n", r->method, r->path, r->body, r->body_len);
+    const char *q = kite_http_query(r, "q"), *w = kite_http_query(r, "watch"), *x = kite_http_header(r, "x-test");
+    kite_buf_printf(&b, "q=%s\nwatch=%s\nx=%s\nimp=", q ? q : "(null)", w ? w : "(null)", x ? x : "(null)");
+    for (size_t i = 0; i < n; i++)
+        kite_buf_printf(&b, "%s%s", i ? "|" : "", imp[i]);
+    kite_buf_printf(&b, "\nuser=%s\nuid=%s\ngroups=", r->user ? r->user->name : "(anon)", r->user ? r->user->uid : "");
+    for (size_t i = 0; r->user && i < r->user->n_groups; i++)
+        kite_buf_printf(&b, "%s%s", i ? "," : "", r->user->groups[i]);
+    kite_buf_printf(&b, "\nauthn_failed=%d\n", r->authn_failed);
+    kite_http_add_header(r, "X-Reply", "yes");
+    size_t len;
+    char *body = kite_buf_detach(&b, &len);
+    kite_http_respond(r, 200, "text/plain", body, len);
+}
+
+/* Deferred: a responder thread answers every request 50 ms after it arrived. */
+struct pending {
+    struct kite_http_req *r;
+    int64_t due_ms;
+    struct pending *next;
+};
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct pending *head, *tail;
+    bool quit;
+    pthread_t th;
+    int handled;
+} dq = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void *responder(void *arg) {
+    pthread_mutex_lock(&dq.lock);
+    for (;;) {
+        while (!dq.head && !dq.quit)
+            pthread_cond_wait(&dq.cond, &dq.lock);
+        if (!dq.head && dq.quit)
+            break;
+        struct pending *p = dq.head;
+        int64_t now = fx_mono_ms();
+        if (p->due_ms > now) {
+            pthread_mutex_unlock(&dq.lock);
+            usleep((useconds_t)(p->due_ms - now) * 1000); /* test code: simulates a slow commit */
+            pthread_mutex_lock(&dq.lock);
+            continue;
+        }
+        dq.head = p->next;
+        if (!dq.head)
+            dq.tail = NULL;
+        pthread_mutex_unlock(&dq.lock);
+        char *body = kite_asprintf("deferred %s", p->r->path);
+        kite_http_respond(p->r, 201, "text/plain", body, strlen(body));
+        free(p);
+        pthread_mutex_lock(&dq.lock);
+    }
+    pthread_mutex_unlock(&dq.lock);
+    return NULL;
+}
+
+static void handler(struct kite_http_req *r, void *ud) {
+    if (kite_startswith(r->path, "/defer")) {
+        struct pending *p = kite_calloc(1, sizeof(*p));
+        p->r = r;
+        p->due_ms = fx_mono_ms() + 50;
+        pthread_mutex_lock(&dq.lock);
+        if (dq.tail)
+            dq.tail->next = p;
+        else
+            dq.head = p;
+        dq.tail = p;
+        dq.handled++;
+        pthread_cond_signal(&dq.cond);
+        pthread_mutex_unlock(&dq.lock);
+        return;
+    }
+    echo(r, ud);
+}
+
+static void start_default(void) {
+    fx_certs();
+    struct kite_http_config cfg = {.handler = handler};
+    fx_start(&cfg);
+    dq.quit = false;
+    pthread_create(&dq.th, NULL, responder, NULL);
+}
+
+static void stop_all(void) {
+    fx_stop();
+    pthread_mutex_lock(&dq.lock);
+    dq.quit = true;
+    pthread_cond_signal(&dq.cond);
+    pthread_mutex_unlock(&dq.lock);
+    pthread_join(dq.th, NULL);
+    fx_cleanup();
+}
+
+TestSuite(http, .init = start_default, .fini = stop_all, .timeout = 30);
+
+Test(http, get_with_query_headers_and_repeated_headers) {
+    CURL *c = fx_curl();
+    struct kite_buf out = {0};
+    struct curl_slist *h = NULL;
+    h = curl_slist_append(h, "X-Test: hello world");
+    h = curl_slist_append(h, "Impersonate-Group: system:nodes");
+    h = curl_slist_append(h, "Impersonate-Group: system:authenticated");
+    long code = fx_req(c, "GET", "/api/v1/name%20space/x?q=a%2Fb%3Dc&watch", NULL, h, &out);
+    cr_assert_eq(code, 200, "%ld", code);
+    cr_assert(strstr(out.p, "method=GET\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "path=/api/v1/name space/x\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "q=a/b=c\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "watch=\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "x=hello world\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "imp=system:nodes|system:authenticated\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "user=(anon)\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "authn_failed=0\n"), "%s", out.p);
+    struct curl_header *xh;
+    cr_assert_eq(curl_easy_header(c, "X-Reply", 0, CURLH_HEADER, -1, &xh), CURLHE_OK);
+    cr_assert_str_eq(xh->value, "yes");
+    cr_assert_eq(curl_easy_header(c, "Content-Type", 0, CURLH_HEADER, -1, &xh), CURLHE_OK);
+    cr_assert_str_eq(xh->value, "text/plain");
+    curl_slist_free_all(h);
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
+}
+
+Test(http, put_body_and_keepalive) {
+    CURL *c = fx_curl();
+    struct kite_buf out = {0};
+    long code = fx_req(c, "PUT", "/obj", "{\"a\":1}", NULL, &out);
+    cr_assert_eq(code, 200);
+    cr_assert(strstr(out.p, "method=PUT\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "body={\"a\":1}\nlen=7\n"), "%s", out.p);
+    for (int i = 0; i < 5; i++) {
+        code = fx_req(c, i % 2 ? "GET" : "POST", "/again", i % 2 ? NULL : "xyz", NULL, &out);
+        cr_assert_eq(code, 200);
+        long connects = -1;
+        curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
+        cr_assert_eq(connects, 0, "request %d opened a new connection: keep-alive lost", i);
+    }
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
+}
+
+static char *write_tmp(const char *name, const char *data) {
+    char *p = fx_path(name);
+    FILE *f = fopen(p, "w");
+    fputs(data, f);
+    fclose(f);
+    return p;
+}
+
+Test(http, client_cert_gives_user_and_groups) {
+    const char *orgs[] = {"system:masters", "dev-team"};
+    char *cert, *key;
+    cr_assert_eq(kite_pki_issue_client(fx.dir, "alice", orgs, 2, &cert, &key), 0);
+    char *cp = write_tmp("alice.crt", cert), *kp = write_tmp("alice.key", key);
+    CURL *c = fx_curl();
+    curl_easy_setopt(c, CURLOPT_SSLCERT, cp);
+    curl_easy_setopt(c, CURLOPT_SSLKEY, kp);
+    struct kite_buf out = {0};
+    cr_assert_eq(fx_req(c, "GET", "/me", NULL, NULL, &out), 200);
+    cr_assert(strstr(out.p, "user=alice\nuid=\ngroups=system:masters,dev-team\nauthn_failed=0\n"), "%s", out.p);
+    /* Cached per connection, still right on the next request. */
+    cr_assert_eq(fx_req(c, "GET", "/me", NULL, NULL, &out), 200);
+    cr_assert(strstr(out.p, "user=alice\n"), "%s", out.p);
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
+    free(cert); free(key); free(cp); free(kp);
+}
+
+Test(http, untrusted_client_cert_fails_but_token_wins) {
+    /* A cert from another CA. */
+    char other[64];
+    strcpy(other, "/tmp/kite-http-other-XXXXXX");
+    cr_assert_not_null(mkdtemp(other));
+    cr_assert_eq(kite_pki_ensure(other, NULL, 0), 0);
+    const char *orgs[] = {"system:masters"};
+    char *cert, *key;
+    cr_assert_eq(kite_pki_issue_client(other, "mallory", orgs, 1, &cert, &key), 0);
+    char *cp = write_tmp("m.crt", cert), *kp = write_tmp("m.key", key);
+    CURL *c = fx_curl();
+    curl_easy_setopt(c, CURLOPT_SSLCERT, cp);
+    curl_easy_setopt(c, CURLOPT_SSLKEY, kp);
+    struct kite_buf out = {0};
+    cr_assert_eq(fx_req(c, "GET", "/me", NULL, NULL, &out), 200);
+    cr_assert(strstr(out.p, "user=(anon)\n"), "%s", out.p);
+    cr_assert(strstr(out.p, "authn_failed=1\n"), "%s", out.p);
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer tok-carol");
+    cr_assert_eq(fx_req(c, "GET", "/me", NULL, h, &out), 200);
+    cr_assert(strstr(out.p, "user=carol\nuid=uid-carol\ngroups=\nauthn_failed=0\n"), "%s", out.p);
+    curl_slist_free_all(h);
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", other);
+    cr_assert_eq(system(cmd), 0);
+    free(cert); free(key); free(cp); free(kp);
+}
+
+Test(http, bearer_tokens) {
+    static const struct {
+        const char *auth, *want;
+    } cases[] = {
+        {"Authorization: Bearer tok-bob", "user=bob\nuid=uid-bob\ngroups=g1,g2\nauthn_failed=0\n"},
+        {"Authorization: bearer tok-carol", "user=carol\nuid=uid-carol\ngroups=\nauthn_failed=0\n"},
+        {"Authorization: Bearer nope", "user=(anon)\nuid=\ngroups=\nauthn_failed=1\n"},
+        {"Authorization: Bearer ", "user=(anon)\nuid=\ngroups=\nauthn_failed=1\n"},
+        {"X-Other: 1", "user=(anon)\nuid=\ngroups=\nauthn_failed=0\n"},
+    };
+    CURL *c = fx_curl();
+    struct kite_buf out = {0};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++) {
+        struct curl_slist *h = curl_slist_append(NULL, cases[i].auth);
+        cr_assert_eq(fx_req(c, "GET", "/me", NULL, h, &out), 200);
+        cr_assert(strstr(out.p, cases[i].want), "case %zu: %s", i, out.p);
+        curl_slist_free_all(h);
+    }
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
+}
+
+Test(http, deferred_responses_concurrent_with_keepalive) {
+    enum { N = 200, CONNS = 8 };
+    CURLM *m = curl_multi_init();
+    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)CONNS);
+    CURL *e[N];
+    struct kite_buf out[N];
+    memset(out, 0, sizeof(out));
+    char *urls[N];
+    int64_t t0 = fx_mono_ms();
+    for (int i = 0; i < N; i++) {
+        e[i] = fx_curl();
+        urls[i] = kite_asprintf("%s/defer/%d", fx.base, i);
+        curl_easy_setopt(e[i], CURLOPT_URL, urls[i]);
+        curl_easy_setopt(e[i], CURLOPT_WRITEDATA, &out[i]);
+        curl_easy_setopt(e[i], CURLOPT_TIMEOUT, 20L);
+        curl_multi_add_handle(m, e[i]);
+    }
+    int running = 1;
+    while (running) {
+        curl_multi_perform(m, &running);
+        if (running)
+            curl_multi_poll(m, NULL, 0, 1000, NULL);
+    }
+    int64_t elapsed = fx_mono_ms() - t0;
+    long total_connects = 0;
+    for (int i = 0; i < N; i++) {
+        long code = 0, nc = 0;
+        curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(e[i], CURLINFO_NUM_CONNECTS, &nc);
+        total_connects += nc;
+        cr_assert_eq(code, 201, "request %d: %ld", i, code);
+        char want[32];
+        snprintf(want, sizeof(want), "deferred /defer/%d", i);
+        cr_assert_str_eq(out[i].p, want);
+        curl_multi_remove_handle(m, e[i]);
+        curl_easy_cleanup(e[i]);
+        kite_buf_release(&out[i]);
+        free(urls[i]);
+    }
+    curl_multi_cleanup(m);
+    cr_assert_leq(total_connects, CONNS, "keep-alive lost: %ld connections for %d requests", total_connects, N);
+    /* 200 requests over 8 connections, each answered 50 ms later: ≥ 25 rounds of 50 ms. */
+    cr_assert_geq(elapsed, 50 * (N / CONNS) - 50);
+}
+
+Test(http, alpn_never_selects_h2) {
+    struct kite_buf out = {0};
+    char sel[32];
+    const char *offer[] = {"h2", "http/1.1"};
+    cr_assert_geq(fx_raw_tls(NULL, 0, &out, 10, offer, 2, sel, sizeof(sel)), 0);
+    cr_assert_str_eq(sel, "http/1.1");
+    const char *only_h2[] = {"h2"};
+    /* Either the handshake fails (no common protocol) or nothing is selected: never h2. */
+    long rc = fx_raw_tls(NULL, 0, &out, 10, only_h2, 1, sel, sizeof(sel));
+    if (rc >= 0)
+        cr_assert_str_neq(sel, "h2");
+    kite_buf_release(&out);
+}
+
+Test(http, malformed_requests_do_not_wedge_the_server) {
+    static const char *garbage[] = {
+        "\r\n\r\n",
+        "GET\r\n\r\n",
+        "GET / HTTP/9.9\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: x\r\nBad Header Without Colon\r\n\r\n",
+        "\x01\x02\x03\xff\xfe binary \0 junk\r\n\r\n",
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(garbage); i++) {
+        struct kite_buf out = {0};
+        fx_raw_tls(garbage[i], strlen(garbage[i]) + (i == 7 ? 5 : 0), &out, 500, NULL, 0, NULL, 0);
+        if (out.len)
+            cr_assert(kite_startswith(out.p, "HTTP/1."), "case %zu: %s", i, out.p);
+        kite_buf_release(&out);
+    }
+    /* Plain-text HTTP on the TLS port. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(kite_http_port(fx.srv))};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_gt(write(fd, "GET / HTTP/1.1\r\n\r\n", 18), 0);
+    close(fd);
+    /* Still serving. */
+    CURL *c = fx_curl();
+    struct kite_buf out = {0};
+    cr_assert_eq(fx_req(c, "GET", "/alive", NULL, NULL, &out), 200);
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
+}
+
+Test(http, raw_request_pipelined_keepalive_format) {
+    struct kite_buf out = {0};
+    const char *req = "GET /a?q=1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    fx_raw_tls(req, strlen(req), &out, 300, NULL, 0, NULL, 0);
+    cr_assert(kite_startswith(out.p, "HTTP/1.1 200 OK\r\n"), "%s", out.p);
+    cr_assert_null(strcasestr(out.p, "Connection: close"), "%s", out.p);
+    cr_assert(strstr(out.p, "q=1\n"), "%s", out.p);
+    kite_buf_release(&out);
+}
