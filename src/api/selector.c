@@ -535,7 +535,9 @@ const char *kite_json_path_string(json_object *obj, const char *dotted, struct k
     case json_type_string: kite_buf_append(buf, json_object_get_string(cur), (size_t)json_object_get_string_len(cur)); break;
     case json_type_boolean: kite_buf_puts(buf, json_object_get_boolean(cur) ? "true" : "false"); break;
     case json_type_int: kite_buf_printf(buf, "%lld", (long long)json_object_get_int64(cur)); break;
-    case json_type_double: kite_buf_puts(buf, json_object_get_string(cur)); break;
+    /* not json_object_get_string: for a double it caches a rendering inside the object, and
+     * objects cached on store records are read by many threads at once */
+    case json_type_double: kite_buf_printf(buf, "%.17g", json_object_get_double(cur)); break;
     default: break;
     }
     return buf->p;

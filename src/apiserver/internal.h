@@ -72,6 +72,7 @@ void reply_json_buf(struct req *rq, int code, struct kite_buf *body);
 void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) KITE_PRINTF(4, 5);
 void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes);
 void req_free(struct req *rq);
+bool query_true(const char *v);
 const char *req_resource_label(const struct req *rq); /* "nodes" or "nodes/status" */
 
 /* read.c */

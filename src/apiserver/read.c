@@ -130,6 +130,12 @@ void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *
     kite_buf_puts(out, ",\"rows\":[");
 }
 
+static json_object *deep_copy_meta(json_object *obj) {
+    json_object *c = NULL, *meta = kite_obj_meta(obj);
+    if (meta) json_object_deep_copy(meta, &c, NULL);
+    return c;
+}
+
 void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first) {
     json_object *obj = record_object(rec);
     json_object *conv = NULL;
@@ -148,8 +154,10 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
         render_record(rq, rec, out);
     } else {
         kite_buf_puts(out, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":");
-        json_object *meta = kite_obj_meta(obj);
+        /* serializing caches a buffer inside the object: never do it on the shared cached one */
+        json_object *meta = conv ? kite_obj_meta(obj) : deep_copy_meta(obj);
         kite_buf_puts(out, meta ? json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "{}");
+        if (!conv) json_object_put(meta);
         kite_buf_putc(out, '}');
     }
     kite_buf_putc(out, '}');

@@ -107,7 +107,13 @@ static size_t split_path(char *path, char **segs, size_t max) {
     return n;
 }
 
-static bool is_true(const char *v) { return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0); }
+/* strconv.ParseBool's true spellings (python clients send "True"). */
+bool query_true(const char *v) {
+    static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
+    for (size_t i = 0; v && i < KITE_ARRAY_SIZE(yes); i++)
+        if (strcmp(v, yes[i]) == 0) return true;
+    return false;
+}
 
 /* Fills rq's route from /api/v1/... or /apis/G/V/...; replies 404 itself when unknown. */
 static bool route(struct req *rq) {
@@ -156,7 +162,7 @@ notfound:
 static const char *verb_for(struct req *rq) {
     const char *m = rq->http->method;
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
-        if (rq->is_watch || is_true(kite_http_query(rq->http, "watch"))) {
+        if (rq->is_watch || query_true(kite_http_query(rq->http, "watch"))) {
             rq->is_watch = true;
             return "watch";
         }

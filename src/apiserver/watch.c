@@ -167,7 +167,7 @@ void handle_watch(struct req *rq) {
         return;
     }
     const char *bm = kite_http_query(h, "allowWatchBookmarks");
-    w->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
+    w->bookmarks = query_true(bm);
     int64_t now = kite_now_mono(kite_clock_real());
     if (!timeout_s) {
         uint64_t seed = (uint64_t)now;

@@ -205,16 +205,18 @@ static bool prepare_create(struct req *rq, json_object *obj) {
     return true;
 }
 
-static void copy_field(json_object *dst, json_object *src, const char *k) {
-    json_object *v = kite_obj_get(src, k);
-    if (v) kite_obj_set(dst, k, json_object_get(v));
-    else json_object_object_del(dst, k);
-}
-
 static json_object *deep_copy(json_object *o) {
     json_object *c = NULL;
     json_object_deep_copy(o, &c, NULL);
     return c;
+}
+
+/* dst[k] = a copy of src[k] (or no k). Deep: src may be an object cached on a store record,
+ * shared read-only between threads, whose reference counts must not be touched. */
+static void copy_field(json_object *dst, json_object *src, const char *k) {
+    json_object *v = kite_obj_get(src, k);
+    if (v) kite_obj_set(dst, k, deep_copy(v));
+    else json_object_object_del(dst, k);
 }
 
 /* Builds the object to store from the client's new object and the current one. Takes
