@@ -1,0 +1,42 @@
+/* The NodeAddress setter: InternalIP (--node-ip, else the default-route interface's IPv4
+ * address, as ResolveBindAddress/ChooseHostInterface do), ExternalIP when configured, Hostname. */
+#include "agent/nodestatus/internal.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+
+static bool is_ip(const char *s) {
+    unsigned char addr[sizeof(struct in6_addr)];
+    return s && (inet_pton(AF_INET, s, addr) == 1 || inet_pton(AF_INET6, s, addr) == 1);
+}
+
+static void add_address(json_object *arr, const char *type, const char *address) {
+    json_object *a = json_object_new_object();
+    json_object_object_add(a, "type", json_object_new_string(type));
+    json_object_object_add(a, "address", json_object_new_string(address));
+    json_object_array_add(arr, a);
+}
+
+int ns_set_addresses(struct ns_ctx *c) {
+    const struct kite_ns_config *cfg = c->cfg;
+    char ip[NS_IP_LEN] = "";
+    int r = 0;
+    if (cfg->node_ip) {
+        if (is_ip(cfg->node_ip))
+            snprintf(ip, sizeof(ip), "%s", cfg->node_ip);
+        else
+            r = -EINVAL;
+    } else {
+        r = c->src->default_route_ip ? c->src->default_route_ip(ip, sizeof(ip), c->src->ud)
+                                     : ns_default_route_ip(c->sysroot, ip, sizeof(ip));
+        if (r == 0 && !is_ip(ip)) r = -EINVAL;
+    }
+    json_object *arr;
+    json_object_object_get_ex(c->status, "addresses", &arr);
+    /* Without an InternalIP the Hostname is still worth reporting; the error is returned. */
+    if (r == 0) add_address(arr, "InternalIP", ip);
+    if (cfg->external_ip && is_ip(cfg->external_ip)) add_address(arr, "ExternalIP", cfg->external_ip);
+    const char *host = cfg->hostname ? cfg->hostname : cfg->node_name;
+    if (host && *host) add_address(arr, "Hostname", host);
+    return r;
+}

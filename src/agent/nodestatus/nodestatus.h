@@ -1,0 +1,102 @@
+/* Node status setters: gather the machine's real state and build a Node's status, as the
+ * kubelet's pkg/kubelet/nodestatus/setters.go does. One small setter per aspect, run in a fixed
+ * order with Ready last; every source (files under a sysroot, statfs, the default route, the
+ * online cpu count, the clock, the runtime) is injected so tests can feed fake machines.
+ *
+ * Shared interface with the agent core (/tmp/kite-nodestatus-iface.md): names are fixed. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "base/clock.h"
+
+struct kite_runtime; /* src/agent/runtime/runtime.h */
+
+/* Values of KubeletConfiguration that node status needs (the agent core fills it; every string
+ * borrowed for the duration of the call). */
+struct kite_ns_config {
+    const char *node_name;
+    const char *node_ip;         /* --node-ip, or NULL = address of the default-route interface */
+    const char *external_ip;     /* NULL = none */
+    const char *hostname;        /* Hostname address; NULL = node_name */
+    const char *root_dir;        /* agent root dir: ephemeral-storage = its filesystem */
+    const char *kubelet_version; /* e.g. "v1.32.0-kite.1" */
+    int max_pods;                /* 110 */
+    int max_images;              /* nodeStatusMaxImages, 50; -1 = no cap */
+    int daemon_port;             /* 10250 */
+    /* reservations, in milli-units (cpu millicores*1, bytes*1000 as kite_quantity milli) */
+    int64_t kube_reserved_cpu_m, kube_reserved_mem_m, kube_reserved_eph_m;
+    int64_t system_reserved_cpu_m, system_reserved_mem_m, system_reserved_eph_m;
+    /* evictionHard: absolute amounts or percentages. An absolute value < 0 means unset; a
+     * percentage (in percent: 10 means "10%") < 0 means unset. When both are set the absolute
+     * one wins. Percentages are of: MemTotal, the root_dir filesystem's size, its inode count,
+     * and min(pid_max, threads-max). memory.available is MemAvailable; pid.available is the
+     * pid limit minus running tasks. */
+    int64_t evict_mem_bytes;    double evict_mem_pct;    /* memory.available<100Mi */
+    int64_t evict_nodefs_bytes; double evict_nodefs_pct; /* nodefs.available<10% */
+    int64_t evict_inodes_count; double evict_inodes_pct; /* nodefs.inodesFree<5% */
+    int64_t evict_pid_count;    double evict_pid_pct;    /* pid.available (headroom) */
+};
+
+/* Everything the setters read from the machine, injectable for tests. */
+struct kite_ns_sources {
+    const char *sysroot;          /* prefix for /proc, /sys, /etc paths ("" or NULL = the real machine) */
+    struct kite_clock *clock;     /* borrowed; NULL = kite_clock_real() */
+    struct kite_runtime *runtime; /* version + images; borrowed; NULL = none (version empty, no images) */
+    /* optional overrides (NULL = real implementation) */
+    int (*statfs)(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
+                  uint64_t *total_inodes, uint64_t *free_inodes, void *ud);
+    int (*default_route_ip)(char *buf, size_t len, void *ud); /* "10.0.0.5"; 0 or -errno */
+    int (*online_cpus)(void *ud);                             /* affinity/cpuset/quota aware; >0 or -errno */
+    void *ud;
+    /* health inputs to Ready, set by the agent core (strings borrowed). Ready's message joins
+     * the errors as Kubernetes' errors.NewAggregate does ("a" alone, "[a, b]" for several). */
+    bool runtime_ready; const char *runtime_error; /* whole message when not ready; NULL =
+                                                    * "container runtime is down" */
+    bool pleg_healthy;  const char *pleg_error;    /* PLEG Healthy()'s error, e.g. "pleg was last
+                                                    * seen active 3m0.5s ago; threshold is 3m0s";
+                                                    * reported as "PLEG is not healthy: <it>";
+                                                    * NULL = "pleg has yet to be successful" */
+};
+
+/* One transition event. type is a static string ("Normal"/"Warning"); reason and message are
+ * owned by the array. */
+struct kite_ns_event {
+    const char *type;
+    char *reason;
+    char *message;
+};
+struct kite_ns_events {
+    struct kite_ns_event *v;
+    size_t n;
+};
+/* Frees every event and the array; leaves e empty (reusable). NULL-safe. */
+void kite_ns_events_release(struct kite_ns_events *e);
+
+/* Runs every setter in the fixed order (addresses, machine info/capacity/allocatable, version
+ * info, daemon endpoints, images, MemoryPressure, DiskPressure, PIDPressure, Ready last) and
+ * returns a complete NodeStatus JSON object (new ref, caller puts). prev_status (borrowed, may
+ * be NULL) is the last status known (from the server or last computed): conditions keep their
+ * lastTransitionTime unless their status flips; lastHeartbeatTime = now on every condition.
+ * Transition events (NodeReady, NodeNotReady, NodeHasSufficientMemory, NodeHasInsufficientMemory,
+ * NodeHasNoDiskPressure, NodeHasDiskPressure, NodeHasSufficientPID, NodeHasInsufficientPID; message
+ * "Node <name> status is now: <Reason>") are appended to *events (may be NULL = not wanted).
+ * A source that cannot be read leaves its field out (as the kubelet does when cAdvisor fails)
+ * rather than failing the whole status; Ready then reports the missing capacity.
+ * Returns 0 or -errno (-EINVAL on a NULL cfg/src/ret_status). *ret_status set only on success. */
+int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_ns_sources *src,
+                            json_object *prev_status, json_object **ret_status,
+                            struct kite_ns_events *events);
+
+/* Fills cfg with Kubernetes' defaults (max_pods 110, max_images 50, daemon_port 10250, eviction
+ * hard memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%, pid unset, no
+ * reservations, every string NULL). */
+void kite_ns_config_defaults(struct kite_ns_config *cfg);
+
+/* Go's GOARCH name for a uname(2) machine string ("x86_64" -> "amd64", "aarch64" -> "arm64",
+ * "i686" -> "386", "armv7l" -> "arm", "ppc64le", "s390x", "riscv64"). Unknown machines are
+ * returned unchanged. Returns a static string or machine itself (borrowed). */
+const char *kite_ns_goarch(const char *machine);

@@ -1,0 +1,36 @@
+/* Helpers for the node status tests: fake trees in temp dirs and fake sources. */
+#pragma once
+#include <stdint.h>
+
+#include "agent/nodestatus/nodestatus.h"
+#include "base/clock.h"
+
+/* Path of a checked-in fixture tree (tests/unit/agent/fixtures/<name>); caller frees. */
+char *nst_fixture(const char *name);
+/* A new empty temp dir; caller frees and removes with nst_rmtree. */
+char *nst_tmpdir(void);
+/* Copies the fixture tree `name` into a new temp dir (so a test may edit it). */
+char *nst_fixture_copy(const char *name);
+/* Writes root+path (parents created) with content. */
+void nst_write(const char *root, const char *path, const char *content);
+void nst_rmtree(const char *root);
+/* Removes every temp dir this test process made (suite .fini: runs after failures too). */
+void nst_cleanup(void);
+
+/* Fake statfs / default route / cpus, driven by this struct as ud. */
+struct nst_fake {
+    uint64_t total_bytes, avail_bytes, total_inodes, free_inodes;
+    int statfs_err;
+    const char *route_ip; /* NULL = -ENETUNREACH */
+    int cpus;             /* returned as is */
+};
+int nst_statfs(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
+               uint64_t *total_inodes, uint64_t *free_inodes, void *ud);
+int nst_route_ip(char *buf, size_t len, void *ud);
+int nst_cpus(void *ud);
+
+/* Value of a dotted path ("nodeInfo.bootID", "capacity.cpu") as a string, or NULL. */
+const char *nst_get(json_object *status, const char *path);
+/* The condition of `type` in status.conditions, or NULL. */
+json_object *nst_cond(json_object *status, const char *type);
+const char *nst_cond_field(json_object *status, const char *type, const char *field);
