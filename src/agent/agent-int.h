@@ -1,0 +1,75 @@
+/* Agent internals shared by agent.c, register.c, heartbeat.c. Loop state is touched only
+ * by the thread running kite_agent_step(); fields under `lock` are shared with the watch
+ * thread and kite_agent_stop(). */
+#pragma once
+#include <pthread.h>
+
+#include "agent/agent.h"
+#include "base/backoff.h"
+#include "json/patch.h"
+
+#define AGENT_LOG "agent"
+#define KITE_AGENT_STATUS_RETRIES 5          /* nodeStatusUpdateRetry */
+#define KITE_AGENT_LEASE_RETRIES 5           /* maxUpdateRetries */
+#define KITE_AGENT_FAST_MIN_NS (100 * KITE_NS_PER_MS)
+#define KITE_AGENT_FAST_MAX_NS (KITE_NS_PER_SEC)
+#define KITE_AGENT_READY_GRACE_NS (120 * KITE_NS_PER_SEC) /* nodeReadyGracePeriod */
+#define KITE_AGENT_JITTER 0.04
+
+struct kite_agent {
+    const struct kite_agent_config *cfg;
+    struct kite_client *client;
+    bool own_client;
+    struct kite_clock *clock;
+    kite_agent_status_fn status_fn;
+    void *status_ud;
+    struct kite_ns_config ns;
+    struct kite_ns_sources src;
+    struct kite_runtime *runtime;
+    bool own_runtime;
+    char *node_name;
+    char *kubelet_version;
+    uint64_t rng;
+    int64_t report_freq_ns;   /* effective nodeStatusReportFrequency */
+
+    /* shared */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stopping;
+    char *deleted_uid;   /* uid from a DELETED watch event, consumed by step */
+    bool threads;
+    pthread_t thread, watch_thread;
+    struct kite_cancel watch_cancel;
+
+    /* loop state */
+    bool registered;
+    char *node_uid;       /* uid of the Node we registered or found */
+    bool ever_registered;
+    int64_t next_register, next_status, next_lease;
+    struct kite_backoff reg_backoff, status_backoff, lease_backoff;
+    json_object *acked_status; /* last status the server acknowledged */
+    int64_t last_report;       /* mono time of the last successful PATCH; 0 = none */
+    int64_t started;
+    int64_t fast_period;       /* 0 = fast updates over */
+    json_object *lease;        /* last Lease the server returned; NULL = GET/POST next */
+    bool status_failing, lease_failing, register_failing;
+    bool force_report;         /* next status sync sends a full report */
+    json_object *server_node;  /* latest Node from the watch, consumed by step (under lock) */
+    uint64_t event_seq;        /* keeps event names unique within one clock tick */
+    struct kite_agent_stats stats;
+};
+
+/* register.c */
+int agent_register(struct kite_agent *a);
+void agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message);
+void agent_post_events(struct kite_agent *a, struct kite_ns_events *ev);
+/* Schema of the Node for strategic merge diffs. */
+extern const struct kite_smp_schema agent_node_schema;
+
+/* heartbeat.c */
+void agent_sync_status(struct kite_agent *a, int64_t now);
+void agent_sync_lease(struct kite_agent *a, int64_t now);
+/* Marks the Node as gone: the next step registers again (if registerNode). */
+void agent_node_gone(struct kite_agent *a, const char *why);
+/* Equality of two NodeStatus objects ignoring conditions' lastHeartbeatTime and order. */
+bool agent_status_equal(json_object *a, json_object *b);

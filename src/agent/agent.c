@@ -1,0 +1,315 @@
+/* Agent lifecycle and its loop. kite_agent_step() is the whole state machine; the agent
+ * thread only waits on a condition variable until the deadline step() returns (or until the
+ * watch thread reports a deletion), so an idle agent costs two wakeups per 10 s. */
+#include <ctype.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent-int.h"
+#include "agent/runtime/runtime.h"
+#include "base/log.h"
+
+#define REG_BACKOFF_MIN (100 * KITE_NS_PER_MS) /* registration: 100 ms doubling to 7 s */
+#define REG_BACKOFF_MAX (7 * KITE_NS_PER_SEC)
+#define WATCH_BACKOFF_MIN KITE_NS_PER_SEC
+#define WATCH_BACKOFF_MAX (30 * KITE_NS_PER_SEC)
+
+static int default_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+    struct kite_agent *a = ud;
+    return kite_nodestatus_compute(&a->ns, &a->src, prev, ret, ev);
+}
+
+static char *default_node_name(void) {
+    char host[256];
+    if (gethostname(host, sizeof(host)) < 0) return NULL;
+    host[sizeof(host) - 1] = 0;
+    for (char *p = host; *p; p++) *p = (char)tolower((unsigned char)*p);
+    return kite_strdup(host);
+}
+
+int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, char **ret_err) {
+    const struct kite_agent_config *c = o->config;
+    struct kite_agent *a = kite_calloc(1, sizeof(*a));
+    a->cfg = c;
+    a->clock = o->clock ? o->clock : kite_clock_real();
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    kite_cancel_init(&a->watch_cancel);
+    int r = 0;
+    a->node_name = c->node_name ? kite_strdup(c->node_name) : default_node_name();
+    if (!a->node_name || !*a->node_name) {
+        if (ret_err) *ret_err = kite_strdup("cannot determine the node name (use --node-name)");
+        r = -EINVAL;
+        goto fail;
+    }
+    for (char *p = a->node_name; *p; p++) *p = (char)tolower((unsigned char)*p);
+    a->kubelet_version = kite_strdup(o->kubelet_version ? o->kubelet_version : "v1.32.0-kite");
+    /* "for backward compatibility" (kubelet defaults.go): an explicit update frequency with
+     * no report frequency reports at the update frequency */
+    a->report_freq_ns = c->update_freq_set && !c->report_freq_set ? c->status_update_freq_ns : c->status_report_freq_ns;
+    a->ns = c->ns;
+    a->ns.node_name = a->node_name;
+    a->ns.node_ip = c->node_ip;
+    a->ns.root_dir = c->root_dir;
+    a->ns.kubelet_version = a->kubelet_version;
+    if (o->client) {
+        a->client = o->client;
+    } else {
+        struct kite_kubeconfig *kc = NULL;
+        if (!o->kubeconfig) {
+            if (ret_err) *ret_err = kite_strdup("no kubeconfig given (--kubeconfig)");
+            r = -EINVAL;
+            goto fail;
+        }
+        if ((r = kite_kubeconfig_load(o->kubeconfig, NULL, &kc, ret_err)) < 0) goto fail;
+        /* heartbeat timeout = min(nodeStatusUpdateFrequency, leaseDuration), as the kubelet */
+        int64_t t = KITE_MIN(c->status_update_freq_ns, (int64_t)c->lease_duration_s * KITE_NS_PER_SEC);
+        struct kite_client_options co = {.timeout_ms = (long)KITE_MAX(t / KITE_NS_PER_MS, 1000), .user_agent = "kite-agent"};
+        r = kite_client_new(kc, &co, &a->client);
+        kite_kubeconfig_free(kc);
+        if (r < 0) {
+            if (ret_err) *ret_err = kite_asprintf("creating API client: %s", strerror(-r));
+            goto fail;
+        }
+        a->own_client = true;
+    }
+    if (o->status_fn) {
+        a->status_fn = o->status_fn;
+        a->status_ud = o->status_ud;
+    } else {
+        a->status_fn = default_status;
+        a->status_ud = a;
+        a->runtime = o->runtime;
+        if (!a->runtime) {
+            if ((r = kite_runtime_process_new(c->root_dir, &a->runtime)) < 0) {
+                if (ret_err) *ret_err = kite_asprintf("starting the process runtime: %s", strerror(-r));
+                goto fail;
+            }
+            a->own_runtime = true;
+        }
+        a->src = (struct kite_ns_sources){.sysroot = o->sysroot ? o->sysroot : "", .clock = a->clock,
+                                          .runtime = a->runtime, .runtime_ready = true, .pleg_healthy = true};
+    }
+    int64_t now = kite_now_mono(a->clock);
+    a->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(a->clock) | 1;
+    kite_backoff_init(&a->reg_backoff, REG_BACKOFF_MIN, REG_BACKOFF_MAX, 2.0, 0.0, a->rng);
+    /* outage retries: 200 ms doubling, capped at one update period, jittered */
+    kite_backoff_init(&a->status_backoff, 200 * KITE_NS_PER_MS, c->status_update_freq_ns, 2.0, 0.1, a->rng + 1);
+    kite_backoff_init(&a->lease_backoff, 200 * KITE_NS_PER_MS, 7 * KITE_NS_PER_SEC, 2.0, 0.1, a->rng + 2);
+    a->started = now;
+    a->next_register = now;
+    a->fast_period = KITE_AGENT_FAST_MIN_NS;
+    *ret = a;
+    return 0;
+fail:
+    kite_agent_free(a);
+    return r;
+}
+
+void kite_agent_free(struct kite_agent *a) {
+    if (!a) return;
+    if (a->own_client) kite_client_free(a->client);
+    if (a->own_runtime) kite_runtime_free(a->runtime);
+    json_object_put(a->acked_status);
+    json_object_put(a->lease);
+    json_object_put(a->server_node);
+    free(a->node_uid);
+    free(a->deleted_uid);
+    free(a->node_name);
+    free(a->kubelet_version);
+    kite_cancel_release(&a->watch_cancel);
+    pthread_cond_destroy(&a->cond);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+void kite_agent_node_event(struct kite_agent *a, json_object *event) {
+    json_object *obj, *meta;
+    const char *type = json_object_get_string(json_object_object_get(event, "type"));
+    if (!json_object_object_get_ex(event, "object", &obj) || !json_object_object_get_ex(obj, "metadata", &meta)) return;
+    if (!kite_streq(json_object_get_string(json_object_object_get(meta, "name")), a->node_name)) return;
+    const char *uid = json_object_get_string(json_object_object_get(meta, "uid"));
+    if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) {
+        /* the server's view of our Node, as the kubelet's informer: status diffs are taken
+         * against it, so changes made by others (conditions set Unknown by the node
+         * controller) are corrected. A private copy: json-c refcounts are not atomic. */
+        json_object *copy = NULL;
+        json_object_deep_copy(obj, &copy, NULL);
+        pthread_mutex_lock(&a->lock);
+        json_object_put(a->server_node);
+        a->server_node = copy;
+        pthread_mutex_unlock(&a->lock);
+        return;
+    }
+    if (!kite_streq(type, "DELETED")) return;
+    pthread_mutex_lock(&a->lock);
+    free(a->deleted_uid);
+    a->deleted_uid = kite_strdup(uid ? uid : "");
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+int64_t kite_agent_step(struct kite_agent *a) {
+    int64_t now = kite_now_mono(a->clock);
+    pthread_mutex_lock(&a->lock);
+    char *deleted = TAKE_PTR(a->deleted_uid);
+    json_object *server = TAKE_PTR(a->server_node);
+    pthread_mutex_unlock(&a->lock);
+    if (server && a->registered) {
+        json_object *meta = json_object_object_get(server, "metadata"), *st = json_object_object_get(server, "status");
+        if (kite_streq(json_object_get_string(json_object_object_get(meta, "uid")), a->node_uid) && st) {
+            json_object_put(a->acked_status);
+            a->acked_status = json_object_get(st);
+        }
+    }
+    json_object_put(server);
+    /* a late DELETED for a Node we already replaced must not unregister the new one */
+    if (deleted && a->registered && (!*deleted || kite_streq(deleted, a->node_uid)))
+        agent_node_gone(a, "node was deleted");
+    free(deleted);
+
+    if (!a->registered) {
+        if (now < a->next_register) return a->next_register;
+        bool again = a->ever_registered;
+        int r = agent_register(a);
+        now = kite_now_mono(a->clock);
+        if (r < 0) {
+            if (!a->register_failing)
+                log_warn(AGENT_LOG, "cannot %s node %s: %s; retrying", a->cfg->register_node ? "register" : "find",
+                         a->node_name, strerror(-r));
+            a->register_failing = true;
+            a->next_register = now + kite_backoff_next(&a->reg_backoff);
+            return a->next_register;
+        }
+        log_info(AGENT_LOG, "node %s %s (uid %s)", a->node_name,
+                 !a->cfg->register_node ? "found" : again ? "registered again" : "registered", a->node_uid);
+        a->register_failing = false;
+        a->registered = a->ever_registered = true;
+        a->stats.registrations++;
+        kite_backoff_reset(&a->reg_backoff);
+        a->last_report = now; /* the registration carried a full status */
+        a->next_lease = now;  /* create or re-own the lease at once */
+        a->next_status = now + a->fast_period;
+        json_object_put(a->lease);
+        a->lease = NULL;
+        if (again && a->cfg->register_node) {
+            _cleanup_free_ char *msg =
+                kite_asprintf("Node %s was re-registered after its Node object was deleted (new uid %s)", a->node_name,
+                              a->node_uid);
+            agent_post_event(a, "Normal", "NodeReregistered", msg);
+        }
+    }
+    if (a->registered && now >= a->next_lease) agent_sync_lease(a, now);
+    if (a->registered && now >= a->next_status) agent_sync_status(a, now);
+    if (!a->registered) return a->next_register;
+    return KITE_MIN(a->next_lease, a->next_status);
+}
+
+/* ---- threads ---- */
+
+/* Waits until the agent clock reaches deadline, a wakeup or stop. Called with a->lock held. */
+static void wait_until(struct kite_agent *a, int64_t deadline) {
+    int64_t d = deadline - kite_now_mono(a->clock);
+    if (d <= 0) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t t = (int64_t)ts.tv_sec * KITE_NS_PER_SEC + ts.tv_nsec + d;
+    ts.tv_sec = (time_t)(t / KITE_NS_PER_SEC);
+    ts.tv_nsec = (long)(t % KITE_NS_PER_SEC);
+    pthread_cond_timedwait(&a->cond, &a->lock, &ts);
+}
+
+static void *agent_thread(void *ud) {
+    struct kite_agent *a = ud;
+    pthread_mutex_lock(&a->lock);
+    while (!a->stopping) {
+        pthread_mutex_unlock(&a->lock);
+        int64_t next = kite_agent_step(a);
+        pthread_mutex_lock(&a->lock);
+        if (a->stopping || a->deleted_uid) continue;
+        wait_until(a, next);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+static int on_watch_event(json_object *ev, void *ud) {
+    kite_agent_node_event(ud, ev);
+    return 0;
+}
+
+static void *watch_thread(void *ud) {
+    struct kite_agent *a = ud;
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes?watch=true&fieldSelector=metadata.name%%3D%s", a->node_name);
+    struct kite_backoff b;
+    kite_backoff_init(&b, WATCH_BACKOFF_MIN, WATCH_BACKOFF_MAX, 2.0, 0.2, a->rng + 3);
+    for (;;) {
+        int64_t t0 = kite_now_mono(a->clock);
+        int r = kite_client_watch(a->client, path, on_watch_event, a, &a->watch_cancel);
+        if (r == -ECANCELED) break;
+        /* a stream that lasted a while ended normally (server timeout): reconnect at once */
+        if (r == 0 && kite_now_mono(a->clock) - t0 > WATCH_BACKOFF_MAX) kite_backoff_reset(&b);
+        else if (r < 0) log_debug(AGENT_LOG, "node watch: %s", strerror(-r));
+        int64_t deadline = kite_now_mono(a->clock) + kite_backoff_next(&b);
+        pthread_mutex_lock(&a->lock);
+        while (!a->stopping && kite_now_mono(a->clock) < deadline) wait_until(a, deadline);
+        bool stop = a->stopping;
+        pthread_mutex_unlock(&a->lock);
+        if (stop) break;
+    }
+    return NULL;
+}
+
+int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret) {
+    struct kite_agent *a = NULL;
+    _cleanup_free_ char *err = NULL;
+    int r = kite_agent_new(o, &a, &err);
+    if (r < 0) {
+        log_error(AGENT_LOG, "%s", err ? err : strerror(-r));
+        return r;
+    }
+    if ((r = -pthread_create(&a->thread, NULL, agent_thread, a)) < 0) {
+        kite_agent_free(a);
+        return r;
+    }
+    if ((r = -pthread_create(&a->watch_thread, NULL, watch_thread, a)) < 0) {
+        pthread_mutex_lock(&a->lock);
+        a->stopping = true;
+        pthread_cond_broadcast(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+        pthread_join(a->thread, NULL);
+        kite_agent_free(a);
+        return r;
+    }
+    a->threads = true;
+    *ret = a;
+    return 0;
+}
+
+void kite_agent_stop(struct kite_agent *a) {
+    if (!a) return;
+    if (a->threads) {
+        pthread_mutex_lock(&a->lock);
+        a->stopping = true;
+        pthread_cond_broadcast(&a->cond);
+        pthread_mutex_unlock(&a->lock);
+        kite_cancel_fire(&a->watch_cancel);
+        pthread_join(a->watch_thread, NULL);
+        pthread_join(a->thread, NULL);
+    }
+    kite_agent_free(a);
+}
+
+void kite_agent_get_stats(struct kite_agent *a, struct kite_agent_stats *ret) {
+    *ret = a->stats; /* counters are written by the agent thread; a torn read is harmless */
+    ret->bytes_sent = kite_client_bytes_sent(a->client);
+    ret->requests = atomic_load(&a->client->requests);
+}
+
+uint64_t kite_agent_bytes_sent(struct kite_agent *a) { return kite_client_bytes_sent(a->client); }
+const char *kite_agent_node_name(struct kite_agent *a) { return a->node_name; }

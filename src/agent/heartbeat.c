@@ -1,0 +1,318 @@
+/* The two heartbeats (k8s-behaviour §1.2-1.4).
+ *
+ * Status: recompute every nodeStatusUpdateFrequency; PATCH nodes/NAME/status with the
+ * two-way strategic merge diff against the last status the server acknowledged, only when
+ * something besides lastHeartbeatTime changed or nodeStatusReportFrequency has passed.
+ *
+ * Lease: PUT the cached Lease with a new renewTime every 0.25 x leaseDuration; GET only after
+ * a 409, POST when it is missing. A 404 on either write means the Node may be gone: kite then
+ * registers again (the kubelet does not, kubernetes#71398). */
+#include "agent/agent-int.h"
+#include "base/log.h"
+
+#include <stdio.h>
+
+#define LEASE_NS "kube-node-lease"
+
+struct why { char s[64]; };
+/* "HTTP 403" or the transport error, for one log line. */
+static struct why why(long code, int r) {
+    struct why w;
+    if (code) snprintf(w.s, sizeof(w.s), "HTTP %ld", code);
+    else snprintf(w.s, sizeof(w.s), "%s", strerror(-r));
+    return w;
+}
+
+static json_object *copy(json_object *o) {
+    json_object *c = NULL;
+    if (o) json_object_deep_copy(o, &c, NULL);
+    return c;
+}
+
+static int cond_cmp(const void *x, const void *y) {
+    json_object *a = *(json_object *const *)x, *b = *(json_object *const *)y;
+    const char *ta = json_object_get_string(json_object_object_get(a, "type"));
+    const char *tb = json_object_get_string(json_object_object_get(b, "type"));
+    return strcmp(ta ? ta : "", tb ? tb : "");
+}
+
+/* nodeStatusHasChanged: conditions sorted by type with lastHeartbeatTime zeroed. */
+static void normalize(json_object *st) {
+    json_object *conds;
+    if (!json_object_object_get_ex(st, "conditions", &conds) || !json_object_is_type(conds, json_type_array)) return;
+    for (size_t i = 0; i < json_object_array_length(conds); i++)
+        json_object_object_del(json_object_array_get_idx(conds, i), "lastHeartbeatTime");
+    json_object_array_sort(conds, cond_cmp);
+}
+
+bool agent_status_equal(json_object *a, json_object *b) {
+    if (!a || !b) return a == b;
+    json_object *ca = copy(a), *cb = copy(b);
+    normalize(ca);
+    normalize(cb);
+    bool eq = kite_json_equal(ca, cb);
+    json_object_put(ca);
+    json_object_put(cb);
+    return eq;
+}
+
+static json_object *find_cond(json_object *conds, const char *type) {
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (kite_streq(json_object_get_string(json_object_object_get(c, "type")), type)) return c;
+    }
+    return NULL;
+}
+
+/* Copies lastHeartbeatTime from old's conditions into new's where nothing else changed. */
+static void keep_heartbeats(json_object *st, json_object *old) {
+    json_object *conds = json_object_object_get(st, "conditions"), *old_conds = json_object_object_get(old, "conditions");
+    if (!json_object_is_type(conds, json_type_array) || !json_object_is_type(old_conds, json_type_array)) return;
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        json_object *o = find_cond(old_conds, json_object_get_string(json_object_object_get(c, "type")));
+        json_object *hb = o ? json_object_object_get(o, "lastHeartbeatTime") : NULL;
+        if (!hb) continue;
+        json_object *cc = copy(c), *oc = copy(o);
+        json_object_object_del(cc, "lastHeartbeatTime");
+        json_object_object_del(oc, "lastHeartbeatTime");
+        if (kite_json_equal(cc, oc)) json_object_object_add(c, "lastHeartbeatTime", json_object_get(hb));
+        json_object_put(cc);
+        json_object_put(oc);
+    }
+}
+
+void agent_node_gone(struct kite_agent *a, const char *why) {
+    int64_t now = kite_now_mono(a->clock);
+    log_warn(AGENT_LOG, "node %s: %s; %s", a->node_name, why,
+             a->cfg->register_node ? "registering it again" : "waiting for it to be created (registerNode=false)");
+    a->registered = false;
+    a->next_register = now;
+    kite_backoff_reset(&a->reg_backoff);
+    json_object_put(a->lease);
+    a->lease = NULL;
+}
+
+static bool ready_true(json_object *status) {
+    json_object *conds;
+    if (!status || !json_object_object_get_ex(status, "conditions", &conds)) return false;
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (kite_streq(json_object_get_string(json_object_object_get(c, "type")), "Ready"))
+            return kite_streq(json_object_get_string(json_object_object_get(c, "status")), "True");
+    }
+    return false;
+}
+
+static void schedule_status(struct kite_agent *a, int64_t now) {
+    if (a->fast_period) {
+        /* fastStatusUpdateOnce: report quickly until the server has seen Ready */
+        if (ready_true(a->acked_status) || now - a->started >= KITE_AGENT_READY_GRACE_NS) {
+            a->fast_period = 0;
+        } else {
+            a->next_status = now + a->fast_period;
+            a->fast_period = KITE_MIN(a->fast_period * 2, KITE_AGENT_FAST_MAX_NS);
+            return;
+        }
+    }
+    a->next_status = now + kite_jitter(a->cfg->status_update_freq_ns, KITE_AGENT_JITTER, &a->rng);
+}
+
+static json_object *wrap_status(json_object *status) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "status", json_object_get(status));
+    return o;
+}
+
+void agent_sync_status(struct kite_agent *a, int64_t now) {
+    json_object *status = NULL;
+    struct kite_ns_events ev = {0};
+    int r = a->status_fn(a->status_ud, a->acked_status, &status, &ev);
+    if (r < 0) {
+        log_warn(AGENT_LOG, "computing node status: %s", strerror(-r));
+        kite_ns_events_release(&ev);
+        schedule_status(a, now);
+        return;
+    }
+    agent_post_events(a, &ev);
+    kite_ns_events_release(&ev);
+    bool changed = !agent_status_equal(a->acked_status, status);
+    bool due = a->force_report || a->last_report == 0 || now - a->last_report >= a->report_freq_ns;
+    if (!changed && !due) {
+        json_object_put(status);
+        schedule_status(a, now);
+        return;
+    }
+    /* Between full reports, conditions that did not change keep the heartbeat the server
+     * has, so a change patch carries only what changed (the lease is the liveness signal). */
+    if (!due) keep_heartbeats(status, a->acked_status);
+    json_object *from = wrap_status(a->acked_status ? a->acked_status : NULL), *to = wrap_status(status), *patch = NULL;
+    r = kite_smp_diff(from, to, &agent_node_schema, &patch);
+    json_object_put(from);
+    json_object_put(to);
+    json_object_put(status);
+    if (r < 0) {
+        log_error(AGENT_LOG, "computing node status patch: %s", strerror(-r));
+        schedule_status(a, now);
+        return;
+    }
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s/status", a->node_name);
+    long code = 0;
+    for (int i = 0; i < KITE_AGENT_STATUS_RETRIES; i++) {
+        json_object *resp = NULL;
+        r = kite_client_json(a->client, "PATCH", path, "application/strategic-merge-patch+json", patch, &code, &resp);
+        if (r == 0) {
+            json_object *st = json_object_object_get(resp, "status");
+            json_object_put(a->acked_status);
+            a->acked_status = st ? json_object_get(st) : json_object_new_object();
+            json_object_put(resp);
+            break;
+        }
+        json_object_put(resp);
+        if (code == 404) {
+            json_object_put(patch);
+            agent_node_gone(a, "status update: node not found");
+            return;
+        }
+        if (i > 0) kite_client_reset_connections(a->client); /* onRepeatedHeartbeatFailure */
+    }
+    json_object_put(patch);
+    if (r < 0) {
+        if (!a->status_failing)
+            log_warn(AGENT_LOG, "cannot update node %s status (%s); retrying with backoff", a->node_name,
+                     why(code, r).s);
+        a->status_failing = true;
+        a->next_status = now + kite_backoff_next(&a->status_backoff);
+        return;
+    }
+    a->stats.status_patches++;
+    a->last_report = now;
+    a->force_report = false;
+    kite_backoff_reset(&a->status_backoff);
+    if (a->status_failing) {
+        log_info(AGENT_LOG, "node %s status updates resumed", a->node_name);
+        a->status_failing = false;
+        if (a->lease_failing) a->next_lease = now; /* renew at once on reconnect */
+    }
+    schedule_status(a, now);
+}
+
+/* The Lease to write: base (borrowed, may be NULL) with our spec and owner. */
+static json_object *build_lease(struct kite_agent *a, json_object *base) {
+    json_object *l = base ? copy(base) : json_object_new_object();
+    if (!base) {
+        json_object *meta = json_object_new_object();
+        json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+        json_object_object_add(l, "kind", json_object_new_string("Lease"));
+        json_object_object_add(meta, "name", json_object_new_string(a->node_name));
+        json_object_object_add(meta, "namespace", json_object_new_string(LEASE_NS));
+        json_object_object_add(l, "metadata", meta);
+    }
+    json_object *spec = json_object_object_get(l, "spec");
+    if (!spec || !json_object_is_type(spec, json_type_object)) {
+        spec = json_object_new_object();
+        json_object_object_add(l, "spec", spec);
+    }
+    char ts[28];
+    kite_microtime_format(kite_now_wall(a->clock), ts);
+    json_object_object_add(spec, "holderIdentity", json_object_new_string(a->node_name));
+    json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(a->cfg->lease_duration_s));
+    json_object_object_add(spec, "renewTime", json_object_new_string(ts));
+    json_object *meta = json_object_object_get(l, "metadata");
+    if (meta && a->node_uid && *a->node_uid) {
+        /* owned by the Node so the garbage collector removes it with the Node */
+        json_object *refs = json_object_new_array(), *ref = json_object_new_object();
+        json_object_object_add(ref, "apiVersion", json_object_new_string("v1"));
+        json_object_object_add(ref, "kind", json_object_new_string("Node"));
+        json_object_object_add(ref, "name", json_object_new_string(a->node_name));
+        json_object_object_add(ref, "uid", json_object_new_string(a->node_uid));
+        json_object_array_add(refs, ref);
+        json_object_object_add(meta, "ownerReferences", refs);
+    }
+    return l;
+}
+
+/* After a 404 on the Lease: is our Node still there? false = gone (agent_node_gone called). */
+static bool node_still_there(struct kite_agent *a) {
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s", a->node_name);
+    json_object *node = NULL;
+    long code = 0;
+    int r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &node);
+    const char *uid = NULL;
+    json_object *meta;
+    if (r == 0 && json_object_object_get_ex(node, "metadata", &meta))
+        uid = json_object_get_string(json_object_object_get(meta, "uid"));
+    bool same = r == 0 && kite_streq(uid, a->node_uid);
+    json_object_put(node);
+    if (code == 404) agent_node_gone(a, "lease renewal: node not found");
+    else if (r == 0 && !same) agent_node_gone(a, "node was re-created by someone else");
+    return code != 404 && !(r == 0 && !same);
+}
+
+enum lease_op { L_PUT, L_GET, L_POST };
+
+void agent_sync_lease(struct kite_agent *a, int64_t now) {
+    _cleanup_free_ char *coll = kite_asprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", LEASE_NS);
+    _cleanup_free_ char *item = kite_asprintf("%s/%s", coll, a->node_name);
+    enum lease_op op = a->lease ? L_PUT : L_GET;
+    int r = -EIO;
+    long code = 0;
+    for (int i = 0; i < KITE_AGENT_LEASE_RETRIES; i++) {
+        json_object *resp = NULL, *body = NULL;
+        switch (op) {
+        case L_PUT:
+            body = build_lease(a, a->lease);
+            r = kite_client_json(a->client, "PUT", item, NULL, body, &code, &resp);
+            break;
+        case L_GET:
+            r = kite_client_json(a->client, "GET", item, NULL, NULL, &code, &resp);
+            break;
+        case L_POST:
+            body = build_lease(a, NULL);
+            r = kite_client_json(a->client, "POST", coll, NULL, body, &code, &resp);
+            break;
+        }
+        json_object_put(body);
+        if (r == 0 && resp) {
+            json_object_put(a->lease);
+            a->lease = TAKE_PTR(resp);
+            if (op != L_GET) break; /* written */
+            op = L_PUT;             /* fetched: now renew it */
+            r = -EAGAIN;
+            continue;
+        }
+        json_object_put(resp);
+        if (code == 409) {
+            op = L_GET; /* someone else wrote it (or it exists): re-read */
+        } else if (code == 404) {
+            if (op == L_PUT && !node_still_there(a)) return;
+            op = L_POST;
+        } else if (i > 0 && code == 0) {
+            kite_client_reset_connections(a->client); /* onRepeatedHeartbeatFailure */
+        }
+        if (op != L_PUT) {
+            json_object_put(a->lease);
+            a->lease = NULL;
+        }
+    }
+    int64_t interval = a->cfg->lease_duration_s * KITE_NS_PER_SEC / 4; /* nodeLeaseRenewIntervalFraction */
+    if (r < 0) {
+        if (!a->lease_failing)
+            log_warn(AGENT_LOG, "cannot renew lease of node %s (%s); retrying with backoff", a->node_name,
+                     why(code, r).s);
+        a->lease_failing = true;
+        a->next_lease = now + KITE_MIN(kite_backoff_next(&a->lease_backoff), interval);
+        return;
+    }
+    a->stats.lease_renewals++;
+    kite_backoff_reset(&a->lease_backoff);
+    if (a->lease_failing) {
+        log_info(AGENT_LOG, "node %s lease renewals resumed", a->node_name);
+        a->lease_failing = false;
+        /* report at once on reconnect: the node controller may have set our conditions to
+         * Unknown meanwhile, so send a full report whatever changed */
+        a->force_report = true;
+        a->next_status = now;
+    }
+    a->next_lease = now + kite_jitter(interval, KITE_AGENT_JITTER, &a->rng);
+}

@@ -1,0 +1,233 @@
+/* Registration (kubelet registerWithAPIServer, k8s-behaviour §1.5): POST the full Node; on
+ * 409 AlreadyExists GET it and reconcile only what the kubelet reconciles (the
+ * controller-managed-attach-detach annotation, default labels, missing capacity and
+ * allocatable) through one status PATCH. Also the best-effort event poster. */
+#include <stdio.h>
+#include <sys/utsname.h>
+
+#include "agent/agent-int.h"
+#include "base/log.h"
+
+static const struct kite_smp_rule node_rules[] = {
+    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"status.addresses", "type", KITE_SMP_MERGE},
+    {"spec.taints", "key", KITE_SMP_MERGE},
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},
+    {"metadata.ownerReferences", "uid", KITE_SMP_MERGE},
+};
+const struct kite_smp_schema agent_node_schema = {node_rules, KITE_ARRAY_SIZE(node_rules)};
+
+#define CMAD_ANNOTATION "volumes.kubernetes.io/controller-managed-attach-detach"
+
+static const char *go_arch(void) {
+    static char arch[65];
+    struct utsname u;
+    if (uname(&u) < 0) return "unknown";
+    snprintf(arch, sizeof(arch), "%s", kite_ns_goarch(u.machine));
+    return arch;
+}
+
+static void default_labels(struct kite_agent *a, json_object *labels) {
+    const char *arch = go_arch();
+    const char *host = a->ns.hostname ? a->ns.hostname : a->node_name;
+    json_object_object_add(labels, "kubernetes.io/hostname", json_object_new_string(host));
+    json_object_object_add(labels, "kubernetes.io/os", json_object_new_string("linux"));
+    json_object_object_add(labels, "kubernetes.io/arch", json_object_new_string(arch));
+    json_object_object_add(labels, "beta.kubernetes.io/os", json_object_new_string("linux"));
+    json_object_object_add(labels, "beta.kubernetes.io/arch", json_object_new_string(arch));
+}
+
+/* initialNode(): takes ownership of status. */
+static json_object *initial_node(struct kite_agent *a, json_object *status) {
+    const struct kite_agent_config *c = a->cfg;
+    json_object *node = json_object_new_object(), *meta = json_object_new_object();
+    json_object *labels = json_object_new_object(), *ann = json_object_new_object(), *spec = json_object_new_object();
+    json_object_object_add(node, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(node, "kind", json_object_new_string("Node"));
+    json_object_object_add(meta, "name", json_object_new_string(a->node_name));
+    if (c->labels) {
+        json_object_object_foreach(c->labels, k, v) json_object_object_add(labels, k, json_object_get(v));
+    }
+    default_labels(a, labels); /* the defaults win over --node-labels, as in the kubelet */
+    json_object_object_add(meta, "labels", labels);
+    json_object_object_add(ann, CMAD_ANNOTATION, json_object_new_string("true"));
+    json_object_object_add(meta, "annotations", ann);
+    json_object_object_add(node, "metadata", meta);
+    json_object *taints = json_object_new_array();
+    if (c->taints)
+        for (size_t i = 0; i < json_object_array_length(c->taints); i++)
+            json_object_array_add(taints, json_object_get(json_object_array_get_idx(c->taints, i)));
+    if (!c->register_schedulable) {
+        json_object_object_add(spec, "unschedulable", json_object_new_boolean(1));
+        json_object *t = json_object_new_object();
+        json_object_object_add(t, "key", json_object_new_string("node.kubernetes.io/unschedulable"));
+        json_object_object_add(t, "effect", json_object_new_string("NoSchedule"));
+        json_object_array_add(taints, t);
+    }
+    if (json_object_array_length(taints)) json_object_object_add(spec, "taints", taints);
+    else json_object_put(taints);
+    json_object_object_add(node, "spec", spec);
+    json_object_object_add(node, "status", status);
+    return node;
+}
+
+static const char *str_at(json_object *o, const char *a, const char *b) {
+    json_object *x;
+    if (!o || !json_object_object_get_ex(o, a, &x)) return NULL;
+    if (b && !json_object_object_get_ex(x, b, &x)) return NULL;
+    return json_object_is_type(x, json_type_string) ? json_object_get_string(x) : NULL;
+}
+
+static json_object *ensure_obj(json_object *parent, const char *key) {
+    json_object *o;
+    if (json_object_object_get_ex(parent, key, &o) && json_object_is_type(o, json_type_object)) return o;
+    o = json_object_new_object();
+    json_object_object_add(parent, key, o);
+    return o;
+}
+
+/* reconcileExtendedResources/HugePages/DefaultLabels/CMAD over a copy of existing, from the
+ * node we tried to create. Returns the reconciled copy (new ref). */
+static json_object *reconcile(json_object *existing, json_object *wanted) {
+    json_object *node = NULL;
+    json_object_deep_copy(existing, &node, NULL);
+    json_object *meta = ensure_obj(node, "metadata");
+    json_object *ann = ensure_obj(meta, "annotations");
+    if (!kite_streq(str_at(ann, CMAD_ANNOTATION, NULL), "true"))
+        json_object_object_add(ann, CMAD_ANNOTATION, json_object_new_string("true"));
+    static const char *defaults[] = {"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+                                     "beta.kubernetes.io/os", "beta.kubernetes.io/arch"};
+    json_object *labels = ensure_obj(meta, "labels"), *wanted_labels = NULL;
+    json_object_object_get_ex(json_object_object_get(wanted, "metadata"), "labels", &wanted_labels);
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(defaults); i++) {
+        const char *w = str_at(wanted_labels, defaults[i], NULL);
+        if (w && !kite_streq(str_at(labels, defaults[i], NULL), w))
+            json_object_object_add(labels, defaults[i], json_object_new_string(w));
+    }
+    json_object *status = ensure_obj(node, "status"), *wstatus = json_object_object_get(wanted, "status");
+    static const char *res[] = {"capacity", "allocatable"};
+    for (size_t i = 0; i < 2; i++) {
+        json_object *have = json_object_object_get(status, res[i]), *want = json_object_object_get(wstatus, res[i]);
+        if (!want) continue;
+        if (!have || !json_object_is_type(have, json_type_object)) {
+            json_object_object_add(status, res[i], json_object_get(want));
+            continue;
+        }
+        /* hugepages-* follow the machine; other missing resources are filled in */
+        json_object_object_foreach(want, k, v) {
+            json_object *cur = json_object_object_get(have, k);
+            if (!cur || (kite_startswith(k, "hugepages-") && !kite_json_equal(cur, v)))
+                json_object_object_add(have, k, json_object_get(v));
+        }
+        json_object_object_foreach(have, hk, hv) {
+            (void)hv;
+            if (kite_startswith(hk, "hugepages-") && !json_object_object_get(want, hk))
+                json_object_object_del(have, hk);
+        }
+    }
+    return node;
+}
+
+static json_object *status_of(json_object *node) {
+    json_object *s;
+    if (node && json_object_object_get_ex(node, "status", &s) && json_object_is_type(s, json_type_object))
+        return json_object_get(s);
+    return json_object_new_object();
+}
+
+static void take_node(struct kite_agent *a, json_object *node) {
+    const char *uid = str_at(node, "metadata", "uid");
+    free(a->node_uid);
+    a->node_uid = kite_strdup(uid ? uid : "");
+    json_object_put(a->acked_status);
+    a->acked_status = status_of(node);
+}
+
+int agent_register(struct kite_agent *a) {
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s", a->node_name);
+    json_object *resp = NULL;
+    long code = 0;
+    int r;
+    if (!a->cfg->register_node) {
+        /* not ours to create: wait for someone else to, then report on it */
+        r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &resp);
+        if (r == 0) take_node(a, resp);
+        json_object_put(resp);
+        return r;
+    }
+    json_object *status = NULL;
+    struct kite_ns_events ev = {0};
+    r = a->status_fn(a->status_ud, NULL, &status, &ev);
+    if (r < 0) {
+        kite_ns_events_release(&ev);
+        return r;
+    }
+    json_object *node = initial_node(a, status);
+    r = kite_client_json(a->client, "POST", "/api/v1/nodes", NULL, node, &code, &resp);
+    if (r == 0) {
+        take_node(a, resp);
+    } else if (code == 409) {
+        json_object_put(resp);
+        resp = NULL;
+        json_object *existing = NULL;
+        r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &existing);
+        if (r == 0) {
+            json_object *want = reconcile(existing, node), *patch = NULL;
+            r = kite_smp_diff(existing, want, &agent_node_schema, &patch);
+            if (r == 0 && json_object_object_length(patch) > 0) {
+                _cleanup_free_ char *spath = kite_asprintf("%s/status", path);
+                r = kite_client_json(a->client, "PATCH", spath, "application/strategic-merge-patch+json", patch,
+                                     &code, &resp);
+                if (r == 0) take_node(a, resp);
+            } else if (r == 0) {
+                take_node(a, existing);
+            }
+            json_object_put(patch);
+            json_object_put(want);
+        }
+        json_object_put(existing);
+    }
+    json_object_put(resp);
+    json_object_put(node);
+    if (r == 0) agent_post_events(a, &ev);
+    kite_ns_events_release(&ev);
+    return r;
+}
+
+void agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message) {
+    int64_t wall = kite_now_wall(a->clock);
+    char ts[21];
+    kite_time_format(wall, ts);
+    json_object *e = json_object_new_object(), *meta = json_object_new_object(), *obj = json_object_new_object(),
+                *source = json_object_new_object();
+    _cleanup_free_ char *name = kite_asprintf("%s.%llx", a->node_name, (unsigned long long)wall + a->event_seq++);
+    json_object_object_add(e, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(e, "kind", json_object_new_string("Event"));
+    json_object_object_add(meta, "name", json_object_new_string(name));
+    json_object_object_add(meta, "namespace", json_object_new_string("default"));
+    json_object_object_add(e, "metadata", meta);
+    /* the kubelet's node reference uses the node name as uid */
+    json_object_object_add(obj, "kind", json_object_new_string("Node"));
+    json_object_object_add(obj, "name", json_object_new_string(a->node_name));
+    json_object_object_add(obj, "uid", json_object_new_string(a->node_name));
+    json_object_object_add(e, "involvedObject", obj);
+    json_object_object_add(e, "reason", json_object_new_string(reason));
+    json_object_object_add(e, "message", json_object_new_string(message));
+    json_object_object_add(source, "component", json_object_new_string("kubelet"));
+    json_object_object_add(source, "host", json_object_new_string(a->node_name));
+    json_object_object_add(e, "source", source);
+    json_object_object_add(e, "firstTimestamp", json_object_new_string(ts));
+    json_object_object_add(e, "lastTimestamp", json_object_new_string(ts));
+    json_object_object_add(e, "count", json_object_new_int(1));
+    json_object_object_add(e, "type", json_object_new_string(type));
+    json_object_object_add(e, "reportingComponent", json_object_new_string("kubelet"));
+    json_object_object_add(e, "reportingInstance", json_object_new_string(a->node_name));
+    /* best-effort, as the kubelet's recorder when the sink is down */
+    kite_client_json(a->client, "POST", "/api/v1/namespaces/default/events", NULL, e, NULL, NULL);
+    json_object_put(e);
+}
+
+void agent_post_events(struct kite_agent *a, struct kite_ns_events *ev) {
+    for (size_t i = 0; i < ev->n; i++)
+        agent_post_event(a, ev->v[i].type ? ev->v[i].type : "Normal", ev->v[i].reason, ev->v[i].message);
+}

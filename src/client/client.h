@@ -1,0 +1,132 @@
+/* kite's Kubernetes API client: a small transport vtable (a libcurl implementation with
+ * keep-alive and in-memory TLS material, and a fake for tests), JSON helpers on top, and
+ * streaming watches that another thread can cancel.
+ *
+ * Errors: transport failures are -errno (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH,
+ * -ECONNRESET, -EPROTO for TLS...); an HTTP answer, whatever its code, is a success of the
+ * transport (0) with the code and body in struct kite_response. The JSON helpers turn HTTP
+ * errors into -errno too (kite_http_status_errno) and keep the code for callers that care. */
+#pragma once
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include "base/base.h"
+#include "base/buf.h"
+#include "client/kubeconfig.h"
+
+/* Largest response body kept (a full node or pod list of a big cluster is far less). */
+#define KITE_CLIENT_MAX_BODY (64u << 20)
+/* Longest single watch event line. */
+#define KITE_WATCH_MAX_LINE (16u << 20)
+
+struct kite_response {
+    long status;   /* HTTP status code */
+    char *body;    /* NUL-terminated, never NULL after a successful request */
+    size_t len;
+};
+/* Frees the body; the struct can be reused. */
+void kite_response_release(struct kite_response *r);
+
+/* A one-shot cancellation token shared between a blocking call and the thread stopping it. */
+struct kite_cancel {
+    pthread_mutex_t lock;
+    bool fired;
+    void (*wake)(void *ud); /* set by the transport while it blocks */
+    void *wake_ud;
+};
+void kite_cancel_init(struct kite_cancel *c);
+void kite_cancel_release(struct kite_cancel *c);
+/* Marks the token fired and wakes the blocked call, if any. Safe from any thread. */
+void kite_cancel_fire(struct kite_cancel *c);
+bool kite_cancel_fired(struct kite_cancel *c);
+/* For transports: installs (wake != NULL) or removes the waker. Returns false, installing
+ * nothing, when the token has already fired. */
+bool kite_cancel_set_wake(struct kite_cancel *c, void (*wake)(void *), void *ud);
+
+/* Called once per watch event ({"type":"ADDED","object":{...}}; borrowed). A negative return
+ * stops the watch, which then returns that value. */
+typedef int (*kite_watch_fn)(json_object *event, void *ud);
+
+struct kite_client;
+struct kite_client_ops {
+    /* One request. path starts with "/" (query included). body may be NULL. On 0, *ret holds
+     * the answer (caller releases). */
+    int (*request)(struct kite_client *c, const char *method, const char *path, const char *content_type,
+                   const char *body, size_t body_len, struct kite_response *ret);
+    /* A streaming GET (path should carry watch=true). Blocks until the server ends the
+     * stream (0), cancel fires (-ECANCELED), fn stops it (its value) or an error. A non-200
+     * answer gives kite_http_status_errno() of its code. */
+    int (*watch)(struct kite_client *c, const char *path, kite_watch_fn fn, void *ud, struct kite_cancel *cancel);
+    /* Closes every pooled connection so the next request reconnects (used after repeated
+     * heartbeat failures, as the kubelet's onRepeatedHeartbeatFailure). */
+    void (*reset_connections)(struct kite_client *c);
+    void (*free)(struct kite_client *c);
+};
+struct kite_client {
+    const struct kite_client_ops *ops;
+    _Atomic uint64_t bytes_sent; /* request bytes written (headers + body), for benchmarks */
+    _Atomic uint64_t requests;
+};
+
+struct kite_client_options {
+    long timeout_ms;        /* per request; 0 = 10000 */
+    long connect_timeout_ms;/* 0 = 5000 */
+    const char *user_agent; /* NULL = "kite" */
+};
+
+/* The libcurl client for kc (borrowed: everything needed is copied). TLS material is handed
+ * to libcurl through sealed memfd files (the GnuTLS build of libcurl ignores the *_BLOB
+ * options), never written to disk. */
+int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_options *o, struct kite_client **ret);
+
+/* A fake transport for tests: each request goes to handler (which fills ret->status and
+ * ret->body with malloc'ed bytes, or returns -errno to simulate a transport error); watch
+ * calls watch_handler (NULL = -EOPNOTSUPP). Counts bytes as method + path + body. */
+typedef int (*kite_fake_handler)(void *ud, const char *method, const char *path, const char *content_type,
+                                 const char *body, size_t body_len, struct kite_response *ret);
+typedef int (*kite_fake_watch_handler)(void *ud, const char *path, kite_watch_fn fn, void *fn_ud,
+                                       struct kite_cancel *cancel);
+struct kite_client *kite_client_fake_new(kite_fake_handler handler, kite_fake_watch_handler watch_handler, void *ud);
+/* How many times reset_connections was called on a fake client. */
+unsigned kite_client_fake_resets(struct kite_client *c);
+
+static inline int kite_client_request(struct kite_client *c, const char *method, const char *path,
+                                      const char *content_type, const char *body, size_t body_len,
+                                      struct kite_response *ret) {
+    return c->ops->request(c, method, path, content_type, body, body_len, ret);
+}
+static inline int kite_client_watch(struct kite_client *c, const char *path, kite_watch_fn fn, void *ud,
+                                    struct kite_cancel *cancel) {
+    return c->ops->watch(c, path, fn, ud, cancel);
+}
+static inline void kite_client_reset_connections(struct kite_client *c) { c->ops->reset_connections(c); }
+static inline uint64_t kite_client_bytes_sent(struct kite_client *c) { return atomic_load(&c->bytes_sent); }
+/* Accepts NULL. */
+void kite_client_free(struct kite_client *c);
+
+/* JSON request: body (borrowed, may be NULL) is serialized, the answer parsed. Returns 0 on
+ * 2xx with *ret_obj (may be NULL to discard; NULL result if the body is not JSON); on an HTTP
+ * error returns kite_http_status_errno() and, if ret_obj, the parsed Status. *ret_status (may
+ * be NULL) gets the HTTP code, or 0 on a transport error. */
+int kite_client_json(struct kite_client *c, const char *method, const char *path, const char *content_type,
+                     json_object *body, long *ret_status, json_object **ret_obj);
+
+/* HTTP code -> -errno: 404 -ENOENT, 409 -EEXIST, 401 -EACCES, 403 -EPERM, 400/422 -EINVAL,
+ * 408/504 -ETIMEDOUT, 429/503 -EAGAIN, 410 -ESTALE, 413 -EFBIG, other 4xx -EPROTO, 5xx -EIO;
+ * 2xx 0. */
+int kite_http_status_errno(long status);
+/* libcurl result (CURLcode) and the socket errno it saw -> -errno. */
+int kite_curl_errno(int curl_code, long os_errno);
+
+/* Splits a byte stream into '\n'-terminated lines (the watch wire format). Lines longer than
+ * max are an error (-EMSGSIZE). Empty lines are skipped. */
+struct kite_lines {
+    struct kite_buf buf; /* partial line carried between feeds */
+    size_t max;
+};
+void kite_lines_init(struct kite_lines *l, size_t max);
+void kite_lines_release(struct kite_lines *l);
+/* Calls fn for each complete line (line is NUL-terminated, without '\n'; borrowed). Stops at
+ * fn's first negative return and returns it. */
+int kite_lines_feed(struct kite_lines *l, const char *data, size_t n, int (*fn)(char *line, size_t len, void *ud),
+                    void *ud);

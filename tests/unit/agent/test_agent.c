@@ -1,0 +1,474 @@
+/* The agent core against the in-memory API (agent_fake_api.c) on a fake clock: no network,
+ * no sleeps. A fake status source stands in for the node status setters. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "agent/agent.h"
+#include "agent_fake_api.h"
+
+#define T0_WALL (INT64_C(1796226146) * KITE_NS_PER_SEC)
+#define SEC KITE_NS_PER_SEC
+
+struct env {
+    struct kite_fake_clock clk;
+    struct fake_api api;
+    struct kite_client *client;
+    struct kite_agent_config cfg;
+    struct kite_agent *a;
+    json_object *machine; /* what the fake status source reports (heartbeats added per call) */
+    int computes;
+    const char *event_reason; /* next compute emits this event */
+};
+
+static int fake_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+    struct env *e = ud;
+    e->computes++;
+    json_object *st = NULL;
+    json_object_deep_copy(e->machine, &st, NULL);
+    char ts[21];
+    kite_time_format(kite_now_wall(&e->clk.clock), ts);
+    json_object *conds = json_object_object_get(st, "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++)
+        json_object_object_add(json_object_array_get_idx(conds, i), "lastHeartbeatTime", json_object_new_string(ts));
+    if (e->event_reason) {
+        ev->v = kite_realloc(ev->v, (ev->n + 1) * sizeof(*ev->v));
+        ev->v[ev->n++] = (struct kite_ns_event){"Normal", kite_strdup(e->event_reason), kite_strdup("msg")};
+        e->event_reason = NULL;
+    }
+    *ret = st;
+    return 0;
+}
+
+static const char *MACHINE =
+    "{\"capacity\":{\"cpu\":\"4\",\"memory\":\"8Gi\",\"pods\":\"110\"},"
+    "\"allocatable\":{\"cpu\":\"4\",\"memory\":\"8Gi\",\"pods\":\"110\"},"
+    "\"conditions\":["
+    "{\"type\":\"MemoryPressure\",\"status\":\"False\",\"reason\":\"KubeletHasSufficientMemory\"},"
+    "{\"type\":\"DiskPressure\",\"status\":\"False\",\"reason\":\"KubeletHasNoDiskPressure\"},"
+    "{\"type\":\"PIDPressure\",\"status\":\"False\",\"reason\":\"KubeletHasSufficientPID\"},"
+    "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\"}],"
+    "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.5\"},{\"type\":\"Hostname\",\"address\":\"n1\"}],"
+    "\"images\":[{\"names\":[\"a:1\"],\"sizeBytes\":100}]}";
+
+static void env_init(struct env *e) {
+    memset(e, 0, sizeof(*e));
+    kite_fake_clock_init(&e->clk, T0_WALL);
+    fake_api_init(&e->api);
+    e->client = fake_api_client(&e->api);
+    kite_agent_config_init(&e->cfg);
+    free(e->cfg.node_name);
+    e->cfg.node_name = kite_strdup("N1");
+    e->machine = json_tokener_parse(MACHINE);
+}
+
+static void env_start(struct env *e) {
+    struct kite_agent_options o = {.config = &e->cfg, .client = e->client, .clock = &e->clk.clock,
+                                   .status_fn = fake_status, .status_ud = e, .seed = 42};
+    char *err = NULL;
+    cr_assert_eq(kite_agent_new(&o, &e->a, &err), 0, "%s", err ? err : "");
+}
+
+static void env_release(struct env *e) {
+    kite_agent_free(e->a);
+    kite_client_free(e->client);
+    kite_agent_config_release(&e->cfg);
+    fake_api_release(&e->api);
+    json_object_put(e->machine);
+}
+
+static int64_t mono(struct env *e) { return kite_now_mono(&e->clk.clock); }
+
+/* Runs the agent's timers until the fake clock has advanced by d. */
+static void run_for(struct env *e, int64_t d) {
+    int64_t end = mono(e) + d;
+    for (int guard = 0; guard < 100000; guard++) {
+        int64_t next = kite_agent_step(e->a);
+        if (next > end) {
+            kite_fake_clock_advance(&e->clk, end - mono(e));
+            return;
+        }
+        if (next > mono(e)) kite_fake_clock_advance(&e->clk, next - mono(e));
+    }
+    cr_assert_fail("agent loop did not settle");
+}
+
+static const char *jstr(json_object *o, const char *path) {
+    /* dotted path lookup; "metadata.labels.kubernetes\\.io/os" not needed: keys looked up whole after first dot */
+    char *copy = kite_strdup(path), *save = NULL;
+    json_object *cur = o;
+    for (char *t = strtok_r(copy, ".", &save); t && cur; t = strtok_r(NULL, ".", &save))
+        if (!json_object_object_get_ex(cur, t, &cur)) cur = NULL;
+    free(copy);
+    return cur ? json_object_get_string(cur) : NULL;
+}
+
+static json_object *label(json_object *node, const char *key) {
+    json_object *m = json_object_object_get(json_object_object_get(node, "metadata"), "labels");
+    return json_object_object_get(m, key);
+}
+
+static const char *owner_uid(json_object *lease) {
+    json_object *refs = json_object_object_get(json_object_object_get(lease, "metadata"), "ownerReferences");
+    return refs ? jstr(json_object_array_get_idx(refs, 0), "uid") : NULL;
+}
+
+/* Registered and settled: the fast updates are over and the lease exists. */
+static void env_up(struct env *e) {
+    env_start(e);
+    run_for(e, 5 * SEC);
+    cr_assert_not_null(e->api.node);
+    cr_assert_not_null(e->api.lease);
+    fake_api_clear(&e->api);
+}
+
+Test(agent, registers_node_and_creates_owned_lease) {
+    struct env e;
+    env_init(&e);
+    char *err = NULL;
+    cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "node-labels", "role=edge,zone=a", &err), 0);
+    cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "register-with-taints", "dedicated=infra:NoExecute", &err), 0);
+    cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "register-schedulable", "false", &err), 0);
+    e.event_reason = "NodeHasSufficientMemory";
+    env_start(&e);
+    cr_assert_str_eq(kite_agent_node_name(e.a), "n1", "node names are lower-cased");
+    run_for(&e, 1 * SEC);
+    struct fake_req *post = fake_api_find(&e.api, "POST", "/api/v1/nodes", 0);
+    cr_assert_not_null(post);
+    json_object *n = post->body;
+    cr_assert_str_eq(jstr(n, "metadata.name"), "n1");
+    cr_assert_str_eq(json_object_get_string(label(n, "kubernetes.io/hostname")), "n1");
+    cr_assert_str_eq(json_object_get_string(label(n, "kubernetes.io/os")), "linux");
+    cr_assert_not_null(label(n, "kubernetes.io/arch"));
+    cr_assert_not_null(label(n, "beta.kubernetes.io/arch"));
+    cr_assert_str_eq(json_object_get_string(label(n, "beta.kubernetes.io/os")), "linux");
+    cr_assert_str_eq(json_object_get_string(label(n, "role")), "edge");
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(
+                         json_object_object_get(json_object_object_get(n, "metadata"), "annotations"),
+                         "volumes.kubernetes.io/controller-managed-attach-detach")),
+                     "true");
+    json_object *spec = json_object_object_get(n, "spec");
+    cr_assert(json_object_get_boolean(json_object_object_get(spec, "unschedulable")));
+    json_object *taints = json_object_object_get(spec, "taints");
+    cr_assert_eq(json_object_array_length(taints), 2);
+    cr_assert_str_eq(jstr(json_object_array_get_idx(taints, 0), "key"), "dedicated");
+    cr_assert_str_eq(jstr(json_object_array_get_idx(taints, 0), "effect"), "NoExecute");
+    cr_assert_str_eq(jstr(json_object_array_get_idx(taints, 1), "key"), "node.kubernetes.io/unschedulable");
+    cr_assert_not_null(json_object_object_get(json_object_object_get(n, "status"), "capacity"));
+    /* lease: GET 404 then POST, owned by the Node */
+    cr_assert_eq(fake_api_count(&e.api, "POST", "/leases"), 1);
+    json_object *l = e.api.lease;
+    cr_assert_str_eq(jstr(l, "spec.holderIdentity"), "n1");
+    cr_assert_eq(json_object_get_int(json_object_object_get(json_object_object_get(l, "spec"), "leaseDurationSeconds")), 40);
+    cr_assert_eq(strlen(jstr(l, "spec.renewTime")), 27, "MicroTime: %s", jstr(l, "spec.renewTime"));
+    cr_assert_str_eq(owner_uid(l), "uid-1");
+    json_object *ref = json_object_array_get_idx(
+        json_object_object_get(json_object_object_get(l, "metadata"), "ownerReferences"), 0);
+    cr_assert_str_eq(jstr(ref, "kind"), "Node");
+    cr_assert_str_eq(jstr(ref, "apiVersion"), "v1");
+    cr_assert_str_eq(jstr(ref, "name"), "n1");
+    /* the transition event went to default with the kubelet's node reference */
+    struct fake_req *ev = fake_api_find(&e.api, "POST", "/api/v1/namespaces/default/events", 0);
+    cr_assert_not_null(ev);
+    cr_assert_str_eq(jstr(ev->body, "reason"), "NodeHasSufficientMemory");
+    cr_assert_str_eq(jstr(ev->body, "involvedObject.kind"), "Node");
+    cr_assert_str_eq(jstr(ev->body, "involvedObject.uid"), "n1");
+    cr_assert_str_eq(jstr(ev->body, "source.component"), "kubelet");
+    cr_assert_str_eq(jstr(ev->body, "reportingInstance"), "n1");
+    env_release(&e);
+}
+
+Test(agent, heartbeat_only_changes_send_no_patch_and_lease_is_put_without_get) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    run_for(&e, 100 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+    cr_assert_geq(e.computes, 10, "status recomputed every 10 s");
+    size_t puts = fake_api_count(&e.api, "PUT", "/leases/n1");
+    cr_assert(puts >= 9 && puts <= 10, "lease PUT every 10-10.4 s: %zu", puts);
+    cr_assert_eq(fake_api_count(&e.api, "GET", NULL), 0);
+    cr_assert_eq(fake_api_count(&e.api, NULL, NULL), puts);
+    env_release(&e);
+}
+
+Test(agent, new_image_patches_only_images) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    json_object *imgs = json_tokener_parse("[{\"names\":[\"b:2\"],\"sizeBytes\":500},{\"names\":[\"a:1\"],\"sizeBytes\":100}]");
+    json_object_object_add(e.machine, "images", imgs);
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", "/api/v1/nodes/n1/status"), 1);
+    struct fake_req *p = fake_api_find(&e.api, "PATCH", "/status", 0);
+    const char *s = json_object_to_json_string_ext(p->body, JSON_C_TO_STRING_PLAIN);
+    cr_assert_str_eq(s, "{\"status\":{\"images\":[{\"names\":[\"b:2\"],\"sizeBytes\":500},"
+                        "{\"names\":[\"a:1\"],\"sizeBytes\":100}]}}");
+    /* acknowledged: no further patch */
+    fake_api_clear(&e.api);
+    run_for(&e, 30 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+    env_release(&e);
+}
+
+Test(agent, condition_flip_patches_only_that_condition) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    json_object *mp = json_object_array_get_idx(json_object_object_get(e.machine, "conditions"), 0);
+    json_object_object_add(mp, "status", json_object_new_string("True"));
+    json_object_object_add(mp, "reason", json_object_new_string("KubeletHasInsufficientMemory"));
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 1);
+    json_object *st = json_object_object_get(fake_api_find(&e.api, "PATCH", "/status", 0)->body, "status");
+    json_object *conds = json_object_object_get(st, "conditions");
+    cr_assert_eq(json_object_array_length(conds), 1, "%s", json_object_to_json_string(st));
+    cr_assert_str_eq(jstr(json_object_array_get_idx(conds, 0), "type"), "MemoryPressure");
+    cr_assert_str_eq(jstr(json_object_array_get_idx(conds, 0), "status"), "True");
+    cr_assert_null(json_object_object_get(st, "images"));
+    cr_assert_null(json_object_object_get(st, "capacity"));
+    /* the server merged it by type: four conditions, MemoryPressure True */
+    json_object *server = json_object_object_get(json_object_object_get(e.api.node, "status"), "conditions");
+    cr_assert_eq(json_object_array_length(server), 4);
+    env_release(&e);
+}
+
+Test(agent, report_frequency_forces_a_patch) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    run_for(&e, 290 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+    run_for(&e, 25 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 1);
+    /* only heartbeats changed: the patch carries conditions and nothing else */
+    json_object *st = json_object_object_get(fake_api_find(&e.api, "PATCH", "/status", 0)->body, "status");
+    json_object_object_foreach(st, k, v) {
+        (void)v;
+        cr_assert(kite_streq(k, "conditions") || kite_startswith(k, "$setElementOrder"), "unexpected %s", k);
+    }
+    env_release(&e);
+}
+
+Test(agent, lease_conflict_gets_then_puts) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    e.api.lease_conflicts = 1;
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PUT", "/leases/n1"), 2);
+    cr_assert_eq(fake_api_count(&e.api, "GET", "/leases/n1"), 1);
+    cr_assert_str_eq(e.api.reqs[0].method, "PUT");
+    cr_assert_str_eq(e.api.reqs[1].method, "GET");
+    cr_assert_str_eq(e.api.reqs[2].method, "PUT");
+    env_release(&e);
+}
+
+Test(agent, missing_lease_is_recreated_with_owner) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    json_object_put(e.api.lease);
+    e.api.lease = NULL;
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "POST", "/leases"), 1);
+    cr_assert_eq(fake_api_count(&e.api, "POST", "/api/v1/nodes"), 0, "the node still exists: no re-registration");
+    cr_assert_str_eq(owner_uid(fake_api_find(&e.api, "POST", "/leases", 0)->body), "uid-1");
+    cr_assert_not_null(e.api.lease);
+    env_release(&e);
+}
+
+static void check_reregistered(struct env *e) {
+    cr_assert_eq(fake_api_count(&e->api, "POST", "/api/v1/nodes"), 1);
+    cr_assert_str_eq(jstr(e->api.node, "metadata.uid"), "uid-2");
+    cr_assert_str_eq(owner_uid(e->api.lease), "uid-2", "lease now owned by the new Node");
+    bool found = false;
+    for (size_t i = 0; fake_api_find(&e->api, "POST", "/events", i); i++)
+        found |= kite_streq(jstr(fake_api_find(&e->api, "POST", "/events", i)->body, "reason"), "NodeReregistered");
+    cr_assert(found, "NodeReregistered event posted");
+    struct kite_agent_stats st;
+    kite_agent_get_stats(e->a, &st);
+    cr_assert_eq(st.registrations, 2);
+}
+
+Test(agent, status_patch_404_registers_again) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    json_object_put(e.api.node);
+    e.api.node = NULL; /* deleted; the lease is left for the garbage collector */
+    json_object_object_add(e.machine, "images", json_object_new_array()); /* forces a PATCH */
+    run_for(&e, 11 * SEC);
+    cr_assert_geq(fake_api_count(&e.api, "PATCH", "/status"), 1);
+    check_reregistered(&e);
+    env_release(&e);
+}
+
+Test(agent, watch_deleted_event_registers_again) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    json_object_put(e.api.node);
+    e.api.node = NULL;
+    json_object *stale = json_tokener_parse("{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"n1\",\"uid\":\"uid-0\"}}}");
+    kite_agent_node_event(e.a, stale); /* a deletion of some older Node: ignored */
+    kite_agent_step(e.a);
+    cr_assert_eq(fake_api_count(&e.api, "POST", "/api/v1/nodes"), 0);
+    json_object *ev = json_tokener_parse("{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"n1\",\"uid\":\"uid-1\"}}}");
+    kite_agent_node_event(e.a, ev);
+    run_for(&e, 1 * SEC);
+    check_reregistered(&e);
+    json_object_put(ev);
+    json_object_put(stale);
+    env_release(&e);
+}
+
+Test(agent, registration_conflict_reconciles_default_labels) {
+    struct env e;
+    env_init(&e);
+    e.api.node = json_tokener_parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"uid\":\"old-uid\","
+        "\"labels\":{\"kubernetes.io/hostname\":\"wrong\",\"custom\":\"kept\"}},"
+        "\"spec\":{\"taints\":[{\"key\":\"x\",\"effect\":\"NoSchedule\"}]},"
+        "\"status\":{\"capacity\":{\"cpu\":\"4\",\"memory\":\"8Gi\",\"pods\":\"110\"}}}");
+    env_start(&e);
+    run_for(&e, 1 * SEC);
+    cr_assert_eq(e.api.reqs[0].method[0], 'P');
+    cr_assert_eq(fake_api_count(&e.api, "POST", "/api/v1/nodes"), 1);
+    cr_assert_eq(fake_api_count(&e.api, "GET", "/api/v1/nodes/n1"), 1);
+    struct fake_req *p = fake_api_find(&e.api, "PATCH", "/api/v1/nodes/n1/status", 0);
+    cr_assert_not_null(p);
+    json_object *meta = json_object_object_get(p->body, "metadata");
+    json_object *labels = json_object_object_get(meta, "labels");
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(labels, "kubernetes.io/hostname")), "n1");
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(labels, "kubernetes.io/os")), "linux");
+    cr_assert_null(json_object_object_get(labels, "custom"), "unchanged labels are not in the patch");
+    cr_assert_not_null(json_object_object_get(json_object_object_get(meta, "annotations"),
+                                              "volumes.kubernetes.io/controller-managed-attach-detach"));
+    cr_assert_null(json_object_object_get(p->body, "spec"), "taints are not reconciled");
+    json_object *alloc = json_object_object_get(json_object_object_get(p->body, "status"), "allocatable");
+    cr_assert_not_null(alloc, "missing allocatable filled in");
+    /* adopted the existing uid for its lease */
+    cr_assert_str_eq(owner_uid(e.api.lease), "old-uid");
+    cr_assert_str_eq(json_object_get_string(label(e.api.node, "custom")), "kept");
+    env_release(&e);
+}
+
+Test(agent, outage_backs_off_then_reports_at_once) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    e.api.down = true;
+    run_for(&e, 120 * SEC);
+    size_t during = fake_api_count(&e.api, NULL, NULL);
+    /* capped backoff: a bounded number of attempts, each round at most 5 tries */
+    cr_assert(during > 10 && during < 400, "%zu requests in a 2 min outage", during);
+    cr_assert_gt(kite_client_fake_resets(e.client), 0, "connections reset after repeated failures");
+    fake_api_clear(&e.api);
+    e.api.down = false;
+    run_for(&e, 8 * SEC);
+    /* within one backoff period both heartbeats got through */
+    cr_assert_geq(fake_api_count(&e.api, "PUT", "/leases/n1"), 1);
+    cr_assert_geq(fake_api_count(&e.api, "PATCH", "/status"), 1, "status reported at once on reconnect");
+    env_release(&e);
+}
+
+Test(agent, fast_updates_until_ready) {
+    struct env e;
+    env_init(&e);
+    json_object *ready = json_object_array_get_idx(json_object_object_get(e.machine, "conditions"), 3);
+    json_object_object_add(ready, "status", json_object_new_string("False"));
+    env_start(&e);
+    run_for(&e, 3 * SEC);
+    fake_api_clear(&e.api);
+    json_object_object_add(ready, "status", json_object_new_string("True"));
+    int before = e.computes;
+    run_for(&e, 1100 * KITE_NS_PER_MS);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", "/status"), 1, "Ready reported within ~1 s");
+    cr_assert_gt(e.computes, before);
+    before = e.computes;
+    run_for(&e, 9 * SEC);
+    cr_assert_leq(e.computes - before, 1, "back to the 10 s period once Ready is reported");
+    env_release(&e);
+}
+
+Test(agent, registration_retries_with_backoff) {
+    struct env e;
+    env_init(&e);
+    e.api.down = true;
+    env_start(&e);
+    run_for(&e, 10 * SEC);
+    /* 100 ms doubling: t=0, .1, .3, .7, 1.5, 3.1, 6.3 -> 7 attempts in 10 s */
+    size_t n = fake_api_count(&e.api, "POST", "/api/v1/nodes");
+    cr_assert(n >= 6 && n <= 8, "%zu", n);
+    e.api.down = false;
+    run_for(&e, 8 * SEC);
+    cr_assert_not_null(e.api.node);
+    env_release(&e);
+}
+
+Test(agent, threads_start_and_stop_promptly) {
+    struct fake_api api;
+    fake_api_init(&api);
+    struct kite_client *c = fake_api_client(&api);
+    struct kite_agent_config cfg;
+    kite_agent_config_init(&cfg);
+    cfg.node_name = kite_strdup("t1");
+    struct env e; /* only for the status source */
+    memset(&e, 0, sizeof(e));
+    kite_fake_clock_init(&e.clk, T0_WALL);
+    e.machine = json_tokener_parse(MACHINE);
+    struct kite_agent_options o = {.config = &cfg, .client = c, .status_fn = fake_status, .status_ud = &e};
+    struct kite_agent *a = NULL;
+    cr_assert_eq(kite_agent_start(&o, &a), 0);
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    for (int i = 0; i < 500 && (!api.lease || !api.watching); i++) nanosleep(&ts, NULL);
+    cr_assert_not_null(api.node);
+    cr_assert_not_null(api.lease);
+    cr_assert(api.watching, "node watch running");
+    cr_assert_gt(kite_agent_bytes_sent(a), 0);
+    kite_agent_stop(a);
+    cr_assert_not(api.watching);
+    kite_client_free(c);
+    kite_agent_config_release(&cfg);
+    fake_api_release(&api);
+    json_object_put(e.machine);
+}
+
+Test(agent, watch_modified_status_is_diffed_against) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    /* the node controller set Ready to Unknown; the watch shows it */
+    json_object *node = NULL;
+    json_object_deep_copy(e.api.node, &node, NULL);
+    json_object *conds = json_object_object_get(json_object_object_get(node, "status"), "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (kite_streq(jstr(c, "type"), "Ready")) json_object_object_add(c, "status", json_object_new_string("Unknown"));
+    }
+    json_object *ev = json_object_new_object();
+    json_object_object_add(ev, "type", json_object_new_string("MODIFIED"));
+    json_object_object_add(ev, "object", node);
+    kite_agent_node_event(e.a, ev);
+    json_object_put(ev);
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", "/status"), 1, "Ready corrected back to True");
+    json_object *c = json_object_array_get_idx(
+        json_object_object_get(json_object_object_get(fake_api_find(&e.api, "PATCH", "/status", 0)->body, "status"),
+                               "conditions"), 0);
+    cr_assert_str_eq(jstr(c, "type"), "Ready");
+    cr_assert_str_eq(jstr(c, "status"), "True");
+    env_release(&e);
+}
+
+Test(agent, explicit_update_frequency_is_also_the_report_frequency) {
+    struct env e;
+    env_init(&e);
+    char *err = NULL;
+    cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "node-status-update-frequency", "20s", &err), 0);
+    env_up(&e);
+    run_for(&e, 61 * SEC);
+    size_t n = fake_api_count(&e.api, "PATCH", "/status");
+    cr_assert(n >= 2 && n <= 3, "a report every ~20 s even with no change: %zu", n);
+    env_release(&e);
+}
