@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "agent/agent-int.h"
+
+#include <sys/stat.h>
 #include "agent/runtime/runtime.h"
 #include "base/log.h"
 
@@ -26,6 +28,18 @@ static char *default_node_name(void) {
     host[sizeof(host) - 1] = 0;
     for (char *p = host; *p; p++) *p = (char)tolower((unsigned char)*p);
     return kite_strdup(host);
+}
+
+static int mkdir_p(const char *path) {
+    _cleanup_free_ char *p = kite_strdup(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) return -errno;
+        *s = '/';
+    }
+    if (mkdir(p, 0755) < 0 && errno != EEXIST) return -errno;
+    return 0;
 }
 
 int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, char **ret_err) {
@@ -85,6 +99,12 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         a->status_fn = default_status;
         a->status_ud = a;
         a->runtime = o->runtime;
+        /* the root dir holds the agent's state and sizes ephemeral-storage: create it, as the
+         * kubelet creates --root-dir */
+        if ((r = mkdir_p(c->root_dir)) < 0) {
+            if (ret_err) *ret_err = kite_asprintf("creating root dir %s: %s", c->root_dir, strerror(-r));
+            goto fail;
+        }
         if (!a->runtime) {
             if ((r = kite_runtime_process_new(c->root_dir, &a->runtime)) < 0) {
                 if (ret_err) *ret_err = kite_asprintf("starting the process runtime: %s", strerror(-r));

@@ -90,7 +90,12 @@ static void common_setopts(struct curl_client *c, CURL *e) {
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (c->ca.path) curl_easy_setopt(e, CURLOPT_CAINFO, c->ca.path);
+    if (c->ca.path) {
+        /* Trust only the kubeconfig's CA. Without clearing CAPATH, libcurl-gnutls also parses
+         * the whole system trust directory per handle: ~7 MB of heap per thread. */
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca.path);
+        curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+    }
     if (c->cert.path) {
         curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert.path);
         curl_easy_setopt(e, CURLOPT_SSLKEY, c->key.path);
