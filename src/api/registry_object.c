@@ -49,34 +49,110 @@ static bool in_list(const char *k, const char *const *list, size_t n) {
     return false;
 }
 
-static json_object *ordered(json_object *src, const char *const *order, size_t n) {
-    json_object *dst = json_object_new_object();
+/* A JSON writer over json-c trees straight into a kite_buf: no intermediate objects or print
+ * buffers (this runs on every write; json-c's own serializer allocates per node). */
+static void write_value(struct kite_buf *b, json_object *v);
+
+static void write_member(struct kite_buf *b, bool *first, const char *k, json_object *v) {
+    if (!*first) kite_buf_putc(b, ',');
+    *first = false;
+    kite_buf_json_str(b, k);
+    kite_buf_putc(b, ':');
+    write_value(b, v);
+}
+
+/* Writes the members named in order first (those present), then the rest in their order. */
+static void write_ordered(struct kite_buf *b, json_object *o, const char *const *order, size_t n,
+                          void (*special)(struct kite_buf *, bool *, const char *, json_object *)) {
+    bool first = true;
+    kite_buf_putc(b, '{');
     for (size_t i = 0; i < n; i++) {
         json_object *v;
-        if (json_object_object_get_ex(src, order[i], &v)) json_object_object_add(dst, order[i], json_object_get(v));
+        if (json_object_object_get_ex(o, order[i], &v)) special(b, &first, order[i], v);
     }
-    json_object_object_foreach(src, k, v) {
-        if (!in_list(k, order, n)) json_object_object_add(dst, k, json_object_get(v));
+    json_object_object_foreach(o, k, v) {
+        if (!in_list(k, order, n)) write_member(b, &first, k, v);
     }
-    return dst;
+    kite_buf_putc(b, '}');
+}
+
+static void write_value(struct kite_buf *b, json_object *v) {
+    switch (json_object_get_type(v)) {
+    case json_type_null: kite_buf_puts(b, "null"); break;
+    case json_type_boolean: kite_buf_puts(b, json_object_get_boolean(v) ? "true" : "false"); break;
+    case json_type_int:
+        if (json_object_get_int64(v) == INT64_MAX && json_object_get_uint64(v) > INT64_MAX)
+            kite_buf_printf(b, "%llu", (unsigned long long)json_object_get_uint64(v));
+        else
+            kite_buf_printf(b, "%lld", (long long)json_object_get_int64(v));
+        break;
+    case json_type_double: /* keeps the client's spelling; the object is the writer's own */
+        kite_buf_puts(b, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        break;
+    case json_type_string: kite_buf_json_str(b, json_object_get_string(v)); break;
+    case json_type_array: {
+        size_t n = json_object_array_length(v);
+        kite_buf_putc(b, '[');
+        for (size_t i = 0; i < n; i++) {
+            if (i) kite_buf_putc(b, ',');
+            write_value(b, json_object_array_get_idx(v, i));
+        }
+        kite_buf_putc(b, ']');
+        break;
+    }
+    case json_type_object: {
+        bool first = true;
+        kite_buf_putc(b, '{');
+        json_object_object_foreach(v, k, m) write_member(b, &first, k, m);
+        kite_buf_putc(b, '}');
+        break;
+    }
+    }
+}
+
+static void meta_member(struct kite_buf *b, bool *first, const char *k, json_object *v) {
+    if (strcmp(k, "resourceVersion") == 0) return; /* written as the placeholder */
+    write_member(b, first, k, v);
+}
+
+static void write_meta(struct kite_buf *b, json_object *meta) {
+    /* name, generateName, namespace, uid, then the placeholder, then the rest */
+    static const char *const head[] = {"name", "generateName", "namespace", "uid"};
+    bool first = true;
+    kite_buf_putc(b, '{');
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(head); i++) {
+        json_object *v;
+        if (json_object_object_get_ex(meta, head[i], &v)) write_member(b, &first, head[i], v);
+    }
+    if (!first) kite_buf_putc(b, ',');
+    first = false;
+    kite_buf_puts(b, PLACEHOLDER);
+    for (size_t i = KITE_ARRAY_SIZE(head) + 1; i < KITE_ARRAY_SIZE(META_ORDER); i++) {
+        json_object *v;
+        if (json_object_object_get_ex(meta, META_ORDER[i], &v)) write_member(b, &first, META_ORDER[i], v);
+    }
+    json_object_object_foreach(meta, k, v) {
+        if (!in_list(k, META_ORDER, KITE_ARRAY_SIZE(META_ORDER))) meta_member(b, &first, k, v);
+    }
+    kite_buf_putc(b, '}');
+}
+
+static void top_member(struct kite_buf *b, bool *first, const char *k, json_object *v) {
+    if (strcmp(k, "metadata") == 0 && json_object_is_type(v, json_type_object)) {
+        if (!*first) kite_buf_putc(b, ',');
+        *first = false;
+        kite_buf_puts(b, "\"metadata\":");
+        write_meta(b, v);
+        return;
+    }
+    write_member(b, first, k, v);
 }
 
 char *kite_object_encode(json_object *obj, size_t *ret_len) {
-    json_object *top = ordered(obj, TOP_ORDER, KITE_ARRAY_SIZE(TOP_ORDER));
-    json_object *meta = kite_obj_get(obj, "metadata");
-    if (meta && json_object_is_type(meta, json_type_object)) {
-        json_object *m = json_object_new_object();
-        json_object_object_foreach(meta, k, v) json_object_object_add(m, k, json_object_get(v));
-        json_object_object_add(m, "resourceVersion", json_object_new_string(""));
-        json_object_object_add(top, "metadata", ordered(m, META_ORDER, KITE_ARRAY_SIZE(META_ORDER)));
-        json_object_put(m);
-    }
-    size_t len;
-    const char *s = json_object_to_json_string_length(top, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    char *out = kite_strndup(s, len);
-    json_object_put(top);
-    if (ret_len) *ret_len = len;
-    return out;
+    struct kite_buf b = {0};
+    kite_buf_grow(&b, 1024);
+    write_ordered(&b, obj, TOP_ORDER, KITE_ARRAY_SIZE(TOP_ORDER), top_member);
+    return kite_buf_detach(&b, ret_len);
 }
 
 void kite_object_render(const char *data, size_t len, int64_t rev, struct kite_buf *out) {

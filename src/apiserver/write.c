@@ -455,6 +455,10 @@ static void run_op(struct write_op *op) {
             kite_record_unref(cur);
             return;
         }
+    } else if (kite_meta_str(op->input, "resourceVersion") && *kite_meta_str(op->input, "resourceVersion")) {
+        /* a precondition: this op is never retried, so it may consume its input */
+        obj = op->input;
+        op->input = NULL;
     } else {
         obj = deep_copy(op->input);
     }
