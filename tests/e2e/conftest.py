@@ -1,0 +1,506 @@
+"""Fixtures for kite's end-to-end tests: real kite processes on 127.0.0.1, driven by the machine's
+kubectl, python3-kubernetes and raw HTTPS.
+
+Run with /usr/bin/python3 (Debian's python3-kubernetes and python3-pytest live there):
+    KITE=$PWD/build/kite /usr/bin/python3 -m pytest -q tests/e2e
+
+Every process a test starts is registered here; when a test fails, the tail of each live
+process's log is attached to the report, and every process is killed at teardown.
+"""
+import base64
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+KITE = os.environ.get("KITE") or str(REPO / "build" / "kite")
+KUBECTL = os.environ.get("KUBECTL") or "/usr/bin/kubectl"
+# Every kubectl call and HTTP request gets a timeout so a hung server fails a test, not the run.
+KUBECTL_TIMEOUT = 30
+HTTP_TIMEOUT = 15
+READY_TIMEOUT = 30
+
+_live_procs = []  # every KiteProcess not yet stopped
+_port_lock = threading.Lock()
+_ports_given = set()
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1 below 32768: the ephemeral range (>=32768) clashes with
+    TIME_WAIT sockets of the many client connections these tests open (kubectl-wire.md §0)."""
+    with _port_lock:
+        for _ in range(1000):
+            port = random.randint(20000, 32000)
+            if port in _ports_given:
+                continue
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            finally:
+                s.close()
+            _ports_given.add(port)
+            return port
+    raise RuntimeError("no free port below 32768")
+
+
+def _kubeconfig_user(path):
+    """(server, ca_pem or None, insecure, cert_pem, key_pem, token) of a kubeconfig's current context."""
+    cfg = yaml.safe_load(Path(path).read_text())
+    ctx_name = cfg.get("current-context") or cfg["contexts"][0]["name"]
+    ctx = next(c["context"] for c in cfg["contexts"] if c["name"] == ctx_name)
+    cluster = next(c["cluster"] for c in cfg["clusters"] if c["name"] == ctx["cluster"])
+    user = next(u["user"] for u in cfg["users"] if u["name"] == ctx["user"])
+    base = Path(path).parent
+
+    def data(obj, key):
+        if obj.get(key + "-data"):
+            return base64.b64decode(obj[key + "-data"])
+        if obj.get(key):
+            p = Path(obj[key])
+            return (p if p.is_absolute() else base / p).read_bytes()
+        return None
+
+    return (cluster["server"], data(cluster, "certificate-authority"),
+            bool(cluster.get("insecure-skip-tls-verify")),
+            data(user, "client-certificate"), data(user, "client-key"), user.get("token"))
+
+
+class TLSIdentity:
+    """An ssl.SSLContext built from a kubeconfig (client cert + CA), kept with its temp files."""
+
+    def __init__(self, kubeconfig, workdir, with_client_cert=True):
+        server, ca, insecure, cert, key, token = _kubeconfig_user(kubeconfig)
+        self.server = server
+        self.token = token
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.set_alpn_protocols(["http/1.1"])
+        if ca and not insecure:
+            ctx.load_verify_locations(cadata=ca.decode())
+            ctx.check_hostname = False  # the cert has SAN IP:127.0.0.1; no SNI for IPs anyway
+        else:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        if with_client_cert and cert and key:
+            d = Path(tempfile.mkdtemp(dir=workdir, prefix="tls-"))
+            (d / "c.pem").write_bytes(cert)
+            (d / "k.pem").write_bytes(key)
+            ctx.load_cert_chain(str(d / "c.pem"), str(d / "k.pem"))
+        self.ctx = ctx
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers  # dict, lower-cased names
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.body[:300]!r}>"
+
+
+class Api:
+    """Minimal HTTPS client for raw requests (one keep-alive connection per Api object)."""
+
+    def __init__(self, host, port, ctx, token=None):
+        self.host, self.port, self.ctx, self.token = host, port, ctx, token
+        self.conn = None
+
+    def connect(self):
+        self.conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=HTTP_TIMEOUT)
+        return self.conn
+
+    def close(self):
+        if self.conn:
+            self.conn.close()
+            self.conn = None
+
+    def request(self, method, path, body=None, ctype=None, headers=None):
+        if body is not None and not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+            ctype = ctype or "application/json"
+        if isinstance(body, str):
+            body = body.encode()
+        h = {"Accept": "application/json"}
+        if ctype:
+            h["Content-Type"] = ctype
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        h.update(headers or {})
+        for attempt in range(2):
+            if self.conn is None:
+                self.connect()
+            try:
+                self.conn.request(method, path, body=body, headers=h)
+                r = self.conn.getresponse()
+                data = r.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # a keep-alive connection the server closed while idle: retry once on a new one
+                self.close()
+                if attempt:
+                    raise
+        resp = Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
+        if r.will_close:
+            self.close()
+        return resp
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+    def put(self, path, body, **kw):
+        return self.request("PUT", path, body=body, **kw)
+
+    def patch(self, path, body, ctype="application/strategic-merge-patch+json", **kw):
+        return self.request("PATCH", path, body=json.dumps(body) if not isinstance(body, (str, bytes)) else body,
+                            ctype=ctype, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def ok(self, method, path, body=None, **kw):
+        """Request that must succeed (2xx); returns the parsed JSON body."""
+        r = self.request(method, path, body=body, **kw)
+        assert 200 <= r.status < 300, f"{method} {path} -> {r.status}: {r.body[:2000]!r}"
+        return r.json()
+
+
+class KiteProcess:
+    """One kite subcommand running in the foreground, its stdout+stderr in a log file."""
+
+    def __init__(self, args, workdir, name):
+        self.args = [KITE] + list(args)
+        self.workdir = Path(workdir)
+        self.name = name
+        self.proc = None
+        self.log_path = self.workdir / f"{name}.log"
+        self.starts = 0
+
+    def start(self):
+        self.starts += 1
+        log = open(self.log_path, "ab")
+        log.write(f"\n=== start #{self.starts}: {' '.join(self.args)}\n".encode())
+        log.flush()
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                     cwd=str(self.workdir), start_new_session=True)
+        log.close()
+        if self not in _live_procs:
+            _live_procs.append(self)
+        return self
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            self.proc.send_signal(sig)
+
+    def kill9(self):
+        """SIGKILL and reap (crash simulation)."""
+        if self.alive():
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait(timeout=10)
+
+    def stop(self, timeout=10):
+        """SIGTERM, then SIGKILL after timeout. Returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self in _live_procs:
+            _live_procs.remove(self)
+        return self.proc.returncode
+
+    def log_tail(self, n=8000):
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return "(no log)"
+        return data[-n:].decode(errors="replace")
+
+
+class Cluster:
+    """A kite apiserver (from `kite up` or `kite apiserver`) plus the clients that drive it."""
+
+    def __init__(self, mode, workdir, extra_args=(), port=None):
+        self.mode = mode
+        self.workdir = Path(workdir)
+        self.data_dir = self.workdir / "data"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.home = self.workdir / "home"
+        self.home.mkdir(exist_ok=True)
+        self.port = port or free_port()
+        self.kubeconfig = self.data_dir / "admin.kubeconfig"
+        self.proc = KiteProcess([mode, "--data-dir", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}",
+                                 *extra_args], self.workdir, mode)
+        self.identity = None
+
+    # -- lifecycle
+    def start(self, timeout=READY_TIMEOUT):
+        if not os.access(KITE, os.X_OK):
+            pytest.fail(f"kite binary not found at {KITE} (set KITE=/abs/path/to/kite)")
+        self.proc.start()
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout=READY_TIMEOUT):
+        """Waits for DIR/admin.kubeconfig and GET /readyz == 200 "ok" (with the admin cert)."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if not self.proc.alive():
+                pytest.fail(f"kite {self.mode} exited with {self.proc.proc.returncode} before ready:\n"
+                            + self.proc.log_tail())
+            if self.kubeconfig.exists():
+                try:
+                    if self.identity is None:
+                        self.identity = TLSIdentity(self.kubeconfig, self.workdir)
+                    api = self.api()
+                    r = api.get("/readyz")
+                    api.close()
+                    last = r
+                    if r.status == 200 and r.body.strip() == b"ok":
+                        return
+                except (OSError, ssl.SSLError, http.client.HTTPException, yaml.YAMLError, KeyError,
+                        StopIteration, TypeError) as e:
+                    last = e
+                    if isinstance(e, (yaml.YAMLError, KeyError, StopIteration, TypeError)):
+                        self.identity = None  # kubeconfig half-written; re-read
+            time.sleep(0.1)
+        pytest.fail(f"kite {self.mode} not ready after {timeout}s (last: {last!r}):\n" + self.proc.log_tail())
+
+    def kill9(self):
+        self.proc.kill9()
+
+    def restart(self, timeout=READY_TIMEOUT):
+        self.proc.start()
+        self.wait_ready(timeout)
+
+    def stop(self):
+        return self.proc.stop()
+
+    # -- clients
+    def api(self, token=None, with_client_cert=True):
+        if with_client_cert:
+            ctx = self.identity.ctx
+        else:
+            ctx = TLSIdentity(self.kubeconfig, self.workdir, with_client_cert=False).ctx
+        return Api("127.0.0.1", self.port, ctx, token=token)
+
+    def kubectl_env(self):
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        env["HOME"] = str(self.home)  # fresh discovery cache per cluster
+        env.pop("KUBECTL_EXTERNAL_DIFF", None)
+        return env
+
+    def kubectl(self, *args, check=True, timeout=KUBECTL_TIMEOUT, input=None):
+        """Runs kubectl; returns CompletedProcess (text). check=True asserts rc 0."""
+        cmd = [KUBECTL, *args]
+        try:
+            p = subprocess.run(cmd, env=self.kubectl_env(), capture_output=True, text=True, timeout=timeout,
+                               input=input, cwd=str(self.workdir))
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"kubectl {' '.join(args)} timed out after {timeout}s; stdout={e.stdout!r} "
+                        f"stderr={e.stderr!r}")
+        if check:
+            assert p.returncode == 0, (f"kubectl {' '.join(args)} -> rc {p.returncode}\nstdout:\n{p.stdout}\n"
+                                       f"stderr:\n{p.stderr}")
+        return p
+
+    def kubectl_popen(self, *args):
+        return subprocess.Popen([KUBECTL, *args], env=self.kubectl_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=str(self.workdir), start_new_session=True)
+
+    def python_client(self):
+        from kubernetes import client, config
+        return client.CoreV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
+
+    def python_api_client(self):
+        from kubernetes import config
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+
+def _workdir(tmp_path_factory, name):
+    return tmp_path_factory.mktemp(name)
+
+
+@pytest.fixture(scope="module")
+def apiserver(tmp_path_factory):
+    """A `kite apiserver` on a fresh data dir, shared by one test module."""
+    c = Cluster("apiserver", _workdir(tmp_path_factory, "apiserver")).start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def fresh_apiserver(tmp_path):
+    """A `kite apiserver` for one test (where state matters)."""
+    c = Cluster("apiserver", tmp_path).start()
+    yield c
+    c.stop()
+
+
+AGENT_FAST_FLAGS = ["--node-status-update-frequency", "1s", "--node-status-report-frequency", "1s",
+                    "--node-lease-duration-seconds", "4"]
+
+
+@pytest.fixture(scope="module")
+def up_cluster(tmp_path_factory):
+    """`kite up` with short agent periods (status every 1 s, lease renewed every 1 s)."""
+    c = Cluster("up", _workdir(tmp_path_factory, "up"), extra_args=AGENT_FAST_FLAGS).start()
+    yield c
+    c.stop()
+
+
+def node_name_of_machine():
+    return socket.gethostname().lower()
+
+
+# ---------------------------------------------------------------- object helpers
+
+def node_manifest(name, labels=None, ready="True", with_status=True, unschedulable=None, annotations=None):
+    """A Node like a kubelet registers it (status is kept on create, as kube-apiserver does)."""
+    md = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
+    if annotations:
+        md["annotations"] = annotations
+    obj = {"apiVersion": "v1", "kind": "Node", "metadata": md, "spec": {}}
+    if unschedulable is not None:
+        obj["spec"]["unschedulable"] = unschedulable
+    if with_status:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        conds = [
+            ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        ]
+        if ready is not None:
+            conds.append(("Ready", ready, "KubeletReady" if ready == "True" else "KubeletNotReady",
+                          "kubelet is posting ready status" if ready == "True" else "container runtime down"))
+        obj["status"] = {
+            "capacity": {"cpu": "4", "memory": "8167848Ki", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8065448Ki", "pods": "110"},
+            "conditions": [{"type": t, "status": s, "lastHeartbeatTime": now, "lastTransitionTime": now,
+                            "reason": r, "message": m} for t, s, r, m in conds],
+            "addresses": [{"type": "InternalIP", "address": "10.9.0.7"}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {"machineID": "e2e0machine0id", "systemUUID": "e2e-uuid", "bootID": "e2e-boot-id",
+                         "kernelVersion": "6.1.0-e2e-amd64", "osImage": "E2E Linux 1.0",
+                         "containerRuntimeVersion": "fake://1.0.0", "kubeletVersion": "v1.32.4",
+                         "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
+        }
+    return obj
+
+
+def create_node(api, name, **kw):
+    return api.ok("POST", "/api/v1/nodes", node_manifest(name, **kw))
+
+
+def delete_node_if_exists(api, name):
+    r = api.delete(f"/api/v1/nodes/{name}")
+    assert r.status in (200, 202, 404), r
+
+
+def parse_table(text):
+    """Parses kubectl's column output (tabwriter, left-aligned) into (headers, rows of dicts).
+
+    Columns are located by where each header starts, so empty cells (e.g. VERSION "") parse."""
+    lines = [l for l in text.splitlines() if l.strip()]
+    assert lines, f"no output: {text!r}"
+    header = lines[0]
+    # headers are separated by >= 2 spaces; a header may contain one space ("LAST SEEN")
+    spans = [(m.start(), m.group(0)) for m in re.finditer(r"\S+(?: \S+)*", header)]
+    names = [s[1] for s in spans]
+    starts = [s[0] for s in spans]
+    rows = []
+    for line in lines[1:]:
+        cells = {}
+        for i, name in enumerate(names):
+            end = starts[i + 1] if i + 1 < len(starts) else None
+            cells[name] = line[starts[i]:end].strip()
+        rows.append(cells)
+    return names, rows
+
+
+AGE_RE = re.compile(r"^(\d+s|\d+m(\d+s)?|\d+h(\d+m)?|\d+d(\d+h)?|\d+y(\d+d)?)$")
+
+
+def wait_for(pred, timeout, interval=0.1, what="condition"):
+    """Polls pred() until it returns a truthy value (returned) or timeout (assertion error)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = pred()
+            if last:
+                return last
+        except AssertionError as e:
+            last = e
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last={last!r}")
+        time.sleep(interval)
+
+
+def assert_status_body(resp, code, reason=None):
+    """Kubernetes error bodies are meta/v1 Status objects with the HTTP code repeated in them."""
+    assert resp.status == code, f"want HTTP {code}, got {resp.status}: {resp.body[:1000]!r}"
+    ctype = resp.headers.get("content-type", "")
+    assert ctype.startswith("application/json"), f"Status must be JSON, got Content-Type {ctype!r}"
+    st = resp.json()
+    assert st.get("kind") == "Status", st
+    assert st.get("apiVersion") == "v1", st
+    assert st.get("status") == "Failure", st
+    assert st.get("code") == code, st
+    assert isinstance(st.get("message"), str) and st["message"], st
+    if reason is not None:
+        assert st.get("reason") == reason, st
+    return st
+
+
+# ---------------------------------------------------------------- failure reporting
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed:
+        for p in list(_live_procs):
+            rep.sections.append((f"kite {p.name} log (tail, {p.log_path})", p.log_tail()))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for p in list(_live_procs):
+        try:
+            p.stop(timeout=3)
+        except Exception:  # best effort at the very end
+            pass
