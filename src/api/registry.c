@@ -15,7 +15,7 @@ static const struct kite_smp_schema meta_schema = {meta_rules, KITE_ARRAY_SIZE(m
 
 static const struct kite_smp_rule node_rules[] = {
     META_RULES,
-    {"spec.taints", "key", KITE_SMP_MERGE},
+    /* spec.taints has no patch strategy upstream: atomic, so `kubectl taint k-` removes */
     {"spec.podCIDRs", NULL, KITE_SMP_MERGE_PRIMITIVES},
     {"status.conditions", "type", KITE_SMP_MERGE},
     {"status.addresses", "type", KITE_SMP_MERGE},
@@ -229,6 +229,14 @@ const char *kite_resource_api_version(const struct kite_resource *r) {
     if (kite_streq(r->group, "coordination.k8s.io")) return "coordination.k8s.io/v1";
     if (kite_streq(r->group, "events.k8s.io")) return "events.k8s.io/v1";
     return r->version; /* every group is listed above; unreachable for registered rows */
+}
+
+void kite_resource_gr(const struct kite_resource *r, char out[128]) {
+    snprintf(out, 128, "%s%s%s", r->plural, *r->group ? "." : "", r->group);
+}
+
+void kite_resource_gk(const struct kite_resource *r, char out[128]) {
+    snprintf(out, 128, "%s%s%s", r->kind, *r->group ? "." : "", r->group);
 }
 
 bool kite_resource_field_supported(const struct kite_resource *r, const char *field) {

@@ -47,6 +47,10 @@ extern const struct kite_resource kite_resources[];
 /* Looks up by group, version and plural (or a short name or singular when by_alias). */
 const struct kite_resource *kite_registry_find(const char *group, const char *version, const char *plural);
 const struct kite_resource *kite_registry_find_kind(const char *group, const char *kind);
+/* Kubernetes' qualified names, as its error messages print them: "nodes",
+ * "leases.coordination.k8s.io" (resource) and "Node", "Lease.coordination.k8s.io" (kind). */
+void kite_resource_gr(const struct kite_resource *r, char out[128]);
+void kite_resource_gk(const struct kite_resource *r, char out[128]);
 /* "v1" or "coordination.k8s.io/v1" (static storage). */
 const char *kite_resource_api_version(const struct kite_resource *r);
 /* Value of a selectable field (metadata.name, metadata.namespace, or one of r->fields) as a

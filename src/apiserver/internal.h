@@ -17,7 +17,8 @@
 #define KITE_LIST_DEFAULT_WATCH_QUEUE 1024 /* events a watcher may fall behind before it is dropped */
 #define KITE_WATCH_MIN_TIMEOUT_S 1800     /* default watch lifetime: [1x, 2x) this, as kube-apiserver */
 #define KITE_WATCH_BOOKMARK_S 60          /* bookmark period when allowWatchBookmarks=true */
-#define KITE_UPDATE_RETRIES 16            /* optimistic-concurrency retries of PATCH/unconditional PUT */
+#define KITE_UPDATE_RETRIES 1000          /* optimistic-concurrency retries of PATCH/unconditional PUT
+                                            (kube-apiserver retries without bound) */
 
 struct kite_metrics;
 

@@ -53,8 +53,19 @@ void metrics_free(struct kite_metrics *m) {
     free(m);
 }
 
+/* kube-apiserver reports the HTTP-level verb: GET, LIST, WATCH, POST, PUT, PATCH, DELETE. */
+static const char *metric_verb(const char *verb) {
+    static const char *const map[][2] = {{"get", "GET"},     {"list", "LIST"},     {"watch", "WATCH"},
+                                         {"create", "POST"}, {"update", "PUT"},    {"patch", "PATCH"},
+                                         {"delete", "DELETE"}, {"deletecollection", "DELETE"}};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(map); i++)
+        if (strcmp(verb, map[i][0]) == 0) return map[i][1];
+    return verb;
+}
+
 void metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns) {
     char key[96];
+    verb = metric_verb(verb);
     snprintf(key, sizeof key, "%s %s", verb, resource);
     pthread_mutex_lock(&m->mu);
     struct series *s = kite_map_get(&m->series, key);

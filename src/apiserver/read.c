@@ -173,7 +173,9 @@ void handle_get(struct req *rq) {
     _cleanup_free_ char *key = kite_object_key(rq->res, rq->ns, rq->name);
     struct kite_record *rec = kite_wcache_get(storage_cache(rq->srv, rq->res), key);
     if (!rec) {
-        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", rq->res->plural, rq->name);
+        char gr[128];
+        kite_resource_gr(rq->res, gr);
+        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
         return;
     }
     struct kite_buf out = {0};

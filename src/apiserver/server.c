@@ -78,7 +78,8 @@ void reply_error(struct req *rq, int code, const char *reason, const char *fmt, 
 
 void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes) {
     struct kite_buf m = {0};
-    const char *kind = rq->res ? rq->res->kind : "Object";
+    char kind[128] = "Object";
+    if (rq->res) kite_resource_gk(rq->res, kind);
     kite_buf_printf(&m, "%s \"%s\" is invalid: ", kind, name ? name : "");
     if (causes->n > 1) kite_buf_putc(&m, '[');
     for (size_t i = 0; i < causes->n; i++) {
@@ -254,8 +255,10 @@ static bool authorize_request(struct req *rq) {
     }
     const char *res_label = req_resource_label(rq);
     struct kite_buf m = {0};
-    if (rq->name) kite_buf_printf(&m, "%s \"%s\" is forbidden: ", rq->res->plural, rq->name);
-    else kite_buf_printf(&m, "%s is forbidden: ", rq->res->plural);
+    char gr[128];
+    kite_resource_gr(rq->res, gr);
+    if (rq->name) kite_buf_printf(&m, "%s \"%s\" is forbidden: ", gr, rq->name);
+    else kite_buf_printf(&m, "%s is forbidden: ", gr);
     kite_buf_printf(&m, "User \"%s\" cannot %s resource \"%s\" in API group \"%s\" ", rq->user.name, rq->verb,
                     res_label, rq->res->group);
     if (rq->ns) kite_buf_printf(&m, "in the namespace \"%s\"", rq->ns);
@@ -280,6 +283,33 @@ static void handle_plain(struct req *rq, int code, const char *ctype, const char
     reply(rq, code, ctype, kite_strdup(text), strlen(text));
 }
 
+/* /healthz, /livez, /readyz: "ok", or with ?verbose the checks one per line as
+ * kube-apiserver prints them. Every check here holds while the process serves. */
+static void handle_health(struct req *rq) {
+    static const char *const checks[] = {"ping", "log", "etcd", "informer-sync", "poststarthook/start-kite-watch-cache"};
+    const char *p = rq->http->path, *name = strrchr(p, '/');
+    bool single = name && name != p && strchr(p + 1, '/');
+    if (single) {
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(checks); i++)
+            if (strcmp(p + strcspn(p + 1, "/") + 2, checks[i]) == 0) {
+                handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
+                return;
+            }
+        reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+        return;
+    }
+    if (!kite_http_query(rq->http, "verbose")) {
+        handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
+        return;
+    }
+    struct kite_buf b = {0};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(checks); i++) kite_buf_printf(&b, "[+]%s ok\n", checks[i]);
+    kite_buf_printf(&b, "%s check passed\n", p + 1);
+    size_t len;
+    char *body = kite_buf_detach(&b, &len);
+    reply(rq, 200, "text/plain; charset=utf-8", body, len);
+}
+
 static void dispatch(struct kite_http_req *hr, void *ud) {
     struct kite_apiserver *s = ud;
     struct req *rq = kite_calloc(1, sizeof *rq);
@@ -292,7 +322,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     if (strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0 || strcmp(p, "/readyz") == 0 ||
         kite_startswith(p, "/readyz/") || kite_startswith(p, "/livez/") || kite_startswith(p, "/healthz/")) {
         rq->verb = "get";
-        handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
+        handle_health(rq);
         return;
     }
     if (strcmp(p, "/metrics") == 0) {

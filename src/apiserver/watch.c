@@ -63,19 +63,22 @@ static const char *type_name(int t) {
     return t == KITE_EV_ADDED ? "ADDED" : t == KITE_EV_MODIFIED ? "MODIFIED" : "DELETED";
 }
 
-static void emit(struct watch *w, int type, struct kite_record *rec, struct kite_buf *out) {
+/* Writes one event: rec's object with resourceVersion rev. */
+static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev, struct kite_buf *out) {
     struct req *rq = w->rq;
     kite_buf_printf(out, "{\"type\":\"%s\",\"object\":", type_name(type));
     if (rq->table) {
-        table_begin(rq, out, rec->mod_rev, NULL, !w->table_columns_sent);
+        table_begin(rq, out, rev, NULL, !w->table_columns_sent);
         w->table_columns_sent = true;
         table_row(rq, out, rec, true);
         table_end(out);
-    } else {
+    } else if (rev == rec->mod_rev || rq->res->from_storage) {
         render_record(rq, rec, out);
+    } else {
+        kite_object_render(rec->value, rec->len, rev, out);
     }
     kite_buf_puts(out, "}\n");
-    if (rec->mod_rev > w->last_rev) w->last_rev = rec->mod_rev;
+    if (rev > w->last_rev) w->last_rev = rev;
 }
 
 static void emit_bookmark(struct watch *w, struct kite_buf *out) {
@@ -92,7 +95,7 @@ static int pull(void *ud, struct kite_buf *out) {
     if (w->next_initial < w->n_initial) {
         size_t end = KITE_MIN(w->n_initial, w->next_initial + KITE_WATCH_BATCH);
         for (; w->next_initial < end; w->next_initial++) {
-            emit(w, KITE_EV_ADDED, w->initial[w->next_initial], out);
+            emit(w, KITE_EV_ADDED, w->initial[w->next_initial], w->initial[w->next_initial]->mod_rev, out);
             kite_record_unref(w->initial[w->next_initial]);
             w->initial[w->next_initial] = NULL;
         }
@@ -103,7 +106,10 @@ static int pull(void *ud, struct kite_buf *out) {
     int n = kite_watcher_next(w->watcher, ev, KITE_WATCH_BATCH);
     if (n == -EPIPE) return -1; /* dropped for falling behind: the client re-lists and re-watches */
     for (int i = 0; i < n; i++) {
-        emit(w, (int)ev[i].type, ev[i].rec, out);
+        /* an object that stopped matching the selector leaves as DELETED carrying its last
+         * matching state at the event's revision, as kube-apiserver's cacher sends it */
+        bool left = ev[i].type == KITE_EV_DELETED && ev[i].prev && !ev[i].rec->deleted;
+        emit(w, (int)ev[i].type, left ? ev[i].prev : ev[i].rec, ev[i].rev, out);
         kite_record_unref(ev[i].rec);
         kite_record_unref(ev[i].prev);
     }

@@ -43,10 +43,11 @@ static void op_fail(struct write_op *op, int code, const char *reason, const cha
 }
 
 static void op_conflict(struct write_op *op) {
-    char msg[512];
+    char msg[512], gr[128];
+    kite_resource_gr(op->rq->res, gr);
     snprintf(msg, sizeof msg,
-             "Operation cannot be fulfilled on %s%s%s \"%s\": the object has been modified; please apply your changes to the latest version and try again",
-             op->rq->res->plural, *op->rq->res->group ? "." : "", op->rq->res->group, op->rq->name);
+             "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please apply your changes to the latest version and try again",
+             gr, op->rq->name);
     op_fail(op, 409, "Conflict", msg);
 }
 
@@ -318,14 +319,14 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     if (err == -ESTALE) {
         op_conflict(op);
     } else if (err == -EEXIST) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s \"%s\" already exists", rq->res->plural, kite_streq(rq->verb, "create") ? "" : rq->name);
-        (void)msg;
-        reply_error(rq, 409, "AlreadyExists", "%s%s%s \"%s\" already exists", rq->res->plural,
-                    *rq->res->group ? "." : "", rq->res->group, rq->name ? rq->name : "");
+        char gr[128];
+        kite_resource_gr(rq->res, gr);
+        reply_error(rq, 409, "AlreadyExists", "%s \"%s\" already exists", gr, rq->name ? rq->name : "");
         op_free(op);
     } else if (err == -ENOENT) {
-        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", rq->res->plural, rq->name);
+        char gr[128];
+        kite_resource_gr(rq->res, gr);
+        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
         op_free(op);
     } else if (err == -EAGAIN) {
         op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
@@ -435,7 +436,9 @@ static void run_op(struct write_op *op) {
         return;
     }
     if (!cur) {
-        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", rq->res->plural, rq->name);
+        char gr[128];
+        kite_resource_gr(rq->res, gr);
+        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
         op_free(op);
         return;
     }
