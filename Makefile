@@ -42,7 +42,7 @@ objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
 lib_of  = $(BUILD)/lib/libkite_$(1).a
 libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
 
-.PHONY: all deps test test-unit test-e2e asan bench up clean fmt $(addprefix test-,$(MODULES))
+.PHONY: all deps test test-unit test-e2e test-e2e-asan asan bench up clean fmt $(addprefix test-,$(MODULES))
 all: deps $(BUILD)/kite
 
 deps:
@@ -85,7 +85,12 @@ test-e2e: all
 asan:
 	$(MAKE) SANITIZE=1 test-unit
 
-test: all test-unit asan test-e2e
+# The end-to-end tests again against the sanitizer build; any report in a log fails them.
+test-e2e-asan:
+	$(MAKE) SANITIZE=1 build-asan/kite
+	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 /usr/bin/python3 -m pytest -q tests/e2e
+
+test: all test-unit asan test-e2e test-e2e-asan
 
 bench: all
 	bench/run

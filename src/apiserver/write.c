@@ -28,9 +28,11 @@ struct write_op {
     char *key;
     char uid[64];             /* DELETE: uid of the deleted object, for the Status details */
     json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
+    json_object *result;      /* the object being written; becomes the new record's parsed cache */
 };
 
 static void op_free(struct write_op *op) {
+    json_object_put(op->result);
     json_object_put(op->input);
     json_object_put(op->preconditions);
     free(op->key);
@@ -301,6 +303,14 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     struct req *rq = op->rq;
     metrics_store_commit(rq->srv->metrics, kite_now_mono(kite_clock_real()) - op->submitted_ns);
     if (err == 0) {
+        if (op->result && rec) {
+            /* the next write of this object starts from this parse instead of re-reading the
+             * stored bytes; from here on the object is shared and read-only */
+            char rv[24];
+            snprintf(rv, sizeof rv, "%lld", (long long)rec->mod_rev);
+            kite_obj_set(kite_obj_ensure(op->result, "metadata"), "resourceVersion", json_object_new_string(rv));
+            kite_record_set_cache(rec, TAKE_PTR(op->result), record_cache_free);
+        }
         if (op->kind == OP_DELETE) {
             reply_deleted(op, rec);
         } else {
@@ -335,11 +345,14 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     }
 }
 
-/* Submits (or, for dryRun, pretends to). Takes ownership of obj's serialization. */
+/* Submits (or, for dryRun, pretends to). Takes ownership of obj. The reply may come from the
+ * writer thread before this returns: callers must not touch op afterwards. */
 static void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
                    struct kite_record *cur) {
     struct req *rq = op->rq;
     size_t len = 0;
+    json_object_put(op->result); /* from an earlier attempt */
+    op->result = obj;            /* set before submitting: the reply may come first */
     _cleanup_free_ char *bytes = obj ? kite_object_encode(obj, &len) : NULL;
     if (type == KITE_WRITE_UPDATE && cur && cur->len == len && memcmp(cur->value, bytes, len) == 0) {
         /* nothing changed: no write, no new revision (as kube-apiserver) */
@@ -432,7 +445,6 @@ static void run_op(struct write_op *op) {
         op->key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
         if (!rq->name) rq->name = kite_strdup(kite_meta_str(obj, "name") ? kite_meta_str(obj, "name") : "");
         submit(op, KITE_WRITE_CREATE, obj, 0, NULL);
-        json_object_put(obj);
         return;
     }
     if (!cur) {
@@ -483,11 +495,11 @@ static void run_op(struct write_op *op) {
         /* the last finalizer is gone from an object being deleted: delete it now */
         snprintf(op->uid, sizeof op->uid, "%s", kite_obj_str(meta, "uid") ? kite_obj_str(meta, "uid") : "");
         op->kind = OP_DELETE;
+        json_object_put(res);
         submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
     } else {
         submit(op, KITE_WRITE_UPDATE, res, cur->mod_rev, cur);
     }
-    json_object_put(res);
     kite_record_unref(cur);
 }
 
@@ -586,7 +598,6 @@ static void run_delete(struct write_op *op, struct kite_record *cur, json_object
         op->kind = OP_UPDATE;
         op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
         submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
-        json_object_put(obj);
         return;
     }
     op->code = 200;

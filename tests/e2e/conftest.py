@@ -240,7 +240,20 @@ class KiteProcess:
                 self.proc.wait(timeout=10)
         if self in _live_procs:
             _live_procs.remove(self)
+        self.check_sanitizers()
         return self.proc.returncode
+
+    SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:")
+
+    def check_sanitizers(self):
+        """With a sanitizer build (make test-e2e-asan), any report in the log fails the test."""
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return
+        for mark in self.SANITIZER_MARKS:
+            if mark in data:
+                pytest.fail(f"sanitizer report in {self.log_path}:\n" + self.log_tail(20000))
 
     def log_tail(self, n=8000):
         try:
