@@ -21,6 +21,7 @@
                                             (kube-apiserver retries without bound) */
 
 struct kite_metrics;
+struct write_op;
 
 struct kite_storage {           /* one per storage folder (events shares one between versions) */
     const char *name;           /* "nodes" */
@@ -41,6 +42,12 @@ struct kite_apiserver {
     pthread_cond_t cond;
     bool stopping;
     int64_t compact_interval_s;
+    /* write retries (write.c) */
+    pthread_t retry_thread;
+    bool retry_started, retry_stop;
+    pthread_mutex_t retry_mu;
+    pthread_cond_t retry_cond;
+    struct write_op *retry_head, **retry_tail;
 };
 
 struct kite_user {
@@ -100,6 +107,9 @@ void handle_delete(struct req *rq);
 void handle_deletecollection(struct req *rq);
 /* Parses a request body as a JSON object (replies 400/415 itself and returns NULL on error). */
 json_object *parse_body(struct req *rq, bool allow_protobuf);
+/* The thread that recomputes writes that lost an optimistic-concurrency race. */
+int apiserver_retry_start(struct kite_apiserver *s);
+void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Creates an object directly (bootstrap). */
 int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
 

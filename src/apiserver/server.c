@@ -447,6 +447,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         s->n_storages++;
     }
     if ((r = ensure_namespaces(s)) < 0) return r;
+    if ((r = apiserver_retry_start(s)) < 0) return r;
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
     _cleanup_free_ char *cp = kite_asprintf("%s/server.crt", pki), *kp = kite_asprintf("%s/server.key", pki);
@@ -500,7 +501,8 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
     if (s->compactor_started) pthread_join(s->compactor, NULL);
-    kite_http_stop(s->http);
+    kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
+    apiserver_retry_stop(s);
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
     kite_store_close(s->store);
     metrics_free(s->metrics);

@@ -29,6 +29,7 @@ struct write_op {
     char uid[64];             /* DELETE: uid of the deleted object, for the Status details */
     json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
     json_object *result;      /* the object being written; becomes the new record's parsed cache */
+    struct write_op *next;    /* retry queue link */
 };
 
 static void op_free(struct write_op *op) {
@@ -283,6 +284,54 @@ fail:
 
 static void run_op(struct write_op *op);
 
+/* Retries run on their own thread: the store's writer thread, which reports the conflict, is
+ * the one serial step of every write and must not do a retry's JSON work. */
+static void retry_push(struct kite_apiserver *s, struct write_op *op) {
+    pthread_mutex_lock(&s->retry_mu);
+    op->next = NULL;
+    *s->retry_tail = op;
+    s->retry_tail = &op->next;
+    pthread_cond_signal(&s->retry_cond);
+    pthread_mutex_unlock(&s->retry_mu);
+}
+
+static void *retry_main(void *ud) {
+    struct kite_apiserver *s = ud;
+    pthread_mutex_lock(&s->retry_mu);
+    for (;;) {
+        while (!s->retry_head && !s->retry_stop) pthread_cond_wait(&s->retry_cond, &s->retry_mu);
+        if (!s->retry_head) break; /* stopping, and drained */
+        struct write_op *op = s->retry_head;
+        s->retry_head = op->next;
+        if (!s->retry_head) s->retry_tail = &s->retry_head;
+        pthread_mutex_unlock(&s->retry_mu);
+        run_op(op);
+        pthread_mutex_lock(&s->retry_mu);
+    }
+    pthread_mutex_unlock(&s->retry_mu);
+    return NULL;
+}
+
+int apiserver_retry_start(struct kite_apiserver *s) {
+    pthread_mutex_init(&s->retry_mu, NULL);
+    pthread_cond_init(&s->retry_cond, NULL);
+    s->retry_head = NULL;
+    s->retry_tail = &s->retry_head;
+    if (pthread_create(&s->retry_thread, NULL, retry_main, s) != 0) return -EAGAIN;
+    s->retry_started = true;
+    return 0;
+}
+
+void apiserver_retry_stop(struct kite_apiserver *s) {
+    if (!s->retry_started) return;
+    pthread_mutex_lock(&s->retry_mu);
+    s->retry_stop = true;
+    pthread_cond_signal(&s->retry_cond);
+    pthread_mutex_unlock(&s->retry_mu);
+    pthread_join(s->retry_thread, NULL);
+    s->retry_started = false;
+}
+
 static void reply_deleted(struct write_op *op, struct kite_record *rec) {
     struct req *rq = op->rq;
     struct kite_buf out = {0};
@@ -323,7 +372,7 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     }
     if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
         ++op->attempts < KITE_UPDATE_RETRIES) {
-        run_op(op); /* recompute against the record that won */
+        retry_push(rq->srv, op); /* recompute against the record that won, off the writer thread */
         return;
     }
     if (err == -ESTALE) {
@@ -426,6 +475,16 @@ static json_object *apply_patch(struct write_op *op, json_object *doc) {
 
 static void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);
 
+/* The body object of a create or update, consumed by the attempt; a retry parses the request
+ * body again (cheaper than keeping a deep copy for the rare retry). */
+static json_object *take_input(struct write_op *op) {
+    if (op->input) return TAKE_PTR(op->input);
+    json_tokener *tok = json_tokener_new_ex(KITE_JSON_MAX_DEPTH);
+    json_object *o = json_tokener_parse_ex(tok, op->rq->http->body, (int)op->rq->http->body_len);
+    json_tokener_free(tok);
+    return o ? o : json_object_new_object(); /* it parsed the first time */
+}
+
 /* (Re)computes the op against the current record and submits it. */
 static void run_op(struct write_op *op) {
     struct req *rq = op->rq;
@@ -433,7 +492,7 @@ static void run_op(struct write_op *op) {
     if (op->kind != OP_CREATE) cur = kite_wcache_get(storage_cache(rq->srv, rq->res), op->key);
 
     if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->is_status)) {
-        json_object *obj = deep_copy(op->input);
+        json_object *obj = take_input(op);
         op->code = 201;
         op->kind = OP_CREATE;
         if (!prepare_create(rq, obj)) {
@@ -470,12 +529,8 @@ static void run_op(struct write_op *op) {
             kite_record_unref(cur);
             return;
         }
-    } else if (kite_meta_str(op->input, "resourceVersion") && *kite_meta_str(op->input, "resourceVersion")) {
-        /* a precondition: this op is never retried, so it may consume its input */
-        obj = op->input;
-        op->input = NULL;
     } else {
-        obj = deep_copy(op->input);
+        obj = take_input(op);
     }
     if (!check_rv_precondition(op, obj, cur)) {
         json_object_put(obj);
