@@ -200,6 +200,14 @@ void agent_sync_status(struct kite_agent *a, int64_t now) {
 /* The Lease to write: base (borrowed, may be NULL) with our spec and owner. */
 static json_object *build_lease(struct kite_agent *a, json_object *base) {
     json_object *l = base ? copy(base) : json_object_new_object();
+    json_object *bmeta = base ? json_object_object_get(l, "metadata") : NULL;
+    if (bmeta) {
+        /* fields the server keeps anyway: not sending them makes each renewal ~25% smaller
+         * (resourceVersion stays: it is the update's precondition) */
+        json_object_object_del(bmeta, "uid");
+        json_object_object_del(bmeta, "creationTimestamp");
+        json_object_object_del(bmeta, "managedFields");
+    }
     if (!base) {
         json_object *meta = json_object_new_object();
         json_object_object_add(l, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));

@@ -109,7 +109,9 @@ static void common_setopts(struct curl_client *c, CURL *e) {
 static struct curl_slist *headers_for(struct curl_client *c, const char *content_type, const char *accept) {
     struct curl_slist *h = NULL;
     char line[256];
-    snprintf(line, sizeof(line), "Accept: %s", accept);
+    /* JSON is every API server's default: say nothing (the agent's requests are counted bytes) */
+    snprintf(line, sizeof(line), "Accept:%s%s", accept && strcmp(accept, "application/json") ? " " : "",
+             accept && strcmp(accept, "application/json") ? accept : "");
     h = curl_slist_append(h, line);
     if (content_type) {
         _cleanup_free_ char *ct = kite_asprintf("Content-Type: %s", content_type);
