@@ -30,6 +30,8 @@
 #define KITE_STORE_MMAP_BYTES (256 * 1024 * 1024)
 /* How long readers wait on SQLite's internal locks (only contended during checkpoints). */
 #define KITE_STORE_BUSY_MS 10000
+/* Revisions compacted per writer-thread transaction (see kite_store_compact). */
+#define KITE_STORE_COMPACT_STEP 10000
 
 char *prefix_end(const char *prefix) {
     size_t n = strlen(prefix);
@@ -507,8 +509,7 @@ int kite_store_get(struct kite_store *s, const char *key, struct kite_record **r
     return 0;
 }
 
-int kite_store_compact(struct kite_store *s, int64_t rev) {
-    if (rev <= 0) return 0;
+static int compact_once(struct kite_store *s, int64_t rev) {
     pthread_mutex_lock(&s->q_mu);
     /* One compaction at a time: wait for a running one to finish before asking. */
     while (s->compact_req) pthread_cond_wait(&s->compact_cond, &s->q_mu);
@@ -519,6 +520,20 @@ int kite_store_compact(struct kite_store *s, int64_t rev) {
     int r = s->compact_res;
     pthread_mutex_unlock(&s->q_mu);
     return r;
+}
+
+/* Compaction runs on the writer thread and holds writes back while it runs, so a large backlog
+ * is compacted in steps of KITE_STORE_COMPACT_STEP revisions, each its own transaction: the
+ * writes queued meanwhile commit between two steps instead of waiting for the whole backlog. */
+int kite_store_compact(struct kite_store *s, int64_t rev) {
+    if (rev <= 0) return 0;
+    if (rev > kite_store_rev(s)) return -ERANGE;
+    for (;;) {
+        int64_t done = kite_store_compacted_rev(s);
+        if (done >= rev) return 0;
+        int r = compact_once(s, KITE_MIN(rev, done + KITE_STORE_COMPACT_STEP));
+        if (r < 0) return r;
+    }
 }
 
 int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud) {

@@ -393,3 +393,46 @@ Test(store, crash_keeps_acknowledged_writes) {
     tstore_open(&t);
     tstore_cleanup(&t);
 }
+
+/* A backlog larger than one compaction step is compacted in several writer transactions and
+ * ends exactly at the target, keeping the latest version of every live key. */
+static void batch_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    int *pending = ud;
+    cr_assert_eq(err, 0);
+    __atomic_sub_fetch(pending, 1, __ATOMIC_SEQ_CST);
+}
+
+Test(store, compaction_in_steps) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_store *s = t.s;
+    char key[32], val[32];
+    int pending = 0;
+    /* 25,000 revisions over 50 keys, submitted asynchronously so they batch */
+    for (int i = 0; i < 25000; i++) {
+        snprintf(key, sizeof key, "/k/%02d", i % 50);
+        snprintf(val, sizeof val, "v%d", i);
+        struct kite_write w = {i < 50 ? KITE_WRITE_CREATE : KITE_WRITE_UPDATE, key, val, strlen(val), 0};
+        __atomic_add_fetch(&pending, 1, __ATOMIC_SEQ_CST);
+        while (kite_store_submit(s, &w, batch_done, &pending) == -EAGAIN) usleep(1000);
+    }
+    while (__atomic_load_n(&pending, __ATOMIC_SEQ_CST) > 0) usleep(1000);
+    int64_t last = kite_store_rev(s);
+    cr_assert_eq(last, 25000);
+    cr_assert_eq(kite_store_compact(s, 24990), 0);
+    cr_assert_eq(kite_store_compacted_rev(s), 24990);
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    bool more = false;
+    cr_assert_eq(kite_store_range(s, "/k/", 24990, NULL, 0, &recs, &n, &more), 0);
+    cr_assert_eq(n, 50);
+    for (size_t i = 0; i < n; i++) {
+        /* the version of each key current at 24990 */
+        cr_assert_leq(recs[i]->mod_rev, 24990);
+        cr_assert_gt(recs[i]->mod_rev, 24990 - 50);
+        kite_record_unref(recs[i]);
+    }
+    free(recs);
+    cr_assert_eq(kite_store_range(s, "/k/", 24000, NULL, 0, &recs, &n, &more), -ENODATA);
+    tstore_cleanup(&t);
+}
