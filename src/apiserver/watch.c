@@ -55,7 +55,13 @@ static int filter(const struct kite_watch_event *ev, void *ud) {
 static void notify(void *ud) {
     struct watch *w = ud;
     pthread_mutex_lock(&w->mu);
-    if (w->stream) kite_http_stream_wake(w->stream);
+    if (w->stream) {
+        /* fell too far behind: cut it off now rather than after its backlog, which a client
+         * that stopped reading would never take (it re-lists and re-watches, as with
+         * kube-apiserver's terminated watches) */
+        if (w->watcher && kite_watcher_dropped(w->watcher)) kite_http_stream_abort(w->stream);
+        else kite_http_stream_wake(w->stream);
+    }
     pthread_mutex_unlock(&w->mu);
 }
 

@@ -84,6 +84,10 @@ int kite_http_stream_begin(struct kite_http_req *r, int code, const char *conten
 /* Makes the layer call pull soon. Thread-safe and cheap; callable any number of times, also
  * after the stream ended but before done() returned (then a no-op). Never calls pull inline. */
 void kite_http_stream_wake(struct kite_http_stream *s);
+/* Ends the stream at once, dropping what is buffered: shuts the connection down, which also
+ * cuts off a client that stopped reading (whose stream pull would never be called again).
+ * done() follows on an MHD thread. Thread-safe, cheap; a no-op once the stream ended. */
+void kite_http_stream_abort(struct kite_http_stream *s);
 /* Wakes the stream at a CLOCK_MONOTONIC time in ns (watch timeoutSeconds, periodic bookmarks).
  * One timer thread serves all streams. A later call replaces the earlier time; a time in the
  * past wakes at once. */

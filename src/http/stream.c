@@ -13,6 +13,8 @@
  * thread itself, so an event already returned by epoll_wait never points at freed memory),
  * and the monitor holds a temporary one while it wakes a stream outside its lock. */
 #include "http/http-internal.h"
+
+#include <sys/socket.h>
 #include "base/clock.h"
 
 #include <fcntl.h>
@@ -136,6 +138,22 @@ void kite_http_stream_wake(struct kite_http_stream *s) {
      * stream before stopping MHD, never races a half-done resume from another thread. */
     pthread_mutex_lock(&s->lock);
     if (!s->ended) {
+        s->woken = true;
+        if (s->suspended) {
+            s->suspended = false;
+            MHD_resume_connection(s->mc);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void kite_http_stream_abort(struct kite_http_stream *s) {
+    pthread_mutex_lock(&s->lock);
+    if (!s->ended) {
+        /* Shutting the socket down is what reaches a client that stopped reading: MHD would
+         * never call pull again for a connection whose send buffer stays full. */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(s->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) shutdown(ci->connect_fd, SHUT_RDWR);
         s->woken = true;
         if (s->suspended) {
             s->suspended = false;
