@@ -38,8 +38,14 @@ void kite_buf_printf(struct kite_buf *b, const char *fmt, ...) {
 void kite_buf_json_str(struct kite_buf *b, const char *s) {
     static const char hex[] = "0123456789abcdef";
     kite_buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    for (;; p++) {
         unsigned char c = *p;
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        /* copy the run of characters that need no escaping in one go */
+        if (p > run) kite_buf_append(b, run, (size_t)(p - run));
+        run = p + 1;
+        if (c == 0) break;
         if (c == '"' || c == '\\') {
             char e[2] = {'\\', (char)c};
             kite_buf_append(b, e, 2);
@@ -49,11 +55,9 @@ void kite_buf_json_str(struct kite_buf *b, const char *s) {
             kite_buf_append(b, "\\t", 2);
         } else if (c == '\r') {
             kite_buf_append(b, "\\r", 2);
-        } else if (c < 0x20) {
+        } else {
             char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             kite_buf_append(b, e, 6);
-        } else {
-            kite_buf_putc(b, (char)c);
         }
     }
     kite_buf_putc(b, '"');
