@@ -42,6 +42,7 @@ struct kite_apiserver {
     pthread_cond_t cond;
     bool stopping;
     int64_t compact_interval_s;
+    int64_t event_ttl_s;
     /* write retries (write.c) */
     pthread_t retry_thread;
     bool retry_started, retry_stop;
@@ -119,6 +120,12 @@ void handle_watch(struct req *rq);
 /* discovery.c, openapi.c */
 bool handle_discovery(struct req *rq);
 bool handle_openapi(struct req *rq);
+
+/* housekeeping.c: compaction and event expiry, on one thread */
+#define KITE_EVENT_TTL_DEFAULT_S 3600       /* kube-apiserver's --event-ttl */
+#define KITE_HOUSEKEEPING_PERIOD_S 10       /* how often history size and event ages are checked */
+#define KITE_HISTORY_MAX 1000000            /* revisions kept before compacting ahead of schedule */
+void *housekeeping_main(void *ud);
 
 /* metrics.c */
 struct kite_metrics *metrics_new(void);

@@ -379,27 +379,6 @@ static int ensure_namespaces(struct kite_apiserver *s) {
     return 0;
 }
 
-/* Periodic compaction keeps history bounded (kube-apiserver compacts every 5 minutes). */
-static void *compactor_main(void *ud) {
-    struct kite_apiserver *s = ud;
-    int64_t last_rev = kite_store_rev(s->store);
-    pthread_mutex_lock(&s->mu);
-    while (!s->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += s->compact_interval_s;
-        pthread_cond_timedwait(&s->cond, &s->mu, &ts);
-        if (s->stopping) break;
-        pthread_mutex_unlock(&s->mu);
-        /* compact up to the revision seen one interval ago, like kube-apiserver's compactor */
-        if (last_rev > kite_store_compacted_rev(s->store)) kite_store_compact(s->store, last_rev);
-        last_rev = kite_store_rev(s->store);
-        pthread_mutex_lock(&s->mu);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
-
 static char *listen_host_url(const char *listen, uint16_t port) {
     const char *colon = strrchr(listen, ':');
     size_t hl = colon ? (size_t)(colon - listen) : 0;
@@ -471,7 +450,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     _cleanup_free_ char *kc = kite_pki_kubeconfig("kite", s->url, ca, acert, akey, NULL);
     _cleanup_free_ char *kcp = kite_asprintf("%s/admin.kubeconfig", o->data_dir);
     if ((r = write_file(kcp, kc, 0600)) < 0) return r;
-    if (pthread_create(&s->compactor, NULL, compactor_main, s) != 0) return -EAGAIN;
+    if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0) return -EAGAIN;
     s->compactor_started = true;
     return 0;
 }
@@ -480,6 +459,7 @@ int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_api
     struct kite_apiserver *s = kite_calloc(1, sizeof *s);
     s->data_dir = kite_strdup(o->data_dir);
     s->compact_interval_s = o->compact_interval_s > 0 ? o->compact_interval_s : 300;
+    s->event_ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
     int r = start(s, o);

@@ -1,0 +1,35 @@
+"""Events expire after --event-ttl (kube-apiserver deletes them through etcd leases, 1 h by
+default); events that happened recently stay."""
+import json
+import time
+
+from conftest import Cluster
+
+EVENTS = "/api/v1/namespaces/default/events"
+
+
+def event(name, when):
+    return json.dumps({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+                       "involvedObject": {"kind": "Node", "name": "n1", "uid": "n1"},
+                       "reason": "Test", "message": "m", "type": "Normal", "count": 1,
+                       "firstTimestamp": when, "lastTimestamp": when,
+                       "source": {"component": "e2e"}}).encode()
+
+
+def test_events_expire_after_ttl(tmp_path):
+    c = Cluster("apiserver", tmp_path, extra_args=["--event-ttl", "3s"]).start()
+    try:
+        api = c.api()
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        later = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        assert api.post(EVENTS, event("old", now), ctype="application/json").status == 201
+        assert api.post(EVENTS, event("recent", later), ctype="application/json").status == 201
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if api.get(f"{EVENTS}/old").status == 404:
+                break
+            time.sleep(0.5)
+        assert api.get(f"{EVENTS}/old").status == 404, "an event older than the TTL is deleted"
+        assert api.get(f"{EVENTS}/recent").status == 200, "a recent event stays"
+    finally:
+        c.stop()
