@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agent/agent-int.h"
+#include "base/version.h"
 
 #include <sys/stat.h>
 #include "agent/runtime/runtime.h"
@@ -62,7 +63,7 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         goto fail;
     }
     for (char *p = a->node_name; *p; p++) *p = (char)tolower((unsigned char)*p);
-    a->kubelet_version = kite_strdup(o->kubelet_version ? o->kubelet_version : "v1.32.0-kite");
+    a->kubelet_version = kite_strdup(o->kubelet_version ? o->kubelet_version : KITE_VERSION);
     /* "for backward compatibility" (kubelet defaults.go): an explicit update frequency with
      * no report frequency reports at the update frequency */
     a->report_freq_ns = c->update_freq_set && !c->report_freq_set ? c->status_update_freq_ns : c->status_report_freq_ns;

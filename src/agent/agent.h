@@ -62,7 +62,7 @@ struct kite_agent_options {
     struct kite_runtime *runtime; /* borrowed; NULL = process runtime on root_dir */
     const char *sysroot;          /* for the default status source; NULL = "" */
     uint64_t seed;                /* jitter PRNG seed; 0 = from the clock */
-    const char *kubelet_version;  /* NULL = "v1.32.0-kite" */
+    const char *kubelet_version;  /* NULL = KITE_VERSION (base/version.h) */
 };
 
 struct kite_agent;

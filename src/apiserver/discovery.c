@@ -2,12 +2,13 @@
  * first and needs the exact media type back), and the legacy documents (/api/v1 is fetched on
  * every drain and can-i). All generated from the resource table. */
 #include "apiserver/internal.h"
+#include "base/version.h"
 
 #include <stdio.h>
 
 #define AGG_CT "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 #define KITE_VERSION_JSON \
-    "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":\"v1.32.0-kite.1\",\"gitCommit\":\"0000000000000000000000000000000000000000\"," \
+    "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":\"" KITE_VERSION "\",\"gitCommit\":\"0000000000000000000000000000000000000000\"," \
     "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-12-02T00:00:00Z\",\"goVersion\":\"go1.23.6\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}"
 
 static const char *const VERBS_ALL[] = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"};

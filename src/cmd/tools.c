@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#define KITE_VERSION "v1.32.0-kite.1"
+#include "base/version.h"
 
 int cmd_version(int argc, char **argv) {
     printf("kite %s (Kubernetes API v1.32)\n", KITE_VERSION);
