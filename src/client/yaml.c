@@ -106,6 +106,8 @@ int kite_yaml_parse(const char *data, size_t len, json_object **ret, char **ret_
     } else {
         struct walk w = {&doc, 0};
         r = walk(&w, root, 0, &out);
+        /* a null root ("---" alone, "~") reads as an empty document: callers walk a tree */
+        if (r == 0 && !out) out = json_object_new_object();
         if (r < 0 && ret_err) *ret_err = kite_strdup("document too deep, too large or with non-scalar keys");
     }
     yaml_document_delete(&doc);

@@ -15,7 +15,7 @@ NODE = node_name_of_machine()
 RENEW_INTERVAL = 1.0  # 0.25 x --node-lease-duration-seconds 4
 STATUS_INTERVAL = 1.0  # --node-status-update-frequency 1s
 SLACK = float(os.environ.get("KITE_RESUME_SLACK", "3"))
-OUTAGE = float(os.environ.get("KITE_OUTAGE_SECONDS", "20"))
+OUTAGE = float(os.environ.get("KITE_OUTAGE_SECONDS", "60"))  # the issue: killed for 60 s
 LEASE_NS_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
