@@ -67,3 +67,39 @@ void kite_random_bytes(void *buf, size_t n) {
         n -= (size_t)r;
     }
 }
+
+#include <fcntl.h>
+#include <unistd.h>
+#include "base/buf.h"
+
+int kite_read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct kite_buf b = {0};
+    kite_buf_grow(&b, 4096);
+    b.p[0] = 0;
+    int r = 0;
+    for (;;) {
+        kite_buf_grow(&b, 4096);
+        ssize_t n = read(fd, b.p + b.len, b.cap - b.len - 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            r = -errno;
+            break;
+        }
+        if (n == 0) break;
+        b.len += (size_t)n;
+        b.p[b.len] = 0;
+        if (b.len > max) {
+            r = -EFBIG;
+            break;
+        }
+    }
+    close(fd);
+    if (r < 0) {
+        kite_buf_release(&b);
+        return r;
+    }
+    *ret = kite_buf_detach(&b, ret_len);
+    return 0;
+}

@@ -39,3 +39,6 @@ static inline bool kite_startswith(const char *s, const char *prefix) {
 int kite_parse_int64(const char *s, int64_t *ret);
 /* Fills buf with n bytes from the kernel's CSPRNG (getrandom). */
 void kite_random_bytes(void *buf, size_t n);
+/* Reads a whole file into *ret (malloc'ed, NUL-terminated; *ret_len may be NULL).
+ * -EFBIG when it holds more than max bytes; -errno from open/read. */
+int kite_read_file(const char *path, size_t max, char **ret, size_t *ret_len);

@@ -7,8 +7,11 @@ void kite_buf_grow(struct kite_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + extra + 1) cap *= 2;
+    bool fresh = !b->p;
     b->p = kite_realloc(b->p, cap);
     b->cap = cap;
+    /* keep the invariant (p terminated when non-NULL) for a buffer grown before any append */
+    if (fresh) b->p[b->len] = 0;
 }
 
 void kite_buf_append(struct kite_buf *b, const void *data, size_t n) {

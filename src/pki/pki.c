@@ -27,37 +27,7 @@ static int gerr(int rc) {
     return rc == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
 }
 
-int kite_pki_read_file(const char *path, char **ret) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct kite_buf b = {0};
-    kite_buf_grow(&b, 4096);
-    for (;;) {
-        if (b.len >= MAX_FILE_BYTES) {
-            close(fd);
-            kite_buf_release(&b);
-            return -EFBIG;
-        }
-        kite_buf_grow(&b, 4096);
-        ssize_t n = read(fd, b.p + b.len, b.cap - b.len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = -errno;
-            close(fd);
-            kite_buf_release(&b);
-            return e;
-        }
-        if (n == 0)
-            break;
-        b.len += (size_t)n;
-        b.p[b.len] = 0;
-    }
-    close(fd);
-    *ret = kite_buf_detach(&b, NULL);
-    return 0;
-}
+int kite_pki_read_file(const char *path, char **ret) { return kite_read_file(path, MAX_FILE_BYTES, ret, NULL); }
 
 /* Writes via a temp file + rename so a crash never leaves a half-written key. */
 static int write_file(const char *path, const char *data, mode_t mode) {

@@ -22,33 +22,7 @@
 
 int ns_read_file(const char *sysroot, const char *path, char **ret) {
     _cleanup_free_ char *full = kite_asprintf("%s%s", sysroot ? sysroot : "", path);
-    int fd = open(full, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    struct kite_buf b = {0};
-    kite_buf_grow(&b, 4096);
-    b.p[0] = '\0';
-    for (;;) {
-        if (b.len >= NS_MAX_FILE_BYTES) {
-            close(fd);
-            kite_buf_release(&b);
-            return -EFBIG;
-        }
-        kite_buf_grow(&b, 4096);
-        ssize_t n = read(fd, b.p + b.len, b.cap - b.len - 1);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int e = -errno;
-            close(fd);
-            kite_buf_release(&b);
-            return e;
-        }
-        if (n == 0) break;
-        b.len += (size_t)n;
-        b.p[b.len] = '\0';
-    }
-    close(fd);
-    *ret = kite_buf_detach(&b, NULL);
-    return 0;
+    return kite_read_file(full, NS_MAX_FILE_BYTES, ret, NULL);
 }
 
 int ns_read_value(const char *sysroot, const char *path, char **ret) {

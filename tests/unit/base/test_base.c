@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "base/backoff.h"
 #include "base/buf.h"
@@ -64,4 +65,24 @@ Test(base, fake_clock_moves_only_when_told) {
     kite_fake_clock_advance(&f, 5);
     cr_assert_eq(kite_now_wall(&f.clock), 1005);
     cr_assert_eq(kite_now_mono(&f.clock), m + 5);
+}
+
+Test(base, read_file_whole_and_bounded) {
+    char path[] = "/tmp/kite-read-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    char data[10000];
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (char)('a' + i % 26);
+    cr_assert_eq(write(fd, data, sizeof data), (ssize_t)sizeof data);
+    close(fd);
+    char *s = NULL;
+    size_t len = 0;
+    cr_assert_eq(kite_read_file(path, 1 << 20, &s, &len), 0);
+    cr_assert_eq(len, sizeof data);
+    cr_assert_eq(memcmp(s, data, len), 0);
+    cr_assert_eq(s[len], 0);
+    free(s);
+    cr_assert_eq(kite_read_file(path, 4096, &s, &len), -EFBIG);
+    unlink(path);
+    cr_assert_eq(kite_read_file(path, 4096, &s, &len), -ENOENT);
 }
