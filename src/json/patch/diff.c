@@ -86,6 +86,50 @@ static int index_by_key(json_object *list, const char *mk, struct kite_map *m, s
     return 0;
 }
 
+/* v (borrowed) is about to be emitted whole at d->path (a new field, list or list element):
+ * kite_smp_apply will merge it into nothing, so every merge list inside it must be one a
+ * patch can express, as index_by_key and kind_of demand of lists diffed in place. Checking
+ * here keeps the promise that a successful diff applies back to `to`. */
+static int check_whole(struct diff *d, json_object *v) {
+    if (patch_is_object(v)) {
+        json_object_object_foreach(v, k, child) {
+            size_t saved = patch_path_push(&d->path, k);
+            int r = check_whole(d, child);
+            patch_path_pop(&d->path, saved);
+            if (r < 0) return r;
+        }
+        return 0;
+    }
+    if (!patch_is_array(v)) return 0;
+    const struct kite_smp_rule *rule = patch_rule(d->schema, &d->path);
+    if (rule && (rule->flags & (KITE_SMP_MERGE | KITE_SMP_MERGE_PRIMITIVES))) {
+        int kind = kind_of(v, v);
+        if (kind < 0) return kind;
+        struct kite_map seen = {0};
+        struct kite_buf b = {0};
+        int r = 0;
+        if (kind == 2) {
+            r = rule->merge_key ? index_by_key(v, rule->merge_key, &seen, &b) : -EINVAL;
+        } else {
+            /* a primitive merge list is a set: duplicates would collapse on apply */
+            for (size_t i = 0; i < json_object_array_length(v) && r == 0; i++) {
+                const char *k = canon(&b, json_object_array_get_idx(v, i));
+                if (kite_map_get(&seen, k)) r = -EINVAL;
+                else kite_map_put(&seen, k, (void *)1);
+            }
+        }
+        kite_map_release(&seen);
+        kite_buf_release(&b);
+        if (r < 0) return r;
+    }
+    /* elements are transparent in paths: nested lists keep their rules */
+    for (size_t i = 0; i < json_object_array_length(v); i++) {
+        int r = check_whole(d, json_object_array_get_idx(v, i));
+        if (r < 0) return r;
+    }
+    return 0;
+}
+
 static int diff_map_list(struct diff *d, json_object *from, json_object *to, const struct kite_smp_rule *rule,
                          const char *field, json_object *patch) {
     const char *mk = rule->merge_key;
@@ -105,6 +149,7 @@ static int diff_map_list(struct diff *d, json_object *from, json_object *to, con
         json_object_object_get_ex(te, mk, &kv);
         void *at = kite_map_get(&fi, canon(&b, kv));
         if (!at) {
+            if ((r = check_whole(d, te)) < 0) goto out;
             json_object_array_add(list, patch_clone(te));
             continue;
         }
@@ -205,17 +250,26 @@ static void diff_scalar_list(json_object *from, json_object *to, const char *fie
 static int diff_lists(struct diff *d, json_object *from, json_object *to, const char *field, json_object *patch) {
     const struct kite_smp_rule *rule = patch_rule(d->schema, &d->path);
     if (!rule || !(rule->flags & (KITE_SMP_MERGE | KITE_SMP_MERGE_PRIMITIVES))) {
-        if (!kite_json_equal(from, to)) json_object_object_add(patch, field, patch_clone(to));
+        if (kite_json_equal(from, to)) return 0;
+        int r = check_whole(d, to);
+        if (r < 0) return r;
+        json_object_object_add(patch, field, patch_clone(to));
         return 0;
     }
     if (json_object_array_length(from) == 0) {
         /* nothing to merge with: send the new list whole */
-        if (json_object_array_length(to) > 0) json_object_object_add(patch, field, patch_clone(to));
+        if (json_object_array_length(to) == 0) return 0;
+        int r = check_whole(d, to);
+        if (r < 0) return r;
+        json_object_object_add(patch, field, patch_clone(to));
         return 0;
     }
     int kind = kind_of(from, to);
     if (kind < 0) return kind;
     if (kind == 2) return diff_map_list(d, from, to, rule, field, patch);
+    /* `to` is a set: duplicates would collapse on apply (check_whole rejects them) */
+    int r = check_whole(d, to);
+    if (r < 0) return r;
     diff_scalar_list(from, to, field, patch);
     return 0;
 }
@@ -228,6 +282,13 @@ static int diff_objects(struct diff *d, json_object *from, json_object *to, bool
     json_object_object_foreach(to, k, tv) {
         json_object *fv;
         if (!json_object_object_get_ex(from, k, &fv) || json_object_get_type(fv) != json_object_get_type(tv)) {
+            size_t saved = patch_path_push(&d->path, k);
+            r = check_whole(d, tv);
+            patch_path_pop(&d->path, saved);
+            if (r < 0) {
+                json_object_put(patch);
+                return r;
+            }
             json_object_object_add(patch, k, patch_clone(tv));
             continue;
         }

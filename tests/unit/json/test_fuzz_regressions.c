@@ -1,0 +1,81 @@
+/* Regressions found by the libFuzzer target tests/fuzz/fuzz_patch.c: the two-way diff must
+ * either fail with -EINVAL or give a patch that applies back to `to`. */
+#include "helpers.h"
+
+static const struct kite_smp_rule rules[] = {
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},
+    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"spec.containers", "name", KITE_SMP_MERGE},
+    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE},
+};
+static const struct kite_smp_schema schema = {rules, sizeof rules / sizeof rules[0]};
+
+/* Pairs whose `to` holds a merge list that no patch can express (element without the merge
+ * key, duplicate keys, mixed kinds, duplicate set members) inside a part the diff emits whole:
+ * a new list element, a new field, a list new from empty. The diff used to succeed with a
+ * patch that kite_smp_apply then rejected. */
+Test(smp_diff_fuzz, unexpressible_lists_in_whole_values_rejected) {
+    const char *cases[][2] = {
+        /* new container whose ports lack the merge key (the fuzzer's case) */
+        {"{\"spec\":{\"containers\":[{\"name\":\"c0\"}]}}",
+         "{\"spec\":{\"containers\":[{\"name\":\"c1\",\"ports\":[{\"port\":443}]}]}}"},
+        /* a new field holding the bad list */
+        {"{}", "{\"spec\":{\"containers\":[{\"name\":\"c1\",\"ports\":[{\"port\":1}]}]}}"},
+        /* a list new from empty with duplicate merge keys */
+        {"{\"status\":{\"conditions\":[]}}",
+         "{\"status\":{\"conditions\":[{\"type\":\"A\"},{\"type\":\"A\",\"x\":1}]}}"},
+        /* mixed kinds in a new merge list */
+        {"{\"status\":{}}", "{\"status\":{\"conditions\":[{\"type\":\"A\"},\"B\"]}}"},
+        /* duplicate members of a primitive set */
+        {"{\"metadata\":{\"finalizers\":[\"a\"]}}", "{\"metadata\":{\"finalizers\":[\"b\",\"b\"]}}"},
+        {"{}", "{\"metadata\":{\"finalizers\":[\"b\",\"b\"]}}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_object *from = J(cases[i][0]), *to = J(cases[i][1]), *patch = NULL;
+        int r = kite_smp_diff(from, to, &schema, &patch);
+        if (r == 0) cr_log_error("case %zu: diff %s", i, S(patch));
+        cr_assert_eq(r, -EINVAL, "case %zu", i);
+        cr_assert_null(patch);
+        json_object_put(from);
+        json_object_put(to);
+    }
+}
+
+/* Whole values with well-formed merge lists still diff and round-trip. */
+Test(smp_diff_fuzz, wellformed_whole_values_round_trip) {
+    const char *cases[][2] = {
+        {"{\"spec\":{\"containers\":[{\"name\":\"c0\"}]}}",
+         "{\"spec\":{\"containers\":[{\"name\":\"c0\"},{\"name\":\"c1\",\"ports\":[{\"containerPort\":443},{\"containerPort\":80}]}]}}"},
+        {"{}", "{\"metadata\":{\"finalizers\":[\"b\",\"a\"]},\"status\":{\"conditions\":[{\"type\":\"A\"}]}}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_object *from = J(cases[i][0]), *to = J(cases[i][1]), *patch = NULL, *back = NULL;
+        cr_assert_eq(kite_smp_diff(from, to, &schema, &patch), 0, "case %zu", i);
+        char *err = NULL;
+        cr_assert_eq(kite_smp_apply(from, patch, &schema, &back, &err), 0, "case %zu: %s", i, err ? err : "");
+        cr_assert(kite_json_equal(back, to), "case %zu: got %s", i, S(back));
+        json_object_put(back);
+        json_object_put(patch);
+        json_object_put(from);
+        json_object_put(to);
+    }
+}
+
+/* An empty reference token ("/" is the key "" of the root) was built into an unterminated
+ * string (kite_buf_grow did not terminate a fresh buffer): ASan heap-buffer-overflow. */
+Test(json_patch_fuzz, empty_pointer_tokens) {
+    struct { const char *doc, *patch, *want; } cases[] = {
+        {"{}", "[{\"op\":\"add\",\"path\":\"/\",\"value\":1}]", "{\"\":1}"},
+        {"{\"\":{}}", "[{\"op\":\"add\",\"path\":\"//\",\"value\":2}]", "{\"\":{\"\":2}}"},
+        {"{\"\":{\"\":3}}", "[{\"op\":\"remove\",\"path\":\"//\"}]", "{\"\":{}}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_object *doc = J(cases[i].doc), *patch = J(cases[i].patch), *out = NULL;
+        char *err = NULL;
+        cr_assert_eq(kite_json_patch(doc, patch, &out, &err), 0, "case %zu: %s", i, err ? err : "");
+        assert_json(out, cases[i].want, "case %zu", i);
+        json_object_put(out);
+        json_object_put(doc);
+        json_object_put(patch);
+    }
+}
