@@ -604,6 +604,8 @@ void handle_patch(struct req *rq) {
 
 static const char *const PROTECTED_NAMESPACES[] = {"default", "kube-system", "kube-public"};
 
+static void delete_namespace_contents(struct kite_apiserver *s, const char *ns);
+
 static void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
     struct req *rq = op->rq;
     json_object *meta = kite_obj_meta(cobj);
@@ -635,6 +637,8 @@ static void run_delete(struct write_op *op, struct kite_record *cur, json_object
                 return;
             }
     }
+    if (strcmp(rq->res->plural, "namespaces") == 0 && !op->dry_run)
+        delete_namespace_contents(rq->srv, rq->name); /* preconditions held, not protected */
     json_object *fin = kite_obj_get(meta, "finalizers");
     bool has_fin = fin && json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0;
     if (has_fin && strcmp(rq->res->plural, "namespaces") != 0) {
@@ -689,12 +693,6 @@ void handle_delete(struct req *rq) {
     json_object *pre = kite_obj_get(opts, "preconditions");
     if (pre) op->preconditions = json_object_get(pre);
     json_object_put(opts);
-    if (strcmp(rq->res->plural, "namespaces") == 0 && !op->dry_run) {
-        bool protected_ns = false;
-        for (size_t i = 0; i < KITE_ARRAY_SIZE(PROTECTED_NAMESPACES); i++)
-            protected_ns |= strcmp(rq->name, PROTECTED_NAMESPACES[i]) == 0;
-        if (!protected_ns) delete_namespace_contents(rq->srv, rq->name);
-    }
     run_op(op);
 }
 
