@@ -480,8 +480,12 @@ static int merge_object(struct smp *s, json_object **target, json_object *patch)
             continue;
         if (kite_startswith(k, SMP_DELETE_PRIM_PREFIX)) {
             const char *field = k + strlen(SMP_DELETE_PRIM_PREFIX);
-            if (!*field) return patch_fail(s->ret_err, -EBADMSG, "empty $deleteFromPrimitiveList field name");
-            if ((r = delete_primitives(s, *target, field, v)) < 0) return r;
+            if (!*field) r = patch_fail(s->ret_err, -EBADMSG, "empty $deleteFromPrimitiveList field name");
+            else r = delete_primitives(s, *target, field, v);
+            if (r < 0) {
+                kite_buf_release(&ordered);
+                return r;
+            }
             continue;
         }
         if (!v) {

@@ -79,3 +79,22 @@ Test(json_patch_fuzz, empty_pointer_tokens) {
         json_object_put(patch);
     }
 }
+
+/* A $deleteFromPrimitiveList error after a field had been merged returned without freeing
+ * the "$setElementOrder/<field>" scratch buffer (LeakSanitizer in fuzz_patch; this test
+ * fails under `make SANITIZE=1 test-json` only). */
+Test(smp_fuzz, directive_error_after_a_field_does_not_leak) {
+    const char *patches[] = {
+        "{\"a\":{\"x\":1},\"$deleteFromPrimitiveList/f\":5}",
+        "{\"a\":1,\"$deleteFromPrimitiveList/\":[]}",
+    };
+    for (size_t i = 0; i < sizeof patches / sizeof patches[0]; i++) {
+        json_object *doc = J("{\"f\":[1]}"), *patch = J(patches[i]), *out = NULL;
+        char *err = NULL;
+        cr_assert_eq(kite_smp_apply(doc, patch, &schema, &out, &err), -EBADMSG, "case %zu", i);
+        cr_assert_null(out);
+        free(err);
+        json_object_put(doc);
+        json_object_put(patch);
+    }
+}
