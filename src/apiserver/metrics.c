@@ -98,7 +98,10 @@ static void render_hist(struct kite_buf *b, const char *name, const char *labels
     for (size_t i = 0; i < NB; i++)
         kite_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, BUCKETS[i], (unsigned long long)h->counts[i]);
     kite_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep, (unsigned long long)h->n);
-    kite_buf_printf(b, "%s_sum{%s} %g\n%s_count{%s} %llu\n", name, labels, h->sum, name, labels, (unsigned long long)h->n);
+    if (*labels)
+        kite_buf_printf(b, "%s_sum{%s} %g\n%s_count{%s} %llu\n", name, labels, h->sum, name, labels, (unsigned long long)h->n);
+    else
+        kite_buf_printf(b, "%s_sum %g\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->n);
 }
 
 void metrics_render(struct kite_metrics *m, struct kite_buf *b) {

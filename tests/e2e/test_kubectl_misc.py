@@ -1,6 +1,7 @@
 """kubectl against `kite apiserver`: namespaces, leases, events, /metrics, /version, discovery."""
 import json
 import re
+import subprocess
 import time
 
 import pytest
@@ -118,6 +119,9 @@ def test_metrics_raw(apiserver, api):
     for line in out.splitlines():
         if line and not line.startswith("#"):
             assert re.match(r"^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? \S+$", line), f"bad sample line: {line!r}"
+    # and Prometheus' own linter accepts it (a real peer: Debian's prometheus package)
+    lint = subprocess.run(["promtool", "check", "metrics"], input=out, capture_output=True, text=True, timeout=30)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
 def test_health_endpoints(apiserver, api):
