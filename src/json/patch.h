@@ -26,7 +26,9 @@ struct kite_smp_schema { const struct kite_smp_rule *rules; size_t n_rules; };
 int kite_merge_patch(json_object *doc, json_object *patch, json_object **ret, char **ret_err);  /* RFC 7386 */
 /* RFC 6902 JSON patch: patch must be an array of operation objects (at most 10000, as
  * Kubernetes allows; more is -EBADMSG). Malformed operations and pointers are -EBADMSG;
- * failed tests, missing paths and bad indexes are -EINVAL. All or nothing. */
+ * failed tests, missing paths and bad indexes are -EINVAL, and so are "copy" operations
+ * duplicating more than 3 MiB in total (copying the root into itself doubles it). All or
+ * nothing. */
 int kite_json_patch(json_object *doc, json_object *patch, json_object **ret, char **ret_err);   /* RFC 6902 */
 /* Strategic merge patch of doc by patch; schema (may be NULL: every list atomic) says which
  * lists merge and how. doc may be NULL (taken as {}); a non-object doc is -EINVAL. Items a

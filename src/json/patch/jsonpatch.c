@@ -7,6 +7,12 @@
 
 /* Kubernetes rejects JSON patches with more operations than this (maxJSONPatchOperations). */
 #define KITE_JSON_PATCH_MAX_OPS 10000
+/* Total size of the values all "copy" operations of one patch may duplicate (estimated as
+ * JSON text bytes). Copying the root into itself doubles the document per operation, so
+ * without a bound a 2 KiB patch asks for terabytes; Kubernetes' json-patch has the same
+ * guard (AccumulatedCopySizeLimit). 3 MiB is the API server's request body limit: no
+ * legitimate copy is larger than the object it copies within. */
+#define KITE_JSON_PATCH_MAX_COPY_BYTES (3u << 20)
 
 struct pointer {
     char **tok; /* unescaped reference tokens */
@@ -191,7 +197,33 @@ static int op_string(json_object *op, const char *name, size_t i, const char **r
     return 0;
 }
 
-static int apply_op(json_object **root, json_object *op, size_t i, char **ret_err) {
+/* Estimated JSON text size of o, counting no further than limit (so the walk itself stays
+ * bounded): returns a value > limit once the limit is passed. */
+static size_t json_size(json_object *o, size_t limit) {
+    switch (json_object_get_type(o)) {
+    case json_type_string:
+        return (size_t)json_object_get_string_len(o) + 2;
+    case json_type_object: {
+        size_t n = 2;
+        json_object_object_foreach(o, k, v) {
+            n += strlen(k) + 4;
+            if (n > limit) return n;
+            n += json_size(v, limit - n);
+            if (n > limit) return n;
+        }
+        return n;
+    }
+    case json_type_array: {
+        size_t n = 2, len = json_object_array_length(o);
+        for (size_t i = 0; i < len && n <= limit; i++) n += 1 + json_size(json_object_array_get_idx(o, i), limit - n);
+        return n;
+    }
+    default:
+        return 8; /* null, booleans and numbers */
+    }
+}
+
+static int apply_op(json_object **root, json_object *op, size_t i, size_t *copied, char **ret_err) {
     if (!patch_is_object(op)) return patch_fail(ret_err, -EBADMSG, "operation %zu is not an object", i);
     const char *name, *path, *from = NULL;
     json_object *value = NULL;
@@ -228,7 +260,15 @@ static int apply_op(json_object **root, json_object *op, size_t i, char **ret_er
     }
     json_object *src;
     if ((r = get_value(*root, from, &src, ret_err)) < 0) return r;
-    if (kite_streq(name, "copy")) return edit(root, path, EDIT_ADD, patch_clone(src), ret_err);
+    if (kite_streq(name, "copy")) {
+        size_t left = KITE_JSON_PATCH_MAX_COPY_BYTES - *copied;
+        size_t sz = json_size(src, left);
+        if (sz > left)
+            return patch_fail(ret_err, -EINVAL, "operation %zu: copies exceed %u bytes in total", i,
+                              KITE_JSON_PATCH_MAX_COPY_BYTES);
+        *copied += sz;
+        return edit(root, path, EDIT_ADD, patch_clone(src), ret_err);
+    }
     /* move */
     if (kite_streq(from, path)) return 0;
     size_t fl = strlen(from);
@@ -249,8 +289,9 @@ int kite_json_patch(json_object *doc, json_object *patch, json_object **ret, cha
         return patch_fail(ret_err, -EBADMSG, "JSON patch has %zu operations, more than %d", n,
                           KITE_JSON_PATCH_MAX_OPS);
     json_object *root = patch_clone(doc);
+    size_t copied = 0;
     for (size_t i = 0; i < n; i++) {
-        int r = apply_op(&root, json_object_array_get_idx(patch, i), i, ret_err);
+        int r = apply_op(&root, json_object_array_get_idx(patch, i), i, &copied, ret_err);
         if (r < 0) {
             json_object_put(root);
             return r;
