@@ -138,11 +138,25 @@ static void req_free(struct req *r) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Appends v; duplicates are dropped by sort_values() once the list is complete (a scan per
+ * value here made a long `in (...)` list quadratic). */
 static void add_value(struct req *r, const char *v) {
-    for (size_t i = 0; i < r->n_vals; i++)
-        if (strcmp(r->vals[i], v) == 0) return;
-    r->vals = kite_realloc(r->vals, (r->n_vals + 1) * sizeof(*r->vals));
+    /* capacity doubles at each power of two */
+    if (r->n_vals == 0 || (r->n_vals & (r->n_vals - 1)) == 0)
+        r->vals = kite_realloc(r->vals, (r->n_vals ? r->n_vals * 2 : 1) * sizeof(*r->vals));
     r->vals[r->n_vals++] = kite_strdup(v);
+}
+
+/* Sorts the values and drops repeats: the set Kubernetes keeps. */
+static void sort_values(struct req *r) {
+    if (r->n_vals < 2) return;
+    qsort(r->vals, r->n_vals, sizeof(*r->vals), cmp_str);
+    size_t o = 1;
+    for (size_t i = 1; i < r->n_vals; i++) {
+        if (strcmp(r->vals[i], r->vals[o - 1]) == 0) free(r->vals[i]);
+        else r->vals[o++] = r->vals[i];
+    }
+    r->n_vals = o;
 }
 
 /* field.Invalid(<nil>, key, msgs joined by "; ") */
@@ -277,7 +291,7 @@ static int parse_requirement(struct parser *p, struct req *r) {
         }
     }
     if (rc < 0) return rc;
-    if (r->n_vals > 1) qsort(r->vals, r->n_vals, sizeof(*r->vals), cmp_str);
+    sort_values(r);
     return check_values(p, r);
 }
 
@@ -314,7 +328,9 @@ int kite_label_selector_parse(const char *s, struct kite_label_selector **ret, c
     struct parser p = {0};
     struct lexer l = {s, 0};
     for (;;) {
-        if (p.n % 16 == 0) p.items = kite_realloc(p.items, (p.n + 16) * sizeof(*p.items));
+        /* capacity doubles (16, 32, 64...): growing by a constant was quadratic in copies */
+        if (p.n == 0 || (p.n >= 16 && (p.n & (p.n - 1)) == 0))
+            p.items = kite_realloc(p.items, (p.n ? p.n * 2 : 16) * sizeof(*p.items));
         p.items[p.n++] = lex(&l);
         if (p.items[p.n - 1].tok == T_END) break;
     }
