@@ -106,9 +106,10 @@ clean:
 # ---- fuzzing (libFuzzer; not part of `make test`) -------------------------------------------
 # `make fuzz-build` compiles every tests/fuzz/fuzz_<name>.c with clang, libFuzzer and
 # ASan+UBSan into build-fuzz/fuzz_<name>, with the sources it needs compiled the same way.
-# `make fuzz` runs each target in turn (one at a time, -jobs=1) for FUZZ_SECONDS on a copy
-# of its seed corpus tests/fuzz/corpus/<name>/ (in-process: one job, one core); findings land
-# in build-fuzz/artifacts/<name>/.
+# `make fuzz` runs each target in turn for FUZZ_SECONDS (in-process: one job, one core) on
+# its seed corpus tests/fuzz/corpus/<name>/ (read only) plus build-fuzz/corpus/<name>/,
+# where new inputs go; findings land in build-fuzz/artifacts/<name>/. A finding becomes a
+# regression test in tests/unit/<module>/ and a file in the seed corpus.
 FUZZ_BUILD   := build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 20
@@ -140,8 +141,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_BUILD)
 fuzz: fuzz-build
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	    echo "== fuzz: $$t ($(FUZZ_SECONDS)s)"; \
-	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
-	    if [ -d tests/fuzz/corpus/$$t ]; then cp -f tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; fi; \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t tests/fuzz/corpus/$$t; \
 	    $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
 	        -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ -print_final_stats=1 \
 	        $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t; \
