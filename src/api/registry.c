@@ -190,7 +190,7 @@ static void event_v1_from_storage(json_object *obj) {
 const struct kite_resource kite_resources[] = {
     {.group = "", .version = "v1", .kind = "Namespace", .list_kind = "NamespaceList", .plural = "namespaces",
      .singular = "namespace", .short_names = {"ns"}, .has_status = true, .name_rule = KITE_NAME_LABEL,
-     .smp = &ns_schema, .fields = ns_fields, .defaults = namespace_defaults, .status_on_create = false},
+     .smp = &ns_schema, .fields = ns_fields, .defaults = namespace_defaults},
     {.group = "", .version = "v1", .kind = "Node", .list_kind = "NodeList", .plural = "nodes", .singular = "node",
      .short_names = {"no"}, .has_status = true, .unconditional_update = true, .status_on_create = true,
      .smp = &node_schema, .fields = node_fields, .defaults = node_defaults, .validate = node_validate},

@@ -14,7 +14,6 @@
 /* Limits (explicit, as every limit must be). */
 #define KITE_MAX_HEADER_BYTES (16 * 1024) /* URL + headers of one request (-> 431/414) */
 #define KITE_JSON_MAX_DEPTH 64            /* nesting depth of request bodies */
-#define KITE_LIST_DEFAULT_WATCH_QUEUE 1024 /* events a watcher may fall behind before it is dropped */
 #define KITE_WATCH_MIN_TIMEOUT_S 1800     /* default watch lifetime: [1x, 2x) this, as kube-apiserver */
 #define KITE_WATCH_BOOKMARK_S 60          /* bookmark period when allowWatchBookmarks=true */
 #define KITE_UPDATE_RETRIES 1000          /* optimistic-concurrency retries of PATCH/unconditional PUT
