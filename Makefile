@@ -6,7 +6,9 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := libmicrohttpd gnutls json-c sqlite3 libcurl yaml-0.1
+PKGS     := libmicrohttpd gnutls json-c sqlite3 yaml-0.1
+# libcurl is a test peer only (the http module's tests drive the server with it)
+TEST_PKGS_http := libcurl
 CFLAGS   ?= -O2 -g
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 # The kite binary uses mimalloc: ~30% more API writes/s than glibc's malloc, whose
@@ -20,7 +22,7 @@ MALLOC   :=
 endif
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -fno-strict-aliasing \
             -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 
 # module -> modules it links against, in link order (itself first)
@@ -35,6 +37,7 @@ DEPS_client    := client api json base
 DEPS_agent     := agent client api json base
 # extra modules a module's unit tests may link (test fixtures only)
 TESTDEPS_http  := pki
+TESTDEPS_client := pki
 MODULES        := base json api store http pki apiserver client agent
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
@@ -60,7 +63,7 @@ $(call lib_of,$(1)): $(call objs_of,$(1))
 
 $(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(call libs_for,$(1)) $(foreach m,$(TESTDEPS_$(1)),$(call lib_of,$(m)))
 	@mkdir -p $$(dir $$@)
-	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS) -lcriterion
+	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS) $(if $(TEST_PKGS_$(1)),$(shell pkg-config --libs $(TEST_PKGS_$(1)) 2>/dev/null)) -lcriterion
 
 test-$(1): deps $(BUILD)/tests/test-$(1)
 	scripts/run-unit $(BUILD)/tests/test-$(1)

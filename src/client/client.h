@@ -1,5 +1,5 @@
-/* kite's Kubernetes API client: a small transport vtable (a libcurl implementation with
- * keep-alive and in-memory TLS material, and a fake for tests), JSON helpers on top, and
+/* kite's Kubernetes API client: a small transport vtable (an HTTP/1.1 implementation over
+ * GnuTLS with keep-alive and in-memory TLS material, and a fake for tests), JSON helpers on top, and
  * streaming watches that another thread can cancel.
  *
  * Errors: transport failures are -errno (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH,
@@ -74,9 +74,9 @@ struct kite_client_options {
     const char *user_agent; /* NULL = "kite" */
 };
 
-/* The libcurl client for kc (borrowed: everything needed is copied). TLS material is handed
- * to libcurl through sealed memfd files (the GnuTLS build of libcurl ignores the *_BLOB
- * options), never written to disk. */
+/* The HTTP/1.1 client for kc (borrowed: everything needed is copied; TLS material stays in
+ * memory). -EINVAL when the server URL, the CA or the client certificate and key cannot be
+ * used. */
 int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_options *o, struct kite_client **ret);
 
 /* A fake transport for tests: each request goes to handler (which fills ret->status and
@@ -115,8 +115,6 @@ int kite_client_json(struct kite_client *c, const char *method, const char *path
  * 408/504 -ETIMEDOUT, 429/503 -EAGAIN, 410 -ESTALE, 413 -EFBIG, other 4xx -EPROTO, 5xx -EIO;
  * 2xx 0. */
 int kite_http_status_errno(long status);
-/* libcurl result (CURLcode) and the socket errno it saw -> -errno. */
-int kite_curl_errno(int curl_code, long os_errno);
 
 /* Splits a byte stream into '\n'-terminated lines (the watch wire format). Lines longer than
  * max are an error (-EMSGSIZE). Empty lines are skipped. */

@@ -1,7 +1,5 @@
 /* Transport-independent parts of the client: error mapping, cancellation tokens, watch
  * line splitting, JSON helpers, and the fake transport used by tests. */
-#include <curl/curl.h>
-
 #include "client/client.h"
 
 void kite_response_release(struct kite_response *r) {
@@ -24,45 +22,6 @@ int kite_http_status_errno(long s) {
     for (size_t i = 0; i < KITE_ARRAY_SIZE(table); i++)
         if (table[i].code == s) return table[i].err;
     return s >= 500 ? -EIO : -EPROTO;
-}
-
-int kite_curl_errno(int code, long os_errno) {
-    switch ((CURLcode)code) {
-    case CURLE_OK:
-        return 0;
-    case CURLE_COULDNT_CONNECT:
-        /* the socket's own errno tells refused from unreachable from timed out */
-        return os_errno > 0 ? -(int)os_errno : -ECONNREFUSED;
-    case CURLE_OPERATION_TIMEDOUT:
-        return -ETIMEDOUT;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-        return -EHOSTUNREACH;
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-        return os_errno > 0 ? -(int)os_errno : -ECONNRESET;
-    case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_BAD_FUNCTION_ARGUMENT:
-        return -EINVAL;
-    case CURLE_OUT_OF_MEMORY:
-        return -ENOMEM;
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-        return -EPROTO;
-    case CURLE_FILESIZE_EXCEEDED:
-        return -EFBIG;
-    case CURLE_ABORTED_BY_CALLBACK:
-        return -ECANCELED;
-    default:
-        return -EIO;
-    }
 }
 
 void kite_cancel_init(struct kite_cancel *c) {

@@ -1,5 +1,4 @@
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -201,23 +200,7 @@ Test(errors, http_status_mapping) {
         cr_assert_eq(kite_http_status_errno(cases[i].s), cases[i].e, "status %ld", cases[i].s);
 }
 
-Test(errors, curl_mapping) {
-    struct { int cc; long os; int e; } cases[] = {
-        {CURLE_OK, 0, 0},
-        {CURLE_COULDNT_CONNECT, 0, -ECONNREFUSED},
-        {CURLE_COULDNT_CONNECT, EHOSTUNREACH, -EHOSTUNREACH},
-        {CURLE_OPERATION_TIMEDOUT, 0, -ETIMEDOUT},
-        {CURLE_COULDNT_RESOLVE_HOST, 0, -EHOSTUNREACH},
-        {CURLE_RECV_ERROR, 0, -ECONNRESET},
-        {CURLE_GOT_NOTHING, 0, -ECONNRESET},
-        {CURLE_PEER_FAILED_VERIFICATION, 0, -EPROTO},
-        {CURLE_URL_MALFORMAT, 0, -EINVAL},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        cr_assert_eq(kite_curl_errno(cases[i].cc, cases[i].os), cases[i].e, "case %zu", i);
-}
-
-Test(curl, connection_refused_is_errno) {
+Test(transport, connection_refused_is_errno) {
     /* port 1 on loopback: nothing listens there, so connect() is refused at once */
     struct kite_kubeconfig kc = {.server = "http://127.0.0.1:1"};
     struct kite_client *c = NULL;
@@ -232,15 +215,6 @@ Test(curl, connection_refused_is_errno) {
     kite_cancel_fire(&cancel);
     cr_assert_eq(kite_client_watch(c, "/api/v1/nodes?watch=true", NULL, NULL, &cancel), -ECANCELED);
     kite_cancel_release(&cancel);
-    kite_client_free(c);
-}
-
-Test(curl, tls_material_from_memory) {
-    struct kite_kubeconfig kc = {.server = "https://127.0.0.1:1", .ca_pem = "x", .ca_len = 1,
-                                 .cert_pem = "y", .cert_len = 1, .key_pem = "z", .key_len = 1, .token = "t"};
-    struct kite_client *c = NULL;
-    cr_assert_eq(kite_client_new(&kc, NULL, &c), 0);
-    cr_assert_eq(kite_client_json(c, "GET", "/", NULL, NULL, NULL, NULL), -ECONNREFUSED);
     kite_client_free(c);
 }
 
