@@ -168,7 +168,7 @@ int kite_store_history(struct kite_store *s, const char *prefix, int64_t from_re
     return r;
 }
 
-int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud,
+int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud,
                                   kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
                                   size_t *ret_n, int64_t *ret_rev) {
     if (!prefix) prefix = "";

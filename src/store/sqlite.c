@@ -166,12 +166,19 @@ static int stage(struct kite_store *s, struct kite_map *overlay, struct pending 
     return insert_row(s, n);
 }
 
-static void fan_out(struct kite_store *s, struct pending *batch) {
-    for (struct pending *p = batch; p; p = p->next) {
-        if (p->err) continue;
-        struct kite_store_event ev = { .type = p->type, .rev = p->rev, .rec = p->res, .prev = p->prev };
-        for (size_t i = 0; i < s->nsubs; i++)
-            if (kite_startswith(p->res->key, s->subs[i].prefix)) s->subs[i].cb(s->subs[i].ud, &ev);
+/* Hands each subscriber the batch's changes under its prefix in one call, so a watch cache
+ * takes its locks once per batch rather than once per change. */
+static void fan_out(struct kite_store *s, struct pending *batch, size_t n) {
+    if (n > s->evs_cap) {
+        s->evs_cap = KITE_MAX(n, 2 * s->evs_cap);
+        s->evs = kite_realloc(s->evs, s->evs_cap * sizeof(*s->evs));
+    }
+    for (size_t i = 0; i < s->nsubs; i++) {
+        size_t k = 0;
+        for (struct pending *p = batch; p; p = p->next)
+            if (!p->err && kite_startswith(p->res->key, s->subs[i].prefix))
+                s->evs[k++] = (struct kite_store_event){ .type = p->type, .rev = p->rev, .rec = p->res, .prev = p->prev };
+        if (k) s->subs[i].cb(s->subs[i].ud, s->evs, k);
     }
 }
 
@@ -180,11 +187,12 @@ static void run_batch(struct kite_store *s, struct pending *batch) {
     int64_t rev = atomic_load(&s->rev);
     int r = sqlite3_step(s->begin) == SQLITE_DONE ? 0 : -EIO;
     sqlite3_reset(s->begin);
-    bool wrote = false;
+    size_t nwrote = 0;
     for (struct pending *p = batch; p && r == 0; p = p->next) {
         r = stage(s, &overlay, p, &rev);
-        wrote |= !p->err;
+        nwrote += !p->err;
     }
+    bool wrote = nwrote > 0;
     if (r == 0) {
         /* The fsync happens here (a batch of only failed checks writes nothing). */
         r = sqlite3_step(s->commit) == SQLITE_DONE ? 0 : -EIO;
@@ -214,7 +222,7 @@ static void run_batch(struct kite_store *s, struct pending *batch) {
         }
         atomic_store(&s->rev, rev);
         pthread_rwlock_unlock(&s->live_lock);
-        fan_out(s, batch);
+        fan_out(s, batch, nwrote);
     }
     pthread_mutex_unlock(&s->sub_mu);
 
@@ -346,6 +354,7 @@ static void store_free(struct kite_store *s) {
     for (size_t i = 0; kite_map_next(&s->live, &i, NULL, NULL);) kite_record_unref(s->live.slots[i - 1].value);
     kite_map_release(&s->live);
     for (size_t i = 0; i < s->nsubs; i++) free(s->subs[i].prefix);
+    free(s->evs);
     pthread_mutex_destroy(&s->rdb_mu);
     pthread_mutex_destroy(&s->q_mu);
     pthread_cond_destroy(&s->q_cond);
@@ -536,7 +545,7 @@ int kite_store_compact(struct kite_store *s, int64_t rev) {
     }
 }
 
-int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud) {
+int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud) {
     int r = 0;
     pthread_mutex_lock(&s->sub_mu);
     if (s->nsubs >= KITE_STORE_SUBSCRIBERS_MAX)
@@ -548,7 +557,7 @@ int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_ev
 }
 
 
-void kite_store_unsubscribe(struct kite_store *s, kite_store_event_cb cb, void *ud) {
+void kite_store_unsubscribe(struct kite_store *s, kite_store_batch_cb cb, void *ud) {
     pthread_mutex_lock(&s->sub_mu);
     for (size_t i = 0; i < s->nsubs; i++) {
         if (s->subs[i].cb != cb || s->subs[i].ud != ud) continue;

@@ -31,7 +31,7 @@ struct pending {
 
 struct sub {
     char *prefix;
-    kite_store_event_cb cb;
+    kite_store_batch_cb cb;
     void *ud;
 };
 
@@ -59,6 +59,8 @@ struct kite_store {
     pthread_mutex_t sub_mu;
     struct sub subs[KITE_STORE_SUBSCRIBERS_MAX];
     size_t nsubs;
+    struct kite_store_event *evs; /* fan-out scratch (writer thread only) */
+    size_t evs_cap;
 
     _Atomic uint64_t n_batches, n_writes, n_failed, n_rejected;
 

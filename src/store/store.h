@@ -137,20 +137,23 @@ struct kite_store_event {
     struct kite_record *rec, *prev;
 };
 typedef void (*kite_store_event_cb)(void *ud, const struct kite_store_event *ev);
-/* Committed-event subscription: cb is called on the writer thread, in revision order, for every
- * committed change to a key under prefix, before the batch's write completions fire. Must not
- * block. (cb, ud) must stay valid until kite_store_unsubscribe or kite_store_close.
- * -ENOSPC beyond KITE_STORE_SUBSCRIBERS_MAX. */
-int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud);
+/* The committed changes of one batch under a subscriber's prefix: n >= 1 events in revision
+ * order. evs and the records in it are borrowed for the call. */
+typedef void (*kite_store_batch_cb)(void *ud, const struct kite_store_event *evs, size_t n);
+/* Committed-event subscription: cb is called on the writer thread once per committed batch that
+ * changed a key under prefix, with those changes in revision order (batches in revision order),
+ * before the batch's write completions fire. Must not block. (cb, ud) must stay valid until
+ * kite_store_unsubscribe or kite_store_close. -ENOSPC beyond KITE_STORE_SUBSCRIBERS_MAX. */
+int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud);
 /* Removes the subscription (cb, ud). After it returns cb is not running and will not be called.
  * Must not be called from inside a store callback. */
-void kite_store_unsubscribe(struct kite_store *s, kite_store_event_cb cb, void *ud);
+void kite_store_unsubscribe(struct kite_store *s, kite_store_batch_cb cb, void *ud);
 /* Atomically subscribes and hands back a consistent starting point: *ret_recs gets new references
  * to the latest version of every live key under prefix (key order, caller unrefs each and frees the
  * array), *ret_rev the revision they are current to; cb then receives exactly the changes with
  * rev > *ret_rev. If hist_cb is not NULL, it is first called (on the caller's thread, before this
  * returns) with every change under prefix still in history, in order, with rev <= *ret_rev. */
-int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_event_cb cb, void *ud,
+int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud,
                                   kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
                                   size_t *ret_n, int64_t *ret_rev);
 /* Calls cb (on the caller's thread) with every change under prefix with rev > from_rev still in

@@ -7,7 +7,7 @@
  * Locks, in the order they nest: w_mu (the watcher list; held for a whole fan-out, so a new
  * watcher's replay and the live events meet without gap or duplicate, and so close can promise
  * no notify after it returns), then lock (rwlock over the skip list, ring, rev, floor: lists and
- * gets share it, the writer takes it exclusively per event), then a watcher's own mu (its queue).
+ * gets share it, the writer takes it exclusively once per batch), then a watcher's own mu (its queue).
  * The writer thread never waits on a consumer: a full queue drops its watcher. */
 #include "store/wcache.h"
 
@@ -50,6 +50,10 @@ struct kite_wcache {
     int64_t rev, floor;
     pthread_mutex_t w_mu;
     struct kite_watcher *watchers;
+    /* on_events scratch (writer thread only) */
+    struct kite_watch_event *evicted;
+    struct kite_record **displaced;
+    size_t scratch_cap;
 };
 
 /* ---- skip list ---- */
@@ -96,13 +100,14 @@ static struct node *find(struct kite_wcache *c, const char *key) {
     return n && strcmp(n->rec->key, key) == 0 ? n : NULL;
 }
 
-static void skip_put(struct kite_wcache *c, struct kite_record *rec) {
+/* Returns the record rec replaced (the caller's reference), or NULL. */
+static struct kite_record *skip_put(struct kite_wcache *c, struct kite_record *rec) {
     struct node *update[SKIP_LEVELS];
     struct node *n = seek(c, rec->key, false, update)->next[0];
     if (n && strcmp(n->rec->key, rec->key) == 0) {
-        kite_record_unref(n->rec);
+        struct kite_record *old = n->rec;
         n->rec = kite_record_ref(rec);
-        return;
+        return old;
     }
     int h = random_height(c);
     for (int l = c->height; l < h; l++) update[l] = c->head;
@@ -113,18 +118,21 @@ static void skip_put(struct kite_wcache *c, struct kite_record *rec) {
         update[l]->next[l] = n;
     }
     c->count++;
+    return NULL;
 }
 
-static void skip_del(struct kite_wcache *c, const char *key) {
+/* Returns the removed record (the caller's reference), or NULL. */
+static struct kite_record *skip_del(struct kite_wcache *c, const char *key) {
     struct node *update[SKIP_LEVELS];
     struct node *n = seek(c, key, false, update)->next[0];
-    if (!n || strcmp(n->rec->key, key) != 0) return;
+    if (!n || strcmp(n->rec->key, key) != 0) return NULL;
     for (int l = 0; l < n->height; l++)
         if (update[l]->next[l] == n) update[l]->next[l] = n->next[l];
     while (c->height > 1 && !c->head->next[c->height - 1]) c->height--;
-    kite_record_unref(n->rec);
+    struct kite_record *old = n->rec;
     free(n);
     c->count--;
+    return old;
 }
 
 /* ---- ring and queues ---- */
@@ -138,12 +146,16 @@ static struct kite_watch_event *ring_at(struct kite_wcache *c, size_t i) {
     return &c->ring[(c->ring_start + i) % c->ring_cap];
 }
 
-/* Takes ownership of e's references. */
-static void ring_push(struct kite_wcache *c, const struct kite_watch_event *e) {
+/* Takes ownership of e's references. When the ring is full the oldest event leaves it: its
+ * references go to *evicted (the caller releases them), or are released here when evicted is NULL. */
+static void ring_push(struct kite_wcache *c, const struct kite_watch_event *e, struct kite_watch_event *evicted) {
     if (c->ring_len == c->ring_cap) {
         struct kite_watch_event *old = ring_at(c, 0);
         c->floor = old->rev;
-        event_release(old);
+        if (evicted)
+            *evicted = *old;
+        else
+            event_release(old);
         c->ring_start = (c->ring_start + 1) % c->ring_cap;
         c->ring_len--;
     }
@@ -183,26 +195,55 @@ static void on_history(void *ud, const struct kite_store_event *ev) {
     struct kite_watch_event e = {
         ev_type(ev->type), ev->rev, kite_record_ref(ev->rec), kite_record_ref(ev->prev)
     };
-    ring_push(c, &e);
+    ring_push(c, &e, NULL);
 }
 
-static void on_event(void *ud, const struct kite_store_event *ev) {
+/* A batch is applied under one hold of the write lock, and the references it displaces (records
+ * replaced in the skip list, events pushed out of the ring) are dropped only after both locks
+ * are released: dropping the last reference of a record frees its cached object, which readers
+ * must not wait for. The displaced references also keep this batch's events valid during the
+ * fan-out when the batch is longer than the ring. */
+static void on_events(void *ud, const struct kite_store_event *evs, size_t n) {
     struct kite_wcache *c = ud;
-    struct kite_watch_event e = {
-        ev_type(ev->type), ev->rev, kite_record_ref(ev->rec), kite_record_ref(ev->prev)
-    };
+    if (n > c->scratch_cap) {
+        c->scratch_cap = KITE_MAX(n, 2 * c->scratch_cap);
+        c->evicted = kite_realloc(c->evicted, c->scratch_cap * sizeof(*c->evicted));
+        c->displaced = kite_realloc(c->displaced, c->scratch_cap * sizeof(*c->displaced));
+    }
+    size_t nev = 0, ndisp = 0;
     pthread_mutex_lock(&c->w_mu);
     pthread_rwlock_wrlock(&c->lock);
-    if (ev->type == KITE_WRITE_DELETE)
-        skip_del(c, ev->rec->key);
-    else
-        skip_put(c, ev->rec);
-    ring_push(c, &e); /* the ring owns e's refs; e stays valid while we hold w_mu */
-    c->rev = ev->rev;
+    size_t first = c->ring_len; /* where this batch starts in the ring, unless it overflows */
+    for (size_t i = 0; i < n; i++) {
+        const struct kite_store_event *ev = &evs[i];
+        struct kite_watch_event e = {
+            ev_type(ev->type), ev->rev, kite_record_ref(ev->rec), kite_record_ref(ev->prev)
+        };
+        struct kite_record *old = ev->type == KITE_WRITE_DELETE ? skip_del(c, ev->rec->key) : skip_put(c, ev->rec);
+        if (old) c->displaced[ndisp++] = old;
+        bool full = c->ring_len == c->ring_cap;
+        ring_push(c, &e, &c->evicted[nev]);
+        if (full) {
+            nev++;
+            if (first > 0) first--;
+        }
+    }
+    c->rev = evs[n - 1].rev;
     pthread_rwlock_unlock(&c->lock);
-    for (struct kite_watcher *w = c->watchers; w; w = w->next)
-        if (deliver(w, &e) && w->notify) w->notify(w->ud);
+    if (c->watchers) {
+        /* This batch's events, in order: when the batch is longer than the ring, its first `lost`
+         * events were pushed out again by its later ones and are still held in evicted; the rest
+         * are the ring's last in_ring events. */
+        size_t in_ring = c->ring_len - first, lost = n - in_ring;
+        for (size_t i = 0; i < n; i++) {
+            const struct kite_watch_event *e = i < lost ? &c->evicted[nev - lost + i] : ring_at(c, first + i - lost);
+            for (struct kite_watcher *w = c->watchers; w; w = w->next)
+                if (deliver(w, e) && w->notify) w->notify(w->ud);
+        }
+    }
     pthread_mutex_unlock(&c->w_mu);
+    for (size_t i = 0; i < nev; i++) event_release(&c->evicted[i]);
+    for (size_t i = 0; i < ndisp; i++) kite_record_unref(c->displaced[i]);
 }
 
 /* ---- public API ---- */
@@ -226,11 +267,11 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
     struct kite_record **recs = NULL;
     size_t n = 0;
     int64_t rev = 0;
-    /* The writer may call on_event as soon as the subscription exists, before the snapshot is
+    /* The writer may call on_events as soon as the subscription exists, before the snapshot is
      * loaded: holding w_mu makes it wait. (No deadlock: the writer takes sub_mu then w_mu, but
      * only for caches already subscribed, and this one subscribes inside the sub_mu section.) */
     pthread_mutex_lock(&c->w_mu);
-    int r = kite_store_subscribe_snapshot(s, prefix, on_event, c, on_history, c, &recs, &n, &rev);
+    int r = kite_store_subscribe_snapshot(s, prefix, on_events, c, on_history, c, &recs, &n, &rev);
     if (r < 0) {
         pthread_mutex_unlock(&c->w_mu);
         kite_wcache_free(c);
@@ -260,7 +301,7 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
 
 void kite_wcache_free(struct kite_wcache *c) {
     if (!c) return;
-    kite_store_unsubscribe(c->store, on_event, c);
+    kite_store_unsubscribe(c->store, on_events, c);
     for (struct node *n = c->head, *next; n; n = next) {
         next = n->next[0];
         kite_record_unref(n->rec);
@@ -268,6 +309,8 @@ void kite_wcache_free(struct kite_wcache *c) {
     }
     for (size_t i = 0; i < c->ring_len; i++) event_release(ring_at(c, i));
     free(c->ring);
+    free(c->evicted);
+    free(c->displaced);
     pthread_rwlock_destroy(&c->lock);
     pthread_mutex_destroy(&c->w_mu);
     free(c->prefix);

@@ -188,12 +188,17 @@ static void on_hist(void *ud, const struct kite_store_event *ev) {
     strcat(h->log, line);
 }
 
+static void on_batch(void *ud, const struct kite_store_event *evs, size_t n) {
+    cr_assert_gt(n, 0);
+    for (size_t i = 0; i < n; i++) on_hist(ud, &evs[i]);
+}
+
 Test(store, history_and_subscribe) {
     struct tstore t = {0};
     tstore_open(&t);
     struct kite_store *s = t.s;
     struct hist live = {0};
-    cr_assert_eq(kite_store_subscribe(s, "/p/", on_hist, &live), 0);
+    cr_assert_eq(kite_store_subscribe(s, "/p/", on_batch, &live), 0);
     put_ok(s, KITE_WRITE_CREATE, "/p/a", "a1");   /* 1 */
     put_ok(s, KITE_WRITE_CREATE, "/q/x", "x");    /* 2 */
     put_ok(s, KITE_WRITE_UPDATE, "/p/a", "a2");   /* 3 */
@@ -207,7 +212,7 @@ Test(store, history_and_subscribe) {
     memset(&h, 0, sizeof(h));
     cr_assert_eq(kite_store_history(s, "/p/", 3, on_hist, &h), 0);
     cr_assert_str_eq(h.log, "D4:/p/a=a2<a2 C5:/p/a=a3<- ");
-    kite_store_unsubscribe(s, on_hist, &live);
+    kite_store_unsubscribe(s, on_batch, &live);
     put_ok(s, KITE_WRITE_UPDATE, "/p/a", "a4");
     cr_assert_str_eq(live.log, want, "no events after unsubscribe");
     cr_assert_eq(kite_store_compact(s, 3), 0);

@@ -337,3 +337,74 @@ Test(wcache, concurrent_readers) {
     kite_wcache_free(c);
     tstore_cleanup(&t);
 }
+
+/* Holds the store's writer inside its first batch until released, so the writes submitted
+ * meanwhile are committed together as the next batch. */
+struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool entered, open;
+    size_t max_batch;
+};
+
+static void gate_cb(void *ud, const struct kite_store_event *evs, size_t n) {
+    struct gate *g = ud;
+    pthread_mutex_lock(&g->mu);
+    if (n > g->max_batch) g->max_batch = n;
+    g->entered = true;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->open) pthread_cond_wait(&g->cond, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void count_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    cr_assert_eq(err, 0);
+    __atomic_add_fetch((int *)ud, 1, __ATOMIC_RELAXED);
+}
+
+/* One batch longer than the ring: watchers still get each of its events once, in order (some
+ * of them left the ring again before the fan-out), and the cache is current after it. */
+Test(wcache, batch_longer_than_ring) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 4, &c), 0);
+    struct kite_watcher *w;
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 64, NULL, NULL, NULL, &w), 0);
+    struct gate g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, 0 };
+    cr_assert_eq(kite_store_subscribe(t.s, "/w/", gate_cb, &g), 0);
+    int done = 0;
+    struct kite_write first = { KITE_WRITE_CREATE, "/w/k0", "0", 1, 0 };
+    cr_assert_eq(kite_store_submit(t.s, &first, count_done, &done), 0);
+    pthread_mutex_lock(&g.mu);
+    while (!g.entered) pthread_cond_wait(&g.cond, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    enum { N = 10 };
+    for (int i = 1; i <= N; i++) {
+        char key[16], val[16];
+        snprintf(key, sizeof key, "/w/k%d", i % 3); /* creates, then updates of the same keys */
+        snprintf(val, sizeof val, "%d", i);
+        struct kite_write wr = { i < 3 ? KITE_WRITE_CREATE : KITE_WRITE_UPDATE, key, val, strlen(val), 0 };
+        cr_assert_eq(kite_store_submit(t.s, &wr, count_done, &done), 0);
+    }
+    pthread_mutex_lock(&g.mu);
+    g.open = true;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.mu);
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/sync", "s"); /* queued after all of them */
+    cr_assert_eq(__atomic_load_n(&done, __ATOMIC_RELAXED), N + 1);
+    cr_assert_geq(g.max_batch, N, "the ten writes were one batch (max %zu)", g.max_batch);
+    char out[512];
+    drain(w, out, sizeof(out));
+    cr_assert_str_eq(out, "A1:/w/k0=0 A2:/w/k1=1 A3:/w/k2=2 M4:/w/k0=3 M5:/w/k1=4 M6:/w/k2=5 M7:/w/k0=6 "
+                          "M8:/w/k1=7 M9:/w/k2=8 M10:/w/k0=9 M11:/w/k1=10 A12:/w/sync=s ");
+    expect_list(c, NULL, NULL, 0, NULL, "/w/k0 /w/k1 /w/k2 /w/sync ", false);
+    struct kite_record *r = kite_wcache_get(c, "/w/k1");
+    cr_assert_str_eq(r->value, "10");
+    kite_record_unref(r);
+    cr_assert_eq(kite_wcache_oldest_rev(c), 8, "the ring holds 9..12");
+    kite_store_unsubscribe(t.s, gate_cb, &g);
+    kite_watcher_close(w);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
