@@ -3,36 +3,28 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "api/selector.h"
 #include "base/buf.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* `a in (v1,...,vn)` deduplicated each value by a linear scan: quadratic, 0.23 s of CPU for
- * a 64 KiB query string and 8 s for 400 KiB (fuzz_label_selector timeout). 40000 values
- * took ~4 s before; sorting then dropping neighbours takes milliseconds. */
-Test(selector_fuzz, many_set_values_parse_in_linear_time) {
+ * a 64 KiB query string and 8 s for 400 KiB (fuzz_label_selector timeout). 40,000 values took
+ * ~4 s, so the 200,000 here would take ~100 s and hit the suite's timeout; sorting then
+ * dropping neighbours takes well under a second even under the sanitizers. No clock is read:
+ * the margin is two orders of magnitude. */
+Test(selector_fuzz, many_set_values_parse_in_linear_time, .timeout = 30) {
     struct kite_buf b = {0};
     kite_buf_puts(&b, "a in (");
-    for (int i = 0; i < 40000; i++) kite_buf_printf(&b, "%sx%d", i ? "," : "", i % 30000);
+    for (int i = 0; i < 200000; i++) kite_buf_printf(&b, "%sx%d", i ? "," : "", i % 150000);
     kite_buf_puts(&b, ")");
     struct kite_label_selector *sel = NULL;
     char *err = NULL;
-    double t0 = now();
     int r = kite_label_selector_parse(b.p, &sel, &err);
-    double took = now() - t0;
     cr_assert_eq(r, 0, "%s", err ? err : "");
-    cr_assert_lt(took, 1.0, "parse took %.2fs", took);
     json_object *l = json_object_new_object();
-    json_object_object_add(l, "a", json_object_new_string("x29999"));
+    json_object_object_add(l, "a", json_object_new_string("x149999"));
     cr_assert(kite_label_selector_matches(sel, l));
-    json_object_object_add(l, "a", json_object_new_string("x30000"));
+    json_object_object_add(l, "a", json_object_new_string("x150000"));
     cr_assert(!kite_label_selector_matches(sel, l));
     json_object_put(l);
     kite_label_selector_free(sel);
