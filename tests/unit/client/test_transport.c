@@ -216,6 +216,21 @@ static int get(struct kite_client *c, const char *path, long *status, char **bod
     return e;
 }
 
+/* One GET of /x from a fresh peer running h, stopped again before returning (its counters
+ * stay in *p). Returns the transport's result; *body (may be NULL) gets the answer's body. */
+static int one_get(struct peer *p, bool tls, peer_handler h, const char *host, long timeout_ms, char **body) {
+    peer_start(p, tls, h);
+    struct kite_client *c = client_for(p, host, ca_pem, NULL, timeout_ms);
+    long st;
+    char *b = NULL;
+    int r = get(c, "/x", &st, &b);
+    kite_client_free(c);
+    peer_stop(p);
+    if (body) *body = b;
+    else free(b);
+    return r;
+}
+
 /* ---- handlers ---- */
 
 static int h_ok(struct peer *p, struct pconn *c, const char *req, size_t len) {
@@ -344,18 +359,14 @@ Test(transport, connection_close_is_honoured) {
 
 Test(transport, body_until_end_of_connection_and_chunked) {
     struct peer p;
-    peer_start(&p, true, h_until_eof);
-    struct kite_client *c = client_for(&p, "localhost", ca_pem, NULL, 0); /* DNS name and SNI */
-    long st;
     char *body = NULL;
-    cr_assert_eq(get(c, "/x", &st, &body), 0);
+    cr_assert_eq(one_get(&p, true, h_until_eof, "localhost", 0, &body), 0); /* DNS name and SNI */
     cr_assert_str_eq(body, "all of this is the body");
     free(body);
-    kite_client_free(c);
-    peer_stop(&p);
 
+    long st;
     peer_start(&p, true, h_chunked);
-    c = client_for(&p, "127.0.0.1", ca_pem, NULL, 0);
+    struct kite_client *c = client_for(&p, "127.0.0.1", ca_pem, NULL, 0);
     cr_assert_eq(get(c, "/x", &st, &body), 0);
     cr_assert_eq(st, 201);
     cr_assert_str_eq(body, "abc0123456789");
@@ -369,14 +380,7 @@ Test(transport, body_until_end_of_connection_and_chunked) {
 
 Test(transport, the_client_certificate_is_presented) {
     struct peer p;
-    peer_start(&p, true, h_ok);
-    struct kite_client *c = client_for(&p, "127.0.0.1", ca_pem, NULL, 0);
-    long st;
-    char *body = NULL;
-    cr_assert_eq(get(c, "/x", &st, &body), 0);
-    free(body);
-    kite_client_free(c);
-    peer_stop(&p);
+    cr_assert_eq(one_get(&p, true, h_ok, "127.0.0.1", 0, NULL), 0);
     cr_assert(strstr(p.client_dn, "CN=system:node:n1"), "%s", p.client_dn);
     cr_assert(strstr(p.client_dn, "O=system:nodes"), "%s", p.client_dn);
 }
@@ -415,31 +419,14 @@ Test(transport, a_server_signed_by_another_ca_is_refused) {
 
 Test(transport, a_slow_answer_times_out_without_a_retry) {
     struct peer p;
-    peer_start(&p, true, h_slow);
-    struct kite_client *c = client_for(&p, "127.0.0.1", ca_pem, NULL, 200);
-    long st;
-    char *body = NULL;
-    cr_assert_eq(get(c, "/x", &st, &body), -ETIMEDOUT);
-    kite_client_free(c);
-    peer_stop(&p);
+    cr_assert_eq(one_get(&p, true, h_slow, "127.0.0.1", 200, NULL), -ETIMEDOUT);
     cr_assert_eq(p.requests, 1);
 }
 
 Test(transport, malformed_and_oversized_answers_are_errors) {
     struct peer p;
-    peer_start(&p, false, h_garbage);
-    struct kite_client *c = client_for(&p, "127.0.0.1", NULL, NULL, 0);
-    long st;
-    char *body = NULL;
-    cr_assert_eq(get(c, "/x", &st, &body), -EPROTO);
-    kite_client_free(c);
-    peer_stop(&p);
-
-    peer_start(&p, false, h_huge);
-    c = client_for(&p, "127.0.0.1", NULL, NULL, 0);
-    cr_assert_eq(get(c, "/x", &st, &body), -EFBIG);
-    kite_client_free(c);
-    peer_stop(&p);
+    cr_assert_eq(one_get(&p, false, h_garbage, "127.0.0.1", 0, NULL), -EPROTO);
+    cr_assert_eq(one_get(&p, false, h_huge, "127.0.0.1", 0, NULL), -EFBIG);
     cr_assert_eq(p.requests, 1);
 }
 
