@@ -12,3 +12,19 @@ int cmd_version(int argc, char **argv);
 int kite_wait_for_signal(void);
 /* Call first in main: blocks SIGINT/SIGTERM/SIGPIPE so threads started later inherit it. */
 void kite_block_signals(void);
+
+/* The apiserver's flags, shared by kite apiserver and kite up (apiserver.c). */
+struct kite_apiserver_options;
+struct apiserver_args {
+    const char *data_dir, *listen, *store, *tokens, *threads, *event_ttl;
+};
+#define APISERVER_FLAGS(a)                                                                                  \
+    FLAG_STR("data-dir", "directory for the store, certificates and kubeconfigs (required)", &(a)->data_dir), \
+    FLAG_STR("listen", "address to serve HTTPS on (default 127.0.0.1:6443)", &(a)->listen),                 \
+    FLAG_STR("store", "store URL (default sqlite:DATA_DIR/kite.db)", &(a)->store),                            \
+    FLAG_STR("token-auth-file", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", &(a)->tokens),  \
+    FLAG_STR("threads", "HTTP worker threads (default: number of CPUs)", &(a)->threads),                     \
+    FLAG_STR("event-ttl", "how long events are kept after they last happened (default 1h)", &(a)->event_ttl)
+/* Checks the parsed values and fills o (borrowing strings from a). 0, or 2 after printing why
+ * as "kite CMD: ...". */
+int apiserver_args_options(const char *cmd, const struct apiserver_args *a, struct kite_apiserver_options *o);

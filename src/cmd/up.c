@@ -31,13 +31,11 @@ static int write_private(const char *path, const char *text) {
 }
 
 int cmd_up(int argc, char **argv) {
-    const char *data_dir = NULL, *listen = "127.0.0.1:6443", *store = NULL, *tokens = NULL, *config = NULL;
+    struct apiserver_args args = {0};
+    const char *config = NULL;
     bool no_agent = false;
     const struct flag flags[] = {
-        FLAG_STR("data-dir", "directory for the store, certificates and kubeconfigs (required)", &data_dir),
-        FLAG_STR("listen", "address to serve HTTPS on (default 127.0.0.1:6443)", &listen),
-        FLAG_STR("store", "store URL (default sqlite:DATA_DIR/kite.db)", &store),
-        FLAG_STR("token-auth-file", "static bearer tokens for the apiserver", &tokens),
+        APISERVER_FLAGS(&args),
         FLAG_STR("config", "agent KubeletConfiguration YAML file", &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
         FLAG_END,
@@ -53,11 +51,12 @@ int cmd_up(int argc, char **argv) {
         kite_agent_config_release(&ac);
         return r > 0 ? 0 : 2;
     }
-    if (!data_dir) {
-        fprintf(stderr, "kite up: --data-dir is required\n");
+    struct kite_apiserver_options o;
+    if ((r = apiserver_args_options("up", &args, &o)) != 0) {
         kite_agent_config_release(&ac);
-        return 2;
+        return r;
     }
+    const char *data_dir = o.data_dir;
     char *err = NULL;
     if (config && kite_agent_config_load_file(&ac, config, &err) < 0) {
         fprintf(stderr, "kite up: %s\n", err ? err : "bad config file");
@@ -65,7 +64,6 @@ int cmd_up(int argc, char **argv) {
         kite_agent_config_release(&ac);
         return 2;
     }
-    struct kite_apiserver_options o = {.data_dir = data_dir, .listen = listen, .store_url = store, .token_file = tokens};
     struct kite_apiserver *s;
     if ((r = kite_apiserver_start(&o, &s)) < 0) {
         log_error("up", "cannot start the apiserver: %s", strerror(-r));

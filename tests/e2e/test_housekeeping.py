@@ -33,3 +33,18 @@ def test_events_expire_after_ttl(tmp_path):
         assert api.get(f"{EVENTS}/recent").status == 200, "a recent event stays"
     finally:
         c.stop()
+
+
+def test_apiserver_flags_are_checked_the_same_by_apiserver_and_up(tmp_path):
+    """kite up takes every apiserver flag, and both refuse bad values before starting."""
+    import subprocess
+    from conftest import KITE
+    bad = [(["--event-ttl", "0s"], "--event-ttl"), (["--threads", "x"], "--threads"),
+           (["--threads", "0"], "--threads"), ([], "--data-dir is required")]
+    for cmd in ("apiserver", "up"):
+        for extra, says in bad:
+            args = [KITE, cmd, *([] if not extra else ["--data-dir", str(tmp_path / "d")]), *extra]
+            p = subprocess.run(args, capture_output=True, text=True, timeout=20)
+            assert p.returncode == 2, (args, p.stdout, p.stderr)
+            assert says in p.stderr, (args, p.stderr)
+            assert not (tmp_path / "d").exists(), "nothing is created for a refused command line"
