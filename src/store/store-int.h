@@ -68,5 +68,9 @@ struct kite_store {
     pthread_mutex_t ck_mu;
     pthread_cond_t ck_cond;
     bool ck_req, ck_stop;
+    bool ck_busy;      /* a background checkpoint is running */
+    bool ck_fresh;     /* one finished since the writer's last commit */
+    int ck_from;       /* WAL frames the last one copied (in the current WAL) */
+    int ck_wal_pages;  /* the WAL's size at the last commit */
 };
 
