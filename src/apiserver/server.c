@@ -451,6 +451,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     _cleanup_free_ char *kcp = kite_asprintf("%s/admin.kubeconfig", o->data_dir);
     if ((r = write_file(kcp, kc, 0600)) < 0) return r;
     if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0) return -EAGAIN;
+    pthread_setname_np(s->compactor, "housekeeping");
     s->compactor_started = true;
     return 0;
 }

@@ -30,9 +30,13 @@ struct write_op {
     json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
     json_object *result;      /* the object being written; becomes the new record's parsed cache */
     struct write_op *next;    /* retry queue link */
+    /* the store's completion, answered on an HTTP thread (write_finish) */
+    int done_err;
+    struct kite_record *done_rec;
 };
 
 static void op_free(struct write_op *op) {
+    kite_record_unref(op->done_rec);
     json_object_put(op->result);
     json_object_put(op->input);
     json_object_put(op->preconditions);
@@ -318,6 +322,7 @@ int apiserver_retry_start(struct kite_apiserver *s) {
     s->retry_head = NULL;
     s->retry_tail = &s->retry_head;
     if (pthread_create(&s->retry_thread, NULL, retry_main, s) != 0) return -EAGAIN;
+    pthread_setname_np(s->retry_thread, "write-retry");
     s->retry_started = true;
     return 0;
 }
@@ -347,10 +352,29 @@ static void reply_deleted(struct write_op *op, struct kite_record *rec) {
     reply_json_buf(rq, 200, &out);
 }
 
+static void write_finish(void *ud);
+
+/* The store's completion, on its writer thread: everything but the retry decision is left to
+ * an HTTP thread (write_finish), so the writer's per-write cost stays small. */
 static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
     struct write_op *op = ud;
     struct req *rq = op->rq;
     metrics_store_commit(rq->srv->metrics, kite_now_mono(kite_clock_real()) - op->submitted_ns);
+    if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
+        ++op->attempts < KITE_UPDATE_RETRIES) {
+        retry_push(rq->srv, op); /* recompute against the record that won, off the writer thread */
+        return;
+    }
+    op->done_err = err;
+    op->done_rec = kite_record_ref(rec);
+    kite_http_defer(rq->http, write_finish, op);
+}
+
+static void write_finish(void *ud) {
+    struct write_op *op = ud;
+    struct req *rq = op->rq;
+    int err = op->done_err;
+    struct kite_record *rec = op->done_rec;
     if (err == 0) {
         if (op->result && rec) {
             /* the next write of this object starts from this parse instead of re-reading the
@@ -368,11 +392,6 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
             reply_json_buf(rq, op->code, &out);
         }
         op_free(op);
-        return;
-    }
-    if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
-        ++op->attempts < KITE_UPDATE_RETRIES) {
-        retry_push(rq->srv, op); /* recompute against the record that won, off the writer thread */
         return;
     }
     if (err == -ESTALE) {

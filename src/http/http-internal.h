@@ -28,6 +28,8 @@ struct req {
     enum req_state state;
     bool suspended;               /* waiting for a deferred respond/stream_begin */
     struct MHD_Response *resp;    /* ready response, handed over under lock */
+    void (*defer_fn)(void *ud);   /* kite_http_defer: answers on the MHD thread (under lock) */
+    void *defer_ud;
     unsigned code;
     bool resp_is_stream;
     struct kite_buf body;         /* reused across the connection's requests */

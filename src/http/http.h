@@ -66,6 +66,14 @@ void kite_http_add_header(struct kite_http_req *r, const char *name, const char 
 void kite_http_respond(struct kite_http_req *r, int code, const char *content_type, char *body,
                        size_t len);
 
+/* Wakes the request's connection and has fn(ud) answer it on an MHD thread: fn must call
+ * kite_http_respond or kite_http_stream_begin before returning. Callable from any thread, once
+ * per request instead of answering directly; fn is never called from inside this call. Lets a
+ * thread that must stay short (the store's writer) leave building the reply to the HTTP
+ * threads. If the connection closes first, fn still runs (its answer is dropped), so whatever
+ * fn releases is released. */
+void kite_http_defer(struct kite_http_req *r, void (*fn)(void *ud), void *ud);
+
 /* Streaming (watch): a chunked response. pull(ud, out) is called on an MHD thread whenever the
  * layer can send: append bytes to out and return 1; return 0 for "nothing now" (the connection
  * is suspended until kite_http_stream_wake / the wake_at time); return -1 to finish the stream

@@ -121,6 +121,31 @@ void kite_http_respond(struct kite_http_req *pub, int code, const char *content_
     deliver(r, resp, (unsigned)code, false);
 }
 
+void kite_http_defer(struct kite_http_req *pub, void (*fn)(void *ud), void *ud) {
+    struct req *r = (struct req *)pub;
+    pthread_mutex_lock(&r->lock);
+    r->defer_fn = fn;
+    r->defer_ud = ud;
+    bool resume = r->suspended;
+    r->suspended = false;
+    pthread_mutex_unlock(&r->lock);
+    if (resume)
+        MHD_resume_connection(r->mc); /* the request stays pending until fn ran */
+}
+
+/* Runs a kite_http_defer answer on this MHD thread (it sets r->resp through deliver). */
+static void run_deferred(struct req *r) {
+    pthread_mutex_lock(&r->lock);
+    void (*fn)(void *) = r->defer_fn;
+    void *ud = r->defer_ud;
+    r->defer_fn = NULL;
+    pthread_mutex_unlock(&r->lock);
+    if (!fn)
+        return;
+    fn(ud);
+    pending_done(r->conn->srv);
+}
+
 int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *content_type, kite_http_pull pull,
                            void (*done)(void *ud), void *ud, struct kite_http_stream **ret) {
     struct req *r = (struct req *)pub;
@@ -147,6 +172,7 @@ static void req_reset(struct req *r) {
     r->state = REQ_READING;
     r->suspended = false;
     r->resp = NULL;
+    r->defer_fn = NULL;
     r->resp_is_stream = false;
     r->pub.body = "";
     r->pub.body_len = 0;
@@ -226,6 +252,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         return queue_status(mc, MHD_HTTP_CONTENT_TOO_LARGE, too_large_json, sizeof(too_large_json) - 1);
     case REQ_DISPATCHED: {
         /* Resumed after a deferred answer. */
+        run_deferred(r);
         pthread_mutex_lock(&r->lock);
         bool ready = r->resp != NULL;
         pthread_mutex_unlock(&r->lock);
@@ -256,6 +283,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         pending_done(srv);
         return queue_ready(r);
     }
+    if (r->defer_fn) {
+        pthread_mutex_unlock(&r->lock);
+        run_deferred(r);
+        return r->resp ? queue_ready(r) : MHD_NO;
+    }
     r->suspended = true;
     MHD_suspend_connection(mc);
     pthread_mutex_unlock(&r->lock);
@@ -277,6 +309,11 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
     struct conn *c = *socket_context;
     if (!c)
         return;
+    /* Closed between a deferred answer and its queueing: run it (so what it holds is released)
+     * and drop the response. */
+    run_deferred(&c->req);
+    if (c->req.resp)
+        MHD_destroy_response(c->req.resp);
     kite_buf_release(&c->req.body);
     kite_buf_release(&c->req.hdrs);
     pthread_mutex_destroy(&c->req.lock);

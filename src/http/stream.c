@@ -289,6 +289,7 @@ int monitor_start(struct monitor **ret) {
         free(m);
         return -rc;
     }
+    pthread_setname_np(m->thread, "http-monitor");
     *ret = m;
     return 0;
 }

@@ -45,6 +45,15 @@ static struct {
     int handled;
 } dq = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
+/* kite_http_defer's callback: answers on an MHD thread, never on the thread that deferred. */
+static void answer_later(void *ud) {
+    struct kite_http_req *r = ud;
+    bool on_responder = pthread_equal(pthread_self(), dq.th);
+    char *body = kite_asprintf("later %s %s", r->path, on_responder ? "responder-thread" : "http-thread");
+    kite_http_add_header(r, "X-Later", "1");
+    kite_http_respond(r, 202, "text/plain", body, strlen(body));
+}
+
 static void *responder(void *arg) {
     pthread_mutex_lock(&dq.lock);
     for (;;) {
@@ -64,8 +73,12 @@ static void *responder(void *arg) {
         if (!dq.head)
             dq.tail = NULL;
         pthread_mutex_unlock(&dq.lock);
-        char *body = kite_asprintf("deferred %s", p->r->path);
-        kite_http_respond(p->r, 201, "text/plain", body, strlen(body));
+        if (kite_startswith(p->r->path, "/later")) {
+            kite_http_defer(p->r, answer_later, p->r);
+        } else {
+            char *body = kite_asprintf("deferred %s", p->r->path);
+            kite_http_respond(p->r, 201, "text/plain", body, strlen(body));
+        }
         free(p);
         pthread_mutex_lock(&dq.lock);
     }
@@ -74,7 +87,11 @@ static void *responder(void *arg) {
 }
 
 static void handler(struct kite_http_req *r, void *ud) {
-    if (kite_startswith(r->path, "/defer")) {
+    if (kite_startswith(r->path, "/inline-later")) {
+        kite_http_defer(r, answer_later, r); /* deferred before the handler returns */
+        return;
+    }
+    if (kite_startswith(r->path, "/defer") || kite_startswith(r->path, "/later")) {
         struct pending *p = kite_calloc(1, sizeof(*p));
         p->r = r;
         p->due_ms = fx_mono_ms() + 50;
@@ -278,6 +295,27 @@ Test(http, deferred_responses_concurrent_with_keepalive) {
     cr_assert_leq(total_connects, CONNS, "keep-alive lost: %ld connections for %d requests", total_connects, N);
     /* 200 requests over 8 connections, each answered 50 ms later: ≥ 25 rounds of 50 ms. */
     cr_assert_geq(elapsed, 50 * (N / CONNS) - 50);
+}
+
+/* kite_http_defer, from another thread and from inside the handler: the callback answers on an
+ * HTTP thread, keep-alive holds. */
+Test(http, defer_answers_on_an_http_thread) {
+    CURL *c = fx_curl();
+    struct kite_buf out = {0};
+    for (int i = 0; i < 6; i++) {
+        char path[32], want[64];
+        const char *kind = i % 2 ? "/inline-later" : "/later";
+        snprintf(path, sizeof path, "%s/%d", kind, i);
+        snprintf(want, sizeof want, "later %s http-thread", path);
+        kite_buf_reset(&out);
+        cr_assert_eq(fx_req(c, "GET", path, NULL, NULL, &out), 202, "%s", path);
+        cr_assert_str_eq(out.p, want);
+    }
+    long nc = 0;
+    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &nc);
+    cr_assert_eq(nc, 0, "the last request reused the connection");
+    curl_easy_cleanup(c);
+    kite_buf_release(&out);
 }
 
 Test(http, alpn_never_selects_h2) {
