@@ -1,6 +1,7 @@
 /* Stored-object helpers: canonical encoding with the resourceVersion placeholder, rendering
  * with the revision spliced in, storage keys, and small JSON accessors. */
 #include "api/registry.h"
+#include "json/parse.h"
 #include "base/buf.h"
 
 #include <fcntl.h>
@@ -168,9 +169,8 @@ void kite_object_render(const char *data, size_t len, int64_t rev, struct kite_b
 }
 
 json_object *kite_object_decode(const char *data, size_t len, int64_t rev) {
-    json_tokener *tok = json_tokener_new();
-    json_object *obj = json_tokener_parse_ex(tok, data, (int)len);
-    json_tokener_free(tok);
+    enum json_tokener_error e;
+    json_object *obj = kite_json_parse(data, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
     if (!obj) return NULL;
     json_object *meta = kite_obj_get(obj, "metadata");
     if (meta) {

@@ -8,6 +8,7 @@
  * GuaranteedUpdate loop); with a precondition the client gets 409 Conflict. */
 #include "apiserver/internal.h"
 #include "base/clock.h"
+#include "json/parse.h"
 
 #include <stdio.h>
 
@@ -66,11 +67,9 @@ static bool media_is(const char *ct, const char *want) {
 }
 
 static json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
-    json_tokener *tok = json_tokener_new_ex(KITE_JSON_MAX_DEPTH);
-    json_object *o = json_tokener_parse_ex(tok, body, (int)len);
-    enum json_tokener_error e = json_tokener_get_error(tok);
-    size_t used = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
+    enum json_tokener_error e;
+    size_t used;
+    json_object *o = kite_json_parse(body, len, KITE_JSON_MAX_DEPTH, &e, &used);
     while (o && used < len && (body[used] == ' ' || body[used] == '\n' || body[used] == '\r' || body[used] == '\t')) used++;
     if (!o || e != json_tokener_success || used != len) {
         json_object_put(o);
@@ -498,9 +497,8 @@ static void run_delete(struct write_op *op, struct kite_record *cur, json_object
  * body again (cheaper than keeping a deep copy for the rare retry). */
 static json_object *take_input(struct write_op *op) {
     if (op->input) return TAKE_PTR(op->input);
-    json_tokener *tok = json_tokener_new_ex(KITE_JSON_MAX_DEPTH);
-    json_object *o = json_tokener_parse_ex(tok, op->rq->http->body, (int)op->rq->http->body_len);
-    json_tokener_free(tok);
+    enum json_tokener_error e;
+    json_object *o = kite_json_parse(op->rq->http->body, op->rq->http->body_len, KITE_JSON_MAX_DEPTH, &e, NULL);
     return o ? o : json_object_new_object(); /* it parsed the first time */
 }
 

@@ -1,0 +1,280 @@
+/* The fast path of kite_json_parse (parse.h): a recursive-descent parser for strict JSON that
+ * builds the same json-c objects the tokener would, and gives up (returning to the tokener) on
+ * anything outside the subset it handles. Giving up is always safe: the tokener then parses the
+ * whole text from the start. */
+#include "json/parse.h"
+#include "base/buf.h"
+
+#include <string.h>
+
+/* Nesting the fast path takes; deeper documents go to the tokener, which enforces max_depth. */
+#define FAST_DEPTH_MAX 24
+/* Keys up to this length are copied to the stack to NUL-terminate them. */
+#define KEY_STACK 256
+
+struct fp {
+    const char *p, *end;
+    int depth;
+    struct kite_buf sbuf; /* unescaped strings */
+};
+
+static void skip_ws(struct fp *f) {
+    while (f->p < f->end && (*f->p == ' ' || *f->p == '\n' || *f->p == '\r' || *f->p == '\t')) f->p++;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* A string starting after its opening quote. On success, s and n give its bytes: in the text
+ * when it has no escapes, else in f->sbuf. */
+static bool scan_string(struct fp *f, const char **s, size_t *n) {
+    const char *start = f->p;
+    while (f->p < f->end) {
+        unsigned char c = (unsigned char)*f->p;
+        if (c == '"') {
+            *s = start;
+            *n = (size_t)(f->p - start);
+            f->p++;
+            return true;
+        }
+        if (c == '\\') break;
+        if (c < 0x20) return false;
+        f->p++;
+    }
+    if (f->p >= f->end) return false;
+    /* escapes: unescape into sbuf */
+    kite_buf_reset(&f->sbuf);
+    kite_buf_append(&f->sbuf, start, (size_t)(f->p - start));
+    while (f->p < f->end) {
+        unsigned char c = (unsigned char)*f->p;
+        if (c == '"') {
+            f->p++;
+            *s = f->sbuf.p;
+            *n = f->sbuf.len;
+            return true;
+        }
+        if (c < 0x20) return false;
+        if (c != '\\') {
+            const char *run = f->p;
+            while (f->p < f->end && *f->p != '"' && *f->p != '\\' && (unsigned char)*f->p >= 0x20) f->p++;
+            kite_buf_append(&f->sbuf, run, (size_t)(f->p - run));
+            continue;
+        }
+        if (f->end - f->p < 2) return false;
+        char e = f->p[1], out;
+        f->p += 2;
+        switch (e) {
+        case '"': out = '"'; break;
+        case '\\': out = '\\'; break;
+        case '/': out = '/'; break;
+        case 'b': out = '\b'; break;
+        case 'f': out = '\f'; break;
+        case 'n': out = '\n'; break;
+        case 'r': out = '\r'; break;
+        case 't': out = '\t'; break;
+        case 'u': {
+            if (f->end - f->p < 4) return false;
+            int h[4];
+            for (int i = 0; i < 4; i++)
+                if ((h[i] = hexval(f->p[i])) < 0) return false;
+            unsigned cp = (unsigned)(h[0] << 12 | h[1] << 8 | h[2] << 4 | h[3]);
+            /* NUL and surrogates: the tokener's own rules apply */
+            if (cp == 0 || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+            f->p += 4;
+            char u[3];
+            size_t k;
+            if (cp < 0x80) {
+                u[0] = (char)cp;
+                k = 1;
+            } else if (cp < 0x800) {
+                u[0] = (char)(0xc0 | cp >> 6);
+                u[1] = (char)(0x80 | (cp & 0x3f));
+                k = 2;
+            } else {
+                u[0] = (char)(0xe0 | cp >> 12);
+                u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                u[2] = (char)(0x80 | (cp & 0x3f));
+                k = 3;
+            }
+            kite_buf_append(&f->sbuf, u, k);
+            continue;
+        }
+        default: return false;
+        }
+        kite_buf_putc(&f->sbuf, out);
+    }
+    return false;
+}
+
+static bool delim(struct fp *f) {
+    if (f->p >= f->end) return true;
+    char c = *f->p;
+    return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static bool parse_value(struct fp *f, json_object **out);
+
+static bool parse_object(struct fp *f, json_object **out) {
+    json_object *o = json_object_new_object();
+    f->p++; /* '{' */
+    skip_ws(f);
+    if (f->p < f->end && *f->p == '}') {
+        f->p++;
+        *out = o;
+        return true;
+    }
+    for (;;) {
+        skip_ws(f);
+        if (f->p >= f->end || *f->p != '"') goto fail;
+        f->p++;
+        const char *k;
+        size_t kn;
+        if (!scan_string(f, &k, &kn)) goto fail;
+        char stack[KEY_STACK], *key = kn < KEY_STACK ? stack : kite_malloc(kn + 1);
+        memcpy(key, k, kn);
+        key[kn] = 0;
+        skip_ws(f);
+        json_object *v = NULL;
+        bool ok = f->p < f->end && *f->p == ':';
+        if (ok) {
+            f->p++;
+            skip_ws(f);
+            ok = parse_value(f, &v);
+        }
+        if (ok) json_object_object_add(o, key, v); /* an existing key keeps its place, as in json-c */
+        if (key != stack) free(key);
+        if (!ok) goto fail;
+        skip_ws(f);
+        if (f->p >= f->end) goto fail;
+        if (*f->p == ',') {
+            f->p++;
+            continue;
+        }
+        if (*f->p != '}') goto fail;
+        f->p++;
+        *out = o;
+        return true;
+    }
+fail:
+    json_object_put(o);
+    return false;
+}
+
+static bool parse_array(struct fp *f, json_object **out) {
+    json_object *a = json_object_new_array();
+    f->p++; /* '[' */
+    skip_ws(f);
+    if (f->p < f->end && *f->p == ']') {
+        f->p++;
+        *out = a;
+        return true;
+    }
+    for (;;) {
+        skip_ws(f);
+        json_object *v = NULL;
+        if (!parse_value(f, &v)) goto fail;
+        json_object_array_add(a, v);
+        skip_ws(f);
+        if (f->p >= f->end) goto fail;
+        if (*f->p == ',') {
+            f->p++;
+            continue;
+        }
+        if (*f->p != ']') goto fail;
+        f->p++;
+        *out = a;
+        return true;
+    }
+fail:
+    json_object_put(a);
+    return false;
+}
+
+/* Integers of 1 to 18 digits (no leading zero, no "-0"): exact in int64, as the tokener's. */
+static bool parse_int(struct fp *f, json_object **out) {
+    bool neg = *f->p == '-';
+    const char *d = f->p + neg, *q = d;
+    int64_t v = 0;
+    while (q < f->end && *q >= '0' && *q <= '9' && q - d < 18) v = v * 10 + (*q++ - '0');
+    size_t n = (size_t)(q - d);
+    if (n == 0 || (q < f->end && *q >= '0' && *q <= '9') || (*d == '0' && (n > 1 || neg))) return false;
+    f->p = q;
+    if (!delim(f)) return false; /* fractions, exponents, anything else */
+    *out = json_object_new_int64(neg ? -v : v);
+    return true;
+}
+
+static bool literal(struct fp *f, const char *word, size_t n) {
+    if ((size_t)(f->end - f->p) < n || memcmp(f->p, word, n) != 0) return false;
+    f->p += n;
+    return delim(f);
+}
+
+static bool parse_value(struct fp *f, json_object **out) {
+    if (f->p >= f->end) return false;
+    switch (*f->p) {
+    case '{':
+    case '[': {
+        if (++f->depth > FAST_DEPTH_MAX) return false;
+        bool ok = *f->p == '{' ? parse_object(f, out) : parse_array(f, out);
+        f->depth--;
+        return ok;
+    }
+    case '"': {
+        f->p++;
+        const char *s;
+        size_t n;
+        if (!scan_string(f, &s, &n)) return false;
+        *out = json_object_new_string_len(s, (int)n);
+        return true;
+    }
+    case 't':
+        if (!literal(f, "true", 4)) return false;
+        *out = json_object_new_boolean(1);
+        return true;
+    case 'f':
+        if (!literal(f, "false", 5)) return false;
+        *out = json_object_new_boolean(0);
+        return true;
+    case 'n':
+        if (!literal(f, "null", 4)) return false;
+        *out = NULL;
+        return true;
+    default:
+        if (*f->p == '-' || (*f->p >= '0' && *f->p <= '9')) return parse_int(f, out);
+        return false;
+    }
+}
+
+static json_object *tokener_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
+                                  size_t *ret_end) {
+    json_tokener *tok = json_tokener_new_ex(max_depth);
+    if (!tok) abort(); /* out of memory: base's policy */
+    json_object *o = json_tokener_parse_ex(tok, text, (int)len);
+    *ret_err = json_tokener_get_error(tok);
+    if (ret_end) *ret_end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    return o;
+}
+
+json_object *kite_json_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
+                             size_t *ret_end) {
+    struct fp f = { .p = text, .end = text + len };
+    skip_ws(&f);
+    json_object *o = NULL;
+    if (len <= (size_t)INT32_MAX && max_depth > FAST_DEPTH_MAX && f.p < f.end && (*f.p == '{' || *f.p == '[') &&
+        parse_value(&f, &o) && (skip_ws(&f), f.p >= f.end || *f.p != '/')) {
+        /* the tokener also takes the whitespace after the value (and comments: those go to it) */
+        kite_buf_release(&f.sbuf);
+        *ret_err = json_tokener_success;
+        if (ret_end) *ret_end = (size_t)(f.p - text);
+        return o;
+    }
+    json_object_put(o);
+    kite_buf_release(&f.sbuf);
+    return tokener_parse(text, len, max_depth, ret_err, ret_end);
+}

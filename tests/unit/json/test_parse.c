@@ -1,0 +1,196 @@
+/* kite_json_parse gives exactly what json-c's tokener gives: same objects (types, key order,
+ * string bytes, integers), same error codes, same parse end. Table cases, then a randomized
+ * differential run over generated and mutated documents. */
+#include "helpers.h"
+#include "json/parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A dump that shows what JSON text hides: each value's json-c type, strings byte for byte. */
+static void dump(json_object *o, char *out, size_t cap) {
+    size_t n = strlen(out);
+    if (n + 64 > cap) return;
+    if (!o) {
+        strcat(out, "N");
+        return;
+    }
+    switch (json_object_get_type(o)) {
+    case json_type_object:
+        strcat(out, "{");
+        json_object_object_foreach(o, k, v) {
+            size_t m = strlen(out);
+            snprintf(out + m, cap - m, "K%zu:%s=", strlen(k), k);
+            dump(v, out, cap);
+            strcat(out, ",");
+        }
+        strcat(out, "}");
+        break;
+    case json_type_array:
+        strcat(out, "[");
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            dump(json_object_array_get_idx(o, i), out, cap);
+            strcat(out, ",");
+        }
+        strcat(out, "]");
+        break;
+    case json_type_string: {
+        const char *s = json_object_get_string(o);
+        size_t len = (size_t)json_object_get_string_len(o);
+        snprintf(out + n, cap - n, "S%zu:", len);
+        for (size_t i = 0; i < len && strlen(out) + 4 < cap; i++) {
+            size_t m = strlen(out);
+            snprintf(out + m, cap - m, "%02x", (unsigned char)s[i]);
+        }
+        break;
+    }
+    case json_type_int:
+        snprintf(out + n, cap - n, "I%lld", (long long)json_object_get_int64(o));
+        break;
+    case json_type_double:
+        snprintf(out + n, cap - n, "D%s", json_object_to_json_string(o));
+        break;
+    case json_type_boolean:
+        strcat(out, json_object_get_boolean(o) ? "T" : "F");
+        break;
+    default:
+        strcat(out, "?");
+    }
+}
+
+static void expect_same(const char *text, size_t len, int depth) {
+    json_tokener *tok = json_tokener_new_ex(depth);
+    json_object *want = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error want_err = json_tokener_get_error(tok);
+    size_t want_end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    enum json_tokener_error err;
+    size_t end;
+    json_object *got = kite_json_parse(text, len, depth, &err, &end);
+    cr_assert_eq(err, want_err, "error for %.*s: %d, json-c %d", (int)len, text, err, want_err);
+    if (want_err == json_tokener_success)
+        cr_assert_eq(end, want_end, "end for %.*s: %zu, json-c %zu", (int)len, text, end, want_end);
+    static char a[16384], b[16384];
+    a[0] = b[0] = 0;
+    dump(want, a, sizeof a);
+    dump(got, b, sizeof b);
+    cr_assert_str_eq(b, a, "parse of %.*s", (int)len, text);
+    json_object_put(want);
+    json_object_put(got);
+}
+
+static void same(const char *text) { expect_same(text, strlen(text), 64); }
+
+Test(parse, table) {
+    static const char *const cases[] = {
+        "{}", "[]", " \n\t{ } ", "{\"a\":1}", "{\"a\":-12,\"b\":0,\"c\":123456789012345678}",
+        "{\"big\":1234567890123456789}", "{\"huge\":99999999999999999999999}", "{\"neg\":-9223372036854775808}",
+        "{\"f\":1.5,\"e\":1e3,\"E\":2E-2,\"z\":-0,\"lz\":01}", "[1,2,3,-4]", "[true,false,null]",
+        "{\"a\":null,\"b\":[null],\"c\":{}}", "{\"a\":1,\"a\":2,\"b\":3,\"a\":4}",
+        "{\"s\":\"plain\",\"e\":\"q\\\"b\\\\s\\/n\\nr\\rt\\tb\\bf\\f\"}", "{\"u\":\"\\u00e9\\u4e2d\\u0041\"}",
+        "{\"nul\":\"a\\u0000b\"}", "{\"k\\u0000x\":1}", "{\"sur\":\"\\ud83d\\ude00\"}", "{\"lone\":\"\\ud83d\"}",
+        "{\"bad\":\"\\x\"}", "{\"ctl\":\"a\tb\"}", "{\"utf8\":\"h\xc3\xa9llo \xff\xfe raw\"}",
+        "{\"e\\u00e9\":\"key escape\"}", "{\"a\":[1,[2,[3,[4]]]],\"b\":{\"c\":{\"d\":{}}}}",
+        "{\"a\":1,}", "[1,2,]", "{\"a\" 1}", "{a:1}", "{'a':1}", "{\"a\":True}", "{\"a\":NaN}",
+        "{\"a\":Infinity}", "{\"a\":-Infinity}", "/* c */ {}", "{\"a\":1 /* c */}", "{\"a\":1} trailing",
+        "{\"a\":1}{\"b\":2}", "{\"a\":1", "{\"a\":\"unterminated", "[", "]", "", "   ", "null", "true", "12",
+        "\"str\"", "{\"a\":tru}", "{\"a\":nul}", "{\"a\":falsey}", "{\"a\":-}", "{\"a\":--1}", "{\"a\":+1}",
+        "{\"a\":1.}", "{\"a\":.5}", "{\"a\":0x10}", "\xef\xbb\xbf{}", "\f{}", "{\"a\":\f1}",
+        "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"bench-1\","
+        "\"namespace\":\"default\"},\"spec\":{\"holderIdentity\":\"bench-1\",\"leaseDurationSeconds\":40,"
+        "\"renewTime\":\"2026-12-03T08:00:00.000037Z\"}}",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) same(cases[i]);
+    /* embedded NUL bytes, and a length shorter than the text */
+    expect_same("{\"a\":\"x\0y\"}", 11, 64);
+    expect_same("{\"a\":1}", 5, 64);
+    expect_same("[1,2]", 3, 64);
+}
+
+Test(parse, depth) {
+    char deep[512];
+    for (int d = 1; d <= 80; d += 7) {
+        size_t n = 0;
+        for (int i = 0; i < d; i++) deep[n++] = '[';
+        for (int i = 0; i < d; i++) deep[n++] = ']';
+        expect_same(deep, n, 64);
+        expect_same(deep, n, 16);
+    }
+}
+
+/* ---- randomized differential run ---- */
+
+static uint64_t rng = 88172645463325252ull;
+static unsigned rnd(unsigned n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+/* The first N_PLAIN atoms are what the fast path takes itself; the rest go to the tokener. */
+#define N_PLAIN 13
+static bool plain_only;
+
+static void gen(char *b, size_t *n, size_t cap, int depth) {
+    static const char *const atoms[] = {
+        "0", "7", "-3", "42", "123456789012345678", "true", "false", "null", "\"\"", "\"abc\"", "\"a\\nb\"",
+        "\"\\u00e9\"", "\"x\\\"y\"",
+        "1234567890123456789", "1.25", "-0", "1e2", "\"\\ud83d\\ude00\"", "\"\\u0000\"",
+    };
+    if (*n + 64 > cap) return;
+    unsigned k = depth > 6 ? 2 + rnd(3) : rnd(5);
+    if (k == 0 || k == 1) {
+        bool obj = k == 0;
+        b[(*n)++] = obj ? '{' : '[';
+        unsigned m = rnd(4);
+        for (unsigned i = 0; i < m && *n + 64 < cap; i++) {
+            if (i) b[(*n)++] = ',';
+            if (rnd(4) == 0) b[(*n)++] = ' ';
+            if (obj) {
+                static const char *const keys[] = {"\"a\"", "\"b\"", "\"a\"", "\"k\\u00e9\"", "\"\"", "\"long_key_name\""};
+                const char *key = keys[rnd(6)];
+                memcpy(b + *n, key, strlen(key));
+                *n += strlen(key);
+                b[(*n)++] = ':';
+            }
+            gen(b, n, cap, depth + 1);
+        }
+        b[(*n)++] = obj ? '}' : ']';
+    } else {
+        const char *a = atoms[rnd(plain_only ? N_PLAIN : sizeof atoms / sizeof atoms[0])];
+        memcpy(b + *n, a, strlen(a));
+        *n += strlen(a);
+    }
+}
+
+Test(parse, differential) {
+    char doc[4096];
+    for (int i = 0; i < 20000; i++) {
+        plain_only = i % 2;
+        size_t n = 0;
+        doc[n++] = rnd(2) ? '{' : '[';
+        bool obj = doc[0] == '{';
+        unsigned m = rnd(5);
+        for (unsigned j = 0; j < m; j++) {
+            if (j) doc[n++] = ',';
+            if (obj) {
+                memcpy(doc + n, "\"f\":", 4);
+                n += 4;
+            }
+            gen(doc, &n, sizeof doc - 8, 1);
+        }
+        doc[n++] = obj ? '}' : ']';
+        /* mutate some: flip, drop or insert a byte */
+        if (rnd(3) == 0) {
+            unsigned at = rnd((unsigned)n);
+            switch (rnd(3)) {
+            case 0: doc[at] = "{}[],:\"\\ 0a-.eE\x01\xff"[rnd(18)]; break;
+            case 1: memmove(doc + at, doc + at + 1, n - at - 1); n--; break;
+            default: memmove(doc + at + 1, doc + at, n - at); doc[at] = "{}[],:\"\\ 0"[rnd(11)]; n++; break;
+            }
+        }
+        expect_same(doc, n, 64);
+    }
+}
