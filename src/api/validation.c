@@ -189,6 +189,7 @@ void kite_causes_release(struct kite_causes *c) {
 
 void kite_causes_add_invalid(struct kite_causes *c, const char *field, const char *value,
                              const char *const *msgs, size_t n) {
+    if (n == 0) return; /* valid: nothing to quote (this runs for every name of every write) */
     struct kite_buf q = {0};
     kite_api_go_quote(&q, value);
     for (size_t i = 0; i < n; i++) kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: %s: %s", q.p, msgs[i]);

@@ -157,7 +157,8 @@ bool handle_discovery(struct req *rq) {
         send(rq, "application/json", &b);
         return true;
     }
-    if (kite_startswith(p, "/apis/")) {
+    /* /apis/GROUP and /apis/GROUP/v1 only: resource paths (every write) have more segments */
+    if (kite_startswith(p, "/apis/") && strchr(p + 6, '/') == strrchr(p + 6, '/')) {
         const char *g[16];
         size_t n = groups(g, KITE_ARRAY_SIZE(g));
         for (size_t i = 0; i < n; i++) {
