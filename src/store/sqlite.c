@@ -26,6 +26,8 @@
  * itself (bounds the WAL when the checkpointer cannot catch up under continuous writes). */
 #define KITE_STORE_WAL_SOFT_PAGES 4000
 #define KITE_STORE_WAL_HARD_PAGES 65536
+/* The writer finishes a background checkpoint only when at most this many frames are left. */
+#define KITE_STORE_WAL_TAIL_PAGES 256
 /* SQLite page cache and mmap window per connection (deps.md: both helped). */
 #define KITE_STORE_CACHE_KIB 65536
 #define KITE_STORE_MMAP_BYTES (256 * 1024 * 1024)
@@ -49,7 +51,8 @@ static int exec(sqlite3 *db, const char *sql) {
 
 static int open_conn(const char *path, sqlite3 **ret) {
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+    const char *vfs = walbuf_register() == 0 ? KITE_STORE_VFS : NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs) !=
         SQLITE_OK) {
         sqlite3_close(db);
         return -EIO;
@@ -320,8 +323,8 @@ static void *writer_main(void *arg) {
  * last pages), so back-to-back runs under a steady write load cost more than the writes.
  * SQLite starts the WAL over (instead of growing it) only when a write begins with every frame
  * checkpointed, which a background run that races the writer rarely leaves behind: so after each
- * background run the writer checkpoints the few frames committed meanwhile itself, between two
- * batches. The WAL then stays near KITE_STORE_WAL_SOFT_PAGES frames and is rewritten in place
+ * background run (repeated while the writer added more than a tail meanwhile) the writer
+ * checkpoints the few frames committed meanwhile itself, between two batches. The WAL then stays near KITE_STORE_WAL_SOFT_PAGES frames and is rewritten in place
  * (an fsync that does not change the file's size writes no inode). */
 
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
@@ -333,7 +336,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
     pthread_mutex_lock(&s->ck_mu);
     if (pages < s->ck_wal_pages) s->ck_from = 0; /* the WAL started over */
     s->ck_wal_pages = pages;
-    bool finish = s->ck_fresh && !s->ck_busy;
+    bool finish = s->ck_fresh && !s->ck_busy && pages - s->ck_from <= KITE_STORE_WAL_TAIL_PAGES;
     s->ck_fresh = false;
     bool wake = !s->ck_busy && pages - s->ck_from >= KITE_STORE_WAL_SOFT_PAGES;
     if (wake) {
@@ -354,8 +357,13 @@ static void *ckpt_main(void *arg) {
         s->ck_req = false;
         s->ck_busy = true;
         pthread_mutex_unlock(&s->ck_mu);
-        int nlog = -1, nckpt = -1;
-        int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog, &nckpt);
+        int nlog = -1, nckpt = -1, rc;
+        /* Again while the writer added more than a tail meanwhile: what the writer finishes
+         * itself holds up a batch. */
+        for (int pass = 0; pass < 3; pass++) {
+            rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog, &nckpt);
+            if (rc != SQLITE_OK || nlog - nckpt <= KITE_STORE_WAL_TAIL_PAGES / 2) break;
+        }
         pthread_mutex_lock(&s->ck_mu);
         s->ck_busy = false;
         /* (If the WAL started over during the run, ck_from is stale until the writer next sees

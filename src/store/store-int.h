@@ -12,6 +12,11 @@ struct kite_record *record_alloc(const char *key, size_t key_len, const void *va
 /* The delete-event record for live deleted at rev: borrows live's key and value (holds a ref). */
 struct kite_record *record_tombstone(struct kite_record *live, int64_t rev);
 
+/* walbuf.c: the VFS the store opens its connections with (WAL writes gathered until a sync).
+ * walbuf_register registers it once; 0, or -EIO when it cannot (then the default VFS is used). */
+#define KITE_STORE_VFS "kite-walbuf"
+int walbuf_register(void);
+
 /* The first string greater than every string starting with prefix, or NULL when there is none
  * (empty prefix, or all bytes 0xff). Caller frees. */
 char *prefix_end(const char *prefix);

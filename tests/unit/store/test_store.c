@@ -1,6 +1,7 @@
 #include "helpers.h"
 
 #include <pthread.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -439,5 +440,29 @@ Test(store, compaction_in_steps) {
     }
     free(recs);
     cr_assert_eq(kite_store_range(s, "/k/", 24000, NULL, 0, &recs, &n, &more), -ENODATA);
+    tstore_cleanup(&t);
+}
+
+/* The store's connections use its WAL-buffering VFS, and a reopened store sees every write. */
+Test(store, wal_buffering_vfs) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    cr_assert_not_null(sqlite3_vfs_find("kite-walbuf"));
+    for (int i = 0; i < 200; i++) {
+        char key[32], val[600];
+        snprintf(key, sizeof key, "/v/%d", i % 37);
+        memset(val, 'a' + i % 26, sizeof val - 1);
+        val[sizeof val - 1] = 0;
+        struct kite_write w = { i < 37 ? KITE_WRITE_CREATE : KITE_WRITE_UPDATE, key, val, strlen(val), 0 };
+        cr_assert_eq(kite_store_write(t.s, &w, NULL, NULL), 0);
+    }
+    int64_t rev = kite_store_rev(t.s);
+    kite_store_close(t.s);
+    tstore_open(&t);
+    cr_assert_eq(kite_store_rev(t.s), rev);
+    struct kite_record *r;
+    cr_assert_eq(kite_store_get(t.s, "/v/5", &r), 0);
+    cr_assert_eq(r->value[0], 'a' + (5 + 37 * 5) % 26);
+    kite_record_unref(r);
     tstore_cleanup(&t);
 }
