@@ -21,10 +21,11 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
+#include "json/parse.h"
 #include "client/client.h"
 
 /* The largest error body kept from a watch answered with something other than 200. */
@@ -49,11 +50,7 @@ struct tls_client {
     long timeout_ms, connect_timeout_ms;
 };
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t now_ms(void) { return kite_now_mono(kite_clock_real()) / KITE_NS_PER_MS; }
 
 /* Waits until fd is ready for events, the deadline (ms, monotonic; < 0 = none) passes
  * (-ETIMEDOUT) or cancel_fd (-1 = none) becomes readable (-ECANCELED). Errors and hang-ups
@@ -211,7 +208,7 @@ static ssize_t conn_recv(struct conn *k, char *buf, size_t n, int64_t deadline, 
 struct exchange {
     http_parser parser;
     long status;
-    bool headers_done, done;
+    bool done;
     size_t received;       /* raw bytes of the answer read so far */
     struct kite_buf *body; /* plain requests: the whole body */
     size_t body_max;
@@ -223,7 +220,6 @@ struct exchange {
 static int on_headers_complete(http_parser *p) {
     struct exchange *x = p->data;
     x->status = p->status_code;
-    x->headers_done = true;
     return 0;
 }
 
@@ -353,11 +349,9 @@ struct watch_state {
 
 static int watch_line(char *line, size_t len, void *ud) {
     struct watch_state *w = ud;
-    json_tokener *tok = json_tokener_new();
-    json_object *ev = json_tokener_parse_ex(tok, line, (int)len);
-    bool ok = ev && json_tokener_get_error(tok) == json_tokener_success;
-    json_tokener_free(tok);
-    if (!ok) {
+    enum json_tokener_error e;
+    json_object *ev = kite_json_parse(line, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
+    if (!ev || e != json_tokener_success) {
         json_object_put(ev);
         return -EBADMSG;
     }

@@ -324,8 +324,9 @@ static void *writer_main(void *arg) {
  * SQLite starts the WAL over (instead of growing it) only when a write begins with every frame
  * checkpointed, which a background run that races the writer rarely leaves behind: so after each
  * background run (repeated while the writer added more than a tail meanwhile) the writer
- * checkpoints the few frames committed meanwhile itself, between two batches. The WAL then stays near KITE_STORE_WAL_SOFT_PAGES frames and is rewritten in place
- * (an fsync that does not change the file's size writes no inode). */
+ * checkpoints the few frames committed meanwhile itself, between two batches. The WAL then
+ * stays near KITE_STORE_WAL_SOFT_PAGES frames and is rewritten in place (an fsync that does not
+ * change the file's size writes no inode). */
 
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
     struct kite_store *s = arg;
