@@ -55,6 +55,8 @@ $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# Variables in the recipes below are escaped ($$) so they expand when the recipe runs, after
+# `deps` installed the packages pkg-config asks about, not when the rules are defined.
 define module_rules
 $(call lib_of,$(1)): $(call objs_of,$(1))
 	@mkdir -p $$(dir $$@)
@@ -63,7 +65,7 @@ $(call lib_of,$(1)): $(call objs_of,$(1))
 
 $(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(call libs_for,$(1)) $(foreach m,$(TESTDEPS_$(1)),$(call lib_of,$(m)))
 	@mkdir -p $$(dir $$@)
-	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS) $(if $(TEST_PKGS_$(1)),$(shell pkg-config --libs $(TEST_PKGS_$(1)) 2>/dev/null)) -lcriterion
+	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS) $$(if $$(TEST_PKGS_$(1)),$$(shell pkg-config --libs $$(TEST_PKGS_$(1)) 2>/dev/null)) -lcriterion
 
 test-$(1): deps $(BUILD)/tests/test-$(1)
 	scripts/run-unit $(BUILD)/tests/test-$(1)
