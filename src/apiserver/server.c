@@ -439,8 +439,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     struct kite_http_config hc = {
         .listen = o->listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
         .token_file = o->token_file, .threads = o->threads, .handler = dispatch, .ud = s,
-        /* libmicrohttpd zeroes a connection's whole memory pool on every keep-alive request,
-         * so this limit is also a per-request cost; Kubernetes clients send ~1 KiB of headers */
+        /* Kubernetes clients send ~1 KiB of headers */
         .max_header_bytes = KITE_MAX_HEADER_BYTES,
     };
     if ((r = kite_http_start(&hc, &s->http)) < 0) return r;

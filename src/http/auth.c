@@ -140,17 +140,14 @@ static char *dn_attr(gnutls_x509_crt_t crt, const char *oid, unsigned idx) {
 
 /* Verifies the peer's certificate (if any) against the client CA, for client authentication,
  * and builds the user from CN and every O. */
-static void check_cert(struct conn *c, struct MHD_Connection *mc) {
+static void check_cert(struct conn *c) {
     c->tls_checked = true;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!ci || !ci->tls_session)
-        return;
-    gnutls_session_t sess = ci->tls_session;
+    gnutls_session_t sess = c->tls;
     unsigned n_certs = 0;
     const gnutls_datum_t *certs = gnutls_certificate_get_peers(sess, &n_certs);
     if (!certs || n_certs == 0)
         return; /* no client cert: anonymous or token */
-    if (!c->srv->ca_pem) {
+    if (!c->w->srv->client_ca) {
         c->cert_failed = true;
         return;
     }
@@ -191,18 +188,18 @@ static void check_cert(struct conn *c, struct MHD_Connection *mc) {
 
 void auth_request(struct conn *c, struct req *r) {
     if (!c->tls_checked)
-        check_cert(c, r->mc);
+        check_cert(c);
     r->pub.user = c->cert_user;
     r->pub.authn_failed = false;
     if (r->pub.user)
         return;
     bool failed = c->cert_failed;
-    const char *auth = MHD_lookup_connection_value(r->mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *auth = kite_http_header(&r->pub, "Authorization");
     if (auth && strncasecmp(auth, "Bearer ", 7) == 0) {
         const char *tok = auth + 7;
         while (*tok == ' ')
             tok++;
-        const struct kite_http_user *u = *tok ? kite_map_get(&c->srv->tokens, tok) : NULL;
+        const struct kite_http_user *u = *tok ? kite_map_get(&c->w->srv->tokens, tok) : NULL;
         if (u) {
             r->pub.user = u;
             return;

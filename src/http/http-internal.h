@@ -1,68 +1,154 @@
-/* Private to src/http: shared between server.c (daemon, requests), stream.c (chunked streams and
- * the monitor thread) and auth.c (client certs, tokens).
+/* Private to src/http: shared between server.c (workers, connections, requests), stream.c
+ * (chunked streams) and auth.c (client certs, tokens).
  *
- * Lock order: req.lock / stream.lock may be taken while MHD holds its own locks (we are called
- * from MHD), so we never call MHD_resume_connection while holding one of ours: the side that
- * flips `suspended` from true to false owns the resume and performs it after unlocking (the
- * connection cannot go away while it is suspended). The monitor lock is never held while
- * calling into MHD or into a stream's lock-taking code. */
+ * Threads: N workers, each with its own epoll set, owning the connections assigned to it; worker
+ * 0 also accepts and hands new connections out round-robin. Everything about a connection
+ * happens on its worker, except what other threads hand it through the worker's mailbox: an
+ * answer (kite_http_respond / kite_http_defer from another thread), a stream wake, a new
+ * connection. A mailbox entry is the connection itself ("look at it"); what to look at is in
+ * the connection's locked fields.
+ *
+ * Lock order: stream.lock -> conn.lock -> worker.mb_lock. A connection is freed only by its
+ * worker, never while it is in the mailbox or while a request it dispatched is unanswered. */
 #pragma once
 #include "http/http.h"
 #include "base/buf.h"
 #include "base/map.h"
 
-#include <microhttpd.h>
+#include <gnutls/gnutls.h>
+#include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
+struct worker;
+struct conn;
 
-struct monitor;
-
-enum req_state { REQ_READING, REQ_TOO_LARGE, REQ_DISPATCHED };
-
+/* The request as the handler sees it (pub first), embedded in its connection. */
 struct req {
-    struct kite_http_req pub; /* first: the handler sees &pub */
+    struct kite_http_req pub;
     struct conn *conn;
-    struct MHD_Connection *mc;
-    pthread_mutex_t lock;
-    enum req_state state;
-    bool suspended;               /* waiting for a deferred respond/stream_begin */
-    struct MHD_Response *resp;    /* ready response, handed over under lock */
-    void (*defer_fn)(void *ud);   /* kite_http_defer: answers on the MHD thread (under lock) */
-    void *defer_ud;
-    unsigned code;
-    bool resp_is_stream;
-    struct kite_buf body;         /* reused across the connection's requests */
-    struct kite_buf hdrs;         /* pending response headers: "name\0value\0"... */
-    size_t n_hdrs;
+    struct kite_buf hdrs;         /* response headers added by the handler: "Name: value\r\n"... */
+};
+
+enum conn_state {
+    C_HANDSHAKE,   /* TLS handshake in progress */
+    C_READING,     /* reading (between requests or inside one) */
+    C_DISPATCHED,  /* the handler has the request; no answer yet */
+    C_RESPONDING,  /* sending a complete response */
+    C_STREAMING,   /* a chunked stream (watch) */
+    C_LINGER,      /* answered and closing: write side shut, input drained and dropped */
 };
 
 struct conn {
-    struct kite_http_server *srv;
-    struct req req;               /* one request at a time per HTTP/1.1 connection */
-    bool tls_checked;
-    bool cert_failed;             /* a client cert was presented but did not verify */
+    struct worker *w;
+    int fd;
+    gnutls_session_t tls;
+    enum conn_state state;
+    uint32_t ep_events;           /* what the epoll registration asks for now */
+    int64_t last_active_ns;       /* for the idle timeout */
+    struct conn *prev, *next;     /* the worker's list */
+
+    /* request parsing */
+    http_parser parser;
+    struct kite_buf in;           /* received, not yet parsed bytes start at in_off */
+    size_t in_off;
+    struct kite_buf url;
+    struct kite_buf hdr;          /* "name\0value\0"... of the request */
+    size_t n_hdr;
+    bool hdr_in_value;            /* the last header callback was a value */
+    size_t head_bytes;            /* URL + headers so far (limit: max_header_bytes) */
+    struct kite_buf body;
+    bool body_too_large;
+    bool message_done;
+    bool keep_alive;              /* the client allows another request after this one */
+    bool head_only;               /* HEAD: no body in the answer */
+    char *path;                   /* decoded path (owned) */
+    struct kite_buf query;        /* "name\0value\0"...; a name without '=' has value "\x01" */
+    struct req req;
+
+    /* output (worker only) */
+    struct kite_buf out;          /* bytes to send start at out_off */
+    size_t out_off;
+    char *big;                    /* a large response body sent after `out` (owned) */
+    size_t big_len, big_off;
+    bool close_after;             /* close once `out` is sent */
+    bool peer_closed;             /* EOF/error while a request was dispatched: free on its answer */
+    size_t linger_bytes;          /* dropped while lingering */
+
+    /* the stream, while C_STREAMING */
+    struct kite_http_stream *stream;
+
+    /* tls client identity (auth.c), computed once per connection */
+    bool tls_checked, cert_failed;
     struct kite_http_user *cert_user;
-    bool timeout_off;             /* idle timeout disabled for a stream; restore on next request */
+
+    /* handed over by other threads, under lock */
+    pthread_mutex_t lock;
+    struct kite_buf ans;          /* a complete response (head, maybe body) built by kite_http_respond */
+    char *ans_big;
+    size_t ans_big_len;
+    bool ans_ready, ans_close;
+    struct kite_http_stream *ans_stream; /* kite_http_stream_begin's stream, to start */
+    void (*defer_fn)(void *ud);
+    void *defer_ud;
+    bool in_handler;              /* the worker is inside the handler / a defer fn for this conn */
+    /* mailbox link, under the worker's mb_lock */
+    bool in_mb, is_new;
+    struct conn *mb_next;
+};
+
+struct stream_heap {
+    struct kite_http_stream **a;
+    size_t n, cap;
+};
+
+struct worker {
+    struct kite_http_server *srv;
+    unsigned idx;
+    pthread_t thread;
+    int ep, evfd;
+    struct conn *conns;           /* every connection of this worker */
+    size_t n_conns;
+    struct stream_heap heap;      /* stream deadlines (kite_http_stream_wake_at) */
+    bool accepting;               /* worker 0: the listener is in its epoll set */
+    pthread_mutex_t mb_lock;
+    struct conn *mb_head, *mb_tail;
+    bool mb_quit;                 /* under mb_lock: leave the loop */
+    atomic_bool mb_kicked;        /* an eventfd write is pending: others need not write again */
 };
 
 struct kite_http_server {
-    struct MHD_Daemon *d;
     kite_http_handler handler;
     void *ud;
-    size_t max_body;
+    size_t max_body, max_head;
+    unsigned max_conns;
     unsigned idle_timeout_s;
     uint16_t port;
-    char *cert_pem, *key_pem, *ca_pem;   /* MHD keeps pointers: must outlive the daemon */
+    int lfd;
+    gnutls_certificate_credentials_t cred;
+    gnutls_priority_t prio;
+    bool client_ca;
     struct kite_map tokens;              /* token -> struct kite_http_user*; read-only after start */
-    struct monitor *mon;
 
-    pthread_mutex_t lock;                /* guards streams list, stop waits */
+    struct worker *workers;
+    unsigned n_workers;
+    atomic_uint next_worker;
+    atomic_uint n_conns;
+
+    pthread_mutex_t lock;                /* stop waits */
     pthread_cond_t cond;
     atomic_bool stopping;
     atomic_long n_pending;               /* requests given to the handler, not answered yet */
-    struct kite_http_stream *streams;    /* live streams (for stop) */
 };
+
+/* server.c */
+/* Queues c on its worker's mailbox (any thread; conn.lock may be held). */
+void conn_kick(struct conn *c);
+/* Sends what is pending. 1: all sent; 0: the socket is full (output interest is on); -1: the
+ * connection is broken. Worker only. */
+int conn_flush(struct conn *c);
+/* The worker's epoll interest for c (EPOLLIN / EPOLLOUT). */
+void conn_want(struct conn *c, uint32_t events);
 
 /* auth.c */
 int auth_load_tokens(struct kite_http_server *srv, const char *path);
@@ -71,10 +157,16 @@ void auth_request(struct conn *c, struct req *r);
 void auth_user_free(struct kite_http_user *u);
 
 /* stream.c */
-int monitor_start(struct monitor **ret);
-void monitor_stop(struct monitor *m);
-/* Ends every live stream (stop path); they finish on their MHD thread. */
-void streams_stop_all(struct kite_http_server *srv);
-struct MHD_Response *stream_response(struct kite_http_server *srv, struct MHD_Connection *mc,
-                                     kite_http_pull pull, void (*done)(void *ud), void *ud,
-                                     struct kite_http_stream **ret);
+struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*done)(void *ud), void *ud);
+/* Worker: the stream's connection is writable (or it was woken): pull and send. When the
+ * stream finished, the connection is C_RESPONDING with the last bytes queued. Returns false
+ * when the connection must close. */
+bool stream_run(struct conn *c);
+/* Worker: ends the stream (done() is called); the connection stays as it is. */
+void stream_end(struct conn *c);
+/* Worker: due deadlines wake their streams; returns the ms until the next one (or -1). */
+int stream_timers(struct worker *w, int64_t now_ns);
+/* Worker: applies a deadline set by kite_http_stream_wake_at from another thread. */
+void stream_sync_deadline(struct conn *c);
+/* Worker: frees a stream whose done() ran. */
+void stream_free(struct kite_http_stream *s);

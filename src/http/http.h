@@ -1,10 +1,10 @@
-/* kite http: the HTTPS server layer under the API server (libmicrohttpd + GnuTLS).
+/* kite http: the HTTPS server layer under the API server (GnuTLS, http-parser, epoll).
  *
- * Model: MHD in epoll mode with an internal thread pool. One handler call per request, after
- * the whole body arrived. A response may be produced synchronously or later from any thread
- * (the connection is suspended meanwhile, costing no thread and no CPU). Watch-style output is
- * a chunked stream pulled by the layer whenever it can send; an idle stream is suspended and
- * woken by kite_http_stream_wake / kite_http_stream_wake_at.
+ * Model: a few worker threads, each with its own epoll set and connections. One handler call
+ * per request, after the whole body arrived. A response may be produced synchronously or later
+ * from any thread (the connection just waits meanwhile, costing no thread and no CPU).
+ * Watch-style output is a chunked stream pulled by the layer whenever it can send; an idle
+ * stream costs nothing until kite_http_stream_wake / kite_http_stream_wake_at.
  *
  * Transport facts (research/kubectl-wire.md §0): HTTP/1.1 only; TLS 1.2 and 1.3; ALPN never
  * selects "h2"; repeated headers (Impersonate-Group) are kept one value per line.
@@ -51,11 +51,10 @@ const char *kite_http_header(const struct kite_http_req *r, const char *name);
 size_t kite_http_header_all(const struct kite_http_req *r, const char *name, const char **out,
                             size_t max);
 
-/* Called once per request, on an MHD worker thread, after the whole body arrived (bodies above
+/* Called once per request, on an HTTP worker thread, after the whole body arrived (bodies above
  * max_body are answered 413 by the layer itself and never reach the handler). The handler must
  * eventually call exactly one of kite_http_respond / kite_http_stream_begin — either before
- * returning or later from any thread (the layer suspends the connection meanwhile and resumes
- * it). The req stays valid until the response is fully sent. kite_http_stop() waits for such
+ * returning or later from any thread (the connection waits meanwhile). The req stays valid until the response is fully sent. kite_http_stop() waits for such
  * outstanding deferred responses, so whoever holds a req must answer it before/while stopping. */
 typedef void (*kite_http_handler)(struct kite_http_req *r, void *ud);
 
@@ -66,7 +65,7 @@ void kite_http_add_header(struct kite_http_req *r, const char *name, const char 
 void kite_http_respond(struct kite_http_req *r, int code, const char *content_type, char *body,
                        size_t len);
 
-/* Wakes the request's connection and has fn(ud) answer it on an MHD thread: fn must call
+/* Wakes the request's connection and has fn(ud) answer it on an HTTP thread: fn must call
  * kite_http_respond or kite_http_stream_begin before returning. Callable from any thread, once
  * per request instead of answering directly; fn is never called from inside this call. Lets a
  * thread that must stay short (the store's writer) leave building the reply to the HTTP
@@ -74,7 +73,7 @@ void kite_http_respond(struct kite_http_req *r, int code, const char *content_ty
  * fn releases is released. */
 void kite_http_defer(struct kite_http_req *r, void (*fn)(void *ud), void *ud);
 
-/* Streaming (watch): a chunked response. pull(ud, out) is called on an MHD thread whenever the
+/* Streaming (watch): a chunked response. pull(ud, out) is called on the connection's HTTP thread whenever the
  * layer can send: append bytes to out and return 1; return 0 for "nothing now" (the connection
  * is suspended until kite_http_stream_wake / the wake_at time); return -1 to finish the stream
  * cleanly (bytes appended in that call are still sent). pull is never called concurrently with
@@ -94,7 +93,7 @@ int kite_http_stream_begin(struct kite_http_req *r, int code, const char *conten
 void kite_http_stream_wake(struct kite_http_stream *s);
 /* Ends the stream at once, dropping what is buffered: shuts the connection down, which also
  * cuts off a client that stopped reading (whose stream pull would never be called again).
- * done() follows on an MHD thread. Thread-safe, cheap; a no-op once the stream ended. */
+ * done() follows on the HTTP thread. Thread-safe, cheap; a no-op once the stream ended. */
 void kite_http_stream_abort(struct kite_http_stream *s);
 /* Wakes the stream at a CLOCK_MONOTONIC time in ns (watch timeoutSeconds, periodic bookmarks).
  * One timer thread serves all streams. A later call replaces the earlier time; a time in the

@@ -1,86 +1,229 @@
-/* kite http server: the MHD daemon, per-connection state, request dispatch and responses.
+/* kite http server: workers, connections, TLS, request parsing, responses.
  *
- * MHD calls the access handler several times per request. We return MHD_YES on the first call
- * and queue the response only on a later one: queueing on the first call makes MHD 0.9.75 send
- * "Connection: close" on every response (research/deps.md §1). Each connection owns one
- * struct req, reused for every keep-alive request, so a steady stream of requests does not
- * allocate request state. A handler that does not answer before returning gets its connection
- * suspended; the later kite_http_respond resumes it and MHD calls us again to queue. */
+ * The per-request path is kept to the system calls a request needs: one recv (GnuTLS reads a
+ * record as a 5-byte header and then its body; tls_pull serves both from one recv into the
+ * connection's buffer), one sendmsg (the whole response is one TLS record), and no epoll
+ * changes (the socket stays registered for input, level-triggered, for its whole life; output
+ * interest is added only while a send would block). A request answered from another thread
+ * reaches the worker through its mailbox: one eventfd write wakes it for however many answers
+ * arrive before it looks.
+ *
+ * Keep-alive: one request at a time per connection (pipelined requests wait in the input
+ * buffer). Closing after an error is a lingering close: shut the write side down, then read
+ * and drop input for a while, so the client gets the answer instead of a reset. */
 #include "http/http-internal.h"
+#include "base/clock.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
-#define REQ_BUF_KEEP (64u * 1024)   /* per-connection buffers above this are freed after use */
+#define RAW_CAP 4096u                  /* one recv's worth of TLS bytes per connection */
+#define IN_CHUNK 16384u                /* decrypted input read per call */
+#define BUF_KEEP (64u * 1024)          /* per-connection buffers above this are freed after use */
+#define BIG_BODY (64u * 1024)          /* bodies above this are sent from their own buffer */
+#define EVENTS_PER_WAIT 128
+#define ACCEPTS_PER_WAKE 64
+#define LINGER_NS (2 * KITE_NS_PER_SEC) /* how long a closing connection's input is drained */
+#define LINGER_MAX_BYTES (1024u * 1024)
+
+static char listener_tag;
+static __thread struct worker *tl_worker;
 
 static const char too_large_json[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
     "\"message\":\"the request body is too large\",\"reason\":\"RequestEntityTooLarge\",\"code\":413}";
 
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * KITE_NS_PER_SEC + ts.tv_nsec;
+}
+
+/* ---- connection bookkeeping ---- */
+
+struct conn_extra {
+    char *raw;          /* bytes recv'd for GnuTLS, not yet handed to it */
+    size_t raw_off, raw_len;
+};
+
+static void conn_free(struct conn *c);
+
+static void conn_reset_request(struct conn *c) {
+    kite_buf_reset(&c->url);
+    if (c->hdr.cap > BUF_KEEP) kite_buf_release(&c->hdr);
+    kite_buf_reset(&c->hdr);
+    c->n_hdr = 0;
+    c->hdr_in_value = false;
+    c->head_bytes = 0;
+    if (c->body.cap > BUF_KEEP) kite_buf_release(&c->body);
+    kite_buf_reset(&c->body);
+    c->body_too_large = false;
+    c->message_done = false;
+    c->head_only = false;
+    free(c->path);
+    c->path = NULL;
+    kite_buf_reset(&c->query);
+    if (c->req.hdrs.cap > BUF_KEEP) kite_buf_release(&c->req.hdrs);
+    kite_buf_reset(&c->req.hdrs);
+    c->req.pub.method = "";
+    c->req.pub.path = "";
+    c->req.pub.body = "";
+    c->req.pub.body_len = 0;
+    c->req.pub.user = NULL;
+    c->req.pub.authn_failed = false;
+}
+
+/* ---- mailbox ---- */
+
+static void worker_kick(struct worker *w) {
+    if (atomic_exchange(&w->mb_kicked, true))
+        return;
+    uint64_t one = 1;
+    ssize_t n = write(w->evfd, &one, sizeof(one));
+    (void)n; /* EAGAIN: the counter is saturated, a wakeup is pending anyway */
+}
+
+void conn_kick(struct conn *c) {
+    struct worker *w = c->w;
+    pthread_mutex_lock(&w->mb_lock);
+    bool queued = c->in_mb;
+    if (!queued) {
+        c->in_mb = true;
+        c->mb_next = NULL;
+        if (w->mb_tail) w->mb_tail->mb_next = c;
+        else w->mb_head = c;
+        w->mb_tail = c;
+    }
+    pthread_mutex_unlock(&w->mb_lock);
+    if (!queued) worker_kick(w);
+}
+
 /* ---- request accessors ---- */
+
+static const char *scan_pairs(const struct kite_buf *b, size_t n, const char *name, bool icase) {
+    const char *p = b->p;
+    for (size_t i = 0; i < n; i++) {
+        const char *k = p, *v = p + strlen(p) + 1;
+        if (icase ? strcasecmp(k, name) == 0 : strcmp(k, name) == 0) return v;
+        p = v + strlen(v) + 1;
+    }
+    return NULL;
+}
+
+static size_t count_pairs(const struct kite_buf *b) {
+    size_t n = 0;
+    for (size_t i = 0; i < b->len; i++)
+        if (b->p[i] == 0) n++;
+    return n / 2;
+}
 
 const char *kite_http_header(const struct kite_http_req *pub, const char *name) {
     const struct req *r = (const struct req *)pub;
-    return MHD_lookup_connection_value(r->mc, MHD_HEADER_KIND, name);
+    return scan_pairs(&r->conn->hdr, r->conn->n_hdr, name, true);
 }
 
 const char *kite_http_query(const struct kite_http_req *pub, const char *name) {
     const struct req *r = (const struct req *)pub;
-    const char *v = NULL;
-    size_t vlen = 0;
-    if (MHD_lookup_connection_value_n(r->mc, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &vlen) != MHD_YES)
-        return NULL;
-    return v ? v : ""; /* "?watch" counts as present and empty, as in Go's url.ParseQuery */
-}
-
-struct header_iter {
-    const char *name;
-    const char **out;
-    size_t max, n;
-};
-
-static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-    struct header_iter *it = cls;
-    if (key && value && strcasecmp(key, it->name) == 0) {
-        if (it->n < it->max)
-            it->out[it->n] = value;
-        it->n++;
-    }
-    return MHD_YES;
+    /* "?watch" counts as present and empty, as in Go's url.ParseQuery */
+    return scan_pairs(&r->conn->query, count_pairs(&r->conn->query), name, false);
 }
 
 size_t kite_http_header_all(const struct kite_http_req *pub, const char *name, const char **out, size_t max) {
-    const struct req *r = (const struct req *)pub;
-    struct header_iter it = {name, out, max, 0};
-    MHD_get_connection_values(r->mc, MHD_HEADER_KIND, collect_header, &it);
-    return it.n;
+    const struct conn *c = ((const struct req *)pub)->conn;
+    const char *p = c->hdr.p;
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_hdr; i++) {
+        const char *k = p, *v = p + strlen(p) + 1;
+        if (strcasecmp(k, name) == 0) {
+            if (n < max) out[n] = v;
+            n++;
+        }
+        p = v + strlen(v) + 1;
+    }
+    return n;
 }
 
 /* ---- responses ---- */
 
-void kite_http_add_header(struct kite_http_req *pub, const char *name, const char *value) {
-    struct req *r = (struct req *)pub;
-    kite_buf_append(&r->hdrs, name, strlen(name) + 1);
-    kite_buf_append(&r->hdrs, value, strlen(value) + 1);
-    r->n_hdrs++;
-}
-
-static void apply_headers(struct req *r, struct MHD_Response *resp, const char *content_type) {
-    if (content_type)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    const char *p = r->hdrs.p;
-    for (size_t i = 0; i < r->n_hdrs; i++) {
-        const char *name = p, *value = p + strlen(p) + 1;
-        MHD_add_response_header(resp, name, value);
-        p = value + strlen(value) + 1;
+static const char *reason_phrase(int code) {
+    switch (code) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return code < 300 ? "OK" : code < 500 ? "Client Error" : "Server Error";
     }
 }
 
-/* n_pending counts requests handed to the handler and not answered yet; stop waits for 0. */
+/* "Date: ...\r\n", formatted once per second per thread. */
+static const char *date_header(void) {
+    static __thread time_t last;
+    static __thread char buf[48];
+    time_t now = time(NULL);
+    if (now != last) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(buf, sizeof buf, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+        last = now;
+    }
+    return buf;
+}
+
+#define LEN_CHUNKED (-1)
+#define LEN_NONE (-2) /* HTTP/1.0 stream: the body ends with the connection */
+
+/* The head of a response: status line, headers, blank line. */
+static void build_head(struct kite_buf *b, struct req *r, int code, const char *ctype, int64_t len, bool close) {
+    kite_buf_printf(b, "HTTP/1.1 %d %s\r\n", code, reason_phrase(code));
+    if (ctype) kite_buf_printf(b, "Content-Type: %s\r\n", ctype);
+    if (r && r->hdrs.len) kite_buf_append(b, r->hdrs.p, r->hdrs.len);
+    if (len == LEN_CHUNKED) kite_buf_puts(b, "Transfer-Encoding: chunked\r\n");
+    else if (len >= 0 && code >= 200 && code != 204 && code != 304)
+        kite_buf_printf(b, "Content-Length: %lld\r\n", (long long)len);
+    kite_buf_puts(b, date_header());
+    if (close) kite_buf_puts(b, "Connection: close\r\n");
+    kite_buf_puts(b, "\r\n");
+}
+
+void kite_http_add_header(struct kite_http_req *pub, const char *name, const char *value) {
+    struct req *r = (struct req *)pub;
+    kite_buf_printf(&r->hdrs, "%s: %s\r\n", name, value);
+}
+
 static void pending_done(struct kite_http_server *srv) {
     if (atomic_fetch_sub(&srv->n_pending, 1) == 1 && atomic_load(&srv->stopping)) {
         pthread_mutex_lock(&srv->lock);
@@ -89,352 +232,1027 @@ static void pending_done(struct kite_http_server *srv) {
     }
 }
 
-/* Hands a ready response to the connection: directly when the handler is still running on
- * the MHD thread, else by resuming the suspended connection. */
-static void deliver(struct req *r, struct MHD_Response *resp, unsigned code, bool is_stream) {
-    struct kite_http_server *srv = r->conn->srv;
-    pthread_mutex_lock(&r->lock);
-    r->resp = resp;
-    r->code = code;
-    r->resp_is_stream = is_stream;
-    bool resume = r->suspended;
-    r->suspended = false;
-    pthread_mutex_unlock(&r->lock);
-    if (!resume)
-        return;
-    MHD_resume_connection(r->mc);
-    pending_done(srv);
+/* True when the caller is the connection's worker, inside the handler or a defer callback for
+ * it: the worker picks the answer up when that returns, no mailbox needed. */
+static bool on_own_worker(struct conn *c) {
+    return tl_worker == c->w && c->in_handler;
 }
 
 void kite_http_respond(struct kite_http_req *pub, int code, const char *content_type, char *body, size_t len) {
     struct req *r = (struct req *)pub;
-    struct MHD_Response *resp;
-    if (body && len)
-        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    else {
+    struct conn *c = r->conn;
+    struct kite_http_server *srv = c->w->srv;
+    bool close = !c->keep_alive || atomic_load(&srv->stopping);
+    struct kite_buf b = {0};
+    kite_buf_grow(&b, 256 + r->hdrs.len + (len <= BIG_BODY ? len : 0));
+    build_head(&b, r, code, content_type, (int64_t)len, close);
+    char *big = NULL;
+    if (c->head_only || code == 204 || code == 304 || len == 0) {
         free(body);
-        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    } else if (len <= BIG_BODY) {
+        kite_buf_append(&b, body, len);
+        free(body);
+    } else {
+        big = body;
     }
-    if (!resp)
-        abort(); /* MHD fails only on OOM here; base's policy is to abort on OOM */
-    apply_headers(r, resp, content_type);
-    deliver(r, resp, (unsigned)code, false);
+    pthread_mutex_lock(&c->lock);
+    c->ans = b;
+    c->ans_big = big;
+    c->ans_big_len = big ? len : 0;
+    c->ans_close = close;
+    c->ans_ready = true;
+    if (!on_own_worker(c)) conn_kick(c);
+    pthread_mutex_unlock(&c->lock);
+    pending_done(srv);
 }
 
 void kite_http_defer(struct kite_http_req *pub, void (*fn)(void *ud), void *ud) {
-    struct req *r = (struct req *)pub;
-    pthread_mutex_lock(&r->lock);
-    r->defer_fn = fn;
-    r->defer_ud = ud;
-    bool resume = r->suspended;
-    r->suspended = false;
-    pthread_mutex_unlock(&r->lock);
-    if (resume)
-        MHD_resume_connection(r->mc); /* the request stays pending until fn ran */
-}
-
-/* Runs a kite_http_defer answer on this MHD thread (it sets r->resp through deliver). */
-static void run_deferred(struct req *r) {
-    pthread_mutex_lock(&r->lock);
-    void (*fn)(void *) = r->defer_fn;
-    void *ud = r->defer_ud;
-    r->defer_fn = NULL;
-    pthread_mutex_unlock(&r->lock);
-    if (!fn)
-        return;
-    fn(ud);
-    pending_done(r->conn->srv);
+    struct conn *c = ((struct req *)pub)->conn;
+    pthread_mutex_lock(&c->lock);
+    c->defer_fn = fn;
+    c->defer_ud = ud;
+    if (!on_own_worker(c)) conn_kick(c);
+    pthread_mutex_unlock(&c->lock);
 }
 
 int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *content_type, kite_http_pull pull,
                            void (*done)(void *ud), void *ud, struct kite_http_stream **ret) {
     struct req *r = (struct req *)pub;
-    struct MHD_Response *resp = stream_response(r->conn->srv, r->mc, pull, done, ud, ret);
-    if (!resp) {
-        kite_http_respond(pub, 500, NULL, NULL, 0);
-        return -ENOMEM;
-    }
-    apply_headers(r, resp, content_type);
-    deliver(r, resp, (unsigned)code, true);
+    struct conn *c = r->conn;
+    struct kite_http_server *srv = c->w->srv;
+    bool chunked = c->parser.http_major == 1 && c->parser.http_minor >= 1;
+    bool close = !chunked || !c->keep_alive;
+    struct kite_buf b = {0};
+    build_head(&b, r, code, content_type, chunked ? LEN_CHUNKED : LEN_NONE, close);
+    struct kite_http_stream *s = stream_new(c, pull, done, ud);
+    pthread_mutex_lock(&c->lock);
+    c->ans = b;
+    c->ans_stream = s;
+    c->ans_close = close;
+    if (!on_own_worker(c)) conn_kick(c);
+    pthread_mutex_unlock(&c->lock);
+    if (ret) *ret = s;
+    pending_done(srv);
     return 0;
 }
 
-/* ---- the access handler ---- */
+/* ---- TLS transport: one recv serves GnuTLS's header and body reads ---- */
 
-static void req_reset(struct req *r) {
-    if (r->body.cap > REQ_BUF_KEEP)
-        kite_buf_release(&r->body);
-    if (r->hdrs.cap > REQ_BUF_KEEP)
-        kite_buf_release(&r->hdrs);
-    kite_buf_reset(&r->body);
-    kite_buf_reset(&r->hdrs);
-    r->n_hdrs = 0;
-    r->state = REQ_READING;
-    r->suspended = false;
-    r->resp = NULL;
-    r->defer_fn = NULL;
-    r->resp_is_stream = false;
-    r->pub.body = "";
-    r->pub.body_len = 0;
-    r->pub.user = NULL;
-    r->pub.authn_failed = false;
+static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *buf, size_t len) {
+    struct conn *c = ptr;
+    struct conn_extra *x = (struct conn_extra *)(c + 1);
+    if (x->raw_off < x->raw_len) {
+        size_t n = KITE_MIN(len, x->raw_len - x->raw_off);
+        memcpy(buf, x->raw + x->raw_off, n);
+        x->raw_off += n;
+        return (ssize_t)n;
+    }
+    if (len >= RAW_CAP) return recv(c->fd, buf, len, 0);
+    if (!x->raw) x->raw = kite_malloc(RAW_CAP);
+    ssize_t k = recv(c->fd, x->raw, RAW_CAP, 0);
+    if (k <= 0) return k;
+    x->raw_len = (size_t)k;
+    size_t n = KITE_MIN(len, x->raw_len);
+    memcpy(buf, x->raw, n);
+    x->raw_off = n;
+    return (ssize_t)n;
 }
 
-static enum MHD_Result queue_status(struct MHD_Connection *mc, unsigned code, const char *json, size_t len) {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)json, MHD_RESPMEM_PERSISTENT);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    enum MHD_Result ret = MHD_queue_response(mc, code, resp);
-    MHD_destroy_response(resp);
-    return ret;
+static int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned ms) {
+    struct conn *c = ptr;
+    struct conn_extra *x = (struct conn_extra *)(c + 1);
+    if (x->raw_off < x->raw_len) return 1;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    return poll(&p, 1, 0); /* non-blocking sessions never wait here */
 }
 
-static enum MHD_Result queue_ready(struct req *r) {
-    struct MHD_Response *resp = r->resp;
-    r->resp = NULL;
-    if (r->resp_is_stream) {
-        /* A watch may be silent for minutes: the idle timeout is for idle clients, not streams. */
-        MHD_set_connection_option(r->mc, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-        r->conn->timeout_off = true;
-    }
-    enum MHD_Result ret = MHD_queue_response(r->mc, r->code, resp);
-    MHD_destroy_response(resp);
-    return ret;
+static ssize_t tls_vec_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int iovcnt) {
+    struct conn *c = ptr;
+    struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+    return sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
-    struct kite_http_server *srv = cls;
-    struct req *r = *con_cls;
+static bool raw_pending(struct conn *c) {
+    struct conn_extra *x = (struct conn_extra *)(c + 1);
+    return x->raw_off < x->raw_len;
+}
 
-    if (!r) {
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        struct conn *c = ci ? ci->socket_context : NULL;
-        if (!c)
-            return MHD_NO;
-        r = &c->req;
-        req_reset(r);
-        r->mc = mc;
-        r->pub.method = method;
-        r->pub.path = url;
-        if (c->timeout_off) {
-            MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, srv->idle_timeout_s);
-            c->timeout_off = false;
+/* Drops the raw buffer of an idle connection (it is reallocated on the next read). */
+static void raw_trim(struct conn *c) {
+    struct conn_extra *x = (struct conn_extra *)(c + 1);
+    if (x->raw && x->raw_off >= x->raw_len) {
+        free(x->raw);
+        x->raw = NULL;
+        x->raw_off = x->raw_len = 0;
+    }
+}
+
+/* ---- epoll interest ---- */
+
+void conn_want(struct conn *c, uint32_t events) {
+    events |= EPOLLRDHUP;
+    if (c->ep_events == events) return;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    epoll_ctl(c->w->ep, c->ep_events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
+    c->ep_events = events;
+}
+
+/* ---- output ---- */
+
+/* 1: all sent; 0: the socket is full (EPOLLOUT requested); -1: the connection is broken. */
+static int flush_out(struct conn *c) {
+    for (;;) {
+        const char *p;
+        size_t n;
+        if (c->out_off < c->out.len) {
+            p = c->out.p + c->out_off;
+            n = c->out.len - c->out_off;
+        } else if (c->big_off < c->big_len) {
+            p = c->big + c->big_off;
+            n = c->big_len - c->big_off;
+        } else {
+            break;
         }
-        *con_cls = r;
-        /* Refuse a declared oversize body before reading it. Answering now closes the
-         * connection afterwards, which is what we want with a body still in flight. */
-        const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        int64_t n;
-        if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > srv->max_body) {
-            r->state = REQ_TOO_LARGE;
-            return queue_status(mc, MHD_HTTP_CONTENT_TOO_LARGE, too_large_json, sizeof(too_large_json) - 1);
+        ssize_t k = gnutls_record_send(c->tls, p, n);
+        if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) {
+            conn_want(c, EPOLLIN | EPOLLOUT);
+            return 0;
         }
-        return MHD_YES;
+        if (k < 0) return -1;
+        c->last_active_ns = now_ns();
+        if (c->out_off < c->out.len) c->out_off += (size_t)k;
+        else c->big_off += (size_t)k;
     }
+    if (c->out.cap > BUF_KEEP) kite_buf_release(&c->out);
+    kite_buf_reset(&c->out);
+    c->out_off = 0;
+    free(c->big);
+    c->big = NULL;
+    c->big_len = c->big_off = 0;
+    if (c->ep_events & EPOLLOUT) conn_want(c, EPOLLIN);
+    return 1;
+}
 
-    if (*upload_data_size) {
-        /* Chunked bodies have no declared size: count as they arrive and drop the excess. */
-        if (r->state == REQ_READING && r->body.len + *upload_data_size > srv->max_body) {
-            r->state = REQ_TOO_LARGE;
-            kite_buf_release(&r->body);
+int conn_flush(struct conn *c) {
+    return flush_out(c);
+}
+
+/* ---- request parsing (http-parser callbacks) ---- */
+
+static int fail(struct conn *c, int code) {
+    c->parser.data = (void *)(intptr_t)code; /* read back after http_parser_execute */
+    return -1;
+}
+
+#define CONN(p) ((struct conn *)((char *)(p) - offsetof(struct conn, parser)))
+
+static bool head_grow(struct conn *c, size_t n) {
+    c->head_bytes += n;
+    return c->head_bytes <= c->w->srv->max_head;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n) {
+    struct conn *c = CONN(p);
+    if (!head_grow(c, n)) return fail(c, 414);
+    kite_buf_append(&c->url, at, n);
+    return 0;
+}
+
+static void end_value(struct conn *c) {
+    while (c->hdr.len && (c->hdr.p[c->hdr.len - 1] == ' ' || c->hdr.p[c->hdr.len - 1] == '\t'))
+        c->hdr.len--;
+    kite_buf_append(&c->hdr, "", 1);
+    c->n_hdr++;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n) {
+    struct conn *c = CONN(p);
+    if (!head_grow(c, n)) return fail(c, 431);
+    if (c->hdr_in_value) {
+        end_value(c);
+        c->hdr_in_value = false;
+    }
+    kite_buf_append(&c->hdr, at, n);
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n) {
+    struct conn *c = CONN(p);
+    if (!head_grow(c, n)) return fail(c, 431);
+    if (!c->hdr_in_value) {
+        kite_buf_append(&c->hdr, "", 1); /* ends the name */
+        c->hdr_in_value = true;
+    }
+    kite_buf_append(&c->hdr, at, n);
+    return 0;
+}
+
+static int hexval(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) into b (and '+' into ' ' when plus), NUL-terminated. */
+static void unescape(struct kite_buf *b, const char *s, size_t n, bool plus) {
+    kite_buf_grow(b, n + 1);
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        int hi, lo;
+        if (ch == '%' && i + 2 < n && (hi = hexval(s[i + 1])) >= 0 && (lo = hexval(s[i + 2])) >= 0) {
+            ch = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (plus && ch == '+') {
+            ch = ' ';
         }
-        if (r->state == REQ_READING)
-            kite_buf_append(&r->body, upload_data, *upload_data_size);
-        *upload_data_size = 0;
-        return MHD_YES;
+        kite_buf_putc(b, ch);
     }
+    kite_buf_append(b, "", 1);
+}
 
-    switch (r->state) {
-    case REQ_TOO_LARGE:
-        return queue_status(mc, MHD_HTTP_CONTENT_TOO_LARGE, too_large_json, sizeof(too_large_json) - 1);
-    case REQ_DISPATCHED: {
-        /* Resumed after a deferred answer. */
-        run_deferred(r);
-        pthread_mutex_lock(&r->lock);
-        bool ready = r->resp != NULL;
-        pthread_mutex_unlock(&r->lock);
-        return ready ? queue_ready(r) : MHD_NO;
+static void parse_target(struct conn *c) {
+    const char *u = c->url.p ? c->url.p : "/";
+    size_t n = c->url.len;
+    const char *q = memchr(u, '?', n);
+    size_t plen = q ? (size_t)(q - u) : n;
+    const char *frag = memchr(u, '#', n);
+    if (frag && (!q || frag < q)) plen = (size_t)(frag - u);
+    struct kite_buf pb = {0};
+    unescape(&pb, u, plen, false);
+    c->path = kite_buf_detach(&pb, NULL);
+    if (!q) return;
+    const char *s = q + 1, *end = u + n;
+    const char *hash = memchr(s, '#', (size_t)(end - s));
+    if (hash) end = hash;
+    while (s < end) {
+        const char *amp = memchr(s, '&', (size_t)(end - s));
+        const char *e = amp ? amp : end;
+        if (e > s) {
+            const char *eq = memchr(s, '=', (size_t)(e - s));
+            unescape(&c->query, s, (size_t)((eq ? eq : e) - s), true);
+            if (eq) unescape(&c->query, eq + 1, (size_t)(e - eq - 1), true);
+            else kite_buf_append(&c->query, "", 1);
+        }
+        s = e + 1;
     }
-    case REQ_READING:
-        break;
-    }
+}
 
-    if (r->body.p) {
-        r->pub.body = r->body.p;
-        r->pub.body_len = r->body.len;
+static int on_headers_complete(http_parser *p) {
+    struct conn *c = CONN(p);
+    if (c->hdr_in_value) {
+        end_value(c);
+        c->hdr_in_value = false;
     }
+    parse_target(c);
+    c->head_only = p->method == HTTP_HEAD;
+    struct kite_http_server *srv = c->w->srv;
+    const char *cl = scan_pairs(&c->hdr, c->n_hdr, "Content-Length", true);
+    int64_t n;
+    if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > srv->max_body) return fail(c, 413);
+    const char *expect = scan_pairs(&c->hdr, c->n_hdr, "Expect", true);
+    if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
+        kite_buf_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n) {
+    struct conn *c = CONN(p);
+    size_t max = c->w->srv->max_body;
+    if (!c->body_too_large && c->body.len + n > max) {
+        c->body_too_large = true;
+        kite_buf_release(&c->body);
+    }
+    if (c->body_too_large) {
+        c->head_bytes += n; /* counts what is dropped: a client may not stream forever */
+        if (c->head_bytes > 4 * max) return fail(c, 413);
+        return 0;
+    }
+    kite_buf_append(&c->body, at, n);
+    return 0;
+}
+
+static int on_message_complete(http_parser *p) {
+    struct conn *c = CONN(p);
+    c->message_done = true;
+    c->keep_alive = http_should_keep_alive(p) != 0;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings parser_settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ---- the connection state machine ---- */
+
+/* Answers a request the layer refuses itself (parse errors, limits) and closes afterwards. */
+static void refuse(struct conn *c, int code) {
+    const char *reason = code == 413 ? "RequestEntityTooLarge" : code == 414 ? "RequestURITooLong"
+                         : code == 431 ? "RequestHeaderFieldsTooLarge" : "BadRequest";
+    const char *msg = code == 413 ? NULL : code == 414 ? "the request URL is too long"
+                      : code == 431 ? "the request headers are too large" : "malformed HTTP request";
+    struct kite_buf body = {0};
+    if (msg)
+        kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                               "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}", msg, reason, code);
+    else
+        kite_buf_puts(&body, too_large_json);
+    kite_buf_reset(&c->req.hdrs);
+    build_head(&c->out, NULL, code, "application/json", (int64_t)body.len, true);
+    kite_buf_append(&c->out, body.p, body.len);
+    kite_buf_release(&body);
+    c->close_after = true;
+    c->state = C_RESPONDING;
+}
+
+/* Reads once. 1: got bytes; 0: nothing now; -1: EOF or error. */
+static int read_some(struct conn *c) {
+    if (c->in_off == c->in.len) {
+        kite_buf_reset(&c->in);
+        c->in_off = 0;
+    } else if (c->in_off > c->in.len / 2) {
+        memmove(c->in.p, c->in.p + c->in_off, c->in.len - c->in_off);
+        c->in.len -= c->in_off;
+        c->in_off = 0;
+    }
+    kite_buf_grow(&c->in, IN_CHUNK);
+    ssize_t k = gnutls_record_recv(c->tls, c->in.p + c->in.len, c->in.cap - c->in.len - 1);
+    if (k > 0) {
+        c->in.len += (size_t)k;
+        c->in.p[c->in.len] = 0;
+        c->last_active_ns = now_ns();
+        return 1;
+    }
+    if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) return 0;
+    return -1;
+}
+
+/* Bytes worth trying to read without being told by epoll. */
+static bool tls_pending(struct conn *c) {
+    return raw_pending(c) || gnutls_record_check_pending(c->tls) > 0;
+}
+
+static void dispatch(struct conn *c) {
+    struct kite_http_server *srv = c->w->srv;
+    if (c->body_too_large) {
+        refuse(c, 413);
+        return;
+    }
+    c->req.pub.method = http_method_str((enum http_method)c->parser.method);
+    c->req.pub.path = c->path;
+    c->req.pub.body = c->body.p ? c->body.p : "";
+    c->req.pub.body_len = c->body.len;
     /* Count first, then check stopping (both seq_cst): either stop sees us pending and waits,
      * or we see stopping and never start a request it would have to wait for. */
     atomic_fetch_add(&srv->n_pending, 1);
     if (atomic_load(&srv->stopping)) {
         pending_done(srv);
-        return MHD_NO;
+        c->keep_alive = false;
+        refuse(c, 503);
+        return;
     }
-    auth_request(r->conn, r);
-    r->state = REQ_DISPATCHED;
-    srv->handler(&r->pub, srv->ud);
-
-    pthread_mutex_lock(&r->lock);
-    if (r->resp) {
-        pthread_mutex_unlock(&r->lock);
-        pending_done(srv);
-        return queue_ready(r);
-    }
-    if (r->defer_fn) {
-        pthread_mutex_unlock(&r->lock);
-        run_deferred(r);
-        return r->resp ? queue_ready(r) : MHD_NO;
-    }
-    r->suspended = true;
-    MHD_suspend_connection(mc);
-    pthread_mutex_unlock(&r->lock);
-    return MHD_YES;
+    auth_request(c, &c->req);
+    c->state = C_DISPATCHED;
+    c->in_handler = true;
+    srv->handler(&c->req.pub, srv->ud);
+    c->in_handler = false;
 }
 
-static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe) {
-    struct kite_http_server *srv = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct conn *c = kite_calloc(1, sizeof(*c));
-        c->srv = srv;
-        c->req.conn = c;
-        c->req.mc = mc;
-        pthread_mutex_init(&c->req.lock, NULL);
-        *socket_context = c;
+/* Takes what other threads handed over (answer, deferred callback, stream). Worker only.
+ * Returns true once the dispatched request has its answer. */
+static bool collect(struct conn *c) {
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        if (c->defer_fn) {
+            void (*fn)(void *) = c->defer_fn;
+            void *ud = c->defer_ud;
+            c->defer_fn = NULL;
+            pthread_mutex_unlock(&c->lock);
+            c->in_handler = true;
+            fn(ud);
+            c->in_handler = false;
+            continue;
+        }
+        bool got = false;
+        if (c->ans_ready || c->ans_stream) {
+            kite_buf_append(&c->out, c->ans.p, c->ans.len);
+            kite_buf_release(&c->ans);
+            c->close_after |= c->ans_close;
+            if (c->ans_ready) {
+                c->big = c->ans_big;
+                c->big_len = c->ans_big_len;
+                c->big_off = 0;
+                c->ans_big = NULL;
+                c->ans_ready = false;
+                c->state = C_RESPONDING;
+            } else {
+                c->stream = c->ans_stream;
+                c->ans_stream = NULL;
+                c->state = C_STREAMING;
+            }
+            got = true;
+        }
+        pthread_mutex_unlock(&c->lock);
+        return got;
+    }
+}
+
+static void conn_close(struct conn *c);
+
+/* Advances the connection as far as it can go without waiting. Worker only. The connection
+ * may be freed: callers must not touch c afterwards. */
+static void drive(struct conn *c, bool readable) {
+    struct kite_http_server *srv = c->w->srv;
+    for (;;) {
+        switch (c->state) {
+        case C_HANDSHAKE: {
+            int r = gnutls_handshake(c->tls);
+            if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+                conn_want(c, gnutls_record_get_direction(c->tls) ? EPOLLIN | EPOLLOUT : EPOLLIN);
+                return;
+            }
+            if (r < 0) {
+                conn_close(c);
+                return;
+            }
+            conn_want(c, EPOLLIN);
+            c->last_active_ns = now_ns();
+            c->state = C_READING;
+            readable = tls_pending(c);
+            continue;
+        }
+        case C_READING: {
+            if (c->in_off < c->in.len) {
+                size_t n = c->in.len - c->in_off;
+                size_t used = http_parser_execute(&c->parser, &parser_settings, c->in.p + c->in_off, n);
+                c->in_off += used;
+                enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+                if (c->message_done) {
+                    http_parser_pause(&c->parser, 0);
+                    if (c->out.len && flush_out(c) < 0) { /* "100 Continue" still queued */
+                        conn_close(c);
+                        return;
+                    }
+                    dispatch(c);
+                    if (c->state == C_DISPATCHED && !collect(c)) return; /* answered later */
+                    continue;
+                }
+                if (e != HPE_OK) {
+                    intptr_t code = (intptr_t)c->parser.data;
+                    refuse(c, code ? (int)code : 400);
+                    continue;
+                }
+                if (c->out.len && flush_out(c) < 0) { /* "100 Continue" */
+                    conn_close(c);
+                    return;
+                }
+            }
+            if (!readable && !tls_pending(c)) return;
+            int r = read_some(c);
+            if (r < 0) {
+                conn_close(c);
+                return;
+            }
+            if (r == 0) return;
+            readable = tls_pending(c) || c->in.len == c->in.cap - 1;
+            continue;
+        }
+        case C_DISPATCHED:
+            /* Waiting for the handler. Input keeps arriving (pipelining, or EOF): buffer it,
+             * within limits, so level-triggered epoll does not spin. */
+            if (readable || tls_pending(c)) {
+                int r = c->in.len - c->in_off > srv->max_head + srv->max_body ? -1 : read_some(c);
+                if (r < 0) {
+                    conn_close(c); /* EOF, error, or more input than a request may have */
+                    return;
+                }
+                if (r > 0) {
+                    readable = tls_pending(c);
+                    continue;
+                }
+            }
+            return;
+        case C_RESPONDING: {
+            int f = flush_out(c);
+            if (f < 0) {
+                conn_close(c);
+                return;
+            }
+            if (f == 1 && c->close_after) {
+                /* A lingering close: closing with unread input would reset the connection
+                 * and could destroy the answer before the client read it. */
+                shutdown(c->fd, SHUT_WR);
+                c->state = C_LINGER;
+                c->last_active_ns = now_ns();
+                readable = true;
+                continue;
+            }
+            if (f == 0) return;
+            /* Next request on this connection (maybe already buffered). */
+            conn_reset_request(c);
+            http_parser_init(&c->parser, HTTP_REQUEST);
+            c->parser.data = NULL;
+            c->state = C_READING;
+            if (c->ep_events != (EPOLLIN | EPOLLRDHUP)) conn_want(c, EPOLLIN);
+            readable = readable || tls_pending(c);
+            continue;
+        }
+        case C_LINGER: {
+            if (!readable) return;
+            char drop[16384];
+            ssize_t k;
+            while ((k = recv(c->fd, drop, sizeof drop, 0)) > 0) {
+                c->linger_bytes += (size_t)k;
+                if (c->linger_bytes > LINGER_MAX_BYTES) break;
+            }
+            if (k < 0 && (errno == EAGAIN || errno == EINTR)) return;
+            conn_free(c); /* EOF, error, or enough dropped */
+            return;
+        }
+        case C_STREAMING:
+            if (!stream_run(c)) {
+                conn_close(c);
+                return;
+            }
+            if (c->state == C_STREAMING) {
+                /* Input while streaming: keep it for after the stream, or notice EOF. */
+                if (readable || tls_pending(c)) {
+                    if (c->in.len - c->in_off > srv->max_head + srv->max_body) {
+                        conn_close(c);
+                        return;
+                    }
+                    int r = read_some(c);
+                    if (r < 0) {
+                        conn_close(c);
+                        return;
+                    }
+                    if (r > 0) {
+                        readable = tls_pending(c);
+                        continue;
+                    }
+                }
+                return;
+            }
+            continue; /* the stream finished: C_RESPONDING sends the rest */
+        }
+    }
+}
+
+/* ---- connections: open, close, free ---- */
+
+static struct conn *conn_new(struct kite_http_server *srv, int fd) {
+    struct conn *c = kite_calloc(1, sizeof(struct conn) + sizeof(struct conn_extra));
+    c->fd = fd;
+    c->req.conn = c;
+    pthread_mutex_init(&c->lock, NULL);
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    conn_reset_request(c);
+    c->state = C_HANDSHAKE;
+    if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return NULL;
+    }
+    gnutls_priority_set(c->tls, srv->prio);
+    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, srv->cred);
+    if (srv->client_ca) gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUEST);
+    /* ALPN: HTTP/1.1 only; never h2 (research/kubectl-wire.md §0) */
+    gnutls_datum_t alpn = {(unsigned char *)"http/1.1", 8};
+    gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_SERVER_PRECEDENCE);
+    gnutls_transport_set_ptr(c->tls, c);
+    gnutls_transport_set_pull_function(c->tls, tls_pull);
+    gnutls_transport_set_pull_timeout_function(c->tls, tls_pull_timeout);
+    gnutls_transport_set_vec_push_function(c->tls, tls_vec_push);
+    c->last_active_ns = now_ns();
+    return c;
+}
+
+static void conn_attach(struct worker *w, struct conn *c) {
+    c->w = w;
+    c->next = w->conns;
+    if (c->next) c->next->prev = c;
+    w->conns = c;
+    w->n_conns++;
+    conn_want(c, EPOLLIN);
+    drive(c, true);
+}
+
+static void conn_free(struct conn *c) {
+    struct worker *w = c->w;
+    struct kite_http_server *srv = w->srv;
+    if (!c->stream && c->ans_stream) { /* begun but never started: done() still runs */
+        c->stream = c->ans_stream;
+        c->ans_stream = NULL;
+    }
+    if (c->stream) stream_end(c);
+    pthread_mutex_lock(&w->mb_lock);
+    bool queued = c->in_mb;
+    if (queued) c->is_new = false;
+    pthread_mutex_unlock(&w->mb_lock);
+    if (c->prev) c->prev->next = c->next;
+    else if (w->conns == c) w->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    if (c->fd >= 0) {
+        close(c->fd); /* also leaves the epoll set */
+        c->fd = -1;
+        w->n_conns--;
+        unsigned before = atomic_fetch_sub(&srv->n_conns, 1);
+        if (before >= srv->max_conns && srv->n_workers) worker_kick(&srv->workers[0]);
+    }
+    if (queued) {
+        /* freed when the mailbox reaches it */
+        c->state = C_HANDSHAKE;
+        c->peer_closed = true;
         return;
     }
-    struct conn *c = *socket_context;
-    if (!c)
-        return;
-    /* Closed between a deferred answer and its queueing: run it (so what it holds is released)
-     * and drop the response. */
-    run_deferred(&c->req);
-    if (c->req.resp)
-        MHD_destroy_response(c->req.resp);
-    kite_buf_release(&c->req.body);
+    gnutls_deinit(c->tls);
+    struct conn_extra *x = (struct conn_extra *)(c + 1);
+    free(x->raw);
+    kite_buf_release(&c->in);
+    kite_buf_release(&c->url);
+    kite_buf_release(&c->hdr);
+    kite_buf_release(&c->body);
+    kite_buf_release(&c->query);
     kite_buf_release(&c->req.hdrs);
-    pthread_mutex_destroy(&c->req.lock);
+    kite_buf_release(&c->out);
+    kite_buf_release(&c->ans);
+    free(c->ans_big);
+    free(c->big);
+    free(c->path);
     auth_user_free(c->cert_user);
+    pthread_mutex_destroy(&c->lock);
     free(c);
-    *socket_context = NULL;
+}
+
+/* Ends a connection: at once, or (request still with the handler) once it is answered. */
+static void conn_close(struct conn *c) {
+    if (c->state == C_DISPATCHED) {
+        c->peer_closed = true;
+        epoll_ctl(c->w->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        c->ep_events = 0;
+        return;
+    }
+    conn_free(c);
+}
+
+/* A mailbox entry: new connection, answer, defer, stream wake. */
+static void conn_service(struct worker *w, struct conn *c, bool is_new) {
+    if (is_new) {
+        conn_attach(w, c);
+        return;
+    }
+    if (c->fd < 0) { /* freed while queued */
+        conn_free(c);
+        return;
+    }
+    if (c->state == C_DISPATCHED) {
+        if (!collect(c)) return;
+        if (c->peer_closed) {
+            conn_free(c);
+            return;
+        }
+    } else if (c->state == C_STREAMING) {
+        stream_sync_deadline(c);
+    }
+    drive(c, false);
+}
+
+/* ---- workers ---- */
+
+static void accept_some(struct worker *w) {
+    struct kite_http_server *srv = w->srv;
+    for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
+        if (atomic_load(&srv->n_conns) >= srv->max_conns || atomic_load(&srv->stopping)) {
+            /* at the limit: new clients wait in the backlog until a connection closes */
+            epoll_ctl(w->ep, EPOLL_CTL_DEL, srv->lfd, NULL);
+            w->accepting = false;
+            return;
+        }
+        int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* out of descriptors: pause; the sweep resumes accepting */
+                epoll_ctl(w->ep, EPOLL_CTL_DEL, srv->lfd, NULL);
+                w->accepting = false;
+            }
+            return;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct conn *c = conn_new(srv, fd);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        atomic_fetch_add(&srv->n_conns, 1);
+        struct worker *to = &srv->workers[atomic_fetch_add(&srv->next_worker, 1) % srv->n_workers];
+        if (to == w) {
+            conn_attach(w, c);
+        } else {
+            c->w = to;
+            pthread_mutex_lock(&to->mb_lock);
+            c->is_new = true;
+            c->in_mb = true;
+            if (to->mb_tail) to->mb_tail->mb_next = c;
+            else to->mb_head = c;
+            to->mb_tail = c;
+            pthread_mutex_unlock(&to->mb_lock);
+            worker_kick(to);
+        }
+    }
+}
+
+static void maybe_resume_accept(struct worker *w) {
+    struct kite_http_server *srv = w->srv;
+    if (w->idx != 0 || w->accepting || atomic_load(&srv->stopping) || atomic_load(&srv->n_conns) >= srv->max_conns)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listener_tag};
+    if (epoll_ctl(w->ep, EPOLL_CTL_ADD, srv->lfd, &ev) == 0) w->accepting = true;
+}
+
+/* Idle and slow clients (not streams, not requests with the handler). */
+static void sweep(struct worker *w, int64_t now) {
+    struct kite_http_server *srv = w->srv;
+    int64_t idle = (int64_t)srv->idle_timeout_s * KITE_NS_PER_SEC;
+    bool stopping = atomic_load(&srv->stopping);
+    for (struct conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->state == C_STREAMING || c->state == C_DISPATCHED) continue;
+        if (c->state == C_LINGER) {
+            if (now - c->last_active_ns > LINGER_NS || stopping) conn_free(c);
+            continue;
+        }
+        bool between = c->state == C_READING && c->in_off == c->in.len && c->url.len == 0;
+        if (now - c->last_active_ns > idle || (stopping && between)) conn_free(c);
+        else if (between) raw_trim(c);
+    }
+}
+
+/* On stop: streams end cleanly, idle connections close. */
+static void worker_stop_streams(struct worker *w) {
+    for (struct conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->state == C_STREAMING) {
+            c->keep_alive = false;
+            c->close_after = true;
+            drive(c, false); /* stream_run sees stopping and finishes */
+        }
+    }
+}
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    struct kite_http_server *srv = w->srv;
+    tl_worker = w;
+    struct epoll_event evs[EVENTS_PER_WAIT];
+    int64_t last_sweep = now_ns();
+    bool saw_stop = false;
+    for (;;) {
+        int64_t now = now_ns();
+        int timeout = 1000 - (int)((now - last_sweep) / KITE_NS_PER_MS);
+        if (timeout < 0) timeout = 0;
+        int t = stream_timers(w, now);
+        if (t >= 0 && t < timeout) timeout = t;
+        int n = epoll_wait(w->ep, evs, EVENTS_PER_WAIT, timeout);
+        bool mail = false;
+        for (int i = 0; i < n; i++) {
+            void *p = evs[i].data.ptr;
+            if (p == NULL) {
+                uint64_t v;
+                ssize_t k = read(w->evfd, &v, sizeof(v));
+                (void)k;
+                mail = true;
+            } else if (p == &listener_tag) {
+                accept_some(w);
+            } else {
+                struct conn *c = p;
+                if (c->fd < 0) continue;
+                drive(c, true);
+            }
+        }
+        if (mail) {
+            atomic_store(&w->mb_kicked, false);
+            pthread_mutex_lock(&w->mb_lock);
+            struct conn *list = w->mb_head;
+            w->mb_head = w->mb_tail = NULL;
+            bool quit = w->mb_quit;
+            pthread_mutex_unlock(&w->mb_lock);
+            while (list) {
+                pthread_mutex_lock(&w->mb_lock);
+                struct conn *c = list;
+                list = c->mb_next;
+                c->in_mb = false;
+                bool is_new = c->is_new;
+                c->is_new = false;
+                pthread_mutex_unlock(&w->mb_lock);
+                conn_service(w, c, is_new);
+            }
+            if (atomic_load(&srv->stopping) && !saw_stop) {
+                saw_stop = true;
+                if (w->idx == 0 && w->accepting) {
+                    epoll_ctl(w->ep, EPOLL_CTL_DEL, srv->lfd, NULL);
+                    w->accepting = false;
+                }
+                worker_stop_streams(w);
+                sweep(w, now_ns());
+            }
+            if (quit) break;
+            maybe_resume_accept(w);
+        }
+        now = now_ns();
+        if (now - last_sweep >= KITE_NS_PER_SEC) {
+            last_sweep = now;
+            sweep(w, now);
+            maybe_resume_accept(w);
+        }
+    }
+    /* Quit: n_pending is 0, so no connection waits for an answer. */
+    while (w->conns) conn_free(w->conns);
+    pthread_mutex_lock(&w->mb_lock);
+    struct conn *list = w->mb_head;
+    w->mb_head = w->mb_tail = NULL;
+    pthread_mutex_unlock(&w->mb_lock);
+    while (list) {
+        struct conn *c = list;
+        list = c->mb_next;
+        c->in_mb = false;
+        if (c->is_new) {
+            c->is_new = false;
+            c->w = w;
+            w->n_conns++; /* conn_free counts it out */
+        }
+        conn_free(c);
+    }
+    return NULL;
 }
 
 /* ---- daemon ---- */
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *dual) {
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, bool *dual) {
     memset(ss, 0, sizeof(*ss));
     *dual = false;
     const char *colon = strrchr(listen, ':');
-    if (!colon)
-        return -EINVAL;
+    if (!colon) return -EINVAL;
     int64_t port;
-    if (kite_parse_int64(colon + 1, &port) < 0 || port < 0 || port > 65535)
-        return -EINVAL;
+    if (kite_parse_int64(colon + 1, &port) < 0 || port < 0 || port > 65535) return -EINVAL;
     _cleanup_free_ char *host = kite_strndup(listen, (size_t)(colon - listen));
     size_t hl = strlen(host);
     if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
         memmove(host, host + 1, hl - 2);
         host[hl - 2] = 0;
     }
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
     if (host[0] == 0 || kite_streq(host, "::") || kite_streq(host, "*")) {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
         s6->sin6_family = AF_INET6;
         s6->sin6_addr = in6addr_any;
         s6->sin6_port = htons((uint16_t)port);
+        *sl = sizeof(*s6);
         *dual = true;
         return 0;
     }
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
     if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
         s4->sin_family = AF_INET;
         s4->sin_port = htons((uint16_t)port);
+        *sl = sizeof(*s4);
         return 0;
     }
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
     if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
         s6->sin6_family = AF_INET6;
         s6->sin6_port = htons((uint16_t)port);
+        *sl = sizeof(*s6);
         return 0;
     }
     return -EINVAL;
 }
 
+static int open_listener(const char *addr, uint16_t *port) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    bool dual;
+    int rc = parse_listen(addr, &ss, &sl, &dual);
+    if (rc < 0) return rc;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ss.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, dual ? &zero : &one, sizeof(int));
+    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof(bound);
+    getsockname(fd, (struct sockaddr *)&bound, &bl);
+    *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                              : ((struct sockaddr_in *)&bound)->sin_port);
+    return fd;
+}
+
 static void free_server(struct kite_http_server *srv) {
-    if (srv->mon)
-        monitor_stop(srv->mon);
+    for (unsigned i = 0; i < srv->n_workers; i++) {
+        struct worker *w = &srv->workers[i];
+        if (w->ep >= 0) close(w->ep);
+        if (w->evfd >= 0) close(w->evfd);
+        pthread_mutex_destroy(&w->mb_lock);
+        free(w->heap.a);
+    }
+    free(srv->workers);
+    if (srv->lfd >= 0) close(srv->lfd);
     auth_free_tokens(srv);
-    free(srv->cert_pem);
-    free(srv->key_pem);
-    free(srv->ca_pem);
+    if (srv->prio) gnutls_priority_deinit(srv->prio);
+    if (srv->cred) gnutls_certificate_free_credentials(srv->cred);
     pthread_mutex_destroy(&srv->lock);
     pthread_cond_destroy(&srv->cond);
     free(srv);
 }
 
-int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server **ret) {
-    if (!cfg->handler || !cfg->cert_pem || !cfg->key_pem || !cfg->listen)
-        return -EINVAL;
-    struct sockaddr_storage ss;
-    bool dual;
-    int rc = parse_listen(cfg->listen, &ss, &dual);
-    if (rc < 0)
-        return rc;
+static int setup_tls(struct kite_http_server *srv, const struct kite_http_config *cfg) {
+    if (gnutls_certificate_allocate_credentials(&srv->cred) < 0) return -ENOMEM;
+    gnutls_datum_t cert = {(unsigned char *)cfg->cert_pem, (unsigned)strlen(cfg->cert_pem)};
+    gnutls_datum_t key = {(unsigned char *)cfg->key_pem, (unsigned)strlen(cfg->key_pem)};
+    if (gnutls_certificate_set_x509_key_mem(srv->cred, &cert, &key, GNUTLS_X509_FMT_PEM) < 0) return -EINVAL;
+    if (cfg->client_ca_pem) {
+        gnutls_datum_t ca = {(unsigned char *)cfg->client_ca_pem, (unsigned)strlen(cfg->client_ca_pem)};
+        if (gnutls_certificate_set_x509_trust_mem(srv->cred, &ca, GNUTLS_X509_FMT_PEM) <= 0) return -EINVAL;
+        srv->client_ca = true;
+    }
+    if (gnutls_priority_init(&srv->prio, TLS_PRIORITIES, NULL) < 0) return -EINVAL;
+    return 0;
+}
 
+int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server **ret) {
+    if (!cfg->handler || !cfg->cert_pem || !cfg->key_pem || !cfg->listen) return -EINVAL;
     struct kite_http_server *srv = kite_calloc(1, sizeof(*srv));
+    srv->lfd = -1;
     pthread_mutex_init(&srv->lock, NULL);
     pthread_cond_init(&srv->cond, NULL);
     srv->handler = cfg->handler;
     srv->ud = cfg->ud;
     srv->max_body = cfg->max_body ? cfg->max_body : KITE_HTTP_DEFAULT_MAX_BODY;
+    srv->max_head = cfg->max_header_bytes ? cfg->max_header_bytes : KITE_HTTP_DEFAULT_MAX_HEADER_BYTES;
+    srv->max_conns = cfg->max_connections ? cfg->max_connections : KITE_HTTP_DEFAULT_MAX_CONNECTIONS;
     srv->idle_timeout_s = cfg->idle_timeout_s ? cfg->idle_timeout_s : KITE_HTTP_DEFAULT_IDLE_TIMEOUT_S;
-    srv->cert_pem = kite_strdup(cfg->cert_pem);
-    srv->key_pem = kite_strdup(cfg->key_pem);
-    srv->ca_pem = cfg->client_ca_pem ? kite_strdup(cfg->client_ca_pem) : NULL;
-    if (cfg->token_file && (rc = auth_load_tokens(srv, cfg->token_file)) < 0) {
-        free_server(srv);
-        return rc;
-    }
-    if ((rc = monitor_start(&srv->mon)) < 0) {
-        free_server(srv);
-        return rc;
-    }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned threads = cfg->threads ? cfg->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
-    size_t header_mem = cfg->max_header_bytes ? cfg->max_header_bytes : KITE_HTTP_DEFAULT_MAX_HEADER_BYTES;
-    unsigned max_conn = cfg->max_connections ? cfg->max_connections : KITE_HTTP_DEFAULT_MAX_CONNECTIONS;
+    int rc;
+    if ((rc = setup_tls(srv, cfg)) < 0) goto fail;
+    if (cfg->token_file && (rc = auth_load_tokens(srv, cfg->token_file)) < 0) goto fail;
+    if ((rc = open_listener(cfg->listen, &srv->port)) < 0) goto fail;
+    srv->lfd = rc;
 
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TLS | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
-    if (dual)
-        flags |= MHD_USE_DUAL_STACK;
-    else if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    struct MHD_OptionItem opts[] = {
-        {MHD_OPTION_SOCK_ADDR, 0, &ss},
-        {MHD_OPTION_HTTPS_MEM_CERT, 0, srv->cert_pem},
-        {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->key_pem},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES},
-        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)header_mem, NULL},
-        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)max_conn, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)srv->idle_timeout_s, NULL},
-        {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL},
-        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
-        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
-        /* client CA last: optional */
-        {srv->ca_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, srv->ca_pem},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-    if (!srv->d) {
-        free_server(srv);
-        return errno ? -errno : -EINVAL;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    srv->n_workers = cfg->threads ? cfg->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
+    srv->workers = kite_calloc(srv->n_workers, sizeof(*srv->workers));
+    for (unsigned i = 0; i < srv->n_workers; i++) {
+        struct worker *w = &srv->workers[i];
+        w->srv = srv;
+        w->idx = i;
+        pthread_mutex_init(&w->mb_lock, NULL);
+        w->ep = epoll_create1(EPOLL_CLOEXEC);
+        w->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (w->ep < 0 || w->evfd < 0) {
+            rc = -errno;
+            srv->n_workers = i + 1;
+            goto fail;
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        epoll_ctl(w->ep, EPOLL_CTL_ADD, w->evfd, &ev);
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = di ? di->port : 0;
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &listener_tag};
+    epoll_ctl(srv->workers[0].ep, EPOLL_CTL_ADD, srv->lfd, &lev);
+    srv->workers[0].accepting = true;
+    for (unsigned i = 0; i < srv->n_workers; i++) {
+        if ((rc = pthread_create(&srv->workers[i].thread, NULL, worker_main, &srv->workers[i])) != 0) {
+            rc = -rc;
+            atomic_store(&srv->stopping, true);
+            for (unsigned j = 0; j < i; j++) {
+                pthread_mutex_lock(&srv->workers[j].mb_lock);
+                srv->workers[j].mb_quit = true;
+                pthread_mutex_unlock(&srv->workers[j].mb_lock);
+                worker_kick(&srv->workers[j]);
+                pthread_join(srv->workers[j].thread, NULL);
+            }
+            goto fail;
+        }
+        pthread_setname_np(srv->workers[i].thread, "http-worker");
+    }
     *ret = srv;
     return 0;
+fail:
+    if (srv->workers)
+        for (unsigned i = 0; i < srv->n_workers; i++) {
+            if (!srv->workers[i].ep) srv->workers[i].ep = -1;
+            if (!srv->workers[i].evfd) srv->workers[i].evfd = -1;
+        }
+    free_server(srv);
+    return rc;
 }
 
 uint16_t kite_http_port(struct kite_http_server *s) {
@@ -442,19 +1260,24 @@ uint16_t kite_http_port(struct kite_http_server *s) {
 }
 
 void kite_http_stop(struct kite_http_server *srv) {
-    if (!srv)
-        return;
-    /* Stop accepting first so no new connection starts a request we would have to wait for. */
-    MHD_socket lfd = MHD_quiesce_daemon(srv->d);
+    if (!srv) return;
+    /* Stop accepting and end streams (on their workers), then wait for deferred answers. */
     atomic_store(&srv->stopping, true);
-    streams_stop_all(srv);
-    /* MHD_stop_daemon aborts on still-suspended connections: wait for deferred answers. */
+    for (unsigned i = 0; i < srv->n_workers; i++) {
+        atomic_store(&srv->workers[i].mb_kicked, false);
+        worker_kick(&srv->workers[i]);
+    }
     pthread_mutex_lock(&srv->lock);
-    while (atomic_load(&srv->n_pending) > 0)
-        pthread_cond_wait(&srv->cond, &srv->lock);
+    while (atomic_load(&srv->n_pending) > 0) pthread_cond_wait(&srv->cond, &srv->lock);
     pthread_mutex_unlock(&srv->lock);
-    MHD_stop_daemon(srv->d);
-    if (lfd != MHD_INVALID_SOCKET)
-        close(lfd);
+    for (unsigned i = 0; i < srv->n_workers; i++) {
+        struct worker *w = &srv->workers[i];
+        pthread_mutex_lock(&w->mb_lock);
+        w->mb_quit = true;
+        pthread_mutex_unlock(&w->mb_lock);
+        atomic_store(&w->mb_kicked, false);
+        worker_kick(w);
+    }
+    for (unsigned i = 0; i < srv->n_workers; i++) pthread_join(srv->workers[i].thread, NULL);
     free_server(srv);
 }

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 struct fixture fx;
+size_t fx_raw_sent;
+size_t fx_raw_pause_at = SIZE_MAX;
 
 int64_t fx_mono_ms(void) {
     struct timespec ts;
@@ -151,8 +153,18 @@ long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_
             if (gnutls_alpn_get_selected_protocol(s, &sel) == 0)
                 snprintf(ret_alpn, alpn_cap, "%.*s", (int)sel.size, sel.data);
         }
-        if (len)
-            gnutls_record_send(s, data, len);
+        size_t sent = 0;
+        for (; sent < len;) { /* one record per call: loop for long inputs */
+            ssize_t k = gnutls_record_send(s, data + sent, len - sent);
+            if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED)
+                continue;
+            if (k < 0)
+                break; /* the server closed: read what it answered */
+            if (sent < fx_raw_pause_at && sent + (size_t)k >= fx_raw_pause_at)
+                usleep(200 * 1000); /* let the server act on what it got so far */
+            sent += (size_t)k;
+        }
+        fx_raw_sent = sent;
         int64_t deadline = fx_mono_ms() + timeout_ms;
         for (;;) {
             int64_t left = deadline - fx_mono_ms();

@@ -31,6 +31,8 @@ long fx_req(CURL *c, const char *method, const char *path, const char *body, str
 /* Raw TLS: connects, sends data, reads until close or timeout_ms; returns bytes read into out
  * or -1 if the handshake failed. alpn (optional) offers these protocols; ret_alpn gets the
  * selected one (static buffer). */
+extern size_t fx_raw_pause_at; /* fx_raw_tls pauses 200 ms once it sent this many bytes */
+extern size_t fx_raw_sent; /* bytes the last fx_raw_tls got sent before the server closed */
 long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_ms,
                 const char *const *alpn, size_t n_alpn, char *ret_alpn, size_t alpn_cap);
 int64_t fx_mono_ms(void);

@@ -125,7 +125,7 @@ Test(limits, connection_limit) {
     int fds[3];
     for (int i = 0; i < 3; i++)
         fds[i] = tcp_connect();
-    /* At the limit MHD stops accepting: a 4th client is not served (it waits in the backlog). */
+    /* At the limit the server stops accepting: a 4th client is not served (it waits in the backlog). */
     CURL *c = fx_curl();
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);
     struct kite_buf out = {0};
