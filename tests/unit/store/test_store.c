@@ -1,5 +1,6 @@
 #include "helpers.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <signal.h>
@@ -362,14 +363,17 @@ Test(store, crash_keeps_acknowledged_writes) {
             crash_child(t.url, pfd[1], (unsigned)round * 1000u + 1);
         }
         close(pfd[1]);
-        /* Let it run 20-120 ms, then kill it without warning. */
-        struct timespec d = { 0, (20 + rand() % 100) * 1000000L };
-        nanosleep(&d, NULL);
-        kill(pid, SIGKILL);
+        /* Wait for its first acknowledgement (opening the store may take a while on a loaded
+         * machine or under ASan), let it run 20-120 ms more, then kill it without warning. */
         size_t n = 0;
         ssize_t got;
         char *p = (char *)acks;
         size_t off = 0;
+        struct pollfd first = { .fd = pfd[0], .events = POLLIN };
+        cr_assert_eq(poll(&first, 1, 30000), 1, "round %d: no write acknowledged within 30 s", round);
+        struct timespec d = { 0, (20 + rand() % 100) * 1000000L };
+        nanosleep(&d, NULL);
+        kill(pid, SIGKILL);
         while ((got = read(pfd[0], p + off, sizeof(acks) - off)) > 0) off += (size_t)got;
         close(pfd[0]);
         n = off / sizeof(struct ack);
