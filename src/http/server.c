@@ -337,14 +337,28 @@ static bool raw_pending(struct conn *c) {
     return x->raw_off < x->raw_len;
 }
 
-/* Drops the raw buffer of an idle connection (it is reallocated on the next read). */
-static void raw_trim(struct conn *c) {
+/* Frees the buffers of a connection between requests (they are reallocated on its next
+ * request), so thousands of idle keep-alive connections (node agents) hold no buffers. */
+static void conn_trim(struct conn *c) {
     struct conn_extra *x = (struct conn_extra *)(c + 1);
     if (x->raw && x->raw_off >= x->raw_len) {
         free(x->raw);
         x->raw = NULL;
         x->raw_off = x->raw_len = 0;
     }
+    if (c->in_off == c->in.len) {
+        kite_buf_release(&c->in);
+        c->in_off = 0;
+    }
+    if (c->out_off == c->out.len && !c->big) {
+        kite_buf_release(&c->out);
+        c->out_off = 0;
+    }
+    kite_buf_release(&c->url);
+    kite_buf_release(&c->hdr);
+    kite_buf_release(&c->body);
+    kite_buf_release(&c->query);
+    kite_buf_release(&c->req.hdrs);
 }
 
 /* ---- epoll interest ---- */
@@ -989,9 +1003,9 @@ static void sweep(struct worker *w, int64_t now) {
             if (now - c->last_active_ns > LINGER_NS || stopping) conn_free(c);
             continue;
         }
-        bool between = c->state == C_READING && c->in_off == c->in.len && c->url.len == 0;
+        bool between = c->state == C_READING && c->in_off == c->in.len && c->url.len == 0 && c->hdr.len == 0;
         if (now - c->last_active_ns > idle || (stopping && between)) conn_free(c);
-        else if (between) raw_trim(c);
+        else if (between) conn_trim(c);
     }
 }
 
