@@ -8,6 +8,7 @@ struct kite_apiserver_options {
     const char *store_url;     /* NULL = "sqlite:<data_dir>/kite.db" */
     const char *token_file;    /* --token-auth-file, optional */
     unsigned threads;          /* 0 = number of CPUs */
+    unsigned max_connections;  /* open client connections at most; 0 = the http default */
     size_t watch_ring;         /* events kept per resource for watch resumption; 0 = default */
     int64_t compact_interval_s; /* 0 = default (300 s) */
     int64_t event_ttl_s;       /* events older than this are deleted; 0 = default (1 h) */

@@ -438,7 +438,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         return r;
     struct kite_http_config hc = {
         .listen = o->listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
-        .token_file = o->token_file, .threads = o->threads, .handler = dispatch, .ud = s,
+        .token_file = o->token_file, .threads = o->threads, .max_connections = o->max_connections, .handler = dispatch, .ud = s,
         /* Kubernetes clients send ~1 KiB of headers */
         .max_header_bytes = KITE_MAX_HEADER_BYTES,
     };

@@ -8,6 +8,23 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+
+#define FD_RESERVE 512          /* descriptors kept for the store, certificates, logs */
+#define MAX_CONNECTIONS 200000u
+
+/* Raises the soft open-file limit to the hard one (a server with tens of thousands of node
+ * agents needs a descriptor per connection) and returns the connections it allows. */
+static unsigned default_max_connections(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) return 1024 - FD_RESERVE;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit up = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl.rlim_cur = rl.rlim_max;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > MAX_CONNECTIONS + FD_RESERVE) return MAX_CONNECTIONS;
+    return rl.rlim_cur > 2 * FD_RESERVE ? (unsigned)(rl.rlim_cur - FD_RESERVE) : (unsigned)(rl.rlim_cur / 2);
+}
 
 int apiserver_args_options(const char *cmd, const struct apiserver_args *a, struct kite_apiserver_options *o) {
     if (!a->data_dir) {
@@ -25,8 +42,16 @@ int apiserver_args_options(const char *cmd, const struct apiserver_args *a, stru
         fprintf(stderr, "kite %s: --threads: \"%s\" is not a number from 1 to 256\n", cmd, a->threads);
         return 2;
     }
+    long max_conns = a->max_conns ? strtol(a->max_conns, &end, 10) : 0;
+    if (a->max_conns && (end == a->max_conns || *end || max_conns < 1 || max_conns > (long)MAX_CONNECTIONS)) {
+        fprintf(stderr, "kite %s: --max-connections: \"%s\" is not a number from 1 to %u\n", cmd, a->max_conns,
+                MAX_CONNECTIONS);
+        return 2;
+    }
+    unsigned fd_conns = default_max_connections();
     *o = (struct kite_apiserver_options){.data_dir = a->data_dir, .listen = a->listen ? a->listen : "127.0.0.1:6443",
                                          .store_url = a->store, .token_file = a->tokens, .threads = (unsigned)threads,
+                                         .max_connections = a->max_conns ? (unsigned)max_conns : fd_conns,
                                          .event_ttl_s = ttl_ns / KITE_NS_PER_SEC};
     return 0;
 }

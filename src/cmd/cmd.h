@@ -16,7 +16,7 @@ void kite_block_signals(void);
 /* The apiserver's flags, shared by kite apiserver and kite up (apiserver.c). */
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens, *threads, *event_ttl;
+    const char *data_dir, *listen, *store, *tokens, *threads, *event_ttl, *max_conns;
 };
 #define APISERVER_FLAGS(a)                                                                                  \
     FLAG_STR("data-dir", "directory for the store, certificates and kubeconfigs (required)", &(a)->data_dir), \
@@ -24,7 +24,9 @@ struct apiserver_args {
     FLAG_STR("store", "store URL (default sqlite:DATA_DIR/kite.db)", &(a)->store),                            \
     FLAG_STR("token-auth-file", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", &(a)->tokens),  \
     FLAG_STR("threads", "HTTP worker threads (default: number of CPUs)", &(a)->threads),                     \
-    FLAG_STR("event-ttl", "how long events are kept after they last happened (default 1h)", &(a)->event_ttl)
+    FLAG_STR("event-ttl", "how long events are kept after they last happened (default 1h)", &(a)->event_ttl), \
+    FLAG_STR("max-connections", "client connections served at once; more wait in the listen backlog "          \
+             "(default: the open-file limit, raised to its hard limit, less 512; at most 200000)", &(a)->max_conns)
 /* Checks the parsed values and fills o (borrowing strings from a). 0, or 2 after printing why
  * as "kite CMD: ...". */
 int apiserver_args_options(const char *cmd, const struct apiserver_args *a, struct kite_apiserver_options *o);

@@ -48,3 +48,39 @@ def test_apiserver_flags_are_checked_the_same_by_apiserver_and_up(tmp_path):
             assert p.returncode == 2, (args, p.stdout, p.stderr)
             assert says in p.stderr, (args, p.stderr)
             assert not (tmp_path / "d").exists(), "nothing is created for a refused command line"
+
+
+def test_max_connections_holds_extra_clients_in_the_backlog(tmp_path):
+    """--max-connections: connections beyond it are not served (they wait in the listen backlog,
+    as with kube-apiserver behind a connection limit) until one closes; bad values are refused."""
+    import socket
+    import ssl
+    import subprocess
+    from conftest import KITE
+    p = subprocess.run([KITE, "apiserver", "--data-dir", str(tmp_path / "x"), "--max-connections", "0"],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 2 and "--max-connections" in p.stderr, p.stderr
+    c = Cluster("apiserver", tmp_path, extra_args=["--max-connections", "3"]).start()
+    held = []
+    try:
+        for _ in range(3):
+            t = c.identity.ctx.wrap_socket(socket.create_connection(("127.0.0.1", c.port), timeout=10))
+            held.append(t)
+        extra = socket.create_connection(("127.0.0.1", c.port), timeout=1.5)
+        try:
+            c.identity.ctx.wrap_socket(extra)
+            assert False, "a fourth connection was served over --max-connections 3"
+        except (socket.timeout, ssl.SSLError, OSError):
+            pass
+        finally:
+            extra.close()
+        held.pop().close()
+        time.sleep(0.5)
+        api = c.api()
+        r = api.get("/readyz")
+        assert r.status == 200 and r.body == b"ok", r
+        api.close()
+    finally:
+        for t in held:
+            t.close()
+        c.stop()
