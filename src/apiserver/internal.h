@@ -132,6 +132,7 @@ void metrics_free(struct kite_metrics *m);
 void metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns);
 void metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta);
 void metrics_store_commit(struct kite_metrics *m, int64_t ns);
+void metrics_write_retry(struct kite_metrics *m);
 void metrics_render(struct kite_metrics *m, struct kite_buf *out);
 
 /* authz.c: the authorizer chain (Node authorizer and RBAC slot in here). */

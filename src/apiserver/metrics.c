@@ -1,9 +1,11 @@
 /* /metrics in the Prometheus text format: request counts and latency histograms by
- * verb/resource/code, open watches, and the store's commit latency. One mutex; the request
- * path does one map lookup and a few increments under it. */
+ * verb/resource/code, open watches, the store's commit latency and how often writes were
+ * recomputed. One mutex; the request path does one map lookup and a few increments under it.
+ * The write counters are atomics: the store's writer thread bumps them. */
 #include "apiserver/internal.h"
 #include "base/map.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 static const double BUCKETS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -34,6 +36,7 @@ struct kite_metrics {
     struct kite_map series;  /* "verb resource" -> struct series */
     struct kite_map watches; /* resource -> (intptr_t) count */
     struct hist commit;
+    atomic_uint_least64_t write_retries; /* writes recomputed after losing a race in the store */
 };
 
 struct kite_metrics *metrics_new(void) {
@@ -93,6 +96,10 @@ void metrics_store_commit(struct kite_metrics *m, int64_t ns) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_write_retry(struct kite_metrics *m) {
+    atomic_fetch_add_explicit(&m->write_retries, 1, memory_order_relaxed);
+}
+
 static void render_hist(struct kite_buf *b, const char *name, const char *labels, const struct hist *h) {
     const char *sep = *labels ? "," : "";
     for (size_t i = 0; i < NB; i++)
@@ -135,5 +142,9 @@ void metrics_render(struct kite_metrics *m, struct kite_buf *b) {
     kite_buf_puts(b, "# HELP kite_store_commit_duration_seconds Time from submitting a write to its durable commit.\n"
                      "# TYPE kite_store_commit_duration_seconds histogram\n");
     render_hist(b, "kite_store_commit_duration_seconds", "", &m->commit);
+    kite_buf_printf(b, "# HELP kite_write_conflict_retries_total Writes recomputed against the current object after another write of it committed first.\n"
+                       "# TYPE kite_write_conflict_retries_total counter\n"
+                       "kite_write_conflict_retries_total %llu\n",
+                    (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
     pthread_mutex_unlock(&m->mu);
 }

@@ -361,6 +361,7 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     metrics_store_commit(rq->srv->metrics, kite_now_mono(kite_clock_real()) - op->submitted_ns);
     if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
         ++op->attempts < KITE_UPDATE_RETRIES) {
+        metrics_write_retry(rq->srv->metrics);
         retry_push(rq->srv, op); /* recompute against the record that won, off the writer thread */
         return;
     }
