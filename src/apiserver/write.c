@@ -463,7 +463,10 @@ static bool check_rv_precondition(struct write_op *op, json_object *obj, struct 
         op_conflict(op);
         return false;
     }
-    op->client_rv = true;
+    /* A patched object carries the current object's resourceVersion unless the patch set one:
+     * a patch that loses a race is applied again to the new object, where a resourceVersion
+     * of its own fails the check above (409), as kube-apiserver's GuaranteedUpdate does. */
+    if (op->kind == OP_UPDATE) op->client_rv = true;
     return true;
 }
 
