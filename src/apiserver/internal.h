@@ -18,8 +18,10 @@
 #define KITE_WATCH_BOOKMARK_S 60          /* bookmark period when allowWatchBookmarks=true */
 #define KITE_UPDATE_RETRIES 1000          /* optimistic-concurrency retries of PATCH/unconditional PUT
                                             (kube-apiserver retries without bound) */
+#define KITE_WRITE_WAITERS_MAX 1024       /* writes of one object waiting for the one in flight (-> 429) */
 
 struct kite_metrics;
+struct keyq;
 struct write_op;
 
 struct kite_storage {           /* one per storage folder (events shares one between versions) */
@@ -48,6 +50,7 @@ struct kite_apiserver {
     pthread_mutex_t retry_mu;
     pthread_cond_t retry_cond;
     struct write_op *retry_head, **retry_tail;
+    struct keyq *writing;       /* keys of the updates, patches and deletes in progress */
 };
 
 struct kite_user {
@@ -133,6 +136,7 @@ void metrics_observe(struct kite_metrics *m, const char *verb, const char *resou
 void metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta);
 void metrics_store_commit(struct kite_metrics *m, int64_t ns);
 void metrics_write_retry(struct kite_metrics *m);
+void metrics_write_queued(struct kite_metrics *m);
 void metrics_render(struct kite_metrics *m, struct kite_buf *out);
 
 /* authz.c: the authorizer chain (Node authorizer and RBAC slot in here). */

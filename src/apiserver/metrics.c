@@ -37,6 +37,7 @@ struct kite_metrics {
     struct kite_map watches; /* resource -> (intptr_t) count */
     struct hist commit;
     atomic_uint_least64_t write_retries; /* writes recomputed after losing a race in the store */
+    atomic_uint_least64_t write_queued;  /* writes that waited for the one in flight of their object */
 };
 
 struct kite_metrics *metrics_new(void) {
@@ -100,6 +101,10 @@ void metrics_write_retry(struct kite_metrics *m) {
     atomic_fetch_add_explicit(&m->write_retries, 1, memory_order_relaxed);
 }
 
+void metrics_write_queued(struct kite_metrics *m) {
+    atomic_fetch_add_explicit(&m->write_queued, 1, memory_order_relaxed);
+}
+
 static void render_hist(struct kite_buf *b, const char *name, const char *labels, const struct hist *h) {
     const char *sep = *labels ? "," : "";
     for (size_t i = 0; i < NB; i++)
@@ -146,5 +151,9 @@ void metrics_render(struct kite_metrics *m, struct kite_buf *b) {
                        "# TYPE kite_write_conflict_retries_total counter\n"
                        "kite_write_conflict_retries_total %llu\n",
                     (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
+    kite_buf_printf(b, "# HELP kite_write_queued_total Writes that waited for an earlier write of the same object to complete.\n"
+                       "# TYPE kite_write_queued_total counter\n"
+                       "kite_write_queued_total %llu\n",
+                    (unsigned long long)atomic_load_explicit(&m->write_queued, memory_order_relaxed));
     pthread_mutex_unlock(&m->mu);
 }

@@ -5,8 +5,16 @@
  * record's mod_rev. The reply comes from the store's writer thread once the write is durable.
  * If someone else wrote in between (-ESTALE) and the client gave no resourceVersion
  * precondition, the op is recomputed against the new current record (kube-apiserver's
- * GuaranteedUpdate loop); with a precondition the client gets 409 Conflict. */
+ * GuaranteedUpdate loop); with a precondition the client gets 409 Conflict.
+ *
+ * Writes of one object from this server do not race each other: an update, patch or delete
+ * holds its key (keyq.h) from reading the current record until its write completed, and a
+ * second write of the key waits meanwhile (no thread) and starts, on the retry thread, from
+ * the record the first one left. Creates (a POST names no existing object) and dry runs (they
+ * write nothing) do not queue. -ESTALE remains for writes from elsewhere (a namespace
+ * deletion's, deletecollection's, another API server's on a shared store). */
 #include "apiserver/internal.h"
+#include "apiserver/keyq.h"
 #include "base/clock.h"
 #include "json/parse.h"
 
@@ -16,7 +24,8 @@ enum op_kind { OP_CREATE, OP_UPDATE, OP_PATCH, OP_DELETE };
 enum patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC };
 
 struct write_op {
-    struct req *rq;
+    struct req *rq;           /* freed by the reply, which may come before op_free */
+    struct kite_apiserver *srv;
     enum op_kind kind;
     enum patch_type ptype;
     json_object *input;       /* body object (create/update) or the patch document */
@@ -31,12 +40,18 @@ struct write_op {
     json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
     json_object *result;      /* the object being written; becomes the new record's parsed cache */
     struct write_op *next;    /* retry queue link */
+    struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
+    bool holds_key;           /* holds key in the server's keyq: released when the op ends */
     /* the store's completion, answered on an HTTP thread (write_finish) */
     int done_err;
     struct kite_record *done_rec;
 };
 
+static void release_key(struct write_op *op);
+
+/* The one end of every op (replied or not): a key it still holds is released here. */
 static void op_free(struct write_op *op) {
+    release_key(op);
     kite_record_unref(op->done_rec);
     json_object_put(op->result);
     json_object_put(op->input);
@@ -298,6 +313,46 @@ static void retry_push(struct kite_apiserver *s, struct write_op *op) {
     pthread_mutex_unlock(&s->retry_mu);
 }
 
+/* Holds op's key for the rest of the op, or queues op behind the write of the key in progress
+ * (false: op waits and is run again once it holds the key, or was answered 429). Ops with a
+ * resourceVersion precondition queue too: behind a write that commits they would fail the
+ * store's compare-and-swap (409) anyway, and now fail the check in run_op instead, without a
+ * doomed write; behind one that fails they go on as before. Whether an op has a precondition
+ * is known only once its object was computed. */
+static bool take_key(struct write_op *op) {
+    if (op->holds_key || op->kind == OP_CREATE || op->dry_run || !op->key) return true;
+    struct kite_apiserver *s = op->srv;
+    int r = keyq_hold(s->writing, op->key, &op->qlink);
+    if (r == KEYQ_HELD) {
+        op->holds_key = true;
+        return true;
+    }
+    if (r == KEYQ_QUEUED) {
+        metrics_write_queued(s->metrics); /* op may already run elsewhere: not touched again */
+        return false;
+    }
+    op_fail(op, 429, "TooManyRequests", "too many concurrent writes of this object, please try again later");
+    return false;
+}
+
+/* Ends op's hold of its key: returns the write that waited for it next, which holds the key
+ * now and must be started (on the retry thread), or NULL. Once per hold: NULL for an op that
+ * holds nothing, so the write completion and op_free can both call it. */
+static struct write_op *pass_key(struct write_op *op) {
+    if (!op->holds_key) return NULL;
+    op->holds_key = false;
+    struct keyq_link *w = keyq_release(op->srv->writing, op->key);
+    if (!w) return NULL;
+    struct write_op *next = (struct write_op *)((char *)w - offsetof(struct write_op, qlink));
+    next->holds_key = true;
+    return next;
+}
+
+static void release_key(struct write_op *op) {
+    struct write_op *next = pass_key(op);
+    if (next) retry_push(op->srv, next);
+}
+
 static void *retry_main(void *ud) {
     struct kite_apiserver *s = ud;
     pthread_mutex_lock(&s->retry_mu);
@@ -316,6 +371,7 @@ static void *retry_main(void *ud) {
 }
 
 int apiserver_retry_start(struct kite_apiserver *s) {
+    s->writing = keyq_new(KITE_WRITE_WAITERS_MAX);
     pthread_mutex_init(&s->retry_mu, NULL);
     pthread_cond_init(&s->retry_cond, NULL);
     s->retry_head = NULL;
@@ -326,14 +382,19 @@ int apiserver_retry_start(struct kite_apiserver *s) {
     return 0;
 }
 
+/* The HTTP server stopped first: it waited for every request to be answered, and waiting
+ * writes are answered in turn as the writes before them complete (the store and this thread
+ * still run meanwhile), so no op is left holding or waiting for a key. */
 void apiserver_retry_stop(struct kite_apiserver *s) {
-    if (!s->retry_started) return;
-    pthread_mutex_lock(&s->retry_mu);
-    s->retry_stop = true;
-    pthread_cond_signal(&s->retry_cond);
-    pthread_mutex_unlock(&s->retry_mu);
-    pthread_join(s->retry_thread, NULL);
-    s->retry_started = false;
+    if (s->retry_started) {
+        pthread_mutex_lock(&s->retry_mu);
+        s->retry_stop = true;
+        pthread_cond_signal(&s->retry_cond);
+        pthread_mutex_unlock(&s->retry_mu);
+        pthread_join(s->retry_thread, NULL);
+        s->retry_started = false;
+    }
+    keyq_free(TAKE_PTR(s->writing));
 }
 
 static void reply_deleted(struct write_op *op, struct kite_record *rec) {
@@ -353,8 +414,18 @@ static void reply_deleted(struct write_op *op, struct kite_record *rec) {
 
 static void write_finish(void *ud);
 
-/* The store's completion, on its writer thread: everything but the retry decision is left to
- * an HTTP thread (write_finish), so the writer's per-write cost stays small. */
+/* The next write of this object starts from the parse of the written object instead of
+ * parsing the stored bytes again; from here on the object is shared and read-only. */
+static void publish_result(struct write_op *op, struct kite_record *rec) {
+    char rv[24];
+    snprintf(rv, sizeof rv, "%lld", (long long)rec->mod_rev);
+    kite_obj_set(kite_obj_ensure(op->result, "metadata"), "resourceVersion", json_object_new_string(rv));
+    kite_record_set_cache(rec, TAKE_PTR(op->result), record_cache_free);
+}
+
+/* The store's completion, on its writer thread: everything but the retry decision and handing
+ * the key to the next write of it is left to an HTTP thread (write_finish), so the writer's
+ * per-write cost stays small. */
 static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
     struct write_op *op = ud;
     struct req *rq = op->rq;
@@ -362,11 +433,18 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
         ++op->attempts < KITE_UPDATE_RETRIES) {
         metrics_write_retry(rq->srv->metrics);
-        retry_push(rq->srv, op); /* recompute against the record that won, off the writer thread */
+        retry_push(rq->srv, op); /* recompute against the record that won, off the writer thread; keeps its key */
         return;
     }
     op->done_err = err;
     op->done_rec = kite_record_ref(rec);
+    /* The watch cache already has this write (completions fire after subscribers), so the
+     * next write of the key can start now rather than after write_finish's hop. */
+    struct write_op *next = pass_key(op);
+    if (next) {
+        if (err == 0 && op->result && rec) publish_result(op, rec); /* before next can read rec */
+        retry_push(rq->srv, next);
+    }
     kite_http_defer(rq->http, write_finish, op);
 }
 
@@ -376,14 +454,7 @@ static void write_finish(void *ud) {
     int err = op->done_err;
     struct kite_record *rec = op->done_rec;
     if (err == 0) {
-        if (op->result && rec) {
-            /* the next write of this object starts from this parse instead of re-reading the
-             * stored bytes; from here on the object is shared and read-only */
-            char rv[24];
-            snprintf(rv, sizeof rv, "%lld", (long long)rec->mod_rev);
-            kite_obj_set(kite_obj_ensure(op->result, "metadata"), "resourceVersion", json_object_new_string(rv));
-            kite_record_set_cache(rec, TAKE_PTR(op->result), record_cache_free);
-        }
+        if (op->result && rec) publish_result(op, rec);
         if (op->kind == OP_DELETE) {
             reply_deleted(op, rec);
         } else {
@@ -508,6 +579,7 @@ static json_object *take_input(struct write_op *op) {
 
 /* (Re)computes the op against the current record and submits it. */
 static void run_op(struct write_op *op) {
+    if (!take_key(op)) return;
     struct req *rq = op->rq;
     struct kite_record *cur = NULL;
     if (op->kind != OP_CREATE) cur = kite_wcache_get(storage_cache(rq->srv, rq->res), op->key);
@@ -521,8 +593,10 @@ static void run_op(struct write_op *op) {
             op_free(op);
             return;
         }
+        char *key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
+        if (op->key && strcmp(key, op->key) != 0) release_key(op); /* held the URL's key, writes another */
         free(op->key);
-        op->key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
+        op->key = key;
         if (!rq->name) rq->name = kite_strdup(kite_meta_str(obj, "name") ? kite_meta_str(obj, "name") : "");
         submit(op, KITE_WRITE_CREATE, obj, 0, NULL);
         return;
@@ -582,6 +656,7 @@ static void run_op(struct write_op *op) {
 static struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
     struct write_op *op = kite_calloc(1, sizeof *op);
     op->rq = rq;
+    op->srv = rq->srv;
     op->kind = kind;
     op->input = input;
     op->is_status = rq->sub && strcmp(rq->sub, "status") == 0;

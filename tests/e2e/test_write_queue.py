@@ -1,14 +1,17 @@
-"""Concurrent writes of one object (raw HTTPS).
+"""Concurrent unconditional writes of one object (raw HTTPS).
 
-Many clients writing the same Lease at once: without a resourceVersion precondition every client
-gets 200 and every acknowledged write is a commit of its own (its own resourceVersion, seen by
-watchers in that order); with one, exactly one wins and the others get 409."""
+Many clients PUTting the same Lease at once, as node agents and controllers renewing one lease do:
+each write waits for the one before it instead of losing the store's compare-and-swap and being
+recomputed, so every client gets 200, every acknowledged write is a commit of its own (its own
+resourceVersion, seen by watchers in that order) and no write is retried."""
+import http.client
 import json
+import re
 import threading
 
 import pytest
 
-from conftest import Response, assert_status_body
+from conftest import Response, assert_status_body, wait_for
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 THREADS = 16
@@ -21,6 +24,13 @@ def lease(name, holder, rv=None):
         md["resourceVersion"] = rv
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": md,
             "spec": {"holderIdentity": holder, "leaseDurationSeconds": 40}}
+
+
+def metric(api, name):
+    text = api.get("/metrics").body.decode()
+    m = re.search(rf"^{name} (\d+)$", text, re.M)
+    assert m, f"{name} not in /metrics"
+    return int(m.group(1))
 
 
 def hammer(cluster, path, body_of, threads=THREADS, per_thread=PUTS_PER_THREAD, method="PUT", ctype=None):
@@ -59,6 +69,7 @@ def test_concurrent_unconditional_puts_of_one_lease(fresh_apiserver):
     name = "e2e-contended"
     created = api.ok("POST", LEASES, lease(name, "creator"))
     rv0 = int(created["metadata"]["resourceVersion"])
+    retries0 = metric(api, "kite_write_conflict_retries_total")
 
     results = hammer(fresh_apiserver, f"{LEASES}/{name}", lambda h: lease(name, h))
 
@@ -92,6 +103,10 @@ def test_concurrent_unconditional_puts_of_one_lease(fresh_apiserver):
             if ev["type"] == "MODIFIED" and ev["object"]["metadata"]["name"] == name:
                 seen.append((int(ev["object"]["metadata"]["resourceVersion"]), ev["object"]["spec"]["holderIdentity"]))
     assert seen == sorted(acked.items())
+
+    # the writes queued behind each other instead of racing and being recomputed
+    assert metric(api, "kite_write_conflict_retries_total") == retries0
+    assert metric(api, "kite_write_queued_total") > 0
     api.close()
 
 
@@ -100,6 +115,7 @@ def test_concurrent_patches_of_one_lease_all_apply(fresh_apiserver):
     api = fresh_apiserver.api()
     name = "e2e-patched"
     api.ok("POST", LEASES, lease(name, "creator"))
+    retries0 = metric(api, "kite_write_conflict_retries_total")
     results = hammer(fresh_apiserver, f"{LEASES}/{name}", lambda h: {"metadata": {"labels": {h: "x"}}},
                      threads=8, per_thread=10, method="PATCH", ctype="application/merge-patch+json")
     for t, rs in results.items():
@@ -107,6 +123,7 @@ def test_concurrent_patches_of_one_lease_all_apply(fresh_apiserver):
             assert status == 200, f"client {t}: {status} {body[:500]!r}"
     labels = api.ok("GET", f"{LEASES}/{name}")["metadata"]["labels"]
     assert sorted(labels) == sorted(f"w{t}-{i}" for t in range(8) for i in range(10))
+    assert metric(api, "kite_write_conflict_retries_total") == retries0
     api.close()
 
 
@@ -133,3 +150,43 @@ def test_concurrent_conditional_writes_one_wins(fresh_apiserver, method):
         else:
             assert api.ok("GET", f"{LEASES}/{name}")["spec"]["holderIdentity"] == holder
     api.close()
+
+
+def test_stop_answers_writes_waiting_for_the_key(fresh_apiserver):
+    """SIGTERM while many writes of one lease wait for each other: the server answers what it
+    accepted (the HTTP server's stop waits for it) and exits cleanly, without hanging."""
+    api = fresh_apiserver.api()
+    name = "e2e-stopping"
+    api.ok("POST", LEASES, lease(name, "creator"))
+    api.close()
+    stop = threading.Event()
+    statuses, lock = [], threading.Lock()
+
+    def client(t):
+        a = fresh_apiserver.api()
+        i = 0
+        try:
+            while not stop.is_set():
+                i += 1
+                r = a.put(f"{LEASES}/{name}", lease(name, f"s{t}-{i}"))
+                with lock:
+                    statuses.append(r.status)
+        except (OSError, http.client.HTTPException):
+            pass  # the server stopped: connection refused or closed
+        finally:
+            a.close()
+
+    ths = [threading.Thread(target=client, args=(t,)) for t in range(32)]
+    for th in ths:
+        th.start()
+    wait_for(lambda: len(statuses) > 200, timeout=30, what="writes under way")
+    m = fresh_apiserver.api()
+    assert metric(m, "kite_write_queued_total") > 0
+    m.close()
+    rc = fresh_apiserver.stop()
+    stop.set()
+    for th in ths:
+        th.join(timeout=30)
+    assert rc == 0, f"kite apiserver exited with {rc}:\n" + fresh_apiserver.proc.log_tail()
+    # requests that arrive once the server is stopping are refused with 503
+    assert set(statuses) <= {200, 503}, sorted(set(statuses))
