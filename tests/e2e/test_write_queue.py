@@ -190,3 +190,52 @@ def test_stop_answers_writes_waiting_for_the_key(fresh_apiserver):
     assert rc == 0, f"kite apiserver exited with {rc}:\n" + fresh_apiserver.proc.log_tail()
     # requests that arrive once the server is stopping are refused with 503
     assert set(statuses) <= {200, 503}, sorted(set(statuses))
+
+
+def test_writes_from_outside_the_queue_still_retry(fresh_apiserver):
+    """deletecollection deletes without queueing (as another API server on a shared store would
+    write): a PUT in flight then loses the store's compare-and-swap and is recomputed, here
+    finding the lease gone (404) or re-created (200), never answered anything else."""
+    api = fresh_apiserver.api()
+    name = "e2e-deleted"
+
+    def labelled(holder):
+        body = lease(name, holder)
+        body["metadata"]["labels"] = {"e2e-queue": "outside"}
+        return body
+
+    api.ok("POST", LEASES, labelled("creator"))
+    retries0 = metric(api, "kite_write_conflict_retries_total")
+    stop = threading.Event()
+    statuses, lock = [], threading.Lock()
+
+    def client(t):
+        a = fresh_apiserver.api()
+        i = 0
+        try:
+            while not stop.is_set():
+                i += 1
+                r = a.put(f"{LEASES}/{name}", labelled(f"o{t}-{i}"))
+                with lock:
+                    statuses.append(r.status)
+        finally:
+            a.close()
+
+    ths = [threading.Thread(target=client, args=(t,)) for t in range(8)]
+    for th in ths:
+        th.start()
+    try:
+        for _ in range(50):
+            assert api.delete(f"{LEASES}?labelSelector=e2e-queue%3Doutside").status == 200
+            r = api.post(LEASES, labelled("creator"))
+            assert r.status in (201, 409), r
+    finally:
+        stop.set()
+        for th in ths:
+            th.join(timeout=30)
+    assert set(statuses) <= {200, 404}, sorted(set(statuses))
+    assert metric(api, "kite_write_conflict_retries_total") > retries0
+    # the lease is whatever the last write left, and writes of it still go through
+    api.ok("PUT", f"{LEASES}/{name}", labelled("final"))
+    assert api.ok("GET", f"{LEASES}/{name}")["spec"]["holderIdentity"] == "final"
+    api.close()
