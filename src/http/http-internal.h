@@ -46,6 +46,8 @@ struct conn {
     enum conn_state state;
     uint32_t ep_events;           /* what the epoll registration asks for now */
     int64_t last_active_ns;       /* for the idle timeout */
+    int64_t req_start_ns;         /* first byte of the request being read (0: none yet) */
+    bool head_done;               /* its request line and headers are complete */
     struct conn *prev, *next;     /* the worker's list */
 
     /* request parsing */
@@ -122,7 +124,7 @@ struct kite_http_server {
     void *ud;
     size_t max_body, max_head;
     unsigned max_conns;
-    unsigned idle_timeout_s;
+    unsigned idle_timeout_s, header_timeout_s, read_timeout_s;
     uint16_t port;
     int lfd;
     gnutls_certificate_credentials_t cred;

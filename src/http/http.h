@@ -105,6 +105,8 @@ void kite_http_stream_wake_at(struct kite_http_stream *s, int64_t mono_ns);
 #define KITE_HTTP_DEFAULT_MAX_HEADER_BYTES (64u * 1024)
 #define KITE_HTTP_DEFAULT_MAX_CONNECTIONS 10000u
 #define KITE_HTTP_DEFAULT_IDLE_TIMEOUT_S 60u
+#define KITE_HTTP_DEFAULT_HEADER_TIMEOUT_S 32u
+#define KITE_HTTP_DEFAULT_READ_TIMEOUT_S 60u
 
 struct kite_http_config {
     const char *listen;                 /* "127.0.0.1:6443", "[::1]:6443", ":6443"; port 0 = ephemeral */
@@ -115,7 +117,13 @@ struct kite_http_config {
     size_t max_header_bytes;            /* per-connection memory for URL + headers; default 64 KiB (-> 431/414) */
     unsigned max_connections;           /* default 10000 */
     unsigned threads;                   /* worker threads; default = number of CPUs */
-    unsigned idle_timeout_s;            /* idle/slow client timeout, default 60 s */
+    unsigned idle_timeout_s;            /* no byte moved for this long: closed; default 60 s */
+    /* A client that trickles a request defeats the idle timeout; these bound a request from its
+     * first byte: the request line and headers within header_timeout_s (default 32 s, as
+     * kube-apiserver's ReadHeaderTimeout), the whole request, body included, within
+     * read_timeout_s (default 60 s). Past either the connection is closed. */
+    unsigned header_timeout_s;
+    unsigned read_timeout_s;
     kite_http_handler handler;
     void *ud;
 };

@@ -70,6 +70,8 @@ static void conn_reset_request(struct conn *c) {
     kite_buf_reset(&c->body);
     c->body_too_large = false;
     c->message_done = false;
+    c->req_start_ns = 0;
+    c->head_done = false;
     c->head_only = false;
     free(c->path);
     c->path = NULL;
@@ -512,8 +514,14 @@ static void parse_target(struct conn *c) {
     }
 }
 
+static int on_message_begin(http_parser *p) {
+    CONN(p)->req_start_ns = now_ns();
+    return 0;
+}
+
 static int on_headers_complete(http_parser *p) {
     struct conn *c = CONN(p);
+    c->head_done = true;
     if (c->hdr_in_value) {
         end_value(c);
         c->hdr_in_value = false;
@@ -555,6 +563,7 @@ static int on_message_complete(http_parser *p) {
 }
 
 static const http_parser_settings parser_settings = {
+    .on_message_begin = on_message_begin,
     .on_url = on_url,
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
@@ -995,6 +1004,8 @@ static void maybe_resume_accept(struct worker *w) {
 static void sweep(struct worker *w, int64_t now) {
     struct kite_http_server *srv = w->srv;
     int64_t idle = (int64_t)srv->idle_timeout_s * KITE_NS_PER_SEC;
+    int64_t head_max = (int64_t)srv->header_timeout_s * KITE_NS_PER_SEC;
+    int64_t read_max = (int64_t)srv->read_timeout_s * KITE_NS_PER_SEC;
     bool stopping = atomic_load(&srv->stopping);
     for (struct conn *c = w->conns, *next; c; c = next) {
         next = c->next;
@@ -1004,7 +1015,9 @@ static void sweep(struct worker *w, int64_t now) {
             continue;
         }
         bool between = c->state == C_READING && c->in_off == c->in.len && c->url.len == 0 && c->hdr.len == 0;
-        if (now - c->last_active_ns > idle || (stopping && between)) conn_free(c);
+        bool slow = c->state == C_READING && c->req_start_ns &&
+                    now - c->req_start_ns > (c->head_done ? read_max : head_max);
+        if (slow || now - c->last_active_ns > idle || (stopping && between)) conn_free(c);
         else if (between) conn_trim(c);
     }
 }
@@ -1215,6 +1228,8 @@ int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server 
     srv->max_head = cfg->max_header_bytes ? cfg->max_header_bytes : KITE_HTTP_DEFAULT_MAX_HEADER_BYTES;
     srv->max_conns = cfg->max_connections ? cfg->max_connections : KITE_HTTP_DEFAULT_MAX_CONNECTIONS;
     srv->idle_timeout_s = cfg->idle_timeout_s ? cfg->idle_timeout_s : KITE_HTTP_DEFAULT_IDLE_TIMEOUT_S;
+    srv->header_timeout_s = cfg->header_timeout_s ? cfg->header_timeout_s : KITE_HTTP_DEFAULT_HEADER_TIMEOUT_S;
+    srv->read_timeout_s = cfg->read_timeout_s ? cfg->read_timeout_s : KITE_HTTP_DEFAULT_READ_TIMEOUT_S;
     int rc;
     if ((rc = setup_tls(srv, cfg)) < 0) goto fail;
     if (cfg->token_file && (rc = auth_load_tokens(srv, cfg->token_file)) < 0) goto fail;

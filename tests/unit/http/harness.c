@@ -120,8 +120,8 @@ long fx_req(CURL *c, const char *method, const char *path, const char *body, str
     return code;
 }
 
-long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_ms,
-                const char *const *alpn, size_t n_alpn, char *ret_alpn, size_t alpn_cap) {
+/* A TLS client connection to the fixture server, not yet handshaken (the CA is not checked). */
+static gnutls_session_t tls_open(int *ret_fd, gnutls_certificate_credentials_t *ret_cred) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(kite_http_port(fx.srv))};
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
@@ -134,6 +134,16 @@ long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_
     gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred);
     gnutls_transport_set_int(s, fd);
     gnutls_handshake_set_timeout(s, 5000);
+    *ret_fd = fd;
+    *ret_cred = cred;
+    return s;
+}
+
+long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_ms,
+                const char *const *alpn, size_t n_alpn, char *ret_alpn, size_t alpn_cap) {
+    int fd;
+    gnutls_certificate_credentials_t cred;
+    gnutls_session_t s = tls_open(&fd, &cred);
     if (n_alpn) {
         gnutls_datum_t p[4];
         for (size_t i = 0; i < n_alpn && i < 4; i++)
@@ -189,4 +199,37 @@ long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_
     gnutls_certificate_free_credentials(cred);
     close(fd);
     return total;
+}
+
+long fx_trickle_tls(const char *head, const char *drip, int interval_ms, int max_ms) {
+    int fd;
+    gnutls_certificate_credentials_t cred;
+    gnutls_session_t s = tls_open(&fd, &cred);
+    int rc;
+    do
+        rc = gnutls_handshake(s);
+    while (rc < 0 && !gnutls_error_is_fatal(rc));
+    cr_assert_geq(rc, 0, "handshake: %s", gnutls_strerror(rc));
+    int64_t t0 = fx_mono_ms();
+    long closed_ms = -1;
+    cr_assert_eq(gnutls_record_send(s, head, strlen(head)), (ssize_t)strlen(head));
+    for (size_t i = 0; fx_mono_ms() - t0 < max_ms; i++) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, interval_ms) > 0) { /* the server only ever closes here */
+            char buf[256];
+            ssize_t n = gnutls_record_recv(s, buf, sizeof(buf));
+            if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) continue;
+            cr_assert_leq(n, 0, "the server answered a request it never got whole: %.*s", (int)n, buf);
+            closed_ms = (long)(fx_mono_ms() - t0);
+            break;
+        }
+        if (gnutls_record_send(s, drip + i % strlen(drip), 1) < 0) {
+            closed_ms = (long)(fx_mono_ms() - t0);
+            break;
+        }
+    }
+    gnutls_deinit(s);
+    gnutls_certificate_free_credentials(cred);
+    close(fd);
+    return closed_ms;
 }

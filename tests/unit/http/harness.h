@@ -36,3 +36,7 @@ extern size_t fx_raw_sent; /* bytes the last fx_raw_tls got sent before the serv
 long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_ms,
                 const char *const *alpn, size_t n_alpn, char *ret_alpn, size_t alpn_cap);
 int64_t fx_mono_ms(void);
+/* Raw TLS, a slow client: sends head, then one byte of drip (cycling) every interval_ms.
+ * Returns the ms from the head to the server closing the connection, or -1 if it was still
+ * open after max_ms. Fails the test if the server answers. */
+long fx_trickle_tls(const char *head, const char *drip, int interval_ms, int max_ms);

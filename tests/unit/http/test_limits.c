@@ -161,6 +161,34 @@ Test(limits, idle_timeout_closes_silent_clients) {
     curl_easy_cleanup(c);
 }
 
+/* A client that trickles a request keeps the idle timeout from ever firing: the head and the
+ * whole request have deadlines from the request's first byte; time between requests does not
+ * count against them. */
+Test(limits, trickling_clients_are_cut_off) {
+    struct kite_http_config cfg = {.handler = ok_handler, .idle_timeout_s = 30, .header_timeout_s = 1,
+                                   .read_timeout_s = 3};
+    fx_start(&cfg);
+    /* Headers, one byte per 100 ms: closed once the head is over 1 s old (the sweep runs each
+     * second), long before the 30 s idle timeout. */
+    long ms = fx_trickle_tls("GET /x HTTP/1.1\r\nHost: a\r\n", "X-Pad: slow\r\n", 100, 8000);
+    cr_assert(ms >= 900 && ms <= 3500, "slow head closed after %ld ms (want 1-2 s)", ms);
+    /* A body, one byte per 100 ms after a complete head: closed at 3-4 s. */
+    ms = fx_trickle_tls("PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n", "a", 100, 8000);
+    cr_assert(ms >= 2900 && ms <= 5500, "slow body closed after %ld ms (want 3-4 s)", ms);
+    /* A keep-alive connection quiet between requests for longer than both deadlines stays. */
+    CURL *c = fx_curl();
+    struct kite_buf out = {0};
+    cr_assert_eq(fx_req(c, "GET", "/x", NULL, NULL, &out), 200);
+    usleep(3500 * 1000);
+    cr_assert_eq(fx_req(c, "PUT", "/x", "abc", NULL, &out), 200);
+    cr_assert_str_eq(out.p, "3");
+    long nc = -1;
+    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &nc); /* new connections the last request made */
+    cr_assert_eq(nc, 0, "a connection idle between requests was closed");
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
+}
+
 Test(limits, bad_config) {
     struct kite_http_config cfg = {.handler = ok_handler, .listen = "nonsense"};
     struct kite_http_server *s = NULL;
