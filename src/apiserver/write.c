@@ -501,6 +501,15 @@ static void submit(struct write_op *op, enum kite_write_type type, json_object *
         op_free(op);
         return;
     }
+    if (type != KITE_WRITE_DELETE && len > KITE_STORE_VALUE_MAX) {
+        /* kube-apiserver passes etcd's "request is too large" on as a 500 (kubernetes#112152);
+         * it is the client's object that is too big. */
+        char msg[128];
+        snprintf(msg, sizeof msg, "the object is too large to store: %zu bytes, at most %d", len,
+                 KITE_STORE_VALUE_MAX);
+        op_fail(op, 413, "RequestEntityTooLarge", msg);
+        return;
+    }
     if (op->dry_run) {
         struct kite_buf out = {0};
         if (type == KITE_WRITE_DELETE) kite_object_render(cur->value, cur->len, cur->mod_rev, &out);

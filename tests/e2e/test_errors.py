@@ -146,6 +146,35 @@ def test_body_too_large_413(apiserver, api):
                for c in st["details"]["causes"]), st
 
 
+def test_object_too_large_to_store_413(api):
+    # A body under the 3 MiB request limit whose object is over the store's 1.5 MiB (etcd's
+    # request limit): 413, not kube-apiserver's 500, and nothing is stored.
+    def images(n, tag):
+        return [{"names": [f"registry.example/{tag}/image-{i:05d}:" + "v" * 200], "sizeBytes": 1000 + i}
+                for i in range(n)]
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "e2e-huge"},
+            "status": {"images": images(8000, "a")}}  # ~1.9 MB
+    delete_node_if_exists(api, "e2e-huge")
+    st = assert_status_body(api.post("/api/v1/nodes", node), 413, "RequestEntityTooLarge")
+    assert "too large to store" in st["message"] and "1572864" in st["message"], st
+    assert api.get("/api/v1/nodes/e2e-huge").status == 404
+    assert assert_status_body(api.post("/api/v1/nodes?dryRun=All", node), 413, "RequestEntityTooLarge")
+    # An object that fits, then a status patch that would take it over the limit: refused, unchanged.
+    node["status"]["images"] = images(4000, "a")  # ~0.95 MB
+    r = api.post("/api/v1/nodes", node)
+    assert r.status == 201, r.body[:300]
+    rv = r.json()["metadata"]["resourceVersion"]
+    patch = {"status": {"images": images(4000, "a") + images(3000, "b")}}
+    assert_status_body(api.patch("/api/v1/nodes/e2e-huge/status", patch, ctype="application/merge-patch+json"),
+                       413, "RequestEntityTooLarge")
+    got = api.get("/api/v1/nodes/e2e-huge").json()
+    assert got["metadata"]["resourceVersion"] == rv and len(got["status"]["images"]) == 4000
+    # and the object is still writable
+    r = api.patch("/api/v1/nodes/e2e-huge", {"metadata": {"labels": {"x": "y"}}}, ctype="application/merge-patch+json")
+    assert r.status == 200, r.body[:300]
+    assert api.delete("/api/v1/nodes/e2e-huge").status == 200
+
+
 def test_chunked_body_too_large_413(apiserver):
     # the limit applies to chunked bodies too, where there is no Content-Length to check up front
     chunk = b"x" * (1024 * 1024)
