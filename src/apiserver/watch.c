@@ -87,9 +87,22 @@ static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev
     if (rev > w->last_rev) w->last_rev = rev;
 }
 
+/* A bookmark carries the revision the watch is current to, which for a filtered watch is
+ * usually past its last event: a client resuming from it skips what it never wanted. */
 static void emit_bookmark(struct watch *w, struct kite_buf *out) {
+    int64_t rev = KITE_MAX(w->last_rev, kite_watcher_progress(w->watcher));
+    if (!rev) return;
+    w->last_rev = rev;
     kite_buf_printf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"}}}\n",
-                    w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)w->last_rev);
+                    w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)rev);
+}
+
+/* As kube-apiserver's cacher: a bookmark about every KITE_WATCH_BOOKMARK_S, and one 2 s before
+ * the watch times out, so a client's next watch starts as close to now as possible. */
+static int64_t next_bookmark(const struct watch *w, int64_t now) {
+    int64_t t = now + KITE_WATCH_BOOKMARK_S * KITE_NS_PER_SEC, pre = w->deadline_ns - 2 * KITE_NS_PER_SEC;
+    if (pre < t) t = pre;
+    return t < now ? INT64_MAX : t;
 }
 
 static int pull(void *ud, struct kite_buf *out) {
@@ -123,8 +136,8 @@ static int pull(void *ud, struct kite_buf *out) {
     int64_t now = kite_now_mono(kite_clock_real());
     if (now >= w->deadline_ns) return -1;
     if (w->bookmarks && now >= w->next_bookmark_ns) {
-        if (n <= 0 && w->last_rev) emit_bookmark(w, out);
-        w->next_bookmark_ns = now + KITE_WATCH_BOOKMARK_S * KITE_NS_PER_SEC;
+        emit_bookmark(w, out);
+        w->next_bookmark_ns = next_bookmark(w, now + 1);
     }
     kite_http_stream_wake_at(w->stream, w->bookmarks ? KITE_MIN(w->deadline_ns, w->next_bookmark_ns) : w->deadline_ns);
     return out->len ? 1 : 0;
@@ -186,7 +199,7 @@ void handle_watch(struct req *rq) {
         timeout_s = KITE_WATCH_MIN_TIMEOUT_S + (int64_t)(kite_rand01(&seed) * KITE_WATCH_MIN_TIMEOUT_S);
     }
     w->deadline_ns = now + timeout_s * KITE_NS_PER_SEC;
-    w->next_bookmark_ns = now + KITE_WATCH_BOOKMARK_S * KITE_NS_PER_SEC;
+    w->next_bookmark_ns = next_bookmark(w, now);
 
     _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
     int r = 0;

@@ -14,6 +14,7 @@
 #include "base/map.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* Skip list height: 4^16 keys before the top level stops paying off. */
 #define SKIP_LEVELS 16
@@ -35,6 +36,9 @@ struct kite_watcher {
     struct kite_watch_event *q; /* ring of cap events with owned refs */
     size_t cap, head, len;
     bool dropped;
+    /* every event up to this revision was offered to the watcher (release-stored by the fan-out
+     * after its deliveries; see kite_watcher_progress) */
+    _Atomic int64_t seen_rev;
 };
 
 struct kite_wcache {
@@ -240,6 +244,8 @@ static void on_events(void *ud, const struct kite_store_event *evs, size_t n) {
             for (struct kite_watcher *w = c->watchers; w; w = w->next)
                 if (deliver(w, e) && w->notify) w->notify(w->ud);
         }
+        for (struct kite_watcher *w = c->watchers; w; w = w->next)
+            atomic_store_explicit(&w->seen_rev, evs[n - 1].rev, memory_order_release);
     }
     pthread_mutex_unlock(&c->w_mu);
     for (size_t i = 0; i < nev; i++) event_release(&c->evicted[i]);
@@ -417,6 +423,7 @@ int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t fro
             hi = mid;
     }
     for (size_t i = lo; i < c->ring_len && !w->dropped; i++) deliver(w, ring_at(c, i));
+    atomic_store_explicit(&w->seen_rev, KITE_MAX(from_rev, c->rev), memory_order_release);
     pthread_rwlock_unlock(&c->lock);
     w->next = c->watchers;
     if (w->next) w->next->prev = w;
@@ -437,6 +444,15 @@ int kite_watcher_next(struct kite_watcher *w, struct kite_watch_event *out, size
     int r = k == 0 && w->dropped ? -EPIPE : (int)k;
     pthread_mutex_unlock(&w->mu);
     return r;
+}
+
+int64_t kite_watcher_progress(struct kite_watcher *w) {
+    /* seen_rev first: the deliveries before its store are then visible in len */
+    int64_t seen = atomic_load_explicit(&w->seen_rev, memory_order_acquire);
+    pthread_mutex_lock(&w->mu);
+    bool caught_up = w->len == 0 && !w->dropped;
+    pthread_mutex_unlock(&w->mu);
+    return caught_up ? seen : 0;
 }
 
 bool kite_watcher_dropped(struct kite_watcher *w) {

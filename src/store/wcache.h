@@ -78,6 +78,11 @@ int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t fro
  * count (0 = none right now), or -EPIPE once the watcher was dropped for falling behind and its
  * queue is empty. */
 int kite_watcher_next(struct kite_watcher *w, struct kite_watch_event *out, size_t n);
+/* The revision the watcher's consumer is current to: when every event queued so far has been
+ * taken with kite_watcher_next, every change up to the returned revision that the watcher's
+ * prefix and filter let through has been delivered (a bookmark may carry it). 0 while events
+ * are still queued, or once the watcher was dropped. */
+int64_t kite_watcher_progress(struct kite_watcher *w);
 /* True once the watcher was dropped for falling behind. */
 bool kite_watcher_dropped(struct kite_watcher *w);
 /* Unregisters and frees the watcher (NULL ok). Safe from any thread except inside notify; no

@@ -196,6 +196,48 @@ Test(wcache, watch) {
     tstore_cleanup(&t);
 }
 
+/* Progress: once a watcher's queue is drained, the revision every change it could see has been
+ * delivered up to, past its last event when its filter skipped later changes. */
+Test(wcache, watcher_progress) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 16, &c), 0);
+    int64_t r0 = put_ok(t.s, KITE_WRITE_CREATE, "/w/z", "off");
+    struct kite_watcher *sel;
+    cr_assert_eq(kite_wcache_watch(c, NULL, r0, 0, on_filter, NULL, NULL, &sel), 0);
+    cr_assert_eq(kite_watcher_progress(sel), r0);
+    int64_t r1 = put_ok(t.s, KITE_WRITE_CREATE, "/w/a", "off"); /* filtered out */
+    cr_assert_eq(kite_watcher_progress(sel), r1, "a skipped change still moves the watcher on");
+    int64_t r2 = put_ok(t.s, KITE_WRITE_CREATE, "/w/b", "on");
+    cr_assert_eq(kite_watcher_progress(sel), 0, "an event is still queued");
+    char out[256];
+    drain(sel, out, sizeof(out));
+    cr_assert_eq(kite_watcher_progress(sel), r2);
+    int64_t r3 = put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "off");
+    cr_assert_eq(kite_watcher_progress(sel), r3);
+
+    /* a watch from an older revision is behind until it has taken the replayed events */
+    struct kite_watcher *late;
+    cr_assert_eq(kite_wcache_watch(c, NULL, r1, 0, NULL, NULL, NULL, &late), 0);
+    cr_assert_eq(kite_watcher_progress(late), 0);
+    drain(late, out, sizeof(out));
+    cr_assert_eq(kite_watcher_progress(late), r3);
+    kite_watcher_close(late);
+
+    /* a dropped watcher makes no progress */
+    struct kite_watcher *tiny;
+    cr_assert_eq(kite_wcache_watch(c, NULL, r3, 1, NULL, NULL, NULL, &tiny), 0);
+    put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "1");
+    put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "2");
+    drain(tiny, out, sizeof(out));
+    cr_assert_eq(kite_watcher_progress(tiny), 0);
+    kite_watcher_close(tiny);
+    kite_watcher_close(sel);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
 Test(wcache, ring_bound_and_too_old) {
     struct tstore t = {0};
     tstore_open(&t);
