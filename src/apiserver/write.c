@@ -38,7 +38,6 @@ struct write_op {
     char *key;
     char uid[64];             /* DELETE: uid of the deleted object, for the Status details */
     json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
-    json_object *result;      /* the object being written; becomes the new record's parsed cache */
     struct write_op *next;    /* retry queue link */
     struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
     bool holds_key;           /* holds key in the server's keyq: released when the op ends */
@@ -53,7 +52,6 @@ static void release_key(struct write_op *op);
 static void op_free(struct write_op *op) {
     release_key(op);
     kite_record_unref(op->done_rec);
-    json_object_put(op->result);
     json_object_put(op->input);
     json_object_put(op->preconditions);
     free(op->key);
@@ -414,15 +412,6 @@ static void reply_deleted(struct write_op *op, struct kite_record *rec) {
 
 static void write_finish(void *ud);
 
-/* The next write of this object starts from the parse of the written object instead of
- * parsing the stored bytes again; from here on the object is shared and read-only. */
-static void publish_result(struct write_op *op, struct kite_record *rec) {
-    char rv[24];
-    snprintf(rv, sizeof rv, "%lld", (long long)rec->mod_rev);
-    kite_obj_set(kite_obj_ensure(op->result, "metadata"), "resourceVersion", json_object_new_string(rv));
-    kite_record_set_cache(rec, TAKE_PTR(op->result), record_cache_free);
-}
-
 /* The store's completion, on its writer thread: everything but the retry decision and handing
  * the key to the next write of it is left to an HTTP thread (write_finish), so the writer's
  * per-write cost stays small. */
@@ -441,10 +430,7 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     /* The watch cache already has this write (completions fire after subscribers), so the
      * next write of the key can start now rather than after write_finish's hop. */
     struct write_op *next = pass_key(op);
-    if (next) {
-        if (err == 0 && op->result && rec) publish_result(op, rec); /* before next can read rec */
-        retry_push(rq->srv, next);
-    }
+    if (next) retry_push(rq->srv, next);
     kite_http_defer(rq->http, write_finish, op);
 }
 
@@ -454,7 +440,6 @@ static void write_finish(void *ud) {
     int err = op->done_err;
     struct kite_record *rec = op->done_rec;
     if (err == 0) {
-        if (op->result && rec) publish_result(op, rec);
         if (op->kind == OP_DELETE) {
             reply_deleted(op, rec);
         } else {
@@ -490,9 +475,12 @@ static void submit(struct write_op *op, enum kite_write_type type, json_object *
                    struct kite_record *cur) {
     struct req *rq = op->rq;
     size_t len = 0;
-    json_object_put(op->result); /* from an earlier attempt */
-    op->result = obj;            /* set before submitting: the reply may come first */
     _cleanup_free_ char *bytes = obj ? kite_object_encode(obj, &len) : NULL;
+    /* Freed here, on the thread that built it, rather than kept on the new record for the next
+     * write of the object: freed later by the store's writer thread (when the record leaves the
+     * watch cache's history), its ~40 blocks cost more in the allocator's cross-thread free path
+     * than parsing the stored bytes again costs the next write (BENCHMARKS.md). */
+    json_object_put(obj);
     if (type == KITE_WRITE_UPDATE && cur && cur->len == len && memcmp(cur->value, bytes, len) == 0) {
         /* nothing changed: no write, no new revision (as kube-apiserver) */
         struct kite_buf out = {0};
@@ -586,6 +574,8 @@ static json_object *take_input(struct write_op *op) {
     return o ? o : json_object_new_object(); /* it parsed the first time */
 }
 
+static void put_owned(json_object **o) { json_object_put(*o); }
+
 /* (Re)computes the op against the current record and submits it. */
 static void run_op(struct write_op *op) {
     if (!take_key(op)) return;
@@ -617,7 +607,14 @@ static void run_op(struct write_op *op) {
         op_free(op);
         return;
     }
-    json_object *cobj = record_object(cur);
+    /* The current object: the record's cached parse when a reader made one, else a private
+     * parse, freed on this thread (see submit). */
+    json_object *cobj = kite_record_cache(cur);
+    __attribute__((cleanup(put_owned))) json_object *owned = NULL;
+    if (!cobj) {
+        cobj = owned = kite_object_decode(cur->value, cur->len, cur->mod_rev);
+        if (!cobj) cobj = owned = json_object_new_object();
+    }
     if (op->kind == OP_DELETE) {
         run_delete(op, cur, cobj);
         kite_record_unref(cur);
