@@ -94,7 +94,8 @@ void handle_list(struct req *rq);
 void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 /* Parsed form of a record, cached on it (read-only: deep-copy before changing). */
 json_object *record_object(struct kite_record *rec);
-void record_cache_free(void *obj); /* the free function of record_object's cache */
+/* A parse of the record the caller owns (an empty object if the bytes do not parse). */
+json_object *record_parse(const struct kite_record *rec);
 bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
 bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs);

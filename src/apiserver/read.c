@@ -10,14 +10,16 @@
 #define KITE_LIST_MAX_LIMIT 100000
 #define KITE_CONTINUE_MAX 4096
 
-void record_cache_free(void *p) { json_object_put(p); }
+static void record_cache_free(void *p) { json_object_put(p); }
+
+json_object *record_parse(const struct kite_record *rec) {
+    json_object *o = kite_object_decode(rec->value, rec->len, rec->mod_rev);
+    return o ? o : json_object_new_object();
+}
 
 json_object *record_object(struct kite_record *rec) {
     json_object *o = kite_record_cache(rec);
-    if (o) return o;
-    o = kite_object_decode(rec->value, rec->len, rec->mod_rev);
-    if (!o) o = json_object_new_object();
-    return kite_record_set_cache(rec, o, record_cache_free);
+    return o ? o : kite_record_set_cache(rec, record_parse(rec), record_cache_free);
 }
 
 static void render_converted(struct req *rq, json_object *obj, struct kite_buf *out) {

@@ -492,10 +492,9 @@ static void submit(struct write_op *op, enum kite_write_type type, json_object *
     if (type != KITE_WRITE_DELETE && len > KITE_STORE_VALUE_MAX) {
         /* kube-apiserver passes etcd's "request is too large" on as a 500 (kubernetes#112152);
          * it is the client's object that is too big. */
-        char msg[128];
-        snprintf(msg, sizeof msg, "the object is too large to store: %zu bytes, at most %d", len,
-                 KITE_STORE_VALUE_MAX);
-        op_fail(op, 413, "RequestEntityTooLarge", msg);
+        reply_error(rq, 413, "RequestEntityTooLarge", "the object is too large to store: %zu bytes, at most %d",
+                    len, KITE_STORE_VALUE_MAX);
+        op_free(op);
         return;
     }
     if (op->dry_run) {
@@ -610,11 +609,8 @@ static void run_op(struct write_op *op) {
     /* The current object: the record's cached parse when a reader made one, else a private
      * parse, freed on this thread (see submit). */
     json_object *cobj = kite_record_cache(cur);
-    __attribute__((cleanup(put_owned))) json_object *owned = NULL;
-    if (!cobj) {
-        cobj = owned = kite_object_decode(cur->value, cur->len, cur->mod_rev);
-        if (!cobj) cobj = owned = json_object_new_object();
-    }
+    __attribute__((cleanup(put_owned))) json_object *owned = cobj ? NULL : record_parse(cur);
+    if (!cobj) cobj = owned;
     if (op->kind == OP_DELETE) {
         run_delete(op, cur, cobj);
         kite_record_unref(cur);

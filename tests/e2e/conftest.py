@@ -365,6 +365,10 @@ class Cluster:
         return config.new_client_from_config(config_file=str(self.kubeconfig))
 
 
+# Leases in the default namespace, the ones most tests write.
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+
 def _workdir(tmp_path_factory, name):
     return tmp_path_factory.mktemp(name)
 
@@ -375,6 +379,14 @@ def apiserver(tmp_path_factory):
     c = Cluster("apiserver", _workdir(tmp_path_factory, "apiserver")).start()
     yield c
     c.stop()
+
+
+@pytest.fixture(scope="module")
+def api(apiserver):
+    """A raw HTTPS client of the module's apiserver (admin credentials)."""
+    a = apiserver.api()
+    yield a
+    a.close()
 
 
 @pytest.fixture

@@ -9,16 +9,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, assert_status_body, create_node, delete_node_if_exists
-
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-
-
-@pytest.fixture(scope="module")
-def api(apiserver):
-    a = apiserver.api()
-    yield a
-    a.close()
+from conftest import LEASES, Cluster, assert_status_body, create_node, delete_node_if_exists
 
 
 def lease(name, holder="h"):

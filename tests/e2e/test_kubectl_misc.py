@@ -9,13 +9,6 @@ import pytest
 from conftest import AGE_RE, create_node, delete_node_if_exists, parse_table
 
 
-@pytest.fixture(scope="module")
-def api(apiserver):
-    a = apiserver.api()
-    yield a
-    a.close()
-
-
 def test_version_raw(apiserver):
     v = json.loads(apiserver.kubectl("get", "--raw", "/version").stdout)
     assert v["major"] == "1" and v["minor"] == "32", v

@@ -17,13 +17,6 @@ NODE_HEADERS = ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
 WIDE_HEADERS = NODE_HEADERS + ["INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
 
 
-@pytest.fixture(scope="module")
-def api(apiserver):
-    a = apiserver.api()
-    yield a
-    a.close()
-
-
 @pytest.fixture
 def node(api, request):
     """A fresh Ready node named after the test (deleted afterwards)."""

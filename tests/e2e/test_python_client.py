@@ -11,13 +11,6 @@ def v1(apiserver):
     return apiserver.python_client()
 
 
-@pytest.fixture(scope="module")
-def api(apiserver):
-    a = apiserver.api()
-    yield a
-    a.close()
-
-
 def mk(name, labels=None):
     return client.V1Node(metadata=client.V1ObjectMeta(name=name, labels=labels or {}))
 

@@ -5,16 +5,7 @@ import json
 import threading
 import time
 
-import pytest
-
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-
-
-@pytest.fixture(scope="module")
-def api(apiserver):
-    a = apiserver.api()
-    yield a
-    a.close()
+from conftest import LEASES
 
 
 def lease(name, label):

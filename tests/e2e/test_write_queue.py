@@ -11,9 +11,8 @@ import threading
 
 import pytest
 
-from conftest import Response, assert_status_body, wait_for
+from conftest import LEASES, Response, assert_status_body, wait_for
 
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 THREADS = 16
 PUTS_PER_THREAD = 25
 
