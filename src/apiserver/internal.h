@@ -82,6 +82,11 @@ void reply(struct req *rq, int code, const char *content_type, char *body, size_
 void reply_json_buf(struct req *rq, int code, struct kite_buf *body);
 /* Every error leaves through here: a Status object with the code's reason (or the one given). */
 void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) KITE_PRINTF(4, 5);
+/* The same about another object than the request's: details are given, never taken from a
+ * request field changed for the occasion (the request is freed by the reply). */
+struct status_details { const char *name, *group, *kind; };
+void reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
+                       const char *fmt, ...) KITE_PRINTF(5, 6);
 void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes);
 void req_free(struct req *rq);
 bool query_true(const char *v);

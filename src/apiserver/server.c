@@ -57,43 +57,50 @@ void reply_json_buf(struct req *rq, int code, struct kite_buf *body) {
     reply(rq, code, "application/json", p, len);
 }
 
-/* Kubernetes names the kind in details as the resource ("nodes") and the group. */
-static void reply_status(struct req *rq, int code, const char *reason, const char *msg, struct kite_causes *causes) {
-    const char *kind = rq->res ? rq->res->plural : NULL;
-    char *body = kite_status_failure(code, reason ? reason : kite_status_reason_for(code), msg,
-                                     rq->name, rq->res ? rq->res->group : NULL, kind, causes);
+/* The Status body's details: the request's own object unless the error is about another
+ * (a missing namespace, an invalid object whose name is not on the URL). */
+static struct status_details request_details(const struct req *rq) {
+    /* Kubernetes names the kind in details as the resource ("nodes") and the group. */
+    return (struct status_details){.name = rq->name,
+                                   .group = rq->res && *rq->res->group ? rq->res->group : NULL,
+                                   .kind = rq->res ? rq->res->plural : NULL};
+}
+
+static void reply_status(struct req *rq, int code, const char *reason, const char *msg,
+                         const struct status_details *d, struct kite_causes *causes) {
+    char *body = kite_status_failure(code, reason ? reason : kite_status_reason_for(code), msg, d->name, d->group,
+                                     d->kind, causes);
     if (code == 429) kite_http_add_header(rq->http, "Retry-After", "1");
     reply(rq, code, "application/json", body, strlen(body));
 }
 
-void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) {
-    va_list ap;
+static void reply_status_v(struct req *rq, int code, const char *reason, const struct status_details *d,
+                           const char *fmt, va_list ap) {
     char *msg;
-    va_start(ap, fmt);
     if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
-    va_end(ap);
-    reply_status(rq, code, reason, msg ? msg : "", NULL);
+    reply_status(rq, code, reason, msg ? msg : "", d, NULL);
     free(msg);
 }
 
+void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) {
+    struct status_details d = request_details(rq);
+    va_list ap;
+    va_start(ap, fmt);
+    reply_status_v(rq, code, reason, &d, fmt, ap);
+    va_end(ap);
+}
+
+void reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
+                       const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    reply_status_v(rq, code, reason, d, fmt, ap);
+    va_end(ap);
+}
+
 void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes) {
-    struct kite_buf m = {0};
-    char kind[128] = "Object";
-    if (rq->res) kite_resource_gk(rq->res, kind);
-    kite_buf_printf(&m, "%s \"%s\" is invalid: ", kind, name ? name : "");
-    if (causes->n > 1) kite_buf_putc(&m, '[');
-    for (size_t i = 0; i < causes->n; i++) {
-        if (i) kite_buf_puts(&m, ", ");
-        kite_buf_printf(&m, "%s: %s", causes->v[i].field, causes->v[i].message);
-    }
-    if (causes->n > 1) kite_buf_putc(&m, ']');
     /* details.name is the object's name even for creates (rq->name is unset there) */
-    char *saved = rq->name;
-    rq->name = (char *)name;
-    char *body = kite_status_failure(422, "Invalid", m.p, name, rq->res ? rq->res->group : NULL,
-                                     rq->res ? rq->res->kind : NULL, causes);
-    rq->name = saved;
-    kite_buf_release(&m);
+    char *body = kite_status_invalid(rq->res ? rq->res->group : NULL, rq->res ? rq->res->kind : NULL, name, causes);
     reply(rq, 422, "application/json", body, strlen(body));
 }
 

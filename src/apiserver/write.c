@@ -215,10 +215,8 @@ static bool prepare_create(struct req *rq, json_object *obj) {
     if (rq->res->defaults) rq->res->defaults(obj);
     if (!validate(rq, obj, NULL)) return false;
     if (rq->res->namespaced && !namespace_exists(rq, rq->ns)) {
-        char *saved = rq->name;
-        rq->name = (char *)rq->ns;
-        reply_error(rq, 404, "NotFound", "namespaces \"%s\" not found", rq->ns);
-        rq->name = saved;
+        struct status_details d = {.name = rq->ns, .kind = "namespaces"};
+        reply_error_about(rq, 404, "NotFound", &d, "namespaces \"%s\" not found", rq->ns);
         return false;
     }
     if (rq->res->to_storage) rq->res->to_storage(obj);

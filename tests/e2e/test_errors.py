@@ -431,3 +431,24 @@ def test_garbage_on_tls_socket(apiserver, api):
     finally:
         idle.close()
     assert apiserver.proc.alive()
+
+
+def test_create_in_missing_namespace_404_many_times(apiserver, api):
+    """Every refusal runs many times: a double free in an error path survives a single request
+    (creating in a missing namespace freed the request's name twice and crashed the server
+    after a few requests; under ASan on the first)."""
+    for i in range(40):
+        r = api.post("/apis/coordination.k8s.io/v1/namespaces/e2e-nosuchns/leases",
+                     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": f"x{i}"}})
+        st = assert_status_body(r, 404, "NotFound")
+        assert st["message"] == 'namespaces "e2e-nosuchns" not found', st
+        # the Status is about the namespace, not the lease (kube-apiserver: kind "namespaces", no group)
+        assert st["details"] == {"name": "e2e-nosuchns", "kind": "namespaces"}, st
+    manifest = '{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"k"}}'
+    for _ in range(3):
+        p = apiserver.kubectl("-n", "e2e-nosuchns", "create", "-f", "-", "--validate=false", input=manifest,
+                              check=False)
+        assert p.returncode == 1, p
+        assert 'namespaces "e2e-nosuchns" not found' in p.stderr, p.stderr
+    assert apiserver.proc.alive()
+    assert api.get("/readyz").status == 200
