@@ -15,9 +15,11 @@ struct kite_apiserver_options {
 };
 
 struct kite_apiserver;
-/* Opens the store, ensures certificates and kubeconfigs in data_dir, creates the system
- * namespaces and starts serving. */
-int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret);
+/* Locks data_dir (one apiserver per data dir), opens the store, ensures certificates and
+ * kubeconfigs in data_dir, creates the system namespaces and starts serving. On failure
+ * *ret_error (if not NULL) is a malloc'ed one-line message naming the file or address and
+ * the cause. */
+int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret, char **ret_error);
 uint16_t kite_apiserver_port(struct kite_apiserver *s);
 /* The https://host:port URL clients should use. Borrowed. */
 const char *kite_apiserver_url(struct kite_apiserver *s);

@@ -55,8 +55,7 @@ void *housekeeping_main(void *ud) {
     pthread_mutex_lock(&s->mu);
     while (!s->stopping) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += period;
+        kite_cond_deadline(&ts, period * KITE_NS_PER_SEC);
         pthread_cond_timedwait(&s->cond, &s->mu, &ts);
         if (s->stopping) break;
         pthread_mutex_unlock(&s->mu);

@@ -5,6 +5,7 @@
 #include "api/selector.h"
 #include "apiserver/apiserver.h"
 #include "base/buf.h"
+#include "base/log.h"
 #include "http/http.h"
 #include "store/store.h"
 #include "store/wcache.h"
@@ -51,6 +52,8 @@ struct kite_apiserver {
     pthread_cond_t retry_cond;
     struct write_op *retry_head, **retry_tail;
     struct keyq *writing;       /* keys of the updates, patches and deletes in progress */
+    struct kite_log_ratelimit storage_log; /* storage errors: one line a second */
+    int lock_fd;                /* flock'ed DATA_DIR/kite.lock while running; -1 */
 };
 
 struct kite_user {
@@ -143,6 +146,7 @@ void metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta
 void metrics_store_commit(struct kite_metrics *m, int64_t ns);
 void metrics_write_retry(struct kite_metrics *m);
 void metrics_write_queued(struct kite_metrics *m);
+void metrics_store_error(struct kite_metrics *m);
 void metrics_render(struct kite_metrics *m, struct kite_buf *out);
 
 /* authz.c: the authorizer chain (Node authorizer and RBAC slot in here). */

@@ -38,6 +38,7 @@ struct kite_metrics {
     struct hist commit;
     atomic_uint_least64_t write_retries; /* writes recomputed after losing a race in the store */
     atomic_uint_least64_t write_queued;  /* writes that waited for the one in flight of their object */
+    atomic_uint_least64_t store_errors;  /* writes the store failed to commit (500) */
 };
 
 struct kite_metrics *metrics_new(void) {
@@ -105,6 +106,10 @@ void metrics_write_queued(struct kite_metrics *m) {
     atomic_fetch_add_explicit(&m->write_queued, 1, memory_order_relaxed);
 }
 
+void metrics_store_error(struct kite_metrics *m) {
+    atomic_fetch_add_explicit(&m->store_errors, 1, memory_order_relaxed);
+}
+
 static void render_hist(struct kite_buf *b, const char *name, const char *labels, const struct hist *h) {
     const char *sep = *labels ? "," : "";
     for (size_t i = 0; i < NB; i++)
@@ -155,5 +160,9 @@ void metrics_render(struct kite_metrics *m, struct kite_buf *b) {
                        "# TYPE kite_write_queued_total counter\n"
                        "kite_write_queued_total %llu\n",
                     (unsigned long long)atomic_load_explicit(&m->write_queued, memory_order_relaxed));
+    kite_buf_printf(b, "# HELP kite_store_write_errors_total Writes the store failed to make durable (answered 500).\n"
+                       "# TYPE kite_store_write_errors_total counter\n"
+                       "kite_store_write_errors_total %llu\n",
+                    (unsigned long long)atomic_load_explicit(&m->store_errors, memory_order_relaxed));
     pthread_mutex_unlock(&m->mu);
 }

@@ -11,6 +11,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -400,78 +402,127 @@ static char *listen_host_url(const char *listen, uint16_t port) {
     return kite_asprintf("https://%s:%u", host, port);
 }
 
-static int write_file(const char *path, const char *text, mode_t mode) {
-    _cleanup_free_ char *tmp = kite_asprintf("%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return -errno;
-    fchmod(fileno(f), mode);
-    bool ok = fputs(text, f) >= 0;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    fclose(f);
-    if (!ok || rename(tmp, path) < 0) return -EIO;
+/* Startup failures name the file or address and the cause: "Input/output error" alone does
+ * not tell a full disk from a corrupt database. Returns r (negative errno). */
+static int fail(char **ret_error, int r, const char *fmt, ...) KITE_PRINTF(3, 4);
+static int fail(char **ret_error, int r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg;
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    va_end(ap);
+    *ret_error = kite_asprintf("%s: %s", msg ? msg : "", strerror(-r));
+    free(msg);
+    return r;
+}
+
+/* One process per data dir: a second apiserver on the same store would serve stale reads,
+ * fail every write and take over admin.kubeconfig. The lock is the kernel's (flock), so it
+ * goes away with the process however it ends; the file holds the owner's pid for the message. */
+static int lock_data_dir(struct kite_apiserver *s, const char *dir, char **ret_error) {
+    _cleanup_free_ char *path = kite_asprintf("%s/kite.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return fail(ret_error, -errno, "cannot open the lock file %s", path);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int r = -errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        close(fd);
+        if (r != -EWOULDBLOCK) return fail(ret_error, r, "cannot lock %s", path);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        *ret_error = kite_asprintf("data dir %s is in use by another kite process (pid %s, lock %s)", dir,
+                                   *pid ? pid : "unknown", path);
+        return -EBUSY;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+        int r = -errno;
+        close(fd);
+        return fail(ret_error, r, "cannot write %s", path);
+    }
+    s->lock_fd = fd;
     return 0;
 }
 
-static int start(struct kite_apiserver *s, const struct kite_apiserver_options *o) {
+static int start(struct kite_apiserver *s, const struct kite_apiserver_options *o, char **ret_error) {
     int r;
-    if (mkdir(o->data_dir, 0700) < 0 && errno != EEXIST) return -errno;
+    if (mkdir(o->data_dir, 0700) < 0 && errno != EEXIST)
+        return fail(ret_error, -errno, "cannot create the data dir %s", o->data_dir);
+    if ((r = lock_data_dir(s, o->data_dir, ret_error)) < 0) return r;
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", o->data_dir);
-    if (mkdir(pki, 0700) < 0 && errno != EEXIST) return -errno;
-    if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return r;
+    if (mkdir(pki, 0700) < 0 && errno != EEXIST) return fail(ret_error, -errno, "cannot create %s", pki);
+    if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return fail(ret_error, r, "cannot create the certificates in %s", pki);
 
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
-    if ((r = kite_store_open(url, &s->store)) < 0) return r;
+    if ((r = kite_store_open(url, &s->store)) < 0) return fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
     for (const struct kite_resource *res = kite_resources; res->kind; res++) {
         const char *name = res->storage ? res->storage : res->plural;
         if (storage_cache(s, res)) continue;
         _cleanup_free_ char *prefix = kite_asprintf("/registry/%s/", name);
+        if (s->n_storages == KITE_ARRAY_SIZE(s->storages))
+            return fail(ret_error, -ENOSPC, "more storage folders than the %zu kite has room for",
+                        KITE_ARRAY_SIZE(s->storages));
         struct kite_storage *st = &s->storages[s->n_storages];
         st->name = name;
-        if ((r = kite_wcache_new(s->store, prefix, o->watch_ring, &st->cache)) < 0) return r;
+        if ((r = kite_wcache_new(s->store, prefix, o->watch_ring, &st->cache)) < 0)
+            return fail(ret_error, r, "cannot load %s from the store %s", prefix, url);
         s->n_storages++;
     }
-    if ((r = ensure_namespaces(s)) < 0) return r;
-    if ((r = apiserver_retry_start(s)) < 0) return r;
+    if ((r = ensure_namespaces(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
+    if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
     _cleanup_free_ char *cp = kite_asprintf("%s/server.crt", pki), *kp = kite_asprintf("%s/server.key", pki);
     _cleanup_free_ char *cap = kite_asprintf("%s/ca.crt", pki), *acp = kite_asprintf("%s/admin.crt", pki);
     _cleanup_free_ char *akp = kite_asprintf("%s/admin.key", pki);
-    if ((r = kite_pki_read_file(cp, &cert)) < 0 || (r = kite_pki_read_file(kp, &key)) < 0 ||
-        (r = kite_pki_read_file(cap, &ca)) < 0 || (r = kite_pki_read_file(acp, &acert)) < 0 ||
-        (r = kite_pki_read_file(akp, &akey)) < 0)
-        return r;
+    struct { const char *path; char **out; } files[] = {{cp, &cert}, {kp, &key}, {cap, &ca}, {acp, &acert}, {akp, &akey}};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(files); i++)
+        if ((r = kite_pki_read_file(files[i].path, files[i].out)) < 0)
+            return fail(ret_error, r, "cannot read %s", files[i].path);
     struct kite_http_config hc = {
         .listen = o->listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
         .token_file = o->token_file, .threads = o->threads, .max_connections = o->max_connections, .handler = dispatch, .ud = s,
         /* Kubernetes clients send ~1 KiB of headers */
         .max_header_bytes = KITE_MAX_HEADER_BYTES,
     };
-    if ((r = kite_http_start(&hc, &s->http)) < 0) return r;
+    if ((r = kite_http_start(&hc, &s->http)) < 0) {
+        if (r == -EINVAL)
+            return fail(ret_error, r, "cannot serve on \"%s\" (want HOST:PORT with a numeric address%s)", o->listen,
+                        o->token_file ? ", and a readable --token-auth-file" : "");
+        return fail(ret_error, r, "cannot serve on %s", o->listen);
+    }
     s->url = listen_host_url(o->listen, kite_http_port(s->http));
 
     /* admin.kubeconfig: the cluster admin (O=system:masters) */
     _cleanup_free_ char *kc = kite_pki_kubeconfig("kite", s->url, ca, acert, akey, NULL);
     _cleanup_free_ char *kcp = kite_asprintf("%s/admin.kubeconfig", o->data_dir);
-    if ((r = write_file(kcp, kc, 0600)) < 0) return r;
-    if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0) return -EAGAIN;
+    /* unchanged: a restart needs no free disk space */
+    if ((r = kite_write_file_atomic(kcp, kc, strlen(kc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", kcp);
+    if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0)
+        return fail(ret_error, -EAGAIN, "cannot start the housekeeping thread");
     pthread_setname_np(s->compactor, "housekeeping");
     s->compactor_started = true;
     return 0;
 }
 
-int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret) {
+int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret, char **ret_error) {
     struct kite_apiserver *s = kite_calloc(1, sizeof *s);
+    s->lock_fd = -1;
     s->data_dir = kite_strdup(o->data_dir);
     s->compact_interval_s = o->compact_interval_s > 0 ? o->compact_interval_s : 300;
     s->event_ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S;
+    s->storage_log.interval_ns = KITE_NS_PER_SEC;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cond, NULL);
-    int r = start(s, o);
+    kite_cond_init_mono(&s->cond); /* housekeeping's timed waits */
+    char *err = NULL;
+    int r = start(s, o, &err);
     if (r < 0) {
         kite_apiserver_stop(s);
+        if (ret_error) *ret_error = err;
+        else free(err);
         return r;
     }
     *ret = s;
@@ -493,6 +544,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
     kite_store_close(s->store);
     metrics_free(s->metrics);
+    if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);
     free(s);

@@ -63,6 +63,18 @@ static void op_fail(struct write_op *op, int code, const char *reason, const cha
     op_free(op);
 }
 
+/* A write the store could not make durable (disk full, I/O error): 500 to the client, counted,
+ * and logged at most once a second with the number held back, so an operator sees the cause. */
+static void op_storage_failed(struct write_op *op, int err) {
+    struct kite_apiserver *s = op->rq->srv;
+    uint64_t held;
+    metrics_store_error(s->metrics);
+    if (kite_log_ratelimit_allow(&s->storage_log, kite_now_mono(kite_clock_real()), &held))
+        log_error("apiserver", "storage error writing %s: %s (%llu more since the last report)", op->key,
+                  strerror(-err), (unsigned long long)held);
+    op_fail(op, 500, "InternalError", "storage error");
+}
+
 static void op_conflict(struct write_op *op) {
     char msg[512], gr[128];
     kite_resource_gr(op->rq->res, gr);
@@ -463,7 +475,7 @@ static void write_finish(void *ud) {
     } else if (err == -EAGAIN) {
         op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
     } else {
-        op_fail(op, 500, "InternalError", "storage error");
+        op_storage_failed(op, err);
     }
 }
 
@@ -507,7 +519,7 @@ static void submit(struct write_op *op, enum kite_write_type type, json_object *
     op->submitted_ns = kite_now_mono(kite_clock_real());
     int r = kite_store_submit(rq->srv->store, &w, write_done, op);
     if (r == -EAGAIN) op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
-    else if (r < 0) op_fail(op, 500, "InternalError", "storage error");
+    else if (r < 0) op_storage_failed(op, r);
 }
 
 static bool check_rv_precondition(struct write_op *op, json_object *obj, struct kite_record *cur) {

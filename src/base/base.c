@@ -69,6 +69,7 @@ void kite_random_bytes(void *buf, size_t n) {
 }
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "base/buf.h"
 
@@ -102,4 +103,34 @@ int kite_read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
     }
     *ret = kite_buf_detach(&b, ret_len);
     return 0;
+}
+
+int kite_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, bool unchanged) {
+    if (unchanged) {
+        char *old = NULL;
+        size_t old_len = 0;
+        bool same = kite_read_file(path, len, &old, &old_len) == 0 && old_len == len && memcmp(old, data, len) == 0;
+        free(old);
+        if (same) return 0;
+    }
+    char *tmp = kite_asprintf("%s.tmp", path);
+    int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0) {
+        r = -errno;
+        free(tmp);
+        return r;
+    }
+    if (fchmod(fd, (mode_t)mode) < 0) r = -errno;
+    for (size_t off = 0; r == 0 && off < len;) {
+        ssize_t n = write(fd, (const char *)data + off, len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) r = -errno;
+        else off += (size_t)n;
+    }
+    if (r == 0 && fsync(fd) < 0) r = -errno;
+    if (close(fd) < 0 && r == 0) r = -errno;
+    if (r == 0 && rename(tmp, path) < 0) r = -errno;
+    if (r < 0) unlink(tmp);
+    free(tmp);
+    return r;
 }

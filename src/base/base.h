@@ -42,3 +42,8 @@ void kite_random_bytes(void *buf, size_t n);
 /* Reads a whole file into *ret (malloc'ed, NUL-terminated; *ret_len may be NULL).
  * -EFBIG when it holds more than max bytes; -errno from open/read. */
 int kite_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* Replaces path with len bytes of data, created with mode, so that a crash leaves the old file
+ * or the new one, never a torn one (a temporary file beside it, fsync, rename). When unchanged
+ * is true and the file already holds exactly data, nothing is written (no disk space needed).
+ * 0 or -errno; the temporary file is removed on failure. */
+int kite_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, bool unchanged);

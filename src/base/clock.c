@@ -88,3 +88,17 @@ int kite_time_parse(const char *s, int64_t *ret) {
     *ret = ((int64_t)timegm(&tm) - off) * KITE_NS_PER_SEC + frac;
     return 0;
 }
+
+void kite_cond_init_mono(pthread_cond_t *c) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+}
+
+void kite_cond_deadline(struct timespec *ts, int64_t ns_from_now) {
+    int64_t t = ts_ns(CLOCK_MONOTONIC) + ns_from_now;
+    ts->tv_sec = t / KITE_NS_PER_SEC;
+    ts->tv_nsec = t % KITE_NS_PER_SEC;
+}

@@ -25,6 +25,12 @@ void kite_fake_clock_advance(struct kite_fake_clock *f, int64_t ns);
 static inline int64_t kite_now_wall(struct kite_clock *c) { return c->wall_ns(c); }
 static inline int64_t kite_now_mono(struct kite_clock *c) { return c->mono_ns(c); }
 
+/* Condition variables whose timed waits run on CLOCK_MONOTONIC: a wall-clock jump (NTP, a
+ * suspended VM) neither delays nor hurries them. kite_cond_deadline is the absolute
+ * timespec for pthread_cond_timedwait on such a condition, ns from now. */
+void kite_cond_init_mono(pthread_cond_t *c);
+void kite_cond_deadline(struct timespec *ts, int64_t ns_from_now);
+
 #define KITE_NS_PER_SEC INT64_C(1000000000)
 #define KITE_NS_PER_MS INT64_C(1000000)
 

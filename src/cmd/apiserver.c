@@ -65,8 +65,9 @@ int cmd_apiserver(int argc, char **argv) {
     struct kite_apiserver_options o;
     if ((r = apiserver_args_options("apiserver", &args, &o)) != 0) return r;
     struct kite_apiserver *s;
-    if ((r = kite_apiserver_start(&o, &s)) < 0) {
-        log_error("apiserver", "cannot start: %s", strerror(-r));
+    _cleanup_free_ char *start_err = NULL;
+    if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {
+        log_error("apiserver", "cannot start: %s", start_err ? start_err : strerror(-r));
         return 1;
     }
     log_info("apiserver", "serving on %s (data dir %s)", kite_apiserver_url(s), o.data_dir);

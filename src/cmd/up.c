@@ -21,15 +21,6 @@ static int agent_flag(const char *name, const char *value, void *ud) {
     return r;
 }
 
-static int write_private(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -errno;
-    fchmod(fileno(f), 0600);
-    int ok = fputs(text, f) >= 0;
-    ok &= fclose(f) == 0;
-    return ok ? 0 : -EIO;
-}
-
 int cmd_up(int argc, char **argv) {
     struct apiserver_args args = {0};
     const char *config = NULL;
@@ -65,8 +56,9 @@ int cmd_up(int argc, char **argv) {
         return 2;
     }
     struct kite_apiserver *s;
-    if ((r = kite_apiserver_start(&o, &s)) < 0) {
-        log_error("up", "cannot start the apiserver: %s", strerror(-r));
+    _cleanup_free_ char *start_err = NULL;
+    if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {
+        log_error("up", "cannot start the apiserver: %s", start_err ? start_err : strerror(-r));
         kite_agent_config_release(&ac);
         return 1;
     }
@@ -94,7 +86,7 @@ int cmd_up(int argc, char **argv) {
         } else {
             _cleanup_free_ char *kc = kite_pki_kubeconfig(ac.node_name, kite_apiserver_url(s), ca, cert, key, NULL);
             struct kite_agent_options ao = {.config = &ac, .kubeconfig = kc_path};
-            if ((r = write_private(kc_path, kc)) < 0 || (r = kite_agent_start(&ao, &agent)) < 0)
+            if ((r = kite_write_file_atomic(kc_path, kc, strlen(kc), 0600, true)) < 0 || (r = kite_agent_start(&ao, &agent)) < 0)
                 log_error("up", "cannot start the node agent: %s", strerror(-r));
             else
                 log_info("up", "node agent running as system:node:%s", ac.node_name);

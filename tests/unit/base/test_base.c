@@ -5,6 +5,7 @@
 #include "base/backoff.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/map.h"
 
 Test(base, buf_printf_and_json_escape) {
@@ -85,4 +86,36 @@ Test(base, read_file_whole_and_bounded) {
     cr_assert_eq(kite_read_file(path, 4096, &s, &len), -EFBIG);
     unlink(path);
     cr_assert_eq(kite_read_file(path, 4096, &s, &len), -ENOENT);
+}
+
+Test(base, log_ratelimit_one_line_per_interval_with_the_count_held_back) {
+    struct kite_log_ratelimit rl = {.interval_ns = 1000};
+    uint64_t held = 99;
+    cr_assert(kite_log_ratelimit_allow(&rl, 5000, &held));
+    cr_assert_eq(held, 0);
+    for (int i = 0; i < 7; i++) cr_assert_not(kite_log_ratelimit_allow(&rl, 5000 + 999, &held));
+    cr_assert(kite_log_ratelimit_allow(&rl, 6000, &held));
+    cr_assert_eq(held, 7);
+    cr_assert_not(kite_log_ratelimit_allow(&rl, 6001, &held));
+    cr_assert(kite_log_ratelimit_allow(&rl, 100000, &held));
+    cr_assert_eq(held, 1);
+}
+
+/* A deadline from kite_cond_deadline is on CLOCK_MONOTONIC (since boot, far before the wall
+ * clock's now): on a condition on CLOCK_REALTIME it would lie decades in the past and the wait
+ * would return at once. */
+Test(base, cond_mono_timed_wait_waits_its_time) {
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c;
+    kite_cond_init_mono(&c);
+    struct timespec ts;
+    int64_t t0 = kite_now_mono(kite_clock_real());
+    kite_cond_deadline(&ts, 50 * KITE_NS_PER_MS);
+    pthread_mutex_lock(&mu);
+    int r;
+    while ((r = pthread_cond_timedwait(&c, &mu, &ts)) == 0) {}
+    pthread_mutex_unlock(&mu);
+    cr_assert_eq(r, ETIMEDOUT);
+    cr_assert_geq(kite_now_mono(kite_clock_real()) - t0, 50 * KITE_NS_PER_MS);
+    pthread_cond_destroy(&c);
 }
