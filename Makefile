@@ -32,13 +32,14 @@ DEPS_api       := api json base
 DEPS_store     := store base
 DEPS_http      := http base
 DEPS_pki       := pki base
-DEPS_apiserver := apiserver http store api json base
+DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client api json base
+DEPS_controllers := controllers client api json base
 # extra modules a module's unit tests may link (test fixtures only)
 TESTDEPS_http  := pki
 TESTDEPS_client := pki
-MODULES        := base json api store http pki apiserver client agent
+MODULES        := base json api store http pki apiserver client agent controllers
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
 objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
@@ -77,8 +78,8 @@ $(BUILD)/tests/%.o: tests/%.c
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
 $(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(BUILD)/obj/cmd/main.o,$(call objs_of,cmd)) \
-               $(call libs_for,agent) $(call libs_for,apiserver) $(call lib_of,pki)
-	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,agent client apiserver http pki store api json base,$(call lib_of,$(m))) $(MALLOC) $(LDLIBS)
+               $(call libs_for,agent) $(call libs_for,controllers) $(call libs_for,apiserver) $(call lib_of,pki)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,agent controllers client apiserver http pki store api json base,$(call lib_of,$(m))) $(MALLOC) $(LDLIBS)
 
 UNIT_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/unit/$(m)/*.c),$(m)))
 test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))

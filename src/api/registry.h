@@ -1,8 +1,10 @@
-/* The resource registry: one table row per resource kind (DESIGN.md "Resource registry").
- * Everything the API server does differently per kind is data or a hook in this row:
- * discovery, scope, subresources, strategies (defaults, validation, status/spec split),
- * selectable fields, Table printing, and the strategic-merge-patch schema. Adding a kind is
- * adding a row in registry.c. */
+/* The resource registry: one table row per resource (DESIGN.md "Resource registry").
+ * Everything the API server does differently per kind is data or a hook in its row, as
+ * Kubernetes' REST strategies: discovery, scope, subresources, defaulting, validation, the
+ * status/spec split, deletion (immediate, or graceful behind finalizers), selectable fields,
+ * Table printing and the strategic-merge-patch schema. Each kind is one file in
+ * src/api/kinds/ defining its row; adding a kind is that file plus one line in registry.c.
+ * The API server names no kind: it reads rows. */
 #pragma once
 #include "api/table.h"
 #include "api/validation.h"
@@ -12,9 +14,23 @@
 
 enum kite_name_rule { KITE_NAME_SUBDOMAIN = 0, KITE_NAME_LABEL = 1 };
 
+/* A subresource written on its own: a write of it changes only `field` of the object (and
+ * metadata), whatever else the body holds ("status" -> status; a namespace's "finalize" ->
+ * spec). The main resource's writes keep `field` as it was. */
+struct kite_subresource {
+    const char *name;
+    const char *field;
+    bool update_only;         /* served for PUT alone (a namespace's finalize); else get/patch/update */
+};
+
+/* A row's group and version, and its apiVersion derived from them at compile time. */
+#define KITE_CORE_V1 .group = "", .version = "v1", .api_version = "v1"
+#define KITE_GROUP_VERSION(g, v) .group = g, .version = v, .api_version = g "/" v
+
 struct kite_resource {
     const char *group;        /* "" for core */
     const char *version;      /* "v1" */
+    const char *api_version;  /* "v1", "coordination.k8s.io/v1" (KITE_CORE_V1, KITE_GROUP_VERSION) */
     const char *kind;         /* "Node" */
     const char *list_kind;    /* "NodeList" */
     const char *plural;       /* "nodes" (URL segment and storage folder) */
@@ -28,21 +44,42 @@ struct kite_resource {
     bool unconditional_update; /* PUT without metadata.resourceVersion allowed */
     bool create_on_update;    /* PUT of a missing object creates it */
     bool status_on_create;    /* status may be set on create (nodes); else it is reset */
+    bool no_deletecollection; /* DELETE of the collection is not served (namespaces) */
+    bool delete_returns_object; /* DELETE answers with the object (pods, namespaces), else a Status */
     enum kite_name_rule name_rule;
     const struct kite_smp_schema *smp;
+    const struct kite_table_printer *table; /* NULL: the default Name/Age printer */
+    /* Other writable subresources beyond status ({NULL}-terminated; may be NULL). */
+    const struct kite_subresource *subresources;
+    /* Objects created at startup when missing (cluster-scoped kinds; NULL-terminated names)
+     * and names no DELETE may remove. */
+    const char *const *bootstrap;
+    const char *const *undeletable;
     /* Field selector fields beyond metadata.name / metadata.namespace (NULL-terminated). */
     const char *const *fields;
     /* Kind-specific hooks, all optional. obj/old are borrowed. */
     void (*defaults)(json_object *obj);
     void (*validate)(json_object *obj, json_object *old, struct kite_causes *causes);
+    /* Graceful deletion beyond metadata.finalizers: true while the kind's own finalizers
+     * still hold the object (a namespace's spec.finalizers). */
+    bool (*finalizing)(json_object *obj);
+    /* Called on an object a DELETE leaves in place, terminating (a namespace's phase). */
+    void (*terminating)(json_object *obj);
+    /* Objects of kinds with this hook expire: deleted once the wall time it returns (when the
+     * object last happened, ns) is older than the event TTL (events). */
+    int64_t (*last_seen)(json_object *obj);
     /* Converts between this group version's shape and the stored shape (events.k8s.io/v1 is
      * stored as core v1 Event). to_storage/from_storage edit obj in place. */
     void (*to_storage)(json_object *obj);
     void (*from_storage)(json_object *obj);
 };
 
-/* All registered resources, for discovery; terminated by a row with kind == NULL. */
-extern const struct kite_resource kite_resources[];
+/* All registered resources, NULL-terminated, in discovery order. */
+extern const struct kite_resource *const kite_resources[];
+/* The row that holds namespaces (routing, namespace lifecycle, bootstrap). */
+const struct kite_resource *kite_registry_namespaces(void);
+/* The writable subresource `name` of r ("status" when r has_status), or NULL. */
+const struct kite_subresource *kite_resource_subresource(const struct kite_resource *r, const char *name);
 
 /* Looks up by group, version and plural (or a short name or singular when by_alias). */
 const struct kite_resource *kite_registry_find(const char *group, const char *version, const char *plural);

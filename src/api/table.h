@@ -17,10 +17,8 @@ struct kite_table_printer {
      * now_s: current wall seconds (for Age). */
     void (*cells)(json_object *obj, int64_t now_s, json_object *cells);
 };
-/* Printers by kind: "Node", "Namespace", "Lease", "Event" (core v1 and events.k8s.io/v1
- * shapes), "Pod", "EndpointSlice"; NULL for unknown kinds (callers fall back to the default
- * Name/Age printer, also exposed as kite_table_printer_default()). Static; never freed. */
-const struct kite_table_printer *kite_table_printer_for(const char *kind);
+/* Each kind's printer is in its row (src/api/kinds/); this one prints Name and Age for the
+ * rest. Static; never freed. */
 const struct kite_table_printer *kite_table_printer_default(void);
 /* kubectl's HumanDuration ("45s", "5m30s", "3h12m", "30d", "2y15d", "<invalid>" for
  * negative beyond skew). */

@@ -12,6 +12,7 @@ struct kite_apiserver_options {
     size_t watch_ring;         /* events kept per resource for watch resumption; 0 = default */
     int64_t compact_interval_s; /* 0 = default (300 s) */
     int64_t event_ttl_s;       /* events older than this are deleted; 0 = default (1 h) */
+    struct kite_clock *clock;  /* NULL = the real clock (tests pass a fake one) */
 };
 
 struct kite_apiserver;

@@ -12,16 +12,48 @@
     "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-12-02T00:00:00Z\",\"goVersion\":\"go1.23.6\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}"
 
 static const char *const VERBS_ALL[] = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"};
-static const char *const VERBS_NS[] = {"create", "delete", "get", "list", "patch", "update", "watch"};
-static const char *const VERBS_STATUS[] = {"get", "patch", "update"};
 
 static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
-    bool ns = strcmp(r->plural, "namespaces") == 0;
-    const char *const *v = ns ? VERBS_NS : VERBS_ALL;
-    size_t n = ns ? KITE_ARRAY_SIZE(VERBS_NS) : KITE_ARRAY_SIZE(VERBS_ALL);
     kite_buf_puts(b, "[");
-    for (size_t i = 0; i < n; i++) kite_buf_printf(b, "%s\"%s\"", i ? "," : "", v[i]);
+    bool first = true;
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(VERBS_ALL); i++) {
+        if (r->no_deletecollection && kite_streq(VERBS_ALL[i], "deletecollection")) continue;
+        kite_buf_printf(b, "%s\"%s\"", first ? "" : ",", VERBS_ALL[i]);
+        first = false;
+    }
     kite_buf_puts(b, "]");
+}
+
+static void subresource_verbs_json(struct kite_buf *b, const struct kite_subresource *sr) {
+    kite_buf_puts(b, sr->update_only ? "[\"update\"]" : "[\"get\",\"patch\",\"update\"]");
+}
+
+/* Calls fn for the status subresource (when the row has one) and each other one. */
+static void each_subresource(const struct kite_resource *r, void (*fn)(struct kite_buf *, const struct kite_resource *,
+                                                                        const struct kite_subresource *, bool),
+                             struct kite_buf *b) {
+    bool first = true;
+    if (r->has_status) {
+        fn(b, r, kite_resource_subresource(r, "status"), first);
+        first = false;
+    }
+    for (const struct kite_subresource *sr = r->subresources; sr && sr->name; sr++, first = false) fn(b, r, sr, first);
+}
+
+static void agg_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
+                            bool first) {
+    kite_buf_printf(b, "%s{\"subresource\":\"%s\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},\"verbs\":",
+                    first ? "" : ",", sr->name, r->group, r->version, r->kind);
+    subresource_verbs_json(b, sr);
+    kite_buf_putc(b, '}');
+}
+
+static void legacy_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
+                               bool first) {
+    kite_buf_printf(b, ",{\"name\":\"%s/%s\",\"singularName\":\"\",\"namespaced\":%s,\"kind\":\"%s\",\"verbs\":",
+                    r->plural, sr->name, r->namespaced ? "true" : "false", r->kind);
+    subresource_verbs_json(b, sr);
+    kite_buf_putc(b, '}');
 }
 
 static void names_json(struct kite_buf *b, const char *key, const char *const *names, size_t max) {
@@ -34,7 +66,8 @@ static void names_json(struct kite_buf *b, const char *key, const char *const *n
 /* Groups in the order they are listed: "" first, then by first appearance. */
 static size_t groups(const char **out, size_t max) {
     size_t n = 0;
-    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *r = kite_resources[k];
         bool seen = false;
         for (size_t i = 0; i < n; i++) seen |= strcmp(out[i], r->group) == 0;
         if (!seen && n < max) out[n++] = r->group;
@@ -45,7 +78,8 @@ static size_t groups(const char **out, size_t max) {
 static void agg_group(struct kite_buf *b, const char *group) {
     kite_buf_printf(b, "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":null},\"versions\":[{\"version\":\"v1\",\"resources\":[", group);
     bool first = true;
-    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *r = kite_resources[k];
         if (strcmp(r->group, group) != 0) continue;
         kite_buf_printf(b, "%s{\"resource\":\"%s\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},"
                            "\"scope\":\"%s\",\"singularResource\":\"%s\",\"verbs\":",
@@ -54,9 +88,11 @@ static void agg_group(struct kite_buf *b, const char *group) {
         verbs_json(b, r);
         names_json(b, "shortNames", r->short_names, KITE_ARRAY_SIZE(r->short_names));
         names_json(b, "categories", r->categories, KITE_ARRAY_SIZE(r->categories));
-        if (r->has_status)
-            kite_buf_printf(b, ",\"subresources\":[{\"subresource\":\"status\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},\"verbs\":[\"get\",\"patch\",\"update\"]}]",
-                            r->group, r->version, r->kind);
+        if (r->has_status || r->subresources) {
+            kite_buf_puts(b, ",\"subresources\":[");
+            each_subresource(r, agg_subresource, b);
+            kite_buf_putc(b, ']');
+        }
         kite_buf_puts(b, "}");
         first = false;
     }
@@ -82,7 +118,8 @@ static void resource_list(struct kite_buf *b, const char *group) {
     kite_buf_printf(b, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"%s\",\"resources\":[", gv);
     free((char *)gv);
     bool first = true;
-    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *r = kite_resources[k];
         if (strcmp(r->group, group) != 0) continue;
         kite_buf_printf(b, "%s{\"name\":\"%s\",\"singularName\":\"%s\",\"namespaced\":%s,\"kind\":\"%s\",\"verbs\":",
                         first ? "" : ",", r->plural, r->singular, r->namespaced ? "true" : "false", r->kind);
@@ -90,12 +127,7 @@ static void resource_list(struct kite_buf *b, const char *group) {
         names_json(b, "shortNames", r->short_names, KITE_ARRAY_SIZE(r->short_names));
         names_json(b, "categories", r->categories, KITE_ARRAY_SIZE(r->categories));
         kite_buf_puts(b, "}");
-        if (r->has_status) {
-            kite_buf_printf(b, ",{\"name\":\"%s/status\",\"singularName\":\"\",\"namespaced\":%s,\"kind\":\"%s\",\"verbs\":[",
-                            r->plural, r->namespaced ? "true" : "false", r->kind);
-            for (size_t i = 0; i < KITE_ARRAY_SIZE(VERBS_STATUS); i++) kite_buf_printf(b, "%s\"%s\"", i ? "," : "", VERBS_STATUS[i]);
-            kite_buf_puts(b, "]}");
-        }
+        each_subresource(r, legacy_subresource, b);
         first = false;
     }
     kite_buf_puts(b, "]}");

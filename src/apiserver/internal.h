@@ -5,6 +5,7 @@
 #include "api/selector.h"
 #include "apiserver/apiserver.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "http/http.h"
 #include "store/store.h"
@@ -23,14 +24,23 @@
 
 struct kite_metrics;
 struct keyq;
-struct write_op;
+
+/* Work for the write engine's own thread (retries, the next write of a key, the next batch of
+ * a deletecollection): never the store's writer thread, never an HTTP thread's time. */
+struct apiserver_work {
+    void (*run)(struct apiserver_work *w);
+    struct apiserver_work *next;
+};
+void apiserver_work_push(struct kite_apiserver *s, struct apiserver_work *w);
 
 struct kite_storage {           /* one per storage folder (events shares one between versions) */
     const char *name;           /* "nodes" */
+    const struct kite_resource *res; /* the first row stored here (its storage-shaped row) */
     struct kite_wcache *cache;
 };
 
 struct kite_apiserver {
+    struct kite_clock *clock;   /* every timestamp and timer (a fake one in unit tests) */
     struct kite_store *store;
     struct kite_storage storages[16];
     size_t n_storages;
@@ -50,7 +60,7 @@ struct kite_apiserver {
     bool retry_started, retry_stop;
     pthread_mutex_t retry_mu;
     pthread_cond_t retry_cond;
-    struct write_op *retry_head, **retry_tail;
+    struct apiserver_work *retry_head, **retry_tail;
     struct keyq *writing;       /* keys of the updates, patches and deletes in progress */
     struct kite_log_ratelimit storage_log; /* storage errors: one line a second */
     int lock_fd;                /* flock'ed DATA_DIR/kite.lock while running; -1 */
@@ -117,13 +127,56 @@ void handle_update(struct req *rq);
 void handle_patch(struct req *rq);
 void handle_delete(struct req *rq);
 void handle_deletecollection(struct req *rq);
+
+/* decode.c */
 /* Parses a request body as a JSON object (replies 400/415 itself and returns NULL on error). */
 json_object *parse_body(struct req *rq, bool allow_protobuf);
+/* Parses body as one JSON value (replies 400 itself and returns NULL on error). */
+json_object *parse_json_text(struct req *rq, const char *body, size_t len);
+/* Content-Type ct is the media type want (parameters ignored). */
+bool media_is(const char *ct, const char *want);
 /* The thread that recomputes writes that lost an optimistic-concurrency race. */
 int apiserver_retry_start(struct kite_apiserver *s);
 void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Creates an object directly (bootstrap). */
 int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
+
+/* admission.c: the admission chain (mutating plugins, then validating ones). */
+enum kite_admission_op { KITE_ADMIT_CREATE, KITE_ADMIT_UPDATE, KITE_ADMIT_DELETE };
+struct kite_admission_attrs {
+    struct kite_apiserver *srv;     /* read-only view of objects: apiserver_lookup() */
+    const struct kite_user *user;
+    enum kite_admission_op op;
+    const struct kite_resource *res;
+    const char *sub, *ns, *name;    /* sub: the subresource written, or NULL */
+    json_object *obj;               /* the new object (mutating plugins may change it); NULL on delete */
+    json_object *old;               /* the current object; NULL on create. Read-only */
+    bool dry_run;
+};
+/* A refusal: the HTTP code, reason and message of its Status (message malloc'ed), and details
+ * when the Status is about another object than the request's. */
+struct kite_admission_denial {
+    int code;
+    const char *reason;
+    char *message;
+    struct status_details details;
+};
+struct kite_admission_plugin {
+    const char *name;
+    int (*mutate)(const struct kite_admission_attrs *a, struct kite_admission_denial *ret);
+    int (*validate)(const struct kite_admission_attrs *a, struct kite_admission_denial *ret);
+};
+/* The chain, in order (for tests and /metrics). */
+const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n);
+/* 0 = admitted; -EPERM with *d filled = refused. */
+int admission_mutate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+int admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+/* Answers the refusal (and frees its message). */
+void admission_reply(struct req *rq, struct kite_admission_denial *d);
+
+/* The current object of r at ns/name from the watch cache, as a new parse the caller owns
+ * (json_object_put), or NULL. The read-only view authorizers and admission plugins get. */
+json_object *apiserver_lookup(struct kite_apiserver *s, const struct kite_resource *r, const char *ns, const char *name);
 
 /* watch.c */
 void handle_watch(struct req *rq);
@@ -149,11 +202,22 @@ void metrics_write_queued(struct kite_metrics *m);
 void metrics_store_error(struct kite_metrics *m);
 void metrics_render(struct kite_metrics *m, struct kite_buf *out);
 
-/* authz.c: the authorizer chain (Node authorizer and RBAC slot in here). */
+/* authz.c: the authorizer chain (Node authorizer and RBAC slot in here). Each authorizer gets
+ * the request's attributes and a read-only view of the objects it may need (the Node
+ * authorizer: which pods are bound to the node), and answers allow, deny or no opinion with a
+ * reason; the first decision wins, no opinion from all denies. */
 enum kite_authz_decision { KITE_AUTHZ_NO_OPINION, KITE_AUTHZ_ALLOW, KITE_AUTHZ_DENY };
 struct kite_authz_attrs {
     const struct kite_user *user;
     const char *verb, *group, *resource, *sub, *ns, *name;
     const char *path; /* non-resource requests */
+    struct kite_apiserver *view; /* objects, read-only through apiserver_lookup(); may be NULL */
 };
+struct kite_authorizer {
+    const char *name;
+    /* *ret_reason (malloc'ed, optional) explains the decision. */
+    enum kite_authz_decision (*authorize)(const struct kite_authz_attrs *a, char **ret_reason);
+};
+/* The chain, in order. */
+const struct kite_authorizer *kite_authorizers(size_t *ret_n);
 enum kite_authz_decision kite_authorize(const struct kite_authz_attrs *a, char **ret_reason);

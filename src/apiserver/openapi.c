@@ -7,22 +7,22 @@
 
 #include <stdio.h>
 
-static void gv_path(char *out, size_t n, const char *group) {
-    if (*group) snprintf(out, n, "apis/%s/v1", group);
-    else snprintf(out, n, "api/v1");
+static void gv_path(char *out, size_t n, const struct kite_resource *r) {
+    snprintf(out, n, "%s/%s", *r->group ? "apis" : "api", kite_resource_api_version(r));
 }
 
 static void index_doc(struct kite_buf *b) {
     kite_buf_puts(b, "{\"paths\":{");
     const char *seen[16];
     size_t n = 0;
-    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *r = kite_resources[k];
         bool dup = false;
         for (size_t i = 0; i < n; i++) dup |= strcmp(seen[i], r->group) == 0;
         if (dup || n == KITE_ARRAY_SIZE(seen)) continue;
         seen[n++] = r->group;
         char gv[128];
-        gv_path(gv, sizeof gv, r->group);
+        gv_path(gv, sizeof gv, r);
         kite_buf_printf(b, "%s\"%s\":{\"serverRelativeURL\":\"/openapi/v3/%s?hash=kite-1\"}", n > 1 ? "," : "", gv, gv);
     }
     kite_buf_puts(b, "}}");
@@ -36,10 +36,11 @@ static const char PARAMS[] =
 static void gv_doc(struct kite_buf *b, const char *group) {
     kite_buf_puts(b, "{\"openapi\":\"3.0.0\",\"info\":{\"title\":\"Kubernetes\",\"version\":\"v1.32.0-kite.1\"},\"paths\":{");
     bool first = true;
-    for (const struct kite_resource *r = kite_resources; r->kind; r++) {
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *r = kite_resources[k];
         if (strcmp(r->group, group) != 0) continue;
         char gv[128];
-        gv_path(gv, sizeof gv, r->group);
+        gv_path(gv, sizeof gv, r);
         for (int sub = 0; sub <= (r->has_status ? 1 : 0); sub++) {
             kite_buf_printf(b, "%s\"/%s/%s%s/{name}%s\":{\"parameters\":%s,\"patch\":{\"parameters\":%s,"
                                "\"x-kubernetes-action\":\"patch\",\"x-kubernetes-group-version-kind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"}}}",
@@ -60,9 +61,10 @@ bool handle_openapi(struct req *rq) {
         index_doc(&b);
     } else if (kite_startswith(p, "/openapi/v3/")) {
         const char *gv = p + strlen("/openapi/v3/");
-        for (const struct kite_resource *r = kite_resources; r->kind && !b.len; r++) {
+        for (size_t k = 0; kite_resources[k] && !b.len; k++) {
+            const struct kite_resource *r = kite_resources[k];
             char want[128];
-            gv_path(want, sizeof want, r->group);
+            gv_path(want, sizeof want, r);
             if (strcmp(gv, want) == 0) gv_doc(&b, r->group);
         }
     }

@@ -115,8 +115,7 @@ static bool filter_record(struct kite_record *rec, void *ud) {
 /* ---- tables ---------------------------------------------------------------------------- */
 
 static const struct kite_table_printer *printer_for(struct req *rq) {
-    const struct kite_table_printer *p = kite_table_printer_for(rq->res->kind);
-    return p ? p : kite_table_printer_default();
+    return rq->res->table ? rq->res->table : kite_table_printer_default();
 }
 
 void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, bool columns) {
@@ -147,7 +146,7 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
         obj = conv;
     }
     json_object *cells = json_object_new_array();
-    printer_for(rq)->cells(obj, kite_now_wall(kite_clock_real()) / KITE_NS_PER_SEC, cells);
+    printer_for(rq)->cells(obj, kite_now_wall(rq->srv->clock) / KITE_NS_PER_SEC, cells);
     if (!first) kite_buf_putc(out, ',');
     kite_buf_puts(out, "{\"cells\":");
     kite_buf_puts(out, json_object_to_json_string_ext(cells, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -16,8 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const SYSTEM_NAMESPACES[] = {"default", "kube-system", "kube-public", "kube-node-lease"};
-
 struct kite_wcache *storage_cache(struct kite_apiserver *s, const struct kite_resource *r) {
     const char *name = r->storage ? r->storage : r->plural;
     for (size_t i = 0; i < s->n_storages; i++)
@@ -48,7 +46,7 @@ void req_free(struct req *rq) {
 void reply(struct req *rq, int code, const char *content_type, char *body, size_t len) {
     if (rq->srv->metrics)
         metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", req_resource_label(rq), code,
-                        kite_now_mono(kite_clock_real()) - rq->start_ns);
+                        kite_now_mono(rq->srv->clock) - rq->start_ns);
     kite_http_respond(rq->http, code, content_type, body, len);
     req_free(rq);
 }
@@ -148,8 +146,10 @@ static bool route(struct req *rq) {
         i++;
     }
     const char *plural;
-    if (i + 2 < n && strcmp(seg[i], "namespaces") == 0 && !(i + 3 == n && (strcmp(seg[i + 2], "status") == 0 ||
-                                                                           strcmp(seg[i + 2], "finalize") == 0))) {
+    /* .../namespaces/NS/<resource>..., but not a namespace's own subresource .../namespaces/NS/status */
+    const struct kite_resource *nsr = kite_registry_namespaces();
+    if (i + 2 < n && strcmp(seg[i], nsr->plural) == 0 &&
+        !(i + 3 == n && kite_resource_subresource(nsr, seg[i + 2]))) {
         rq->ns = kite_strdup(seg[i + 1]);
         i += 2;
     }
@@ -161,7 +161,7 @@ static bool route(struct req *rq) {
     if (i < n) rq->sub = kite_strdup(seg[i++]);
     if (i < n) goto notfound;
     if (rq->ns && !rq->res->namespaced) goto notfound;
-    if (rq->sub && !(strcmp(rq->sub, "status") == 0 && rq->res->has_status)) goto notfound;
+    if (rq->sub && !kite_resource_subresource(rq->res, rq->sub)) goto notfound;
     return true;
 notfound:
     rq->res = NULL;
@@ -230,7 +230,8 @@ static bool authenticate(struct req *rq) {
         return false;
     }
     if (!as) return true;
-    struct kite_authz_attrs a = {.user = &rq->user, .verb = "impersonate", .group = "", .resource = "users", .name = as};
+    struct kite_authz_attrs a = {.user = &rq->user, .verb = "impersonate", .group = "", .resource = "users", .name = as,
+                                 .view = rq->srv};
     _cleanup_free_ char *why = NULL;
     if (kite_authorize(&a, &why) != KITE_AUTHZ_ALLOW) {
         reply_error(rq, 403, "Forbidden", "users \"%s\" is forbidden: User \"%s\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
@@ -245,7 +246,7 @@ static bool authenticate(struct req *rq) {
 }
 
 static bool authorize_request(struct req *rq) {
-    struct kite_authz_attrs a = {.user = &rq->user, .verb = rq->verb};
+    struct kite_authz_attrs a = {.user = &rq->user, .verb = rq->verb, .view = rq->srv};
     if (rq->res) {
         a.group = rq->res->group;
         a.resource = rq->res->plural;
@@ -324,7 +325,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     struct req *rq = kite_calloc(1, sizeof *rq);
     rq->srv = s;
     rq->http = hr;
-    rq->start_ns = kite_now_mono(kite_clock_real());
+    rq->start_ns = kite_now_mono(rq->srv->clock);
     const char *p = hr->path;
     if (!authenticate(rq)) return;
 
@@ -374,18 +375,30 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
 
-static int ensure_namespaces(struct kite_apiserver *s) {
-    const struct kite_resource *r = kite_registry_find("", "v1", "namespaces");
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(SYSTEM_NAMESPACES); i++) {
-        json_object *ns = json_object_new_object();
-        kite_obj_set(ns, "kind", json_object_new_string("Namespace"));
-        kite_obj_set(ns, "apiVersion", json_object_new_string("v1"));
-        kite_obj_set(kite_obj_ensure(ns, "metadata"), "name", json_object_new_string(SYSTEM_NAMESPACES[i]));
-        int r2 = apiserver_create_sync(s, r, ns);
-        json_object_put(ns);
-        if (r2 < 0 && r2 != -EEXIST) return r2;
+/* The objects every cluster has (the rows' bootstrap names: the system namespaces). */
+static int ensure_bootstrap(struct kite_apiserver *s) {
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *r = kite_resources[k];
+        for (const char *const *name = r->bootstrap; name && *name; name++) {
+            json_object *o = json_object_new_object();
+            kite_obj_set(o, "kind", json_object_new_string(r->kind));
+            kite_obj_set(o, "apiVersion", json_object_new_string(kite_resource_api_version(r)));
+            kite_obj_set(kite_obj_ensure(o, "metadata"), "name", json_object_new_string(*name));
+            int r2 = apiserver_create_sync(s, r, o);
+            json_object_put(o);
+            if (r2 < 0 && r2 != -EEXIST) return r2;
+        }
     }
     return 0;
+}
+
+json_object *apiserver_lookup(struct kite_apiserver *s, const struct kite_resource *r, const char *ns, const char *name) {
+    _cleanup_free_ char *key = kite_object_key(r, ns, name);
+    struct kite_record *rec = kite_wcache_get(storage_cache(s, r), key);
+    if (!rec) return NULL;
+    json_object *o = record_parse(rec);
+    kite_record_unref(rec);
+    return o;
 }
 
 static char *listen_host_url(const char *listen, uint16_t port) {
@@ -458,7 +471,8 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = kite_store_open(url, &s->store)) < 0) return fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
-    for (const struct kite_resource *res = kite_resources; res->kind; res++) {
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *res = kite_resources[k];
         const char *name = res->storage ? res->storage : res->plural;
         if (storage_cache(s, res)) continue;
         _cleanup_free_ char *prefix = kite_asprintf("/registry/%s/", name);
@@ -467,11 +481,12 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
                         KITE_ARRAY_SIZE(s->storages));
         struct kite_storage *st = &s->storages[s->n_storages];
         st->name = name;
+        st->res = res;
         if ((r = kite_wcache_new(s->store, prefix, o->watch_ring, &st->cache)) < 0)
             return fail(ret_error, r, "cannot load %s from the store %s", prefix, url);
         s->n_storages++;
     }
-    if ((r = ensure_namespaces(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
+    if ((r = ensure_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
     if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
@@ -511,6 +526,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
 int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret, char **ret_error) {
     struct kite_apiserver *s = kite_calloc(1, sizeof *s);
     s->lock_fd = -1;
+    s->clock = o->clock ? o->clock : kite_clock_real();
     s->data_dir = kite_strdup(o->data_dir);
     s->compact_interval_s = o->compact_interval_s > 0 ? o->compact_interval_s : 300;
     s->event_ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S;

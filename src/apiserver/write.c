@@ -12,44 +12,20 @@
  * second write of the key waits meanwhile (no thread) and starts, on the retry thread, from
  * the record the first one left. Creates (a POST names no existing object) and dry runs (they
  * write nothing) do not queue. -ESTALE remains for writes from elsewhere (a namespace
- * deletion's, deletecollection's, another API server's on a shared store). */
-#include "apiserver/internal.h"
-#include "apiserver/keyq.h"
+ * deletion's, deletecollection's, another API server's on a shared store).
+ *
+ * Nothing here names a kind: what differs per kind is read from its registry row (strategy
+ * hooks in src/api/kinds/). Deletes are in delete.c, body decoding in decode.c. */
+#include "apiserver/write.h"
 #include "base/clock.h"
 #include "json/parse.h"
 
 #include <stdio.h>
 
-enum op_kind { OP_CREATE, OP_UPDATE, OP_PATCH, OP_DELETE };
-enum patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC };
-
-struct write_op {
-    struct req *rq;           /* freed by the reply, which may come before op_free */
-    struct kite_apiserver *srv;
-    enum op_kind kind;
-    enum patch_type ptype;
-    json_object *input;       /* body object (create/update) or the patch document */
-    bool is_status;           /* the /status subresource */
-    bool client_rv;           /* the client made resourceVersion a precondition */
-    bool dry_run;
-    int attempts;
-    int code;                 /* reply code on success */
-    int64_t submitted_ns;
-    char *key;
-    char uid[64];             /* DELETE: uid of the deleted object, for the Status details */
-    json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
-    struct write_op *next;    /* retry queue link */
-    struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
-    bool holds_key;           /* holds key in the server's keyq: released when the op ends */
-    /* the store's completion, answered on an HTTP thread (write_finish) */
-    int done_err;
-    struct kite_record *done_rec;
-};
-
+static void retry_push(struct kite_apiserver *s, struct write_op *op);
 static void release_key(struct write_op *op);
 
-/* The one end of every op (replied or not): a key it still holds is released here. */
-static void op_free(struct write_op *op) {
+void op_free(struct write_op *op) {
     release_key(op);
     kite_record_unref(op->done_rec);
     json_object_put(op->input);
@@ -58,7 +34,7 @@ static void op_free(struct write_op *op) {
     free(op);
 }
 
-static void op_fail(struct write_op *op, int code, const char *reason, const char *msg) {
+void op_fail(struct write_op *op, int code, const char *reason, const char *msg) {
     reply_error(op->rq, code, reason, "%s", msg);
     op_free(op);
 }
@@ -69,7 +45,7 @@ static void op_storage_failed(struct write_op *op, int err) {
     struct kite_apiserver *s = op->rq->srv;
     uint64_t held;
     metrics_store_error(s->metrics);
-    if (kite_log_ratelimit_allow(&s->storage_log, kite_now_mono(kite_clock_real()), &held))
+    if (kite_log_ratelimit_allow(&s->storage_log, kite_now_mono(op->srv->clock), &held))
         log_error("apiserver", "storage error writing %s: %s (%llu more since the last report)", op->key,
                   strerror(-err), (unsigned long long)held);
     op_fail(op, 500, "InternalError", "storage error");
@@ -84,57 +60,13 @@ static void op_conflict(struct write_op *op) {
     op_fail(op, 409, "Conflict", msg);
 }
 
-/* ---- request bodies -------------------------------------------------------------------- */
-
-static bool media_is(const char *ct, const char *want) {
-    size_t n = strlen(want);
-    return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
-}
-
-static json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
-    enum json_tokener_error e;
-    size_t used;
-    json_object *o = kite_json_parse(body, len, KITE_JSON_MAX_DEPTH, &e, &used);
-    while (o && used < len && (body[used] == ' ' || body[used] == '\n' || body[used] == '\r' || body[used] == '\t')) used++;
-    if (!o || e != json_tokener_success || used != len) {
-        json_object_put(o);
-        reply_error(rq, 400, "BadRequest", "the request body is not valid JSON: %s",
-                    e == json_tokener_success ? "unexpected data after the JSON value"
-                    : e == json_tokener_continue ? "unexpected end of JSON input"
-                                                 : json_tokener_error_desc(e));
-        return NULL;
-    }
-    return o;
-}
-
-json_object *parse_body(struct req *rq, bool allow_protobuf) {
-    const char *ct = kite_http_header(rq->http, "Content-Type");
-    if (allow_protobuf && media_is(ct, "application/vnd.kubernetes.protobuf")) return json_object_new_object();
-    if (ct && !media_is(ct, "application/json")) {
-        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json");
-        return NULL;
-    }
-    if (rq->http->body_len == 0) {
-        if (allow_protobuf) return json_object_new_object();
-        reply_error(rq, 400, "BadRequest", "the request body is empty");
-        return NULL;
-    }
-    json_object *o = parse_json_text(rq, rq->http->body, rq->http->body_len);
-    if (o && !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
-        return NULL;
-    }
-    return o;
-}
-
 /* ---- object preparation ---------------------------------------------------------------- */
 
 static const char GENERATE_ALPHABET[] = "bcdfghjklmnpqrstvwxz2456789";
 
-static void now_time(json_object *meta, const char *field) {
+void now_time(struct kite_apiserver *s, json_object *meta, const char *field) {
     char ts[21];
-    kite_time_format(kite_now_wall(kite_clock_real()), ts);
+    kite_time_format(kite_now_wall(s->clock), ts);
     kite_obj_set(meta, field, json_object_new_string(ts));
 }
 
@@ -172,15 +104,22 @@ static bool validate(struct req *rq, json_object *obj, json_object *old) {
     return false;
 }
 
-static bool namespace_exists(struct req *rq, const char *ns) {
-    const struct kite_resource *nsr = kite_registry_find("", "v1", "namespaces");
-    _cleanup_free_ char *key = kite_object_key(nsr, NULL, ns);
-    struct kite_record *rec = kite_wcache_get(storage_cache(rq->srv, nsr), key);
-    kite_record_unref(rec);
-    return rec != NULL;
+bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, json_object *old) {
+    struct req *rq = op->rq;
+    struct kite_admission_attrs a = {.srv = op->srv, .user = &rq->user, .op = aop, .res = rq->res, .sub = rq->sub,
+                                     .ns = rq->ns, .name = rq->name, .obj = obj, .old = old, .dry_run = op->dry_run};
+    struct kite_admission_denial d = {0};
+    if (aop != KITE_ADMIT_DELETE && admission_mutate(&a, &d) < 0) goto refused;
+    if (aop != KITE_ADMIT_DELETE && !validate(rq, obj, old)) return false;
+    if (admission_validate(&a, &d) < 0) goto refused;
+    return true;
+refused:
+    admission_reply(rq, &d);
+    return false;
 }
 
-static bool prepare_create(struct req *rq, json_object *obj) {
+static bool prepare_create(struct write_op *op, json_object *obj) {
+    struct req *rq = op->rq;
     if (!check_type(rq, obj)) return false;
     json_object *meta = kite_obj_ensure(obj, "metadata");
     const char *name = kite_obj_str(meta, "name");
@@ -217,7 +156,7 @@ static bool prepare_create(struct req *rq, json_object *obj) {
     char uid[37];
     kite_uuid4(uid);
     kite_obj_set(meta, "uid", json_object_new_string(uid));
-    now_time(meta, "creationTimestamp");
+    now_time(op->srv, meta, "creationTimestamp");
     json_object_object_del(meta, "deletionTimestamp");
     json_object_object_del(meta, "deletionGracePeriodSeconds");
     json_object_object_del(meta, "generation");
@@ -225,17 +164,12 @@ static bool prepare_create(struct req *rq, json_object *obj) {
     strip_server_fields(meta);
     if (rq->res->has_status && !rq->res->status_on_create) json_object_object_del(obj, "status");
     if (rq->res->defaults) rq->res->defaults(obj);
-    if (!validate(rq, obj, NULL)) return false;
-    if (rq->res->namespaced && !namespace_exists(rq, rq->ns)) {
-        struct status_details d = {.name = rq->ns, .kind = "namespaces"};
-        reply_error_about(rq, 404, "NotFound", &d, "namespaces \"%s\" not found", rq->ns);
-        return false;
-    }
+    if (!admit(op, KITE_ADMIT_CREATE, obj, NULL)) return false;
     if (rq->res->to_storage) rq->res->to_storage(obj);
     return true;
 }
 
-static json_object *deep_copy(json_object *o) {
+json_object *deep_copy(json_object *o) {
     json_object *c = NULL;
     json_object_deep_copy(o, &c, NULL);
     return c;
@@ -274,28 +208,31 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
         goto fail;
     }
     json_object *res;
-    if (op->is_status) {
-        /* status writes change status and metadata, never spec (nodes/status, pods/status) */
+    if (op->sub) {
+        /* a subresource write changes its field and metadata, nothing else (nodes/status
+         * never changes spec; namespaces/finalize only spec) */
         res = deep_copy(cur);
-        copy_field(res, obj, "status");
+        copy_field(res, obj, op->sub->field);
         kite_obj_set(res, "metadata", json_object_get(meta));
         json_object_put(obj);
     } else {
         res = obj;
         if (rq->res->has_status) copy_field(res, cur, "status");
+        for (const struct kite_subresource *sr = rq->res->subresources; sr && sr->name; sr++)
+            copy_field(res, cur, sr->field); /* e.g. a namespace's spec.finalizers: finalize only */
     }
     meta = kite_obj_meta(res);
     static const char *const immutable[] = {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                                             "deletionGracePeriodSeconds", "generation"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(immutable); i++) copy_field(meta, cmeta, immutable[i]);
     strip_server_fields(meta);
-    if (rq->res->spec_generation && !op->is_status &&
+    if (rq->res->spec_generation && !op->sub &&
         !kite_json_equal(kite_obj_get(res, "spec"), kite_obj_get(cur, "spec"))) {
         json_object *g = kite_obj_get(cmeta, "generation");
         kite_obj_set(meta, "generation", json_object_new_int64((g ? json_object_get_int64(g) : 0) + 1));
     }
     if (rq->res->defaults) rq->res->defaults(res);
-    if (!validate(rq, res, cur)) {
+    if (!admit(op, KITE_ADMIT_UPDATE, res, cur)) {
         json_object_put(res);
         return NULL;
     }
@@ -308,15 +245,14 @@ fail:
 
 /* ---- submission ------------------------------------------------------------------------ */
 
-static void run_op(struct write_op *op);
 
 /* Retries run on their own thread: the store's writer thread, which reports the conflict, is
  * the one serial step of every write and must not do a retry's JSON work. */
-static void retry_push(struct kite_apiserver *s, struct write_op *op) {
+void apiserver_work_push(struct kite_apiserver *s, struct apiserver_work *w) {
     pthread_mutex_lock(&s->retry_mu);
-    op->next = NULL;
-    *s->retry_tail = op;
-    s->retry_tail = &op->next;
+    w->next = NULL;
+    *s->retry_tail = w;
+    s->retry_tail = &w->next;
     pthread_cond_signal(&s->retry_cond);
     pthread_mutex_unlock(&s->retry_mu);
 }
@@ -361,17 +297,24 @@ static void release_key(struct write_op *op) {
     if (next) retry_push(op->srv, next);
 }
 
+static void run_op_work(struct apiserver_work *w) { run_op((struct write_op *)((char *)w - offsetof(struct write_op, work))); }
+
+static void retry_push(struct kite_apiserver *s, struct write_op *op) {
+    op->work.run = run_op_work;
+    apiserver_work_push(s, &op->work);
+}
+
 static void *retry_main(void *ud) {
     struct kite_apiserver *s = ud;
     pthread_mutex_lock(&s->retry_mu);
     for (;;) {
         while (!s->retry_head && !s->retry_stop) pthread_cond_wait(&s->retry_cond, &s->retry_mu);
         if (!s->retry_head) break; /* stopping, and drained */
-        struct write_op *op = s->retry_head;
-        s->retry_head = op->next;
+        struct apiserver_work *w = s->retry_head;
+        s->retry_head = w->next;
         if (!s->retry_head) s->retry_tail = &s->retry_head;
         pthread_mutex_unlock(&s->retry_mu);
-        run_op(op);
+        w->run(w);
         pthread_mutex_lock(&s->retry_mu);
     }
     pthread_mutex_unlock(&s->retry_mu);
@@ -405,21 +348,6 @@ void apiserver_retry_stop(struct kite_apiserver *s) {
     keyq_free(TAKE_PTR(s->writing));
 }
 
-static void reply_deleted(struct write_op *op, struct kite_record *rec) {
-    struct req *rq = op->rq;
-    struct kite_buf out = {0};
-    if (strcmp(rq->res->plural, "pods") == 0 || strcmp(rq->res->plural, "namespaces") == 0) {
-        render_record(rq, rec, &out);
-    } else {
-        kite_buf_puts(&out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\",\"details\":{\"name\":");
-        kite_buf_json_str(&out, rq->name);
-        kite_buf_printf(&out, ",\"group\":\"%s\",\"kind\":\"%s\",\"uid\":", rq->res->group, rq->res->plural);
-        kite_buf_json_str(&out, op->uid);
-        kite_buf_puts(&out, "}}");
-    }
-    reply_json_buf(rq, 200, &out);
-}
-
 static void write_finish(void *ud);
 
 /* The store's completion, on its writer thread: everything but the retry decision and handing
@@ -428,7 +356,7 @@ static void write_finish(void *ud);
 static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
     struct write_op *op = ud;
     struct req *rq = op->rq;
-    metrics_store_commit(rq->srv->metrics, kite_now_mono(kite_clock_real()) - op->submitted_ns);
+    metrics_store_commit(rq->srv->metrics, kite_now_mono(op->srv->clock) - op->submitted_ns);
     if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
         ++op->attempts < KITE_UPDATE_RETRIES) {
         metrics_write_retry(rq->srv->metrics);
@@ -479,10 +407,8 @@ static void write_finish(void *ud) {
     }
 }
 
-/* Submits (or, for dryRun, pretends to). Takes ownership of obj. The reply may come from the
- * writer thread before this returns: callers must not touch op afterwards. */
-static void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
-                   struct kite_record *cur) {
+void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
+            struct kite_record *cur) {
     struct req *rq = op->rq;
     size_t len = 0;
     _cleanup_free_ char *bytes = obj ? kite_object_encode(obj, &len) : NULL;
@@ -516,7 +442,7 @@ static void submit(struct write_op *op, enum kite_write_type type, json_object *
         return;
     }
     struct kite_write w = {.type = type, .key = op->key, .value = bytes, .len = len, .expect_mod_rev = expect};
-    op->submitted_ns = kite_now_mono(kite_clock_real());
+    op->submitted_ns = kite_now_mono(op->srv->clock);
     int r = kite_store_submit(rq->srv->store, &w, write_done, op);
     if (r == -EAGAIN) op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
     else if (r < 0) op_storage_failed(op, r);
@@ -572,7 +498,6 @@ static json_object *apply_patch(struct write_op *op, json_object *doc) {
     return out;
 }
 
-static void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);
 
 /* The body object of a create or update, consumed by the attempt; a retry parses the request
  * body again (cheaper than keeping a deep copy for the rare retry). */
@@ -585,18 +510,17 @@ static json_object *take_input(struct write_op *op) {
 
 static void put_owned(json_object **o) { json_object_put(*o); }
 
-/* (Re)computes the op against the current record and submits it. */
-static void run_op(struct write_op *op) {
+void run_op(struct write_op *op) {
     if (!take_key(op)) return;
     struct req *rq = op->rq;
     struct kite_record *cur = NULL;
     if (op->kind != OP_CREATE) cur = kite_wcache_get(storage_cache(rq->srv, rq->res), op->key);
 
-    if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->is_status)) {
+    if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->sub)) {
         json_object *obj = take_input(op);
         op->code = 201;
         op->kind = OP_CREATE;
-        if (!prepare_create(rq, obj)) {
+        if (!prepare_create(op, obj)) {
             json_object_put(obj);
             op_free(op);
             return;
@@ -652,8 +576,7 @@ static void run_op(struct write_op *op) {
     }
     op->code = 200;
     json_object *meta = kite_obj_meta(res);
-    json_object *fin = kite_obj_get(meta, "finalizers");
-    if (kite_obj_get(meta, "deletionTimestamp") && (!fin || json_object_array_length(fin) == 0)) {
+    if (kite_obj_get(meta, "deletionTimestamp") && !finalizers_pending(rq->res, res)) {
         /* the last finalizer is gone from an object being deleted: delete it now */
         snprintf(op->uid, sizeof op->uid, "%s", kite_obj_str(meta, "uid") ? kite_obj_str(meta, "uid") : "");
         op->kind = OP_DELETE;
@@ -665,13 +588,13 @@ static void run_op(struct write_op *op) {
     kite_record_unref(cur);
 }
 
-static struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
+struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
     struct write_op *op = kite_calloc(1, sizeof *op);
     op->rq = rq;
     op->srv = rq->srv;
     op->kind = kind;
     op->input = input;
-    op->is_status = rq->sub && strcmp(rq->sub, "status") == 0;
+    op->sub = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
     const char *dr = kite_http_query(rq->http, "dryRun");
     op->dry_run = dr && strcmp(dr, "All") == 0;
     if (rq->name) op->key = kite_object_key(rq->res, rq->ns, rq->name);
@@ -708,144 +631,13 @@ void handle_patch(struct req *rq) {
     run_op(op);
 }
 
-/* ---- delete ---------------------------------------------------------------------------- */
-
-static const char *const PROTECTED_NAMESPACES[] = {"default", "kube-system", "kube-public"};
-
-static void delete_namespace_contents(struct kite_apiserver *s, const char *ns);
-
-static void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
-    struct req *rq = op->rq;
-    json_object *meta = kite_obj_meta(cobj);
-    const char *uid = kite_obj_str(meta, "uid");
-    snprintf(op->uid, sizeof op->uid, "%s", uid ? uid : "");
-    const char *puid = kite_obj_str(op->preconditions, "uid");
-    const char *prv = kite_obj_str(op->preconditions, "resourceVersion");
-    char msg[512];
-    if (puid && uid && strcmp(puid, uid) != 0) {
-        snprintf(msg, sizeof msg, "Precondition failed: UID in precondition: %s, UID in object meta: %s", puid, uid);
-        op_fail(op, 409, "Conflict", msg);
-        return;
-    }
-    if (prv) {
-        int64_t v;
-        if (kite_parse_int64(prv, &v) < 0 || v != cur->mod_rev) {
-            snprintf(msg, sizeof msg, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %lld",
-                     prv, (long long)cur->mod_rev);
-            op_fail(op, 409, "Conflict", msg);
-            return;
-        }
-        op->client_rv = true;
-    }
-    if (strcmp(rq->res->plural, "namespaces") == 0) {
-        for (size_t i = 0; i < KITE_ARRAY_SIZE(PROTECTED_NAMESPACES); i++)
-            if (strcmp(rq->name, PROTECTED_NAMESPACES[i]) == 0) {
-                snprintf(msg, sizeof msg, "namespace %s is forbidden: this namespace may not be deleted", rq->name);
-                op_fail(op, 403, "Forbidden", msg);
-                return;
-            }
-    }
-    if (strcmp(rq->res->plural, "namespaces") == 0 && !op->dry_run)
-        delete_namespace_contents(rq->srv, rq->name); /* preconditions held, not protected */
-    json_object *fin = kite_obj_get(meta, "finalizers");
-    bool has_fin = fin && json_object_is_type(fin, json_type_array) && json_object_array_length(fin) > 0;
-    if (has_fin && strcmp(rq->res->plural, "namespaces") != 0) {
-        if (kite_obj_get(meta, "deletionTimestamp")) { /* already terminating */
-            struct kite_buf out = {0};
-            render_record(rq, cur, &out);
-            reply_json_buf(rq, 202, &out);
-            op_free(op);
-            return;
-        }
-        json_object *obj = deep_copy(cobj);
-        json_object *m = kite_obj_meta(obj);
-        now_time(m, "deletionTimestamp");
-        kite_obj_set(m, "deletionGracePeriodSeconds", json_object_new_int64(0));
-        op->code = 200;
-        op->kind = OP_UPDATE;
-        op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
-        submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
-        return;
-    }
-    op->code = 200;
-    submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
-}
-
-/* Deleting a namespace deletes what it contains first (the namespace controller's job in
- * Kubernetes, done inline here). */
-static void delete_namespace_contents(struct kite_apiserver *s, const char *ns) {
-    for (size_t i = 0; i < s->n_storages; i++) {
-        const struct kite_resource *r = NULL;
-        for (const struct kite_resource *x = kite_resources; x->kind; x++)
-            if (strcmp(x->storage ? x->storage : x->plural, s->storages[i].name) == 0) r = x;
-        if (!r || !r->namespaced) continue;
-        _cleanup_free_ char *prefix = kite_object_prefix(r, ns);
-        struct kite_record **recs = NULL;
-        size_t n = 0;
-        int64_t rev;
-        bool more;
-        if (kite_wcache_list(s->storages[i].cache, prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more) < 0) continue;
-        for (size_t j = 0; j < n; j++) {
-            struct kite_write w = {.type = KITE_WRITE_DELETE, .key = recs[j]->key, .expect_mod_rev = recs[j]->mod_rev};
-            kite_store_write(s->store, &w, NULL, NULL);
-            kite_record_unref(recs[j]);
-        }
-        free(recs);
-    }
-}
-
-void handle_delete(struct req *rq) {
-    json_object *opts = parse_body(rq, true);
-    if (!opts) return;
-    struct write_op *op = op_new(rq, OP_DELETE, NULL);
-    json_object *pre = kite_obj_get(opts, "preconditions");
-    if (pre) op->preconditions = json_object_get(pre);
-    json_object_put(opts);
-    run_op(op);
-}
-
-void handle_deletecollection(struct req *rq) {
-    json_object *opts = parse_body(rq, true);
-    if (!opts) return;
-    json_object_put(opts);
-    struct kite_label_selector *ls;
-    struct kite_field_selector *fs;
-    if (!parse_selectors(rq, &ls, &fs)) return;
-    _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
-    struct kite_record **recs = NULL;
-    size_t n = 0;
-    int64_t rev;
-    bool more;
-    struct kite_buf out = {0};
-    kite_wcache_list(storage_cache(rq->srv, rq->res), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
-    kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{},\"items\":[", rq->res->list_kind,
-                    kite_resource_api_version(rq->res));
-    bool first = true;
-    for (size_t i = 0; i < n; i++) {
-        if (object_matches(rq->res, record_object(recs[i]), ls, fs)) {
-            struct kite_write w = {.type = KITE_WRITE_DELETE, .key = recs[i]->key, .expect_mod_rev = 0};
-            if (kite_store_write(rq->srv->store, &w, NULL, NULL) == 0) {
-                if (!first) kite_buf_putc(&out, ',');
-                render_record(rq, recs[i], &out);
-                first = false;
-            }
-        }
-        kite_record_unref(recs[i]);
-    }
-    free(recs);
-    kite_buf_puts(&out, "]}");
-    kite_label_selector_free(ls);
-    kite_field_selector_free(fs);
-    reply_json_buf(rq, 200, &out);
-}
-
 int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj) {
     json_object *o = deep_copy(obj);
     json_object *meta = kite_obj_ensure(o, "metadata");
     char uid[37];
     kite_uuid4(uid);
     kite_obj_set(meta, "uid", json_object_new_string(uid));
-    now_time(meta, "creationTimestamp");
+    now_time(s, meta, "creationTimestamp");
     if (r->defaults) r->defaults(o);
     _cleanup_free_ char *key = kite_object_key(r, kite_obj_str(meta, "namespace"), kite_obj_str(meta, "name"));
     struct kite_record *cur = kite_wcache_get(storage_cache(s, r), key);

@@ -7,6 +7,18 @@ int cmd_agent(int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
 int cmd_certs(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_controller_manager(int argc, char **argv);
+
+/* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
+struct kite_client;
+struct kite_nsctl;
+struct kite_controllers {
+    struct kite_client *client;
+    struct kite_nsctl *nsctl;
+};
+/* 0, or -errno with *ret_error a malloc'ed message. */
+int controllers_start(const char *kubeconfig, struct kite_controllers *ret, char **ret_error);
+void controllers_stop(struct kite_controllers *c);
 
 /* Blocks SIGINT/SIGTERM in every thread and waits for one of them; returns the signal. */
 int kite_wait_for_signal(void);

@@ -16,6 +16,7 @@ static const struct cmd COMMANDS[] = {
     {"up", cmd_up, "run a whole local cluster in one process (apiserver + node agent)"},
     {"apiserver", cmd_apiserver, "run the Kubernetes-compatible API server"},
     {"agent", cmd_agent, "run the node agent against an API server"},
+    {"controller-manager", cmd_controller_manager, "run the controllers (namespace) against an API server"},
     {"kubeconfig", cmd_kubeconfig, "print a kubeconfig for a node identity"},
     {"certs", cmd_certs, "create the CA and certificates in a data dir"},
     {"version", cmd_version, "print the version"},
@@ -24,7 +25,7 @@ static const struct cmd COMMANDS[] = {
 static void usage(FILE *f) {
     fprintf(f, "usage: kite <command> [flags]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-        fprintf(f, "  %-12s %s\n", COMMANDS[i].name, COMMANDS[i].help);
+        fprintf(f, "  %-19s %s\n", COMMANDS[i].name, COMMANDS[i].help);
     fprintf(f, "\nRun 'kite <command> --help' for the flags of a command.\n");
 }
 

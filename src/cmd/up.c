@@ -64,6 +64,11 @@ int cmd_up(int argc, char **argv) {
     }
     log_info("up", "apiserver serving on %s; kubectl: KUBECONFIG=%s/admin.kubeconfig", kite_apiserver_url(s), data_dir);
 
+    struct kite_controllers ctl = {0};
+    _cleanup_free_ char *admin_kc = kite_asprintf("%s/admin.kubeconfig", data_dir), *ctl_err = NULL;
+    if ((r = controllers_start(admin_kc, &ctl, &ctl_err)) < 0)
+        log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
+
     struct kite_agent *agent = NULL;
     if (!no_agent) {
         if (!ac.node_name) {
@@ -95,6 +100,7 @@ int cmd_up(int argc, char **argv) {
     kite_wait_for_signal();
     log_info("up", "shutting down");
     kite_agent_stop(agent);
+    controllers_stop(&ctl);
     kite_apiserver_stop(s);
     kite_agent_config_release(&ac);
     return 0;

@@ -1,0 +1,85 @@
+/* What every kind file (src/api/kinds/<kind>.c) shares: the strategic-merge rules of
+ * ObjectMeta, and the small readers and cell writers its Table printer is made of. Included
+ * only by kind files and src/api/table.c. */
+#pragma once
+#include "api/registry.h"
+#include "api/selector.h"
+#include "base/buf.h"
+#include "base/clock.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+/* patchStrategy/patchMergeKey tags of ObjectMeta, first in every kind's rules */
+#define META_RULES                                                       \
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},            \
+    {"metadata.ownerReferences", "uid", KITE_SMP_MERGE}
+extern const struct kite_smp_schema kite_meta_smp_schema;
+
+#define NAME_DESC                                                                                              \
+    "Name must be unique within a namespace. Is required when creating resources, although some resources " \
+    "may allow a client to request the generation of an appropriate name automatically. Name is primarily "  \
+    "intended for creation idempotence and configuration definition. Cannot be updated. More info: "          \
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+#define AGE_DESC                                                                                                \
+    "CreationTimestamp is a timestamp representing the server time when this object was created. It is not "  \
+    "guaranteed to be set in happens-before order across separate operations. Clients may not set this "      \
+    "value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for " \
+    "lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+
+#define COL_NAME {"Name", "string", "name", NAME_DESC, 0}
+#define COL_AGE {"Age", "string", "", AGE_DESC, 0}
+
+/* ---- small JSON readers: absent or mistyped fields read as empty ---- */
+
+/* Follows NULL-terminated keys; NULL when any step is missing. */
+static inline json_object *at(json_object *o, ...) {
+    va_list ap;
+    va_start(ap, o);
+    for (const char *k; o && (k = va_arg(ap, const char *));) {
+        json_object *n = NULL;
+        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &n)) n = NULL;
+        o = n;
+    }
+    va_end(ap);
+    return o;
+}
+static inline const char *str_of(json_object *o) {
+    return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : "";
+}
+#define STR(o, ...) str_of(at(o, __VA_ARGS__, (const char *)NULL))
+#define OBJ(o, ...) at(o, __VA_ARGS__, (const char *)NULL)
+static inline size_t arr_len(json_object *a) {
+    return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
+static inline int64_t int_of(json_object *o) {
+    return o && (json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double)) ? json_object_get_int64(o) : 0;
+}
+
+static inline void add_str(json_object *cells, const char *s) { json_object_array_add(cells, json_object_new_string(s)); }
+static inline void add_or(json_object *cells, const char *s, const char *dflt) { add_str(cells, *s ? s : dflt); }
+
+/* HumanDuration(now - t); Go truncates the duration's seconds toward zero. */
+static inline void since_ns(int64_t t_ns, int64_t now_s, char out[32]) {
+    kite_human_duration((now_s * KITE_NS_PER_SEC - t_ns) / KITE_NS_PER_SEC, out);
+}
+
+/* translateTimestampSince: "<unknown>" for a missing/unparsable time. */
+static inline void since(const char *ts, int64_t now_s, char out[32]) {
+    int64_t ns;
+    if (!*ts || kite_time_parse(ts, &ns) < 0) {
+        strcpy(out, "<unknown>");
+        return;
+    }
+    since_ns(ns, now_s, out);
+}
+
+static inline void add_age(json_object *cells, json_object *obj, int64_t now_s) {
+    char age[32];
+    since(STR(obj, "metadata", "creationTimestamp"), now_s, age);
+    add_str(cells, age);
+}
+
+static inline void add_name(json_object *cells, json_object *obj) { add_str(cells, STR(obj, "metadata", "name")); }
+

@@ -1,0 +1,36 @@
+/* Lease (coordination.k8s.io/v1): node heartbeats in kube-node-lease, leader election. */
+#include "api/kinds/kind.h"
+
+static void lease_validate(json_object *obj, json_object *old, struct kite_causes *c) {
+    json_object *spec = kite_obj_get(obj, "spec");
+    json_object *d = kite_obj_get(spec, "leaseDurationSeconds");
+    if (d && (!json_object_is_type(d, json_type_int) || json_object_get_int64(d) <= 0))
+        kite_causes_add(c, "FieldValueInvalid", "spec.leaseDurationSeconds", "Invalid value: %s: must be greater than 0",
+                        json_object_to_json_string(d));
+    json_object *t = kite_obj_get(spec, "leaseTransitions");
+    if (t && (!json_object_is_type(t, json_type_int) || json_object_get_int64(t) < 0))
+        kite_causes_add(c, "FieldValueInvalid", "spec.leaseTransitions", "Invalid value: %s: must be greater than or equal to 0",
+                        json_object_to_json_string(t));
+}
+
+static const struct kite_table_column lease_cols[] = {
+    COL_NAME,
+    {"Holder", "string", "",
+     "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is "
+     "used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
+     0},
+    COL_AGE,
+};
+static void lease_cells(json_object *obj, int64_t now_s, json_object *cells) {
+    add_name(cells, obj);
+    add_str(cells, STR(obj, "spec", "holderIdentity"));
+    add_age(cells, obj, now_s);
+}
+
+static const struct kite_table_printer printer = {lease_cols, KITE_ARRAY_SIZE(lease_cols), lease_cells};
+
+const struct kite_resource kite_kind_lease = {
+    KITE_GROUP_VERSION("coordination.k8s.io", "v1"), .kind = "Lease", .list_kind = "LeaseList", .plural = "leases",
+    .singular = "lease", .namespaced = true, .unconditional_update = true, .status_on_create = true,
+    .smp = &kite_meta_smp_schema, .table = &printer, .validate = lease_validate,
+};

@@ -1,0 +1,65 @@
+/* Namespace (core/v1): the spec.finalizers the namespace controller clears before a deleted
+ * namespace goes away, phase Active/Terminating, the immutable kubernetes.io/metadata.name
+ * label, and the namespaces every cluster has. */
+#include "api/kinds/kind.h"
+
+static const struct kite_smp_rule rules[] = {
+    META_RULES,
+    {"status.conditions", "type", KITE_SMP_MERGE},
+};
+static const struct kite_smp_schema smp = {rules, KITE_ARRAY_SIZE(rules)};
+
+static const char *const fields[] = {"status.phase", NULL};
+
+static void namespace_defaults(json_object *obj) {
+    json_object *spec = kite_obj_ensure(obj, "spec");
+    if (!kite_obj_get(spec, "finalizers")) {
+        json_object *f = json_object_new_array();
+        json_object_array_add(f, json_object_new_string("kubernetes"));
+        kite_obj_set(spec, "finalizers", f);
+    }
+    json_object *status = kite_obj_ensure(obj, "status");
+    if (!kite_obj_str(status, "phase")) kite_obj_set(status, "phase", json_object_new_string("Active"));
+    /* the immutable kubernetes.io/metadata.name label, as the NamespaceDefaultLabelName gate does */
+    json_object *labels = kite_obj_ensure(kite_obj_ensure(obj, "metadata"), "labels");
+    const char *name = kite_meta_str(obj, "name");
+    if (name) kite_obj_set(labels, "kubernetes.io/metadata.name", json_object_new_string(name));
+}
+
+/* The namespace controller's finalizer: a deleted namespace stays, Terminating, until the
+ * controller emptied it and removed "kubernetes" from spec.finalizers (the finalize
+ * subresource). */
+static bool finalizing(json_object *obj) {
+    json_object *f = kite_obj_get(kite_obj_get(obj, "spec"), "finalizers");
+    return f && json_object_is_type(f, json_type_array) && json_object_array_length(f) > 0;
+}
+
+static void terminating(json_object *obj) {
+    kite_obj_set(kite_obj_ensure(obj, "status"), "phase", json_object_new_string("Terminating"));
+}
+
+static const struct kite_table_column namespace_cols[] = {
+    COL_NAME,
+    {"Status", "string", "", "The status of the namespace", 0},
+    COL_AGE,
+};
+static void namespace_cells(json_object *obj, int64_t now_s, json_object *cells) {
+    add_name(cells, obj);
+    add_str(cells, STR(obj, "status", "phase"));
+    add_age(cells, obj, now_s);
+}
+
+static const struct kite_table_printer printer = {namespace_cols, KITE_ARRAY_SIZE(namespace_cols), namespace_cells};
+
+static const struct kite_subresource subresources[] = {{"finalize", "spec", true}, {NULL, NULL, false}};
+static const char *const bootstrap[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
+/* kube-apiserver's NamespaceLifecycle: the namespaces the system itself lives in */
+static const char *const undeletable[] = {"default", "kube-system", "kube-public", NULL};
+
+const struct kite_resource kite_kind_namespace = {
+    KITE_CORE_V1, .kind = "Namespace", .list_kind = "NamespaceList", .plural = "namespaces",
+    .singular = "namespace", .short_names = {"ns"}, .has_status = true, .name_rule = KITE_NAME_LABEL,
+    .no_deletecollection = true, .delete_returns_object = true, .smp = &smp, .table = &printer,
+    .subresources = subresources, .bootstrap = bootstrap, .undeletable = undeletable, .fields = fields,
+    .defaults = namespace_defaults, .finalizing = finalizing, .terminating = terminating,
+};

@@ -1,0 +1,150 @@
+/* Node (core/v1): the object a node agent registers and whose status it reports. */
+#include "api/kinds/kind.h"
+
+static const struct kite_smp_rule rules[] = {
+    META_RULES,
+    /* spec.taints has no patch strategy upstream: atomic, so `kubectl taint k-` removes */
+    {"spec.podCIDRs", NULL, KITE_SMP_MERGE_PRIMITIVES},
+    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"status.addresses", "type", KITE_SMP_MERGE},
+    {"status.volumesAttached", "name", KITE_SMP_MERGE},
+};
+static const struct kite_smp_schema smp = {rules, KITE_ARRAY_SIZE(rules)};
+
+static const char *const fields[] = {"spec.unschedulable", NULL};
+
+/* Go's encoding/json never omits struct-typed fields, so every real Node carries nodeInfo with
+ * all its strings and daemonEndpoints; clients (python-kubernetes) reject a Node without them. */
+static void node_defaults(json_object *obj) {
+    static const char *const info[] = {"machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
+                                       "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
+                                       "operatingSystem", "architecture"};
+    kite_obj_ensure(obj, "spec");
+    json_object *status = kite_obj_ensure(obj, "status");
+    json_object *ni = kite_obj_ensure(status, "nodeInfo");
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(info); i++)
+        if (!kite_obj_get(ni, info[i])) kite_obj_set(ni, info[i], json_object_new_string(""));
+    json_object *ke = kite_obj_ensure(kite_obj_ensure(status, "daemonEndpoints"), "kubeletEndpoint");
+    if (!kite_obj_get(ke, "Port")) kite_obj_set(ke, "Port", json_object_new_int(0));
+}
+
+static bool valid_effect(const char *e) {
+    return kite_streq(e, "NoSchedule") || kite_streq(e, "PreferNoSchedule") || kite_streq(e, "NoExecute");
+}
+
+static void node_validate(json_object *obj, json_object *old, struct kite_causes *c) {
+    json_object *taints = kite_obj_get(kite_obj_get(obj, "spec"), "taints");
+    if (taints && !json_object_is_type(taints, json_type_array)) {
+        kite_causes_add(c, "FieldValueInvalid", "spec.taints", "Invalid value: must be a list");
+        return;
+    }
+    size_t n = taints ? json_object_array_length(taints) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(taints, i);
+        const char *key = kite_obj_str(t, "key"), *effect = kite_obj_str(t, "effect");
+        char field[64];
+        snprintf(field, sizeof field, "spec.taints[%zu].key", i);
+        if (!key || !*key)
+            kite_causes_add(c, "FieldValueRequired", field, "Required value");
+        else if (!kite_is_qualified_name(key))
+            kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: \"%s\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character", key);
+        snprintf(field, sizeof field, "spec.taints[%zu].effect", i);
+        if (!effect || !*effect)
+            kite_causes_add(c, "FieldValueRequired", field, "Required value");
+        else if (!valid_effect(effect))
+            kite_causes_add(c, "FieldValueNotSupported", field,
+                            "Unsupported value: \"%s\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"", effect);
+        const char *value = kite_obj_str(t, "value");
+        snprintf(field, sizeof field, "spec.taints[%zu].value", i);
+        if (value && !kite_is_label_value(value))
+            kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: \"%s\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character", value);
+    }
+}
+
+static const struct kite_table_column node_cols[] = {
+    COL_NAME,
+    {"Status", "string", "", "The status of the node", 0},
+    {"Roles", "string", "", "The roles of the node", 0},
+    COL_AGE,
+    {"Version", "string", "", "Kubelet Version reported by the node.", 0},
+    {"Internal-IP", "string", "", "List of addresses reachable to the node.", 1},
+    {"External-IP", "string", "", "List of addresses reachable to the node.", 1},
+    {"OS-Image", "string", "", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1},
+    {"Kernel-Version", "string", "", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1},
+    {"Container-Runtime", "string", "",
+     "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1},
+};
+
+static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static void node_roles(json_object *labels, struct kite_buf *out) {
+    static const char prefix[] = "node-role.kubernetes.io/";
+    size_t n = 0, cap = 0;
+    const char **roles = NULL;
+    if (labels && json_object_is_type(labels, json_type_object)) {
+        json_object_object_foreach(labels, k, v) {
+            const char *role = NULL;
+            if (kite_startswith(k, prefix) && k[sizeof(prefix) - 1])
+                role = k + sizeof(prefix) - 1;
+            else if (strcmp(k, "kubernetes.io/role") == 0 && *str_of(v))
+                role = str_of(v);
+            if (!role) continue;
+            if (n == cap) roles = kite_realloc(roles, (cap = cap ? cap * 2 : 4) * sizeof(*roles));
+            roles[n++] = role;
+        }
+    }
+    if (n > 1) qsort(roles, n, sizeof(*roles), cmp_cstr);
+    for (size_t i = 0; i < n; i++) {
+        if (i && strcmp(roles[i], roles[i - 1]) == 0) continue; /* a set: dedup */
+        if (out->len) kite_buf_putc(out, ',');
+        kite_buf_puts(out, roles[i]);
+    }
+    free(roles);
+}
+
+static const char *node_address(json_object *obj, const char *type) {
+    json_object *addrs = OBJ(obj, "status", "addresses");
+    for (size_t i = 0; i < arr_len(addrs); i++) {
+        json_object *a = json_object_array_get_idx(addrs, i);
+        if (strcmp(STR(a, "type"), type) == 0) return STR(a, "address");
+    }
+    return "";
+}
+
+static void node_cells(json_object *obj, int64_t now_s, json_object *cells) {
+    struct kite_buf b = {0};
+    add_name(cells, obj);
+
+    json_object *conds = OBJ(obj, "status", "conditions");
+    const char *ready = NULL;
+    for (size_t i = 0; i < arr_len(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (strcmp(STR(c, "type"), "Ready") == 0) ready = STR(c, "status"); /* the last one wins, as in a Go map */
+    }
+    kite_buf_puts(&b, !ready ? "Unknown" : strcmp(ready, "True") == 0 ? "Ready" : "NotReady");
+    json_object *unsched = OBJ(obj, "spec", "unschedulable");
+    if (unsched && json_object_is_type(unsched, json_type_boolean) && json_object_get_boolean(unsched))
+        kite_buf_puts(&b, ",SchedulingDisabled");
+    add_str(cells, b.p);
+
+    kite_buf_reset(&b);
+    node_roles(OBJ(obj, "metadata", "labels"), &b);
+    add_str(cells, b.len ? b.p : "<none>");
+    kite_buf_release(&b);
+
+    add_age(cells, obj, now_s);
+    add_str(cells, STR(obj, "status", "nodeInfo", "kubeletVersion"));
+    add_or(cells, node_address(obj, "InternalIP"), "<none>");
+    add_or(cells, node_address(obj, "ExternalIP"), "<none>");
+    add_or(cells, STR(obj, "status", "nodeInfo", "osImage"), "<unknown>");
+    add_or(cells, STR(obj, "status", "nodeInfo", "kernelVersion"), "<unknown>");
+    add_or(cells, STR(obj, "status", "nodeInfo", "containerRuntimeVersion"), "<unknown>");
+}
+
+static const struct kite_table_printer printer = {node_cols, KITE_ARRAY_SIZE(node_cols), node_cells};
+
+const struct kite_resource kite_kind_node = {
+    KITE_CORE_V1, .kind = "Node", .list_kind = "NodeList", .plural = "nodes", .singular = "node",
+    .short_names = {"no"}, .has_status = true, .unconditional_update = true, .status_on_create = true,
+    .smp = &smp, .table = &printer, .fields = fields, .defaults = node_defaults, .validate = node_validate,
+};

@@ -1,0 +1,239 @@
+/* Pod (core/v1). */
+#include "api/kinds/kind.h"
+
+static const struct kite_smp_rule rules[] = {
+    META_RULES,
+    {"spec.containers", "name", KITE_SMP_MERGE},
+    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE},
+    {"spec.containers.env", "name", KITE_SMP_MERGE},
+    {"spec.containers.volumeMounts", "mountPath", KITE_SMP_MERGE},
+    {"spec.containers.volumeDevices", "devicePath", KITE_SMP_MERGE},
+    {"spec.initContainers", "name", KITE_SMP_MERGE},
+    {"spec.initContainers.ports", "containerPort", KITE_SMP_MERGE},
+    {"spec.initContainers.env", "name", KITE_SMP_MERGE},
+    {"spec.initContainers.volumeMounts", "mountPath", KITE_SMP_MERGE},
+    {"spec.ephemeralContainers", "name", KITE_SMP_MERGE},
+    {"spec.volumes", "name", KITE_SMP_MERGE | KITE_SMP_RETAIN_KEYS},
+    {"spec.imagePullSecrets", "name", KITE_SMP_MERGE},
+    {"spec.hostAliases", "ip", KITE_SMP_MERGE},
+    {"spec.topologySpreadConstraints", "topologyKey", KITE_SMP_MERGE},
+    {"spec.resourceClaims", "name", KITE_SMP_MERGE | KITE_SMP_RETAIN_KEYS},
+    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"status.podIPs", "ip", KITE_SMP_MERGE},
+    {"status.hostIPs", "ip", KITE_SMP_MERGE},
+};
+static const struct kite_smp_schema smp = {rules, KITE_ARRAY_SIZE(rules)};
+
+static const char *const fields[] = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                                         "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+                                         "status.podIP", "status.nominatedNodeName", NULL};
+
+static void pod_defaults(json_object *obj) {
+    json_object *spec = kite_obj_ensure(obj, "spec");
+    if (!kite_obj_get(spec, "restartPolicy")) kite_obj_set(spec, "restartPolicy", json_object_new_string("Always"));
+    if (!kite_obj_get(spec, "terminationGracePeriodSeconds")) kite_obj_set(spec, "terminationGracePeriodSeconds", json_object_new_int(30));
+    if (!kite_obj_get(spec, "dnsPolicy")) kite_obj_set(spec, "dnsPolicy", json_object_new_string("ClusterFirst"));
+    if (!kite_obj_get(spec, "schedulerName")) kite_obj_set(spec, "schedulerName", json_object_new_string("default-scheduler"));
+    json_object *status = kite_obj_ensure(obj, "status");
+    if (!kite_obj_get(status, "phase")) kite_obj_set(status, "phase", json_object_new_string("Pending"));
+}
+
+static const struct kite_table_column pod_cols[] = {
+    COL_NAME,
+    {"Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0},
+    {"Status", "string", "", "The aggregate status of the containers in this pod.", 0},
+    {"Restarts", "string", "",
+     "The number of times the containers in this pod have been restarted and when the last container in this pod "
+     "has restarted.",
+     0},
+    COL_AGE,
+    {"IP", "string", "", "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.", 1},
+    {"Node", "string", "",
+     "NodeName is a request to schedule this pod onto a specific node. If it is non-empty, the scheduler simply "
+     "schedules this pod onto that node, assuming that it fits resource requirements.",
+     1},
+    {"Nominated Node", "string", "",
+     "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot schedule right "
+     "away as preemption victims receive their graceful termination periods. This field does not guarantee that "
+     "the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes "
+     "become available sooner. Scheduler may also decide to give the resources on this node to a higher priority "
+     "pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when "
+     "the pod is scheduled.",
+     1},
+    {"Readiness Gates", "string", "",
+     "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its "
+     "containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" "
+     "More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
+     1},
+};
+
+static bool pod_condition_true(json_object *obj, const char *type) {
+    json_object *conds = OBJ(obj, "status", "conditions");
+    for (size_t i = 0; i < arr_len(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (strcmp(STR(c, "type"), type) == 0) return strcmp(STR(c, "status"), "True") == 0;
+    }
+    return false;
+}
+
+static json_object *spec_init_container(json_object *obj, const char *name) {
+    json_object *ics = OBJ(obj, "spec", "initContainers");
+    for (size_t i = 0; i < arr_len(ics); i++) {
+        json_object *c = json_object_array_get_idx(ics, i);
+        if (strcmp(STR(c, "name"), name) == 0) return c;
+    }
+    return NULL;
+}
+static bool restartable(json_object *spec_container) {
+    return spec_container && strcmp(STR(spec_container, "restartPolicy"), "Always") == 0;
+}
+static bool is_true(json_object *o) { return o && json_object_is_type(o, json_type_boolean) && json_object_get_boolean(o); }
+
+/* Latest of *latest and the container's lastState.terminated.finishedAt (RFC 3339 strings
+ * of one format compare in time order only after parsing). */
+static void track_restart(json_object *cs, int64_t *latest_ns) {
+    const char *t = STR(cs, "lastState", "terminated", "finishedAt");
+    int64_t ns;
+    if (*t && kite_time_parse(t, &ns) == 0 && ns > *latest_ns) *latest_ns = ns;
+}
+
+/* A terminated state with no reason reads "Signal:N" or "ExitCode:N" (prefix "Init:" for init). */
+static void terminated_reason(json_object *term, const char *prefix, struct kite_buf *reason) {
+    kite_buf_reset(reason);
+    if (*STR(term, "reason"))
+        kite_buf_printf(reason, "%s%s", prefix, STR(term, "reason"));
+    else if (int_of(OBJ(term, "signal")))
+        kite_buf_printf(reason, "%sSignal:%lld", prefix, (long long)int_of(OBJ(term, "signal")));
+    else
+        kite_buf_printf(reason, "%sExitCode:%lld", prefix, (long long)int_of(OBJ(term, "exitCode")));
+}
+
+static void pod_cells(json_object *obj, int64_t now_s, json_object *cells) {
+    struct kite_buf reason = {0};
+    int64_t restarts = 0, init_restarts = 0, ready = 0;
+    int64_t last_restart = INT64_MIN, last_init_restart = INT64_MIN;
+    json_object *init_specs = OBJ(obj, "spec", "initContainers");
+    size_t n_init = arr_len(init_specs);
+    int64_t total = (int64_t)arr_len(OBJ(obj, "spec", "containers"));
+    for (size_t i = 0; i < n_init; i++)
+        if (restartable(json_object_array_get_idx(init_specs, i))) total++;
+
+    const char *phase = STR(obj, "status", "phase");
+    kite_buf_puts(&reason, *STR(obj, "status", "reason") ? STR(obj, "status", "reason") : phase);
+    json_object *conds = OBJ(obj, "status", "conditions");
+    for (size_t i = 0; i < arr_len(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (strcmp(STR(c, "type"), "PodScheduled") == 0 && strcmp(STR(c, "reason"), "SchedulingGated") == 0) {
+            kite_buf_reset(&reason);
+            kite_buf_puts(&reason, "SchedulingGated");
+        }
+    }
+
+    bool initializing = false;
+    json_object *ics = OBJ(obj, "status", "initContainerStatuses");
+    for (size_t i = 0; i < arr_len(ics); i++) {
+        json_object *cs = json_object_array_get_idx(ics, i);
+        restarts += int_of(OBJ(cs, "restartCount"));
+        track_restart(cs, &last_restart);
+        bool sidecar = restartable(spec_init_container(obj, STR(cs, "name")));
+        if (sidecar) {
+            init_restarts += int_of(OBJ(cs, "restartCount"));
+            track_restart(cs, &last_init_restart);
+        }
+        json_object *term = OBJ(cs, "state", "terminated");
+        const char *waiting = STR(cs, "state", "waiting", "reason");
+        if (term && int_of(OBJ(term, "exitCode")) == 0) continue;
+        if (sidecar && is_true(OBJ(cs, "started"))) {
+            if (is_true(OBJ(cs, "ready"))) ready++;
+            continue;
+        }
+        if (term) {
+            terminated_reason(term, "Init:", &reason);
+        } else if (*waiting && strcmp(waiting, "PodInitializing") != 0) {
+            kite_buf_reset(&reason);
+            kite_buf_printf(&reason, "Init:%s", waiting);
+        } else {
+            kite_buf_reset(&reason);
+            kite_buf_printf(&reason, "Init:%zu/%zu", i, n_init);
+        }
+        initializing = true;
+        break;
+    }
+
+    if (!initializing || pod_condition_true(obj, "Initialized")) {
+        restarts = init_restarts;
+        last_restart = last_init_restart;
+        bool has_running = false;
+        json_object *css = OBJ(obj, "status", "containerStatuses");
+        for (size_t i = arr_len(css); i-- > 0;) {
+            json_object *cs = json_object_array_get_idx(css, i);
+            restarts += int_of(OBJ(cs, "restartCount"));
+            track_restart(cs, &last_restart);
+            json_object *term = OBJ(cs, "state", "terminated");
+            const char *waiting = STR(cs, "state", "waiting", "reason");
+            if (*waiting) {
+                kite_buf_reset(&reason);
+                kite_buf_puts(&reason, waiting);
+            } else if (term) {
+                terminated_reason(term, "", &reason);
+            } else if (is_true(OBJ(cs, "ready")) && OBJ(cs, "state", "running")) {
+                has_running = true;
+                ready++;
+            }
+        }
+        if (strcmp(reason.p, "Completed") == 0 && has_running) {
+            kite_buf_reset(&reason);
+            kite_buf_puts(&reason, pod_condition_true(obj, "Ready") ? "Running" : "NotReady");
+        }
+    }
+
+    bool deleting = *STR(obj, "metadata", "deletionTimestamp") != 0;
+    if (deleting && strcmp(STR(obj, "status", "reason"), "NodeLost") == 0) {
+        kite_buf_reset(&reason);
+        kite_buf_puts(&reason, "Unknown");
+    } else if (deleting && strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0) {
+        kite_buf_reset(&reason);
+        kite_buf_puts(&reason, "Terminating");
+    }
+
+    char buf[96];
+    add_name(cells, obj);
+    snprintf(buf, sizeof(buf), "%lld/%lld", (long long)ready, (long long)total);
+    add_str(cells, buf);
+    add_str(cells, reason.p);
+    if (restarts != 0 && last_restart != INT64_MIN) {
+        char ago[32];
+        since_ns(last_restart, now_s, ago);
+        snprintf(buf, sizeof(buf), "%lld (%s ago)", (long long)restarts, ago);
+    } else {
+        snprintf(buf, sizeof(buf), "%lld", (long long)restarts);
+    }
+    add_str(cells, buf);
+    add_age(cells, obj, now_s);
+
+    json_object *ips = OBJ(obj, "status", "podIPs");
+    const char *ip = arr_len(ips) ? STR(json_object_array_get_idx(ips, 0), "ip") : STR(obj, "status", "podIP");
+    add_or(cells, ip, "<none>");
+    add_or(cells, STR(obj, "spec", "nodeName"), "<none>");
+    add_or(cells, STR(obj, "status", "nominatedNodeName"), "<none>");
+    json_object *gates = OBJ(obj, "spec", "readinessGates");
+    if (arr_len(gates)) {
+        size_t ok = 0;
+        for (size_t i = 0; i < arr_len(gates); i++)
+            if (pod_condition_true(obj, STR(json_object_array_get_idx(gates, i), "conditionType"))) ok++;
+        snprintf(buf, sizeof(buf), "%zu/%zu", ok, arr_len(gates));
+        add_str(cells, buf);
+    } else {
+        add_str(cells, "<none>");
+    }
+    kite_buf_release(&reason);
+}
+
+static const struct kite_table_printer printer = {pod_cols, KITE_ARRAY_SIZE(pod_cols), pod_cells};
+
+const struct kite_resource kite_kind_pod = {
+    KITE_CORE_V1, .kind = "Pod", .list_kind = "PodList", .plural = "pods", .singular = "pod",
+    .short_names = {"po"}, .categories = {"all"}, .namespaced = true, .has_status = true,
+    .unconditional_update = true, .delete_returns_object = true, .smp = &smp, .table = &printer,
+    .fields = fields, .defaults = pod_defaults,
+};

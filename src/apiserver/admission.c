@@ -1,0 +1,84 @@
+/* The admission chain: an ordered table of plugins, as kube-apiserver's --enable-admission-plugins.
+ * Every write passes the mutating plugins (which may change the object) before the kind's
+ * validation, then the validating plugins (which only admit or refuse), each given the request
+ * context (struct kite_admission_attrs). A plugin names no kind: it reads rows. Adding a
+ * plugin is a function and a row in PLUGINS below. */
+#include "apiserver/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static int deny(struct kite_admission_denial *d, int code, const char *reason, const char *fmt, ...) KITE_PRINTF(4, 5);
+static int deny(struct kite_admission_denial *d, int code, const char *reason, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&d->message, fmt, ap) < 0) d->message = NULL;
+    va_end(ap);
+    d->code = code;
+    d->reason = reason;
+    return -EPERM;
+}
+
+static bool listed(const char *const *names, const char *name) {
+    for (; names && *names; names++)
+        if (kite_streq(*names, name)) return true;
+    return false;
+}
+
+/* NamespaceLifecycle: nothing is created in a namespace that does not exist or is being
+ * deleted, and the namespaces the system lives in cannot be deleted. */
+static int namespace_lifecycle(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+    const struct kite_resource *nsr = kite_registry_namespaces();
+    if (a->op == KITE_ADMIT_DELETE && listed(a->res->undeletable, a->name))
+        return deny(d, 403, "Forbidden", "%s %s is forbidden: this %s may not be deleted", a->res->singular, a->name,
+                    a->res->singular);
+    if (a->op != KITE_ADMIT_CREATE || !a->res->namespaced) return 0;
+    json_object *ns = apiserver_lookup(a->srv, nsr, NULL, a->ns);
+    if (!ns) {
+        d->details = (struct status_details){.name = a->ns, .kind = nsr->plural};
+        return deny(d, 404, "NotFound", "%s \"%s\" not found", nsr->plural, a->ns);
+    }
+    bool terminating = kite_meta_str(ns, "deletionTimestamp") != NULL;
+    json_object_put(ns);
+    if (terminating) {
+        d->details = (struct status_details){.name = a->ns, .kind = nsr->plural};
+        return deny(d, 403, "Forbidden",
+                    "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated",
+                    a->res->plural, kite_meta_str(a->obj, "name") ? kite_meta_str(a->obj, "name") : "", a->ns);
+    }
+    return 0;
+}
+
+static const struct kite_admission_plugin PLUGINS[] = {
+    {"NamespaceLifecycle", NULL, namespace_lifecycle},
+};
+
+const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n) {
+    *ret_n = KITE_ARRAY_SIZE(PLUGINS);
+    return PLUGINS;
+}
+
+static int run(const struct kite_admission_plugin *p, size_t n, bool mutating, const struct kite_admission_attrs *a,
+               struct kite_admission_denial *d) {
+    for (size_t i = 0; i < n; i++) {
+        int (*fn)(const struct kite_admission_attrs *, struct kite_admission_denial *) =
+            mutating ? p[i].mutate : p[i].validate;
+        if (fn && fn(a, d) < 0) return -EPERM;
+    }
+    return 0;
+}
+
+int admission_mutate(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+    return run(PLUGINS, KITE_ARRAY_SIZE(PLUGINS), true, a, d);
+}
+
+int admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+    return run(PLUGINS, KITE_ARRAY_SIZE(PLUGINS), false, a, d);
+}
+
+void admission_reply(struct req *rq, struct kite_admission_denial *d) {
+    if (d->details.kind) reply_error_about(rq, d->code, d->reason, &d->details, "%s", d->message ? d->message : "");
+    else reply_error(rq, d->code, d->reason, "%s", d->message ? d->message : "");
+    free(d->message);
+    d->message = NULL;
+}

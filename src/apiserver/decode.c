@@ -1,0 +1,48 @@
+/* Request bodies: the media types a write accepts and the JSON decoding every write shares
+ * (400/415 answered here, with Kubernetes' messages). */
+#include "apiserver/internal.h"
+#include "json/parse.h"
+
+#include <strings.h>
+
+bool media_is(const char *ct, const char *want) {
+    size_t n = strlen(want);
+    return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
+}
+
+json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
+    enum json_tokener_error e;
+    size_t used;
+    json_object *o = kite_json_parse(body, len, KITE_JSON_MAX_DEPTH, &e, &used);
+    while (o && used < len && (body[used] == ' ' || body[used] == '\n' || body[used] == '\r' || body[used] == '\t')) used++;
+    if (!o || e != json_tokener_success || used != len) {
+        json_object_put(o);
+        reply_error(rq, 400, "BadRequest", "the request body is not valid JSON: %s",
+                    e == json_tokener_success ? "unexpected data after the JSON value"
+                    : e == json_tokener_continue ? "unexpected end of JSON input"
+                                                 : json_tokener_error_desc(e));
+        return NULL;
+    }
+    return o;
+}
+
+json_object *parse_body(struct req *rq, bool allow_protobuf) {
+    const char *ct = kite_http_header(rq->http, "Content-Type");
+    if (allow_protobuf && media_is(ct, "application/vnd.kubernetes.protobuf")) return json_object_new_object();
+    if (ct && !media_is(ct, "application/json")) {
+        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json");
+        return NULL;
+    }
+    if (rq->http->body_len == 0) {
+        if (allow_protobuf) return json_object_new_object();
+        reply_error(rq, 400, "BadRequest", "the request body is empty");
+        return NULL;
+    }
+    json_object *o = parse_json_text(rq, rq->http->body, rq->http->body_len);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
+        return NULL;
+    }
+    return o;
+}

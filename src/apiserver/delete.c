@@ -1,0 +1,260 @@
+/* Deletes: one object (immediate, or graceful while finalizers hold it) and a collection.
+ *
+ * A DELETE of an object whose finalizers are pending (metadata.finalizers, or the kind's own:
+ * a namespace's spec.finalizers) does not remove it: it gets deletionTimestamp (and whatever
+ * its kind marks on a terminating object), and goes away when an update removes the last
+ * finalizer (write.c). A deletecollection never blocks an HTTP thread on the store: its
+ * deletes are submitted in batches, each batch's completion submits the next from the write
+ * engine's thread, and the answer is built on an HTTP thread once all are done. */
+#include "apiserver/write.h"
+#include "api/status.h"
+
+#include <stdio.h>
+
+/* Deletes of one collection in flight at once: the store's queue (KITE_STORE_QUEUE_MAX) stays
+ * open to other writers, and a batch fills about one group commit. */
+#define KITE_DELETECOLLECTION_INFLIGHT 512
+
+static bool array_nonempty(json_object *a) {
+    return a && json_object_is_type(a, json_type_array) && json_object_array_length(a) > 0;
+}
+
+bool finalizers_pending(const struct kite_resource *r, json_object *obj) {
+    return array_nonempty(kite_obj_get(kite_obj_meta(obj), "finalizers")) || (r->finalizing && r->finalizing(obj));
+}
+
+void reply_deleted(struct write_op *op, struct kite_record *rec) {
+    struct req *rq = op->rq;
+    if (rq->res->delete_returns_object) {
+        struct kite_buf out = {0};
+        render_record(rq, rec, &out);
+        reply_json_buf(rq, 200, &out);
+        return;
+    }
+    char *body = kite_status_success(0, rq->name, *rq->res->group ? rq->res->group : NULL, rq->res->plural, op->uid);
+    reply(rq, 200, "application/json", body, strlen(body));
+}
+
+static bool check_preconditions(struct write_op *op, struct kite_record *cur, const char *uid) {
+    const char *puid = kite_obj_str(op->preconditions, "uid");
+    const char *prv = kite_obj_str(op->preconditions, "resourceVersion");
+    char msg[512];
+    if (puid && uid && strcmp(puid, uid) != 0) {
+        snprintf(msg, sizeof msg, "Precondition failed: UID in precondition: %s, UID in object meta: %s", puid, uid);
+        op_fail(op, 409, "Conflict", msg);
+        return false;
+    }
+    if (prv) {
+        int64_t v;
+        if (kite_parse_int64(prv, &v) < 0 || v != cur->mod_rev) {
+            snprintf(msg, sizeof msg,
+                     "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %lld", prv,
+                     (long long)cur->mod_rev);
+            op_fail(op, 409, "Conflict", msg);
+            return false;
+        }
+        op->client_rv = true;
+    }
+    return true;
+}
+
+void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+    struct req *rq = op->rq;
+    json_object *meta = kite_obj_meta(cobj);
+    const char *uid = kite_obj_str(meta, "uid");
+    snprintf(op->uid, sizeof op->uid, "%s", uid ? uid : "");
+    if (!check_preconditions(op, cur, uid)) return;
+    if (!admit(op, KITE_ADMIT_DELETE, NULL, cobj)) {
+        op_free(op);
+        return;
+    }
+    if (finalizers_pending(rq->res, cobj)) {
+        if (kite_obj_get(meta, "deletionTimestamp")) { /* already terminating */
+            struct kite_buf out = {0};
+            render_record(rq, cur, &out);
+            reply_json_buf(rq, 202, &out);
+            op_free(op);
+            return;
+        }
+        json_object *obj = deep_copy(cobj);
+        json_object *m = kite_obj_meta(obj);
+        now_time(op->srv, m, "deletionTimestamp");
+        kite_obj_set(m, "deletionGracePeriodSeconds", json_object_new_int64(0));
+        if (rq->res->terminating) rq->res->terminating(obj);
+        op->code = 200;
+        op->kind = OP_UPDATE;
+        op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
+        submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
+        return;
+    }
+    op->code = 200;
+    submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
+}
+
+void handle_delete(struct req *rq) {
+    json_object *opts = parse_body(rq, true);
+    if (!opts) return;
+    struct write_op *op = op_new(rq, OP_DELETE, NULL);
+    json_object *pre = kite_obj_get(opts, "preconditions");
+    if (pre) op->preconditions = json_object_get(pre);
+    json_object_put(opts);
+    run_op(op);
+}
+
+/* ---- deletecollection ------------------------------------------------------------------ */
+
+struct collection_op {
+    struct req *rq;
+    struct apiserver_work work;  /* submits the next batch, on the write engine's thread */
+    struct kite_record **recs;   /* the matching objects, in key order */
+    size_t n, next;              /* next: first not yet submitted */
+    pthread_mutex_t mu;
+    size_t inflight;             /* submitted, not completed */
+    bool *deleted;               /* per record: its delete committed */
+    int err;                     /* first storage error */
+};
+
+static void collection_submit(struct collection_op *c);
+
+static void collection_finish(void *ud) {
+    struct collection_op *c = ud;
+    struct req *rq = c->rq;
+    if (c->err == -EAGAIN) {
+        reply_error(rq, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+    } else if (c->err) {
+        reply_error(rq, 500, "InternalError", "storage error: %s", strerror(-c->err));
+    } else {
+        struct kite_buf out = {0};
+        kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{},\"items\":[", rq->res->list_kind,
+                        kite_resource_api_version(rq->res));
+        bool first = true;
+        for (size_t i = 0; i < c->n; i++) {
+            if (!c->deleted[i]) continue;
+            if (!first) kite_buf_putc(&out, ',');
+            render_record(rq, c->recs[i], &out);
+            first = false;
+        }
+        kite_buf_puts(&out, "]}");
+        reply_json_buf(rq, 200, &out);
+    }
+    for (size_t i = 0; i < c->n; i++) kite_record_unref(c->recs[i]);
+    free(c->recs);
+    free(c->deleted);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+struct collection_item {
+    struct collection_op *c;
+    size_t i;
+};
+
+/* On the store's writer thread: record the outcome; the batch's last completion hands on. */
+static void collection_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    struct collection_item *it = ud;
+    struct collection_op *c = it->c;
+    pthread_mutex_lock(&c->mu);
+    if (err == 0) c->deleted[it->i] = true;
+    /* gone meanwhile (someone else deleted it), or changed before it could be marked: not ours */
+    else if (err != -ENOENT && err != -ESTALE && !c->err) c->err = err;
+    bool last = --c->inflight == 0;
+    pthread_mutex_unlock(&c->mu);
+    free(it);
+    if (!last) return;
+    if (c->next < c->n && !c->err) apiserver_work_push(c->rq->srv, &c->work);
+    else kite_http_defer(c->rq->http, collection_finish, c);
+}
+
+static void collection_work(struct apiserver_work *w) {
+    collection_submit((struct collection_op *)((char *)w - offsetof(struct collection_op, work)));
+}
+
+/* Submits the next batch; with nothing (left) to submit, answers. */
+static void collection_submit(struct collection_op *c) {
+    size_t end = KITE_MIN(c->n, c->next + KITE_DELETECOLLECTION_INFLIGHT), submitted = 0;
+    pthread_mutex_lock(&c->mu);
+    c->inflight = 1; /* held until every submit below is done, so no completion finishes early */
+    pthread_mutex_unlock(&c->mu);
+    for (; c->next < end; c->next++) {
+        struct kite_record *rec = c->recs[c->next];
+        /* unconditional, as kube-apiserver deletes each listed object by name */
+        struct kite_write w = {.type = KITE_WRITE_DELETE, .key = rec->key};
+        _cleanup_free_ char *marked = NULL;
+        json_object *obj = record_object(rec);
+        if (finalizers_pending(c->rq->res, obj)) {
+            /* held by finalizers: marked terminating, as a DELETE of it would, and listed */
+            if (kite_obj_get(kite_obj_meta(obj), "deletionTimestamp")) continue;
+            json_object *copy = deep_copy(obj);
+            now_time(c->rq->srv, kite_obj_meta(copy), "deletionTimestamp");
+            kite_obj_set(kite_obj_meta(copy), "deletionGracePeriodSeconds", json_object_new_int64(0));
+            if (c->rq->res->terminating) c->rq->res->terminating(copy);
+            marked = kite_object_encode(copy, &w.len);
+            json_object_put(copy);
+            w.type = KITE_WRITE_UPDATE;
+            w.value = marked;
+            w.expect_mod_rev = rec->mod_rev; /* a stale copy must not overwrite a newer object */
+        }
+        struct collection_item *it = kite_calloc(1, sizeof *it);
+        *it = (struct collection_item){c, c->next};
+        pthread_mutex_lock(&c->mu);
+        c->inflight++;
+        pthread_mutex_unlock(&c->mu);
+        int r = kite_store_submit(c->rq->srv->store, &w, collection_done, it);
+        if (r == 0) {
+            submitted++;
+            continue;
+        }
+        free(it);
+        pthread_mutex_lock(&c->mu);
+        c->inflight--;
+        /* a full store queue with nothing of ours in it: 429; else the rest waits for our batch */
+        if ((r != -EAGAIN || !submitted) && !c->err) c->err = r;
+        pthread_mutex_unlock(&c->mu);
+        break;
+    }
+    pthread_mutex_lock(&c->mu);
+    bool last = --c->inflight == 0; /* drop the hold taken above, as a completion would */
+    pthread_mutex_unlock(&c->mu);
+    if (!last) return;
+    if (c->next < c->n && !c->err) apiserver_work_push(c->rq->srv, &c->work);
+    else kite_http_defer(c->rq->http, collection_finish, c);
+}
+
+void handle_deletecollection(struct req *rq) {
+    if (rq->res->no_deletecollection) {
+        reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        return;
+    }
+    json_object *opts = parse_body(rq, true);
+    if (!opts) return;
+    json_object_put(opts);
+    struct kite_label_selector *ls;
+    struct kite_field_selector *fs;
+    if (!parse_selectors(rq, &ls, &fs)) return;
+    _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
+    struct kite_record **recs = NULL;
+    size_t n = 0, kept = 0;
+    int64_t rev;
+    bool more;
+    kite_wcache_list(storage_cache(rq->srv, rq->res), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
+    for (size_t i = 0; i < n; i++) {
+        if (object_matches(rq->res, record_object(recs[i]), ls, fs)) recs[kept++] = recs[i];
+        else kite_record_unref(recs[i]);
+    }
+    kite_label_selector_free(ls);
+    kite_field_selector_free(fs);
+    struct collection_op *c = kite_calloc(1, sizeof *c);
+    c->rq = rq;
+    c->recs = recs;
+    c->n = kept;
+    c->deleted = kite_calloc(kept ? kept : 1, sizeof *c->deleted);
+    c->work.run = collection_work;
+    pthread_mutex_init(&c->mu, NULL);
+    const char *dr = kite_http_query(rq->http, "dryRun");
+    if (dr && strcmp(dr, "All") == 0) { /* the list of what would go, nothing deleted */
+        for (size_t i = 0; i < kept; i++) c->deleted[i] = true;
+        collection_finish(c);
+        return;
+    }
+    collection_submit(c);
+}

@@ -1,0 +1,55 @@
+/* The write engine's internals, shared by write.c (create, update, patch: the engine) and
+ * delete.c (delete, deletecollection). */
+#pragma once
+#include "apiserver/internal.h"
+#include "apiserver/keyq.h"
+
+enum op_kind { OP_CREATE, OP_UPDATE, OP_PATCH, OP_DELETE };
+enum patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC };
+
+struct write_op {
+    struct req *rq;           /* freed by the reply, which may come before op_free */
+    struct kite_apiserver *srv;
+    enum op_kind kind;
+    enum patch_type ptype;
+    json_object *input;       /* body object (create/update) or the patch document */
+    const struct kite_subresource *sub; /* the subresource written (status, finalize), or NULL */
+    bool client_rv;           /* the client made resourceVersion a precondition */
+    bool dry_run;
+    int attempts;
+    int code;                 /* reply code on success */
+    int64_t submitted_ns;
+    char *key;
+    char uid[64];             /* DELETE: uid of the deleted object, for the Status details */
+    json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
+    struct apiserver_work work; /* on the retry thread's queue: runs run_op again */
+    struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
+    bool holds_key;           /* holds key in the server's keyq: released when the op ends */
+    /* the store's completion, answered on an HTTP thread (write_finish) */
+    int done_err;
+    struct kite_record *done_rec;
+};
+
+/* The one end of every op (replied or not): a key it still holds is released here. */
+void op_free(struct write_op *op);
+/* Replies code/reason/msg and frees op. */
+void op_fail(struct write_op *op, int code, const char *reason, const char *msg);
+struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input);
+/* (Re)computes op against the current record and submits it (write.c). */
+void run_op(struct write_op *op);
+/* Submits (or, for dryRun, pretends to). Takes ownership of obj. The reply may come from the
+ * writer thread before this returns: callers must not touch op afterwards. */
+void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect, struct kite_record *cur);
+/* Sets meta[field] to the server's now (RFC 3339, seconds). */
+void now_time(struct kite_apiserver *s, json_object *meta, const char *field);
+json_object *deep_copy(json_object *o);
+/* Runs the admission chain for op; replies and returns false when a plugin refuses. */
+bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, json_object *old);
+
+/* delete.c */
+/* The delete of op against the current record cur (cobj: its parse, borrowed). */
+void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);
+/* The answer to a completed delete: the object, or a Status (per the kind's row). */
+void reply_deleted(struct write_op *op, struct kite_record *rec);
+/* True while finalizers (metadata's, or the kind's own) keep an object that is being deleted. */
+bool finalizers_pending(const struct kite_resource *r, json_object *obj);

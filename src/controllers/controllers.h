@@ -1,0 +1,30 @@
+/* kite's controllers: API clients that act on what they watch, as kube-controller-manager's.
+ * They use the client and the api modules only (DESIGN.md): the same code runs against one
+ * kite apiserver, several on etcd, or any Kubernetes API server. */
+#pragma once
+#include "base/clock.h"
+#include "client/client.h"
+
+/* The namespace controller: a namespace being deleted (deletionTimestamp set, "kubernetes"
+ * still in spec.finalizers) is emptied with a deletecollection per namespaced resource, in
+ * batches on the server; when nothing is left it removes its finalizer through the finalize
+ * subresource and the server deletes the namespace. What failed or remains (objects held by
+ * their own finalizers) is written to the namespace's status.conditions as
+ * NamespaceDeletionContentFailure / NamespaceContentRemaining / NamespaceFinalizersRemaining,
+ * and the namespace is tried again with back-off (1 s doubling to KITE_NSCTL_RETRY_MAX_S). */
+#define KITE_NSCTL_RETRY_MAX_S 30
+#define KITE_NSCTL_RESYNC_S 300 /* every namespace is looked at again this often */
+
+struct kite_nsctl;
+struct kite_nsctl_options {
+    struct kite_client *client; /* borrowed: must outlive the controller */
+    struct kite_clock *clock;   /* NULL = real */
+};
+/* Starts the controller's thread (list + watch of namespaces). */
+int kite_nsctl_start(const struct kite_nsctl_options *o, struct kite_nsctl **ret);
+/* Stops it: cancels the watch and joins. NULL is a no-op. */
+void kite_nsctl_stop(struct kite_nsctl *c);
+/* One pass over namespace `name` (what the thread does for each terminating namespace):
+ * 0 when it is finalized (or not terminating, or gone), -EAGAIN when content remains (the
+ * conditions say what), another -errno on a failed request. */
+int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const char *name);

@@ -1,0 +1,269 @@
+/* The namespace controller (controllers.h): empties terminating namespaces, then finalizes
+ * them. One thread: list, sync every terminating namespace, watch; a namespace that could not
+ * be finished yet makes the next watch end at its retry time, and the re-list tries again. */
+#include "controllers/controllers.h"
+#include "api/registry.h"
+#include "base/backoff.h"
+#include "base/log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#define FINALIZER "kubernetes"
+
+struct kite_nsctl {
+    struct kite_client *client;
+    struct kite_clock *clock;
+    pthread_t thread;
+    struct kite_cancel cancel;
+    pthread_mutex_t mu;  /* with cond: waits between tries while the server is away */
+    pthread_cond_t cond;
+    bool woken;
+    struct kite_backoff backoff;
+    bool retry;        /* a namespace is left to try again */
+};
+
+static bool has_finalizer(json_object *ns) {
+    json_object *f = kite_obj_get(kite_obj_get(ns, "spec"), "finalizers");
+    for (size_t i = 0; f && json_object_is_type(f, json_type_array) && i < json_object_array_length(f); i++)
+        if (kite_streq(json_object_get_string(json_object_array_get_idx(f, i)), FINALIZER)) return true;
+    return false;
+}
+
+static bool terminating(json_object *ns) { return kite_meta_str(ns, "deletionTimestamp") && has_finalizer(ns); }
+
+static char *collection_path(const struct kite_resource *r, const char *ns) {
+    return kite_asprintf("/%s/%s/namespaces/%s/%s", *r->group ? "apis" : "api", kite_resource_api_version(r), ns,
+                         r->plural);
+}
+
+/* What a pass found, for the namespace's conditions. */
+struct findings {
+    struct kite_buf failed;     /* "leases.coordination.k8s.io: <message>; ..." */
+    struct kite_buf remaining;  /* "leases.coordination.k8s.io has 2 resource instances, ..." */
+    struct kite_buf finalizers; /* "example.com/x in 1 resource instances, ..." */
+};
+
+static void add_item(struct kite_buf *b, const char *fmt, ...) KITE_PRINTF(2, 3);
+static void add_item(struct kite_buf *b, const char *fmt, ...) {
+    if (b->len) kite_buf_puts(b, ", ");
+    va_list ap;
+    va_start(ap, fmt);
+    char *s;
+    if (vasprintf(&s, fmt, ap) >= 0) {
+        kite_buf_puts(b, s);
+        free(s);
+    }
+    va_end(ap);
+}
+
+/* Deletes a resource's objects in ns, then counts what is left (held by finalizers). */
+static void empty_resource(struct kite_client *client, const struct kite_resource *r, const char *ns, struct findings *f) {
+    _cleanup_free_ char *path = collection_path(r, ns);
+    char gr[128];
+    kite_resource_gr(r, gr);
+    json_object *st = NULL;
+    long code = 0;
+    int e = kite_client_json(client, "DELETE", path, NULL, NULL, &code, &st);
+    if (e < 0) {
+        const char *msg = kite_obj_str(st, "message");
+        add_item(&f->failed, "%s: %s", gr, msg ? msg : code ? "request failed" : strerror(-e));
+        json_object_put(st);
+        return;
+    }
+    json_object_put(st);
+    json_object *list = NULL;
+    if ((e = kite_client_json(client, "GET", path, NULL, NULL, &code, &list)) < 0) {
+        add_item(&f->failed, "%s: listing what remains: %s", gr, strerror(-e));
+        return;
+    }
+    json_object *items = kite_obj_get(list, "items");
+    size_t n = items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
+    if (n) add_item(&f->remaining, "%s has %zu resource instances", gr, n);
+    for (size_t i = 0; i < n; i++) {
+        json_object *fin = kite_obj_get(kite_obj_meta(json_object_array_get_idx(items, i)), "finalizers");
+        for (size_t j = 0; fin && json_object_is_type(fin, json_type_array) && j < json_object_array_length(fin); j++)
+            add_item(&f->finalizers, "%s in %s", json_object_get_string(json_object_array_get_idx(fin, j)), gr);
+    }
+    json_object_put(list);
+}
+
+static void condition(json_object *conds, const char *type, const struct kite_buf *b, const char *reason_true,
+                      const char *prefix, const char *now) {
+    json_object *c = json_object_new_object();
+    kite_obj_set(c, "type", json_object_new_string(type));
+    kite_obj_set(c, "status", json_object_new_string(b->len ? "True" : "False"));
+    kite_obj_set(c, "lastTransitionTime", json_object_new_string(now));
+    kite_obj_set(c, "reason", json_object_new_string(b->len ? reason_true : "ContentDeleted"));
+    char *msg = b->len ? kite_asprintf("%s%s", prefix, b->p) : kite_strdup("All content successfully deleted");
+    kite_obj_set(c, "message", json_object_new_string(msg));
+    free(msg);
+    json_object_array_add(conds, c);
+}
+
+/* Writes the pass's findings as the namespace's conditions (a strategic merge by type). */
+static int report(struct kite_client *client, struct kite_clock *clock, const char *name, const struct findings *f) {
+    char now[21];
+    kite_time_format(kite_now_wall(clock), now);
+    json_object *patch = json_object_new_object(), *conds = json_object_new_array();
+    condition(conds, "NamespaceDeletionContentFailure", &f->failed, "ContentDeletionFailed",
+              "Failed to delete all resource types, 1 remaining: ", now);
+    condition(conds, "NamespaceContentRemaining", &f->remaining, "SomeResourcesRemain", "Some resources are remaining: ",
+              now);
+    condition(conds, "NamespaceFinalizersRemaining", &f->finalizers, "SomeFinalizersRemain",
+              "Some content in the namespace has finalizers remaining: ", now);
+    kite_obj_set(kite_obj_ensure(patch, "status"), "conditions", conds);
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/status", name);
+    int e = kite_client_json(client, "PATCH", path, "application/strategic-merge-patch+json", patch, NULL, NULL);
+    json_object_put(patch);
+    return e == -ENOENT ? 0 : e;
+}
+
+/* Removes the finalizer (PUT .../finalize with the namespace as read, less "kubernetes"). */
+static int finalize(struct kite_client *client, json_object *ns) {
+    json_object *spec = kite_obj_get(ns, "spec"), *f = kite_obj_get(spec, "finalizers"), *keep = json_object_new_array();
+    for (size_t i = 0; f && i < json_object_array_length(f); i++) {
+        json_object *v = json_object_array_get_idx(f, i);
+        if (!kite_streq(json_object_get_string(v), FINALIZER)) json_object_array_add(keep, json_object_get(v));
+    }
+    kite_obj_set(spec, "finalizers", keep);
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/finalize", kite_meta_str(ns, "name"));
+    int e = kite_client_json(client, "PUT", path, NULL, ns, NULL, NULL);
+    return e == -ENOENT ? 0 : e;
+}
+
+int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const char *name) {
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s", name);
+    json_object *ns = NULL;
+    int e = kite_client_json(client, "GET", path, NULL, NULL, NULL, &ns);
+    if (e == -ENOENT) return 0;
+    if (e < 0 || !terminating(ns)) {
+        json_object_put(ns);
+        return e;
+    }
+    struct findings f = {0};
+    const struct kite_resource *nsr = kite_registry_namespaces();
+    for (size_t i = 0; kite_resources[i]; i++) {
+        const struct kite_resource *r = kite_resources[i];
+        /* a resource stored under another's folder (events.k8s.io/v1 Events) is emptied with it */
+        if (r->namespaced && r != nsr && !r->storage) empty_resource(client, r, name, &f);
+    }
+    if (f.failed.len || f.remaining.len) {
+        e = report(client, clock, name, &f);
+        if (e == 0) e = -EAGAIN;
+    } else {
+        e = finalize(client, ns);
+    }
+    kite_buf_release(&f.failed);
+    kite_buf_release(&f.remaining);
+    kite_buf_release(&f.finalizers);
+    json_object_put(ns);
+    return e;
+}
+
+static void sync_logged(struct kite_nsctl *c, const char *name) {
+    int e = kite_nsctl_sync(c->client, c->clock, name);
+    if (e == 0) return;
+    c->retry = true;
+    if (e != -EAGAIN) log_warn("namespace-controller", "namespace %s: %s (will retry)", name, strerror(-e));
+}
+
+struct watch_ctx {
+    struct kite_nsctl *c;
+    char rv[32];
+};
+
+static int on_event(json_object *ev, void *ud) {
+    struct watch_ctx *w = ud;
+    json_object *obj = kite_obj_get(ev, "object");
+    const char *type = kite_obj_str(ev, "type"), *rv = kite_meta_str(obj, "resourceVersion");
+    if (kite_streq(type, "ERROR")) return -ESTALE; /* 410: list again */
+    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
+    if ((kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) && terminating(obj)) {
+        sync_logged(w->c, kite_meta_str(obj, "name"));
+        if (w->c->retry) return -EAGAIN; /* not finished: end the watch, try again after a back-off */
+    }
+    return 0;
+}
+
+/* Called by kite_cancel_fire under the token's lock: the lock order is token, then mu. */
+static void wake(void *ud) {
+    struct kite_nsctl *c = ud;
+    pthread_mutex_lock(&c->mu);
+    c->woken = true;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void wait_or_stop(struct kite_nsctl *c, int64_t ns) {
+    struct timespec ts;
+    kite_cond_deadline(&ts, ns);
+    if (!kite_cancel_set_wake(&c->cancel, wake, c)) return; /* stopping */
+    pthread_mutex_lock(&c->mu);
+    while (!c->woken && pthread_cond_timedwait(&c->cond, &c->mu, &ts) == 0) {}
+    c->woken = false;
+    pthread_mutex_unlock(&c->mu);
+    kite_cancel_set_wake(&c->cancel, NULL, NULL);
+}
+
+static void *run(void *ud) {
+    struct kite_nsctl *c = ud;
+    while (!kite_cancel_fired(&c->cancel)) {
+        json_object *list = NULL;
+        c->retry = false;
+        int e = kite_client_json(c->client, "GET", "/api/v1/namespaces", NULL, NULL, NULL, &list);
+        struct watch_ctx w = {c, ""};
+        if (e == 0) {
+            json_object *items = kite_obj_get(list, "items");
+            for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+                json_object *ns = json_object_array_get_idx(items, i);
+                if (terminating(ns)) sync_logged(c, kite_meta_str(ns, "name"));
+            }
+            const char *rv = kite_meta_str(list, "resourceVersion");
+            snprintf(w.rv, sizeof w.rv, "%s", rv ? rv : "");
+        }
+        json_object_put(list);
+        int64_t wait_s = KITE_NSCTL_RESYNC_S;
+        if (e < 0 || c->retry) wait_s = KITE_MAX(1, kite_backoff_next(&c->backoff) / KITE_NS_PER_SEC);
+        else kite_backoff_reset(&c->backoff);
+        if (e < 0) { /* the server is away: wait out the back-off (or the stop), then list again */
+            wait_or_stop(c, wait_s * KITE_NS_PER_SEC);
+            continue;
+        }
+        _cleanup_free_ char *path =
+            kite_asprintf("/api/v1/namespaces?watch=true&resourceVersion=%s&timeoutSeconds=%lld", w.rv, (long long)wait_s);
+        if (kite_client_watch(c->client, path, on_event, &w, &c->cancel) == -EAGAIN)
+            wait_or_stop(c, kite_backoff_next(&c->backoff));
+    }
+    return NULL;
+}
+
+int kite_nsctl_start(const struct kite_nsctl_options *o, struct kite_nsctl **ret) {
+    struct kite_nsctl *c = kite_calloc(1, sizeof *c);
+    c->client = o->client;
+    c->clock = o->clock ? o->clock : kite_clock_real();
+    kite_cancel_init(&c->cancel);
+    pthread_mutex_init(&c->mu, NULL);
+    kite_cond_init_mono(&c->cond);
+    kite_backoff_init(&c->backoff, KITE_NS_PER_SEC, KITE_NSCTL_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
+                      (uint64_t)kite_now_mono(c->clock));
+    if (pthread_create(&c->thread, NULL, run, c) != 0) {
+        kite_cancel_release(&c->cancel);
+        free(c);
+        return -EAGAIN;
+    }
+    pthread_setname_np(c->thread, "namespace-ctl");
+    *ret = c;
+    return 0;
+}
+
+void kite_nsctl_stop(struct kite_nsctl *c) {
+    if (!c) return;
+    kite_cancel_fire(&c->cancel);
+    pthread_join(c->thread, NULL);
+    kite_cancel_release(&c->cancel);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+}
