@@ -40,10 +40,6 @@
 static char listener_tag;
 static __thread struct worker *tl_worker;
 
-static const char too_large_json[] =
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-    "\"message\":\"the request body is too large\",\"reason\":\"RequestEntityTooLarge\",\"code\":413}";
-
 static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -415,8 +411,23 @@ int conn_flush(struct conn *c) {
 
 /* ---- request parsing (http-parser callbacks) ---- */
 
-static int fail(struct conn *c, int code) {
-    c->parser.data = (void *)(intptr_t)code; /* read back after http_parser_execute */
+/* Why the layer refuses a request itself: the status and the body's reason and message. */
+struct refusal {
+    int code;
+    const char *reason, *message;
+};
+
+static const struct refusal
+    R_MALFORMED = {400, "BadRequest", "malformed HTTP request"},
+    R_NUL_PATH = {400, "BadRequest", "the request path contains a NUL byte"},
+    R_NUL_QUERY = {400, "BadRequest", "a query parameter contains a NUL byte"},
+    R_BODY_TOO_LARGE = {413, "RequestEntityTooLarge", "the request body is too large"},
+    R_URL_TOO_LONG = {414, "RequestURITooLong", "the request URL is too long"},
+    R_HEADERS_TOO_LARGE = {431, "RequestHeaderFieldsTooLarge", "the request headers are too large"},
+    R_STOPPING = {503, "ServiceUnavailable", "the server is shutting down"};
+
+static int fail(struct conn *c, const struct refusal *why) {
+    c->parser.data = (void *)why; /* read back after http_parser_execute */
     return -1;
 }
 
@@ -429,7 +440,7 @@ static bool head_grow(struct conn *c, size_t n) {
 
 static int on_url(http_parser *p, const char *at, size_t n) {
     struct conn *c = CONN(p);
-    if (!head_grow(c, n)) return fail(c, 414);
+    if (!head_grow(c, n)) return fail(c, &R_URL_TOO_LONG);
     kite_buf_append(&c->url, at, n);
     return 0;
 }
@@ -443,7 +454,7 @@ static void end_value(struct conn *c) {
 
 static int on_header_field(http_parser *p, const char *at, size_t n) {
     struct conn *c = CONN(p);
-    if (!head_grow(c, n)) return fail(c, 431);
+    if (!head_grow(c, n)) return fail(c, &R_HEADERS_TOO_LARGE);
     if (c->hdr_in_value) {
         end_value(c);
         c->hdr_in_value = false;
@@ -454,7 +465,7 @@ static int on_header_field(http_parser *p, const char *at, size_t n) {
 
 static int on_header_value(http_parser *p, const char *at, size_t n) {
     struct conn *c = CONN(p);
-    if (!head_grow(c, n)) return fail(c, 431);
+    if (!head_grow(c, n)) return fail(c, &R_HEADERS_TOO_LARGE);
     if (!c->hdr_in_value) {
         kite_buf_append(&c->hdr, "", 1); /* ends the name */
         c->hdr_in_value = true;
@@ -470,9 +481,12 @@ static int hexval(char ch) {
     return -1;
 }
 
-/* Percent-decodes s[0..n) into b (and '+' into ' ' when plus), NUL-terminated. */
-static void unescape(struct kite_buf *b, const char *s, size_t n, bool plus) {
+/* Percent-decodes s[0..n) into b (and '+' into ' ' when plus), NUL-terminated. False when the
+ * decoded text holds a NUL ("%00"): everything after the request line treats path, names and
+ * values as C strings, so "/leases/victim%00x" would act on "/leases/victim". */
+static bool unescape(struct kite_buf *b, const char *s, size_t n, bool plus) {
     kite_buf_grow(b, n + 1);
+    bool nul = false;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
         int hi, lo;
@@ -482,12 +496,15 @@ static void unescape(struct kite_buf *b, const char *s, size_t n, bool plus) {
         } else if (plus && ch == '+') {
             ch = ' ';
         }
+        nul |= ch == 0;
         kite_buf_putc(b, ch);
     }
     kite_buf_append(b, "", 1);
+    return !nul;
 }
 
-static void parse_target(struct conn *c) {
+/* Splits and decodes the request target into path and query. NULL, or why it is refused. */
+static const struct refusal *parse_target(struct conn *c) {
     const char *u = c->url.p ? c->url.p : "/";
     size_t n = c->url.len;
     const char *q = memchr(u, '?', n);
@@ -495,9 +512,10 @@ static void parse_target(struct conn *c) {
     const char *frag = memchr(u, '#', n);
     if (frag && (!q || frag < q)) plen = (size_t)(frag - u);
     struct kite_buf pb = {0};
-    unescape(&pb, u, plen, false);
+    bool ok = unescape(&pb, u, plen, false);
     c->path = kite_buf_detach(&pb, NULL);
-    if (!q) return;
+    if (!ok) return &R_NUL_PATH;
+    if (!q) return NULL;
     const char *s = q + 1, *end = u + n;
     const char *hash = memchr(s, '#', (size_t)(end - s));
     if (hash) end = hash;
@@ -506,12 +524,16 @@ static void parse_target(struct conn *c) {
         const char *e = amp ? amp : end;
         if (e > s) {
             const char *eq = memchr(s, '=', (size_t)(e - s));
-            unescape(&c->query, s, (size_t)((eq ? eq : e) - s), true);
-            if (eq) unescape(&c->query, eq + 1, (size_t)(e - eq - 1), true);
-            else kite_buf_append(&c->query, "", 1);
+            if (!unescape(&c->query, s, (size_t)((eq ? eq : e) - s), true)) return &R_NUL_QUERY;
+            if (eq) {
+                if (!unescape(&c->query, eq + 1, (size_t)(e - eq - 1), true)) return &R_NUL_QUERY;
+            } else {
+                kite_buf_append(&c->query, "", 1);
+            }
         }
         s = e + 1;
     }
+    return NULL;
 }
 
 static int on_message_begin(http_parser *p) {
@@ -526,12 +548,13 @@ static int on_headers_complete(http_parser *p) {
         end_value(c);
         c->hdr_in_value = false;
     }
-    parse_target(c);
+    const struct refusal *bad = parse_target(c);
+    if (bad) return fail(c, bad);
     c->head_only = p->method == HTTP_HEAD;
     struct kite_http_server *srv = c->w->srv;
     const char *cl = scan_pairs(&c->hdr, c->n_hdr, "Content-Length", true);
     int64_t n;
-    if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > srv->max_body) return fail(c, 413);
+    if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > srv->max_body) return fail(c, &R_BODY_TOO_LARGE);
     const char *expect = scan_pairs(&c->hdr, c->n_hdr, "Expect", true);
     if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
         kite_buf_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
@@ -547,7 +570,7 @@ static int on_body(http_parser *p, const char *at, size_t n) {
     }
     if (c->body_too_large) {
         c->head_bytes += n; /* counts what is dropped: a client may not stream forever */
-        if (c->head_bytes > 4 * max) return fail(c, 413);
+        if (c->head_bytes > 4 * max) return fail(c, &R_BODY_TOO_LARGE);
         return 0;
     }
     kite_buf_append(&c->body, at, n);
@@ -575,19 +598,11 @@ static const http_parser_settings parser_settings = {
 /* ---- the connection state machine ---- */
 
 /* Answers a request the layer refuses itself (parse errors, limits) and closes afterwards. */
-static void refuse(struct conn *c, int code) {
-    const char *reason = code == 413 ? "RequestEntityTooLarge" : code == 414 ? "RequestURITooLong"
-                         : code == 431 ? "RequestHeaderFieldsTooLarge" : "BadRequest";
-    const char *msg = code == 413 ? NULL : code == 414 ? "the request URL is too long"
-                      : code == 431 ? "the request headers are too large" : "malformed HTTP request";
+static void refuse(struct conn *c, const struct refusal *why) {
     struct kite_buf body = {0};
-    if (msg)
-        kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-                               "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}", msg, reason, code);
-    else
-        kite_buf_puts(&body, too_large_json);
-    kite_buf_reset(&c->req.hdrs);
-    build_head(&c->out, NULL, code, "application/json", (int64_t)body.len, true);
+    kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                           "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}", why->message, why->reason, why->code);
+    build_head(&c->out, NULL, why->code, "application/json", (int64_t)body.len, true);
     kite_buf_append(&c->out, body.p, body.len);
     kite_buf_release(&body);
     c->close_after = true;
@@ -624,7 +639,7 @@ static bool tls_pending(struct conn *c) {
 static void dispatch(struct conn *c) {
     struct kite_http_server *srv = c->w->srv;
     if (c->body_too_large) {
-        refuse(c, 413);
+        refuse(c, &R_BODY_TOO_LARGE);
         return;
     }
     c->req.pub.method = http_method_str((enum http_method)c->parser.method);
@@ -637,7 +652,7 @@ static void dispatch(struct conn *c) {
     if (atomic_load(&srv->stopping)) {
         pending_done(srv);
         c->keep_alive = false;
-        refuse(c, 503);
+        refuse(c, &R_STOPPING);
         return;
     }
     auth_request(c, &c->req);
@@ -727,8 +742,8 @@ static void drive(struct conn *c, bool readable) {
                     continue;
                 }
                 if (e != HPE_OK) {
-                    intptr_t code = (intptr_t)c->parser.data;
-                    refuse(c, code ? (int)code : 400);
+                    const struct refusal *why = c->parser.data;
+                    refuse(c, why ? why : &R_MALFORMED);
                     continue;
                 }
                 if (c->out.len && flush_out(c) < 0) { /* "100 Continue" */

@@ -427,3 +427,32 @@ Test(http, refused_request_answer_survives_unread_input) {
     free(junk);
     kite_buf_release(&out);
 }
+
+/* A percent-encoded NUL in the path or the query is refused before the handler: the handler
+ * sees C strings, and "/leases/victim%00x" would otherwise act on "/leases/victim". */
+Test(http, nul_in_path_or_query_is_refused) {
+    static const char *bad[] = {
+        "DELETE /api/v1/namespaces/default/leases/victim%00anything HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a?q=x%00y HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a?q%00z=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a?watch%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(bad); i++) {
+        struct kite_buf out = {0};
+        fx_raw_tls(bad[i], strlen(bad[i]), &out, 2000, NULL, 0, NULL, 0);
+        cr_assert(out.p && kite_startswith(out.p, "HTTP/1.1 400 Bad Request\r\n"), "case %zu: %s", i, out.p);
+        cr_assert(strstr(out.p, "\r\n\r\n{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                                "\"message\":\""),
+                  "case %zu: %s", i, out.p);
+        cr_assert(strstr(out.p, "\"reason\":\"BadRequest\",\"code\":400}"), "case %zu: %s", i, out.p);
+        cr_assert_null(strstr(out.p, "path="), "case %zu reached the handler: %s", i, out.p);
+        kite_buf_release(&out);
+    }
+    /* An encoded '%' followed by "00" is text, not a NUL. */
+    struct kite_buf out = {0};
+    const char *ok = "GET /a%2500?q=%2500 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    fx_raw_tls(ok, strlen(ok), &out, 2000, NULL, 0, NULL, 0);
+    cr_assert(out.p && strstr(out.p, "path=/a%00\n") && strstr(out.p, "q=%00\n"), "%s", out.p);
+    kite_buf_release(&out);
+}
