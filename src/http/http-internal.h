@@ -60,7 +60,6 @@ struct conn {
     bool hdr_in_value;            /* the last header callback was a value */
     size_t head_bytes;            /* URL + headers so far (limit: max_header_bytes) */
     struct kite_buf body;
-    bool body_too_large;
     bool message_done;
     bool keep_alive;              /* the client allows another request after this one */
     bool head_only;               /* HEAD: no body in the answer */

@@ -64,7 +64,6 @@ static void conn_reset_request(struct conn *c) {
     c->head_bytes = 0;
     if (c->body.cap > BUF_KEEP) kite_buf_release(&c->body);
     kite_buf_reset(&c->body);
-    c->body_too_large = false;
     c->message_done = false;
     c->req_start_ns = 0;
     c->head_done = false;
@@ -561,18 +560,19 @@ static int on_headers_complete(http_parser *p) {
     return 0;
 }
 
+/* A chunk's size is known before its bytes: refused at once when it would take the body past
+ * the limit, instead of waiting for bytes that may never come (a size of 7fffffffffffffff). */
+static int on_chunk_header(http_parser *p) {
+    struct conn *c = CONN(p);
+    if (p->content_length > c->w->srv->max_body - c->body.len) return fail(c, &R_BODY_TOO_LARGE);
+    return 0;
+}
+
 static int on_body(http_parser *p, const char *at, size_t n) {
     struct conn *c = CONN(p);
-    size_t max = c->w->srv->max_body;
-    if (!c->body_too_large && c->body.len + n > max) {
-        c->body_too_large = true;
-        kite_buf_release(&c->body);
-    }
-    if (c->body_too_large) {
-        c->head_bytes += n; /* counts what is dropped: a client may not stream forever */
-        if (c->head_bytes > 4 * max) return fail(c, &R_BODY_TOO_LARGE);
-        return 0;
-    }
+    /* Content-Length and chunk sizes were checked already; this keeps the limit whatever
+     * framing the parser allows. */
+    if (n > c->w->srv->max_body - c->body.len) return fail(c, &R_BODY_TOO_LARGE);
     kite_buf_append(&c->body, at, n);
     return 0;
 }
@@ -591,6 +591,7 @@ static const http_parser_settings parser_settings = {
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
+    .on_chunk_header = on_chunk_header,
     .on_body = on_body,
     .on_message_complete = on_message_complete,
 };
@@ -638,10 +639,6 @@ static bool tls_pending(struct conn *c) {
 
 static void dispatch(struct conn *c) {
     struct kite_http_server *srv = c->w->srv;
-    if (c->body_too_large) {
-        refuse(c, &R_BODY_TOO_LARGE);
-        return;
-    }
     c->req.pub.method = http_method_str((enum http_method)c->parser.method);
     c->req.pub.path = c->path;
     c->req.pub.body = c->body.p ? c->body.p : "";
