@@ -74,6 +74,7 @@ struct conn {
     size_t big_len, big_off;
     bool close_after;             /* close once `out` is sent */
     bool peer_closed;             /* EOF/error while a request was dispatched: free on its answer */
+    bool peer_eof;                /* the client closed its sending side: answer what came, then close */
     size_t linger_bytes;          /* dropped while lingering */
 
     /* the stream, while C_STREAMING */

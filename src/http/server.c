@@ -51,6 +51,7 @@ static int64_t now_ns(void) {
 struct conn_extra {
     char *raw;          /* bytes recv'd for GnuTLS, not yet handed to it */
     size_t raw_off, raw_len;
+    bool tcp_eof;       /* recv saw the end of the client's stream */
 };
 
 static void conn_free(struct conn *c);
@@ -304,10 +305,23 @@ static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *buf, size_t len) {
         x->raw_off += n;
         return (ssize_t)n;
     }
-    if (len >= RAW_CAP) return recv(c->fd, buf, len, 0);
-    if (!x->raw) x->raw = kite_malloc(RAW_CAP);
-    ssize_t k = recv(c->fd, x->raw, RAW_CAP, 0);
-    if (k <= 0) return k;
+    ssize_t k;
+    if (len >= RAW_CAP) {
+        k = recv(c->fd, buf, len, 0);
+        if (k != 0) return k;
+    } else {
+        if (!x->raw) x->raw = kite_malloc(RAW_CAP);
+        k = recv(c->fd, x->raw, RAW_CAP, 0);
+        if (k < 0) return k;
+    }
+    if (k == 0) {
+        /* A TCP half-close without close_notify: given to GnuTLS it is a fatal error that
+         * also ends sending, and the client still waits for its answer. "Nothing now"
+         * keeps the session usable; read_some reports the EOF. */
+        x->tcp_eof = true;
+        gnutls_transport_set_errno(c->tls, EAGAIN);
+        return -1;
+    }
     x->raw_len = (size_t)k;
     size_t n = KITE_MIN(len, x->raw_len);
     memcpy(buf, x->raw, n);
@@ -332,6 +346,10 @@ static ssize_t tls_vec_push(gnutls_transport_ptr_t ptr, const giovec_t *iov, int
 static bool raw_pending(struct conn *c) {
     struct conn_extra *x = (struct conn_extra *)(c + 1);
     return x->raw_off < x->raw_len;
+}
+
+static bool tcp_eof(struct conn *c) {
+    return ((struct conn_extra *)(c + 1))->tcp_eof;
 }
 
 /* Frees the buffers of a connection between requests (they are reallocated on its next
@@ -361,7 +379,9 @@ static void conn_trim(struct conn *c) {
 /* ---- epoll interest ---- */
 
 void conn_want(struct conn *c, uint32_t events) {
-    events |= EPOLLRDHUP;
+    if (c->peer_eof) events &= ~(uint32_t)EPOLLIN; /* level-triggered, it would report the EOF again and again */
+    else events |= EPOLLRDHUP;
+    if (!events) events = EPOLLERR; /* registered for nothing: errors and hang-ups are reported anyway */
     if (c->ep_events == events) return;
     struct epoll_event ev = {.events = events, .data.ptr = c};
     epoll_ctl(c->w->ep, c->ep_events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
@@ -610,7 +630,7 @@ static void refuse(struct conn *c, const struct refusal *why) {
     c->state = C_RESPONDING;
 }
 
-/* Reads once. 1: got bytes; 0: nothing now; -1: EOF or error. */
+/* Reads once. 1: got bytes; 0: nothing now; -1: EOF (peer_eof is set) or error. */
 static int read_some(struct conn *c) {
     if (c->in_off == c->in.len) {
         kite_buf_reset(&c->in);
@@ -628,7 +648,9 @@ static int read_some(struct conn *c) {
         c->last_active_ns = now_ns();
         return 1;
     }
-    if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) return 0;
+    if ((k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) && !tcp_eof(c)) return 0;
+    /* close_notify, or a TCP half-close without it (tls_pull): the client sent all it will */
+    if (k == 0 || k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) c->peer_eof = true;
     return -1;
 }
 
@@ -708,7 +730,7 @@ static void drive(struct conn *c, bool readable) {
         switch (c->state) {
         case C_HANDSHAKE: {
             int r = gnutls_handshake(c->tls);
-            if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+            if ((r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) && !tcp_eof(c)) {
                 conn_want(c, gnutls_record_get_direction(c->tls) ? EPOLLIN | EPOLLOUT : EPOLLIN);
                 return;
             }
@@ -748,6 +770,10 @@ static void drive(struct conn *c, bool readable) {
                     return;
                 }
             }
+            if (c->peer_eof) { /* answered what it sent before its EOF */
+                conn_close(c);
+                return;
+            }
             if (!readable && !tls_pending(c)) return;
             int r = read_some(c);
             if (r < 0) {
@@ -761,10 +787,17 @@ static void drive(struct conn *c, bool readable) {
         case C_DISPATCHED:
             /* Waiting for the handler. Input keeps arriving (pipelining, or EOF): buffer it,
              * within limits, so level-triggered epoll does not spin. */
-            if (readable || tls_pending(c)) {
+            if (!c->peer_eof && (readable || tls_pending(c))) {
                 int r = c->in.len - c->in_off > srv->max_head + srv->max_body ? -1 : read_some(c);
+                if (r < 0 && c->peer_eof) {
+                    /* A half-close after the request: the client waits for the answer. Input
+                     * interest goes (the EOF would be reported level-triggered); hang-ups
+                     * and errors are still reported, and close it. */
+                    conn_want(c, 0);
+                    return;
+                }
                 if (r < 0) {
-                    conn_close(c); /* EOF, error, or more input than a request may have */
+                    conn_close(c); /* error, or more input than a request may have */
                     return;
                 }
                 if (r > 0) {
@@ -794,7 +827,7 @@ static void drive(struct conn *c, bool readable) {
             http_parser_init(&c->parser, HTTP_REQUEST);
             c->parser.data = NULL;
             c->state = C_READING;
-            if (c->ep_events != (EPOLLIN | EPOLLRDHUP)) conn_want(c, EPOLLIN);
+            conn_want(c, EPOLLIN);
             readable = readable || tls_pending(c);
             continue;
         }
@@ -1073,6 +1106,10 @@ static void *worker_main(void *arg) {
             } else {
                 struct conn *c = p;
                 if (c->fd < 0) continue;
+                if (c->peer_eof && (evs[i].events & (EPOLLERR | EPOLLHUP))) {
+                    conn_close(c); /* half-closed, and now gone: nobody reads an answer */
+                    continue;
+                }
                 drive(c, true);
             }
         }
