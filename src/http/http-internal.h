@@ -12,11 +12,11 @@
  * worker, never while it is in the mailbox or while a request it dispatched is unanswered. */
 #pragma once
 #include "http/http.h"
+#include "http/request.h"
 #include "base/buf.h"
 #include "base/map.h"
 
 #include <gnutls/gnutls.h>
-#include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -47,24 +47,13 @@ struct conn {
     uint32_t ep_events;           /* what the epoll registration asks for now */
     int64_t last_active_ns;       /* for the idle timeout */
     int64_t req_start_ns;         /* first byte of the request being read (0: none yet) */
-    bool head_done;               /* its request line and headers are complete */
     struct conn *prev, *next;     /* the worker's list */
 
     /* request parsing */
-    http_parser parser;
+    struct req_parser rp;
     struct kite_buf in;           /* received, not yet parsed bytes start at in_off */
     size_t in_off;
-    struct kite_buf url;
-    struct kite_buf hdr;          /* "name\0value\0"... of the request */
-    size_t n_hdr;
-    bool hdr_in_value;            /* the last header callback was a value */
-    size_t head_bytes;            /* URL + headers so far (limit: max_header_bytes) */
-    struct kite_buf body;
-    bool message_done;
-    bool keep_alive;              /* the client allows another request after this one */
-    bool head_only;               /* HEAD: no body in the answer */
-    char *path;                   /* decoded path (owned) */
-    struct kite_buf query;        /* "name\0value\0"...; a name without '=' has value "\x01" */
+    bool continue_queued;         /* "100 Continue" for this request is in `out` */
     struct req req;
 
     /* output (worker only) */

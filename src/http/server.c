@@ -57,21 +57,9 @@ struct conn_extra {
 static void conn_free(struct conn *c);
 
 static void conn_reset_request(struct conn *c) {
-    kite_buf_reset(&c->url);
-    if (c->hdr.cap > BUF_KEEP) kite_buf_release(&c->hdr);
-    kite_buf_reset(&c->hdr);
-    c->n_hdr = 0;
-    c->hdr_in_value = false;
-    c->head_bytes = 0;
-    if (c->body.cap > BUF_KEEP) kite_buf_release(&c->body);
-    kite_buf_reset(&c->body);
-    c->message_done = false;
+    req_parser_next(&c->rp);
     c->req_start_ns = 0;
-    c->head_done = false;
-    c->head_only = false;
-    free(c->path);
-    c->path = NULL;
-    kite_buf_reset(&c->query);
+    c->continue_queued = false;
     if (c->req.hdrs.cap > BUF_KEEP) kite_buf_release(&c->req.hdrs);
     kite_buf_reset(&c->req.hdrs);
     c->req.pub.method = "";
@@ -109,47 +97,16 @@ void conn_kick(struct conn *c) {
 
 /* ---- request accessors ---- */
 
-static const char *scan_pairs(const struct kite_buf *b, size_t n, const char *name, bool icase) {
-    const char *p = b->p;
-    for (size_t i = 0; i < n; i++) {
-        const char *k = p, *v = p + strlen(p) + 1;
-        if (icase ? strcasecmp(k, name) == 0 : strcmp(k, name) == 0) return v;
-        p = v + strlen(v) + 1;
-    }
-    return NULL;
-}
-
-static size_t count_pairs(const struct kite_buf *b) {
-    size_t n = 0;
-    for (size_t i = 0; i < b->len; i++)
-        if (b->p[i] == 0) n++;
-    return n / 2;
-}
-
 const char *kite_http_header(const struct kite_http_req *pub, const char *name) {
-    const struct req *r = (const struct req *)pub;
-    return scan_pairs(&r->conn->hdr, r->conn->n_hdr, name, true);
+    return req_parser_header(&((const struct req *)pub)->conn->rp, name);
 }
 
 const char *kite_http_query(const struct kite_http_req *pub, const char *name) {
-    const struct req *r = (const struct req *)pub;
-    /* "?watch" counts as present and empty, as in Go's url.ParseQuery */
-    return scan_pairs(&r->conn->query, count_pairs(&r->conn->query), name, false);
+    return req_parser_query(&((const struct req *)pub)->conn->rp, name);
 }
 
 size_t kite_http_header_all(const struct kite_http_req *pub, const char *name, const char **out, size_t max) {
-    const struct conn *c = ((const struct req *)pub)->conn;
-    const char *p = c->hdr.p;
-    size_t n = 0;
-    for (size_t i = 0; i < c->n_hdr; i++) {
-        const char *k = p, *v = p + strlen(p) + 1;
-        if (strcasecmp(k, name) == 0) {
-            if (n < max) out[n] = v;
-            n++;
-        }
-        p = v + strlen(v) + 1;
-    }
-    return n;
+    return req_parser_header_all(&((const struct req *)pub)->conn->rp, name, out, max);
 }
 
 /* ---- responses ---- */
@@ -240,12 +197,12 @@ void kite_http_respond(struct kite_http_req *pub, int code, const char *content_
     struct req *r = (struct req *)pub;
     struct conn *c = r->conn;
     struct kite_http_server *srv = c->w->srv;
-    bool close = !c->keep_alive || atomic_load(&srv->stopping);
+    bool close = !c->rp.keep_alive || atomic_load(&srv->stopping);
     struct kite_buf b = {0};
     kite_buf_grow(&b, 256 + r->hdrs.len + (len <= BIG_BODY ? len : 0));
     build_head(&b, r, code, content_type, (int64_t)len, close);
     char *big = NULL;
-    if (c->head_only || code == 204 || code == 304 || len == 0) {
+    if (c->rp.head_only || code == 204 || code == 304 || len == 0) {
         free(body);
     } else if (len <= BIG_BODY) {
         kite_buf_append(&b, body, len);
@@ -278,8 +235,8 @@ int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *cont
     struct req *r = (struct req *)pub;
     struct conn *c = r->conn;
     struct kite_http_server *srv = c->w->srv;
-    bool chunked = c->parser.http_major == 1 && c->parser.http_minor >= 1;
-    bool close = !chunked || !c->keep_alive;
+    bool chunked = c->rp.hp.http_major == 1 && c->rp.hp.http_minor >= 1;
+    bool close = !chunked || !c->rp.keep_alive;
     struct kite_buf b = {0};
     build_head(&b, r, code, content_type, chunked ? LEN_CHUNKED : LEN_NONE, close);
     struct kite_http_stream *s = stream_new(c, pull, done, ud);
@@ -369,10 +326,7 @@ static void conn_trim(struct conn *c) {
         kite_buf_release(&c->out);
         c->out_off = 0;
     }
-    kite_buf_release(&c->url);
-    kite_buf_release(&c->hdr);
-    kite_buf_release(&c->body);
-    kite_buf_release(&c->query);
+    req_parser_trim(&c->rp);
     kite_buf_release(&c->req.hdrs);
 }
 
@@ -428,195 +382,9 @@ int conn_flush(struct conn *c) {
     return flush_out(c);
 }
 
-/* ---- request parsing (http-parser callbacks) ---- */
-
-/* Why the layer refuses a request itself: the status and the body's reason and message. */
-struct refusal {
-    int code;
-    const char *reason, *message;
-};
-
-static const struct refusal
-    R_MALFORMED = {400, "BadRequest", "malformed HTTP request"},
-    R_NUL_PATH = {400, "BadRequest", "the request path contains a NUL byte"},
-    R_NUL_QUERY = {400, "BadRequest", "a query parameter contains a NUL byte"},
-    R_BODY_TOO_LARGE = {413, "RequestEntityTooLarge", "the request body is too large"},
-    R_URL_TOO_LONG = {414, "RequestURITooLong", "the request URL is too long"},
-    R_HEADERS_TOO_LARGE = {431, "RequestHeaderFieldsTooLarge", "the request headers are too large"},
-    R_STOPPING = {503, "ServiceUnavailable", "the server is shutting down"};
-
-static int fail(struct conn *c, const struct refusal *why) {
-    c->parser.data = (void *)why; /* read back after http_parser_execute */
-    return -1;
-}
-
-#define CONN(p) ((struct conn *)((char *)(p) - offsetof(struct conn, parser)))
-
-static bool head_grow(struct conn *c, size_t n) {
-    c->head_bytes += n;
-    return c->head_bytes <= c->w->srv->max_head;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n) {
-    struct conn *c = CONN(p);
-    if (!head_grow(c, n)) return fail(c, &R_URL_TOO_LONG);
-    kite_buf_append(&c->url, at, n);
-    return 0;
-}
-
-static void end_value(struct conn *c) {
-    while (c->hdr.len && (c->hdr.p[c->hdr.len - 1] == ' ' || c->hdr.p[c->hdr.len - 1] == '\t'))
-        c->hdr.len--;
-    kite_buf_append(&c->hdr, "", 1);
-    c->n_hdr++;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t n) {
-    struct conn *c = CONN(p);
-    if (!head_grow(c, n)) return fail(c, &R_HEADERS_TOO_LARGE);
-    if (c->hdr_in_value) {
-        end_value(c);
-        c->hdr_in_value = false;
-    }
-    kite_buf_append(&c->hdr, at, n);
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t n) {
-    struct conn *c = CONN(p);
-    if (!head_grow(c, n)) return fail(c, &R_HEADERS_TOO_LARGE);
-    if (!c->hdr_in_value) {
-        kite_buf_append(&c->hdr, "", 1); /* ends the name */
-        c->hdr_in_value = true;
-    }
-    kite_buf_append(&c->hdr, at, n);
-    return 0;
-}
-
-static int hexval(char ch) {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes s[0..n) into b (and '+' into ' ' when plus), NUL-terminated. False when the
- * decoded text holds a NUL ("%00"): everything after the request line treats path, names and
- * values as C strings, so "/leases/victim%00x" would act on "/leases/victim". */
-static bool unescape(struct kite_buf *b, const char *s, size_t n, bool plus) {
-    kite_buf_grow(b, n + 1);
-    bool nul = false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        int hi, lo;
-        if (ch == '%' && i + 2 < n && (hi = hexval(s[i + 1])) >= 0 && (lo = hexval(s[i + 2])) >= 0) {
-            ch = (char)(hi * 16 + lo);
-            i += 2;
-        } else if (plus && ch == '+') {
-            ch = ' ';
-        }
-        nul |= ch == 0;
-        kite_buf_putc(b, ch);
-    }
-    kite_buf_append(b, "", 1);
-    return !nul;
-}
-
-/* Splits and decodes the request target into path and query. NULL, or why it is refused. */
-static const struct refusal *parse_target(struct conn *c) {
-    const char *u = c->url.p ? c->url.p : "/";
-    size_t n = c->url.len;
-    const char *q = memchr(u, '?', n);
-    size_t plen = q ? (size_t)(q - u) : n;
-    const char *frag = memchr(u, '#', n);
-    if (frag && (!q || frag < q)) plen = (size_t)(frag - u);
-    struct kite_buf pb = {0};
-    bool ok = unescape(&pb, u, plen, false);
-    c->path = kite_buf_detach(&pb, NULL);
-    if (!ok) return &R_NUL_PATH;
-    if (!q) return NULL;
-    const char *s = q + 1, *end = u + n;
-    const char *hash = memchr(s, '#', (size_t)(end - s));
-    if (hash) end = hash;
-    while (s < end) {
-        const char *amp = memchr(s, '&', (size_t)(end - s));
-        const char *e = amp ? amp : end;
-        if (e > s) {
-            const char *eq = memchr(s, '=', (size_t)(e - s));
-            if (!unescape(&c->query, s, (size_t)((eq ? eq : e) - s), true)) return &R_NUL_QUERY;
-            if (eq) {
-                if (!unescape(&c->query, eq + 1, (size_t)(e - eq - 1), true)) return &R_NUL_QUERY;
-            } else {
-                kite_buf_append(&c->query, "", 1);
-            }
-        }
-        s = e + 1;
-    }
-    return NULL;
-}
-
-static int on_message_begin(http_parser *p) {
-    CONN(p)->req_start_ns = now_ns();
-    return 0;
-}
-
-static int on_headers_complete(http_parser *p) {
-    struct conn *c = CONN(p);
-    c->head_done = true;
-    if (c->hdr_in_value) {
-        end_value(c);
-        c->hdr_in_value = false;
-    }
-    const struct refusal *bad = parse_target(c);
-    if (bad) return fail(c, bad);
-    c->head_only = p->method == HTTP_HEAD;
-    struct kite_http_server *srv = c->w->srv;
-    const char *cl = scan_pairs(&c->hdr, c->n_hdr, "Content-Length", true);
-    int64_t n;
-    if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > srv->max_body) return fail(c, &R_BODY_TOO_LARGE);
-    const char *expect = scan_pairs(&c->hdr, c->n_hdr, "Expect", true);
-    if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
-        kite_buf_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
-    return 0;
-}
-
-/* A chunk's size is known before its bytes: refused at once when it would take the body past
- * the limit, instead of waiting for bytes that may never come (a size of 7fffffffffffffff). */
-static int on_chunk_header(http_parser *p) {
-    struct conn *c = CONN(p);
-    if (p->content_length > c->w->srv->max_body - c->body.len) return fail(c, &R_BODY_TOO_LARGE);
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t n) {
-    struct conn *c = CONN(p);
-    /* Content-Length and chunk sizes were checked already; this keeps the limit whatever
-     * framing the parser allows. */
-    if (n > c->w->srv->max_body - c->body.len) return fail(c, &R_BODY_TOO_LARGE);
-    kite_buf_append(&c->body, at, n);
-    return 0;
-}
-
-static int on_message_complete(http_parser *p) {
-    struct conn *c = CONN(p);
-    c->message_done = true;
-    c->keep_alive = http_should_keep_alive(p) != 0;
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-static const http_parser_settings parser_settings = {
-    .on_message_begin = on_message_begin,
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_chunk_header = on_chunk_header,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
-
 /* ---- the connection state machine ---- */
+
+static const struct refusal R_STOPPING = {503, "ServiceUnavailable", "the server is shutting down"};
 
 /* Answers a request the layer refuses itself (parse errors, limits) and closes afterwards. */
 static void refuse(struct conn *c, const struct refusal *why) {
@@ -661,16 +429,16 @@ static bool tls_pending(struct conn *c) {
 
 static void dispatch(struct conn *c) {
     struct kite_http_server *srv = c->w->srv;
-    c->req.pub.method = http_method_str((enum http_method)c->parser.method);
-    c->req.pub.path = c->path;
-    c->req.pub.body = c->body.p ? c->body.p : "";
-    c->req.pub.body_len = c->body.len;
+    c->req.pub.method = http_method_str((enum http_method)c->rp.hp.method);
+    c->req.pub.path = c->rp.path;
+    c->req.pub.body = c->rp.body.p ? c->rp.body.p : "";
+    c->req.pub.body_len = c->rp.body.len;
     /* Count first, then check stopping (both seq_cst): either stop sees us pending and waits,
      * or we see stopping and never start a request it would have to wait for. */
     atomic_fetch_add(&srv->n_pending, 1);
     if (atomic_load(&srv->stopping)) {
         pending_done(srv);
-        c->keep_alive = false;
+        c->rp.keep_alive = false;
         refuse(c, &R_STOPPING);
         return;
     }
@@ -747,11 +515,15 @@ static void drive(struct conn *c, bool readable) {
         case C_READING: {
             if (c->in_off < c->in.len) {
                 size_t n = c->in.len - c->in_off;
-                size_t used = http_parser_execute(&c->parser, &parser_settings, c->in.p + c->in_off, n);
+                size_t used;
+                enum req_status st = req_parser_feed(&c->rp, c->in.p + c->in_off, n, &used);
                 c->in_off += used;
-                enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-                if (c->message_done) {
-                    http_parser_pause(&c->parser, 0);
+                if (c->rp.begun && !c->req_start_ns) c->req_start_ns = now_ns();
+                if (c->rp.expect_continue && !c->continue_queued) {
+                    kite_buf_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+                    c->continue_queued = true;
+                }
+                if (st == REQ_DONE) {
                     if (c->out.len && flush_out(c) < 0) { /* "100 Continue" still queued */
                         conn_close(c);
                         return;
@@ -760,9 +532,8 @@ static void drive(struct conn *c, bool readable) {
                     if (c->state == C_DISPATCHED && !collect(c)) return; /* answered later */
                     continue;
                 }
-                if (e != HPE_OK) {
-                    const struct refusal *why = c->parser.data;
-                    refuse(c, why ? why : &R_MALFORMED);
+                if (st == REQ_ERROR) {
+                    refuse(c, c->rp.err);
                     continue;
                 }
                 if (c->out.len && flush_out(c) < 0) { /* "100 Continue" */
@@ -824,8 +595,6 @@ static void drive(struct conn *c, bool readable) {
             if (f == 0) return;
             /* Next request on this connection (maybe already buffered). */
             conn_reset_request(c);
-            http_parser_init(&c->parser, HTTP_REQUEST);
-            c->parser.data = NULL;
             c->state = C_READING;
             conn_want(c, EPOLLIN);
             readable = readable || tls_pending(c);
@@ -879,7 +648,7 @@ static struct conn *conn_new(struct kite_http_server *srv, int fd) {
     c->fd = fd;
     c->req.conn = c;
     pthread_mutex_init(&c->lock, NULL);
-    http_parser_init(&c->parser, HTTP_REQUEST);
+    req_parser_init(&c->rp, srv->max_head, srv->max_body);
     conn_reset_request(c);
     c->state = C_HANDSHAKE;
     if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) {
@@ -944,16 +713,12 @@ static void conn_free(struct conn *c) {
     struct conn_extra *x = (struct conn_extra *)(c + 1);
     free(x->raw);
     kite_buf_release(&c->in);
-    kite_buf_release(&c->url);
-    kite_buf_release(&c->hdr);
-    kite_buf_release(&c->body);
-    kite_buf_release(&c->query);
+    req_parser_release(&c->rp);
     kite_buf_release(&c->req.hdrs);
     kite_buf_release(&c->out);
     kite_buf_release(&c->ans);
     free(c->ans_big);
     free(c->big);
-    free(c->path);
     auth_user_free(c->cert_user);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -1059,9 +824,9 @@ static void sweep(struct worker *w, int64_t now) {
             if (now - c->last_active_ns > LINGER_NS || stopping) conn_free(c);
             continue;
         }
-        bool between = c->state == C_READING && c->in_off == c->in.len && c->url.len == 0 && c->hdr.len == 0;
+        bool between = c->state == C_READING && c->in_off == c->in.len && !c->rp.begun;
         bool slow = c->state == C_READING && c->req_start_ns &&
-                    now - c->req_start_ns > (c->head_done ? read_max : head_max);
+                    now - c->req_start_ns > (c->rp.head_done ? read_max : head_max);
         if (slow || now - c->last_active_ns > idle || (stopping && between)) conn_free(c);
         else if (between) conn_trim(c);
     }
@@ -1072,7 +837,7 @@ static void worker_stop_streams(struct worker *w) {
     for (struct conn *c = w->conns, *next; c; c = next) {
         next = c->next;
         if (c->state == C_STREAMING) {
-            c->keep_alive = false;
+            c->rp.keep_alive = false;
             c->close_after = true;
             drive(c, false); /* stream_run sees stopping and finishes */
         }
