@@ -13,6 +13,7 @@
 const struct refusal R_MALFORMED = {400, "BadRequest", "malformed HTTP request"},
                      R_NUL_PATH = {400, "BadRequest", "the request path contains a NUL byte"},
                      R_NUL_QUERY = {400, "BadRequest", "a query parameter contains a NUL byte"},
+                     R_NUL_HEADER = {400, "BadRequest", "a request header contains a NUL byte"},
                      R_BODY_TOO_LARGE = {413, "RequestEntityTooLarge", "the request body is too large"},
                      R_URL_TOO_LONG = {414, "RequestURITooLong", "the request URL is too long"},
                      R_HEADERS_TOO_LARGE = {431, "RequestHeaderFieldsTooLarge", "the request headers are too large"};
@@ -37,6 +38,7 @@ static int on_message_begin(http_parser *h) {
 static int on_url(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
     if (!head_grow(p, n)) return fail(p, &R_URL_TOO_LONG);
+    if (memchr(at, 0, n)) return fail(p, &R_MALFORMED); /* http-parser refuses it; `url` is a C string */
     kite_buf_append(&p->url, at, n);
     return 0;
 }
@@ -51,6 +53,7 @@ static void end_value(struct req_parser *p) {
 static int on_header_field(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
     if (!head_grow(p, n)) return fail(p, &R_HEADERS_TOO_LARGE);
+    if (memchr(at, 0, n)) return fail(p, &R_NUL_HEADER);
     if (p->hdr_in_value) {
         end_value(p);
         p->hdr_in_value = false;
@@ -62,6 +65,9 @@ static int on_header_field(http_parser *h, const char *at, size_t n) {
 static int on_header_value(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
     if (!head_grow(p, n)) return fail(p, &R_HEADERS_TOO_LARGE);
+    /* http-parser does not check the first byte of a value: a NUL there would end the value
+     * early and shift every later "name\0value\0" pair (a value could then forge headers) */
+    if (memchr(at, 0, n)) return fail(p, &R_NUL_HEADER);
     if (!p->hdr_in_value) {
         kite_buf_append(&p->hdr, "", 1); /* ends the name */
         p->hdr_in_value = true;

@@ -5,7 +5,8 @@
  * Limits: the URL and headers together within max_head bytes (past it 414 for the URL, 431 for
  * headers), the body within max_body (413: a Content-Length or chunk size that would pass it is
  * refused when it arrives, before the bytes it announces). A percent-encoded NUL in the path or a
- * query name or value is refused 400: everything downstream takes them as C strings. */
+ * query name or value, or a NUL in a header, is refused 400: everything downstream takes them
+ * as C strings. */
 #pragma once
 #include "base/buf.h"
 
@@ -18,8 +19,8 @@ struct refusal {
     const char *reason, *message;
 };
 
-extern const struct refusal R_MALFORMED, R_NUL_PATH, R_NUL_QUERY, R_BODY_TOO_LARGE, R_URL_TOO_LONG,
-    R_HEADERS_TOO_LARGE;
+extern const struct refusal R_MALFORMED, R_NUL_PATH, R_NUL_QUERY, R_NUL_HEADER, R_BODY_TOO_LARGE,
+    R_URL_TOO_LONG, R_HEADERS_TOO_LARGE;
 
 struct req_parser {
     http_parser hp;

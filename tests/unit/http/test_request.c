@@ -45,6 +45,10 @@ Test(request, refusals) {
         {"GET / HTTP/1.1\r\nContent-Length: -5\r\n\r\n", &R_MALFORMED},
         {"GET / HTTP/1.1\r\nBad Header\r\n\r\n", &R_MALFORMED},
         {"GET /a HTTP/1.1\r\nX: a\0b\r\n\r\n", &R_MALFORMED},
+        /* http-parser does not check a value's first byte: a NUL there shifted every later
+         * "name\0value\0" pair, forging "Impersonate-User: admin" out of the bytes below */
+        {"GET /a HTTP/1.1\r\nX:\0Impersonate-User\r\nadmin: y\r\n\r\n", &R_NUL_HEADER},
+        {"GET /a HTTP/1.1\r\nX: \0\r\n\r\n", &R_NUL_HEADER},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
