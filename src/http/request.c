@@ -54,6 +54,7 @@ static int on_header_field(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
     if (!head_grow(p, n)) return fail(p, &R_HEADERS_TOO_LARGE);
     if (memchr(at, 0, n)) return fail(p, &R_NUL_HEADER);
+    if (p->head_done) return 0; /* a trailer (after a chunked body): counted, not kept */
     if (p->hdr_in_value) {
         end_value(p);
         p->hdr_in_value = false;
@@ -68,6 +69,7 @@ static int on_header_value(http_parser *h, const char *at, size_t n) {
     /* http-parser does not check the first byte of a value: a NUL there would end the value
      * early and shift every later "name\0value\0" pair (a value could then forge headers) */
     if (memchr(at, 0, n)) return fail(p, &R_NUL_HEADER);
+    if (p->head_done) return 0;
     if (!p->hdr_in_value) {
         kite_buf_append(&p->hdr, "", 1); /* ends the name */
         p->hdr_in_value = true;

@@ -6,7 +6,8 @@
  * headers), the body within max_body (413: a Content-Length or chunk size that would pass it is
  * refused when it arrives, before the bytes it announces). A percent-encoded NUL in the path or a
  * query name or value, or a NUL in a header, is refused 400: everything downstream takes them
- * as C strings. */
+ * as C strings. Trailers after a chunked body count against max_head but are dropped: they are
+ * not headers. */
 #pragma once
 #include "base/buf.h"
 

@@ -138,3 +138,32 @@ Test(request, body_at_the_limit) {
     }
 }
 
+/* Trailers after a chunked body are not headers (Go keeps them apart too): a client must not
+ * add "Impersonate-User" after the body, past whatever looked at its headers. */
+Test(request, chunked_trailers_are_not_headers) {
+    const char in[] = "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "2\r\nab\r\n0\r\nImpersonate-User: admin\r\nX-Trailer: y\r\nZ: z\r\n\r\n";
+    for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+        struct req_parser p;
+        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        size_t taken;
+        cr_assert_eq(feed(&p, in, sizeof in - 1, steps[s], &taken), REQ_DONE);
+        cr_assert_eq(taken, sizeof in - 1);
+        cr_assert_eq(p.n_hdr, 2);
+        cr_assert_null(req_parser_header(&p, "Impersonate-User"));
+        cr_assert_null(req_parser_header(&p, "X-Trailer"));
+        cr_assert_str_eq(req_parser_header(&p, "Transfer-Encoding"), "chunked");
+        cr_assert_str_eq(p.body.p, "ab");
+        req_parser_release(&p);
+    }
+    /* they still count against the head limit */
+    char big[MAX_HEAD * 2];
+    int n = snprintf(big, sizeof big, "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: %0*d\r\n\r\n",
+                     MAX_HEAD, 0);
+    struct req_parser p;
+    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    size_t taken;
+    cr_assert_eq(feed(&p, big, (size_t)n, 0, &taken), REQ_ERROR);
+    cr_assert_eq(p.err, &R_HEADERS_TOO_LARGE);
+    req_parser_release(&p);
+}
