@@ -1,5 +1,6 @@
-/* Private to src/http: shared between server.c (workers, connections, requests), stream.c
- * (chunked streams) and auth.c (client certs, tokens).
+/* Private to src/http: shared between server.c (workers, listener, start/stop), conn.c
+ * (connections: TLS, reading, the state machine), response.c (answers, refusals), request.c
+ * (parsing, see request.h), stream.c (chunked streams) and auth.c (client certs, tokens).
  *
  * Threads: N workers, each with its own epoll set, owning the connections assigned to it; worker
  * 0 also accepts and hands new connections out round-robin. Everything about a connection
@@ -14,11 +15,13 @@
 #include "http/http.h"
 #include "http/request.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/map.h"
 
 #include <gnutls/gnutls.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 struct worker;
 struct conn;
@@ -132,14 +135,47 @@ struct kite_http_server {
     atomic_long n_pending;               /* requests given to the handler, not answered yet */
 };
 
+static inline int64_t http_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * KITE_NS_PER_SEC + ts.tv_nsec;
+}
+
 /* server.c */
+/* The worker running on this thread (NULL on other threads). */
+extern __thread struct worker *tl_worker;
+/* Wakes w to look at its mailbox (any thread). */
+void worker_kick(struct worker *w);
+
+/* conn.c (worker only, unless said otherwise) */
+/* A connection on accepted socket fd, TLS set up, not yet on a worker (any thread); NULL on failure. */
+struct conn *conn_new(struct kite_http_server *srv, int fd);
+/* Puts c on w's list and epoll set and starts its handshake. */
+void conn_attach(struct worker *w, struct conn *c);
+/* Advances c as far as it can go without waiting; readable: epoll reported input. c may be
+ * freed: callers must not touch it afterwards. */
+void conn_drive(struct conn *c, bool readable);
+/* A mailbox entry: a new connection, an answer, a deferred callback, a stream wake. */
+void conn_service(struct worker *w, struct conn *c, bool is_new);
+/* Ends c: at once, or (request still with the handler) once it is answered. */
+void conn_close(struct conn *c);
+/* Frees c now (or, still in a mailbox, when the mailbox reaches it). */
+void conn_free(struct conn *c);
+/* Frees the buffers of a connection between requests. */
+void conn_trim(struct conn *c);
 /* Queues c on its worker's mailbox (any thread; conn.lock may be held). */
 void conn_kick(struct conn *c);
 /* Sends what is pending. 1: all sent; 0: the socket is full (output interest is on); -1: the
- * connection is broken. Worker only. */
+ * connection is broken. */
 int conn_flush(struct conn *c);
 /* The worker's epoll interest for c (EPOLLIN / EPOLLOUT). */
 void conn_want(struct conn *c, uint32_t events);
+
+/* response.c */
+/* Queues the answer to a request the layer refuses itself; the connection closes after it. */
+void conn_refuse(struct conn *c, const struct refusal *why);
+/* A request given to the handler got its answer (any thread): kite_http_stop may be waiting. */
+void pending_done(struct kite_http_server *srv);
 
 /* auth.c */
 int auth_load_tokens(struct kite_http_server *srv, const char *path);
