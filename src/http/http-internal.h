@@ -1,5 +1,6 @@
-/* Private to src/http: shared between server.c (workers, connections, requests), stream.c
- * (chunked streams) and auth.c (client certs, tokens).
+/* Private to src/http: shared between server.c (workers, listener, start/stop), conn.c
+ * (connections: TLS, reading, the state machine), response.c (answers, refusals), request.c
+ * (parsing, see request.h), stream.c (chunked streams) and auth.c (client certs, tokens).
  *
  * Threads: N workers, each with its own epoll set, owning the connections assigned to it; worker
  * 0 also accepts and hands new connections out round-robin. Everything about a connection
@@ -12,13 +13,15 @@
  * worker, never while it is in the mailbox or while a request it dispatched is unanswered. */
 #pragma once
 #include "http/http.h"
+#include "http/request.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/map.h"
 
 #include <gnutls/gnutls.h>
-#include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 struct worker;
 struct conn;
@@ -47,25 +50,13 @@ struct conn {
     uint32_t ep_events;           /* what the epoll registration asks for now */
     int64_t last_active_ns;       /* for the idle timeout */
     int64_t req_start_ns;         /* first byte of the request being read (0: none yet) */
-    bool head_done;               /* its request line and headers are complete */
     struct conn *prev, *next;     /* the worker's list */
 
     /* request parsing */
-    http_parser parser;
+    struct req_parser rp;
     struct kite_buf in;           /* received, not yet parsed bytes start at in_off */
     size_t in_off;
-    struct kite_buf url;
-    struct kite_buf hdr;          /* "name\0value\0"... of the request */
-    size_t n_hdr;
-    bool hdr_in_value;            /* the last header callback was a value */
-    size_t head_bytes;            /* URL + headers so far (limit: max_header_bytes) */
-    struct kite_buf body;
-    bool body_too_large;
-    bool message_done;
-    bool keep_alive;              /* the client allows another request after this one */
-    bool head_only;               /* HEAD: no body in the answer */
-    char *path;                   /* decoded path (owned) */
-    struct kite_buf query;        /* "name\0value\0"...; a name without '=' has value "\x01" */
+    bool continue_queued;         /* "100 Continue" for this request is in `out` */
     struct req req;
 
     /* output (worker only) */
@@ -75,6 +66,7 @@ struct conn {
     size_t big_len, big_off;
     bool close_after;             /* close once `out` is sent */
     bool peer_closed;             /* EOF/error while a request was dispatched: free on its answer */
+    bool peer_eof;                /* the client closed its sending side: answer what came, then close */
     size_t linger_bytes;          /* dropped while lingering */
 
     /* the stream, while C_STREAMING */
@@ -143,14 +135,47 @@ struct kite_http_server {
     atomic_long n_pending;               /* requests given to the handler, not answered yet */
 };
 
+static inline int64_t http_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * KITE_NS_PER_SEC + ts.tv_nsec;
+}
+
 /* server.c */
+/* The worker running on this thread (NULL on other threads). */
+extern __thread struct worker *tl_worker;
+/* Wakes w to look at its mailbox (any thread). */
+void worker_kick(struct worker *w);
+
+/* conn.c (worker only, unless said otherwise) */
+/* A connection on accepted socket fd, TLS set up, not yet on a worker (any thread); NULL on failure. */
+struct conn *conn_new(struct kite_http_server *srv, int fd);
+/* Puts c on w's list and epoll set and starts its handshake. */
+void conn_attach(struct worker *w, struct conn *c);
+/* Advances c as far as it can go without waiting; readable: epoll reported input. c may be
+ * freed: callers must not touch it afterwards. */
+void conn_drive(struct conn *c, bool readable);
+/* A mailbox entry: a new connection, an answer, a deferred callback, a stream wake. */
+void conn_service(struct worker *w, struct conn *c, bool is_new);
+/* Ends c: at once, or (request still with the handler) once it is answered. */
+void conn_close(struct conn *c);
+/* Frees c now (or, still in a mailbox, when the mailbox reaches it). */
+void conn_free(struct conn *c);
+/* Frees the buffers of a connection between requests. */
+void conn_trim(struct conn *c);
 /* Queues c on its worker's mailbox (any thread; conn.lock may be held). */
 void conn_kick(struct conn *c);
 /* Sends what is pending. 1: all sent; 0: the socket is full (output interest is on); -1: the
- * connection is broken. Worker only. */
+ * connection is broken. */
 int conn_flush(struct conn *c);
 /* The worker's epoll interest for c (EPOLLIN / EPOLLOUT). */
 void conn_want(struct conn *c, uint32_t events);
+
+/* response.c */
+/* Queues the answer to a request the layer refuses itself; the connection closes after it. */
+void conn_refuse(struct conn *c, const struct refusal *why);
+/* A request given to the handler got its answer (any thread): kite_http_stop may be waiting. */
+void pending_done(struct kite_http_server *srv);
 
 /* auth.c */
 int auth_load_tokens(struct kite_http_server *srv, const char *path);

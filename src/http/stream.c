@@ -45,7 +45,7 @@ struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*
     s->done = done;
     s->ud = ud;
     s->woken = true; /* the first pull comes unasked */
-    s->chunked = c->parser.http_major == 1 && c->parser.http_minor >= 1;
+    s->chunked = c->rp.hp.http_major == 1 && c->rp.hp.http_minor >= 1;
     s->heap_idx = HEAP_NONE;
     return s;
 }

@@ -14,6 +14,7 @@
 struct fixture fx;
 size_t fx_raw_sent;
 size_t fx_raw_pause_at = SIZE_MAX;
+enum fx_half_close fx_raw_half_close = FX_KEEP_OPEN;
 
 int64_t fx_mono_ms(void) {
     struct timespec ts;
@@ -175,6 +176,10 @@ long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_
             sent += (size_t)k;
         }
         fx_raw_sent = sent;
+        if (fx_raw_half_close == FX_HALF_CLOSE_TLS)
+            cr_assert_eq(gnutls_bye(s, GNUTLS_SHUT_WR), 0);
+        else if (fx_raw_half_close == FX_HALF_CLOSE_TCP)
+            cr_assert_eq(shutdown(fd, SHUT_WR), 0);
         int64_t deadline = fx_mono_ms() + timeout_ms;
         for (;;) {
             int64_t left = deadline - fx_mono_ms();

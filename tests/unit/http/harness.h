@@ -33,6 +33,10 @@ long fx_req(CURL *c, const char *method, const char *path, const char *body, str
  * selected one (static buffer). */
 extern size_t fx_raw_pause_at; /* fx_raw_tls pauses 200 ms once it sent this many bytes */
 extern size_t fx_raw_sent; /* bytes the last fx_raw_tls got sent before the server closed */
+/* How fx_raw_tls ends its sending side once the data is sent: not (the default), with TLS
+ * close_notify (gnutls_bye(GNUTLS_SHUT_WR)), or with a bare TCP shutdown(SHUT_WR). */
+enum fx_half_close { FX_KEEP_OPEN, FX_HALF_CLOSE_TLS, FX_HALF_CLOSE_TCP };
+extern enum fx_half_close fx_raw_half_close;
 long fx_raw_tls(const char *data, size_t len, struct kite_buf *out, int timeout_ms,
                 const char *const *alpn, size_t n_alpn, char *ret_alpn, size_t alpn_cap);
 int64_t fx_mono_ms(void);

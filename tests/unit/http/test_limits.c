@@ -204,3 +204,51 @@ Test(limits, bad_config) {
     cr_assert_neq(kite_http_port(s), 0);
     kite_http_stop(s);
 }
+
+/* A chunk whose size alone takes the body past the limit is refused when its size line
+ * arrives, not after the read timeout (the client may never send that many bytes). */
+Test(limits, oversized_chunk_refused_at_its_size_line) {
+    struct kite_http_config cfg = {.handler = ok_handler, .max_body = 1024};
+    fx_start(&cfg);
+    char *second = kite_malloc(2048);
+    memcpy(second, "400\r\n", 5);
+    memset(second + 5, 'a', 1024);
+    strcpy(second + 5 + 1024, "\r\n1\r\n"); /* 1024 bytes, then one more: over by one */
+    const char *bodies[] = {"7fffffffffffffff\r\nabc", "401\r\nabc", second};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(bodies); i++) {
+        char *req = kite_asprintf("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%s", bodies[i]);
+        struct kite_buf out = {0};
+        int64_t t0 = fx_mono_ms();
+        fx_raw_tls(req, strlen(req), &out, 5000, NULL, 0, NULL, 0);
+        long ms = (long)(fx_mono_ms() - t0);
+        cr_assert(out.p && kite_startswith(out.p, "HTTP/1.1 413 "), "case %zu: %s", i, out.p ? out.p : "(nothing)");
+        cr_assert(strstr(out.p, "\"reason\":\"RequestEntityTooLarge\",\"code\":413}"), "case %zu: %s", i, out.p);
+        cr_assert_lt(ms, 2500, "case %zu: answered (and closed) after %ld ms", i, ms);
+        kite_buf_release(&out);
+        free(req);
+    }
+    /* A chunk size past 64 bits is malformed: 400 at once. */
+    const char *req = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\nabc";
+    struct kite_buf out = {0};
+    fx_raw_tls(req, strlen(req), &out, 5000, NULL, 0, NULL, 0);
+    cr_assert(out.p && kite_startswith(out.p, "HTTP/1.1 400 "), "%s", out.p ? out.p : "(nothing)");
+    cr_assert(strstr(out.p, "\"reason\":\"BadRequest\""), "%s", out.p);
+    /* Chunks that stay within the limit are fine. */
+    req = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+          "200\r\n" /* 512 + 512 = the limit exactly */;
+    char *full = kite_malloc(4096);
+    size_t n = (size_t)sprintf(full, "%s", req);
+    memset(full + n, 'b', 512);
+    n += 512;
+    n += (size_t)sprintf(full + n, "\r\n200\r\n");
+    memset(full + n, 'c', 512);
+    n += 512;
+    n += (size_t)sprintf(full + n, "\r\n0\r\n\r\n");
+    kite_buf_reset(&out);
+    fx_raw_tls(full, n, &out, 5000, NULL, 0, NULL, 0);
+    cr_assert(out.p && kite_startswith(out.p, "HTTP/1.1 200 "), "%s", out.p ? out.p : "(nothing)");
+    cr_assert(out.len > 4 && strcmp(out.p + out.len - 4, "1024") == 0, "%s", out.p);
+    kite_buf_release(&out);
+    free(full);
+    free(second);
+}

@@ -427,3 +427,65 @@ Test(http, refused_request_answer_survives_unread_input) {
     free(junk);
     kite_buf_release(&out);
 }
+
+/* A percent-encoded NUL in the path or the query is refused before the handler: the handler
+ * sees C strings, and "/leases/victim%00x" would otherwise act on "/leases/victim". */
+Test(http, nul_in_path_or_query_is_refused) {
+    static const char *bad[] = {
+        "DELETE /api/v1/namespaces/default/leases/victim%00anything HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a?q=x%00y HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a?q%00z=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /a?watch%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(bad); i++) {
+        struct kite_buf out = {0};
+        fx_raw_tls(bad[i], strlen(bad[i]), &out, 2000, NULL, 0, NULL, 0);
+        cr_assert(out.p && kite_startswith(out.p, "HTTP/1.1 400 Bad Request\r\n"), "case %zu: %s", i, out.p);
+        cr_assert(strstr(out.p, "\r\n\r\n{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                                "\"message\":\""),
+                  "case %zu: %s", i, out.p);
+        cr_assert(strstr(out.p, "\"reason\":\"BadRequest\",\"code\":400}"), "case %zu: %s", i, out.p);
+        cr_assert_null(strstr(out.p, "path="), "case %zu reached the handler: %s", i, out.p);
+        kite_buf_release(&out);
+    }
+    /* An encoded '%' followed by "00" is text, not a NUL. */
+    struct kite_buf out = {0};
+    const char *ok = "GET /a%2500?q=%2500 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    fx_raw_tls(ok, strlen(ok), &out, 2000, NULL, 0, NULL, 0);
+    cr_assert(out.p && strstr(out.p, "path=/a%00\n") && strstr(out.p, "q=%00\n"), "%s", out.p);
+    kite_buf_release(&out);
+}
+
+/* A client that sends its request and then closes its sending side (TLS close_notify, or a
+ * bare TCP half-close) still gets the answer, also one that comes later from another thread;
+ * then the server closes. */
+Test(http, half_closed_client_gets_its_answer) {
+    static const struct {
+        enum fx_half_close how;
+        const char *req, *want;
+    } cases[] = {
+        {FX_HALF_CLOSE_TLS, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n", "path=/now\n"},
+        {FX_HALF_CLOSE_TCP, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n", "path=/now\n"},
+        {FX_HALF_CLOSE_TLS, "DELETE /defer/a HTTP/1.1\r\nHost: x\r\n\r\n", "deferred /defer/a"},
+        {FX_HALF_CLOSE_TCP, "DELETE /defer/b HTTP/1.1\r\nHost: x\r\n\r\n", "deferred /defer/b"},
+        {FX_HALF_CLOSE_TCP, "GET /later/c HTTP/1.1\r\nHost: x\r\n\r\n", "later /later/c http-thread"},
+        /* pipelined: both answered, in order */
+        {FX_HALF_CLOSE_TLS, "GET /defer/d HTTP/1.1\r\nHost: x\r\n\r\nGET /e HTTP/1.1\r\nHost: x\r\n\r\n",
+         "deferred /defer/d"},
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++) {
+        struct kite_buf out = {0};
+        fx_raw_half_close = cases[i].how;
+        int64_t t0 = fx_mono_ms();
+        fx_raw_tls(cases[i].req, strlen(cases[i].req), &out, 3000, NULL, 0, NULL, 0);
+        long ms = (long)(fx_mono_ms() - t0);
+        fx_raw_half_close = FX_KEEP_OPEN;
+        cr_assert(out.p && kite_startswith(out.p, "HTTP/1.1 20"), "case %zu: %s", i, out.p ? out.p : "(nothing)");
+        cr_assert(strstr(out.p, cases[i].want), "case %zu: %s", i, out.p);
+        if (i == 5)
+            cr_assert(strstr(out.p, "path=/e\n") > strstr(out.p, "deferred /defer/d"), "case %zu: %s", i, out.p);
+        cr_assert_lt(ms, 2000, "case %zu: the connection stayed open %ld ms after the answer", i, ms);
+        kite_buf_release(&out);
+    }
+}

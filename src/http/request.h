@@ -1,0 +1,65 @@
+/* Private to src/http: parsing one connection's requests. Bytes in; out come complete requests
+ * (method, decoded path and query, headers, body) or the refusal that ends the connection.
+ * No sockets, TLS or clock here, so the parser is driven alone by its tests and the fuzzer.
+ *
+ * Limits: the URL and headers together within max_head bytes (past it 414 for the URL, 431 for
+ * headers), the body within max_body (413: a Content-Length or chunk size that would pass it is
+ * refused when it arrives, before the bytes it announces). A percent-encoded NUL in the path or a
+ * query name or value, or a NUL in a header, is refused 400: everything downstream takes them
+ * as C strings. Trailers after a chunked body count against max_head but are dropped: they are
+ * not headers. */
+#pragma once
+#include "base/buf.h"
+
+#include <http_parser.h>
+
+/* Why a request is refused by the layer itself: its status and the Status body's reason and
+ * message. */
+struct refusal {
+    int code;
+    const char *reason, *message;
+};
+
+extern const struct refusal R_MALFORMED, R_NUL_PATH, R_NUL_QUERY, R_NUL_HEADER, R_BODY_TOO_LARGE,
+    R_URL_TOO_LONG, R_HEADERS_TOO_LARGE;
+
+struct req_parser {
+    http_parser hp;
+    size_t max_head, max_body;
+    struct kite_buf url;          /* the request target as received */
+    struct kite_buf hdr;          /* "name\0value\0"... */
+    size_t n_hdr;
+    bool hdr_in_value;            /* the last header callback was a value */
+    size_t head_bytes;            /* URL + headers so far */
+    struct kite_buf body;         /* NUL-terminated when not empty */
+    char *path;                   /* decoded path (owned); set with head_done */
+    struct kite_buf query;        /* "name\0value\0"...; "?watch" has value "" */
+    bool begun;                   /* a byte of a request was parsed */
+    bool head_done;               /* request line and headers complete, path and query decoded */
+    bool expect_continue;         /* the head asks for "100 Continue" */
+    bool message_done;            /* the whole request is here (req_parser_feed returned REQ_DONE) */
+    bool keep_alive;              /* the client allows another request after this one */
+    bool head_only;               /* HEAD: no body in the answer */
+    const struct refusal *err;    /* set with REQ_ERROR */
+};
+
+enum req_status {
+    REQ_MORE,   /* all bytes taken, the request is not complete yet */
+    REQ_DONE,   /* a request is complete; bytes after it were not taken */
+    REQ_ERROR,  /* refused: err says why; the connection cannot go on */
+};
+
+void req_parser_init(struct req_parser *p, size_t max_head, size_t max_body);
+void req_parser_release(struct req_parser *p);
+/* Parses data[0..n), setting *used to the bytes taken. After REQ_DONE the request's fields stay
+ * valid until req_parser_next; after REQ_ERROR only req_parser_release may follow. */
+enum req_status req_parser_feed(struct req_parser *p, const char *data, size_t n, size_t *used);
+/* Forgets the request, ready for the connection's next one. */
+void req_parser_next(struct req_parser *p);
+/* Frees the buffers (between requests, so idle connections hold none). */
+void req_parser_trim(struct req_parser *p);
+
+/* Lookups on a parsed request; borrowed, valid until req_parser_next. */
+const char *req_parser_header(const struct req_parser *p, const char *name);
+size_t req_parser_header_all(const struct req_parser *p, const char *name, const char **out, size_t max);
+const char *req_parser_query(const struct req_parser *p, const char *name);
