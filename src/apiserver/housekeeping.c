@@ -7,6 +7,7 @@
  *   are deleted (etcd leases do this for kube-apiserver, --event-ttl=1h). */
 #include "apiserver/internal.h"
 #include "base/clock.h"
+#include "base/log.h"
 
 #include <time.h>
 
@@ -24,7 +25,9 @@ static void expire_storage(struct kite_apiserver *s, const struct kite_storage *
         if (t && t < cutoff) {
             /* conditional: an event updated meanwhile (count+1) is not deleted */
             struct kite_write w = {.type = KITE_WRITE_DELETE, .key = recs[i]->key, .expect_mod_rev = recs[i]->mod_rev};
-            kite_store_write(s->store, &w, NULL, NULL);
+            int r = kite_store_write(s->store, &w, NULL, NULL);
+            if (r < 0 && r != -ESTALE && r != -ENOENT) /* changed or gone meanwhile: not expired after all */
+                log_error("apiserver", "expiry failed: key=%s error=\"%s\"", recs[i]->key, strerror(-r));
         }
         kite_record_unref(recs[i]);
     }
@@ -34,6 +37,13 @@ static void expire_storage(struct kite_apiserver *s, const struct kite_storage *
 static void expire(struct kite_apiserver *s) {
     for (size_t i = 0; i < s->n_storages; i++)
         if (s->storages[i].res->last_seen) expire_storage(s, &s->storages[i]);
+}
+
+/* A failed compaction is retried at the next period; it is logged, as it means the store is
+ * growing without bound. */
+static void compact(struct kite_apiserver *s, int64_t rev, const char *why) {
+    int r = kite_store_compact(s->store, rev);
+    if (r < 0) log_error("apiserver", "compaction failed: rev=%lld reason=\"%s\" error=\"%s\"", (long long)rev, why, strerror(-r));
 }
 
 void *housekeeping_main(void *ud) {
@@ -50,11 +60,11 @@ void *housekeeping_main(void *ud) {
         pthread_mutex_unlock(&s->mu);
         int64_t now = kite_now_mono(s->clock), rev = kite_store_rev(s->store);
         if (now >= next_compact) {
-            if (last_rev > kite_store_compacted_rev(s->store)) kite_store_compact(s->store, last_rev);
+            if (last_rev > kite_store_compacted_rev(s->store)) compact(s, last_rev, "scheduled");
             last_rev = rev;
             next_compact = now + s->compact_interval_s * KITE_NS_PER_SEC;
         } else if (rev - kite_store_compacted_rev(s->store) > KITE_HISTORY_MAX) {
-            kite_store_compact(s->store, rev - KITE_HISTORY_MAX / 2);
+            compact(s, rev - KITE_HISTORY_MAX / 2, "history over its bound");
         }
         expire(s);
         pthread_mutex_lock(&s->mu);

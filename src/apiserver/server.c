@@ -471,14 +471,14 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = kite_store_open(url, &s->store)) < 0) return fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
+    size_t rows = 0;
+    while (kite_resources[rows]) rows++;
+    s->storages = kite_calloc(rows, sizeof *s->storages); /* at most one folder per row */
     for (size_t k = 0; kite_resources[k]; k++) {
         const struct kite_resource *res = kite_resources[k];
         const char *name = res->storage ? res->storage : res->plural;
         if (storage_cache(s, res)) continue;
         _cleanup_free_ char *prefix = kite_asprintf("/registry/%s/", name);
-        if (s->n_storages == KITE_ARRAY_SIZE(s->storages))
-            return fail(ret_error, -ENOSPC, "more storage folders than the %zu kite has room for",
-                        KITE_ARRAY_SIZE(s->storages));
         struct kite_storage *st = &s->storages[s->n_storages];
         st->name = name;
         st->res = res;
@@ -558,6 +558,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
     apiserver_retry_stop(s);
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
+    free(s->storages);
     kite_store_close(s->store);
     metrics_free(s->metrics);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
