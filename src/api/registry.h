@@ -4,6 +4,7 @@
  * selectable fields, Table printing, and the strategic-merge-patch schema. Adding a kind is
  * adding a row in registry.c. */
 #pragma once
+#include "api/schema.h"
 #include "api/table.h"
 #include "api/validation.h"
 #include "json/patch.h"
@@ -30,6 +31,9 @@ struct kite_resource {
     bool status_on_create;    /* status may be set on create (nodes); else it is reset */
     enum kite_name_rule name_rule;
     const struct kite_smp_schema *smp;
+    /* The typed schema request bodies and patch results must decode by (schema.h); a
+     * failure is 400 BadRequest, as kube-apiserver's decoder error. */
+    const struct kite_schema *schema;
     /* Field selector fields beyond metadata.name / metadata.namespace (NULL-terminated). */
     const char *const *fields;
     /* Kind-specific hooks, all optional. obj/old are borrowed. */
