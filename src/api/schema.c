@@ -78,7 +78,7 @@ static bool digits(const char *s, int n, int *v) {
 }
 
 /* Parses s; on error, *err (malloc'ed) as Go's time.Parse words it for layout. */
-static int parse_time(const char *s, bool micro, int64_t *ret, char **err) {
+static int parse_time(const char *s, bool micro, int64_t *ret_sec, int32_t *ret_nsec, char **err) {
     const char *layout = micro ? LAYOUT_MICRO : LAYOUT_TIME;
     static const struct { int width; const char *elem; char after; } parts[] = {
         {4, "2006", '-'}, {2, "01", '-'}, {2, "02", 'T'}, {2, "15", ':'}, {2, "04", ':'}, {2, "05", 0},
@@ -145,18 +145,17 @@ static int parse_time(const char *s, bool micro, int64_t *ret, char **err) {
         if (err) *err = kite_strdup("Time.MarshalJSON: year outside of range [0,9999]");
         return -EINVAL;
     }
-    *ret = secs * KITE_NS_PER_SEC + frac;
+    *ret_sec = secs; /* years 0..9999 overflow int64 nanoseconds: kept apart */
+    *ret_nsec = (int32_t)frac;
     return 0;
 }
 
-int kite_schema_parse_time(const char *s, int64_t *ret_wall_ns) {
-    return parse_time(s, false, ret_wall_ns, NULL);
+int kite_schema_parse_time(const char *s, int64_t *ret_sec, int32_t *ret_nsec) {
+    return parse_time(s, false, ret_sec, ret_nsec, NULL);
 }
 
 /* "2006-01-02T15:04:05Z" or with ".000000" (micro). out holds 32 bytes. */
-static void format_time(int64_t ns, bool micro, char out[32]) {
-    int64_t secs = ns >= 0 ? ns / KITE_NS_PER_SEC : -((-ns + KITE_NS_PER_SEC - 1) / KITE_NS_PER_SEC);
-    int64_t sub = ns - secs * KITE_NS_PER_SEC;
+static void format_time(int64_t secs, int32_t sub, bool micro, char out[32]) {
     int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400, rem = secs - days * 86400;
     int64_t y;
     unsigned m, d;
@@ -283,10 +282,11 @@ static int check_time(struct walk *w, const struct kite_schema *s, json_object *
         return -EINVAL;
     }
     const char *str = json_object_get_string(o);
-    int64_t ns;
-    if (parse_time(str, micro, &ns, &w->error) < 0) return -EINVAL;
+    int64_t secs;
+    int32_t nsec;
+    if (parse_time(str, micro, &secs, &nsec, &w->error) < 0) return -EINVAL;
     char canon[32];
-    format_time(ns, micro, canon);
+    format_time(secs, nsec, micro, canon);
     if (strcmp(canon, str) != 0) json_object_set_string(o, canon);
     return 0;
 }

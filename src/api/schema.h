@@ -71,6 +71,7 @@ extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_sc
 int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_error);
 
 /* RFC 3339 as Go's time.Parse(time.RFC3339, s) takes it (a fraction of any length allowed):
- * four-digit year, days within the month, Z or a ±hh:mm offset. 0 and the instant in ns since
- * the epoch, or -EINVAL. Years 0..9999 only (in UTC too: Go cannot print others). */
-int kite_schema_parse_time(const char *s, int64_t *ret_wall_ns);
+ * four-digit year, days within the month, Z or a ±hh:mm offset. 0 and the instant (seconds
+ * since the epoch and nanoseconds: years 0..9999 do not fit int64 nanoseconds), or -EINVAL.
+ * Years 0..9999 only (in UTC too: Go cannot print others). */
+int kite_schema_parse_time(const char *s, int64_t *ret_sec, int32_t *ret_nsec);
