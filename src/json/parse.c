@@ -338,8 +338,9 @@ static json_object *parse(const char *text, size_t len, int max_depth, bool utf8
     skip_ws(&f);
     json_object *o = NULL;
     if (len <= (size_t)INT32_MAX && max_depth > FAST_DEPTH_MAX && f.p < f.end && (*f.p == '{' || *f.p == '[') &&
-        parse_value(&f, &o) && (skip_ws(&f), f.p >= f.end || *f.p != '/')) {
-        /* the tokener also takes the whitespace after the value (and comments: those go to it) */
+        parse_value(&f, &o) && (skip_ws(&f), f.p >= f.end || (*f.p != '/' && !(utf8 && (unsigned char)*f.p >= 0x80)))) {
+        /* the tokener also takes the whitespace after the value (and comments: those go to
+         * it); with JSON_TOKENER_VALIDATE_UTF8 it also checks the byte after the value */
         kite_buf_release(&f.sbuf);
         *ret_err = json_tokener_success;
         if (ret_end) *ret_end = (size_t)(f.p - text);

@@ -146,6 +146,9 @@ Test(parse, table) {
     expect_same("{\"a\":\"x\0y\"}", 11, 64);
     expect_same("{\"a\":1}", 5, 64);
     expect_same("[1,2]", 3, 64);
+    /* json-c with JSON_TOKENER_VALIDATE_UTF8 also checks the byte after the value (fuzz find) */
+    expect_same("{\"k\":\"v\"}\xd6\xff", 11, 64);
+    expect_same("{\"k\":\"v\"} \xc3\xa9", 12, 64);
 }
 
 Test(parse, depth) {
