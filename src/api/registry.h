@@ -6,6 +6,7 @@
  * src/api/kinds/ defining its row; adding a kind is that file plus one line in registry.c.
  * The API server names no kind: it reads rows. */
 #pragma once
+#include "api/schema.h"
 #include "api/table.h"
 #include "api/validation.h"
 #include "json/patch.h"
@@ -55,6 +56,9 @@ struct kite_resource {
      * and names no DELETE may remove. */
     const char *const *bootstrap;
     const char *const *undeletable;
+    /* The typed schema request bodies and patch results must decode by (schema.h); a
+     * failure is 400 BadRequest, as kube-apiserver's decoder error. */
+    const struct kite_schema *schema;
     /* Field selector fields beyond metadata.name / metadata.namespace (NULL-terminated). */
     const char *const *fields;
     /* Kind-specific hooks, all optional. obj/old are borrowed. */

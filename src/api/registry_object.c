@@ -170,7 +170,7 @@ void kite_object_render(const char *data, size_t len, int64_t rev, struct kite_b
 
 json_object *kite_object_decode(const char *data, size_t len, int64_t rev) {
     enum json_tokener_error e;
-    json_object *obj = kite_json_parse(data, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
+    json_object *obj = kite_json_parse_lenient(data, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
     if (!obj) return NULL;
     json_object *meta = kite_obj_get(obj, "metadata");
     if (meta) {

@@ -23,6 +23,11 @@ json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
                                                  : json_tokener_error_desc(e));
         return NULL;
     }
+    if (kite_json_has_nul_escape(body, used)) {
+        json_object_put(o);
+        reply_error(rq, 400, "BadRequest", "the request body cannot be stored: a string holds the NUL character (\\u0000), which this server does not support");
+        return NULL;
+    }
     return o;
 }
 

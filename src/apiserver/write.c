@@ -93,6 +93,17 @@ static void strip_server_fields(json_object *meta) {
     json_object_object_del(meta, "resourceVersion");
 }
 
+/* The object must decode into the kind's Go type (schema.h; also puts times in canonical
+ * form): a request or patch result that fails is refused 400, as kube-apiserver's decoder. */
+static bool check_schema(struct req *rq, json_object *obj) {
+    char *err = NULL;
+    if (kite_schema_check(rq->res->schema, obj, &err) == 0) return true;
+    reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", rq->res->kind,
+                rq->res->version, rq->res->kind, err);
+    free(err);
+    return false;
+}
+
 /* Validation shared by create and update; replies 422 itself. */
 static bool validate(struct req *rq, json_object *obj, json_object *old) {
     struct kite_causes c = {0};
@@ -120,7 +131,7 @@ refused:
 
 static bool prepare_create(struct write_op *op, json_object *obj) {
     struct req *rq = op->rq;
-    if (!check_type(rq, obj)) return false;
+    if (!check_schema(rq, obj) || !check_type(rq, obj)) return false;
     json_object *meta = kite_obj_ensure(obj, "metadata");
     const char *name = kite_obj_str(meta, "name");
     const char *gen = kite_obj_str(meta, "generateName");
@@ -187,7 +198,7 @@ static void copy_field(json_object *dst, json_object *src, const char *k) {
  * ownership of obj; returns the result (new ref) or NULL after replying. */
 static json_object *prepare_update(struct write_op *op, json_object *obj, json_object *cur) {
     struct req *rq = op->rq;
-    if (!check_type(rq, obj)) goto fail;
+    if (!check_schema(rq, obj) || !check_type(rq, obj)) goto fail;
     json_object *meta = kite_obj_ensure(obj, "metadata");
     const char *name = kite_obj_str(meta, "name");
     if (name && *name && strcmp(name, rq->name) != 0) {

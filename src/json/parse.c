@@ -15,6 +15,7 @@
 struct fp {
     const char *p, *end;
     int depth;
+    bool utf8;            /* strings must be well-formed UTF-8 */
     struct kite_buf sbuf; /* unescaped strings */
 };
 
@@ -29,8 +30,57 @@ static int hexval(char c) {
     return -1;
 }
 
+/* Length of the well-formed UTF-8 sequence (RFC 3629: shortest form, no surrogates, at most
+ * U+10FFFF) starting at s, which holds n > 0 bytes and starts with a byte >= 0x80; 0 if none. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t k;
+    unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf) k = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        k = 3;
+        if (c == 0xe0) lo = 0xa0;      /* overlong */
+        else if (c == 0xed) hi = 0x9f; /* U+D800..U+DFFF */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        k = 4;
+        if (c == 0xf0) lo = 0x90;      /* overlong */
+        else if (c == 0xf4) hi = 0x8f; /* beyond U+10FFFF */
+    } else return 0;
+    if (n < k || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < k; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return k;
+}
+
+size_t kite_utf8_invalid_at(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (u[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(u + i, n - i);
+        if (!k) return i;
+        i += k;
+    }
+    return n;
+}
+
+bool kite_json_has_nul_escape(const char *text, size_t len) {
+    const char *p = text, *end = text + len;
+    while ((p = memchr(p, '\\', (size_t)(end - p)))) {
+        /* escapes are read pairwise, so the second backslash of \\ starts nothing */
+        if (end - p >= 6 && memcmp(p + 1, "u0000", 5) == 0) return true;
+        p += 2;
+        if (p >= end) break;
+    }
+    return false;
+}
+
 /* A string starting after its opening quote. On success, s and n give its bytes: in the text
- * when it has no escapes, else in f->sbuf. */
+ * when it has no escapes, else in f->sbuf. Bytes that are not UTF-8 make the fast path give
+ * up (the tokener reports them). */
 static bool scan_string(struct fp *f, const char **s, size_t *n) {
     const char *start = f->p;
     while (f->p < f->end) {
@@ -43,6 +93,12 @@ static bool scan_string(struct fp *f, const char **s, size_t *n) {
         }
         if (c == '\\') break;
         if (c < 0x20) return false;
+        if (c >= 0x80) {
+            size_t k = f->utf8 ? utf8_seq((const unsigned char *)f->p, (size_t)(f->end - f->p)) : 1;
+            if (!k) return false;
+            f->p += k;
+            continue;
+        }
         f->p++;
     }
     if (f->p >= f->end) return false;
@@ -60,7 +116,13 @@ static bool scan_string(struct fp *f, const char **s, size_t *n) {
         if (c < 0x20) return false;
         if (c != '\\') {
             const char *run = f->p;
-            while (f->p < f->end && *f->p != '"' && *f->p != '\\' && (unsigned char)*f->p >= 0x20) f->p++;
+            while (f->p < f->end && *f->p != '"' && *f->p != '\\' && (unsigned char)*f->p >= 0x20) {
+                size_t k = 1;
+                if ((unsigned char)*f->p >= 0x80 && f->utf8 &&
+                    !(k = utf8_seq((const unsigned char *)f->p, (size_t)(f->end - f->p))))
+                    return false;
+                f->p += k;
+            }
             kite_buf_append(&f->sbuf, run, (size_t)(f->p - run));
             continue;
         }
@@ -250,25 +312,35 @@ static bool parse_value(struct fp *f, json_object **out) {
     }
 }
 
-static json_object *tokener_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
-                                  size_t *ret_end) {
+static json_object *tokener_parse(const char *text, size_t len, int max_depth, bool utf8,
+                                  enum json_tokener_error *ret_err, size_t *ret_end) {
     json_tokener *tok = json_tokener_new_ex(max_depth);
     if (!tok) abort(); /* out of memory: base's policy */
+    if (utf8) json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
     json_object *o = json_tokener_parse_ex(tok, text, (int)len);
     *ret_err = json_tokener_get_error(tok);
-    if (ret_end) *ret_end = json_tokener_get_parse_end(tok);
+    size_t end = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
+    /* json-c's check counts continuation bytes only: it takes overlong forms, encoded
+     * surrogates and code points past U+10FFFF, which strict decoders (Python's) refuse */
+    if (utf8 && *ret_err == json_tokener_success && kite_utf8_invalid_at(text, end) != end) {
+        json_object_put(o);
+        o = NULL;
+        *ret_err = json_tokener_error_parse_utf8_string;
+    }
+    if (ret_end) *ret_end = end;
     return o;
 }
 
-json_object *kite_json_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
-                             size_t *ret_end) {
-    struct fp f = { .p = text, .end = text + len };
+static json_object *parse(const char *text, size_t len, int max_depth, bool utf8, enum json_tokener_error *ret_err,
+                          size_t *ret_end) {
+    struct fp f = { .p = text, .end = text + len, .utf8 = utf8 };
     skip_ws(&f);
     json_object *o = NULL;
     if (len <= (size_t)INT32_MAX && max_depth > FAST_DEPTH_MAX && f.p < f.end && (*f.p == '{' || *f.p == '[') &&
-        parse_value(&f, &o) && (skip_ws(&f), f.p >= f.end || *f.p != '/')) {
-        /* the tokener also takes the whitespace after the value (and comments: those go to it) */
+        parse_value(&f, &o) && (skip_ws(&f), f.p >= f.end || (*f.p != '/' && !(utf8 && (unsigned char)*f.p >= 0x80)))) {
+        /* the tokener also takes the whitespace after the value (and comments: those go to
+         * it); with JSON_TOKENER_VALIDATE_UTF8 it also checks the byte after the value */
         kite_buf_release(&f.sbuf);
         *ret_err = json_tokener_success;
         if (ret_end) *ret_end = (size_t)(f.p - text);
@@ -276,5 +348,15 @@ json_object *kite_json_parse(const char *text, size_t len, int max_depth, enum j
     }
     json_object_put(o);
     kite_buf_release(&f.sbuf);
-    return tokener_parse(text, len, max_depth, ret_err, ret_end);
+    return tokener_parse(text, len, max_depth, utf8, ret_err, ret_end);
+}
+
+json_object *kite_json_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
+                             size_t *ret_end) {
+    return parse(text, len, max_depth, true, ret_err, ret_end);
+}
+
+json_object *kite_json_parse_lenient(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
+                                     size_t *ret_end) {
+    return parse(text, len, max_depth, false, ret_err, ret_end);
 }

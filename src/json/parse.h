@@ -7,9 +7,19 @@
  * escapes, control characters, json-c's lenient extensions, invalid text, deep nesting) to the
  * tokener, so numbers, duplicate keys (the last value wins, in the first one's place) and error
  * codes stay json-c's. The gain: no tokener or locale set up per call (json-c 0.16 switches the
- * thread's locale on every parse), no intermediate buffer per string. */
+ * thread's locale on every parse), no intermediate buffer per string.
+ *
+ * kite_json_parse also refuses text that is not well-formed UTF-8 (RFC 8259 8.1, RFC 3629:
+ * overlong forms, encoded surrogates and code points past U+10FFFF included) with
+ * json_tokener_error_parse_utf8_string, as json_tokener_parse_ex does with
+ * JSON_TOKENER_VALIDATE_UTF8 where its looser check sees the fault: such bytes, stored and
+ * served, make every later list unreadable to strict decoders (Python's). Escapes cannot
+ * produce them: json-c (as Go) turns an unpaired surrogate escape such as \ud800 into U+FFFD.
+ * kite_json_parse_lenient is the same without the UTF-8 check (json-c's default flags), for
+ * stored objects: one written before the check existed stays readable, so it can be fixed. */
 #pragma once
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Parses the first JSON value in text[0..len). Returns a new object (NULL for the JSON literal
@@ -18,3 +28,13 @@
  * as with json_tokener_get_parse_end). max_depth: json-c's nesting limit (json_tokener_new_ex). */
 json_object *kite_json_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
                              size_t *ret_end);
+json_object *kite_json_parse_lenient(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
+                                     size_t *ret_end);
+
+/* Offset of the first byte of s[0..n) that does not begin a well-formed UTF-8 sequence
+ * (as above), n when all are well-formed. */
+size_t kite_utf8_invalid_at(const char *s, size_t n);
+/* Whether JSON text holds a \u0000 escape. json-c keeps a NUL in a string value (with its
+ * length) but cuts an object key at it, and the rest of kite reads strings as C strings:
+ * the API refuses such text rather than store a silently shortened name or key. */
+bool kite_json_has_nul_escape(const char *text, size_t len);

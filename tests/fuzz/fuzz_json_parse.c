@@ -1,6 +1,8 @@
-/* kite_json_parse against json-c's tokener on arbitrary bytes: the same error, the same parse
- * end and the same tree (types, key order, string bytes, numbers), at the API server's depth
- * limit and at a small one. */
+/* kite_json_parse_lenient against json-c's tokener on arbitrary bytes: the same error, the same
+ * parse end and the same tree (types, key order, string bytes, numbers), at the API server's
+ * depth limit and at a small one; kite_json_parse against the tokener with
+ * JSON_TOKENER_VALIDATE_UTF8, plus an UTF-8 error where a reference decoder finds the parsed
+ * text not well-formed (json-c's check is looser: overlong forms, surrogates, > U+10FFFF). */
 #include "fuzz_common.h"
 #include "json/parse.h"
 
@@ -63,16 +65,48 @@ static char *dump_str(json_object *o) {
     return s;
 }
 
-static void check(const char *text, size_t len, int depth) {
+/* Decodes each sequence, then tests the code point (written apart from parse.c's check). */
+static bool ref_utf8_ok(const char *t, size_t n) {
+    static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
+    const unsigned char *s = (const unsigned char *)t;
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i], cp, k;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xe0) == 0xc0) k = 2, cp = c & 0x1f;
+        else if ((c & 0xf0) == 0xe0) k = 3, cp = c & 0x0f;
+        else if ((c & 0xf8) == 0xf0) k = 4, cp = c & 0x07;
+        else return false;
+        if (i + k > n) return false;
+        for (unsigned j = 1; j < k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (s[i + j] & 0x3f);
+        }
+        if (cp < min[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += k;
+    }
+    return true;
+}
+
+static void check(const char *text, size_t len, int depth, bool strict) {
     json_tokener *tok = json_tokener_new_ex(depth);
     if (!tok) abort();
+    if (strict) json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
     json_object *want = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error want_err = json_tokener_get_error(tok);
     size_t want_end = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
+    if (strict && want_err == json_tokener_success && !ref_utf8_ok(text, want_end)) {
+        json_object_put(want);
+        want = NULL;
+        want_err = json_tokener_error_parse_utf8_string;
+    }
     enum json_tokener_error err;
     size_t end = 0;
-    json_object *got = kite_json_parse(text, len, depth, &err, &end);
+    json_object *got = strict ? kite_json_parse(text, len, depth, &err, &end)
+                              : kite_json_parse_lenient(text, len, depth, &err, &end);
     if (err != want_err) {
         fprintf(stderr, "depth %d: error %d, json-c %d\n", depth, err, want_err);
         abort();
@@ -95,8 +129,10 @@ static void check(const char *text, size_t len, int depth) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     if (n > 1 << 16) return 0;
     char *s = fuzz_strndup(data, n); /* the tokener may look at text[len] */
-    check(s, n, FUZZ_JSON_MAX_DEPTH);
-    check(s, n, 4);
+    for (int strict = 0; strict < 2; strict++) {
+        check(s, n, FUZZ_JSON_MAX_DEPTH, strict);
+        check(s, n, 4, strict);
+    }
     free(s);
     return 0;
 }

@@ -2,6 +2,19 @@
  * Events expire: the API server deletes them once older than --event-ttl. */
 #include "api/kinds/kind.h"
 
+/* ---- core/v1 Event and events.k8s.io/v1 Event ----------------------------------------------- */
+STRUCT(event_source, "EventSource", F("component", S), F("host", S));
+STRUCT(event_series, "EventSeries", F("count", I32), F("lastObservedTime", MT));
+ROOT(kite_schema_event, "Event", TYPE_META, F("involvedObject", kite_schema_object_ref), F("reason", S), F("message", S),
+    F("source", event_source), F("firstTimestamp", T), F("lastTimestamp", T), F("count", I32), F("type", S),
+    F("eventTime", MT), F("series", event_series), F("action", S), F("related", kite_schema_object_ref),
+    F("reportingComponent", S), F("reportingInstance", S));
+ROOT(kite_schema_event_v1, "Event", TYPE_META, F("eventTime", MT), F("series", event_series),
+    F("reportingController", S), F("reportingInstance", S), F("action", S), F("reason", S),
+    F("regarding", kite_schema_object_ref), F("related", kite_schema_object_ref), F("note", S), F("type", S),
+    F("deprecatedSource", event_source), F("deprecatedFirstTimestamp", T), F("deprecatedLastTimestamp", T),
+    F("deprecatedCount", I32));
+
 static const char *const event_fields[] = {"involvedObject.kind", "involvedObject.namespace",
                                            "involvedObject.name", "involvedObject.uid",
                                            "involvedObject.apiVersion", "involvedObject.resourceVersion",
@@ -138,6 +151,7 @@ static void event_cells(json_object *obj, int64_t now_s, json_object *cells) {
 static const struct kite_table_printer printer = {event_cols, KITE_ARRAY_SIZE(event_cols), event_cells};
 
 const struct kite_resource kite_kind_event = {
+    .schema = &kite_schema_event,
     KITE_CORE_V1, .kind = "Event", .list_kind = "EventList", .plural = "events", .singular = "event",
     .short_names = {"ev"}, .namespaced = true, .unconditional_update = true, .create_on_update = true,
     .status_on_create = true, .smp = &kite_meta_smp_schema, .table = &printer,
@@ -145,6 +159,7 @@ const struct kite_resource kite_kind_event = {
 };
 
 const struct kite_resource kite_kind_event_v1 = {
+    .schema = &kite_schema_event_v1,
     KITE_GROUP_VERSION("events.k8s.io", "v1"), .kind = "Event", .list_kind = "EventList", .plural = "events",
     .singular = "event", .short_names = {"ev"}, .storage = "events", .namespaced = true,
     .unconditional_update = true, .create_on_update = true, .status_on_create = true,

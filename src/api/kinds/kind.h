@@ -3,6 +3,7 @@
  * only by kind files and src/api/table.c. */
 #pragma once
 #include "api/registry.h"
+#include "api/schema.h"
 #include "api/selector.h"
 #include "base/buf.h"
 #include "base/clock.h"
@@ -16,6 +17,37 @@
     {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},            \
     {"metadata.ownerReferences", "uid", KITE_SMP_MERGE}
 extern const struct kite_smp_schema kite_meta_smp_schema;
+
+/* ---- typed schemas (schema.h), transcribed from the Go types of k8s.io/api and apimachinery:
+ * every field whose type a client relies on. Parts kite does not interpret and that have many
+ * shapes (probes, affinity, volume sources, security contexts) are RAW: only their strings are
+ * checked. Go struct names are the ones Go's decoder prints in its errors. */
+#define S kite_schema_string
+#define I32 kite_schema_int32
+#define I64 kite_schema_int64
+#define B kite_schema_bool
+#define Q kite_schema_quantity
+#define T kite_schema_time
+#define MT kite_schema_microtime
+#define RAW kite_schema_raw
+#define SLIST kite_schema_string_list
+#define SMAP kite_schema_string_map
+#define RLIST kite_schema_resource_list
+#define F(n, s) {n, &s}
+
+/* An object (struct) schema `name` with Go name `go` and the given fields. */
+#define STRUCT(name, go, ...)                                                         \
+    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL}}; \
+    static const struct kite_schema name = {KITE_SCHEMA_OBJECT, go, name##_fields, NULL}
+/* A kind's root schema, named in schema.h. */
+#define ROOT(name, go, ...)                                                        \
+    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL}}; \
+    const struct kite_schema name = {KITE_SCHEMA_OBJECT, go, name##_fields, NULL}
+/* A list schema `name` of elem, Go name go (NULL: "[]" + elem's). */
+#define LIST(name, go, elem) static const struct kite_schema name = {KITE_SCHEMA_LIST, go, NULL, &elem}
+/* ObjectMeta and ObjectReference, shared by every kind (meta_schema.c) */
+extern const struct kite_schema kite_schema_object_meta, kite_schema_object_ref;
+#define TYPE_META F("kind", S), F("apiVersion", S), F("metadata", kite_schema_object_meta)
 
 #define NAME_DESC                                                                                              \
     "Name must be unique within a namespace. Is required when creating resources, although some resources " \

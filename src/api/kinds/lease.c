@@ -1,6 +1,11 @@
 /* Lease (coordination.k8s.io/v1): node heartbeats in kube-node-lease, leader election. */
 #include "api/kinds/kind.h"
 
+/* ---- coordination.k8s.io/v1 Lease ------------------------------------------------------------ */
+STRUCT(lease_spec, "LeaseSpec", F("holderIdentity", S), F("leaseDurationSeconds", I32), F("acquireTime", MT),
+    F("renewTime", MT), F("leaseTransitions", I32), F("strategy", S), F("preferredHolder", S));
+ROOT(kite_schema_lease, "Lease", TYPE_META, F("spec", lease_spec));
+
 static void lease_validate(json_object *obj, json_object *old, struct kite_causes *c) {
     json_object *spec = kite_obj_get(obj, "spec");
     json_object *d = kite_obj_get(spec, "leaseDurationSeconds");
@@ -30,6 +35,7 @@ static void lease_cells(json_object *obj, int64_t now_s, json_object *cells) {
 static const struct kite_table_printer printer = {lease_cols, KITE_ARRAY_SIZE(lease_cols), lease_cells};
 
 const struct kite_resource kite_kind_lease = {
+    .schema = &kite_schema_lease,
     KITE_GROUP_VERSION("coordination.k8s.io", "v1"), .kind = "Lease", .list_kind = "LeaseList", .plural = "leases",
     .singular = "lease", .namespaced = true, .unconditional_update = true, .status_on_create = true,
     .smp = &kite_meta_smp_schema, .table = &printer, .validate = lease_validate,

@@ -3,6 +3,15 @@
  * label, and the namespaces every cluster has. */
 #include "api/kinds/kind.h"
 
+/* ---- core/v1 Namespace --------------------------------------------------------------------- */
+LIST(ns_finalizers, "[]v1.FinalizerName", S);
+STRUCT(ns_spec, "NamespaceSpec", F("finalizers", ns_finalizers));
+STRUCT(ns_condition, "NamespaceCondition", F("type", S), F("status", S), F("lastTransitionTime", T), F("reason", S),
+    F("message", S));
+LIST(ns_conditions, NULL, ns_condition);
+STRUCT(ns_status, "NamespaceStatus", F("phase", S), F("conditions", ns_conditions));
+ROOT(kite_schema_namespace, "Namespace", TYPE_META, F("spec", ns_spec), F("status", ns_status));
+
 static const struct kite_smp_rule rules[] = {
     META_RULES,
     {"status.conditions", "type", KITE_SMP_MERGE},
@@ -57,6 +66,7 @@ static const char *const bootstrap[] = {"default", "kube-system", "kube-public",
 static const char *const undeletable[] = {"default", "kube-system", "kube-public", NULL};
 
 const struct kite_resource kite_kind_namespace = {
+    .schema = &kite_schema_namespace,
     KITE_CORE_V1, .kind = "Namespace", .list_kind = "NamespaceList", .plural = "namespaces",
     .singular = "namespace", .short_names = {"ns"}, .has_status = true, .name_rule = KITE_NAME_LABEL,
     .no_deletecollection = true, .delete_returns_object = true, .smp = &smp, .table = &printer,

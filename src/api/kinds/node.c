@@ -1,6 +1,38 @@
 /* Node (core/v1): the object a node agent registers and whose status it reports. */
 #include "api/kinds/kind.h"
 
+/* ---- core/v1 Node ---------------------------------------------------------------------------- */
+STRUCT(taint_schema, "Taint", F("key", S), F("value", S), F("effect", S), F("timeAdded", T));
+LIST(taints_schema, NULL, taint_schema);
+STRUCT(node_spec, "NodeSpec", F("podCIDR", S), F("podCIDRs", SLIST), F("providerID", S), F("unschedulable", B),
+    F("taints", taints_schema), F("configSource", RAW), F("externalID", S));
+STRUCT(node_condition, "NodeCondition", F("type", S), F("status", S), F("lastHeartbeatTime", T),
+    F("lastTransitionTime", T), F("reason", S), F("message", S));
+LIST(node_conditions, NULL, node_condition);
+STRUCT(node_address_schema, "NodeAddress", F("type", S), F("address", S));
+LIST(node_addresses, NULL, node_address_schema);
+STRUCT(daemon_endpoint, "DaemonEndpoint", F("Port", I32));
+STRUCT(daemon_endpoints, "NodeDaemonEndpoints", F("kubeletEndpoint", daemon_endpoint));
+STRUCT(node_swap, "NodeSwapStatus", F("capacity", I64));
+STRUCT(node_info, "NodeSystemInfo", F("machineID", S), F("systemUUID", S), F("bootID", S), F("kernelVersion", S),
+    F("osImage", S), F("containerRuntimeVersion", S), F("kubeletVersion", S), F("kubeProxyVersion", S),
+    F("operatingSystem", S), F("architecture", S), F("swap", node_swap));
+STRUCT(container_image, "ContainerImage", F("names", SLIST), F("sizeBytes", I64));
+LIST(container_images, NULL, container_image);
+LIST(volumes_in_use, "[]v1.UniqueVolumeName", S);
+STRUCT(attached_volume, "AttachedVolume", F("name", S), F("devicePath", S));
+LIST(attached_volumes, NULL, attached_volume);
+STRUCT(runtime_features, "NodeRuntimeHandlerFeatures", F("recursiveReadOnlyMounts", B), F("userNamespaces", B));
+STRUCT(runtime_handler, "NodeRuntimeHandler", F("name", S), F("features", runtime_features));
+LIST(runtime_handlers, NULL, runtime_handler);
+STRUCT(node_features, "NodeFeatures", F("supplementalGroupsPolicy", B));
+STRUCT(node_status, "NodeStatus", F("capacity", RLIST), F("allocatable", RLIST), F("phase", S),
+    F("conditions", node_conditions), F("addresses", node_addresses), F("daemonEndpoints", daemon_endpoints),
+    F("nodeInfo", node_info), F("images", container_images), F("volumesInUse", volumes_in_use),
+    F("volumesAttached", attached_volumes), F("config", RAW), F("runtimeHandlers", runtime_handlers),
+    F("features", node_features));
+ROOT(kite_schema_node, "Node", TYPE_META, F("spec", node_spec), F("status", node_status));
+
 static const struct kite_smp_rule rules[] = {
     META_RULES,
     /* spec.taints has no patch strategy upstream: atomic, so `kubectl taint k-` removes */
@@ -144,6 +176,7 @@ static void node_cells(json_object *obj, int64_t now_s, json_object *cells) {
 static const struct kite_table_printer printer = {node_cols, KITE_ARRAY_SIZE(node_cols), node_cells};
 
 const struct kite_resource kite_kind_node = {
+    .schema = &kite_schema_node,
     KITE_CORE_V1, .kind = "Node", .list_kind = "NodeList", .plural = "nodes", .singular = "node",
     .short_names = {"no"}, .has_status = true, .unconditional_update = true, .status_on_create = true,
     .smp = &smp, .table = &printer, .fields = fields, .defaults = node_defaults, .validate = node_validate,

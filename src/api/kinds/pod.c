@@ -1,6 +1,66 @@
 /* Pod (core/v1). */
 #include "api/kinds/kind.h"
 
+/* ---- core/v1 Pod ----------------------------------------------------------------------------- */
+STRUCT(container_port, "ContainerPort", F("name", S), F("hostPort", I32), F("containerPort", I32), F("protocol", S),
+    F("hostIP", S));
+LIST(container_ports, NULL, container_port);
+STRUCT(env_var, "EnvVar", F("name", S), F("value", S), F("valueFrom", RAW));
+LIST(env_vars, NULL, env_var);
+STRUCT(resources, "ResourceRequirements", F("limits", RLIST), F("requests", RLIST), F("claims", RAW));
+STRUCT(volume_mount, "VolumeMount", F("name", S), F("readOnly", B), F("recursiveReadOnly", S), F("mountPath", S),
+    F("subPath", S), F("mountPropagation", S), F("subPathExpr", S));
+LIST(volume_mounts, NULL, volume_mount);
+STRUCT(container, "Container", F("name", S), F("image", S), F("command", SLIST), F("args", SLIST),
+    F("workingDir", S), F("ports", container_ports), F("envFrom", RAW), F("env", env_vars),
+    F("resources", resources), F("resizePolicy", RAW), F("restartPolicy", S), F("volumeMounts", volume_mounts),
+    F("volumeDevices", RAW), F("livenessProbe", RAW), F("readinessProbe", RAW), F("startupProbe", RAW),
+    F("lifecycle", RAW), F("terminationMessagePath", S), F("terminationMessagePolicy", S),
+    F("imagePullPolicy", S), F("securityContext", RAW), F("stdin", B), F("stdinOnce", B), F("tty", B));
+LIST(containers, NULL, container);
+STRUCT(volume, "Volume", F("name", S));
+LIST(volumes, NULL, volume);
+STRUCT(local_ref, "LocalObjectReference", F("name", S));
+LIST(local_refs, NULL, local_ref);
+STRUCT(toleration, "Toleration", F("key", S), F("operator", S), F("value", S), F("effect", S),
+    F("tolerationSeconds", I64));
+LIST(tolerations, NULL, toleration);
+STRUCT(host_alias, "HostAlias", F("ip", S), F("hostnames", SLIST));
+LIST(host_aliases, NULL, host_alias);
+STRUCT(pod_spec, "PodSpec", F("volumes", volumes), F("initContainers", containers), F("containers", containers),
+    F("ephemeralContainers", RAW), F("restartPolicy", S), F("terminationGracePeriodSeconds", I64),
+    F("activeDeadlineSeconds", I64), F("dnsPolicy", S), F("nodeSelector", SMAP), F("serviceAccountName", S),
+    F("serviceAccount", S), F("automountServiceAccountToken", B), F("nodeName", S), F("hostNetwork", B),
+    F("hostPID", B), F("hostIPC", B), F("shareProcessNamespace", B), F("securityContext", RAW),
+    F("imagePullSecrets", local_refs), F("hostname", S), F("subdomain", S), F("affinity", RAW),
+    F("schedulerName", S), F("tolerations", tolerations), F("hostAliases", host_aliases),
+    F("priorityClassName", S), F("priority", I32), F("dnsConfig", RAW), F("readinessGates", RAW),
+    F("runtimeClassName", S), F("enableServiceLinks", B), F("preemptionPolicy", S), F("overhead", RLIST),
+    F("topologySpreadConstraints", RAW), F("setHostnameAsFQDN", B), F("os", RAW), F("hostUsers", B),
+    F("schedulingGates", RAW), F("resourceClaims", RAW));
+STRUCT(pod_condition, "PodCondition", F("type", S), F("status", S), F("lastProbeTime", T),
+    F("lastTransitionTime", T), F("reason", S), F("message", S));
+LIST(pod_conditions, NULL, pod_condition);
+STRUCT(pod_ip, "PodIP", F("ip", S));
+LIST(pod_ips, NULL, pod_ip);
+STRUCT(host_ip, "HostIP", F("ip", S));
+LIST(host_ips, NULL, host_ip);
+STRUCT(state_waiting, "ContainerStateWaiting", F("reason", S), F("message", S));
+STRUCT(state_running, "ContainerStateRunning", F("startedAt", T));
+STRUCT(state_terminated, "ContainerStateTerminated", F("exitCode", I32), F("signal", I32), F("reason", S),
+    F("message", S), F("startedAt", T), F("finishedAt", T), F("containerID", S));
+STRUCT(container_state, "ContainerState", F("waiting", state_waiting), F("running", state_running),
+    F("terminated", state_terminated));
+STRUCT(container_status, "ContainerStatus", F("name", S), F("state", container_state),
+    F("lastState", container_state), F("ready", B), F("restartCount", I32), F("image", S), F("imageID", S),
+    F("containerID", S), F("started", B), F("allocatedResources", RLIST), F("resources", resources));
+LIST(container_statuses, NULL, container_status);
+STRUCT(pod_status, "PodStatus", F("phase", S), F("conditions", pod_conditions), F("message", S), F("reason", S),
+    F("nominatedNodeName", S), F("hostIP", S), F("hostIPs", host_ips), F("podIP", S), F("podIPs", pod_ips),
+    F("startTime", T), F("initContainerStatuses", container_statuses), F("containerStatuses", container_statuses),
+    F("qosClass", S), F("ephemeralContainerStatuses", container_statuses), F("resize", S));
+ROOT(kite_schema_pod, "Pod", TYPE_META, F("spec", pod_spec), F("status", pod_status));
+
 static const struct kite_smp_rule rules[] = {
     META_RULES,
     {"spec.containers", "name", KITE_SMP_MERGE},
@@ -232,6 +292,7 @@ static void pod_cells(json_object *obj, int64_t now_s, json_object *cells) {
 static const struct kite_table_printer printer = {pod_cols, KITE_ARRAY_SIZE(pod_cols), pod_cells};
 
 const struct kite_resource kite_kind_pod = {
+    .schema = &kite_schema_pod,
     KITE_CORE_V1, .kind = "Pod", .list_kind = "PodList", .plural = "pods", .singular = "pod",
     .short_names = {"po"}, .categories = {"all"}, .namespaced = true, .has_status = true,
     .unconditional_update = true, .delete_returns_object = true, .smp = &smp, .table = &printer,

@@ -1,6 +1,8 @@
-/* kite_json_parse gives exactly what json-c's tokener gives: same objects (types, key order,
- * string bytes, integers), same error codes, same parse end. Table cases, then a randomized
- * differential run over generated and mutated documents. */
+/* kite_json_parse_lenient gives exactly what json-c's tokener gives: same objects (types, key
+ * order, string bytes, integers), same error codes, same parse end; kite_json_parse what the
+ * tokener gives with JSON_TOKENER_VALIDATE_UTF8, and an UTF-8 error also where a reference
+ * decoder finds text that is not well-formed UTF-8 (json-c's check is looser). Table cases,
+ * then a randomized differential run over generated and mutated documents. */
 #include "helpers.h"
 #include "json/parse.h"
 
@@ -59,16 +61,49 @@ static void dump(json_object *o, char *out, size_t cap) {
     }
 }
 
-static void expect_same(const char *text, size_t len, int depth) {
+/* A reference check, written apart from parse.c's: decode each sequence, then test the code
+ * point against the shortest form, the surrogates and U+10FFFF. */
+static bool ref_utf8_ok(const char *t, size_t n) {
+    static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
+    const unsigned char *s = (const unsigned char *)t;
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i], cp, k;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xe0) == 0xc0) k = 2, cp = c & 0x1f;
+        else if ((c & 0xf0) == 0xe0) k = 3, cp = c & 0x0f;
+        else if ((c & 0xf8) == 0xf0) k = 4, cp = c & 0x07;
+        else return false;
+        if (i + k > n) return false;
+        for (unsigned j = 1; j < k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (s[i + j] & 0x3f);
+        }
+        if (cp < min[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += k;
+    }
+    return true;
+}
+
+static void expect_same_mode(const char *text, size_t len, int depth, bool strict) {
     json_tokener *tok = json_tokener_new_ex(depth);
+    if (strict) json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
     json_object *want = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error want_err = json_tokener_get_error(tok);
     size_t want_end = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
+    if (strict && want_err == json_tokener_success && !ref_utf8_ok(text, want_end)) {
+        json_object_put(want);
+        want = NULL;
+        want_err = json_tokener_error_parse_utf8_string;
+    }
     enum json_tokener_error err;
     size_t end;
-    json_object *got = kite_json_parse(text, len, depth, &err, &end);
-    cr_assert_eq(err, want_err, "error for %.*s: %d, json-c %d", (int)len, text, err, want_err);
+    json_object *got = strict ? kite_json_parse(text, len, depth, &err, &end)
+                              : kite_json_parse_lenient(text, len, depth, &err, &end);
+    cr_assert_eq(err, want_err, "error for %.*s (strict %d): %d, json-c %d", (int)len, text, strict, err, want_err);
     if (want_err == json_tokener_success)
         cr_assert_eq(end, want_end, "end for %.*s: %zu, json-c %zu", (int)len, text, end, want_end);
     static char a[16384], b[16384];
@@ -78,6 +113,11 @@ static void expect_same(const char *text, size_t len, int depth) {
     cr_assert_str_eq(b, a, "parse of %.*s", (int)len, text);
     json_object_put(want);
     json_object_put(got);
+}
+
+static void expect_same(const char *text, size_t len, int depth) {
+    expect_same_mode(text, len, depth, false);
+    expect_same_mode(text, len, depth, true);
 }
 
 static void same(const char *text) { expect_same(text, strlen(text), 64); }
@@ -106,6 +146,9 @@ Test(parse, table) {
     expect_same("{\"a\":\"x\0y\"}", 11, 64);
     expect_same("{\"a\":1}", 5, 64);
     expect_same("[1,2]", 3, 64);
+    /* json-c with JSON_TOKENER_VALIDATE_UTF8 also checks the byte after the value (fuzz find) */
+    expect_same("{\"k\":\"v\"}\xd6\xff", 11, 64);
+    expect_same("{\"k\":\"v\"} \xc3\xa9", 12, 64);
 }
 
 Test(parse, depth) {
@@ -130,14 +173,15 @@ static unsigned rnd(unsigned n) {
 }
 
 /* The first N_PLAIN atoms are what the fast path takes itself; the rest go to the tokener. */
-#define N_PLAIN 13
+#define N_PLAIN 14
 static bool plain_only;
 
 static void gen(char *b, size_t *n, size_t cap, int depth) {
     static const char *const atoms[] = {
         "0", "7", "-3", "42", "123456789012345678", "true", "false", "null", "\"\"", "\"abc\"", "\"a\\nb\"",
-        "\"\\u00e9\"", "\"x\\\"y\"",
-        "1234567890123456789", "1.25", "-0", "1e2", "\"\\ud83d\\ude00\"", "\"\\u0000\"",
+        "\"\\u00e9\"", "\"x\\\"y\"", "\"h\xc3\xa9\xf0\x9f\x98\x80\"",
+        "1234567890123456789", "\"\xed\xa0\x80\"", "\"\xc0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xe2\x82\"",
+        "\"x\xff\xfey\"", "\"\\ud800\"", "1.25", "-0", "1e2", "\"\\ud83d\\ude00\"", "\"\\u0000\"",
     };
     if (*n + 64 > cap) return;
     unsigned k = depth > 6 ? 2 + rnd(3) : rnd(5);
@@ -193,4 +237,49 @@ Test(parse, differential) {
         }
         expect_same(doc, n, 64);
     }
+}
+
+/* The strict parse refuses each way text can fail to be UTF-8, on both paths (the second
+ * document of each pair has a float, which sends it to the tokener). */
+Test(parse, refuses_invalid_utf8) {
+    static const char *const bad[] = {
+        "x\xff\xfey",         /* bytes that never occur in UTF-8 */
+        "\xed\xa0\x80",       /* an encoded surrogate (json-c's own check takes it) */
+        "\xc0\x80",           /* overlong NUL (json-c takes it) */
+        "\xf4\x90\x80\x80",   /* past U+10FFFF (json-c takes it) */
+        "\xe2\x82",           /* truncated */
+        "\x80",               /* lone continuation byte */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int slow = 0; slow < 2; slow++) {
+            char doc[128];
+            int n = snprintf(doc, sizeof doc, "{\"a\":\"%s\"%s}", bad[i], slow ? ",\"f\":1.5" : "");
+            enum json_tokener_error e;
+            json_object *o = kite_json_parse(doc, (size_t)n, 64, &e, NULL);
+            cr_assert_null(o, "case %zu slow %d", i, slow);
+            cr_assert_eq(e, json_tokener_error_parse_utf8_string, "case %zu slow %d: %d", i, slow, e);
+            /* the lenient parse (stored objects) still takes it, as json-c does */
+            o = kite_json_parse_lenient(doc, (size_t)n, 64, &e, NULL);
+            cr_assert_not_null(o, "lenient case %zu", i);
+            json_object_put(o);
+        }
+    }
+    /* well-formed text, raw and escaped; an unpaired surrogate escape becomes U+FFFD */
+    static const char ok[] = "{\"a\":\"h\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf\",\"b\":\"\\ud800\",\"c\":1.5}";
+    enum json_tokener_error e;
+    json_object *o = kite_json_parse(ok, sizeof ok - 1, 64, &e, NULL);
+    cr_assert_not_null(o);
+    cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "b")), "\xef\xbf\xbd");
+    json_object_put(o);
+}
+
+Test(parse, nul_escape) {
+    cr_assert(kite_json_has_nul_escape("{\"a\":\"x\\u0000y\"}", 16));
+    cr_assert(kite_json_has_nul_escape("{\"a\\u0000b\":1}", 14));
+    cr_assert(kite_json_has_nul_escape("\"\\\\\\u0000\"", 10)); /* "\\" then \u0000 */
+    cr_assert_not(kite_json_has_nul_escape("{\"a\":\"\\\\u0000\"}", 15)); /* an escaped backslash, then text */
+    cr_assert_not(kite_json_has_nul_escape("{\"a\":\"\\u0001\\u00000\"}", 12)); /* cut before the second */
+    cr_assert_not(kite_json_has_nul_escape("{\"a\":\"\\u1000\"}", 14));
+    cr_assert_not(kite_json_has_nul_escape("\\", 1));
+    cr_assert_not(kite_json_has_nul_escape("\\u000", 5));
 }

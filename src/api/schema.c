@@ -1,0 +1,416 @@
+/* The schema checker (schema.h): one walk over the object that checks each value against its
+ * descriptor, words errors as Go's encoding/json and apimachinery's UnmarshalJSON methods do,
+ * rewrites time fields in their canonical form, and checks every string's bytes. */
+#include "api/schema.h"
+#include "api/quantity.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "json/parse.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+const struct kite_schema kite_schema_raw = {KITE_SCHEMA_RAW, NULL, NULL, NULL};
+const struct kite_schema kite_schema_string = {KITE_SCHEMA_STRING, NULL, NULL, NULL};
+const struct kite_schema kite_schema_int32 = {KITE_SCHEMA_INT32, NULL, NULL, NULL};
+const struct kite_schema kite_schema_int64 = {KITE_SCHEMA_INT64, NULL, NULL, NULL};
+const struct kite_schema kite_schema_bool = {KITE_SCHEMA_BOOL, NULL, NULL, NULL};
+const struct kite_schema kite_schema_float = {KITE_SCHEMA_FLOAT, NULL, NULL, NULL};
+const struct kite_schema kite_schema_quantity = {KITE_SCHEMA_QUANTITY, NULL, NULL, NULL};
+const struct kite_schema kite_schema_time = {KITE_SCHEMA_TIME, NULL, NULL, NULL};
+const struct kite_schema kite_schema_microtime = {KITE_SCHEMA_MICROTIME, NULL, NULL, NULL};
+const struct kite_schema kite_schema_int_or_string = {KITE_SCHEMA_INT_OR_STRING, NULL, NULL, NULL};
+const struct kite_schema kite_schema_string_list = {KITE_SCHEMA_LIST, NULL, NULL, &kite_schema_string};
+const struct kite_schema kite_schema_string_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_string};
+const struct kite_schema kite_schema_resource_list = {KITE_SCHEMA_MAP, "v1.ResourceList", NULL, &kite_schema_quantity};
+
+#define QUANTITY_ERR "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+#define LAYOUT_TIME "2006-01-02T15:04:05Z07:00"
+#define LAYOUT_MICRO "2006-01-02T15:04:05.000000Z07:00"
+
+struct walk {
+    struct kite_buf path;   /* precise: spec.taints[0].key, metadata.labels[app] */
+    struct kite_buf gopath; /* as Go's decoder reports it: struct fields only, spec.taints.key */
+    const char *go_struct;  /* the innermost struct being decoded */
+    json_object *replace;   /* set by a value to be replaced in its parent (a quantity number) */
+    char *error;
+};
+
+/* ---- time ------------------------------------------------------------------------------ */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static unsigned days_in(unsigned m, int64_t y) {
+    static const unsigned dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : dm[m - 1];
+}
+
+/* n digits at s (exactly) into *v. */
+static bool digits(const char *s, int n, int *v) {
+    *v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        *v = *v * 10 + (s[i] - '0');
+    }
+    return true;
+}
+
+/* Parses s; on error, *err (malloc'ed) as Go's time.Parse words it for layout. */
+static int parse_time(const char *s, bool micro, int64_t *ret_sec, int32_t *ret_nsec, char **err) {
+    const char *layout = micro ? LAYOUT_MICRO : LAYOUT_TIME;
+    static const struct { int width; const char *elem; char after; } parts[] = {
+        {4, "2006", '-'}, {2, "01", '-'}, {2, "02", 'T'}, {2, "15", ':'}, {2, "04", ':'}, {2, "05", 0},
+    };
+    static const char *const seps[] = {"-", "-", "T", ":", ":"};
+    int v[6];
+    const char *p = s;
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(parts); i++) {
+        if (!digits(p, parts[i].width, &v[i])) {
+            if (err) *err = kite_asprintf("parsing time \"%s\" as \"%s\": cannot parse \"%s\" as \"%s\"", s, layout, p, parts[i].elem);
+            return -EINVAL;
+        }
+        p += parts[i].width;
+        if (parts[i].after) {
+            if (*p != parts[i].after) {
+                if (err) *err = kite_asprintf("parsing time \"%s\" as \"%s\": cannot parse \"%s\" as \"%s\"", s, layout, p, seps[i]);
+                return -EINVAL;
+            }
+            p++;
+        }
+    }
+    const char *range = NULL;
+    if (v[1] < 1 || v[1] > 12) range = "month";
+    else if (v[2] < 1 || (unsigned)v[2] > days_in((unsigned)v[1], v[0])) range = "day";
+    else if (v[3] > 23) range = "hour";
+    else if (v[4] > 59) range = "minute";
+    else if (v[5] > 59) range = "second";
+    if (range) {
+        if (err) *err = kite_asprintf("parsing time \"%s\": %s out of range", s, range);
+        return -EINVAL;
+    }
+    int64_t frac = 0;
+    if (*p == '.' && p[1] >= '0' && p[1] <= '9') {
+        int64_t scale = KITE_NS_PER_SEC / 10;
+        for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10) frac += (*p - '0') * scale;
+    }
+    int64_t off = 0;
+    if (*p == 'Z') {
+        p++;
+    } else if ((*p == '+' || *p == '-') && digits(p + 1, 2, &v[0]) && p[3] == ':' && digits(p + 4, 2, &v[1])) {
+        if (v[0] > 23 || v[1] > 59) {
+            if (err) *err = kite_asprintf("parsing time \"%s\": time zone offset out of range", s);
+            return -EINVAL;
+        }
+        off = (int64_t)(v[0] * 3600 + v[1] * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        if (err) *err = kite_asprintf("parsing time \"%s\" as \"%s\": cannot parse \"%s\" as \"Z07:00\"", s, layout, p);
+        return -EINVAL;
+    }
+    if (*p) {
+        if (err) *err = kite_asprintf("parsing time \"%s\": extra text: \"%s\"", s, p);
+        return -EINVAL;
+    }
+    /* v[0..5] were overwritten by the offset only after use; recompute from the text */
+    int y, mo, d, h, mi, se;
+    digits(s, 4, &y), digits(s + 5, 2, &mo), digits(s + 8, 2, &d);
+    digits(s + 11, 2, &h), digits(s + 14, 2, &mi), digits(s + 17, 2, &se);
+    int64_t secs = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se - off;
+    int64_t ys;
+    unsigned m2, d2;
+    civil_from_days(secs >= 0 ? secs / 86400 : (secs - 86399) / 86400, &ys, &m2, &d2);
+    if (ys < 0 || ys > 9999) {
+        if (err) *err = kite_strdup("Time.MarshalJSON: year outside of range [0,9999]");
+        return -EINVAL;
+    }
+    *ret_sec = secs; /* years 0..9999 overflow int64 nanoseconds: kept apart */
+    *ret_nsec = (int32_t)frac;
+    return 0;
+}
+
+int kite_schema_parse_time(const char *s, int64_t *ret_sec, int32_t *ret_nsec) {
+    return parse_time(s, false, ret_sec, ret_nsec, NULL);
+}
+
+/* "2006-01-02T15:04:05Z" or with ".000000" (micro). out holds 32 bytes. */
+static void format_time(int64_t secs, int32_t sub, bool micro, char out[32]) {
+    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400, rem = secs - days * 86400;
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    int n = snprintf(out, 32, "%04d-%02u-%02uT%02d:%02d:%02d", (int)y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
+                     (int)(rem % 60));
+    if (micro) snprintf(out + n, (size_t)(32 - n), ".%06dZ", (int)(sub / 1000));
+    else snprintf(out + n, (size_t)(32 - n), "Z");
+}
+
+/* ---- messages ------------------------------------------------------------------------- */
+
+static void go_type_name(const struct kite_schema *s, struct kite_buf *b) {
+    switch (s->type) {
+    case KITE_SCHEMA_RAW: kite_buf_puts(b, "runtime.RawExtension"); return;
+    case KITE_SCHEMA_STRING: kite_buf_puts(b, "string"); return;
+    case KITE_SCHEMA_INT32: kite_buf_puts(b, "int32"); return;
+    case KITE_SCHEMA_INT64: kite_buf_puts(b, "int64"); return;
+    case KITE_SCHEMA_BOOL: kite_buf_puts(b, "bool"); return;
+    case KITE_SCHEMA_FLOAT: kite_buf_puts(b, "float64"); return;
+    case KITE_SCHEMA_QUANTITY: kite_buf_puts(b, "resource.Quantity"); return;
+    case KITE_SCHEMA_TIME: kite_buf_puts(b, "v1.Time"); return;
+    case KITE_SCHEMA_MICROTIME: kite_buf_puts(b, "v1.MicroTime"); return;
+    case KITE_SCHEMA_INT_OR_STRING: kite_buf_puts(b, "intstr.IntOrString"); return;
+    case KITE_SCHEMA_OBJECT: kite_buf_printf(b, "v1.%s", s->go_type ? s->go_type : "Object"); return;
+    case KITE_SCHEMA_MAP:
+    case KITE_SCHEMA_LIST:
+        if (s->go_type) {
+            kite_buf_puts(b, s->go_type);
+            return;
+        }
+        kite_buf_puts(b, s->type == KITE_SCHEMA_MAP ? "map[string]" : "[]");
+        go_type_name(s->elem, b);
+        return;
+    }
+}
+
+static const char *json_kind(json_object *o) {
+    switch (json_object_get_type(o)) {
+    case json_type_object: return "object";
+    case json_type_array: return "array";
+    case json_type_string: return "string";
+    case json_type_boolean: return "bool";
+    default: return "number";
+    }
+}
+
+/* Go's UnmarshalTypeError: value is "string", "number 1.5", ... */
+static int type_error(struct walk *w, const struct kite_schema *s, const char *value) {
+    struct kite_buf t = {0};
+    go_type_name(s, &t);
+    if (w->gopath.len && w->go_struct)
+        w->error = kite_asprintf("json: cannot unmarshal %s into Go struct field %s.%s of type %s", value, w->go_struct,
+                                 w->gopath.p, t.p);
+    else
+        w->error = kite_asprintf("json: cannot unmarshal %s into Go value of type %s", value, t.p);
+    kite_buf_release(&t);
+    return -EINVAL;
+}
+
+/* ---- the walk -------------------------------------------------------------------------- */
+
+static int check_string_bytes(struct walk *w, const char *s, size_t n, bool key) {
+    size_t bad = kite_utf8_invalid_at(s, n);
+    if (bad != n) {
+        w->error = kite_asprintf("the %s at %s is not valid UTF-8", key ? "key" : "string", w->path.len ? w->path.p : ".");
+        return -EINVAL;
+    }
+    if (memchr(s, 0, n)) {
+        w->error = kite_asprintf("the %s at %s contains the NUL character (\\u0000), which is not supported",
+                                 key ? "key" : "string", w->path.len ? w->path.p : ".");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void push_field(struct walk *w, const char *name, size_t *saved, size_t *gsaved, bool go) {
+    *saved = w->path.len;
+    *gsaved = w->gopath.len;
+    if (w->path.len) kite_buf_putc(&w->path, '.');
+    kite_buf_puts(&w->path, name);
+    if (go) {
+        if (w->gopath.len) kite_buf_putc(&w->gopath, '.');
+        kite_buf_puts(&w->gopath, name);
+    }
+}
+
+static void pop(struct walk *w, size_t saved, size_t gsaved) {
+    w->path.len = saved;
+    if (w->path.p) w->path.p[saved] = 0;
+    w->gopath.len = gsaved;
+    if (w->gopath.p) w->gopath.p[gsaved] = 0;
+}
+
+static int walk_value(struct walk *w, const struct kite_schema *s, json_object *o);
+
+static int check_int(struct walk *w, const struct kite_schema *s, json_object *o, int64_t lo, int64_t hi) {
+    char value[64];
+    if (json_object_is_type(o, json_type_double)) {
+        /* json-c keeps a number's text for doubles: "-0" is an integer to Go, "1.5" and "1e3" not */
+        const char *t = json_object_to_json_string(o);
+        if (strspn(t + (*t == '-'), "0123456789") != strlen(t + (*t == '-'))) {
+            snprintf(value, sizeof value, "number %.40s", t);
+            return type_error(w, s, value);
+        }
+        return 0;
+    }
+    if (!json_object_is_type(o, json_type_int)) return type_error(w, s, json_kind(o));
+    int64_t v = json_object_get_int64(o);
+    uint64_t u = v == INT64_MAX ? json_object_get_uint64(o) : 0;
+    if (v >= lo && v <= hi && u <= (uint64_t)INT64_MAX) return 0;
+    /* json-c saturates integers past the int64/uint64 range: their digits are lost */
+    if (u == UINT64_MAX || v == INT64_MIN) return type_error(w, s, "number");
+    if (u > (uint64_t)INT64_MAX) snprintf(value, sizeof value, "number %llu", (unsigned long long)u);
+    else snprintf(value, sizeof value, "number %lld", (long long)v);
+    return type_error(w, s, value);
+}
+
+static int check_time(struct walk *w, const struct kite_schema *s, json_object *o) {
+    bool micro = s->type == KITE_SCHEMA_MICROTIME;
+    if (!json_object_is_type(o, json_type_string)) {
+        /* Time.UnmarshalJSON decodes a string first */
+        w->error = kite_asprintf("json: cannot unmarshal %s into Go value of type string", json_kind(o));
+        return -EINVAL;
+    }
+    const char *str = json_object_get_string(o);
+    int64_t secs;
+    int32_t nsec;
+    if (parse_time(str, micro, &secs, &nsec, &w->error) < 0) return -EINVAL;
+    char canon[32];
+    format_time(secs, nsec, micro, canon);
+    if (strcmp(canon, str) != 0) json_object_set_string(o, canon);
+    return 0;
+}
+
+static int check_quantity(struct walk *w, json_object *o) {
+    int64_t milli;
+    if (json_object_is_type(o, json_type_string)) {
+        const char *str = json_object_get_string(o);
+        /* Quantity.UnmarshalJSON trims spaces, then ParseQuantity; kite keeps the text */
+        if (kite_quantity_parse_milli(str, &milli) == -EINVAL) goto bad;
+        return 0;
+    }
+    if (json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double)) {
+        /* a bare number is a quantity too; stored as the string Kubernetes serializes */
+        const char *t = json_object_to_json_string(o);
+        if (kite_quantity_parse_milli(t, &milli) == -EINVAL) goto bad;
+        w->replace = json_object_new_string(t);
+        return 0;
+    }
+bad:
+    w->error = kite_strdup(QUANTITY_ERR);
+    return -EINVAL;
+}
+
+static int walk_object(struct walk *w, const struct kite_schema *s, json_object *o) {
+    const char *saved_struct = w->go_struct;
+    if (s->go_type) w->go_struct = s->go_type;
+    int r = 0;
+    json_object_object_foreach(o, k, v) {
+        const struct kite_schema *fs = &kite_schema_raw;
+        bool known = false;
+        for (const struct kite_schema_field *f = s->fields; f && f->name; f++)
+            if (strcmp(f->name, k) == 0) {
+                fs = f->schema;
+                known = true;
+                break;
+            }
+        size_t saved, gsaved;
+        push_field(w, k, &saved, &gsaved, known);
+        if ((r = check_string_bytes(w, k, strlen(k), true)) == 0) r = walk_value(w, fs, v);
+        if (w->replace) json_object_object_add(o, k, TAKE_PTR(w->replace)); /* in place: the walk goes on */
+        pop(w, saved, gsaved);
+        if (r < 0) break;
+    }
+    w->go_struct = saved_struct;
+    return r;
+}
+
+static int walk_value(struct walk *w, const struct kite_schema *s, json_object *o) {
+    if (!o) return 0; /* null: the zero value */
+    if (json_object_is_type(o, json_type_string)) {
+        int r = check_string_bytes(w, json_object_get_string(o), (size_t)json_object_get_string_len(o), false);
+        if (r < 0) return r;
+    }
+    switch (s->type) {
+    case KITE_SCHEMA_RAW:
+        if (json_object_is_type(o, json_type_object)) {
+            static const struct kite_schema open = {KITE_SCHEMA_OBJECT, NULL, NULL, NULL};
+            return walk_object(w, &open, o);
+        }
+        if (json_object_is_type(o, json_type_array)) {
+            static const struct kite_schema any_list = {KITE_SCHEMA_LIST, NULL, NULL, &kite_schema_raw};
+            return walk_value(w, &any_list, o);
+        }
+        return 0;
+    case KITE_SCHEMA_STRING:
+        return json_object_is_type(o, json_type_string) ? 0 : type_error(w, s, json_kind(o));
+    case KITE_SCHEMA_BOOL:
+        return json_object_is_type(o, json_type_boolean) ? 0 : type_error(w, s, json_kind(o));
+    case KITE_SCHEMA_FLOAT:
+        return json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double)
+                   ? 0 : type_error(w, s, json_kind(o));
+    case KITE_SCHEMA_INT32: return check_int(w, s, o, INT32_MIN, INT32_MAX);
+    case KITE_SCHEMA_INT64: return check_int(w, s, o, INT64_MIN, INT64_MAX);
+    case KITE_SCHEMA_INT_OR_STRING:
+        return json_object_is_type(o, json_type_string) ? 0 : check_int(w, &kite_schema_int32, o, INT32_MIN, INT32_MAX);
+    case KITE_SCHEMA_QUANTITY: return check_quantity(w, o);
+    case KITE_SCHEMA_TIME:
+    case KITE_SCHEMA_MICROTIME: return check_time(w, s, o);
+    case KITE_SCHEMA_OBJECT:
+        if (!json_object_is_type(o, json_type_object)) return type_error(w, s, json_kind(o));
+        return walk_object(w, s, o);
+    case KITE_SCHEMA_MAP: {
+        if (!json_object_is_type(o, json_type_object)) return type_error(w, s, json_kind(o));
+        json_object_object_foreach(o, k, v) {
+            size_t saved = w->path.len;
+            kite_buf_printf(&w->path, "[%s]", k);
+            int r = check_string_bytes(w, k, strlen(k), true);
+            if (r == 0) r = walk_value(w, s->elem, v);
+            if (w->replace) json_object_object_add(o, k, TAKE_PTR(w->replace));
+            pop(w, saved, w->gopath.len);
+            if (r < 0) return r;
+        }
+        return 0;
+    }
+    case KITE_SCHEMA_LIST: {
+        if (!json_object_is_type(o, json_type_array)) return type_error(w, s, json_kind(o));
+        size_t n = json_object_array_length(o);
+        for (size_t i = 0; i < n; i++) {
+            size_t saved = w->path.len;
+            kite_buf_printf(&w->path, "[%zu]", i);
+            int r = walk_value(w, s->elem, json_object_array_get_idx(o, i));
+            if (w->replace) json_object_array_put_idx(o, i, TAKE_PTR(w->replace));
+            pop(w, saved, w->gopath.len);
+            if (r < 0) return r;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_error) {
+    struct walk w = {0};
+    kite_buf_puts(&w.path, "");
+    kite_buf_puts(&w.gopath, "");
+    int r = walk_value(&w, s ? s : &kite_schema_raw, obj);
+    kite_buf_release(&w.path);
+    kite_buf_release(&w.gopath);
+    json_object_put(w.replace); /* a root cannot be a quantity */
+    if (r < 0) {
+        if (ret_error) *ret_error = w.error;
+        else free(w.error);
+        return -EINVAL;
+    }
+    return 0;
+}

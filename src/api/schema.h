@@ -1,0 +1,77 @@
+/* Typed schemas of the served kinds, and a checker that refuses what Kubernetes' decoder
+ * refuses: a value of the wrong JSON type for its Go field, an integer out of its field's
+ * range, a malformed time or quantity. kube-apiserver answers those 400 BadRequest before any
+ * validation runs (the body cannot be decoded into the Go type); kite stores JSON, so without
+ * the check such values were stored and broke every typed client that listed them
+ * (`kubectl describe node`, python3-kubernetes).
+ *
+ * A schema is a tree of static descriptors: an object lists its fields (JSON name and
+ * schema), a map or list names its element. Fields a schema does not list are left alone, as
+ * today (Kubernetes drops unknown fields with a warning); JSON null is accepted anywhere, as
+ * Go's decoder leaves the field zero. The kinds' schemas are in their kind files (src/api/kinds/), hung off
+ * their registry rows (kite_resource.schema). */
+#pragma once
+#include "base/base.h"
+
+#include <json-c/json.h>
+
+enum kite_schema_type {
+    KITE_SCHEMA_RAW = 0,     /* any JSON (runtime.RawExtension, fieldsV1...) */
+    KITE_SCHEMA_STRING,
+    KITE_SCHEMA_INT32,
+    KITE_SCHEMA_INT64,
+    KITE_SCHEMA_BOOL,
+    KITE_SCHEMA_FLOAT,       /* float64: any JSON number */
+    KITE_SCHEMA_QUANTITY,    /* resource.Quantity: a string (or number) ParseQuantity takes */
+    KITE_SCHEMA_TIME,        /* metav1.Time: RFC 3339, stored in UTC to the second */
+    KITE_SCHEMA_MICROTIME,   /* metav1.MicroTime: RFC 3339, stored in UTC to the microsecond */
+    KITE_SCHEMA_INT_OR_STRING, /* intstr.IntOrString: an int32 or a string */
+    KITE_SCHEMA_OBJECT,      /* a struct: fields */
+    KITE_SCHEMA_MAP,         /* map[string]elem */
+    KITE_SCHEMA_LIST,        /* []elem */
+};
+
+struct kite_schema_field;
+
+struct kite_schema {
+    enum kite_schema_type type;
+    /* For messages, as Go's decoder names types: objects their struct ("LeaseSpec"), maps
+     * and lists optionally their named type ("v1.ResourceList"; default built from elem). */
+    const char *go_type;
+    const struct kite_schema_field *fields; /* objects; ends with a {NULL} entry */
+    const struct kite_schema *elem;         /* maps and lists */
+};
+
+struct kite_schema_field {
+    const char *name;
+    const struct kite_schema *schema;
+};
+
+/* The leaves, and compound types every kind shares. */
+extern const struct kite_schema kite_schema_raw, kite_schema_string, kite_schema_int32, kite_schema_int64,
+    kite_schema_bool, kite_schema_float, kite_schema_quantity, kite_schema_time, kite_schema_microtime,
+    kite_schema_int_or_string, kite_schema_string_list, kite_schema_string_map, kite_schema_resource_list;
+
+/* The served kinds' root schemas (src/api/kinds/). events.k8s.io/v1 Events are checked
+ * in their own shape, before conversion to the stored core/v1 one. */
+extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_schema_pod, kite_schema_event,
+    kite_schema_event_v1, kite_schema_lease;
+
+/* Checks obj (an object whose root follows s; s NULL checks only the strings) and puts
+ * every value of a time field in the form Kubernetes serializes it (UTC; Time to the second,
+ * MicroTime with six fractional digits, so Go clients, which parse MicroTime with exactly
+ * six, read it back) and every quantity given as a JSON number as a string.
+ * Also checks every string and object key in the whole tree, listed in s or not: it must be
+ * well-formed UTF-8 and hold no NUL.
+ * Returns 0, or -EINVAL with *ret_error (malloc'ed) the first error as Kubernetes' decoder
+ * words it, e.g. `json: cannot unmarshal number 99999999999 into Go struct field
+ * LeaseSpec.spec.leaseDurationSeconds of type int32`, `parsing time "garbage" as
+ * "2006-01-02T15:04:05.000000Z07:00": cannot parse "garbage" as "2006"`, or `quantities
+ * must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`. */
+int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_error);
+
+/* RFC 3339 as Go's time.Parse(time.RFC3339, s) takes it (a fraction of any length allowed):
+ * four-digit year, days within the month, Z or a ±hh:mm offset. 0 and the instant (seconds
+ * since the epoch and nanoseconds: years 0..9999 do not fit int64 nanoseconds), or -EINVAL.
+ * Years 0..9999 only (in UTC too: Go cannot print others). */
+int kite_schema_parse_time(const char *s, int64_t *ret_sec, int32_t *ret_nsec);
