@@ -20,6 +20,14 @@ CFLAGS   := -O1 -g $(SAN)
 LDLIBS   += $(SAN)
 MALLOC   :=
 endif
+# ThreadSanitizer (data races, lock-order inversions): make SANITIZE=thread test-store, or
+# build-tsan/kite for the e2e tests.
+ifeq ($(SANITIZE),thread)
+BUILD    := build-tsan
+CFLAGS   := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+LDLIBS   += -fsanitize=thread
+MALLOC   :=
+endif
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -fno-strict-aliasing \
             -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm

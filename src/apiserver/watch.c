@@ -1,7 +1,9 @@
 /* Watch streams. A watch is a kite_watcher on the resource's watch cache plus a chunked HTTP
  * stream: the store's writer thread queues events and wakes the stream; the HTTP layer pulls
- * them when the socket can take more. A watcher that falls too far behind is dropped (its
- * stream ends) so no client can slow the writer or other watchers. */
+ * them when the socket can take more. A watcher that falls too far behind is dropped so no
+ * client can slow the writer or other watchers: its queue is released at once and its stream
+ * ends with an ERROR event (410 Expired), as kube-apiserver ends a watch the client must
+ * restart with a list. */
 #include "apiserver/internal.h"
 #include "api/selector.h"
 #include "base/backoff.h"
@@ -9,7 +11,10 @@
 
 #include <stdio.h>
 
-#define KITE_WATCH_QUEUE 10000        /* events a watcher may lag behind before it is dropped */
+/* Events and bytes a watcher may lag behind before it is dropped (why these: wcache.h,
+ * KITE_WATCHER_QUEUE_DEFAULT / _BYTES_DEFAULT). */
+#define KITE_WATCH_QUEUE 10000
+#define KITE_WATCH_QUEUE_BYTES ((size_t)16 << 20)
 #define KITE_WATCH_BATCH 128          /* events rendered per pull */
 
 struct watch {
@@ -55,13 +60,8 @@ static int filter(const struct kite_watch_event *ev, void *ud) {
 static void notify(void *ud) {
     struct watch *w = ud;
     pthread_mutex_lock(&w->mu);
-    if (w->stream) {
-        /* fell too far behind: cut it off now rather than after its backlog, which a client
-         * that stopped reading would never take (it re-lists and re-watches, as with
-         * kube-apiserver's terminated watches) */
-        if (w->watcher && kite_watcher_dropped(w->watcher)) kite_http_stream_abort(w->stream);
-        else kite_http_stream_wake(w->stream);
-    }
+    /* also when the watcher was dropped: pull then ends the stream with the ERROR event */
+    if (w->stream) kite_http_stream_wake(w->stream);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -123,7 +123,14 @@ static int pull(void *ud, struct kite_buf *out) {
     }
     struct kite_watch_event ev[KITE_WATCH_BATCH];
     int n = kite_watcher_next(w->watcher, ev, KITE_WATCH_BATCH);
-    if (n == -EPIPE) return -1; /* dropped for falling behind: the client re-lists and re-watches */
+    if (n == -EPIPE) {
+        /* dropped for falling behind (its backlog is already released): the client re-lists */
+        struct kite_watcher_stats st;
+        kite_watcher_stats(w->watcher, &st);
+        kite_buf_printf(out, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"watcher too slow: %zu events / %zu bytes behind\",\"reason\":\"Expired\",\"code\":410}}\n",
+                        st.behind, st.behind_bytes);
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         /* an object that stopped matching the selector leaves as DELETED carrying its last
          * matching state at the event's revision, as kube-apiserver's cacher sends it */
@@ -210,7 +217,7 @@ void handle_watch(struct req *rq) {
     }
     w->last_rev = from;
     if (r == 0)
-        r = kite_wcache_watch(cache, prefix, from, KITE_WATCH_QUEUE, (w->ls || w->fs || rq->name) ? filter : NULL,
+        r = kite_wcache_watch(cache, prefix, from, KITE_WATCH_QUEUE, KITE_WATCH_QUEUE_BYTES, (w->ls || w->fs || rq->name) ? filter : NULL,
                               notify, w, &w->watcher);
     if (r == -ENODATA) {
         w->error_event = kite_asprintf("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %lld (%lld)\",\"reason\":\"Expired\",\"code\":410}}\n",

@@ -1,13 +1,29 @@
 /* The watch cache (wcache.h).
  *
  * State: a skip list of the current records ordered by key (get O(log n); list O(log n + k),
- * so paginating 50k keys never sorts), a ring of the last ring_cap events, `rev` (the newest
- * applied revision) and `floor` (every event with a revision above it is in the ring).
+ * so paginating 50k keys never sorts), a ring of the last events (at most ring_cap of them and
+ * hist_max bytes), `rev` (the newest applied revision) and `floor` (every event with a revision
+ * above it is in the ring).
  *
- * Locks, in the order they nest: w_mu (the watcher list; held for a whole fan-out, so a new
- * watcher's replay and the live events meet without gap or duplicate, and so close can promise
- * no notify after it returns), then lock (rwlock over the skip list, ring, rev, floor: lists and
- * gets share it, the writer takes it exclusively once per batch), then a watcher's own mu (its queue).
+ * Lock order (one order everywhere; a thread only ever takes locks further down the list):
+ *   1. the store's sub_mu — held by the store's writer thread while it calls on_events;
+ *   2. w_mu (the watcher list; held for a whole fan-out, so a new watcher's replay and the live
+ *      events meet without gap or duplicate, and so close can promise no notify after it returns);
+ *   3. lock (rwlock over the skip list, ring, rev, floor: lists and gets share it, the writer
+ *      takes it exclusively once per batch);
+ *   4. a watcher's own mu (its queue) — and, beside it, whatever notify takes (never a cache lock).
+ * kite_wcache_new must therefore hold none of 2-4 while kite_store_subscribe_snapshot takes
+ * sub_mu. It needs the writer to wait until the snapshot is loaded, which it gets from `ready`:
+ * on_events waits on ready_cond (under ready_mu, a leaf lock) until new() has filled the cache,
+ * which it does holding no store lock, so the wait always ends.
+ *
+ * Memory: records are refcounted and shared — the skip list, the ring's events, and watchers'
+ * queues each hold references. An event is charged its record's bytes (struct, key, value; a
+ * tombstone borrows the deleted version's value, so only its struct) plus its slot. Its `prev`
+ * is not charged: it is the key's previous version, the record of the key's previous event,
+ * charged there; so a ring's real footprint is its charge plus at most one older version of
+ * each key it holds. A watcher's queue shares its records with the ring while they are still in
+ * it, so its charge is an upper bound on what it alone pins.
  * The writer thread never waits on a consumer: a full queue drops its watcher. */
 #include "store/wcache.h"
 
@@ -32,13 +48,22 @@ struct kite_watcher {
     kite_watch_filter filter;
     void (*notify)(void *ud);
     void *ud;
+    size_t max_len, max_bytes;
     pthread_mutex_t mu;
-    struct kite_watch_event *q; /* ring of cap events with owned refs */
-    size_t cap, head, len;
+    /* under mu: a ring of cap slots (grown on demand up to max_len) holding len events with
+     * owned refs, `bytes` their charge */
+    struct kite_watch_event *q;
+    size_t cap, head, len, bytes;
     bool dropped;
+    size_t behind, behind_bytes; /* the backlog when it was dropped */
     /* every event up to this revision was offered to the watcher (release-stored by the fan-out
      * after its deliveries; see kite_watcher_progress) */
     _Atomic int64_t seen_rev;
+};
+
+struct event_vec {
+    struct kite_watch_event *v;
+    size_t n, cap;
 };
 
 struct kite_wcache {
@@ -51,13 +76,19 @@ struct kite_wcache {
     uint64_t rng;
     struct kite_watch_event *ring;
     size_t ring_cap, ring_start, ring_len;
+    size_t hist_bytes, hist_max;
     int64_t rev, floor;
     pthread_mutex_t w_mu;
     struct kite_watcher *watchers;
+    /* set once new() has loaded the snapshot; on_events waits for it (see the lock order) */
+    _Atomic bool ready;
+    pthread_mutex_t ready_mu;
+    pthread_cond_t ready_cond;
     /* on_events scratch (writer thread only) */
-    struct kite_watch_event *evicted;
+    struct kite_watch_event *batch;
+    size_t batch_cap;
+    struct event_vec evicted;
     struct kite_record **displaced;
-    size_t scratch_cap;
 };
 
 /* ---- skip list ---- */
@@ -146,49 +177,105 @@ static void event_release(struct kite_watch_event *e) {
     kite_record_unref(e->prev);
 }
 
+/* What the record holds on its own: one allocation of struct, key and value, except a tombstone,
+ * which is only the struct (it borrows the deleted version's bytes). */
+static size_t record_bytes(const struct kite_record *r) {
+    return sizeof(*r) + (r->deleted ? 0 : strlen(r->key) + 1 + r->len + 1);
+}
+
+/* An event's charge in the ring (see "Memory" above). */
+static size_t event_bytes(const struct kite_watch_event *e) {
+    return sizeof(*e) + record_bytes(e->rec);
+}
+
+static void vec_push(struct event_vec *v, const struct kite_watch_event *e) {
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 16;
+        v->v = kite_realloc(v->v, v->cap * sizeof(*v->v));
+    }
+    v->v[v->n++] = *e;
+}
+
 static struct kite_watch_event *ring_at(struct kite_wcache *c, size_t i) {
     return &c->ring[(c->ring_start + i) % c->ring_cap];
 }
 
-/* Takes ownership of e's references. When the ring is full the oldest event leaves it: its
- * references go to *evicted (the caller releases them), or are released here when evicted is NULL. */
-static void ring_push(struct kite_wcache *c, const struct kite_watch_event *e, struct kite_watch_event *evicted) {
-    if (c->ring_len == c->ring_cap) {
-        struct kite_watch_event *old = ring_at(c, 0);
-        c->floor = old->rev;
-        if (evicted)
-            *evicted = *old;
-        else
-            event_release(old);
-        c->ring_start = (c->ring_start + 1) % c->ring_cap;
-        c->ring_len--;
-    }
+/* Drops the oldest event: its references go to evicted (the caller releases them, outside the
+ * locks), or are released here when evicted is NULL. */
+static void ring_pop(struct kite_wcache *c, struct event_vec *evicted) {
+    struct kite_watch_event *old = ring_at(c, 0);
+    c->floor = old->rev;
+    c->hist_bytes -= event_bytes(old);
+    if (evicted)
+        vec_push(evicted, old);
+    else
+        event_release(old);
+    c->ring_start = (c->ring_start + 1) % c->ring_cap;
+    c->ring_len--;
+}
+
+/* Takes ownership of e's references. Older events leave the ring while it would hold more than
+ * ring_cap events or hist_max bytes; e itself always goes in. */
+static void ring_push(struct kite_wcache *c, const struct kite_watch_event *e, struct event_vec *evicted) {
+    size_t b = event_bytes(e);
+    while (c->ring_len && (c->ring_len == c->ring_cap || c->hist_bytes + b > c->hist_max)) ring_pop(c, evicted);
     *ring_at(c, c->ring_len++) = *e;
+    c->hist_bytes += b;
 }
 
 static enum kite_event_type ev_type(enum kite_write_type t) {
     return t == KITE_WRITE_CREATE ? KITE_EV_ADDED : t == KITE_WRITE_UPDATE ? KITE_EV_MODIFIED : KITE_EV_DELETED;
 }
 
-/* Offers one event to one watcher. Returns true when notify should run. */
-static bool deliver(struct kite_watcher *w, const struct kite_watch_event *e) {
+/* Doubles w's slots (up to max_len), keeping the queued events in order from slot 0. */
+static void queue_grow(struct kite_watcher *w) {
+    size_t cap = KITE_MIN(KITE_MAX(2 * w->cap, (size_t)KITE_WATCHER_QUEUE_INITIAL), w->max_len);
+    struct kite_watch_event *q = kite_malloc(cap * sizeof(*q));
+    for (size_t i = 0; i < w->len; i++) q[i] = w->q[(w->head + i) % w->cap];
+    free(w->q);
+    w->q = q;
+    w->cap = cap;
+    w->head = 0;
+}
+
+/* Offers one event to one watcher. Returns true when notify should run. A watcher dropped here
+ * has its queue handed to *dropped (the caller releases it after the fan-out; NULL = here). */
+static bool deliver(struct kite_watcher *w, const struct kite_watch_event *e, struct event_vec *dropped) {
     if (!kite_startswith(e->rec->key, w->sub_prefix)) return false;
     int type = w->filter ? w->filter(e, w->ud) : (int)e->type;
     if (type == 0) return false;
+    size_t b = record_bytes(e->rec);
     bool wake = false;
+    struct kite_watch_event *q = NULL;
+    size_t qcap = 0, qhead = 0, qlen = 0;
     pthread_mutex_lock(&w->mu);
     if (w->dropped) {
         /* already told */
-    } else if (w->len == w->cap) {
+    } else if (w->len == w->max_len || (w->len && w->bytes + b > w->max_bytes)) {
         w->dropped = true;
+        w->behind = w->len + 1;
+        w->behind_bytes = w->bytes + b;
+        q = w->q, qcap = w->cap, qhead = w->head, qlen = w->len;
+        w->q = NULL;
+        w->cap = w->head = w->len = w->bytes = 0;
         wake = true;
     } else {
+        if (w->len == w->cap) queue_grow(w);
         w->q[(w->head + w->len) % w->cap] = (struct kite_watch_event){
             .type = type, .rev = e->rev, .rec = kite_record_ref(e->rec), .prev = kite_record_ref(e->prev)
         };
+        w->bytes += b;
         wake = w->len++ == 0;
     }
     pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < qlen; i++) {
+        struct kite_watch_event *x = &q[(qhead + i) % qcap];
+        if (dropped)
+            vec_push(dropped, x);
+        else
+            event_release(x);
+    }
+    free(q);
     return wake;
 }
 
@@ -203,53 +290,56 @@ static void on_history(void *ud, const struct kite_store_event *ev) {
 }
 
 /* A batch is applied under one hold of the write lock, and the references it displaces (records
- * replaced in the skip list, events pushed out of the ring) are dropped only after both locks
- * are released: dropping the last reference of a record frees its cached object, which readers
- * must not wait for. The displaced references also keep this batch's events valid during the
- * fan-out when the batch is longer than the ring. */
+ * replaced in the skip list, events pushed out of the ring, queues of dropped watchers) are
+ * dropped only after both locks are released: dropping the last reference of a record frees
+ * its cached object, which readers must not wait for. The batch's events are fanned out from
+ * their own copy (one more reference each), valid even when the batch is longer than the ring. */
 static void on_events(void *ud, const struct kite_store_event *evs, size_t n) {
     struct kite_wcache *c = ud;
-    if (n > c->scratch_cap) {
-        c->scratch_cap = KITE_MAX(n, 2 * c->scratch_cap);
-        c->evicted = kite_realloc(c->evicted, c->scratch_cap * sizeof(*c->evicted));
-        c->displaced = kite_realloc(c->displaced, c->scratch_cap * sizeof(*c->displaced));
+    if (!atomic_load_explicit(&c->ready, memory_order_acquire)) {
+        pthread_mutex_lock(&c->ready_mu);
+        while (!atomic_load_explicit(&c->ready, memory_order_acquire)) pthread_cond_wait(&c->ready_cond, &c->ready_mu);
+        pthread_mutex_unlock(&c->ready_mu);
     }
-    size_t nev = 0, ndisp = 0;
+    if (n > c->batch_cap) {
+        c->batch_cap = KITE_MAX(n, 2 * c->batch_cap);
+        c->batch = kite_realloc(c->batch, c->batch_cap * sizeof(*c->batch));
+        c->displaced = kite_realloc(c->displaced, c->batch_cap * sizeof(*c->displaced));
+    }
+    size_t ndisp = 0;
+    c->evicted.n = 0;
     pthread_mutex_lock(&c->w_mu);
     pthread_rwlock_wrlock(&c->lock);
-    size_t first = c->ring_len; /* where this batch starts in the ring, unless it overflows */
     for (size_t i = 0; i < n; i++) {
         const struct kite_store_event *ev = &evs[i];
         struct kite_watch_event e = {
             ev_type(ev->type), ev->rev, kite_record_ref(ev->rec), kite_record_ref(ev->prev)
         };
+        c->batch[i] = e;
         struct kite_record *old = ev->type == KITE_WRITE_DELETE ? skip_del(c, ev->rec->key) : skip_put(c, ev->rec);
         if (old) c->displaced[ndisp++] = old;
-        bool full = c->ring_len == c->ring_cap;
-        ring_push(c, &e, &c->evicted[nev]);
-        if (full) {
-            nev++;
-            if (first > 0) first--;
-        }
+        kite_record_ref(e.rec);
+        kite_record_ref(e.prev);
+        ring_push(c, &e, &c->evicted);
     }
     c->rev = evs[n - 1].rev;
     pthread_rwlock_unlock(&c->lock);
     if (c->watchers) {
-        /* This batch's events, in order: when the batch is longer than the ring, its first `lost`
-         * events were pushed out again by its later ones and are still held in evicted; the rest
-         * are the ring's last in_ring events. */
-        size_t in_ring = c->ring_len - first, lost = n - in_ring;
-        for (size_t i = 0; i < n; i++) {
-            const struct kite_watch_event *e = i < lost ? &c->evicted[nev - lost + i] : ring_at(c, first + i - lost);
+        for (size_t i = 0; i < n; i++)
             for (struct kite_watcher *w = c->watchers; w; w = w->next)
-                if (deliver(w, e) && w->notify) w->notify(w->ud);
-        }
+                if (deliver(w, &c->batch[i], &c->evicted) && w->notify) w->notify(w->ud);
         for (struct kite_watcher *w = c->watchers; w; w = w->next)
             atomic_store_explicit(&w->seen_rev, evs[n - 1].rev, memory_order_release);
     }
     pthread_mutex_unlock(&c->w_mu);
-    for (size_t i = 0; i < nev; i++) event_release(&c->evicted[i]);
+    for (size_t i = 0; i < n; i++) event_release(&c->batch[i]);
+    for (size_t i = 0; i < c->evicted.n; i++) event_release(&c->evicted.v[i]);
     for (size_t i = 0; i < ndisp; i++) kite_record_unref(c->displaced[i]);
+    /* a burst (a long batch, a dropped watcher's queue) leaves no big scratch behind */
+    if (c->evicted.cap > 4096) {
+        free(c->evicted.v);
+        c->evicted = (struct event_vec){0};
+    }
 }
 
 /* ---- public API ---- */
@@ -263,23 +353,24 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
     c->prefix = kite_strdup(prefix);
     pthread_rwlock_init(&c->lock, NULL);
     pthread_mutex_init(&c->w_mu, NULL);
+    pthread_mutex_init(&c->ready_mu, NULL);
+    pthread_cond_init(&c->ready_cond, NULL);
     c->head = node_new(NULL, SKIP_LEVELS);
     c->height = 1;
     c->rng = kite_hash(prefix, strlen(prefix)) | 1;
     c->ring_cap = ring_cap;
     c->ring = kite_calloc(ring_cap, sizeof(*c->ring));
+    c->hist_max = KITE_WCACHE_HISTORY_BYTES_DEFAULT;
     c->floor = kite_store_compacted_rev(s);
 
     struct kite_record **recs = NULL;
     size_t n = 0;
     int64_t rev = 0;
     /* The writer may call on_events as soon as the subscription exists, before the snapshot is
-     * loaded: holding w_mu makes it wait. (No deadlock: the writer takes sub_mu then w_mu, but
-     * only for caches already subscribed, and this one subscribes inside the sub_mu section.) */
-    pthread_mutex_lock(&c->w_mu);
+     * loaded: it waits for `ready`. No cache lock is held here (see the lock order). Until ready
+     * nothing else can reach c, so filling it needs no lock: ready's release store publishes it. */
     int r = kite_store_subscribe_snapshot(s, prefix, on_events, c, on_history, c, &recs, &n, &rev);
     if (r < 0) {
-        pthread_mutex_unlock(&c->w_mu);
         kite_wcache_free(c);
         return r;
     }
@@ -300,7 +391,10 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
     c->rev = rev;
     /* A compaction racing the history read may have removed some of the oldest events. */
     c->floor = KITE_MAX(c->floor, kite_store_compacted_rev(s));
-    pthread_mutex_unlock(&c->w_mu);
+    pthread_mutex_lock(&c->ready_mu);
+    atomic_store_explicit(&c->ready, true, memory_order_release);
+    pthread_cond_broadcast(&c->ready_cond);
+    pthread_mutex_unlock(&c->ready_mu);
     *ret = c;
     return 0;
 }
@@ -315,12 +409,34 @@ void kite_wcache_free(struct kite_wcache *c) {
     }
     for (size_t i = 0; i < c->ring_len; i++) event_release(ring_at(c, i));
     free(c->ring);
-    free(c->evicted);
+    free(c->batch);
+    free(c->evicted.v);
     free(c->displaced);
     pthread_rwlock_destroy(&c->lock);
     pthread_mutex_destroy(&c->w_mu);
+    pthread_mutex_destroy(&c->ready_mu);
+    pthread_cond_destroy(&c->ready_cond);
     free(c->prefix);
     free(c);
+}
+
+void kite_wcache_set_history_bytes(struct kite_wcache *c, size_t max_bytes) {
+    struct event_vec evicted = {0};
+    pthread_rwlock_wrlock(&c->lock);
+    c->hist_max = max_bytes ? max_bytes : KITE_WCACHE_HISTORY_BYTES_DEFAULT;
+    while (c->ring_len > 1 && c->hist_bytes > c->hist_max) ring_pop(c, &evicted);
+    pthread_rwlock_unlock(&c->lock);
+    for (size_t i = 0; i < evicted.n; i++) event_release(&evicted.v[i]);
+    free(evicted.v);
+}
+
+void kite_wcache_stats(struct kite_wcache *c, struct kite_wcache_stats *ret) {
+    pthread_rwlock_rdlock(&c->lock);
+    *ret = (struct kite_wcache_stats){
+        .events = c->ring_len, .bytes = c->hist_bytes, .max_events = c->ring_cap, .max_bytes = c->hist_max,
+        .oldest_rev = c->floor,
+    };
+    pthread_rwlock_unlock(&c->lock);
 }
 
 int64_t kite_wcache_rev(struct kite_wcache *c) {
@@ -392,8 +508,9 @@ static void watcher_free(struct kite_watcher *w) {
 }
 
 int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t from_rev, size_t max_queue,
-                      kite_watch_filter filter, void (*notify)(void *ud), void *ud, struct kite_watcher **ret) {
-    if (max_queue == 0) max_queue = KITE_WCACHE_RING_DEFAULT;
+                      size_t max_queue_bytes, kite_watch_filter filter, void (*notify)(void *ud), void *ud,
+                      struct kite_watcher **ret) {
+    if (max_queue == 0) max_queue = KITE_WATCHER_QUEUE_DEFAULT;
     if (max_queue > KITE_WATCHER_QUEUE_MAX) return -EINVAL;
     struct kite_watcher *w = kite_calloc(1, sizeof(*w));
     w->c = c;
@@ -401,9 +518,9 @@ int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t fro
     w->filter = filter;
     w->notify = notify;
     w->ud = ud;
+    w->max_len = max_queue;
+    w->max_bytes = max_queue_bytes ? max_queue_bytes : KITE_WATCHER_QUEUE_BYTES_DEFAULT;
     pthread_mutex_init(&w->mu, NULL);
-    w->cap = max_queue;
-    w->q = kite_calloc(max_queue, sizeof(*w->q));
 
     pthread_mutex_lock(&c->w_mu);
     pthread_rwlock_rdlock(&c->lock);
@@ -422,7 +539,8 @@ int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t fro
         else
             hi = mid;
     }
-    for (size_t i = lo; i < c->ring_len && !w->dropped; i++) deliver(w, ring_at(c, i));
+    /* (a drop here releases the queue under the locks: its records are all still in the ring) */
+    for (size_t i = lo; i < c->ring_len && !w->dropped; i++) deliver(w, ring_at(c, i), NULL);
     atomic_store_explicit(&w->seen_rev, KITE_MAX(from_rev, c->rev), memory_order_release);
     pthread_rwlock_unlock(&c->lock);
     w->next = c->watchers;
@@ -438,6 +556,7 @@ int kite_watcher_next(struct kite_watcher *w, struct kite_watch_event *out, size
     size_t k = 0;
     for (; k < n && w->len; k++) {
         out[k] = w->q[w->head];
+        w->bytes -= record_bytes(out[k].rec);
         w->head = (w->head + 1) % w->cap;
         w->len--;
     }
@@ -460,6 +579,15 @@ bool kite_watcher_dropped(struct kite_watcher *w) {
     bool d = w->dropped;
     pthread_mutex_unlock(&w->mu);
     return d;
+}
+
+void kite_watcher_stats(struct kite_watcher *w, struct kite_watcher_stats *ret) {
+    pthread_mutex_lock(&w->mu);
+    *ret = (struct kite_watcher_stats){
+        .queued = w->len, .queued_bytes = w->bytes, .slots = w->cap, .slot_bytes = w->cap * sizeof(*w->q),
+        .dropped = w->dropped, .behind = w->behind, .behind_bytes = w->behind_bytes,
+    };
+    pthread_mutex_unlock(&w->mu);
 }
 
 void kite_watcher_close(struct kite_watcher *w) {

@@ -243,10 +243,12 @@ class KiteProcess:
         self.check_sanitizers()
         return self.proc.returncode
 
-    SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:")
+    SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:",
+                       b"WARNING: ThreadSanitizer")
 
     def check_sanitizers(self):
-        """With a sanitizer build (make test-e2e-asan), any report in the log fails the test."""
+        """With a sanitizer build (make test-e2e-asan, or a build-tsan/kite), any report in the log
+        fails the test."""
         try:
             data = self.log_path.read_bytes()
         except OSError:

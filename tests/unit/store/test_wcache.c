@@ -3,6 +3,11 @@
 
 #include <pthread.h>
 
+static void event_unref_pair(struct kite_watch_event *e) {
+    kite_record_unref(e->rec);
+    kite_record_unref(e->prev);
+}
+
 static void free_recs(struct kite_record **v, size_t n) {
     for (size_t i = 0; i < n; i++) kite_record_unref(v[i]);
     free(v);
@@ -161,9 +166,9 @@ Test(wcache, watch) {
     struct nctx nc = { PTHREAD_MUTEX_INITIALIZER, 0 };
     struct kite_watcher *all, *ns, *sel;
     int64_t start = kite_wcache_rev(c);
-    cr_assert_eq(kite_wcache_watch(c, NULL, start, 0, NULL, on_notify, &nc, &all), 0);
-    cr_assert_eq(kite_wcache_watch(c, "/w/a/", start, 0, NULL, NULL, NULL, &ns), 0);
-    cr_assert_eq(kite_wcache_watch(c, NULL, start, 0, on_filter, NULL, NULL, &sel), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, start, 0, 0, NULL, on_notify, &nc, &all), 0);
+    cr_assert_eq(kite_wcache_watch(c, "/w/a/", start, 0, 0, NULL, NULL, NULL, &ns), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, start, 0, 0, on_filter, NULL, NULL, &sel), 0);
     put_ok(t.s, KITE_WRITE_CREATE, "/w/a/1", "off");   /* 1 */
     put_ok(t.s, KITE_WRITE_CREATE, "/w/b/1", "on");    /* 2 */
     put_ok(t.s, KITE_WRITE_UPDATE, "/w/a/1", "on");    /* 3 */
@@ -183,7 +188,7 @@ Test(wcache, watch) {
 
     /* a watch from an older revision replays from the ring */
     struct kite_watcher *late;
-    cr_assert_eq(kite_wcache_watch(c, NULL, 3, 0, NULL, NULL, NULL, &late), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 3, 0, 0, NULL, NULL, NULL, &late), 0);
     drain(late, out, sizeof(out));
     cr_assert_str_eq(out, "M4:/w/a/1=off D6:/w/b/1=on M7:/w/a/1=x ");
     kite_watcher_close(late);
@@ -205,7 +210,7 @@ Test(wcache, watcher_progress) {
     cr_assert_eq(kite_wcache_new(t.s, "/w/", 16, &c), 0);
     int64_t r0 = put_ok(t.s, KITE_WRITE_CREATE, "/w/z", "off");
     struct kite_watcher *sel;
-    cr_assert_eq(kite_wcache_watch(c, NULL, r0, 0, on_filter, NULL, NULL, &sel), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, r0, 0, 0, on_filter, NULL, NULL, &sel), 0);
     cr_assert_eq(kite_watcher_progress(sel), r0);
     int64_t r1 = put_ok(t.s, KITE_WRITE_CREATE, "/w/a", "off"); /* filtered out */
     cr_assert_eq(kite_watcher_progress(sel), r1, "a skipped change still moves the watcher on");
@@ -219,7 +224,7 @@ Test(wcache, watcher_progress) {
 
     /* a watch from an older revision is behind until it has taken the replayed events */
     struct kite_watcher *late;
-    cr_assert_eq(kite_wcache_watch(c, NULL, r1, 0, NULL, NULL, NULL, &late), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, r1, 0, 0, NULL, NULL, NULL, &late), 0);
     cr_assert_eq(kite_watcher_progress(late), 0);
     drain(late, out, sizeof(out));
     cr_assert_eq(kite_watcher_progress(late), r3);
@@ -227,7 +232,7 @@ Test(wcache, watcher_progress) {
 
     /* a dropped watcher makes no progress */
     struct kite_watcher *tiny;
-    cr_assert_eq(kite_wcache_watch(c, NULL, r3, 1, NULL, NULL, NULL, &tiny), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, r3, 1, 0, NULL, NULL, NULL, &tiny), 0);
     put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "1");
     put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "2");
     drain(tiny, out, sizeof(out));
@@ -249,8 +254,8 @@ Test(wcache, ring_bound_and_too_old) {
     /* ring of 4 holds 7..10: watches from 6 work, from 5 are too old */
     cr_assert_eq(kite_wcache_oldest_rev(c), 6);
     struct kite_watcher *w;
-    cr_assert_eq(kite_wcache_watch(c, NULL, 5, 0, NULL, NULL, NULL, &w), -ENODATA);
-    cr_assert_eq(kite_wcache_watch(c, NULL, 6, 0, NULL, NULL, NULL, &w), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 5, 0, 0, NULL, NULL, NULL, &w), -ENODATA);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 6, 0, 0, NULL, NULL, NULL, &w), 0);
     struct kite_watch_event ev[8];
     cr_assert_eq(kite_watcher_next(w, ev, 8), 4);
     cr_assert_eq(ev[0].rev, 7);
@@ -260,7 +265,7 @@ Test(wcache, ring_bound_and_too_old) {
         kite_record_unref(ev[i].prev);
     }
     kite_watcher_close(w);
-    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 0, NULL, NULL, NULL, &w), -ENODATA);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 0, 0, NULL, NULL, NULL, &w), -ENODATA);
     kite_wcache_free(c);
     tstore_cleanup(&t);
 }
@@ -272,20 +277,20 @@ Test(wcache, slow_watcher_dropped) {
     cr_assert_eq(kite_wcache_new(t.s, "/w/", 64, &c), 0);
     struct nctx nc = { PTHREAD_MUTEX_INITIALIZER, 0 };
     struct kite_watcher *slow, *fast;
-    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 3, NULL, on_notify, &nc, &slow), 0);
-    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 100, NULL, NULL, NULL, &fast), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 3, 0, NULL, on_notify, &nc, &slow), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 100, 0, NULL, NULL, NULL, &fast), 0);
     put_ok(t.s, KITE_WRITE_CREATE, "/w/k", "1");
     for (int i = 0; i < 9; i++) put_ok(t.s, KITE_WRITE_UPDATE, "/w/k", "v");
     cr_assert(kite_watcher_dropped(slow));
     cr_assert_not(kite_watcher_dropped(fast));
     cr_assert_eq(nc.notified, 2, "once for data, once for the drop");
+    struct kite_watcher_stats st;
+    kite_watcher_stats(slow, &st);
+    cr_assert(st.dropped);
+    cr_assert_eq(st.behind, 4, "3 queued + the one that did not fit");
+    cr_assert_eq(st.queued, 0, "the backlog is released at the drop");
+    cr_assert_eq(st.queued_bytes, 0);
     struct kite_watch_event ev[16];
-    cr_assert_eq(kite_watcher_next(slow, ev, 16), 3, "what was queued is still readable");
-    for (int i = 0; i < 3; i++) {
-        cr_assert_eq(ev[i].rev, i + 1);
-        kite_record_unref(ev[i].rec);
-        kite_record_unref(ev[i].prev);
-    }
     cr_assert_eq(kite_watcher_next(slow, ev, 16), -EPIPE);
     cr_assert_eq(kite_watcher_next(fast, ev, 16), 10);
     for (int i = 0; i < 10; i++) {
@@ -315,7 +320,7 @@ Test(wcache, resume_after_restart) {
     cr_assert_eq(kite_wcache_rev(c), 5);
     expect_list(c, NULL, NULL, 0, NULL, "/w/a ", false);
     struct kite_watcher *w;
-    cr_assert_eq(kite_wcache_watch(c, NULL, seen, 0, NULL, NULL, NULL, &w), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, seen, 0, 0, NULL, NULL, NULL, &w), 0);
     put_ok(t.s, KITE_WRITE_CREATE, "/w/c", "1");          /* 6 */
     char out[256];
     drain(w, out, sizeof(out));
@@ -412,7 +417,7 @@ Test(wcache, batch_longer_than_ring) {
     struct kite_wcache *c;
     cr_assert_eq(kite_wcache_new(t.s, "/w/", 4, &c), 0);
     struct kite_watcher *w;
-    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 64, NULL, NULL, NULL, &w), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, 0, 64, 0, NULL, NULL, NULL, &w), 0);
     struct gate g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, 0 };
     cr_assert_eq(kite_store_subscribe(t.s, "/w/", gate_cb, &g), 0);
     int done = 0;
@@ -446,6 +451,135 @@ Test(wcache, batch_longer_than_ring) {
     kite_record_unref(r);
     cr_assert_eq(kite_wcache_oldest_rev(c), 8, "the ring holds 9..12");
     kite_store_unsubscribe(t.s, gate_cb, &g);
+    kite_watcher_close(w);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+static void put_big(struct kite_store *s, const char *key, size_t len, char fill) {
+    char *v = malloc(len);
+    memset(v, fill, len);
+    struct kite_write w = { KITE_WRITE_UPDATE, key, v, len, 0 };
+    int rc = kite_store_write(s, &w, NULL, NULL);
+    if (rc == -ENOENT) {
+        w.type = KITE_WRITE_CREATE;
+        rc = kite_store_write(s, &w, NULL, NULL);
+    }
+    cr_assert_eq(rc, 0, "write %s: %d", key, rc);
+    free(v);
+}
+
+/* The history is bounded by bytes as well as events: big objects push old events out early,
+ * and a watch resuming from one of them is told it is too old. */
+Test(wcache, history_bounded_by_bytes) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 1000, &c), 0);
+    enum { VAL = 10000, MAXB = 100000 };
+    kite_wcache_set_history_bytes(c, MAXB);
+    int64_t first = kite_wcache_rev(c) + 1;
+    for (int i = 0; i < 50; i++) put_big(t.s, i % 2 ? "/w/a" : "/w/b", VAL, 'a' + i % 26);
+    struct kite_wcache_stats hs;
+    kite_wcache_stats(c, &hs);
+    cr_assert_leq(hs.bytes, MAXB);
+    cr_assert_geq(hs.events, MAXB / (VAL + 200) - 1, "about as many events as fit: %zu", hs.events);
+    cr_assert_lt(hs.events, MAXB / VAL + 1, "bounded by bytes, not by the 1000 events: %zu", hs.events);
+    cr_assert_eq(hs.oldest_rev, kite_wcache_oldest_rev(c));
+    cr_assert_eq(hs.oldest_rev, first + 49 - (int64_t)hs.events, "the ring holds the newest events");
+    struct kite_watcher *w;
+    cr_assert_eq(kite_wcache_watch(c, NULL, first + 5, 0, 0, NULL, NULL, NULL, &w), -ENODATA,
+                 "resuming from a dropped revision: too old");
+    cr_assert_eq(kite_wcache_watch(c, NULL, hs.oldest_rev, 0, 0, NULL, NULL, NULL, &w), 0);
+    struct kite_watcher_stats st;
+    kite_watcher_stats(w, &st);
+    cr_assert_eq(st.queued, hs.events, "a resume from the oldest revision replays the whole ring");
+    kite_watcher_close(w);
+
+    /* lowering the bound trims at once; the newest event always stays */
+    kite_wcache_set_history_bytes(c, 1);
+    kite_wcache_stats(c, &hs);
+    cr_assert_eq(hs.events, 1);
+    cr_assert_eq(hs.oldest_rev, first + 48);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+/* A watcher that stops reading is dropped once its queue holds more bytes than its bound, well
+ * before its event bound, with its backlog released and how far behind it was recorded. */
+Test(wcache, watcher_queue_bounded_by_bytes) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 0, &c), 0);
+    struct nctx nc = { PTHREAD_MUTEX_INITIALIZER, 0 };
+    struct kite_watcher *slow, *fast;
+    enum { VAL = 10000, MAXB = 50000 };
+    cr_assert_eq(kite_wcache_watch(c, NULL, kite_wcache_rev(c), 1000, MAXB, NULL, on_notify, &nc, &slow), 0);
+    cr_assert_eq(kite_wcache_watch(c, NULL, kite_wcache_rev(c), 1000, 0, NULL, NULL, NULL, &fast), 0);
+    for (int i = 0; i < 4; i++) put_big(t.s, "/w/k", VAL, 'x');
+    struct kite_watcher_stats st;
+    kite_watcher_stats(slow, &st);
+    cr_assert_not(st.dropped);
+    cr_assert_eq(st.queued, 4);
+    cr_assert_geq(st.queued_bytes, 4 * VAL);
+    cr_assert_leq(st.queued_bytes, 4 * (VAL + 200));
+    put_big(t.s, "/w/k", VAL, 'y'); /* 5 x 10 KB + overhead > 50,000 */
+    kite_watcher_stats(slow, &st);
+    cr_assert(st.dropped);
+    cr_assert_eq(st.behind, 5);
+    cr_assert_gt(st.behind_bytes, MAXB);
+    cr_assert_eq(st.queued, 0);
+    cr_assert_eq(st.slots, 0, "the queue itself is freed too");
+    cr_assert_eq(nc.notified, 2, "once for data, once for the drop");
+    struct kite_watch_event ev[8];
+    cr_assert_eq(kite_watcher_next(slow, ev, 8), -EPIPE);
+    put_big(t.s, "/w/k", VAL, 'z');
+    cr_assert_eq(nc.notified, 2, "a dropped watcher is told once");
+    cr_assert_eq(kite_watcher_next(slow, ev, 8), -EPIPE);
+    kite_watcher_stats(fast, &st);
+    cr_assert_not(st.dropped, "the default byte bound is far above 60 KB");
+    cr_assert_eq(st.queued, 6);
+    for (int n; (n = kite_watcher_next(fast, ev, 8)) > 0;)
+        for (int i = 0; i < n; i++) event_unref_pair(&ev[i]);
+    kite_watcher_close(slow);
+    kite_watcher_close(fast);
+    kite_wcache_free(c);
+    tstore_cleanup(&t);
+}
+
+/* A watcher's queue is allocated as it fills, not at its bound: idle watches are cheap. */
+Test(wcache, idle_watcher_queue_is_small) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/w/", 0, &c), 0);
+    struct kite_watcher *w;
+    cr_assert_eq(kite_wcache_watch(c, NULL, kite_wcache_rev(c), 10000, 0, NULL, NULL, NULL, &w), 0);
+    struct kite_watcher_stats st;
+    kite_watcher_stats(w, &st);
+    cr_assert_eq(st.slots, 0, "no events yet: no slots (was 10,000 slots up front)");
+    put_ok(t.s, KITE_WRITE_CREATE, "/w/a", "1");
+    kite_watcher_stats(w, &st);
+    cr_assert_eq(st.slots, KITE_WATCHER_QUEUE_INITIAL);
+    cr_assert_leq(st.slot_bytes, 1024);
+    struct kite_watch_event ev[64];
+    for (int i = 0; i < 9; i++) put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "2");
+    cr_assert_eq(kite_watcher_next(w, ev, 8), 8); /* the queue's start moves to slot 8 */
+    for (int i = 0; i < 8; i++) event_unref_pair(&ev[i]);
+    int64_t next = ev[7].rev + 1;
+    for (int i = 0; i < 40; i++) put_ok(t.s, KITE_WRITE_UPDATE, "/w/a", "3");
+    kite_watcher_stats(w, &st);
+    cr_assert_eq(st.queued, 42);
+    cr_assert_eq(st.slots, 4 * KITE_WATCHER_QUEUE_INITIAL, "doubled as it filled: 16 -> 32 -> 64");
+    /* order survives growing a queue that had wrapped around */
+    cr_assert_eq(kite_watcher_next(w, ev, 64), 42);
+    for (int i = 0; i < 42; i++) {
+        cr_assert_eq(ev[i].rev, next + i);
+        event_unref_pair(&ev[i]);
+    }
+    kite_watcher_stats(w, &st);
+    cr_assert_eq(st.queued_bytes, 0);
     kite_watcher_close(w);
     kite_wcache_free(c);
     tstore_cleanup(&t);
