@@ -140,7 +140,7 @@ static int pull(void *ud, struct kite_buf *out) {
         kite_record_unref(ev[i].prev);
     }
     if (n == KITE_WATCH_BATCH) kite_http_stream_wake(w->stream);
-    int64_t now = kite_now_mono(kite_clock_real());
+    int64_t now = kite_now_mono(w->rq->srv->clock);
     if (now >= w->deadline_ns) return -1;
     if (w->bookmarks && now >= w->next_bookmark_ns) {
         emit_bookmark(w, out);
@@ -170,7 +170,7 @@ static void done(void *ud) {
     pthread_mutex_unlock(&w->mu);
     metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
     metrics_observe(rq->srv->metrics, "watch", req_resource_label(rq), 200,
-                    kite_now_mono(kite_clock_real()) - rq->start_ns);
+                    kite_now_mono(rq->srv->clock) - rq->start_ns);
     watch_free(w);
     req_free(rq);
 }
@@ -200,7 +200,7 @@ void handle_watch(struct req *rq) {
     }
     const char *bm = kite_http_query(h, "allowWatchBookmarks");
     w->bookmarks = query_true(bm);
-    int64_t now = kite_now_mono(kite_clock_real());
+    int64_t now = kite_now_mono(rq->srv->clock);
     if (!timeout_s) {
         uint64_t seed = (uint64_t)now;
         timeout_s = KITE_WATCH_MIN_TIMEOUT_S + (int64_t)(kite_rand01(&seed) * KITE_WATCH_MIN_TIMEOUT_S);
