@@ -243,6 +243,16 @@ static void push_field(struct walk *w, const char *name, size_t *saved, size_t *
     }
 }
 
+/* "[i]" without printf: the walk pushes one per list element of every write. */
+static void push_index(struct kite_buf *b, size_t i) {
+    char d[24];
+    size_t n = 0;
+    do d[n++] = (char)('0' + i % 10); while ((i /= 10) > 0);
+    kite_buf_putc(b, '[');
+    while (n) kite_buf_putc(b, d[--n]);
+    kite_buf_putc(b, ']');
+}
+
 static void pop(struct walk *w, size_t saved, size_t gsaved) {
     w->path.len = saved;
     if (w->path.p) w->path.p[saved] = 0;
@@ -285,6 +295,10 @@ static int check_time(struct walk *w, const struct kite_schema *s, json_object *
     int64_t secs;
     int32_t nsec;
     if (parse_time(str, micro, &secs, &nsec, &w->error) < 0) return -EINVAL;
+    /* A valid time of exactly the canonical layout's shape (UTC, 0 or 6 fraction digits) is
+     * canonical already: no formatting on the write path of every lease renewal. */
+    size_t len = (size_t)json_object_get_string_len(o);
+    if (len == (micro ? 27u : 20u) && str[len - 1] == 'Z' && (!micro || str[19] == '.')) return 0;
     char canon[32];
     format_time(secs, nsec, micro, canon);
     if (strcmp(canon, str) != 0) json_object_set_string(o, canon);
@@ -373,7 +387,9 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
         if (!json_object_is_type(o, json_type_object)) return type_error(w, s, json_kind(o));
         json_object_object_foreach(o, k, v) {
             size_t saved = w->path.len;
-            kite_buf_printf(&w->path, "[%s]", k);
+            kite_buf_putc(&w->path, '[');
+            kite_buf_puts(&w->path, k);
+            kite_buf_putc(&w->path, ']');
             int r = check_string_bytes(w, k, strlen(k), true);
             if (r == 0) r = walk_value(w, s->elem, v);
             if (w->replace) json_object_object_add(o, k, TAKE_PTR(w->replace));
@@ -387,7 +403,7 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
         size_t n = json_object_array_length(o);
         for (size_t i = 0; i < n; i++) {
             size_t saved = w->path.len;
-            kite_buf_printf(&w->path, "[%zu]", i);
+            push_index(&w->path, i);
             int r = walk_value(w, s->elem, json_object_array_get_idx(o, i));
             if (w->replace) json_object_array_put_idx(o, i, TAKE_PTR(w->replace));
             pop(w, saved, w->gopath.len);
