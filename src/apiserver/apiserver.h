@@ -12,12 +12,14 @@ struct kite_apiserver_options {
     size_t watch_ring;         /* events kept per resource for watch resumption; 0 = default */
     int64_t compact_interval_s; /* 0 = default (300 s) */
     int64_t event_ttl_s;       /* events older than this are deleted; 0 = default (1 h) */
+    bool force_recover;        /* open a store found damaged anyway (kite_store_options) */
 };
 
 struct kite_apiserver;
 /* Opens the store, ensures certificates and kubeconfigs in data_dir, creates the system
- * namespaces and starts serving. */
-int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret);
+ * namespaces and starts serving. On failure *ret_error (optional) may get a message naming the
+ * file and the cause (caller frees; NULL when there is only the errno). */
+int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret, char **ret_error);
 uint16_t kite_apiserver_port(struct kite_apiserver *s);
 /* The https://host:port URL clients should use. Borrowed. */
 const char *kite_apiserver_url(struct kite_apiserver *s);

@@ -330,6 +330,11 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         if (!authorize_request(rq)) return;
         struct kite_buf b = {0};
         metrics_render(s->metrics, &b);
+        struct kite_store_stats st;
+        kite_store_stats(s->store, &st);
+        kite_buf_printf(&b, "# HELP kite_store_commits_failed_total Store transactions that failed in storage (their writes got errors).\n"
+                            "# TYPE kite_store_commits_failed_total counter\nkite_store_commits_failed_total %llu\n",
+                        (unsigned long long)st.commits_failed);
         size_t len;
         char *body = kite_buf_detach(&b, &len);
         reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
@@ -406,7 +411,7 @@ static int write_file(const char *path, const char *text, mode_t mode) {
     return 0;
 }
 
-static int start(struct kite_apiserver *s, const struct kite_apiserver_options *o) {
+static int start(struct kite_apiserver *s, const struct kite_apiserver_options *o, char **ret_error) {
     int r;
     if (mkdir(o->data_dir, 0700) < 0 && errno != EEXIST) return -errno;
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", o->data_dir);
@@ -414,7 +419,8 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return r;
 
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
-    if ((r = kite_store_open(url, &s->store)) < 0) return r;
+    struct kite_store_options so = {.force_recover = o->force_recover};
+    if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0) return r;
     s->metrics = metrics_new();
     for (const struct kite_resource *res = kite_resources; res->kind; res++) {
         const char *name = res->storage ? res->storage : res->plural;
@@ -455,14 +461,15 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     return 0;
 }
 
-int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret) {
+int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret, char **ret_error) {
+    if (ret_error) *ret_error = NULL;
     struct kite_apiserver *s = kite_calloc(1, sizeof *s);
     s->data_dir = kite_strdup(o->data_dir);
     s->compact_interval_s = o->compact_interval_s > 0 ? o->compact_interval_s : 300;
     s->event_ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
-    int r = start(s, o);
+    int r = start(s, o, ret_error);
     if (r < 0) {
         kite_apiserver_stop(s);
         return r;

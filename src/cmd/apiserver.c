@@ -52,7 +52,7 @@ int apiserver_args_options(const char *cmd, const struct apiserver_args *a, stru
     *o = (struct kite_apiserver_options){.data_dir = a->data_dir, .listen = a->listen ? a->listen : "127.0.0.1:6443",
                                          .store_url = a->store, .token_file = a->tokens, .threads = (unsigned)threads,
                                          .max_connections = a->max_conns ? (unsigned)max_conns : fd_conns,
-                                         .event_ttl_s = ttl_ns / KITE_NS_PER_SEC};
+                                         .event_ttl_s = ttl_ns / KITE_NS_PER_SEC, .force_recover = a->force_recover};
     return 0;
 }
 
@@ -65,8 +65,10 @@ int cmd_apiserver(int argc, char **argv) {
     struct kite_apiserver_options o;
     if ((r = apiserver_args_options("apiserver", &args, &o)) != 0) return r;
     struct kite_apiserver *s;
-    if ((r = kite_apiserver_start(&o, &s)) < 0) {
-        log_error("apiserver", "cannot start: %s", strerror(-r));
+    char *err = NULL;
+    if ((r = kite_apiserver_start(&o, &s, &err)) < 0) {
+        log_error("apiserver", "cannot start: %s", err ? err : strerror(-r));
+        free(err);
         return 1;
     }
     log_info("apiserver", "serving on %s (data dir %s)", kite_apiserver_url(s), o.data_dir);

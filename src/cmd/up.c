@@ -65,8 +65,10 @@ int cmd_up(int argc, char **argv) {
         return 2;
     }
     struct kite_apiserver *s;
-    if ((r = kite_apiserver_start(&o, &s)) < 0) {
-        log_error("up", "cannot start the apiserver: %s", strerror(-r));
+    char *start_err = NULL;
+    if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {
+        log_error("up", "cannot start the apiserver: %s", start_err ? start_err : strerror(-r));
+        free(start_err);
         kite_agent_config_release(&ac);
         return 1;
     }
