@@ -84,9 +84,10 @@ int main(int argc, char **argv) {
     char url[600], path[512];
     snprintf(path, sizeof(path), "%s/bench.db", dir);
     snprintf(url, sizeof(url), "sqlite:%s", path);
-    int r = kite_store_open(url, &store);
+    char *err = NULL;
+    int r = kite_store_open(url, NULL, &store, &err);
     if (r < 0) {
-        fprintf(stderr, "open %s: %s\n", url, strerror(-r));
+        fprintf(stderr, "%s\n", err ? err : strerror(-r));
         return 1;
     }
     /* Create the keys: THREADS creators, so the load is group-committed too. */
@@ -146,6 +147,8 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof(path), "%s/bench.db-wal", dir);
     unlink(path);
     snprintf(path, sizeof(path), "%s/bench.db-shm", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/bench.db.rev", dir);
     unlink(path);
     if (dir == tmpl) rmdir(dir);
     free(buf);

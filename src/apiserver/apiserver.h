@@ -13,6 +13,7 @@ struct kite_apiserver_options {
     int64_t compact_interval_s; /* 0 = default (300 s) */
     int64_t event_ttl_s;       /* events older than this are deleted; 0 = default (1 h) */
     struct kite_clock *clock;  /* NULL = the real clock (tests pass a fake one) */
+    bool force_recover;        /* open a store found damaged anyway (kite_store_options) */
 };
 
 struct kite_apiserver;

@@ -340,6 +340,11 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         if (!authorize_request(rq)) return;
         struct kite_buf b = {0};
         metrics_render(s->metrics, &b);
+        struct kite_store_stats st;
+        kite_store_stats(s->store, &st);
+        kite_buf_printf(&b, "# HELP kite_store_commits_failed_total Store transactions that failed in storage (their writes got errors).\n"
+                            "# TYPE kite_store_commits_failed_total counter\nkite_store_commits_failed_total %llu\n",
+                        (unsigned long long)st.commits_failed);
         size_t len;
         char *body = kite_buf_detach(&b, &len);
         reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
@@ -469,7 +474,9 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return fail(ret_error, r, "cannot create the certificates in %s", pki);
 
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
-    if ((r = kite_store_open(url, &s->store)) < 0) return fail(ret_error, r, "cannot open the store %s", url);
+    struct kite_store_options so = {.force_recover = o->force_recover};
+    if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
+        return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
     size_t rows = 0;
     while (kite_resources[rows]) rows++;

@@ -52,7 +52,7 @@ int apiserver_args_options(const char *cmd, const struct apiserver_args *a, stru
     *o = (struct kite_apiserver_options){.data_dir = a->data_dir, .listen = a->listen ? a->listen : "127.0.0.1:6443",
                                          .store_url = a->store, .token_file = a->tokens, .threads = (unsigned)threads,
                                          .max_connections = a->max_conns ? (unsigned)max_conns : fd_conns,
-                                         .event_ttl_s = ttl_ns / KITE_NS_PER_SEC};
+                                         .event_ttl_s = ttl_ns / KITE_NS_PER_SEC, .force_recover = a->force_recover};
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /* Subcommands (git's shape): int cmd_<name>(int argc, char **argv). Only src/cmd parses argv. */
 #pragma once
+#include <stdbool.h>
 
 int cmd_apiserver(int argc, char **argv);
 int cmd_up(int argc, char **argv);
@@ -29,11 +30,14 @@ void kite_block_signals(void);
 struct kite_apiserver_options;
 struct apiserver_args {
     const char *data_dir, *listen, *store, *tokens, *threads, *event_ttl, *max_conns;
+    bool force_recover;
 };
 #define APISERVER_FLAGS(a)                                                                                  \
     FLAG_STR("data-dir", "directory for the store, certificates and kubeconfigs (required)", &(a)->data_dir), \
     FLAG_STR("listen", "address to serve HTTPS on (default 127.0.0.1:6443)", &(a)->listen),                 \
     FLAG_STR("store", "store URL (default sqlite:DATA_DIR/kite.db)", &(a)->store),                            \
+    FLAG_BOOLEAN("force-recover", "open a store found damaged (older than its acknowledged revision, failing "  \
+                 "its integrity check) anyway, accepting the loss", &(a)->force_recover),                     \
     FLAG_STR("token-auth-file", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", &(a)->tokens),  \
     FLAG_STR("threads", "HTTP worker threads (default: number of CPUs)", &(a)->threads),                     \
     FLAG_STR("event-ttl", "how long events are kept after they last happened (default 1h)", &(a)->event_ttl), \

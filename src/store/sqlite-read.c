@@ -40,13 +40,13 @@ static struct kite_record *row_rec(sqlite3_stmt *st) {
     return r;
 }
 
-int kite_store_range(struct kite_store *s, const char *prefix, int64_t at_rev, const char *start_after,
-                     size_t limit, struct kite_record ***ret, size_t *ret_n, bool *ret_more) {
-    if (!prefix) prefix = "";
-    int64_t now = kite_store_rev(s);
+int sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
+                 struct kite_record ***ret, size_t *ret_n, bool *ret_more) {
+    struct sqlite_store *s = sq(b);
+    int64_t now = atomic_load(&s->rev);
     if (at_rev == 0) at_rev = now;
     if (at_rev < 0 || at_rev > now) return -ERANGE;
-    if (at_rev < kite_store_compacted_rev(s)) return -ENODATA;
+    if (at_rev < atomic_load(&s->compact_rev)) return -ENODATA;
     _cleanup_free_ char *end = prefix_end(prefix);
     /* The lower bound is the larger of the prefix (inclusive) and start_after (exclusive), so that
      * SQLite seeks straight to it in the (key, rev) index: pages cost O(limit), not O(offset). */
@@ -75,7 +75,7 @@ int kite_store_range(struct kite_store *s, const char *prefix, int64_t at_rev, c
     pthread_mutex_unlock(&s->rdb_mu);
     /* A concurrent compaction may have removed rows we needed: the result is only valid if the
      * compacted revision is still <= at_rev. */
-    if (r == 0 && at_rev < kite_store_compacted_rev(s)) r = -ENODATA;
+    if (r == 0 && at_rev < atomic_load(&s->compact_rev)) r = -ENODATA;
     if (r < 0) {
         vec_release(&v);
         return r;
@@ -95,7 +95,7 @@ int kite_store_range(struct kite_store *s, const char *prefix, int64_t at_rev, c
 }
 
 /* Replays history under prefix with from_rev < rev <= to_rev. Caller holds rdb_mu. */
-static int history_locked(struct kite_store *s, const char *prefix, int64_t from_rev, int64_t to_rev,
+static int history_locked(struct sqlite_store *s, const char *prefix, int64_t from_rev, int64_t to_rev,
                           kite_store_event_cb cb, void *ud) {
     _cleanup_free_ char *end = prefix_end(prefix);
     _cleanup_free_ char *sql = kite_asprintf("SELECT rev, key, create_rev, version, deleted, value FROM kv "
@@ -157,21 +157,21 @@ out:
     return r;
 }
 
-int kite_store_history(struct kite_store *s, const char *prefix, int64_t from_rev, kite_store_event_cb cb,
-                       void *ud) {
-    int64_t now = kite_store_rev(s);
-    if (from_rev < kite_store_compacted_rev(s)) return -ENODATA;
+int sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud) {
+    struct sqlite_store *s = sq(b);
+    int64_t now = atomic_load(&s->rev);
+    if (from_rev < atomic_load(&s->compact_rev)) return -ENODATA;
     pthread_mutex_lock(&s->rdb_mu);
-    int r = history_locked(s, prefix ? prefix : "", from_rev, now, cb, ud);
+    int r = history_locked(s, prefix, from_rev, now, cb, ud);
     pthread_mutex_unlock(&s->rdb_mu);
-    if (r == 0 && from_rev < kite_store_compacted_rev(s)) r = -ENODATA;
+    if (r == 0 && from_rev < atomic_load(&s->compact_rev)) r = -ENODATA;
     return r;
 }
 
-int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud,
-                                  kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
-                                  size_t *ret_n, int64_t *ret_rev) {
-    if (!prefix) prefix = "";
+int sqlite_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
+                              kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                              size_t *ret_n, int64_t *ret_rev) {
+    struct sqlite_store *s = sq(b);
     struct rec_vec v = {0};
     int r = 0;
     /* Holding sub_mu stops the writer from publishing a batch, so the snapshot, the history up to
@@ -181,7 +181,7 @@ int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite
         pthread_mutex_unlock(&s->sub_mu);
         return -ENOSPC;
     }
-    int64_t rev = kite_store_rev(s);
+    int64_t rev = atomic_load(&s->rev);
     pthread_rwlock_rdlock(&s->live_lock);
     const char *k;
     void *val;
@@ -192,7 +192,7 @@ int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite
         /* Compaction runs on the writer thread, which may be compacting right now; a compaction
          * racing this read makes the replay start later (only the ring's depth changes). */
         pthread_mutex_lock(&s->rdb_mu);
-        r = history_locked(s, prefix, kite_store_compacted_rev(s), rev, hist_cb, hist_ud);
+        r = history_locked(s, prefix, atomic_load(&s->compact_rev), rev, hist_cb, hist_ud);
         pthread_mutex_unlock(&s->rdb_mu);
     }
     if (r == 0) s->subs[s->nsubs++] = (struct sub){ kite_strdup(prefix), cb, ud };

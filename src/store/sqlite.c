@@ -17,10 +17,19 @@
  *   kept unless it is a tombstone. So reads at revisions >= compact_rev are exact.
  *
  * Durability: journal_mode=WAL with synchronous=FULL: COMMIT returns after the WAL is fsynced.
+ * A revision marker next to the database lets open tell a damaged store from an intact one
+ * (see "the revision marker" below).
  * Checkpoints run on their own thread and connection (PASSIVE, not blocking the writer); the
  * writer finishes what each one left (see "checkpoints" below), and checkpoints everything itself
  * only if the WAL outgrows KITE_STORE_WAL_HARD_PAGES. */
 #include "store/store-int.h"
+#include "base/clock.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* WAL size (pages) at which the checkpoint thread is woken, and at which the writer checkpoints
  * itself (bounds the WAL when the checkpointer cannot catch up under continuous writes). */
@@ -49,21 +58,66 @@ static int exec(sqlite3 *db, const char *sql) {
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
-static int open_conn(const char *path, sqlite3 **ret) {
+/* The errno closest to a failed SQLite call's error on db (NULL: out of memory). */
+static int db_errno(sqlite3 *db) {
+    if (!db) return -ENOMEM;
+    switch (sqlite3_extended_errcode(db) & 0xff) {
+    case SQLITE_READONLY: return -EROFS;
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return -EACCES;
+    case SQLITE_FULL: return -ENOSPC;
+    case SQLITE_NOMEM: return -ENOMEM;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return -EUCLEAN;
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR: {
+        int e = sqlite3_system_errno(db);
+        return e > 0 ? -e : -EIO;
+    }
+    default: return -EIO;
+    }
+}
+
+/* Sets *ret_error (when asked for and not set yet) to msg, which it takes; returns r. */
+static int set_error(char **ret_error, int r, char *msg) {
+    if (ret_error && !*ret_error)
+        *ret_error = msg;
+    else
+        free(msg);
+    return r;
+}
+
+/* A failed SQLite call on db while doing what to the store at path: the message names the file,
+ * what failed, SQLite's own text and extended code, and the system error behind it if any. */
+static int db_fail(sqlite3 *db, const char *path, const char *what, char **ret_error) {
+    int r = db_errno(db);
+    if (!ret_error || *ret_error) return r;
+    int rc = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
+    int se = db && ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_IOERR) ? sqlite3_system_errno(db) : 0;
+    return set_error(ret_error, r,
+                     kite_asprintf("store %s: %s: %s (SQLite error %d%s%s)", path, what,
+                                   db ? sqlite3_errmsg(db) : "out of memory", rc, se ? ", " : "",
+                                   se ? strerror(se) : ""));
+}
+
+static int open_conn(const char *path, sqlite3 **ret, char **ret_error) {
     sqlite3 *db = NULL;
     const char *vfs = walbuf_register() == 0 ? KITE_STORE_VFS : NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs) !=
         SQLITE_OK) {
+        int r = db_fail(db, path, "cannot open the database", ret_error);
         sqlite3_close(db);
-        return -EIO;
+        return r;
     }
+    sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, KITE_STORE_BUSY_MS);
     char *pragmas = kite_asprintf("PRAGMA cache_size=-%d; PRAGMA mmap_size=%d; PRAGMA synchronous=FULL;"
-                                  "PRAGMA temp_store=MEMORY;",
-                                  KITE_STORE_CACHE_KIB, KITE_STORE_MMAP_BYTES);
+                                  "PRAGMA temp_store=MEMORY; PRAGMA journal_size_limit=%d;",
+                                  KITE_STORE_CACHE_KIB, KITE_STORE_MMAP_BYTES, KITE_STORE_WAL_SIZE_LIMIT);
     int r = exec(db, pragmas);
     free(pragmas);
     if (r < 0) {
+        r = db_fail(db, path, "cannot set up the connection", ret_error);
         sqlite3_close(db);
         return r;
     }
@@ -86,14 +140,19 @@ static struct kite_record *row_record(sqlite3_stmt *st, int col_rev, int col_key
     return r;
 }
 
-static int load(struct kite_store *s) {
+static int load(struct sqlite_store *s) {
     sqlite3_stmt *st = NULL;
     int64_t max_rev = 0, crev = 0;
     if (sqlite3_prepare_v2(s->wdb, "SELECT value FROM meta WHERE name = 'compact_rev'", -1, &st, NULL) != SQLITE_OK)
         return -EIO;
     if (sqlite3_step(st) == SQLITE_ROW) crev = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(s->wdb, "SELECT max(rev) FROM kv", -1, &st, NULL) != SQLITE_OK) return -EIO;
+    if (sqlite3_prepare_v2(s->wdb, "SELECT value FROM meta WHERE name = 'rev_floor'", -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    if (sqlite3_step(st) == SQLITE_ROW) max_rev = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(s->wdb, "SELECT max(ifnull((SELECT max(rev) FROM kv), 0), ?1)", -1, &st, NULL) != SQLITE_OK) return -EIO;
+    sqlite3_bind_int64(st, 1, max_rev);
     if (sqlite3_step(st) == SQLITE_ROW) max_rev = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     if (sqlite3_prepare_v2(s->wdb,
@@ -114,15 +173,108 @@ static int load(struct kite_store *s) {
     return 0;
 }
 
+/* ---- the revision marker ----
+ *
+ * SQLite discards WAL frames whose checksums fail, and a WAL whose header is damaged, as it must
+ * for a write torn by a crash; and it opens an empty or truncated database file as a new one. On
+ * its own the store would then come up as an older or empty cluster without a word. So the
+ * writer records the last acknowledged revision outside the database, in <db>.rev, and open
+ * refuses a store older than that (kite_store_options.force_recover overrides).
+ *
+ * The file holds two MARKER_SLOT-byte slots, written alternately (pwrite + fdatasync, never a
+ * size change, so no metadata is written): a write torn by a crash spoils at most the slot it
+ * went to, and the other still holds an older, and so still true, revision. A slot is valid
+ * when its magic and checksum match; the valid slot with the larger sequence number wins.
+ *
+ * The writer updates it after a batch's completions fired, at most once per
+ * KITE_STORE_MARKER_INTERVAL_MS while writes come, once more that long after the last one, and
+ * at close: one fdatasync per interval instead of one per batch. It only ever records a revision
+ * already fsynced, so a crash never makes an intact store look damaged; the writes of the last
+ * interval before a crash are not covered (their loss looks like a crash before them). */
+#define MARKER_SLOT 512
+#define MARKER_MAGIC "kite-rev"
+#define MARKER_INTERVAL_NS ((int64_t)KITE_STORE_MARKER_INTERVAL_MS * 1000000)
+
+struct marker_rec {
+    char magic[8];
+    uint64_t seq;
+    int64_t rev;
+    uint64_t check; /* FNV-1a of the bytes before it */
+};
+
+static uint64_t marker_check(const struct marker_rec *m) {
+    const unsigned char *p = (const unsigned char *)m;
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < offsetof(struct marker_rec, check); i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Reads the marker at path: 0 with *ret_rev and *ret_seq, -ENOENT when there is none (no file, or
+ * an empty one: created but never written), -EBADMSG when no slot is valid, else -errno. */
+static int marker_read(const char *path, int64_t *ret_rev, uint64_t *ret_seq) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    char buf[2 * MARKER_SLOT];
+    ssize_t n = pread(fd, buf, sizeof(buf), 0);
+    int e = errno;
+    close(fd);
+    if (n < 0) return -e;
+    if (n == 0) return -ENOENT;
+    bool found = false;
+    for (int i = 0; i < 2; i++) {
+        struct marker_rec m;
+        if (n < i * MARKER_SLOT + (ssize_t)sizeof(m)) break;
+        memcpy(&m, buf + i * MARKER_SLOT, sizeof(m));
+        if (memcmp(m.magic, MARKER_MAGIC, sizeof(m.magic)) != 0 || m.check != marker_check(&m) || m.rev < 0) continue;
+        if (!found || m.seq > *ret_seq) {
+            *ret_rev = m.rev;
+            *ret_seq = m.seq;
+        }
+        found = true;
+    }
+    return found ? 0 : -EBADMSG;
+}
+
+/* Records rev (already durable) in the marker; durable when it returns 0. */
+static int marker_write(struct sqlite_store *s, int64_t rev) {
+    struct marker_rec m = { .seq = s->marker_seq + 1, .rev = rev };
+    memcpy(m.magic, MARKER_MAGIC, sizeof(m.magic));
+    m.check = marker_check(&m);
+    char slot[MARKER_SLOT] = {0};
+    memcpy(slot, &m, sizeof(m));
+    if (pwrite(s->marker_fd, slot, sizeof(slot), (off_t)(m.seq % 2) * MARKER_SLOT) != (ssize_t)sizeof(slot))
+        return errno ? -errno : -EIO;
+    if (fdatasync(s->marker_fd) < 0) return -errno;
+    s->marker_seq = m.seq;
+    s->marker_rev = rev;
+    return 0;
+}
+
+/* Writer thread: brings the marker up to the applied revision when it is behind and its interval
+ * has passed. Returns the ns until it is next due (0: it is current). */
+static int64_t marker_tick(struct sqlite_store *s) {
+    int64_t rev = atomic_load(&s->rev);
+    if (rev <= s->marker_rev) return 0;
+    int64_t now = kite_now_mono(kite_clock_real());
+    if (now - s->marker_ns < MARKER_INTERVAL_NS) return s->marker_ns + MARKER_INTERVAL_NS - now;
+    s->marker_ns = now;
+    if (marker_write(s, rev) < 0) {
+        /* Detection lags until a write succeeds; the counter shows it. */
+        atomic_fetch_add_explicit(&s->n_marker_failed, 1, memory_order_relaxed);
+        return MARKER_INTERVAL_NS;
+    }
+    return 0;
+}
+
 /* ---- the writer thread ---- */
 
-static struct kite_record *current(struct kite_store *s, struct kite_map *overlay, const char *key) {
+static struct kite_record *current(struct sqlite_store *s, struct kite_map *overlay, const char *key) {
     struct kite_record *r = kite_map_get(overlay, key);
     if (!r) r = kite_map_get(&s->live, key);
     return r && !r->deleted ? r : NULL;
 }
 
-static int insert_row(struct kite_store *s, struct kite_record *r) {
+static int insert_row(struct sqlite_store *s, struct kite_record *r) {
     sqlite3_stmt *st = s->ins;
     sqlite3_bind_int64(st, 1, r->mod_rev);
     sqlite3_bind_text(st, 2, r->key, -1, SQLITE_STATIC);
@@ -140,7 +292,7 @@ static int insert_row(struct kite_store *s, struct kite_record *r) {
 }
 
 /* Decides one write against the state so far (live + this batch's overlay) and appends its row. */
-static int stage(struct kite_store *s, struct kite_map *overlay, struct pending *p, int64_t *rev) {
+static int stage(struct sqlite_store *s, struct kite_map *overlay, struct pending *p, int64_t *rev) {
     struct kite_record *cur = current(s, overlay, p->rec->key);
     if (p->type == KITE_WRITE_CREATE && cur) {
         p->err = -EEXIST;
@@ -172,7 +324,7 @@ static int stage(struct kite_store *s, struct kite_map *overlay, struct pending 
 
 /* Hands each subscriber the batch's changes under its prefix in one call, so a watch cache
  * takes its locks once per batch rather than once per change. */
-static void fan_out(struct kite_store *s, struct pending *batch, size_t n) {
+static void fan_out(struct sqlite_store *s, struct pending *batch, size_t n) {
     if (n > s->evs_cap) {
         s->evs_cap = KITE_MAX(n, 2 * s->evs_cap);
         s->evs = kite_realloc(s->evs, s->evs_cap * sizeof(*s->evs));
@@ -186,7 +338,7 @@ static void fan_out(struct kite_store *s, struct pending *batch, size_t n) {
     }
 }
 
-static void run_batch(struct kite_store *s, struct pending *batch) {
+static void run_batch(struct sqlite_store *s, struct pending *batch) {
     struct kite_map overlay = {0};
     int64_t rev = atomic_load(&s->rev);
     int r = sqlite3_step(s->begin) == SQLITE_DONE ? 0 : -EIO;
@@ -204,6 +356,7 @@ static void run_batch(struct kite_store *s, struct pending *batch) {
     }
     kite_map_release(&overlay);
     if (r < 0) {
+        atomic_fetch_add_explicit(&s->n_commits_failed, 1, memory_order_relaxed);
         sqlite3_step(s->rollback);
         sqlite3_reset(s->rollback);
         for (struct pending *p = batch; p; p = p->next) {
@@ -244,7 +397,7 @@ static void run_batch(struct kite_store *s, struct pending *batch) {
     }
 }
 
-static int do_compact(struct kite_store *s, int64_t rev) {
+static int do_compact(struct sqlite_store *s, int64_t rev) {
     if (rev > atomic_load(&s->rev)) return -ERANGE;
     if (rev <= atomic_load(&s->compact_rev)) return 0;
     sqlite3_stmt *st = NULL;
@@ -280,10 +433,23 @@ static int do_compact(struct kite_store *s, int64_t rev) {
 }
 
 static void *writer_main(void *arg) {
-    struct kite_store *s = arg;
+    struct sqlite_store *s = arg;
     pthread_mutex_lock(&s->q_mu);
     for (;;) {
-        while (!s->q_head && !s->compact_req && !s->stopping) pthread_cond_wait(&s->q_cond, &s->q_mu);
+        while (!s->q_head && !s->compact_req && !s->stopping) {
+            /* Idle: the marker catches up with the last writes once its interval has passed. */
+            pthread_mutex_unlock(&s->q_mu);
+            int64_t wait_ns = marker_tick(s);
+            pthread_mutex_lock(&s->q_mu);
+            if (s->q_head || s->compact_req || s->stopping) break;
+            if (wait_ns > 0) {
+                int64_t at = kite_now_mono(kite_clock_real()) + wait_ns;
+                struct timespec ts = { at / KITE_NS_PER_SEC, at % KITE_NS_PER_SEC };
+                pthread_cond_timedwait(&s->q_cond, &s->q_mu, &ts); /* q_cond runs on CLOCK_MONOTONIC */
+            } else {
+                pthread_cond_wait(&s->q_cond, &s->q_mu);
+            }
+        }
         if (s->compact_req) {
             int64_t rev = s->compact_req;
             pthread_mutex_unlock(&s->q_mu);
@@ -309,6 +475,7 @@ static void *writer_main(void *arg) {
         s->q_len -= n;
         pthread_mutex_unlock(&s->q_mu);
         run_batch(s, batch);
+        marker_tick(s);
         pthread_mutex_lock(&s->q_mu);
     }
     pthread_mutex_unlock(&s->q_mu);
@@ -329,7 +496,7 @@ static void *writer_main(void *arg) {
  * change the file's size writes no inode). */
 
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
-    struct kite_store *s = arg;
+    struct sqlite_store *s = arg;
     if (pages >= KITE_STORE_WAL_HARD_PAGES) {
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         return SQLITE_OK;
@@ -350,7 +517,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
 }
 
 static void *ckpt_main(void *arg) {
-    struct kite_store *s = arg;
+    struct sqlite_store *s = arg;
     pthread_mutex_lock(&s->ck_mu);
     for (;;) {
         while (!s->ck_req && !s->ck_stop) pthread_cond_wait(&s->ck_cond, &s->ck_mu);
@@ -376,9 +543,9 @@ static void *ckpt_main(void *arg) {
     return NULL;
 }
 
-/* ---- public API ---- */
+/* ---- opening and closing ---- */
 
-static void store_free(struct kite_store *s) {
+static void store_free(struct sqlite_store *s) {
     sqlite3_finalize(s->ins);
     sqlite3_finalize(s->begin);
     sqlite3_finalize(s->commit);
@@ -386,6 +553,7 @@ static void store_free(struct kite_store *s) {
     sqlite3_close(s->wdb);
     sqlite3_close(s->rdb);
     sqlite3_close(s->cdb);
+    if (s->marker_fd >= 0) close(s->marker_fd);
     for (size_t i = 0; kite_map_next(&s->live, &i, NULL, NULL);) kite_record_unref(s->live.slots[i - 1].value);
     kite_map_release(&s->live);
     for (size_t i = 0; i < s->nsubs; i++) free(s->subs[i].prefix);
@@ -399,64 +567,183 @@ static void store_free(struct kite_store *s) {
     pthread_mutex_destroy(&s->ck_mu);
     pthread_cond_destroy(&s->ck_cond);
     free(s->path);
+    free(s->marker_path);
     free(s);
 }
 
-int kite_store_open(const char *url, struct kite_store **ret) {
-    if (!url || !kite_startswith(url, "sqlite:") || !url[strlen("sqlite:")]) return -EINVAL;
-    struct kite_store *s = kite_calloc(1, sizeof(*s));
-    s->path = kite_strdup(url + strlen("sqlite:"));
+/* One integer from sql on db (0 when there is no row or it is NULL). */
+static int query_int(sqlite3 *db, const char *sql, int64_t *ret) {
+    sqlite3_stmt *st = NULL;
+    *ret = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -EIO;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) *ret = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* The revision the database holds, read before the schema is created (a new, empty or truncated
+ * database has none: 0) so that nothing is written to a store about to be refused. */
+static int stored_rev(sqlite3 *db, int64_t *ret) {
+    int64_t kv = 0, meta = 0, a = 0, b = 0;
+    int r = query_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'kv'", &kv);
+    if (r == 0) r = query_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", &meta);
+    if (r == 0 && kv) r = query_int(db, "SELECT max(rev) FROM kv", &a);
+    if (r == 0 && meta) r = query_int(db, "SELECT max(value) FROM meta WHERE name IN ('compact_rev', 'rev_floor')", &b);
+    *ret = KITE_MAX(a, b);
+    return r;
+}
+
+/* SQLite's quick_check (page structure, records, NOT NULL; not index contents): 0, or -EUCLEAN
+ * with its first complaint in *ret_what (caller frees). */
+static int quick_check(sqlite3 *db, char **ret_what) {
+    sqlite3_stmt *st = NULL;
+    *ret_what = NULL;
+    if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK) return -EIO;
+    int rc = sqlite3_step(st), r = 0;
+    if (rc == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        if (!t || strcmp(t, "ok") != 0) {
+            *ret_what = kite_strdup(t ? t : "no result");
+            r = -EUCLEAN;
+        }
+    } else {
+        r = -EIO;
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* Opens and creates the marker file and records rev in it (fsyncing the directory the first
+ * time, so the file itself survives a crash). */
+static int marker_init(struct sqlite_store *s, int64_t rev) {
+    struct stat stb;
+    bool fresh = stat(s->marker_path, &stb) < 0 || stb.st_size == 0;
+    s->marker_fd = open(s->marker_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (s->marker_fd < 0) return -errno;
+    int r = marker_write(s, rev);
+    if (r == 0 && fresh) {
+        _cleanup_free_ char *dir = kite_strdup(s->path);
+        int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || fsync(dfd) < 0) r = -errno;
+        if (dfd >= 0) close(dfd);
+    }
+    s->marker_ns = kite_now_mono(kite_clock_real());
+    return r;
+}
+
+/* Checks the store against its marker and its integrity before anything writes to it, then sets
+ * it up. Only wdb is open while the checks run. */
+static int open_checked(struct sqlite_store *s, const struct kite_store_options *o, char **ret_error) {
+    const char *p = s->path, *mp = s->marker_path;
+    int64_t acked = 0;
+    uint64_t seq = 0;
+    int r = marker_read(mp, &acked, &seq);
+    s->marker_seq = seq;
+    if (r == -EBADMSG && !o->force_recover)
+        return set_error(ret_error, -EUCLEAN,
+                         kite_asprintf("store %s: its revision marker %s is damaged, so whether acknowledged writes "
+                                       "were lost cannot be checked; restore the store or start with "
+                                       "--force-recover to accept it as it is",
+                                       p, mp));
+    if (r < 0 && r != -ENOENT && r != -EBADMSG)
+        return set_error(ret_error, r, kite_asprintf("store %s: cannot read its revision marker %s: %s", p, mp, strerror(-r)));
+    if (r < 0) acked = 0;
+
+    if ((r = open_conn(p, &s->wdb, ret_error)) < 0) return r;
+    _cleanup_free_ char *what = NULL;
+    r = quick_check(s->wdb, &what);
+    if (r == -EIO) return db_fail(s->wdb, p, "cannot check the database", ret_error);
+    if (r < 0 && !o->force_recover)
+        return set_error(ret_error, r,
+                         kite_asprintf("store %s failed SQLite's integrity check (%s): the database is damaged; "
+                                       "restore it or start with --force-recover to accept the loss",
+                                       p, what));
+    int64_t have = 0;
+    if (stored_rev(s->wdb, &have) < 0) return db_fail(s->wdb, p, "cannot read the revision", ret_error);
+    if (have < acked && !o->force_recover)
+        return set_error(ret_error, -EUCLEAN,
+                         kite_asprintf("store %s is at revision %lld but revision %lld was acknowledged (marker %s): "
+                                       "the database or its WAL is damaged; restore it or start with "
+                                       "--force-recover to accept the loss",
+                                       p, (long long)have, (long long)acked, mp));
+
+    if (exec(s->wdb, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
+                     "CREATE TABLE IF NOT EXISTS kv (rev INTEGER PRIMARY KEY, key TEXT NOT NULL,"
+                     " create_rev INTEGER NOT NULL, version INTEGER NOT NULL, deleted INTEGER NOT NULL,"
+                     " value BLOB NOT NULL);"
+                     "CREATE INDEX IF NOT EXISTS kv_key_rev ON kv(key, rev);"
+                     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);") < 0)
+        return db_fail(s->wdb, p, "cannot create the schema", ret_error);
+    if (have < acked) {
+        /* Accepting the loss: revisions up to acked were handed out; keep them unused so clients
+         * never see a revision go backwards or name two different states. */
+        _cleanup_free_ char *sql =
+            kite_asprintf("INSERT OR REPLACE INTO meta(name, value) VALUES('rev_floor', %lld)", (long long)acked);
+        if (exec(s->wdb, sql) < 0) return db_fail(s->wdb, p, "cannot record the recovered revision", ret_error);
+    }
+    if ((r = open_conn(p, &s->rdb, ret_error)) < 0 || (r = open_conn(p, &s->cdb, ret_error)) < 0) return r;
+    if (sqlite3_prepare_v3(s->wdb, "INSERT INTO kv(rev, key, create_rev, version, deleted, value) VALUES(?,?,?,?,?,?)",
+                           -1, SQLITE_PREPARE_PERSISTENT, &s->ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->wdb, "BEGIN IMMEDIATE", -1, &s->begin, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->wdb, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->wdb, "ROLLBACK", -1, &s->rollback, NULL) != SQLITE_OK)
+        return db_fail(s->wdb, p, "cannot prepare statements", ret_error);
+    if (load(s) < 0) return db_fail(s->wdb, p, "cannot load the keys", ret_error);
+    if ((r = marker_init(s, atomic_load(&s->rev))) < 0)
+        return set_error(ret_error, r, kite_asprintf("store %s: cannot write its revision marker %s: %s", p, mp, strerror(-r)));
+    return 0;
+}
+
+static void sq_close(struct kite_store *b);
+
+static int sq_open(const char *path, const struct kite_store_options *opts, struct kite_store **ret,
+                   char **ret_error) {
+    struct sqlite_store *s = kite_calloc(1, sizeof(*s));
+    s->base.ops = &kite_store_sqlite_ops;
+    s->path = kite_strdup(path);
+    s->marker_path = kite_asprintf("%s.rev", path);
+    s->marker_fd = -1;
     s->q_tail = &s->q_head;
     pthread_mutex_init(&s->rdb_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);
-    pthread_cond_init(&s->q_cond, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the writer's idle wait for the marker */
+    pthread_cond_init(&s->q_cond, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&s->compact_cond, NULL);
     pthread_rwlock_init(&s->live_lock, NULL);
     pthread_mutex_init(&s->sub_mu, NULL);
     pthread_mutex_init(&s->ck_mu, NULL);
     pthread_cond_init(&s->ck_cond, NULL);
 
-    int r = open_conn(s->path, &s->wdb);
-    if (r == 0)
-        r = exec(s->wdb, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
-                         "CREATE TABLE IF NOT EXISTS kv (rev INTEGER PRIMARY KEY, key TEXT NOT NULL,"
-                         " create_rev INTEGER NOT NULL, version INTEGER NOT NULL, deleted INTEGER NOT NULL,"
-                         " value BLOB NOT NULL);"
-                         "CREATE INDEX IF NOT EXISTS kv_key_rev ON kv(key, rev);"
-                         "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);");
-    if (r == 0) r = open_conn(s->path, &s->rdb);
-    if (r == 0) r = open_conn(s->path, &s->cdb);
-    if (r == 0 &&
-        (sqlite3_prepare_v3(s->wdb,
-                            "INSERT INTO kv(rev, key, create_rev, version, deleted, value) VALUES(?,?,?,?,?,?)",
-                            -1, SQLITE_PREPARE_PERSISTENT, &s->ins, NULL) != SQLITE_OK ||
-         sqlite3_prepare_v2(s->wdb, "BEGIN IMMEDIATE", -1, &s->begin, NULL) != SQLITE_OK ||
-         sqlite3_prepare_v2(s->wdb, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||
-         sqlite3_prepare_v2(s->wdb, "ROLLBACK", -1, &s->rollback, NULL) != SQLITE_OK))
-        r = -EIO;
-    if (r == 0) r = load(s);
+    int r = open_checked(s, opts, ret_error);
     if (r < 0) {
+        /* Closing the last connection would checkpoint what SQLite could read and delete the WAL:
+         * a refused store keeps its files as they were found. */
+        if (s->wdb) sqlite3_db_config(s->wdb, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
         store_free(s);
         return r;
     }
     sqlite3_wal_hook(s->wdb, wal_hook, s);
     if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
         store_free(s);
-        return -EAGAIN;
+        return set_error(ret_error, -EAGAIN, kite_asprintf("store %s: cannot start its writer thread", path));
     }
     pthread_setname_np(s->writer, "store-writer"); /* names show in top -H and perf */
     if (pthread_create(&s->ckpt, NULL, ckpt_main, s) != 0) {
         s->ckpt = 0;
-        kite_store_close(s);
-        return -EAGAIN;
+        sq_close(&s->base);
+        return set_error(ret_error, -EAGAIN, kite_asprintf("store %s: cannot start its checkpoint thread", path));
     }
     pthread_setname_np(s->ckpt, "store-ckpt");
-    *ret = s;
+    *ret = &s->base;
     return 0;
 }
 
-void kite_store_close(struct kite_store *s) {
-    if (!s) return;
+static void sq_close(struct kite_store *b) {
+    struct sqlite_store *s = sq(b);
     pthread_mutex_lock(&s->q_mu);
     s->stopping = true;
     pthread_cond_signal(&s->q_cond);
@@ -469,22 +756,24 @@ void kite_store_close(struct kite_store *s) {
         pthread_mutex_unlock(&s->ck_mu);
         pthread_join(s->ckpt, NULL);
     }
+    /* The writer is gone: the marker gets the final revision (a failure only weakens the check). */
+    if (atomic_load(&s->rev) > s->marker_rev && marker_write(s, atomic_load(&s->rev)) < 0)
+        atomic_fetch_add_explicit(&s->n_marker_failed, 1, memory_order_relaxed);
     store_free(s);
 }
 
-int64_t kite_store_rev(struct kite_store *s) { return atomic_load(&s->rev); }
-int64_t kite_store_compacted_rev(struct kite_store *s) { return atomic_load(&s->compact_rev); }
+/* ---- the rest of the operations ---- */
 
-int kite_store_submit(struct kite_store *s, const struct kite_write *w, kite_write_cb cb, void *ud) {
-    if (!w || !w->key || !w->key[0] || !cb || (unsigned)w->type > KITE_WRITE_DELETE) return -EINVAL;
+static int64_t sq_rev(struct kite_store *b) { return atomic_load(&sq(b)->rev); }
+static int64_t sq_compacted_rev(struct kite_store *b) { return atomic_load(&sq(b)->compact_rev); }
+
+static int sq_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud) {
+    struct sqlite_store *s = sq(b);
     bool del = w->type == KITE_WRITE_DELETE;
-    if (!del && w->len && !w->value) return -EINVAL;
-    size_t key_len = strlen(w->key);
-    if (key_len > KITE_STORE_KEY_MAX || (!del && w->len > KITE_STORE_VALUE_MAX)) return -E2BIG;
     struct pending *p = kite_calloc(1, sizeof(*p));
     p->type = w->type;
     p->expect = w->type == KITE_WRITE_CREATE ? 0 : w->expect_mod_rev;
-    p->rec = record_alloc(w->key, key_len, del ? NULL : w->value, del ? 0 : w->len);
+    p->rec = record_alloc(w->key, strlen(w->key), del ? NULL : w->value, del ? 0 : w->len);
     p->cb = cb;
     p->ud = ud;
     int r = 0;
@@ -508,45 +797,8 @@ int kite_store_submit(struct kite_store *s, const struct kite_write *w, kite_wri
     return r;
 }
 
-struct sync_wait {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool done;
-    int err;
-    int64_t rev;
-    struct kite_record *rec;
-};
-
-static void sync_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
-    struct sync_wait *w = ud;
-    pthread_mutex_lock(&w->mu);
-    w->err = err;
-    w->rev = rev;
-    w->rec = kite_record_ref(rec);
-    w->done = true;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->mu);
-}
-
-int kite_store_write(struct kite_store *s, const struct kite_write *w, int64_t *ret_rev,
-                     struct kite_record **ret_rec) {
-    struct sync_wait sw = { .mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-    int r = kite_store_submit(s, w, sync_done, &sw);
-    if (r < 0) return r;
-    pthread_mutex_lock(&sw.mu);
-    while (!sw.done) pthread_cond_wait(&sw.cond, &sw.mu);
-    pthread_mutex_unlock(&sw.mu);
-    pthread_mutex_destroy(&sw.mu);
-    pthread_cond_destroy(&sw.cond);
-    if (ret_rev) *ret_rev = sw.rev;
-    if (ret_rec)
-        *ret_rec = sw.rec;
-    else
-        kite_record_unref(sw.rec);
-    return sw.err;
-}
-
-int kite_store_get(struct kite_store *s, const char *key, struct kite_record **ret) {
+static int sq_get(struct kite_store *b, const char *key, struct kite_record **ret) {
+    struct sqlite_store *s = sq(b);
     pthread_rwlock_rdlock(&s->live_lock);
     struct kite_record *r = kite_record_ref(kite_map_get(&s->live, key));
     pthread_rwlock_unlock(&s->live_lock);
@@ -555,7 +807,7 @@ int kite_store_get(struct kite_store *s, const char *key, struct kite_record **r
     return 0;
 }
 
-static int compact_once(struct kite_store *s, int64_t rev) {
+static int compact_once(struct sqlite_store *s, int64_t rev) {
     pthread_mutex_lock(&s->q_mu);
     /* One compaction at a time: wait for a running one to finish before asking. */
     while (s->compact_req) pthread_cond_wait(&s->compact_cond, &s->q_mu);
@@ -571,30 +823,30 @@ static int compact_once(struct kite_store *s, int64_t rev) {
 /* Compaction runs on the writer thread and holds writes back while it runs, so a large backlog
  * is compacted in steps of KITE_STORE_COMPACT_STEP revisions, each its own transaction: the
  * writes queued meanwhile commit between two steps instead of waiting for the whole backlog. */
-int kite_store_compact(struct kite_store *s, int64_t rev) {
-    if (rev <= 0) return 0;
-    if (rev > kite_store_rev(s)) return -ERANGE;
+static int sq_compact(struct kite_store *b, int64_t rev) {
+    struct sqlite_store *s = sq(b);
     for (;;) {
-        int64_t done = kite_store_compacted_rev(s);
+        int64_t done = atomic_load(&s->compact_rev);
         if (done >= rev) return 0;
         int r = compact_once(s, KITE_MIN(rev, done + KITE_STORE_COMPACT_STEP));
         if (r < 0) return r;
     }
 }
 
-int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud) {
+static int sq_subscribe(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud) {
+    struct sqlite_store *s = sq(b);
     int r = 0;
     pthread_mutex_lock(&s->sub_mu);
     if (s->nsubs >= KITE_STORE_SUBSCRIBERS_MAX)
         r = -ENOSPC;
     else
-        s->subs[s->nsubs++] = (struct sub){ kite_strdup(prefix ? prefix : ""), cb, ud };
+        s->subs[s->nsubs++] = (struct sub){ kite_strdup(prefix), cb, ud };
     pthread_mutex_unlock(&s->sub_mu);
     return r;
 }
 
-
-void kite_store_unsubscribe(struct kite_store *s, kite_store_batch_cb cb, void *ud) {
+static void sq_unsubscribe(struct kite_store *b, kite_store_batch_cb cb, void *ud) {
+    struct sqlite_store *s = sq(b);
     pthread_mutex_lock(&s->sub_mu);
     for (size_t i = 0; i < s->nsubs; i++) {
         if (s->subs[i].cb != cb || s->subs[i].ud != ud) continue;
@@ -606,11 +858,31 @@ void kite_store_unsubscribe(struct kite_store *s, kite_store_batch_cb cb, void *
     pthread_mutex_unlock(&s->sub_mu);
 }
 
-void kite_store_stats(struct kite_store *s, struct kite_store_stats *ret) {
+static void sq_stats(struct kite_store *b, struct kite_store_stats *ret) {
+    struct sqlite_store *s = sq(b);
     *ret = (struct kite_store_stats){
         .batches = atomic_load(&s->n_batches),
         .writes = atomic_load(&s->n_writes),
         .failed = atomic_load(&s->n_failed),
         .rejected = atomic_load(&s->n_rejected),
+        .commits_failed = atomic_load(&s->n_commits_failed),
+        .marker_failed = atomic_load(&s->n_marker_failed),
     };
 }
+
+const struct kite_store_ops kite_store_sqlite_ops = {
+    .scheme = "sqlite:",
+    .open = sq_open,
+    .close = sq_close,
+    .rev = sq_rev,
+    .compacted_rev = sq_compacted_rev,
+    .submit = sq_submit,
+    .get = sq_get,
+    .range = sqlite_range,
+    .stats = sq_stats,
+    .compact = sq_compact,
+    .subscribe = sq_subscribe,
+    .unsubscribe = sq_unsubscribe,
+    .subscribe_snapshot = sqlite_subscribe_snapshot,
+    .history = sqlite_history,
+};

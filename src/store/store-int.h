@@ -41,8 +41,10 @@ struct sub {
 };
 
 /* Locks, in the order they nest: sub_mu, then live_lock; rdb_mu alone; q_mu alone; ck_mu alone. */
-struct kite_store {
+struct sqlite_store {
+    struct kite_store base; /* ops = &kite_store_sqlite_ops */
     char *path;
+    char *marker_path; /* <path>.rev: the last acknowledged revision (sqlite.c "revision marker") */
     sqlite3 *wdb, *rdb, *cdb; /* writer, reader (under rdb_mu), checkpointer */
     sqlite3_stmt *ins, *begin, *commit, *rollback;
     pthread_mutex_t rdb_mu;
@@ -67,7 +69,13 @@ struct kite_store {
     struct kite_store_event *evs; /* fan-out scratch (writer thread only) */
     size_t evs_cap;
 
-    _Atomic uint64_t n_batches, n_writes, n_failed, n_rejected;
+    _Atomic uint64_t n_batches, n_writes, n_failed, n_rejected, n_commits_failed, n_marker_failed;
+
+    /* The revision marker: written by the writer thread only (and by open and close). */
+    int marker_fd;
+    uint64_t marker_seq;    /* writes so far: picks the slot the next one goes to */
+    int64_t marker_rev;     /* the revision it holds */
+    int64_t marker_ns;      /* when it was last written (monotonic) */
 
     pthread_t ckpt;
     pthread_mutex_t ck_mu;
@@ -79,3 +87,14 @@ struct kite_store {
     int ck_wal_pages;  /* the WAL's size at the last commit */
 };
 
+
+/* The SQLite backend's state behind a handle. */
+static inline struct sqlite_store *sq(struct kite_store *b) { return (struct sqlite_store *)b; }
+
+/* sqlite-read.c: the backend's read side (struct kite_store_ops rows). */
+int sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
+                 struct kite_record ***ret, size_t *ret_n, bool *ret_more);
+int sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);
+int sqlite_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
+                              kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                              size_t *ret_n, int64_t *ret_rev);

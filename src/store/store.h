@@ -10,9 +10,20 @@
  * - The latest version of every live key is kept in memory, so get() and CAS checks cost no SQL.
  *   History (older versions and deletions) lives in SQLite until compacted.
  *
+ * Ordering guarantee (the API server's read-your-writes rests on it; every backend keeps it):
+ * a write's completion callback is called only after every subscriber whose prefix covers the
+ * write's key has been handed the write's event, and after kite_store_rev and kite_store_get
+ * show it. In the SQLite backend the writer thread, for each committed batch, applies the batch
+ * to the in-memory state and calls every subscriber's callback with the batch's events (holding
+ * the subscription lock), returns from all of them, and only then calls the batch's completions
+ * in submission order. Events reach a subscriber in revision order, one call per batch.
+ *
  * Thread-safety: every function is safe to call from any thread, except where noted
  * (callbacks run on the writer thread and must not block or call back into the store's
- * write path synchronously: kite_store_write from a callback would deadlock). */
+ * write path synchronously: kite_store_write from a callback would deadlock).
+ *
+ * Backends: struct kite_store_ops below; kite_store_open picks one by the url's scheme and the
+ * kite_store_* functions dispatch through it (the SQLite backend is the first and only row). */
 #pragma once
 #include "base/base.h"
 
@@ -62,12 +73,37 @@ void *kite_record_set_cache(struct kite_record *r, void *obj, void (*free_fn)(vo
 struct kite_record *kite_record_new(const char *key, const void *value, size_t len, int64_t create_rev,
                                     int64_t mod_rev, int64_t version);
 
-struct kite_store;
+struct kite_store_ops;
+/* A store handle. Backends embed it as their state's first member. */
+struct kite_store {
+    const struct kite_store_ops *ops;
+};
+
+/* The SQLite backend keeps the last acknowledged revision in a small marker file next to the
+ * database (<db>.rev), so that a database or WAL that lost acknowledged writes is refused at open
+ * instead of served as an older cluster. The writer updates it (pwrite + fdatasync) at most once
+ * per this interval while writes come, once more this long after the last one, and at close: an
+ * open detects the loss of any write acknowledged this long before the crash or damage. */
+#define KITE_STORE_MARKER_INTERVAL_MS 100
+/* SQLite truncates the WAL back to this size after a checkpoint that reset it (a large
+ * transaction otherwise leaves the file at its largest size for as long as the store runs). */
+#define KITE_STORE_WAL_SIZE_LIMIT (64 * 1024 * 1024)
+
+struct kite_store_options {
+    /* Open a store found damaged (older than its marker's acknowledged revision, a failed
+     * integrity check, an unreadable marker) anyway, accepting the loss: the revision counter is
+     * raised to the acknowledged one so revisions still never go backwards. */
+    bool force_recover;
+};
 
 /* Opens (creating if needed) the store at url: "sqlite:/path/to/file.db" (parent dir must
- * exist). Loads the latest version of every live key into memory and starts the writer thread.
- * -EINVAL for an unknown url scheme, -EIO when the database cannot be opened. */
-int kite_store_open(const char *url, struct kite_store **ret);
+ * exist). opts may be NULL (defaults). Checks the store (see KITE_STORE_MARKER_INTERVAL_MS; SQLite's
+ * quick_check), loads the latest version of every live key into memory and starts the writer
+ * thread. On failure *ret_error (optional) gets a message naming the file and the cause (caller
+ * frees) and the return is -EINVAL for a bad url, -EUCLEAN for a damaged store, -EROFS, -EACCES,
+ * -ENOSPC or -EIO (the rest) when the database cannot be opened or set up. */
+int kite_store_open(const char *url, const struct kite_store_options *opts, struct kite_store **ret,
+                    char **ret_error);
 /* Drains pending writes (their completions fire), stops the threads, closes the database.
  * NULL ok. No subscriber or completion callback runs after it returns. */
 void kite_store_close(struct kite_store *s);
@@ -117,10 +153,12 @@ int kite_store_range(struct kite_store *s, const char *prefix, int64_t at_rev, c
                      size_t limit, struct kite_record ***ret, size_t *ret_n, bool *ret_more);
 /* Counters since open, for metrics and benchmarks. */
 struct kite_store_stats {
-    uint64_t batches;  /* transactions committed (one fsync each) */
-    uint64_t writes;   /* writes acknowledged with err 0 */
-    uint64_t failed;   /* writes completed with an error */
-    uint64_t rejected; /* submits refused with -EAGAIN (queue full) */
+    uint64_t batches;        /* transactions committed (one fsync each) */
+    uint64_t writes;         /* writes acknowledged with err 0 */
+    uint64_t failed;         /* writes completed with an error (also -EEXIST, -ENOENT, -ESTALE) */
+    uint64_t rejected;       /* submits refused with -EAGAIN (queue full) */
+    uint64_t commits_failed; /* transactions that failed in storage (their writes got -EIO) */
+    uint64_t marker_failed;  /* revision marker updates that failed (detection then lags) */
 };
 void kite_store_stats(struct kite_store *s, struct kite_store_stats *ret);
 /* Drops history at or below rev, keeping the latest version (<= rev) of keys live at rev; reads
@@ -162,3 +200,33 @@ int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite
  * the compacted revision (some of those changes are gone), -EIO on a storage error. */
 int kite_store_history(struct kite_store *s, const char *prefix, int64_t from_rev, kite_store_event_cb cb,
                        void *ud);
+
+/* ---- backends ----
+ *
+ * One row per backend. The public functions above check what they document for every backend
+ * (arguments, url scheme) and call the row's function with the same meaning; a backend keeps the
+ * ordering guarantee stated at the top. */
+struct kite_store_ops {
+    const char *scheme; /* url prefix including the colon, e.g. "sqlite:" */
+    /* target: the url after the scheme */
+    int (*open)(const char *target, const struct kite_store_options *opts, struct kite_store **ret,
+                char **ret_error);
+    void (*close)(struct kite_store *s);
+    int64_t (*rev)(struct kite_store *s);
+    int64_t (*compacted_rev)(struct kite_store *s);
+    int (*submit)(struct kite_store *s, const struct kite_write *w, kite_write_cb cb, void *ud);
+    int (*get)(struct kite_store *s, const char *key, struct kite_record **ret);
+    int (*range)(struct kite_store *s, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
+                 struct kite_record ***ret, size_t *ret_n, bool *ret_more);
+    void (*stats)(struct kite_store *s, struct kite_store_stats *ret);
+    int (*compact)(struct kite_store *s, int64_t rev);
+    int (*subscribe)(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud);
+    void (*unsubscribe)(struct kite_store *s, kite_store_batch_cb cb, void *ud);
+    int (*subscribe_snapshot)(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud,
+                              kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                              size_t *ret_n, int64_t *ret_rev);
+    int (*history)(struct kite_store *s, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);
+};
+
+/* The embedded SQLite backend (sqlite.c). */
+extern const struct kite_store_ops kite_store_sqlite_ops;

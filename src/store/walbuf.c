@@ -10,7 +10,8 @@
  * before the sync SQLite asked for), a read, a size query or change, a file control, a lock
  * change, and close. Other files (the database, its shared-memory index) pass straight through.
  * A failed deferred write is reported by the call that flushed it (for a commit: its sync), so
- * SQLite fails that transaction as it would have failed the write. */
+ * SQLite fails that transaction as it would have failed the write; once reported it is not
+ * reported again (SQLite rolls that transaction back, and the next one must not fail for it). */
 #include "store/store-int.h"
 
 #include <pthread.h>
@@ -36,6 +37,8 @@ static sqlite3_vfs *real_vfs;
 static pthread_once_t walbuf_once = PTHREAD_ONCE_INIT;
 static int walbuf_rc = SQLITE_ERROR;
 
+/* Writes what is held. A failure is kept in f->err for a call that cannot report it (the shm
+ * barrier); callers that return it use flush_report. */
 static int flush(struct wfile *f) {
     if (!f->len) return SQLITE_OK;
     int rc = f->real->pMethods->xWrite(f->real, f->buf, (int)f->len, f->off);
@@ -44,9 +47,17 @@ static int flush(struct wfile *f) {
     return rc;
 }
 
+/* Flushes and returns the first failure not reported yet (then it counts as reported). */
+static int flush_report(struct wfile *f) {
+    flush(f);
+    int rc = f->err;
+    f->err = SQLITE_OK;
+    return rc;
+}
+
 static int w_close(sqlite3_file *pf) {
     struct wfile *f = (struct wfile *)pf;
-    int rc = flush(f);
+    int rc = flush_report(f);
     int rc2 = f->real->pMethods->xClose(f->real);
     free(f->buf);
     f->buf = NULL;
@@ -55,7 +66,7 @@ static int w_close(sqlite3_file *pf) {
 
 static int w_read(sqlite3_file *pf, void *p, int amt, sqlite3_int64 off) {
     struct wfile *f = (struct wfile *)pf;
-    int rc = flush(f);
+    int rc = flush_report(f);
     return rc != SQLITE_OK ? rc : f->real->pMethods->xRead(f->real, p, amt, off);
 }
 
@@ -63,7 +74,7 @@ static int w_write(sqlite3_file *pf, const void *p, int amt, sqlite3_int64 off) 
     struct wfile *f = (struct wfile *)pf;
     if (!f->wal || amt <= 0) return f->real->pMethods->xWrite(f->real, p, amt, off);
     if (f->len && (off != f->off + (sqlite3_int64)f->len || f->len + (size_t)amt > WALBUF_CAP)) {
-        int rc = flush(f);
+        int rc = flush_report(f);
         if (rc != SQLITE_OK) return rc;
     }
     if ((size_t)amt > WALBUF_CAP) return f->real->pMethods->xWrite(f->real, p, amt, off);
@@ -77,7 +88,7 @@ static int w_write(sqlite3_file *pf, const void *p, int amt, sqlite3_int64 off) 
 /* Calls that must see the file as written: flush, then pass through. */
 #define FLUSH_OR_RETURN(f)                   \
     do {                                     \
-        int rc_ = flush(f);                  \
+        int rc_ = flush_report(f);           \
         if (rc_ != SQLITE_OK) return rc_;    \
     } while (0)
 
@@ -89,13 +100,8 @@ static int w_truncate(sqlite3_file *pf, sqlite3_int64 size) {
 
 static int w_sync(sqlite3_file *pf, int flags) {
     struct wfile *f = (struct wfile *)pf;
-    flush(f);
-    if (f->err) {
-        int rc = f->err;
-        f->err = 0;
-        return rc;
-    }
-    return f->real->pMethods->xSync(f->real, flags);
+    int rc = flush_report(f);
+    return rc != SQLITE_OK ? rc : f->real->pMethods->xSync(f->real, flags);
 }
 
 static int w_file_size(sqlite3_file *pf, sqlite3_int64 *size) {

@@ -133,3 +133,54 @@ def test_full_disk_is_logged_counted_and_survives_a_restart(tmp_path):
         c.stop()
     finally:
         subprocess.run(["umount", "-l", str(disk)])
+
+
+def _leases(api, n, prefix):
+    for i in range(n):
+        api.ok("POST", LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                "metadata": {"name": f"{prefix}-{i}"}})
+
+
+def test_truncated_store_is_refused_not_served_empty(tmp_path):
+    """A store older than what it acknowledged (here: emptied after a clean stop) is refused
+    with a message naming the file; --force-recover starts anyway, revisions never go back."""
+    c = Cluster("apiserver", tmp_path).start()
+    api = c.api()
+    _leases(api, 30, "keep")
+    rv = int(api.get(LEASES).json()["metadata"]["resourceVersion"])
+    api.close()
+    c.stop()
+    db = c.data_dir / "kite.db"
+    os.truncate(db, 0)
+    p = run_kite("apiserver", "--data-dir", str(c.data_dir), "--listen", f"127.0.0.1:{free_port()}")
+    assert p.returncode == 1, p
+    assert str(db) in p.stderr and "acknowledged" in p.stderr and "--force-recover" in p.stderr, p.stderr
+    assert db.stat().st_size == 0, "a refused open changes nothing"
+    c.proc.args.append("--force-recover")
+    c.restart()
+    api = c.api()
+    assert api.get(LEASES).json()["items"] == []
+    api.ok("POST", LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "after"}})
+    assert int(api.get(LEASES).json()["metadata"]["resourceVersion"]) > rv
+    api.close()
+    c.stop()
+
+
+def test_damaged_wal_after_a_crash_is_refused(tmp_path):
+    c = Cluster("apiserver", tmp_path).start()
+    api = c.api()
+    _leases(api, 200, "acked")
+    api.close()
+    time.sleep(0.3)  # the acknowledged revision reaches its marker (at most every 100 ms)
+    c.kill9()
+    wal = c.data_dir / "kite.db-wal"
+    size = wal.stat().st_size
+    assert size > 4096, size
+    with open(wal, "r+b") as f:  # one flipped byte in the middle of the WAL
+        f.seek(size // 2)
+        b = f.read(1)
+        f.seek(size // 2)
+        f.write(bytes([b[0] ^ 0xFF]))
+    p = run_kite("apiserver", "--data-dir", str(c.data_dir), "--listen", f"127.0.0.1:{free_port()}")
+    assert p.returncode == 1, p
+    assert "kite.db" in p.stderr and "acknowledged" in p.stderr, p.stderr

@@ -19,15 +19,17 @@ static inline void tstore_open(struct tstore *t) {
         cr_assert_not_null(mkdtemp(t->dir));
         snprintf(t->url, sizeof(t->url), "sqlite:%s/s.db", t->dir);
     }
-    cr_assert_eq(kite_store_open(t->url, &t->s), 0);
+    char *err = NULL;
+    int r = kite_store_open(t->url, NULL, &t->s, &err);
+    cr_assert_eq(r, 0, "open %s: %s", t->url, err ? err : strerror(-r));
 }
 
 static inline void tstore_cleanup(struct tstore *t) {
     kite_store_close(t->s);
     t->s = NULL;
     char p[128];
-    static const char *const files[] = { "s.db", "s.db-wal", "s.db-shm" };
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const files[] = { "s.db", "s.db-wal", "s.db-shm", "s.db.rev" };
+    for (size_t i = 0; i < 4; i++) {
         snprintf(p, sizeof(p), "%s/%s", t->dir, files[i]);
         unlink(p);
     }

@@ -4,6 +4,9 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -90,7 +93,7 @@ Test(store, errors) {
     /* invalid writes */
     struct kite_write bad = { KITE_WRITE_CREATE, "", "x", 1, 0 };
     cr_assert_eq(kite_store_write(s, &bad, NULL, NULL), -EINVAL);
-    cr_assert_eq(kite_store_open("etcd://x", &(struct kite_store *){0}), -EINVAL);
+    cr_assert_eq(kite_store_open("etcd://x", NULL, &(struct kite_store *){0}, NULL), -EINVAL);
     tstore_cleanup(&t);
 }
 
@@ -326,7 +329,7 @@ static void child_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
 
 static void crash_child(const char *url, int fd, unsigned seed) {
     struct kite_store *s;
-    if (kite_store_open(url, &s) < 0) _exit(2);
+    if (kite_store_open(url, NULL, &s, NULL) < 0) _exit(2);
     struct child_ctx ctx = { fd, 0 };
     char key[32], val[64];
     for (unsigned i = 0;; i++) {
@@ -468,5 +471,429 @@ Test(store, wal_buffering_vfs) {
     cr_assert_eq(kite_store_get(t.s, "/v/5", &r), 0);
     cr_assert_eq(r->value[0], 'a' + (5 + 37 * 5) % 26);
     kite_record_unref(r);
+    tstore_cleanup(&t);
+}
+
+/* ---- a damaged store is refused, not served as an older cluster ---- */
+
+static char *tpath(const struct tstore *t, const char *name) {
+    static char p[4][160];
+    static int i;
+    char *r = p[i++ % 4];
+    snprintf(r, sizeof(p[0]), "%s/%s", t->dir, name);
+    return r;
+}
+
+/* Opening must fail with -EUCLEAN and a message naming the database and saying what is wrong. */
+static void expect_refused(struct tstore *t, const char *why) {
+    struct kite_store *s = NULL;
+    char *err = NULL;
+    int r = kite_store_open(t->url, NULL, &s, &err);
+    cr_assert_eq(r, -EUCLEAN, "open of a damaged store: %d (%s)", r, err ? err : "no message");
+    cr_assert_not_null(err);
+    cr_assert(strstr(err, tpath(t, "s.db")), "message names the file: %s", err);
+    cr_assert(strstr(err, why), "message says \"%s\": %s", why, err);
+    cr_assert(strstr(err, "--force-recover"), "message says how to go on: %s", err);
+    free(err);
+}
+
+static void force_open(struct tstore *t) {
+    struct kite_store_options o = { .force_recover = true };
+    char *err = NULL;
+    int r = kite_store_open(t->url, &o, &t->s, &err);
+    cr_assert_eq(r, 0, "force_recover opens: %s", err ? err : "");
+}
+
+Test(store, truncated_db_is_refused) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    for (int i = 0; i < 300; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/leases/%d", i);
+        put_ok(t.s, KITE_WRITE_CREATE, key, "x");
+    }
+    kite_store_close(t.s);
+    cr_assert_eq(truncate(tpath(&t, "s.db"), 0), 0);
+    expect_refused(&t, "is at revision 0 but revision 300 was acknowledged");
+    expect_refused(&t, "revision 300"); /* the refused open changed nothing */
+    force_open(&t);
+    /* the loss is accepted, but revisions handed out are never reused */
+    cr_assert_eq(kite_store_rev(t.s), 300);
+    cr_assert_eq(put_ok(t.s, KITE_WRITE_CREATE, "/after", "y"), 301);
+    kite_store_close(t.s);
+    tstore_open(&t); /* recovered: opens normally again */
+    cr_assert_eq(kite_store_rev(t.s), 301);
+    tstore_cleanup(&t);
+}
+
+Test(store, clean_reopen_keeps_marker_in_step) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    for (int round = 0; round < 3; round++) {
+        put_ok(t.s, round ? KITE_WRITE_UPDATE : KITE_WRITE_CREATE, "/k", "v");
+        kite_store_close(t.s);
+        tstore_open(&t);
+        cr_assert_eq(kite_store_rev(t.s), round + 1);
+    }
+    tstore_cleanup(&t);
+}
+
+/* A child process opens the store, writes `n` acknowledged updates (reporting each revision on
+ * a pipe), then idles; the parent waits well past the marker interval and SIGKILLs it. Returns
+ * the last acknowledged revision. */
+static int64_t crash_after_acks(struct tstore *t, int n) {
+    int pfd[2];
+    cr_assert_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        struct kite_store *s;
+        if (kite_store_open(t->url, NULL, &s, NULL) < 0) _exit(2);
+        for (int i = 0; i < n; i++) {
+            char key[32], val[64];
+            snprintf(key, sizeof key, "/leases/%d", i % 50);
+            snprintf(val, sizeof val, "renewed-%d", i);
+            int64_t rev;
+            if (kite_store_write(s, &(struct kite_write){ KITE_WRITE_UPDATE, key, val, strlen(val), 0 }, &rev, NULL))
+                _exit(3);
+            if (write(pfd[1], &rev, sizeof rev) != sizeof rev) _exit(4);
+        }
+        close(pfd[1]);
+        for (;;) pause();
+    }
+    close(pfd[1]);
+    int64_t rev, last = 0;
+    int got = 0;
+    while (read(pfd[0], &rev, sizeof rev) == sizeof rev) {
+        last = rev;
+        got++;
+    }
+    close(pfd[0]);
+    cr_assert_eq(got, n, "the child acknowledged every write");
+    usleep(10 * KITE_STORE_MARKER_INTERVAL_MS * 1000);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFSIGNALED(status), "child died on its own (status %d)", status);
+    return last;
+}
+
+static int64_t setup_leases(struct tstore *t) {
+    tstore_open(t);
+    for (int i = 0; i < 50; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/leases/%d", i);
+        put_ok(t->s, KITE_WRITE_CREATE, key, "0");
+    }
+    int64_t rev = kite_store_rev(t->s);
+    kite_store_close(t->s);
+    return rev;
+}
+
+static void damage_wal(struct tstore *t, bool header) {
+    const char *wal = tpath(t, "s.db-wal");
+    struct stat st;
+    cr_assert_eq(stat(wal, &st), 0, "the killed writer left its WAL");
+    cr_assert_gt(st.st_size, 32 + 24 + 4096 * 4);
+    FILE *f = fopen(wal, "r+b");
+    cr_assert_not_null(f);
+    if (header) {
+        static const char zero[32];
+        cr_assert_eq(fwrite(zero, 1, 32, f), 32);
+    } else {
+        cr_assert_eq(fseek(f, st.st_size / 2, SEEK_SET), 0);
+        int c = fgetc(f);
+        cr_assert_eq(fseek(f, st.st_size / 2, SEEK_SET), 0);
+        fputc(c ^ 0x5a, f);
+    }
+    cr_assert_eq(fclose(f), 0);
+}
+
+Test(store, crash_with_intact_files_opens) {
+    struct tstore t = {0};
+    setup_leases(&t);
+    int64_t last = crash_after_acks(&t, 200);
+    tstore_open(&t);
+    cr_assert_geq(kite_store_rev(t.s), last);
+    tstore_cleanup(&t);
+}
+
+Test(store, flipped_wal_byte_after_crash_is_refused) {
+    struct tstore t = {0};
+    int64_t base = setup_leases(&t);
+    int64_t last = crash_after_acks(&t, 200);
+    cr_assert_eq(last, base + 200);
+    damage_wal(&t, false);
+    expect_refused(&t, "was acknowledged");
+    expect_refused(&t, "the database or its WAL is damaged");
+    force_open(&t);
+    cr_assert_eq(kite_store_rev(t.s), last, "revisions go on from the acknowledged one");
+    tstore_cleanup(&t);
+}
+
+Test(store, zeroed_wal_header_after_crash_is_refused) {
+    struct tstore t = {0};
+    int64_t base = setup_leases(&t);
+    int64_t last = crash_after_acks(&t, 200);
+    damage_wal(&t, true);
+    char want[96];
+    snprintf(want, sizeof want, "is at revision %lld but revision %lld", (long long)base, (long long)last);
+    expect_refused(&t, want);
+    force_open(&t);
+    struct kite_record *rec;
+    cr_assert_eq(kite_store_get(t.s, "/leases/7", &rec), 0);
+    cr_assert_str_eq(rec->value, "0", "the state before the lost WAL");
+    kite_record_unref(rec);
+    tstore_cleanup(&t);
+}
+
+Test(store, damaged_marker_is_refused) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    put_ok(t.s, KITE_WRITE_CREATE, "/k", "v");
+    kite_store_close(t.s);
+    FILE *f = fopen(tpath(&t, "s.db.rev"), "r+b");
+    cr_assert_not_null(f);
+    static char junk[1024];
+    memset(junk, 0x77, sizeof junk);
+    cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    fclose(f);
+    expect_refused(&t, "revision marker");
+    force_open(&t);
+    cr_assert_eq(kite_store_rev(t.s), 1);
+    kite_store_close(t.s);
+    tstore_open(&t);
+    tstore_cleanup(&t);
+}
+
+Test(store, corrupt_page_fails_integrity_check) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    char val[2000];
+    memset(val, 'v', sizeof val - 1);
+    val[sizeof val - 1] = 0;
+    for (int i = 0; i < 200; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/k/%03d", i);
+        put_ok(t.s, KITE_WRITE_CREATE, key, val);
+    }
+    kite_store_close(t.s); /* checkpoints everything into s.db */
+    t.s = NULL;
+    /* Scribble over the middle of an index page's cell area: page 3 onwards hold the table and
+     * index b-trees. */
+    FILE *f = fopen(tpath(&t, "s.db"), "r+b");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    static char junk[4096];
+    memset(junk, 0xff, sizeof junk);
+    for (long off = 4096 * 2; off + 4096 <= size; off += 4096 * 3) {
+        cr_assert_eq(fseek(f, off + 8, SEEK_SET), 0);
+        cr_assert_eq(fwrite(junk, 1, 64, f), 64);
+    }
+    fclose(f);
+    struct kite_store *s = NULL;
+    char *err = NULL;
+    int r = kite_store_open(t.url, NULL, &s, &err);
+    cr_assert_lt(r, 0, "a store with scribbled pages must not open");
+    cr_assert_not_null(err);
+    cr_assert(strstr(err, tpath(&t, "s.db")), "message names the file: %s", err);
+    free(err);
+    tstore_cleanup(&t);
+}
+
+/* ---- startup errors name the file and the cause ---- */
+
+Test(store, open_errors_name_the_file) {
+    /* A read-only directory (root may write anywhere but sysfs). */
+    char ro[64] = "/tmp/kite-store-ro-XXXXXX", url[128], *err = NULL;
+    const char *dir = ro;
+    if (geteuid() == 0)
+        dir = "/sys";
+    else {
+        cr_assert_not_null(mkdtemp(ro));
+        chmod(ro, 0555);
+    }
+    snprintf(url, sizeof url, "sqlite:%s/kite-test.db", dir);
+    struct kite_store *s = NULL;
+    int r = kite_store_open(url, NULL, &s, &err);
+    cr_assert_lt(r, 0);
+    cr_assert_neq(r, -EIO, "a read-only directory is not an I/O error");
+    cr_assert_not_null(err);
+    cr_assert(strstr(err, url + strlen("sqlite:")), "message names the file: %s", err);
+    cr_assert(strstr(err, "unable to open"), "SQLite's own text: %s", err);
+    free(err);
+    err = NULL;
+    if (dir == ro) rmdir(ro);
+
+    /* A file that is not a database. */
+    struct tstore t = {0};
+    strcpy(t.dir, "/tmp/kite-store-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(t.dir));
+    snprintf(t.url, sizeof t.url, "sqlite:%s/s.db", t.dir);
+    FILE *f = fopen(tpath(&t, "s.db"), "w");
+    for (int i = 0; i < 200; i++) fputs("this is not a database, it is a text file\n", f);
+    fclose(f);
+    r = kite_store_open(t.url, NULL, &s, &err);
+    cr_assert_lt(r, 0);
+    cr_assert_not_null(err);
+    cr_assert(strstr(err, tpath(&t, "s.db")), "message names the file: %s", err);
+    cr_assert(strstr(err, "not a database"), "SQLite's own text: %s", err);
+    free(err);
+    err = NULL;
+
+    /* A bad url. */
+    cr_assert_eq(kite_store_open("etcd://x", NULL, &s, &err), -EINVAL);
+    cr_assert(err && strstr(err, "etcd://x"), "%s", err ? err : "no message");
+    free(err);
+    tstore_cleanup(&t);
+}
+
+/* ---- the WAL does not keep the size of the largest transaction ---- */
+
+struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool entered, open;
+};
+
+/* A subscriber that holds the writer thread on the first batch until the gate opens, so that
+ * everything submitted meanwhile commits as one transaction. */
+static void gate_batch(void *ud, const struct kite_store_event *evs, size_t n) {
+    struct gate *g = ud;
+    pthread_mutex_lock(&g->mu);
+    g->entered = true;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->open) pthread_cond_wait(&g->cond, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static off_t file_size(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 ? st.st_size : -1;
+}
+
+Test(store, wal_is_truncated_after_a_large_transaction) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct gate g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false };
+    cr_assert_eq(kite_store_subscribe(t.s, "/gate", gate_batch, &g), 0);
+    int pending = 1;
+    cr_assert_eq(kite_store_submit(t.s, &(struct kite_write){ KITE_WRITE_CREATE, "/gate", "g", 1, 0 }, batch_done,
+                                   &pending), 0);
+    pthread_mutex_lock(&g.mu);
+    while (!g.entered) pthread_cond_wait(&g.cond, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    /* One transaction of KITE_STORE_WAL_SIZE_LIMIT + 8 MiB of values. */
+    size_t len = KITE_STORE_VALUE_MAX;
+    char *val = malloc(len);
+    memset(val, 'w', len);
+    int n = (int)((KITE_STORE_WAL_SIZE_LIMIT + 8 * 1024 * 1024) / len) + 1;
+    for (int i = 0; i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/big/%d", i);
+        __atomic_add_fetch(&pending, 1, __ATOMIC_SEQ_CST);
+        cr_assert_eq(kite_store_submit(t.s, &(struct kite_write){ KITE_WRITE_CREATE, key, val, len, 0 }, batch_done,
+                                       &pending), 0);
+    }
+    pthread_mutex_lock(&g.mu);
+    g.open = true;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.mu);
+    while (__atomic_load_n(&pending, __ATOMIC_SEQ_CST) > 0) usleep(1000);
+    free(val);
+    const char *wal = tpath(&t, "s.db-wal");
+    cr_assert_gt(file_size(wal), KITE_STORE_WAL_SIZE_LIMIT, "the large transaction grew the WAL past the limit");
+    /* Small writes go on; once a checkpoint let the WAL start over, it is cut back to the limit. */
+    int i = 0;
+    for (; i < 2000 && file_size(wal) > KITE_STORE_WAL_SIZE_LIMIT; i++) {
+        put_ok(t.s, i ? KITE_WRITE_UPDATE : KITE_WRITE_CREATE, "/small", "s");
+        usleep(5000);
+    }
+    cr_assert_leq(file_size(wal), KITE_STORE_WAL_SIZE_LIMIT, "WAL still %lld bytes after %d writes",
+                  (long long)file_size(wal), i);
+    kite_store_unsubscribe(t.s, gate_batch, &g);
+    tstore_cleanup(&t);
+}
+
+/* ---- storage errors are counted ---- */
+
+Test(store, failed_commits_are_counted) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    put_ok(t.s, KITE_WRITE_CREATE, "/small", "s");
+    /* Files may not grow past 1 MiB: the next large transaction fails in storage. */
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit old, lim = { 1024 * 1024, 1024 * 1024 };
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    size_t len = 1200 * 1024;
+    char *val = malloc(len);
+    memset(val, 'x', len);
+    int r = kite_store_write(t.s, &(struct kite_write){ KITE_WRITE_CREATE, "/big", val, len, 0 }, NULL, NULL);
+    setrlimit(RLIMIT_FSIZE, &old);
+    free(val);
+    cr_assert_eq(r, -EIO);
+    struct kite_store_stats st;
+    kite_store_stats(t.s, &st);
+    cr_assert_eq(st.commits_failed, 1);
+    cr_assert_eq(st.failed, 1);
+    cr_assert_eq(st.writes, 1);
+    /* the store goes on */
+    put_ok(t.s, KITE_WRITE_UPDATE, "/small", "t");
+    kite_store_stats(t.s, &st);
+    cr_assert_eq(st.commits_failed, 1);
+    tstore_cleanup(&t);
+}
+
+/* ---- the ordering guarantee of store.h: subscribers before completions ---- */
+
+#define ORDER_WRITES 3000
+
+struct order {
+    struct kite_store *s;
+    _Atomic int64_t seen_all, seen_o; /* the newest revision each subscriber was handed */
+    _Atomic int bad, done;
+};
+
+static void order_all(void *ud, const struct kite_store_event *evs, size_t n) {
+    struct order *o = ud;
+    atomic_store(&o->seen_all, evs[n - 1].rev);
+}
+
+static void order_o(void *ud, const struct kite_store_event *evs, size_t n) {
+    struct order *o = (struct order *)((char *)ud - offsetof(struct order, seen_o));
+    atomic_store(&o->seen_o, evs[n - 1].rev);
+}
+
+static void order_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    struct order *o = ud;
+    struct kite_record *cur = NULL;
+    if (err || atomic_load(&o->seen_all) < rev || atomic_load(&o->seen_o) < rev || kite_store_rev(o->s) < rev ||
+        kite_store_get(o->s, rec->key, &cur) < 0 || cur->mod_rev < rev)
+        atomic_fetch_add(&o->bad, 1);
+    kite_record_unref(cur);
+    atomic_fetch_add(&o->done, 1);
+}
+
+Test(store, completion_after_every_subscriber) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct order o = { .s = t.s };
+    cr_assert_eq(kite_store_subscribe(t.s, "", order_all, &o), 0);
+    cr_assert_eq(kite_store_subscribe(t.s, "/o/", order_o, &o.seen_o), 0);
+    for (int i = 0; i < ORDER_WRITES; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "/o/%d", i % 100);
+        struct kite_write w = { i < 100 ? KITE_WRITE_CREATE : KITE_WRITE_UPDATE, key, "v", 1, 0 };
+        while (kite_store_submit(t.s, &w, order_done, &o) == -EAGAIN) usleep(1000);
+    }
+    while (atomic_load(&o.done) < ORDER_WRITES) usleep(1000);
+    cr_assert_eq(atomic_load(&o.bad), 0, "%d completions came before their event reached a subscriber",
+                 atomic_load(&o.bad));
+    struct kite_store_stats st;
+    kite_store_stats(t.s, &st);
+    cr_assert_lt(st.batches, ORDER_WRITES, "writes were batched");
     tstore_cleanup(&t);
 }
