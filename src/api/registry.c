@@ -15,6 +15,9 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_event,
     &kite_kind_event_v1,
     &kite_kind_lease,
+    &kite_kind_configmap,
+    &kite_kind_secret,
+    &kite_kind_serviceaccount,
     NULL,
 };
 

@@ -47,6 +47,7 @@ struct kite_resource {
     bool status_on_create;    /* status may be set on create (nodes); else it is reset */
     bool no_deletecollection; /* DELETE of the collection is not served (namespaces) */
     bool delete_returns_object; /* DELETE answers with the object (pods, namespaces), else a Status */
+    bool encrypted;           /* stored encrypted at rest (secrets) */
     enum kite_name_rule name_rule;
     const struct kite_smp_schema *smp;
     const struct kite_table_printer *table; /* NULL: the default Name/Age printer */

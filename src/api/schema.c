@@ -21,6 +21,8 @@ const struct kite_schema kite_schema_quantity = {KITE_SCHEMA_QUANTITY, NULL, NUL
 const struct kite_schema kite_schema_time = {KITE_SCHEMA_TIME, NULL, NULL, NULL};
 const struct kite_schema kite_schema_microtime = {KITE_SCHEMA_MICROTIME, NULL, NULL, NULL};
 const struct kite_schema kite_schema_int_or_string = {KITE_SCHEMA_INT_OR_STRING, NULL, NULL, NULL};
+const struct kite_schema kite_schema_bytes = {KITE_SCHEMA_BYTES, NULL, NULL, NULL};
+const struct kite_schema kite_schema_bytes_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_bytes};
 const struct kite_schema kite_schema_string_list = {KITE_SCHEMA_LIST, NULL, NULL, &kite_schema_string};
 const struct kite_schema kite_schema_string_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_string};
 const struct kite_schema kite_schema_resource_list = {KITE_SCHEMA_MAP, "v1.ResourceList", NULL, &kite_schema_quantity};
@@ -180,6 +182,7 @@ static void go_type_name(const struct kite_schema *s, struct kite_buf *b) {
     case KITE_SCHEMA_TIME: kite_buf_puts(b, "v1.Time"); return;
     case KITE_SCHEMA_MICROTIME: kite_buf_puts(b, "v1.MicroTime"); return;
     case KITE_SCHEMA_INT_OR_STRING: kite_buf_puts(b, "intstr.IntOrString"); return;
+    case KITE_SCHEMA_BYTES: kite_buf_puts(b, "[]uint8"); return;
     case KITE_SCHEMA_OBJECT: kite_buf_printf(b, "v1.%s", s->go_type ? s->go_type : "Object"); return;
     case KITE_SCHEMA_MAP:
     case KITE_SCHEMA_LIST:
@@ -305,6 +308,40 @@ static int check_time(struct walk *w, const struct kite_schema *s, json_object *
     return 0;
 }
 
+static int b64_value(char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* []byte decodes from standard base64 with padding, as Go's encoding/json; its error names the
+ * first offending byte. */
+static int check_bytes(struct walk *w, json_object *o) {
+    if (!json_object_is_type(o, json_type_string)) {
+        w->error = kite_asprintf("json: cannot unmarshal %s into Go value of type []uint8", json_kind(o));
+        return -EINVAL;
+    }
+    const char *s = json_object_get_string(o);
+    size_t n = (size_t)json_object_get_string_len(o), bad = n;
+    bool pad = false;
+    for (size_t i = 0; i < n && bad == n; i++) {
+        if (s[i] == '=') {
+            /* padding: only the last one or two bytes of the last quantum */
+            if (i % 4 < 2 || (n - i) > 2 || n % 4) bad = i;
+            pad = true;
+        } else if (b64_value(s[i]) < 0 || pad) {
+            bad = i;
+        }
+    }
+    if (bad == n && n % 4) bad = n - n % 4; /* a quantum cut short */
+    if (bad < n || n % 4) {
+        w->error = kite_asprintf("illegal base64 data at input byte %zu", bad);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int check_quantity(struct walk *w, json_object *o) {
     int64_t milli;
     if (json_object_is_type(o, json_type_string)) {
@@ -378,6 +415,7 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
     case KITE_SCHEMA_INT_OR_STRING:
         return json_object_is_type(o, json_type_string) ? 0 : check_int(w, &kite_schema_int32, o, INT32_MIN, INT32_MAX);
     case KITE_SCHEMA_QUANTITY: return check_quantity(w, o);
+    case KITE_SCHEMA_BYTES: return check_bytes(w, o);
     case KITE_SCHEMA_TIME:
     case KITE_SCHEMA_MICROTIME: return check_time(w, s, o);
     case KITE_SCHEMA_OBJECT:

@@ -26,6 +26,7 @@ enum kite_schema_type {
     KITE_SCHEMA_TIME,        /* metav1.Time: RFC 3339, stored in UTC to the second */
     KITE_SCHEMA_MICROTIME,   /* metav1.MicroTime: RFC 3339, stored in UTC to the microsecond */
     KITE_SCHEMA_INT_OR_STRING, /* intstr.IntOrString: an int32 or a string */
+    KITE_SCHEMA_BYTES,       /* []byte: a string in standard base64 with padding */
     KITE_SCHEMA_OBJECT,      /* a struct: fields */
     KITE_SCHEMA_MAP,         /* map[string]elem */
     KITE_SCHEMA_LIST,        /* []elem */
@@ -50,12 +51,13 @@ struct kite_schema_field {
 /* The leaves, and compound types every kind shares. */
 extern const struct kite_schema kite_schema_raw, kite_schema_string, kite_schema_int32, kite_schema_int64,
     kite_schema_bool, kite_schema_float, kite_schema_quantity, kite_schema_time, kite_schema_microtime,
-    kite_schema_int_or_string, kite_schema_string_list, kite_schema_string_map, kite_schema_resource_list;
+    kite_schema_int_or_string, kite_schema_string_list, kite_schema_string_map, kite_schema_resource_list,
+    kite_schema_bytes, kite_schema_bytes_map;
 
 /* The served kinds' root schemas (src/api/kinds/). events.k8s.io/v1 Events are checked
  * in their own shape, before conversion to the stored core/v1 one. */
 extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_schema_pod, kite_schema_event,
-    kite_schema_event_v1, kite_schema_lease;
+    kite_schema_event_v1, kite_schema_lease, kite_schema_configmap, kite_schema_secret, kite_schema_serviceaccount;
 
 /* Checks obj (an object whose root follows s; s NULL checks only the strings) and puts
  * every value of a time field in the form Kubernetes serializes it (UTC; Time to the second,

@@ -434,6 +434,40 @@ static int fail(char **ret_error, int r, const char *fmt, ...) {
     return r;
 }
 
+/* The key the encrypted kinds (secrets) are sealed with at rest: 32 random bytes in
+ * DATA_DIR/pki/encryption.key (0600), made on first start. Losing it loses them, as losing
+ * kube-apiserver's EncryptionConfiguration key does. */
+static int load_encryption(struct kite_apiserver *s, const char *pki, char **ret_error) {
+    _cleanup_free_ char *path = kite_asprintf("%s/encryption.key", pki), *key = NULL;
+    size_t len = 0;
+    int r = kite_read_file(path, 4096, &key, &len);
+    if (r == -ENOENT) {
+        unsigned char fresh[KITE_STORE_CRYPT_KEY_LEN];
+        kite_random_bytes(fresh, sizeof fresh);
+        if ((r = kite_write_file_atomic(path, fresh, sizeof fresh, 0600, false)) < 0)
+            return fail(ret_error, r, "cannot write the encryption key %s", path);
+        key = kite_malloc(sizeof fresh);
+        memcpy(key, fresh, sizeof fresh);
+        len = sizeof fresh;
+    } else if (r < 0) {
+        return fail(ret_error, r, "cannot read the encryption key %s", path);
+    }
+    if (len != KITE_STORE_CRYPT_KEY_LEN) {
+        *ret_error = kite_asprintf("the encryption key %s holds %zu bytes, not %d", path, len, KITE_STORE_CRYPT_KEY_LEN);
+        return -EINVAL;
+    }
+    const char *prefixes[64];
+    char *owned[64];
+    size_t n = 0;
+    for (size_t k = 0; kite_resources[k] && n < KITE_ARRAY_SIZE(prefixes) - 1; k++)
+        if (kite_resources[k]->encrypted) prefixes[n] = owned[n] = kite_object_prefix(kite_resources[k], NULL), n++;
+    prefixes[n] = NULL;
+    r = kite_store_crypt_new((const unsigned char *)key, prefixes, &s->crypt);
+    explicit_bzero(key, len);
+    for (size_t i = 0; i < n; i++) free(owned[i]);
+    return r < 0 ? fail(ret_error, r, "cannot set up encryption with %s", path) : 0;
+}
+
 /* One process per data dir: a second apiserver on the same store would serve stale reads,
  * fail every write and take over admin.kubeconfig. The lock is the kernel's (flock), so it
  * goes away with the process however it ends; the file holds the owner's pid for the message. */
@@ -474,7 +508,8 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return fail(ret_error, r, "cannot create the certificates in %s", pki);
 
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
-    struct kite_store_options so = {.force_recover = o->force_recover};
+    if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
+    struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt};
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
@@ -567,6 +602,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
     free(s->storages);
     kite_store_close(s->store);
+    kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);

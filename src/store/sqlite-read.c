@@ -28,11 +28,15 @@ static void vec_release(struct rec_vec *v) {
     *v = (struct rec_vec){0};
 }
 
-static struct kite_record *row_rec(sqlite3_stmt *st) {
+/* NULL when an encrypted value does not open (another key, or damaged). */
+static struct kite_record *row_rec(struct sqlite_store *s, sqlite3_stmt *st) {
     /* columns: rev, key, create_rev, version, deleted, value */
     const char *key = (const char *)sqlite3_column_text(st, 1);
-    struct kite_record *r = record_alloc(key, sqlite3_column_bytes(st, 1), sqlite3_column_blob(st, 5),
-                                         sqlite3_column_bytes(st, 5));
+    struct kite_record *r = sqlite3_column_int(st, 4)
+                                ? record_alloc(key, sqlite3_column_bytes(st, 1), NULL, 0)
+                                : record_from_row(s->crypt, key, sqlite3_column_bytes(st, 1), sqlite3_column_blob(st, 5),
+                                                  sqlite3_column_bytes(st, 5));
+    if (!r) return NULL;
     r->mod_rev = sqlite3_column_int64(st, 0);
     r->create_rev = sqlite3_column_int64(st, 2);
     r->version = sqlite3_column_int64(st, 3);
@@ -68,8 +72,15 @@ int sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const
         if (end) sqlite3_bind_text(st, 2, end, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, at_rev);
         sqlite3_bind_int64(st, 4, limit ? (int64_t)limit + 1 : -1);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) vec_push(&v, row_rec(st));
-        if (rc != SQLITE_DONE) r = -EIO;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            struct kite_record *rec = row_rec(s, st);
+            if (!rec) {
+                r = -EIO;
+                break;
+            }
+            vec_push(&v, rec);
+        }
+        if (r == 0 && rc != SQLITE_DONE) r = -EIO;
     }
     sqlite3_finalize(st);
     pthread_mutex_unlock(&s->rdb_mu);
@@ -117,12 +128,17 @@ static int history_locked(struct sqlite_store *s, const char *prefix, int64_t fr
     sqlite3_bind_int64(st, 3, from_rev);
     sqlite3_bind_int64(st, 4, to_rev);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct kite_record *row = row_rec(st), *prev = kite_map_get(&last, row->key);
+        struct kite_record *row = row_rec(s, st), *prev = NULL;
+        if (!row) {
+            r = -EIO;
+            break;
+        }
+        prev = kite_map_get(&last, row->key);
         if (!prev) {
             /* The first change of this key in the window: its predecessor is older. */
             sqlite3_bind_text(prev_st, 1, row->key, -1, SQLITE_STATIC);
             sqlite3_bind_int64(prev_st, 2, row->mod_rev);
-            if (sqlite3_step(prev_st) == SQLITE_ROW) prev = row_rec(prev_st);
+            if (sqlite3_step(prev_st) == SQLITE_ROW) prev = row_rec(s, prev_st);
             sqlite3_reset(prev_st);
             if (prev && prev->deleted) {
                 kite_record_unref(prev);
@@ -148,7 +164,7 @@ static int history_locked(struct sqlite_store *s, const char *prefix, int64_t fr
             kite_record_unref(kite_map_put(&last, row->key, row));
         }
     }
-    if (rc != SQLITE_DONE) r = -EIO;
+    if (r == 0 && rc != SQLITE_DONE) r = -EIO;
 out:
     sqlite3_finalize(st);
     sqlite3_finalize(prev_st);

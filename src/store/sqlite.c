@@ -127,13 +127,14 @@ static int open_conn(const char *path, sqlite3 **ret, char **ret_error) {
 
 /* ---- records from rows ---- */
 
-static struct kite_record *row_record(sqlite3_stmt *st, int col_rev, int col_key, int col_create, int col_ver,
-                                      int col_val) {
+static struct kite_record *row_record(struct sqlite_store *s, sqlite3_stmt *st, int col_rev, int col_key,
+                                      int col_create, int col_ver, int col_val) {
     const char *key = (const char *)sqlite3_column_text(st, col_key);
     size_t key_len = sqlite3_column_bytes(st, col_key);
     const void *val = sqlite3_column_blob(st, col_val);
     size_t len = sqlite3_column_bytes(st, col_val);
-    struct kite_record *r = record_alloc(key, key_len, val, len);
+    struct kite_record *r = record_from_row(s->crypt, key, key_len, val, len);
+    if (!r) return NULL;
     r->mod_rev = sqlite3_column_int64(st, col_rev);
     r->create_rev = sqlite3_column_int64(st, col_create);
     r->version = sqlite3_column_int64(st, col_ver);
@@ -163,7 +164,11 @@ static int load(struct sqlite_store *s) {
         return -EIO;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct kite_record *r = row_record(st, 0, 1, 2, 3, 4);
+        struct kite_record *r = row_record(s, st, 0, 1, 2, 3, 4);
+        if (!r) { /* sealed under another key, or damaged */
+            sqlite3_finalize(st);
+            return -EBADMSG;
+        }
         kite_record_unref(kite_map_put(&s->live, r->key, r));
     }
     sqlite3_finalize(st);
@@ -281,9 +286,17 @@ static int insert_row(struct sqlite_store *s, struct kite_record *r) {
     sqlite3_bind_int64(st, 3, r->create_rev);
     sqlite3_bind_int64(st, 4, r->version);
     sqlite3_bind_int(st, 5, r->deleted);
+    _cleanup_free_ char *sealed = NULL;
+    size_t sealed_len = 0;
     if (r->deleted)
         sqlite3_bind_zeroblob(st, 6, 0);
-    else
+    else if (crypt_applies(s->crypt, r->key)) {
+        if (crypt_seal(s->crypt, r->key, r->value, r->len, &sealed, &sealed_len) < 0) {
+            sqlite3_clear_bindings(st);
+            return -EIO;
+        }
+        sqlite3_bind_blob(st, 6, sealed, (int)sealed_len, SQLITE_STATIC);
+    } else
         sqlite3_bind_blob(st, 6, r->value, (int)r->len, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -689,7 +702,11 @@ static int open_checked(struct sqlite_store *s, const struct kite_store_options 
         sqlite3_prepare_v2(s->wdb, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->wdb, "ROLLBACK", -1, &s->rollback, NULL) != SQLITE_OK)
         return db_fail(s->wdb, p, "cannot prepare statements", ret_error);
-    if (load(s) < 0) return db_fail(s->wdb, p, "cannot load the keys", ret_error);
+    if ((r = load(s)) == -EBADMSG)
+        return set_error(ret_error, -EUCLEAN,
+                         kite_asprintf("store %s holds encrypted values that do not open with this encryption key "
+                                       "(a different key, or damaged values)", p));
+    if (r < 0) return db_fail(s->wdb, p, "cannot load the keys", ret_error);
     if ((r = marker_init(s, atomic_load(&s->rev))) < 0)
         return set_error(ret_error, r, kite_asprintf("store %s: cannot write its revision marker %s: %s", p, mp, strerror(-r)));
     return 0;
@@ -704,6 +721,7 @@ static int sq_open(const char *path, const struct kite_store_options *opts, stru
     s->path = kite_strdup(path);
     s->marker_path = kite_asprintf("%s.rev", path);
     s->marker_fd = -1;
+    s->crypt = opts ? opts->crypt : NULL;
     s->q_tail = &s->q_head;
     pthread_mutex_init(&s->rdb_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);

@@ -9,6 +9,16 @@
 
 /* A record with a copy of key (key_len bytes) and value, refs = 1, revisions zero. */
 struct kite_record *record_alloc(const char *key, size_t key_len, const void *value, size_t len);
+
+/* crypt.c: sealing values of encrypted prefixes. *ret is malloc'ed; crypt_open leaves *ret
+ * NULL (0) for a value stored in the clear, and fails -EBADMSG for one that does not open. */
+bool crypt_applies(const struct kite_store_crypt *c, const char *key);
+int crypt_seal(struct kite_store_crypt *c, const char *key, const void *plain, size_t len, char **ret, size_t *ret_len);
+int crypt_open(struct kite_store_crypt *c, const char *key, const void *sealed, size_t len, char **ret, size_t *ret_len);
+/* A record from a row's key and stored value, opened when its key is encrypted; NULL when the
+ * value does not open (another key, or damaged). */
+struct kite_record *record_from_row(struct kite_store_crypt *c, const char *key, size_t key_len, const void *val,
+                                    size_t len);
 /* The delete-event record for live deleted at rev: borrows live's key and value (holds a ref). */
 struct kite_record *record_tombstone(struct kite_record *live, int64_t rev);
 
@@ -43,6 +53,7 @@ struct sub {
 /* Locks, in the order they nest: sub_mu, then live_lock; rdb_mu alone; q_mu alone; ck_mu alone. */
 struct sqlite_store {
     struct kite_store base; /* ops = &kite_store_sqlite_ops */
+    struct kite_store_crypt *crypt; /* borrowed: values sealed at rest under its prefixes */
     char *path;
     char *marker_path; /* <path>.rev: the last acknowledged revision (sqlite.c "revision marker") */
     sqlite3 *wdb, *rdb, *cdb; /* writer, reader (under rdb_mu), checkpointer */

@@ -89,7 +89,17 @@ struct kite_store {
  * transaction otherwise leaves the file at its largest size for as long as the store runs). */
 #define KITE_STORE_WAL_SIZE_LIMIT (64 * 1024 * 1024)
 
+/* Encryption at rest (crypt.c): values of keys under the given prefixes are stored sealed
+ * with AES-256-GCM under key. The handle may be shared by stores; free it after them. */
+#define KITE_STORE_CRYPT_KEY_LEN 32
+struct kite_store_crypt;
+int kite_store_crypt_new(const unsigned char key[KITE_STORE_CRYPT_KEY_LEN], const char *const *prefixes,
+                         struct kite_store_crypt **ret);
+void kite_store_crypt_free(struct kite_store_crypt *c);
+
 struct kite_store_options {
+    /* Encrypts values at rest under its prefixes (borrowed; NULL = none). */
+    struct kite_store_crypt *crypt;
     /* Open a store found damaged (older than its marker's acknowledged revision, a failed
      * integrity check, an unreadable marker) anyway, accepting the loss: the revision counter is
      * raised to the acknowledged one so revisions still never go backwards. */

@@ -1,0 +1,33 @@
+/* ConfigMap (core/v1): string data and binary data, immutable once marked so. */
+#include "api/kinds/data.h"
+
+ROOT(kite_schema_configmap, "ConfigMap", TYPE_META, F("immutable", B), F("data", SMAP),
+     F("binaryData", kite_schema_bytes_map));
+
+static void validate(json_object *obj, json_object *old, struct kite_causes *c) {
+    size_t total = 0;
+    kite_data_keys_validate(obj, "data", false, &total, c);
+    kite_data_keys_validate(obj, "binaryData", true, &total, c);
+    json_object *data = kite_obj_get(obj, "data"), *bin = kite_obj_get(obj, "binaryData");
+    if (data && bin && json_object_is_type(bin, json_type_object)) {
+        json_object_object_foreach(bin, k, v) {
+            (void)v;
+            if (kite_obj_get(data, k)) {
+                char f[300];
+                snprintf(f, sizeof f, "data[%s]", k);
+                kite_causes_add(c, "FieldValueInvalid", f, "Invalid value: \"%s\": duplicate of key present in binaryData", k);
+            }
+        }
+    }
+    if (total > KITE_MAX_DATA_BYTES)
+        kite_causes_add(c, "FieldValueTooLong", "", "Too long: must have at most %d bytes", KITE_MAX_DATA_BYTES);
+    static const char *const frozen[] = {"data", "binaryData", NULL};
+    kite_data_immutable_validate(obj, old, frozen, c);
+}
+
+const struct kite_resource kite_kind_configmap = {
+    .schema = &kite_schema_configmap,
+    KITE_CORE_V1, .kind = "ConfigMap", .list_kind = "ConfigMapList", .plural = "configmaps", .singular = "configmap",
+    .short_names = {"cm"}, .namespaced = true, .unconditional_update = true, .smp = &kite_meta_smp_schema,
+    .validate = validate,
+};

@@ -1,0 +1,15 @@
+/* ServiceAccount (core/v1): an identity for pods. */
+#include "api/kinds/kind.h"
+
+STRUCT(sa_local_ref, "LocalObjectReference", F("name", S));
+LIST(sa_local_refs, NULL, sa_local_ref);
+LIST(sa_secrets, NULL, kite_schema_object_ref);
+ROOT(kite_schema_serviceaccount, "ServiceAccount", TYPE_META, F("secrets", sa_secrets),
+     F("imagePullSecrets", sa_local_refs), F("automountServiceAccountToken", B));
+
+const struct kite_resource kite_kind_serviceaccount = {
+    .schema = &kite_schema_serviceaccount,
+    KITE_CORE_V1, .kind = "ServiceAccount", .list_kind = "ServiceAccountList", .plural = "serviceaccounts",
+    .singular = "serviceaccount", .short_names = {"sa"}, .namespaced = true, .unconditional_update = true,
+    .smp = &kite_meta_smp_schema,
+};
