@@ -6,7 +6,7 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := gnutls json-c sqlite3 yaml-0.1
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libarchive
 # libcurl is a test peer only (the http module's tests drive the server with it)
 TEST_PKGS_http := libcurl
 CFLAGS   ?= -O2 -g
