@@ -294,6 +294,7 @@ static void unwatch(struct runc_rt *c, const char *id) {
  * finish time. Idempotent. */
 static void record_exit(struct runc_rt *c, const char *id, json_object *meta, int64_t finished) {
     if (jint(meta, "finished")) return;
+    finished = KITE_MAX(finished, jint(meta, "started"));
     const char *cg = jstr(meta, "cgroup");
     _cleanup_free_ char *oomf = cdir(c, id, "oom");
     bool oom = (cg && cgroup_oom_kills(cg) > 0) || access(oomf, F_OK) == 0;
@@ -628,9 +629,11 @@ static int rc_start_container(struct kite_runtime *rt, const char *id, int64_t t
     struct runc_rt *c = rc_of(rt);
     json_object *meta = read_meta(c, id);
     if (!meta) return -ENOENT;
+    /* the process runs from within `runc start`: a fast one ends before it returns */
+    int64_t started = now_wall(c);
     int r = runc_simple(c, deadline_of(timeout_ns), ret_error, (const char *[]){"start", id, NULL});
     if (r == 0) {
-        json_object_object_add(meta, "started", json_object_new_int64(now_wall(c)));
+        json_object_object_add(meta, "started", json_object_new_int64(started));
         write_meta(c, id, meta);
         watch_container(c, id);
     }
