@@ -104,6 +104,12 @@ bench: all
 up: all
 	$(BUILD)/kite up --data-dir $${DATA_DIR:-$(CURDIR)/.kite} --listen $${LISTEN:-127.0.0.1:6443}
 
+# The busybox OCI image (no network) that `make up` imports: kite images import $(BUILD)/busybox.tar
+busybox-image: $(BUILD)/busybox.tar
+$(BUILD)/busybox.tar: scripts/make-busybox-image
+	@mkdir -p $(BUILD)
+	scripts/make-busybox-image $@
+
 clean:
 	rm -rf build build-asan
 
