@@ -48,6 +48,7 @@ int rt_run(struct rt_run *c) {
         posix_spawn_file_actions_adddup2(&fa, out[1], 2);
     }
     if (c->pass_fd >= 0) posix_spawn_file_actions_adddup2(&fa, c->pass_fd, 3);
+    if (c->cwd) posix_spawn_file_actions_addchdir_np(&fa, c->cwd);
     posix_spawn_file_actions_addclosefrom_np(&fa, c->pass_fd >= 0 ? 4 : 3);
     /* the environment plus the extra entries */
     size_t n_env = 0, n_extra = 0;

@@ -12,6 +12,7 @@ struct rt_run {
     const char *const *argv; /* argv[0] an absolute path */
     const char *const *env;  /* extra "K=V" entries, NULL-terminated; may be NULL */
     int pass_fd;             /* becomes fd 3 in the child; -1 = none */
+    const char *cwd;         /* NULL = the caller's */
     bool discard_output;     /* stdout/stderr to /dev/null (daemons that keep them open) */
     bool term_first;         /* at the deadline SIGTERM, then SIGKILL */
     int64_t deadline;        /* monotonic ns */

@@ -440,7 +440,8 @@ static int conmon_create(struct runc_rt *c, const char *id, const char *log_path
                           "-0", bundle, "--socket-dir-path", c->sockets, "--runtime-arg", rootarg,
                           "--log-level", "error", "--syslog", NULL};
     const char *env[] = {"_OCI_SYNCPIPE=3", NULL};
-    struct rt_run r = {.argv = argv, .env = env, .pass_fd = p[1], .discard_output = true, .deadline = deadline};
+    /* conmon writes its "oom" marker into its working directory: the bundle */
+    struct rt_run r = {.argv = argv, .env = env, .pass_fd = p[1], .cwd = bundle, .discard_output = true, .deadline = deadline};
     int e = rt_run(&r);
     close(p[1]);
     rt_run_release(&r);
