@@ -6,7 +6,7 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := gnutls json-c sqlite3 yaml-0.1
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libarchive
 # libcurl is a test peer only (the http module's tests drive the server with it)
 TEST_PKGS_http := libcurl
 CFLAGS   ?= -O2 -g
@@ -111,6 +111,12 @@ bench: all
 
 up: all
 	$(BUILD)/kite up --data-dir $${DATA_DIR:-$(CURDIR)/.kite} --listen $${LISTEN:-127.0.0.1:6443}
+
+# The busybox OCI image (no network) that `make up` imports: kite images import $(BUILD)/busybox.tar
+busybox-image: $(BUILD)/busybox.tar
+$(BUILD)/busybox.tar: scripts/make-busybox-image
+	@mkdir -p $(BUILD)
+	scripts/make-busybox-image $@
 
 clean:
 	rm -rf build build-asan

@@ -107,8 +107,10 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
             goto fail;
         }
         if (!a->runtime) {
-            if ((r = kite_runtime_process_new(c->root_dir, &a->runtime)) < 0) {
-                if (ret_err) *ret_err = kite_asprintf("starting the process runtime: %s", strerror(-r));
+            _cleanup_free_ char *rerr = NULL;
+            struct kite_runc_options ro = {.root_dir = c->root_dir};
+            if ((r = kite_runtime_runc_new(&ro, &a->runtime, &rerr)) < 0) {
+                if (ret_err) *ret_err = kite_asprintf("starting the runc runtime: %s", rerr ? rerr : strerror(-r));
                 goto fail;
             }
             a->own_runtime = true;

@@ -59,7 +59,7 @@ struct kite_agent_options {
     struct kite_clock *clock;     /* NULL = real clock */
     kite_agent_status_fn status_fn; /* NULL = kite_nodestatus_compute */
     void *status_ud;
-    struct kite_runtime *runtime; /* borrowed; NULL = process runtime on root_dir */
+    struct kite_runtime *runtime; /* borrowed; NULL = the runc runtime on root_dir */
     const char *sysroot;          /* for the default status source; NULL = "" */
     uint64_t seed;                /* jitter PRNG seed; 0 = from the clock */
     const char *kubelet_version;  /* NULL = KITE_VERSION (base/version.h) */

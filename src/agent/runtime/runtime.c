@@ -3,12 +3,22 @@
 
 #include "base/base.h"
 
+void kite_strv_free(char **v, size_t n) {
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+void kite_image_release(struct kite_image *img) {
+    if (!img) return;
+    kite_strv_free(img->names, img->n_names);
+    free(img->id);
+    *img = (struct kite_image){0};
+}
+
 void kite_images_free(struct kite_image *v, size_t n) {
     if (!v) return;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < v[i].n_names; j++) free(v[i].names[j]);
-        free(v[i].names);
-    }
+    for (size_t i = 0; i < n; i++) kite_image_release(&v[i]);
     free(v);
 }
 
@@ -18,10 +28,65 @@ struct kite_image *kite_images_dup(const struct kite_image *v, size_t n) {
     for (size_t i = 0; i < n; i++) {
         out[i].size_bytes = v[i].size_bytes;
         out[i].n_names = v[i].n_names;
+        out[i].id = v[i].id ? kite_strdup(v[i].id) : NULL;
         if (v[i].n_names) out[i].names = kite_calloc(v[i].n_names, sizeof(char *));
         for (size_t j = 0; j < v[i].n_names; j++) out[i].names[j] = kite_strdup(v[i].names[j]);
     }
     return out;
+}
+
+void kite_sandbox_status_release(struct kite_sandbox_status *s) {
+    if (!s) return;
+    free(s->id);
+    free(s->uid);
+    free(s->name);
+    free(s->ns);
+    free(s->log_dir);
+    free(s->ip);
+    *s = (struct kite_sandbox_status){0};
+}
+
+void kite_sandbox_statuses_free(struct kite_sandbox_status *v, size_t n) {
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) kite_sandbox_status_release(&v[i]);
+    free(v);
+}
+
+void kite_container_status_release(struct kite_container_status *s) {
+    if (!s) return;
+    free(s->id);
+    free(s->sandbox_id);
+    free(s->name);
+    free(s->image);
+    free(s->image_id);
+    free(s->log_path);
+    free(s->reason);
+    free(s->message);
+    *s = (struct kite_container_status){0};
+}
+
+void kite_container_statuses_free(struct kite_container_status *v, size_t n) {
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) kite_container_status_release(&v[i]);
+    free(v);
+}
+
+void kite_container_events_free(struct kite_container_event *v, size_t n) {
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].container_id);
+        free(v[i].sandbox_id);
+    }
+    free(v);
+}
+
+const char *kite_container_state_name(enum kite_container_state s) {
+    switch (s) {
+    case KITE_CONTAINER_CREATED: return "created";
+    case KITE_CONTAINER_RUNNING: return "running";
+    case KITE_CONTAINER_EXITED: return "exited";
+    default: return "unknown";
+    }
 }
 
 void kite_runtime_free(struct kite_runtime *rt) {

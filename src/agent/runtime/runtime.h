@@ -1,29 +1,176 @@
-/* The agent's container-runtime interface, in the CRI's shape (DESIGN.md "Runtime"): version and
- * images today; sandboxes, containers and logs are added beside them so a CRI (gRPC) backend can
- * sit next to `process` and `fake`. A runtime is used from one thread at a time. */
+/* The agent's container-runtime interface, in the CRI's shape (DESIGN.md "Runtime"): version,
+ * images, pod sandboxes, containers, exec and container events, so a CRI (gRPC) backend can sit
+ * next to `runc` and `fake`. A runtime is used from one thread at a time.
+ *
+ * Every call that may block takes timeout_ns (0 = KITE_RT_DEFAULT_TIMEOUT_NS) and returns
+ * -ETIMEDOUT when it runs out rather than hanging: the runc backend runs each runc call as a
+ * child it kills at the deadline.
+ *
+ * Not done yet (later steps of "pods run for real"): the pod network (a bridge, veth pairs and
+ * --pod-cidr addresses; a non-hostNetwork sandbox has its own network namespace with only
+ * loopback up and reports an empty IP), image pulls from registries (images are imported from
+ * OCI layout tarballs), the image config's User (containers run as root), seccomp and AppArmor
+ * profiles, container stdin/tty/attach and port forwarding, log rotation, and an event for
+ * exits that happened while no runtime instance was running (a restarted agent relists). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct kite_runtime;
 
+/* Default bound of one runtime call. */
+#define KITE_RT_DEFAULT_TIMEOUT_NS (30 * INT64_C(1000000000))
+/* Output kept from an exec (stdout and stderr together); more is dropped, flagged truncated. */
+#define KITE_RT_EXEC_OUTPUT_MAX (1024 * 1024)
+
 /* One image as the runtime reports it. names and every names[i] are owned by the struct's
- * holder; free arrays with kite_images_free(). */
+ * holder; free arrays with kite_images_free(). id is the image's manifest digest
+ * ("sha256:..."), may be NULL in hand-made values. */
 struct kite_image {
     char **names;
     size_t n_names;
     int64_t size_bytes;
+    char *id;
+};
+
+/* A pod sandbox to run (CRI PodSandboxConfig, the parts kite uses). Strings are borrowed. */
+struct kite_sandbox_config {
+    const char *uid, *name, *ns;
+    bool host_network;    /* share the host's network (and UTS) namespace */
+    const char *hostname; /* NULL = the pod name; ignored with host_network */
+    const char *cgroup_parent; /* absolute; NULL = /kite/pod<uid> */
+    const char *log_dir;  /* NULL = <root>/logs/<ns>_<name>_<uid> */
+};
+
+enum kite_sandbox_state { KITE_SANDBOX_READY, KITE_SANDBOX_NOTREADY };
+
+struct kite_sandbox_status {
+    char *id, *uid, *name, *ns, *log_dir;
+    enum kite_sandbox_state state;
+    bool host_network;
+    int64_t created_ns; /* wall clock */
+    char *ip;           /* "" until the pod network exists */
+};
+
+/* A bind mount into a container. */
+struct kite_mount {
+    const char *host_path, *container_path;
+    bool read_only;
+};
+
+/* A container to create (CRI ContainerConfig, the parts kite uses). Strings are borrowed.
+ * command replaces the image's entrypoint and args its cmd, as Kubernetes does (a command with
+ * no args drops the image's cmd). Limits of 0 are unset. */
+struct kite_container_config {
+    const char *name;
+    uint32_t attempt; /* restart count: names the log file <attempt>.log */
+    const char *image;
+    const char *const *command;
+    size_t n_command;
+    const char *const *args;
+    size_t n_args;
+    const char *const *env; /* "KEY=VALUE", after the image's env (same key: this one wins) */
+    size_t n_env;
+    const char *working_dir; /* NULL = the image's, else "/" */
+    const struct kite_mount *mounts;
+    size_t n_mounts;
+    int64_t memory_limit_bytes;
+    int64_t cpu_quota_us, cpu_period_us, cpu_shares;
+    int64_t pids_limit;
+    const char *log_path; /* relative to the sandbox's log dir; NULL = <name>/<attempt>.log */
+};
+
+enum kite_container_state {
+    KITE_CONTAINER_CREATED,
+    KITE_CONTAINER_RUNNING,
+    KITE_CONTAINER_EXITED,
+    KITE_CONTAINER_UNKNOWN,
+};
+
+struct kite_container_status {
+    char *id, *sandbox_id, *name, *image, *image_id, *log_path;
+    uint32_t attempt;
+    enum kite_container_state state;
+    int pid;       /* while running */
+    int exit_code; /* once exited: the code, or 128+signal */
+    int signal;    /* the killing signal when exit_code > 128, else 0 */
+    bool oom_killed;
+    int64_t created_ns, started_ns, finished_ns; /* wall clock; 0 = not yet */
+    char *reason;  /* "Completed", "Error", "OOMKilled", "ContainerLost" or NULL */
+    char *message; /* NULL or a detail */
+};
+
+struct kite_exec_result {
+    int exit_code;
+    char *output; /* stdout and stderr interleaved, NUL-terminated; caller frees */
+    size_t output_len;
+    bool truncated;
+};
+
+/* A container's process ended (CRI ContainerEventResponse CONTAINER_STOPPED_EVENT). */
+struct kite_container_event {
+    char *container_id, *sandbox_id;
+    int exit_code;
+    bool oom_killed;
+    int64_t finished_ns;
 };
 
 struct kite_runtime_ops {
-    const char *name; /* "kite-process", "fake" */
-    /* *ret_name ("kite-process") and *ret_version ("0.1.0") are new strings the caller frees;
-     * set only on success. 0 or -errno. */
+    const char *name; /* "runc", "fake" */
+    /* *ret_name ("runc") and *ret_version ("1.1.5") are new strings the caller frees; set only
+     * on success. 0 or -errno. */
     int (*version)(struct kite_runtime *rt, char **ret_name, char **ret_version);
-    /* A new array (caller frees with kite_images_free); *ret may be NULL when *ret_n is 0.
-     * 0 or -errno. */
+
+    /* Images. A new array (caller frees with kite_images_free); *ret may be NULL when *ret_n is
+     * 0. 0 or -errno. */
     int (*list_images)(struct kite_runtime *rt, struct kite_image **ret, size_t *ret_n);
-    /* Releases the runtime; NULL-safe callers use kite_runtime_free(). */
+    /* One image by reference ("busybox" = "docker.io/library/busybox:latest"); *ret filled
+     * (free with kite_image_release). -ENOENT when absent. */
+    int (*image_status)(struct kite_runtime *rt, const char *name, struct kite_image *ret);
+    /* Drops the name; the image's data goes with its last name. -ENOENT, -EBUSY (a container
+     * uses it). */
+    int (*remove_image)(struct kite_runtime *rt, const char *name);
+    /* Imports an OCI image layout tarball, verifying every blob. *ret_error (may be NULL) gets
+     * a message on failure; *ret_names (may be NULL) the names imported. */
+    int (*import_image)(struct kite_runtime *rt, const char *tar_path, char ***ret_names, size_t *ret_n,
+                        char **ret_error);
+
+    /* Sandboxes. run: *ret_id a new string. stop kills the sandbox's containers and its holder;
+     * remove (after stop or not) removes them all. status: -ENOENT when unknown. */
+    int (*run_sandbox)(struct kite_runtime *rt, const struct kite_sandbox_config *cfg, int64_t timeout_ns,
+                       char **ret_id, char **ret_error);
+    int (*stop_sandbox)(struct kite_runtime *rt, const char *id, int64_t timeout_ns);
+    int (*remove_sandbox)(struct kite_runtime *rt, const char *id, int64_t timeout_ns);
+    int (*sandbox_status)(struct kite_runtime *rt, const char *id, int64_t timeout_ns,
+                          struct kite_sandbox_status *ret);
+    int (*list_sandboxes)(struct kite_runtime *rt, int64_t timeout_ns, struct kite_sandbox_status **ret,
+                          size_t *ret_n);
+
+    /* Containers. create: *ret_id a new string; -ENOENT (no such sandbox or image). stop: SIGTERM,
+     * then SIGKILL after grace_ns; returns once the process is gone (0 also when it was not
+     * running). remove stops first. list: sandbox_id NULL = all. */
+    int (*create_container)(struct kite_runtime *rt, const char *sandbox_id, const struct kite_container_config *cfg,
+                            int64_t timeout_ns, char **ret_id, char **ret_error);
+    int (*start_container)(struct kite_runtime *rt, const char *id, int64_t timeout_ns, char **ret_error);
+    int (*stop_container)(struct kite_runtime *rt, const char *id, int64_t grace_ns, int64_t timeout_ns);
+    int (*remove_container)(struct kite_runtime *rt, const char *id, int64_t timeout_ns);
+    int (*container_status)(struct kite_runtime *rt, const char *id, int64_t timeout_ns,
+                            struct kite_container_status *ret);
+    int (*list_containers)(struct kite_runtime *rt, const char *sandbox_id, int64_t timeout_ns,
+                           struct kite_container_status **ret, size_t *ret_n);
+    /* Runs argv in a running container and waits at most timeout_ns for it: -ETIMEDOUT then.
+     * -ENOTCONN when the container is not running. */
+    int (*exec_sync)(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc,
+                     int64_t timeout_ns, struct kite_exec_result *ret);
+
+    /* Events: a file descriptor that polls readable when read_events() has something (owned by
+     * the runtime), and read_events() which never blocks: a new array of the container exits
+     * seen since the last call (free with kite_container_events_free). */
+    int (*events_fd)(struct kite_runtime *rt);
+    int (*read_events)(struct kite_runtime *rt, struct kite_container_event **ret, size_t *ret_n);
+
+    /* Releases the runtime (containers keep running); callers use kite_runtime_free(). */
     void (*free)(struct kite_runtime *rt);
 };
 
@@ -34,28 +181,57 @@ struct kite_runtime {
 
 /* Frees v[0..n) and v itself. NULL-safe. */
 void kite_images_free(struct kite_image *v, size_t n);
-
+void kite_image_release(struct kite_image *img);
 /* Deep copy of n images (new array, caller frees with kite_images_free). NULL when n == 0. */
 struct kite_image *kite_images_dup(const struct kite_image *v, size_t n);
+void kite_sandbox_status_release(struct kite_sandbox_status *s);
+void kite_sandbox_statuses_free(struct kite_sandbox_status *v, size_t n);
+void kite_container_status_release(struct kite_container_status *s);
+void kite_container_statuses_free(struct kite_container_status *v, size_t n);
+void kite_container_events_free(struct kite_container_event *v, size_t n);
+void kite_strv_free(char **v, size_t n);
+const char *kite_container_state_name(enum kite_container_state s);
 
 /* rt->ops->free(rt), NULL-safe. */
 void kite_runtime_free(struct kite_runtime *rt);
 
-/* Name of the process runtime and its version, as reported by version(). */
-#define KITE_RUNTIME_PROCESS_NAME "kite-process"
-#define KITE_RUNTIME_PROCESS_VERSION "0.1.0"
+/* The runc runtime. Its state lives under root_dir: images/ (the image store), containers/<id>/
+ * (OCI bundles), sandboxes/<id>/, runc/ (runc's --root), exits/ (conmon's exit files) and
+ * logs/. Every container, the sandbox's pause holder included, is run by runc under its own
+ * conmon, so it outlives the agent and its exit code is kept while the agent is down. */
+struct kite_runc_options {
+    const char *root_dir;
+    const char *runc_path;   /* NULL = found in PATH */
+    const char *conmon_path; /* NULL = found in PATH */
+    /* The pause holder: a static busybox bind-mounted into an empty rootfs. NULL = /bin/busybox. */
+    const char *pause_binary;
+    const char *cgroup_root; /* NULL = /kite */
+};
+#define KITE_RT_CGROUP_ROOT "/kite"
+#define KITE_RT_PAUSE_BINARY "/bin/busybox"
+/* Creates dirs, finds runc and conmon, and recovers the containers already in root_dir.
+ * 0 or -errno (-ENOENT: runc or conmon not found, with *ret_error saying which). */
+int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime **ret, char **ret_error);
 
-/* The process runtime (runs pods as plain processes; for now: version, and images from
- * <root_dir>/images/ if present). Each entry of that directory not starting with "." is one
- * image: its name is the entry name percent-decoded ("docker.io%2Flibrary%2Fnginx:1.27" ->
- * "docker.io/library/nginx:1.27"), its size the file's size, or for a directory the total size
- * of the regular files below it. root_dir is copied. 0 or -errno. */
-int kite_runtime_process_new(const char *root_dir, struct kite_runtime **ret);
-
-/* A fake runtime for tests: name "fake", the given version (copied; NULL = "0.0.0"), images
- * settable. Aborts on OOM, never NULL. */
+/* A fake runtime for tests and simulated nodes: name "fake", the given version (copied; NULL =
+ * "0.0.0"), images settable, sandboxes and containers in memory, exits scripted. Aborts on
+ * OOM, never NULL. Time comes from the real clock. */
 struct kite_runtime *kite_runtime_fake_new(const char *version);
 /* Replaces the fake's images with a deep copy of v[0..n) (borrowed). */
 void kite_runtime_fake_set_images(struct kite_runtime *rt, const struct kite_image *v, size_t n);
-/* Makes the fake's version()/list_images() fail with err (0 = succeed again). */
+/* Makes every call fail with err (0 = succeed again). */
 void kite_runtime_fake_set_error(struct kite_runtime *rt, int err);
+/* What happens to containers named `name` (created from now on); borrowed strings copied. */
+struct kite_fake_script {
+    int64_t start_delay_ns; /* start_container takes this long */
+    int64_t exit_after_ns;  /* < 0: runs until stopped; else exits this long after start */
+    int exit_code;
+    bool oom;               /* the exit is an OOM kill (code 137) */
+    bool ignore_sigterm;    /* stop waits the whole grace period, then kills (137) */
+    const char *exec_output;
+    int exec_exit_code;
+};
+void kite_runtime_fake_script(struct kite_runtime *rt, const char *name, const struct kite_fake_script *s);
+/* Makes the call named op ("start_container", "exec_sync", ...) hang until its timeout, then
+ * fail with -ETIMEDOUT; NULL = no call hangs. */
+void kite_runtime_fake_hang(struct kite_runtime *rt, const char *op);

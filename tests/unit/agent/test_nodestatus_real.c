@@ -56,8 +56,7 @@ Test(nodestatus_real, matches_the_machine) {
     cfg.node_name = "real";
     cfg.root_dir = "/tmp";
     cfg.kubelet_version = "v1.32.0-kite.1";
-    struct kite_runtime *rt = NULL;
-    cr_assert_eq(kite_runtime_process_new("/nonexistent-kite-root", &rt), 0);
+    struct kite_runtime *rt = kite_runtime_fake_new("0.1.0");
     struct kite_ns_sources src = {.sysroot = "", .runtime = rt, .runtime_ready = true, .pleg_healthy = true};
     json_object *st = NULL;
     cr_assert_eq(kite_nodestatus_compute(&cfg, &src, NULL, &st, NULL), 0);
@@ -104,7 +103,7 @@ Test(nodestatus_real, matches_the_machine) {
     _cleanup_free_ char *mid = first_line("/etc/machine-id");
     if (mid && *mid) cr_assert_str_eq(nst_get(st, "nodeInfo.machineID"), mid);
     cr_assert_str_eq(nst_get(st, "nodeInfo.containerRuntimeVersion"),
-                     KITE_RUNTIME_PROCESS_NAME "://" KITE_RUNTIME_PROCESS_VERSION);
+                     "fake://0.1.0");
 
     /* with a default route there is an InternalIP; either way the Hostname is last */
     json_object *addrs = json_object_object_get(st, "addresses");

@@ -1,0 +1,32 @@
+/* Child processes with deadlines, for the runc backend (proc.c). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A timed-out child given SIGTERM first gets this long before SIGKILL. */
+#define RT_TERM_GRACE_NS (500 * INT64_C(1000000))
+
+struct rt_run {
+    const char *const *argv; /* argv[0] an absolute path */
+    const char *const *env;  /* extra "K=V" entries, NULL-terminated; may be NULL */
+    int pass_fd;             /* becomes fd 3 in the child; -1 = none */
+    const char *cwd;         /* NULL = the caller's */
+    bool discard_output;     /* stdout/stderr to /dev/null (daemons that keep them open) */
+    bool term_first;         /* at the deadline SIGTERM, then SIGKILL */
+    int64_t deadline;        /* monotonic ns */
+    size_t out_max;          /* 0 = 64 KiB */
+    /* results */
+    char *out; /* NUL-terminated; free with rt_run_release */
+    size_t out_len;
+    bool truncated;
+    int status; /* exit code, or 128+signal */
+};
+
+/* 0 when the child ran (its code in status), -ETIMEDOUT, or -errno from spawning. */
+int rt_run(struct rt_run *c);
+void rt_run_release(struct rt_run *c);
+int rt_pidfd_open(pid_t pid);
+int64_t rt_mono_ns(void);
+int rt_wait_fd(int fd, int64_t deadline);

@@ -1,0 +1,212 @@
+/* The runc runtime against the real runc and conmon, with the busybox image the repo's script
+ * builds. Skipped (with the reason) where runc cannot run containers: not root, or runc,
+ * conmon, umoci or busybox-static missing. */
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/runtime/runtime.h"
+#include "base/base.h"
+#include "base/clock.h"
+#include "test_nodestatus_util.h"
+
+TestSuite(runtime_runc, .fini = nst_cleanup, .timeout = 60);
+
+static char *root, *tarball;
+
+static struct kite_runtime *setup(void) {
+    if (geteuid() != 0) cr_skip_test("runc runtime tests need root");
+    if (access("/usr/sbin/runc", X_OK) || access("/usr/bin/conmon", X_OK) || access("/bin/busybox", X_OK))
+        cr_skip_test("runc, conmon or busybox-static missing (scripts/install-deps)");
+    root = nst_tmpdir();
+    tarball = kite_asprintf("%s/busybox.tar", root);
+    _cleanup_free_ char *cmd = kite_asprintf("scripts/make-busybox-image %s >/dev/null 2>&1", tarball);
+    if (system(cmd) != 0) cr_skip_test("scripts/make-busybox-image failed (umoci missing?)");
+    struct kite_runtime *rt = NULL;
+    char *err = NULL;
+    struct kite_runc_options o = {.root_dir = root};
+    cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(rt->ops->import_image(rt, tarball, NULL, NULL, &err), 0, "%s", err ? err : "");
+    return rt;
+}
+
+static int64_t mono(void) { return kite_now_mono(kite_clock_real()); }
+
+static char *start(struct kite_runtime *rt, const char *sid, const char *name, const char *script, int64_t mem,
+                   int64_t *ret_latency) {
+    const char *cmd[] = {"sh", "-c", script};
+    struct kite_container_config cc = {.name = name, .image = "busybox", .command = cmd, .n_command = 3,
+                                       .memory_limit_bytes = mem};
+    char *id = NULL, *err = NULL;
+    int64_t t0 = mono();
+    cr_assert_eq(rt->ops->create_container(rt, sid, &cc, 0, &id, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(rt->ops->start_container(rt, id, 0, &err), 0, "%s", err ? err : "");
+    if (ret_latency) *ret_latency = mono() - t0;
+    return id;
+}
+
+/* Waits for the container's exit event; returns its exit code. */
+static int wait_event(struct kite_runtime *rt, const char *id, bool *oom, int64_t *ret_seen) {
+    for (int i = 0; i < 200; i++) {
+        struct pollfd p = {.fd = rt->ops->events_fd(rt), .events = POLLIN};
+        poll(&p, 1, 100);
+        struct kite_container_event *ev = NULL;
+        size_t n = 0;
+        cr_assert_eq(rt->ops->read_events(rt, &ev, &n), 0);
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(ev[j].container_id, id) == 0) {
+                int code = ev[j].exit_code;
+                if (oom) *oom = ev[j].oom_killed;
+                if (ret_seen) *ret_seen = kite_now_wall(kite_clock_real()) - ev[j].finished_ns;
+                kite_container_events_free(ev, n);
+                return code;
+            }
+        kite_container_events_free(ev, n);
+    }
+    cr_assert_fail("no exit event for %s", id);
+    return -1;
+}
+
+Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
+    struct kite_runtime *rt = setup();
+    char *name = NULL, *version = NULL;
+    cr_assert_eq(rt->ops->version(rt, &name, &version), 0);
+    cr_assert_str_eq(name, "runc");
+    cr_assert(strchr(version, '.'));
+    free(name);
+    free(version);
+    struct kite_image *imgs = NULL;
+    size_t n = 0;
+    cr_assert_eq(rt->ops->list_images(rt, &imgs, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(imgs[0].names[0], "docker.io/library/busybox:latest");
+    cr_assert_gt(imgs[0].size_bytes, 100000);
+    kite_images_free(imgs, n);
+
+    struct kite_sandbox_config sc = {.uid = "0123-uid", .name = "pod1", .ns = "default"};
+    char *sid = NULL, *err = NULL;
+    int64_t t0 = mono();
+    cr_assert_eq(rt->ops->run_sandbox(rt, &sc, 0, &sid, &err), 0, "%s", err ? err : "");
+    int64_t sandbox_ns = mono() - t0;
+    struct kite_sandbox_status ss;
+    cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
+    cr_assert_eq(ss.state, KITE_SANDBOX_READY);
+    kite_sandbox_status_release(&ss);
+
+    /* exit code and CRI log */
+    int64_t lat = 0, seen = 0;
+    char *a = start(rt, sid, "echo", "echo hello; hostname; exit 3", 0, &lat);
+    cr_assert_eq(wait_event(rt, a, NULL, &seen), 3);
+    fprintf(stderr, "runc: sandbox %lld ms, create+start %lld ms, exit seen %lld us after the exit\n",
+            (long long)(sandbox_ns / KITE_NS_PER_MS), (long long)(lat / KITE_NS_PER_MS), (long long)(seen / 1000));
+    struct kite_container_status st;
+    cr_assert_eq(rt->ops->container_status(rt, a, 0, &st), 0);
+    cr_assert_eq(st.state, KITE_CONTAINER_EXITED);
+    cr_assert_eq(st.exit_code, 3);
+    cr_assert_str_eq(st.reason, "Error");
+    cr_assert_geq(st.finished_ns, st.started_ns);
+    _cleanup_free_ char *log = NULL;
+    size_t len = 0;
+    cr_assert_eq(kite_read_file(st.log_path, 65536, &log, &len), 0, "%s", st.log_path);
+    cr_assert(strstr(st.log_path, "/logs/default_pod1_0123-uid/echo/0.log"), "%s", st.log_path);
+    cr_assert(strstr(log, " stdout F hello\n"), "%s", log);
+    cr_assert(strstr(log, " stdout F pod1\n"), "the pod's hostname: %s", log);
+    cr_assert(log[4] == '-' && log[10] == 'T', "RFC 3339 time first: %s", log);
+    kite_container_status_release(&st);
+
+    /* exec, then stop with a grace period that SIGTERM-trapping container ignores */
+    char *b = start(rt, sid, "trap", "trap 'echo got TERM' TERM; while true; do sleep 0.1; done", 0, NULL);
+    struct kite_exec_result er;
+    const char *argv[] = {"sh", "-c", "echo out; exit 5"};
+    cr_assert_eq(rt->ops->exec_sync(rt, b, argv, 3, 0, &er), 0);
+    cr_assert_eq(er.exit_code, 5);
+    cr_assert_str_eq(er.output, "out\n");
+    free(er.output);
+    const char *slow[] = {"sleep", "5"};
+    t0 = mono();
+    cr_assert_eq(rt->ops->exec_sync(rt, b, slow, 2, 300 * KITE_NS_PER_MS, &er), -ETIMEDOUT);
+    cr_assert_lt(mono() - t0, 2 * KITE_NS_PER_SEC);
+    t0 = mono();
+    cr_assert_eq(rt->ops->stop_container(rt, b, 500 * KITE_NS_PER_MS, 0), 0);
+    int64_t took = mono() - t0;
+    cr_assert_geq(took, 500 * KITE_NS_PER_MS, "the grace period is waited");
+    cr_assert_lt(took, 3 * KITE_NS_PER_SEC);
+    cr_assert_eq(rt->ops->container_status(rt, b, 0, &st), 0);
+    cr_assert_eq(st.exit_code, 137);
+    cr_assert_eq(st.signal, 9);
+    _cleanup_free_ char *blog = NULL;
+    cr_assert_eq(kite_read_file(st.log_path, 65536, &blog, &len), 0);
+    cr_assert(strstr(blog, "got TERM"), "SIGTERM came first: %s", blog);
+    kite_container_status_release(&st);
+
+    /* over a 16 MiB limit: OOM-killed */
+    bool oom = false;
+    char *c = start(rt, sid, "hog", "x=$(head -c 64m /dev/zero | tr '\\0' x); echo survived", 16 << 20, NULL);
+    cr_assert_eq(wait_event(rt, c, &oom, NULL), 137);
+    cr_assert(oom);
+    cr_assert_eq(rt->ops->container_status(rt, c, 0, &st), 0);
+    cr_assert(st.oom_killed);
+    cr_assert_str_eq(st.reason, "OOMKilled");
+    kite_container_status_release(&st);
+    cr_assert_eq(rt->ops->remove_image(rt, "busybox"), -EBUSY);
+
+    /* recovery: a second instance on the same root sees the running one and the ended one's code */
+    char *d = start(rt, sid, "long", "sleep 1000", 0, NULL);
+    char *e = start(rt, sid, "short", "sleep 0.3; exit 4", 0, NULL);
+    kite_runtime_free(rt);
+    usleep(600 * 1000); /* e ends while no runtime instance runs */
+    struct kite_runc_options o = {.root_dir = root};
+    cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0);
+    cr_assert_eq(rt->ops->container_status(rt, d, 0, &st), 0);
+    cr_assert_eq(st.state, KITE_CONTAINER_RUNNING);
+    cr_assert_gt(st.pid, 0);
+    kite_container_status_release(&st);
+    cr_assert_eq(rt->ops->container_status(rt, e, 0, &st), 0);
+    cr_assert_eq(st.state, KITE_CONTAINER_EXITED);
+    cr_assert_eq(st.exit_code, 4);
+    kite_container_status_release(&st);
+    struct kite_container_status *v = NULL;
+    cr_assert_eq(rt->ops->list_containers(rt, sid, 0, &v, &n), 0);
+    cr_assert_eq(n, 5);
+    kite_container_statuses_free(v, n);
+    /* the recovered instance still sees d's exit as an event */
+    cr_assert_eq(rt->ops->stop_container(rt, d, 0, 0), 0);
+    cr_assert_eq(wait_event(rt, d, NULL, NULL), 137);
+
+    cr_assert_eq(rt->ops->remove_sandbox(rt, sid, 0), 0);
+    cr_assert_eq(rt->ops->container_status(rt, a, 0, &st), -ENOENT);
+    cr_assert_eq(rt->ops->list_containers(rt, NULL, 0, &v, &n), 0);
+    cr_assert_eq(n, 0);
+    free(v);
+    cr_assert_eq(rt->ops->remove_image(rt, "busybox"), 0);
+    cr_assert_eq(rt->ops->image_status(rt, "busybox", &(struct kite_image){0}), -ENOENT);
+    free(a), free(b), free(c), free(d), free(e), free(sid);
+    kite_runtime_free(rt);
+}
+
+Test(runtime_runc, import_refuses_a_corrupted_blob) {
+    struct kite_runtime *rt = setup();
+    /* flip one byte of the layer blob inside the tarball */
+    _cleanup_free_ char *dir = kite_asprintf("%s/x", root);
+    _cleanup_free_ char *cmd = kite_asprintf(
+        "set -e; mkdir %s; cd %s; tar -xf %s; f=$(ls -S blobs/sha256 | head -1); chmod u+w blobs/sha256/$f; "
+        "printf Z | dd of=blobs/sha256/$f bs=1 seek=100 conv=notrunc 2>/dev/null; tar -cf ../bad.tar .",
+        dir, dir, tarball);
+    cr_assert_eq(system(cmd), 0);
+    _cleanup_free_ char *bad = kite_asprintf("%s/bad.tar", root);
+    char *err = NULL;
+    struct kite_runc_options o = {.root_dir = dir};
+    struct kite_runtime *rt2 = NULL;
+    cr_assert_eq(kite_runtime_runc_new(&o, &rt2, &err), 0);
+    cr_assert_eq(rt2->ops->import_image(rt2, bad, NULL, NULL, &err), -EBADMSG);
+    cr_assert(strstr(err, "content has digest"), "%s", err);
+    free(err);
+    struct kite_image *v = NULL;
+    size_t n = 0;
+    cr_assert_eq(rt2->ops->list_images(rt2, &v, &n), 0);
+    cr_assert_eq(n, 0);
+    kite_runtime_free(rt2);
+    kite_runtime_free(rt);
+}
