@@ -69,6 +69,7 @@ void kite_random_bytes(void *buf, size_t n) {
 }
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "base/buf.h"
@@ -133,4 +134,32 @@ int kite_write_file_atomic(const char *path, const void *data, size_t len, unsig
     if (r < 0) unlink(tmp);
     free(tmp);
     return r;
+}
+
+int kite_mkdir_p(const char *path, unsigned mode) {
+    char *p = kite_strdup(path);
+    int r = 0;
+    for (char *s = p + 1; *s && r == 0; s++)
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) r = -errno;
+            *s = '/';
+        }
+    if (r == 0 && mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) r = -errno;
+    free(p);
+    return r;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
+    (void)st;
+    (void)f;
+    if (flag == FTW_DP || flag == FTW_D) return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int kite_rm_rf(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) < 0) return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode)) return unlink(path) < 0 ? -errno : 0;
+    return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -errno : 0;
 }

@@ -46,4 +46,9 @@ int kite_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
  * or the new one, never a torn one (a temporary file beside it, fsync, rename). When unchanged
  * is true and the file already holds exactly data, nothing is written (no disk space needed).
  * 0 or -errno; the temporary file is removed on failure. */
+/* mkdir -p: creates path and its missing parents with mode. 0 or -errno. */
+int kite_mkdir_p(const char *path, unsigned mode);
+/* rm -rf that stays on one filesystem (a mount below path is left, not emptied) and never
+ * follows symlinks. 0 (also when path does not exist) or -errno. */
+int kite_rm_rf(const char *path);
 int kite_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, bool unchanged);

@@ -67,32 +67,6 @@ static const char *digest_hex(const char *d) {
     return d + 7;
 }
 
-static int mkdir_p(const char *path, mode_t mode) {
-    _cleanup_free_ char *p = kite_strdup(path);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(p, mode) < 0 && errno != EEXIST) return -errno;
-            *s = '/';
-        }
-    if (mkdir(p, mode) < 0 && errno != EEXIST) return -errno;
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
-    (void)st;
-    (void)f;
-    if (flag == FTW_DP || flag == FTW_D) return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* rm -rf that stays on one filesystem and never follows symlinks. */
-static int rm_rf(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) < 0) return errno == ENOENT ? 0 : -errno;
-    if (!S_ISDIR(st.st_mode)) return unlink(path) < 0 ? -errno : 0;
-    return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -errno : 0;
-}
 
 static char *errf(const char *fmt, ...) KITE_PRINTF(1, 2);
 static char *errf(const char *fmt, ...) {
@@ -247,7 +221,7 @@ static int empty_dir(const char *dir) {
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         _cleanup_free_ char *p = kite_asprintf("%s/%s", dir, e->d_name);
-        int q = rm_rf(p);
+        int q = kite_rm_rf(p);
         if (q < 0 && r == 0) r = q;
     }
     closedir(d);
@@ -296,7 +270,7 @@ static int apply_layer(const char *rootfs, const char *layer, char **ret_error) 
         _cleanup_free_ char *target = strcmp(base, ".wh..wh..opq") == 0
                                           ? kite_asprintf("%s/%s", rootfs, dir)
                                           : kite_asprintf("%s/%s/%s", rootfs, dir, base + 4);
-        r = strcmp(base, ".wh..wh..opq") == 0 ? empty_dir(target) : rm_rf(target);
+        r = strcmp(base, ".wh..wh..opq") == 0 ? empty_dir(target) : kite_rm_rf(target);
         if (r < 0) {
             *ret_error = errf("layer %s: whiteout %s: %s", layer, p, strerror(-r));
             break;
@@ -368,7 +342,7 @@ static int unpack(const char *dir, const char *mhex, json_object *manifest, char
     _cleanup_free_ char *tmp = kite_asprintf("%s/unpacked/.tmp-%02x%02x%02x%02x", dir, rnd[0] & 0xff, rnd[1] & 0xff,
                                              rnd[2] & 0xff, rnd[3] & 0xff);
     _cleanup_free_ char *rootfs = kite_asprintf("%s/rootfs", tmp);
-    int r = mkdir_p(rootfs, 0755);
+    int r = kite_mkdir_p(rootfs, 0755);
     if (r < 0) return r;
     json_object *layers = NULL;
     json_object_object_get_ex(manifest, "layers", &layers);
@@ -380,7 +354,7 @@ static int unpack(const char *dir, const char *mhex, json_object *manifest, char
         r = apply_layer(rootfs, lp, ret_error);
     }
     if (r == 0 && rename(tmp, done) < 0) r = errno == ENOTEMPTY || errno == EEXIST ? 0 : -errno;
-    if (r < 0 || stat(tmp, &st) == 0) rm_rf(tmp);
+    if (r < 0 || stat(tmp, &st) == 0) kite_rm_rf(tmp);
     return r;
 }
 
@@ -400,7 +374,7 @@ int kite_image_store_import(const char *dir, const char *tar_path, char ***ret_n
     _cleanup_free_ char *blobs = kite_asprintf("%s/blobs/sha256", dir), *unp = kite_asprintf("%s/unpacked", dir);
     _cleanup_free_ char *tmpd = kite_asprintf("%s/tmp", dir);
     int r;
-    if ((r = mkdir_p(blobs, 0755)) < 0 || (r = mkdir_p(unp, 0755)) < 0 || (r = mkdir_p(tmpd, 0700)) < 0) {
+    if ((r = kite_mkdir_p(blobs, 0755)) < 0 || (r = kite_mkdir_p(unp, 0755)) < 0 || (r = kite_mkdir_p(tmpd, 0700)) < 0) {
         if (ret_error) *ret_error = errf("creating %s: %s", dir, strerror(-r));
         return r;
     }
@@ -658,7 +632,7 @@ static void gc(const char *dir, json_object *idx) {
         while ((e = readdir(dh))) {
             if (e->d_name[0] == '.' || json_object_object_get_ex(keep, e->d_name, NULL)) continue;
             _cleanup_free_ char *p = kite_asprintf("%s/%s", d, e->d_name);
-            rm_rf(p);
+            kite_rm_rf(p);
         }
         closedir(dh);
     }

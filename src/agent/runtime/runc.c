@@ -59,32 +59,6 @@ static int64_t deadline_of(int64_t timeout_ns) {
 
 static int64_t now_wall(struct runc_rt *c) { return kite_now_wall(c->clock); }
 
-static int mkdir_p(const char *path, mode_t mode) {
-    _cleanup_free_ char *p = kite_strdup(path);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(p, mode) < 0 && errno != EEXIST) return -errno;
-            *s = '/';
-        }
-    if (mkdir(p, mode) < 0 && errno != EEXIST) return -errno;
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
-    (void)st;
-    (void)f;
-    if (flag == FTW_DP || flag == FTW_D) return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* rm -rf staying on one filesystem (a still-mounted rootfs is left, not emptied). */
-static int rm_rf(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) < 0) return errno == ENOENT ? 0 : -errno;
-    if (!S_ISDIR(st.st_mode)) return unlink(path) < 0 ? -errno : 0;
-    return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -errno : 0;
-}
 
 static char *new_id(void) {
     unsigned char b[16];
@@ -529,7 +503,7 @@ static void destroy_bundle(struct runc_rt *c, const char *id) {
     _cleanup_free_ char *rootfs = cdir(c, id, "rootfs"), *dir = cdir(c, id, NULL),
                         *exitf = kite_asprintf("%s/%s", c->exits, id);
     umount2(rootfs, MNT_DETACH);
-    rm_rf(dir);
+    kite_rm_rf(dir);
     unlink(exitf);
 }
 
@@ -541,7 +515,7 @@ static int create_bundle(struct runc_rt *c, const char *id, json_object *config,
     if (r < 0) return r;
     _cleanup_free_ char *logdir = kite_strdup(log_path);
     *strrchr(logdir, '/') = 0;
-    if ((r = mkdir_p(logdir, 0755)) < 0) return r;
+    if ((r = kite_mkdir_p(logdir, 0755)) < 0) return r;
     json_object_object_add(meta, "created", json_object_new_int64(now_wall(c)));
     write_meta(c, id, meta);
     return conmon_create(c, id, log_path, deadline, ret_error);
@@ -608,7 +582,7 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
     json_object_object_add(meta, "image_id", json_object_new_string(img.id));
     json_object_object_add(meta, "log_path", json_object_new_string(log_path));
     json_object_object_add(meta, "cgroup", json_object_new_string(cg));
-    if ((r = mkdir_p(dir, 0700)) == 0 && (r = make_rootfs(c, id, img.rootfs, deadline, &err)) == 0)
+    if ((r = kite_mkdir_p(dir, 0700)) == 0 && (r = make_rootfs(c, id, img.rootfs, deadline, &err)) == 0)
         r = create_bundle(c, id, config, meta, log_path, deadline, &err);
     json_object_put(config);
     json_object_put(meta);
@@ -844,7 +818,7 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
                                                 : kite_asprintf("%s/%s_%s_%s", c->logs, cfg->ns, cfg->name, cfg->uid);
     _cleanup_free_ char *pause_log = kite_asprintf("%s/pause.log", sdir), *err = NULL;
     int r;
-    if ((r = mkdir_p(sdir, 0700)) < 0 || (r = mkdir_p(rootfs, 0755)) < 0 || (r = mkdir_p(log_dir, 0755)) < 0) {
+    if ((r = kite_mkdir_p(sdir, 0700)) < 0 || (r = kite_mkdir_p(rootfs, 0755)) < 0 || (r = kite_mkdir_p(log_dir, 0755)) < 0) {
         if (ret_error) *ret_error = kite_asprintf("creating the sandbox dirs: %s", strerror(-r));
         return r;
     }
@@ -885,7 +859,7 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
         struct rt_run rr;
         if (runc(c, deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) rt_run_release(&rr);
         destroy_bundle(c, id);
-        rm_rf(sdir);
+        kite_rm_rf(sdir);
         cgroup_remove(cg);
         if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_strdup(strerror(-r));
         return r;
@@ -930,7 +904,7 @@ static int rc_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t ti
     if (r == -ENOENT) r = 0;
     if (r == 0) {
         _cleanup_free_ char *sdir = kite_asprintf("%s/%s", c->sandboxes, id);
-        rm_rf(sdir);
+        kite_rm_rf(sdir);
         /* the pod cgroup goes with its last sandbox */
         cgroup_remove(jstr(sb, "cgroup_parent"));
     }
@@ -1183,7 +1157,7 @@ int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime
         return -ENOENT;
     }
     const char *dirs[] = {c->root, c->state, c->exits, c->containers, c->sandboxes, c->logs, c->sockets};
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(dirs) && r == 0; i++) r = mkdir_p(dirs[i], 0700);
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(dirs) && r == 0; i++) r = kite_mkdir_p(dirs[i], 0700);
     if (r == 0 && ((c->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
                    (c->inofd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
                    inotify_add_watch(c->inofd, c->exits, IN_CLOSE_WRITE | IN_MOVED_TO) < 0))
