@@ -62,15 +62,29 @@ void kite_human_duration(int64_t seconds, char out[32]) {
 }
 
 
+json_object *kite_table_cell_name(const struct kite_table_row *row) {
+    return cell_str(STR(row->obj, "metadata", "name"));
+}
+
+json_object *kite_table_cell_age(const struct kite_table_row *row) {
+    char age[32];
+    since(STR(row->obj, "metadata", "creationTimestamp"), row->now_s, age);
+    return cell_str(age);
+}
+
+void kite_table_cells(const struct kite_table_printer *p, json_object *obj, int64_t now_s, json_object *cells) {
+    struct kite_table_row row = {obj, now_s, NULL};
+    if (p->scratch_size) row.scratch = kite_calloc(1, p->scratch_size);
+    if (p->prepare) p->prepare(&row);
+    for (size_t i = 0; i < p->n_columns; i++) json_object_array_add(cells, p->columns[i].cell(&row));
+    if (p->release) p->release(row.scratch);
+    free(row.scratch);
+}
+
 /* ---- default ---- */
 
 static const struct kite_table_column default_cols[] = {COL_NAME, COL_AGE};
-static void default_cells(json_object *obj, int64_t now_s, json_object *cells) {
-    add_name(cells, obj);
-    add_age(cells, obj, now_s);
-}
-
-static const struct kite_table_printer default_printer = {default_cols, KITE_ARRAY_SIZE(default_cols), default_cells};
+static const struct kite_table_printer default_printer = TABLE_PRINTER(default_cols);
 
 const struct kite_table_printer *kite_table_printer_default(void) { return &default_printer; }
 

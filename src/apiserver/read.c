@@ -146,7 +146,7 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
         obj = conv;
     }
     json_object *cells = json_object_new_array();
-    printer_for(rq)->cells(obj, kite_now_wall(rq->srv->clock) / KITE_NS_PER_SEC, cells);
+    kite_table_cells(printer_for(rq), obj, kite_now_wall(rq->srv->clock) / KITE_NS_PER_SEC, cells);
     if (!first) kite_buf_putc(out, ',');
     kite_buf_puts(out, "{\"cells\":");
     kite_buf_puts(out, json_object_to_json_string_ext(cells, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -74,81 +74,102 @@ static void event_v1_from_storage(json_object *obj) {
     json_object_object_add(obj, "apiVersion", json_object_new_string("events.k8s.io/v1"));
 }
 
-static const struct kite_table_column event_cols[] = {
-    {"Last Seen", "string", "", "The time at which the most recent occurrence of this event was recorded.", 0},
-    {"Type", "string", "", "Type of this event (Normal, Warning), new types could be added in the future", 0},
-    {"Reason", "string", "",
-     "This should be a short, machine understandable string that gives the reason for the transition into the "
-     "object's current status.",
-     0},
-    {"Object", "string", "", "The object that this event is about.", 0},
-    {"Subobject", "string", "", "The subobject that this event is about.", 1},
-    {"Source", "string", "", "The component reporting this event. Should be a short machine understandable string.", 1},
-    {"Message", "string", "", "A human-readable description of the status of this operation.", 0},
-    {"First Seen", "string", "", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)", 1},
-    {"Count", "string", "", "The number of times this event has occurred.", 1},
-    {"Name", "string", "name", NAME_DESC, 1},
-};
-
 static const char *first_non_empty(const char *a, const char *b) { return *a ? a : b; }
 
-static void event_cells(json_object *obj, int64_t now_s, json_object *cells) {
-    /* events.k8s.io/v1 renames the core fields; the apiserver prints both via one internal type. */
-    bool v1events = OBJ(obj, "regarding") || OBJ(obj, "note") || OBJ(obj, "deprecatedSource");
-    json_object *inv = v1events ? OBJ(obj, "regarding") : OBJ(obj, "involvedObject");
-    const char *first_ts = STR(obj, v1events ? "deprecatedFirstTimestamp" : "firstTimestamp");
-    const char *last_ts = STR(obj, v1events ? "deprecatedLastTimestamp" : "lastTimestamp");
-    json_object *src = OBJ(obj, v1events ? "deprecatedSource" : "source");
-    const char *message = STR(obj, v1events ? "note" : "message");
-    int64_t count = int_of(OBJ(obj, v1events ? "deprecatedCount" : "count"));
-
+/* What several cells of one event share. events.k8s.io/v1 renames the core fields; the
+ * apiserver prints both via one internal type. */
+struct event_row {
+    bool v1events;
+    json_object *inv, *src;
     char first[32], last[32];
-    since(*first_ts ? first_ts : STR(obj, "eventTime"), now_s, first);
+    int64_t count;
+};
+
+static void event_prepare(const struct kite_table_row *r) {
+    struct event_row *e = r->scratch;
+    json_object *obj = r->obj;
+    e->v1events = OBJ(obj, "regarding") || OBJ(obj, "note") || OBJ(obj, "deprecatedSource");
+    e->inv = e->v1events ? OBJ(obj, "regarding") : OBJ(obj, "involvedObject");
+    e->src = OBJ(obj, e->v1events ? "deprecatedSource" : "source");
+    const char *first_ts = STR(obj, e->v1events ? "deprecatedFirstTimestamp" : "firstTimestamp");
+    const char *last_ts = STR(obj, e->v1events ? "deprecatedLastTimestamp" : "lastTimestamp");
+    e->count = int_of(OBJ(obj, e->v1events ? "deprecatedCount" : "count"));
+
+    since(*first_ts ? first_ts : STR(obj, "eventTime"), r->now_s, e->first);
     if (*last_ts)
-        since(last_ts, now_s, last);
+        since(last_ts, r->now_s, e->last);
     else
-        memcpy(last, first, sizeof(last));
+        memcpy(e->last, e->first, sizeof(e->last));
     json_object *series = OBJ(obj, "series");
     if (series && json_object_is_type(series, json_type_object)) {
-        since(STR(series, "lastObservedTime"), now_s, last);
-        count = int_of(OBJ(series, "count"));
-    } else if (count == 0) {
-        count = 1; /* singleton events of the new API carry no count */
+        since(STR(series, "lastObservedTime"), r->now_s, e->last);
+        e->count = int_of(OBJ(series, "count"));
+    } else if (e->count == 0) {
+        e->count = 1; /* singleton events of the new API carry no count */
     }
+}
 
+static json_object *event_last_seen(const struct kite_table_row *r) { return cell_str(((struct event_row *)r->scratch)->last); }
+static json_object *event_first_seen(const struct kite_table_row *r) { return cell_str(((struct event_row *)r->scratch)->first); }
+static json_object *event_count(const struct kite_table_row *r) { return json_object_new_int64(((struct event_row *)r->scratch)->count); }
+static json_object *event_type(const struct kite_table_row *r) { return cell_str(STR(r->obj, "type")); }
+static json_object *event_reason(const struct kite_table_row *r) { return cell_str(STR(r->obj, "reason")); }
+static json_object *event_subobject(const struct kite_table_row *r) {
+    return cell_str(STR(((struct event_row *)r->scratch)->inv, "fieldPath"));
+}
+
+/* "<lowercased kind>/<name>" of the object the event is about */
+static json_object *event_object(const struct kite_table_row *r) {
+    json_object *inv = ((struct event_row *)r->scratch)->inv;
     struct kite_buf b = {0};
     for (const char *k = STR(inv, "kind"); *k; k++) kite_buf_putc(&b, (char)tolower((unsigned char)*k));
     if (*STR(inv, "name")) kite_buf_printf(&b, "/%s", STR(inv, "name"));
-    if (!b.p) kite_buf_puts(&b, "");
+    json_object *cell = cell_str(b.p ? b.p : "");
+    kite_buf_release(&b);
+    return cell;
+}
 
-    add_str(cells, last);
-    add_str(cells, STR(obj, "type"));
-    add_str(cells, STR(obj, "reason"));
-    add_str(cells, b.p);
-    add_str(cells, STR(inv, "fieldPath"));
-
-    kite_buf_reset(&b);
+static json_object *event_source(const struct kite_table_row *r) {
+    const struct event_row *e = r->scratch;
     /* core/v1 spells the reporting controller "reportingComponent" on the wire. */
     const char *component =
-        first_non_empty(STR(src, "component"), STR(obj, v1events ? "reportingController" : "reportingComponent"));
-    const char *host = first_non_empty(STR(src, "host"), STR(obj, "reportingInstance"));
+        first_non_empty(STR(e->src, "component"), STR(r->obj, e->v1events ? "reportingController" : "reportingComponent"));
+    const char *host = first_non_empty(STR(e->src, "host"), STR(r->obj, "reportingInstance"));
+    struct kite_buf b = {0};
     kite_buf_puts(&b, component);
     if (*host) kite_buf_printf(&b, ", %s", host);
-    add_str(cells, b.p);
+    json_object *cell = cell_str(b.p);
+    kite_buf_release(&b);
+    return cell;
+}
 
+static json_object *event_message(const struct kite_table_row *r) {
+    const char *message = STR(r->obj, ((struct event_row *)r->scratch)->v1events ? "note" : "message");
     /* strings.TrimSpace */
     size_t mlen = strlen(message);
     while (mlen && isspace((unsigned char)message[mlen - 1])) mlen--;
     while (mlen && isspace((unsigned char)*message)) message++, mlen--;
-    json_object_array_add(cells, json_object_new_string_len(message, (int)mlen));
-
-    add_str(cells, first);
-    json_object_array_add(cells, json_object_new_int64(count));
-    add_name(cells, obj);
-    kite_buf_release(&b);
+    return json_object_new_string_len(message, (int)mlen);
 }
 
-static const struct kite_table_printer printer = {event_cols, KITE_ARRAY_SIZE(event_cols), event_cells};
+static const struct kite_table_column event_cols[] = {
+    {"Last Seen", event_last_seen, "string", "", "The time at which the most recent occurrence of this event was recorded.", 0},
+    {"Type", event_type, "string", "", "Type of this event (Normal, Warning), new types could be added in the future", 0},
+    {"Reason", event_reason, "string", "",
+     "This should be a short, machine understandable string that gives the reason for the transition into the "
+     "object's current status.",
+     0},
+    {"Object", event_object, "string", "", "The object that this event is about.", 0},
+    {"Subobject", event_subobject, "string", "", "The subobject that this event is about.", 1},
+    {"Source", event_source, "string", "", "The component reporting this event. Should be a short machine understandable string.", 1},
+    {"Message", event_message, "string", "", "A human-readable description of the status of this operation.", 0},
+    {"First Seen", event_first_seen, "string", "", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)", 1},
+    {"Count", event_count, "string", "", "The number of times this event has occurred.", 1},
+    {"Name", kite_table_cell_name, "string", "name", NAME_DESC, 1},
+};
+
+static const struct kite_table_printer printer =
+    TABLE_PRINTER(event_cols, .scratch_size = sizeof(struct event_row), .prepare = event_prepare);
 
 const struct kite_resource kite_kind_event = {
     .schema = &kite_schema_event,

@@ -5,6 +5,7 @@
 #include "api/registry.h"
 #include "api/schema.h"
 #include "api/selector.h"
+#include "api/table.h"
 #include "base/buf.h"
 #include "base/clock.h"
 
@@ -60,8 +61,8 @@ extern const struct kite_schema kite_schema_object_meta, kite_schema_object_ref;
     "value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for " \
     "lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
 
-#define COL_NAME {"Name", "string", "name", NAME_DESC, 0}
-#define COL_AGE {"Age", "string", "", AGE_DESC, 0}
+#define COL_NAME {"Name", kite_table_cell_name, "string", "name", NAME_DESC, 0}
+#define COL_AGE {"Age", kite_table_cell_age, "string", "", AGE_DESC, 0}
 
 /* ---- small JSON readers: absent or mistyped fields read as empty ---- */
 
@@ -89,8 +90,12 @@ static inline int64_t int_of(json_object *o) {
     return o && (json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double)) ? json_object_get_int64(o) : 0;
 }
 
-static inline void add_str(json_object *cells, const char *s) { json_object_array_add(cells, json_object_new_string(s)); }
-static inline void add_or(json_object *cells, const char *s, const char *dflt) { add_str(cells, *s ? s : dflt); }
+/* A printer made of its column table, with optional .scratch_size, .prepare and .release. */
+#define TABLE_PRINTER(cols, ...) {.columns = (cols), .n_columns = KITE_ARRAY_SIZE(cols), __VA_ARGS__}
+
+/* A string cell; cell_or prints dflt for an empty s. */
+static inline json_object *cell_str(const char *s) { return json_object_new_string(s); }
+static inline json_object *cell_or(const char *s, const char *dflt) { return cell_str(*s ? s : dflt); }
 
 /* HumanDuration(now - t); Go truncates the duration's seconds toward zero. */
 static inline void since_ns(int64_t t_ns, int64_t now_s, char out[32]) {
@@ -106,12 +111,3 @@ static inline void since(const char *ts, int64_t now_s, char out[32]) {
     }
     since_ns(ns, now_s, out);
 }
-
-static inline void add_age(json_object *cells, json_object *obj, int64_t now_s) {
-    char age[32];
-    since(STR(obj, "metadata", "creationTimestamp"), now_s, age);
-    add_str(cells, age);
-}
-
-static inline void add_name(json_object *cells, json_object *obj) { add_str(cells, STR(obj, "metadata", "name")); }
-

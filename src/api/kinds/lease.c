@@ -18,21 +18,17 @@ static void lease_validate(json_object *obj, json_object *old, struct kite_cause
                         json_object_to_json_string(t));
 }
 
+static json_object *lease_holder(const struct kite_table_row *r) { return cell_str(STR(r->obj, "spec", "holderIdentity")); }
+
 static const struct kite_table_column lease_cols[] = {
     COL_NAME,
-    {"Holder", "string", "",
+    {"Holder", lease_holder, "string", "",
      "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is "
      "used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
      0},
     COL_AGE,
 };
-static void lease_cells(json_object *obj, int64_t now_s, json_object *cells) {
-    add_name(cells, obj);
-    add_str(cells, STR(obj, "spec", "holderIdentity"));
-    add_age(cells, obj, now_s);
-}
-
-static const struct kite_table_printer printer = {lease_cols, KITE_ARRAY_SIZE(lease_cols), lease_cells};
+static const struct kite_table_printer printer = TABLE_PRINTER(lease_cols);
 
 const struct kite_resource kite_kind_lease = {
     .schema = &kite_schema_lease,

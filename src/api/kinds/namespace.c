@@ -47,18 +47,14 @@ static void terminating(json_object *obj) {
     kite_obj_set(kite_obj_ensure(obj, "status"), "phase", json_object_new_string("Terminating"));
 }
 
+static json_object *namespace_status(const struct kite_table_row *r) { return cell_str(STR(r->obj, "status", "phase")); }
+
 static const struct kite_table_column namespace_cols[] = {
     COL_NAME,
-    {"Status", "string", "", "The status of the namespace", 0},
+    {"Status", namespace_status, "string", "", "The status of the namespace", 0},
     COL_AGE,
 };
-static void namespace_cells(json_object *obj, int64_t now_s, json_object *cells) {
-    add_name(cells, obj);
-    add_str(cells, STR(obj, "status", "phase"));
-    add_age(cells, obj, now_s);
-}
-
-static const struct kite_table_printer printer = {namespace_cols, KITE_ARRAY_SIZE(namespace_cols), namespace_cells};
+static const struct kite_table_printer printer = TABLE_PRINTER(namespace_cols);
 
 static const struct kite_subresource subresources[] = {{"finalize", "spec", true}, {NULL, NULL, false}};
 static const char *const bootstrap[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};

@@ -93,20 +93,6 @@ static void node_validate(json_object *obj, json_object *old, struct kite_causes
     }
 }
 
-static const struct kite_table_column node_cols[] = {
-    COL_NAME,
-    {"Status", "string", "", "The status of the node", 0},
-    {"Roles", "string", "", "The roles of the node", 0},
-    COL_AGE,
-    {"Version", "string", "", "Kubelet Version reported by the node.", 0},
-    {"Internal-IP", "string", "", "List of addresses reachable to the node.", 1},
-    {"External-IP", "string", "", "List of addresses reachable to the node.", 1},
-    {"OS-Image", "string", "", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1},
-    {"Kernel-Version", "string", "", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1},
-    {"Container-Runtime", "string", "",
-     "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1},
-};
-
 static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 static void node_roles(json_object *labels, struct kite_buf *out) {
@@ -143,37 +129,58 @@ static const char *node_address(json_object *obj, const char *type) {
     return "";
 }
 
-static void node_cells(json_object *obj, int64_t now_s, json_object *cells) {
-    struct kite_buf b = {0};
-    add_name(cells, obj);
-
-    json_object *conds = OBJ(obj, "status", "conditions");
+static json_object *node_status(const struct kite_table_row *r) {
+    json_object *conds = OBJ(r->obj, "status", "conditions");
     const char *ready = NULL;
     for (size_t i = 0; i < arr_len(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (strcmp(STR(c, "type"), "Ready") == 0) ready = STR(c, "status"); /* the last one wins, as in a Go map */
     }
+    struct kite_buf b = {0};
     kite_buf_puts(&b, !ready ? "Unknown" : strcmp(ready, "True") == 0 ? "Ready" : "NotReady");
-    json_object *unsched = OBJ(obj, "spec", "unschedulable");
+    json_object *unsched = OBJ(r->obj, "spec", "unschedulable");
     if (unsched && json_object_is_type(unsched, json_type_boolean) && json_object_get_boolean(unsched))
         kite_buf_puts(&b, ",SchedulingDisabled");
-    add_str(cells, b.p);
-
-    kite_buf_reset(&b);
-    node_roles(OBJ(obj, "metadata", "labels"), &b);
-    add_str(cells, b.len ? b.p : "<none>");
+    json_object *cell = cell_str(b.p);
     kite_buf_release(&b);
-
-    add_age(cells, obj, now_s);
-    add_str(cells, STR(obj, "status", "nodeInfo", "kubeletVersion"));
-    add_or(cells, node_address(obj, "InternalIP"), "<none>");
-    add_or(cells, node_address(obj, "ExternalIP"), "<none>");
-    add_or(cells, STR(obj, "status", "nodeInfo", "osImage"), "<unknown>");
-    add_or(cells, STR(obj, "status", "nodeInfo", "kernelVersion"), "<unknown>");
-    add_or(cells, STR(obj, "status", "nodeInfo", "containerRuntimeVersion"), "<unknown>");
+    return cell;
 }
 
-static const struct kite_table_printer printer = {node_cols, KITE_ARRAY_SIZE(node_cols), node_cells};
+static json_object *node_roles_cell(const struct kite_table_row *r) {
+    struct kite_buf b = {0};
+    node_roles(OBJ(r->obj, "metadata", "labels"), &b);
+    json_object *cell = cell_str(b.len ? b.p : "<none>");
+    kite_buf_release(&b);
+    return cell;
+}
+
+static json_object *node_version(const struct kite_table_row *r) { return cell_str(STR(r->obj, "status", "nodeInfo", "kubeletVersion")); }
+static json_object *node_internal_ip(const struct kite_table_row *r) { return cell_or(node_address(r->obj, "InternalIP"), "<none>"); }
+static json_object *node_external_ip(const struct kite_table_row *r) { return cell_or(node_address(r->obj, "ExternalIP"), "<none>"); }
+static json_object *node_os_image(const struct kite_table_row *r) {
+    return cell_or(STR(r->obj, "status", "nodeInfo", "osImage"), "<unknown>");
+}
+static json_object *node_kernel(const struct kite_table_row *r) {
+    return cell_or(STR(r->obj, "status", "nodeInfo", "kernelVersion"), "<unknown>");
+}
+static json_object *node_runtime(const struct kite_table_row *r) {
+    return cell_or(STR(r->obj, "status", "nodeInfo", "containerRuntimeVersion"), "<unknown>");
+}
+
+static const struct kite_table_column node_cols[] = {
+    COL_NAME,
+    {"Status", node_status, "string", "", "The status of the node", 0},
+    {"Roles", node_roles_cell, "string", "", "The roles of the node", 0},
+    COL_AGE,
+    {"Version", node_version, "string", "", "Kubelet Version reported by the node.", 0},
+    {"Internal-IP", node_internal_ip, "string", "", "List of addresses reachable to the node.", 1},
+    {"External-IP", node_external_ip, "string", "", "List of addresses reachable to the node.", 1},
+    {"OS-Image", node_os_image, "string", "", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1},
+    {"Kernel-Version", node_kernel, "string", "", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1},
+    {"Container-Runtime", node_runtime, "string", "",
+     "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1},
+};
+static const struct kite_table_printer printer = TABLE_PRINTER(node_cols);
 
 const struct kite_resource kite_kind_node = {
     .schema = &kite_schema_node,

@@ -98,35 +98,6 @@ static void pod_defaults(json_object *obj) {
     if (!kite_obj_get(status, "phase")) kite_obj_set(status, "phase", json_object_new_string("Pending"));
 }
 
-static const struct kite_table_column pod_cols[] = {
-    COL_NAME,
-    {"Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0},
-    {"Status", "string", "", "The aggregate status of the containers in this pod.", 0},
-    {"Restarts", "string", "",
-     "The number of times the containers in this pod have been restarted and when the last container in this pod "
-     "has restarted.",
-     0},
-    COL_AGE,
-    {"IP", "string", "", "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.", 1},
-    {"Node", "string", "",
-     "NodeName is a request to schedule this pod onto a specific node. If it is non-empty, the scheduler simply "
-     "schedules this pod onto that node, assuming that it fits resource requirements.",
-     1},
-    {"Nominated Node", "string", "",
-     "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot schedule right "
-     "away as preemption victims receive their graceful termination periods. This field does not guarantee that "
-     "the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes "
-     "become available sooner. Scheduler may also decide to give the resources on this node to a higher priority "
-     "pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when "
-     "the pod is scheduled.",
-     1},
-    {"Readiness Gates", "string", "",
-     "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its "
-     "containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" "
-     "More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
-     1},
-};
-
 static bool pod_condition_true(json_object *obj, const char *type) {
     json_object *conds = OBJ(obj, "status", "conditions");
     for (size_t i = 0; i < arr_len(conds); i++) {
@@ -168,7 +139,16 @@ static void terminated_reason(json_object *term, const char *prefix, struct kite
         kite_buf_printf(reason, "%sExitCode:%lld", prefix, (long long)int_of(OBJ(term, "exitCode")));
 }
 
-static void pod_cells(json_object *obj, int64_t now_s, json_object *cells) {
+/* The Ready, Status and Restarts cells come out of one walk over the container statuses
+ * (printPod). */
+struct pod_row {
+    struct kite_buf reason;
+    int64_t ready, total, restarts, last_restart;
+};
+
+static void pod_prepare(const struct kite_table_row *r) {
+    struct pod_row *row = r->scratch;
+    json_object *obj = r->obj;
     struct kite_buf reason = {0};
     int64_t restarts = 0, init_restarts = 0, ready = 0;
     int64_t last_restart = INT64_MIN, last_init_restart = INT64_MIN;
@@ -256,40 +236,86 @@ static void pod_cells(json_object *obj, int64_t now_s, json_object *cells) {
         kite_buf_puts(&reason, "Terminating");
     }
 
-    char buf[96];
-    add_name(cells, obj);
-    snprintf(buf, sizeof(buf), "%lld/%lld", (long long)ready, (long long)total);
-    add_str(cells, buf);
-    add_str(cells, reason.p);
-    if (restarts != 0 && last_restart != INT64_MIN) {
-        char ago[32];
-        since_ns(last_restart, now_s, ago);
-        snprintf(buf, sizeof(buf), "%lld (%s ago)", (long long)restarts, ago);
-    } else {
-        snprintf(buf, sizeof(buf), "%lld", (long long)restarts);
-    }
-    add_str(cells, buf);
-    add_age(cells, obj, now_s);
-
-    json_object *ips = OBJ(obj, "status", "podIPs");
-    const char *ip = arr_len(ips) ? STR(json_object_array_get_idx(ips, 0), "ip") : STR(obj, "status", "podIP");
-    add_or(cells, ip, "<none>");
-    add_or(cells, STR(obj, "spec", "nodeName"), "<none>");
-    add_or(cells, STR(obj, "status", "nominatedNodeName"), "<none>");
-    json_object *gates = OBJ(obj, "spec", "readinessGates");
-    if (arr_len(gates)) {
-        size_t ok = 0;
-        for (size_t i = 0; i < arr_len(gates); i++)
-            if (pod_condition_true(obj, STR(json_object_array_get_idx(gates, i), "conditionType"))) ok++;
-        snprintf(buf, sizeof(buf), "%zu/%zu", ok, arr_len(gates));
-        add_str(cells, buf);
-    } else {
-        add_str(cells, "<none>");
-    }
-    kite_buf_release(&reason);
+    *row = (struct pod_row){reason, ready, total, restarts, last_restart};
 }
 
-static const struct kite_table_printer printer = {pod_cols, KITE_ARRAY_SIZE(pod_cols), pod_cells};
+static void pod_release(void *scratch) { kite_buf_release(&((struct pod_row *)scratch)->reason); }
+
+static json_object *pod_ready(const struct kite_table_row *r) {
+    const struct pod_row *row = r->scratch;
+    char buf[48];
+    snprintf(buf, sizeof(buf), "%lld/%lld", (long long)row->ready, (long long)row->total);
+    return cell_str(buf);
+}
+
+static json_object *pod_status(const struct kite_table_row *r) { return cell_str(((struct pod_row *)r->scratch)->reason.p); }
+
+/* "N" or "N (<age of the last restart> ago)" */
+static json_object *pod_restarts(const struct kite_table_row *r) {
+    const struct pod_row *row = r->scratch;
+    char buf[64];
+    if (row->restarts != 0 && row->last_restart != INT64_MIN) {
+        char ago[32];
+        since_ns(row->last_restart, r->now_s, ago);
+        snprintf(buf, sizeof(buf), "%lld (%s ago)", (long long)row->restarts, ago);
+    } else {
+        snprintf(buf, sizeof(buf), "%lld", (long long)row->restarts);
+    }
+    return cell_str(buf);
+}
+
+static json_object *pod_ip(const struct kite_table_row *r) {
+    json_object *ips = OBJ(r->obj, "status", "podIPs");
+    return cell_or(arr_len(ips) ? STR(json_object_array_get_idx(ips, 0), "ip") : STR(r->obj, "status", "podIP"), "<none>");
+}
+static json_object *pod_node(const struct kite_table_row *r) { return cell_or(STR(r->obj, "spec", "nodeName"), "<none>"); }
+static json_object *pod_nominated_node(const struct kite_table_row *r) {
+    return cell_or(STR(r->obj, "status", "nominatedNodeName"), "<none>");
+}
+
+/* "<true gates>/<gates>" */
+static json_object *pod_readiness_gates(const struct kite_table_row *r) {
+    json_object *gates = OBJ(r->obj, "spec", "readinessGates");
+    if (!arr_len(gates)) return cell_str("<none>");
+    size_t ok = 0;
+    for (size_t i = 0; i < arr_len(gates); i++)
+        if (pod_condition_true(r->obj, STR(json_object_array_get_idx(gates, i), "conditionType"))) ok++;
+    char buf[48];
+    snprintf(buf, sizeof(buf), "%zu/%zu", ok, arr_len(gates));
+    return cell_str(buf);
+}
+
+static const struct kite_table_column pod_cols[] = {
+    COL_NAME,
+    {"Ready", pod_ready, "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0},
+    {"Status", pod_status, "string", "", "The aggregate status of the containers in this pod.", 0},
+    {"Restarts", pod_restarts, "string", "",
+     "The number of times the containers in this pod have been restarted and when the last container in this pod "
+     "has restarted.",
+     0},
+    COL_AGE,
+    {"IP", pod_ip, "string", "", "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.", 1},
+    {"Node", pod_node, "string", "",
+     "NodeName is a request to schedule this pod onto a specific node. If it is non-empty, the scheduler simply "
+     "schedules this pod onto that node, assuming that it fits resource requirements.",
+     1},
+    {"Nominated Node", pod_nominated_node, "string", "",
+     "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot schedule right "
+     "away as preemption victims receive their graceful termination periods. This field does not guarantee that "
+     "the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes "
+     "become available sooner. Scheduler may also decide to give the resources on this node to a higher priority "
+     "pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when "
+     "the pod is scheduled.",
+     1},
+    {"Readiness Gates", pod_readiness_gates, "string", "",
+     "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its "
+     "containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" "
+     "More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
+     1},
+};
+
+static const struct kite_table_printer printer =
+    TABLE_PRINTER(pod_cols, .scratch_size = sizeof(struct pod_row), .prepare = pod_prepare, .release = pod_release);
 
 const struct kite_resource kite_kind_pod = {
     .schema = &kite_schema_pod,

@@ -27,7 +27,7 @@ static char *cells_of(const char *kind, const char *json) {
     json_object *obj = json_tokener_parse(json);
     cr_assert_not_null(obj, "bad test json: %s", json);
     json_object *cells = json_object_new_array();
-    p->cells(obj, now_s(), cells);
+    kite_table_cells(p, obj, now_s(), cells);
     cr_assert_eq(json_object_array_length(cells), p->n_columns, "one cell per column for %s", kind);
     char *s = strdup(json_object_to_json_string_ext(cells, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(cells);
@@ -259,6 +259,7 @@ Test(table, lookup_and_columns) {
         json_object *cols = json_tokener_parse(b.p);
         cr_assert_not_null(cols, "%s", b.p);
         cr_assert_eq(json_object_array_length(cols), p->n_columns);
+        for (size_t j = 0; j < p->n_columns; j++) cr_assert_not_null(p->columns[j].cell, "%s column %zu has no cell", cases[i].kind, j);
         for (size_t j = 0; j < json_object_array_length(cols); j++) {
             json_object *c = json_object_array_get_idx(cols, j);
             const char *fmt = json_object_get_string(json_object_object_get(c, "format"));
