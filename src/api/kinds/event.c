@@ -3,16 +3,16 @@
 #include "api/kinds/kind.h"
 
 /* ---- core/v1 Event and events.k8s.io/v1 Event ----------------------------------------------- */
-STRUCT(event_source, "EventSource", F("component", S), F("host", S));
+STRUCT(event_source_schema, "EventSource", F("component", S), F("host", S));
 STRUCT(event_series, "EventSeries", F("count", I32), F("lastObservedTime", MT));
 ROOT(kite_schema_event, "Event", TYPE_META, F("involvedObject", kite_schema_object_ref), F("reason", S), F("message", S),
-    F("source", event_source), F("firstTimestamp", T), F("lastTimestamp", T), F("count", I32), F("type", S),
+    F("source", event_source_schema), F("firstTimestamp", T), F("lastTimestamp", T), F("count", I32), F("type", S),
     F("eventTime", MT), F("series", event_series), F("action", S), F("related", kite_schema_object_ref),
     F("reportingComponent", S), F("reportingInstance", S));
 ROOT(kite_schema_event_v1, "Event", TYPE_META, F("eventTime", MT), F("series", event_series),
     F("reportingController", S), F("reportingInstance", S), F("action", S), F("reason", S),
     F("regarding", kite_schema_object_ref), F("related", kite_schema_object_ref), F("note", S), F("type", S),
-    F("deprecatedSource", event_source), F("deprecatedFirstTimestamp", T), F("deprecatedLastTimestamp", T),
+    F("deprecatedSource", event_source_schema), F("deprecatedFirstTimestamp", T), F("deprecatedLastTimestamp", T),
     F("deprecatedCount", I32));
 
 static const char *const event_fields[] = {"involvedObject.kind", "involvedObject.namespace",

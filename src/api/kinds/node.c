@@ -26,12 +26,12 @@ STRUCT(runtime_features, "NodeRuntimeHandlerFeatures", F("recursiveReadOnlyMount
 STRUCT(runtime_handler, "NodeRuntimeHandler", F("name", S), F("features", runtime_features));
 LIST(runtime_handlers, NULL, runtime_handler);
 STRUCT(node_features, "NodeFeatures", F("supplementalGroupsPolicy", B));
-STRUCT(node_status, "NodeStatus", F("capacity", RLIST), F("allocatable", RLIST), F("phase", S),
+STRUCT(node_status_schema, "NodeStatus", F("capacity", RLIST), F("allocatable", RLIST), F("phase", S),
     F("conditions", node_conditions), F("addresses", node_addresses), F("daemonEndpoints", daemon_endpoints),
     F("nodeInfo", node_info), F("images", container_images), F("volumesInUse", volumes_in_use),
     F("volumesAttached", attached_volumes), F("config", RAW), F("runtimeHandlers", runtime_handlers),
     F("features", node_features));
-ROOT(kite_schema_node, "Node", TYPE_META, F("spec", node_spec), F("status", node_status));
+ROOT(kite_schema_node, "Node", TYPE_META, F("spec", node_spec), F("status", node_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,

@@ -41,8 +41,8 @@ STRUCT(pod_spec, "PodSpec", F("volumes", volumes), F("initContainers", container
 STRUCT(pod_condition, "PodCondition", F("type", S), F("status", S), F("lastProbeTime", T),
     F("lastTransitionTime", T), F("reason", S), F("message", S));
 LIST(pod_conditions, NULL, pod_condition);
-STRUCT(pod_ip, "PodIP", F("ip", S));
-LIST(pod_ips, NULL, pod_ip);
+STRUCT(pod_ip_schema, "PodIP", F("ip", S));
+LIST(pod_ips, NULL, pod_ip_schema);
 STRUCT(host_ip, "HostIP", F("ip", S));
 LIST(host_ips, NULL, host_ip);
 STRUCT(state_waiting, "ContainerStateWaiting", F("reason", S), F("message", S));
@@ -55,11 +55,11 @@ STRUCT(container_status, "ContainerStatus", F("name", S), F("state", container_s
     F("lastState", container_state), F("ready", B), F("restartCount", I32), F("image", S), F("imageID", S),
     F("containerID", S), F("started", B), F("allocatedResources", RLIST), F("resources", resources));
 LIST(container_statuses, NULL, container_status);
-STRUCT(pod_status, "PodStatus", F("phase", S), F("conditions", pod_conditions), F("message", S), F("reason", S),
+STRUCT(pod_status_schema, "PodStatus", F("phase", S), F("conditions", pod_conditions), F("message", S), F("reason", S),
     F("nominatedNodeName", S), F("hostIP", S), F("hostIPs", host_ips), F("podIP", S), F("podIPs", pod_ips),
     F("startTime", T), F("initContainerStatuses", container_statuses), F("containerStatuses", container_statuses),
     F("qosClass", S), F("ephemeralContainerStatuses", container_statuses), F("resize", S));
-ROOT(kite_schema_pod, "Pod", TYPE_META, F("spec", pod_spec), F("status", pod_status));
+ROOT(kite_schema_pod, "Pod", TYPE_META, F("spec", pod_spec), F("status", pod_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,
