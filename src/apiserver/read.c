@@ -316,14 +316,16 @@ void handle_list(struct req *rq) {
         size_t na = 0;
         r = kite_store_range(rq->srv->store, prefix, at_rev, start, (size_t)limit, &all, &na, &more);
         if (r == 0) {
+            /* the next page starts after the last key read, matching or not: taken before the
+             * records the selector drops are released */
+            if (more && na) {
+                free(start);
+                start = kite_strdup(all[na - 1]->key);
+            }
             recs = kite_calloc(na, sizeof *recs);
             for (size_t i = 0; i < na; i++) {
                 if (filter_record(all[i], &f)) recs[n++] = all[i];
                 else kite_record_unref(all[i]);
-            }
-            if (more && na) {
-                free(start);
-                start = kite_strdup(all[na - 1]->key);
             }
             free(all);
             rev = at_rev;
