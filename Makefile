@@ -1,5 +1,7 @@
 # kite build. `make` builds build/kite; `make test` runs every test; `make asan` the unit
-# tests under AddressSanitizer+UBSan; `make bench` the benchmarks; `make up` a local cluster.
+# tests under AddressSanitizer+UBSan; `make soak` randomized API traffic against the ASan
+# build; `make test-e2e-tsan` the e2e tests under ThreadSanitizer; `make bench` the
+# benchmarks; `make up` a local cluster.
 #
 # Each folder of src/ is a module compiled to its own archive, linked in dependency order
 # (DESIGN.md): a module's tests link only the modules it may use.
