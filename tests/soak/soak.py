@@ -54,6 +54,8 @@ MODE = os.environ.get("SOAK_MODE") or "apiserver"
 # SOAK_SKIP=create-in-missing-namespace: no create (POST, or PUT of an event) in a namespace
 # that does not exist, for looking past a known crash there
 NO_MISSING_NS_CREATE = "create-in-missing-namespace" in SKIP
+# SOAK_SKIP=paged-list: no LIST with limit and continue
+NO_PAGED_LIST = "paged-list" in SKIP
 
 LEASES = "/apis/coordination.k8s.io/v1"
 EVENTS = "/api/v1"
@@ -79,7 +81,8 @@ class ServerError(WrongAnswer):
 stop = threading.Event()
 failures = []                 # (worker, text)
 failures_lock = threading.Lock()
-counts = collections.Counter()
+counts = collections.Counter()   # ops done, by kind
+answers = collections.Counter()  # raw HTTP answers, by status code
 counts_lock = threading.Lock()
 
 
@@ -172,6 +175,8 @@ class LoggedApi(e2e.Api):
             ctype = ctype or "application/json"
         req = (method, path, ctype, body)
         resp = self.request(method, path, body=body, ctype=ctype)
+        with counts_lock:
+            answers[resp.status] += 1
         return resp.status, check_status(req, resp, codes, reason), req, resp
 
 
@@ -476,7 +481,7 @@ def op_lease_list(w):
     else:
         query = "&".join(x for x in ([f"labelSelector={q(lsel)}"] if lsel else []) +
                          ([f"fieldSelector={q(fsel)}"] if fsel else []))
-        if w.rng.random() < 0.3:
+        if w.rng.random() < 0.3 and not NO_PAGED_LIST:
             query += ("&" if query else "") + "limit=2"
         path = w.lpath(ns) + ("?" + query if query else "")
         got, items = [], []
@@ -1097,9 +1102,11 @@ def main():
         fail("server", "not running at the end:\n" + cluster.proc.log_tail(4000))
     with counts_lock:
         summary = " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+        codes = " ".join(f"{k}:{v}" for k, v in sorted(answers.items()))
         total = sum(counts.values())
     watched = " ".join(f"{f.path}={f.events}" for f in followers)
-    print(f"soak: seed {SEED}, {time.monotonic() - t0:.0f} s, {total} ops ({summary}), watch events ({watched}), "
+    print(f"soak: seed {SEED}, {time.monotonic() - t0:.0f} s, {total} ops ({summary}), HTTP answers ({codes}), "
+          f"watch events ({watched}), "
           f"{len(failures)} failure(s), server exit {rc}", flush=True)
     if failures:
         print(f"soak: FAILED (replay: SOAK_SEED={SEED}; log {cluster.proc.log_path})", flush=True)
