@@ -186,6 +186,19 @@ class Api:
         return r.json()
 
 
+# What a sanitizer prints when it reports: ASan, LeakSanitizer (at exit), UBSan, ThreadSanitizer.
+SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:",
+                   b"WARNING: ThreadSanitizer", b"FATAL: ThreadSanitizer")
+
+
+def sanitizer_report(data):
+    """The text of data (a log's bytes) from the line of its first sanitizer report on, or None."""
+    at = min((i for i in (data.find(m) for m in SANITIZER_MARKS) if i >= 0), default=-1)
+    if at < 0:
+        return None
+    return data[data.rfind(b"\n", 0, at) + 1:].decode(errors="replace")
+
+
 class KiteProcess:
     """One kite subcommand running in the foreground, its stdout+stderr in a log file."""
 
@@ -243,19 +256,18 @@ class KiteProcess:
         self.check_sanitizers()
         return self.proc.returncode
 
-    SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:",
-                       b"WARNING: ThreadSanitizer")
+    def sanitizer_report(self):
+        """The first sanitizer report in the log (text from its first line on), or None."""
+        try:
+            return sanitizer_report(self.log_path.read_bytes())
+        except OSError:
+            return None
 
     def check_sanitizers(self):
-        """With a sanitizer build (make test-e2e-asan, or a build-tsan/kite), any report in the log
-        fails the test."""
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return
-        for mark in self.SANITIZER_MARKS:
-            if mark in data:
-                pytest.fail(f"sanitizer report in {self.log_path}:\n" + self.log_tail(20000))
+        """With a sanitizer build (make test-e2e-asan, test-e2e-tsan), any report in the log fails the test."""
+        report = self.sanitizer_report()
+        if report is not None:
+            pytest.fail(f"sanitizer report in {self.log_path}:\n" + report[:20000])
 
     def log_tail(self, n=8000):
         try:
