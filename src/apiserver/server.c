@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -468,6 +469,33 @@ static int load_encryption(struct kite_apiserver *s, const char *pki, char **ret
     return r < 0 ? fail(ret_error, r, "cannot set up encryption with %s", path) : 0;
 }
 
+/* The data dir holds keys, the store and kubeconfigs: it and the files kite keeps there are
+ * private to the server's user whatever they were before (a data dir made 0755 by hand, a
+ * database created under a loose umask). Directories other than pki/ (the agent's, with
+ * container root filesystems) are left alone. */
+static void make_private(const char *dir, bool recurse_pki) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        _cleanup_free_ char *p = kite_asprintf("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) < 0) continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (recurse_pki && strcmp(e->d_name, "pki") == 0) {
+                if ((st.st_mode & 077) && chmod(p, 0700) == 0)
+                    log_warn("apiserver", "%s was readable by others (mode %03o): made 0700", p, st.st_mode & 0777);
+                make_private(p, false);
+            }
+            continue;
+        }
+        if (S_ISREG(st.st_mode) && (st.st_mode & 077) && chmod(p, 0600) == 0)
+            log_warn("apiserver", "%s was readable by others (mode %03o): made 0600", p, st.st_mode & 0777);
+    }
+    closedir(d);
+}
+
 /* One process per data dir: a second apiserver on the same store would serve stale reads,
  * fail every write and take over admin.kubeconfig. The lock is the kernel's (flock), so it
  * goes away with the process however it ends; the file holds the owner's pid for the message. */
@@ -502,7 +530,13 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     int r;
     if (mkdir(o->data_dir, 0700) < 0 && errno != EEXIST)
         return fail(ret_error, -errno, "cannot create the data dir %s", o->data_dir);
+    struct stat dst;
+    if (stat(o->data_dir, &dst) == 0 && (dst.st_mode & 077)) {
+        if (chmod(o->data_dir, 0700) < 0) return fail(ret_error, -errno, "cannot make the data dir %s private", o->data_dir);
+        log_warn("apiserver", "the data dir %s was open to others (mode %03o): made 0700", o->data_dir, dst.st_mode & 0777);
+    }
     if ((r = lock_data_dir(s, o->data_dir, ret_error)) < 0) return r;
+    make_private(o->data_dir, true);
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", o->data_dir);
     if (mkdir(pki, 0700) < 0 && errno != EEXIST) return fail(ret_error, -errno, "cannot create %s", pki);
     if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return fail(ret_error, r, "cannot create the certificates in %s", pki);
