@@ -55,7 +55,7 @@ def test_namespace_delete(cluster):
 
     r = api.request("DELETE", "/api/v1/namespaces/kube-system")
     assert r.status == 403 and r.json()["reason"] == "Forbidden", r.body
-    assert r.json()["message"] == "namespace kube-system is forbidden: this namespace may not be deleted"
+    assert r.json()["message"] == 'namespaces "kube-system" is forbidden: this namespace may not be deleted'
     assert api.get("/api/v1/namespaces/kube-system").status == 200
 
 
