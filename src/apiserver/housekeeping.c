@@ -36,6 +36,8 @@ static void expire(struct kite_apiserver *s) {
         if (s->storages[i].res->last_seen) expire_storage(s, &s->storages[i]);
 }
 
+void apiserver_housekeeping_once(struct kite_apiserver *s) { expire(s); }
+
 void *housekeeping_main(void *ud) {
     struct kite_apiserver *s = ud;
     int64_t last_rev = kite_store_rev(s->store);
