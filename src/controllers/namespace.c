@@ -84,7 +84,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* items sorted, joined by ", " (sort.Strings + strings.Join) */
 static void join_sorted(char **items, size_t n, struct kite_buf *out) {
-    qsort(items, n, sizeof *items, cmp_str);
+    if (n > 1) qsort(items, n, sizeof *items, cmp_str);
     for (size_t i = 0; i < n; i++) add_item(out, "%s", items[i]);
 }
 
