@@ -106,6 +106,7 @@ static void empty_resource(struct kite_client *client, const struct kite_resourc
     json_object_put(st);
     json_object *list = NULL;
     if ((e = kite_client_json(client, "GET", path, NULL, NULL, &code, &list)) < 0) {
+        json_object_put(list); /* the Status */
         f->n_failed++;
         add_item(&f->failed, "%s: listing what remains: %s", gr, strerror(-e));
         return;
@@ -188,10 +189,9 @@ int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const 
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s", name);
     json_object *ns = NULL;
     int e = kite_client_json(client, "GET", path, NULL, NULL, NULL, &ns);
-    if (e == -ENOENT) return 0;
-    if (e < 0 || !terminating(ns)) {
+    if (e < 0 || !terminating(ns)) { /* ns: the Status on an error */
         json_object_put(ns);
-        return e;
+        return e == -ENOENT ? 0 : e;
     }
     struct findings f = {0};
     const struct kite_resource *nsr = kite_registry_namespaces();

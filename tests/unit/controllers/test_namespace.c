@@ -20,6 +20,7 @@ struct fake {
     long ns_code;               /* 0 = 200 / 404 as above */
     const char *fail_delete;    /* a collection path whose DELETE answers 500 */
     const char *fail_delete2;
+    const char *fail_list;      /* a collection path whose GET answers 500 */
     const char *remaining_path; /* a collection path whose GET lists remaining_items */
     const char *remaining_items;
     long finalize_code;         /* 0 = 200 */
@@ -63,6 +64,11 @@ static int handler(void *ud, const char *method, const char *path, const char *c
             ret->status = 200;
             ret->body = kite_strdup("{\"kind\":\"List\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[]}");
         }
+        return 0;
+    }
+    if (strcmp(method, "GET") == 0 && f->fail_list && strcmp(path, f->fail_list) == 0) {
+        ret->status = 500;
+        ret->body = status_body(500, "InternalError", "storage error: disk full");
         return 0;
     }
     if (strcmp(method, "GET") == 0) { /* a collection */
@@ -226,6 +232,19 @@ Test(nsctl, failed_deletecollection_is_reported) {
                      "Failed to delete all resource types, 2 remaining: [pods: storage error: disk full, "
                      "leases.coordination.k8s.io: storage error: disk full]");
     release(&g);
+}
+
+Test(nsctl, failed_list_is_reported) {
+    struct fake f = {.ns_json = TERMINATING("[\"kubernetes\"]"), .fail_list = "/api/v1/namespaces/team-a/events"};
+    cr_assert_eq(sync_ns(&f, "team-a"), -EAGAIN);
+    cr_assert_eq(count(&f, "PUT"), 0);
+    const struct call *p = find(&f, "PATCH", "/api/v1/namespaces/team-a/status");
+    cr_assert_not_null(p);
+    json_object *c = condition(p, "NamespaceDeletionContentFailure");
+    cr_assert_str_eq(kite_obj_str(c, "status"), "True");
+    cr_assert_str_eq(kite_obj_str(c, "message"),
+                     "Failed to delete all resource types, 1 remaining: events: listing what remains: Input/output error");
+    release(&f);
 }
 
 Test(nsctl, nothing_written_for_other_namespaces) {
