@@ -11,6 +11,8 @@ CC       ?= cc
 PKGS     := gnutls json-c sqlite3 yaml-0.1 libarchive
 # libcurl is a test peer only (the http module's tests drive the server with it)
 TEST_PKGS_http := libcurl
+# ... and the apiserver's: its tests run a real server in the test process
+TEST_PKGS_apiserver := libcurl
 CFLAGS   ?= -O2 -g
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 # The kite binary uses mimalloc: ~30% more API writes/s than glibc's malloc, whose

@@ -29,8 +29,11 @@ static bool listed(const char *const *names, const char *name) {
  * deleted, and the namespaces the system lives in cannot be deleted. */
 static int namespace_lifecycle(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     const struct kite_resource *nsr = kite_registry_namespaces();
+    char gr[128];
+    kite_resource_gr(a->res, gr);
+    /* apierrors.NewForbidden's message: `<group resource> "<name>" is forbidden: <why>` */
     if (a->op == KITE_ADMIT_DELETE && listed(a->res->undeletable, a->name))
-        return deny(d, 403, "Forbidden", "%s %s is forbidden: this %s may not be deleted", a->res->singular, a->name,
+        return deny(d, 403, "Forbidden", "%s \"%s\" is forbidden: this %s may not be deleted", gr, a->name,
                     a->res->singular);
     if (a->op != KITE_ADMIT_CREATE || !a->res->namespaced) return 0;
     json_object *ns = apiserver_lookup(a->srv, nsr, NULL, a->ns);
@@ -41,10 +44,13 @@ static int namespace_lifecycle(const struct kite_admission_attrs *a, struct kite
     bool terminating = kite_meta_str(ns, "deletionTimestamp") != NULL;
     json_object_put(ns);
     if (terminating) {
-        d->details = (struct status_details){.name = a->ns, .kind = nsr->plural};
+        /* about the object refused (kube-apiserver's details name it, not the namespace) */
+        const char *name = kite_meta_str(a->obj, "name") ? kite_meta_str(a->obj, "name") : "";
+        d->details = (struct status_details){.name = name, .group = *a->res->group ? a->res->group : NULL,
+                                             .kind = a->res->plural};
         return deny(d, 403, "Forbidden",
                     "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated",
-                    a->res->plural, kite_meta_str(a->obj, "name") ? kite_meta_str(a->obj, "name") : "", a->ns);
+                    gr, name, a->ns);
     }
     return 0;
 }

@@ -147,6 +147,7 @@ static void collection_finish(void *ud) {
 struct collection_item {
     struct collection_op *c;
     size_t i;
+    bool marked;   /* an update marking the object terminating, not its delete */
 };
 
 /* On the store's writer thread: record the outcome; the batch's last completion hands on. */
@@ -155,6 +156,10 @@ static void collection_done(void *ud, int err, int64_t rev, struct kite_record *
     struct collection_op *c = it->c;
     pthread_mutex_lock(&c->mu);
     if (err == 0) c->deleted[it->i] = true;
+    if (err == 0 && it->marked && rec) { /* answered as the delete left it (deletionTimestamp), as kube-apiserver */
+        kite_record_unref(c->recs[it->i]);
+        c->recs[it->i] = kite_record_ref(rec);
+    }
     /* gone meanwhile (someone else deleted it), or changed before it could be marked: not ours */
     else if (err != -ENOENT && err != -ESTALE && !c->err) c->err = err;
     bool last = --c->inflight == 0;
@@ -195,7 +200,7 @@ static void collection_submit(struct collection_op *c) {
             w.expect_mod_rev = rec->mod_rev; /* a stale copy must not overwrite a newer object */
         }
         struct collection_item *it = kite_calloc(1, sizeof *it);
-        *it = (struct collection_item){c, c->next};
+        *it = (struct collection_item){c, c->next, w.type == KITE_WRITE_UPDATE};
         pthread_mutex_lock(&c->mu);
         c->inflight++;
         pthread_mutex_unlock(&c->mu);

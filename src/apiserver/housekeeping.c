@@ -46,6 +46,8 @@ static void compact(struct kite_apiserver *s, int64_t rev, const char *why) {
     if (r < 0) log_error("apiserver", "compaction failed: rev=%lld reason=\"%s\" error=\"%s\"", (long long)rev, why, strerror(-r));
 }
 
+void apiserver_housekeeping_once(struct kite_apiserver *s) { expire(s); }
+
 void *housekeeping_main(void *ud) {
     struct kite_apiserver *s = ud;
     int64_t last_rev = kite_store_rev(s->store);

@@ -191,6 +191,9 @@ bool handle_openapi(struct req *rq);
 #define KITE_HOUSEKEEPING_PERIOD_S 10       /* how often history size and event ages are checked */
 #define KITE_HISTORY_MAX 1000000            /* revisions kept before compacting ahead of schedule */
 void *housekeeping_main(void *ud);
+/* The expiry part of a pass, now, on the caller's thread: for tests, whose fake clock does not
+ * move the thread's real-time wake-ups. Safe while the thread runs (both delete conditionally). */
+void apiserver_housekeeping_once(struct kite_apiserver *s);
 
 /* metrics.c */
 struct kite_metrics *metrics_new(void);

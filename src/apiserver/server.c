@@ -359,7 +359,9 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     }
     if (!route(rq)) return;
     rq->verb = verb_for(rq);
-    if (!rq->verb) {
+    /* a subresource served for PUT alone (a namespace's finalize) has no get, patch or watch */
+    const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
+    if (!rq->verb || (sr && sr->update_only && strcmp(rq->verb, "update") != 0)) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }

@@ -360,6 +360,7 @@ void apiserver_retry_stop(struct kite_apiserver *s) {
 }
 
 static void write_finish(void *ud);
+static void write_failed(struct write_op *op, int err);
 
 /* The store's completion, on its writer thread: everything but the retry decision and handing
  * the key to the next write of it is left to an HTTP thread (write_finish), so the writer's
@@ -399,6 +400,12 @@ static void write_finish(void *ud) {
         op_free(op);
         return;
     }
+    write_failed(op, err);
+}
+
+/* Answers a write that failed with err (-errno of the store) and frees op. */
+static void write_failed(struct write_op *op, int err) {
+    struct req *rq = op->rq;
     if (err == -ESTALE) {
         op_conflict(op);
     } else if (err == -EEXIST) {
@@ -445,10 +452,20 @@ void submit(struct write_op *op, enum kite_write_type type, json_object *obj, in
         return;
     }
     if (op->dry_run) {
-        struct kite_buf out = {0};
-        if (type == KITE_WRITE_DELETE) kite_object_render(cur->value, cur->len, cur->mod_rev, &out);
-        else kite_object_render(bytes, len, cur ? cur->mod_rev : 0, &out);
-        reply_json_buf(rq, op->code, &out);
+        /* the answer the write would get, as kube-apiserver's dry run (it checks the key too) */
+        struct kite_record *exists = type == KITE_WRITE_CREATE ? kite_wcache_get(storage_cache(rq->srv, rq->res), op->key) : NULL;
+        if (exists) {
+            kite_record_unref(exists);
+            write_failed(op, -EEXIST);
+            return;
+        }
+        if (type == KITE_WRITE_DELETE) {
+            reply_deleted(op, cur);
+        } else {
+            struct kite_buf out = {0};
+            kite_object_render(bytes, len, cur ? cur->mod_rev : 0, &out);
+            reply_json_buf(rq, op->code, &out);
+        }
         op_free(op);
         return;
     }

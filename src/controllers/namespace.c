@@ -38,11 +38,15 @@ static char *collection_path(const struct kite_resource *r, const char *ns) {
                          r->plural);
 }
 
-/* What a pass found, for the namespace's conditions. */
+/* What a pass found, for the namespace's conditions (worded and sorted as
+ * kube-controller-manager's, so an unchanged state writes unchanged conditions). */
 struct findings {
-    struct kite_buf failed;     /* "leases.coordination.k8s.io: <message>; ..." */
-    struct kite_buf remaining;  /* "leases.coordination.k8s.io has 2 resource instances, ..." */
-    struct kite_buf finalizers; /* "example.com/x in 1 resource instances, ..." */
+    struct kite_buf failed;     /* "leases.coordination.k8s.io: <message>, ..." */
+    size_t n_failed;
+    char **remaining;           /* "leases.coordination.k8s.io has 2 resource instances" */
+    size_t n_remaining;
+    struct finalizer_count { char *name; size_t n; } *finalizers; /* objects each finalizer holds */
+    size_t n_finalizers;
 };
 
 static void add_item(struct kite_buf *b, const char *fmt, ...) KITE_PRINTF(2, 3);
@@ -58,6 +62,32 @@ static void add_item(struct kite_buf *b, const char *fmt, ...) {
     va_end(ap);
 }
 
+static void count_finalizer(struct findings *f, const char *name) {
+    for (size_t i = 0; i < f->n_finalizers; i++)
+        if (kite_streq(f->finalizers[i].name, name)) {
+            f->finalizers[i].n++;
+            return;
+        }
+    f->finalizers = kite_realloc(f->finalizers, (f->n_finalizers + 1) * sizeof *f->finalizers);
+    f->finalizers[f->n_finalizers++] = (struct finalizer_count){kite_strdup(name), 1};
+}
+
+static void findings_release(struct findings *f) {
+    kite_buf_release(&f->failed);
+    for (size_t i = 0; i < f->n_remaining; i++) free(f->remaining[i]);
+    free(f->remaining);
+    for (size_t i = 0; i < f->n_finalizers; i++) free(f->finalizers[i].name);
+    free(f->finalizers);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* items sorted, joined by ", " (sort.Strings + strings.Join) */
+static void join_sorted(char **items, size_t n, struct kite_buf *out) {
+    if (n > 1) qsort(items, n, sizeof *items, cmp_str);
+    for (size_t i = 0; i < n; i++) add_item(out, "%s", items[i]);
+}
+
 /* Deletes a resource's objects in ns, then counts what is left (held by finalizers). */
 static void empty_resource(struct kite_client *client, const struct kite_resource *r, const char *ns, struct findings *f) {
     _cleanup_free_ char *path = collection_path(r, ns);
@@ -68,6 +98,7 @@ static void empty_resource(struct kite_client *client, const struct kite_resourc
     int e = kite_client_json(client, "DELETE", path, NULL, NULL, &code, &st);
     if (e < 0) {
         const char *msg = kite_obj_str(st, "message");
+        f->n_failed++;
         add_item(&f->failed, "%s: %s", gr, msg ? msg : code ? "request failed" : strerror(-e));
         json_object_put(st);
         return;
@@ -75,16 +106,23 @@ static void empty_resource(struct kite_client *client, const struct kite_resourc
     json_object_put(st);
     json_object *list = NULL;
     if ((e = kite_client_json(client, "GET", path, NULL, NULL, &code, &list)) < 0) {
+        json_object_put(list); /* the Status */
+        f->n_failed++;
         add_item(&f->failed, "%s: listing what remains: %s", gr, strerror(-e));
         return;
     }
     json_object *items = kite_obj_get(list, "items");
     size_t n = items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
-    if (n) add_item(&f->remaining, "%s has %zu resource instances", gr, n);
+    if (n) {
+        f->remaining = kite_realloc(f->remaining, (f->n_remaining + 1) * sizeof *f->remaining);
+        f->remaining[f->n_remaining++] = kite_asprintf("%s has %zu resource instances", gr, n);
+    }
     for (size_t i = 0; i < n; i++) {
         json_object *fin = kite_obj_get(kite_obj_meta(json_object_array_get_idx(items, i)), "finalizers");
-        for (size_t j = 0; fin && json_object_is_type(fin, json_type_array) && j < json_object_array_length(fin); j++)
-            add_item(&f->finalizers, "%s in %s", json_object_get_string(json_object_array_get_idx(fin, j)), gr);
+        for (size_t j = 0; fin && json_object_is_type(fin, json_type_array) && j < json_object_array_length(fin); j++) {
+            const char *name = json_object_get_string(json_object_array_get_idx(fin, j));
+            if (name) count_finalizer(f, name);
+        }
     }
     json_object_put(list);
 }
@@ -107,12 +145,26 @@ static int report(struct kite_client *client, struct kite_clock *clock, const ch
     char now[21];
     kite_time_format(kite_now_wall(clock), now);
     json_object *patch = json_object_new_object(), *conds = json_object_new_array();
-    condition(conds, "NamespaceDeletionContentFailure", &f->failed, "ContentDeletionFailed",
-              "Failed to delete all resource types, 1 remaining: ", now);
-    condition(conds, "NamespaceContentRemaining", &f->remaining, "SomeResourcesRemain", "Some resources are remaining: ",
+    /* "N remaining: <one error>" or "N remaining: [<error>, <error>]" (utilerrors.NewAggregate) */
+    struct kite_buf failed = {0}, remaining = {0}, finalizers = {0};
+    if (f->n_failed == 1) kite_buf_puts(&failed, f->failed.p);
+    else if (f->n_failed) kite_buf_printf(&failed, "[%s]", f->failed.p);
+    _cleanup_free_ char *failed_prefix = kite_asprintf("Failed to delete all resource types, %zu remaining: ", f->n_failed);
+    join_sorted(f->remaining, f->n_remaining, &remaining);
+    char **fins = kite_calloc(f->n_finalizers + 1, sizeof *fins);
+    for (size_t i = 0; i < f->n_finalizers; i++)
+        fins[i] = kite_asprintf("%s in %zu resource instances", f->finalizers[i].name, f->finalizers[i].n);
+    join_sorted(fins, f->n_finalizers, &finalizers);
+    for (size_t i = 0; i < f->n_finalizers; i++) free(fins[i]);
+    free(fins);
+    condition(conds, "NamespaceDeletionContentFailure", &failed, "ContentDeletionFailed", failed_prefix, now);
+    condition(conds, "NamespaceContentRemaining", &remaining, "SomeResourcesRemain", "Some resources are remaining: ",
               now);
-    condition(conds, "NamespaceFinalizersRemaining", &f->finalizers, "SomeFinalizersRemain",
+    condition(conds, "NamespaceFinalizersRemaining", &finalizers, "SomeFinalizersRemain",
               "Some content in the namespace has finalizers remaining: ", now);
+    kite_buf_release(&failed);
+    kite_buf_release(&remaining);
+    kite_buf_release(&finalizers);
     kite_obj_set(kite_obj_ensure(patch, "status"), "conditions", conds);
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/status", name);
     int e = kite_client_json(client, "PATCH", path, "application/strategic-merge-patch+json", patch, NULL, NULL);
@@ -137,10 +189,9 @@ int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const 
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s", name);
     json_object *ns = NULL;
     int e = kite_client_json(client, "GET", path, NULL, NULL, NULL, &ns);
-    if (e == -ENOENT) return 0;
-    if (e < 0 || !terminating(ns)) {
+    if (e < 0 || !terminating(ns)) { /* ns: the Status on an error */
         json_object_put(ns);
-        return e;
+        return e == -ENOENT ? 0 : e;
     }
     struct findings f = {0};
     const struct kite_resource *nsr = kite_registry_namespaces();
@@ -149,15 +200,13 @@ int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const 
         /* a resource stored under another's folder (events.k8s.io/v1 Events) is emptied with it */
         if (r->namespaced && r != nsr && !r->storage) empty_resource(client, r, name, &f);
     }
-    if (f.failed.len || f.remaining.len) {
+    if (f.n_failed || f.n_remaining) {
         e = report(client, clock, name, &f);
         if (e == 0) e = -EAGAIN;
     } else {
         e = finalize(client, ns);
     }
-    kite_buf_release(&f.failed);
-    kite_buf_release(&f.remaining);
-    kite_buf_release(&f.finalizers);
+    findings_release(&f);
     json_object_put(ns);
     return e;
 }

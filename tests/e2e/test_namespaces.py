@@ -55,7 +55,7 @@ def test_namespace_delete(cluster):
 
     r = api.request("DELETE", "/api/v1/namespaces/kube-system")
     assert r.status == 403 and r.json()["reason"] == "Forbidden", r.body
-    assert r.json()["message"] == "namespace kube-system is forbidden: this namespace may not be deleted"
+    assert r.json()["message"] == 'namespaces "kube-system" is forbidden: this namespace may not be deleted'
     assert api.get("/api/v1/namespaces/kube-system").status == 200
 
 
@@ -76,7 +76,8 @@ def test_content_held_by_finalizers_shows_in_conditions(cluster):
     assert c["NamespaceContentRemaining"]["status"] == "True"
     assert c["NamespaceContentRemaining"]["message"] == \
         "Some resources are remaining: leases.coordination.k8s.io has 1 resource instances", c
-    assert "example.com/hold in leases.coordination.k8s.io" in c["NamespaceFinalizersRemaining"]["message"], c
+    assert c["NamespaceFinalizersRemaining"]["message"] == \
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances", c
     assert c["NamespaceDeletionContentFailure"]["status"] == "False", c
     assert api.get(f"{leases}/free").status == 404
     held = api.get(f"{leases}/held").json()
