@@ -174,6 +174,7 @@ static int load(struct sqlite_store *s) {
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return -EIO;
     atomic_store(&s->rev, KITE_MAX(max_rev, crev));
+    atomic_store(&s->applied_rev, atomic_load(&s->rev));
     atomic_store(&s->compact_rev, crev);
     return 0;
 }
@@ -393,6 +394,7 @@ static void run_batch(struct sqlite_store *s, struct pending *batch) {
         atomic_store(&s->rev, rev);
         pthread_rwlock_unlock(&s->live_lock);
         fan_out(s, batch, nwrote);
+        atomic_store(&s->applied_rev, rev);
     }
     pthread_mutex_unlock(&s->sub_mu);
 
@@ -783,6 +785,7 @@ static void sq_close(struct kite_store *b) {
 /* ---- the rest of the operations ---- */
 
 static int64_t sq_rev(struct kite_store *b) { return atomic_load(&sq(b)->rev); }
+static int64_t sq_applied_rev(struct kite_store *b) { return atomic_load(&sq(b)->applied_rev); }
 static int64_t sq_compacted_rev(struct kite_store *b) { return atomic_load(&sq(b)->compact_rev); }
 
 static int sq_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud) {
@@ -893,6 +896,7 @@ const struct kite_store_ops kite_store_sqlite_ops = {
     .open = sq_open,
     .close = sq_close,
     .rev = sq_rev,
+    .applied_rev = sq_applied_rev,
     .compacted_rev = sq_compacted_rev,
     .submit = sq_submit,
     .get = sq_get,

@@ -73,6 +73,7 @@ struct sqlite_store {
     pthread_rwlock_t live_lock;
     struct kite_map live;
     _Atomic int64_t rev, compact_rev;
+    _Atomic int64_t applied_rev; /* fan-out of every batch up to it is done (kite_store_applied_rev) */
 
     pthread_mutex_t sub_mu;
     struct sub subs[KITE_STORE_SUBSCRIBERS_MAX];

@@ -28,6 +28,7 @@ void kite_store_close(struct kite_store *s) {
 }
 
 int64_t kite_store_rev(struct kite_store *s) { return s->ops->rev(s); }
+int64_t kite_store_applied_rev(struct kite_store *s) { return s->ops->applied_rev(s); }
 int64_t kite_store_compacted_rev(struct kite_store *s) { return s->ops->compacted_rev(s); }
 
 int kite_store_submit(struct kite_store *s, const struct kite_write *w, kite_write_cb cb, void *ud) {

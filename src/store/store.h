@@ -119,6 +119,10 @@ int kite_store_open(const char *url, const struct kite_store_options *opts, stru
 void kite_store_close(struct kite_store *s);
 /* The latest committed (and applied) revision. */
 int64_t kite_store_rev(struct kite_store *s);
+/* The revision every subscriber has been handed the changes up to: a subscriber that, under
+ * its own lock, reads this and finds no change of its own above it is current to it (a list of
+ * a resource nothing wrote since start is still at the store's revision, not at 0). */
+int64_t kite_store_applied_rev(struct kite_store *s);
 /* The revision history was compacted at (0 = never). Reads below it get -ENODATA. */
 int64_t kite_store_compacted_rev(struct kite_store *s);
 
@@ -224,6 +228,7 @@ struct kite_store_ops {
     void (*close)(struct kite_store *s);
     int64_t (*rev)(struct kite_store *s);
     int64_t (*compacted_rev)(struct kite_store *s);
+    int64_t (*applied_rev)(struct kite_store *s);
     int (*submit)(struct kite_store *s, const struct kite_write *w, kite_write_cb cb, void *ud);
     int (*get)(struct kite_store *s, const char *key, struct kite_record **ret);
     int (*range)(struct kite_store *s, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,

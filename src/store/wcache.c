@@ -439,9 +439,14 @@ void kite_wcache_stats(struct kite_wcache *c, struct kite_wcache_stats *ret) {
     pthread_rwlock_unlock(&c->lock);
 }
 
+/* Under the lock: the cache is current to its last event's revision, and to the revision the
+ * store has handed every subscriber (a batch above it not yet applied here would hold the
+ * store's fan-out on this lock, so it is not counted). */
+static int64_t current_rev(struct kite_wcache *c) { return KITE_MAX(c->rev, kite_store_applied_rev(c->store)); }
+
 int64_t kite_wcache_rev(struct kite_wcache *c) {
     pthread_rwlock_rdlock(&c->lock);
-    int64_t r = c->rev;
+    int64_t r = current_rev(c);
     pthread_rwlock_unlock(&c->lock);
     return r;
 }
@@ -490,7 +495,7 @@ int kite_wcache_list(struct kite_wcache *c, const char *sub_prefix, const char *
         }
         v[n++] = kite_record_ref(x->rec);
     }
-    int64_t rev = c->rev;
+    int64_t rev = current_rev(c);
     pthread_rwlock_unlock(&c->lock);
     *ret = v;
     *ret_n = n;

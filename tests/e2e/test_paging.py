@@ -25,3 +25,16 @@ def test_continue_from_history_with_a_selector_dropping_the_last_record(apiserve
             cont = page["metadata"].get("continue")
         assert names == ["pg-a3", "pg-a7"], names
     assert apiserver.proc.alive()
+
+
+def test_list_of_a_kind_nothing_wrote_is_at_the_current_revision(fresh_apiserver):
+    """A list carries the revision the server is current to, also for a resource nothing wrote
+    since start (it said 0, and a watch from 0 means 'any', not 'from now')."""
+    api = fresh_apiserver.api()
+    ns_rv = int(api.ok("GET", "/api/v1/namespaces")["metadata"]["resourceVersion"])
+    assert ns_rv > 0
+    cm = api.ok("GET", "/api/v1/configmaps")["metadata"]["resourceVersion"]
+    assert int(cm) >= ns_rv, cm
+    api.ok("POST", LEASES, lease("pg-rv", "1"))
+    rv = int(api.ok("GET", "/api/v1/configmaps")["metadata"]["resourceVersion"])
+    assert rv > ns_rv  # the lease's write moved the store on: every list is current to it
