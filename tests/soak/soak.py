@@ -380,8 +380,15 @@ def op_ns_delete(w):
         w.nss.discard(ns)
         w.leases = {k: v for k, v in w.leases.items() if k[0] != ns}
         w.events = {k: v for k, v in w.events.items() if k[0] != ns}
-    # gone, with what it held
-    w.api.call("GET", f"/api/v1/namespaces/{ns}", codes=404, reason="NotFound")
+    # gone, with what it held: the DELETE leaves it Terminating and the namespace controller
+    # (kite controller-manager) empties and finalizes it
+    deadline = time.monotonic() + 30
+    while True:
+        code, _, req, resp = w.api.call("GET", f"/api/v1/namespaces/{ns}", codes={200, 404})
+        if code == 404 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    check(code == 404, "a deleted namespace is not gone after 30 s", req, resp)
     code, lst, req, resp = w.api.call("GET", w.lpath(ns))
     check(lst["items"] == [], "a deleted namespace still lists leases", req, resp)
     code, lst, req, resp = w.api.call("GET", f"{EVENTS}/namespaces/{ns}/events")
@@ -647,7 +654,7 @@ def op_invalid(w):
         ("PATCH", o, json.dumps([{"op": "add", "path": "", "value": 5}]), JP, {400, 422}, True),
         ("PATCH", o, json.dumps({"metadata": {"name": "other"}}), M, 400, True),
         ("PATCH", o, json.dumps({"metadata": {"$patch": "bogus"}}), S, 422, True),
-        ("PATCH", o, json.dumps({"spec": {"leaseDurationSeconds": "x"}}), M, 422, True),
+        ("PATCH", o, json.dumps({"spec": {"leaseDurationSeconds": "x"}}), M, 400, True),
         ("PATCH", o, json.dumps({"kind": "Node"}), S, 400, True),
         ("GET", p + "?labelSelector=" + q("a===b!"), None, None, 400, False),
         ("GET", p + "?fieldSelector=" + q("spec.holderIdentity=x"), None, None, 400, False),
@@ -907,7 +914,8 @@ def op_shared(w):
     elif r < 0.15:
         w.api.call("DELETE", f"/api/v1/namespaces/{SHARED_NS}", codes={200, 404})
     elif r < 0.4:
-        w.api.call("POST", lp, lease_body(name, {"soak-owner": "shared"}, w.fresh()), codes={201, 404, 409})
+        # 403: the shared namespace is being deleted (Terminating)
+        w.api.call("POST", lp, lease_body(name, {"soak-owner": "shared"}, w.fresh()), codes={201, 403, 404, 409})
     elif r < 0.55:
         w.api.call("PATCH", f"{lp}/{name}", {"spec": {"holderIdentity": w.fresh()}},
                    ctype=w.rng.choice(["application/merge-patch+json", "application/strategic-merge-patch+json"]),
@@ -924,7 +932,7 @@ def op_shared(w):
         check(all(i["metadata"]["namespace"] == SHARED_NS for i in lst["items"]), "LIST namespace", req, resp)
     else:
         w.api.call("PUT", f"{EVENTS}/namespaces/{SHARED_NS}/events/{name}",
-                   event_body(name, SHARED_NS, {"soak-owner": "shared"}, w.fresh()), codes={200, 201, 404})
+                   event_body(name, SHARED_NS, {"soak-owner": "shared"}, w.fresh()), codes={200, 201, 403, 404})
 
 
 OPS = [
@@ -1037,6 +1045,10 @@ def main():
     except Failed as e:
         print(f"soak: the server did not start: {e}", file=sys.stderr)
         return 1
+    cm = None
+    if MODE == "apiserver":  # kite up runs the controllers itself
+        cm = e2e.KiteProcess(["controller-manager", "--kubeconfig", str(cluster.kubeconfig)], workdir,
+                             "controller-manager").start()
     workers = [Worker(i, cluster, SEED) for i in range(WORKERS)]
     followers = [Follower(cluster, f"{LEASES}/leases"), Follower(cluster, f"{EVENTS}/events")]
     t0 = time.monotonic()
@@ -1080,6 +1092,8 @@ def main():
             except WrongAnswer as e:
                 fail(w.who, str(e))
                 break
+    if cm is not None:
+        cm.stop()  # the controller-manager first: it is a client of the server
     # SIGTERM: a clean exit, and a clean log (LeakSanitizer reports at exit)
     rc = None
     if cluster.proc.alive():
