@@ -1,5 +1,6 @@
 /* Small tools: kite kubeconfig, kite certs, kite version. */
 #include "base/base.h"
+#include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "pki/pki.h"
@@ -35,17 +36,16 @@ int cmd_certs(int argc, char **argv) {
     return 0;
 }
 
-/* The server URL is read from admin.kubeconfig so the node kubeconfig points where the
- * running apiserver serves. */
-static char *server_url(const char *data_dir) {
-    _cleanup_free_ char *path = kite_asprintf("%s/admin.kubeconfig", data_dir), *text = NULL;
-    if (kite_pki_read_file(path, &text) < 0) return NULL;
-    const char *p = strstr(text, "server:");
-    if (!p) return NULL;
-    p += strlen("server:");
-    while (*p == ' ' || *p == '"') p++;
-    size_t n = strcspn(p, "\"\n ");
-    return kite_strndup(p, n);
+/* The server URL is read from admin.kubeconfig (with the kubeconfig loader, as every client
+ * reads it) so the node kubeconfig points where the running apiserver serves. NULL with
+ * *ret_err set when it cannot be read. */
+static char *server_url(const char *data_dir, char **ret_err) {
+    _cleanup_free_ char *path = kite_asprintf("%s/admin.kubeconfig", data_dir);
+    struct kite_kubeconfig *kc = NULL;
+    if (kite_kubeconfig_load(path, NULL, &kc, ret_err) < 0) return NULL;
+    char *url = TAKE_PTR(kc->server);
+    kite_kubeconfig_free(kc);
+    return url;
 }
 
 int cmd_kubeconfig(int argc, char **argv) {
@@ -63,9 +63,10 @@ int cmd_kubeconfig(int argc, char **argv) {
         fprintf(stderr, "kite kubeconfig: --data-dir and --node are required\n");
         return 2;
     }
-    _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir);
+    _cleanup_free_ char *err = NULL;
+    _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir, &err);
     if (!url) {
-        fprintf(stderr, "kite kubeconfig: no --server given and %s/admin.kubeconfig not readable\n", data_dir);
+        fprintf(stderr, "kite kubeconfig: no --server given and %s\n", err ? err : "no admin.kubeconfig");
         return 1;
     }
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *ca_path = kite_asprintf("%s/pki/ca.crt", data_dir);
