@@ -122,8 +122,8 @@ FUZZ_SECONDS ?= 20
 FUZZ_SAN     := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
                 -fno-strict-aliasing -D_GNU_SOURCE -Isrc -Itests/fuzz \
-                $(shell pkg-config --cflags json-c yaml-0.1 2>/dev/null)
-FUZZ_LDLIBS  := $(shell pkg-config --libs json-c yaml-0.1 2>/dev/null) -lpthread -lm
+                $(shell pkg-config --cflags gnutls json-c yaml-0.1 2>/dev/null)
+FUZZ_LDLIBS  := $(shell pkg-config --libs gnutls json-c yaml-0.1 2>/dev/null) -lpthread -lm
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 # the module sources a target may need; the linker keeps what it uses from the archive
 FUZZ_SRCS    := $(call srcs_of,base) $(call srcs_of,json) \
