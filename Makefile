@@ -36,10 +36,12 @@ DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client api json base
 DEPS_controllers := controllers client api json base
+# cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
+DEPS_cmd       := cmd api json base
 # extra modules a module's unit tests may link (test fixtures only)
 TESTDEPS_http  := pki
 TESTDEPS_client := pki
-MODULES        := base json api store http pki apiserver client agent controllers
+MODULES        := base json api store http pki apiserver client agent controllers cmd
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
 objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
@@ -58,8 +60,9 @@ $(BUILD)/obj/%.o: src/%.c
 
 # Variables in the recipes below are escaped ($$) so they expand when the recipe runs, after
 # `deps` installed the packages pkg-config asks about, not when the rules are defined.
+# (cmd's archive leaves out main.o: a test's own main comes from criterion)
 define module_rules
-$(call lib_of,$(1)): $(call objs_of,$(1))
+$(call lib_of,$(1)): $(filter-out $(BUILD)/obj/cmd/main.o,$(call objs_of,$(1)))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
 	ar rcs $$@ $$^

@@ -11,20 +11,22 @@
 #include "base/version.h"
 
 int cmd_version(int argc, char **argv) {
+    const struct flag flags[] = {FLAG_END};
+    int r = flags_parse("version", "Prints the version of kite and of the Kubernetes API it serves.", flags, argc, argv,
+                        NULL, NULL);
+    if (r != 0) return r > 0 ? 0 : 2;
     printf("kite %s (Kubernetes API v1.32)\n", KITE_VERSION);
     return 0;
 }
 
 int cmd_certs(int argc, char **argv) {
     const char *data_dir = NULL;
-    const struct flag flags[] = {FLAG_STR("data-dir", "data directory (certificates go to DATA_DIR/pki)", &data_dir), FLAG_END};
+    const struct flag flags[] = {
+        FLAG_STR("data-dir", "DIR", "data directory (certificates go to DATA_DIR/pki)", NULL, &data_dir, .required = true),
+        FLAG_END};
     int r = flags_parse("certs", "Creates the CA, serving and admin certificates (kept when already valid).", flags,
-                        argc, argv, NULL, NULL, NULL);
+                        argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
-    if (!data_dir) {
-        fprintf(stderr, "kite certs: --data-dir is required\n");
-        return 2;
-    }
     mkdir(data_dir, 0700);
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir);
     mkdir(pki, 0700);
@@ -51,18 +53,15 @@ static char *server_url(const char *data_dir, char **ret_err) {
 int cmd_kubeconfig(int argc, char **argv) {
     const char *data_dir = NULL, *node = NULL, *server = NULL;
     const struct flag flags[] = {
-        FLAG_STR("data-dir", "data directory of the apiserver (required)", &data_dir),
-        FLAG_STR("node", "node name: the identity is CN=system:node:NAME, O=system:nodes (required)", &node),
-        FLAG_STR("server", "API server URL (default: the one in DATA_DIR/admin.kubeconfig)", &server),
+        FLAG_STR("data-dir", "DIR", "data directory of the apiserver", NULL, &data_dir, .required = true),
+        FLAG_STR("node", "NAME", "node name: the identity is CN=system:node:NAME, O=system:nodes", NULL, &node,
+                 .required = true),
+        FLAG_STR("server", "URL", "API server URL", NULL, &server, .def_note = "the one in DATA_DIR/admin.kubeconfig"),
         FLAG_END,
     };
     int r = flags_parse("kubeconfig", "Prints a kubeconfig for a node identity, signed by the data dir's CA.", flags,
-                        argc, argv, NULL, NULL, NULL);
+                        argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
-    if (!data_dir || !node) {
-        fprintf(stderr, "kite kubeconfig: --data-dir and --node are required\n");
-        return 2;
-    }
     _cleanup_free_ char *err = NULL;
     _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir, &err);
     if (!url) {
