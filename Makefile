@@ -49,10 +49,12 @@ DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client api json base
 DEPS_controllers := controllers client api json base
+# cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
+DEPS_cmd       := cmd api json base
 # extra modules a module's unit tests may link (test fixtures only)
 TESTDEPS_http  := pki
 TESTDEPS_client := pki
-MODULES        := base json api store http pki apiserver client agent controllers
+MODULES        := base json api store http pki apiserver client agent controllers cmd
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
 objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
@@ -71,8 +73,9 @@ $(BUILD)/obj/%.o: src/%.c
 
 # Variables in the recipes below are escaped ($$) so they expand when the recipe runs, after
 # `deps` installed the packages pkg-config asks about, not when the rules are defined.
+# (cmd's archive leaves out main.o: a test's own main comes from criterion)
 define module_rules
-$(call lib_of,$(1)): $(call objs_of,$(1))
+$(call lib_of,$(1)): $(filter-out $(BUILD)/obj/cmd/main.o,$(call objs_of,$(1)))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
 	ar rcs $$@ $$^
@@ -156,8 +159,8 @@ FUZZ_SECONDS ?= 20
 FUZZ_SAN     := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
                 -fno-strict-aliasing -D_GNU_SOURCE -Isrc -Itests/fuzz \
-                $(shell pkg-config --cflags json-c yaml-0.1 2>/dev/null)
-FUZZ_LDLIBS  := $(shell pkg-config --libs json-c yaml-0.1 2>/dev/null) -lhttp_parser -lpthread -lm
+                $(shell pkg-config --cflags gnutls json-c yaml-0.1 2>/dev/null)
+FUZZ_LDLIBS  := $(shell pkg-config --libs gnutls json-c yaml-0.1 2>/dev/null) -lhttp_parser -lpthread -lm
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 # the module sources a target may need; the linker keeps what it uses from the archive
 FUZZ_SRCS    := $(call srcs_of,base) $(call srcs_of,json) \

@@ -63,8 +63,8 @@ struct kite_agent {
 int agent_register(struct kite_agent *a);
 void agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message);
 void agent_post_events(struct kite_agent *a, struct kite_ns_events *ev);
-/* Schema of the Node for strategic merge diffs. */
-extern const struct kite_smp_schema agent_node_schema;
+/* Schema of the Node for strategic merge diffs: the server's (api registry row). */
+const struct kite_smp_schema *agent_node_schema(void);
 
 /* heartbeat.c */
 void agent_sync_status(struct kite_agent *a, int64_t now);

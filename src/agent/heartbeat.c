@@ -147,7 +147,7 @@ void agent_sync_status(struct kite_agent *a, int64_t now) {
      * has, so a change patch carries only what changed (the lease is the liveness signal). */
     if (!due) keep_heartbeats(status, a->acked_status);
     json_object *from = wrap_status(a->acked_status ? a->acked_status : NULL), *to = wrap_status(status), *patch = NULL;
-    r = kite_smp_diff(from, to, &agent_node_schema, &patch);
+    r = kite_smp_diff(from, to, agent_node_schema(), &patch);
     json_object_put(from);
     json_object_put(to);
     json_object_put(status);

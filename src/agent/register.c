@@ -6,16 +6,15 @@
 #include <sys/utsname.h>
 
 #include "agent/agent-int.h"
+#include "api/registry.h"
 #include "base/log.h"
 
-static const struct kite_smp_rule node_rules[] = {
-    {"status.conditions", "type", KITE_SMP_MERGE},
-    {"status.addresses", "type", KITE_SMP_MERGE},
-    {"spec.taints", "key", KITE_SMP_MERGE},
-    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},
-    {"metadata.ownerReferences", "uid", KITE_SMP_MERGE},
-};
-const struct kite_smp_schema agent_node_schema = {node_rules, KITE_ARRAY_SIZE(node_rules)};
+/* The server's own Node schema (its registry row), so the agent's patches mean what the
+ * server makes of them: a copy had drifted to merging spec.taints by key, which the server
+ * (as upstream, with no patch strategy on taints) treats as atomic. */
+const struct kite_smp_schema *agent_node_schema(void) {
+    return kite_registry_find_kind("", "Node")->smp;
+}
 
 #define CMAD_ANNOTATION "volumes.kubernetes.io/controller-managed-attach-detach"
 
@@ -173,7 +172,7 @@ int agent_register(struct kite_agent *a) {
         r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &existing);
         if (r == 0) {
             json_object *want = reconcile(existing, node), *patch = NULL;
-            r = kite_smp_diff(existing, want, &agent_node_schema, &patch);
+            r = kite_smp_diff(existing, want, agent_node_schema(), &patch);
             if (r == 0 && json_object_object_length(patch) > 0) {
                 _cleanup_free_ char *spath = kite_asprintf("%s/status", path);
                 r = kite_client_json(a->client, "PATCH", spath, "application/strategic-merge-patch+json", patch,

@@ -20,12 +20,29 @@ static enum kite_authz_decision nodes_interim(const struct kite_authz_attrs *a, 
     return KITE_AUTHZ_ALLOW;
 }
 
-/* Public, read-only, non-resource paths any authenticated user may get (system:discovery). */
+bool apiserver_is_health_path(const char *p) {
+    static const char *const roots[] = {"/healthz", "/livez", "/readyz"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(roots); i++) {
+        size_t n = strlen(roots[i]);
+        if (strncmp(p, roots[i], n) == 0 && (p[n] == 0 || p[n] == '/')) return true;
+    }
+    return false;
+}
+
+bool apiserver_is_public_path(const char *p) {
+    return apiserver_is_health_path(p) || strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0;
+}
+
+/* Read-only, non-resource paths any authenticated user may get (system:discovery and
+ * system:public-info-viewer). */
 static enum kite_authz_decision discovery(const struct kite_authz_attrs *a, char **why) {
     if (!a->path || !in_group(a->user, "system:authenticated")) return KITE_AUTHZ_NO_OPINION;
-    static const char *const paths[] = {"/api", "/apis", "/version", "/healthz", "/livez", "/readyz"};
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(paths); i++)
-        if (kite_startswith(a->path, paths[i])) return KITE_AUTHZ_ALLOW;
+    if (apiserver_is_public_path(a->path)) return KITE_AUTHZ_ALLOW;
+    static const char *const roots[] = {"/api", "/apis"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(roots); i++) {
+        size_t n = strlen(roots[i]);
+        if (strncmp(a->path, roots[i], n) == 0 && (a->path[n] == 0 || a->path[n] == '/')) return KITE_AUTHZ_ALLOW;
+    }
     return KITE_AUTHZ_NO_OPINION;
 }
 

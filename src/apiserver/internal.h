@@ -225,3 +225,8 @@ struct kite_authorizer {
 /* The chain, in order. */
 const struct kite_authorizer *kite_authorizers(size_t *ret_n);
 enum kite_authz_decision kite_authorize(const struct kite_authz_attrs *a, char **ret_reason);
+/* The one list of health paths: /healthz, /livez, /readyz and their checks below them. */
+bool apiserver_is_health_path(const char *path);
+/* Paths anyone may get, anonymous included (kube-apiserver's system:public-info-viewer):
+ * the health paths and /version. */
+bool apiserver_is_public_path(const char *path);

@@ -1,6 +1,7 @@
 /* Reads: get and list, served from the watch cache (continue pages at an older revision from
  * the store), as JSON or as a meta.k8s.io Table. */
 #include "apiserver/internal.h"
+#include "api/base64.h"
 #include "api/selector.h"
 #include "base/clock.h"
 
@@ -199,49 +200,16 @@ static char *encode_continue(int64_t rev, const char *last_key) {
     kite_buf_printf(&j, "{\"v\":\"meta.k8s.io/v1\",\"rv\":%lld,\"start\":", (long long)rev);
     kite_buf_json_str(&j, last_key);
     kite_buf_putc(&j, '}');
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    struct kite_buf out = {0};
-    const unsigned char *p = (const unsigned char *)j.p;
-    for (size_t i = 0; i < j.len; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < j.len ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < j.len ? p[i + 2] : 0);
-        kite_buf_putc(&out, tbl[v >> 18 & 63]);
-        kite_buf_putc(&out, tbl[v >> 12 & 63]);
-        if (i + 1 < j.len) kite_buf_putc(&out, tbl[v >> 6 & 63]);
-        if (i + 2 < j.len) kite_buf_putc(&out, tbl[v & 63]);
-    }
+    char *tok = kite_base64_encode(j.p, j.len, true);
     kite_buf_release(&j);
-    return kite_buf_detach(&out, NULL);
-}
-
-static int b64val(char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '-' || c == '+') return 62;
-    if (c == '_' || c == '/') return 63;
-    return -1;
+    return tok;
 }
 
 static int decode_continue(const char *tok, int64_t *ret_rev, char **ret_key) {
     if (strlen(tok) > KITE_CONTINUE_MAX) return -EINVAL;
-    struct kite_buf j = {0};
-    uint32_t acc = 0;
-    int bits = 0;
-    for (const char *p = tok; *p && *p != '='; p++) {
-        int v = b64val(*p);
-        if (v < 0) {
-            kite_buf_release(&j);
-            return -EINVAL;
-        }
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            kite_buf_putc(&j, (char)(acc >> bits & 0xff));
-        }
-    }
-    json_object *o = j.p ? json_tokener_parse(j.p) : NULL;
-    kite_buf_release(&j);
+    _cleanup_free_ char *j = NULL;
+    if (kite_base64_decode(tok, &j, NULL) < 0) return -EINVAL;
+    json_object *o = json_tokener_parse(j);
     json_object *rv = kite_obj_get(o, "rv");
     const char *start = kite_obj_str(o, "start");
     int r = -EINVAL;

@@ -198,11 +198,6 @@ static void add_group(struct kite_user *u, const char *g) {
     if (u->n_groups < KITE_ARRAY_SIZE(u->groups) && !user_in_group(u, g)) u->groups[u->n_groups++] = g;
 }
 
-static bool is_public_path(const char *p) {
-    return strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0 || strcmp(p, "/readyz") == 0 ||
-           strcmp(p, "/version") == 0 || kite_startswith(p, "/readyz/") || kite_startswith(p, "/livez/");
-}
-
 /* Sets rq->user; replies 401/403 itself and returns false when the request may not proceed. */
 static bool authenticate(struct req *rq) {
     const struct kite_http_user *hu = rq->http->user;
@@ -211,7 +206,7 @@ static bool authenticate(struct req *rq) {
         return false;
     }
     if (!hu) {
-        if (is_public_path(rq->http->path)) {
+        if (apiserver_is_public_path(rq->http->path)) {
             rq->user.name = "system:anonymous";
             add_group(&rq->user, "system:unauthenticated");
             return true;
@@ -330,8 +325,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     const char *p = hr->path;
     if (!authenticate(rq)) return;
 
-    if (strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0 || strcmp(p, "/readyz") == 0 ||
-        kite_startswith(p, "/readyz/") || kite_startswith(p, "/livez/") || kite_startswith(p, "/healthz/")) {
+    if (apiserver_is_health_path(p)) {
         rq->verb = "get";
         handle_health(rq);
         return;

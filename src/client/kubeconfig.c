@@ -6,46 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/base64.h"
 #include "client/yaml.h"
-
-int kite_base64_decode(const char *in, char **ret, size_t *ret_len) {
-    size_t n = strlen(in);
-    char *out = kite_malloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    bool pad = false;
-    for (const char *p = in; *p; p++) {
-        int v;
-        char c = *p;
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-        if (c == '=') {
-            pad = true;
-            continue;
-        }
-        if (pad) goto bad; /* data after padding */
-        if (c >= 'A' && c <= 'Z') v = c - 'A';
-        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9') v = c - '0' + 52;
-        else if (c == '+' || c == '-') v = 62;
-        else if (c == '/' || c == '_') v = 63;
-        else goto bad;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    if (bits >= 6) goto bad; /* a lone trailing sextet encodes no byte */
-    out[o] = 0;
-    *ret = out;
-    if (ret_len) *ret_len = o;
-    return 0;
-bad:
-    free(out);
-    return -EINVAL;
-}
 
 static int read_blob(const char *path, const char *base_dir, char **ret, size_t *ret_len) {
     _cleanup_free_ char *full = NULL;

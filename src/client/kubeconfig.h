@@ -30,6 +30,3 @@ int kite_kubeconfig_load(const char *path, const char *context, struct kite_kube
 /* Accepts NULL. Wipes key material before freeing. */
 void kite_kubeconfig_free(struct kite_kubeconfig *k);
 
-/* Standard base64 (padding optional, whitespace ignored) into a new NUL-terminated buffer.
- * -EINVAL on bad characters. */
-int kite_base64_decode(const char *in, char **ret, size_t *ret_len);

@@ -7,11 +7,9 @@
 #include "cmd/flags.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 
 #define FD_RESERVE 512          /* descriptors kept for the store, certificates, logs */
-#define MAX_CONNECTIONS 200000u
 
 /* Raises the soft open-file limit to the hard one (a server with tens of thousands of node
  * agents needs a descriptor per connection) and returns the connections it allows. */
@@ -26,44 +24,23 @@ static unsigned default_max_connections(void) {
     return rl.rlim_cur > 2 * FD_RESERVE ? (unsigned)(rl.rlim_cur - FD_RESERVE) : (unsigned)(rl.rlim_cur / 2);
 }
 
-int apiserver_args_options(const char *cmd, const struct apiserver_args *a, struct kite_apiserver_options *o) {
-    if (!a->data_dir) {
-        fprintf(stderr, "kite %s: --data-dir is required\n", cmd);
-        return 2;
-    }
-    int64_t ttl_ns = 0;
-    if (a->event_ttl && (kite_duration_parse(a->event_ttl, &ttl_ns) < 0 || ttl_ns < KITE_NS_PER_SEC)) {
-        fprintf(stderr, "kite %s: --event-ttl: invalid duration \"%s\" (at least 1s)\n", cmd, a->event_ttl);
-        return 2;
-    }
-    char *end = NULL;
-    long threads = a->threads ? strtol(a->threads, &end, 10) : 0;
-    if (a->threads && (end == a->threads || *end || threads < 1 || threads > 256)) {
-        fprintf(stderr, "kite %s: --threads: \"%s\" is not a number from 1 to 256\n", cmd, a->threads);
-        return 2;
-    }
-    long max_conns = a->max_conns ? strtol(a->max_conns, &end, 10) : 0;
-    if (a->max_conns && (end == a->max_conns || *end || max_conns < 1 || max_conns > (long)MAX_CONNECTIONS)) {
-        fprintf(stderr, "kite %s: --max-connections: \"%s\" is not a number from 1 to %u\n", cmd, a->max_conns,
-                MAX_CONNECTIONS);
-        return 2;
-    }
-    unsigned fd_conns = default_max_connections();
-    *o = (struct kite_apiserver_options){.data_dir = a->data_dir, .listen = a->listen ? a->listen : "127.0.0.1:6443",
-                                         .store_url = a->store, .token_file = a->tokens, .threads = (unsigned)threads,
-                                         .max_connections = a->max_conns ? (unsigned)max_conns : fd_conns,
-                                         .event_ttl_s = ttl_ns / KITE_NS_PER_SEC, .force_recover = a->force_recover};
-    return 0;
+void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o) {
+    *o = (struct kite_apiserver_options){.data_dir = a->data_dir, .listen = a->listen, .store_url = a->store,
+                                         .token_file = a->tokens, .threads = (unsigned)a->threads,
+                                         .max_connections = a->max_conns ? (unsigned)a->max_conns
+                                                                         : default_max_connections(),
+                                         .event_ttl_s = a->event_ttl_ns / KITE_NS_PER_SEC,
+                                         .force_recover = a->force_recover};
 }
 
 int cmd_apiserver(int argc, char **argv) {
     struct apiserver_args args = {0};
     const struct flag flags[] = {APISERVER_FLAGS(&args), FLAG_END};
     int r = flags_parse("apiserver", "Runs the Kubernetes-compatible API server on an embedded durable store.", flags,
-                        argc, argv, NULL, NULL, NULL);
+                        argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     struct kite_apiserver_options o;
-    if ((r = apiserver_args_options("apiserver", &args, &o)) != 0) return r;
+    apiserver_args_options(&args, &o);
     struct kite_apiserver *s;
     _cleanup_free_ char *start_err = NULL;
     if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {

@@ -1,6 +1,10 @@
 /* Subcommands (git's shape): int cmd_<name>(int argc, char **argv). Only src/cmd parses argv. */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/clock.h" /* KITE_NS_PER_SEC in APISERVER_FLAGS */
 
 int cmd_apiserver(int argc, char **argv);
 int cmd_up(int argc, char **argv);
@@ -28,22 +32,66 @@ int kite_wait_for_signal(void);
 void kite_block_signals(void);
 
 /* The apiserver's flags, shared by kite apiserver and kite up (apiserver.c). */
+#define MAX_CONNECTIONS 200000
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens, *threads, *event_ttl, *max_conns;
+    const char *data_dir, *listen, *store, *tokens;
+    int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     bool force_recover;
 };
-#define APISERVER_FLAGS(a)                                                                                  \
-    FLAG_STR("data-dir", "directory for the store, certificates and kubeconfigs (required)", &(a)->data_dir), \
-    FLAG_STR("listen", "address to serve HTTPS on (default 127.0.0.1:6443)", &(a)->listen),                 \
-    FLAG_STR("store", "store URL (default sqlite:DATA_DIR/kite.db)", &(a)->store),                            \
-    FLAG_BOOLEAN("force-recover", "open a store found damaged (older than its acknowledged revision, failing "  \
-                 "its integrity check) anyway, accepting the loss", &(a)->force_recover),                     \
-    FLAG_STR("token-auth-file", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", &(a)->tokens),  \
-    FLAG_STR("threads", "HTTP worker threads (default: number of CPUs)", &(a)->threads),                     \
-    FLAG_STR("event-ttl", "how long events are kept after they last happened (default 1h)", &(a)->event_ttl), \
-    FLAG_STR("max-connections", "client connections served at once; more wait in the listen backlog "          \
-             "(default: the open-file limit, raised to its hard limit, less 512; at most 200000)", &(a)->max_conns)
-/* Checks the parsed values and fills o (borrowing strings from a). 0, or 2 after printing why
- * as "kite CMD: ...". */
-int apiserver_args_options(const char *cmd, const struct apiserver_args *a, struct kite_apiserver_options *o);
+#define APISERVER_FLAGS(a)                                                                                       \
+    FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
+             .required = true),                                                                                  \
+    FLAG_STR("listen", "HOST:PORT", "address to serve HTTPS on", "127.0.0.1:6443", &(a)->listen),                 \
+    FLAG_STR("store", "URL", "store URL", NULL, &(a)->store, .def_note = "sqlite:DATA_DIR/kite.db"),              \
+    FLAG_BOOLEAN("force-recover", "open a store found damaged (older than its acknowledged revision, failing its "  \
+              "integrity check) anyway, accepting the loss", &(a)->force_recover),                                \
+    FLAG_STR("token-auth-file", "FILE", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", NULL,       \
+             &(a)->tokens),                                                                                      \
+    FLAG_INT("threads", "HTTP worker threads", NULL, 1, 256, &(a)->threads, .def_note = "the number of CPUs"),    \
+    FLAG_DURATION("event-ttl", "how long events are kept after they last happened", "1h", KITE_NS_PER_SEC,         \
+                  &(a)->event_ttl_ns),                                                                           \
+    FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
+             MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
+             .def_note = "the open-file limit, raised to its hard limit, less 512")
+/* Fills o from the parsed flags (borrowing strings from a). */
+void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
+
+/* The node agent's kubelet-style flags, shared by kite agent and kite up: handed to
+ * kite_agent_config_set_flag() (src/agent/config.c), which checks them as it checks the
+ * --config file, in command-line order after that file. */
+#define AGENT_CONFIG_FLAGS(root_dir_default)                                                                     \
+    FLAG_FORWARD("node-name", FLAG_STRING, "NAME", "name of the Node object", NULL,                              \
+                 .def_note = "the lower-cased hostname"),                                                        \
+    FLAG_FORWARD("hostname-override", FLAG_STRING, "NAME", "the kubelet's other name for --node-name", NULL),    \
+    FLAG_FORWARD("node-ip", FLAG_STRING, "IP", "InternalIP address to report", NULL,                             \
+                 .def_note = "address of the default-route interface"),                                          \
+    FLAG_FORWARD("node-labels", FLAG_STRING, "K=V,...", "labels to add when registering the Node", NULL),          \
+    FLAG_FORWARD("register-with-taints", FLAG_STRING, "K[=V]:EFFECT,...",                                       \
+                 "taints to add when registering (effect NoSchedule,\nPreferNoSchedule or NoExecute)", NULL),    \
+    FLAG_FORWARD("register-node", FLAG_BOOL, NULL,                                                               \
+                 "create the Node object, and create it again if it is deleted", "true"),                        \
+    FLAG_FORWARD("register-schedulable", FLAG_BOOL, NULL, "register as schedulable; false sets spec.unschedulable", \
+                 "true"),                                                                                        \
+    FLAG_FORWARD("node-status-update-frequency", FLAG_DURATION, NULL, "how often node status is computed", "10s"), \
+    FLAG_FORWARD("node-status-report-frequency", FLAG_DURATION, NULL,                                           \
+                 "longest time between status reports when nothing changes", NULL,                               \
+                 .def_note = "5m, or the update frequency if only that is set"),                                \
+    FLAG_FORWARD("node-lease-duration-seconds", FLAG_INT, NULL, "lease duration; renewed every quarter of it",    \
+                 "40"),                                                                                          \
+    FLAG_FORWARD("max-pods", FLAG_INT, NULL, "pods this node can run", "110"),                                   \
+    FLAG_FORWARD("root-dir", FLAG_STRING, "DIR", "agent state directory; ephemeral storage is its filesystem",    \
+                 NULL, .def_note = (root_dir_default))
+/* The rows above as given (forward() records them), applied after the --config file: flags
+ * win over the file, as the kubelet's do (agent.c). */
+struct kite_agent_config;
+struct agent_flag_args {
+    const char *cmd;
+    size_t n;
+    const char **names, **values; /* borrowed from argv */
+};
+int agent_flag_record(const char *name, const char *value, void *ud);
+/* Loads config_path (may be NULL) into cfg, then applies the recorded flags. 0, or 2 after
+ * printing why as "kite CMD: ...". */
+int agent_flags_apply(const struct agent_flag_args *a, const char *config_path, struct kite_agent_config *cfg);
+void agent_flag_args_release(struct agent_flag_args *a);

@@ -35,15 +35,12 @@ void controllers_stop(struct kite_controllers *c) {
 int cmd_controller_manager(int argc, char **argv) {
     const char *kubeconfig = NULL;
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "kubeconfig with the API server address and credentials (required)", &kubeconfig),
+        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
+                 .required = true),
         FLAG_END};
     int r = flags_parse("controller-manager", "Runs kite's controllers (namespace) against an API server.", flags, argc,
-                        argv, NULL, NULL, NULL);
+                        argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
-    if (!kubeconfig) {
-        fprintf(stderr, "kite controller-manager: --kubeconfig is required\n");
-        return 2;
-    }
     struct kite_controllers c = {0};
     _cleanup_free_ char *err = NULL;
     if ((r = controllers_start(kubeconfig, &c, &err)) < 0) {

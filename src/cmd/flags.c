@@ -1,60 +1,186 @@
 #include "cmd/flags.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(const char *cmd, const char *summary, const struct flag *flags, const char *other_help) {
-    printf("usage: kite %s [flags]\n\n%s\n\nflags:\n", cmd, summary);
-    for (const struct flag *f = flags; f->name; f++) {
-        char left[96];
-        snprintf(left, sizeof left, "%s%s", f->name, f->kind == FLAG_BOOL ? "" : " VALUE");
-        printf("  --%-34s %s\n", left, f->help);
+#include "api/quantity.h"
+#include "base/base.h"
+#include "base/buf.h"
+#include "base/clock.h"
+
+#define HELP_COLUMN 36 /* where the help texts start */
+#define HELP_WIDTH 80  /* help text per line, after the column, before the extra goes to its own line */
+
+void flag_list_release(struct flag_list *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    *l = (struct flag_list){0};
+}
+
+/* "1h", "5m", "1s", "250ms": the unit that divides ns evenly, for help and messages. */
+static void format_duration(int64_t ns, char out[32]) {
+    static const struct {
+        int64_t ns;
+        const char *unit;
+    } units[] = {{3600 * KITE_NS_PER_SEC, "h"}, {60 * KITE_NS_PER_SEC, "m"}, {KITE_NS_PER_SEC, "s"},
+                 {1000000, "ms"},              {1000, "us"}};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(units); i++)
+        if (ns != 0 && ns % units[i].ns == 0) {
+            snprintf(out, 32, "%" PRId64 "%s", ns / units[i].ns, units[i].unit);
+            return;
+        }
+    snprintf(out, 32, "%" PRId64 "ns", ns);
+}
+
+static const char *value_name(const struct flag *f) {
+    if (f->arg) return f->arg;
+    switch (f->kind) {
+    case FLAG_INT: return "N";
+    case FLAG_DURATION: return "DURATION";
+    case FLAG_LIST: return "A,B,...";
+    case FLAG_BOOL: return "";
+    default: return "VALUE";
     }
-    if (other_help) printf("%s", other_help);
-    printf("  --%-34s %s\n", "help", "show this help");
+}
+
+/* "  --name VALUE   help (extra)": a name too long for its column, or an extra too long for
+ * the help's last line, continues on the next line at the help column. */
+static void print_row(const char *left, const char *help, const char *extra) {
+    int w = printf("  %s", left);
+    if (w >= HELP_COLUMN) printf("\n%*s", HELP_COLUMN + 1, "");
+    else printf("%*s ", HELP_COLUMN - w, "");
+    size_t line = 0;
+    for (const char *p = help; *p; p++, line++) {
+        putchar(*p);
+        if (*p == '\n') printf("%*s", HELP_COLUMN + 1, ""), line = (size_t)-1;
+    }
+    if (extra && *extra) {
+        if (line + strlen(extra) + 3 > HELP_WIDTH) printf("\n%*s(%s)", HELP_COLUMN + 1, "", extra);
+        else printf(" (%s)", extra);
+    }
+    putchar('\n');
+}
+
+static void usage(const char *cmd, const char *summary, const struct flag *flags) {
+    printf("usage: kite %s", cmd);
+    for (const struct flag *f = flags; f->name; f++)
+        if (f->required) printf(" --%s %s", f->name, value_name(f));
+    printf(" [flags]\n\n%s\n\nflags:\n", summary);
+    for (const struct flag *f = flags; f->name; f++) {
+        _cleanup_free_ char *left = kite_asprintf("--%s%s%s", f->name, f->kind == FLAG_BOOL ? "" : " ", value_name(f));
+        struct kite_buf extra = {0};
+        char d[32];
+        if (f->kind == FLAG_INT && !f->forward) kite_buf_printf(&extra, "from %lld to %lld", (long long)f->min, (long long)f->max);
+        if (f->kind == FLAG_DURATION && !f->forward && f->min > 0) {
+            format_duration(f->min, d);
+            kite_buf_printf(&extra, "at least %s", d);
+        }
+        if (f->required) kite_buf_printf(&extra, "%srequired", extra.len ? ", " : "");
+        const char *def = f->def && *f->def ? f->def : f->def_note;
+        if (def) kite_buf_printf(&extra, "%sdefault: %s", extra.len ? ", " : "", def);
+        print_row(left, f->help, extra.p);
+        kite_buf_release(&extra);
+    }
+    print_row("--help", "show this help", NULL);
+}
+
+static bool parse_bool(const char *v, bool *ret) {
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *ret = true;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *ret = false;
+    else return false;
+    return true;
+}
+
+/* Stores v in f's target; `again` = the flag was given before (a list appends). */
+static int set(const char *cmd, const struct flag *f, const char *v, bool again) {
+    int64_t n = 0;
+    char d[32];
+    switch (f->kind) {
+    case FLAG_STRING:
+        *f->to.str = v;
+        return 0;
+    case FLAG_INT:
+        if (kite_parse_int64(v, &n) < 0 || n < f->min || n > f->max) {
+            fprintf(stderr, "kite %s: --%s: \"%s\" is not a number from %lld to %lld\n", cmd, f->name, v,
+                    (long long)f->min, (long long)f->max);
+            return -1;
+        }
+        *f->to.num = n;
+        return 0;
+    case FLAG_DURATION:
+        if (kite_duration_parse(v, &n) < 0 || n < f->min) {
+            format_duration(f->min, d);
+            fprintf(stderr, "kite %s: --%s: \"%s\" is not a duration of at least %s\n", cmd, f->name, v,
+                    f->min > 0 ? d : "0s");
+            return -1;
+        }
+        *f->to.num = n;
+        return 0;
+    case FLAG_BOOL:
+        if (!parse_bool(v, f->to.boolean)) {
+            fprintf(stderr, "kite %s: --%s: \"%s\" is not true or false\n", cmd, f->name, v);
+            return -1;
+        }
+        return 0;
+    case FLAG_LIST:
+        if (!again) flag_list_release(f->to.list);
+        for (const char *p = v; *p;) {
+            size_t len = strcspn(p, ",");
+            if (len) {
+                f->to.list->v = kite_realloc(f->to.list->v, (f->to.list->n + 1) * sizeof(char *));
+                f->to.list->v[f->to.list->n++] = kite_strndup(p, len);
+            }
+            p += len;
+            if (*p) p++;
+        }
+        return 0;
+    }
+    return -1;
 }
 
 int flags_parse(const char *cmd, const char *summary, const struct flag *flags, int argc, char **argv,
-                int (*other)(const char *name, const char *value, void *ud), void *ud, const char *other_help) {
+                int (*forward)(const char *name, const char *value, void *ud), void *ud) {
+    size_t n_flags = 0;
+    while (flags[n_flags].name) n_flags++;
+    _cleanup_free_ bool *given = kite_calloc(n_flags + 1, sizeof(bool));
+    for (const struct flag *f = flags; f->name; f++)
+        if (!f->forward && f->def && set(cmd, f, f->def, false) < 0) return -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(cmd, summary, flags, other_help);
+            usage(cmd, summary, flags);
             return 1;
         }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "kite %s: unexpected argument '%s'\n", cmd, a);
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            fprintf(stderr, "kite %s: unexpected argument \"%s\" (see kite %s --help)\n", cmd, a, cmd);
             return -1;
         }
-        char name[128];
-        const char *eq = strchr(a + 2, '='), *value = NULL;
-        size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (n >= sizeof name) n = sizeof name - 1;
-        memcpy(name, a + 2, n);
-        name[n] = 0;
-        const struct flag *f = flags;
-        while (f->name && strcmp(f->name, name) != 0) f++;
-        bool is_bool = f->name && f->kind == FLAG_BOOL;
-        if (eq) value = eq + 1;
-        else if (!is_bool && i + 1 < argc && (f->name || strncmp(argv[i + 1], "--", 2) != 0)) value = argv[++i];
-        if (!f->name) {
-            if (!other) {
-                fprintf(stderr, "kite %s: unknown flag --%s (see kite %s --help)\n", cmd, name, cmd);
-                return -1;
-            }
-            if (other(name, value ? value : "true", ud) < 0) return -1;
-            continue;
+        const char *eq = strchr(a + 2, '=');
+        _cleanup_free_ char *name = eq ? kite_strndup(a + 2, (size_t)(eq - a - 2)) : kite_strdup(a + 2);
+        size_t k = 0;
+        while (k < n_flags && strcmp(flags[k].name, name) != 0) k++;
+        if (k == n_flags) {
+            fprintf(stderr, "kite %s: unknown flag --%s (see kite %s --help)\n", cmd, name, cmd);
+            return -1;
         }
-        if (is_bool) {
-            *f->boolean = !value || strcmp(value, "true") == 0 || strcmp(value, "1") == 0;
-            continue;
-        }
+        const struct flag *f = &flags[k];
+        const char *value = eq ? eq + 1 : NULL;
+        bool ignored;
+        if (!value && f->kind == FLAG_BOOL) value = i + 1 < argc && parse_bool(argv[i + 1], &ignored) ? argv[++i] : "true";
+        else if (!value && i + 1 < argc) value = argv[++i];
         if (!value) {
             fprintf(stderr, "kite %s: flag --%s needs a value\n", cmd, name);
             return -1;
         }
-        *f->str = value;
+        if (f->forward ? forward(f->name, value, ud) < 0 : set(cmd, f, value, given[k]) < 0) return -1;
+        given[k] = true;
     }
+    for (size_t k = 0; k < n_flags; k++)
+        if (flags[k].required && !given[k]) {
+            fprintf(stderr, "kite %s: --%s is required\n", cmd, flags[k].name);
+            return -1;
+        }
     return 0;
 }

@@ -20,7 +20,7 @@ static int usage(void) {
 int cmd_images(int argc, char **argv) {
     const char *root = NULL;
     const struct flag flags[] = {
-        FLAG_STR("root-dir", "the agent's root dir (default " IMAGES_DEFAULT_ROOT ")", &root), FLAG_END};
+        FLAG_STR("root-dir", "DIR", "the agent's root dir", IMAGES_DEFAULT_ROOT, &root), FLAG_END};
     /* the verb and its operand come first; flags after them */
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -34,7 +34,7 @@ int cmd_images(int argc, char **argv) {
     if (argc < 2 + nargs) return usage();
     const char *operand = nargs ? argv[2] : NULL;
     int r = flags_parse("images", "Imports, lists and removes the node's images.", flags, argc - 1 - nargs,
-                        argv + 1 + nargs, NULL, NULL, NULL);
+                        argv + 1 + nargs, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     struct kite_runtime *rt = NULL;
     _cleanup_free_ char *err = NULL;

@@ -1,5 +1,6 @@
 /* Small tools: kite kubeconfig, kite certs, kite version. */
 #include "base/base.h"
+#include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "pki/pki.h"
@@ -10,20 +11,22 @@
 #include "base/version.h"
 
 int cmd_version(int argc, char **argv) {
+    const struct flag flags[] = {FLAG_END};
+    int r = flags_parse("version", "Prints the version of kite and of the Kubernetes API it serves.", flags, argc, argv,
+                        NULL, NULL);
+    if (r != 0) return r > 0 ? 0 : 2;
     printf("kite %s (Kubernetes API v1.32)\n", KITE_VERSION);
     return 0;
 }
 
 int cmd_certs(int argc, char **argv) {
     const char *data_dir = NULL;
-    const struct flag flags[] = {FLAG_STR("data-dir", "data directory (certificates go to DATA_DIR/pki)", &data_dir), FLAG_END};
+    const struct flag flags[] = {
+        FLAG_STR("data-dir", "DIR", "data directory (certificates go to DATA_DIR/pki)", NULL, &data_dir, .required = true),
+        FLAG_END};
     int r = flags_parse("certs", "Creates the CA, serving and admin certificates (kept when already valid).", flags,
-                        argc, argv, NULL, NULL, NULL);
+                        argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
-    if (!data_dir) {
-        fprintf(stderr, "kite certs: --data-dir is required\n");
-        return 2;
-    }
     mkdir(data_dir, 0700);
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir);
     mkdir(pki, 0700);
@@ -35,37 +38,34 @@ int cmd_certs(int argc, char **argv) {
     return 0;
 }
 
-/* The server URL is read from admin.kubeconfig so the node kubeconfig points where the
- * running apiserver serves. */
-static char *server_url(const char *data_dir) {
-    _cleanup_free_ char *path = kite_asprintf("%s/admin.kubeconfig", data_dir), *text = NULL;
-    if (kite_pki_read_file(path, &text) < 0) return NULL;
-    const char *p = strstr(text, "server:");
-    if (!p) return NULL;
-    p += strlen("server:");
-    while (*p == ' ' || *p == '"') p++;
-    size_t n = strcspn(p, "\"\n ");
-    return kite_strndup(p, n);
+/* The server URL is read from admin.kubeconfig (with the kubeconfig loader, as every client
+ * reads it) so the node kubeconfig points where the running apiserver serves. NULL with
+ * *ret_err set when it cannot be read. */
+static char *server_url(const char *data_dir, char **ret_err) {
+    _cleanup_free_ char *path = kite_asprintf("%s/admin.kubeconfig", data_dir);
+    struct kite_kubeconfig *kc = NULL;
+    if (kite_kubeconfig_load(path, NULL, &kc, ret_err) < 0) return NULL;
+    char *url = TAKE_PTR(kc->server);
+    kite_kubeconfig_free(kc);
+    return url;
 }
 
 int cmd_kubeconfig(int argc, char **argv) {
     const char *data_dir = NULL, *node = NULL, *server = NULL;
     const struct flag flags[] = {
-        FLAG_STR("data-dir", "data directory of the apiserver (required)", &data_dir),
-        FLAG_STR("node", "node name: the identity is CN=system:node:NAME, O=system:nodes (required)", &node),
-        FLAG_STR("server", "API server URL (default: the one in DATA_DIR/admin.kubeconfig)", &server),
+        FLAG_STR("data-dir", "DIR", "data directory of the apiserver", NULL, &data_dir, .required = true),
+        FLAG_STR("node", "NAME", "node name: the identity is CN=system:node:NAME, O=system:nodes", NULL, &node,
+                 .required = true),
+        FLAG_STR("server", "URL", "API server URL", NULL, &server, .def_note = "the one in DATA_DIR/admin.kubeconfig"),
         FLAG_END,
     };
     int r = flags_parse("kubeconfig", "Prints a kubeconfig for a node identity, signed by the data dir's CA.", flags,
-                        argc, argv, NULL, NULL, NULL);
+                        argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
-    if (!data_dir || !node) {
-        fprintf(stderr, "kite kubeconfig: --data-dir and --node are required\n");
-        return 2;
-    }
-    _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir);
+    _cleanup_free_ char *err = NULL;
+    _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir, &err);
     if (!url) {
-        fprintf(stderr, "kite kubeconfig: no --server given and %s/admin.kubeconfig not readable\n", data_dir);
+        fprintf(stderr, "kite kubeconfig: no --server given and %s\n", err ? err : "no admin.kubeconfig");
         return 1;
     }
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *ca_path = kite_asprintf("%s/pki/ca.crt", data_dir);

@@ -12,48 +12,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int agent_flag(const char *name, const char *value, void *ud) {
-    char *err = NULL;
-    int r = kite_agent_config_set_flag(ud, name, value, &err);
-    if (r == -ENOENT) fprintf(stderr, "kite up: unknown flag --%s (see kite up --help)\n", name);
-    else if (r < 0) fprintf(stderr, "kite up: %s\n", err ? err : "bad flag value");
-    free(err);
-    return r;
-}
-
 int cmd_up(int argc, char **argv) {
     struct apiserver_args args = {0};
     const char *config = NULL;
     bool no_agent = false;
+    struct agent_flag_args fa = {.cmd = "up"};
     const struct flag flags[] = {
         APISERVER_FLAGS(&args),
-        FLAG_STR("config", "agent KubeletConfiguration YAML file", &config),
+        FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
+        AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
         FLAG_END,
     };
-    struct kite_agent_config ac;
-    kite_agent_config_init(&ac);
     int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
-                        argc, argv, agent_flag, &ac,
-                        "  agent flags (see kite agent --help): --node-name, --node-ip, --node-labels,\n"
-                        "    --register-with-taints, --node-status-update-frequency, --node-status-report-frequency,\n"
-                        "    --node-lease-duration-seconds, --max-pods, --root-dir, ...\n");
+                        argc, argv, agent_flag_record, &fa);
     if (r != 0) {
-        kite_agent_config_release(&ac);
+        agent_flag_args_release(&fa);
         return r > 0 ? 0 : 2;
     }
     struct kite_apiserver_options o;
-    if ((r = apiserver_args_options("up", &args, &o)) != 0) {
+    apiserver_args_options(&args, &o);
+    const char *data_dir = o.data_dir;
+    struct kite_agent_config ac;
+    kite_agent_config_init(&ac);
+    r = agent_flags_apply(&fa, config, &ac);
+    agent_flag_args_release(&fa);
+    if (r != 0) {
         kite_agent_config_release(&ac);
         return r;
-    }
-    const char *data_dir = o.data_dir;
-    char *err = NULL;
-    if (config && kite_agent_config_load_file(&ac, config, &err) < 0) {
-        fprintf(stderr, "kite up: %s\n", err ? err : "bad config file");
-        free(err);
-        kite_agent_config_release(&ac);
-        return 2;
     }
     struct kite_apiserver *s;
     _cleanup_free_ char *start_err = NULL;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "api/base64.h"
 #include "client/kubeconfig.h"
 #include "client/yaml.h"
 

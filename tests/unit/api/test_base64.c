@@ -1,0 +1,65 @@
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "api/base64.h"
+
+Test(base64, encode_standard_and_url) {
+    const unsigned char bin[] = {0xfb, 0xff, 0xfe};
+    char *s = kite_base64_encode(bin, 3, false);
+    cr_assert_str_eq(s, "+//+");
+    free(s);
+    s = kite_base64_encode(bin, 3, true);
+    cr_assert_str_eq(s, "-__-");
+    free(s);
+    s = kite_base64_encode("ab", 2, false);
+    cr_assert_str_eq(s, "YWI=");
+    free(s);
+    s = kite_base64_encode("ab", 2, true);
+    cr_assert_str_eq(s, "YWI", "RawURLEncoding has no padding");
+    free(s);
+    s = kite_base64_encode("", 0, false);
+    cr_assert_str_eq(s, "");
+    free(s);
+    /* a continue token as kube-apiserver writes it */
+    const char *tok = "{\"v\":\"meta.k8s.io/v1\",\"rv\":5,\"start\":\"a?>\"}";
+    s = kite_base64_encode(tok, strlen(tok), true);
+    cr_assert_str_eq(s, "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NSwic3RhcnQiOiJhPz4ifQ");
+    free(s);
+}
+
+Test(base64, decode_tolerates_what_kubeconfigs_hold) {
+    struct { const char *in, *out; int r; } cases[] = {
+        {"aGVsbG8=", "hello", 0},       {"aGVsbG8", "hello", 0},        {"aGVs\nbG8=", "hello", 0},
+        {" aGVs\tbG8=\r\n", "hello", 0}, {"aGVsbG8==", "hello", 0},     {"", "", 0},
+        {"-__-", "\xfb\xff\xfe", 0},     {"+//+", "\xfb\xff\xfe", 0},   {"YWI", "ab", 0},
+        {"a$==", NULL, -EINVAL},         {"aGVsbG8=x", NULL, -EINVAL},  {"aGVsb", NULL, -EINVAL},
+        {"aGVs*bG8=", NULL, -EINVAL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *o = NULL;
+        size_t n = 99;
+        int r = kite_base64_decode(cases[i].in, &o, &n);
+        cr_assert_eq(r, cases[i].r, "case %zu", i);
+        if (!r) {
+            cr_assert_str_eq(o, cases[i].out, "case %zu", i);
+            cr_assert_eq(n, strlen(cases[i].out), "case %zu", i);
+        }
+        free(o);
+    }
+}
+
+Test(base64, round_trip_binary) {
+    unsigned char bin[256];
+    for (int i = 0; i < 256; i++) bin[i] = (unsigned char)(255 - i);
+    for (size_t len = 0; len <= sizeof bin; len += 37) {
+        for (int url = 0; url < 2; url++) {
+            char *s = kite_base64_encode(bin, len, url), *d = NULL;
+            size_t n = 0;
+            cr_assert_eq(kite_base64_decode(s, &d, &n), 0);
+            cr_assert_eq(n, len);
+            cr_assert(len == 0 || memcmp(d, bin, len) == 0);
+            free(s);
+            free(d);
+        }
+    }
+}
