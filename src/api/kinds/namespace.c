@@ -60,7 +60,7 @@ static void namespace_cells(json_object *obj, int64_t now_s, json_object *cells)
 
 static const struct kite_table_printer printer = {namespace_cols, KITE_ARRAY_SIZE(namespace_cols), namespace_cells};
 
-static const struct kite_subresource subresources[] = {{"finalize", "spec", true}, {NULL, NULL, false}};
+static const struct kite_subresource subresources[] = {{.name = "finalize", .field = "spec", .update_only = true}, {0}};
 static const char *const bootstrap[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
 /* kube-apiserver's NamespaceLifecycle: the namespaces the system itself lives in */
 static const char *const undeletable[] = {"default", "kube-system", "kube-public", NULL};
