@@ -317,7 +317,15 @@ static bool subset(json_object *a, json_object *b) { /* every element of array a
 /* ValidatePodUpdate: a pod's spec is fixed once created but for the fields in POD_UPDATABLE
  * (and removing scheduling gates). What changed is listed after the message as Go's cmp.Diff
  * would list it (top-level fields, with JSON values). */
-static void validate_update(json_object *obj, json_object *old, struct kite_causes *c) {
+static void pod_defaults(json_object *obj);
+
+static void validate_update(json_object *obj, json_object *old_stored, struct kite_causes *c) {
+    /* the stored pod as defaulted now (obj is): one stored before a default was added differs
+     * from obj by that default alone, which is no change of the user's */
+    json_object *old = NULL;
+    json_object_deep_copy(old_stored, &old, NULL);
+    if (!old) return;
+    pod_defaults(old);
     json_object *spec = OBJ(obj, "spec"), *ospec = OBJ(old, "spec");
     static const char *const lists[] = {"initContainers", "containers"};
     for (size_t l = 0; l < 2; l++)
@@ -325,6 +333,7 @@ static void validate_update(json_object *obj, json_object *old, struct kite_caus
             char field[32];
             snprintf(field, sizeof field, "spec.%s", lists[l]);
             kite_causes_add(c, "FieldValueForbidden", field, "Forbidden: pod updates may not add or remove containers");
+            json_object_put(old);
             return;
         }
     json_object *munged = NULL;
@@ -370,6 +379,7 @@ static void validate_update(json_object *obj, json_object *old, struct kite_caus
         kite_buf_release(&diff);
     }
     json_object_put(munged);
+    json_object_put(old);
 }
 
 static void pod_validate(json_object *obj, json_object *old, struct kite_causes *c) {

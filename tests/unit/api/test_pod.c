@@ -192,6 +192,17 @@ Test(pod, immutable_spec) {
     json_object_put(old);
 }
 
+Test(pod, update_of_a_pod_stored_before_a_default) {
+    /* stored without the defaults added since: an update that defaults them changes nothing */
+    json_object *old = parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}");
+    json_object *n = copy(old);
+    pods()->defaults(n);
+    _cleanup_free_ char *got = validate(n, old);
+    cr_assert_str_eq(got, "");
+    json_object_put(n);
+    json_object_put(old);
+}
+
 Test(pod, default_tolerations) {
     json_object *p = pod("[{\"name\":\"c\",\"image\":\"x\"}]");
     pods()->default_tolerations(p, 300, 200);
