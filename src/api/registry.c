@@ -27,7 +27,7 @@ const struct kite_smp_schema kite_meta_smp_schema = {meta_rules, KITE_ARRAY_SIZE
 const struct kite_resource *kite_registry_namespaces(void) { return &kite_kind_namespace; }
 
 const struct kite_subresource *kite_resource_subresource(const struct kite_resource *r, const char *name) {
-    static const struct kite_subresource status = {"status", "status", false};
+    static const struct kite_subresource status = {.name = "status", .field = "status"};
     if (r->has_status && kite_streq(name, "status")) return &status;
     for (const struct kite_subresource *s = r->subresources; s && s->name; s++)
         if (kite_streq(s->name, name)) return s;

@@ -22,6 +22,20 @@ struct kite_subresource {
     const char *name;
     const char *field;
     bool update_only;         /* served for PUT alone (a namespace's finalize); else get/patch/update */
+    /* An action subresource is served for POST alone (verb create; a pod's binding and
+     * eviction): its body is an object of another kind (body_group/body_version/body_kind:
+     * "", "v1", "Binding"; "policy", "v1", "Eviction"), and a success is answered 201 with a
+     * Status Success, as kube-apiserver. What the POST does is one of: */
+    const char *body_group, *body_version, *body_kind;
+    /* - changes a copy of the current object from the body (now_ns: the server's wall time), written back as an update (the
+     *   kind's validation is not run: the action is the check). Returns 0, or an HTTP code
+     *   (409, 400, 422) with *ret_msg (malloc'ed): a 409 is answered as Kubernetes' Conflict
+     *   on "<plural>/<sub>", `Operation cannot be fulfilled on pods/binding "p": <msg>`. */
+    int (*act)(json_object *obj, json_object *body, int64_t now_ns, char **ret_msg);
+    /* - deletes the object with the body's deleteOptions (grace period, preconditions), as a
+     *   DELETE would; the admission chain sees a delete of this subresource (where a
+     *   disruption budget check belongs). */
+    bool deletes;
 };
 
 /* A row's group and version, and its apiVersion derived from them at compile time. */
@@ -70,6 +84,15 @@ struct kite_resource {
     bool (*finalizing)(json_object *obj);
     /* Called on an object a DELETE leaves in place, terminating (a namespace's phase). */
     void (*terminating)(json_object *obj);
+    /* Graceful deletion (pods): the grace period in seconds a DELETE gives obj, from the
+     * request's DeleteOptions.gracePeriodSeconds (`requested`, or -1 when it gave none). 0
+     * deletes at once; more marks the object (deletionTimestamp = now + grace,
+     * deletionGracePeriodSeconds = grace) and it stays until a DELETE with a shorter grace
+     * ends it sooner, one with grace 0 removing it (its node agent confirming the end). */
+    int64_t (*delete_grace)(json_object *obj, int64_t requested);
+    /* Defaults the DefaultTolerationSeconds admission plugin applies on create (pods: the
+     * not-ready and unreachable NoExecute tolerations, each for the given seconds). */
+    void (*default_tolerations)(json_object *obj, int64_t not_ready_s, int64_t unreachable_s);
     /* Objects of kinds with this hook expire: deleted once the wall time it returns (when the
      * object last happened, ns) is older than the event TTL (events). */
     int64_t (*last_seen)(json_object *obj);
@@ -83,8 +106,10 @@ struct kite_resource {
 extern const struct kite_resource *const kite_resources[];
 /* The row that holds namespaces (routing, namespace lifecycle, bootstrap). */
 const struct kite_resource *kite_registry_namespaces(void);
-/* The writable subresource `name` of r ("status" when r has_status), or NULL. */
+/* The subresource `name` of r ("status" when r has_status), or NULL. */
 const struct kite_subresource *kite_resource_subresource(const struct kite_resource *r, const char *name);
+/* sr is an action (POST) subresource. */
+static inline bool kite_subresource_is_action(const struct kite_subresource *sr) { return sr && (sr->act || sr->deletes); }
 
 /* Looks up by group, version and plural (or a short name or singular when by_alias). */
 const struct kite_resource *kite_registry_find(const char *group, const char *version, const char *plural);

@@ -55,8 +55,19 @@ static int namespace_lifecycle(const struct kite_admission_attrs *a, struct kite
     return 0;
 }
 
+/* DefaultTolerationSeconds: a new object of a kind that tolerates taints (its row's
+ * default_tolerations: pods) tolerates its node being not ready or unreachable for
+ * kube-apiserver's default 300 s (--default-not-ready-toleration-seconds,
+ * --default-unreachable-toleration-seconds) before it is evicted. */
+static int default_toleration_seconds(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+    if (a->op != KITE_ADMIT_CREATE || a->sub || !a->res->default_tolerations || !a->obj) return 0;
+    a->res->default_tolerations(a->obj, KITE_NOT_READY_TOLERATION_S, KITE_UNREACHABLE_TOLERATION_S);
+    return 0;
+}
+
 static const struct kite_admission_plugin PLUGINS[] = {
     {"NamespaceLifecycle", NULL, namespace_lifecycle},
+    {"DefaultTolerationSeconds", default_toleration_seconds, NULL},
 };
 
 const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n) {

@@ -5,7 +5,13 @@
  * its kind marks on a terminating object), and goes away when an update removes the last
  * finalizer (write.c). A deletecollection never blocks an HTTP thread on the store: its
  * deletes are submitted in batches, each batch's completion submits the next from the write
- * engine's thread, and the answer is built on an HTTP thread once all are done. */
+ * engine's thread, and the answer is built on an HTTP thread once all are done.
+ *
+ * Kinds with a grace period (a row's delete_grace: pods) are deleted gracefully, as
+ * kube-apiserver's BeforeDelete: a DELETE gives the object deletionTimestamp = now + grace and
+ * deletionGracePeriodSeconds = grace and leaves it (answered 200 with it); a later DELETE with
+ * a shorter grace moves both earlier, and one with grace 0 removes it. A grace of 0 (an
+ * unbound pod, or gracePeriodSeconds=0) deletes at once. Finalizers hold an object either way. */
 #include "apiserver/write.h"
 #include "api/status.h"
 
@@ -58,6 +64,67 @@ static bool check_preconditions(struct write_op *op, struct kite_record *cur, co
     return true;
 }
 
+bool delete_options(struct write_op *op, json_object *opts) {
+    json_object *pre = kite_obj_get(opts, "preconditions");
+    if (pre) op->preconditions = json_object_get(pre);
+    json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
+    if (g && !json_object_is_type(g, json_type_null)) {
+        if (!json_object_is_type(g, json_type_int)) {
+            reply_error(op->rq, 400, "BadRequest", "gracePeriodSeconds: must be an integer");
+            return false;
+        }
+        op->has_grace = true;
+        op->grace = json_object_get_int64(g);
+    }
+    if (op->has_grace && op->grace < 0) op->grace = 1; /* as kube-apiserver: a negative grace is 1s */
+    return true;
+}
+
+/* Marks obj (a copy, taken) as being deleted with grace seconds left from now_ns and submits it. */
+static void mark_deleting(struct write_op *op, struct kite_record *cur, json_object *obj, int64_t at_ns, int64_t grace) {
+    json_object *m = kite_obj_meta(obj);
+    char ts[21];
+    kite_time_format(at_ns, ts);
+    kite_obj_set(m, "deletionTimestamp", json_object_new_string(ts));
+    kite_obj_set(m, "deletionGracePeriodSeconds", json_object_new_int64(grace));
+    if (op->rq->res->terminating) op->rq->res->terminating(obj);
+    op->code = 200;
+    op->kind = OP_UPDATE;
+    op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
+    submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
+}
+
+/* Graceful deletion (the row's delete_grace). Returns true when it answered or submitted; false
+ * when the object is to go now (or wait for finalizers) as a kind without grace would. */
+static bool run_graceful(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+    const struct kite_resource *r = op->rq->res;
+    json_object *meta = kite_obj_meta(cobj);
+    int64_t now = kite_now_wall(op->srv->clock);
+    const char *dts = kite_obj_str(meta, "deletionTimestamp");
+    if (!dts) {
+        int64_t grace = r->delete_grace(cobj, op->has_grace ? op->grace : -1);
+        if (grace <= 0) return false;
+        mark_deleting(op, cur, deep_copy(cobj), now + grace * KITE_NS_PER_SEC, grace);
+        return true;
+    }
+    json_object *dg = kite_obj_get(meta, "deletionGracePeriodSeconds");
+    int64_t left = dg ? json_object_get_int64(dg) : 0, at;
+    /* no grace left (finalizers hold it, or an interrupted delete): as a kind without grace */
+    if (left <= 0) return false;
+    if (!op->has_grace || op->grace >= left) { /* already going, no sooner: answered as it is */
+        struct kite_buf out = {0};
+        render_record(op->rq, cur, &out);
+        reply_json_buf(op->rq, 200, &out);
+        op_free(op);
+        return true;
+    }
+    if (op->grace == 0 && !finalizers_pending(r, cobj)) return false; /* its end confirmed: gone now */
+    /* only a shorter grace: the deadline moves earlier by the difference */
+    if (kite_time_parse(dts, &at) < 0) at = now + left * KITE_NS_PER_SEC;
+    mark_deleting(op, cur, deep_copy(cobj), at - (left - op->grace) * KITE_NS_PER_SEC, op->grace);
+    return true;
+}
+
 void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
     struct req *rq = op->rq;
     json_object *meta = kite_obj_meta(cobj);
@@ -68,6 +135,7 @@ void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj)
         op_free(op);
         return;
     }
+    if (rq->res->delete_grace && run_graceful(op, cur, cobj)) return;
     if (finalizers_pending(rq->res, cobj)) {
         if (kite_obj_get(meta, "deletionTimestamp")) { /* already terminating */
             struct kite_buf out = {0};
@@ -76,28 +144,40 @@ void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj)
             op_free(op);
             return;
         }
-        json_object *obj = deep_copy(cobj);
-        json_object *m = kite_obj_meta(obj);
-        now_time(op->srv, m, "deletionTimestamp");
-        kite_obj_set(m, "deletionGracePeriodSeconds", json_object_new_int64(0));
-        if (rq->res->terminating) rq->res->terminating(obj);
-        op->code = 200;
-        op->kind = OP_UPDATE;
-        op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
-        submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
+        mark_deleting(op, cur, deep_copy(cobj), kite_now_wall(op->srv->clock), 0);
         return;
     }
     op->code = 200;
     submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
 }
 
-void handle_delete(struct req *rq) {
+/* DeleteOptions: the body's, or with no body the query's (?gracePeriodSeconds=N), as
+ * kube-apiserver reads them. */
+static json_object *delete_options_of(struct req *rq) {
     json_object *opts = parse_body(rq, true);
+    if (!opts || rq->http->body_len) return opts;
+    const char *g = kite_http_query(rq->http, "gracePeriodSeconds");
+    int64_t v;
+    if (!g) return opts;
+    if (kite_parse_int64(g, &v) < 0) {
+        json_object_put(opts);
+        reply_error(rq, 400, "BadRequest", "gracePeriodSeconds: strconv.ParseInt: parsing \"%s\": invalid syntax", g);
+        return NULL;
+    }
+    kite_obj_set(opts, "gracePeriodSeconds", json_object_new_int64(v));
+    return opts;
+}
+
+void handle_delete(struct req *rq) {
+    json_object *opts = delete_options_of(rq);
     if (!opts) return;
     struct write_op *op = op_new(rq, OP_DELETE, NULL);
-    json_object *pre = kite_obj_get(opts, "preconditions");
-    if (pre) op->preconditions = json_object_get(pre);
+    bool ok = delete_options(op, opts);
     json_object_put(opts);
+    if (!ok) {
+        op_free(op);
+        return;
+    }
     run_op(op);
 }
 
@@ -112,6 +192,8 @@ struct collection_op {
     size_t inflight;             /* submitted, not completed */
     bool *deleted;               /* per record: its delete committed */
     int err;                     /* first storage error */
+    bool has_grace;              /* DeleteOptions.gracePeriodSeconds, as a DELETE's */
+    int64_t grace;
 };
 
 static void collection_submit(struct collection_op *c);
@@ -186,12 +268,20 @@ static void collection_submit(struct collection_op *c) {
         struct kite_write w = {.type = KITE_WRITE_DELETE, .key = rec->key};
         _cleanup_free_ char *marked = NULL;
         json_object *obj = record_object(rec);
-        if (finalizers_pending(c->rq->res, obj)) {
-            /* held by finalizers: marked terminating, as a DELETE of it would, and listed */
-            if (kite_obj_get(kite_obj_meta(obj), "deletionTimestamp")) continue;
+        const struct kite_resource *res = c->rq->res;
+        bool deleting = kite_obj_get(kite_obj_meta(obj), "deletionTimestamp") != NULL, pending = finalizers_pending(res, obj);
+        int64_t grace = 0;
+        if (res->delete_grace && !deleting) grace = res->delete_grace(obj, c->has_grace ? c->grace : -1);
+        /* a graceful delete under way ends early only with grace 0 (and no finalizers) */
+        if (res->delete_grace && deleting && !pending && !(c->has_grace && c->grace == 0)) continue;
+        if (pending || grace > 0) {
+            /* held by finalizers or a grace period: marked terminating, as a DELETE of it would, and listed */
+            if (deleting) continue;
             json_object *copy = deep_copy(obj);
-            now_time(c->rq->srv, kite_obj_meta(copy), "deletionTimestamp");
-            kite_obj_set(kite_obj_meta(copy), "deletionGracePeriodSeconds", json_object_new_int64(0));
+            char ts[21];
+            kite_time_format(kite_now_wall(c->rq->srv->clock) + grace * KITE_NS_PER_SEC, ts);
+            kite_obj_set(kite_obj_meta(copy), "deletionTimestamp", json_object_new_string(ts));
+            kite_obj_set(kite_obj_meta(copy), "deletionGracePeriodSeconds", json_object_new_int64(grace));
             if (c->rq->res->terminating) c->rq->res->terminating(copy);
             marked = kite_object_encode(copy, &w.len);
             json_object_put(copy);
@@ -230,8 +320,12 @@ void handle_deletecollection(struct req *rq) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
-    json_object *opts = parse_body(rq, true);
+    json_object *opts = delete_options_of(rq);
     if (!opts) return;
+    json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
+    bool has_grace = g && json_object_is_type(g, json_type_int);
+    int64_t grace = has_grace ? json_object_get_int64(g) : 0;
+    if (grace < 0) grace = 1; /* as a DELETE's */
     json_object_put(opts);
     struct kite_label_selector *ls;
     struct kite_field_selector *fs;
@@ -254,6 +348,8 @@ void handle_deletecollection(struct req *rq) {
     c->n = kept;
     c->deleted = kite_calloc(kept ? kept : 1, sizeof *c->deleted);
     c->work.run = collection_work;
+    c->has_grace = has_grace;
+    c->grace = grace;
     pthread_mutex_init(&c->mu, NULL);
     const char *dr = kite_http_query(rq->http, "dryRun");
     if (dr && strcmp(dr, "All") == 0) { /* the list of what would go, nothing deleted */

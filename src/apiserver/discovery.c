@@ -25,7 +25,9 @@ static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
 }
 
 static void subresource_verbs_json(struct kite_buf *b, const struct kite_subresource *sr) {
-    kite_buf_puts(b, sr->update_only ? "[\"update\"]" : "[\"get\",\"patch\",\"update\"]");
+    kite_buf_puts(b, kite_subresource_is_action(sr) ? "[\"create\"]"
+                     : sr->update_only          ? "[\"update\"]"
+                                                : "[\"get\",\"patch\",\"update\"]");
 }
 
 /* Calls fn for the status subresource (when the row has one) and each other one. */
@@ -42,16 +44,21 @@ static void each_subresource(const struct kite_resource *r, void (*fn)(struct ki
 
 static void agg_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
                             bool first) {
+    bool act = kite_subresource_is_action(sr); /* answers about its body's kind (Binding, Eviction) */
     kite_buf_printf(b, "%s{\"subresource\":\"%s\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},\"verbs\":",
-                    first ? "" : ",", sr->name, r->group, r->version, r->kind);
+                    first ? "" : ",", sr->name, act ? sr->body_group : r->group, act ? sr->body_version : r->version,
+                    act ? sr->body_kind : r->kind);
     subresource_verbs_json(b, sr);
     kite_buf_putc(b, '}');
 }
 
 static void legacy_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
                                bool first) {
-    kite_buf_printf(b, ",{\"name\":\"%s/%s\",\"singularName\":\"\",\"namespaced\":%s,\"kind\":\"%s\",\"verbs\":",
-                    r->plural, sr->name, r->namespaced ? "true" : "false", r->kind);
+    bool act = kite_subresource_is_action(sr), other_group = act && strcmp(sr->body_group, r->group) != 0;
+    kite_buf_printf(b, ",{\"name\":\"%s/%s\",\"singularName\":\"\",\"namespaced\":%s,", r->plural, sr->name,
+                    r->namespaced ? "true" : "false");
+    if (other_group) kite_buf_printf(b, "\"group\":\"%s\",\"version\":\"%s\",", sr->body_group, sr->body_version);
+    kite_buf_printf(b, "\"kind\":\"%s\",\"verbs\":", act ? sr->body_kind : r->kind);
     subresource_verbs_json(b, sr);
     kite_buf_putc(b, '}');
 }

@@ -130,7 +130,8 @@ void handle_delete(struct req *rq);
 void handle_deletecollection(struct req *rq);
 
 /* decode.c */
-/* Parses a request body as a JSON object (replies 400/415 itself and returns NULL on error). */
+/* Parses a request body as a JSON object (replies 400/415 itself and returns NULL on error).
+ * allow_protobuf: a DELETE's body, whose protobuf DeleteOptions is decoded to the JSON one. */
 json_object *parse_body(struct req *rq, bool allow_protobuf);
 /* Parses body as one JSON value (replies 400 itself and returns NULL on error). */
 json_object *parse_json_text(struct req *rq, const char *body, size_t len);
@@ -143,6 +144,8 @@ void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server st
 int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
 
 /* admission.c: the admission chain (mutating plugins, then validating ones). */
+#define KITE_NOT_READY_TOLERATION_S 300   /* DefaultTolerationSeconds, as kube-apiserver's defaults */
+#define KITE_UNREACHABLE_TOLERATION_S 300
 enum kite_admission_op { KITE_ADMIT_CREATE, KITE_ADMIT_UPDATE, KITE_ADMIT_DELETE };
 struct kite_admission_attrs {
     struct kite_apiserver *srv;     /* read-only view of objects: apiserver_lookup() */

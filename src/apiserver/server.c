@@ -172,6 +172,9 @@ notfound:
 
 static const char *verb_for(struct req *rq) {
     const char *m = rq->http->method;
+    /* an action subresource (a pod's binding) is POSTed to, nothing else */
+    if (kite_subresource_is_action(rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL))
+        return strcmp(m, "POST") == 0 ? "create" : NULL;
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
         if (rq->is_watch || query_true(kite_http_query(rq->http, "watch"))) {
             rq->is_watch = true;

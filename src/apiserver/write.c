@@ -17,6 +17,7 @@
  * Nothing here names a kind: what differs per kind is read from its registry row (strategy
  * hooks in src/api/kinds/). Deletes are in delete.c, body decoding in decode.c. */
 #include "apiserver/write.h"
+#include "api/status.h"
 #include "base/clock.h"
 #include "json/parse.h"
 
@@ -121,7 +122,8 @@ bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, js
                                      .ns = rq->ns, .name = rq->name, .obj = obj, .old = old, .dry_run = op->dry_run};
     struct kite_admission_denial d = {0};
     if (aop != KITE_ADMIT_DELETE && admission_mutate(&a, &d) < 0) goto refused;
-    if (aop != KITE_ADMIT_DELETE && !validate(rq, obj, old)) return false;
+    /* an action (a binding) is its own check: the kind's validation of user writes is not it */
+    if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(rq, obj, old)) return false;
     if (admission_validate(&a, &d) < 0) goto refused;
     return true;
 refused:
@@ -230,7 +232,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
         res = obj;
         if (rq->res->has_status) copy_field(res, cur, "status");
         for (const struct kite_subresource *sr = rq->res->subresources; sr && sr->name; sr++)
-            copy_field(res, cur, sr->field); /* e.g. a namespace's spec.finalizers: finalize only */
+            if (sr->field) copy_field(res, cur, sr->field); /* e.g. a namespace's spec.finalizers: finalize only */
     }
     meta = kite_obj_meta(res);
     static const char *const immutable[] = {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
@@ -384,19 +386,26 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     kite_http_defer(rq->http, write_finish, op);
 }
 
+void reply_done(struct write_op *op, struct kite_record *rec) {
+    struct req *rq = op->rq;
+    if (op->status_reply) {
+        char *body = kite_status_success(op->status_reply, NULL, NULL, NULL, NULL);
+        reply(rq, op->status_reply, "application/json", body, strlen(body));
+    } else if (op->kind == OP_DELETE) {
+        reply_deleted(op, rec);
+    } else {
+        struct kite_buf out = {0};
+        render_record(rq, rec, &out);
+        reply_json_buf(rq, op->code, &out);
+    }
+}
+
 static void write_finish(void *ud) {
     struct write_op *op = ud;
-    struct req *rq = op->rq;
     int err = op->done_err;
     struct kite_record *rec = op->done_rec;
     if (err == 0) {
-        if (op->kind == OP_DELETE) {
-            reply_deleted(op, rec);
-        } else {
-            struct kite_buf out = {0};
-            render_record(rq, rec, &out);
-            reply_json_buf(rq, op->code, &out);
-        }
+        reply_done(op, rec);
         op_free(op);
         return;
     }
@@ -437,9 +446,8 @@ void submit(struct write_op *op, enum kite_write_type type, json_object *obj, in
     json_object_put(obj);
     if (type == KITE_WRITE_UPDATE && cur && cur->len == len && memcmp(cur->value, bytes, len) == 0) {
         /* nothing changed: no write, no new revision (as kube-apiserver) */
-        struct kite_buf out = {0};
-        render_record(rq, cur, &out);
-        reply_json_buf(rq, 200, &out);
+        op->code = 200;
+        reply_done(op, cur);
         op_free(op);
         return;
     }
@@ -448,6 +456,11 @@ void submit(struct write_op *op, enum kite_write_type type, json_object *obj, in
          * it is the client's object that is too big. */
         reply_error(rq, 413, "RequestEntityTooLarge", "the object is too large to store: %zu bytes, at most %d",
                     len, KITE_STORE_VALUE_MAX);
+        op_free(op);
+        return;
+    }
+    if (op->dry_run && op->status_reply) {
+        reply_done(op, cur);
         op_free(op);
         return;
     }
@@ -538,6 +551,39 @@ static json_object *take_input(struct write_op *op) {
 
 static void put_owned(json_object **o) { json_object_put(*o); }
 
+/* An action subresource's change (a pod's binding) of the current object cobj, written as an
+ * update of it; a race with another write runs the action again on the object that won. */
+static void run_action(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+    struct req *rq = op->rq;
+    json_object *obj = deep_copy(cobj);
+    if (rq->res->from_storage) rq->res->from_storage(obj);
+    char *msg = NULL;
+    int code = op->sub->act(obj, op->input, kite_now_wall(op->srv->clock), &msg);
+    if (code) {
+        json_object_put(obj);
+        if (code == 409) {
+            char gr[160];
+            snprintf(gr, sizeof gr, "%s/%s%s%s", rq->res->plural, op->sub->name, *rq->res->group ? "." : "", rq->res->group);
+            struct status_details d = {.name = rq->name, .group = *rq->res->group ? rq->res->group : NULL, .kind = gr};
+            reply_error_about(rq, 409, "Conflict", &d, "Operation cannot be fulfilled on %s \"%s\": %s", gr, rq->name,
+                              msg ? msg : "");
+        } else {
+            reply_error(rq, code, NULL, "%s", msg ? msg : "");
+        }
+        free(msg);
+        op_free(op);
+        return;
+    }
+    if (!admit(op, KITE_ADMIT_UPDATE, obj, cobj)) {
+        json_object_put(obj);
+        op_free(op);
+        return;
+    }
+    if (rq->res->to_storage) rq->res->to_storage(obj);
+    op->code = 201;
+    submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, cur);
+}
+
 void run_op(struct write_op *op) {
     if (!take_key(op)) return;
     struct req *rq = op->rq;
@@ -575,6 +621,11 @@ void run_op(struct write_op *op) {
     if (!cobj) cobj = owned;
     if (op->kind == OP_DELETE) {
         run_delete(op, cur, cobj);
+        kite_record_unref(cur);
+        return;
+    }
+    if (op->kind == OP_ACTION) {
+        run_action(op, cur, cobj);
         kite_record_unref(cur);
         return;
     }
@@ -629,7 +680,54 @@ struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
     return op;
 }
 
+/* A POST to an action subresource: its body is an object of the subresource's kind, named
+ * as the URL's object (kube-apiserver's binding and eviction REST handlers). */
+static void handle_action(struct req *rq, const struct kite_subresource *sr) {
+    json_object *body = parse_body(rq, false);
+    if (!body) return;
+    const char *kind = kite_obj_str(body, "kind"), *av = kite_obj_str(body, "apiVersion");
+    size_t gl = strlen(sr->body_group);
+    /* any version of the body's group (policy/v1beta1 Evictions too) */
+    bool av_ok = !av || !*av || (gl ? strncmp(av, sr->body_group, gl) == 0 && av[gl] == '/' : !strchr(av, '/'));
+    if (kind && *kind && strcmp(kind, sr->body_kind) != 0) {
+        reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, sr->body_kind);
+        json_object_put(body);
+        return;
+    }
+    if (!av_ok) {
+        reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s%s%s)",
+                    av, sr->body_group, gl ? "/" : "", sr->body_version);
+        json_object_put(body);
+        return;
+    }
+    const char *name = kite_meta_str(body, "name");
+    if (!name || strcmp(name, rq->name) != 0) {
+        reply_error(rq, 400, "BadRequest", "name in URL does not match name in %s object", sr->body_kind);
+        json_object_put(body);
+        return;
+    }
+    struct write_op *op;
+    if (sr->deletes) {
+        op = op_new(rq, OP_DELETE, NULL);
+        bool ok = delete_options(op, kite_obj_get(body, "deleteOptions"));
+        json_object_put(body);
+        if (!ok) {
+            op_free(op);
+            return;
+        }
+    } else {
+        op = op_new(rq, OP_ACTION, body);
+    }
+    op->status_reply = 201;
+    run_op(op);
+}
+
 void handle_create(struct req *rq) {
+    const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
+    if (kite_subresource_is_action(sr)) {
+        handle_action(rq, sr);
+        return;
+    }
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
     run_op(op_new(rq, OP_CREATE, obj));

@@ -4,7 +4,7 @@
 #include "apiserver/internal.h"
 #include "apiserver/keyq.h"
 
-enum op_kind { OP_CREATE, OP_UPDATE, OP_PATCH, OP_DELETE };
+enum op_kind { OP_CREATE, OP_UPDATE, OP_PATCH, OP_DELETE, OP_ACTION /* POST to an action subresource */ };
 enum patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC };
 
 struct write_op {
@@ -22,6 +22,9 @@ struct write_op {
     char *key;
     char uid[64];             /* DELETE: uid of the deleted object, for the Status details */
     json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
+    bool has_grace;           /* DELETE: DeleteOptions.gracePeriodSeconds given (grace, >= 0) */
+    int64_t grace;
+    int status_reply;         /* answer a success with a Status Success of this code (actions) */
     struct apiserver_work work; /* on the retry thread's queue: runs run_op again */
     struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
     bool holds_key;           /* holds key in the server's keyq: released when the op ends */
@@ -46,7 +49,13 @@ json_object *deep_copy(json_object *o);
 /* Runs the admission chain for op; replies and returns false when a plugin refuses. */
 bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, json_object *old);
 
+/* Answers a completed write: the record, or the Status Success an action answers. */
+void reply_done(struct write_op *op, struct kite_record *rec);
+
 /* delete.c */
+/* Takes DeleteOptions' gracePeriodSeconds and preconditions (borrowed opts) into op; false
+ * after replying 400 to a malformed value. */
+bool delete_options(struct write_op *op, json_object *opts);
 /* The delete of op against the current record cur (cobj: its parse, borrowed). */
 void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);
 /* The answer to a completed delete: the object, or a Status (per the kind's row). */

@@ -18,12 +18,16 @@ int cmd_controller_manager(int argc, char **argv);
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_client;
 struct kite_nsctl;
+struct kite_binder;
 struct kite_controllers {
     struct kite_client *client;
     struct kite_nsctl *nsctl;
+    struct kite_binder *binder; /* kite up with an agent: binds pods to its node */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const char *kubeconfig, struct kite_controllers *ret, char **ret_error);
+/* Starts the binder (until there is a scheduler): unassigned pods go to node. */
+int controllers_start_binder(struct kite_controllers *c, const char *node);
 void controllers_stop(struct kite_controllers *c);
 
 /* Blocks SIGINT/SIGTERM in every thread and waits for one of them; returns the signal. */

@@ -27,7 +27,14 @@ int controllers_start(const char *kubeconfig, struct kite_controllers *ret, char
     return r;
 }
 
+int controllers_start_binder(struct kite_controllers *c, const char *node) {
+    if (!c->client) return -ENOTCONN;
+    struct kite_binder_options bo = {.client = c->client, .node_name = node};
+    return kite_binder_start(&bo, &c->binder);
+}
+
 void controllers_stop(struct kite_controllers *c) {
+    kite_binder_stop(TAKE_PTR(c->binder));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));
     kite_client_free(TAKE_PTR(c->client));
 }

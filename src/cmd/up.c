@@ -81,6 +81,8 @@ int cmd_up(int argc, char **argv) {
                 log_error("up", "cannot start the node agent: %s", strerror(-r));
             else
                 log_info("up", "node agent running as system:node:%s", ac.node_name);
+            if (agent && (r = controllers_start_binder(&ctl, ac.node_name)) < 0)
+                log_error("up", "cannot start the binder: %s", strerror(-r));
         }
     }
     kite_wait_for_signal();

@@ -56,7 +56,7 @@ static const struct kite_table_column namespace_cols[] = {
 };
 static const struct kite_table_printer printer = TABLE_PRINTER(namespace_cols);
 
-static const struct kite_subresource subresources[] = {{"finalize", "spec", true}, {NULL, NULL, false}};
+static const struct kite_subresource subresources[] = {{.name = "finalize", .field = "spec", .update_only = true}, {0}};
 static const char *const bootstrap[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
 /* kube-apiserver's NamespaceLifecycle: the namespaces the system itself lives in */
 static const char *const undeletable[] = {"default", "kube-system", "kube-public", NULL};

@@ -1,5 +1,6 @@
 /* Pod (core/v1). */
 #include "api/kinds/kind.h"
+#include "api/quantity.h"
 
 /* ---- core/v1 Pod ----------------------------------------------------------------------------- */
 STRUCT(container_port, "ContainerPort", F("name", S), F("hostPort", I32), F("containerPort", I32), F("protocol", S),
@@ -88,15 +89,392 @@ static const char *const fields[] = {"spec.nodeName", "spec.restartPolicy", "spe
                                          "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
                                          "status.podIP", "status.nominatedNodeName", NULL};
 
+
+/* ---- strategy: defaults (k8s.io/kubernetes pkg/apis/core/v1/defaults.go), QoS class, validation
+ * (pkg/apis/core/validation), graceful deletion and binding (pkg/registry/core/pod) ---------------- */
+
+#define DEFAULT(o, k, v)                                   \
+    do {                                                   \
+        if (!kite_obj_get(o, k)) kite_obj_set(o, k, v);    \
+    } while (0)
+
+static bool is_obj(json_object *o) { return o && json_object_is_type(o, json_type_object); }
+
+/* SetDefaults_Container: a ":latest" or missing tag is pulled every time; a pinned tag or a
+ * digest only when missing. The tag is after the last ':' of the last path component (a
+ * registry's ":port" is before a '/'). */
+static const char *pull_policy(const char *image) {
+    if (strchr(image, '@')) return "IfNotPresent";
+    const char *slash = strrchr(image, '/');
+    const char *colon = strrchr(slash ? slash : image, ':');
+    return !colon || strcmp(colon + 1, "latest") == 0 ? "Always" : "IfNotPresent";
+}
+
+static void container_defaults(json_object *c, bool host_network) {
+    if (!is_obj(c)) return;
+    DEFAULT(c, "imagePullPolicy", json_object_new_string(pull_policy(STR(c, "image"))));
+    DEFAULT(c, "terminationMessagePath", json_object_new_string("/dev/termination-log"));
+    DEFAULT(c, "terminationMessagePolicy", json_object_new_string("File"));
+    json_object *ports = OBJ(c, "ports");
+    for (size_t i = 0; i < arr_len(ports); i++) {
+        json_object *p = json_object_array_get_idx(ports, i);
+        if (!is_obj(p)) continue;
+        DEFAULT(p, "protocol", json_object_new_string("TCP"));
+        /* a host-network pod's ports are host ports (SetDefaults_PodSpec) */
+        if (host_network && !kite_obj_get(p, "hostPort") && kite_obj_get(p, "containerPort"))
+            kite_obj_set(p, "hostPort", json_object_get(kite_obj_get(p, "containerPort")));
+    }
+    /* SetDefaults_Pod: a resource with a limit and no request is requested at its limit */
+    json_object *res = kite_obj_ensure(c, "resources"), *limits = OBJ(res, "limits");
+    if (is_obj(limits) && json_object_object_length(limits) > 0) {
+        json_object *req = kite_obj_ensure(res, "requests");
+        json_object_object_foreach(limits, k, v) DEFAULT(req, k, json_object_get(v));
+    }
+}
+
+/* A compute resource's quantity in a ResourceList, in milli-units; false when absent. */
+static bool quantity(json_object *list, const char *name, int64_t *milli) {
+    const char *s = STR(list, name);
+    return *s && kite_quantity_parse_milli(s, milli) == 0;
+}
+
+static const char *qos_class(json_object *pod) {
+    static const char *const compute[] = {"cpu", "memory"}; /* the resources QoS is about */
+    int64_t req[2] = {0}, lim[2] = {0};
+    bool has_req[2] = {false}, has_lim[2] = {false}, guaranteed = true;
+    static const char *const lists[] = {"initContainers", "containers"};
+    for (size_t l = 0; l < 2; l++) {
+        json_object *cs = OBJ(pod, "spec", lists[l]);
+        for (size_t i = 0; i < arr_len(cs); i++) {
+            json_object *c = json_object_array_get_idx(cs, i);
+            for (size_t r = 0; r < 2; r++) {
+                int64_t q;
+                if (quantity(OBJ(c, "resources", "requests"), compute[r], &q) && q > 0) {
+                    req[r] += q;
+                    has_req[r] = true;
+                }
+                if (quantity(OBJ(c, "resources", "limits"), compute[r], &q) && q > 0) {
+                    lim[r] += q;
+                    has_lim[r] = true;
+                } else {
+                    guaranteed = false; /* every container must limit both */
+                }
+            }
+        }
+    }
+    if (!has_req[0] && !has_req[1] && !has_lim[0] && !has_lim[1]) return "BestEffort";
+    for (size_t r = 0; r < 2; r++)
+        if (has_req[r] && (!has_lim[r] || lim[r] != req[r])) guaranteed = false;
+    if (guaranteed && has_req[0] + has_req[1] == has_lim[0] + has_lim[1]) return "Guaranteed";
+    return "Burstable";
+}
+
 static void pod_defaults(json_object *obj) {
     json_object *spec = kite_obj_ensure(obj, "spec");
-    if (!kite_obj_get(spec, "restartPolicy")) kite_obj_set(spec, "restartPolicy", json_object_new_string("Always"));
-    if (!kite_obj_get(spec, "terminationGracePeriodSeconds")) kite_obj_set(spec, "terminationGracePeriodSeconds", json_object_new_int(30));
-    if (!kite_obj_get(spec, "dnsPolicy")) kite_obj_set(spec, "dnsPolicy", json_object_new_string("ClusterFirst"));
-    if (!kite_obj_get(spec, "schedulerName")) kite_obj_set(spec, "schedulerName", json_object_new_string("default-scheduler"));
+    DEFAULT(spec, "restartPolicy", json_object_new_string("Always"));
+    DEFAULT(spec, "terminationGracePeriodSeconds", json_object_new_int64(30));
+    DEFAULT(spec, "dnsPolicy", json_object_new_string("ClusterFirst"));
+    DEFAULT(spec, "securityContext", json_object_new_object());
+    DEFAULT(spec, "schedulerName", json_object_new_string("default-scheduler"));
+    DEFAULT(spec, "enableServiceLinks", json_object_new_boolean(true));
+    /* the Priority admission plugin's, for a pod without a priority class */
+    DEFAULT(spec, "priority", json_object_new_int(0));
+    DEFAULT(spec, "preemptionPolicy", json_object_new_string("PreemptLowerPriority"));
+    bool host_network = json_object_get_boolean(OBJ(spec, "hostNetwork"));
+    static const char *const lists[] = {"initContainers", "containers"};
+    for (size_t l = 0; l < 2; l++) {
+        json_object *cs = OBJ(spec, lists[l]);
+        for (size_t i = 0; i < arr_len(cs); i++) container_defaults(json_object_array_get_idx(cs, i), host_network);
+    }
     json_object *status = kite_obj_ensure(obj, "status");
-    if (!kite_obj_get(status, "phase")) kite_obj_set(status, "phase", json_object_new_string("Pending"));
+    DEFAULT(status, "phase", json_object_new_string("Pending"));
+    DEFAULT(status, "qosClass", json_object_new_string(qos_class(obj)));
 }
+
+/* DefaultTolerationSeconds: a pod that tolerates neither taint (no toleration of the key, or
+ * of every key, with that effect or every effect) is evicted that long after its node
+ * becomes not ready or unreachable. */
+static bool tolerates(json_object *tols, const char *key) {
+    for (size_t i = 0; i < arr_len(tols); i++) {
+        json_object *t = json_object_array_get_idx(tols, i);
+        const char *k = STR(t, "key"), *e = STR(t, "effect");
+        if ((!*k || strcmp(k, key) == 0) && (!*e || strcmp(e, "NoExecute") == 0)) return true;
+    }
+    return false;
+}
+
+static void pod_default_tolerations(json_object *obj, int64_t not_ready_s, int64_t unreachable_s) {
+    static const char *const keys[] = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"};
+    int64_t secs[] = {not_ready_s, unreachable_s};
+    json_object *spec = kite_obj_ensure(obj, "spec");
+    for (size_t i = 0; i < 2; i++) {
+        json_object *tols = OBJ(spec, "tolerations");
+        if (tolerates(tols, keys[i])) continue;
+        if (!tols || !json_object_is_type(tols, json_type_array)) {
+            tols = json_object_new_array();
+            kite_obj_set(spec, "tolerations", tols);
+        }
+        json_object *t = json_object_new_object();
+        kite_obj_set(t, "key", json_object_new_string(keys[i]));
+        kite_obj_set(t, "operator", json_object_new_string("Exists"));
+        kite_obj_set(t, "effect", json_object_new_string("NoExecute"));
+        kite_obj_set(t, "tolerationSeconds", json_object_new_int64(secs[i]));
+        json_object_array_add(tols, t);
+    }
+}
+
+/* ---- validation ---- */
+
+static void unsupported(struct kite_causes *c, const char *field, const char *value, const char *supported) {
+    if (!*value) kite_causes_add(c, "FieldValueRequired", field, "Required value");
+    else kite_causes_add(c, "FieldValueNotSupported", field, "Unsupported value: \"%s\": supported values: %s", value, supported);
+}
+
+static bool one_of(const char *v, const char *const *set) {
+    for (; *set; set++)
+        if (strcmp(v, *set) == 0) return true;
+    return false;
+}
+
+static void validate_resources(json_object *res, const char *path, struct kite_causes *c) {
+    json_object *req = OBJ(res, "requests"), *lim = OBJ(res, "limits");
+    static const char *const lists[] = {"limits", "requests"};
+    for (size_t l = 0; l < 2; l++) {
+        json_object *list = OBJ(res, lists[l]);
+        if (!is_obj(list)) continue;
+        json_object_object_foreach(list, k, v) {
+            int64_t q;
+            if (kite_quantity_parse_milli(str_of(v), &q) < 0 || q >= 0) continue;
+            _cleanup_free_ char *field = kite_asprintf("%s.%s[%s]", path, lists[l], k);
+            kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: \"%s\": must be greater than or equal to 0", str_of(v));
+        }
+    }
+    if (!is_obj(req)) return;
+    json_object_object_foreach(req, k, v) {
+        int64_t rq, lq;
+        if (kite_quantity_parse_milli(str_of(v), &rq) < 0 || !quantity(lim, k, &lq) || rq <= lq) continue;
+        _cleanup_free_ char *field = kite_asprintf("%s.requests[%s]", path, k);
+        kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: \"%s\": must be less than or equal to %s limit of %s",
+                        str_of(v), k, STR(lim, k));
+    }
+}
+
+static void validate_containers(json_object *cs, const char *list, json_object *seen, struct kite_causes *c) {
+    static const char *const pull[] = {"Always", "IfNotPresent", "Never", NULL};
+    static const char *const protocols[] = {"SCTP", "TCP", "UDP", NULL};
+    char path[96], field[160];
+    for (size_t i = 0; i < arr_len(cs); i++) {
+        json_object *ctr = json_object_array_get_idx(cs, i);
+        snprintf(path, sizeof path, "spec.%s[%zu]", list, i);
+        const char *name = STR(ctr, "name");
+        snprintf(field, sizeof field, "%s.name", path);
+        const char *msgs[KITE_NAME_ERRS_MAX];
+        size_t n;
+        if (!*name) {
+            kite_causes_add(c, "FieldValueRequired", field, "Required value");
+        } else if ((n = kite_dns1123_label_errs(name, msgs)) > 0) {
+            kite_causes_add_invalid(c, field, name, msgs, n);
+        } else if (json_object_object_get_ex(seen, name, NULL)) {
+            kite_causes_add(c, "FieldValueDuplicate", field, "Duplicate value: \"%s\"", name);
+        } else {
+            json_object_object_add(seen, name, NULL);
+        }
+        snprintf(field, sizeof field, "%s.image", path);
+        if (!*STR(ctr, "image")) kite_causes_add(c, "FieldValueRequired", field, "Required value");
+        snprintf(field, sizeof field, "%s.imagePullPolicy", path);
+        if (!one_of(STR(ctr, "imagePullPolicy"), pull))
+            unsupported(c, field, STR(ctr, "imagePullPolicy"), "\"Always\", \"IfNotPresent\", \"Never\"");
+        json_object *ports = OBJ(ctr, "ports");
+        for (size_t p = 0; p < arr_len(ports); p++) {
+            json_object *port = json_object_array_get_idx(ports, p);
+            int64_t cp = int_of(OBJ(port, "containerPort"));
+            snprintf(field, sizeof field, "%s.ports[%zu].containerPort", path, p);
+            if (!OBJ(port, "containerPort")) kite_causes_add(c, "FieldValueRequired", field, "Required value");
+            else if (cp < 1 || cp > 65535)
+                kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: %lld: must be between 1 and 65535, inclusive", (long long)cp);
+            snprintf(field, sizeof field, "%s.ports[%zu].protocol", path, p);
+            if (!one_of(STR(port, "protocol"), protocols)) unsupported(c, field, STR(port, "protocol"), "\"SCTP\", \"TCP\", \"UDP\"");
+        }
+        snprintf(field, sizeof field, "%s.resources", path);
+        validate_resources(OBJ(ctr, "resources"), field, c);
+    }
+}
+
+static bool subset(json_object *a, json_object *b) { /* every element of array a is in array b */
+    for (size_t i = 0; i < arr_len(a); i++) {
+        bool found = false;
+        for (size_t j = 0; j < arr_len(b) && !found; j++)
+            found = kite_json_equal(json_object_array_get_idx(a, i), json_object_array_get_idx(b, j));
+        if (!found) return false;
+    }
+    return true;
+}
+
+#define POD_UPDATABLE                                                                                                  \
+    "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "    \
+    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it " \
+    "was previously negative)"
+
+/* ValidatePodUpdate: a pod's spec is fixed once created but for the fields in POD_UPDATABLE
+ * (and removing scheduling gates). What changed is listed after the message as Go's cmp.Diff
+ * would list it (top-level fields, with JSON values). */
+static void pod_defaults(json_object *obj);
+
+static void validate_update(json_object *obj, json_object *old_stored, struct kite_causes *c) {
+    /* the stored pod as defaulted now (obj is): one stored before a default was added differs
+     * from obj by that default alone, which is no change of the user's */
+    json_object *old = NULL;
+    json_object_deep_copy(old_stored, &old, NULL);
+    if (!old) return;
+    pod_defaults(old);
+    json_object *spec = OBJ(obj, "spec"), *ospec = OBJ(old, "spec");
+    static const char *const lists[] = {"initContainers", "containers"};
+    for (size_t l = 0; l < 2; l++)
+        if (arr_len(OBJ(spec, lists[l])) != arr_len(OBJ(ospec, lists[l]))) {
+            char field[32];
+            snprintf(field, sizeof field, "spec.%s", lists[l]);
+            kite_causes_add(c, "FieldValueForbidden", field, "Forbidden: pod updates may not add or remove containers");
+            json_object_put(old);
+            return;
+        }
+    json_object *munged = NULL;
+    json_object_deep_copy(spec, &munged, NULL);
+    if (!munged) munged = json_object_new_object();
+    for (size_t l = 0; l < 2; l++) {
+        json_object *cs = OBJ(munged, lists[l]), *ocs = OBJ(ospec, lists[l]);
+        for (size_t i = 0; i < arr_len(cs); i++) {
+            json_object *ctr = json_object_array_get_idx(cs, i), *octr = json_object_array_get_idx(ocs, i);
+            if (!is_obj(ctr)) continue;
+            json_object *img = OBJ(octr, "image");
+            if (img) kite_obj_set(ctr, "image", json_object_get(img));
+            else json_object_object_del(ctr, "image");
+        }
+    }
+    static const char *const copied[] = {"activeDeadlineSeconds", "tolerations", "schedulingGates", NULL};
+    for (size_t i = 0; copied[i]; i++) {
+        json_object *nv = OBJ(munged, copied[i]), *ov = OBJ(ospec, copied[i]);
+        bool ok = i == 0 || (i == 1 ? subset(ov, nv) : subset(nv, ov)); /* tolerations added, gates removed */
+        if (!ok) continue;
+        if (ov) kite_obj_set(munged, copied[i], json_object_get(ov));
+        else json_object_object_del(munged, copied[i]);
+    }
+    if (int_of(OBJ(ospec, "terminationGracePeriodSeconds")) < 0 && int_of(OBJ(munged, "terminationGracePeriodSeconds")) == 1)
+        kite_obj_set(munged, "terminationGracePeriodSeconds", json_object_get(OBJ(ospec, "terminationGracePeriodSeconds")));
+    if (!kite_json_equal(munged, ospec)) {
+        struct kite_buf diff = {0};
+        kite_buf_puts(&diff, "  core.PodSpec{\n");
+        for (int pass = 0; pass < 2; pass++) {
+            json_object *a = pass ? munged : ospec;
+            if (!is_obj(a)) continue;
+            json_object_object_foreach(a, k, v) {
+                json_object *ov = OBJ(ospec, k), *nv = OBJ(munged, k);
+                if (pass && ov) continue; /* listed in the first pass */
+                if (kite_json_equal(ov, nv)) continue;
+                (void)v;
+                if (ov) kite_buf_printf(&diff, "- \t%c%s: %s,\n", toupper((unsigned char)k[0]), k + 1, json_object_to_json_string_ext(ov, JSON_C_TO_STRING_PLAIN));
+                if (nv) kite_buf_printf(&diff, "+ \t%c%s: %s,\n", toupper((unsigned char)k[0]), k + 1, json_object_to_json_string_ext(nv, JSON_C_TO_STRING_PLAIN));
+            }
+        }
+        kite_buf_puts(&diff, "  }\n");
+        kite_causes_add(c, "FieldValueForbidden", "spec", "Forbidden: pod updates may not change fields other than " POD_UPDATABLE "\n%s", diff.p);
+        kite_buf_release(&diff);
+    }
+    json_object_put(munged);
+    json_object_put(old);
+}
+
+static void pod_validate(json_object *obj, json_object *old, struct kite_causes *c) {
+    json_object *spec = OBJ(obj, "spec");
+    json_object *seen = json_object_new_object(); /* container names, init and regular: one namespace */
+    validate_containers(OBJ(spec, "initContainers"), "initContainers", seen, c);
+    if (!arr_len(OBJ(spec, "containers"))) kite_causes_add(c, "FieldValueRequired", "spec.containers", "Required value");
+    validate_containers(OBJ(spec, "containers"), "containers", seen, c);
+    json_object_put(seen);
+    static const char *const restart[] = {"Always", "OnFailure", "Never", NULL};
+    static const char *const dns[] = {"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None", NULL};
+    if (!one_of(STR(spec, "restartPolicy"), restart))
+        unsupported(c, "spec.restartPolicy", STR(spec, "restartPolicy"), "\"Always\", \"OnFailure\", \"Never\"");
+    if (!one_of(STR(spec, "dnsPolicy"), dns))
+        unsupported(c, "spec.dnsPolicy", STR(spec, "dnsPolicy"), "\"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"");
+    json_object *ads = OBJ(spec, "activeDeadlineSeconds");
+    if (ads && (int_of(ads) < 1 || int_of(ads) > INT32_MAX))
+        kite_causes_add(c, "FieldValueInvalid", "spec.activeDeadlineSeconds",
+                        "Invalid value: %lld: must be between 1 and 2147483647, inclusive", (long long)int_of(ads));
+    if (old) validate_update(obj, old, c);
+}
+
+/* ---- deletion and binding ---- */
+
+/* CheckGracefulDelete: the request's grace, else the spec's; a pod no node runs (never bound,
+ * or finished) goes at once. */
+static int64_t pod_delete_grace(json_object *obj, int64_t requested) {
+    int64_t g = requested;
+    if (g < 0) g = int_of(OBJ(obj, "spec", "terminationGracePeriodSeconds"));
+    const char *phase = STR(obj, "status", "phase");
+    if (!*STR(obj, "spec", "nodeName") || strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) g = 0;
+    return g < 0 ? 1 : g;
+}
+
+/* pods/binding (BindingREST): assigns an unassigned pod to the target node, once. */
+static int pod_bind(json_object *obj, json_object *binding, int64_t now_ns, char **ret_msg) {
+    const char *node = STR(binding, "target", "name"), *kind = STR(binding, "target", "kind");
+    const char *name = STR(obj, "metadata", "name");
+    if (!*node) {
+        *ret_msg = kite_asprintf("Binding \"%s\" is invalid: target.name: Required value", name);
+        return 422;
+    }
+    if (*kind && strcmp(kind, "Node") != 0) {
+        *ret_msg = kite_asprintf("Binding \"%s\" is invalid: target.kind: Invalid value: \"%s\": must be empty or 'Node'", name, kind);
+        return 422;
+    }
+    if (*STR(obj, "metadata", "deletionTimestamp")) {
+        *ret_msg = kite_asprintf("pod %s is being deleted, cannot be assigned to a host", name);
+        return 409;
+    }
+    if (*STR(obj, "spec", "nodeName")) {
+        *ret_msg = kite_asprintf("pod %s is already assigned to node \"%s\"", name, STR(obj, "spec", "nodeName"));
+        return 409;
+    }
+    if (arr_len(OBJ(obj, "spec", "schedulingGates"))) {
+        *ret_msg = kite_asprintf("pod %s has non-empty .spec.schedulingGates", name);
+        return 409;
+    }
+    kite_obj_set(kite_obj_ensure(obj, "spec"), "nodeName", json_object_new_string(node));
+    json_object *ann = OBJ(binding, "metadata", "annotations");
+    if (is_obj(ann)) {
+        json_object *pann = kite_obj_ensure(kite_obj_ensure(obj, "metadata"), "annotations");
+        json_object_object_foreach(ann, k, v) kite_obj_set(pann, k, json_object_get(v));
+    }
+    /* PodScheduled becomes True (its transition time now) */
+    json_object *status = kite_obj_ensure(obj, "status"), *conds = OBJ(status, "conditions"), *cond = NULL;
+    if (!conds || !json_object_is_type(conds, json_type_array)) {
+        conds = json_object_new_array();
+        kite_obj_set(status, "conditions", conds);
+    }
+    for (size_t i = 0; i < arr_len(conds) && !cond; i++)
+        if (strcmp(STR(json_object_array_get_idx(conds, i), "type"), "PodScheduled") == 0) cond = json_object_array_get_idx(conds, i);
+    if (!cond) {
+        cond = json_object_new_object();
+        kite_obj_set(cond, "type", json_object_new_string("PodScheduled"));
+        json_object_array_add(conds, cond);
+    }
+    if (strcmp(STR(cond, "status"), "True") != 0) {
+        char ts[21];
+        kite_time_format(now_ns, ts);
+        kite_obj_set(cond, "status", json_object_new_string("True"));
+        kite_obj_set(cond, "lastProbeTime", NULL);
+        kite_obj_set(cond, "lastTransitionTime", json_object_new_string(ts));
+        json_object_object_del(cond, "reason");
+        json_object_object_del(cond, "message");
+    }
+    return 0;
+}
+
+static const struct kite_subresource subresources[] = {
+    {.name = "binding", .body_group = "", .body_version = "v1", .body_kind = "Binding", .act = pod_bind},
+    {.name = "eviction", .body_group = "policy", .body_version = "v1", .body_kind = "Eviction", .deletes = true},
+    {0},
+};
 
 static bool pod_condition_true(json_object *obj, const char *type) {
     json_object *conds = OBJ(obj, "status", "conditions");
@@ -322,5 +700,6 @@ const struct kite_resource kite_kind_pod = {
     KITE_CORE_V1, .kind = "Pod", .list_kind = "PodList", .plural = "pods", .singular = "pod",
     .short_names = {"po"}, .categories = {"all"}, .namespaced = true, .has_status = true,
     .unconditional_update = true, .delete_returns_object = true, .smp = &smp, .table = &printer,
-    .fields = fields, .defaults = pod_defaults,
+    .fields = fields, .defaults = pod_defaults, .validate = pod_validate, .subresources = subresources,
+    .delete_grace = pod_delete_grace, .default_tolerations = pod_default_tolerations,
 };
