@@ -163,6 +163,8 @@ static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
     pod->name = kite_strdup(name);
     pod->obj = json_object_get(obj);
     pod->in_api = true;
+    json_object *tg = pj(obj, "spec.terminationGracePeriodSeconds");
+    pod->grace_s = tg ? json_object_get_int64(tg) : KITE_PODS_DEFAULT_GRACE_S;
     kite_backoff_init(&pod->patch_bo, 200 * KITE_NS_PER_MS, KITE_PODS_STATUS_RESYNC_NS, 2.0, 0.1, p->rng++);
     json_object *ics = pj(obj, "spec.initContainers"), *cs = pj(obj, "spec.containers");
     size_t ni = ics && json_object_is_type(ics, json_type_array) ? json_object_array_length(ics) : 0;
