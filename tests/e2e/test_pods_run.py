@@ -34,7 +34,13 @@ def cluster(tmp_path_factory):
     c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
     yield c
     c.stop()
-    subprocess.run(["pkill", "-9", "-f", f"conmon.*{c.data_dir}"], capture_output=True)  # noqa: our own conmons only
+    # containers outlive the agent by design: end this cluster's own ones
+    root = str(c.data_dir / "agent" / "runc")
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+    time.sleep(0.5)
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
 
 
 def wait(fn, timeout, what):

@@ -221,34 +221,7 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
     pod->dirty = true;
 }
 
-static void drain_queue(struct kite_pods *p) {
-    pthread_mutex_lock(&p->lock);
-    struct pod_event *q = TAKE_PTR(p->q);
-    size_t n = p->n_q;
-    p->n_q = 0;
-    json_object *ns = TAKE_PTR(p->node_status);
-    pthread_mutex_unlock(&p->lock);
-    for (size_t i = 0; i < n; i++) {
-        if (q[i].items) {
-            /* a list: what it lacks is gone */
-            for (size_t j = 0; j < p->n_pods; j++) {
-                bool found = false;
-                for (size_t k = 0; k < json_object_array_length(q[i].items) && !found; k++)
-                    found = kite_streq(pjs(json_object_array_get_idx(q[i].items, k), "metadata.uid"), p->pods[j]->uid);
-                if (!found) {
-                    p->pods[j]->in_api = false;
-                    p->pods[j]->dirty = true;
-                }
-            }
-            for (size_t k = 0; k < json_object_array_length(q[i].items); k++)
-                apply(p, "MODIFIED", json_object_array_get_idx(q[i].items, k));
-            p->listed = true;
-        } else if (q[i].obj) {
-            apply(p, q[i].type, q[i].obj);
-        }
-        event_release(&q[i]);
-    }
-    free(q);
+static void apply_node_status(struct kite_pods *p, json_object *ns) {
     if (ns) {
         int64_t m;
         json_object *alloc = json_object_object_get(ns, "allocatable");
@@ -270,6 +243,38 @@ static void drain_queue(struct kite_pods *p) {
         }
         json_object_put(ns);
     }
+}
+
+static void drain_queue(struct kite_pods *p) {
+    pthread_mutex_lock(&p->lock);
+    struct pod_event *q = TAKE_PTR(p->q);
+    size_t n = p->n_q;
+    p->n_q = 0;
+    json_object *ns = TAKE_PTR(p->node_status);
+    pthread_mutex_unlock(&p->lock);
+    /* the node's allocatable first: admission of the pods below uses it */
+    apply_node_status(p, ns);
+    for (size_t i = 0; i < n; i++) {
+        if (q[i].items) {
+            /* a list: what it lacks is gone */
+            for (size_t j = 0; j < p->n_pods; j++) {
+                bool found = false;
+                for (size_t k = 0; k < json_object_array_length(q[i].items) && !found; k++)
+                    found = kite_streq(pjs(json_object_array_get_idx(q[i].items, k), "metadata.uid"), p->pods[j]->uid);
+                if (!found) {
+                    p->pods[j]->in_api = false;
+                    p->pods[j]->dirty = true;
+                }
+            }
+            for (size_t k = 0; k < json_object_array_length(q[i].items); k++)
+                apply(p, "MODIFIED", json_object_array_get_idx(q[i].items, k));
+            p->listed = true;
+        } else if (q[i].obj) {
+            apply(p, q[i].type, q[i].obj);
+        }
+        event_release(&q[i]);
+    }
+    free(q);
 }
 
 /* After the first full list: sandboxes and containers of pods the API does not have go. */

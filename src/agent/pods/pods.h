@@ -22,6 +22,7 @@
 #define KITE_PODS_BACKOFF_MIN_NS (10 * KITE_NS_PER_SEC)       /* CrashLoopBackOff / image back-off */
 #define KITE_PODS_BACKOFF_MAX_NS (300 * KITE_NS_PER_SEC)
 #define KITE_PODS_BACKOFF_RESET_NS (600 * KITE_NS_PER_SEC)    /* no crash for 10 min: reset */
+#define KITE_PODS_PULL_RECHECK_NS KITE_NS_PER_SEC                /* ErrImagePull -> ImagePullBackOff */
 #define KITE_PODS_SYNC_ERROR_NS (10 * KITE_NS_PER_SEC)        /* retry after a failed runtime call */
 #define KITE_PODS_DEFAULT_GRACE_S 30                          /* terminationGracePeriodSeconds */
 #define KITE_PODS_MAX_PODS 1024                               /* pods tracked by one agent */

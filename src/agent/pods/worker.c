@@ -122,7 +122,8 @@ static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
     set_wait(c, "ErrImagePull", m);
     c->img_delay = c->img_delay ? KITE_MIN(2 * c->img_delay, KITE_PODS_BACKOFF_MAX_NS) : KITE_PODS_BACKOFF_MIN_NS;
     c->img_next = now + c->img_delay;
-    pod->next_sync = c->img_next;
+    /* look again soon: the waiting reason turns to ImagePullBackOff for the back-off's length */
+    pod->next_sync = now + KITE_PODS_PULL_RECHECK_NS;
     return false;
 }
 
