@@ -240,6 +240,7 @@ Test(pods, terminal_phase_never_reversed_and_final_delete) {
     cr_assert_str_eq(pjs(last_status("a"), "phase"), "Failed");
     /* whatever happens next, Failed stays */
     struct pod *pp = P->pods[0];
+    kite_container_status_release(&pp->c[0].st);
     pp->c[0].have_st = false;
     pods_status_update(P, pp);
     cr_assert_str_eq(pjs(pp->status, "phase"), "Failed");
