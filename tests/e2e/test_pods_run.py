@@ -33,6 +33,14 @@ def cluster(tmp_path_factory):
     c.start()
     c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
     yield c
+    # pods deleted through the API: the agent removes their containers and rootfs mounts
+    api = c.api()
+    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
+        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
+        time.sleep(0.5)
+    time.sleep(1)
     c.stop()
     # containers outlive the agent by design: end this cluster's own ones
     root = str(c.data_dir / "agent" / "runc")
