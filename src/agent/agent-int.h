@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "agent/agent.h"
+#include "agent/pods/pods.h"
 #include "base/backoff.h"
 #include "json/patch.h"
 
@@ -27,6 +28,9 @@ struct kite_agent {
     struct kite_ns_sources src;
     struct kite_runtime *runtime;
     bool own_runtime;
+    struct kite_runtime *locked_rt; /* runtime shared by node status and the pods thread */
+    struct kite_pods *pods;         /* the pods bound to the node (NULL with a custom status_fn) */
+    json_object *pods_fed;          /* acked_status last handed to pods */
     char *node_name;
     char *kubelet_version;
     uint64_t rng;

@@ -115,8 +115,16 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
             }
             a->own_runtime = true;
         }
+        /* the pods thread and the node status both call the runtime: serialize them */
+        a->locked_rt = kite_runtime_locked_new(a->runtime);
+        struct kite_pods_options po = {.client = a->client, .runtime = a->locked_rt, .clock = a->clock,
+                                       .node_name = a->node_name, .seed = o->seed};
+        if ((r = kite_pods_new(&po, &a->pods)) < 0) {
+            if (ret_err) *ret_err = kite_asprintf("starting the pod workers: %s", strerror(-r));
+            goto fail;
+        }
         a->src = (struct kite_ns_sources){.sysroot = o->sysroot ? o->sysroot : "", .clock = a->clock,
-                                          .runtime = a->runtime, .runtime_ready = true, .pleg_healthy = true};
+                                          .runtime = a->locked_rt, .runtime_ready = true, .pleg_healthy = true};
     }
     int64_t now = kite_now_mono(a->clock);
     a->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(a->clock) | 1;
@@ -136,6 +144,9 @@ fail:
 
 void kite_agent_free(struct kite_agent *a) {
     if (!a) return;
+    kite_pods_free(a->pods);
+    kite_runtime_free(a->locked_rt);
+    json_object_put(a->pods_fed);
     if (a->own_client) kite_client_free(a->client);
     if (a->own_runtime) kite_runtime_free(a->runtime);
     json_object_put(a->acked_status);
@@ -229,6 +240,12 @@ int64_t kite_agent_step(struct kite_agent *a) {
     }
     if (a->registered && now >= a->next_lease) agent_sync_lease(a, now);
     if (a->registered && now >= a->next_status) agent_sync_status(a, now);
+    if (a->pods && a->acked_status && a->acked_status != a->pods_fed) {
+        /* allocatable (admission) and the InternalIP (hostIP) for the pods */
+        kite_pods_node_status(a->pods, a->acked_status);
+        json_object_put(a->pods_fed); /* a reference: a freed address could come back */
+        a->pods_fed = json_object_get(a->acked_status);
+    }
     if (!a->registered) return a->next_register;
     return KITE_MIN(a->next_lease, a->next_status);
 }
@@ -307,6 +324,12 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
         pthread_mutex_unlock(&a->lock);
         pthread_join(a->thread, NULL);
         kite_agent_free(a);
+        return r;
+    }
+    if (a->pods && (r = kite_pods_start(a->pods)) < 0) {
+        log_error(AGENT_LOG, "starting the pods threads: %s", strerror(-r));
+        a->threads = true;
+        kite_agent_stop(a);
         return r;
     }
     a->threads = true;

@@ -1,0 +1,98 @@
+/* A runtime wrapper serializing every call with a mutex: the runtime interface is used from
+ * one thread at a time, and the pods thread shares the node's runtime with the node status
+ * (images, version). */
+#include <pthread.h>
+
+#include "agent/pods/pods.h"
+#include "base/base.h"
+
+struct locked_rt {
+    struct kite_runtime rt; /* first: the public handle */
+    struct kite_runtime *in;
+    pthread_mutex_t lock;
+};
+
+static struct locked_rt *L(struct kite_runtime *rt) { return (struct locked_rt *)rt; }
+
+#define FWD(call)                                   \
+    do {                                            \
+        struct locked_rt *l = L(rt);                \
+        pthread_mutex_lock(&l->lock);               \
+        int r_ = l->in->ops->call;                  \
+        pthread_mutex_unlock(&l->lock);             \
+        return r_;                                  \
+    } while (0)
+#define IN l->in
+
+static int l_version(struct kite_runtime *rt, char **a, char **b) { FWD(version(IN, a, b)); }
+static int l_list_images(struct kite_runtime *rt, struct kite_image **v, size_t *n) { FWD(list_images(IN, v, n)); }
+static int l_image_status(struct kite_runtime *rt, const char *name, struct kite_image *ret) {
+    FWD(image_status(IN, name, ret));
+}
+static int l_remove_image(struct kite_runtime *rt, const char *name) { FWD(remove_image(IN, name)); }
+static int l_import_image(struct kite_runtime *rt, const char *tar, char ***names, size_t *n, char **err) {
+    FWD(import_image(IN, tar, names, n, err));
+}
+static int l_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_config *cfg, int64_t t, char **id,
+                         char **err) {
+    FWD(run_sandbox(IN, cfg, t, id, err));
+}
+static int l_stop_sandbox(struct kite_runtime *rt, const char *id, int64_t t) { FWD(stop_sandbox(IN, id, t)); }
+static int l_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t t) { FWD(remove_sandbox(IN, id, t)); }
+static int l_sandbox_status(struct kite_runtime *rt, const char *id, int64_t t, struct kite_sandbox_status *ret) {
+    FWD(sandbox_status(IN, id, t, ret));
+}
+static int l_list_sandboxes(struct kite_runtime *rt, int64_t t, struct kite_sandbox_status **v, size_t *n) {
+    FWD(list_sandboxes(IN, t, v, n));
+}
+static int l_create_container(struct kite_runtime *rt, const char *sb, const struct kite_container_config *cfg,
+                              int64_t t, char **id, char **err) {
+    FWD(create_container(IN, sb, cfg, t, id, err));
+}
+static int l_start_container(struct kite_runtime *rt, const char *id, int64_t t, char **err) {
+    FWD(start_container(IN, id, t, err));
+}
+static int l_stop_container(struct kite_runtime *rt, const char *id, int64_t g, int64_t t) {
+    FWD(stop_container(IN, id, g, t));
+}
+static int l_remove_container(struct kite_runtime *rt, const char *id, int64_t t) { FWD(remove_container(IN, id, t)); }
+static int l_container_status(struct kite_runtime *rt, const char *id, int64_t t, struct kite_container_status *ret) {
+    FWD(container_status(IN, id, t, ret));
+}
+static int l_list_containers(struct kite_runtime *rt, const char *sb, int64_t t, struct kite_container_status **v,
+                             size_t *n) {
+    FWD(list_containers(IN, sb, t, v, n));
+}
+static int l_exec_sync(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, int64_t t,
+                       struct kite_exec_result *ret) {
+    FWD(exec_sync(IN, id, argv, argc, t, ret));
+}
+static int l_events_fd(struct kite_runtime *rt) { FWD(events_fd(IN)); }
+static int l_read_events(struct kite_runtime *rt, struct kite_container_event **v, size_t *n) {
+    FWD(read_events(IN, v, n));
+}
+
+static void l_free(struct kite_runtime *rt) {
+    struct locked_rt *l = L(rt);
+    pthread_mutex_destroy(&l->lock);
+    free((void *)l->rt.ops);
+    free(l);
+}
+
+struct kite_runtime *kite_runtime_locked_new(struct kite_runtime *inner) {
+    struct locked_rt *l = kite_calloc(1, sizeof(*l));
+    struct kite_runtime_ops *ops = kite_calloc(1, sizeof(*ops));
+    *ops = (struct kite_runtime_ops){
+        .name = inner->ops->name, .version = l_version, .list_images = l_list_images, .image_status = l_image_status,
+        .remove_image = l_remove_image, .import_image = l_import_image, .run_sandbox = l_run_sandbox,
+        .stop_sandbox = l_stop_sandbox, .remove_sandbox = l_remove_sandbox, .sandbox_status = l_sandbox_status,
+        .list_sandboxes = l_list_sandboxes, .create_container = l_create_container,
+        .start_container = l_start_container, .stop_container = l_stop_container,
+        .remove_container = l_remove_container, .container_status = l_container_status,
+        .list_containers = l_list_containers, .exec_sync = l_exec_sync, .events_fd = l_events_fd,
+        .read_events = l_read_events, .free = l_free};
+    l->rt.ops = ops;
+    l->in = inner;
+    pthread_mutex_init(&l->lock, NULL);
+    return &l->rt;
+}

@@ -1,0 +1,169 @@
+/* Internals of the agent's pods, shared by its files and its unit tests. Everything here
+ * runs on the thread calling kite_pods_step() except the fields under `lock`. */
+#pragma once
+#include <pthread.h>
+
+#include "agent/pods/pods.h"
+#include "base/backoff.h"
+
+#define PODS_LOG "pods"
+
+/* One container of a pod (init or regular) as its worker tracks it. */
+struct pod_ctr {
+    char *name;
+    bool init;
+    json_object *spec;     /* the container's spec (reference held) */
+    char *id;              /* current container (latest attempt); NULL = none yet */
+    char *prev_id;         /* the one before, kept for its lastState */
+    struct kite_container_status st; /* runtime status of id (valid when have_st) */
+    bool have_st;
+    struct kite_container_status last; /* the previous attempt's terminated status */
+    bool have_last;
+    uint32_t restarts;
+    char *wait_reason, *wait_message; /* waiting state when set */
+    int64_t exit_seen;     /* mono time the worker saw the current attempt exit; 0 = not */
+    int64_t bo_delay, bo_update; /* CrashLoopBackOff: current delay, mono time it was set */
+    int64_t img_delay, img_next; /* image pull back-off */
+    bool pulled_event;
+    bool done;             /* init container completed (exit 0) */
+};
+
+enum pod_phase { PHASE_PENDING, PHASE_RUNNING, PHASE_SUCCEEDED, PHASE_FAILED };
+const char *pods_phase_name(enum pod_phase ph);
+
+struct pod {
+    char *uid, *ns, *name;
+    json_object *obj;      /* latest object from the API (reference); NULL before any */
+    bool in_api;           /* false once deleted from the API (or absent from a list) */
+    bool deleting;         /* metadata.deletionTimestamp set */
+    int64_t grace_s;       /* grace period of the stop */
+    char *sandbox_id;
+    char *sandbox_ip;
+    struct pod_ctr *c;
+    size_t nc, n_init;
+    bool admitted, rejected;
+    char *reject_reason, *reject_message;
+    bool finished;         /* the API already had a terminal phase when first seen */
+    int64_t start_wall;    /* startTime */
+    /* termination */
+    bool stopping;         /* SIGTERM sent */
+    int64_t kill_at;       /* mono: SIGKILL after the grace period */
+    bool killed;           /* every container and the sandbox stopped */
+    bool delete_sent;
+    bool removed;          /* containers and sandbox removed (pods gone from the API) */
+    char *hung_op;         /* a runtime call of this pod that ran out of time */
+    /* worker scheduling */
+    int64_t next_sync;     /* mono; 0 = none */
+    bool dirty;
+    /* status manager */
+    json_object *status;   /* latest computed status (owned) */
+    uint64_t version, acked_version;
+    json_object *acked;    /* status the server acknowledged */
+    int64_t next_patch;
+    struct kite_backoff patch_bo;
+};
+
+/* The event recorder (client-go's EventCorrelator: spam filter, aggregation, dedup). */
+struct ev_entry {
+    char *key;         /* everything incl. message */
+    char *name, *ns;   /* the Event object */
+    int32_t count;
+    char *first_ts;
+    int64_t used;      /* LRU tick */
+};
+struct ev_bucket {
+    char *key;         /* source + involved object */
+    double tokens;
+    int64_t last;      /* mono of the last refill */
+};
+struct ev_agg {
+    char *key;         /* similar key: message left out */
+    char **msgs;
+    size_t n_msgs;
+    int64_t first;     /* mono of the window's start */
+};
+struct kite_recorder {
+    struct kite_client *client;
+    struct kite_clock *clock;
+    char *component, *host;
+    struct ev_entry *e;
+    size_t n_e;
+    struct ev_bucket *b;
+    size_t n_b;
+    struct ev_agg *a;
+    size_t n_a;
+    int64_t tick;
+    uint64_t seq;
+    uint64_t posted, patched, dropped; /* counters for tests */
+};
+void kite_recorder_init(struct kite_recorder *r, struct kite_client *c, struct kite_clock *clock, const char *component,
+                        const char *host);
+void kite_recorder_release(struct kite_recorder *r);
+/* Records an event about a pod (obj: its API object, borrowed; field_path may be NULL). */
+void kite_recorder_pod_event(struct kite_recorder *r, json_object *obj, const char *field_path, const char *type,
+                             const char *reason, const char *message);
+
+struct pod_event {
+    char *type;
+    json_object *obj; /* pod; NULL = a list follows in items */
+    json_object *items;
+};
+
+struct kite_pods {
+    struct kite_client *client;
+    struct kite_runtime *rt;
+    struct kite_clock *clock;
+    char *node_name;
+    char *rt_prefix;       /* "kite-runc://" */
+    uint64_t rng;
+    struct kite_recorder rec;
+
+    /* shared with the watch thread (under lock) */
+    pthread_mutex_t lock;
+    struct pod_event *q;
+    size_t n_q;
+    json_object *node_status;
+    bool stopping;
+    int wake_fd;           /* eventfd: pod events queued or stop */
+    pthread_t thread, watch_thread;
+    bool threads;
+    struct kite_cancel watch_cancel;
+
+    /* pods thread */
+    struct pod **pods;
+    size_t n_pods;
+    bool listed;           /* a full list arrived: unknown sandboxes may be removed */
+    bool orphans_done;
+    bool recovered;        /* the runtime's sandboxes were read */
+    struct kite_sandbox_status *rec_sb; /* sandboxes found at start, not yet claimed */
+    size_t n_rec_sb;
+    int64_t next_relist, next_resync;
+    int64_t alloc_cpu_m, alloc_mem_m, alloc_pods_m; /* milli-units; < 0 = unknown */
+    char *host_ip;
+};
+
+/* status.c: the pod's status as the kubelet generates it; prev (borrowed, may be NULL) gives
+ * the lastTransitionTimes to keep. A new object. */
+json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall);
+enum pod_phase pods_compute_phase(struct pod *pod);
+const char *pods_restart_policy(struct pod *pod);
+/* QoS class of a pod spec (Guaranteed, Burstable, BestEffort). */
+const char *pods_qos_class(json_object *spec);
+/* Sum of regular containers' requests, or the largest init container's, whichever is
+ * larger, per resource (milli-units); requests default to limits. */
+void pods_requests(json_object *spec, int64_t *ret_cpu_m, int64_t *ret_mem_m);
+/* Sets pod->status from the current state; bumps the version when it changed (the terminal
+ * phase is never moved back). */
+void pods_status_update(struct kite_pods *p, struct pod *pod);
+/* Sends due status patches and final deletes. */
+void pods_status_sync(struct kite_pods *p, int64_t now);
+
+/* worker.c */
+void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);
+/* Refreshes the runtime status of the pod's containers; true when something changed. */
+bool pods_refresh(struct kite_pods *p, struct pod *pod);
+void pods_admit(struct kite_pods *p, struct pod *pod);
+void pod_free(struct pod *pod);
+/* Small JSON helpers. */
+json_object *pj(json_object *o, const char *path); /* dotted path */
+const char *pjs(json_object *o, const char *path);  /* string or NULL */

@@ -1,0 +1,510 @@
+/* The pods manager: the pods bound to the node (fed by the list + watch thread), their
+ * workers, the PLEG (runtime exit events, a relist every 10 s), recovery of what the runtime
+ * still runs after an agent restart, removal of containers whose pod is gone, and the status
+ * manager's schedule. */
+#include <poll.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/pods/pods-int.h"
+#include "api/quantity.h"
+#include "base/log.h"
+
+int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
+    struct kite_pods *p = kite_calloc(1, sizeof(*p));
+    p->client = o->client;
+    p->rt = o->runtime;
+    p->clock = o->clock ? o->clock : kite_clock_real();
+    p->node_name = kite_strdup(o->node_name);
+    p->rt_prefix = kite_asprintf("kite-%s://", p->rt->ops->name);
+    p->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(p->clock) | 1;
+    kite_recorder_init(&p->rec, p->client, p->clock, o->component ? o->component : "kite-agent", p->node_name);
+    pthread_mutex_init(&p->lock, NULL);
+    kite_cancel_init(&p->watch_cancel);
+    p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (p->wake_fd < 0) {
+        int r = -errno;
+        kite_pods_free(p);
+        return r;
+    }
+    p->alloc_cpu_m = p->alloc_mem_m = p->alloc_pods_m = -1;
+    *ret = p;
+    return 0;
+}
+
+static void event_release(struct pod_event *e) {
+    free(e->type);
+    json_object_put(e->obj);
+    json_object_put(e->items);
+}
+
+void kite_pods_free(struct kite_pods *p) {
+    if (!p) return;
+    kite_pods_stop(p);
+    for (size_t i = 0; i < p->n_pods; i++) pod_free(p->pods[i]);
+    free(p->pods);
+    for (size_t i = 0; i < p->n_q; i++) event_release(&p->q[i]);
+    free(p->q);
+    kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
+    json_object_put(p->node_status);
+    kite_recorder_release(&p->rec);
+    if (p->wake_fd >= 0) close(p->wake_fd);
+    kite_cancel_release(&p->watch_cancel);
+    pthread_mutex_destroy(&p->lock);
+    free(p->node_name);
+    free(p->rt_prefix);
+    free(p->host_ip);
+    free(p);
+}
+
+static void wake(struct kite_pods *p) {
+    uint64_t one = 1;
+    if (write(p->wake_fd, &one, sizeof(one)) < 0) { /* full counter: already woken */
+    }
+}
+
+/* A private deep copy: json-c reference counts are not atomic across threads. */
+static json_object *copy(json_object *o) {
+    json_object *c = NULL;
+    if (o) json_object_deep_copy(o, &c, NULL);
+    return c;
+}
+
+static void enqueue(struct kite_pods *p, const char *type, json_object *obj, json_object *items) {
+    pthread_mutex_lock(&p->lock);
+    p->q = kite_realloc(p->q, (p->n_q + 1) * sizeof(*p->q));
+    p->q[p->n_q++] = (struct pod_event){.type = kite_strdup(type), .obj = obj, .items = items};
+    pthread_mutex_unlock(&p->lock);
+    wake(p);
+}
+
+void kite_pods_pod_event(struct kite_pods *p, const char *type, json_object *pod) { enqueue(p, type, copy(pod), NULL); }
+void kite_pods_pod_list(struct kite_pods *p, json_object *items) {
+    enqueue(p, "LIST", NULL, items ? copy(items) : json_object_new_array());
+}
+
+void kite_pods_node_status(struct kite_pods *p, json_object *st) {
+    json_object *c = copy(st);
+    pthread_mutex_lock(&p->lock);
+    json_object_put(p->node_status);
+    p->node_status = c;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static struct pod *find_pod(struct kite_pods *p, const char *uid) {
+    for (size_t i = 0; uid && i < p->n_pods; i++)
+        if (strcmp(p->pods[i]->uid, uid) == 0) return p->pods[i];
+    return NULL;
+}
+
+/* Claims what the runtime still has of this pod from before a restart: its sandbox and the
+ * latest attempt of each container (the one before kept for lastState; older ones removed). */
+static bool recover(struct kite_pods *p, struct pod *pod) {
+    size_t k = p->n_rec_sb;
+    for (size_t i = 0; i < p->n_rec_sb; i++)
+        if (kite_streq(p->rec_sb[i].uid, pod->uid) && (k == p->n_rec_sb || p->rec_sb[i].state == KITE_SANDBOX_READY))
+            k = i;
+    if (k == p->n_rec_sb) return false;
+    struct kite_sandbox_status sb = p->rec_sb[k];
+    p->rec_sb[k] = p->rec_sb[--p->n_rec_sb];
+    pod->sandbox_id = kite_strdup(sb.id);
+    pod->sandbox_ip = kite_strdup(sb.ip ? sb.ip : "");
+    bool ready = sb.state == KITE_SANDBOX_READY;
+    kite_sandbox_status_release(&sb);
+    struct kite_container_status *v = NULL;
+    size_t n = 0;
+    if (p->rt->ops->list_containers(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS, &v, &n) < 0) n = 0;
+    bool any_regular = false;
+    for (size_t i = 0; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        ssize_t best = -1, second = -1;
+        for (size_t j = 0; j < n; j++) {
+            if (!kite_streq(v[j].name, c->name)) continue;
+            if (best < 0 || v[j].attempt > v[best].attempt) second = best, best = (ssize_t)j;
+            else if (second < 0 || v[j].attempt > v[second].attempt) second = (ssize_t)j;
+        }
+        for (size_t j = 0; j < n; j++)
+            if (kite_streq(v[j].name, c->name) && (ssize_t)j != best && (ssize_t)j != second)
+                p->rt->ops->remove_container(p->rt, v[j].id, KITE_PODS_RT_TIMEOUT_NS);
+        if (best < 0) continue;
+        c->id = kite_strdup(v[best].id);
+        c->restarts = v[best].attempt;
+        c->pulled_event = true;
+        if (!c->init) any_regular = true;
+        if (second >= 0) {
+            c->prev_id = kite_strdup(v[second].id);
+            c->last = v[second];
+            memset(&v[second], 0, sizeof(v[second]));
+            c->have_last = true;
+        }
+    }
+    kite_container_statuses_free(v, n);
+    /* once a regular container was created, every init container had completed */
+    for (size_t i = 0; any_regular && i < pod->n_init; i++) pod->c[i].done = true;
+    pods_refresh(p, pod);
+    log_info(PODS_LOG, "pod %s/%s: recovered sandbox %s from the runtime", pod->ns, pod->name, pod->sandbox_id);
+    if (!ready) {
+        /* its holder died: the pod's containers start again in a new sandbox */
+        p->rt->ops->remove_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS);
+        free(pod->sandbox_id);
+        pod->sandbox_id = NULL;
+    }
+    return true;
+}
+
+static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
+    const char *uid = pjs(obj, "metadata.uid"), *ns = pjs(obj, "metadata.namespace"), *name = pjs(obj, "metadata.name");
+    if (!uid || !ns || !name || p->n_pods >= KITE_PODS_MAX_PODS) return NULL;
+    struct pod *pod = kite_calloc(1, sizeof(*pod));
+    pod->uid = kite_strdup(uid);
+    pod->ns = kite_strdup(ns);
+    pod->name = kite_strdup(name);
+    pod->obj = json_object_get(obj);
+    pod->in_api = true;
+    json_object *tg = pj(obj, "spec.terminationGracePeriodSeconds");
+    pod->grace_s = tg ? json_object_get_int64(tg) : KITE_PODS_DEFAULT_GRACE_S;
+    kite_backoff_init(&pod->patch_bo, 200 * KITE_NS_PER_MS, KITE_PODS_STATUS_RESYNC_NS, 2.0, 0.1, p->rng++);
+    json_object *ics = pj(obj, "spec.initContainers"), *cs = pj(obj, "spec.containers");
+    size_t ni = ics && json_object_is_type(ics, json_type_array) ? json_object_array_length(ics) : 0;
+    size_t nr = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
+    pod->c = kite_calloc(ni + nr + 1, sizeof(*pod->c));
+    for (size_t i = 0; i < ni + nr; i++) {
+        json_object *spec = i < ni ? json_object_array_get_idx(ics, i) : json_object_array_get_idx(cs, i - ni);
+        pod->c[pod->nc] = (struct pod_ctr){.name = kite_strdup(pjs(spec, "name") ? pjs(spec, "name") : ""),
+                                           .init = i < ni, .spec = json_object_get(spec)};
+        pod->nc++;
+        if (i < ni) pod->n_init++;
+    }
+    const char *phase = pjs(obj, "status.phase");
+    int64_t st = 0;
+    if (pjs(obj, "status.startTime") && kite_time_parse(pjs(obj, "status.startTime"), &st) == 0) pod->start_wall = st;
+    else pod->start_wall = kite_now_wall(p->clock);
+    p->pods = kite_realloc(p->pods, (p->n_pods + 1) * sizeof(*p->pods));
+    p->pods[p->n_pods++] = pod;
+    bool recovered = recover(p, pod);
+    if (kite_streq(phase, "Succeeded") || kite_streq(phase, "Failed")) {
+        /* the API already has its end: a restarted agent does not run it again */
+        pod->finished = true;
+        pod->killed = true;
+    } else if (!recovered) {
+        pods_admit(p, pod);
+    } else {
+        pod->admitted = true;
+    }
+    return pod;
+}
+
+static void apply(struct kite_pods *p, const char *type, json_object *obj) {
+    struct pod *pod = find_pod(p, pjs(obj, "metadata.uid"));
+    if (kite_streq(type, "DELETED")) {
+        if (pod) {
+            pod->in_api = false;
+            pod->dirty = true;
+        }
+        return;
+    }
+    if (!pod && !(pod = new_pod(p, obj))) return;
+    if (pod->obj != obj) {
+        json_object_put(pod->obj);
+        pod->obj = json_object_get(obj);
+    }
+    pod->in_api = true;
+    if (pj(obj, "metadata.deletionTimestamp") && !pod->deleting) {
+        pod->deleting = true;
+        json_object *g = pj(obj, "metadata.deletionGracePeriodSeconds");
+        if (!g) g = pj(obj, "spec.terminationGracePeriodSeconds");
+        pod->grace_s = g ? json_object_get_int64(g) : KITE_PODS_DEFAULT_GRACE_S;
+        if (pod->grace_s < 0) pod->grace_s = 0;
+    }
+    pod->dirty = true;
+}
+
+static void apply_node_status(struct kite_pods *p, json_object *ns) {
+    if (ns) {
+        int64_t m;
+        json_object *alloc = json_object_object_get(ns, "allocatable");
+        const char *names[] = {"cpu", "memory", "pods"};
+        int64_t *dst[] = {&p->alloc_cpu_m, &p->alloc_mem_m, &p->alloc_pods_m};
+        for (size_t i = 0; i < 3; i++)
+            if (pjs(alloc, names[i]) && kite_quantity_parse_milli(pjs(alloc, names[i]), &m) == 0) *dst[i] = m;
+        json_object *addrs = json_object_object_get(ns, "addresses");
+        for (size_t i = 0; addrs && i < json_object_array_length(addrs); i++) {
+            json_object *a = json_object_array_get_idx(addrs, i);
+            if (kite_streq(pjs(a, "type"), "InternalIP") && pjs(a, "address")) {
+                if (!kite_streq(p->host_ip, pjs(a, "address"))) {
+                    free(p->host_ip);
+                    p->host_ip = kite_strdup(pjs(a, "address"));
+                    for (size_t j = 0; j < p->n_pods; j++) p->pods[j]->dirty = true;
+                }
+                break;
+            }
+        }
+        json_object_put(ns);
+    }
+}
+
+static void drain_queue(struct kite_pods *p) {
+    pthread_mutex_lock(&p->lock);
+    struct pod_event *q = TAKE_PTR(p->q);
+    size_t n = p->n_q;
+    p->n_q = 0;
+    json_object *ns = TAKE_PTR(p->node_status);
+    pthread_mutex_unlock(&p->lock);
+    /* the node's allocatable first: admission of the pods below uses it */
+    apply_node_status(p, ns);
+    for (size_t i = 0; i < n; i++) {
+        if (q[i].items) {
+            /* a list: what it lacks is gone */
+            for (size_t j = 0; j < p->n_pods; j++) {
+                bool found = false;
+                for (size_t k = 0; k < json_object_array_length(q[i].items) && !found; k++)
+                    found = kite_streq(pjs(json_object_array_get_idx(q[i].items, k), "metadata.uid"), p->pods[j]->uid);
+                if (!found) {
+                    p->pods[j]->in_api = false;
+                    p->pods[j]->dirty = true;
+                }
+            }
+            for (size_t k = 0; k < json_object_array_length(q[i].items); k++)
+                apply(p, "MODIFIED", json_object_array_get_idx(q[i].items, k));
+            p->listed = true;
+        } else if (q[i].obj) {
+            apply(p, q[i].type, q[i].obj);
+        }
+        event_release(&q[i]);
+    }
+    free(q);
+}
+
+/* After the first full list: sandboxes and containers of pods the API does not have go. */
+static void remove_orphans(struct kite_pods *p) {
+    for (size_t i = 0; i < p->n_rec_sb; i++) {
+        log_info(PODS_LOG, "removing sandbox %s of pod %s/%s (uid %s): the pod is not in the API", p->rec_sb[i].id,
+                 p->rec_sb[i].ns, p->rec_sb[i].name, p->rec_sb[i].uid);
+        p->rt->ops->stop_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS);
+        p->rt->ops->remove_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS);
+    }
+    kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
+    p->rec_sb = NULL;
+    p->n_rec_sb = 0;
+    struct kite_container_status *v = NULL;
+    size_t n = 0;
+    if (p->rt->ops->list_containers(p->rt, NULL, KITE_PODS_RT_TIMEOUT_NS, &v, &n) < 0) return;
+    for (size_t i = 0; i < n; i++) {
+        bool known = false;
+        for (size_t j = 0; j < p->n_pods && !known; j++) known = kite_streq(p->pods[j]->sandbox_id, v[i].sandbox_id);
+        if (!known) p->rt->ops->remove_container(p->rt, v[i].id, KITE_PODS_RT_TIMEOUT_NS);
+    }
+    kite_container_statuses_free(v, n);
+}
+
+static struct pod *pod_of_container(struct kite_pods *p, const char *id) {
+    for (size_t i = 0; id && i < p->n_pods; i++)
+        for (size_t j = 0; j < p->pods[i]->nc; j++)
+            if (kite_streq(p->pods[i]->c[j].id, id)) return p->pods[i];
+    return NULL;
+}
+
+int64_t kite_pods_step(struct kite_pods *p) {
+    int64_t now = kite_now_mono(p->clock);
+    if (!p->recovered) {
+        struct kite_sandbox_status *v = NULL;
+        size_t n = 0;
+        if (p->rt->ops->list_sandboxes(p->rt, KITE_PODS_RT_TIMEOUT_NS, &v, &n) == 0) {
+            p->rec_sb = v;
+            p->n_rec_sb = n;
+            p->recovered = true;
+        } else {
+            return now + KITE_PODS_SYNC_ERROR_NS;
+        }
+    }
+    drain_queue(p);
+    /* PLEG: the runtime's exit events name the pods to look at */
+    struct kite_container_event *evs = NULL;
+    size_t nev = 0;
+    if (p->rt->ops->read_events(p->rt, &evs, &nev) == 0) {
+        for (size_t i = 0; i < nev; i++) {
+            struct pod *pod = pod_of_container(p, evs[i].container_id);
+            if (pod) pod->dirty = true;
+        }
+        kite_container_events_free(evs, nev);
+    }
+    if (now >= p->next_relist) {
+        for (size_t i = 0; i < p->n_pods; i++)
+            if (pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
+        p->next_relist = now + KITE_PODS_RELIST_NS;
+    }
+    for (size_t i = 0; i < p->n_pods; i++) {
+        struct pod *pod = p->pods[i];
+        if (!pod->dirty && !(pod->next_sync && now >= pod->next_sync)) continue;
+        pod->dirty = false;
+        pods_refresh(p, pod);
+        pods_worker_sync(p, pod, now);
+        pods_status_update(p, pod);
+    }
+    if (p->listed && !p->orphans_done) {
+        remove_orphans(p);
+        p->orphans_done = true;
+    }
+    if (now >= p->next_resync) {
+        /* the server's copy differs from what it acknowledged (someone else wrote it): send again */
+        for (size_t i = 0; i < p->n_pods; i++) {
+            struct pod *pod = p->pods[i];
+            if (pod->acked && pod->in_api && !kite_streq(pjs(pod->obj, "status.phase"), pjs(pod->acked, "phase")) &&
+                pod->acked_version == pod->version && pj(pod->obj, "status")) {
+                json_object_put(pod->acked);
+                pod->acked = NULL;
+                pod->version++;
+            }
+        }
+        p->next_resync = now + KITE_PODS_STATUS_RESYNC_NS;
+    }
+    pods_status_sync(p, now);
+    /* forget pods that are gone from the API and from the node */
+    for (size_t i = 0; i < p->n_pods;) {
+        struct pod *pod = p->pods[i];
+        if (!pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
+            pod_free(pod);
+            p->pods[i] = p->pods[--p->n_pods];
+        } else
+            i++;
+    }
+    int64_t next = KITE_MIN(p->next_relist, p->next_resync);
+    for (size_t i = 0; i < p->n_pods; i++) {
+        struct pod *pod = p->pods[i];
+        if (pod->next_sync) next = KITE_MIN(next, pod->next_sync);
+        if (pod->version > pod->acked_version && pod->in_api) next = KITE_MIN(next, KITE_MAX(pod->next_patch, now));
+    }
+    return next;
+}
+
+/* ---- threads ---- */
+
+static bool stopping(struct kite_pods *p) {
+    pthread_mutex_lock(&p->lock);
+    bool s = p->stopping;
+    pthread_mutex_unlock(&p->lock);
+    return s;
+}
+
+static void *pods_thread(void *ud) {
+    struct kite_pods *p = ud;
+    while (!stopping(p)) {
+        int64_t next = kite_pods_step(p);
+        int64_t d = next - kite_now_mono(p->clock);
+        int ms = d <= 0 ? 0 : (int)KITE_MIN(d / KITE_NS_PER_MS + 1, 1000);
+        struct pollfd fds[2] = {{.fd = p->wake_fd, .events = POLLIN}, {.fd = p->rt->ops->events_fd(p->rt), .events = POLLIN}};
+        if (poll(fds, fds[1].fd >= 0 ? 2 : 1, ms) > 0 && (fds[0].revents & POLLIN)) {
+            uint64_t v;
+            if (read(p->wake_fd, &v, sizeof(v)) < 0) {
+            }
+        }
+    }
+    return NULL;
+}
+
+struct watch_ctx {
+    struct kite_pods *p;
+    char *rv;
+    bool stale;
+};
+
+static int on_pod_event(json_object *ev, void *ud) {
+    struct watch_ctx *w = ud;
+    const char *type = pjs(ev, "type");
+    json_object *obj = json_object_object_get(ev, "object");
+    if (kite_streq(type, "ERROR")) {
+        json_object *code = pj(obj, "code");
+        if (code && json_object_get_int(code) == 410) {
+            w->stale = true;
+            return -ESTALE;
+        }
+        return -EIO;
+    }
+    const char *rv = pjs(obj, "metadata.resourceVersion");
+    if (rv) {
+        free(w->rv);
+        w->rv = kite_strdup(rv);
+    }
+    if (kite_streq(type, "BOOKMARK")) return 0;
+    kite_pods_pod_event(w->p, type, obj);
+    return 0;
+}
+
+static void pause_ms(struct kite_pods *p, int64_t ms) {
+    for (int64_t t = 0; t < ms && !stopping(p); t += 100) {
+        struct timespec ts = {0, 100 * KITE_NS_PER_MS};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *watch_thread(void *ud) {
+    struct kite_pods *p = ud;
+    struct watch_ctx w = {.p = p};
+    struct kite_backoff b;
+    kite_backoff_init(&b, KITE_NS_PER_SEC, 30 * KITE_NS_PER_SEC, 2.0, 0.2, p->rng + 7);
+    while (!stopping(p)) {
+        if (!w.rv) {
+            _cleanup_free_ char *path = kite_asprintf("/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", p->node_name);
+            json_object *list = NULL;
+            int r = kite_client_json(p->client, "GET", path, NULL, NULL, NULL, &list);
+            if (r < 0 || !pjs(list, "metadata.resourceVersion")) {
+                json_object_put(list);
+                log_debug(PODS_LOG, "listing pods: %s", strerror(-r));
+                pause_ms(p, kite_backoff_next(&b) / KITE_NS_PER_MS);
+                continue;
+            }
+            w.rv = kite_strdup(pjs(list, "metadata.resourceVersion"));
+            kite_pods_pod_list(p, json_object_object_get(list, "items"));
+            json_object_put(list);
+        }
+        _cleanup_free_ char *path = kite_asprintf(
+            "/api/v1/pods?watch=true&allowWatchBookmarks=true&fieldSelector=spec.nodeName%%3D%s&resourceVersion=%s",
+            p->node_name, w.rv);
+        w.stale = false;
+        int64_t t0 = kite_now_mono(p->clock);
+        int r = kite_client_watch(p->client, path, on_pod_event, &w, &p->watch_cancel);
+        if (r == -ECANCELED) break;
+        if (w.stale || r == -ESTALE) { /* 410 Gone: the resourceVersion is too old, list again */
+            free(w.rv);
+            w.rv = NULL;
+            continue;
+        }
+        if (r == 0 && kite_now_mono(p->clock) - t0 > KITE_NS_PER_SEC) {
+            kite_backoff_reset(&b);
+            continue;
+        }
+        log_debug(PODS_LOG, "pod watch: %s", strerror(-r));
+        pause_ms(p, kite_backoff_next(&b) / KITE_NS_PER_MS);
+    }
+    free(w.rv);
+    return NULL;
+}
+
+int kite_pods_start(struct kite_pods *p) {
+    int r = -pthread_create(&p->thread, NULL, pods_thread, p);
+    if (r < 0) return r;
+    if ((r = -pthread_create(&p->watch_thread, NULL, watch_thread, p)) < 0) {
+        pthread_mutex_lock(&p->lock);
+        p->stopping = true;
+        pthread_mutex_unlock(&p->lock);
+        wake(p);
+        pthread_join(p->thread, NULL);
+        return r;
+    }
+    p->threads = true;
+    return 0;
+}
+
+void kite_pods_stop(struct kite_pods *p) {
+    if (!p || !p->threads) return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_mutex_unlock(&p->lock);
+    wake(p);
+    kite_cancel_fire(&p->watch_cancel);
+    pthread_join(p->watch_thread, NULL);
+    pthread_join(p->thread, NULL);
+    p->threads = false;
+}

@@ -1,0 +1,68 @@
+/* The agent's pods: the pods bound to the node (list + watch), one worker state machine per
+ * pod on the runtime (sandbox, init containers in order, containers, restart policy with the
+ * kubelet's CrashLoopBackOff, image pull back-off, graceful stop), an event-driven PLEG (the
+ * runtime's exit events plus a relist every 10 s), a status manager (versioned cache, PATCH
+ * pods/status only on change, uid precondition, retries, resync, terminal phases never
+ * reversed, the final grace-0 delete), an event recorder with client-go's correlator rules
+ * and the node's admission of pods by resources.
+ *
+ * Threads: kite_pods_step() does everything on one thread (the pods thread, or a test); the
+ * watch thread only queues pod events. Runtime calls are never long: each has a deadline and
+ * a graceful stop is a signal followed by later steps, not a wait, so one slow pod does not
+ * hold the others back longer than a call's deadline. */
+#pragma once
+#include <json-c/json.h>
+#include "agent/runtime/runtime.h"
+#include "base/clock.h"
+#include "client/client.h"
+
+#define KITE_PODS_RT_TIMEOUT_NS (10 * KITE_NS_PER_SEC)        /* one runtime call of a pod worker */
+#define KITE_PODS_RELIST_NS (10 * KITE_NS_PER_SEC)            /* PLEG relist (safety net) */
+#define KITE_PODS_STATUS_RESYNC_NS (10 * KITE_NS_PER_SEC)     /* status manager resync */
+#define KITE_PODS_BACKOFF_MIN_NS (10 * KITE_NS_PER_SEC)       /* CrashLoopBackOff / image back-off */
+#define KITE_PODS_BACKOFF_MAX_NS (300 * KITE_NS_PER_SEC)
+#define KITE_PODS_BACKOFF_RESET_NS (600 * KITE_NS_PER_SEC)    /* no crash for 10 min: reset */
+#define KITE_PODS_PULL_RECHECK_NS KITE_NS_PER_SEC                /* ErrImagePull -> ImagePullBackOff */
+#define KITE_PODS_SYNC_ERROR_NS (10 * KITE_NS_PER_SEC)        /* retry after a failed runtime call */
+#define KITE_PODS_DEFAULT_GRACE_S 30                          /* terminationGracePeriodSeconds */
+#define KITE_PODS_MAX_PODS 1024                               /* pods tracked by one agent */
+#define KITE_PODS_EVENT_CACHE 4096                            /* client-go maxLruCacheEntries */
+#define KITE_PODS_EVENT_BURST 25                              /* spam filter burst per object */
+#define KITE_PODS_EVENT_REFILL_NS (300 * KITE_NS_PER_SEC)     /* one more event per 5 min */
+#define KITE_PODS_EVENT_AGG_MAX 10                            /* similar events before aggregating */
+#define KITE_PODS_EVENT_AGG_WINDOW_NS (600 * KITE_NS_PER_SEC)
+
+struct kite_pods;
+
+struct kite_pods_options {
+    struct kite_client *client;   /* borrowed */
+    struct kite_runtime *runtime; /* borrowed; only the pods thread uses it, or it is locked */
+    struct kite_clock *clock;     /* NULL = real */
+    const char *node_name;
+    const char *component;        /* events' source.component; NULL = "kite-agent" */
+    uint64_t seed;
+};
+
+int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret);
+/* Accepts NULL. Stops threads first if started. */
+void kite_pods_free(struct kite_pods *p);
+
+/* Thread-safe inputs. A pod event from the API (type ADDED, MODIFIED, DELETED; pod borrowed). */
+void kite_pods_pod_event(struct kite_pods *p, const char *type, json_object *pod);
+/* The complete set of pods bound to the node (a list), borrowed array of pods: pods not in it
+ * are gone from the API; the first call also allows the cleanup of containers of unknown pods. */
+void kite_pods_pod_list(struct kite_pods *p, json_object *items);
+/* The node's status as last acknowledged (borrowed): allocatable for admission, the
+ * InternalIP for hostIP. */
+void kite_pods_node_status(struct kite_pods *p, json_object *node_status);
+
+/* Does all work that is due; returns the monotonic time it next has work. */
+int64_t kite_pods_step(struct kite_pods *p);
+
+/* The pods thread (steps, woken by pod events and runtime exits) and the pod watch thread. */
+int kite_pods_start(struct kite_pods *p);
+void kite_pods_stop(struct kite_pods *p);
+
+/* A runtime whose calls are serialized by a mutex, for sharing one runtime between the pods
+ * thread and the node status. inner is borrowed. */
+struct kite_runtime *kite_runtime_locked_new(struct kite_runtime *inner);

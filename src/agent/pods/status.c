@@ -1,0 +1,381 @@
+/* Pod status as the kubelet generates it (k8s-behaviour §5) and the status manager (§1.7): a
+ * versioned cache per pod, a strategic merge PATCH of pods/status carrying metadata.uid as a
+ * precondition only when the status differs from the one the server acknowledged, retries
+ * with back-off, a resync every 10 s, terminal phases never moved back, and the final grace-0
+ * DELETE once a terminating pod's containers are gone. */
+#include <stdio.h>
+
+#include "agent/pods/pods-int.h"
+#include "api/quantity.h"
+#include "base/buf.h"
+#include "base/log.h"
+
+json_object *pj(json_object *o, const char *path) {
+    char key[128];
+    while (o && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof(key)) return NULL;
+        memcpy(key, path, n);
+        key[n] = 0;
+        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &o)) return NULL;
+        path += n + (path[n] == '.');
+    }
+    return o;
+}
+
+const char *pjs(json_object *o, const char *path) {
+    json_object *v = pj(o, path);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+const char *pods_phase_name(enum pod_phase ph) {
+    static const char *n[] = {"Pending", "Running", "Succeeded", "Failed"};
+    return n[ph];
+}
+
+const char *pods_restart_policy(struct pod *pod) {
+    const char *r = pjs(pod->obj, "spec.restartPolicy");
+    return r && *r ? r : "Always";
+}
+
+/* ---- resources ---- */
+
+static int64_t qty(json_object *res, const char *kind, const char *name) {
+    const char *s = pjs(json_object_object_get(res, kind), name);
+    int64_t m = 0;
+    if (!s || kite_quantity_parse_milli(s, &m) < 0) return -1;
+    return m;
+}
+
+/* A container's request for a resource: requests, else limits (the API's defaulting). */
+static int64_t request_of(json_object *ctr, const char *name) {
+    json_object *res = json_object_object_get(ctr, "resources");
+    int64_t v = qty(res, "requests", name);
+    if (v < 0) v = qty(res, "limits", name);
+    return v < 0 ? 0 : v;
+}
+
+void pods_requests(json_object *spec, int64_t *ret_cpu_m, int64_t *ret_mem_m) {
+    int64_t cpu = 0, mem = 0, icpu = 0, imem = 0;
+    json_object *cs = json_object_object_get(spec, "containers"), *ics = json_object_object_get(spec, "initContainers");
+    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
+        cpu += request_of(json_object_array_get_idx(cs, i), "cpu");
+        mem += request_of(json_object_array_get_idx(cs, i), "memory");
+    }
+    for (size_t i = 0; ics && i < json_object_array_length(ics); i++) {
+        icpu = KITE_MAX(icpu, request_of(json_object_array_get_idx(ics, i), "cpu"));
+        imem = KITE_MAX(imem, request_of(json_object_array_get_idx(ics, i), "memory"));
+    }
+    *ret_cpu_m = KITE_MAX(cpu, icpu);
+    *ret_mem_m = KITE_MAX(mem, imem);
+}
+
+/* Kubernetes' GetPodQOS over cpu and memory. */
+const char *pods_qos_class(json_object *spec) {
+    bool any = false, guaranteed = true;
+    const char *lists[] = {"initContainers", "containers"};
+    for (size_t l = 0; l < 2; l++) {
+        json_object *cs = json_object_object_get(spec, lists[l]);
+        for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
+            json_object *res = json_object_object_get(json_object_array_get_idx(cs, i), "resources");
+            const char *names[] = {"cpu", "memory"};
+            for (size_t k = 0; k < 2; k++) {
+                int64_t req = qty(res, "requests", names[k]), lim = qty(res, "limits", names[k]);
+                if (req > 0 || lim > 0) any = true;
+                if (lim <= 0 || (req >= 0 && req != lim)) guaranteed = false;
+            }
+        }
+    }
+    if (!any) return "BestEffort";
+    return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+/* ---- phase ---- */
+
+enum pod_phase pods_compute_phase(struct pod *pod) {
+    if (pod->rejected) return PHASE_FAILED;
+    const char *policy = pods_restart_policy(pod);
+    bool no_restart = strcmp(policy, "Never") == 0 || pod->killed;
+    for (size_t i = 0; i < pod->n_init; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (c->done) continue;
+        bool failed = c->have_st && c->st.state == KITE_CONTAINER_EXITED && c->st.exit_code != 0;
+        if (failed && no_restart) return PHASE_FAILED;
+        if (pod->killed) return PHASE_FAILED;
+        return PHASE_PENDING;
+    }
+    size_t running = 0, waiting = 0, succeeded = 0, failed = 0, n = 0;
+    for (size_t i = pod->n_init; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        n++;
+        if (c->have_st && c->st.state == KITE_CONTAINER_RUNNING) running++;
+        else if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
+            if (c->st.exit_code == 0) succeeded++;
+            else failed++;
+        } else if (c->have_last) {
+            /* waiting to restart after an exit: counts as stopped, as the kubelet's getPhase */
+            if (c->last.exit_code == 0) succeeded++;
+            else failed++;
+        } else
+            waiting++;
+    }
+    if (pod->killed) {
+        if (running == 0) return failed == 0 && waiting == 0 && succeeded > 0 ? PHASE_SUCCEEDED : PHASE_FAILED;
+    }
+    if (waiting > 0) return PHASE_PENDING;
+    if (running > 0) return PHASE_RUNNING;
+    if (n == 0) return PHASE_PENDING;
+    if (strcmp(policy, "Always") == 0) return PHASE_RUNNING;
+    if (strcmp(policy, "OnFailure") == 0) return failed > 0 ? PHASE_RUNNING : PHASE_SUCCEEDED;
+    return failed > 0 ? PHASE_FAILED : PHASE_SUCCEEDED;
+}
+
+/* ---- container statuses ---- */
+
+static void add_str(json_object *o, const char *k, const char *v) { json_object_object_add(o, k, json_object_new_string(v ? v : "")); }
+
+static void add_time(json_object *o, const char *k, int64_t wall) {
+    char ts[21];
+    kite_time_format(wall, ts);
+    add_str(o, k, ts);
+}
+
+static json_object *terminated_of(struct kite_pods *p, const struct kite_container_status *s) {
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "exitCode", json_object_new_int(s->exit_code));
+    if (s->signal) json_object_object_add(t, "signal", json_object_new_int(s->signal));
+    add_str(t, "reason", s->oom_killed ? "OOMKilled" : s->reason ? s->reason : s->exit_code == 0 ? "Completed" : "Error");
+    if (s->message && *s->message) add_str(t, "message", s->message);
+    if (s->started_ns) add_time(t, "startedAt", s->started_ns);
+    if (s->finished_ns) add_time(t, "finishedAt", s->finished_ns);
+    _cleanup_free_ char *cid = kite_asprintf("%s%s", p->rt_prefix, s->id);
+    add_str(t, "containerID", cid);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "terminated", t);
+    return o;
+}
+
+static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, bool inits_done) {
+    json_object *s = json_object_new_object(), *state = json_object_new_object();
+    add_str(s, "name", c->name);
+    add_str(s, "image", pjs(c->spec, "image"));
+    add_str(s, "imageID", c->have_st && c->st.image_id ? c->st.image_id : "");
+    if (c->id) {
+        _cleanup_free_ char *cid = kite_asprintf("%s%s", p->rt_prefix, c->id);
+        add_str(s, "containerID", cid);
+    }
+    bool running = c->have_st && c->st.state == KITE_CONTAINER_RUNNING;
+    if (c->wait_reason && !running) {
+        json_object *w = json_object_new_object();
+        add_str(w, "reason", c->wait_reason);
+        if (c->wait_message) add_str(w, "message", c->wait_message);
+        json_object_object_add(state, "waiting", w);
+    } else if (running) {
+        json_object *r = json_object_new_object();
+        add_time(r, "startedAt", c->st.started_ns ? c->st.started_ns : c->st.created_ns);
+        json_object_object_add(state, "running", r);
+    } else if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
+        json_object_put(state);
+        state = terminated_of(p, &c->st);
+    } else {
+        json_object *w = json_object_new_object();
+        add_str(w, "reason", c->init || !inits_done ? "PodInitializing" : "ContainerCreating");
+        json_object_object_add(state, "waiting", w);
+    }
+    json_object_object_add(s, "state", state);
+    json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last) : json_object_new_object());
+    json_object_object_add(s, "ready", json_object_new_boolean(running));
+    json_object_object_add(s, "restartCount", json_object_new_int((int32_t)c->restarts));
+    json_object_object_add(s, "started", json_object_new_boolean(running));
+    (void)pod;
+    return s;
+}
+
+/* ---- conditions ---- */
+
+static void add_cond(json_object *conds, json_object *prev, const char *type, bool ok, const char *reason,
+                     const char *message, int64_t now_wall) {
+    json_object *c = json_object_new_object();
+    add_str(c, "type", type);
+    add_str(c, "status", ok ? "True" : "False");
+    json_object_object_add(c, "lastProbeTime", NULL);
+    /* the transition time moves only when the status flips */
+    const char *keep = NULL;
+    json_object *pc = json_object_object_get(prev, "conditions");
+    for (size_t i = 0; pc && i < json_object_array_length(pc); i++) {
+        json_object *x = json_object_array_get_idx(pc, i);
+        if (kite_streq(pjs(x, "type"), type) && kite_streq(pjs(x, "status"), ok ? "True" : "False"))
+            keep = pjs(x, "lastTransitionTime");
+    }
+    if (keep) add_str(c, "lastTransitionTime", keep);
+    else add_time(c, "lastTransitionTime", now_wall);
+    if (reason) add_str(c, "reason", reason);
+    if (message) add_str(c, "message", message);
+    json_object_array_add(conds, c);
+}
+
+static char *names_list(struct pod *pod, size_t from, size_t to, bool (*pred)(struct pod_ctr *)) {
+    struct kite_buf b = {0};
+    for (size_t i = from; i < to; i++) {
+        if (!pred(&pod->c[i])) continue;
+        if (b.len) kite_buf_puts(&b, " ");
+        kite_buf_puts(&b, pod->c[i].name);
+    }
+    if (!b.len) {
+        kite_buf_release(&b);
+        return NULL;
+    }
+    kite_buf_putc(&b, ']');
+    char *s = kite_buf_detach(&b, NULL);
+    char *out = kite_asprintf("[%s", s);
+    free(s);
+    return out;
+}
+static bool not_ready(struct pod_ctr *c) { return !(c->have_st && c->st.state == KITE_CONTAINER_RUNNING); }
+static bool not_done(struct pod_ctr *c) { return !c->done; }
+
+json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall) {
+    json_object *st = json_object_new_object();
+    enum pod_phase ph = pods_compute_phase(pod);
+    add_str(st, "phase", pods_phase_name(ph));
+    if (pod->rejected) {
+        add_str(st, "reason", pod->reject_reason);
+        add_str(st, "message", pod->reject_message);
+    }
+    json_object *conds = json_object_new_array();
+    bool inits_done = true;
+    for (size_t i = 0; i < pod->n_init; i++) inits_done = inits_done && pod->c[i].done;
+    bool any_started = false;
+    for (size_t i = pod->n_init; i < pod->nc; i++) any_started = any_started || pod->c[i].id;
+    if (!pod->rejected) {
+        add_cond(conds, prev, "PodReadyToStartContainers", pod->sandbox_id && !pod->killed, NULL, NULL, now_wall);
+        _cleanup_free_ char *incomplete = names_list(pod, 0, pod->n_init, not_done);
+        if (ph == PHASE_SUCCEEDED) add_cond(conds, prev, "Initialized", true, "PodCompleted", NULL, now_wall);
+        else if (inits_done || any_started) add_cond(conds, prev, "Initialized", true, NULL, NULL, now_wall);
+        else {
+            _cleanup_free_ char *m = kite_asprintf("containers with incomplete status: %s", incomplete ? incomplete : "[]");
+            add_cond(conds, prev, "Initialized", false, "ContainersNotInitialized", m, now_wall);
+        }
+        _cleanup_free_ char *unready = names_list(pod, pod->n_init, pod->nc, not_ready);
+        bool terminal = ph == PHASE_SUCCEEDED || ph == PHASE_FAILED;
+        const char *treason = ph == PHASE_SUCCEEDED ? "PodCompleted" : "PodFailed";
+        _cleanup_free_ char *m = unready ? kite_asprintf("containers with unready status: %s", unready) : NULL;
+        bool ready = !terminal && !unready;
+        add_cond(conds, prev, "ContainersReady", ready, terminal ? treason : ready ? NULL : "ContainersNotReady",
+                 terminal ? NULL : m, now_wall);
+        add_cond(conds, prev, "Ready", ready, terminal ? treason : ready ? NULL : "ContainersNotReady",
+                 terminal ? NULL : m, now_wall);
+        if (pod->hung_op) {
+            /* a runtime call of this pod ran out of time: said here, on the pod, not on the node */
+            _cleanup_free_ char *hm = kite_asprintf("runtime call %s did not answer within its deadline", pod->hung_op);
+            add_cond(conds, prev, "kite.dev/RuntimeResponding", false, "RuntimeCallTimedOut", hm, now_wall);
+        }
+    }
+    add_cond(conds, prev, "PodScheduled", true, NULL, NULL, now_wall);
+    json_object_object_add(st, "conditions", conds);
+    if (p->host_ip) {
+        add_str(st, "hostIP", p->host_ip);
+        json_object *ips = json_object_new_array(), *ip = json_object_new_object();
+        add_str(ip, "ip", p->host_ip);
+        json_object_array_add(ips, ip);
+        json_object_object_add(st, "hostIPs", ips);
+    }
+    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    const char *pip = hn && json_object_get_boolean(hn) ? p->host_ip : pod->sandbox_ip;
+    if (pip && *pip && !pod->rejected) {
+        add_str(st, "podIP", pip);
+        json_object *ips = json_object_new_array(), *ip = json_object_new_object();
+        add_str(ip, "ip", pip);
+        json_object_array_add(ips, ip);
+        json_object_object_add(st, "podIPs", ips);
+    }
+    if (pod->start_wall) add_time(st, "startTime", pod->start_wall);
+    if (!pod->rejected) {
+        json_object *ics = json_object_new_array(), *cs = json_object_new_array();
+        for (size_t i = 0; i < pod->nc; i++)
+            json_object_array_add(pod->c[i].init ? ics : cs, ctr_status(p, pod, &pod->c[i], inits_done));
+        if (pod->n_init) json_object_object_add(st, "initContainerStatuses", ics);
+        else json_object_put(ics);
+        json_object_object_add(st, "containerStatuses", cs);
+    }
+    add_str(st, "qosClass", pods_qos_class(pj(pod->obj, "spec")));
+    return st;
+}
+
+static bool terminal_phase(const char *ph) { return kite_streq(ph, "Succeeded") || kite_streq(ph, "Failed"); }
+
+void pods_status_update(struct kite_pods *p, struct pod *pod) {
+    if (pod->finished || !pod->obj) return;
+    json_object *prev = pod->status ? pod->status : pj(pod->obj, "status");
+    /* a terminal phase is final: nothing moves it back (a restarted agent, a late exit) */
+    if (pod->status && terminal_phase(pjs(pod->status, "phase"))) return;
+    json_object *st = pods_build_status(p, pod, prev, kite_now_wall(p->clock));
+    if (pod->status && json_object_equal(st, pod->status)) {
+        json_object_put(st);
+        return;
+    }
+    json_object_put(pod->status);
+    pod->status = st;
+    pod->version++;
+}
+
+/* The final delete of a terminating pod, once its containers are gone and the server has its
+ * terminal status. */
+static void final_delete(struct kite_pods *p, struct pod *pod) {
+    json_object *body = json_object_new_object(), *pre = json_object_new_object();
+    add_str(body, "kind", "DeleteOptions");
+    add_str(body, "apiVersion", "v1");
+    json_object_object_add(body, "gracePeriodSeconds", json_object_new_int(0));
+    add_str(pre, "uid", pod->uid);
+    json_object_object_add(body, "preconditions", pre);
+    _cleanup_free_ char *path =
+        kite_asprintf("/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0", pod->ns, pod->name);
+    long code = 0;
+    int r = kite_client_json(p->client, "DELETE", path, NULL, body, &code, NULL);
+    json_object_put(body);
+    if (r == 0 || code == 404 || code == 409) {
+        pod->delete_sent = true;
+        log_info(PODS_LOG, "pod %s/%s: deleted (grace period 0)", pod->ns, pod->name);
+    } else {
+        log_warn(PODS_LOG, "pod %s/%s: final delete: %s", pod->ns, pod->name, strerror(-r));
+    }
+}
+
+void pods_status_sync(struct kite_pods *p, int64_t now) {
+    for (size_t i = 0; i < p->n_pods; i++) {
+        struct pod *pod = p->pods[i];
+        if (!pod->in_api || !pod->status || pod->finished) continue;
+        if (pod->version > pod->acked_version && now >= pod->next_patch) {
+            if (pod->acked && json_object_equal(pod->acked, pod->status)) {
+                pod->acked_version = pod->version;
+            } else {
+                json_object *body = json_object_new_object(), *meta = json_object_new_object();
+                add_str(meta, "uid", pod->uid);
+                json_object_object_add(body, "metadata", meta);
+                json_object_object_add(body, "status", json_object_get(pod->status));
+                _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", pod->ns, pod->name);
+                long code = 0;
+                uint64_t v = pod->version;
+                int r = kite_client_json(p->client, "PATCH", path, "application/strategic-merge-patch+json", body,
+                                         &code, NULL);
+                json_object_put(body);
+                if (r == 0) {
+                    json_object_put(pod->acked);
+                    pod->acked = json_object_get(pod->status);
+                    pod->acked_version = v;
+                    kite_backoff_reset(&pod->patch_bo);
+                    pod->next_patch = 0;
+                } else if (code == 404 || code == 409) {
+                    /* gone, or another pod by that name (uid precondition): its DELETED event
+                     * follows; nothing to retry */
+                    pod->acked_version = v;
+                } else {
+                    pod->next_patch = now + kite_backoff_next(&pod->patch_bo);
+                    log_debug(PODS_LOG, "pod %s/%s: status patch: %s; retrying", pod->ns, pod->name, strerror(-r));
+                }
+            }
+        }
+        if (pod->deleting && pod->killed && !pod->delete_sent && pod->acked_version == pod->version)
+            final_delete(p, pod);
+    }
+}

@@ -1,0 +1,433 @@
+/* The pod worker: one state machine per pod, stepped by kite_pods_step(). Each sync looks at
+ * what the runtime has and does the next thing (as the kubelet's computePodActions): the
+ * sandbox, the first init container not yet completed, then every container that is not
+ * running and should run under the restart policy, with the kubelet's back-offs. A deleted
+ * pod is stopped without waiting: preStop hook, SIGTERM, and SIGKILL by a later sync once the
+ * grace period is over. */
+#include <signal.h>
+#include <stdio.h>
+
+#include "agent/pods/pods-int.h"
+#include "api/quantity.h"
+#include "base/log.h"
+
+static void ev(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, const char *type, const char *reason,
+               const char *message) {
+    _cleanup_free_ char *fp = c ? kite_asprintf("spec.%s{%s}", c->init ? "initContainers" : "containers", c->name) : NULL;
+    kite_recorder_pod_event(&p->rec, pod->obj, fp, type, reason, message);
+}
+
+static void set_wait(struct pod_ctr *c, const char *reason, const char *message) {
+    free(c->wait_reason);
+    free(c->wait_message);
+    c->wait_reason = reason ? kite_strdup(reason) : NULL;
+    c->wait_message = message ? kite_strdup(message) : NULL;
+}
+
+/* A runtime call's result: a timeout is reported on this pod alone. */
+static int rt_result(struct kite_pods *p, struct pod *pod, const char *op, int r) {
+    if (r == -ETIMEDOUT) {
+        if (!kite_streq(pod->hung_op, op)) {
+            free(pod->hung_op);
+            pod->hung_op = kite_strdup(op);
+            _cleanup_free_ char *m = kite_asprintf("runtime call %s did not answer within %llds", op,
+                                                   (long long)(KITE_PODS_RT_TIMEOUT_NS / KITE_NS_PER_SEC));
+            ev(p, pod, NULL, "Warning", "FailedSync", m);
+        }
+    } else if (r == 0 && pod->hung_op) {
+        free(pod->hung_op);
+        pod->hung_op = NULL;
+    }
+    return r;
+}
+
+bool pods_refresh(struct kite_pods *p, struct pod *pod) {
+    bool changed = false;
+    int64_t now = kite_now_mono(p->clock);
+    for (size_t i = 0; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (!c->id) continue;
+        struct kite_container_status s = {0};
+        int r = p->rt->ops->container_status(p->rt, c->id, KITE_PODS_RT_TIMEOUT_NS, &s);
+        rt_result(p, pod, "container_status", r);
+        if (r < 0) {
+            kite_container_status_release(&s);
+            continue;
+        }
+        if (!c->have_st || c->st.state != s.state || c->st.exit_code != s.exit_code) changed = true;
+        if (s.state == KITE_CONTAINER_EXITED && !c->exit_seen) c->exit_seen = now;
+        if (c->have_st) kite_container_status_release(&c->st);
+        c->st = s;
+        c->have_st = true;
+        if (c->init && s.state == KITE_CONTAINER_EXITED && s.exit_code == 0) c->done = true;
+    }
+    return changed;
+}
+
+static const char *const *strv_of(json_object *arr, size_t *ret_n) {
+    size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+    const char **v = kite_calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) v[i] = json_object_get_string(json_object_array_get_idx(arr, i));
+    *ret_n = n;
+    return v;
+}
+
+static int64_t limit_milli(json_object *ctr, const char *name) {
+    const char *s = pjs(ctr, "resources.limits") ? NULL : NULL;
+    json_object *lim = pj(ctr, "resources.limits");
+    s = pjs(lim, name);
+    int64_t m = 0;
+    return s && kite_quantity_parse_milli(s, &m) == 0 ? m : 0;
+}
+
+/* The image: present in the store, or "pulled" (there is no registry yet: an image not in the
+ * store is a failed pull), with the kubelet's image back-off. */
+static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
+    const char *image = pjs(c->spec, "image");
+    const char *policy = pjs(c->spec, "imagePullPolicy");
+    struct kite_image img = {0};
+    int r = image ? p->rt->ops->image_status(p->rt, image, &img) : -EINVAL;
+    rt_result(p, pod, "image_status", r);
+    if (r == 0) {
+        kite_image_release(&img);
+        c->img_delay = 0;
+        if (!c->pulled_event) {
+            _cleanup_free_ char *m = kite_asprintf("Container image \"%s\" already present on machine", image);
+            ev(p, pod, c, "Normal", "Pulled", m);
+            c->pulled_event = true;
+        }
+        return true;
+    }
+    if (kite_streq(policy, "Never")) {
+        _cleanup_free_ char *m = kite_asprintf("Container image \"%s\" is not present with pull policy of Never", image);
+        if (!kite_streq(c->wait_reason, "ErrImageNeverPull")) ev(p, pod, c, "Warning", "ErrImageNeverPull", m);
+        set_wait(c, "ErrImageNeverPull", m);
+        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+        return false;
+    }
+    if (c->img_delay && now < c->img_next) {
+        _cleanup_free_ char *m = kite_asprintf("Back-off pulling image \"%s\"", image ? image : "");
+        if (!kite_streq(c->wait_reason, "ImagePullBackOff")) ev(p, pod, c, "Normal", "BackOff", m);
+        set_wait(c, "ImagePullBackOff", m);
+        pod->next_sync = c->img_next;
+        return false;
+    }
+    _cleanup_free_ char *pulling = kite_asprintf("Pulling image \"%s\"", image ? image : "");
+    ev(p, pod, c, "Normal", "Pulling", pulling);
+    _cleanup_free_ char *m = kite_asprintf("Failed to pull image \"%s\": image not found in the node's image store "
+                                           "(this node pulls from no registry: import it with kite images import)",
+                                           image ? image : "");
+    ev(p, pod, c, "Warning", "Failed", m);
+    ev(p, pod, c, "Warning", "Failed", "Error: ErrImagePull");
+    set_wait(c, "ErrImagePull", m);
+    c->img_delay = c->img_delay ? KITE_MIN(2 * c->img_delay, KITE_PODS_BACKOFF_MAX_NS) : KITE_PODS_BACKOFF_MIN_NS;
+    c->img_next = now + c->img_delay;
+    /* look again soon: the waiting reason turns to ImagePullBackOff for the back-off's length */
+    pod->next_sync = now + KITE_PODS_PULL_RECHECK_NS;
+    return false;
+}
+
+/* Creates and starts the container's next attempt. */
+static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
+    if (!ensure_image(p, pod, c, now)) return false;
+    size_t ncmd = 0, nargs = 0, nenv = 0;
+    const char *const *cmd = strv_of(pj(c->spec, "command"), &ncmd);
+    const char *const *args = strv_of(pj(c->spec, "args"), &nargs);
+    json_object *envs = pj(c->spec, "env");
+    size_t ne = envs && json_object_is_type(envs, json_type_array) ? json_object_array_length(envs) : 0;
+    char **env = kite_calloc(ne + 1, sizeof(char *));
+    for (size_t i = 0; i < ne; i++) {
+        json_object *e = json_object_array_get_idx(envs, i);
+        if (!pjs(e, "name")) continue;
+        env[nenv++] = kite_asprintf("%s=%s", pjs(e, "name"), pjs(e, "value") ? pjs(e, "value") : "");
+    }
+    int64_t mem = limit_milli(c->spec, "memory") / 1000, cpu = limit_milli(c->spec, "cpu");
+    int64_t cpu_req = 0;
+    const char *rq = pjs(pj(c->spec, "resources.requests"), "cpu");
+    if (rq) kite_quantity_parse_milli(rq, &cpu_req);
+    if (!cpu_req) cpu_req = cpu;
+    uint32_t attempt = c->id ? c->restarts + 1 : c->restarts;
+    struct kite_container_config cfg = {
+        .name = c->name, .attempt = attempt, .image = pjs(c->spec, "image"), .command = cmd, .n_command = ncmd,
+        .args = args, .n_args = nargs, .env = (const char *const *)env, .n_env = nenv,
+        .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem,
+        .cpu_quota_us = cpu ? KITE_MAX(cpu * 100, 1000) : 0, .cpu_period_us = cpu ? 100000 : 0,
+        .cpu_shares = cpu_req ? KITE_MAX(cpu_req * 1024 / 1000, 2) : 0};
+    char *id = NULL, *err = NULL;
+    int r = rt_result(p, pod, "create_container", p->rt->ops->create_container(p->rt, pod->sandbox_id, &cfg,
+                                                                              KITE_PODS_RT_TIMEOUT_NS, &id, &err));
+    free((void *)cmd);
+    free((void *)args);
+    kite_strv_free(env, nenv);
+    if (r < 0) {
+        _cleanup_free_ char *m = kite_asprintf("Error: %s", err ? err : strerror(-r));
+        ev(p, pod, c, "Warning", "Failed", m);
+        set_wait(c, "CreateContainerError", err ? err : strerror(-r));
+        free(err);
+        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+        return false;
+    }
+    free(err);
+    err = NULL;
+    _cleanup_free_ char *created = kite_asprintf("Created container %s", c->name);
+    ev(p, pod, c, "Normal", "Created", created);
+    if (c->id) {
+        /* the attempt before the previous one goes; the previous stays for its lastState */
+        if (c->prev_id) p->rt->ops->remove_container(p->rt, c->prev_id, KITE_PODS_RT_TIMEOUT_NS);
+        free(c->prev_id);
+        c->prev_id = c->id;
+        if (c->have_last) kite_container_status_release(&c->last);
+        c->last = c->st;
+        c->have_last = c->have_st;
+        c->have_st = false;
+        memset(&c->st, 0, sizeof(c->st));
+        c->restarts++;
+    }
+    c->id = id;
+    c->exit_seen = 0;
+    set_wait(c, NULL, NULL);
+    r = rt_result(p, pod, "start_container", p->rt->ops->start_container(p->rt, id, KITE_PODS_RT_TIMEOUT_NS, &err));
+    if (r < 0) {
+        _cleanup_free_ char *m = kite_asprintf("Error: %s", err ? err : strerror(-r));
+        ev(p, pod, c, "Warning", "Failed", m);
+        free(err);
+    } else {
+        _cleanup_free_ char *started = kite_asprintf("Started container %s", c->name);
+        ev(p, pod, c, "Normal", "Started", started);
+    }
+    pods_refresh(p, pod);
+    return r == 0;
+}
+
+/* An exited container to run again, after the CrashLoopBackOff delay: the first restart is
+ * immediate, then 10 s doubling to 300 s, reset once no crash came for 10 minutes. */
+static void restart_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
+    if (c->bo_delay && now - c->bo_update > KITE_PODS_BACKOFF_RESET_NS) c->bo_delay = 0;
+    if (c->bo_delay && now - c->exit_seen < c->bo_delay) {
+        _cleanup_free_ char *m = kite_asprintf("back-off %llds restarting failed container=%s pod=%s_%s(%s)",
+                                               (long long)(c->bo_delay / KITE_NS_PER_SEC), c->name, pod->name, pod->ns,
+                                               pod->uid);
+        if (!kite_streq(c->wait_reason, "CrashLoopBackOff")) {
+            _cleanup_free_ char *e = kite_asprintf("Back-off restarting failed container %s in pod %s_%s(%s)", c->name,
+                                                   pod->name, pod->ns, pod->uid);
+            ev(p, pod, c, "Warning", "BackOff", e);
+        }
+        set_wait(c, "CrashLoopBackOff", m);
+        int64_t at = c->exit_seen + c->bo_delay;
+        if (!pod->next_sync || at < pod->next_sync) pod->next_sync = at;
+        return;
+    }
+    c->bo_delay = c->bo_delay ? KITE_MIN(2 * c->bo_delay, KITE_PODS_BACKOFF_MAX_NS) : KITE_PODS_BACKOFF_MIN_NS;
+    c->bo_update = now;
+    start_ctr(p, pod, c, now);
+}
+
+static bool should_restart(const char *policy, int code) {
+    if (strcmp(policy, "Always") == 0) return true;
+    if (strcmp(policy, "OnFailure") == 0) return code != 0;
+    return false;
+}
+
+static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
+    if (pod->sandbox_id) return true;
+    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    struct kite_sandbox_config cfg = {.uid = pod->uid, .name = pod->name, .ns = pod->ns,
+                                      .host_network = hn && json_object_get_boolean(hn),
+                                      .hostname = pjs(pod->obj, "spec.hostname")};
+    char *id = NULL, *err = NULL;
+    int r = rt_result(p, pod, "run_sandbox",
+                      p->rt->ops->run_sandbox(p->rt, &cfg, KITE_PODS_RT_TIMEOUT_NS, &id, &err));
+    if (r < 0) {
+        _cleanup_free_ char *m = kite_asprintf("Failed to create pod sandbox: %s", err ? err : strerror(-r));
+        ev(p, pod, NULL, "Warning", "FailedCreatePodSandBox", m);
+        free(err);
+        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+        return false;
+    }
+    free(err);
+    pod->sandbox_id = id;
+    struct kite_sandbox_status s = {0};
+    if (p->rt->ops->sandbox_status(p->rt, id, KITE_PODS_RT_TIMEOUT_NS, &s) == 0) {
+        free(pod->sandbox_ip);
+        pod->sandbox_ip = kite_strdup(s.ip ? s.ip : "");
+    }
+    kite_sandbox_status_release(&s);
+    return true;
+}
+
+static bool ctr_running(struct pod_ctr *c) { return c->have_st && c->st.state == KITE_CONTAINER_RUNNING; }
+
+/* preStop (exec), SIGTERM now and SIGKILL once the grace period is over; the sandbox goes when
+ * no container runs any more. */
+static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
+    bool fake = strcmp(p->rt->ops->name, "runc") != 0;
+    if (!pod->stopping) {
+        pod->stopping = true;
+        pod->kill_at = now + pod->grace_s * KITE_NS_PER_SEC;
+        for (size_t i = 0; i < pod->nc; i++) {
+            struct pod_ctr *c = &pod->c[i];
+            set_wait(c, NULL, NULL);
+            if (!ctr_running(c)) continue;
+            _cleanup_free_ char *m = kite_asprintf("Stopping container %s", c->name);
+            ev(p, pod, c, "Normal", "Killing", m);
+            json_object *hook = pj(c->spec, "lifecycle.preStop.exec.command");
+            if (hook && json_object_array_length(hook) > 0 && pod->grace_s > 0) {
+                size_t n = 0;
+                const char *const *argv = strv_of(hook, &n);
+                struct kite_exec_result er = {0};
+                int64_t t = KITE_MIN(pod->grace_s * KITE_NS_PER_SEC, KITE_PODS_RT_TIMEOUT_NS);
+                int r = p->rt->ops->exec_sync(p->rt, c->id, argv, n, t, &er);
+                if (r < 0 || er.exit_code != 0) {
+                    _cleanup_free_ char *hm = kite_asprintf("PreStopHook failed: %s",
+                                                            r < 0 ? strerror(-r) : "non-zero exit code");
+                    ev(p, pod, c, "Warning", "FailedPreStopHook", hm);
+                }
+                free(er.output);
+                free((void *)argv);
+            }
+            if (pod->grace_s <= 0) continue; /* killed below */
+            if (fake || c->st.pid <= 0) {
+                p->rt->ops->stop_container(p->rt, c->id, pod->grace_s * KITE_NS_PER_SEC, KITE_PODS_RT_TIMEOUT_NS);
+            } else if (kill(c->st.pid, SIGTERM) < 0 && errno != ESRCH) {
+                log_warn(PODS_LOG, "pod %s/%s: SIGTERM to %s: %s", pod->ns, pod->name, c->name, strerror(errno));
+            }
+        }
+        pods_refresh(p, pod);
+    }
+    bool running = false;
+    for (size_t i = 0; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (!ctr_running(c)) continue;
+        if (now >= pod->kill_at)
+            rt_result(p, pod, "stop_container", p->rt->ops->stop_container(p->rt, c->id, 0, KITE_PODS_RT_TIMEOUT_NS));
+        running = true;
+    }
+    if (running) {
+        pods_refresh(p, pod);
+        running = false;
+        for (size_t i = 0; i < pod->nc; i++) running = running || ctr_running(&pod->c[i]);
+    }
+    if (running) {
+        pod->next_sync = now >= pod->kill_at ? now + KITE_NS_PER_SEC : pod->kill_at;
+        return;
+    }
+    if (!pod->killed) {
+        if (pod->sandbox_id)
+            rt_result(p, pod, "stop_sandbox", p->rt->ops->stop_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS));
+        pod->killed = true;
+    }
+    if (!pod->in_api && !pod->removed) {
+        /* the pod is gone from the API: nothing of it stays on the node */
+        if (pod->sandbox_id &&
+            p->rt->ops->remove_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS) < 0) {
+            pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+            return;
+        }
+        pod->removed = true;
+    }
+}
+
+void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
+    pod->next_sync = 0;
+    if (pod->deleting || !pod->in_api) {
+        terminate(p, pod, now);
+        return;
+    }
+    if (pod->rejected || pod->finished || pod->killed) return;
+    enum pod_phase ph = pods_compute_phase(pod);
+    if (ph == PHASE_SUCCEEDED || ph == PHASE_FAILED) {
+        /* the pod is done: its sandbox goes, its containers' records stay */
+        if (pod->sandbox_id) p->rt->ops->stop_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS);
+        pod->killed = true;
+        return;
+    }
+    if (!ensure_sandbox(p, pod, now)) return;
+    const char *policy = pods_restart_policy(pod);
+    for (size_t i = 0; i < pod->n_init; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (c->done) continue;
+        if (ctr_running(c)) return;
+        if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
+            if (strcmp(policy, "Never") == 0) return; /* the pod failed */
+            restart_ctr(p, pod, c, now);
+            return;
+        }
+        start_ctr(p, pod, c, now);
+        return;
+    }
+    for (size_t i = pod->n_init; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (ctr_running(c)) continue;
+        if (!c->id) start_ctr(p, pod, c, now);
+        else if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
+            if (should_restart(policy, c->st.exit_code)) restart_ctr(p, pod, c, now);
+        } else if (c->have_st && c->st.state == KITE_CONTAINER_CREATED) {
+            char *err = NULL;
+            if (rt_result(p, pod, "start_container",
+                          p->rt->ops->start_container(p->rt, c->id, KITE_PODS_RT_TIMEOUT_NS, &err)) < 0)
+                pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+            free(err);
+        }
+    }
+}
+
+/* Node admission: the pod's requests must fit allocatable minus what admitted pods request. */
+void pods_admit(struct kite_pods *p, struct pod *pod) {
+    pod->admitted = true;
+    if (p->alloc_pods_m < 0 && p->alloc_cpu_m < 0 && p->alloc_mem_m < 0) return;
+    int64_t cpu = 0, mem = 0, used_cpu = 0, used_mem = 0, used_pods = 0;
+    pods_requests(pj(pod->obj, "spec"), &cpu, &mem);
+    for (size_t i = 0; i < p->n_pods; i++) {
+        struct pod *o = p->pods[i];
+        if (o == pod || !o->admitted || o->rejected || o->finished || o->killed) continue;
+        int64_t c = 0, m = 0;
+        pods_requests(pj(o->obj, "spec"), &c, &m);
+        used_cpu += c;
+        used_mem += m;
+        used_pods++;
+    }
+    const char *res = NULL;
+    int64_t req = 0, used = 0, cap = 0;
+    if (p->alloc_pods_m >= 0 && (used_pods + 1) * 1000 > p->alloc_pods_m)
+        res = "pods", req = 1, used = used_pods, cap = p->alloc_pods_m / 1000;
+    else if (p->alloc_cpu_m >= 0 && cpu > 0 && used_cpu + cpu > p->alloc_cpu_m)
+        res = "cpu", req = cpu, used = used_cpu, cap = p->alloc_cpu_m;
+    else if (p->alloc_mem_m >= 0 && mem > 0 && used_mem + mem > p->alloc_mem_m)
+        res = "memory", req = mem / 1000, used = used_mem / 1000, cap = p->alloc_mem_m / 1000;
+    if (!res) return;
+    pod->rejected = true;
+    pod->reject_reason = kite_asprintf("OutOf%s", res);
+    _cleanup_free_ char *why = kite_asprintf("Node didn't have enough resource: %s, requested: %lld, used: %lld, "
+                                             "capacity: %lld", res, (long long)req, (long long)used, (long long)cap);
+    pod->reject_message = kite_asprintf("Pod was rejected: %s", why);
+    ev(p, pod, NULL, "Warning", pod->reject_reason, why);
+    log_info(PODS_LOG, "pod %s/%s rejected: %s", pod->ns, pod->name, why);
+}
+
+void pod_free(struct pod *pod) {
+    if (!pod) return;
+    for (size_t i = 0; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        free(c->name);
+        json_object_put(c->spec);
+        free(c->id);
+        free(c->prev_id);
+        if (c->have_st) kite_container_status_release(&c->st);
+        if (c->have_last) kite_container_status_release(&c->last);
+        free(c->wait_reason);
+        free(c->wait_message);
+    }
+    free(pod->c);
+    free(pod->uid);
+    free(pod->ns);
+    free(pod->name);
+    json_object_put(pod->obj);
+    free(pod->sandbox_id);
+    free(pod->sandbox_ip);
+    free(pod->reject_reason);
+    free(pod->reject_message);
+    free(pod->hung_op);
+    json_object_put(pod->status);
+    json_object_put(pod->acked);
+    free(pod);
+}

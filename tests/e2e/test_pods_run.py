@@ -1,0 +1,244 @@
+"""Pods run for real: `kite up` with the runc runtime and the busybox image imported into the
+agent's store; pods bound to the node (spec.nodeName) go Pending -> Running -> Succeeded /
+Failed with the kubelet's container states, init containers run in order, a crash loop backs
+off, a container over its memory limit is OOMKilled, a missing image backs off, deletion is
+graceful, and a restarted agent finds its containers again. Needs root, runc, conmon, umoci."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NS = "default"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
+        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
+    work = _workdir(tmp_path_factory, "pods")
+    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
+    if not os.path.exists(tar):
+        tar = str(work / "busybox.tar")
+        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
+    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS)
+    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    c.start()
+    c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
+    yield c
+    # pods deleted through the API: the agent removes their containers and rootfs mounts
+    api = c.api()
+    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
+        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
+        time.sleep(0.5)
+    time.sleep(1)
+    c.stop()
+    # containers outlive the agent by design: end this cluster's own ones
+    root = str(c.data_dir / "agent" / "runc")
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+    time.sleep(0.5)
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+
+
+def wait(fn, timeout, what):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}; last: {last!r}")
+
+
+def pod(c, name, containers, restart="Always", init=None, grace=None):
+    spec = {"nodeName": c.node, "restartPolicy": restart, "containers": containers}
+    if init:
+        spec["initContainers"] = init
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    return c.api().ok("POST", f"/api/v1/namespaces/{NS}/pods",
+                      {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+
+
+def get(c, name):
+    r = c.api().get(f"/api/v1/namespaces/{NS}/pods/{name}")
+    return r.json() if r.status == 200 else None
+
+
+def status_of(c, name):
+    p = get(c, name)
+    return (p or {}).get("status", {})
+
+
+def sh(name, script, **kw):
+    return {"name": name, "image": "busybox", "command": ["sh", "-c", script], **kw}
+
+
+def cstatus(st, name, key="containerStatuses"):
+    return next((s for s in st.get(key, []) if s["name"] == name), {})
+
+
+def cond(st, t):
+    return next((x["status"] for x in st.get("conditions", []) if x["type"] == t), None)
+
+
+def events(c, name):
+    items = c.api().get(f"/api/v1/namespaces/{NS}/events").json()["items"]
+    return [e for e in items if e["involvedObject"].get("name") == name]
+
+
+def test_succeeded_and_failed(cluster):
+    c = cluster
+    pod(c, "ok", [sh("c", "sleep 2; exit 0")], restart="Never")
+    pod(c, "bad", [sh("c", "sleep 1; exit 1")], restart="Never")
+    st = wait(lambda: (s := status_of(c, "ok")).get("phase") == "Running" and s, 15, "ok Running")
+    cs = cstatus(st, "c")
+    assert "running" in cs["state"] and cs["ready"] is True and cs["started"] is True
+    assert cs["containerID"].startswith("kite-runc://") and cs["imageID"].startswith("sha256:")
+    assert cond(st, "Ready") == "True" and cond(st, "PodScheduled") == "True"
+    assert st["hostIP"] and st["startTime"] and st["qosClass"] == "BestEffort"
+    st = wait(lambda: (s := status_of(c, "ok")).get("phase") == "Succeeded" and s, 15, "ok Succeeded")
+    t = cstatus(st, "c")["state"]["terminated"]
+    assert t["exitCode"] == 0 and t["reason"] == "Completed" and t["finishedAt"] >= t["startedAt"]
+    assert cond(st, "Ready") == "False"
+    st = wait(lambda: (s := status_of(c, "bad")).get("phase") == "Failed" and s, 15, "bad Failed")
+    t = cstatus(st, "c")["state"]["terminated"]
+    assert t["exitCode"] == 1 and t["reason"] == "Error"
+    reasons = [e["reason"] for e in events(c, "ok")]
+    assert {"Pulled", "Created", "Started"} <= set(reasons), reasons
+    e = next(e for e in events(c, "ok") if e["reason"] == "Started")
+    assert e["involvedObject"]["fieldPath"] == "spec.containers{c}" and e["source"]["component"] == "kite-agent"
+    assert e["involvedObject"]["uid"] == get(c, "ok")["metadata"]["uid"]
+
+
+def test_init_containers_in_order(cluster):
+    c = cluster
+    pod(c, "init", [sh("c", "sleep 1")], restart="Never",
+        init=[sh("i1", "sleep 1"), sh("i2", "exit 0")])
+    st = wait(lambda: (s := status_of(c, "init")).get("phase") == "Pending"
+              and "running" in cstatus(s, "i1", "initContainerStatuses").get("state", {}) and s, 15, "i1 running")
+    assert cstatus(st, "i2", "initContainerStatuses")["state"]["waiting"]["reason"] == "PodInitializing"
+    assert cstatus(st, "c")["state"]["waiting"]["reason"] == "PodInitializing"
+    assert cond(st, "Initialized") == "False"
+    st = wait(lambda: (s := status_of(c, "init")).get("phase") == "Succeeded" and s, 20, "init Succeeded")
+    i1 = cstatus(st, "i1", "initContainerStatuses")["state"]["terminated"]
+    i2 = cstatus(st, "i2", "initContainerStatuses")["state"]["terminated"]
+    main = cstatus(st, "c")["state"]["terminated"]
+    assert i1["finishedAt"] <= i2["startedAt"] <= i2["finishedAt"] <= main["startedAt"]
+    # a failing init container with restartPolicy Never fails the pod; the main one never runs
+    pod(c, "initfail", [sh("c", "exit 0")], restart="Never", init=[sh("i1", "exit 2")])
+    st = wait(lambda: (s := status_of(c, "initfail")).get("phase") == "Failed" and s, 15, "initfail Failed")
+    assert cstatus(st, "i1", "initContainerStatuses")["state"]["terminated"]["exitCode"] == 2
+    assert "waiting" in cstatus(st, "c")["state"]
+
+
+def test_crash_loop_backoff(cluster):
+    c = cluster
+    pod(c, "crash", [sh("c", "exit 3")])
+    seen_backoff = []
+    t0 = time.monotonic()
+    restarts_at = {}
+    while time.monotonic() - t0 < 45 and 3 not in restarts_at:
+        st = status_of(c, "crash")
+        cs = cstatus(st, "c")
+        if cs:
+            restarts_at.setdefault(cs["restartCount"], time.monotonic() - t0)
+            w = cs.get("state", {}).get("waiting", {})
+            if w.get("reason") == "CrashLoopBackOff":
+                seen_backoff.append(w["message"])
+                assert cs["lastState"]["terminated"]["exitCode"] == 3
+                assert st["phase"] == "Running"
+        time.sleep(0.2)
+    assert seen_backoff and "back-off 10s restarting failed container=c pod=crash_default(" in seen_backoff[0]
+    assert set(restarts_at) >= {1, 2, 3}, restarts_at
+    # the first restart is immediate, the second after 10 s, the third after 20 s: the back-off grows
+    assert restarts_at[2] - restarts_at[1] >= 9, restarts_at
+    assert restarts_at[3] - restarts_at[2] >= 19, restarts_at
+    assert any(e["reason"] == "BackOff" and e["type"] == "Warning" for e in events(c, "crash"))
+
+
+def test_oom_killed(cluster):
+    c = cluster
+    pod(c, "oom", [sh("c", "x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done",
+                      resources={"limits": {"memory": "20Mi"}})], restart="Never")
+    st = wait(lambda: (s := status_of(c, "oom")).get("phase") == "Failed" and s, 30, "oom Failed")
+    t = cstatus(st, "c")["state"]["terminated"]
+    assert t["reason"] == "OOMKilled" and t["exitCode"] == 137
+    assert st["qosClass"] == "Burstable"
+
+
+def test_missing_image(cluster):
+    c = cluster
+    pod(c, "noimg", [{"name": "c", "image": "example.invalid/nothing:1"}])
+    reasons = set()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 8 and reasons != {"ErrImagePull", "ImagePullBackOff"}:
+        w = cstatus(status_of(c, "noimg"), "c").get("state", {}).get("waiting", {})
+        if w.get("reason"):
+            reasons.add(w["reason"])
+        time.sleep(0.1)
+    assert "ImagePullBackOff" in reasons, reasons
+    assert status_of(c, "noimg")["phase"] == "Pending"
+    ev = events(c, "noimg")
+    assert any(e["reason"] == "Failed" and "Failed to pull image" in e["message"] for e in ev), ev
+
+
+def runc_ids(c):
+    r = subprocess.run(["runc", "--root", str(c.data_dir / "agent" / "runc"), "list", "-q"],
+                       capture_output=True, text=True)
+    return set(r.stdout.split())
+
+
+def test_delete_is_graceful(cluster):
+    c = cluster
+    pod(c, "term", [sh("c", "trap 'echo got TERM; exit 0' TERM; while true; do sleep 0.1; done")], grace=30)
+    st = wait(lambda: (s := status_of(c, "term")).get("phase") == "Running" and s, 15, "term Running")
+    cid = cstatus(st, "c")["containerID"].split("://")[1]
+    assert cid in runc_ids(c)
+    t0 = time.monotonic()
+    r = c.api().delete(f"/api/v1/namespaces/{NS}/pods/term")
+    assert r.status in (200, 202), r
+    body = r.json()
+    if body.get("kind") == "Pod" and get(c, "term"):
+        assert body["metadata"].get("deletionTimestamp"), body
+    wait(lambda: get(c, "term") is None, 15, "pod gone")
+    # the trap answered SIGTERM: far less than the 30 s grace period before SIGKILL
+    assert time.monotonic() - t0 < 10
+    wait(lambda: cid not in runc_ids(c), 10, "container removed")
+    assert any(e["reason"] == "Killing" for e in events(c, "term"))
+
+
+def test_agent_restart_keeps_containers(cluster):
+    c = cluster
+    for name in ("crash", "noimg"):  # pods that would create containers meanwhile
+        c.api().delete(f"/api/v1/namespaces/{NS}/pods/{name}")
+    for name in ("crash", "noimg"):
+        wait(lambda: get(c, name) is None, 40, f"{name} gone")
+    pod(c, "long", [sh("c", "sleep 1000")])
+    pod(c, "short", [sh("c", "sleep 3; exit 4")], restart="Never")
+    st = wait(lambda: (s := status_of(c, "long")).get("phase") == "Running" and s, 15, "long Running")
+    wait(lambda: status_of(c, "short").get("phase") == "Running", 15, "short Running")
+    cid = cstatus(st, "c")["containerID"]
+    before = runc_ids(c)
+    c.kill9()
+    time.sleep(4)  # "short" exits while the agent is down
+    c.restart()
+    st = wait(lambda: (s := status_of(c, "short")).get("phase") == "Failed" and s, 20, "short Failed after restart")
+    assert cstatus(st, "c")["state"]["terminated"]["exitCode"] == 4
+    time.sleep(2)
+    st = status_of(c, "long")
+    assert st["phase"] == "Running" and cstatus(st, "c")["containerID"] == cid
+    assert cstatus(st, "c")["restartCount"] == 0
+    assert runc_ids(c) <= before, (before, runc_ids(c))

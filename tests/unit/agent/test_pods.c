@@ -1,0 +1,386 @@
+/* The agent's pods on the fake runtime, a fake API and a fake clock: the worker state machine,
+ * the status manager (dedup, retry, terminal phase kept, final delete), conditions, back-off,
+ * admission and the event recorder. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "agent/pods/pods-int.h"
+#include "base/base.h"
+#include "json/parse.h"
+
+struct rec {
+    char method[8];
+    char *path, *ctype;
+    json_object *body;
+};
+static struct rec reqs[512];
+static size_t n_reqs;
+static int fail_next; /* next n requests answer 500 */
+
+static int handler(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
+                   struct kite_response *ret) {
+    if (n_reqs < 512) {
+        struct rec *r = &reqs[n_reqs++];
+        snprintf(r->method, sizeof(r->method), "%s", method);
+        r->path = kite_strdup(path);
+        r->ctype = kite_strdup(ct ? ct : "");
+        r->body = body ? json_tokener_parse(body) : NULL;
+    }
+    if (fail_next > 0) {
+        fail_next--;
+        ret->status = 500;
+        ret->body = kite_strdup("{\"kind\":\"Status\",\"code\":500}");
+    } else {
+        ret->status = 200;
+        ret->body = kite_strdup("{}");
+    }
+    ret->len = strlen(ret->body);
+    return 0;
+}
+
+static void clear_reqs(void) {
+    for (size_t i = 0; i < n_reqs; i++) {
+        free(reqs[i].path);
+        free(reqs[i].ctype);
+        json_object_put(reqs[i].body);
+    }
+    n_reqs = 0;
+}
+
+static size_t count(const char *method, const char *frag) {
+    size_t n = 0;
+    for (size_t i = 0; i < n_reqs; i++)
+        if (strcmp(reqs[i].method, method) == 0 && strstr(reqs[i].path, frag)) n++;
+    return n;
+}
+
+static struct rec *last(const char *method, const char *frag) {
+    for (size_t i = n_reqs; i-- > 0;)
+        if (strcmp(reqs[i].method, method) == 0 && strstr(reqs[i].path, frag)) return &reqs[i];
+    return NULL;
+}
+
+static struct kite_fake_clock clk;
+static struct kite_client *cl;
+static struct kite_runtime *rt;
+static struct kite_pods *P;
+
+static void setup(void) {
+    kite_fake_clock_init(&clk, INT64_C(1700000000) * KITE_NS_PER_SEC);
+    cl = kite_client_fake_new(handler, NULL, NULL);
+    rt = kite_runtime_fake_new("1.0");
+    char *names[] = {"docker.io/library/busybox:latest"};
+    struct kite_image img = {names, 1, 1000, "sha256:abc"};
+    kite_runtime_fake_set_images(rt, &img, 1);
+    struct kite_pods_options o = {.client = cl, .runtime = rt, .clock = &clk.clock, .node_name = "n1", .seed = 1};
+    cr_assert_eq(kite_pods_new(&o, &P), 0);
+}
+
+static void teardown(void) {
+    kite_pods_free(P);
+    kite_runtime_free(rt);
+    kite_client_free(cl);
+    clear_reqs();
+    fail_next = 0;
+}
+
+TestSuite(pods, .init = setup, .fini = teardown);
+
+static json_object *mkpod(const char *name, const char *policy, const char *containers, const char *inits) {
+    char *s = kite_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
+                            "\"uid\":\"uid-%s\",\"resourceVersion\":\"1\"},\"spec\":{\"nodeName\":\"n1\","
+                            "\"restartPolicy\":\"%s\",\"containers\":%s%s%s},\"status\":{\"phase\":\"Pending\"}}",
+                            name, name, policy, containers, inits ? ",\"initContainers\":" : "", inits ? inits : "");
+    json_object *o = json_tokener_parse(s);
+    cr_assert_not_null(o, "%s", s);
+    free(s);
+    return o;
+}
+
+static void add(json_object *pod) {
+    json_object *items = json_object_new_array();
+    json_object_array_add(items, pod);
+    kite_pods_pod_list(P, items);
+    json_object_put(items);
+}
+
+static void step(void) { kite_pods_step(P); }
+static void advance(int64_t s) { kite_fake_clock_advance(&clk, s * KITE_NS_PER_SEC); }
+static void rsleep(int ms) { usleep((useconds_t)ms * 1000); }
+
+static json_object *last_status(const char *name) {
+    char frag[64];
+    snprintf(frag, sizeof(frag), "/pods/%s/status", name);
+    struct rec *r = last("PATCH", frag);
+    return r ? json_object_object_get(r->body, "status") : NULL;
+}
+
+static json_object *cs(json_object *st, const char *list, size_t i) {
+    return json_object_array_get_idx(json_object_object_get(st, list), i);
+}
+
+Test(pods, runs_to_succeeded_and_patches_only_changes) {
+    add(mkpod("a", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    struct kite_fake_script s = {.exit_after_ns = 200 * KITE_NS_PER_MS, .exit_code = 0};
+    kite_runtime_fake_script(rt, "c", &s);
+    step();
+    struct rec *r = last("PATCH", "/api/v1/namespaces/ns/pods/a/status");
+    cr_assert_not_null(r);
+    cr_assert_str_eq(r->ctype, "application/strategic-merge-patch+json");
+    cr_assert_str_eq(pjs(r->body, "metadata.uid"), "uid-a");
+    json_object *st = last_status("a");
+    cr_assert_str_eq(pjs(st, "phase"), "Running");
+    cr_assert_not_null(pj(cs(st, "containerStatuses", 0), "state.running.startedAt"));
+    cr_assert(kite_startswith(pjs(cs(st, "containerStatuses", 0), "containerID"), "kite-fake://"));
+    size_t n = count("PATCH", "/status");
+    step();
+    step();
+    cr_assert_eq(count("PATCH", "/status"), n, "no change, no patch");
+    rsleep(300);
+    advance(11); /* the relist */
+    step();
+    st = last_status("a");
+    cr_assert_str_eq(pjs(st, "phase"), "Succeeded");
+    cr_assert_eq(json_object_get_int(pj(cs(st, "containerStatuses", 0), "state.terminated.exitCode")), 0);
+    cr_assert_str_eq(pjs(cs(st, "containerStatuses", 0), "state.terminated.reason"), "Completed");
+    /* conditions: Ready False with PodCompleted */
+    json_object *conds = json_object_object_get(st, "conditions");
+    bool found = false;
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (kite_streq(pjs(c, "type"), "Ready")) {
+            found = true;
+            cr_assert_str_eq(pjs(c, "status"), "False");
+            cr_assert_str_eq(pjs(c, "reason"), "PodCompleted");
+        }
+    }
+    cr_assert(found);
+    /* events were posted for the pod's container */
+    cr_assert_geq(count("POST", "/api/v1/namespaces/ns/events"), 3);
+}
+
+Test(pods, status_retry_with_backoff) {
+    fail_next = 1;
+    add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
+    /* events are best effort; make sure the failure hits the status patch */
+    step();
+    size_t n = count("PATCH", "/pods/a/status");
+    cr_assert_geq(n, 1);
+    if (!last_status("a")) cr_assert_fail();
+    step();
+    size_t m = count("PATCH", "/pods/a/status");
+    advance(1);
+    step();
+    cr_assert_geq(count("PATCH", "/pods/a/status"), m);
+    step();
+    size_t k = count("PATCH", "/pods/a/status");
+    step();
+    cr_assert_eq(count("PATCH", "/pods/a/status"), k, "acknowledged: no more patches");
+}
+
+Test(pods, crash_loop_backoff_grows) {
+    add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = 0, .exit_code = 2});
+    step();
+    rsleep(5);
+    step(); /* exited: the first restart is immediate */
+    json_object *st = last_status("a");
+    rsleep(5);
+    step(); /* exited again: back-off 10 s */
+    st = last_status("a");
+    json_object *c = cs(st, "containerStatuses", 0);
+    cr_assert_str_eq(pjs(c, "state.waiting.reason"), "CrashLoopBackOff");
+    cr_assert(strstr(pjs(c, "state.waiting.message"), "back-off 10s restarting failed container=c pod=a_ns(uid-a)"));
+    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 1);
+    cr_assert_eq(json_object_get_int(pj(c, "lastState.terminated.exitCode")), 2);
+    cr_assert_str_eq(pjs(st, "phase"), "Running");
+    advance(5);
+    step();
+    cr_assert_eq(json_object_get_int(pj(cs(last_status("a"), "containerStatuses", 0), "restartCount")), 1);
+    advance(6);
+    step();
+    rsleep(5);
+    step();
+    c = cs(last_status("a"), "containerStatuses", 0);
+    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 2);
+    cr_assert(strstr(pjs(c, "state.waiting.message"), "back-off 20s"), "%s", pjs(c, "state.waiting.message"));
+    cr_assert_geq(count("POST", "/events"), 1);
+}
+
+Test(pods, init_containers_in_order_and_failure_with_never) {
+    add(mkpod("a", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]",
+              "[{\"name\":\"i1\",\"image\":\"busybox\"},{\"name\":\"i2\",\"image\":\"busybox\"}]"));
+    kite_runtime_fake_script(rt, "i1", &(struct kite_fake_script){.exit_after_ns = 100 * KITE_NS_PER_MS});
+    kite_runtime_fake_script(rt, "i2", &(struct kite_fake_script){.exit_after_ns = 0, .exit_code = 5});
+    step();
+    json_object *st = last_status("a");
+    cr_assert_str_eq(pjs(st, "phase"), "Pending");
+    cr_assert_not_null(pj(cs(st, "initContainerStatuses", 0), "state.running"));
+    cr_assert_str_eq(pjs(cs(st, "initContainerStatuses", 1), "state.waiting.reason"), "PodInitializing");
+    cr_assert_str_eq(pjs(cs(st, "containerStatuses", 0), "state.waiting.reason"), "PodInitializing");
+    rsleep(150);
+    step();
+    rsleep(5);
+    step();
+    st = last_status("a");
+    cr_assert_str_eq(pjs(st, "phase"), "Failed");
+    cr_assert_eq(json_object_get_int(pj(cs(st, "initContainerStatuses", 1), "state.terminated.exitCode")), 5);
+    cr_assert_null(pjs(cs(st, "containerStatuses", 0), "containerID"), "the main container never ran");
+}
+
+Test(pods, terminal_phase_never_reversed_and_final_delete) {
+    json_object *pod = mkpod("a", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL);
+    add(json_object_get(pod));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = 0, .exit_code = 1});
+    step();
+    rsleep(5);
+    step();
+    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Failed");
+    /* whatever happens next, Failed stays */
+    struct pod *pp = P->pods[0];
+    kite_container_status_release(&pp->c[0].st);
+    pp->c[0].have_st = false;
+    pods_status_update(P, pp);
+    cr_assert_str_eq(pjs(pp->status, "phase"), "Failed");
+    /* deletion: the final grace-0 delete with the uid precondition */
+    json_object *meta = json_object_object_get(pod, "metadata");
+    json_object_object_add(meta, "deletionTimestamp", json_object_new_string("2023-11-14T22:13:20Z"));
+    json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int(30));
+    kite_pods_pod_event(P, "MODIFIED", pod);
+    step();
+    struct rec *r = last("DELETE", "/api/v1/namespaces/ns/pods/a?gracePeriodSeconds=0");
+    cr_assert_not_null(r);
+    cr_assert_str_eq(pjs(r->body, "preconditions.uid"), "uid-a");
+    cr_assert_eq(json_object_get_int(pj(r->body, "gracePeriodSeconds")), 0);
+    json_object_put(pod);
+}
+
+Test(pods, deleted_running_pod_is_stopped_then_deleted) {
+    json_object *pod = mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL);
+    add(json_object_get(pod));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
+    step();
+    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Running");
+    json_object *meta = json_object_object_get(pod, "metadata");
+    json_object_object_add(meta, "deletionTimestamp", json_object_new_string("2023-11-14T22:13:20Z"));
+    json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int(1));
+    kite_pods_pod_event(P, "MODIFIED", pod);
+    step();
+    json_object *st = last_status("a");
+    cr_assert_eq(json_object_get_int(pj(cs(st, "containerStatuses", 0), "state.terminated.exitCode")), 143);
+    cr_assert_str_eq(pjs(st, "phase"), "Failed");
+    cr_assert_eq(count("DELETE", "gracePeriodSeconds=0"), 1);
+    /* the DELETED event: sandbox and containers removed, the pod forgotten */
+    kite_pods_pod_event(P, "DELETED", pod);
+    step();
+    cr_assert_eq(P->n_pods, 0);
+    struct kite_container_status *v = NULL;
+    size_t n = 0;
+    cr_assert_eq(rt->ops->list_containers(rt, NULL, 0, &v, &n), 0);
+    cr_assert_eq(n, 0);
+    kite_container_statuses_free(v, n);
+    json_object_put(pod);
+}
+
+Test(pods, missing_image_backs_off) {
+    add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"nginx:1\"}]", NULL));
+    step();
+    json_object *c = cs(last_status("a"), "containerStatuses", 0);
+    cr_assert_str_eq(pjs(c, "state.waiting.reason"), "ErrImagePull");
+    advance(1);
+    step();
+    c = cs(last_status("a"), "containerStatuses", 0);
+    cr_assert_str_eq(pjs(c, "state.waiting.reason"), "ImagePullBackOff");
+    advance(10);
+    step();
+    cr_assert_str_eq(pjs(cs(last_status("a"), "containerStatuses", 0), "state.waiting.reason"), "ErrImagePull");
+    cr_assert_eq(P->pods[0]->c[0].img_delay, 20 * KITE_NS_PER_SEC);
+}
+
+Test(pods, admission_rejects_what_does_not_fit) {
+    json_object *ns = json_tokener_parse("{\"allocatable\":{\"cpu\":\"2\",\"memory\":\"1Gi\",\"pods\":\"110\"},"
+                                         "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.5\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
+    add(mkpod("big", "Always", "[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]",
+              NULL));
+    step();
+    json_object *st = last_status("big");
+    cr_assert_str_eq(pjs(st, "phase"), "Failed");
+    cr_assert_str_eq(pjs(st, "reason"), "OutOfcpu");
+    cr_assert_str_eq(pjs(st, "message"),
+                     "Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000");
+    cr_assert_eq(count("POST", "/events"), 1);
+}
+
+Test(pods, status_content) {
+    json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.5\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
+    add(mkpod("g", "Always",
+              "[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}]",
+              NULL));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
+    step();
+    json_object *st = last_status("g");
+    cr_assert_str_eq(pjs(st, "qosClass"), "Guaranteed");
+    cr_assert_str_eq(pjs(st, "hostIP"), "10.0.0.5");
+    cr_assert_null(pj(st, "podIP"), "no pod network yet");
+    cr_assert_not_null(pjs(st, "startTime"));
+    const char *want[] = {"PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"};
+    json_object *conds = json_object_object_get(st, "conditions");
+    cr_assert_eq(json_object_array_length(conds), 5);
+    for (size_t i = 0; i < 5; i++) {
+        cr_assert_str_eq(pjs(json_object_array_get_idx(conds, i), "type"), want[i]);
+        cr_assert_str_eq(pjs(json_object_array_get_idx(conds, i), "status"), "True");
+    }
+    /* an unchanged condition keeps its lastTransitionTime */
+    const char *t0 = pjs(json_object_array_get_idx(conds, 3), "lastTransitionTime");
+    char *keep = kite_strdup(t0);
+    advance(100);
+    struct pod *pp = P->pods[0];
+    json_object *again = pods_build_status(P, pp, pp->status, kite_now_wall(&clk.clock));
+    cr_assert_str_eq(pjs(json_object_array_get_idx(json_object_object_get(again, "conditions"), 3),
+                         "lastTransitionTime"), keep);
+    json_object_put(again);
+    free(keep);
+}
+
+Test(pods, recorder_dedups_and_filters_spam) {
+    struct kite_recorder r;
+    kite_recorder_init(&r, cl, &clk.clock, "kite-agent", "n1");
+    json_object *pod = mkpod("a", "Always", "[]", NULL);
+    kite_recorder_pod_event(&r, pod, "spec.containers{c}", "Normal", "Pulled", "same");
+    kite_recorder_pod_event(&r, pod, "spec.containers{c}", "Normal", "Pulled", "same");
+    cr_assert_eq(r.posted, 1);
+    cr_assert_eq(r.patched, 1);
+    struct rec *p = last("PATCH", "/api/v1/namespaces/ns/events/");
+    cr_assert_eq(json_object_get_int(pj(p->body, "count")), 2);
+    struct rec *post = last("POST", "/events");
+    cr_assert_str_eq(pjs(post->body, "involvedObject.kind"), "Pod");
+    cr_assert_str_eq(pjs(post->body, "involvedObject.apiVersion"), "v1");
+    cr_assert_str_eq(pjs(post->body, "involvedObject.uid"), "uid-a");
+    cr_assert_str_eq(pjs(post->body, "source.component"), "kite-agent");
+    cr_assert_str_eq(pjs(post->body, "source.host"), "n1");
+    /* similar events with 10 distinct messages aggregate */
+    for (int i = 0; i < 12; i++) {
+        char m[32];
+        snprintf(m, sizeof(m), "msg %d", i);
+        kite_recorder_pod_event(&r, pod, NULL, "Warning", "Failed", m);
+    }
+    post = last("POST", "/events");
+    cr_assert(strstr(pjs(post->body, "message"), "(combined from similar events): "), "%s", pjs(post->body, "message"));
+    /* 14 events so far: the burst of 25 ends at 25, then one per 5 minutes */
+    for (int i = 0; i < 20; i++) kite_recorder_pod_event(&r, pod, NULL, "Normal", "X", "y");
+    cr_assert_eq(r.dropped, 9);
+    advance(300);
+    uint64_t before = r.dropped;
+    kite_recorder_pod_event(&r, pod, NULL, "Normal", "X", "y");
+    cr_assert_eq(r.dropped, before);
+    kite_recorder_pod_event(&r, pod, NULL, "Normal", "X", "y");
+    cr_assert_eq(r.dropped, before + 1);
+    json_object_put(pod);
+    kite_recorder_release(&r);
+}
