@@ -44,8 +44,9 @@ struct kite_schema {
 };
 
 /* Field flags. */
-#define KITE_SCHEMA_KEEP_ZERO 1u /* Go's JSON writes the field even when zero (no omitempty): a
-                                    protobuf decode keeps a zero value instead of dropping it */
+#define KITE_SCHEMA_KEEP_ZERO 1u /* a protobuf decode keeps a zero value instead of dropping it:
+                                    Go's JSON writes the field even when zero (no omitempty), or
+                                    the Go field is a pointer (a zero gracePeriodSeconds is data) */
 
 struct kite_schema_field {
     const char *name;

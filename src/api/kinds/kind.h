@@ -21,8 +21,8 @@ extern const struct kite_smp_schema kite_meta_smp_schema;
 
 /* ---- typed schemas (schema.h), transcribed from the Go types of k8s.io/api and apimachinery:
  * every field whose type a client relies on, with its number in their generated.proto files
- * (F(number, "jsonName", schema); FK where Go's JSON has no omitempty, so a zero value read from
- * protobuf is kept). Parts kite does not interpret and that have many
+ * (F(number, "jsonName", schema); FK where a zero value read from protobuf is kept: Go's JSON has no
+ * omitempty for the field, or the Go field is a pointer, whose presence is data). Parts kite does not interpret and that have many
  * shapes (probes, affinity, volume sources, security contexts) are RAW: only their strings are
  * checked. Go struct names are the ones Go's decoder prints in its errors. */
 #define S kite_schema_string

@@ -5,14 +5,14 @@
 
 /* ---- metav1.ObjectMeta --------------------------------------------------------------------- */
 STRUCT(owner_ref, "OwnerReference", FK(5, "apiVersion", S), FK(1, "kind", S), FK(3, "name", S), FK(4, "uid", S),
-    F(6, "controller", B), F(7, "blockOwnerDeletion", B));
+    FK(6, "controller", B), FK(7, "blockOwnerDeletion", B));
 LIST(owner_refs, NULL, owner_ref);
 STRUCT(managed_entry, "ManagedFieldsEntry", F(1, "manager", S), F(2, "operation", S), F(3, "apiVersion", S),
     F(4, "time", T), F(6, "fieldsType", S), F(7, "fieldsV1", FV1), F(8, "subresource", S));
 LIST(managed_fields, NULL, managed_entry);
 ROOT(kite_schema_object_meta, "ObjectMeta", F(1, "name", S), F(2, "generateName", S), F(3, "namespace", S),
     F(4, "selfLink", S), F(5, "uid", S), F(6, "resourceVersion", S), F(7, "generation", I64),
-    F(8, "creationTimestamp", T), F(9, "deletionTimestamp", T), F(10, "deletionGracePeriodSeconds", I64),
+    F(8, "creationTimestamp", T), F(9, "deletionTimestamp", T), FK(10, "deletionGracePeriodSeconds", I64),
     F(11, "labels", SMAP), F(12, "annotations", SMAP), F(13, "ownerReferences", owner_refs),
     F(14, "finalizers", SLIST), F(17, "managedFields", managed_fields));
 
@@ -21,14 +21,14 @@ ROOT(kite_schema_object_ref, "ObjectReference", F(1, "kind", S), F(2, "namespace
 
 /* ---- metav1.ListMeta, Status, DeleteOptions ------------------------------------------------- */
 ROOT(kite_schema_list_meta, "ListMeta", F(1, "selfLink", S), F(2, "resourceVersion", S), F(3, "continue", S),
-    F(4, "remainingItemCount", I64));
+    FK(4, "remainingItemCount", I64));
 STRUCT(status_cause, "StatusCause", F(1, "reason", S), F(2, "message", S), F(3, "field", S));
 LIST(status_causes, NULL, status_cause);
 STRUCT(status_details, "StatusDetails", F(1, "name", S), F(2, "group", S), F(3, "kind", S), F(6, "uid", S),
     F(4, "causes", status_causes), F(5, "retryAfterSeconds", I32));
 ROOT(kite_schema_status, "Status", F(0, "kind", S), F(0, "apiVersion", S), F(1, "metadata", kite_schema_list_meta),
     F(2, "status", S), F(3, "message", S), F(4, "reason", S), F(5, "details", status_details), F(6, "code", I32));
-STRUCT(preconditions, "Preconditions", F(1, "uid", S), F(2, "resourceVersion", S));
+STRUCT(preconditions, "Preconditions", FK(1, "uid", S), FK(2, "resourceVersion", S));
 ROOT(kite_schema_delete_options, "DeleteOptions", F(0, "kind", S), F(0, "apiVersion", S),
-    F(1, "gracePeriodSeconds", I64), F(2, "preconditions", preconditions), F(3, "orphanDependents", B),
-    F(4, "propagationPolicy", S), F(5, "dryRun", SLIST), F(6, "ignoreStoreReadErrorWithClusterBreakingPotential", B));
+    FK(1, "gracePeriodSeconds", I64), F(2, "preconditions", preconditions), FK(3, "orphanDependents", B),
+    FK(4, "propagationPolicy", S), F(5, "dryRun", SLIST), FK(6, "ignoreStoreReadErrorWithClusterBreakingPotential", B));

@@ -13,7 +13,7 @@ STRUCT(node_address_schema, "NodeAddress", FK(1, "type", S), FK(2, "address", S)
 LIST(node_addresses, NULL, node_address_schema);
 STRUCT(daemon_endpoint, "DaemonEndpoint", FK(1, "Port", I32));
 STRUCT(daemon_endpoints, "NodeDaemonEndpoints", F(1, "kubeletEndpoint", daemon_endpoint));
-STRUCT(node_swap, "NodeSwapStatus", F(1, "capacity", I64));
+STRUCT(node_swap, "NodeSwapStatus", FK(1, "capacity", I64));
 STRUCT(node_info, "NodeSystemInfo", FK(1, "machineID", S), FK(2, "systemUUID", S), FK(3, "bootID", S), FK(4, "kernelVersion", S),
     FK(5, "osImage", S), FK(6, "containerRuntimeVersion", S), FK(7, "kubeletVersion", S), FK(8, "kubeProxyVersion", S),
     FK(9, "operatingSystem", S), FK(10, "architecture", S), F(11, "swap", node_swap));
@@ -22,10 +22,10 @@ LIST(container_images, NULL, container_image);
 LIST(volumes_in_use, "[]v1.UniqueVolumeName", S);
 STRUCT(attached_volume, "AttachedVolume", FK(1, "name", S), FK(2, "devicePath", S));
 LIST(attached_volumes, NULL, attached_volume);
-STRUCT(runtime_features, "NodeRuntimeHandlerFeatures", F(1, "recursiveReadOnlyMounts", B), F(2, "userNamespaces", B));
+STRUCT(runtime_features, "NodeRuntimeHandlerFeatures", FK(1, "recursiveReadOnlyMounts", B), FK(2, "userNamespaces", B));
 STRUCT(runtime_handler, "NodeRuntimeHandler", FK(1, "name", S), F(2, "features", runtime_features));
 LIST(runtime_handlers, NULL, runtime_handler);
-STRUCT(node_features, "NodeFeatures", F(1, "supplementalGroupsPolicy", B));
+STRUCT(node_features, "NodeFeatures", FK(1, "supplementalGroupsPolicy", B));
 STRUCT(node_status_schema, "NodeStatus", F(1, "capacity", RLIST), F(2, "allocatable", RLIST), F(3, "phase", S),
     F(4, "conditions", node_conditions), F(5, "addresses", node_addresses), F(6, "daemonEndpoints", daemon_endpoints),
     F(7, "nodeInfo", node_info), F(8, "images", container_images), F(9, "volumesInUse", volumes_in_use),

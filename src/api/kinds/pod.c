@@ -8,12 +8,12 @@ LIST(container_ports, NULL, container_port);
 STRUCT(env_var, "EnvVar", FK(1, "name", S), F(2, "value", S), F(3, "valueFrom", RAW));
 LIST(env_vars, NULL, env_var);
 STRUCT(resources, "ResourceRequirements", F(1, "limits", RLIST), F(2, "requests", RLIST), F(3, "claims", RAW));
-STRUCT(volume_mount, "VolumeMount", FK(1, "name", S), F(2, "readOnly", B), F(7, "recursiveReadOnly", S), FK(3, "mountPath", S),
-    F(4, "subPath", S), F(5, "mountPropagation", S), F(6, "subPathExpr", S));
+STRUCT(volume_mount, "VolumeMount", FK(1, "name", S), F(2, "readOnly", B), FK(7, "recursiveReadOnly", S), FK(3, "mountPath", S),
+    F(4, "subPath", S), FK(5, "mountPropagation", S), F(6, "subPathExpr", S));
 LIST(volume_mounts, NULL, volume_mount);
 STRUCT(container, "Container", FK(1, "name", S), F(2, "image", S), F(3, "command", SLIST), F(4, "args", SLIST),
     F(5, "workingDir", S), F(6, "ports", container_ports), F(19, "envFrom", RAW), F(7, "env", env_vars),
-    F(8, "resources", resources), F(23, "resizePolicy", RAW), F(24, "restartPolicy", S), F(9, "volumeMounts", volume_mounts),
+    F(8, "resources", resources), F(23, "resizePolicy", RAW), FK(24, "restartPolicy", S), F(9, "volumeMounts", volume_mounts),
     F(21, "volumeDevices", RAW), F(10, "livenessProbe", RAW), F(11, "readinessProbe", RAW), F(22, "startupProbe", RAW),
     F(12, "lifecycle", RAW), F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S),
     F(14, "imagePullPolicy", S), F(15, "securityContext", RAW), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
@@ -23,20 +23,20 @@ LIST(volumes, NULL, volume);
 STRUCT(local_ref, "LocalObjectReference", F(1, "name", S));
 LIST(local_refs, NULL, local_ref);
 STRUCT(toleration, "Toleration", F(1, "key", S), F(2, "operator", S), F(3, "value", S), F(4, "effect", S),
-    F(5, "tolerationSeconds", I64));
+    FK(5, "tolerationSeconds", I64));
 LIST(tolerations, NULL, toleration);
 STRUCT(host_alias, "HostAlias", FK(1, "ip", S), F(2, "hostnames", SLIST));
 LIST(host_aliases, NULL, host_alias);
 STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", containers), F(2, "containers", containers),
-    F(34, "ephemeralContainers", RAW), F(3, "restartPolicy", S), F(4, "terminationGracePeriodSeconds", I64),
-    F(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
-    F(9, "serviceAccount", S), F(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
-    F(12, "hostPID", B), F(13, "hostIPC", B), F(27, "shareProcessNamespace", B), F(14, "securityContext", RAW),
+    F(34, "ephemeralContainers", RAW), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
+    FK(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
+    F(9, "serviceAccount", S), FK(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
+    F(12, "hostPID", B), F(13, "hostIPC", B), FK(27, "shareProcessNamespace", B), F(14, "securityContext", RAW),
     F(15, "imagePullSecrets", local_refs), F(16, "hostname", S), F(17, "subdomain", S), F(18, "affinity", RAW),
     F(19, "schedulerName", S), F(22, "tolerations", tolerations), F(23, "hostAliases", host_aliases),
-    F(24, "priorityClassName", S), F(25, "priority", I32), F(26, "dnsConfig", RAW), F(28, "readinessGates", RAW),
-    F(29, "runtimeClassName", S), F(30, "enableServiceLinks", B), F(31, "preemptionPolicy", S), F(32, "overhead", RLIST),
-    F(33, "topologySpreadConstraints", RAW), F(35, "setHostnameAsFQDN", B), F(36, "os", RAW), F(37, "hostUsers", B),
+    F(24, "priorityClassName", S), FK(25, "priority", I32), F(26, "dnsConfig", RAW), F(28, "readinessGates", RAW),
+    FK(29, "runtimeClassName", S), FK(30, "enableServiceLinks", B), FK(31, "preemptionPolicy", S), F(32, "overhead", RLIST),
+    F(33, "topologySpreadConstraints", RAW), FK(35, "setHostnameAsFQDN", B), F(36, "os", RAW), FK(37, "hostUsers", B),
     F(38, "schedulingGates", RAW), F(39, "resourceClaims", RAW));
 STRUCT(pod_condition, "PodCondition", FK(1, "type", S), FK(2, "status", S), F(3, "lastProbeTime", T),
     F(4, "lastTransitionTime", T), F(5, "reason", S), F(6, "message", S));
@@ -53,7 +53,7 @@ STRUCT(container_state, "ContainerState", F(1, "waiting", state_waiting), F(2, "
     F(3, "terminated", state_terminated));
 STRUCT(container_status, "ContainerStatus", FK(1, "name", S), F(2, "state", container_state),
     F(3, "lastState", container_state), FK(4, "ready", B), FK(5, "restartCount", I32), FK(6, "image", S), FK(7, "imageID", S),
-    F(8, "containerID", S), F(9, "started", B), F(10, "allocatedResources", RLIST), F(11, "resources", resources));
+    F(8, "containerID", S), FK(9, "started", B), F(10, "allocatedResources", RLIST), F(11, "resources", resources));
 LIST(container_statuses, NULL, container_status);
 STRUCT(pod_status_schema, "PodStatus", F(1, "phase", S), F(2, "conditions", pod_conditions), F(3, "message", S), F(4, "reason", S),
     F(11, "nominatedNodeName", S), F(5, "hostIP", S), F(16, "hostIPs", host_ips), F(6, "podIP", S), F(12, "podIPs", pod_ips),
