@@ -1,6 +1,8 @@
-/* Request bodies: the media types a write accepts and the JSON decoding every write shares
- * (400/415 answered here, with Kubernetes' messages). */
+/* Request bodies: the media types a write accepts (JSON, and Kubernetes' protobuf, which the
+ * typed clients of client-go send) and the decoding every write shares (400/415 answered here,
+ * with Kubernetes' messages). Both give the same json-c tree. */
 #include "apiserver/internal.h"
+#include "api/protobuf.h"
 #include "json/parse.h"
 
 #include <strings.h>
@@ -31,15 +33,38 @@ json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
     return o;
 }
 
-json_object *parse_body(struct req *rq, bool allow_protobuf) {
+/* A protobuf body as an object of schema s (the request's kind, or DeleteOptions). */
+static json_object *parse_protobuf(struct req *rq, const struct kite_schema *s, bool delete_options) {
+    if (!s) {
+        reply_error(rq, 415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json");
+        return NULL;
+    }
+    if (rq->http->body_len == 0 && delete_options) return json_object_new_object();
+    json_object *o = NULL;
+    _cleanup_free_ char *err = NULL;
+    int r = kite_pb_decode(s, rq->http->body, rq->http->body_len, KITE_JSON_MAX_DEPTH, &o, &err);
+    if (r == -ENOTSUP) {
+        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request cannot be decoded: %s", err);
+        return NULL;
+    }
+    if (r < 0) {
+        reply_error(rq, 400, "BadRequest", "the request body is not valid protobuf: %s", err);
+        return NULL;
+    }
+    return o;
+}
+
+json_object *parse_body(struct req *rq, bool delete_options) {
     const char *ct = kite_http_header(rq->http, "Content-Type");
-    if (allow_protobuf && media_is(ct, "application/vnd.kubernetes.protobuf")) return json_object_new_object();
+    if (media_is(ct, KITE_PB_MEDIA_TYPE))
+        return parse_protobuf(rq, delete_options ? &kite_schema_delete_options : rq->res->schema, delete_options);
     if (ct && !media_is(ct, "application/json")) {
-        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json");
+        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json, " KITE_PB_MEDIA_TYPE);
         return NULL;
     }
     if (rq->http->body_len == 0) {
-        if (allow_protobuf) return json_object_new_object();
+        if (delete_options) return json_object_new_object();
         reply_error(rq, 400, "BadRequest", "the request body is empty");
         return NULL;
     }
