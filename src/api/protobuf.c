@@ -1,10 +1,10 @@
 /* Kubernetes' protobuf wire format through the typed schemas (protobuf.h): a decoder that walks
  * a message with its schema and builds the json-c tree, and an encoder that walks the tree. */
 #include "api/protobuf.h"
-#include "api/registry.h"
 #include "json/parse.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +218,8 @@ static int decode_value(struct dec *d, const struct kite_schema *s, const char *
         r->p += 8;
         double f;
         memcpy(&f, &v, 8);
+        /* JSON has no NaN nor infinities (Go's encoder refuses them too) */
+        if (!isfinite(f)) return fail(d, -EINVAL, "the field %s holds an unsupported value: %g", name, f);
         *ret = json_object_new_double(f);
         return 0;
     } else if (read_len(d, r, &sub) < 0) {
@@ -439,8 +441,11 @@ int kite_pb_decode(const struct kite_schema *s, const void *data, size_t len, in
     *ret = NULL;
     if (decode_envelope(&d, data, len, &env) == 0) {
         o = json_object_new_object();
-        set_rd_string(o, "kind", env.kind);
-        set_rd_string(o, "apiVersion", env.api_version);
+        /* a root that names them (every kind, Status, DeleteOptions) */
+        for (const struct kite_schema_field *f = s->fields; f && f->name; f++) {
+            if (strcmp(f->name, "kind") == 0) set_rd_string(o, "kind", env.kind);
+            if (strcmp(f->name, "apiVersion") == 0) set_rd_string(o, "apiVersion", env.api_version);
+        }
         if (env.raw.p && decode_message(&d, s, env.raw, 1, o) == 0) {
             *ret = o;
             return 0;
@@ -650,22 +655,6 @@ static int encode_message(const struct kite_schema *s, json_object *obj, struct 
     return r;
 }
 
-const struct kite_schema *kite_pb_schema_for(const char *api_version, const char *kind, bool *ret_list) {
-    *ret_list = false;
-    if (!api_version || !kind) return NULL;
-    if (strcmp(kind, "Status") == 0 && strcmp(api_version, "v1") == 0) return &kite_schema_status;
-    for (size_t i = 0; kite_resources[i]; i++) {
-        const struct kite_resource *r = kite_resources[i];
-        if (strcmp(kite_resource_api_version(r), api_version) != 0) continue;
-        if (strcmp(r->kind, kind) == 0) return r->schema;
-        if (r->list_kind && strcmp(r->list_kind, kind) == 0) {
-            *ret_list = true;
-            return r->schema;
-        }
-    }
-    return NULL;
-}
-
 int kite_pb_encode(const struct kite_schema *s, bool list, json_object *obj, struct kite_buf *out) {
     if (!s || !json_object_is_type(obj, json_type_object)) return -ENOTSUP;
     json_object *kind = json_object_object_get(obj, "kind"), *av = json_object_object_get(obj, "apiVersion");
@@ -689,13 +678,4 @@ int kite_pb_encode(const struct kite_schema *s, bool list, json_object *obj, str
     kite_buf_release(&msg);
     kite_buf_release(&meta);
     return r;
-}
-
-int kite_pb_encode_any(json_object *obj, struct kite_buf *out) {
-    if (!json_object_is_type(obj, json_type_object)) return -ENOTSUP;
-    json_object *kind = json_object_object_get(obj, "kind"), *av = json_object_object_get(obj, "apiVersion");
-    if (!json_object_is_type(kind, json_type_string) || !json_object_is_type(av, json_type_string)) return -ENOTSUP;
-    bool list;
-    const struct kite_schema *s = kite_pb_schema_for(json_object_get_string(av), json_object_get_string(kind), &list);
-    return s ? kite_pb_encode(s, list, obj, out) : -ENOTSUP;
 }
