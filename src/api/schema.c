@@ -22,6 +22,7 @@ const struct kite_schema kite_schema_time = {KITE_SCHEMA_TIME, NULL, NULL, NULL}
 const struct kite_schema kite_schema_microtime = {KITE_SCHEMA_MICROTIME, NULL, NULL, NULL};
 const struct kite_schema kite_schema_int_or_string = {KITE_SCHEMA_INT_OR_STRING, NULL, NULL, NULL};
 const struct kite_schema kite_schema_bytes = {KITE_SCHEMA_BYTES, NULL, NULL, NULL};
+const struct kite_schema kite_schema_fields_v1 = {KITE_SCHEMA_RAW, "FieldsV1", NULL, NULL};
 const struct kite_schema kite_schema_bytes_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_bytes};
 const struct kite_schema kite_schema_string_list = {KITE_SCHEMA_LIST, NULL, NULL, &kite_schema_string};
 const struct kite_schema kite_schema_string_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_string};
@@ -166,6 +167,13 @@ static void format_time(int64_t secs, int32_t sub, bool micro, char out[32]) {
                      (int)(rem % 60));
     if (micro) snprintf(out + n, (size_t)(32 - n), ".%06dZ", (int)(sub / 1000));
     else snprintf(out + n, (size_t)(32 - n), "Z");
+}
+
+int kite_schema_format_time(int64_t sec, int32_t nsec, bool micro, char out[32]) {
+    /* 0000-01-01 and the last second of 9999 */
+    if (sec < -62167219200LL || sec > 253402300799LL || nsec < 0 || nsec >= KITE_NS_PER_SEC) return -EINVAL;
+    format_time(sec, nsec, micro, out);
+    return 0;
 }
 
 /* ---- messages ------------------------------------------------------------------------- */

@@ -43,9 +43,18 @@ struct kite_schema {
     const struct kite_schema *elem;         /* maps and lists */
 };
 
+/* Field flags. */
+#define KITE_SCHEMA_KEEP_ZERO 1u /* a protobuf decode keeps a zero value instead of dropping it:
+                                    Go's JSON writes the field even when zero (no omitempty), or
+                                    the Go field is a pointer (a zero gracePeriodSeconds is data) */
+
 struct kite_schema_field {
     const char *name;
     const struct kite_schema *schema;
+    /* Field number in Kubernetes' generated.proto (k8s.io/api, k8s.io/apimachinery); 0: not in
+     * the protobuf message (kind and apiVersion travel in the envelope). */
+    unsigned number;
+    unsigned flags;
 };
 
 /* The leaves, and compound types every kind shares. */
@@ -53,11 +62,16 @@ extern const struct kite_schema kite_schema_raw, kite_schema_string, kite_schema
     kite_schema_bool, kite_schema_float, kite_schema_quantity, kite_schema_time, kite_schema_microtime,
     kite_schema_int_or_string, kite_schema_string_list, kite_schema_string_map, kite_schema_resource_list,
     kite_schema_bytes, kite_schema_bytes_map;
+/* metav1.FieldsV1: any JSON, which protobuf carries as its text in a message {1: bytes} */
+extern const struct kite_schema kite_schema_fields_v1;
 
 /* The served kinds' root schemas (src/api/kinds/). events.k8s.io/v1 Events are checked
  * in their own shape, before conversion to the stored core/v1 one. */
 extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_schema_pod, kite_schema_event,
     kite_schema_event_v1, kite_schema_lease, kite_schema_configmap, kite_schema_secret, kite_schema_serviceaccount;
+/* meta/v1 messages that are not kinds of their own (meta_schema.c): a List's metadata, a
+ * Status (errors and delete answers) and the DeleteOptions a delete may carry. */
+extern const struct kite_schema kite_schema_list_meta, kite_schema_status, kite_schema_delete_options;
 
 /* Checks obj (an object whose root follows s; s NULL checks only the strings) and puts
  * every value of a time field in the form Kubernetes serializes it (UTC; Time to the second,
@@ -77,3 +91,6 @@ int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_
  * since the epoch and nanoseconds: years 0..9999 do not fit int64 nanoseconds), or -EINVAL.
  * Years 0..9999 only (in UTC too: Go cannot print others). */
 int kite_schema_parse_time(const char *s, int64_t *ret_sec, int32_t *ret_nsec);
+/* The instant as Kubernetes writes it: "2006-01-02T15:04:05Z" (Time) or with six fractional
+ * digits (MicroTime); out holds 32 bytes. -EINVAL outside years 0..9999. */
+int kite_schema_format_time(int64_t sec, int32_t nsec, bool micro, char out[32]);

@@ -87,6 +87,7 @@ struct req {
     /* output */
     bool table;                /* Accept asked for a meta.k8s.io Table */
     bool table_full_object;    /* includeObject=Object */
+    bool protobuf;             /* Accept prefers Kubernetes' protobuf: objects and Status answer in it */
     bool replied;
 };
 
@@ -130,9 +131,9 @@ void handle_delete(struct req *rq);
 void handle_deletecollection(struct req *rq);
 
 /* decode.c */
-/* Parses a request body as a JSON object (replies 400/415 itself and returns NULL on error).
- * allow_protobuf: a DELETE's body, whose protobuf DeleteOptions is decoded to the JSON one. */
-json_object *parse_body(struct req *rq, bool allow_protobuf);
+/* Parses a request body, JSON or protobuf, as a JSON object: the request's kind, or DeleteOptions
+ * (which may be absent). Replies 400/415 itself and returns NULL on error. */
+json_object *parse_body(struct req *rq, bool delete_options);
 /* Parses body as one JSON value (replies 400 itself and returns NULL on error). */
 json_object *parse_json_text(struct req *rq, const char *body, size_t len);
 /* Content-Type ct is the media type want (parameters ignored). */

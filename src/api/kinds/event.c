@@ -3,17 +3,18 @@
 #include "api/kinds/kind.h"
 
 /* ---- core/v1 Event and events.k8s.io/v1 Event ----------------------------------------------- */
-STRUCT(event_source_schema, "EventSource", F("component", S), F("host", S));
-STRUCT(event_series, "EventSeries", F("count", I32), F("lastObservedTime", MT));
-ROOT(kite_schema_event, "Event", TYPE_META, F("involvedObject", kite_schema_object_ref), F("reason", S), F("message", S),
-    F("source", event_source_schema), F("firstTimestamp", T), F("lastTimestamp", T), F("count", I32), F("type", S),
-    F("eventTime", MT), F("series", event_series), F("action", S), F("related", kite_schema_object_ref),
-    F("reportingComponent", S), F("reportingInstance", S));
-ROOT(kite_schema_event_v1, "Event", TYPE_META, F("eventTime", MT), F("series", event_series),
-    F("reportingController", S), F("reportingInstance", S), F("action", S), F("reason", S),
-    F("regarding", kite_schema_object_ref), F("related", kite_schema_object_ref), F("note", S), F("type", S),
-    F("deprecatedSource", event_source_schema), F("deprecatedFirstTimestamp", T), F("deprecatedLastTimestamp", T),
-    F("deprecatedCount", I32));
+STRUCT(event_source_schema, "EventSource", F(1, "component", S), F(2, "host", S));
+/* the same numbers in core/v1 and events/v1 */
+STRUCT(event_series, "EventSeries", FK(1, "count", I32), F(2, "lastObservedTime", MT));
+ROOT(kite_schema_event, "Event", TYPE_META, F(2, "involvedObject", kite_schema_object_ref), F(3, "reason", S),
+    F(4, "message", S), F(5, "source", event_source_schema), F(6, "firstTimestamp", T), F(7, "lastTimestamp", T),
+    F(8, "count", I32), F(9, "type", S), F(10, "eventTime", MT), F(11, "series", event_series), F(12, "action", S),
+    F(13, "related", kite_schema_object_ref), FK(14, "reportingComponent", S), FK(15, "reportingInstance", S));
+ROOT(kite_schema_event_v1, "Event", TYPE_META, F(2, "eventTime", MT), F(3, "series", event_series),
+    F(4, "reportingController", S), F(5, "reportingInstance", S), F(6, "action", S), F(7, "reason", S),
+    F(8, "regarding", kite_schema_object_ref), F(9, "related", kite_schema_object_ref), F(10, "note", S),
+    F(11, "type", S), F(12, "deprecatedSource", event_source_schema), F(13, "deprecatedFirstTimestamp", T),
+    F(14, "deprecatedLastTimestamp", T), F(15, "deprecatedCount", I32));
 
 static const char *const event_fields[] = {"involvedObject.kind", "involvedObject.namespace",
                                            "involvedObject.name", "involvedObject.uid",

@@ -20,7 +20,9 @@
 extern const struct kite_smp_schema kite_meta_smp_schema;
 
 /* ---- typed schemas (schema.h), transcribed from the Go types of k8s.io/api and apimachinery:
- * every field whose type a client relies on. Parts kite does not interpret and that have many
+ * every field whose type a client relies on, with its number in their generated.proto files
+ * (F(number, "jsonName", schema); FK where a zero value read from protobuf is kept: Go's JSON has no
+ * omitempty for the field, or the Go field is a pointer, whose presence is data). Parts kite does not interpret and that have many
  * shapes (probes, affinity, volume sources, security contexts) are RAW: only their strings are
  * checked. Go struct names are the ones Go's decoder prints in its errors. */
 #define S kite_schema_string
@@ -34,21 +36,23 @@ extern const struct kite_smp_schema kite_meta_smp_schema;
 #define SLIST kite_schema_string_list
 #define SMAP kite_schema_string_map
 #define RLIST kite_schema_resource_list
-#define F(n, s) {n, &s}
+#define FV1 kite_schema_fields_v1
+#define F(num, n, s) {n, &s, num, 0}
+#define FK(num, n, s) {n, &s, num, KITE_SCHEMA_KEEP_ZERO}
 
 /* An object (struct) schema `name` with Go name `go` and the given fields. */
 #define STRUCT(name, go, ...)                                                         \
-    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL}}; \
+    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}}; \
     static const struct kite_schema name = {KITE_SCHEMA_OBJECT, go, name##_fields, NULL}
 /* A kind's root schema, named in schema.h. */
 #define ROOT(name, go, ...)                                                        \
-    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL}}; \
+    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}}; \
     const struct kite_schema name = {KITE_SCHEMA_OBJECT, go, name##_fields, NULL}
 /* A list schema `name` of elem, Go name go (NULL: "[]" + elem's). */
 #define LIST(name, go, elem) static const struct kite_schema name = {KITE_SCHEMA_LIST, go, NULL, &elem}
 /* ObjectMeta and ObjectReference, shared by every kind (meta_schema.c) */
 extern const struct kite_schema kite_schema_object_meta, kite_schema_object_ref;
-#define TYPE_META F("kind", S), F("apiVersion", S), F("metadata", kite_schema_object_meta)
+#define TYPE_META F(0, "kind", S), F(0, "apiVersion", S), F(1, "metadata", kite_schema_object_meta)
 
 #define NAME_DESC                                                                                              \
     "Name must be unique within a namespace. Is required when creating resources, although some resources " \

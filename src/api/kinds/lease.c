@@ -2,9 +2,9 @@
 #include "api/kinds/kind.h"
 
 /* ---- coordination.k8s.io/v1 Lease ------------------------------------------------------------ */
-STRUCT(lease_spec, "LeaseSpec", F("holderIdentity", S), F("leaseDurationSeconds", I32), F("acquireTime", MT),
-    F("renewTime", MT), F("leaseTransitions", I32), F("strategy", S), F("preferredHolder", S));
-ROOT(kite_schema_lease, "Lease", TYPE_META, F("spec", lease_spec));
+STRUCT(lease_spec, "LeaseSpec", FK(1, "holderIdentity", S), FK(2, "leaseDurationSeconds", I32), F(3, "acquireTime", MT),
+    F(4, "renewTime", MT), FK(5, "leaseTransitions", I32), FK(6, "strategy", S), FK(7, "preferredHolder", S));
+ROOT(kite_schema_lease, "Lease", TYPE_META, F(2, "spec", lease_spec));
 
 static void lease_validate(json_object *obj, json_object *old, struct kite_causes *c) {
     json_object *spec = kite_obj_get(obj, "spec");

@@ -2,36 +2,36 @@
 #include "api/kinds/kind.h"
 
 /* ---- core/v1 Node ---------------------------------------------------------------------------- */
-STRUCT(taint_schema, "Taint", F("key", S), F("value", S), F("effect", S), F("timeAdded", T));
+STRUCT(taint_schema, "Taint", FK(1, "key", S), F(2, "value", S), FK(3, "effect", S), F(4, "timeAdded", T));
 LIST(taints_schema, NULL, taint_schema);
-STRUCT(node_spec, "NodeSpec", F("podCIDR", S), F("podCIDRs", SLIST), F("providerID", S), F("unschedulable", B),
-    F("taints", taints_schema), F("configSource", RAW), F("externalID", S));
-STRUCT(node_condition, "NodeCondition", F("type", S), F("status", S), F("lastHeartbeatTime", T),
-    F("lastTransitionTime", T), F("reason", S), F("message", S));
+STRUCT(node_spec, "NodeSpec", F(1, "podCIDR", S), F(7, "podCIDRs", SLIST), F(3, "providerID", S), F(4, "unschedulable", B),
+    F(5, "taints", taints_schema), F(6, "configSource", RAW), F(2, "externalID", S));
+STRUCT(node_condition, "NodeCondition", FK(1, "type", S), FK(2, "status", S), F(3, "lastHeartbeatTime", T),
+    F(4, "lastTransitionTime", T), F(5, "reason", S), F(6, "message", S));
 LIST(node_conditions, NULL, node_condition);
-STRUCT(node_address_schema, "NodeAddress", F("type", S), F("address", S));
+STRUCT(node_address_schema, "NodeAddress", FK(1, "type", S), FK(2, "address", S));
 LIST(node_addresses, NULL, node_address_schema);
-STRUCT(daemon_endpoint, "DaemonEndpoint", F("Port", I32));
-STRUCT(daemon_endpoints, "NodeDaemonEndpoints", F("kubeletEndpoint", daemon_endpoint));
-STRUCT(node_swap, "NodeSwapStatus", F("capacity", I64));
-STRUCT(node_info, "NodeSystemInfo", F("machineID", S), F("systemUUID", S), F("bootID", S), F("kernelVersion", S),
-    F("osImage", S), F("containerRuntimeVersion", S), F("kubeletVersion", S), F("kubeProxyVersion", S),
-    F("operatingSystem", S), F("architecture", S), F("swap", node_swap));
-STRUCT(container_image, "ContainerImage", F("names", SLIST), F("sizeBytes", I64));
+STRUCT(daemon_endpoint, "DaemonEndpoint", FK(1, "Port", I32));
+STRUCT(daemon_endpoints, "NodeDaemonEndpoints", F(1, "kubeletEndpoint", daemon_endpoint));
+STRUCT(node_swap, "NodeSwapStatus", FK(1, "capacity", I64));
+STRUCT(node_info, "NodeSystemInfo", FK(1, "machineID", S), FK(2, "systemUUID", S), FK(3, "bootID", S), FK(4, "kernelVersion", S),
+    FK(5, "osImage", S), FK(6, "containerRuntimeVersion", S), FK(7, "kubeletVersion", S), FK(8, "kubeProxyVersion", S),
+    FK(9, "operatingSystem", S), FK(10, "architecture", S), F(11, "swap", node_swap));
+STRUCT(container_image, "ContainerImage", F(1, "names", SLIST), F(2, "sizeBytes", I64));
 LIST(container_images, NULL, container_image);
 LIST(volumes_in_use, "[]v1.UniqueVolumeName", S);
-STRUCT(attached_volume, "AttachedVolume", F("name", S), F("devicePath", S));
+STRUCT(attached_volume, "AttachedVolume", FK(1, "name", S), FK(2, "devicePath", S));
 LIST(attached_volumes, NULL, attached_volume);
-STRUCT(runtime_features, "NodeRuntimeHandlerFeatures", F("recursiveReadOnlyMounts", B), F("userNamespaces", B));
-STRUCT(runtime_handler, "NodeRuntimeHandler", F("name", S), F("features", runtime_features));
+STRUCT(runtime_features, "NodeRuntimeHandlerFeatures", FK(1, "recursiveReadOnlyMounts", B), FK(2, "userNamespaces", B));
+STRUCT(runtime_handler, "NodeRuntimeHandler", FK(1, "name", S), F(2, "features", runtime_features));
 LIST(runtime_handlers, NULL, runtime_handler);
-STRUCT(node_features, "NodeFeatures", F("supplementalGroupsPolicy", B));
-STRUCT(node_status_schema, "NodeStatus", F("capacity", RLIST), F("allocatable", RLIST), F("phase", S),
-    F("conditions", node_conditions), F("addresses", node_addresses), F("daemonEndpoints", daemon_endpoints),
-    F("nodeInfo", node_info), F("images", container_images), F("volumesInUse", volumes_in_use),
-    F("volumesAttached", attached_volumes), F("config", RAW), F("runtimeHandlers", runtime_handlers),
-    F("features", node_features));
-ROOT(kite_schema_node, "Node", TYPE_META, F("spec", node_spec), F("status", node_status_schema));
+STRUCT(node_features, "NodeFeatures", FK(1, "supplementalGroupsPolicy", B));
+STRUCT(node_status_schema, "NodeStatus", F(1, "capacity", RLIST), F(2, "allocatable", RLIST), F(3, "phase", S),
+    F(4, "conditions", node_conditions), F(5, "addresses", node_addresses), F(6, "daemonEndpoints", daemon_endpoints),
+    F(7, "nodeInfo", node_info), F(8, "images", container_images), F(9, "volumesInUse", volumes_in_use),
+    F(10, "volumesAttached", attached_volumes), F(11, "config", RAW), F(12, "runtimeHandlers", runtime_handlers),
+    F(13, "features", node_features));
+ROOT(kite_schema_node, "Node", TYPE_META, F(2, "spec", node_spec), F(3, "status", node_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,

@@ -3,64 +3,64 @@
 #include "api/quantity.h"
 
 /* ---- core/v1 Pod ----------------------------------------------------------------------------- */
-STRUCT(container_port, "ContainerPort", F("name", S), F("hostPort", I32), F("containerPort", I32), F("protocol", S),
-    F("hostIP", S));
+STRUCT(container_port, "ContainerPort", F(1, "name", S), F(2, "hostPort", I32), FK(3, "containerPort", I32), F(4, "protocol", S),
+    F(5, "hostIP", S));
 LIST(container_ports, NULL, container_port);
-STRUCT(env_var, "EnvVar", F("name", S), F("value", S), F("valueFrom", RAW));
+STRUCT(env_var, "EnvVar", FK(1, "name", S), F(2, "value", S), F(3, "valueFrom", RAW));
 LIST(env_vars, NULL, env_var);
-STRUCT(resources, "ResourceRequirements", F("limits", RLIST), F("requests", RLIST), F("claims", RAW));
-STRUCT(volume_mount, "VolumeMount", F("name", S), F("readOnly", B), F("recursiveReadOnly", S), F("mountPath", S),
-    F("subPath", S), F("mountPropagation", S), F("subPathExpr", S));
+STRUCT(resources, "ResourceRequirements", F(1, "limits", RLIST), F(2, "requests", RLIST), F(3, "claims", RAW));
+STRUCT(volume_mount, "VolumeMount", FK(1, "name", S), F(2, "readOnly", B), FK(7, "recursiveReadOnly", S), FK(3, "mountPath", S),
+    F(4, "subPath", S), FK(5, "mountPropagation", S), F(6, "subPathExpr", S));
 LIST(volume_mounts, NULL, volume_mount);
-STRUCT(container, "Container", F("name", S), F("image", S), F("command", SLIST), F("args", SLIST),
-    F("workingDir", S), F("ports", container_ports), F("envFrom", RAW), F("env", env_vars),
-    F("resources", resources), F("resizePolicy", RAW), F("restartPolicy", S), F("volumeMounts", volume_mounts),
-    F("volumeDevices", RAW), F("livenessProbe", RAW), F("readinessProbe", RAW), F("startupProbe", RAW),
-    F("lifecycle", RAW), F("terminationMessagePath", S), F("terminationMessagePolicy", S),
-    F("imagePullPolicy", S), F("securityContext", RAW), F("stdin", B), F("stdinOnce", B), F("tty", B));
+STRUCT(container, "Container", FK(1, "name", S), F(2, "image", S), F(3, "command", SLIST), F(4, "args", SLIST),
+    F(5, "workingDir", S), F(6, "ports", container_ports), F(19, "envFrom", RAW), F(7, "env", env_vars),
+    F(8, "resources", resources), F(23, "resizePolicy", RAW), FK(24, "restartPolicy", S), F(9, "volumeMounts", volume_mounts),
+    F(21, "volumeDevices", RAW), F(10, "livenessProbe", RAW), F(11, "readinessProbe", RAW), F(22, "startupProbe", RAW),
+    F(12, "lifecycle", RAW), F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S),
+    F(14, "imagePullPolicy", S), F(15, "securityContext", RAW), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
 LIST(containers, NULL, container);
-STRUCT(volume, "Volume", F("name", S));
+STRUCT(volume, "Volume", FK(1, "name", S));
 LIST(volumes, NULL, volume);
-STRUCT(local_ref, "LocalObjectReference", F("name", S));
+STRUCT(local_ref, "LocalObjectReference", F(1, "name", S));
 LIST(local_refs, NULL, local_ref);
-STRUCT(toleration, "Toleration", F("key", S), F("operator", S), F("value", S), F("effect", S),
-    F("tolerationSeconds", I64));
+STRUCT(toleration, "Toleration", F(1, "key", S), F(2, "operator", S), F(3, "value", S), F(4, "effect", S),
+    FK(5, "tolerationSeconds", I64));
 LIST(tolerations, NULL, toleration);
-STRUCT(host_alias, "HostAlias", F("ip", S), F("hostnames", SLIST));
+STRUCT(host_alias, "HostAlias", FK(1, "ip", S), F(2, "hostnames", SLIST));
 LIST(host_aliases, NULL, host_alias);
-STRUCT(pod_spec, "PodSpec", F("volumes", volumes), F("initContainers", containers), F("containers", containers),
-    F("ephemeralContainers", RAW), F("restartPolicy", S), F("terminationGracePeriodSeconds", I64),
-    F("activeDeadlineSeconds", I64), F("dnsPolicy", S), F("nodeSelector", SMAP), F("serviceAccountName", S),
-    F("serviceAccount", S), F("automountServiceAccountToken", B), F("nodeName", S), F("hostNetwork", B),
-    F("hostPID", B), F("hostIPC", B), F("shareProcessNamespace", B), F("securityContext", RAW),
-    F("imagePullSecrets", local_refs), F("hostname", S), F("subdomain", S), F("affinity", RAW),
-    F("schedulerName", S), F("tolerations", tolerations), F("hostAliases", host_aliases),
-    F("priorityClassName", S), F("priority", I32), F("dnsConfig", RAW), F("readinessGates", RAW),
-    F("runtimeClassName", S), F("enableServiceLinks", B), F("preemptionPolicy", S), F("overhead", RLIST),
-    F("topologySpreadConstraints", RAW), F("setHostnameAsFQDN", B), F("os", RAW), F("hostUsers", B),
-    F("schedulingGates", RAW), F("resourceClaims", RAW));
-STRUCT(pod_condition, "PodCondition", F("type", S), F("status", S), F("lastProbeTime", T),
-    F("lastTransitionTime", T), F("reason", S), F("message", S));
+STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", containers), F(2, "containers", containers),
+    F(34, "ephemeralContainers", RAW), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
+    FK(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
+    F(9, "serviceAccount", S), FK(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
+    F(12, "hostPID", B), F(13, "hostIPC", B), FK(27, "shareProcessNamespace", B), F(14, "securityContext", RAW),
+    F(15, "imagePullSecrets", local_refs), F(16, "hostname", S), F(17, "subdomain", S), F(18, "affinity", RAW),
+    F(19, "schedulerName", S), F(22, "tolerations", tolerations), F(23, "hostAliases", host_aliases),
+    F(24, "priorityClassName", S), FK(25, "priority", I32), F(26, "dnsConfig", RAW), F(28, "readinessGates", RAW),
+    FK(29, "runtimeClassName", S), FK(30, "enableServiceLinks", B), FK(31, "preemptionPolicy", S), F(32, "overhead", RLIST),
+    F(33, "topologySpreadConstraints", RAW), FK(35, "setHostnameAsFQDN", B), F(36, "os", RAW), FK(37, "hostUsers", B),
+    F(38, "schedulingGates", RAW), F(39, "resourceClaims", RAW));
+STRUCT(pod_condition, "PodCondition", FK(1, "type", S), FK(2, "status", S), F(3, "lastProbeTime", T),
+    F(4, "lastTransitionTime", T), F(5, "reason", S), F(6, "message", S));
 LIST(pod_conditions, NULL, pod_condition);
-STRUCT(pod_ip_schema, "PodIP", F("ip", S));
+STRUCT(pod_ip_schema, "PodIP", FK(1, "ip", S));
 LIST(pod_ips, NULL, pod_ip_schema);
-STRUCT(host_ip, "HostIP", F("ip", S));
+STRUCT(host_ip, "HostIP", FK(1, "ip", S));
 LIST(host_ips, NULL, host_ip);
-STRUCT(state_waiting, "ContainerStateWaiting", F("reason", S), F("message", S));
-STRUCT(state_running, "ContainerStateRunning", F("startedAt", T));
-STRUCT(state_terminated, "ContainerStateTerminated", F("exitCode", I32), F("signal", I32), F("reason", S),
-    F("message", S), F("startedAt", T), F("finishedAt", T), F("containerID", S));
-STRUCT(container_state, "ContainerState", F("waiting", state_waiting), F("running", state_running),
-    F("terminated", state_terminated));
-STRUCT(container_status, "ContainerStatus", F("name", S), F("state", container_state),
-    F("lastState", container_state), F("ready", B), F("restartCount", I32), F("image", S), F("imageID", S),
-    F("containerID", S), F("started", B), F("allocatedResources", RLIST), F("resources", resources));
+STRUCT(state_waiting, "ContainerStateWaiting", F(1, "reason", S), F(2, "message", S));
+STRUCT(state_running, "ContainerStateRunning", F(1, "startedAt", T));
+STRUCT(state_terminated, "ContainerStateTerminated", FK(1, "exitCode", I32), F(2, "signal", I32), F(3, "reason", S),
+    F(4, "message", S), F(5, "startedAt", T), F(6, "finishedAt", T), F(7, "containerID", S));
+STRUCT(container_state, "ContainerState", F(1, "waiting", state_waiting), F(2, "running", state_running),
+    F(3, "terminated", state_terminated));
+STRUCT(container_status, "ContainerStatus", FK(1, "name", S), F(2, "state", container_state),
+    F(3, "lastState", container_state), FK(4, "ready", B), FK(5, "restartCount", I32), FK(6, "image", S), FK(7, "imageID", S),
+    F(8, "containerID", S), FK(9, "started", B), F(10, "allocatedResources", RLIST), F(11, "resources", resources));
 LIST(container_statuses, NULL, container_status);
-STRUCT(pod_status_schema, "PodStatus", F("phase", S), F("conditions", pod_conditions), F("message", S), F("reason", S),
-    F("nominatedNodeName", S), F("hostIP", S), F("hostIPs", host_ips), F("podIP", S), F("podIPs", pod_ips),
-    F("startTime", T), F("initContainerStatuses", container_statuses), F("containerStatuses", container_statuses),
-    F("qosClass", S), F("ephemeralContainerStatuses", container_statuses), F("resize", S));
-ROOT(kite_schema_pod, "Pod", TYPE_META, F("spec", pod_spec), F("status", pod_status_schema));
+STRUCT(pod_status_schema, "PodStatus", F(1, "phase", S), F(2, "conditions", pod_conditions), F(3, "message", S), F(4, "reason", S),
+    F(11, "nominatedNodeName", S), F(5, "hostIP", S), F(16, "hostIPs", host_ips), F(6, "podIP", S), F(12, "podIPs", pod_ips),
+    F(7, "startTime", T), F(10, "initContainerStatuses", container_statuses), F(8, "containerStatuses", container_statuses),
+    F(9, "qosClass", S), F(13, "ephemeralContainerStatuses", container_statuses), F(14, "resize", S));
+ROOT(kite_schema_pod, "Pod", TYPE_META, F(2, "spec", pod_spec), F(3, "status", pod_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,

@@ -5,8 +5,8 @@
 
 #include <gnutls/gnutls.h>
 
-ROOT(kite_schema_secret, "Secret", TYPE_META, F("immutable", B), F("data", kite_schema_bytes_map),
-     F("stringData", SMAP), F("type", S));
+ROOT(kite_schema_secret, "Secret", TYPE_META, FK(5, "immutable", B), F(2, "data", kite_schema_bytes_map),
+     F(4, "stringData", SMAP), F(3, "type", S));
 
 static const char *const fields[] = {"type", NULL};
 

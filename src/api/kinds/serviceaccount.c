@@ -1,11 +1,11 @@
 /* ServiceAccount (core/v1): an identity for pods. */
 #include "api/kinds/kind.h"
 
-STRUCT(sa_local_ref, "LocalObjectReference", F("name", S));
+STRUCT(sa_local_ref, "LocalObjectReference", F(1, "name", S));
 LIST(sa_local_refs, NULL, sa_local_ref);
 LIST(sa_secrets, NULL, kite_schema_object_ref);
-ROOT(kite_schema_serviceaccount, "ServiceAccount", TYPE_META, F("secrets", sa_secrets),
-     F("imagePullSecrets", sa_local_refs), F("automountServiceAccountToken", B));
+ROOT(kite_schema_serviceaccount, "ServiceAccount", TYPE_META, F(2, "secrets", sa_secrets),
+     F(3, "imagePullSecrets", sa_local_refs), FK(4, "automountServiceAccountToken", B));
 
 const struct kite_resource kite_kind_serviceaccount = {
     .schema = &kite_schema_serviceaccount,
