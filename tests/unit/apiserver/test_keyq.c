@@ -138,7 +138,7 @@ static void *stress_thread(void *ud) {
     return NULL;
 }
 
-Test(keyq, threads_hand_keys_on_without_losing_or_reordering_writes, .timeout = 60) {
+Test(keyq, threads_hand_keys_on_without_losing_or_reordering_writes, .timeout = 120) {
     sq = keyq_new(STRESS_THREADS * STRESS_OPS);
     struct sop *ops = calloc(STRESS_THREADS * STRESS_OPS, sizeof *ops);
     for (int t = 0; t < STRESS_THREADS; t++)
