@@ -912,7 +912,7 @@ def op_shared(w):
         w.api.call("POST", "/api/v1/namespaces",
                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SHARED_NS}}, codes={201, 409})
     elif r < 0.15:
-        w.api.call("DELETE", f"/api/v1/namespaces/{SHARED_NS}", codes={200, 404})
+        w.api.call("DELETE", f"/api/v1/namespaces/{SHARED_NS}", codes={200, 202, 404})  # 202: already Terminating
     elif r < 0.4:
         # 403: the shared namespace is being deleted (Terminating)
         w.api.call("POST", lp, lease_body(name, {"soak-owner": "shared"}, w.fresh()), codes={201, 403, 404, 409})
