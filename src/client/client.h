@@ -42,6 +42,8 @@ bool kite_cancel_fired(struct kite_cancel *c);
 /* For transports: installs (wake != NULL) or removes the waker. Returns false, installing
  * nothing, when the token has already fired. */
 bool kite_cancel_set_wake(struct kite_cancel *c, void (*wake)(void *), void *ud);
+/* Waits ns (monotonic) or until c fires, whichever comes first: a controller's back-off. */
+void kite_cancel_wait(struct kite_cancel *c, int64_t ns);
 
 /* Called once per watch event ({"type":"ADDED","object":{...}}; borrowed). A negative return
  * stops the watch, which then returns that value. */

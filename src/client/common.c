@@ -1,6 +1,7 @@
 /* Transport-independent parts of the client: error mapping, cancellation tokens, watch
  * line splitting, JSON helpers, and the fake transport used by tests. */
 #include "client/client.h"
+#include "base/clock.h"
 
 void kite_response_release(struct kite_response *r) {
     free(r->body);
@@ -162,4 +163,35 @@ struct kite_client *kite_client_fake_new(kite_fake_handler handler, kite_fake_wa
 
 unsigned kite_client_fake_resets(struct kite_client *c) {
     return c->ops == &fake_ops ? atomic_load(&((struct fake_client *)c)->resets) : 0;
+}
+
+struct cancel_waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool woken;
+};
+
+/* Called by kite_cancel_fire under the token's lock: the lock order is token, then mu. */
+static void waiter_wake(void *ud) {
+    struct cancel_waiter *w = ud;
+    pthread_mutex_lock(&w->mu);
+    w->woken = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void kite_cancel_wait(struct kite_cancel *c, int64_t ns) {
+    struct cancel_waiter w = {.woken = false};
+    pthread_mutex_init(&w.mu, NULL);
+    kite_cond_init_mono(&w.cond);
+    struct timespec ts;
+    kite_cond_deadline(&ts, ns);
+    if (kite_cancel_set_wake(c, waiter_wake, &w)) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.woken && pthread_cond_timedwait(&w.cond, &w.mu, &ts) == 0) {}
+        pthread_mutex_unlock(&w.mu);
+        kite_cancel_set_wake(c, NULL, NULL);
+    }
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cond);
 }

@@ -18,9 +18,6 @@ struct kite_binder {
     char *node;
     pthread_t thread;
     struct kite_cancel cancel;
-    pthread_mutex_t mu; /* with cond: waits between tries */
-    pthread_cond_t cond;
-    bool woken;
     struct kite_backoff backoff;
     bool retry; /* a binding failed: list again after a back-off */
 };
@@ -79,26 +76,6 @@ static int on_event(json_object *ev, void *ud) {
     return 0;
 }
 
-/* Called by kite_cancel_fire under the token's lock: the lock order is token, then mu. */
-static void wake(void *ud) {
-    struct kite_binder *b = ud;
-    pthread_mutex_lock(&b->mu);
-    b->woken = true;
-    pthread_cond_signal(&b->cond);
-    pthread_mutex_unlock(&b->mu);
-}
-
-static void wait_or_stop(struct kite_binder *b, int64_t ns) {
-    struct timespec ts;
-    kite_cond_deadline(&ts, ns);
-    if (!kite_cancel_set_wake(&b->cancel, wake, b)) return; /* stopping */
-    pthread_mutex_lock(&b->mu);
-    while (!b->woken && pthread_cond_timedwait(&b->cond, &b->mu, &ts) == 0) {}
-    b->woken = false;
-    pthread_mutex_unlock(&b->mu);
-    kite_cancel_set_wake(&b->cancel, NULL, NULL);
-}
-
 static void *run(void *ud) {
     struct kite_binder *b = ud;
     while (!kite_cancel_fired(&b->cancel)) {
@@ -115,14 +92,14 @@ static void *run(void *ud) {
         }
         json_object_put(list);
         if (e < 0 || b->retry) { /* the server is away, or a binding failed: back off, then list again */
-            wait_or_stop(b, kite_backoff_next(&b->backoff));
+            kite_cancel_wait(&b->cancel, kite_backoff_next(&b->backoff));
             continue;
         }
         kite_backoff_reset(&b->backoff);
         _cleanup_free_ char *path = kite_asprintf("%s&watch=true&resourceVersion=%s&timeoutSeconds=%d", UNASSIGNED, w.rv,
                                                   KITE_BINDER_RESYNC_S);
         if (kite_client_watch(b->client, path, on_event, &w, &b->cancel) == -EAGAIN)
-            wait_or_stop(b, kite_backoff_next(&b->backoff));
+            kite_cancel_wait(&b->cancel, kite_backoff_next(&b->backoff));
     }
     return NULL;
 }
@@ -133,14 +110,10 @@ int kite_binder_start(const struct kite_binder_options *o, struct kite_binder **
     b->clock = o->clock ? o->clock : kite_clock_real();
     b->node = kite_strdup(o->node_name);
     kite_cancel_init(&b->cancel);
-    pthread_mutex_init(&b->mu, NULL);
-    kite_cond_init_mono(&b->cond);
     kite_backoff_init(&b->backoff, KITE_NS_PER_SEC, KITE_BINDER_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
                       (uint64_t)kite_now_mono(b->clock));
     if (pthread_create(&b->thread, NULL, run, b) != 0) {
         kite_cancel_release(&b->cancel);
-        pthread_mutex_destroy(&b->mu);
-        pthread_cond_destroy(&b->cond);
         free(b->node);
         free(b);
         return -EAGAIN;
@@ -155,8 +128,6 @@ void kite_binder_stop(struct kite_binder *b) {
     kite_cancel_fire(&b->cancel);
     pthread_join(b->thread, NULL);
     kite_cancel_release(&b->cancel);
-    pthread_mutex_destroy(&b->mu);
-    pthread_cond_destroy(&b->cond);
     free(b->node);
     free(b);
 }

@@ -17,9 +17,6 @@ struct kite_nsctl {
     struct kite_clock *clock;
     pthread_t thread;
     struct kite_cancel cancel;
-    pthread_mutex_t mu;  /* with cond: waits between tries while the server is away */
-    pthread_cond_t cond;
-    bool woken;
     struct kite_backoff backoff;
     bool retry;        /* a namespace is left to try again */
 };
@@ -236,26 +233,6 @@ static int on_event(json_object *ev, void *ud) {
     return 0;
 }
 
-/* Called by kite_cancel_fire under the token's lock: the lock order is token, then mu. */
-static void wake(void *ud) {
-    struct kite_nsctl *c = ud;
-    pthread_mutex_lock(&c->mu);
-    c->woken = true;
-    pthread_cond_signal(&c->cond);
-    pthread_mutex_unlock(&c->mu);
-}
-
-static void wait_or_stop(struct kite_nsctl *c, int64_t ns) {
-    struct timespec ts;
-    kite_cond_deadline(&ts, ns);
-    if (!kite_cancel_set_wake(&c->cancel, wake, c)) return; /* stopping */
-    pthread_mutex_lock(&c->mu);
-    while (!c->woken && pthread_cond_timedwait(&c->cond, &c->mu, &ts) == 0) {}
-    c->woken = false;
-    pthread_mutex_unlock(&c->mu);
-    kite_cancel_set_wake(&c->cancel, NULL, NULL);
-}
-
 static void *run(void *ud) {
     struct kite_nsctl *c = ud;
     while (!kite_cancel_fired(&c->cancel)) {
@@ -277,13 +254,13 @@ static void *run(void *ud) {
         if (e < 0 || c->retry) wait_s = KITE_MAX(1, kite_backoff_next(&c->backoff) / KITE_NS_PER_SEC);
         else kite_backoff_reset(&c->backoff);
         if (e < 0) { /* the server is away: wait out the back-off (or the stop), then list again */
-            wait_or_stop(c, wait_s * KITE_NS_PER_SEC);
+            kite_cancel_wait(&c->cancel, wait_s * KITE_NS_PER_SEC);
             continue;
         }
         _cleanup_free_ char *path =
             kite_asprintf("/api/v1/namespaces?watch=true&resourceVersion=%s&timeoutSeconds=%lld", w.rv, (long long)wait_s);
         if (kite_client_watch(c->client, path, on_event, &w, &c->cancel) == -EAGAIN)
-            wait_or_stop(c, kite_backoff_next(&c->backoff));
+            kite_cancel_wait(&c->cancel, kite_backoff_next(&c->backoff));
     }
     return NULL;
 }
@@ -293,8 +270,6 @@ int kite_nsctl_start(const struct kite_nsctl_options *o, struct kite_nsctl **ret
     c->client = o->client;
     c->clock = o->clock ? o->clock : kite_clock_real();
     kite_cancel_init(&c->cancel);
-    pthread_mutex_init(&c->mu, NULL);
-    kite_cond_init_mono(&c->cond);
     kite_backoff_init(&c->backoff, KITE_NS_PER_SEC, KITE_NSCTL_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
                       (uint64_t)kite_now_mono(c->clock));
     if (pthread_create(&c->thread, NULL, run, c) != 0) {
@@ -312,7 +287,5 @@ void kite_nsctl_stop(struct kite_nsctl *c) {
     kite_cancel_fire(&c->cancel);
     pthread_join(c->thread, NULL);
     kite_cancel_release(&c->cancel);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cond);
     free(c);
 }
