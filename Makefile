@@ -8,7 +8,7 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libarchive
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libarchive libmnl
 # libcurl is a test peer only (the http module's tests drive the server with it)
 TEST_PKGS_http := libcurl
 # ... and the apiserver's: its tests run a real server in the test process

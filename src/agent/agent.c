@@ -108,7 +108,7 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         }
         if (!a->runtime) {
             _cleanup_free_ char *rerr = NULL;
-            struct kite_runc_options ro = {.root_dir = c->root_dir};
+            struct kite_runc_options ro = {.root_dir = c->root_dir, .pod_cidr = c->pod_cidr, .bridge = c->pod_bridge};
             if ((r = kite_runtime_runc_new(&ro, &a->runtime, &rerr)) < 0) {
                 if (ret_err) *ret_err = kite_asprintf("starting the runc runtime: %s", rerr ? rerr : strerror(-r));
                 goto fail;

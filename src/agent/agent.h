@@ -28,6 +28,10 @@ struct kite_agent_config {
     char *node_ip;                    /* --node-ip; NULL = default-route interface */
     char *address;                    /* address (serving address; recorded only) */
     char *root_dir;                   /* --root-dir, /var/lib/kite-agent */
+    char *pod_cidr;                   /* --pod-cidr / podCIDR: the pod network's addresses, also
+                                         the Node's spec.podCIDR; NULL = 10.88.0.0/16, not
+                                         written to the Node */
+    char *pod_bridge;                 /* --pod-bridge: the pod network's bridge; NULL = kite0 */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port, reservations,
                                          evictionHard; string pointers are filled by the agent */
 };

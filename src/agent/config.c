@@ -4,6 +4,8 @@
 #include <stdio.h>
 
 #include "agent/agent.h"
+#include "agent/runtime/ipam.h"
+#include "agent/runtime/net.h"
 #include "api/quantity.h"
 #include "client/yaml.h"
 
@@ -27,6 +29,8 @@ void kite_agent_config_release(struct kite_agent_config *c) {
     free(c->node_ip);
     free(c->address);
     free(c->root_dir);
+    free(c->pod_cidr);
+    free(c->pod_bridge);
     json_object_put(c->taints);
     json_object_put(c->labels);
     *c = (struct kite_agent_config){0};
@@ -58,6 +62,16 @@ static int parse_int(const char *where, const char *v, int64_t min, int64_t max,
     if (i < min || i > max)
         return fail(err, "%s: %s out of range [%lld, %lld]", where, v, (long long)min, (long long)max);
     *ret = i;
+    return 0;
+}
+
+/* An IPv4 CIDR the pod network can hand addresses out of (ipam.h). */
+static int parse_cidr(const char *where, const char *v, char **ret, char **err) {
+    struct kite_cidr c;
+    _cleanup_free_ char *why = NULL;
+    if (kite_cidr_parse(v, &c, &why) < 0) return fail(err, "%s: %s", where, why);
+    free(*ret);
+    *ret = kite_strdup(v);
     return 0;
 }
 
@@ -191,6 +205,8 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
             if ((r = parse_int(where, s, 1, 65535, &i, err)) == 0) c->ns.daemon_port = (int)i;
         } else if (kite_streq(key, "registerNode")) {
             r = parse_bool(where, s, &c->register_node, err);
+        } else if (kite_streq(key, "podCIDR")) {
+            r = parse_cidr(where, s, &c->pod_cidr, err);
         } else if (kite_streq(key, "address")) {
             free(c->address);
             c->address = kite_strdup(s);
@@ -282,6 +298,13 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
     } else if (kite_streq(name, "node-ip")) {
         free(c->node_ip);
         c->node_ip = *v ? kite_strdup(v) : NULL;
+    } else if (kite_streq(name, "pod-cidr")) {
+        r = parse_cidr(where, v, &c->pod_cidr, err);
+    } else if (kite_streq(name, "pod-bridge")) {
+        if (!kite_net_valid_ifname(v))
+            return fail(err, "%s: invalid interface name \"%s\" (1 to 15 characters, no '/', ':' or spaces)", where, v);
+        free(c->pod_bridge);
+        c->pod_bridge = kite_strdup(v);
     } else if (kite_streq(name, "root-dir")) {
         if (!*v) return fail(err, "%s: must not be empty", where);
         free(c->root_dir);

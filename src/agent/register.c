@@ -65,6 +65,13 @@ static json_object *initial_node(struct kite_agent *a, json_object *status) {
     }
     if (json_object_array_length(taints)) json_object_object_add(spec, "taints", taints);
     else json_object_put(taints);
+    if (c->pod_cidr) {
+        /* the pod network's range, as a kubelet given --pod-cidr with no controller to assign one */
+        json_object *cidrs = json_object_new_array();
+        json_object_array_add(cidrs, json_object_new_string(c->pod_cidr));
+        json_object_object_add(spec, "podCIDR", json_object_new_string(c->pod_cidr));
+        json_object_object_add(spec, "podCIDRs", cidrs);
+    }
     json_object_object_add(node, "spec", spec);
     json_object_object_add(node, "status", status);
     return node;

@@ -47,7 +47,7 @@ int cmd_agent(int argc, char **argv) {
         FLAG_STR("config", "FILE",
                  "KubeletConfiguration YAML file: nodeStatusUpdateFrequency, nodeStatusReportFrequency,\n"
                  "nodeLeaseDurationSeconds, evictionHard, kubeReserved, systemReserved, maxPods,\n"
-                 "registerNode, registerWithTaints, nodeStatusMaxImages, address, port",
+                 "registerNode, registerWithTaints, nodeStatusMaxImages, address, port, podCIDR",
                  NULL, &config),
         AGENT_CONFIG_FLAGS("/var/lib/kite-agent"),
         FLAG_END,

@@ -84,6 +84,10 @@ void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserve
     FLAG_FORWARD("node-lease-duration-seconds", FLAG_INT, NULL, "lease duration; renewed every quarter of it",    \
                  "40"),                                                                                          \
     FLAG_FORWARD("max-pods", FLAG_INT, NULL, "pods this node can run", "110"),                                   \
+    FLAG_FORWARD("pod-cidr", FLAG_STRING, "CIDR",                                                                \
+                 "IPv4 range of pod addresses (its first is the bridge's); set as the Node's\nspec.podCIDR", NULL, \
+                 .def_note = "10.88.0.0/16, not set on the Node"),                                               \
+    FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
     FLAG_FORWARD("root-dir", FLAG_STRING, "DIR", "agent state directory; ephemeral storage is its filesystem",    \
                  NULL, .def_note = (root_dir_default))
 /* The rows above as given (forward() records them), applied after the --config file: flags

@@ -1,6 +1,7 @@
 /* kite up: a whole local cluster in one process — the apiserver on the embedded store and a
  * node agent for this machine with its own node credential (system:node:NAME). */
 #include "agent/agent.h"
+#include "agent/runtime/net.h"
 #include "apiserver/apiserver.h"
 #include "base/log.h"
 #include "cmd/cmd.h"
@@ -68,6 +69,8 @@ int cmd_up(int argc, char **argv) {
             ac.root_dir = kite_asprintf("%s/agent", data_dir);
         }
         mkdir(ac.root_dir, 0700);
+        /* the local cluster's node names its pod range, as a node given --pod-cidr does */
+        if (!ac.pod_cidr) ac.pod_cidr = kite_strdup(KITE_NET_POD_CIDR_DEFAULT);
         _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *ca_path = kite_asprintf("%s/pki/ca.crt", data_dir);
         _cleanup_free_ char *ca = NULL, *cert = NULL, *key = NULL, *cn = kite_asprintf("system:node:%s", ac.node_name);
         _cleanup_free_ char *kc_path = kite_asprintf("%s/agent.kubeconfig", data_dir);

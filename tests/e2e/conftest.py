@@ -277,11 +277,26 @@ class KiteProcess:
         return data[-n:].decode(errors="replace")
 
 
+_POD_NETS = iter(range(1, 1 << 30))
+
+
+def pod_network_flags():
+    """A pod bridge and CIDR of this test's own, so that test agents' pods never share an address
+    or a bridge with each other or with a `make up` cluster (kite0, 10.88.0.0/16)."""
+    n, pid = next(_POD_NETS), os.getpid()
+    return ["--pod-bridge", f"kt{pid % 100000}n{n}", "--pod-cidr", f"10.{100 + pid % 100}.{n % 256}.0/24"]
+
+
 class Cluster:
     """A kite apiserver (from `kite up` or `kite apiserver`) plus the clients that drive it."""
 
     def __init__(self, mode, workdir, extra_args=(), port=None):
         self.mode = mode
+        self.pod_bridge = None
+        if mode == "up" and "--no-agent" not in extra_args:
+            if "--pod-bridge" not in extra_args:
+                extra_args = [*extra_args, *pod_network_flags()]
+            self.pod_bridge = extra_args[list(extra_args).index("--pod-bridge") + 1]
         self.workdir = Path(workdir)
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -335,7 +350,11 @@ class Cluster:
         self.wait_ready(timeout)
 
     def stop(self):
-        return self.proc.stop()
+        r = self.proc.stop()
+        # the agent leaves its bridge for the pods that outlive it; the test's goes with the test
+        if self.pod_bridge and os.path.exists(f"/sys/class/net/{self.pod_bridge}"):
+            subprocess.run(["ip", "link", "del", self.pod_bridge], capture_output=True)
+        return r
 
     # -- clients
     def api(self, token=None, with_client_cert=True):

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "agent/images/images.h"
+#include "agent/runtime/ipam.h"
+#include "agent/runtime/net.h"
 #include "agent/runtime/proc.h"
 #include "agent/runtime/runtime.h"
 #include "base/base.h"
@@ -46,6 +48,10 @@ struct runc_rt {
     char *images, *state, *exits, *containers, *sandboxes, *logs, *sockets;
     char *version;
     int epfd, inofd;
+    /* the pod network: sandboxes' addresses from cidr, their veths on bridge */
+    char *bridge;
+    struct kite_cidr cidr;
+    struct kite_ipam *ipam;
     struct watch *watches;
     size_t n_watches;
     struct kite_clock *clock;
@@ -822,9 +828,28 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
         if (ret_error) *ret_error = kite_asprintf("creating the sandbox dirs: %s", strerror(-r));
         return r;
     }
+    /* the address is taken (durably) before anything runs, so a full CIDR costs no container
+     * and a crash from here on leaves an owner the next start can match to its sandbox */
+    char ip[KITE_IPAM_ADDR_LEN] = "";
+    _cleanup_free_ char *host_if = NULL;
+    uint32_t addr = 0;
+    if (!cfg->host_network) {
+        if ((r = kite_ipam_allocate(c->ipam, id, &addr, &err)) < 0) {
+            kite_rm_rf(sdir);
+            kite_rm_rf(dir);
+            if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_asprintf("allocating an address: %s", strerror(-r));
+            return r;
+        }
+        kite_ipv4_format(addr, ip);
+        host_if = kite_asprintf("kv%.12s", id);
+    }
     json_object *sb = json_object_new_object();
     json_object_object_add(sb, "id", json_object_new_string(id));
     json_object_object_add(sb, "uid", json_object_new_string(cfg->uid));
+    if (host_if) {
+        json_object_object_add(sb, "ip", json_object_new_string(ip));
+        json_object_object_add(sb, "host_if", json_object_new_string(host_if));
+    }
     json_object_object_add(sb, "name", json_object_new_string(cfg->name));
     json_object_object_add(sb, "ns", json_object_new_string(cfg->ns));
     json_object_object_add(sb, "host_network", json_object_new_boolean(cfg->host_network));
@@ -853,6 +878,9 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
         json_object_object_add(meta, "started", json_object_new_int64(now_wall(c)));
         write_meta(c, id, meta);
     }
+    /* plugged in before run_sandbox returns: the pod's containers start with their address */
+    if (r == 0 && host_if && (r = kite_net_bridge_ensure(c->bridge, kite_cidr_gateway(&c->cidr), c->cidr.prefix, &err)) == 0)
+        r = kite_net_attach(c->bridge, host_if, container_pid(c, id), addr, c->cidr.prefix, kite_cidr_gateway(&c->cidr), &err);
     json_object_put(config);
     json_object_put(meta);
     if (r < 0) {
@@ -861,6 +889,10 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
         destroy_bundle(c, id);
         kite_rm_rf(sdir);
         cgroup_remove(cg);
+        if (host_if) {
+            kite_net_detach(host_if);
+            kite_ipam_release(c->ipam, id);
+        }
         if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_strdup(strerror(-r));
         return r;
     }
@@ -902,6 +934,12 @@ static int rc_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t ti
     kite_strv_free(ids, n);
     if (r == 0) r = remove_by_id(c, id, deadline);
     if (r == -ENOENT) r = 0;
+    if (r == 0 && jstr(sb, "host_if")) {
+        /* the veth went with the holder's namespace unless something else holds it; the
+         * address is free once the sandbox is gone */
+        kite_net_detach(jstr(sb, "host_if"));
+        r = kite_ipam_release(c->ipam, id);
+    }
     if (r == 0) {
         _cleanup_free_ char *sdir = kite_asprintf("%s/%s", c->sandboxes, id);
         kite_rm_rf(sdir);
@@ -924,7 +962,7 @@ static void fill_sandbox(struct runc_rt *c, const char *id, json_object *sb, str
         .state = ready ? KITE_SANDBOX_READY : KITE_SANDBOX_NOTREADY,
         .host_network = json_object_get_boolean(json_object_object_get(sb, "host_network")),
         .created_ns = jint(sb, "created"),
-        .ip = kite_strdup(""),
+        .ip = kite_strdup(jstr(sb, "ip") ? jstr(sb, "ip") : ""),
     };
 }
 
@@ -1100,10 +1138,11 @@ static void rc_free(struct kite_runtime *rt) {
         free(c->watches[i].id);
     }
     free(c->watches);
+    kite_ipam_free(c->ipam);
     if (c->epfd >= 0) close(c->epfd);
     if (c->inofd >= 0) close(c->inofd);
     char *strs_[] = {c->root, c->runc, c->conmon, c->pause_bin, c->cgroup_root, c->images, c->state, c->exits,
-                     c->containers, c->sandboxes, c->logs, c->sockets, c->version};
+                     c->containers, c->sandboxes, c->logs, c->sockets, c->version, c->bridge};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(strs_); i++) free(strs_[i]);
     free(c);
 }
@@ -1150,7 +1189,16 @@ int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime
     c->sandboxes = kite_asprintf("%s/sandboxes", c->root);
     c->logs = kite_asprintf("%s/logs", c->root);
     c->sockets = kite_asprintf("%s/sockets", c->root);
-    int r = 0;
+    c->bridge = kite_strdup(o->bridge ? o->bridge : KITE_NET_BRIDGE_DEFAULT);
+    int r = kite_cidr_parse(o->pod_cidr ? o->pod_cidr : KITE_NET_POD_CIDR_DEFAULT, &c->cidr, ret_error);
+    if (r == 0 && !kite_net_valid_ifname(c->bridge)) {
+        if (ret_error) *ret_error = kite_asprintf("invalid bridge name \"%s\" (1 to 15 characters, no '/', ':' or spaces)", c->bridge);
+        r = -EINVAL;
+    }
+    if (r < 0) {
+        rc_free(&c->rt);
+        return r;
+    }
     if (!c->runc || !c->conmon) {
         if (ret_error) *ret_error = kite_asprintf("%s not found (install runc and conmon)", !c->runc ? "runc" : "conmon");
         rc_free(&c->rt);
@@ -1170,6 +1218,17 @@ int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime
         if (ret_error) *ret_error = kite_asprintf("setting up %s: %s", c->root, strerror(-r));
         rc_free(&c->rt);
         return r;
+    }
+    _cleanup_free_ char *ipam_dir = kite_asprintf("%s/ipam", c->root);
+    if ((r = kite_ipam_open(ipam_dir, &c->cidr, &c->ipam, ret_error)) < 0) {
+        rc_free(&c->rt);
+        return r;
+    }
+    /* addresses whose sandbox is gone (a crash between allocation and removal) go back */
+    for (size_t i = 0; i < kite_ipam_count(c->ipam);) {
+        json_object *sb = read_sandbox(c, kite_ipam_owner(c->ipam, i));
+        json_object_put(sb);
+        if (sb || kite_ipam_release(c->ipam, kite_ipam_owner(c->ipam, i)) < 0) i++;
     }
     /* recovery: containers still running under their conmon are watched again; those that
      * ended meanwhile keep the code conmon wrote, read by status */

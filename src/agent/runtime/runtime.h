@@ -6,9 +6,8 @@
  * -ETIMEDOUT when it runs out rather than hanging: the runc backend runs each runc call as a
  * child it kills at the deadline.
  *
- * Not done yet (later steps of "pods run for real"): the pod network (a bridge, veth pairs and
- * --pod-cidr addresses; a non-hostNetwork sandbox has its own network namespace with only
- * loopback up and reports an empty IP), image pulls from registries (images are imported from
+ * Not done yet (later steps of "pods run for real"): IPv6 pod addresses, NAT or routes off the
+ * node for pod traffic (the pod network stays on this machine), image pulls from registries (images are imported from
  * OCI layout tarballs), the image config's User (containers run as root), seccomp and AppArmor
  * profiles, container stdin/tty/attach and port forwarding, log rotation, and an event for
  * exits that happened while no runtime instance was running (a restarted agent relists). */
@@ -50,7 +49,7 @@ struct kite_sandbox_status {
     enum kite_sandbox_state state;
     bool host_network;
     int64_t created_ns; /* wall clock */
-    char *ip;           /* "" until the pod network exists */
+    char *ip;           /* the pod's address on the pod network; "" with host_network */
 };
 
 /* A bind mount into a container. */
@@ -196,8 +195,8 @@ const char *kite_container_state_name(enum kite_container_state s);
 void kite_runtime_free(struct kite_runtime *rt);
 
 /* The runc runtime. Its state lives under root_dir: images/ (the image store), containers/<id>/
- * (OCI bundles), sandboxes/<id>/, runc/ (runc's --root), exits/ (conmon's exit files) and
- * logs/. Every container, the sandbox's pause holder included, is run by runc under its own
+ * (OCI bundles), sandboxes/<id>/, runc/ (runc's --root), exits/ (conmon's exit files),
+ * ipam/ (the pod addresses in use, one file each) and logs/. Every container, the sandbox's pause holder included, is run by runc under its own
  * conmon, so it outlives the agent and its exit code is kept while the agent is down. */
 struct kite_runc_options {
     const char *root_dir;
@@ -206,11 +205,17 @@ struct kite_runc_options {
     /* The pause holder: a static busybox bind-mounted into an empty rootfs. NULL = /bin/busybox. */
     const char *pause_binary;
     const char *cgroup_root; /* NULL = /kite */
+    /* The pod network (net.h): sandboxes not on the host's network get an address from
+     * pod_cidr (IPv4; NULL = KITE_NET_POD_CIDR_DEFAULT, 10.88.0.0/16) on a veth plugged into
+     * bridge (NULL = KITE_NET_BRIDGE_DEFAULT, kite0), whose address is the CIDR's first. */
+    const char *pod_cidr;
+    const char *bridge;
 };
 #define KITE_RT_CGROUP_ROOT "/kite"
 #define KITE_RT_PAUSE_BINARY "/bin/busybox"
-/* Creates dirs, finds runc and conmon, and recovers the containers already in root_dir.
- * 0 or -errno (-ENOENT: runc or conmon not found, with *ret_error saying which). */
+/* Creates dirs, finds runc and conmon, and recovers the containers already in root_dir (and
+ * the addresses of their sandboxes, releasing those of sandboxes that are gone). 0 or -errno
+ * (-ENOENT: runc or conmon not found; -EINVAL: a bad pod_cidr or bridge; *ret_error says). */
 int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime **ret, char **ret_error);
 
 /* A fake runtime for tests and simulated nodes: name "fake", the given version (copied; NULL =
