@@ -44,6 +44,7 @@ struct fake_runtime {
     struct fscript *scripts;
     size_t n_scripts;
     uint64_t next_id;
+    uint32_t next_ip; /* sandboxes' addresses: 10.88.0.2 onwards, as the runc runtime's default */
     int tfd;
 };
 
@@ -179,7 +180,11 @@ static int fake_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_c
                                          .ns = kite_strdup(cfg->ns),
                                          .log_dir = kite_asprintf("/fake/logs/%s_%s_%s", cfg->ns, cfg->name, cfg->uid),
                                          .state = KITE_SANDBOX_READY, .host_network = cfg->host_network,
-                                         .created_ns = wall(), .ip = kite_strdup("")};
+                                         .created_ns = wall(),
+                                         .ip = cfg->host_network ? kite_strdup("")
+                                                                 : kite_asprintf("10.88.%u.%u", (f->next_ip + 2) / 256,
+                                                                                 (f->next_ip + 2) % 256)};
+    if (!cfg->host_network) f->next_ip++;
     *ret_id = kite_strdup(s->st.id);
     return 0;
 }

@@ -219,7 +219,8 @@ struct kite_runc_options {
 int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime **ret, char **ret_error);
 
 /* A fake runtime for tests and simulated nodes: name "fake", the given version (copied; NULL =
- * "0.0.0"), images settable, sandboxes and containers in memory, exits scripted. Aborts on
+ * "0.0.0"), images settable, sandboxes and containers in memory (a sandbox not on the host's
+ * network has the address 10.88.0.2, the next 10.88.0.3, ...), exits scripted. Aborts on
  * OOM, never NULL. Time comes from the real clock. */
 struct kite_runtime *kite_runtime_fake_new(const char *version);
 /* Replaces the fake's images with a deep copy of v[0..n) (borrowed). */

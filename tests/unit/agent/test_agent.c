@@ -128,6 +128,7 @@ Test(agent, registers_node_and_creates_owned_lease) {
     cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "node-labels", "role=edge,zone=a", &err), 0);
     cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "register-with-taints", "dedicated=infra:NoExecute", &err), 0);
     cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "register-schedulable", "false", &err), 0);
+    cr_assert_eq(kite_agent_config_set_flag(&e.cfg, "pod-cidr", "10.244.3.0/24", &err), 0);
     e.event_reason = "NodeHasSufficientMemory";
     env_start(&e);
     cr_assert_str_eq(kite_agent_node_name(e.a), "n1", "node names are lower-cased");
@@ -153,6 +154,10 @@ Test(agent, registers_node_and_creates_owned_lease) {
     cr_assert_str_eq(jstr(json_object_array_get_idx(taints, 0), "key"), "dedicated");
     cr_assert_str_eq(jstr(json_object_array_get_idx(taints, 0), "effect"), "NoExecute");
     cr_assert_str_eq(jstr(json_object_array_get_idx(taints, 1), "key"), "node.kubernetes.io/unschedulable");
+    /* --pod-cidr names the node's pod range, as a kubelet given it does with no controller */
+    cr_assert_str_eq(jstr(spec, "podCIDR"), "10.244.3.0/24");
+    cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(json_object_object_get(spec, "podCIDRs"), 0)),
+                     "10.244.3.0/24");
     cr_assert_not_null(json_object_object_get(json_object_object_get(n, "status"), "capacity"));
     /* lease: GET 404 then POST, owned by the Node */
     cr_assert_eq(fake_api_count(&e.api, "POST", "/leases"), 1);

@@ -38,7 +38,7 @@ Test(agent_config, file_values) {
                   "evictionHard: {memory.available: 200Mi, nodefs.available: 15%, imagefs.available: 15%}\n"
                   "kubeReserved: {cpu: 100m, memory: 1Gi}\nsystemReserved: {ephemeral-storage: 1Gi}\n"
                   "registerWithTaints:\n- {key: a, value: b, effect: NoSchedule}\n- {key: c, effect: NoExecute}\n"
-                  "authentication: {anonymous: {enabled: false}}\n",
+                  "authentication: {anonymous: {enabled: false}}\npodCIDR: 10.244.0.0/24\n",
                   &err);
     cr_assert_eq(r, 0, "%s", err ? err : "");
     cr_assert_eq(c.status_update_freq_ns, 4 * KITE_NS_PER_SEC);
@@ -49,6 +49,7 @@ Test(agent_config, file_values) {
     cr_assert_eq(c.ns.max_images, -1);
     cr_assert_eq(c.ns.daemon_port, 10260);
     cr_assert_str_eq(c.address, "0.0.0.0");
+    cr_assert_str_eq(c.pod_cidr, "10.244.0.0/24");
     cr_assert_eq(c.ns.evict_mem_bytes, 200 * 1024 * 1024);
     cr_assert_eq(c.ns.evict_nodefs_pct, 15.0);
     cr_assert_lt(c.ns.evict_nodefs_bytes, 0, "a percentage leaves the absolute unset");
@@ -80,6 +81,7 @@ Test(agent_config, bad_values_name_the_field) {
         {"registerWithTaints: [{key: a, effect: Sometimes}]", "invalid effect \"Sometimes\""},
         {"registerWithTaints: {key: a}", "config: registerWithTaints: expected a list"},
         {"- a\n- b\n", "expected a mapping at the top"},
+        {"podCIDR: 10.244.0.1/24", "config: podCIDR: invalid CIDR \"10.244.0.1/24\": host bits are set"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct kite_agent_config c;
@@ -109,6 +111,7 @@ Test(agent_config, flags_override_file) {
         {"register-with-taints", "x=y:NoExecute,z:PreferNoSchedule"}, {"node-ip", "10.1.2.3"},
         {"node-labels", "a=1,b=2"}, {"root-dir", "/tmp/r"}, {"register-node", "false"},
         {"node-status-report-frequency", "30s"}, {"node-lease-duration-seconds", "60"}, {"node-name", "x1"},
+        {"pod-cidr", "10.1.0.0/16"}, {"pod-bridge", "br-pods"},
     };
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
         cr_assert_eq(kite_agent_config_set_flag(&c, flags[i].flag, flags[i].value, &err), 0, "%s", flags[i].flag);
@@ -126,6 +129,8 @@ Test(agent_config, flags_override_file) {
     cr_assert_str_eq(c.root_dir, "/tmp/r");
     cr_assert_not(c.register_node);
     cr_assert_str_eq(c.node_name, "x1");
+    cr_assert_str_eq(c.pod_cidr, "10.1.0.0/16");
+    cr_assert_str_eq(c.pod_bridge, "br-pods");
     kite_agent_config_release(&c);
 }
 
@@ -137,6 +142,10 @@ Test(agent_config, bad_flags) {
         {"register-with-taints", "a=b", "flag --register-with-taints: invalid taint \"a=b\"", -EINVAL},
         {"register-with-taints", "a=b:Never", "invalid effect \"Never\"", -EINVAL},
         {"register-node", "yes", "flag --register-node: invalid boolean \"yes\"", -EINVAL},
+        {"pod-cidr", "fd00::/64", "flag --pod-cidr: invalid CIDR \"fd00::/64\": \"fd00::\" is not an IPv4 address", -EINVAL},
+        {"pod-cidr", "10.0.0.0/31", "flag --pod-cidr: invalid CIDR \"10.0.0.0/31\": the prefix length must be 8 to 30", -EINVAL},
+        {"pod-bridge", "a-name-longer-than-15", "flag --pod-bridge: invalid interface name", -EINVAL},
+        {"pod-bridge", "a/b", "flag --pod-bridge: invalid interface name", -EINVAL},
         {"bogus", "1", "unknown flag --bogus", -ENOENT},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

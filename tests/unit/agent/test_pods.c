@@ -327,7 +327,9 @@ Test(pods, status_content) {
     json_object *st = last_status("g");
     cr_assert_str_eq(pjs(st, "qosClass"), "Guaranteed");
     cr_assert_str_eq(pjs(st, "hostIP"), "10.0.0.5");
-    cr_assert_null(pj(st, "podIP"), "no pod network yet");
+    /* the sandbox's address, from the runtime */
+    cr_assert_str_eq(pjs(st, "podIP"), "10.88.0.2");
+    cr_assert_str_eq(pjs(json_object_array_get_idx(json_object_object_get(st, "podIPs"), 0), "ip"), "10.88.0.2");
     cr_assert_not_null(pjs(st, "startTime"));
     const char *want[] = {"PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"};
     json_object *conds = json_object_object_get(st, "conditions");
@@ -346,6 +348,21 @@ Test(pods, status_content) {
                          "lastTransitionTime"), keep);
     json_object_put(again);
     free(keep);
+}
+
+Test(pods, host_network_pod_reports_the_host_ip) {
+    json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.5\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
+    json_object *hp = mkpod("h", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL);
+    json_object_object_add(json_object_object_get(hp, "spec"), "hostNetwork", json_object_new_boolean(1));
+    add(hp);
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
+    step();
+    json_object *st = last_status("h");
+    cr_assert_str_eq(pjs(st, "podIP"), "10.0.0.5");
+    cr_assert_str_eq(pjs(json_object_array_get_idx(json_object_object_get(st, "podIPs"), 0), "ip"), "10.0.0.5");
+    cr_assert_str_eq(pjs(st, "hostIP"), "10.0.0.5");
 }
 
 Test(pods, recorder_dedups_and_filters_spam) {

@@ -79,7 +79,7 @@ Test(runtime, fake_sandbox_container_lifecycle_and_events) {
     struct kite_sandbox_status ss;
     cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
     cr_assert_eq(ss.state, KITE_SANDBOX_READY);
-    cr_assert_str_eq(ss.ip, "");
+    cr_assert_str_eq(ss.ip, "10.88.0.2", "the first sandbox's address");
     kite_sandbox_status_release(&ss);
 
     struct kite_fake_script sc = {.exit_after_ns = 20 * KITE_NS_PER_MS, .exit_code = 3};

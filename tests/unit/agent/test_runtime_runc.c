@@ -12,9 +12,30 @@
 #include "base/clock.h"
 #include "test_nodestatus_util.h"
 
-TestSuite(runtime_runc, .fini = nst_cleanup, .timeout = 60);
 
 static char *root, *tarball;
+/* a bridge and range of this test's own, beside a `make up` node's kite0 and 10.88.0.0/16 */
+static char bridge[16], cidr[32];
+
+static void drop_bridge(void) {
+    if (!bridge[0]) return;
+    _cleanup_free_ char *cmd = kite_asprintf("ip link del %s 2>/dev/null", bridge);
+    if (system(cmd) != 0) { /* absent: nothing ran in a pod network */
+    }
+}
+
+static void fini(void) {
+    drop_bridge();
+    nst_cleanup();
+}
+
+TestSuite(runtime_runc, .fini = fini, .timeout = 60);
+
+static struct kite_runc_options opts(const char *dir) {
+    snprintf(bridge, sizeof bridge, "ktu%d", (int)(getpid() % 1000000));
+    snprintf(cidr, sizeof cidr, "10.%d.%d.0/24", 150 + (int)(getpid() % 50), (int)(getpid() % 250));
+    return (struct kite_runc_options){.root_dir = dir, .bridge = bridge, .pod_cidr = cidr};
+}
 
 static struct kite_runtime *setup(void) {
     if (geteuid() != 0) cr_skip_test("runc runtime tests need root");
@@ -26,7 +47,7 @@ static struct kite_runtime *setup(void) {
     if (system(cmd) != 0) cr_skip_test("scripts/make-busybox-image failed (umoci missing?)");
     struct kite_runtime *rt = NULL;
     char *err = NULL;
-    struct kite_runc_options o = {.root_dir = root};
+    struct kite_runc_options o = opts(root);
     cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0, "%s", err ? err : "");
     cr_assert_eq(rt->ops->import_image(rt, tarball, NULL, NULL, &err), 0, "%s", err ? err : "");
     return rt;
@@ -93,7 +114,25 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     struct kite_sandbox_status ss;
     cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
     cr_assert_eq(ss.state, KITE_SANDBOX_READY);
+    /* the pod network: the range's first pod address, on a veth plugged into the bridge */
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(strrchr(cidr, '.') - cidr), cidr);
+    _cleanup_free_ char *pod_ip = kite_asprintf("%s.2", prefix), *gw = kite_asprintf("%s.1", prefix);
+    cr_assert_str_eq(ss.ip, pod_ip);
     kite_sandbox_status_release(&ss);
+    _cleanup_free_ char *veth = kite_asprintf("/sys/class/net/kv%.12s/master/bridge", sid),
+                        *held = kite_asprintf("%s/ipam/%s", root, pod_ip);
+    cr_assert_eq(access(veth, F_OK), 0, "%s", veth);
+    cr_assert_eq(access(held, F_OK), 0, "%s", held);
+    /* a hostNetwork sandbox takes no address */
+    struct kite_sandbox_config hc = {.uid = "0456-uid", .name = "hostpod", .ns = "default", .host_network = true};
+    char *hid = NULL;
+    cr_assert_eq(rt->ops->run_sandbox(rt, &hc, 0, &hid, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(rt->ops->sandbox_status(rt, hid, 0, &ss), 0);
+    cr_assert_str_eq(ss.ip, "");
+    kite_sandbox_status_release(&ss);
+    cr_assert_eq(rt->ops->remove_sandbox(rt, hid, 0), 0);
+    free(hid);
 
     /* exit code and CRI log */
     int64_t lat = 0, seen = 0;
@@ -115,6 +154,20 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     cr_assert(strstr(log, " stdout F pod1\n"), "the pod's hostname: %s", log);
     cr_assert(log[4] == '-' && log[10] == 'T', "RFC 3339 time first: %s", log);
     kite_container_status_release(&st);
+
+    /* inside: eth0 with the address, lo up, the default route via the bridge; the host answers */
+    _cleanup_free_ char *script = kite_asprintf("ip -4 addr show eth0; ip -4 addr show lo; ip route; ping -c 1 -W 2 %s "
+                                                ">/dev/null && echo gateway answers", gw);
+    char *nc = start(rt, sid, "net", script, 0, NULL);
+    cr_assert_eq(wait_event(rt, nc, NULL, NULL), 0);
+    cr_assert_eq(rt->ops->container_status(rt, nc, 0, &st), 0);
+    _cleanup_free_ char *netlog = NULL, *inet = kite_asprintf("inet %s/24", pod_ip),
+                        *route = kite_asprintf("default via %s dev eth0", gw);
+    cr_assert_eq(kite_read_file(st.log_path, 65536, &netlog, &len), 0);
+    cr_assert(strstr(netlog, inet) && strstr(netlog, "inet 127.0.0.1/8") && strstr(netlog, route), "%s", netlog);
+    cr_assert(strstr(netlog, "gateway answers"), "%s", netlog);
+    kite_container_status_release(&st);
+    free(nc);
 
     /* exec, then stop with a grace period that SIGTERM-trapping container ignores */
     char *b = start(rt, sid, "trap", "trap 'echo got TERM' TERM; while true; do sleep 0.1; done", 0, NULL);
@@ -157,7 +210,7 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     char *e = start(rt, sid, "short", "sleep 0.3; exit 4", 0, NULL);
     kite_runtime_free(rt);
     usleep(600 * 1000); /* e ends while no runtime instance runs */
-    struct kite_runc_options o = {.root_dir = root};
+    struct kite_runc_options o = opts(root);
     cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0);
     cr_assert_eq(rt->ops->container_status(rt, d, 0, &st), 0);
     cr_assert_eq(st.state, KITE_CONTAINER_RUNNING);
@@ -167,9 +220,12 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     cr_assert_eq(st.state, KITE_CONTAINER_EXITED);
     cr_assert_eq(st.exit_code, 4);
     kite_container_status_release(&st);
+    cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
+    cr_assert_str_eq(ss.ip, pod_ip, "the address is known again after a restart");
+    kite_sandbox_status_release(&ss);
     struct kite_container_status *v = NULL;
     cr_assert_eq(rt->ops->list_containers(rt, sid, 0, &v, &n), 0);
-    cr_assert_eq(n, 5);
+    cr_assert_eq(n, 6);
     kite_container_statuses_free(v, n);
     /* the recovered instance still sees d's exit as an event */
     cr_assert_eq(rt->ops->stop_container(rt, d, 0, 0), 0);
@@ -177,6 +233,8 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
 
     cr_assert_eq(rt->ops->remove_sandbox(rt, sid, 0), 0);
     cr_assert_eq(rt->ops->container_status(rt, a, 0, &st), -ENOENT);
+    cr_assert_eq(access(veth, F_OK), -1, "the veth is gone");
+    cr_assert_eq(access(held, F_OK), -1, "the address is free");
     cr_assert_eq(rt->ops->list_containers(rt, NULL, 0, &v, &n), 0);
     cr_assert_eq(n, 0);
     free(v);
@@ -197,7 +255,7 @@ Test(runtime_runc, import_refuses_a_corrupted_blob) {
     cr_assert_eq(system(cmd), 0);
     _cleanup_free_ char *bad = kite_asprintf("%s/bad.tar", root);
     char *err = NULL;
-    struct kite_runc_options o = {.root_dir = dir};
+    struct kite_runc_options o = opts(dir);
     struct kite_runtime *rt2 = NULL;
     cr_assert_eq(kite_runtime_runc_new(&o, &rt2, &err), 0);
     cr_assert_eq(rt2->ops->import_image(rt2, bad, NULL, NULL, &err), -EBADMSG);
