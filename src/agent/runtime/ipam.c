@@ -206,9 +206,11 @@ int kite_ipam_allocate(struct kite_ipam *m, const char *owner, uint32_t *ret_add
     return -ENOSPC; /* unreachable: the count above said one is free */
 }
 
-int kite_ipam_release(struct kite_ipam *m, const char *owner) {
+int kite_ipam_release(struct kite_ipam *m, const char *borrowed) {
     int r = 0;
     bool any = false;
+    /* a copy: the caller's string may be one of the entries freed below (kite_ipam_owner) */
+    _cleanup_free_ char *owner = borrowed ? kite_strdup(borrowed) : NULL;
     for (size_t i = 0; owner && i < m->n;) {
         if (strcmp(m->v[i].owner, owner) != 0) {
             i++;

@@ -210,8 +210,13 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     char *e = start(rt, sid, "short", "sleep 0.3; exit 4", 0, NULL);
     kite_runtime_free(rt);
     usleep(600 * 1000); /* e ends while no runtime instance runs */
+    /* an address held by a sandbox that never came to be (a crash in run_sandbox) */
+    _cleanup_free_ char *stray = kite_asprintf("%s/ipam/%s.77", root, prefix);
+    cr_assert_eq(kite_write_file_atomic(stray, "0123456789abcdef0123456789abcdef\n", 33, 0600, false), 0);
     struct kite_runc_options o = opts(root);
     cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0);
+    cr_assert_eq(access(stray, F_OK), -1, "released at start");
+    cr_assert_eq(access(held, F_OK), 0, "a running sandbox keeps its address");
     cr_assert_eq(rt->ops->container_status(rt, d, 0, &st), 0);
     cr_assert_eq(st.state, KITE_CONTAINER_RUNNING);
     cr_assert_gt(st.pid, 0);
