@@ -503,7 +503,11 @@ void conn_free(struct conn *c) {
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
     if (c->fd >= 0) {
-        close(c->fd); /* also leaves the epoll set */
+        /* closing leaves the epoll set only with the file's last reference: a child between
+         * fork and exec (the runtime spawns runc and conmon) holds one, and its events would
+         * come back with this freed connection as their data */
+        epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL); /* ENOENT when it was never added: harmless */
+        close(c->fd);
         c->fd = -1;
         w->n_conns--;
         unsigned before = atomic_fetch_sub(&srv->n_conns, 1);
