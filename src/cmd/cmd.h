@@ -85,8 +85,8 @@ void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserve
                  "40"),                                                                                          \
     FLAG_FORWARD("max-pods", FLAG_INT, NULL, "pods this node can run", "110"),                                   \
     FLAG_FORWARD("pod-cidr", FLAG_STRING, "CIDR",                                                                \
-                 "IPv4 range of pod addresses (its first is the bridge's); set as the Node's\nspec.podCIDR", NULL, \
-                 .def_note = "10.88.0.0/16, not set on the Node"),                                               \
+                 "IPv4 range of pod addresses (its first is the bridge's); when given (kite up\n"             \
+                 "always gives it) also the Node's spec.podCIDR", NULL, .def_note = "10.88.0.0/16"),             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
     FLAG_FORWARD("root-dir", FLAG_STRING, "DIR", "agent state directory; ephemeral storage is its filesystem",    \
                  NULL, .def_note = (root_dir_default))
