@@ -132,7 +132,9 @@ test: all test-unit asan test-e2e test-e2e-asan
 bench: all
 	bench/run
 
-up: all
+# The node's image store starts with busybox (no registry): example manifests run as they are.
+up: all $(BUILD)/busybox.tar
+	$(BUILD)/kite images import $(BUILD)/busybox.tar --root-dir $${DATA_DIR:-$(CURDIR)/.kite}/agent
 	$(BUILD)/kite up --data-dir $${DATA_DIR:-$(CURDIR)/.kite} --listen $${LISTEN:-127.0.0.1:6443}
 
 # The busybox OCI image (no network) that `make up` imports: kite images import $(BUILD)/busybox.tar
