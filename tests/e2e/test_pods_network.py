@@ -71,9 +71,9 @@ def wait(fn, timeout, what):
     pytest.fail(f"timed out waiting for {what}; last: {last!r}")
 
 
-def pod(c, name, script, restart="Always", host_network=False):
+def pod(c, name, script, restart="Always", host_network=False, **container):
     spec = {"nodeName": c.node, "restartPolicy": restart, "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", script]}]}
+            "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", script], **container}]}
     if host_network:
         spec["hostNetwork"] = True
     return c.api().ok("POST", f"/api/v1/namespaces/{NS}/pods",
@@ -123,9 +123,12 @@ def test_pods_get_distinct_addresses_and_reach_each_other(cluster):
     c = cluster
     node = c.api().get(f"/api/v1/nodes/{c.node}").json()
     assert node["spec"]["podCIDR"] == CIDR and node["spec"]["podCIDRs"] == [CIDR]
-    pod(c, "srv", HTTPD)
+    # the agent's httpGet probe dials the pod's address over the bridge
+    pod(c, "srv", HTTPD, readinessProbe={"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1})
     pod(c, "idle", "sleep 1000")
     srv, idle = running(c, "srv"), running(c, "idle")
+    ready = lambda s: next((x["status"] for x in s.get("conditions", []) if x["type"] == "Ready"), None)
+    wait(lambda: ready(status_of(c, "srv")) == "True", 15, "srv Ready through its probe")
     ips = {srv["podIP"], idle["podIP"]}
     assert len(ips) == 2, ips
     for st in (srv, idle):
