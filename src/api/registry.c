@@ -18,6 +18,7 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_configmap,
     &kite_kind_secret,
     &kite_kind_serviceaccount,
+    &kite_kind_csr,
     NULL,
 };
 
