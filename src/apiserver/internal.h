@@ -119,7 +119,8 @@ json_object *record_parse(const struct kite_record *rec);
 bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
 bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs);
-void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, bool columns);
+/* remaining: the list's remainingItemCount, -1 for none */
+void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns);
 void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first);
 void table_end(struct kite_buf *out);
 

@@ -119,13 +119,20 @@ static const struct kite_table_printer *printer_for(struct req *rq) {
     return rq->res->table ? rq->res->table : kite_table_printer_default();
 }
 
-void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, bool columns) {
-    kite_buf_puts(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
-    if (rev) kite_buf_printf(out, "\"resourceVersion\":\"%lld\"", (long long)rev);
+/* A list's metadata members after its resourceVersion: continue, then remainingItemCount
+ * (-1: unset), in ListMeta's order. */
+static void list_meta_rest(struct kite_buf *out, const char *cont, int64_t remaining) {
     if (cont) {
         kite_buf_puts(out, ",\"continue\":");
         kite_buf_json_str(out, cont);
     }
+    if (remaining >= 0) kite_buf_printf(out, ",\"remainingItemCount\":%lld", (long long)remaining);
+}
+
+void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns) {
+    kite_buf_puts(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
+    if (rev) kite_buf_printf(out, "\"resourceVersion\":\"%lld\"", (long long)rev);
+    list_meta_rest(out, cont, remaining);
     kite_buf_puts(out, "},\"columnDefinitions\":");
     if (columns) kite_table_columns_json(printer_for(rq), out);
     else kite_buf_puts(out, "[]");
@@ -182,7 +189,7 @@ void handle_get(struct req *rq) {
     }
     struct kite_buf out = {0};
     if (rq->table) {
-        table_begin(rq, &out, rec->mod_rev, NULL, true);
+        table_begin(rq, &out, rec->mod_rev, NULL, -1, true);
         table_row(rq, &out, rec, true);
         table_end(&out);
     } else {
@@ -220,6 +227,41 @@ static int decode_continue(const char *tok, int64_t *ret_rev, char **ret_key) {
     }
     json_object_put(o);
     return r;
+}
+
+/* remainingItemCount, as kube-apiserver's storage counts it: the keys after a truncated page,
+ * only for lists without selectors (with one, how many would match is unknown). A page from
+ * the cache counts in the same snapshot: the first `limit` records are taken, the rest only
+ * counted. */
+struct page_count {
+    size_t limit, taken;
+    int64_t rest;
+};
+
+static bool count_page(struct kite_record *rec, void *ud) {
+    struct page_count *c = ud;
+    if (c->taken < c->limit) {
+        c->taken++;
+        return true;
+    }
+    c->rest++;
+    return false;
+}
+
+static bool count_rest(struct kite_record *rec, void *ud) {
+    ((struct page_count *)ud)->rest++;
+    return false;
+}
+
+/* A page from the store's history: the keys after it in the cache now, an estimate (the API
+ * says clients must not rely on the count being exact). */
+static int64_t remaining_after(struct kite_wcache *cache, const char *prefix, const char *last_key) {
+    struct page_count c = {0};
+    struct kite_record **none = NULL;
+    size_t n = 0;
+    kite_wcache_list(cache, prefix, last_key, 0, count_rest, &c, &none, &n, NULL, NULL);
+    free(none);
+    return c.rest;
 }
 
 /* Parses ?resourceVersion (and friends); replies itself on error. */
@@ -277,6 +319,8 @@ void handle_list(struct req *rq) {
     if (!parse_selectors(rq, &f.ls, &f.fs)) return;
 
     int r;
+    int64_t remaining = -1;
+    bool counted = limit && !f.ls && !f.fs;
     if (at_rev && at_rev != kite_wcache_rev(cache)) {
         /* a consistent page at an older revision: from the store's history (kube-apiserver
          * serves continue pages from etcd at the first page's revision the same way) */
@@ -297,6 +341,16 @@ void handle_list(struct req *rq) {
             }
             free(all);
             rev = at_rev;
+            if (more && counted) remaining = remaining_after(cache, prefix, start);
+        }
+    } else if (counted) {
+        struct page_count c = {.limit = (size_t)limit};
+        r = kite_wcache_list(cache, prefix, start, 0, count_page, &c, &recs, &n, &rev, NULL);
+        more = c.rest > 0;
+        if (more) remaining = c.rest;
+        if (more && n) {
+            free(start);
+            start = kite_strdup(recs[n - 1]->key);
         }
     } else {
         r = kite_wcache_list(cache, prefix, start, (size_t)limit, filter_record, &f, &recs, &n, &rev, &more);
@@ -319,16 +373,13 @@ void handle_list(struct req *rq) {
     _cleanup_free_ char *next = more ? encode_continue(rev, start) : NULL;
     struct kite_buf out = {0};
     if (rq->table) {
-        table_begin(rq, &out, rev, next, true);
+        table_begin(rq, &out, rev, next, remaining, true);
         for (size_t i = 0; i < n; i++) table_row(rq, &out, recs[i], i == 0);
         table_end(&out);
     } else {
         kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
                         rq->res->list_kind, kite_resource_api_version(rq->res), (long long)rev);
-        if (next) {
-            kite_buf_puts(&out, ",\"continue\":");
-            kite_buf_json_str(&out, next);
-        }
+        list_meta_rest(&out, next, remaining);
         kite_buf_puts(&out, "},\"items\":[");
         for (size_t i = 0; i < n; i++) {
             if (i) kite_buf_putc(&out, ',');

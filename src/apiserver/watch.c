@@ -74,7 +74,7 @@ static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev
     struct req *rq = w->rq;
     kite_buf_printf(out, "{\"type\":\"%s\",\"object\":", type_name(type));
     if (rq->table) {
-        table_begin(rq, out, rev, NULL, !w->table_columns_sent);
+        table_begin(rq, out, rev, NULL, -1, !w->table_columns_sent);
         w->table_columns_sent = true;
         table_row(rq, out, rec, true);
         table_end(out);
