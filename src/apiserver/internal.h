@@ -110,6 +110,8 @@ const char *req_resource_label(const struct req *rq); /* "nodes" or "nodes/statu
 /* read.c */
 void handle_get(struct req *rq);
 void handle_list(struct req *rq);
+/* ListOptions of a list or watch as ValidateListOptions checks them; replies 422 itself. */
+bool list_options_ok(struct req *rq);
 /* Renders a stored record as the client's group version (rendered JSON or Table row object). */
 void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 /* Parsed form of a record, cached on it (read-only: deep-copy before changing). */

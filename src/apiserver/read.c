@@ -3,6 +3,8 @@
 #include "apiserver/internal.h"
 #include "api/base64.h"
 #include "api/selector.h"
+#include "api/status.h"
+#include "api/validation.h"
 #include "base/clock.h"
 
 #include <stdio.h>
@@ -264,6 +266,55 @@ static int64_t remaining_after(struct kite_wcache *cache, const char *prefix, co
     return c.rest;
 }
 
+/* ListOptions as apimachinery's ValidateListOptions checks them (with the WatchList feature
+ * on, as in 1.32+), answered as kube-apiserver does: 422 Invalid about ListOptions.meta.k8s.io,
+ * every error listed. sendInitialEvents given ("false" too) counts as set. */
+bool list_options_ok(struct req *rq) {
+    struct kite_http_req *h = rq->http;
+    const char *rv = kite_http_query(h, "resourceVersion"), *match = kite_http_query(h, "resourceVersionMatch");
+    const char *cont = kite_http_query(h, "continue"), *sie = kite_http_query(h, "sendInitialEvents");
+    bool has_match = match && *match, has_cont = cont && *cont;
+    struct kite_causes c = {0};
+    if (!rq->is_watch) {
+        if (has_match) {
+            if (!rv || !*rv)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided");
+            if (has_cont)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden when continue is provided");
+            if (strcmp(match, "Exact") != 0 && strcmp(match, "NotOlderThan") != 0)
+                kite_causes_add(&c, "FieldValueNotSupported", "resourceVersionMatch",
+                                "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\", \"\"", match);
+            if (strcmp(match, "Exact") == 0 && kite_streq(rv, "0"))
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+        }
+        if (sie)
+            kite_causes_add(&c, "FieldValueForbidden", "sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list");
+    } else {
+        if (sie && !kite_streq(match, "NotOlderThan"))
+            kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                            "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+        if (has_match) {
+            if (!sie)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+            if (strcmp(match, "NotOlderThan") != 0)
+                kite_causes_add(&c, "FieldValueNotSupported", "resourceVersionMatch",
+                                "Unsupported value: \"%s\": supported values: \"NotOlderThan\"", match);
+            if (has_cont)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden when continue is provided");
+        }
+    }
+    if (!c.n) return true;
+    char *body = kite_status_invalid("meta.k8s.io", "ListOptions", "", &c);
+    kite_causes_release(&c);
+    reply(rq, 422, "application/json", body, strlen(body));
+    return false;
+}
+
 /* Parses ?resourceVersion (and friends); replies itself on error. */
 static bool parse_rv(struct req *rq, const char *s, int64_t *ret) {
     *ret = 0;
@@ -285,6 +336,7 @@ void handle_list(struct req *rq) {
     _cleanup_free_ char *start = NULL, *prefix = kite_object_prefix(rq->res, rq->ns);
     struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
 
+    if (!list_options_ok(rq)) return;
     if (!parse_rv(rq, kite_http_query(h, "resourceVersion"), &want_rv)) return;
     const char *lim = kite_http_query(h, "limit");
     if (lim && *lim && (kite_parse_int64(lim, &limit) < 0 || limit < 0)) {
@@ -293,14 +345,6 @@ void handle_list(struct req *rq) {
     }
     if (limit > KITE_LIST_MAX_LIMIT) limit = KITE_LIST_MAX_LIMIT;
     const char *match = kite_http_query(h, "resourceVersionMatch");
-    if (match && *match && strcmp(match, "Exact") != 0 && strcmp(match, "NotOlderThan") != 0) {
-        reply_error(rq, 400, "BadRequest", "resourceVersionMatch: Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"", match);
-        return;
-    }
-    if (match && *match && !want_rv) {
-        reply_error(rq, 400, "BadRequest", "resourceVersionMatch is forbidden unless resourceVersion is provided");
-        return;
-    }
     const char *cont = kite_http_query(h, "continue");
     int64_t at_rev = 0;
     if (cont && *cont) {

@@ -29,6 +29,7 @@ struct watch {
     int64_t last_rev;
     int64_t deadline_ns, next_bookmark_ns;
     bool bookmarks;
+    bool initial_end;                 /* watch-list: a bookmark marks the end of the initial events */
     bool table_columns_sent;
     char *error_event;                /* a terminal ERROR event to send, then end */
 };
@@ -97,6 +98,13 @@ static void emit_bookmark(struct watch *w, struct kite_buf *out) {
                     w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)rev);
 }
 
+/* Watch-list (sendInitialEvents=true): the bookmark after the initial events, at the
+ * revision of the state they showed, annotated as client-go's reflector waits for. */
+static void emit_initial_end(struct watch *w, struct kite_buf *out) {
+    kite_buf_printf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n",
+                    w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)w->last_rev);
+}
+
 /* As kube-apiserver's cacher: a bookmark about every KITE_WATCH_BOOKMARK_S, and one 2 s before
  * the watch times out, so a client's next watch starts as close to now as possible. */
 static int64_t next_bookmark(const struct watch *w, int64_t now) {
@@ -118,8 +126,14 @@ static int pull(void *ud, struct kite_buf *out) {
             kite_record_unref(w->initial[w->next_initial]);
             w->initial[w->next_initial] = NULL;
         }
-        if (w->next_initial < w->n_initial) kite_http_stream_wake(w->stream);
-        return 1;
+        if (w->next_initial < w->n_initial) {
+            kite_http_stream_wake(w->stream);
+            return 1;
+        }
+    }
+    if (w->initial_end) {
+        emit_initial_end(w, out);
+        w->initial_end = false;
     }
     struct kite_watch_event ev[KITE_WATCH_BATCH];
     int n = kite_watcher_next(w->watcher, ev, KITE_WATCH_BATCH);
@@ -181,6 +195,7 @@ void handle_watch(struct req *rq) {
     struct kite_http_req *h = rq->http;
     struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
     int64_t from = 0, timeout_s = 0;
+    if (!list_options_ok(rq)) return;
     const char *rv = kite_http_query(h, "resourceVersion");
     if (rv && *rv && (kite_parse_int64(rv, &from) < 0 || from < 0)) {
         reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", rv);
@@ -210,9 +225,22 @@ void handle_watch(struct req *rq) {
 
     _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
     int r = 0;
-    if (from == 0) {
-        /* "" and "0": the current state as synthetic ADDED events, then changes after it */
+    /* sendInitialEvents (validated above: with resourceVersionMatch=NotOlderThan) overrides
+     * the legacy meaning of resourceVersion: true sends the state at least as new as it, false
+     * starts from it, or from now when it is unset or "0" */
+    const char *sie = kite_http_query(h, "sendInitialEvents");
+    bool initial = sie ? query_true(sie) : from == 0;
+    if (sie && from > kite_wcache_rev(cache)) {
+        watch_free(w);
+        reply_error(rq, 504, "Timeout", "Too large resource version: %lld, current: %lld", (long long)from,
+                    (long long)kite_wcache_rev(cache));
+        return;
+    }
+    if (sie && !initial && from == 0) from = kite_wcache_rev(cache);
+    if (initial) {
+        /* the current state as synthetic ADDED events, then changes after it */
         bool more;
+        w->initial_end = sie && w->bookmarks;
         r = kite_wcache_list(cache, prefix, NULL, 0, list_filter, w, &w->initial, &w->n_initial, &from, &more);
     }
     w->last_rev = from;

@@ -109,3 +109,90 @@ def test_kubectl_events_for_node_finds_agent_events(up_cluster):
     assert any(e["reason"] in out for e in evs), out
     assert "No events found" not in out, out
     api.close()
+
+
+# ---- watch-list (sendInitialEvents) ------------------------------------------------------------
+
+WL = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+
+
+def test_watch_list_initial_events_then_annotated_bookmark(api):
+    sel = "labelSelector=wire-wl%3Dy"
+    for i in range(3):
+        api.ok("POST", LEASES, lease(f"wire-wl-{i}", {"wire-wl": "y"}))
+    rv = api.ok("GET", f"{LEASES}?{sel}")["metadata"]["resourceVersion"]
+    # with no resourceVersion (a consistent read), with "0", and with the list's: the same state
+    for q in ("", "&resourceVersion=0", f"&resourceVersion={rv}"):
+        evs = watch_lines(api.get(f"{LEASES}?{WL}&{sel}&timeoutSeconds=1{q}"))
+        assert [e["type"] for e in evs[:3]] == ["ADDED"] * 3, (q, evs)
+        assert sorted(e["object"]["metadata"]["name"] for e in evs[:3]) == [f"wire-wl-{i}" for i in range(3)]
+        end = evs[3]
+        assert end["type"] == "BOOKMARK", (q, evs)
+        md = end["object"]["metadata"]
+        assert md["annotations"] == {"k8s.io/initial-events-end": "true"}, end
+        assert int(md["resourceVersion"]) >= int(rv), (end, rv)
+        assert end["object"]["kind"] == "Lease", end
+        # nothing else but (periodic) bookmarks
+        assert all(e["type"] == "BOOKMARK" for e in evs[4:]), evs
+    # changes after the bookmark follow it
+    got = {}
+
+    def watch():
+        got["r"] = api2.get(f"{LEASES}?{WL}&{sel}&timeoutSeconds=2&resourceVersion={rv}")
+    api2 = api.__class__(api.host, api.port, api.ctx)
+    t = threading.Thread(target=watch)
+    t.start()
+    time.sleep(0.5)
+    api.ok("POST", LEASES, lease("wire-wl-late", {"wire-wl": "y"}))
+    t.join()
+    api2.close()
+    evs = watch_lines(got["r"])
+    kinds = [(e["type"], e["object"]["metadata"].get("name")) for e in evs if e["type"] != "BOOKMARK" or
+             e["object"]["metadata"].get("annotations")]
+    assert kinds[-2:] == [("BOOKMARK", None), ("ADDED", "wire-wl-late")], evs
+
+
+def test_watch_list_without_bookmarks_and_send_initial_events_false(api):
+    sel = "labelSelector=wire-wl2%3Dy"
+    rv = api.ok("POST", LEASES, lease("wire-wl2-a", {"wire-wl2": "y"}))["metadata"]["resourceVersion"]
+    # as kube-apiserver: the initial events, but no end bookmark unless bookmarks were allowed
+    evs = watch_lines(api.get(f"{LEASES}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                              f"&{sel}&timeoutSeconds=1"))
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in evs] == [("ADDED", "wire-wl2-a")], evs
+    # sendInitialEvents=false: no initial state, from now (no resourceVersion) or from the one given
+    evs = watch_lines(api.get(f"{LEASES}?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan"
+                              f"&{sel}&timeoutSeconds=1"))
+    assert evs == [], evs
+    evs = watch_lines(api.get(f"{LEASES}?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan"
+                              f"&{sel}&timeoutSeconds=1&resourceVersion={int(rv) - 1}"))
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in evs] == [("ADDED", "wire-wl2-a")], evs
+    # a resourceVersion the server has not reached
+    r = api.get(f"{LEASES}?{WL}&resourceVersion=999999999")
+    assert r.status == 504 and r.json()["reason"] == "Timeout", r
+
+
+@pytest.mark.parametrize("query,errors", [
+    ("watch=true&sendInitialEvents=true", [
+        ("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")]),
+    ("watch=true&sendInitialEvents=true&resourceVersionMatch=Exact&resourceVersion=5", [
+        ("resourceVersionMatch", "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"),
+        ("resourceVersionMatch", 'Unsupported value: "Exact": supported values: "NotOlderThan"')]),
+    ("watch=true&resourceVersionMatch=NotOlderThan&resourceVersion=5", [
+        ("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")]),
+    ("sendInitialEvents=true", [("sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list")]),
+    ("resourceVersionMatch=NotOlderThan", [
+        ("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")]),
+    ("resourceVersionMatch=Exact&resourceVersion=0", [
+        ("resourceVersionMatch", 'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"')]),
+])
+def test_list_options_rules(api, query, errors):
+    """ValidateListOptions' rules and kube-apiserver's answer to them: 422 Invalid about ListOptions."""
+    r = api.get(f"{LEASES}?{query}")
+    assert r.status == 422, r
+    st = r.json()
+    assert st["reason"] == "Invalid" and st["details"]["kind"] == "ListOptions", st
+    assert st["details"]["group"] == "meta.k8s.io", st
+    assert [(c["field"], c["message"]) for c in st["details"]["causes"]] == errors, st
+    summary = [f"{f}: {m}" for f, m in errors]
+    want = summary[0] if len(summary) == 1 else "[" + ", ".join(summary) + "]"
+    assert st["message"] == f'ListOptions.meta.k8s.io "" is invalid: {want}', st
