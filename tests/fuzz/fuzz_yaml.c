@@ -3,7 +3,7 @@
  * directory so nothing is read. */
 #include "fuzz_common.h"
 #include "client/kubeconfig.h"
-#include "client/yaml.h"
+#include "api/yaml.h"
 
 #include <stdio.h>
 
