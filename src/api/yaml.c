@@ -163,7 +163,7 @@ static int write_out(void *ud, unsigned char *p, size_t n) {
 }
 
 /* A string that a YAML reader would take for another type (YAML 1.1 as Go's yaml.v2 resolves
- * plain scalars: null, booleans including yes/no/on/off, numbers) must be quoted. */
+ * plain scalars: null, booleans including yes/no/on/off, numbers, timestamps) must be quoted. */
 static bool resolves_to_non_string(const char *s) {
     static const char *const words[] = {"", "~", "null", "Null", "NULL", "y", "Y", "yes", "Yes", "YES", "n", "N",
                                         "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
@@ -177,7 +177,17 @@ static bool resolves_to_non_string(const char *s) {
     if (end != s && !*end) return true; /* 12, 1.5, 1e3, 0x1F */
     (void)strtoll(s, &end, 0);
     if (end != s && !*end) return true; /* 0o17-style octals and the like */
-    return s[0] == '0' && (s[1] == 'b' || s[1] == 'o'); /* 0b101, 0o17 */
+    if (s[0] == '0' && (s[1] == 'b' || s[1] == 'o')) return true; /* 0b101, 0o17 */
+    /* a timestamp (yyyy-m-d, optionally followed by a time): kubectl shows times quoted */
+    size_t i = 0, parts = 0;
+    while (parts < 3) {
+        size_t d = strspn(s + i, "0123456789");
+        if (d == 0 || d > (parts ? 2u : 4u) || (parts == 0 && d != 4)) return false;
+        i += d;
+        parts++;
+        if (parts < 3 && s[i++] != '-') return false;
+    }
+    return true;
 }
 
 static int emit_scalar(yaml_emitter_t *e, const char *s, size_t n, bool string) {
