@@ -178,6 +178,18 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
 
 void table_end(struct kite_buf *out) { kite_buf_puts(out, "]}"); }
 
+/* ---- metadata only --------------------------------------------------------------------- */
+
+void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
+    kite_buf_printf(out, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"%s\",\"metadata\":",
+                    negotiated_meta_api_version(rq));
+    /* serializing caches a buffer inside the object: never do it on the shared cached one */
+    json_object *meta = deep_copy_meta(record_object(rec));
+    kite_buf_puts(out, meta ? json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "{}");
+    json_object_put(meta);
+    kite_buf_putc(out, '}');
+}
+
 /* ---- get ------------------------------------------------------------------------------- */
 
 void handle_get(struct req *rq) {
@@ -194,6 +206,8 @@ void handle_get(struct req *rq) {
         table_begin(rq, &out, rec->mod_rev, NULL, -1, true);
         table_row(rq, &out, rec, true);
         table_end(&out);
+    } else if (rq->partial) {
+        render_partial(rq, rec, &out);
     } else {
         render_record(rq, rec, &out);
     }
@@ -422,12 +436,14 @@ void handle_list(struct req *rq) {
         table_end(&out);
     } else {
         kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
-                        rq->res->list_kind, kite_resource_api_version(rq->res), (long long)rev);
+                        rq->partial ? "PartialObjectMetadataList" : rq->res->list_kind,
+                        rq->partial ? negotiated_meta_api_version(rq) : kite_resource_api_version(rq->res), (long long)rev);
         list_meta_rest(&out, next, remaining);
         kite_buf_puts(&out, "},\"items\":[");
         for (size_t i = 0; i < n; i++) {
             if (i) kite_buf_putc(&out, ',');
-            render_record(rq, recs[i], &out);
+            if (rq->partial) render_partial(rq, recs[i], &out);
+            else render_record(rq, recs[i], &out);
         }
         kite_buf_puts(&out, "]}");
     }

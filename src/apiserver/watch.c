@@ -5,8 +5,10 @@
  * ends with an ERROR event (410 Expired), as kube-apiserver ends a watch the client must
  * restart with a list. */
 #include "apiserver/internal.h"
+#include "api/protobuf.h"
 #include "api/selector.h"
 #include "base/backoff.h"
+#include "json/parse.h"
 #include "base/clock.h"
 
 #include <stdio.h>
@@ -70,11 +72,46 @@ static const char *type_name(int t) {
     return t == KITE_EV_ADDED ? "ADDED" : t == KITE_EV_MODIFIED ? "MODIFIED" : "DELETED";
 }
 
+/* The event written as a JSON line at out[start..] becomes a protobuf frame when the watch
+ * negotiated protobuf. An object kite's schemas cannot carry (an unknown field kept from a JSON
+ * write) travels as its JSON text in the RawExtension. */
+static void finish_event(struct watch *w, struct kite_buf *out, size_t start) {
+    if (!w->rq->protobuf) return;
+    enum json_tokener_error e;
+    size_t used;
+    json_object *ev = kite_json_parse(out->p + start, out->len - start, KITE_JSON_MAX_DEPTH, &e, &used);
+    out->len = start;
+    const char *type = kite_obj_str(ev, "type");
+    json_object *obj = kite_obj_get(ev, "object");
+    if (!type || !obj) {
+        json_object_put(ev);
+        return;
+    }
+    struct kite_buf raw = {0};
+    if (kite_pb_encode_any(obj, &raw) < 0) {
+        size_t len;
+        const char *j = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        kite_buf_append(&raw, j, len);
+    }
+    kite_pb_watch_frame(type, raw.p ? raw.p : "", raw.len, out);
+    kite_buf_release(&raw);
+    json_object_put(ev);
+}
+
+/* The kind and apiVersion of a bookmark's object: the resource's, or PartialObjectMetadata's. */
+static void bookmark_type(struct watch *w, const char **kind, const char **api_version) {
+    *kind = w->rq->partial ? "PartialObjectMetadata" : w->rq->res->kind;
+    *api_version = w->rq->partial ? negotiated_meta_api_version(w->rq) : kite_resource_api_version(w->rq->res);
+}
+
 /* Writes one event: rec's object with resourceVersion rev. */
 static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev, struct kite_buf *out) {
     struct req *rq = w->rq;
+    size_t start = out->len;
     kite_buf_printf(out, "{\"type\":\"%s\",\"object\":", type_name(type));
-    if (rq->table) {
+    if (rq->partial) {
+        render_partial(rq, rec, out);
+    } else if (rq->table) {
         table_begin(rq, out, rev, NULL, -1, !w->table_columns_sent);
         w->table_columns_sent = true;
         table_row(rq, out, rec, true);
@@ -85,6 +122,7 @@ static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev
         kite_object_render(rec->value, rec->len, rev, out);
     }
     kite_buf_puts(out, "}\n");
+    finish_event(w, out, start);
     if (rev > w->last_rev) w->last_rev = rev;
 }
 
@@ -94,15 +132,23 @@ static void emit_bookmark(struct watch *w, struct kite_buf *out) {
     int64_t rev = KITE_MAX(w->last_rev, kite_watcher_progress(w->watcher));
     if (!rev) return;
     w->last_rev = rev;
+    const char *kind, *av;
+    bookmark_type(w, &kind, &av);
+    size_t start = out->len;
     kite_buf_printf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"}}}\n",
-                    w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)rev);
+                    kind, av, (long long)rev);
+    finish_event(w, out, start);
 }
 
 /* Watch-list (sendInitialEvents=true): the bookmark after the initial events, at the
  * revision of the state they showed, annotated as client-go's reflector waits for. */
 static void emit_initial_end(struct watch *w, struct kite_buf *out) {
+    const char *kind, *av;
+    bookmark_type(w, &kind, &av);
+    size_t start = out->len;
     kite_buf_printf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n",
-                    w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)w->last_rev);
+                    kind, av, (long long)w->last_rev);
+    finish_event(w, out, start);
 }
 
 /* As kube-apiserver's cacher: a bookmark about every KITE_WATCH_BOOKMARK_S, and one 2 s before
@@ -116,7 +162,9 @@ static int64_t next_bookmark(const struct watch *w, int64_t now) {
 static int pull(void *ud, struct kite_buf *out) {
     struct watch *w = ud;
     if (w->error_event) {
+        size_t start = out->len;
         kite_buf_puts(out, w->error_event);
+        finish_event(w, out, start);
         return -1;
     }
     if (w->next_initial < w->n_initial) {
@@ -141,8 +189,10 @@ static int pull(void *ud, struct kite_buf *out) {
         /* dropped for falling behind (its backlog is already released): the client re-lists */
         struct kite_watcher_stats st;
         kite_watcher_stats(w->watcher, &st);
+        size_t start = out->len;
         kite_buf_printf(out, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"watcher too slow: %zu events / %zu bytes behind\",\"reason\":\"Expired\",\"code\":410}}\n",
                         st.behind, st.behind_bytes);
+        finish_event(w, out, start);
         return -1;
     }
     for (int i = 0; i < n; i++) {
@@ -258,7 +308,8 @@ void handle_watch(struct req *rq) {
     metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), 1);
     struct kite_http_stream *st = NULL;
     pthread_mutex_lock(&w->mu);
-    r = kite_http_stream_begin(h, 200, "application/json", pull, done, w, &st);
+    /* as kube-apiserver: JSON streams say application/json, others add ;stream=watch */
+    r = kite_http_stream_begin(h, 200, rq->protobuf ? KITE_PB_WATCH_MEDIA_TYPE : "application/json", pull, done, w, &st);
     if (r < 0) {
         pthread_mutex_unlock(&w->mu);
         metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
