@@ -8,8 +8,8 @@
 #include "api/protobuf.h"
 #include "api/selector.h"
 #include "base/backoff.h"
-#include "json/parse.h"
 #include "base/clock.h"
+#include "json/parse.h"
 
 #include <stdio.h>
 
