@@ -73,6 +73,8 @@ extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_sc
 /* meta/v1 messages that are not kinds of their own (meta_schema.c): a List's metadata, a
  * Status (errors and delete answers) and the DeleteOptions a delete may carry. */
 extern const struct kite_schema kite_schema_list_meta, kite_schema_status, kite_schema_delete_options;
+/* meta/v1 PartialObjectMetadata: {typeMeta, 1: metadata} (metadata-only reads) */
+extern const struct kite_schema kite_schema_partial_object_metadata;
 
 /* Checks obj (an object whose root follows s; s NULL checks only the strings) and puts
  * every value of a time field in the form Kubernetes serializes it (UTC; Time to the second,
