@@ -7,7 +7,7 @@
 #include "agent/runtime/ipam.h"
 #include "agent/runtime/net.h"
 #include "api/quantity.h"
-#include "client/yaml.h"
+#include "api/yaml.h"
 
 #define KITE_AGENT_DEFAULT_ROOT "/var/lib/kite-agent"
 

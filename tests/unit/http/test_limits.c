@@ -4,10 +4,7 @@
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static void ok_handler(struct kite_http_req *r, void *ud) {
@@ -142,36 +139,6 @@ Test(limits, connection_limit) {
     close(fds[1]);
     close(fds[2]);
     kite_buf_release(&out);
-}
-
-/* A child between fork and exec (the node agent spawns runc and conmon from the same process)
- * holds a copy of every socket: a connection the server closes meanwhile must still leave the
- * epoll set, or the child's reference keeps it registered and its next events come back with
- * the freed connection as their data (ASan: heap-use-after-free in worker_main). */
-Test(limits, closed_connection_leaves_epoll_while_a_child_holds_its_socket) {
-    struct kite_http_config cfg = {.handler = ok_handler, .threads = 1};
-    fx_start(&cfg);
-    int fd = tcp_connect();
-    struct timespec settle = {0, 300 * 1000 * 1000};
-    nanosleep(&settle, NULL); /* accepted and registered by now */
-    pid_t child = fork();
-    cr_assert_geq(child, 0);
-    if (child == 0) { /* holds the server's side only, as a spawned child would */
-        close(fd);
-        struct timespec t = {5, 0};
-        nanosleep(&t, NULL);
-        _exit(0);
-    }
-    /* the client goes: the server closes its side, which stays readable (EOF) in the child */
-    close(fd);
-    nanosleep(&settle, NULL);
-    struct kite_buf out = {0};
-    CURL *c = fx_curl();
-    cr_assert_eq(fx_req(c, "GET", "/x", NULL, NULL, &out), 200);
-    curl_easy_cleanup(c);
-    kite_buf_release(&out);
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
 }
 
 Test(limits, idle_timeout_closes_silent_clients) {
