@@ -124,6 +124,9 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
 void table_end(struct kite_buf *out);
 
 /* write.c */
+/* logproxy.c: GET of a connect subresource (a pod's log), proxied to the node's agent. */
+void handle_connect(struct req *rq, const struct kite_subresource *sr);
+
 void handle_create(struct req *rq);
 void handle_update(struct req *rq);
 void handle_patch(struct req *rq);

@@ -84,6 +84,14 @@ void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserve
     FLAG_FORWARD("node-lease-duration-seconds", FLAG_INT, NULL, "lease duration; renewed every quarter of it",    \
                  "40"),                                                                                          \
     FLAG_FORWARD("max-pods", FLAG_INT, NULL, "pods this node can run", "110"),                                   \
+    FLAG_FORWARD("port", FLAG_INT, NULL, "HTTPS port of the log endpoint (0: any free port, reported in\n"          \
+                 "the Node's daemonEndpoints)", "10250"),                                                        \
+    FLAG_FORWARD("address", FLAG_STRING, "IP", "address the log endpoint listens on", "0.0.0.0"),                 \
+    FLAG_FORWARD("tls-cert-file", FLAG_STRING, "FILE", "serving certificate of the log endpoint (PEM)", NULL,      \
+                 .def_note = "a self-signed one made at start"),                                                 \
+    FLAG_FORWARD("tls-private-key-file", FLAG_STRING, "FILE", "key of --tls-cert-file (PEM)", NULL),              \
+    FLAG_FORWARD("client-ca-file", FLAG_STRING, "FILE", "CA whose API server client certificate may read logs",   \
+                 NULL, .def_note = "the CA of the kubeconfig"),                                                  \
     FLAG_FORWARD("root-dir", FLAG_STRING, "DIR", "agent state directory; ephemeral storage is its filesystem",    \
                  NULL, .def_note = (root_dir_default))
 /* The rows above as given (forward() records them), applied after the --config file: flags

@@ -50,6 +50,7 @@ void kite_pods_free(struct kite_pods *p) {
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     json_object_put(p->node_status);
     kite_recorder_release(&p->rec);
+    pods_logs_release(p);
     if (p->wake_fd >= 0) close(p->wake_fd);
     kite_cancel_release(&p->watch_cancel);
     pthread_mutex_destroy(&p->lock);
@@ -365,6 +366,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
     for (size_t i = 0; i < p->n_pods;) {
         struct pod *pod = p->pods[i];
         if (!pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
+            pods_logs_forget(p, pod->uid);
             pod_free(pod);
             p->pods[i] = p->pods[--p->n_pods];
         } else
