@@ -133,8 +133,9 @@ int kite_crilog_read(struct kite_crilog *l, struct kite_buf *out) {
     size_t start = 0;
     for (size_t i = 0; i < (size_t)n && l->left != 0; i++) {
         if (buf[i] != '\n') continue;
-        if (l->skipping) {
+        if (l->skipping || l->carry.len + (i - start) > KITE_CRILOG_MAX_LINE) {
             l->skipping = false;
+            kite_buf_reset(&l->carry);
         } else if (l->carry.len) {
             kite_buf_append(&l->carry, buf + start, i - start);
             kite_crilog_render(l, l->carry.p, l->carry.len, out);
