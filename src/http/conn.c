@@ -503,7 +503,11 @@ void conn_free(struct conn *c) {
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
     if (c->fd >= 0) {
-        close(c->fd); /* also leaves the epoll set */
+        /* close() alone leaves the epoll set only when no other descriptor shares the socket:
+         * a child between its fork and exec (the agent spawning runc in `kite up`) still holds
+         * one, and an event on the stale registration would name this freed conn */
+        epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
         c->fd = -1;
         w->n_conns--;
         unsigned before = atomic_fetch_sub(&srv->n_conns, 1);

@@ -69,18 +69,18 @@ static void emit(struct kite_crilog *l, struct kite_buf *out, const char *p, siz
 }
 
 /* Go's RFC3339Nano in UTC: the fraction without trailing zeros, none when zero. */
-static void format_ts(int64_t sec, int32_t nsec, char out[48]) {
+static void format_ts(int64_t sec, int32_t nsec, char out[64]) {
     char base[32];
     kite_schema_format_time(sec, 0, false, base); /* "2006-01-02T15:04:05Z" */
     base[strlen(base) - 1] = 0;
     if (!nsec) {
-        snprintf(out, 48, "%sZ", base);
+        snprintf(out, 64, "%sZ", base);
         return;
     }
     char frac[16];
     snprintf(frac, sizeof frac, "%09d", nsec);
     for (size_t i = 8; i > 0 && frac[i] == '0'; i--) frac[i] = 0;
-    snprintf(out, 48, "%s.%sZ", base, frac);
+    snprintf(out, 64, "%s.%sZ", base, frac);
 }
 
 void kite_crilog_render(struct kite_crilog *l, const char *line, size_t n, struct kite_buf *out) {
@@ -107,7 +107,7 @@ void kite_crilog_render(struct kite_crilog *l, const char *line, size_t n, struc
     bool partial = f[2][0] == 'P';
     if (l->o.since_ns && sec * 1000000000 + nsec < l->o.since_ns) return;
     if (l->o.timestamps && !l->mid_line) {
-        char t[48];
+        char t[64];
         format_ts(sec, nsec, t);
         size_t tl = strlen(t);
         t[tl++] = ' ';
