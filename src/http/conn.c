@@ -503,9 +503,10 @@ void conn_free(struct conn *c) {
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
     if (c->fd >= 0) {
-        /* close() alone leaves the epoll set only when no other descriptor shares the socket:
-         * a child between its fork and exec (the agent spawning runc in `kite up`) still holds
-         * one, and an event on the stale registration would name this freed conn */
+        /* Leave the epoll set before closing: close() removes a registration only when no
+         * other descriptor shares the socket's open file, and a child forked by this process
+         * (the agent spawning runc and conmon in `kite up`) holds copies until it execs. A
+         * registration left behind reports events with this freed connection's pointer. */
         epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
         c->fd = -1;
