@@ -2,6 +2,7 @@
 endpoint (the Node's daemonEndpoints port), which reads the CRI-format files conmon writes for
 real runc containers and serves only the API server's kubelet-client certificate. Needs root,
 runc, conmon and umoci, as test_pods_run.py."""
+import glob
 import http.client
 import os
 import shutil
@@ -144,11 +145,38 @@ def test_logs_previous(cluster):
     assert prev.startswith("run-") and prev.count("\n") == 1, prev
     cur = wait(lambda: (o := c.kubectl("logs", "restarts", check=False).stdout) and o, 15, "current log")
     assert cur.startswith("run-") and cur != prev, (cur, prev)
+    # a second restart (after the 10 s back-off): the attempt before the previous one goes, its
+    # log with it; the current and the previous attempts' files stay
+    wait(lambda: (cs := (status_of(c, "restarts").get("containerStatuses") or [{}])[0]).get("restartCount", 0) >= 2
+         and cs, 40, "a second restart")
+    uid = c.api().get(f"/api/v1/namespaces/{NS}/pods/restarts").json()["metadata"]["uid"]
+    logdir = log_dir(c, "restarts", uid)
+    files = wait(lambda: (f := sorted(os.listdir(os.path.join(logdir, "c")))) == ["1.log", "2.log"] and f, 10,
+                 "the two last attempts' logs")
+    assert files == ["1.log", "2.log"]
     pod(c, "norestart", [sh("c", "echo once; sleep 3600")], restart="Never")
     running(c, "norestart")
     p = c.kubectl("logs", "norestart", "--previous", check=False)
     assert p.returncode != 0
     assert 'previous terminated container "c" in pod "norestart" not found' in p.stderr, p.stderr
+
+
+def log_dir(c, name, uid):
+    found = glob.glob(str(c.data_dir / "agent" / "**" / f"{NS}_{name}_{uid}"), recursive=True)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_deleted_pod_takes_its_logs(cluster):
+    c = cluster
+    pod(c, "gone", [sh("c", "echo bye; sleep 3600")], restart="Never")
+    running(c, "gone")
+    uid = c.api().get(f"/api/v1/namespaces/{NS}/pods/gone").json()["metadata"]["uid"]
+    d = log_dir(c, "gone", uid)
+    assert os.path.exists(os.path.join(d, "c", "0.log"))
+    c.api().delete(f"/api/v1/namespaces/{NS}/pods/gone")
+    wait(lambda: c.api().get(f"/api/v1/namespaces/{NS}/pods/gone").status == 404, 30, "gone deleted")
+    wait(lambda: not os.path.exists(d), 10, "its log dir removed")
 
 
 def agent_get(c, ctx, path):

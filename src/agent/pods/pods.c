@@ -293,7 +293,9 @@ static void remove_orphans(struct kite_pods *p) {
         log_info(PODS_LOG, "removing sandbox %s of pod %s/%s (uid %s): the pod is not in the API", p->rec_sb[i].id,
                  p->rec_sb[i].ns, p->rec_sb[i].name, p->rec_sb[i].uid);
         p->rt->ops->stop_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS);
-        p->rt->ops->remove_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS);
+        if (p->rt->ops->remove_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS) == 0 && p->rec_sb[i].log_dir &&
+            *p->rec_sb[i].log_dir)
+            kite_rm_rf(p->rec_sb[i].log_dir);
     }
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     p->rec_sb = NULL;
