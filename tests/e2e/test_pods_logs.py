@@ -130,6 +130,15 @@ def test_logs_follow(cluster):
     assert out == "first\nsecond\nthird\n", (out, err)
     # it ended because the container did: the pod completes (its status follows a moment later)
     wait(lambda: status_of(c, "follow").get("phase") == "Succeeded", 10, "follow Succeeded")
+    # a follower that goes away ends its stream in the apiserver and the agent; both go on serving
+    pod(c, "long", [sh("c", "echo up; sleep 3600")], restart="Never")
+    running(c, "long")
+    for _ in range(3):
+        k = c.kubectl_popen("logs", "-f", "long")
+        assert k.stdout.readline() == "up\n"
+        k.terminate()
+        k.wait(timeout=10)
+    assert c.kubectl("logs", "long").stdout == "up\n"
     # following a container that already ended prints its log and ends at once
     t0 = time.monotonic()
     assert c.kubectl("logs", "-f", "follow").stdout == "first\nsecond\nthird\n"
