@@ -51,7 +51,7 @@ DEPS_http      := http base
 DEPS_pki       := pki base
 DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
-DEPS_agent     := agent client api json base
+DEPS_agent     := agent client http pki api json base
 DEPS_controllers := controllers client api json base
 # cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
 DEPS_cmd       := cmd api json base

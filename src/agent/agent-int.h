@@ -34,6 +34,8 @@ struct kite_agent {
     json_object *pods_fed;          /* acked_status last handed to pods */
     char *node_name;
     char *kubelet_version;
+    char *kubeconfig_ca;            /* the kubeconfig's CA (PEM): the log endpoint's client CA by default */
+    struct kite_logsrv *logsrv;     /* the log endpoint (started agents with pods) */
     uint64_t rng;
     int64_t report_freq_ns;   /* effective nodeStatusReportFrequency */
 

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "agent/agent-int.h"
+#include "agent/logs/logs.h"
+#include "pki/pki.h"
 #include "base/version.h"
 
 #include <sys/stat.h>
@@ -100,6 +102,7 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         int64_t t = KITE_MIN(c->status_update_freq_ns, (int64_t)c->lease_duration_s * KITE_NS_PER_SEC);
         struct kite_client_options co = {.timeout_ms = (long)KITE_MAX(t / KITE_NS_PER_MS, 1000), .user_agent = "kite-agent"};
         r = kite_client_new(kc, &co, &a->client);
+        if (kc->ca_pem) a->kubeconfig_ca = kite_strdup(kc->ca_pem);
         kite_kubeconfig_free(kc);
         if (r < 0) {
             if (ret_err) *ret_err = kite_asprintf("creating API client: %s", strerror(-r));
@@ -158,6 +161,10 @@ fail:
 
 void kite_agent_free(struct kite_agent *a) {
     if (!a) return;
+    /* the pods thread calls the log endpoint back: it stops first; then the endpoint, before
+     * the pods whose index its streams read */
+    kite_pods_stop(a->pods);
+    kite_logsrv_stop(a->logsrv);
     kite_pods_free(a->pods);
     kite_runtime_free(a->locked_rt);
     free(a->runtime_error);
@@ -171,6 +178,7 @@ void kite_agent_free(struct kite_agent *a) {
     free(a->deleted_uid);
     free(a->node_name);
     free(a->kubelet_version);
+    free(a->kubeconfig_ca);
     kite_cancel_release(&a->watch_cancel);
     pthread_cond_destroy(&a->cond);
     pthread_mutex_destroy(&a->lock);
@@ -320,6 +328,40 @@ static void *watch_thread(void *ud) {
     return NULL;
 }
 
+/* The log endpoint, before the first status report so daemonEndpoints names its real port. */
+static int start_logsrv(struct kite_agent *a, char **ret_err) {
+    const struct kite_agent_config *c = a->cfg;
+    _cleanup_free_ char *ca = NULL, *cert = NULL, *key = NULL;
+    int r = 0;
+    if (c->client_ca_file && (r = kite_pki_read_file(c->client_ca_file, &ca)) < 0) {
+        *ret_err = kite_asprintf("--client-ca-file %s: %s", c->client_ca_file, strerror(-r));
+        return r;
+    }
+    if (!ca && a->kubeconfig_ca) ca = kite_strdup(a->kubeconfig_ca);
+    if (!ca) {
+        *ret_err = kite_strdup("the log endpoint needs a client CA (--client-ca-file or a kubeconfig with a CA)");
+        return -EINVAL;
+    }
+    if (!c->tls_cert_file != !c->tls_key_file) {
+        *ret_err = kite_strdup("--tls-cert-file and --tls-private-key-file go together");
+        return -EINVAL;
+    }
+    if (c->tls_cert_file && ((r = kite_pki_read_file(c->tls_cert_file, &cert)) < 0 ||
+                             (r = kite_pki_read_file(c->tls_key_file, &key)) < 0)) {
+        *ret_err = kite_asprintf("reading the serving certificate: %s", strerror(-r));
+        return r;
+    }
+    const char *addr = c->address && *c->address ? c->address : "0.0.0.0";
+    _cleanup_free_ char *listen = kite_asprintf(strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, c->ns.daemon_port);
+    const char *sans[] = {c->node_ip ? c->node_ip : "127.0.0.1"};
+    struct kite_logsrv_options lo = {.listen = listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
+                                     .node_name = a->node_name, .sans = sans, .n_sans = 1, .pods = a->pods};
+    if ((r = kite_logsrv_start(&lo, &a->logsrv, ret_err)) < 0) return r;
+    a->ns.daemon_port = kite_logsrv_port(a->logsrv);
+    log_info(AGENT_LOG, "log endpoint on %s port %d", addr, a->ns.daemon_port);
+    return 0;
+}
+
 int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret) {
     struct kite_agent *a = NULL;
     _cleanup_free_ char *err = NULL;
@@ -327,6 +369,11 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
     if (r < 0) {
         log_error(AGENT_LOG, "%s", err ? err : strerror(-r));
         return r;
+    }
+    /* without its log endpoint the node still runs pods: `kubectl logs` then says why */
+    if (a->pods && (r = start_logsrv(a, &err)) < 0) {
+        log_error(AGENT_LOG, "no log endpoint: %s", err ? err : strerror(-r));
+        a->ns.daemon_port = 0;
     }
     if ((r = -pthread_create(&a->thread, NULL, agent_thread, a)) < 0) {
         kite_agent_free(a);

@@ -26,13 +26,16 @@ struct kite_agent_config {
     json_object *taints;              /* registerWithTaints: array of {key,value,effect} (owned) */
     json_object *labels;              /* --node-labels: object of string values (owned) */
     char *node_ip;                    /* --node-ip; NULL = default-route interface */
-    char *address;                    /* address (serving address; recorded only) */
+    char *address;                    /* address: where the log endpoint listens; NULL = 0.0.0.0 */
+    char *tls_cert_file, *tls_key_file; /* tlsCertFile, tlsPrivateKeyFile; NULL = self-signed */
+    char *client_ca_file;             /* authentication.x509.clientCAFile; NULL = the kubeconfig's CA */
     char *root_dir;                   /* --root-dir, /var/lib/kite-agent */
     char *pod_cidr;                   /* --pod-cidr / podCIDR: the pod network's addresses, also
                                          the Node's spec.podCIDR; NULL = 10.88.0.0/16, not
                                          written to the Node */
     char *pod_bridge;                 /* --pod-bridge: the pod network's bridge; NULL = kite0 */
-    struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port, reservations,
+    struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:
+                                         daemonEndpoints reports the real one), reservations,
                                          evictionHard; string pointers are filled by the agent */
 };
 

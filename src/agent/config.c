@@ -28,6 +28,9 @@ void kite_agent_config_release(struct kite_agent_config *c) {
     free(c->node_name);
     free(c->node_ip);
     free(c->address);
+    free(c->tls_cert_file);
+    free(c->tls_key_file);
+    free(c->client_ca_file);
     free(c->root_dir);
     free(c->pod_cidr);
     free(c->pod_bridge);
@@ -186,6 +189,13 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
             }
             json_object_put(c->taints);
             c->taints = arr;
+        } else if (kite_streq(key, "authentication") && json_object_is_type(v, json_type_object)) {
+            json_object *x509 = NULL, *ca = NULL;
+            if (json_object_object_get_ex(v, "x509", &x509) && json_object_object_get_ex(x509, "clientCAFile", &ca) &&
+                json_object_is_type(ca, json_type_string)) {
+                free(c->client_ca_file);
+                c->client_ca_file = kite_strdup(json_object_get_string(ca));
+            }
         } else if (!s) {
             if (kite_streq(key, "apiVersion") || kite_streq(key, "kind")) continue;
             continue; /* other structured KubeletConfiguration fields kite does not read */
@@ -202,7 +212,7 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
         } else if (kite_streq(key, "nodeStatusMaxImages")) {
             if ((r = parse_int(where, s, -1, 1000000, &i, err)) == 0) c->ns.max_images = (int)i;
         } else if (kite_streq(key, "port")) {
-            if ((r = parse_int(where, s, 1, 65535, &i, err)) == 0) c->ns.daemon_port = (int)i;
+            if ((r = parse_int(where, s, 0, 65535, &i, err)) == 0) c->ns.daemon_port = (int)i;
         } else if (kite_streq(key, "registerNode")) {
             r = parse_bool(where, s, &c->register_node, err);
         } else if (kite_streq(key, "podCIDR")) {
@@ -210,6 +220,12 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
         } else if (kite_streq(key, "address")) {
             free(c->address);
             c->address = kite_strdup(s);
+        } else if (kite_streq(key, "tlsCertFile")) {
+            free(c->tls_cert_file);
+            c->tls_cert_file = kite_strdup(s);
+        } else if (kite_streq(key, "tlsPrivateKeyFile")) {
+            free(c->tls_key_file);
+            c->tls_key_file = kite_strdup(s);
         }
         if (r < 0) return r;
     }
@@ -295,6 +311,16 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
         r = parse_labels(c, where, v, err);
     } else if (kite_streq(name, "register-with-taints")) {
         r = parse_taints(c, where, v, err);
+    } else if (kite_streq(name, "port")) {
+        if ((r = parse_int(where, v, 0, 65535, &i, err)) == 0) c->ns.daemon_port = (int)i;
+    } else if (kite_streq(name, "address") || kite_streq(name, "tls-cert-file") ||
+               kite_streq(name, "tls-private-key-file") || kite_streq(name, "client-ca-file")) {
+        char **dst = kite_streq(name, "address")       ? &c->address
+                     : kite_streq(name, "tls-cert-file") ? &c->tls_cert_file
+                     : kite_streq(name, "client-ca-file") ? &c->client_ca_file
+                                                          : &c->tls_key_file;
+        free(*dst);
+        *dst = *v ? kite_strdup(v) : NULL;
     } else if (kite_streq(name, "node-ip")) {
         free(c->node_ip);
         c->node_ip = *v ? kite_strdup(v) : NULL;

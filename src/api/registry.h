@@ -36,6 +36,12 @@ struct kite_subresource {
      *   DELETE would; the admission chain sees a delete of this subresource (where a
      *   disruption budget check belongs). */
     bool deletes;
+    /* A connect subresource (a pod's log) is served for GET alone (verb get) by proxying to the
+     * node agent of the object: connect() reads the object (borrowed) and the request's query
+     * (query(qud, name): a value or NULL) and gives the node's name and the agent's path with
+     * its query (*ret_node, *ret_path, malloc'ed), or an HTTP code (400, 422) with *ret_msg. */
+    int (*connect)(json_object *obj, const char *(*query)(void *qud, const char *name), void *qud, char **ret_node,
+                   char **ret_path, char **ret_msg);
 };
 
 /* A row's group and version, and its apiVersion derived from them at compile time. */

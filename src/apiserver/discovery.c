@@ -26,6 +26,7 @@ static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
 
 static void subresource_verbs_json(struct kite_buf *b, const struct kite_subresource *sr) {
     kite_buf_puts(b, kite_subresource_is_action(sr) ? "[\"create\"]"
+                     : sr->connect              ? "[\"get\"]"
                      : sr->update_only          ? "[\"update\"]"
                                                 : "[\"get\",\"patch\",\"update\"]");
 }

@@ -142,6 +142,9 @@ void table_end(struct kite_buf *out);
 void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 
 /* write.c */
+/* logproxy.c: GET of a connect subresource (a pod's log), proxied to the node's agent. */
+void handle_connect(struct req *rq, const struct kite_subresource *sr);
+
 void handle_create(struct req *rq);
 void handle_update(struct req *rq);
 void handle_patch(struct req *rq);

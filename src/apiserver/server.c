@@ -175,8 +175,10 @@ notfound:
 static const char *verb_for(struct req *rq) {
     const char *m = rq->http->method;
     /* an action subresource (a pod's binding) is POSTed to, nothing else */
-    if (kite_subresource_is_action(rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL))
-        return strcmp(m, "POST") == 0 ? "create" : NULL;
+    const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
+    if (kite_subresource_is_action(sr)) return strcmp(m, "POST") == 0 ? "create" : NULL;
+    /* a connect subresource (a pod's log) is read, nothing else */
+    if (sr && sr->connect) return strcmp(m, "GET") == 0 ? "get" : NULL;
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
         if (rq->is_watch || query_true(kite_http_query(rq->http, "watch"))) {
             rq->is_watch = true;
@@ -357,6 +359,10 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         return;
     }
     if (!authorize_request(rq)) return;
+    if (sr && sr->connect) { /* proxied to a node agent (logproxy.c) */
+        handle_connect(rq, sr);
+        return;
+    }
     if (!negotiate(rq)) return;
     const char *inc = kite_http_query(hr, "includeObject");
     rq->table_full_object = inc && strcmp(inc, "Object") == 0;

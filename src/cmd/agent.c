@@ -47,7 +47,8 @@ int cmd_agent(int argc, char **argv) {
         FLAG_STR("config", "FILE",
                  "KubeletConfiguration YAML file: nodeStatusUpdateFrequency, nodeStatusReportFrequency,\n"
                  "nodeLeaseDurationSeconds, evictionHard, kubeReserved, systemReserved, maxPods,\n"
-                 "registerNode, registerWithTaints, nodeStatusMaxImages, address, port, podCIDR",
+                 "registerNode, registerWithTaints, nodeStatusMaxImages, address, port, tlsCertFile,\n"
+                 "tlsPrivateKeyFile, authentication.x509.clientCAFile, podCIDR",
                  NULL, &config),
         AGENT_CONFIG_FLAGS("/var/lib/kite-agent"),
         FLAG_END,

@@ -88,6 +88,14 @@ void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserve
                  "IPv4 range of pod addresses (its first is the bridge's); when given (kite up\n"             \
                  "always gives it) also the Node's spec.podCIDR", NULL, .def_note = "10.88.0.0/16"),             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
+    FLAG_FORWARD("port", FLAG_INT, NULL, "HTTPS port of the log endpoint (0: any free port, reported in\n"          \
+                 "the Node's daemonEndpoints)", "10250"),                                                        \
+    FLAG_FORWARD("address", FLAG_STRING, "IP", "address the log endpoint listens on", "0.0.0.0"),                 \
+    FLAG_FORWARD("tls-cert-file", FLAG_STRING, "FILE", "serving certificate of the log endpoint (PEM)", NULL,      \
+                 .def_note = "a self-signed one made at start"),                                                 \
+    FLAG_FORWARD("tls-private-key-file", FLAG_STRING, "FILE", "key of --tls-cert-file (PEM)", NULL),              \
+    FLAG_FORWARD("client-ca-file", FLAG_STRING, "FILE", "CA whose API server client certificate may read logs",   \
+                 NULL, .def_note = "the CA of the kubeconfig"),                                                  \
     FLAG_FORWARD("root-dir", FLAG_STRING, "DIR", "agent state directory; ephemeral storage is its filesystem",    \
                  NULL, .def_note = (root_dir_default))
 /* The rows above as given (forward() records them), applied after the --config file: flags

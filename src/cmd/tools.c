@@ -24,7 +24,7 @@ int cmd_certs(int argc, char **argv) {
     const struct flag flags[] = {
         FLAG_STR("data-dir", "DIR", "data directory (certificates go to DATA_DIR/pki)", NULL, &data_dir, .required = true),
         FLAG_END};
-    int r = flags_parse("certs", "Creates the CA, serving and admin certificates (kept when already valid).", flags,
+    int r = flags_parse("certs", "Creates the CA, serving, admin and kubelet-client certificates (kept when already valid).", flags,
                         argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     mkdir(data_dir, 0700);

@@ -20,6 +20,8 @@
 #pragma once
 #include "base/base.h"
 
+#include <sys/types.h>
+
 struct kite_buf;
 struct kite_http_server;
 struct kite_http_stream;
@@ -99,6 +101,30 @@ void kite_http_stream_abort(struct kite_http_stream *s);
  * One timer thread serves all streams. A later call replaces the earlier time; a time in the
  * past wakes at once. */
 void kite_http_stream_wake_at(struct kite_http_stream *s, int64_t mono_ns);
+
+/* A streaming HTTPS GET made from inside a server (fetch.c): the API server reading a node
+ * agent's endpoint. Blocking; run it on a thread of its own. */
+struct kite_http_fetch;
+struct kite_http_fetch_options {
+    const char *host;               /* IP literal or name */
+    uint16_t port;
+    const char *path;               /* with its query, already encoded */
+    const char *cert_pem, *key_pem; /* the client certificate (NULL: none) */
+    const char *ca_pem;             /* trust for the server's cert; NULL: not verified (as
+                                       kube-apiserver towards kubelets without
+                                       --kubelet-certificate-authority) */
+    int timeout_ms;                 /* connect, handshake and the answer's head; 0 = 10 s */
+};
+/* Connects, sends the GET and reads the answer's head: 0 with *ret and *ret_status (any HTTP
+ * code), or -errno (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EPROTO for TLS or HTTP errors,
+ * -ECONNRESET). */
+int kite_http_fetch_open(const struct kite_http_fetch_options *o, struct kite_http_fetch **ret, int *ret_status);
+/* Reads decoded body bytes: > 0, 0 at the end of the body, or -errno. Blocks until bytes come. */
+ssize_t kite_http_fetch_read(struct kite_http_fetch *f, char *buf, size_t n);
+/* Ends a blocked or later read (it returns 0 or an error). Thread-safe; until close. */
+void kite_http_fetch_cancel(struct kite_http_fetch *f);
+/* Closes and frees; accepts NULL. */
+void kite_http_fetch_close(struct kite_http_fetch *f);
 
 /* Named limits and their defaults (0 in the config selects the default). */
 #define KITE_HTTP_DEFAULT_MAX_BODY (3u * 1024 * 1024)

@@ -363,8 +363,14 @@ int kite_pki_ensure(const char *dir, const char *const *extra_sans, size_t n_ext
                               .key_purpose = GNUTLS_KP_TLS_WWW_CLIENT, .days = LEAF_DAYS};
     if (rc >= 0)
         rc = ensure_leaf(dir, "server", &server, fresh_ca, ca_crt, ca_key);
+    /* the API server's identity towards node agents (pods/log), as kube-apiserver's
+     * apiserver-kubelet-client pair */
+    struct cert_spec kubelet_client = {.cn = KITE_PKI_KUBELET_CLIENT_CN, .orgs = admin_orgs, .n_orgs = 1,
+                                       .key_purpose = GNUTLS_KP_TLS_WWW_CLIENT, .days = LEAF_DAYS};
     if (rc >= 0)
         rc = ensure_leaf(dir, "admin", &admin, fresh_ca, ca_crt, ca_key);
+    if (rc >= 0)
+        rc = ensure_leaf(dir, "kubelet-client", &kubelet_client, fresh_ca, ca_crt, ca_key);
     free(sans);
     gnutls_x509_crt_deinit(ca_crt);
     gnutls_x509_privkey_deinit(ca_key);
@@ -446,4 +452,28 @@ char *kite_pki_kubeconfig(const char *name, const char *server_url, const char *
     kite_buf_json_str(&b, name);
     kite_buf_puts(&b, "\npreferences: {}\n");
     return kite_buf_detach(&b, NULL);
+}
+
+int kite_pki_self_signed(const char *cn, const char *const *sans, size_t n_sans, char **ret_cert_pem,
+                         char **ret_key_pem) {
+    struct cert_spec sp = {.cn = cn, .key_purpose = GNUTLS_KP_TLS_WWW_SERVER, .sans = sans, .n_sans = n_sans,
+                           .days = LEAF_DAYS};
+    gnutls_x509_crt_t crt;
+    gnutls_x509_privkey_t key;
+    int rc = issue(&sp, NULL, NULL, &crt, &key);
+    if (rc < 0)
+        return rc;
+    char *cpem = NULL, *kpem = NULL;
+    rc = crt_to_pem(crt, &cpem);
+    if (rc >= 0)
+        rc = key_to_pem(key, &kpem);
+    gnutls_x509_crt_deinit(crt);
+    gnutls_x509_privkey_deinit(key);
+    if (rc < 0) {
+        free(cpem);
+        return rc;
+    }
+    *ret_cert_pem = cpem;
+    *ret_key_pem = kpem;
+    return 0;
 }

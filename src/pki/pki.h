@@ -4,6 +4,8 @@
  *   ca.crt ca.key          self-signed CA (10 years)
  *   server.crt server.key  serving cert, SANs 127.0.0.1, ::1, localhost, hostname + extras
  *   admin.crt admin.key    client cert CN=kite-admin, O=system:masters
+ *   kubelet-client.crt .key  the API server's client cert towards node agents (pods/log):
+ *                          CN=kube-apiserver-kubelet-client, O=system:masters, as kube-apiserver's
  * Keys are ECDSA P-256, PEM (PKCS#8 unencrypted), mode 0600. The CA
  * lives 10 years, leaf certs 1 year; ensure reissues a leaf within 30 days of expiry. */
 #pragma once
@@ -14,10 +16,18 @@
  * signed by the CA is reissued; a missing/broken CA regenerates everything. extra_sans are DNS
  * names or IP literals. 0 or -errno. */
 int kite_pki_ensure(const char *dir, const char *const *extra_sans, size_t n_extra);
+/* The CN of the API server's client certificate towards node agents; agents serve logs to it
+ * alone. */
+#define KITE_PKI_KUBELET_CLIENT_CN "kube-apiserver-kubelet-client"
+
 /* Issues a client cert (clientAuth) signed by dir's CA: CN=cn, one O per org. PEM out-params
  * (malloc'ed, caller frees), set only on success. 0 or -errno. */
 int kite_pki_issue_client(const char *dir, const char *cn, const char *const *orgs, size_t n_orgs,
                           char **ret_cert_pem, char **ret_key_pem);
+/* A self-signed serving cert (serverAuth, 1 year) for cn with the given SANs (DNS names or IP
+ * literals): a node agent's default, as the kubelet's. PEM out-params set only on success. */
+int kite_pki_self_signed(const char *cn, const char *const *sans, size_t n_sans, char **ret_cert_pem,
+                         char **ret_key_pem);
 /* Renders a kubeconfig (YAML) with embedded base64 certificate-authority-data,
  * client-certificate-data and client-key-data (or `token` when cert_pem is NULL; neither when
  * token is NULL too), one cluster, one user, one context named `name`, current-context set.

@@ -163,6 +163,10 @@ struct kite_pods {
     pthread_t thread, watch_thread;
     bool threads;
     struct kite_cancel watch_cancel;
+    struct log_pod **logs;  /* logindex.c: where each container's log is */
+    size_t n_logs;
+    void (*log_hook)(void *ud);
+    void *log_hook_ud;
 
     /* pods thread */
     struct pod **pods;
@@ -213,6 +217,10 @@ void pods_probe_results(struct kite_pods *p, int64_t now);
 /* status.c: a container counts as started / ready (running, probes passed). */
 bool pods_ctr_started(struct pod_ctr *c);
 bool pods_ctr_ready(struct pod_ctr *c);
+/* logindex.c: publishes the pod's log files (pods thread); forgets a pod; frees the index. */
+void pods_logs_publish(struct kite_pods *p, const struct pod *pod);
+void pods_logs_forget(struct kite_pods *p, const char *uid);
+void pods_logs_release(struct kite_pods *p);
 
 /* worker.c */
 void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);

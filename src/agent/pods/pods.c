@@ -56,6 +56,7 @@ void kite_pods_free(struct kite_pods *p) {
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     json_object_put(p->node_status);
     kite_recorder_release(&p->rec);
+    pods_logs_release(p);
     if (p->wake_fd >= 0) close(p->wake_fd);
     kite_cancel_release(&p->watch_cancel);
     pthread_mutex_destroy(&p->lock);
@@ -292,7 +293,9 @@ static void remove_orphans(struct kite_pods *p) {
         log_info(PODS_LOG, "removing sandbox %s of pod %s/%s (uid %s): the pod is not in the API", p->rec_sb[i].id,
                  p->rec_sb[i].ns, p->rec_sb[i].name, p->rec_sb[i].uid);
         p->rt->ops->stop_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS);
-        p->rt->ops->remove_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS);
+        if (p->rt->ops->remove_sandbox(p->rt, p->rec_sb[i].id, KITE_PODS_RT_TIMEOUT_NS) == 0 && p->rec_sb[i].log_dir &&
+            *p->rec_sb[i].log_dir)
+            kite_rm_rf(p->rec_sb[i].log_dir);
     }
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     p->rec_sb = NULL;
@@ -389,6 +392,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
         struct pod *pod = p->pods[i];
         if (!pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
             pods_prober_remove(p->prober, NULL, pod->uid);
+            pods_logs_forget(p, pod->uid);
             pod_free(pod);
             p->pods[i] = p->pods[--p->n_pods];
         } else

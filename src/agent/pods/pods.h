@@ -64,6 +64,16 @@ int64_t kite_pods_step(struct kite_pods *p);
 int kite_pods_start(struct kite_pods *p);
 void kite_pods_stop(struct kite_pods *p);
 
+/* The log file of a container for the log server (thread-safe): the current attempt's, or
+ * the previous one's with previous. *ret_path (new string) and *ret_running (the attempt still
+ * runs: a follower waits for more) set on 0. -ENOENT no such pod on the node, -ESRCH no such
+ * container, -ENODATA no such attempt (yet). */
+int kite_pods_log_lookup(struct kite_pods *p, const char *ns, const char *name, const char *container, bool previous,
+                         char **ret_path, bool *ret_running);
+/* fn(ud) is called (from the pods thread, without locks held) whenever a container's log file or
+ * running state changes; NULL unsubscribes. One subscriber. */
+void kite_pods_log_subscribe(struct kite_pods *p, void (*fn)(void *ud), void *ud);
+
 /* A runtime whose calls are serialized by a mutex, for sharing one runtime between the pods
  * thread and the node status. inner is borrowed. */
 struct kite_runtime *kite_runtime_locked_new(struct kite_runtime *inner);

@@ -313,6 +313,7 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
 static bool terminal_phase(const char *ph) { return kite_streq(ph, "Succeeded") || kite_streq(ph, "Failed"); }
 
 void pods_status_update(struct kite_pods *p, struct pod *pod) {
+    pods_logs_publish(p, pod);
     if (pod->finished || !pod->obj) return;
     json_object *prev = pod->status ? pod->status : pj(pod->obj, "status");
     /* a terminal phase is final: nothing moves it back (a restarted agent, a late exit) */

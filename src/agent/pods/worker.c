@@ -6,6 +6,7 @@
  * grace period is over. */
 #include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "agent/pods/pods-int.h"
 #include "api/quantity.h"
@@ -189,7 +190,14 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     ev(p, pod, c, "Normal", "Created", created);
     if (c->id) {
         /* the attempt before the previous one goes; the previous stays for its lastState */
-        if (c->prev_id) p->rt->ops->remove_container(p->rt, c->prev_id, KITE_PODS_RT_TIMEOUT_NS);
+        if (c->prev_id) {
+            p->rt->ops->remove_container(p->rt, c->prev_id, KITE_PODS_RT_TIMEOUT_NS);
+            /* its log goes too, as the kubelet's container GC removes it; the previous
+             * attempt's stays for `kubectl logs --previous` */
+            if (c->have_last && c->last.log_path && *c->last.log_path && c->last.attempt != attempt &&
+                (!c->have_st || !kite_streq(c->st.log_path, c->last.log_path)))
+                unlink(c->last.log_path);
+        }
         free(c->prev_id);
         c->prev_id = c->id;
         if (c->have_last) kite_container_status_release(&c->last);
@@ -351,12 +359,18 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         pod->killed = true;
     }
     if (!pod->in_api && !pod->removed) {
-        /* the pod is gone from the API: nothing of it stays on the node */
+        /* the pod is gone from the API: nothing of it stays on the node, its logs included */
+        struct kite_sandbox_status sb = {0};
+        bool have_sb = pod->sandbox_id &&
+                       p->rt->ops->sandbox_status(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS, &sb) == 0;
         if (pod->sandbox_id &&
             p->rt->ops->remove_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS) < 0) {
+            if (have_sb) kite_sandbox_status_release(&sb);
             pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
             return;
         }
+        if (have_sb && sb.log_dir && *sb.log_dir) kite_rm_rf(sb.log_dir);
+        if (have_sb) kite_sandbox_status_release(&sb);
         if (pods_volumes_teardown(p, pod->uid) < 0) {
             pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
             return;

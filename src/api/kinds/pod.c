@@ -470,9 +470,134 @@ static int pod_bind(json_object *obj, json_object *binding, int64_t now_ns, char
     return 0;
 }
 
+
+/* pods/log (LogREST, LogLocation in pkg/registry/core/pod/strategy.go and the kubelet's
+ * validateContainerLogStatus): the container (the only one when none is named), the pod's
+ * node, and the agent's /containerLogs path with the log options. */
+static bool has_container(json_object *list, const char *name) {
+    for (size_t i = 0; list && json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++)
+        if (kite_streq(STR(json_object_array_get_idx(list, i), "name"), name)) return true;
+    return false;
+}
+
+static json_object *log_container_status(json_object *pod, const char *name) {
+    static const char *const lists[] = {"containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"};
+    for (size_t k = 0; k < KITE_ARRAY_SIZE(lists); k++) {
+        json_object *l = OBJ(pod, "status", lists[k]);
+        for (size_t i = 0; l && json_object_is_type(l, json_type_array) && i < json_object_array_length(l); i++)
+            if (kite_streq(STR(json_object_array_get_idx(l, i), "name"), name)) return json_object_array_get_idx(l, i);
+    }
+    return NULL;
+}
+
+/* An integer query parameter at least min; false with *ret_msg when it is not one. */
+static bool log_int(const char *(*query)(void *, const char *), void *qud, const char *name, int64_t min,
+                    const char *must, char **ret_msg) {
+    const char *v = query(qud, name);
+    if (!v) return true;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno) {
+        *ret_msg = kite_asprintf("strconv.ParseInt: parsing \"%s\": invalid syntax", v);
+        return false;
+    }
+    if (x < min) {
+        *ret_msg = kite_asprintf("PodLogOptions \"\" is invalid: %s: Invalid value: %lld: %s", name, x, must);
+        return false;
+    }
+    return true;
+}
+
+static int pod_log(json_object *obj, const char *(*query)(void *, const char *), void *qud, char **ret_node,
+                   char **ret_path, char **ret_msg) {
+    const char *name = STR(obj, "metadata", "name"), *ns = STR(obj, "metadata", "namespace");
+    json_object *spec = OBJ(obj, "spec"), *cs = OBJ(spec, "containers");
+    const char *ctr = query(qud, "container");
+    if (!ctr || !*ctr) {
+        size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
+        if (n == 1) {
+            ctr = STR(json_object_array_get_idx(cs, 0), "name");
+        } else if (n == 0) {
+            *ret_msg = kite_asprintf("pod %s does not have a container", name);
+            return 400;
+        } else {
+            struct kite_buf b = {0};
+            static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+            for (size_t k = 0; k < KITE_ARRAY_SIZE(lists); k++) {
+                json_object *l = OBJ(spec, lists[k]);
+                for (size_t i = 0; l && json_object_is_type(l, json_type_array) && i < json_object_array_length(l); i++)
+                    kite_buf_printf(&b, "%s%s", b.len ? " " : "", STR(json_object_array_get_idx(l, i), "name"));
+            }
+            *ret_msg = kite_asprintf("a container name must be specified for pod %s, choose one of: [%s]", name,
+                                     b.p ? b.p : "");
+            kite_buf_release(&b);
+            return 400;
+        }
+    } else if (!has_container(cs, ctr) && !has_container(OBJ(spec, "initContainers"), ctr) &&
+               !has_container(OBJ(spec, "ephemeralContainers"), ctr)) {
+        *ret_msg = kite_asprintf("container %s is not valid for pod %s", ctr, name);
+        return 400;
+    }
+    if (!log_int(query, qud, "tailLines", 0, "must be greater than or equal to 0", ret_msg) ||
+        !log_int(query, qud, "limitBytes", 1, "must be greater than 0", ret_msg) ||
+        !log_int(query, qud, "sinceSeconds", 1, "must be greater than 0", ret_msg))
+        return 400;
+    const char *since_time = query(qud, "sinceTime");
+    int64_t sec;
+    int32_t nsec;
+    if (since_time && query(qud, "sinceSeconds")) {
+        *ret_msg = kite_strdup("PodLogOptions \"\" is invalid: : Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
+        return 422;
+    }
+    if (since_time && kite_schema_parse_time(since_time, &sec, &nsec) < 0) {
+        *ret_msg = kite_asprintf("parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot parse", since_time);
+        return 400;
+    }
+    const char *node = STR(spec, "nodeName");
+    if (!node || !*node) {
+        *ret_msg = kite_asprintf("pod %s does not have a host assigned", name);
+        return 400;
+    }
+    bool previous = kite_streq(query(qud, "previous"), "true");
+    json_object *st = log_container_status(obj, ctr);
+    if (previous) {
+        if (!OBJ(st, "lastState", "terminated")) {
+            *ret_msg = kite_asprintf("previous terminated container \"%s\" in pod \"%s\" not found", ctr, name);
+            return 400;
+        }
+    } else if (!OBJ(st, "state", "running") && !OBJ(st, "state", "terminated") && !OBJ(st, "lastState", "terminated")) {
+        const char *why = STR(st, "state", "waiting", "reason");
+        if (!why || !*why) why = "ContainerCreating";
+        if (kite_streq(why, "ErrImagePull")) why = "image can't be pulled";
+        else if (kite_streq(why, "ImagePullBackOff")) why = "trying and failing to pull image";
+        *ret_msg = kite_asprintf("container \"%s\" in pod \"%s\" is waiting to start: %s", ctr, name, why);
+        return 400;
+    }
+    struct kite_buf p = {0};
+    kite_buf_printf(&p, "/containerLogs/%s/%s/%s", ns, name, ctr);
+    static const char *const params[] = {"follow", "previous", "timestamps", "tailLines", "limitBytes", "sinceSeconds",
+                                         "sinceTime"};
+    char sep = '?';
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(params); i++) {
+        const char *v = query(qud, params[i]);
+        if (!v) continue;
+        kite_buf_printf(&p, "%c%s=", sep, params[i]);
+        sep = '&';
+        for (const char *c = v; *c; c++) {
+            if (isalnum((unsigned char)*c) || strchr("-._:~", *c)) kite_buf_putc(&p, *c);
+            else kite_buf_printf(&p, "%%%02X", (unsigned char)*c);
+        }
+    }
+    *ret_node = kite_strdup(node);
+    *ret_path = kite_buf_detach(&p, NULL);
+    return 0;
+}
+
 static const struct kite_subresource subresources[] = {
     {.name = "binding", .body_group = "", .body_version = "v1", .body_kind = "Binding", .act = pod_bind},
     {.name = "eviction", .body_group = "policy", .body_version = "v1", .body_kind = "Eviction", .deletes = true},
+    {.name = "log", .connect = pod_log},
     {0},
 };
 

@@ -168,3 +168,25 @@ Test(agent_config, missing_file_is_an_error) {
     free(err);
     kite_agent_config_release(&c);
 }
+
+Test(agent_config, log_endpoint_settings) {
+    struct kite_agent_config c;
+    kite_agent_config_init(&c);
+    char *err = NULL;
+    cr_assert_eq(apply(&c, "port: 0\ntlsCertFile: /a.crt\ntlsPrivateKeyFile: /a.key\n"
+                           "authentication: {x509: {clientCAFile: /ca.crt}, webhook: {enabled: false}}\n", &err), 0, "%s", err);
+    cr_assert_eq(c.ns.daemon_port, 0); /* any free port */
+    cr_assert_str_eq(c.tls_cert_file, "/a.crt");
+    cr_assert_str_eq(c.tls_key_file, "/a.key");
+    cr_assert_str_eq(c.client_ca_file, "/ca.crt");
+    cr_assert_eq(kite_agent_config_set_flag(&c, "port", "10260", &err), 0);
+    cr_assert_eq(c.ns.daemon_port, 10260);
+    cr_assert_eq(kite_agent_config_set_flag(&c, "client-ca-file", "/other.crt", &err), 0);
+    cr_assert_str_eq(c.client_ca_file, "/other.crt");
+    cr_assert_eq(kite_agent_config_set_flag(&c, "address", "127.0.0.1", &err), 0);
+    cr_assert_str_eq(c.address, "127.0.0.1");
+    cr_assert_eq(kite_agent_config_set_flag(&c, "port", "65536", &err), -EINVAL);
+    cr_assert(strstr(err, "--port"), "%s", err);
+    free(err);
+    kite_agent_config_release(&c);
+}

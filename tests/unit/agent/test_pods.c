@@ -523,3 +523,33 @@ Test(pods, waits_for_the_node_status) {
     cr_assert_str_eq(pjs(last_status("a"), "hostIP"), "10.0.0.7");
 }
 
+static int log_changes;
+static void on_log_change(void *ud) { (*(int *)ud)++; }
+
+Test(pods, log_index_names_the_current_and_previous_attempts) {
+    kite_pods_log_subscribe(P, on_log_change, &log_changes);
+    add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = 0, .exit_code = 2});
+    char *path = NULL;
+    bool running = true;
+    cr_assert_eq(kite_pods_log_lookup(P, "ns", "nope", "c", false, &path, &running), -ENOENT);
+    step();
+    cr_assert_eq(kite_pods_log_lookup(P, "ns", "a", "x", false, &path, &running), -ESRCH);
+    cr_assert_eq(kite_pods_log_lookup(P, "ns", "a", "c", true, &path, &running), -ENODATA);
+    cr_assert_eq(kite_pods_log_lookup(P, "ns", "a", "c", false, &path, &running), 0);
+    cr_assert(strstr(path, "/c/0.log"), "%s", path);
+    free(path);
+    int before = log_changes;
+    cr_assert_gt(before, 0);
+    rsleep(5);
+    step(); /* exited: restarted at once as attempt 1 */
+    cr_assert_gt(log_changes, before);
+    cr_assert_eq(kite_pods_log_lookup(P, "ns", "a", "c", false, &path, &running), 0);
+    cr_assert(strstr(path, "/c/1.log"), "%s", path);
+    free(path);
+    cr_assert_eq(kite_pods_log_lookup(P, "ns", "a", "c", true, &path, &running), 0);
+    cr_assert(strstr(path, "/c/0.log"), "%s", path);
+    cr_assert_not(running); /* a previous attempt never runs */
+    free(path);
+    kite_pods_log_subscribe(P, NULL, NULL);
+}

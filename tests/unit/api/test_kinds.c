@@ -296,7 +296,8 @@ Test(kinds, rows_are_consistent) {
         if (r->to_storage || r->from_storage) cr_assert(r->to_storage && r->from_storage && r->storage, "%s", r->plural);
         if (r->bootstrap || r->undeletable) cr_assert(!r->namespaced, "%s: bootstrap objects are cluster-scoped", r->plural);
         for (const struct kite_subresource *s = r->subresources; s && s->name; s++)
-            cr_assert((s->field && *s->field) || s->body_kind, "%s/%s: writes a field or is an action", r->plural, s->name);
+            cr_assert((s->field && *s->field) || s->body_kind || s->connect, "%s/%s: writes a field, is an action or connects",
+                      r->plural, s->name);
         /* a shared storage folder belongs to a row of its own name */
         if (r->storage) {
             bool owner = false;
