@@ -182,12 +182,13 @@ static void node_event(struct kite_nlc *n, struct node *d, const char *type, con
 static void noexec_decide(struct kite_nlc *n, struct node *d) {
     bool nr = kite_ctl_taint(d->obj, T_NOT_READY, "NoExecute"), ur = kite_ctl_taint(d->obj, T_UNREACHABLE, "NoExecute");
     switch (d->ready) {
+    /* a node already carrying its taint is not queued again: it would spend a token */
     case C_FALSE:
-        if (ur) d->want = NX_NOT_READY;
+        if (ur || nr) d->want = NX_NOT_READY;
         else if (d->zone) kite_name_queue_add(&d->zone->queue, d->name);
         break;
     case C_UNKNOWN:
-        if (nr) d->want = NX_UNREACHABLE;
+        if (nr || ur) d->want = NX_UNREACHABLE;
         else if (d->zone) kite_name_queue_add(&d->zone->queue, d->name);
         break;
     case C_TRUE:
