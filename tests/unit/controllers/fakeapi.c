@@ -39,7 +39,8 @@ static int handler(void *ud, const char *method, const char *fullpath, const cha
     char *q = strchr(path, '?');
     if (q) *q++ = 0;
     json_object *in = body && len ? json_tokener_parse(body) : NULL;
-    if (f->fail_prefix && strncmp(path, f->fail_prefix, strlen(f->fail_prefix)) == 0) {
+    if (f->fail_prefix && strncmp(path, f->fail_prefix, strlen(f->fail_prefix)) == 0 &&
+        (!f->fail_method || strcmp(method, f->fail_method) == 0)) {
         ret->status = f->fail_code;
         ret->body = status_body(f->fail_code, "InternalError");
         goto out;
@@ -51,6 +52,13 @@ static int handler(void *ud, const char *method, const char *fullpath, const cha
     if (strcmp(method, "GET") == 0) {
         if (cur) {
             answer(ret, 200, cur);
+            goto out;
+        }
+        const char *last = strrchr(path, '/') + 1;
+        if (!kite_streq(last, "nodes") && !kite_streq(last, "pods") && !kite_streq(last, "leases") &&
+            !kite_streq(last, "events")) {
+            ret->status = 404;
+            ret->body = status_body(404, "NotFound");
             goto out;
         }
         /* a collection: every object under path, field-selected on spec.nodeName */

@@ -16,6 +16,7 @@ struct fakeapi {
     size_t nlog;
     const char *fail_prefix; /* requests whose path starts so answer fail_code */
     long fail_code;
+    const char *fail_method; /* NULL: any */
     const char *creation;    /* creationTimestamp given to created objects (NULL: none) */
     struct kite_client *client;
 };
