@@ -94,7 +94,9 @@ static void lease_add(void *ud, json_object *o) {
 static void lease_update(void *ud, json_object *old, json_object *o) { lease_add(ud, o); }
 static void pod_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
+    kite_nlc_pod_upsert(m->nlc, o);
     kite_tec_pod_upsert(m->tec, o);
+    kick(&m->rn);
     kick(&m->rt);
 }
 static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }

@@ -316,6 +316,19 @@ void kite_nlc_lease_upsert(struct kite_nlc *n, json_object *lease) {
     pthread_mutex_unlock(&n->lock);
 }
 
+void kite_nlc_pod_upsert(struct kite_nlc *n, json_object *pod) {
+    const char *node = kite_obj_str(kite_obj_get(pod, "spec"), "nodeName");
+    if (!node || !*node || cstat_of(kite_ctl_condition(pod, "Ready")) != C_TRUE) return;
+    pthread_mutex_lock(&n->lock);
+    struct node *d = kite_map_get(&n->nodes, node);
+    if (d && d->obj && d->ready != C_TRUE && d->ready != C_NONE) {
+        d->pods_pending = true;
+        kite_name_queue_add(&n->pods, d->name);
+        n->kicked = true;
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
 /* The status patch marking d's silent conditions Unknown (tryUpdateNodeHealth), or NULL. */
 static json_object *mark(struct kite_nlc *n, struct node *d) {
     char now[21];

@@ -53,6 +53,9 @@ void kite_nlc_free(struct kite_nlc *n);
 void kite_nlc_node_upsert(struct kite_nlc *n, json_object *node);
 void kite_nlc_node_delete(struct kite_nlc *n, json_object *node);
 void kite_nlc_lease_upsert(struct kite_nlc *n, json_object *lease);
+/* A pod that shows Ready=True on a node that is not Ready gets Ready=False too (a pod bound
+ * or reported after the node went silent). */
+void kite_nlc_pod_upsert(struct kite_nlc *n, json_object *pod);
 
 /* Does what is due on the clock now (marks, taints, pods, events: requests through the
  * client, made without the lock) and returns ns until something is due next (at most the

@@ -313,6 +313,15 @@ Test(nodelifecycle, pods_of_a_node_not_ready) {
     cr_assert_eq(fakeapi_events(&e.api, "NodeNotReady", "p1"), 1);
     json_object *p2 = fakeapi_get(&e.api, "/api/v1/namespaces/default/pods/p2");
     cr_assert_str_eq(kite_obj_str(cond(p2, "Ready"), "status"), "True");
+    /* a pod reporting Ready later on the silent node is set back to False */
+    json_object *p3 = fakeapi_put(&e.api, "/api/v1/namespaces/default/pods/p3",
+                                  fakeapi_json("{\"metadata\":{\"name\":\"p3\",\"namespace\":\"default\"},"
+                                               "\"spec\":{\"nodeName\":\"n1\"},"
+                                               "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"));
+    kite_nlc_pod_upsert(e.nlc, p3);
+    run_for(&e, 0);
+    p3 = fakeapi_get(&e.api, "/api/v1/namespaces/default/pods/p3");
+    cr_assert_str_eq(kite_obj_str(cond(p3, "Ready"), "status"), "False");
     env_release(&e);
 }
 
