@@ -20,7 +20,7 @@
 
 #define CONTROLLER_FLAGS(a)                                                                                      \
     FLAG_BOOLEAN("leader-elect", "run the controllers only while holding the Lease "                             \
-                 "kube-system/kube-controller-manager (default true)", &(a)->leader_elect),                       \
+                 "kube-system/kube-controller-manager", &(a)->leader_elect, .def_note = "true"),                  \
     FLAG_DURATION("leader-elect-lease-duration", "how long a candidate waits after last seeing the lease change",  \
                   "15s", KITE_NS_PER_SEC, &(a)->le_duration_ns),                                                 \
     FLAG_DURATION("leader-elect-renew-deadline", "how long the leader keeps trying to renew before it stops",     \
@@ -147,6 +147,13 @@ int cmd_controller_manager(int argc, char **argv) {
                         "Runs kite's controllers (namespace, node lifecycle, taint eviction) against an API server.",
                         flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
+    /* client-go's checks: the leader must give up before a candidate may take over */
+    if (a.leader_elect && (a.le_duration_ns <= a.le_renew_ns || (double)a.le_renew_ns <= KITE_LEADER_JITTER * (double)a.le_retry_ns)) {
+        fprintf(stderr, "kite controller-manager: --leader-elect-lease-duration must be greater than "
+                        "--leader-elect-renew-deadline, and that greater than %.1f x --leader-elect-retry-period\n",
+                KITE_LEADER_JITTER);
+        return 2;
+    }
     struct kite_controllers c = {0};
     _cleanup_free_ char *err = NULL;
     if ((r = controllers_start(&a, &c, &err)) < 0) {
