@@ -402,7 +402,7 @@ Test(nodelifecycle, every_zone_down_stops_evictions) {
     cr_assert_eq(count_noexec(&e, "b", 2), 2);
     /* then a too: every zone fully disrupted, NoExecute taints come off and none go on */
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "a-%d", i);
         set_alive(&e, name, false);
     }
