@@ -261,3 +261,47 @@ def test_leader_election_handover(fresh_apiserver, how):
     finally:
         a.stop()
         assert b.stop() == 0
+
+
+def test_killed_agent_in_the_only_zone(fresh_apiserver, tmp_path):
+    """A real `kite agent` killed with SIGKILL: its node turns Unknown within grace + 1 s of its
+    last renewal and gets the unreachable NoSchedule taint; it is the only node, so every zone
+    is fully disrupted and no NoExecute taint goes on, and its pod (tolerating 1 s) is not
+    evicted. The agent back: Ready, taints gone."""
+    import signal as _signal
+    from test_agent import start_agent
+    c = fresh_apiserver
+    api = c.api()
+    agent = start_agent(c, "solo", tmp_path)
+    cm = start_cm(c, "cm")
+    try:
+        wait_for(lambda: (cond(api.ok("GET", "/api/v1/nodes/solo"), "Ready") or {}).get("status") == "True"
+                 if api.get("/api/v1/nodes/solo").status == 200 else False, 20, what="agent Ready")
+        make_pod(api, "p", "solo", toleration_s=1)
+        time.sleep(GRACE + 1)
+        assert cond(api.ok("GET", "/api/v1/nodes/solo"), "Ready")["status"] == "True"
+        renew = api.ok("GET", f"{LEASES}/solo")["spec"]["renewTime"]
+        wait_for(lambda: api.ok("GET", f"{LEASES}/solo")["spec"]["renewTime"] != renew, 3, interval=0.02,
+                 what="a renewal")
+        agent.signal(_signal.SIGKILL)
+        t0 = time.monotonic()
+        n = wait_for(lambda: (lambda n: cond(n, "Ready")["status"] == "Unknown" and n)(
+            api.ok("GET", "/api/v1/nodes/solo")), GRACE + 5, interval=0.05, what="Unknown")
+        took = time.monotonic() - t0
+        assert took <= GRACE + 1, f"marked {took:.2f} s after the kill"
+        assert cond(n, "Ready")["reason"] == "NodeStatusUnknown", n["status"]["conditions"]
+        wait_for(lambda: ("node.kubernetes.io/unreachable", "NoSchedule") in taints(api.ok("GET", "/api/v1/nodes/solo")),
+                 5, what="NoSchedule taint")
+        time.sleep(3)
+        assert ("node.kubernetes.io/unreachable", "NoExecute") not in taints(api.ok("GET", "/api/v1/nodes/solo"))
+        pod = api.ok("GET", "/api/v1/namespaces/default/pods/p")
+        assert not pod["metadata"].get("deletionTimestamp"), "no eviction when every zone is down"
+        assert b"master disruption mode" in cm.log_path.read_bytes()
+        agent.proc.wait(timeout=10)
+        agent.start()
+        wait_for(lambda: cond(api.ok("GET", "/api/v1/nodes/solo"), "Ready")["status"] == "True", 20,
+                 what="Ready again")
+        wait_for(lambda: not taints(api.ok("GET", "/api/v1/nodes/solo")), 10, what="taints gone")
+    finally:
+        agent.stop()
+        assert cm.stop() == 0
