@@ -2,6 +2,7 @@
  * deadlines (grace, startup grace, renewals by lease or heartbeat), what marking writes,
  * taints, pods, events, zone states and the NoExecute rate limits. */
 #include "controllers/nodelifecycle.h"
+#include "base/log.h"
 #include "fakeapi.h"
 
 #include <criterion/criterion.h>
@@ -21,6 +22,7 @@ struct env {
 };
 
 static void env_init(struct env *e) {
+    kite_log_set_level(KITE_LOG_ERROR); /* the controllers' progress lines */
     kite_fake_clock_init(&e->clock, T0_S * S);
     fakeapi_init(&e->api);
     e->api.creation = T0;
