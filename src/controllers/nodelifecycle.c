@@ -64,6 +64,9 @@ struct node {
     enum cstat ready;  /* as last observed */
     enum noexec want;
     bool pods_pending; /* its pods still to be marked not ready */
+    /* from obj, kept so a renewal reads no JSON (a cache miss per lookup at scale) */
+    bool markable;     /* some watched condition is not Unknown yet */
+    bool started;      /* it has a Ready condition: the grace, not the startup grace */
     struct kite_timer deadline, retry;
 };
 
@@ -164,12 +167,11 @@ static bool markable(struct node *d) {
 }
 
 static void arm(struct kite_nlc *n, struct node *d) {
-    if (!d->obj || !markable(d)) {
+    if (!d->obj || !d->markable) {
         kite_timers_cancel(&n->deadlines, &d->deadline);
         return;
     }
-    bool started = kite_ctl_condition(d->obj, "Ready") != NULL;
-    kite_timers_set(&n->deadlines, &d->deadline, d->probe + (started ? n->o.grace_ns : n->o.startup_grace_ns));
+    kite_timers_set(&n->deadlines, &d->deadline, d->probe + (d->started ? n->o.grace_ns : n->o.startup_grace_ns));
 }
 
 static void node_event(struct kite_nlc *n, struct node *d, const char *type, const char *reason, const char *msg) {
@@ -248,6 +250,8 @@ static void upsert_locked(struct kite_nlc *n, json_object *obj) {
     d->obj = copy;
     d->rv = rv;
     d->ready = cstat_of(ready);
+    d->started = ready != NULL;
+    d->markable = markable(d);
     json_object *labels = kite_obj_get(kite_obj_get(obj, "metadata"), "labels");
     _cleanup_free_ char *zk = zone_key(obj);
     struct zone *z = kite_obj_get(labels, KITE_NLC_EXCLUDE_LABEL) ? NULL : zone_get(n, zk);

@@ -15,8 +15,12 @@ struct kite_timer {
     int64_t at;  /* deadline (ns on the owner's monotonic clock) */
     size_t idx;  /* place in the heap, KITE_TIMER_IDLE when not armed */
 };
+struct kite_timer_slot {
+    int64_t at; /* a copy of v->at: sifting compares without touching the timers (cache misses) */
+    struct kite_timer *t;
+};
 struct kite_timers {
-    struct kite_timer **v;
+    struct kite_timer_slot *v;
     size_t n, cap;
 };
 
@@ -29,7 +33,7 @@ void kite_timers_set(struct kite_timers *h, struct kite_timer *t, int64_t at);
 /* Disarms t (no-op when idle). */
 void kite_timers_cancel(struct kite_timers *h, struct kite_timer *t);
 /* The earliest armed timer, or NULL. */
-static inline struct kite_timer *kite_timers_peek(const struct kite_timers *h) { return h->n ? h->v[0] : NULL; }
+static inline struct kite_timer *kite_timers_peek(const struct kite_timers *h) { return h->n ? h->v[0].t : NULL; }
 /* Disarms and returns the earliest timer whose deadline is <= now, or NULL. */
 struct kite_timer *kite_timers_pop_due(struct kite_timers *h, int64_t now);
 void kite_timers_release(struct kite_timers *h);
