@@ -175,6 +175,7 @@ struct kite_pods {
     int64_t next_relist, next_resync;
     int64_t alloc_cpu_m, alloc_mem_m, alloc_pods_m; /* milli-units; < 0 = unknown */
     char *host_ip;
+    bool node_known;       /* the node's status arrived: pods may be admitted */
     char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
     struct kite_prober *prober;
 };

@@ -98,6 +98,7 @@ void kite_pods_node_status(struct kite_pods *p, json_object *st) {
     json_object_put(p->node_status);
     p->node_status = c;
     pthread_mutex_unlock(&p->lock);
+    wake(p);
 }
 
 static struct pod *find_pod(struct kite_pods *p, const char *uid) {
@@ -230,6 +231,7 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
 
 static void apply_node_status(struct kite_pods *p, json_object *ns) {
     if (ns) {
+        p->node_known = true;
         int64_t m;
         json_object *alloc = json_object_object_get(ns, "allocatable");
         const char *names[] = {"cpu", "memory", "pods"};
@@ -325,6 +327,14 @@ int64_t kite_pods_step(struct kite_pods *p) {
         } else {
             return now + KITE_PODS_SYNC_ERROR_NS;
         }
+    }
+    /* Pods wait for the node's own status, as the kubelet waits for its Node before admitting
+     * any: without allocatable it cannot admit, without its addresses no pod has a hostIP. */
+    if (!p->node_known) {
+        pthread_mutex_lock(&p->lock);
+        bool have = p->node_status != NULL;
+        pthread_mutex_unlock(&p->lock);
+        if (!have) return now + KITE_NS_PER_SEC; /* kite_pods_node_status wakes the thread */
     }
     drain_queue(p);
     /* PLEG: the runtime's exit events name the pods to look at */

@@ -75,6 +75,9 @@ static void setup(void) {
     kite_runtime_fake_set_images(rt, &img, 1);
     struct kite_pods_options o = {.client = cl, .runtime = rt, .clock = &clk.clock, .node_name = "n1", .seed = 1};
     cr_assert_eq(kite_pods_new(&o, &P), 0);
+    json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.1\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
 }
 
 static void teardown(void) {
@@ -486,3 +489,20 @@ Test(pods, startup_probe_holds_the_others) {
     cr_assert(ctr_flag("a", "started"));
     cr_assert(ctr_flag("a", "ready"));
 }
+
+/* No pod runs before the node's status is known (allocatable for admission, hostIP). */
+Test(pods, waits_for_the_node_status) {
+    kite_pods_free(P);
+    struct kite_pods_options o = {.client = cl, .runtime = rt, .clock = &clk.clock, .node_name = "n1", .seed = 1};
+    cr_assert_eq(kite_pods_new(&o, &P), 0);
+    add(mkpod("a", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    step();
+    cr_assert_null(last_status("a"), "nothing before the node status");
+    json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.7\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
+    step();
+    cr_assert_not_null(last_status("a"));
+    cr_assert_str_eq(pjs(last_status("a"), "hostIP"), "10.0.0.7");
+}
+
