@@ -19,13 +19,28 @@ int cmd_controller_manager(int argc, char **argv);
 struct kite_client;
 struct kite_nsctl;
 struct kite_binder;
+struct kite_ctlmgr;
+struct kite_leader;
+/* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
+struct controller_args {
+    const char *kubeconfig;
+    bool leader_elect;
+    int64_t le_duration_ns, le_renew_ns, le_retry_ns;
+    int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
+    double eviction_rate, secondary_rate, unhealthy_threshold;
+};
+/* Fills a with the defaults of the flags (for kite up). */
+void controller_args_defaults(struct controller_args *a);
 struct kite_controllers {
+    struct controller_args args;
     struct kite_client *client;
-    struct kite_nsctl *nsctl;
-    struct kite_binder *binder; /* kite up with an agent: binds pods to its node */
+    struct kite_leader *leader;  /* NULL without leader election */
+    struct kite_nsctl *nsctl;    /* these two run only while leading */
+    struct kite_ctlmgr *nodes;
+    struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
-int controllers_start(const char *kubeconfig, struct kite_controllers *ret, char **ret_error);
+int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
 /* Starts the binder (until there is a scheduler): unassigned pods go to node. */
 int controllers_start_binder(struct kite_controllers *c, const char *node);
 void controllers_stop(struct kite_controllers *c);

@@ -1,30 +1,124 @@
 /* kite controller-manager: the controllers as their own process, an API client of any
- * apiserver (kite up runs the same controllers in-process). */
+ * apiserver (kite up runs the same controllers in-process). With --leader-elect (the
+ * default) the controllers run only while this process holds the Lease
+ * kube-system/kube-controller-manager, so several can run and one takes over when the leader
+ * dies. */
 #include "base/log.h"
 #include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "controllers/controllers.h"
+#include "controllers/leader.h"
+#include "controllers/manager.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
-int controllers_start(const char *kubeconfig, struct kite_controllers *ret, char **ret_error) {
+#define LOG "controller-manager"
+#define LEASE_NS "kube-system"
+#define LEASE_NAME "kube-controller-manager"
+
+#define CONTROLLER_FLAGS(a)                                                                                      \
+    FLAG_BOOLEAN("leader-elect", "run the controllers only while holding the Lease "                             \
+                 "kube-system/kube-controller-manager", &(a)->leader_elect, .def_note = "true"),                  \
+    FLAG_DURATION("leader-elect-lease-duration", "how long a candidate waits after last seeing the lease change",  \
+                  "15s", KITE_NS_PER_SEC, &(a)->le_duration_ns),                                                 \
+    FLAG_DURATION("leader-elect-renew-deadline", "how long the leader keeps trying to renew before it stops",     \
+                  "10s", KITE_NS_PER_MS, &(a)->le_renew_ns),                                                     \
+    FLAG_DURATION("leader-elect-retry-period", "time between attempts to acquire or renew", "2s", KITE_NS_PER_MS, \
+                  &(a)->le_retry_ns),                                                                            \
+    FLAG_DURATION("node-monitor-grace-period", "how long a node may go unrenewed before it is marked Unknown",    \
+                  KITE_NLC_GRACE_DEFAULT, KITE_NS_PER_SEC, &(a)->grace_ns),                                      \
+    FLAG_DURATION("node-startup-grace-period", "how long a new node may go without posting status",               \
+                  KITE_NLC_STARTUP_GRACE_DEFAULT, KITE_NS_PER_SEC, &(a)->startup_grace_ns),                      \
+    FLAG_DURATION("node-monitor-period", "longest time between passes of the node lifecycle controller",          \
+                  KITE_NLC_PERIOD_DEFAULT, 100 * KITE_NS_PER_MS, &(a)->period_ns),                               \
+    FLAG_FLOAT("node-eviction-rate", "nodes per second given NoExecute taints in a healthy zone", "0.1", 0, 1000, \
+               &(a)->eviction_rate),                                                                             \
+    FLAG_FLOAT("secondary-node-eviction-rate", "the same in a zone past the unhealthy threshold", "0.01", 0, 1000, \
+               &(a)->secondary_rate),                                                                            \
+    FLAG_FLOAT("unhealthy-zone-threshold", "share of not-Ready nodes (at least 3) that makes a zone unhealthy",    \
+               "0.55", 0, 1, &(a)->unhealthy_threshold),                                                         \
+    FLAG_INT("large-cluster-size-threshold", "zones with more nodes than this keep the secondary rate when "      \
+             "unhealthy; smaller ones stop", "50", 0, 1000000, &(a)->large_cluster)
+
+void controller_args_defaults(struct controller_args *a) {
+    *a = (struct controller_args){
+        .le_duration_ns = KITE_LEADER_LEASE_DURATION_NS,
+        .le_renew_ns = KITE_LEADER_RENEW_DEADLINE_NS,
+        .le_retry_ns = KITE_LEADER_RETRY_PERIOD_NS,
+        .grace_ns = 50 * KITE_NS_PER_SEC,
+        .startup_grace_ns = 60 * KITE_NS_PER_SEC,
+        .period_ns = 5 * KITE_NS_PER_SEC,
+        .large_cluster = KITE_NLC_LARGE_CLUSTER,
+        .eviction_rate = KITE_NLC_EVICTION_RATE,
+        .secondary_rate = KITE_NLC_SECONDARY_RATE,
+        .unhealthy_threshold = KITE_NLC_UNHEALTHY_THRESHOLD,
+    };
+}
+
+/* Leadership gained: start the controllers (on the elector's thread; they start threads). */
+static void lead(void *ud) {
+    struct kite_controllers *c = ud;
+    struct kite_nsctl_options no = {.client = c->client};
+    int r;
+    if ((r = kite_nsctl_start(&no, &c->nsctl)) < 0)
+        log_error(LOG, "cannot start the namespace controller: %s", strerror(-r));
+    struct kite_ctlmgr_options mo = {
+        .client = c->client,
+        .nlc = {.grace_ns = c->args.grace_ns,
+                .startup_grace_ns = c->args.startup_grace_ns,
+                .period_ns = c->args.period_ns,
+                .eviction_rate = c->args.eviction_rate,
+                .secondary_rate = c->args.secondary_rate,
+                .unhealthy_threshold = c->args.unhealthy_threshold,
+                .large_cluster = c->args.large_cluster},
+    };
+    if ((r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
+        log_error(LOG, "cannot start the node controllers: %s", strerror(-r));
+    log_info(LOG, "controllers running");
+}
+
+static void unlead(void *ud) {
+    struct kite_controllers *c = ud;
+    kite_ctlmgr_stop(TAKE_PTR(c->nodes));
+    kite_nsctl_stop(TAKE_PTR(c->nsctl));
+    log_info(LOG, "controllers stopped");
+}
+
+int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error) {
     struct kite_kubeconfig *kc = NULL;
-    int r = kite_kubeconfig_load(kubeconfig, NULL, &kc, ret_error);
+    ret->args = *a;
+    int r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
     if (r < 0) return r;
     struct kite_client_options co = {.user_agent = "kite-controller-manager"};
     r = kite_client_new(kc, &co, &ret->client);
     kite_kubeconfig_free(kc);
     if (r < 0) {
-        *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", kubeconfig, strerror(-r));
+        *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
         return r;
     }
-    struct kite_nsctl_options no = {.client = ret->client};
-    if ((r = kite_nsctl_start(&no, &ret->nsctl)) < 0) {
-        *ret_error = kite_asprintf("cannot start the namespace controller: %s", strerror(-r));
-        kite_client_free(TAKE_PTR(ret->client));
+    if (!a->leader_elect) {
+        lead(ret);
+        return 0;
     }
-    return r;
+    /* client-go's identity: the hostname and something unique to this process */
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    uint64_t salt = (uint64_t)kite_now_wall(kite_clock_real()) ^ ((uint64_t)getpid() << 32);
+    _cleanup_free_ char *id = kite_asprintf("%s_%016llx", host, (unsigned long long)salt);
+    struct kite_leader_options lo = {
+        .client = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
+        .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns, .retry_period_ns = a->le_retry_ns,
+        .started = lead, .stopped = unlead, .ud = ret,
+    };
+    if ((r = kite_leader_start(&lo, &ret->leader)) < 0) {
+        *ret_error = kite_asprintf("cannot start leader election: %s", strerror(-r));
+        kite_client_free(TAKE_PTR(ret->client));
+        return r;
+    }
+    log_info(LOG, "leader election as %s on lease %s/%s", id, LEASE_NS, LEASE_NAME);
+    return 0;
 }
 
 int controllers_start_binder(struct kite_controllers *c, const char *node) {
@@ -35,28 +129,40 @@ int controllers_start_binder(struct kite_controllers *c, const char *node) {
 
 void controllers_stop(struct kite_controllers *c) {
     kite_binder_stop(TAKE_PTR(c->binder));
-    kite_nsctl_stop(TAKE_PTR(c->nsctl));
+    if (c->leader) kite_leader_stop(TAKE_PTR(c->leader)); /* calls unlead if leading, then releases */
+    else unlead(c);
     kite_client_free(TAKE_PTR(c->client));
 }
 
 int cmd_controller_manager(int argc, char **argv) {
-    const char *kubeconfig = NULL;
+    struct controller_args a;
+    controller_args_defaults(&a);
+    a.leader_elect = true;
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
+        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &a.kubeconfig,
                  .required = true),
+        CONTROLLER_FLAGS(&a),
         FLAG_END};
-    int r = flags_parse("controller-manager", "Runs kite's controllers (namespace) against an API server.", flags, argc,
-                        argv, NULL, NULL);
+    int r = flags_parse("controller-manager",
+                        "Runs kite's controllers (namespace, node lifecycle, taint eviction) against an API server.",
+                        flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
+    /* client-go's checks: the leader must give up before a candidate may take over */
+    if (a.leader_elect && (a.le_duration_ns <= a.le_renew_ns || (double)a.le_renew_ns <= KITE_LEADER_JITTER * (double)a.le_retry_ns)) {
+        fprintf(stderr, "kite controller-manager: --leader-elect-lease-duration must be greater than "
+                        "--leader-elect-renew-deadline, and that greater than %.1f x --leader-elect-retry-period\n",
+                KITE_LEADER_JITTER);
+        return 2;
+    }
     struct kite_controllers c = {0};
     _cleanup_free_ char *err = NULL;
-    if ((r = controllers_start(kubeconfig, &c, &err)) < 0) {
-        log_error("controller-manager", "cannot start: %s", err ? err : strerror(-r));
+    if ((r = controllers_start(&a, &c, &err)) < 0) {
+        log_error(LOG, "cannot start: %s", err ? err : strerror(-r));
         return 1;
     }
-    log_info("controller-manager", "running against %s", kubeconfig);
+    log_info(LOG, "running against %s", a.kubeconfig);
     kite_wait_for_signal();
-    log_info("controller-manager", "shutting down");
+    log_info(LOG, "shutting down");
     controllers_stop(&c);
     return 0;
 }

@@ -1,5 +1,6 @@
 #include "cmd/flags.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ static const char *value_name(const struct flag *f) {
     case FLAG_INT: return "N";
     case FLAG_DURATION: return "DURATION";
     case FLAG_LIST: return "A,B,...";
+    case FLAG_FLOAT: return "X";
     case FLAG_BOOL: return "";
     default: return "VALUE";
     }
@@ -73,6 +75,7 @@ static void usage(const char *cmd, const char *summary, const struct flag *flags
         struct kite_buf extra = {0};
         char d[32];
         if (f->kind == FLAG_INT && !f->forward) kite_buf_printf(&extra, "from %lld to %lld", (long long)f->min, (long long)f->max);
+        if (f->kind == FLAG_FLOAT) kite_buf_printf(&extra, "from %g to %g", f->fmin, f->fmax);
         if (f->kind == FLAG_DURATION && !f->forward && f->min > 0) {
             format_duration(f->min, d);
             kite_buf_printf(&extra, "at least %s", d);
@@ -118,6 +121,17 @@ static int set(const char *cmd, const struct flag *f, const char *v, bool again)
         }
         *f->to.num = n;
         return 0;
+    case FLAG_FLOAT: {
+        char *end = NULL;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (!*v || *end || errno || !(x >= f->fmin && x <= f->fmax)) {
+            fprintf(stderr, "kite %s: --%s: \"%s\" is not a number from %g to %g\n", cmd, f->name, v, f->fmin, f->fmax);
+            return -1;
+        }
+        *f->to.real = x;
+        return 0;
+    }
     case FLAG_BOOL:
         if (!parse_bool(v, f->to.boolean)) {
             fprintf(stderr, "kite %s: --%s: \"%s\" is not true or false\n", cmd, f->name, v);

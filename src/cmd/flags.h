@@ -13,6 +13,7 @@ enum flag_kind {
     FLAG_DURATION, /* Go duration ("90s", "1h30m"), at least min (ns); stored in ns */
     FLAG_BOOL,     /* --name, --name=true|false, or --name true|false */
     FLAG_LIST,     /* comma-separated; given again, it appends (as pflag's string slices) */
+    FLAG_FLOAT,    /* a decimal number from fmin to fmax */
 };
 
 /* A FLAG_LIST target: malloc'ed strings; flag_list_release() frees them. */
@@ -30,6 +31,7 @@ struct flag {
     const char *def;      /* default, parsed into the target before the command line; shown in the help */
     const char *def_note; /* shown as the default when the command computes it (def is NULL) */
     int64_t min, max;     /* FLAG_INT bounds; FLAG_DURATION: min, in ns */
+    double fmin, fmax;    /* FLAG_FLOAT bounds */
     bool required;
     /* Not stored here: handed as given to flags_parse's forward() (kubelet-style agent flags,
      * which the agent's config code checks as it checks its config file). */
@@ -39,6 +41,7 @@ struct flag {
         int64_t *num; /* FLAG_INT, FLAG_DURATION (ns) */
         bool *boolean;
         struct flag_list *list;
+        double *real;
     } to;
 };
 
@@ -58,4 +61,6 @@ int flags_parse(const char *cmd, const char *summary, const struct flag *flags, 
 #define FLAG_BOOLEAN(n, h, t, ...) {.name = (n), .kind = FLAG_BOOL, .help = (h), .to.boolean = (t), __VA_ARGS__}
 #define FLAG_LIST(n, a, h, d, t, ...) {.name = (n), .kind = FLAG_LIST, .arg = (a), .help = (h), .def = (d), .to.list = (t), __VA_ARGS__}
 #define FLAG_FORWARD(n, k, a, h, d, ...) {.name = (n), .kind = (k), .arg = (a), .help = (h), .def = (d), .forward = true, __VA_ARGS__}
+#define FLAG_FLOAT(n, h, d, lo, hi, t, ...)                                                                          \
+    {.name = (n), .kind = FLAG_FLOAT, .help = (h), .def = (d), .fmin = (lo), .fmax = (hi), .to.real = (t), __VA_ARGS__}
 #define FLAG_END {.name = NULL}

@@ -53,7 +53,10 @@ int cmd_up(int argc, char **argv) {
 
     struct kite_controllers ctl = {0};
     _cleanup_free_ char *admin_kc = kite_asprintf("%s/admin.kubeconfig", data_dir), *ctl_err = NULL;
-    if ((r = controllers_start(admin_kc, &ctl, &ctl_err)) < 0)
+    struct controller_args cargs;
+    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
+    cargs.kubeconfig = admin_kc;
+    if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
 
     struct kite_agent *agent = NULL;

@@ -180,3 +180,24 @@ Test(flags, help_prints_defaults_from_the_rows, .init = cr_redirect_stdout) {
     cr_assert(strstr(out, "modes in order (default: Node,RBAC)"), "%s", out);
     cr_assert(strstr(out, "--help"), "%s", out);
 }
+
+Test(flags, float_values_and_bounds, .init = cr_redirect_stderr) {
+    double rate = 0;
+    const struct flag f[] = {FLAG_FLOAT("rate", "a share", "0.55", 0, 1, &rate), FLAG_END};
+    cr_assert_eq(PARSE(f, "--help-not", "x"), -1);
+    char *argv[] = {"cmd", NULL};
+    cr_assert_eq(flags_parse("test", "A test.", f, 1, argv, NULL, NULL), 0);
+    cr_assert_float_eq(rate, 0.55, 1e-12);
+    cr_assert_eq(PARSE(f, "--rate=0.01"), 0);
+    cr_assert_float_eq(rate, 0.01, 1e-12);
+    cr_assert_eq(PARSE(f, "--rate", "1.5"), -1);
+    cr_assert_eq(PARSE(f, "--rate", "0.5x"), -1);
+    cr_assert_eq(PARSE(f, "--rate", "nan"), -1);
+    cr_assert_eq(PARSE(f, "--rate", ""), -1);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("kite test: unknown flag --help-not (see kite test --help)\n"
+                            "kite test: --rate: \"1.5\" is not a number from 0 to 1\n"
+                            "kite test: --rate: \"0.5x\" is not a number from 0 to 1\n"
+                            "kite test: --rate: \"nan\" is not a number from 0 to 1\n"
+                            "kite test: --rate: \"\" is not a number from 0 to 1\n");
+}

@@ -1,0 +1,172 @@
+/* The list + watch informer (informer.h). */
+#include "client/informer.h"
+#include "api/registry.h"
+#include "base/backoff.h"
+#include "base/clock.h"
+#include "base/map.h"
+
+#include <stdio.h>
+
+struct kite_informer {
+    struct kite_client *client;
+    char *path, *selector, name[16];
+    struct kite_informer_handlers h[KITE_INFORMER_MAX_HANDLERS];
+    size_t nh;
+    struct kite_map cache; /* key -> json_object (a reference held) */
+    char rv[32];
+    pthread_t thread;
+    struct kite_cancel cancel;
+    struct kite_backoff backoff;
+};
+
+char *kite_informer_key(json_object *obj) {
+    const char *ns = kite_meta_str(obj, "namespace"), *name = kite_meta_str(obj, "name");
+    if (!name) return NULL;
+    return ns && *ns ? kite_asprintf("%s/%s", ns, name) : kite_strdup(name);
+}
+
+static void deleted(struct kite_informer *i, json_object *obj) {
+    for (size_t k = 0; k < i->nh; k++)
+        if (i->h[k].del) i->h[k].del(i->h[k].ud, obj);
+}
+
+/* Puts obj (borrowed) in the cache and tells the handlers. */
+static void upsert(struct kite_informer *i, json_object *obj) {
+    _cleanup_free_ char *key = kite_informer_key(obj);
+    if (!key) return;
+    json_object *old = kite_map_put(&i->cache, key, json_object_get(obj));
+    for (size_t k = 0; k < i->nh; k++) {
+        if (!old && i->h[k].add) i->h[k].add(i->h[k].ud, obj);
+        if (old && i->h[k].update) i->h[k].update(i->h[k].ud, old, obj);
+    }
+    json_object_put(old);
+}
+
+static void removed(struct kite_informer *i, json_object *obj) {
+    _cleanup_free_ char *key = kite_informer_key(obj);
+    json_object *old = key ? kite_map_del(&i->cache, key) : NULL;
+    if (!old) return;
+    /* the watch's final state of the object, as client-go hands to OnDelete */
+    deleted(i, obj);
+    json_object_put(old);
+}
+
+/* Delivers the difference between the cache and a fresh list. */
+static void replace(struct kite_informer *i, json_object *items) {
+    size_t n = items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
+    struct kite_map seen = {0};
+    for (size_t k = 0; k < n; k++) {
+        json_object *obj = json_object_array_get_idx(items, k);
+        _cleanup_free_ char *key = kite_informer_key(obj);
+        if (!key) continue;
+        kite_map_put(&seen, key, obj);
+        json_object *old = kite_map_get(&i->cache, key);
+        if (old && kite_streq(kite_meta_str(old, "resourceVersion"), kite_meta_str(obj, "resourceVersion"))) continue;
+        upsert(i, obj);
+    }
+    const char *key;
+    void *v;
+    char **gone = NULL;
+    size_t ngone = 0;
+    for (size_t it = 0; kite_map_next(&i->cache, &it, &key, &v);)
+        if (!kite_map_get(&seen, key)) {
+            gone = kite_realloc(gone, (ngone + 1) * sizeof *gone);
+            gone[ngone++] = kite_strdup(key);
+        }
+    for (size_t k = 0; k < ngone; k++) {
+        json_object *old = kite_map_del(&i->cache, gone[k]);
+        deleted(i, old);
+        json_object_put(old);
+        free(gone[k]);
+    }
+    free(gone);
+    kite_map_release(&seen);
+    for (size_t k = 0; k < i->nh; k++)
+        if (i->h[k].synced) i->h[k].synced(i->h[k].ud);
+}
+
+static int on_event(json_object *ev, void *ud) {
+    struct kite_informer *i = ud;
+    json_object *obj = kite_obj_get(ev, "object");
+    const char *type = kite_obj_str(ev, "type"), *rv = kite_meta_str(obj, "resourceVersion");
+    if (!type || kite_streq(type, "ERROR")) return -ESTALE; /* 410 Expired, or worse: list again */
+    if (rv) snprintf(i->rv, sizeof i->rv, "%s", rv);
+    if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) upsert(i, obj);
+    else if (kite_streq(type, "DELETED")) removed(i, obj);
+    return 0;
+}
+
+static int list(struct kite_informer *i) {
+    _cleanup_free_ char *path = i->selector ? kite_asprintf("%s?%s", i->path, i->selector) : kite_strdup(i->path);
+    json_object *l = NULL;
+    int e = kite_client_json(i->client, "GET", path, NULL, NULL, NULL, &l);
+    if (e == 0) {
+        const char *rv = kite_meta_str(l, "resourceVersion");
+        snprintf(i->rv, sizeof i->rv, "%s", rv ? rv : "");
+        replace(i, kite_obj_get(l, "items"));
+    }
+    json_object_put(l);
+    return e;
+}
+
+static void *run(void *ud) {
+    struct kite_informer *i = ud;
+    bool listed = false;
+    while (!kite_cancel_fired(&i->cancel)) {
+        if (!listed) {
+            if (list(i) < 0) {
+                kite_cancel_wait(&i->cancel, kite_backoff_next(&i->backoff));
+                continue;
+            }
+            listed = true;
+        }
+        _cleanup_free_ char *path =
+            kite_asprintf("%s?%s%swatch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d", i->path,
+                          i->selector ? i->selector : "", i->selector ? "&" : "", i->rv, KITE_INFORMER_WATCH_S);
+        int e = kite_client_watch(i->client, path, on_event, i, &i->cancel);
+        if (e == 0) { /* the server ended the stream: resume from where it was */
+            kite_backoff_reset(&i->backoff);
+            continue;
+        }
+        listed = false;
+        if (e != -ESTALE) kite_cancel_wait(&i->cancel, kite_backoff_next(&i->backoff));
+    }
+    return NULL;
+}
+
+int kite_informer_start(const struct kite_informer_options *o, struct kite_informer **ret) {
+    struct kite_informer *i = kite_calloc(1, sizeof *i);
+    i->client = o->client;
+    i->path = kite_strdup(o->path);
+    i->selector = o->selector ? kite_strdup(o->selector) : NULL;
+    snprintf(i->name, sizeof i->name, "%s", o->name ? o->name : "informer");
+    i->nh = KITE_MIN(o->n_handlers, (size_t)KITE_INFORMER_MAX_HANDLERS);
+    memcpy(i->h, o->handlers, i->nh * sizeof *i->h);
+    kite_cancel_init(&i->cancel);
+    kite_backoff_init(&i->backoff, KITE_NS_PER_SEC, KITE_INFORMER_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
+                      (uint64_t)(uintptr_t)i);
+    if (pthread_create(&i->thread, NULL, run, i) != 0) {
+        kite_cancel_release(&i->cancel);
+        free(i->path);
+        free(i->selector);
+        free(i);
+        return -EAGAIN;
+    }
+    pthread_setname_np(i->thread, i->name);
+    *ret = i;
+    return 0;
+}
+
+void kite_informer_stop(struct kite_informer *i) {
+    if (!i) return;
+    kite_cancel_fire(&i->cancel);
+    pthread_join(i->thread, NULL);
+    kite_cancel_release(&i->cancel);
+    const char *key;
+    void *v;
+    for (size_t it = 0; kite_map_next(&i->cache, &it, &key, &v);) json_object_put(v);
+    kite_map_release(&i->cache);
+    free(i->path);
+    free(i->selector);
+    free(i);
+}

@@ -1,0 +1,43 @@
+/* What the node lifecycle and taint eviction controllers share: requests queued under their
+ * lock and made after it is dropped, events as client-go's recorder writes them, and reading
+ * conditions and taints. */
+#pragma once
+#include "base/clock.h"
+#include "client/client.h"
+
+/* A request to make once the controller's lock is released. */
+struct kite_ctl_act {
+    int kind;        /* the controller's own */
+    char *key;       /* the object it concerns (node name, pod namespace/name) */
+    char *method, *path, *ctype;
+    json_object *body; /* owned */
+};
+struct kite_ctl_acts {
+    struct kite_ctl_act *v;
+    size_t n, cap;
+};
+/* Appends (takes ownership of body). */
+void kite_ctl_acts_add(struct kite_ctl_acts *a, int kind, const char *key, const char *method, const char *path,
+                       const char *ctype, json_object *body);
+void kite_ctl_acts_release(struct kite_ctl_acts *a);
+/* Moves every request of from to the end of to. */
+void kite_ctl_acts_move(struct kite_ctl_acts *to, struct kite_ctl_acts *from);
+
+#define KITE_CTL_EVENT -1 /* kind of a queued event POST */
+
+/* Queues a core/v1 Event about an object (involvedObject apiVersion "v1") as
+ * client-go's recorder posts it: ns is the event's namespace ("default" for a Node). */
+void kite_ctl_event(struct kite_ctl_acts *a, struct kite_clock *clock, const char *component, const char *kind,
+                    const char *ns, const char *name, const char *uid, const char *type, const char *reason,
+                    const char *msg);
+/* Makes the requests in order; events are fire-and-forget. fn (may be NULL) hears each other
+ * request's outcome: 0 with the answer (borrowed), or -errno. */
+void kite_ctl_acts_run(struct kite_client *client, struct kite_ctl_acts *a,
+                       void (*fn)(void *ud, const struct kite_ctl_act *act, int e, json_object *answer), void *ud);
+
+/* A condition of status.conditions by type (borrowed), or NULL. */
+json_object *kite_ctl_condition(json_object *obj, const char *type);
+/* A taint of spec.taints with key and effect, or NULL. */
+json_object *kite_ctl_taint(json_object *node, const char *key, const char *effect);
+/* The resourceVersion as a number (0 when absent or not a number). */
+uint64_t kite_ctl_rv(json_object *obj);

@@ -1,0 +1,107 @@
+/* The list + watch informer against the fake transport: the list's objects arrive as adds,
+ * watch events as updates and deletes, and a 410 in the watch makes it list again and deliver
+ * only the difference (a delete for what vanished in the gap, an add for what appeared). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "api/registry.h"
+#include "base/clock.h"
+#include "client/informer.h"
+
+struct fake {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int lists, watches;
+    char seen[1024]; /* "add:a update:a del:b ..." in delivery order */
+    int synced;
+    char paths[4][256];
+};
+
+#define OBJ(name, rv) "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv "\"}}"
+
+static int list_h(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
+                  struct kite_response *ret) {
+    struct fake *f = ud;
+    pthread_mutex_lock(&f->mu);
+    int n = ++f->lists;
+    pthread_mutex_unlock(&f->mu);
+    ret->status = 200;
+    ret->body = kite_strdup(n == 1 ? "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[" OBJ("a", "1") "," OBJ("b", "2") "]}"
+                                   : "{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" OBJ("a", "11") "," OBJ("c", "12") "]}");
+    return 0;
+}
+
+static int send(kite_watch_fn fn, void *ud, const char *ev) {
+    json_object *o = json_tokener_parse(ev);
+    int r = fn(o, ud);
+    json_object_put(o);
+    return r;
+}
+
+static int watch_h(void *ud, const char *path, kite_watch_fn fn, void *fn_ud, struct kite_cancel *cancel) {
+    struct fake *f = ud;
+    pthread_mutex_lock(&f->mu);
+    int n = f->watches++;
+    if (n < 4) snprintf(f->paths[n], sizeof f->paths[n], "%s", path);
+    pthread_mutex_unlock(&f->mu);
+    if (n == 0) {
+        int r = send(fn, fn_ud, "{\"type\":\"MODIFIED\",\"object\":" OBJ("a", "11") "}");
+        if (r == 0) r = send(fn, fn_ud, "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}");
+        if (r == 0) r = 0; /* the server ends the stream: resumed from 15 */
+        return r;
+    }
+    if (n == 1)
+        return send(fn, fn_ud, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}");
+    if (n == 2) {
+        int r = send(fn, fn_ud, "{\"type\":\"DELETED\",\"object\":" OBJ("c", "21") "}");
+        if (r < 0) return r;
+    }
+    kite_cancel_wait(cancel, 30 * KITE_NS_PER_SEC); /* a quiet watch until stopped */
+    return -ECANCELED;
+}
+
+static void note(struct fake *f, const char *what, json_object *o) {
+    pthread_mutex_lock(&f->mu);
+    size_t l = strlen(f->seen);
+    snprintf(f->seen + l, sizeof f->seen - l, "%s%s:%s@%s", l ? " " : "", what, kite_meta_str(o, "name"),
+             kite_meta_str(o, "resourceVersion"));
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+}
+static void on_add(void *ud, json_object *o) { note(ud, "add", o); }
+static void on_update(void *ud, json_object *old, json_object *o) { note(ud, "update", o); }
+static void on_del(void *ud, json_object *o) { note(ud, "del", o); }
+static void on_synced(void *ud) {
+    struct fake *f = ud;
+    pthread_mutex_lock(&f->mu);
+    f->synced++;
+    pthread_mutex_unlock(&f->mu);
+}
+
+Test(informer, list_watch_and_relist_after_410) {
+    struct fake f = {.seen = ""};
+    pthread_mutex_init(&f.mu, NULL);
+    kite_cond_init_mono(&f.cond);
+    struct kite_client *c = kite_client_fake_new(list_h, watch_h, &f);
+    struct kite_informer_options o = {.client = c, .path = "/api/v1/pods", .name = "test", .n_handlers = 1};
+    o.handlers[0] = (struct kite_informer_handlers){on_add, on_update, on_del, on_synced, &f};
+    struct kite_informer *inf;
+    cr_assert_eq(kite_informer_start(&o, &inf), 0);
+    const char *want = "add:a@1 add:b@2 update:a@11 add:c@12 del:b@2 del:c@21";
+    struct timespec ts;
+    kite_cond_deadline(&ts, 10 * KITE_NS_PER_SEC);
+    pthread_mutex_lock(&f.mu);
+    while (strcmp(f.seen, want) != 0 && pthread_cond_timedwait(&f.cond, &f.mu, &ts) == 0) {}
+    pthread_mutex_unlock(&f.mu);
+    kite_informer_stop(inf);
+    cr_assert_str_eq(f.seen, want);
+    cr_assert_eq(f.lists, 2, "listed again after the 410 only");
+    cr_assert_eq(f.synced, 2);
+    cr_assert(strstr(f.paths[0], "watch=true") && strstr(f.paths[0], "resourceVersion=10&"), "%s", f.paths[0]);
+    cr_assert(strstr(f.paths[1], "resourceVersion=15&"), "resumed from the bookmark: %s", f.paths[1]);
+    cr_assert(strstr(f.paths[2], "resourceVersion=20&"), "from the new list: %s", f.paths[2]);
+    kite_client_free(c);
+    pthread_mutex_destroy(&f.mu);
+    pthread_cond_destroy(&f.cond);
+}
