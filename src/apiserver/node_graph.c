@@ -172,7 +172,7 @@ static void set_pod(struct kite_node_graph *g, const char *ns, const char *name,
     struct collect c = {.ns = ns, .node = node};
     if (node) {
         kite_node_graph_pod_refs(pod, collect_ref, &c);
-        qsort(c.keys, c.n, sizeof *c.keys, cmp_str);
+        if (c.n > 1) qsort(c.keys, c.n, sizeof *c.keys, cmp_str);
     }
     struct pod_entry *old = kite_map_get(&g->pods, pk);
     if (old && node && strcmp(old->node, node) == 0 && old->n_edges == c.n) {

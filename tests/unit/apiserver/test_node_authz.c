@@ -393,6 +393,9 @@ Test(node_graph, follows_pods) {
     cr_assert_not(has(KITE_NODE_REF_CONFIGMAP, "vol-p1", "a"), "a secret's name is no configmap");
     cr_assert_not(has(KITE_NODE_REF_SECRET, "vol-p2", "a"), "an unbound pod grants nothing");
     cr_assert_not(kite_node_graph_has(g, KITE_NODE_REF_SECRET, "other", "vol-p1", "a"), "another namespace");
+    /* a pod that references nothing is still the node's */
+    create(PODS, "{\"metadata\":{\"name\":\"bare\"},\"spec\":{\"nodeName\":\"a\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}");
+    cr_assert_eq(kite_node_graph_pod(g, "default", "bare", "a"), KITE_NODE_POD_OWN);
 
     /* binding p2 adds its edges at once (the write's reply comes after the graph has it) */
     json_object *o = NULL;
