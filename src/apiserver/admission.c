@@ -68,6 +68,7 @@ static int default_toleration_seconds(const struct kite_admission_attrs *a, stru
 static const struct kite_admission_plugin PLUGINS[] = {
     {"NamespaceLifecycle", NULL, namespace_lifecycle},
     {"DefaultTolerationSeconds", default_toleration_seconds, NULL},
+    {"NodeRestriction", NULL, kite_admission_node_restriction}, /* admission_node.c */
 };
 
 const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n) {

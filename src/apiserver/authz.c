@@ -1,7 +1,7 @@
 /* The authorizer chain. Each authorizer says allow, deny or no opinion; the first decision
  * wins and no opinion from all of them denies (kube-apiserver's union authorizer). For now:
- * system:masters may do everything, and so may system:nodes (the Node authorizer replaces
- * that rule in its own issue); every other user is denied. */
+ * system:masters may do everything; nodes what the Node authorizer (authz_node.c) allows;
+ * every authenticated user discovery; every other request is denied. */
 #include "apiserver/internal.h"
 
 static bool in_group(const struct kite_user *u, const char *g) {
@@ -12,12 +12,6 @@ static bool in_group(const struct kite_user *u, const char *g) {
 
 static enum kite_authz_decision masters(const struct kite_authz_attrs *a, char **why) {
     return in_group(a->user, "system:masters") ? KITE_AUTHZ_ALLOW : KITE_AUTHZ_NO_OPINION;
-}
-
-static enum kite_authz_decision nodes_interim(const struct kite_authz_attrs *a, char **why) {
-    if (!in_group(a->user, "system:nodes")) return KITE_AUTHZ_NO_OPINION;
-    if (a->verb && strcmp(a->verb, "impersonate") == 0) return KITE_AUTHZ_NO_OPINION;
-    return KITE_AUTHZ_ALLOW;
 }
 
 bool apiserver_is_health_path(const char *p) {
@@ -49,7 +43,7 @@ static enum kite_authz_decision discovery(const struct kite_authz_attrs *a, char
 /* Adding an authorizer is a function and a row here. */
 static const struct kite_authorizer CHAIN[] = {
     {"Masters", masters},
-    {"NodesInterim", nodes_interim},
+    {"Node", kite_authz_node},
     {"Discovery", discovery},
 };
 
@@ -58,10 +52,50 @@ const struct kite_authorizer *kite_authorizers(size_t *ret_n) {
     return CHAIN;
 }
 
+/* As kube-apiserver's union authorizer: the deciding authorizer's reason, or when none decides
+ * the reasons of all, one a line. */
 enum kite_authz_decision kite_authorize(const struct kite_authz_attrs *a, char **ret_reason) {
+    char *all = NULL;
     for (size_t i = 0; i < KITE_ARRAY_SIZE(CHAIN); i++) {
-        enum kite_authz_decision d = CHAIN[i].authorize(a, ret_reason);
-        if (d != KITE_AUTHZ_NO_OPINION) return d;
+        char *why = NULL;
+        enum kite_authz_decision d = CHAIN[i].authorize(a, &why);
+        if (d != KITE_AUTHZ_NO_OPINION) {
+            free(all);
+            if (ret_reason) *ret_reason = why;
+            else free(why);
+            return d;
+        }
+        if (why && *why) {
+            char *joined = all ? kite_asprintf("%s\n%s", all, why) : why;
+            if (joined != why) free(why);
+            free(all);
+            all = joined;
+        } else {
+            free(why);
+        }
     }
+    if (ret_reason) *ret_reason = all;
+    else free(all);
     return KITE_AUTHZ_DENY;
+}
+
+char *kite_authz_forbidden_message(const struct kite_authz_attrs *a, const char *reason) {
+    struct kite_buf m = {0};
+    const char *user = a->user && a->user->name ? a->user->name : "";
+    if (!a->resource) {
+        kite_buf_printf(&m, "forbidden: User \"%s\" cannot %s path \"%s\"", user, a->verb ? a->verb : "get",
+                        a->path ? a->path : "");
+    } else {
+        /* the group resource as schema.GroupResource prints it: "nodes", "leases.coordination.k8s.io" */
+        const char *group = a->group ? a->group : "";
+        kite_buf_printf(&m, "%s%s%s", a->resource, *group ? "." : "", group);
+        if (a->name && *a->name) kite_buf_printf(&m, " \"%s\"", a->name);
+        kite_buf_printf(&m, " is forbidden: User \"%s\" cannot %s resource \"%s%s%s\" in API group \"%s\" ", user,
+                        a->verb ? a->verb : "", a->resource, a->sub ? "/" : "", a->sub ? a->sub : "", group);
+        if (a->ns && *a->ns) kite_buf_printf(&m, "in the namespace \"%s\"", a->ns);
+        else kite_buf_puts(&m, "at the cluster scope");
+    }
+    if (reason && *reason) kite_buf_printf(&m, ": %s", reason);
+    size_t len;
+    return kite_buf_detach(&m, &len);
 }

@@ -65,6 +65,7 @@ struct kite_apiserver {
     struct keyq *writing;       /* keys of the updates, patches and deletes in progress */
     struct kite_log_ratelimit storage_log; /* storage errors: one line a second */
     int lock_fd;                /* flock'ed DATA_DIR/kite.lock while running; -1 */
+    struct kite_node_graph *node_graph; /* the Node authorizer's pods graph (node_graph.c) */
 };
 
 struct kite_user {
@@ -241,6 +242,11 @@ struct kite_authz_attrs {
     const char *verb, *group, *resource, *sub, *ns, *name;
     const char *path; /* non-resource requests */
     struct kite_apiserver *view; /* objects, read-only through apiserver_lookup(); may be NULL */
+    /* list, watch and deletecollection: the request's selectors (NULL: none). As
+     * kube-apiserver's request info, a list or watch whose field selector requires
+     * metadata.name=X has name X. */
+    const struct kite_field_selector *fields;
+    const char *label_selector;
 };
 struct kite_authorizer {
     const char *name;
@@ -250,6 +256,39 @@ struct kite_authorizer {
 /* The chain, in order. */
 const struct kite_authorizer *kite_authorizers(size_t *ret_n);
 enum kite_authz_decision kite_authorize(const struct kite_authz_attrs *a, char **ret_reason);
+/* authz_node.c: the Node authorizer (kube-apiserver's --authorization-mode=Node, with
+ * AuthorizeNodeWithSelectors). A node is a user in group system:nodes named system:node:NAME;
+ * *ret_name is NAME, or "" for a user of the group whose name does not have that form (an
+ * unidentifiable node, refused). false: not a node at all. */
+bool kite_node_identity(const struct kite_user *u, const char **ret_name);
+enum kite_authz_decision kite_authz_node(const struct kite_authz_attrs *a, char **ret_reason);
+/* The 403 message of a refused request, as kube-apiserver's responsewriters.Forbidden:
+ * `<resource> "<name>" is forbidden: User "<u>" cannot <verb> resource "<r>[/<sub>]" in API
+ * group "<g>" (in the namespace "<ns>"|at the cluster scope)[: <reason>]`, or for a path
+ * `forbidden: User "<u>" cannot <verb> path "<p>"`. Malloc'ed. */
+char *kite_authz_forbidden_message(const struct kite_authz_attrs *a, const char *reason);
+
+/* node_graph.c: which node each pod is bound to and what the pods of each node reference,
+ * kept from the pods' watch cache as changes are applied (see the file). */
+enum kite_node_ref { KITE_NODE_REF_SECRET, KITE_NODE_REF_CONFIGMAP, KITE_NODE_REF_PVC, KITE_NODE_REF_SERVICEACCOUNT };
+enum kite_node_pod { KITE_NODE_POD_UNKNOWN, KITE_NODE_POD_OWN, KITE_NODE_POD_OTHER };
+struct kite_node_graph;
+/* Builds s->node_graph from the pods' cache and follows it (after the caches exist). */
+int kite_node_graph_start(struct kite_apiserver *s);
+void kite_node_graph_free(struct kite_node_graph *g); /* before the caches are freed; NULL ok */
+/* The pod ns/name: bound to node, bound to another, or unknown/unbound. g may be NULL. */
+enum kite_node_pod kite_node_graph_pod(struct kite_node_graph *g, const char *ns, const char *name, const char *node);
+/* A pod bound to node references the object t ns/name. */
+bool kite_node_graph_has(struct kite_node_graph *g, enum kite_node_ref t, const char *ns, const char *name,
+                         const char *node);
+/* Calls fn for every object a pod references: its service account, image pull secrets,
+ * Secrets and ConfigMaps of env, envFrom and volumes (projected sources included), claims. */
+typedef void (*kite_node_ref_fn)(enum kite_node_ref t, const char *name, void *ud);
+void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud);
+
+/* admission_node.c: the NodeRestriction admission plugin (validating). */
+int kite_admission_node_restriction(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+
 /* The one list of health paths: /healthz, /livez, /readyz and their checks below them. */
 bool apiserver_is_health_path(const char *path);
 /* Paths anyone may get, anonymous included (kube-apiserver's system:public-info-viewer):

@@ -75,7 +75,7 @@ Test(chains, authorizers_decide) {
     const struct kite_authorizer *chain = kite_authorizers(&n);
     cr_assert_eq(n, 3);
     cr_assert_str_eq(chain[0].name, "Masters");
-    cr_assert_str_eq(chain[1].name, "NodesInterim");
+    cr_assert_str_eq(chain[1].name, "Node");
     cr_assert_str_eq(chain[2].name, "Discovery");
     const char *const masters[] = {"system:masters", "system:authenticated", NULL};
     const char *const nodes[] = {"system:nodes", "system:authenticated", NULL};
@@ -90,8 +90,11 @@ Test(chains, authorizers_decide) {
         {"kite-admin", masters, "delete", "namespaces", NULL, KITE_AUTHZ_ALLOW},
         {"kite-admin", masters, "impersonate", "users", NULL, KITE_AUTHZ_ALLOW},
         {"kite-admin", masters, "get", NULL, "/metrics", KITE_AUTHZ_ALLOW},
-        {"system:node:n1", nodes, "update", "nodes", NULL, KITE_AUTHZ_ALLOW},
+        {"system:node:n1", nodes, "create", "nodes", NULL, KITE_AUTHZ_ALLOW},
         {"system:node:n1", nodes, "create", "pods", NULL, KITE_AUTHZ_ALLOW},
+        {"system:node:n1", nodes, "list", "nodes", NULL, KITE_AUTHZ_DENY},
+        {"system:node:n1", nodes, "delete", "namespaces", NULL, KITE_AUTHZ_DENY},
+        {"system:node:n1", nodes, "get", NULL, "/api", KITE_AUTHZ_ALLOW},
         {"system:node:n1", nodes, "impersonate", "users", NULL, KITE_AUTHZ_DENY},
         {"bob", authed, "get", "pods", NULL, KITE_AUTHZ_DENY},
         {"bob", authed, "list", "namespaces", NULL, KITE_AUTHZ_DENY},
