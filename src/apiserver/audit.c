@@ -260,15 +260,15 @@ void kite_audit_metrics(struct kite_audit *a, struct kite_buf *out) {
                     (unsigned long long)ev, (unsigned long long)lost, (unsigned long long)werr, (unsigned long long)rot);
 }
 
-static void append_line(struct kite_audit *a, const struct kite_buf *line) {
+void kite_audit_append(struct kite_audit *a, const char *line, size_t len) {
     pthread_mutex_lock(&a->mu);
     a->events++;
-    if (a->pending.len + line->len > KITE_AUDIT_BUFFER_MAX) {
+    if (a->pending.len + len > KITE_AUDIT_BUFFER_MAX) {
         a->dropped++;
     } else {
-        kite_buf_append(&a->pending, line->p, line->len);
+        kite_buf_append(&a->pending, line, len);
         a->appended++;
-        if (a->pending.len == line->len) pthread_cond_signal(&a->wake);
+        if (a->pending.len == len) pthread_cond_signal(&a->wake);
     }
     pthread_mutex_unlock(&a->mu);
 }
@@ -389,6 +389,6 @@ void apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code) {
                         "\"stageTimestamp\":\"%s\"}\n",
                     stage == KITE_AUDIT_RESPONSE_STARTED ? "ResponseStarted" : "ResponseComplete", rq->audit_head, code,
                     received, now);
-    append_line(a, &b);
+    kite_audit_append(a, b.p, b.len);
     kite_buf_release(&b);
 }

@@ -223,6 +223,8 @@ enum kite_audit_stage { KITE_AUDIT_RESPONSE_STARTED, KITE_AUDIT_RESPONSE_COMPLET
 /* Records rq's event at stage with the response code (no-op when audit is off). */
 void apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code);
 void kite_audit_metrics(struct kite_audit *a, struct kite_buf *out);
+/* Queues one line (ending in '\n') for the writer; dropped and counted past the buffer's limit. */
+void kite_audit_append(struct kite_audit *a, const char *line, size_t len);
 /* Waits until every event recorded so far is written (tests). */
 void kite_audit_flush(struct kite_audit *a);
 

@@ -103,9 +103,13 @@ static void review_rules(const struct kite_review_env *env, const struct kite_re
 /* ---- the handler ------------------------------------------------------------------------- */
 
 void handle_review(struct req *rq) {
+    const struct kite_resource *r = rq->res;
+    if (r->namespaced && !rq->ns) { /* created in a namespace only; no list across them */
+        reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+        return;
+    }
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
-    const struct kite_resource *r = rq->res;
     char *err = NULL;
     if (kite_schema_check(r->schema, obj, &err) < 0) {
         reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", r->kind, r->version,
