@@ -82,8 +82,10 @@ static bool extra_valid(json_object *extra, struct kite_causes *c) {
 
 /* ---- evaluation ---- */
 
-#define REVIEW_MAX_GROUPS 64  /* spec.groups of a SubjectAccessReview */
-#define REVIEW_MAX_EXTRA 64   /* spec.extra values, all keys together */
+/* A subject the server can hold: as many groups and extra values as impersonation may give
+ * (the apiserver's KITE_IMPERSONATE_*_MAX); past them 422. */
+#define REVIEW_MAX_GROUPS 32  /* spec.groups of a SubjectAccessReview */
+#define REVIEW_MAX_EXTRA 32   /* spec.extra values, all keys together */
 
 static void fill_status(json_object *obj, const struct kite_review_env *env, const struct kite_review_attrs *a) {
     struct kite_review_decision d = {0};

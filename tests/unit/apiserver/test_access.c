@@ -162,6 +162,15 @@ Test(access, subject_access_review) {
                           "{\"spec\":{\"user\":\"u\",\"extra\":{\"k\":\"v\"},\"resourceAttributes\":{}}}"),
                  422);
     json_object_put(o);
+    /* a subject the server could not hold is refused, not cut short (a group past the 32nd is data) */
+    struct kite_buf b = {0};
+    kite_buf_puts(&b, "{\"spec\":{\"user\":\"u\",\"resourceAttributes\":{},\"groups\":[");
+    for (int i = 0; i < 33; i++) kite_buf_printf(&b, "%s\"g%d\"", i ? "," : "", i);
+    kite_buf_puts(&b, "]}}");
+    cr_assert_eq(api_req("POST", AZ "subjectaccessreviews", NULL, b.p, &o), 422);
+    cr_assert(has_cause(o, "spec.groups", "must have at most 32 items"));
+    json_object_put(o);
+    kite_buf_release(&b);
     /* creating one needs create on subjectaccessreviews, which bob has not */
     become("bob", NULL, 0);
     cr_assert_eq(api_reqf("POST", AZ "subjectaccessreviews", &o,
