@@ -39,6 +39,7 @@ struct pod {
     int64_t grace_s;       /* grace period of the stop */
     char *sandbox_id;
     char *sandbox_ip;
+    bool volumes_ready;    /* every volume set up */
     struct pod_ctr *c;
     size_t nc, n_init;
     bool admitted, rejected;
@@ -140,6 +141,7 @@ struct kite_pods {
     int64_t next_relist, next_resync;
     int64_t alloc_cpu_m, alloc_mem_m, alloc_pods_m; /* milli-units; < 0 = unknown */
     char *host_ip;
+    char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
 };
 
 /* status.c: the pod's status as the kubelet generates it; prev (borrowed, may be NULL) gives
@@ -157,6 +159,16 @@ void pods_requests(json_object *spec, int64_t *ret_cpu_m, int64_t *ret_mem_m);
 void pods_status_update(struct kite_pods *p, struct pod *pod);
 /* Sends due status patches and final deletes. */
 void pods_status_sync(struct kite_pods *p, int64_t now);
+
+/* volumes.c: emptyDir and hostPath. setup is idempotent (every sync before containers start);
+ * on failure *ret_volume and *ret_err name the volume and the reason. mounts: the container's
+ * volumeMounts as bind mounts (paths owned by *ret_paths, free with kite_strv_free(paths, n)).
+ * teardown removes the pod's directory (tmpfs unmounted first). */
+int pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, char **ret_err);
+int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, struct kite_mount **ret,
+                        size_t *ret_n, char ***ret_paths, char **ret_err);
+int pods_volumes_teardown(struct kite_pods *p, const char *uid);
+char *pods_pod_dir(struct kite_pods *p, const char *uid);
 
 /* worker.c */
 void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);

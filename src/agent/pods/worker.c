@@ -147,10 +147,24 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     if (rq) kite_quantity_parse_milli(rq, &cpu_req);
     if (!cpu_req) cpu_req = cpu;
     uint32_t attempt = c->id ? c->restarts + 1 : c->restarts;
+    struct kite_mount *mounts = NULL;
+    size_t nmounts = 0;
+    char **mount_paths = NULL, *merr = NULL;
+    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0) {
+        free((void *)cmd);
+        free((void *)args);
+        kite_strv_free(env, nenv);
+        _cleanup_free_ char *m = kite_asprintf("Error: %s", merr);
+        ev(p, pod, c, "Warning", "Failed", m);
+        set_wait(c, "CreateContainerConfigError", merr);
+        free(merr);
+        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+        return false;
+    }
     struct kite_container_config cfg = {
         .name = c->name, .attempt = attempt, .image = pjs(c->spec, "image"), .command = cmd, .n_command = ncmd,
         .args = args, .n_args = nargs, .env = (const char *const *)env, .n_env = nenv,
-        .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem,
+        .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem, .mounts = mounts, .n_mounts = nmounts,
         .cpu_quota_us = cpu ? KITE_MAX(cpu * 100, 1000) : 0, .cpu_period_us = cpu ? 100000 : 0,
         .cpu_shares = cpu_req ? KITE_MAX(cpu_req * 1024 / 1000, 2) : 0};
     char *id = NULL, *err = NULL;
@@ -159,6 +173,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     free((void *)cmd);
     free((void *)args);
     kite_strv_free(env, nenv);
+    kite_strv_free(mount_paths, nmounts);
+    free(mounts);
     if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("Error: %s", err ? err : strerror(-r));
         ev(p, pod, c, "Warning", "Failed", m);
@@ -255,6 +271,21 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     return true;
 }
 
+/* Volumes before any container, as the kubelet's WaitForAttachAndMount: a failure leaves the
+ * containers in ContainerCreating with a FailedMount event, and is tried again later. */
+static bool ensure_volumes(struct kite_pods *p, struct pod *pod, int64_t now) {
+    if (pod->volumes_ready) return true;
+    _cleanup_free_ char *vol = NULL, *err = NULL;
+    if (pods_volumes_setup(p, pod, &vol, &err) < 0) {
+        _cleanup_free_ char *m = kite_asprintf("MountVolume.SetUp failed for volume \"%s\" : %s", vol, err);
+        ev(p, pod, NULL, "Warning", "FailedMount", m);
+        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+        return false;
+    }
+    pod->volumes_ready = true;
+    return true;
+}
+
 static bool ctr_running(struct pod_ctr *c) { return c->have_st && c->st.state == KITE_CONTAINER_RUNNING; }
 
 /* preStop (exec), SIGTERM now and SIGKILL once the grace period is over; the sandbox goes when
@@ -323,6 +354,10 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
             pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
             return;
         }
+        if (pods_volumes_teardown(p, pod->uid) < 0) {
+            pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+            return;
+        }
         pod->removed = true;
     }
 }
@@ -342,6 +377,7 @@ void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
         return;
     }
     if (!ensure_sandbox(p, pod, now)) return;
+    if (!ensure_volumes(p, pod, now)) return;
     const char *policy = pods_restart_policy(pod);
     for (size_t i = 0; i < pod->n_init; i++) {
         struct pod_ctr *c = &pod->c[i];
