@@ -11,6 +11,7 @@ extern const struct kite_resource kite_kind_lease;
 extern const struct kite_resource kite_kind_configmap;
 extern const struct kite_resource kite_kind_secret;
 extern const struct kite_resource kite_kind_serviceaccount;
+extern const struct kite_resource kite_kind_csr;
 /* never stored: access reviews (authorization.k8s.io/v1) and SelfSubjectReview (authentication.k8s.io/v1) */
 extern const struct kite_resource kite_kind_selfsubjectaccessreview;
 extern const struct kite_resource kite_kind_subjectaccessreview;
