@@ -19,6 +19,11 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_secret,
     &kite_kind_serviceaccount,
     &kite_kind_csr,
+    &kite_kind_selfsubjectaccessreview,
+    &kite_kind_subjectaccessreview,
+    &kite_kind_localsubjectaccessreview,
+    &kite_kind_selfsubjectrulesreview,
+    &kite_kind_selfsubjectreview,
     NULL,
 };
 

@@ -44,6 +44,47 @@ struct kite_subresource {
                    char **ret_path, char **ret_msg);
 };
 
+/* ---- kinds that are never stored (access reviews) --------------------------------------
+ * A POST of such a kind asks the server a question; the answer is the request's object with
+ * its status filled. The kind's hook words the question and the answer; the server answers
+ * what it is asked through a kite_review_env, so neither names the other. */
+
+/* An identity as authentication.k8s.io's UserInfo carries it. extra: n_extra (key, value)
+ * pairs, extra[2i] the key and extra[2i+1] one of its values. All borrowed. */
+struct kite_review_user {
+    const char *name, *uid;
+    const char *const *groups;
+    size_t n_groups;
+    const char *const *extra;
+    size_t n_extra;
+};
+
+/* One access question: a resource request (resource set) or a non-resource one (path set). */
+struct kite_review_attrs {
+    const struct kite_review_user *user;
+    const char *verb, *group, *version, *resource, *sub, *ns, *name;
+    const char *path;
+};
+
+/* The answer of the server's authorizer chain; reason and error malloc'ed (may be NULL). */
+struct kite_review_decision {
+    bool allowed, denied;
+    char *reason, *error;
+};
+
+struct kite_review_env {
+    const struct kite_review_user *requester; /* who asks (the impersonated user, if any) */
+    const char *ns;                           /* the request's namespace (namespaced kinds); NULL */
+    int64_t now_ns;                           /* the server's wall time */
+    void (*authorize)(const struct kite_review_env *env, const struct kite_review_attrs *a,
+                      struct kite_review_decision *ret);
+    /* Sets status.resourceRules, nonResourceRules, incomplete and evaluationError: what the
+     * chain lists u may do in ns (SubjectRulesReviewStatus). */
+    void (*rules)(const struct kite_review_env *env, const struct kite_review_user *u, const char *ns,
+                  json_object *status);
+    void *ud;
+};
+
 /* A row's group and version, and its apiVersion derived from them at compile time. */
 #define KITE_CORE_V1 .group = "", .version = "v1", .api_version = "v1"
 #define KITE_GROUP_VERSION(g, v) .group = g, .version = v, .api_version = g "/" v
@@ -102,6 +143,12 @@ struct kite_resource {
     /* Objects of kinds with this hook expire: deleted once the wall time it returns (when the
      * object last happened, ns) is older than the event TTL (events). */
     int64_t (*last_seen)(json_object *obj);
+    /* A kind that is never stored (access reviews): only POST of the collection is served
+     * (verb create), and it answers 201 with obj, the decoded and schema-checked body, as the
+     * hook fills it in place. Returns 0; 422 with causes added (the kind's validation); or
+     * 400 with *ret_msg (malloc'ed). */
+    int (*evaluate)(json_object *obj, const struct kite_review_env *env, struct kite_causes *causes,
+                    char **ret_msg);
     /* Converts between this group version's shape and the stored shape (events.k8s.io/v1 is
      * stored as core v1 Event). to_storage/from_storage edit obj in place. */
     void (*to_storage)(json_object *obj);
@@ -116,6 +163,9 @@ const struct kite_resource *kite_registry_namespaces(void);
 const struct kite_subresource *kite_resource_subresource(const struct kite_resource *r, const char *name);
 /* sr is an action (POST) subresource. */
 static inline bool kite_subresource_is_action(const struct kite_subresource *sr) { return sr && (sr->act || sr->deletes); }
+
+/* r's objects are kept in the store (every kind but the evaluated ones). */
+static inline bool kite_resource_stored(const struct kite_resource *r) { return !r->evaluate; }
 
 /* Looks up by group, version and plural (or a short name or singular when by_alias). */
 const struct kite_resource *kite_registry_find(const char *group, const char *version, const char *plural);

@@ -14,6 +14,9 @@ struct kite_apiserver_options {
     int64_t event_ttl_s;       /* events older than this are deleted; 0 = default (1 h) */
     struct kite_clock *clock;  /* NULL = the real clock (tests pass a fake one) */
     bool force_recover;        /* open a store found damaged anyway (kite_store_options) */
+    const char *audit_log_path; /* --audit-log-path: audit.k8s.io/v1 Events, one JSON line each; NULL = off */
+    int64_t audit_log_maxsize_mb; /* rotate past this many MB; 0 = never */
+    int64_t audit_log_maxbackup;  /* rotated files kept; 0 = all */
 };
 
 struct kite_apiserver;

@@ -14,6 +14,21 @@ static enum kite_authz_decision masters(const struct kite_authz_attrs *a, char *
     return in_group(a->user, "system:masters") ? KITE_AUTHZ_ALLOW : KITE_AUTHZ_NO_OPINION;
 }
 
+static const char *const ALL[] = {"*", NULL};
+
+static void masters_rules(const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
+    if (!in_group(u, "system:masters")) return;
+    kite_authz_rule_add(out, ALL, ALL, ALL, NULL);
+    kite_authz_rule_add_paths(out, ALL, ALL);
+}
+
+/* As kube-apiserver's Node authorizer: a node's permissions follow its pods and are not
+ * listed, so its rules review is incomplete; other users get nothing from it. */
+static void node_rules(const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
+    const char *node;
+    if (kite_node_identity(u, &node)) out->incomplete = true;
+}
+
 bool apiserver_is_health_path(const char *p) {
     static const char *const roots[] = {"/healthz", "/livez", "/readyz"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(roots); i++) {
@@ -27,10 +42,29 @@ bool apiserver_is_public_path(const char *p) {
     return apiserver_is_health_path(p) || strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0;
 }
 
+/* What system:basic-user lets every authenticated user create: questions about itself. */
+static const char *const AUTHZ_SELF[] = {"selfsubjectaccessreviews", "selfsubjectrulesreviews", NULL};
+static const char *const AUTHN_SELF[] = {"selfsubjectreviews", NULL};
+static const char *const AUTHZ_GROUP[] = {"authorization.k8s.io", NULL}, *const AUTHN_GROUP[] = {"authentication.k8s.io", NULL};
+
+static bool listed(const char *const *l, const char *s) {
+    for (; *l; l++)
+        if (strcmp(*l, s) == 0) return true;
+    return false;
+}
+
+static bool self_review(const struct kite_authz_attrs *a) {
+    if (!a->resource || a->sub || !a->verb || strcmp(a->verb, "create") != 0) return false;
+    return (strcmp(a->group, AUTHZ_GROUP[0]) == 0 && listed(AUTHZ_SELF, a->resource)) ||
+           (strcmp(a->group, AUTHN_GROUP[0]) == 0 && listed(AUTHN_SELF, a->resource));
+}
+
 /* Read-only, non-resource paths any authenticated user may get (system:discovery and
- * system:public-info-viewer). */
+ * system:public-info-viewer), and the self reviews (system:basic-user). */
 static enum kite_authz_decision discovery(const struct kite_authz_attrs *a, char **why) {
-    if (!a->path || !in_group(a->user, "system:authenticated")) return KITE_AUTHZ_NO_OPINION;
+    if (!in_group(a->user, "system:authenticated")) return KITE_AUTHZ_NO_OPINION;
+    if (self_review(a)) return KITE_AUTHZ_ALLOW;
+    if (!a->path) return KITE_AUTHZ_NO_OPINION;
     if (apiserver_is_public_path(a->path)) return KITE_AUTHZ_ALLOW;
     static const char *const roots[] = {"/api", "/apis"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(roots); i++) {
@@ -40,11 +74,22 @@ static enum kite_authz_decision discovery(const struct kite_authz_attrs *a, char
     return KITE_AUTHZ_NO_OPINION;
 }
 
-/* Adding an authorizer is a function and a row here. */
+static void discovery_rules(const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
+    static const char *const get[] = {"get", NULL}, *const create[] = {"create", NULL};
+    static const char *const paths[] = {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz",
+                                        "/version", "/version/", NULL};
+    if (!in_group(u, "system:authenticated")) return;
+    kite_authz_rule_add(out, create, AUTHZ_GROUP, AUTHZ_SELF, NULL);
+    kite_authz_rule_add(out, create, AUTHN_GROUP, AUTHN_SELF, NULL);
+    kite_authz_rule_add_paths(out, get, paths);
+}
+
+/* Adding an authorizer is a function and a row here (and, for SelfSubjectRulesReview, a
+ * function listing its rules; without one the review says it is incomplete). */
 static const struct kite_authorizer CHAIN[] = {
-    {"Masters", masters},
-    {"Node", kite_authz_node},
-    {"Discovery", discovery},
+    {"Masters", masters, masters_rules},
+    {"Node", kite_authz_node, node_rules},
+    {"Discovery", discovery, discovery_rules},
 };
 
 const struct kite_authorizer *kite_authorizers(size_t *ret_n) {

@@ -14,6 +14,10 @@
 static const char *const VERBS_ALL[] = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"};
 
 static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
+    if (!kite_resource_stored(r)) { /* a question, answered and forgotten */
+        kite_buf_puts(b, "[\"create\"]");
+        return;
+    }
     kite_buf_puts(b, "[");
     bool first = true;
     for (size_t i = 0; i < KITE_ARRAY_SIZE(VERBS_ALL); i++) {

@@ -66,12 +66,19 @@ struct kite_apiserver {
     struct kite_log_ratelimit storage_log; /* storage errors: one line a second */
     int lock_fd;                /* flock'ed DATA_DIR/kite.lock while running; -1 */
     struct kite_node_graph *node_graph; /* the Node authorizer's pods graph (node_graph.c) */
+    struct kite_audit *audit;   /* --audit-log-path; NULL when off */
 };
+
+#define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
+#define KITE_IMPERSONATE_EXTRA_MAX 32     /* Impersonate-Extra-* values of one request (-> 400) */
 
 struct kite_user {
     const char *name;
-    const char *groups[34];
+    const char *uid;                      /* NULL or "" when unknown (client certificates) */
+    const char *groups[KITE_IMPERSONATE_GROUPS_MAX + 2];
     size_t n_groups;
+    const char *extra[2 * KITE_IMPERSONATE_EXTRA_MAX]; /* (key, value) pairs: extra[2i], extra[2i+1] */
+    size_t n_extra;
 };
 
 struct req {
@@ -85,6 +92,11 @@ struct req {
     bool is_watch;
     /* who */
     struct kite_user user;
+    struct kite_user impersonator; /* who authenticated, when impersonating (name NULL otherwise) */
+    char *impersonation_mem;   /* owns the impersonated extras' keys (impersonate.c) */
+    /* audit (audit.c) */
+    int64_t start_wall_ns;     /* requestReceivedTimestamp */
+    char *audit_head;          /* the event's fields that every stage repeats, made at the first one */
     /* output */
     bool table;                /* Accept asked for a meta.k8s.io Table */
     bool table_full_object;    /* includeObject=Object */
@@ -208,6 +220,36 @@ json_object *apiserver_lookup(struct kite_apiserver *s, const struct kite_resour
 /* watch.c */
 void handle_watch(struct req *rq);
 
+/* review.c: POST of a kind that is never stored (access reviews): its row's evaluate hook,
+ * asking the authorizer chain. */
+void handle_review(struct req *rq);
+
+/* impersonate.c: the Impersonate-* headers. rq->user is the authenticated user; when the
+ * request impersonates, each part is authorized (verb impersonate) and rq->user becomes the
+ * impersonated identity, rq->impersonator the original. false after replying 400/403. */
+bool apiserver_impersonate(struct req *rq);
+
+/* audit.c: the audit log (audit.k8s.io/v1 Events at level Metadata, one JSON line each),
+ * written by its own thread; a request only appends to a buffer. */
+#define KITE_AUDIT_BUFFER_MAX (16u * 1024 * 1024) /* events waiting for the disk; past it dropped (counted) */
+struct kite_audit;
+struct kite_audit_options {
+    const char *path;
+    int64_t max_size_mb;    /* rotate past this size; 0: never */
+    int64_t max_backups;    /* rotated files kept; 0: all */
+    struct kite_clock *clock;
+};
+int kite_audit_open(const struct kite_audit_options *o, struct kite_audit **ret);
+void kite_audit_close(struct kite_audit *a); /* writes what is buffered; NULL is a no-op */
+enum kite_audit_stage { KITE_AUDIT_RESPONSE_STARTED, KITE_AUDIT_RESPONSE_COMPLETE };
+/* Records rq's event at stage with the response code (no-op when audit is off). */
+void apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code);
+void kite_audit_metrics(struct kite_audit *a, struct kite_buf *out);
+/* Queues one line (ending in '\n') for the writer; dropped and counted past the buffer's limit. */
+void kite_audit_append(struct kite_audit *a, const char *line, size_t len);
+/* Waits until every event recorded so far is written (tests). */
+void kite_audit_flush(struct kite_audit *a);
+
 /* discovery.c, openapi.c */
 bool handle_discovery(struct req *rq);
 bool handle_openapi(struct req *rq);
@@ -248,10 +290,24 @@ struct kite_authz_attrs {
     const struct kite_field_selector *fields;
     const char *label_selector;
 };
+/* What an authorizer lists a user may do (SelfSubjectRulesReview's status): arrays of
+ * ResourceRule {verbs, apiGroups, resources, resourceNames} and NonResourceRule {verbs,
+ * nonResourceURLs} objects; incomplete when some authorizer could not list its rules. */
+struct kite_authz_rules {
+    json_object *resource_rules, *non_resource_rules;
+    bool incomplete;
+};
+/* Append one rule; the lists are NULL-terminated (names may be NULL: every name). */
+void kite_authz_rule_add(struct kite_authz_rules *r, const char *const *verbs, const char *const *groups,
+                         const char *const *resources, const char *const *names);
+void kite_authz_rule_add_paths(struct kite_authz_rules *r, const char *const *verbs, const char *const *urls);
 struct kite_authorizer {
     const char *name;
     /* *ret_reason (malloc'ed, optional) explains the decision. */
     enum kite_authz_decision (*authorize)(const struct kite_authz_attrs *a, char **ret_reason);
+    /* Optional: appends the rules it grants u in namespace ns; an authorizer that cannot
+     * list them sets out->incomplete. Without it the review is marked incomplete. */
+    void (*rules)(const struct kite_user *u, const char *ns, struct kite_authz_rules *out);
 };
 /* The chain, in order. */
 const struct kite_authorizer *kite_authorizers(size_t *ret_n);

@@ -38,7 +38,7 @@ static void gv_doc(struct kite_buf *b, const char *group) {
     bool first = true;
     for (size_t k = 0; kite_resources[k]; k++) {
         const struct kite_resource *r = kite_resources[k];
-        if (strcmp(r->group, group) != 0) continue;
+        if (strcmp(r->group, group) != 0 || !kite_resource_stored(r)) continue; /* no PATCH */
         char gv[128];
         gv_path(gv, sizeof gv, r);
         for (int sub = 0; sub <= (r->has_status ? 1 : 0); sub++) {

@@ -42,6 +42,8 @@ void req_free(struct req *rq) {
     free(rq->ns);
     free(rq->name);
     free(rq->sub);
+    free(rq->impersonation_mem);
+    free(rq->audit_head);
     free(rq);
 }
 
@@ -50,6 +52,7 @@ void reply(struct req *rq, int code, const char *content_type, char *body, size_
     if (rq->srv->metrics)
         metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", req_resource_label(rq), code,
                         kite_now_mono(rq->srv->clock) - rq->start_ns);
+    apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, code);
     kite_http_respond(rq->http, code, content_type, body, len);
     req_free(rq);
 }
@@ -205,47 +208,27 @@ static void add_group(struct kite_user *u, const char *g) {
     if (u->n_groups < KITE_ARRAY_SIZE(u->groups) && !user_in_group(u, g)) u->groups[u->n_groups++] = g;
 }
 
-/* Sets rq->user; replies 401/403 itself and returns false when the request may not proceed. */
+/* Sets rq->user; replies 401/403 itself and returns false when the request may not proceed.
+ * No credentials: anonymous may get the public paths (system:public-info-viewer) and is
+ * answered 401 elsewhere, as kube-apiserver 1.32 with anonymous authentication limited to
+ * those paths (AuthenticationConfiguration anonymous.conditions); its default
+ * --anonymous-auth=true would answer 403 there instead. */
 static bool authenticate(struct req *rq) {
     const struct kite_http_user *hu = rq->http->user;
-    if (rq->http->authn_failed) {
+    if (rq->http->authn_failed || (!hu && !apiserver_is_public_path(rq->http->path))) {
         reply_error(rq, 401, "Unauthorized", "Unauthorized");
         return false;
     }
     if (!hu) {
-        if (apiserver_is_public_path(rq->http->path)) {
-            rq->user.name = "system:anonymous";
-            add_group(&rq->user, "system:unauthenticated");
-            return true;
-        }
-        reply_error(rq, 401, "Unauthorized", "Unauthorized");
-        return false;
+        rq->user.name = "system:anonymous";
+        add_group(&rq->user, "system:unauthenticated");
+    } else {
+        rq->user.name = hu->name;
+        rq->user.uid = hu->uid;
+        for (size_t i = 0; i < hu->n_groups; i++) add_group(&rq->user, hu->groups[i]);
+        add_group(&rq->user, "system:authenticated");
     }
-    rq->user.name = hu->name;
-    for (size_t i = 0; i < hu->n_groups; i++) add_group(&rq->user, hu->groups[i]);
-    add_group(&rq->user, "system:authenticated");
-
-    const char *as = kite_http_header(rq->http, "Impersonate-User");
-    const char *as_groups[32];
-    size_t ng = kite_http_header_all(rq->http, "Impersonate-Group", as_groups, KITE_ARRAY_SIZE(as_groups));
-    if (!as && ng) {
-        reply_error(rq, 500, "InternalError", "requested %s without impersonating a user", "groups");
-        return false;
-    }
-    if (!as) return true;
-    struct kite_authz_attrs a = {.user = &rq->user, .verb = "impersonate", .group = "", .resource = "users", .name = as,
-                                 .view = rq->srv};
-    _cleanup_free_ char *why = NULL;
-    if (kite_authorize(&a, &why) != KITE_AUTHZ_ALLOW) {
-        reply_error(rq, 403, "Forbidden", "users \"%s\" is forbidden: User \"%s\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
-                    as, rq->user.name);
-        return false;
-    }
-    if (ng > KITE_ARRAY_SIZE(as_groups)) ng = KITE_ARRAY_SIZE(as_groups);
-    rq->user = (struct kite_user){.name = as};
-    for (size_t i = 0; i < ng; i++) add_group(&rq->user, as_groups[i]);
-    add_group(&rq->user, "system:authenticated");
-    return true;
+    return apiserver_impersonate(rq);
 }
 
 static bool authorize_request(struct req *rq) {
@@ -323,6 +306,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     rq->srv = s;
     rq->http = hr;
     rq->start_ns = kite_now_mono(rq->srv->clock);
+    rq->start_wall_ns = kite_now_wall(rq->srv->clock);
     const char *p = hr->path;
     if (!authenticate(rq)) return;
 
@@ -341,6 +325,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         kite_buf_printf(&b, "# HELP kite_store_commits_failed_total Store transactions that failed in storage (their writes got errors).\n"
                             "# TYPE kite_store_commits_failed_total counter\nkite_store_commits_failed_total %llu\n",
                         (unsigned long long)st.commits_failed);
+        kite_audit_metrics(s->audit, &b);
         size_t len;
         char *body = kite_buf_detach(&b, &len);
         reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
@@ -356,7 +341,8 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     rq->verb = verb_for(rq);
     /* a subresource served for PUT alone (a namespace's finalize) has no get, patch or watch */
     const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
-    if (!rq->verb || (sr && sr->update_only && strcmp(rq->verb, "update") != 0)) {
+    if (!rq->verb || (sr && sr->update_only && strcmp(rq->verb, "update") != 0) ||
+        (!kite_resource_stored(rq->res) && strcmp(rq->verb, "create") != 0)) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
@@ -370,7 +356,8 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     rq->table_full_object = inc && strcmp(inc, "Object") == 0;
 
     const char *v = rq->verb;
-    if (strcmp(v, "get") == 0) handle_get(rq);
+    if (!kite_resource_stored(rq->res)) handle_review(rq);
+    else if (strcmp(v, "get") == 0) handle_get(rq);
     else if (strcmp(v, "list") == 0) handle_list(rq);
     else if (strcmp(v, "watch") == 0) handle_watch(rq);
     else if (strcmp(v, "create") == 0) handle_create(rq);
@@ -554,7 +541,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     for (size_t k = 0; kite_resources[k]; k++) {
         const struct kite_resource *res = kite_resources[k];
         const char *name = res->storage ? res->storage : res->plural;
-        if (storage_cache(s, res)) continue;
+        if (!kite_resource_stored(res) || storage_cache(s, res)) continue;
         _cleanup_free_ char *prefix = kite_asprintf("/registry/%s/", name);
         struct kite_storage *st = &s->storages[s->n_storages];
         st->name = name;
@@ -564,6 +551,11 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         s->n_storages++;
     }
     if ((r = kite_node_graph_start(s)) < 0) return fail(ret_error, r, "cannot build the node authorizer's pod graph");
+    if (o->audit_log_path) {
+        struct kite_audit_options ao = {.path = o->audit_log_path, .max_size_mb = o->audit_log_maxsize_mb,
+                                        .max_backups = o->audit_log_maxbackup, .clock = s->clock};
+        if ((r = kite_audit_open(&ao, &s->audit)) < 0) return fail(ret_error, r, "cannot open the audit log %s", o->audit_log_path);
+    }
     if ((r = ensure_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
     if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
 
@@ -636,6 +628,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
     apiserver_retry_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */
+    kite_audit_close(s->audit); /* after the last request was answered */
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
     free(s->storages);
     kite_store_close(s->store);

@@ -235,6 +235,7 @@ static void done(void *ud) {
     metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
     metrics_observe(rq->srv->metrics, "watch", req_resource_label(rq), 200,
                     kite_now_mono(rq->srv->clock) - rq->start_ns);
+    apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, 200);
     watch_free(w);
     req_free(rq);
 }
@@ -308,9 +309,11 @@ void handle_watch(struct req *rq) {
     metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), 1);
     struct kite_http_stream *st = NULL;
     pthread_mutex_lock(&w->mu);
+    apiserver_audit(rq, KITE_AUDIT_RESPONSE_STARTED, 200); /* while the request is readable */
     /* as kube-apiserver: JSON streams say application/json, others add ;stream=watch */
     r = kite_http_stream_begin(h, 200, rq->protobuf ? KITE_PB_WATCH_MEDIA_TYPE : "application/json", pull, done, w, &st);
     if (r < 0) {
+        apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, 500);
         pthread_mutex_unlock(&w->mu);
         metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
         watch_free(w);

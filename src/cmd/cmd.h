@@ -54,8 +54,9 @@ void kite_block_signals(void);
 #define MAX_CONNECTIONS 200000
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens;
+    const char *data_dir, *listen, *store, *tokens, *audit_path;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
+    int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
@@ -72,7 +73,12 @@ struct apiserver_args {
                   &(a)->event_ttl_ns),                                                                           \
     FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
              MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
-             .def_note = "the open-file limit, raised to its hard limit, less 512")
+             .def_note = "the open-file limit, raised to its hard limit, less 512"),                              \
+    FLAG_STR("audit-log-path", "FILE", "write an audit.k8s.io/v1 Event per request (level Metadata) to FILE, one JSON " \
+             "line each", NULL, &(a)->audit_path),                                                               \
+    FLAG_INT("audit-log-maxsize", "rotate the audit log before it passes this many megabytes (0: never)", "0", 0,  \
+             1024 * 1024, &(a)->audit_maxsize_mb),                                                               \
+    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup)
 /* Fills o from the parsed flags (borrowing strings from a). */
 void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 

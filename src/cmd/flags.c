@@ -71,7 +71,8 @@ static void usage(const char *cmd, const char *summary, const struct flag *flags
         if (f->required) printf(" --%s %s", f->name, value_name(f));
     printf(" [flags]\n\n%s\n\nflags:\n", summary);
     for (const struct flag *f = flags; f->name; f++) {
-        _cleanup_free_ char *left = kite_asprintf("--%s%s%s", f->name, f->kind == FLAG_BOOL ? "" : " ", value_name(f));
+        _cleanup_free_ char *left = kite_asprintf("-%s%s%s%s", f->name[1] ? "-" : "", f->name, f->kind == FLAG_BOOL ? "" : " ",
+                                                  value_name(f));
         struct kite_buf extra = {0};
         char d[32];
         if (f->kind == FLAG_INT && !f->forward) kite_buf_printf(&extra, "from %lld to %lld", (long long)f->min, (long long)f->max);
@@ -167,12 +168,14 @@ int flags_parse(const char *cmd, const char *summary, const struct flag *flags, 
             usage(cmd, summary, flags);
             return 1;
         }
-        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+        /* --name, or -x for a one-letter name (pflag's shorthand: kubectl's -o) */
+        bool shorthand = a[0] == '-' && a[1] && a[1] != '-' && (!a[2] || a[2] == '=');
+        if (!shorthand && (strncmp(a, "--", 2) != 0 || !a[2])) {
             fprintf(stderr, "kite %s: unexpected argument \"%s\" (see kite %s --help)\n", cmd, a, cmd);
             return -1;
         }
-        const char *eq = strchr(a + 2, '=');
-        _cleanup_free_ char *name = eq ? kite_strndup(a + 2, (size_t)(eq - a - 2)) : kite_strdup(a + 2);
+        const char *start = a + (shorthand ? 1 : 2), *eq = strchr(start, '=');
+        _cleanup_free_ char *name = eq ? kite_strndup(start, (size_t)(eq - start)) : kite_strdup(start);
         size_t k = 0;
         while (k < n_flags && strcmp(flags[k].name, name) != 0) k++;
         if (k == n_flags) {

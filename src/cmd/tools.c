@@ -5,8 +5,10 @@
 #include "cmd/flags.h"
 #include "pki/pki.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/version.h"
 
@@ -50,13 +52,46 @@ static char *server_url(const char *data_dir, char **ret_err) {
     return url;
 }
 
+/* A kubeconfig holds a private key: FILE is made 0600 whatever the umask, on a temporary
+ * name created with O_EXCL (no existing file or link is written through), synced, and
+ * renamed over FILE, so a reader sees the old file or the whole new one. */
+static int write_private(const char *path, const char *data, size_t len) {
+    _cleanup_free_ char *tmp = kite_asprintf("%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -errno;
+    int r = fchmod(fd, 0600) < 0 ? -errno : 0;
+    for (size_t off = 0; r == 0 && off < len;) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) r = -errno;
+        else off += (size_t)n;
+    }
+    if (r == 0 && fsync(fd) < 0) r = -errno;
+    if (close(fd) < 0 && r == 0) r = -errno;
+    if (r == 0 && rename(tmp, path) < 0) r = -errno;
+    if (r < 0) {
+        unlink(tmp);
+        return r;
+    }
+    _cleanup_free_ char *dir = kite_strdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = 0;
+    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) { /* the rename itself survives a crash */
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
 int cmd_kubeconfig(int argc, char **argv) {
-    const char *data_dir = NULL, *node = NULL, *server = NULL;
+    const char *data_dir = NULL, *node = NULL, *server = NULL, *out = NULL;
     const struct flag flags[] = {
         FLAG_STR("data-dir", "DIR", "data directory of the apiserver", NULL, &data_dir, .required = true),
         FLAG_STR("node", "NAME", "node name: the identity is CN=system:node:NAME, O=system:nodes", NULL, &node,
                  .required = true),
         FLAG_STR("server", "URL", "API server URL", NULL, &server, .def_note = "the one in DATA_DIR/admin.kubeconfig"),
+        FLAG_STR("o", "FILE", "write the kubeconfig to FILE (mode 0600) instead of printing it", NULL, &out),
         FLAG_END,
     };
     int r = flags_parse("kubeconfig", "Prints a kubeconfig for a node identity, signed by the data dir's CA.", flags,
@@ -76,6 +111,13 @@ int cmd_kubeconfig(int argc, char **argv) {
         return 1;
     }
     _cleanup_free_ char *kc = kite_pki_kubeconfig(node, url, ca, cert, key, NULL);
-    fputs(kc, stdout);
+    if (!out) {
+        fputs(kc, stdout);
+        return 0;
+    }
+    if ((r = write_private(out, kc, strlen(kc))) < 0) {
+        fprintf(stderr, "kite kubeconfig: cannot write %s: %s\n", out, strerror(-r));
+        return 1;
+    }
     return 0;
 }

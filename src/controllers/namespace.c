@@ -195,7 +195,7 @@ int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const 
     for (size_t i = 0; kite_resources[i]; i++) {
         const struct kite_resource *r = kite_resources[i];
         /* a resource stored under another's folder (events.k8s.io/v1 Events) is emptied with it */
-        if (r->namespaced && r != nsr && !r->storage) empty_resource(client, r, name, &f);
+        if (r->namespaced && r != nsr && !r->storage && kite_resource_stored(r)) empty_resource(client, r, name, &f);
     }
     if (f.n_failed || f.n_remaining) {
         e = report(client, clock, name, &f);

@@ -11,7 +11,9 @@
  * and drop input for a while, so the client gets the answer instead of a reset. */
 #include "http/http-internal.h"
 
+#include <arpa/inet.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -73,6 +75,42 @@ const char *kite_http_query(const struct kite_http_req *pub, const char *name) {
 
 size_t kite_http_header_all(const struct kite_http_req *pub, const char *name, const char **out, size_t max) {
     return req_parser_header_all(&((const struct req *)pub)->conn->rp, name, out, max);
+}
+
+size_t kite_http_header_prefixed(const struct kite_http_req *pub, const char *prefix, const char **names,
+                                 const char **values, size_t max) {
+    const struct req_parser *p = &((const struct req *)pub)->conn->rp;
+    const char *s = p->hdr.p;
+    size_t n = 0, plen = strlen(prefix);
+    for (size_t i = 0; i < p->n_hdr; i++) {
+        const char *k = s, *v = s + strlen(s) + 1;
+        if (strncasecmp(k, prefix, plen) == 0) {
+            if (n < max) names[n] = k, values[n] = v;
+            n++;
+        }
+        s = v + strlen(v) + 1;
+    }
+    return n;
+}
+
+const char *kite_http_target(const struct kite_http_req *pub) {
+    const struct req_parser *p = &((const struct req *)pub)->conn->rp;
+    return p->url.p ? p->url.p : "/";
+}
+
+/* Asked once per connection (a system call per request showed in the audit log's cost); the
+ * connection serves one request at a time, so its cache has one user at a time. */
+void kite_http_peer_ip(const struct kite_http_req *pub, char out[64]) {
+    struct conn *c = ((const struct req *)pub)->conn;
+    if (!c->peer_ip[0]) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+            if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer_ip, sizeof c->peer_ip);
+            else if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer_ip, sizeof c->peer_ip);
+        }
+    }
+    memcpy(out, c->peer_ip, sizeof c->peer_ip);
 }
 
 /* ---- TLS transport: one recv serves GnuTLS's header and body reads ---- */

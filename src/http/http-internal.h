@@ -66,6 +66,7 @@ struct conn {
     size_t big_len, big_off;
     bool close_after;             /* close once `out` is sent */
     bool peer_closed;             /* EOF/error while a request was dispatched: free on its answer */
+    char peer_ip[48];             /* kite_http_peer_ip's answer, asked once ("" until then) */
     bool peer_eof;                /* the client closed its sending side: answer what came, then close */
     size_t linger_bytes;          /* dropped while lingering */
 

@@ -53,6 +53,15 @@ const char *kite_http_header(const struct kite_http_req *r, const char *name);
 size_t kite_http_header_all(const struct kite_http_req *r, const char *name, const char **out,
                             size_t max);
 
+/* Headers whose name starts with prefix (case-insensitive; Impersonate-Extra-*), in arrival
+ * order: stores at most max names and values (borrowed) and returns the total found. */
+size_t kite_http_header_prefixed(const struct kite_http_req *r, const char *prefix, const char **names,
+                                 const char **values, size_t max);
+/* The request target as received ("/api/v1/pods?watch=1"). Borrowed, valid with r. */
+const char *kite_http_target(const struct kite_http_req *r);
+/* The client's IP address ("127.0.0.1", "::1"); "" when unknown. */
+void kite_http_peer_ip(const struct kite_http_req *r, char out[64]);
+
 /* Called once per request, on an HTTP worker thread, after the whole body arrived (bodies above
  * max_body are answered 413 by the layer itself and never reach the handler). The handler must
  * eventually call exactly one of kite_http_respond / kite_http_stream_begin — either before

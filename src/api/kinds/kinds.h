@@ -12,5 +12,11 @@ extern const struct kite_resource kite_kind_configmap;
 extern const struct kite_resource kite_kind_secret;
 extern const struct kite_resource kite_kind_serviceaccount;
 extern const struct kite_resource kite_kind_csr;
+/* never stored: access reviews (authorization.k8s.io/v1) and SelfSubjectReview (authentication.k8s.io/v1) */
+extern const struct kite_resource kite_kind_selfsubjectaccessreview;
+extern const struct kite_resource kite_kind_subjectaccessreview;
+extern const struct kite_resource kite_kind_localsubjectaccessreview;
+extern const struct kite_resource kite_kind_selfsubjectrulesreview;
+extern const struct kite_resource kite_kind_selfsubjectreview;
 /* Printers of kinds not served yet */
 extern const struct kite_table_printer kite_endpointslice_printer;

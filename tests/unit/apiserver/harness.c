@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 struct api api;
+const char *const *api_headers;
+const char *api_audit_file;
+int64_t api_audit_maxsize_mb, api_audit_maxbackup;
 
 void api_start_ttl(int64_t event_ttl_s) {
     memset(&api, 0, sizeof api);
@@ -21,8 +24,11 @@ void api_start_ttl(int64_t event_ttl_s) {
     cr_assert_not_null(mkdtemp(api.dir), "mkdtemp %s", api.dir);
     kite_fake_clock_init(&api.clock, API_T0_S * KITE_NS_PER_SEC);
     _cleanup_free_ char *data = kite_asprintf("%s/data", api.dir);
+    _cleanup_free_ char *audit = api_audit_file ? kite_asprintf("%s/%s", api.dir, api_audit_file) : NULL;
+    api_headers = NULL;
     struct kite_apiserver_options o = {
         .data_dir = data, .listen = "127.0.0.1:0", .threads = 2, .event_ttl_s = event_ttl_s, .clock = &api.clock.clock,
+        .audit_log_path = audit, .audit_log_maxsize_mb = api_audit_maxsize_mb, .audit_log_maxbackup = api_audit_maxbackup,
     };
     char *err = NULL;
     int r = kite_apiserver_start(&o, &api.srv, &err);
@@ -44,6 +50,8 @@ void api_stop(void) {
     free(api.cert);
     free(api.key);
     memset(&api, 0, sizeof api);
+    api_audit_file = NULL;
+    api_audit_maxsize_mb = api_audit_maxbackup = 0;
 }
 
 static size_t on_write(char *p, size_t sz, size_t n, void *ud) {
@@ -52,6 +60,11 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud) {
 }
 
 long api_req(const char *method, const char *path, const char *content_type, const char *body, json_object **ret) {
+    return api_req_len(method, path, content_type, body, body ? strlen(body) : 0, ret);
+}
+
+long api_req_len(const char *method, const char *path, const char *content_type, const char *body, size_t len,
+                 json_object **ret) {
     CURL *c = api.curl;
     curl_easy_reset(c); /* options only: the connection is kept */
     _cleanup_free_ char *url = kite_asprintf("%s%s", kite_apiserver_url(api.srv), path);
@@ -59,6 +72,7 @@ long api_req(const char *method, const char *path, const char *content_type, con
     struct curl_slist *h = NULL;
     h = curl_slist_append(h, "Accept: application/json");
     h = curl_slist_append(h, "Expect:");
+    for (const char *const *x = api_headers; x && *x; x++) h = curl_slist_append(h, *x);
     _cleanup_free_ char *ct = NULL;
     if (body) {
         ct = kite_asprintf("Content-Type: %s", content_type ? content_type : "application/json");
@@ -76,7 +90,7 @@ long api_req(const char *method, const char *path, const char *content_type, con
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
     }
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     CURLcode rc = curl_easy_perform(c);

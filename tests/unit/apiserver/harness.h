@@ -22,6 +22,12 @@ struct api {
 };
 extern struct api api;
 
+/* Extra request headers of the next api_req calls ("Impersonate-User: bob"), NULL-terminated;
+ * NULL for none. Reset by api_start. */
+extern const char *const *api_headers;
+/* The audit log options of the next api_start (path relative to the test's dir); reset by api_stop. */
+extern const char *api_audit_file;
+extern int64_t api_audit_maxsize_mb, api_audit_maxbackup;
 /* Starts the server on a fresh data dir; event_ttl_s 0 = the server's default. */
 void api_start_ttl(int64_t event_ttl_s);
 static inline void api_start(void) { api_start_ttl(0); }
@@ -32,6 +38,9 @@ void api_stop(void);
  * application/json). Returns the HTTP status (fails the test on a transport error); *ret (may
  * be NULL) gets the parsed JSON answer, or NULL when the body is not JSON. */
 long api_req(const char *method, const char *path, const char *content_type, const char *body, json_object **ret);
+/* The same with a body of len bytes (protobuf holds NULs). */
+long api_req_len(const char *method, const char *path, const char *content_type, const char *body, size_t len,
+                 json_object **ret);
 /* The same with a printf-formatted JSON body. */
 long api_reqf(const char *method, const char *path, json_object **ret, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

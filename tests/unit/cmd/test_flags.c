@@ -201,3 +201,19 @@ Test(flags, float_values_and_bounds, .init = cr_redirect_stderr) {
                             "kite test: --rate: \"nan\" is not a number from 0 to 1\n"
                             "kite test: --rate: \"\" is not a number from 0 to 1\n");
 }
+
+/* A one-letter name is also given with one dash (kite kubeconfig -o FILE, as kubectl's -o). */
+Test(flags, one_letter_names_take_one_dash, .init = cr_redirect_stderr) {
+    const char *out = NULL, *name = NULL;
+    const struct flag f[] = {FLAG_STR("o", "FILE", "output", NULL, &out), FLAG_STR("name", "N", "a name", NULL, &name),
+                             FLAG_END};
+    cr_assert_eq(PARSE(f, "-o", "a.kc"), 0);
+    cr_assert_str_eq(out, "a.kc");
+    cr_assert_eq(PARSE(f, "-o=b.kc"), 0);
+    cr_assert_str_eq(out, "b.kc");
+    cr_assert_eq(PARSE(f, "--o", "c.kc"), 0);
+    cr_assert_str_eq(out, "c.kc");
+    cr_assert_eq(PARSE(f, "-x", "v"), -1, "an unknown one-letter flag");
+    cr_assert_eq(PARSE(f, "-name", "v"), -1, "a long name needs two dashes");
+    cr_assert_eq(PARSE(f, "-"), -1);
+}
