@@ -18,6 +18,10 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_configmap,
     &kite_kind_secret,
     &kite_kind_serviceaccount,
+    &kite_kind_role,
+    &kite_kind_clusterrole,
+    &kite_kind_rolebinding,
+    &kite_kind_clusterrolebinding,
     NULL,
 };
 

@@ -68,7 +68,8 @@ extern const struct kite_schema kite_schema_fields_v1;
 /* The served kinds' root schemas (src/api/kinds/). events.k8s.io/v1 Events are checked
  * in their own shape, before conversion to the stored core/v1 one. */
 extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_schema_pod, kite_schema_event,
-    kite_schema_event_v1, kite_schema_lease, kite_schema_configmap, kite_schema_secret, kite_schema_serviceaccount;
+    kite_schema_event_v1, kite_schema_lease, kite_schema_configmap, kite_schema_secret, kite_schema_serviceaccount,
+    kite_schema_role, kite_schema_clusterrole, kite_schema_rolebinding, kite_schema_clusterrolebinding;
 /* meta/v1 messages that are not kinds of their own (meta_schema.c): a List's metadata, a
  * Status (errors and delete answers) and the DeleteOptions a delete may carry. */
 extern const struct kite_schema kite_schema_list_meta, kite_schema_status, kite_schema_delete_options;

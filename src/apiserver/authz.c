@@ -1,8 +1,9 @@
 /* The authorizer chain. Each authorizer says allow, deny or no opinion; the first decision
  * wins and no opinion from all of them denies (kube-apiserver's union authorizer). For now:
  * system:masters may do everything, and so may system:nodes (the Node authorizer replaces
- * that rule in its own issue); every other user is denied. */
+ * that rule in its own issue); every other user has what RBAC grants (authz_rbac.c). */
 #include "apiserver/internal.h"
+#include "apiserver/rbac.h"
 
 static bool in_group(const struct kite_user *u, const char *g) {
     for (size_t i = 0; i < u->n_groups; i++)
@@ -33,24 +34,12 @@ bool apiserver_is_public_path(const char *p) {
     return apiserver_is_health_path(p) || strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0;
 }
 
-/* Read-only, non-resource paths any authenticated user may get (system:discovery and
- * system:public-info-viewer). */
-static enum kite_authz_decision discovery(const struct kite_authz_attrs *a, char **why) {
-    if (!a->path || !in_group(a->user, "system:authenticated")) return KITE_AUTHZ_NO_OPINION;
-    if (apiserver_is_public_path(a->path)) return KITE_AUTHZ_ALLOW;
-    static const char *const roots[] = {"/api", "/apis"};
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(roots); i++) {
-        size_t n = strlen(roots[i]);
-        if (strncmp(a->path, roots[i], n) == 0 && (a->path[n] == 0 || a->path[n] == '/')) return KITE_AUTHZ_ALLOW;
-    }
-    return KITE_AUTHZ_NO_OPINION;
-}
-
 /* Adding an authorizer is a function and a row here. */
 static const struct kite_authorizer CHAIN[] = {
     {"Masters", masters},
     {"NodesInterim", nodes_interim},
-    {"Discovery", discovery},
+    /* discovery and the public paths are RBAC's system:discovery and system:public-info-viewer */
+    {"RBAC", apiserver_rbac_authorize},
 };
 
 const struct kite_authorizer *kite_authorizers(size_t *ret_n) {

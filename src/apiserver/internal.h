@@ -24,6 +24,7 @@
 
 struct kite_metrics;
 struct keyq;
+struct rbac_index;
 
 /* Work for the write engine's own thread (retries, the next write of a key, the next batch of
  * a deletecollection): never the store's writer thread, never an HTTP thread's time. */
@@ -65,6 +66,7 @@ struct kite_apiserver {
     struct keyq *writing;       /* keys of the updates, patches and deletes in progress */
     struct kite_log_ratelimit storage_log; /* storage errors: one line a second */
     int lock_fd;                /* flock'ed DATA_DIR/kite.lock while running; -1 */
+    struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
 };
 
 struct kite_user {

@@ -4,6 +4,7 @@
  * authz) -> one handler per verb (read.c, write.c, watch.c) -> reply_*(), which records
  * metrics and frees the request. Writes reply later from the store's writer thread. */
 #include "apiserver/internal.h"
+#include "apiserver/rbac.h"
 #include "api/protobuf.h"
 #include "api/status.h"
 #include "json/parse.h"
@@ -623,7 +624,9 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
             return fail(ret_error, r, "cannot load %s from the store %s", prefix, url);
         s->n_storages++;
     }
+    if ((r = apiserver_rbac_start(s)) < 0) return fail(ret_error, r, "cannot index the RBAC policy of %s", url);
     if ((r = ensure_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
+    if ((r = apiserver_rbac_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
     if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
@@ -694,6 +697,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     if (s->compactor_started) pthread_join(s->compactor, NULL);
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
     apiserver_retry_stop(s);
+    apiserver_rbac_stop(s);
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
     free(s->storages);
     kite_store_close(s->store);

@@ -11,5 +11,9 @@ extern const struct kite_resource kite_kind_lease;
 extern const struct kite_resource kite_kind_configmap;
 extern const struct kite_resource kite_kind_secret;
 extern const struct kite_resource kite_kind_serviceaccount;
+extern const struct kite_resource kite_kind_role;               /* rbac.authorization.k8s.io/v1 */
+extern const struct kite_resource kite_kind_clusterrole;
+extern const struct kite_resource kite_kind_rolebinding;
+extern const struct kite_resource kite_kind_clusterrolebinding;
 /* Printers of kinds not served yet */
 extern const struct kite_table_printer kite_endpointslice_printer;
