@@ -22,6 +22,7 @@ struct kite_binder;
 struct kite_controllers {
     struct kite_client *client;
     struct kite_nsctl *nsctl;
+    struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_binder *binder; /* kite up with an agent: binds pods to its node */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */

@@ -23,6 +23,13 @@ int controllers_start(const char *kubeconfig, struct kite_controllers *ret, char
     if ((r = kite_nsctl_start(&no, &ret->nsctl)) < 0) {
         *ret_error = kite_asprintf("cannot start the namespace controller: %s", strerror(-r));
         kite_client_free(TAKE_PTR(ret->client));
+        return r;
+    }
+    struct kite_aggregator_options ao = {.client = ret->client};
+    if ((r = kite_aggregator_start(&ao, &ret->aggregator)) < 0) {
+        *ret_error = kite_asprintf("cannot start the clusterrole aggregation controller: %s", strerror(-r));
+        kite_nsctl_stop(TAKE_PTR(ret->nsctl));
+        kite_client_free(TAKE_PTR(ret->client));
     }
     return r;
 }
@@ -36,6 +43,7 @@ int controllers_start_binder(struct kite_controllers *c, const char *node) {
 void controllers_stop(struct kite_controllers *c) {
     kite_binder_stop(TAKE_PTR(c->binder));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));
+    kite_aggregator_stop(TAKE_PTR(c->aggregator));
     kite_client_free(TAKE_PTR(c->client));
 }
 
@@ -45,7 +53,7 @@ int cmd_controller_manager(int argc, char **argv) {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
                  .required = true),
         FLAG_END};
-    int r = flags_parse("controller-manager", "Runs kite's controllers (namespace) against an API server.", flags, argc,
+    int r = flags_parse("controller-manager", "Runs kite's controllers (namespace, clusterrole aggregation) against an API server.", flags, argc,
                         argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     struct kite_controllers c = {0};

@@ -51,8 +51,9 @@ int cmd_up(int argc, char **argv) {
     log_info("up", "apiserver serving on %s; kubectl: KUBECONFIG=%s/admin.kubeconfig", kite_apiserver_url(s), data_dir);
 
     struct kite_controllers ctl = {0};
-    _cleanup_free_ char *admin_kc = kite_asprintf("%s/admin.kubeconfig", data_dir), *ctl_err = NULL;
-    if ((r = controllers_start(admin_kc, &ctl, &ctl_err)) < 0)
+    /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */
+    _cleanup_free_ char *ctl_kc = kite_asprintf("%s/controller-manager.kubeconfig", data_dir), *ctl_err = NULL;
+    if ((r = controllers_start(ctl_kc, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
 
     struct kite_agent *agent = NULL;
