@@ -238,6 +238,12 @@ static bool merge_map(json_object *have_meta, json_object *want_meta, const char
     return changed;
 }
 
+/* a[k] and b[k] are the same string, absent counting as "" */
+static bool same_str(json_object *a, json_object *b, const char *k) {
+    const char *x = kite_obj_str(a, k), *y = kite_obj_str(b, k);
+    return strcmp(x ? x : "", y ? y : "") == 0;
+}
+
 /* Reconciles one default (role or binding) with the stored object: creates it, or adds what
  * an autoupdate object lacks. list_field: "rules" or "subjects". */
 static int reconcile(struct kite_apiserver *s, const struct kite_resource *r, json_object *want, const char *list_field) {
@@ -284,9 +290,7 @@ static int reconcile(struct kite_apiserver *s, const struct kite_resource *r, js
         } else {
             for (size_t k = 0; !present && k < json_object_array_length(hl); k++) {
                 json_object *h = json_object_array_get_idx(hl, k);
-                present = kite_streq(kite_obj_str(h, "kind"), kite_obj_str(item, "kind")) &&
-                          kite_streq(kite_obj_str(h, "name"), kite_obj_str(item, "name")) &&
-                          kite_streq(kite_obj_str(h, "namespace"), kite_obj_str(item, "namespace"));
+                present = same_str(h, item, "kind") && same_str(h, item, "name") && same_str(h, item, "namespace");
             }
         }
         if (!present) {
@@ -294,8 +298,12 @@ static int reconcile(struct kite_apiserver *s, const struct kite_resource *r, js
             changed = true;
         }
     }
-    if (changed) e = write_update(s, key, have, mod_rev);
-    if (e == -ESTALE) e = 0; /* changed meanwhile by a client: theirs stands until the next start */
+    /* a default that exists already serves as it is if it cannot be put back now (changed
+     * meanwhile by a client, a full disk): the next start tries again */
+    if (changed && (e = write_update(s, key, have, mod_rev)) < 0) {
+        log_warn("rbac", "cannot restore the default %s %s: %s", r->kind, name, strerror(-e));
+        e = 0;
+    }
 out:
     json_object_put(have);
     return e;
