@@ -239,9 +239,12 @@ void apiserver_rbac_stop(struct kite_apiserver *s) {
 typedef bool (*visit_fn)(const struct rbac_binding *b, const struct rbac_rules *rules, void *ud);
 static bool visit(struct rbac_index *x, const struct kite_user *u, const char *ns, visit_fn fn, void *ud) {
     for (size_t g = 0; g <= u->n_groups; g++) {
-        char key[512];
-        int kl = g == 0 ? snprintf(key, sizeof key, "u:%s", u->name) : snprintf(key, sizeof key, "g:%s", u->groups[g - 1]);
-        if (kl < 0 || (size_t)kl >= sizeof key) continue; /* no binding can name what does not fit a subject */
+        const char *who = g == 0 ? u->name : u->groups[g - 1];
+        char small[256];
+        _cleanup_free_ char *big = NULL; /* names too long for the stack (rare) */
+        const char *key = small;
+        if ((size_t)snprintf(small, sizeof small, "%c:%s", g == 0 ? 'u' : 'g', who) >= sizeof small)
+            key = big = kite_asprintf("%c:%s", g == 0 ? 'u' : 'g', who);
         struct bvec *v = kite_map_get(&x->by_subject, key);
         for (size_t i = 0; v && i < v->n; i++) {
             const struct rbac_binding *b = v->v[i];
