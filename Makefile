@@ -8,7 +8,10 @@
 
 BUILD    ?= build
 CC       ?= cc
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libarchive
+PKGS     := gnutls json-c sqlite3 yaml-0.1
+# libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
+# its headers only
+DL_PKGS  := libarchive
 # libcurl is a test peer only (the http module's tests drive the server with it)
 TEST_PKGS_http := libcurl
 # ... and the apiserver's: its tests run a real server in the test process
@@ -34,7 +37,7 @@ LDLIBS   += $(TSAN)
 MALLOC   :=
 endif
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -fno-strict-aliasing \
-            -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
+            -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) $(DL_PKGS) 2>/dev/null) -MMD -MP
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 
@@ -132,7 +135,9 @@ test: all test-unit asan test-e2e test-e2e-asan
 bench: all
 	bench/run
 
-up: all
+# The node's image store starts with busybox (no registry): example manifests run as they are.
+up: all $(BUILD)/busybox.tar
+	$(BUILD)/kite images import $(BUILD)/busybox.tar --root-dir $${DATA_DIR:-$(CURDIR)/.kite}/agent
 	$(BUILD)/kite up --data-dir $${DATA_DIR:-$(CURDIR)/.kite} --listen $${LISTEN:-127.0.0.1:6443}
 
 # The busybox OCI image (no network) that `make up` imports: kite images import $(BUILD)/busybox.tar

@@ -26,6 +26,7 @@ struct kite_agent {
     void *status_ud;
     struct kite_ns_config ns;
     struct kite_ns_sources src;
+    char *runtime_error; /* src.runtime_error's storage: the last Status answer's message */
     struct kite_runtime *runtime;
     bool own_runtime;
     struct kite_runtime *locked_rt; /* runtime shared by node status and the pods thread */

@@ -18,8 +18,22 @@
 #define WATCH_BACKOFF_MIN KITE_NS_PER_SEC
 #define WATCH_BACKOFF_MAX (30 * KITE_NS_PER_SEC)
 
+/* The runtime's Status before each node status: Ready names a real runtime failure
+ * (kubelet's updateRuntimeUp message), never a slow or hung container. */
+static void update_runtime_state(struct kite_agent *a) {
+    _cleanup_free_ char *reason = NULL, *message = NULL;
+    int r = kite_runtime_status(a->locked_rt, &reason, &message);
+    free(a->runtime_error);
+    a->runtime_error = r < 0 ? kite_asprintf("container runtime not ready: RuntimeReady=false reason:%s message:%s",
+                                             reason ? reason : "", message ? message : "")
+                             : NULL;
+    a->src.runtime_ready = r == 0;
+    a->src.runtime_error = a->runtime_error;
+}
+
 static int default_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
     struct kite_agent *a = ud;
+    update_runtime_state(a);
     return kite_nodestatus_compute(&a->ns, &a->src, prev, ret, ev);
 }
 
@@ -118,7 +132,7 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         /* the pods thread and the node status both call the runtime: serialize them */
         a->locked_rt = kite_runtime_locked_new(a->runtime);
         struct kite_pods_options po = {.client = a->client, .runtime = a->locked_rt, .clock = a->clock,
-                                       .node_name = a->node_name, .seed = o->seed};
+                                       .node_name = a->node_name, .seed = o->seed, .root_dir = c->root_dir};
         if ((r = kite_pods_new(&po, &a->pods)) < 0) {
             if (ret_err) *ret_err = kite_asprintf("starting the pod workers: %s", strerror(-r));
             goto fail;
@@ -146,6 +160,7 @@ void kite_agent_free(struct kite_agent *a) {
     if (!a) return;
     kite_pods_free(a->pods);
     kite_runtime_free(a->locked_rt);
+    free(a->runtime_error);
     json_object_put(a->pods_fed);
     if (a->own_client) kite_client_free(a->client);
     if (a->own_runtime) kite_runtime_free(a->runtime);

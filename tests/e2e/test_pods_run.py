@@ -242,3 +242,61 @@ def test_agent_restart_keeps_containers(cluster):
     assert st["phase"] == "Running" and cstatus(st, "c")["containerID"] == cid
     assert cstatus(st, "c")["restartCount"] == 0
     assert runc_ids(c) <= before, (before, runc_ids(c))
+
+
+def test_volumes(cluster, tmp_path):
+    """emptyDir shared from an init container to the main one, a tmpfs emptyDir (medium Memory),
+    hostPath DirectoryOrCreate, readOnly and subPath mounts; the pod's volume dir goes with it."""
+    c = cluster
+    host = tmp_path / "created-by-kubelet"
+    script = ("set -e; test \"$(cat /shared/msg)\" = from-init; "
+              "grep -q ' /mem tmpfs ' /proc/mounts; echo x > /mem/f; "
+              "echo from-pod > /host/out; if (echo y > /ro/f) 2>/dev/null; then exit 9; fi; "
+              "echo sub > /sub/f")
+    spec = {"nodeName": c.node, "restartPolicy": "Never",
+            "initContainers": [sh("init", "echo from-init > /shared/msg",
+                                  volumeMounts=[{"name": "shared", "mountPath": "/shared"}])],
+            "containers": [sh("c", script, volumeMounts=[
+                {"name": "shared", "mountPath": "/shared"},
+                {"name": "mem", "mountPath": "/mem"},
+                {"name": "host", "mountPath": "/host"},
+                {"name": "shared", "mountPath": "/ro", "readOnly": True},
+                {"name": "host", "mountPath": "/sub", "subPath": "nested/dir"}])],
+            "volumes": [{"name": "shared", "emptyDir": {}},
+                        {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "8Mi"}},
+                        {"name": "host", "hostPath": {"path": str(host), "type": "DirectoryOrCreate"}}]}
+    api = c.api()
+    r = api.ok("POST", f"/api/v1/namespaces/{NS}/pods",
+               {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "vols"}, "spec": spec})
+    uid = r["metadata"]["uid"]
+    st = wait(lambda: (s := status_of(c, "vols")).get("phase") in ("Succeeded", "Failed") and s, 30, "vols done")
+    assert st["phase"] == "Succeeded", json.dumps(st, indent=1)
+    assert (host / "out").read_text() == "from-pod\n"
+    assert (host / "nested" / "dir" / "f").read_text() == "sub\n"
+    pod_dir = c.data_dir / "agent" / "pods" / uid
+    assert (pod_dir / "volumes" / "kubernetes.io~empty-dir" / "shared" / "msg").exists()
+    api.delete(f"/api/v1/namespaces/{NS}/pods/vols")
+    wait(lambda: get(c, "vols") is None, 30, "vols gone")
+    wait(lambda: not pod_dir.exists(), 15, "the pod's volume dir removed")
+    assert (host / "out").exists(), "a hostPath's content is the host's: it stays"
+    with open("/proc/mounts") as f:
+        assert str(pod_dir) not in f.read(), "the tmpfs emptyDir was unmounted"
+
+
+def test_volume_type_check_fails_mount(cluster, tmp_path):
+    """hostPath type File on a directory: FailedMount with the kubelet's message, the container
+    waits in ContainerCreating and never starts."""
+    c = cluster
+    spec = {"nodeName": c.node, "restartPolicy": "Never",
+            "containers": [sh("c", "true", volumeMounts=[{"name": "h", "mountPath": "/h"}])],
+            "volumes": [{"name": "h", "hostPath": {"path": str(tmp_path), "type": "File"}}]}
+    c.api().ok("POST", f"/api/v1/namespaces/{NS}/pods",
+               {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "badvol"}, "spec": spec})
+    ev = wait(lambda: [e for e in events(c, "badvol") if e["reason"] == "FailedMount"], 20, "FailedMount")
+    assert f'MountVolume.SetUp failed for volume "h" : hostPath type check failed: {tmp_path} is not a file' \
+        == ev[0]["message"], ev[0]["message"]
+    st = status_of(c, "badvol")
+    assert st["phase"] == "Pending"
+    assert cstatus(st, "c")["state"]["waiting"]["reason"] == "ContainerCreating"
+    c.api().delete(f"/api/v1/namespaces/{NS}/pods/badvol")
+    wait(lambda: get(c, "badvol") is None, 30, "badvol gone")

@@ -2,8 +2,6 @@
  * hashed with GnuTLS while they are copied, so a blob is checked before anything uses it. */
 #include "agent/images/images.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/runtime/runtime.h"
+#include "agent/images/libarchive.h"
 #include "base/base.h"
 
 #define ANNOT_FULL_NAME "io.containerd.image.name"
@@ -133,6 +132,7 @@ static const char *jstr(json_object *o, const char *key) {
 
 /* Copies the current entry to path while hashing; compares with want_hex. */
 static int copy_blob(struct archive *a, const char *path, const char *want_hex, char **ret_error) {
+    const struct kite_libarchive *la = kite_libarchive_load(NULL); /* loaded by the import */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return -errno;
     gnutls_hash_hd_t h;
@@ -143,10 +143,10 @@ static int copy_blob(struct archive *a, const char *path, const char *want_hex, 
     char buf[65536];
     int r = 0;
     for (;;) {
-        la_ssize_t n = archive_read_data(a, buf, sizeof buf);
+        la_ssize_t n = la->archive_read_data(a, buf, sizeof buf);
         if (n == 0) break;
         if (n < 0) {
-            *ret_error = errf("reading blob sha256:%s: %s", want_hex, archive_error_string(a));
+            *ret_error = errf("reading blob sha256:%s: %s", want_hex, la->archive_error_string(a));
             r = -EIO;
             break;
         }
@@ -239,11 +239,12 @@ static bool inside(const char *rootfs, const char *rel) {
 }
 
 static struct archive *open_layer(const char *path) {
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
-    if (archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
-        archive_read_free(a);
+    const struct kite_libarchive *la = kite_libarchive_load(NULL); /* loaded by the import */
+    struct archive *a = la->archive_read_new();
+    la->archive_read_support_filter_all(a);
+    la->archive_read_support_format_tar(a);
+    if (la->archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
+        la->archive_read_free(a);
         return NULL;
     }
     return a;
@@ -252,6 +253,7 @@ static struct archive *open_layer(const char *path) {
 /* Applies one layer to rootfs: its whiteouts first (they delete what lower layers made), then
  * its other entries, extracted without following symlinks out of the root. */
 static int apply_layer(const char *rootfs, const char *layer, char **ret_error) {
+    const struct kite_libarchive *la = kite_libarchive_load(NULL); /* loaded by the import */
     struct archive *a = open_layer(layer);
     if (!a) {
         *ret_error = errf("layer %s: not a readable tar", layer);
@@ -259,8 +261,8 @@ static int apply_layer(const char *rootfs, const char *layer, char **ret_error) 
     }
     struct archive_entry *e;
     int r = 0, ar;
-    while ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-        _cleanup_free_ char *p = clean_path(archive_entry_pathname(e));
+    while ((ar = la->archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        _cleanup_free_ char *p = clean_path(la->archive_entry_pathname(e));
         if (!p) continue;
         char *base = strrchr(p, '/');
         base = base ? base + 1 : p;
@@ -277,35 +279,35 @@ static int apply_layer(const char *rootfs, const char *layer, char **ret_error) 
         }
     }
     if (r == 0 && ar != ARCHIVE_EOF) {
-        *ret_error = errf("layer %s: %s", layer, archive_error_string(a));
+        *ret_error = errf("layer %s: %s", layer, la->archive_error_string(a));
         r = -EBADMSG;
     }
-    archive_read_free(a);
+    la->archive_read_free(a);
     if (r < 0) return r;
 
     a = open_layer(layer);
     if (!a) return -EIO;
-    struct archive *w = archive_write_disk_new();
-    archive_write_disk_set_options(w, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_OWNER |
+    struct archive *w = la->archive_write_disk_new();
+    la->archive_write_disk_set_options(w, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_OWNER |
                                           ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                           ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_UNLINK);
-    while ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-        _cleanup_free_ char *p = clean_path(archive_entry_pathname(e));
+    while ((ar = la->archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        _cleanup_free_ char *p = clean_path(la->archive_entry_pathname(e));
         if (!p || !*p) continue;
         const char *base = strrchr(p, '/');
         base = base ? base + 1 : p;
         if (kite_startswith(base, ".wh.")) continue;
         _cleanup_free_ char *dst = kite_asprintf("%s/%s", rootfs, p);
-        archive_entry_set_pathname(e, dst);
-        const char *hl = archive_entry_hardlink(e);
+        la->archive_entry_set_pathname(e, dst);
+        const char *hl = la->archive_entry_hardlink(e);
         if (hl) {
             _cleanup_free_ char *hp = clean_path(hl);
             if (!hp) continue;
             _cleanup_free_ char *hdst = kite_asprintf("%s/%s", rootfs, hp);
-            archive_entry_set_hardlink(e, hdst);
+            la->archive_entry_set_hardlink(e, hdst);
         }
-        if (archive_write_header(w, e) < ARCHIVE_WARN) {
-            *ret_error = errf("layer %s: extracting %s: %s", layer, p, archive_error_string(w));
+        if (la->archive_write_header(w, e) < ARCHIVE_WARN) {
+            *ret_error = errf("layer %s: extracting %s: %s", layer, p, la->archive_error_string(w));
             r = -EIO;
             break;
         }
@@ -313,22 +315,22 @@ static int apply_layer(const char *rootfs, const char *layer, char **ret_error) 
         size_t size;
         la_int64_t off;
         int dr;
-        while ((dr = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
-            if (archive_write_data_block(w, buf, size, off) < ARCHIVE_WARN) break;
+        while ((dr = la->archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+            if (la->archive_write_data_block(w, buf, size, off) < ARCHIVE_WARN) break;
         if (dr < ARCHIVE_WARN) {
-            *ret_error = errf("layer %s: reading %s: %s", layer, p, archive_error_string(a));
+            *ret_error = errf("layer %s: reading %s: %s", layer, p, la->archive_error_string(a));
             r = -EBADMSG;
             break;
         }
-        archive_write_finish_entry(w);
+        la->archive_write_finish_entry(w);
     }
     if (r == 0 && ar != ARCHIVE_EOF) {
-        *ret_error = errf("layer %s: %s", layer, archive_error_string(a));
+        *ret_error = errf("layer %s: %s", layer, la->archive_error_string(a));
         r = -EBADMSG;
     }
-    archive_write_close(w);
-    archive_write_free(w);
-    archive_read_free(a);
+    la->archive_write_close(w);
+    la->archive_write_free(w);
+    la->archive_read_free(a);
     return r;
 }
 
@@ -378,40 +380,47 @@ int kite_image_store_import(const char *dir, const char *tar_path, char ***ret_n
         if (ret_error) *ret_error = errf("creating %s: %s", dir, strerror(-r));
         return r;
     }
+    char *lerr = NULL;
+    const struct kite_libarchive *la = kite_libarchive_load(&lerr);
+    if (!la) {
+        if (ret_error) *ret_error = lerr;
+        else free(lerr);
+        return -ENOENT;
+    }
     int lock = lock_store(dir);
     if (lock < 0) return lock;
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
+    struct archive *a = la->archive_read_new();
+    la->archive_read_support_filter_all(a);
+    la->archive_read_support_format_tar(a);
     json_object *index = NULL, *idx = NULL;
     char **names = NULL;
     size_t n_names = 0;
-    if (archive_read_open_filename(a, tar_path, 65536) != ARCHIVE_OK) {
-        err = errf("%s: %s", tar_path, archive_error_string(a));
+    if (la->archive_read_open_filename(a, tar_path, 65536) != ARCHIVE_OK) {
+        err = errf("%s: %s", tar_path, la->archive_error_string(a));
         r = -EBADMSG;
         goto out;
     }
     struct archive_entry *e;
     int ar;
-    while ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-        _cleanup_free_ char *p = clean_path(archive_entry_pathname(e));
+    while ((ar = la->archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        _cleanup_free_ char *p = clean_path(la->archive_entry_pathname(e));
         if (!p) continue;
         if (strcmp(p, "index.json") == 0) {
-            int64_t size = archive_entry_size(e);
+            int64_t size = la->archive_entry_size(e);
             if (size > KITE_IMAGE_JSON_MAX) {
                 err = errf("index.json: larger than %d bytes", KITE_IMAGE_JSON_MAX);
                 r = -EFBIG;
                 goto out;
             }
             _cleanup_free_ char *text = kite_calloc(1, (size_t)size + 1);
-            if (archive_read_data(a, text, (size_t)size) != size) {
-                err = errf("index.json: %s", archive_error_string(a));
+            if (la->archive_read_data(a, text, (size_t)size) != size) {
+                err = errf("index.json: %s", la->archive_error_string(a));
                 r = -EBADMSG;
                 goto out;
             }
             json_object_put(index);
             index = json_tokener_parse(text);
-        } else if (kite_startswith(p, "blobs/") && archive_entry_filetype(e) == AE_IFREG) {
+        } else if (kite_startswith(p, "blobs/") && la->archive_entry_filetype(e) == AE_IFREG) {
             if (!kite_startswith(p, "blobs/sha256/") || !is_hex64(p + 13)) {
                 err = errf("%s: only sha256 blobs are supported", p);
                 r = -EBADMSG;
@@ -430,7 +439,7 @@ int kite_image_store_import(const char *dir, const char *tar_path, char ***ret_n
         }
     }
     if (ar != ARCHIVE_EOF) {
-        err = errf("%s: %s", tar_path, archive_error_string(a));
+        err = errf("%s: %s", tar_path, la->archive_error_string(a));
         r = -EBADMSG;
         goto out;
     }
@@ -479,7 +488,7 @@ int kite_image_store_import(const char *dir, const char *tar_path, char ***ret_n
     }
     r = write_index(dir, idx);
 out:
-    archive_read_free(a);
+    la->archive_read_free(a);
     json_object_put(index);
     json_object_put(idx);
     close(lock);

@@ -25,6 +25,10 @@ static struct locked_rt *L(struct kite_runtime *rt) { return (struct locked_rt *
 #define IN l->in
 
 static int l_version(struct kite_runtime *rt, char **a, char **b) { FWD(version(IN, a, b)); }
+/* Status is thread-safe by contract and must answer while another call hangs: not locked. */
+static int l_status(struct kite_runtime *rt, char **reason, char **message) {
+    return kite_runtime_status(L(rt)->in, reason, message);
+}
 static int l_list_images(struct kite_runtime *rt, struct kite_image **v, size_t *n) { FWD(list_images(IN, v, n)); }
 static int l_image_status(struct kite_runtime *rt, const char *name, struct kite_image *ret) {
     FWD(image_status(IN, name, ret));
@@ -83,7 +87,7 @@ struct kite_runtime *kite_runtime_locked_new(struct kite_runtime *inner) {
     struct locked_rt *l = kite_calloc(1, sizeof(*l));
     struct kite_runtime_ops *ops = kite_calloc(1, sizeof(*ops));
     *ops = (struct kite_runtime_ops){
-        .name = inner->ops->name, .version = l_version, .list_images = l_list_images, .image_status = l_image_status,
+        .name = inner->ops->name, .version = l_version, .status = l_status, .list_images = l_list_images, .image_status = l_image_status,
         .remove_image = l_remove_image, .import_image = l_import_image, .run_sandbox = l_run_sandbox,
         .stop_sandbox = l_stop_sandbox, .remove_sandbox = l_remove_sandbox, .sandbox_status = l_sandbox_status,
         .list_sandboxes = l_list_sandboxes, .create_container = l_create_container,

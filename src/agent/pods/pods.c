@@ -12,12 +12,16 @@
 #include "api/quantity.h"
 #include "base/log.h"
 
+static void wake(struct kite_pods *p);
+static void prober_wake(void *ud) { wake(ud); }
+
 int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     struct kite_pods *p = kite_calloc(1, sizeof(*p));
     p->client = o->client;
     p->rt = o->runtime;
     p->clock = o->clock ? o->clock : kite_clock_real();
     p->node_name = kite_strdup(o->node_name);
+    p->root_dir = o->root_dir ? kite_strdup(o->root_dir) : NULL;
     p->rt_prefix = kite_asprintf("kite-%s://", p->rt->ops->name);
     p->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(p->clock) | 1;
     kite_recorder_init(&p->rec, p->client, p->clock, o->component ? o->component : "kite-agent", p->node_name);
@@ -30,6 +34,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
         return r;
     }
     p->alloc_cpu_m = p->alloc_mem_m = p->alloc_pods_m = -1;
+    p->prober = pods_prober_new(p->clock, p->rt, prober_wake, p);
     *ret = p;
     return 0;
 }
@@ -43,6 +48,7 @@ static void event_release(struct pod_event *e) {
 void kite_pods_free(struct kite_pods *p) {
     if (!p) return;
     kite_pods_stop(p);
+    pods_prober_free(p->prober);
     for (size_t i = 0; i < p->n_pods; i++) pod_free(p->pods[i]);
     free(p->pods);
     for (size_t i = 0; i < p->n_q; i++) event_release(&p->q[i]);
@@ -54,6 +60,7 @@ void kite_pods_free(struct kite_pods *p) {
     kite_cancel_release(&p->watch_cancel);
     pthread_mutex_destroy(&p->lock);
     free(p->node_name);
+    free(p->root_dir);
     free(p->rt_prefix);
     free(p->host_ip);
     free(p);
@@ -335,12 +342,18 @@ int64_t kite_pods_step(struct kite_pods *p) {
             if (pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
         p->next_relist = now + KITE_PODS_RELIST_NS;
     }
+    /* probes: run here when there is no prober thread (tests); their results first, so a
+     * readiness flip reaches this step's status update */
+    int64_t next_probe = INT64_MAX;
+    if (!p->threads) next_probe = pods_prober_step(p->prober);
+    pods_probe_results(p, now);
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *pod = p->pods[i];
         if (!pod->dirty && !(pod->next_sync && now >= pod->next_sync)) continue;
         pod->dirty = false;
         pods_refresh(p, pod);
         pods_worker_sync(p, pod, now);
+        pods_probes_sync(p, pod);
         pods_status_update(p, pod);
     }
     if (p->listed && !p->orphans_done) {
@@ -365,12 +378,13 @@ int64_t kite_pods_step(struct kite_pods *p) {
     for (size_t i = 0; i < p->n_pods;) {
         struct pod *pod = p->pods[i];
         if (!pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
+            pods_prober_remove(p->prober, NULL, pod->uid);
             pod_free(pod);
             p->pods[i] = p->pods[--p->n_pods];
         } else
             i++;
     }
-    int64_t next = KITE_MIN(p->next_relist, p->next_resync);
+    int64_t next = KITE_MIN(KITE_MIN(p->next_relist, p->next_resync), next_probe);
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *pod = p->pods[i];
         if (pod->next_sync) next = KITE_MIN(next, pod->next_sync);
@@ -483,17 +497,25 @@ static void *watch_thread(void *ud) {
 }
 
 int kite_pods_start(struct kite_pods *p) {
-    int r = -pthread_create(&p->thread, NULL, pods_thread, p);
+    int r = pods_prober_start(p->prober);
     if (r < 0) return r;
+    /* set before the pods thread runs: it must not step the prober itself */
+    p->threads = true;
+    if ((r = -pthread_create(&p->thread, NULL, pods_thread, p)) < 0) {
+        p->threads = false;
+        pods_prober_stop(p->prober);
+        return r;
+    }
     if ((r = -pthread_create(&p->watch_thread, NULL, watch_thread, p)) < 0) {
         pthread_mutex_lock(&p->lock);
         p->stopping = true;
         pthread_mutex_unlock(&p->lock);
         wake(p);
         pthread_join(p->thread, NULL);
+        p->threads = false;
+        pods_prober_stop(p->prober);
         return r;
     }
-    p->threads = true;
     return 0;
 }
 
@@ -506,5 +528,6 @@ void kite_pods_stop(struct kite_pods *p) {
     kite_cancel_fire(&p->watch_cancel);
     pthread_join(p->watch_thread, NULL);
     pthread_join(p->thread, NULL);
+    pods_prober_stop(p->prober);
     p->threads = false;
 }

@@ -40,6 +40,7 @@ struct kite_pods_options {
     struct kite_clock *clock;     /* NULL = real */
     const char *node_name;
     const char *component;        /* events' source.component; NULL = "kite-agent" */
+    const char *root_dir;         /* pods' volumes under <root_dir>/pods/<uid>; NULL = none */
     uint64_t seed;
 };
 

@@ -2,6 +2,7 @@
  * name, for tests of everything above the runtime interface and for simulated nodes. An exit
  * is due at start + exit_after; read_events() reports due exits and events_fd() (a timerfd)
  * polls readable at the next one. */
+#include <pthread.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -37,6 +38,8 @@ struct fake_runtime {
     size_t n_images;
     int err;
     char *hang;
+    pthread_mutex_t status_lock; /* the Status answer: read by the node status thread */
+    char *not_ready_reason, *not_ready_message; /* NULL = ready */
     struct fsandbox *sandboxes;
     size_t n_sandboxes;
     struct fcontainer *containers;
@@ -110,6 +113,19 @@ static void advance(struct fake_runtime *f) {
         its.it_value = (struct timespec){d / KITE_NS_PER_SEC, d % KITE_NS_PER_SEC};
     }
     timerfd_settime(f->tfd, 0, &its, NULL);
+}
+
+static int fake_status(struct kite_runtime *rt, char **ret_reason, char **ret_message) {
+    struct fake_runtime *f = fake_of(rt);
+    pthread_mutex_lock(&f->status_lock);
+    int r = 0;
+    if (f->not_ready_reason) {
+        *ret_reason = kite_strdup(f->not_ready_reason);
+        *ret_message = kite_strdup(f->not_ready_message);
+        r = -EIO;
+    }
+    pthread_mutex_unlock(&f->status_lock);
+    return r;
 }
 
 static int fake_version(struct kite_runtime *rt, char **ret_name, char **ret_version) {
@@ -413,6 +429,9 @@ static int fake_read_events(struct kite_runtime *rt, struct kite_container_event
 
 static void fake_free(struct kite_runtime *rt) {
     struct fake_runtime *f = fake_of(rt);
+    free(f->not_ready_reason);
+    free(f->not_ready_message);
+    pthread_mutex_destroy(&f->status_lock);
     kite_images_free(f->images, f->n_images);
     for (size_t i = 0; i < f->n_sandboxes; i++) kite_sandbox_status_release(&f->sandboxes[i].st);
     for (size_t i = 0; i < f->n_containers; i++) free_c(&f->containers[i]);
@@ -432,6 +451,7 @@ static void fake_free(struct kite_runtime *rt) {
 static const struct kite_runtime_ops fake_ops = {
     .name = "fake",
     .version = fake_version,
+    .status = fake_status,
     .list_images = fake_list_images,
     .image_status = fake_image_status,
     .remove_image = fake_remove_image,
@@ -457,6 +477,7 @@ struct kite_runtime *kite_runtime_fake_new(const char *version) {
     struct fake_runtime *f = kite_calloc(1, sizeof(*f));
     f->rt.ops = &fake_ops;
     f->version = kite_strdup(version ? version : "0.0.0");
+    pthread_mutex_init(&f->status_lock, NULL);
     f->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     return &f->rt;
 }
@@ -469,6 +490,33 @@ void kite_runtime_fake_set_images(struct kite_runtime *rt, const struct kite_ima
 }
 
 void kite_runtime_fake_set_error(struct kite_runtime *rt, int err) { fake_of(rt)->err = err; }
+
+void kite_runtime_fake_set_ready(struct kite_runtime *rt, bool ready, const char *reason, const char *message) {
+    struct fake_runtime *f = fake_of(rt);
+    pthread_mutex_lock(&f->status_lock);
+    free(f->not_ready_reason);
+    free(f->not_ready_message);
+    f->not_ready_reason = ready ? NULL : kite_strdup(reason ? reason : "RuntimeNotReady");
+    f->not_ready_message = ready ? NULL : kite_strdup(message ? message : "");
+    pthread_mutex_unlock(&f->status_lock);
+}
+
+void kite_runtime_fake_set_exec(struct kite_runtime *rt, const char *name, int exit_code, const char *output) {
+    struct fake_runtime *f = fake_of(rt);
+    for (size_t i = 0; i < f->n_containers; i++) {
+        struct fcontainer *c = &f->containers[i];
+        if (!kite_streq(c->st.name, name)) continue;
+        c->script.exec_exit_code = exit_code;
+        free(c->exec_output);
+        c->exec_output = output ? kite_strdup(output) : NULL;
+    }
+    for (size_t i = 0; i < f->n_scripts; i++) {
+        if (!kite_streq(f->scripts[i].name, name)) continue;
+        f->scripts[i].s.exec_exit_code = exit_code;
+        free(f->scripts[i].exec_output);
+        f->scripts[i].exec_output = output ? kite_strdup(output) : NULL;
+    }
+}
 
 void kite_runtime_fake_script(struct kite_runtime *rt, const char *name, const struct kite_fake_script *s) {
     struct fake_runtime *f = fake_of(rt);

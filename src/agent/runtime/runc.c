@@ -1040,6 +1040,33 @@ static int rc_version(struct kite_runtime *rt, char **ret_name, char **ret_versi
     return 0;
 }
 
+/* Ready when every binary the runtime executes is there and executable and its state dirs are
+ * writable: what a broken install, a removed package or a read-only root dir breaks. Only
+ * access(2): a hung runc process or container cannot hold this up. */
+static int rc_status(struct kite_runtime *rt, char **ret_reason, char **ret_message) {
+    struct runc_rt *c = rc_of(rt);
+    const struct {
+        const char *what, *path;
+        int mode;
+        const char *reason;
+    } checks[] = {
+        {"the OCI runtime runc", c->runc, X_OK, "RuncNotFound"},
+        {"the container monitor conmon", c->conmon, X_OK, "ConmonNotFound"},
+        {"the pause binary", c->pause_bin, X_OK, "PauseNotFound"},
+        {"the runtime state dir", c->state, W_OK | X_OK, "StateDirNotWritable"},
+        {"the container log dir", c->logs, W_OK | X_OK, "LogDirNotWritable"},
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(checks); i++) {
+        int e = !checks[i].path ? ENOENT : access(checks[i].path, checks[i].mode) < 0 ? errno : 0;
+        if (!e) continue;
+        *ret_reason = kite_strdup(checks[i].reason);
+        *ret_message = kite_asprintf("%s %s: %s", checks[i].what, checks[i].path ? checks[i].path : "(not in PATH)",
+                                     strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
 static int rc_list_images(struct kite_runtime *rt, struct kite_image **ret, size_t *ret_n) {
     return kite_image_store_list(rc_of(rt)->images, ret, ret_n);
 }
@@ -1111,6 +1138,7 @@ static void rc_free(struct kite_runtime *rt) {
 static const struct kite_runtime_ops runc_ops = {
     .name = "runc",
     .version = rc_version,
+    .status = rc_status,
     .list_images = rc_list_images,
     .image_status = rc_image_status,
     .remove_image = rc_remove_image,

@@ -89,6 +89,11 @@ const char *kite_container_state_name(enum kite_container_state s) {
     }
 }
 
+int kite_runtime_status(struct kite_runtime *rt, char **ret_reason, char **ret_message) {
+    if (!rt->ops->status) return 0;
+    return rt->ops->status(rt, ret_reason, ret_message);
+}
+
 void kite_runtime_free(struct kite_runtime *rt) {
     if (rt && rt->ops && rt->ops->free) rt->ops->free(rt);
 }

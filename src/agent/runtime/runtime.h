@@ -121,6 +121,10 @@ struct kite_runtime_ops {
     /* *ret_name ("runc") and *ret_version ("1.1.5") are new strings the caller frees; set only
      * on success. 0 or -errno. */
     int (*version)(struct kite_runtime *rt, char **ret_name, char **ret_version);
+    /* CRI Status' RuntimeReady: 0 when the runtime can run containers, else -errno with
+     * *ret_reason (a CamelCase word) and *ret_message (caller frees both). Never calls out to
+     * the runtime's processes, so a hung container cannot make it hang. NULL = always ready. */
+    int (*status)(struct kite_runtime *rt, char **ret_reason, char **ret_message);
 
     /* Images. A new array (caller frees with kite_images_free); *ret may be NULL when *ret_n is
      * 0. 0 or -errno. */
@@ -193,6 +197,8 @@ void kite_strv_free(char **v, size_t n);
 const char *kite_container_state_name(enum kite_container_state s);
 
 /* rt->ops->free(rt), NULL-safe. */
+/* rt->ops->status, or ready when the runtime has none. */
+int kite_runtime_status(struct kite_runtime *rt, char **ret_reason, char **ret_message);
 void kite_runtime_free(struct kite_runtime *rt);
 
 /* The runc runtime. Its state lives under root_dir: images/ (the image store), containers/<id>/
@@ -221,6 +227,8 @@ struct kite_runtime *kite_runtime_fake_new(const char *version);
 void kite_runtime_fake_set_images(struct kite_runtime *rt, const struct kite_image *v, size_t n);
 /* Makes every call fail with err (0 = succeed again). */
 void kite_runtime_fake_set_error(struct kite_runtime *rt, int err);
+/* The fake's Status answer: ready, or not with reason and message (copied). */
+void kite_runtime_fake_set_ready(struct kite_runtime *rt, bool ready, const char *reason, const char *message);
 /* What happens to containers named `name` (created from now on); borrowed strings copied. */
 struct kite_fake_script {
     int64_t start_delay_ns; /* start_container takes this long */
@@ -232,6 +240,8 @@ struct kite_fake_script {
     int exec_exit_code;
 };
 void kite_runtime_fake_script(struct kite_runtime *rt, const char *name, const struct kite_fake_script *s);
+/* What exec in the containers named `name` answers from now on (running ones included). */
+void kite_runtime_fake_set_exec(struct kite_runtime *rt, const char *name, int exit_code, const char *output);
 /* Makes the call named op ("start_container", "exec_sync", ...) hang until its timeout, then
  * fail with -ETIMEDOUT; NULL = no call hangs. */
 void kite_runtime_fake_hang(struct kite_runtime *rt, const char *op);

@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "agent_fake_api.h"
+#include "agent/runtime/runtime.h"
 
 #define T0_WALL (INT64_C(1796226146) * KITE_NS_PER_SEC)
 #define SEC KITE_NS_PER_SEC
@@ -470,5 +471,57 @@ Test(agent, explicit_update_frequency_is_also_the_report_frequency) {
     run_for(&e, 61 * SEC);
     size_t n = fake_api_count(&e.api, "PATCH", "/status");
     cr_assert(n >= 2 && n <= 3, "a report every ~20 s even with no change: %zu", n);
+    env_release(&e);
+}
+
+static const char *ready_field(struct env *e, const char *field) {
+    json_object *conds = json_object_object_get(json_object_object_get(e->api.node, "status"), "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (strcmp(jstr(c, "type"), "Ready") == 0) return jstr(c, field);
+    }
+    return NULL;
+}
+
+/* The node status computed from the machine asks the runtime's Status each time: a runtime that
+ * cannot run containers turns Ready False with kubelet's message, and Ready comes back with it;
+ * failing runtime calls (a container's trouble) do not touch Ready. */
+Test(agent, runtime_status_drives_ready) {
+    struct env e;
+    env_init(&e);
+    char root[] = "/tmp/kite-agent-test-XXXXXX";
+    cr_assert_not_null(mkdtemp(root));
+    free(e.cfg.root_dir);
+    e.cfg.root_dir = kite_strdup(root);
+    struct kite_runtime *rt = kite_runtime_fake_new("1.0.0");
+    struct kite_agent_options o = {.config = &e.cfg, .client = e.client, .clock = &e.clk.clock, .runtime = rt,
+                                   .sysroot = "", .seed = 42};
+    char *err = NULL;
+    cr_assert_eq(kite_agent_new(&o, &e.a, &err), 0, "%s", err ? err : "");
+    run_for(&e, 2 * SEC);
+    cr_assert_str_eq(ready_field(&e, "status"), "True");
+
+    kite_runtime_fake_set_ready(rt, false, "RuncNotFound", "the OCI runtime runc /usr/sbin/runc: No such file");
+    run_for(&e, 20 * SEC);
+    cr_assert_str_eq(ready_field(&e, "status"), "False");
+    cr_assert_str_eq(ready_field(&e, "reason"), "KubeletNotReady");
+    cr_assert_str_eq(ready_field(&e, "message"), "container runtime not ready: RuntimeReady=false reason:RuncNotFound "
+                                                 "message:the OCI runtime runc /usr/sbin/runc: No such file");
+
+    kite_runtime_fake_set_ready(rt, true, NULL, NULL);
+    run_for(&e, 20 * SEC);
+    cr_assert_str_eq(ready_field(&e, "status"), "True");
+
+    kite_runtime_fake_set_error(rt, -EIO); /* every runtime call fails: images, containers */
+    run_for(&e, 20 * SEC);
+    cr_assert_str_eq(ready_field(&e, "status"), "True", "a failing call is not a runtime that is down");
+    kite_runtime_fake_set_error(rt, 0);
+
+    kite_agent_free(e.a);
+    e.a = NULL;
+    kite_runtime_free(rt);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    cr_assert_eq(system(cmd), 0);
     env_release(&e);
 }

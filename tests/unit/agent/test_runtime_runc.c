@@ -210,3 +210,28 @@ Test(runtime_runc, import_refuses_a_corrupted_blob) {
     kite_runtime_free(rt2);
     kite_runtime_free(rt);
 }
+
+/* Status: ready while its binaries and dirs are usable; a runc binary removed under a running
+ * agent (a package removed) is named, and ready again when it is back. */
+Test(runtime_runc, status_names_a_missing_binary) {
+    if (access("/usr/sbin/runc", X_OK) || access("/usr/bin/conmon", X_OK)) cr_skip_test("runc or conmon missing");
+    root = nst_tmpdir();
+    _cleanup_free_ char *runc = kite_asprintf("%s/runc-copy", root);
+    _cleanup_free_ char *cp = kite_asprintf("cp /usr/sbin/runc %s", runc);
+    cr_assert_eq(system(cp), 0);
+    struct kite_runc_options o = {.root_dir = root, .runc_path = runc};
+    struct kite_runtime *rt = NULL;
+    char *err = NULL, *reason = NULL, *msg = NULL;
+    cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(kite_runtime_status(rt, &reason, &msg), 0);
+    cr_assert_eq(unlink(runc), 0);
+    cr_assert_eq(kite_runtime_status(rt, &reason, &msg), -ENOENT);
+    cr_assert_str_eq(reason, "RuncNotFound");
+    cr_assert(strstr(msg, runc) && strstr(msg, "No such file"), "%s", msg);
+    free(reason), free(msg);
+    reason = msg = NULL;
+    cr_assert_eq(system(cp), 0);
+    cr_assert_eq(kite_runtime_status(rt, &reason, &msg), 0);
+    cr_assert_null(reason);
+    kite_runtime_free(rt);
+}
