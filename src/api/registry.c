@@ -24,6 +24,10 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_localsubjectaccessreview,
     &kite_kind_selfsubjectrulesreview,
     &kite_kind_selfsubjectreview,
+    &kite_kind_role,
+    &kite_kind_clusterrole,
+    &kite_kind_rolebinding,
+    &kite_kind_clusterrolebinding,
     NULL,
 };
 

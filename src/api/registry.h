@@ -13,7 +13,9 @@
 
 #include <json-c/json.h>
 
-enum kite_name_rule { KITE_NAME_SUBDOMAIN = 0, KITE_NAME_LABEL = 1 };
+/* PATH_SEGMENT: any name that is a valid URL path segment (not "." or "..", no '/' or '%'),
+ * as RBAC objects' names ("system:basic-user"). */
+enum kite_name_rule { KITE_NAME_SUBDOMAIN = 0, KITE_NAME_LABEL = 1, KITE_NAME_PATH_SEGMENT = 2 };
 
 /* A subresource written on its own: a write of it changes only `field` of the object (and
  * metadata), whatever else the body holds ("status" -> status; a namespace's "finalize" ->

@@ -67,6 +67,15 @@ size_t kite_dns1123_subdomain_errs(const char *s, const char *msgs[KITE_NAME_ERR
     return n;
 }
 
+size_t kite_path_segment_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]) {
+    size_t n = 0;
+    if (strcmp(s, ".") == 0) msgs[n++] = "may not be '.'";
+    else if (strcmp(s, "..") == 0) msgs[n++] = "may not be '..'";
+    if (strchr(s, '/')) msgs[n++] = "may not contain '/'";
+    if (strchr(s, '%')) msgs[n++] = "may not contain '%'";
+    return n;
+}
+
 size_t kite_dns1123_label_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]) {
     size_t n = 0, len = strlen(s);
     if (len > KITE_DNS1123_LABEL_MAX) msgs[n++] = "must be no more than 63 characters";
@@ -226,7 +235,9 @@ static void validate_name_value(struct kite_causes *c, const char *field, const 
         masked[len - 1] = 'a';
         v = masked;
     }
-    size_t n = name_rule == 1 ? kite_dns1123_label_errs(v, msgs) : kite_dns1123_subdomain_errs(v, msgs);
+    size_t n = name_rule == 2   ? kite_path_segment_errs(v, msgs)
+               : name_rule == 1 ? kite_dns1123_label_errs(v, msgs)
+                                : kite_dns1123_subdomain_errs(v, msgs);
     kite_causes_add_invalid(c, field, value, msgs, n);
 }
 

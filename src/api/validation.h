@@ -42,6 +42,8 @@ size_t kite_dns1123_subdomain_errs(const char *s, const char *msgs[KITE_NAME_ERR
 size_t kite_dns1123_label_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
 size_t kite_qualified_name_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
 size_t kite_label_value_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
+/* path.IsValidPathSegmentName (RBAC names): not "." or "..", no '/' or '%'. */
+size_t kite_path_segment_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
 
 /* ≤253, lowercase RFC 1123 subdomain. */
 bool kite_is_dns1123_subdomain(const char *s);

@@ -4,6 +4,7 @@
  * context (struct kite_admission_attrs). A plugin names no kind: it reads rows. Adding a
  * plugin is a function and a row in PLUGINS below. */
 #include "apiserver/internal.h"
+#include "apiserver/rbac.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,6 +70,7 @@ static const struct kite_admission_plugin PLUGINS[] = {
     {"NamespaceLifecycle", NULL, namespace_lifecycle},
     {"DefaultTolerationSeconds", default_toleration_seconds, NULL},
     {"NodeRestriction", NULL, kite_admission_node_restriction}, /* admission_node.c */
+    {"RBACEscalation", NULL, apiserver_rbac_admit}, /* upstream: in the RBAC kinds' storage */
 };
 
 const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n) {

@@ -3,7 +3,7 @@
 #include "base/base.h"
 
 struct kite_apiserver_options {
-    const char *data_dir;      /* holds pki/, the SQLite store, admin.kubeconfig */
+    const char *data_dir;      /* holds pki/, the SQLite store, admin.kubeconfig, controller-manager.kubeconfig */
     const char *listen;        /* "127.0.0.1:6443" */
     const char *store_url;     /* NULL = "sqlite:<data_dir>/kite.db" */
     const char *token_file;    /* --token-auth-file, optional */

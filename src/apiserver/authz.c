@@ -1,8 +1,9 @@
 /* The authorizer chain. Each authorizer says allow, deny or no opinion; the first decision
  * wins and no opinion from all of them denies (kube-apiserver's union authorizer). For now:
  * system:masters may do everything; nodes what the Node authorizer (authz_node.c) allows;
- * every authenticated user discovery; every other request is denied. */
+ * every user what RBAC grants (authz_rbac.c), discovery and the health paths included. */
 #include "apiserver/internal.h"
+#include "apiserver/rbac.h"
 
 static bool in_group(const struct kite_user *u, const char *g) {
     for (size_t i = 0; i < u->n_groups; i++)
@@ -16,7 +17,7 @@ static enum kite_authz_decision masters(const struct kite_authz_attrs *a, char *
 
 static const char *const ALL[] = {"*", NULL};
 
-static void masters_rules(const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
+static void masters_rules(struct kite_apiserver *s, const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
     if (!in_group(u, "system:masters")) return;
     kite_authz_rule_add(out, ALL, ALL, ALL, NULL);
     kite_authz_rule_add_paths(out, ALL, ALL);
@@ -24,7 +25,7 @@ static void masters_rules(const struct kite_user *u, const char *ns, struct kite
 
 /* As kube-apiserver's Node authorizer: a node's permissions follow its pods and are not
  * listed, so its rules review is incomplete; other users get nothing from it. */
-static void node_rules(const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
+static void node_rules(struct kite_apiserver *s, const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
     const char *node;
     if (kite_node_identity(u, &node)) out->incomplete = true;
 }
@@ -42,46 +43,23 @@ bool apiserver_is_public_path(const char *p) {
     return apiserver_is_health_path(p) || strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0;
 }
 
-/* What system:basic-user lets every authenticated user create: questions about itself. */
-static const char *const AUTHZ_SELF[] = {"selfsubjectaccessreviews", "selfsubjectrulesreviews", NULL};
-static const char *const AUTHN_SELF[] = {"selfsubjectreviews", NULL};
-static const char *const AUTHZ_GROUP[] = {"authorization.k8s.io", NULL}, *const AUTHN_GROUP[] = {"authentication.k8s.io", NULL};
-
-static bool listed(const char *const *l, const char *s) {
-    for (; *l; l++)
-        if (strcmp(*l, s) == 0) return true;
-    return false;
-}
-
-static bool self_review(const struct kite_authz_attrs *a) {
-    if (!a->resource || a->sub || !a->verb || strcmp(a->verb, "create") != 0) return false;
-    return (strcmp(a->group, AUTHZ_GROUP[0]) == 0 && listed(AUTHZ_SELF, a->resource)) ||
-           (strcmp(a->group, AUTHN_GROUP[0]) == 0 && listed(AUTHN_SELF, a->resource));
-}
-
-/* Read-only, non-resource paths any authenticated user may get (system:discovery and
- * system:public-info-viewer), and the self reviews (system:basic-user). */
-static enum kite_authz_decision discovery(const struct kite_authz_attrs *a, char **why) {
-    if (!in_group(a->user, "system:authenticated")) return KITE_AUTHZ_NO_OPINION;
-    if (self_review(a)) return KITE_AUTHZ_ALLOW;
-    if (!a->path) return KITE_AUTHZ_NO_OPINION;
-    if (apiserver_is_public_path(a->path)) return KITE_AUTHZ_ALLOW;
-    static const char *const roots[] = {"/api", "/apis"};
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(roots); i++) {
-        size_t n = strlen(roots[i]);
-        if (strncmp(a->path, roots[i], n) == 0 && (a->path[n] == 0 || a->path[n] == '/')) return KITE_AUTHZ_ALLOW;
+/* RBAC's rules for a user in ns, for SelfSubjectRulesReview (upstream's RBAC RulesFor). */
+static void rbac_rules(struct kite_apiserver *s, const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
+    struct rbac_rules r = {0};
+    apiserver_rbac_rules_for(s, u, ns, &r);
+    for (size_t i = 0; i < r.n; i++) {
+        const struct rbac_rule *x = &r.v[i];
+        const struct rbac_strs *lists[] = {&x->verbs, &x->groups, &x->resources, &x->names, &x->urls};
+        const char **v[KITE_ARRAY_SIZE(lists)];
+        for (size_t j = 0; j < KITE_ARRAY_SIZE(lists); j++) {
+            v[j] = kite_calloc(lists[j]->n + 1, sizeof *v[j]);
+            for (size_t k = 0; k < lists[j]->n; k++) v[j][k] = lists[j]->v[k];
+        }
+        if (x->urls.n) kite_authz_rule_add_paths(out, v[0], v[4]);
+        else kite_authz_rule_add(out, v[0], v[1], v[2], v[3]);
+        for (size_t j = 0; j < KITE_ARRAY_SIZE(lists); j++) free(v[j]);
     }
-    return KITE_AUTHZ_NO_OPINION;
-}
-
-static void discovery_rules(const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
-    static const char *const get[] = {"get", NULL}, *const create[] = {"create", NULL};
-    static const char *const paths[] = {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz",
-                                        "/version", "/version/", NULL};
-    if (!in_group(u, "system:authenticated")) return;
-    kite_authz_rule_add(out, create, AUTHZ_GROUP, AUTHZ_SELF, NULL);
-    kite_authz_rule_add(out, create, AUTHN_GROUP, AUTHN_SELF, NULL);
-    kite_authz_rule_add_paths(out, get, paths);
+    rbac_rules_release(&r);
 }
 
 /* Adding an authorizer is a function and a row here (and, for SelfSubjectRulesReview, a
@@ -89,7 +67,7 @@ static void discovery_rules(const struct kite_user *u, const char *ns, struct ki
 static const struct kite_authorizer CHAIN[] = {
     {"Masters", masters, masters_rules},
     {"Node", kite_authz_node, node_rules},
-    {"Discovery", discovery, discovery_rules},
+    {"RBAC", apiserver_rbac_authorize, rbac_rules},
 };
 
 const struct kite_authorizer *kite_authorizers(size_t *ret_n) {

@@ -24,6 +24,7 @@
 
 struct kite_metrics;
 struct keyq;
+struct rbac_index;
 
 /* Work for the write engine's own thread (retries, the next write of a key, the next batch of
  * a deletecollection): never the store's writer thread, never an HTTP thread's time. */
@@ -67,6 +68,7 @@ struct kite_apiserver {
     int lock_fd;                /* flock'ed DATA_DIR/kite.lock while running; -1 */
     struct kite_node_graph *node_graph; /* the Node authorizer's pods graph (node_graph.c) */
     struct kite_audit *audit;   /* --audit-log-path; NULL when off */
+    struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
 };
 
 #define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
@@ -307,7 +309,7 @@ struct kite_authorizer {
     enum kite_authz_decision (*authorize)(const struct kite_authz_attrs *a, char **ret_reason);
     /* Optional: appends the rules it grants u in namespace ns; an authorizer that cannot
      * list them sets out->incomplete. Without it the review is marked incomplete. */
-    void (*rules)(const struct kite_user *u, const char *ns, struct kite_authz_rules *out);
+    void (*rules)(struct kite_apiserver *s, const struct kite_user *u, const char *ns, struct kite_authz_rules *out);
 };
 /* The chain, in order. */
 const struct kite_authorizer *kite_authorizers(size_t *ret_n);

@@ -84,7 +84,7 @@ static void review_rules(const struct kite_review_env *env, const struct kite_re
     const struct kite_authorizer *chain = kite_authorizers(&n);
     for (size_t i = 0; i < n; i++) {
         if (chain[i].rules) {
-            chain[i].rules(&u, ns, &r);
+            chain[i].rules(env->ud, &u, ns, &r);
             continue;
         }
         r.incomplete = true;

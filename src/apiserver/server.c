@@ -4,6 +4,7 @@
  * authz) -> one handler per verb (read.c, write.c, watch.c) -> reply_*(), which records
  * metrics and frees the request. Writes reply later from the store's writer thread. */
 #include "apiserver/internal.h"
+#include "apiserver/rbac.h"
 #include "api/status.h"
 #include "json/parse.h"
 #include "base/clock.h"
@@ -556,7 +557,9 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
                                         .max_backups = o->audit_log_maxbackup, .clock = s->clock};
         if ((r = kite_audit_open(&ao, &s->audit)) < 0) return fail(ret_error, r, "cannot open the audit log %s", o->audit_log_path);
     }
+    if ((r = apiserver_rbac_start(s)) < 0) return fail(ret_error, r, "cannot index the RBAC policy of %s", url);
     if ((r = ensure_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
+    if ((r = apiserver_rbac_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
     if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
@@ -586,6 +589,14 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     _cleanup_free_ char *kcp = kite_asprintf("%s/admin.kubeconfig", o->data_dir);
     /* unchanged: a restart needs no free disk space */
     if ((r = kite_write_file_atomic(kcp, kc, strlen(kc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", kcp);
+    /* controller-manager.kubeconfig: the controllers' identity (system:kube-controller-manager) */
+    _cleanup_free_ char *ccp = kite_asprintf("%s/controller-manager.crt", pki), *ckp = kite_asprintf("%s/controller-manager.key", pki);
+    _cleanup_free_ char *ccert = NULL, *ckey = NULL;
+    if ((r = kite_pki_read_file(ccp, &ccert)) < 0 || (r = kite_pki_read_file(ckp, &ckey)) < 0)
+        return fail(ret_error, r, "cannot read %s", ccert ? ckp : ccp);
+    _cleanup_free_ char *ckc = kite_pki_kubeconfig("kite", s->url, ca, ccert, ckey, NULL);
+    _cleanup_free_ char *ckcp = kite_asprintf("%s/controller-manager.kubeconfig", o->data_dir);
+    if ((r = kite_write_file_atomic(ckcp, ckc, strlen(ckc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", ckcp);
     if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0)
         return fail(ret_error, -EAGAIN, "cannot start the housekeeping thread");
     pthread_setname_np(s->compactor, "housekeeping");
@@ -627,6 +638,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     if (s->compactor_started) pthread_join(s->compactor, NULL);
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
     apiserver_retry_stop(s);
+    apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */
     kite_audit_close(s->audit); /* after the last request was answered */
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);

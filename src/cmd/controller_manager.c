@@ -76,11 +76,15 @@ static void lead(void *ud) {
     };
     if ((r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
         log_error(LOG, "cannot start the node controllers: %s", strerror(-r));
+    struct kite_aggregator_options ao = {.client = c->client};
+    if ((r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
+        log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
+    kite_aggregator_stop(TAKE_PTR(c->aggregator));
     kite_ctlmgr_stop(TAKE_PTR(c->nodes));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));
     log_info(LOG, "controllers stopped");
@@ -144,7 +148,8 @@ int cmd_controller_manager(int argc, char **argv) {
         CONTROLLER_FLAGS(&a),
         FLAG_END};
     int r = flags_parse("controller-manager",
-                        "Runs kite's controllers (namespace, node lifecycle, taint eviction) against an API server.",
+                        "Runs kite's controllers (namespace, node lifecycle, taint eviction, clusterrole aggregation)\n"
+                        "against an API server.",
                         flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     /* client-go's checks: the leader must give up before a candidate may take over */

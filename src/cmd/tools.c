@@ -85,32 +85,52 @@ static int write_private(const char *path, const char *data, size_t len) {
 }
 
 int cmd_kubeconfig(int argc, char **argv) {
-    const char *data_dir = NULL, *node = NULL, *server = NULL, *out = NULL;
+    const char *data_dir = NULL, *node = NULL, *server = NULL, *user = NULL, *out = NULL;
+    struct flag_list groups = {0};
     const struct flag flags[] = {
         FLAG_STR("data-dir", "DIR", "data directory of the apiserver", NULL, &data_dir, .required = true),
-        FLAG_STR("node", "NAME", "node name: the identity is CN=system:node:NAME, O=system:nodes", NULL, &node,
-                 .required = true),
+        FLAG_STR("node", "NAME", "node name: the identity is CN=system:node:NAME, O=system:nodes", NULL, &node),
+        FLAG_STR("user", "NAME", "instead of --node: a user's identity, CN=NAME (what RBAC bindings name)", NULL, &user),
+        FLAG_LIST("group", "G,...", "with --user: the user's groups (one O each)", NULL, &groups),
         FLAG_STR("server", "URL", "API server URL", NULL, &server, .def_note = "the one in DATA_DIR/admin.kubeconfig"),
         FLAG_STR("o", "FILE", "write the kubeconfig to FILE (mode 0600) instead of printing it", NULL, &out),
         FLAG_END,
     };
-    int r = flags_parse("kubeconfig", "Prints a kubeconfig for a node identity, signed by the data dir's CA.", flags,
-                        argc, argv, NULL, NULL);
-    if (r != 0) return r > 0 ? 0 : 2;
+    int r = flags_parse("kubeconfig", "Prints a kubeconfig for a node or user identity, signed by the data dir's CA.",
+                        flags, argc, argv, NULL, NULL);
+    if (r != 0) {
+        flag_list_release(&groups);
+        return r > 0 ? 0 : 2;
+    }
+    if (!node == !user || (node && groups.n) || (user && !*user)) {
+        fprintf(stderr, "kite kubeconfig: %s\n", node && user ? "--node and --user exclude each other"
+                                                 : node         ? "--group goes with --user"
+                                                 : user         ? "--user needs a name"
+                                                                : "--node is required (or --user)");
+        flag_list_release(&groups);
+        return 2;
+    }
     _cleanup_free_ char *err = NULL;
     _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir, &err);
     if (!url) {
         fprintf(stderr, "kite kubeconfig: no --server given and %s\n", err ? err : "no admin.kubeconfig");
+        flag_list_release(&groups);
         return 1;
     }
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *ca_path = kite_asprintf("%s/pki/ca.crt", data_dir);
-    _cleanup_free_ char *ca = NULL, *cert = NULL, *key = NULL, *cn = kite_asprintf("system:node:%s", node);
-    const char *orgs[] = {"system:nodes"};
-    if ((r = kite_pki_read_file(ca_path, &ca)) < 0 || (r = kite_pki_issue_client(pki, cn, orgs, 1, &cert, &key)) < 0) {
+    _cleanup_free_ char *ca = NULL, *cert = NULL, *key = NULL;
+    _cleanup_free_ char *cn = node ? kite_asprintf("system:node:%s", node) : kite_strdup(user);
+    const char *node_orgs[] = {"system:nodes"};
+    const char *const *orgs = node ? node_orgs : (const char *const *)groups.v;
+    size_t n_orgs = node ? 1 : groups.n;
+    r = kite_pki_read_file(ca_path, &ca);
+    if (r >= 0) r = kite_pki_issue_client(pki, cn, orgs, n_orgs, &cert, &key);
+    flag_list_release(&groups);
+    if (r < 0) {
         fprintf(stderr, "kite kubeconfig: %s\n", strerror(-r));
         return 1;
     }
-    _cleanup_free_ char *kc = kite_pki_kubeconfig(node, url, ca, cert, key, NULL);
+    _cleanup_free_ char *kc = kite_pki_kubeconfig(node ? node : user, url, ca, cert, key, NULL);
     if (!out) {
         fputs(kc, stdout);
         return 0;

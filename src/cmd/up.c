@@ -52,10 +52,11 @@ int cmd_up(int argc, char **argv) {
     log_info("up", "apiserver serving on %s; kubectl: KUBECONFIG=%s/admin.kubeconfig", kite_apiserver_url(s), data_dir);
 
     struct kite_controllers ctl = {0};
-    _cleanup_free_ char *admin_kc = kite_asprintf("%s/admin.kubeconfig", data_dir), *ctl_err = NULL;
+    /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */
+    _cleanup_free_ char *ctl_kc = kite_asprintf("%s/controller-manager.kubeconfig", data_dir), *ctl_err = NULL;
     struct controller_args cargs;
     controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
-    cargs.kubeconfig = admin_kc;
+    cargs.kubeconfig = ctl_kc;
     if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
 

@@ -50,3 +50,24 @@ void kite_binder_stop(struct kite_binder *b);
 /* Binds pod (borrowed) to node when it is one the binder binds: 0 when bound, or not one to bind,
  * or bound meanwhile by someone else (409); another -errno on a failed request. */
 int kite_binder_bind(struct kite_client *client, json_object *pod, const char *node);
+
+/* ClusterRole aggregation: every ClusterRole with an aggregationRule gets the union of the
+ * rules of the ClusterRoles its clusterRoleSelectors match (by name order, each rule once),
+ * patched in when it differs. One thread: list + watch of clusterroles; a failed patch is
+ * tried again after a back-off (1 s doubling to KITE_AGGREGATION_RETRY_MAX_S). */
+#define KITE_AGGREGATION_RETRY_MAX_S 30
+#define KITE_AGGREGATION_RESYNC_S 300
+
+struct kite_aggregator;
+struct kite_aggregator_options {
+    struct kite_client *client; /* borrowed: must outlive the controller */
+    struct kite_clock *clock;   /* NULL = real */
+};
+int kite_aggregator_start(const struct kite_aggregator_options *o, struct kite_aggregator **ret);
+/* Cancels the watch and joins. NULL is a no-op. */
+void kite_aggregator_stop(struct kite_aggregator *a);
+/* The rules role (borrowed) aggregates from roles[0..n) (borrowed; role itself among them is
+ * skipped): a new JSON array. */
+json_object *kite_aggregated_rules(json_object *role, json_object *const *roles, size_t n);
+/* A metav1.LabelSelector (JSON: matchLabels, matchExpressions) matches labels (may be NULL). */
+bool kite_label_selector_json_matches(json_object *sel, json_object *labels);

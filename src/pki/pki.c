@@ -371,6 +371,10 @@ int kite_pki_ensure(const char *dir, const char *const *extra_sans, size_t n_ext
         rc = ensure_leaf(dir, "admin", &admin, fresh_ca, ca_crt, ca_key);
     if (rc >= 0)
         rc = ensure_leaf(dir, "kubelet-client", &kubelet_client, fresh_ca, ca_crt, ca_key);
+    /* the controllers' own identity, bound by RBAC to system:kube-controller-manager */
+    struct cert_spec cm = {.cn = "system:kube-controller-manager", .key_purpose = GNUTLS_KP_TLS_WWW_CLIENT, .days = LEAF_DAYS};
+    if (rc >= 0)
+        rc = ensure_leaf(dir, "controller-manager", &cm, fresh_ca, ca_crt, ca_key);
     free(sans);
     gnutls_x509_crt_deinit(ca_crt);
     gnutls_x509_privkey_deinit(ca_key);

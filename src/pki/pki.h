@@ -6,12 +6,14 @@
  *   admin.crt admin.key    client cert CN=kite-admin, O=system:masters
  *   kubelet-client.crt .key  the API server's client cert towards node agents (pods/log):
  *                          CN=kube-apiserver-kubelet-client, O=system:masters, as kube-apiserver's
+ *   controller-manager.crt controller-manager.key
+ *                          client cert CN=system:kube-controller-manager (the controllers)
  * Keys are ECDSA P-256, PEM (PKCS#8 unencrypted), mode 0600. The CA
  * lives 10 years, leaf certs 1 year; ensure reissues a leaf within 30 days of expiry. */
 #pragma once
 #include "base/base.h"
 
-/* Ensures dir (created 0700 if missing) holds a usable CA, server and admin pair. Existing
+/* Ensures dir (created 0700 if missing) holds a usable CA, server, admin and controller-manager pair. Existing
  * valid files are kept (idempotent); a server cert lacking a requested SAN, expired or not
  * signed by the CA is reissued; a missing/broken CA regenerates everything. extra_sans are DNS
  * names or IP literals. 0 or -errno. */

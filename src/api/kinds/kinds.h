@@ -18,5 +18,9 @@ extern const struct kite_resource kite_kind_subjectaccessreview;
 extern const struct kite_resource kite_kind_localsubjectaccessreview;
 extern const struct kite_resource kite_kind_selfsubjectrulesreview;
 extern const struct kite_resource kite_kind_selfsubjectreview;
+extern const struct kite_resource kite_kind_role;               /* rbac.authorization.k8s.io/v1 */
+extern const struct kite_resource kite_kind_clusterrole;
+extern const struct kite_resource kite_kind_rolebinding;
+extern const struct kite_resource kite_kind_clusterrolebinding;
 /* Printers of kinds not served yet */
 extern const struct kite_table_printer kite_endpointslice_printer;

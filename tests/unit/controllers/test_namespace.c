@@ -136,6 +136,8 @@ static const char *const COLLECTIONS[] = {
     "/api/v1/namespaces/team-a/configmaps",
     "/api/v1/namespaces/team-a/secrets",
     "/api/v1/namespaces/team-a/serviceaccounts",
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles",
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
 };
 
 #define TERMINATING(finalizers)                                                                          \
