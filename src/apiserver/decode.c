@@ -76,3 +76,60 @@ json_object *parse_body(struct req *rq, bool delete_options) {
     }
     return o;
 }
+
+/* ---- fieldValidation --------------------------------------------------------------------- */
+
+enum field_validation { FV_IGNORE, FV_WARN, FV_STRICT };
+
+struct unknown_report {
+    struct req *rq;
+    bool strict;
+    size_t n;
+    struct kite_buf msg; /* Strict: the error's list */
+};
+
+static void unknown_found(void *ud, const char *path) {
+    struct unknown_report *u = ud;
+    if (u->n++ >= KITE_MAX_FIELD_WARNINGS) return;
+    if (u->strict) {
+        kite_buf_printf(&u->msg, "%sunknown field \"%s\"", u->msg.len ? ", " : "", path);
+        return;
+    }
+    /* RFC 7234 warn-text: a quoted string, its quotes and backslashes escaped */
+    struct kite_buf h = {0};
+    kite_buf_puts(&h, "299 - \"unknown field \\\"");
+    for (const char *p = path; *p; p++) {
+        if (*p == '"' || *p == '\\') kite_buf_putc(&h, '\\');
+        kite_buf_putc(&h, (char)(*p == '\r' || *p == '\n' ? ' ' : *p));
+    }
+    kite_buf_puts(&h, "\\\"\"");
+    kite_http_add_header(u->rq->http, "Warning", h.p);
+    kite_buf_release(&h);
+}
+
+bool check_field_validation(struct req *rq, json_object *obj) {
+    const char *v = kite_http_query(rq->http, "fieldValidation");
+    enum field_validation fv;
+    if (!v || !*v || strcmp(v, "Warn") == 0) fv = FV_WARN;
+    else if (strcmp(v, "Ignore") == 0) fv = FV_IGNORE;
+    else if (strcmp(v, "Strict") == 0) fv = FV_STRICT;
+    else {
+        const char *opts = kite_streq(rq->verb, "create") ? "CreateOptions" : kite_streq(rq->verb, "update") ? "UpdateOptions" : "PatchOptions";
+        reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"%s\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+                    opts, v);
+        return false;
+    }
+    /* Go's decoder keeps nothing of a field its struct lacks, whatever the directive */
+    struct unknown_report u = {.rq = rq, .strict = fv == FV_STRICT};
+    bool report = fv == FV_STRICT || (fv == FV_WARN && !rq->field_warnings_sent);
+    kite_schema_unknown_fields(rq->res->schema, obj, true, report ? unknown_found : NULL, &u);
+    if (fv == FV_WARN) rq->field_warnings_sent = true;
+    if (fv == FV_STRICT && u.n) {
+        reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s",
+                    rq->res->kind, rq->res->version, rq->res->kind, u.msg.p, u.n > KITE_MAX_FIELD_WARNINGS ? ", ..." : "");
+        kite_buf_release(&u.msg);
+        return false;
+    }
+    kite_buf_release(&u.msg);
+    return true;
+}

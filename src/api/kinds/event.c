@@ -6,7 +6,7 @@
 STRUCT(event_source_schema, "EventSource", F(1, "component", S), F(2, "host", S));
 /* the same numbers in core/v1 and events/v1 */
 STRUCT(event_series, "EventSeries", FK(1, "count", I32), F(2, "lastObservedTime", MT));
-ROOT(kite_schema_event, "Event", TYPE_META, F(2, "involvedObject", kite_schema_object_ref), F(3, "reason", S),
+ROOT(kite_schema_event, "Event", TYPE_META, FR(2, "involvedObject", kite_schema_object_ref), F(3, "reason", S),
     F(4, "message", S), F(5, "source", event_source_schema), F(6, "firstTimestamp", T), F(7, "lastTimestamp", T),
     F(8, "count", I32), F(9, "type", S), F(10, "eventTime", MT), F(11, "series", event_series), F(12, "action", S),
     F(13, "related", kite_schema_object_ref), FK(14, "reportingComponent", S), FK(15, "reportingInstance", S));

@@ -4,7 +4,7 @@
 #include "api/kinds/kind.h"
 
 /* ---- metav1.ObjectMeta --------------------------------------------------------------------- */
-STRUCT(owner_ref, "OwnerReference", FK(5, "apiVersion", S), FK(1, "kind", S), FK(3, "name", S), FK(4, "uid", S),
+STRUCT(owner_ref, "OwnerReference", FR(5, "apiVersion", S), FR(1, "kind", S), FR(3, "name", S), FR(4, "uid", S),
     FK(6, "controller", B), FK(7, "blockOwnerDeletion", B));
 LIST(owner_refs, NULL, owner_ref);
 STRUCT(managed_entry, "ManagedFieldsEntry", F(1, "manager", S), F(2, "operation", S), F(3, "apiVersion", S),
