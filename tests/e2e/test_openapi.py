@@ -171,3 +171,20 @@ def test_partial_schemas_keep_what_they_do_not_list(api):
     r = api.post("/api/v1/namespaces/default/pods?fieldValidation=Strict", pod)
     assert r.status == 201, r
     assert r.json()["spec"]["volumes"][0]["emptyDir"] == {"sizeLimit": "1Mi"}
+
+
+def test_duplicate_fields(api):
+    text = ('{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"oa-dup","namespace":"default"},'
+            '"spec":{"holderIdentity":"a","leaseDurationSeconds":1,"holderIdentity":"b"},'
+            '"x":[{"a":1,"a":2}]}')
+    r = api.post(f"{LEASES}?fieldValidation=Strict", text, ctype="application/json")
+    assert_status_body(r, 400, "BadRequest")
+    assert r.json()["message"].endswith(
+        'strict decoding error: unknown field "x", duplicate field "spec.holderIdentity", duplicate field "x[0].a"'), r.body
+    r = api.post(LEASES, text, ctype="application/json")
+    assert r.status == 201, r
+    assert r.json()["spec"]["holderIdentity"] == "b", "the last one wins, as Go's decoder"
+    r = api.patch(f"{LEASES}/oa-dup", '{"spec":{"leaseDurationSeconds":2,"leaseDurationSeconds":3}}',
+                  ctype="application/merge-patch+json")
+    assert r.status == 200 and r.headers["warning"] == '299 - "duplicate field \\"spec.leaseDurationSeconds\\""'
+    assert r.json()["spec"]["leaseDurationSeconds"] == 3
