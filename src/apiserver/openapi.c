@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <strings.h>
 
+#define OPENAPI_MAX_GROUP_VERSIONS 32 /* documents kept; kite serves far fewer group versions */
 #define V2_PB_MEDIA "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 struct doc {
@@ -29,7 +30,7 @@ struct doc {
 static struct {
     pthread_once_t once;
     struct doc v2, v3_index;
-    struct doc v3[32]; /* KITE_MAX_GROUP_VERSIONS */
+    struct doc v3[OPENAPI_MAX_GROUP_VERSIONS];
     size_t n_v3;
 } cache = {.once = PTHREAD_ONCE_INIT};
 

@@ -50,6 +50,11 @@ extern const struct kite_smp_schema kite_meta_smp_schema;
 #define ROOT(name, go, ...)                                                        \
     static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}}; \
     const struct kite_schema name = {.type = KITE_SCHEMA_OBJECT, .go_type = go, .fields = name##_fields}
+/* The same with OpenAPI's description of the kind (upstream's words). */
+#define ROOT_DOC(name, go, doc, ...)                                                                   \
+    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}};         \
+    const struct kite_schema name = {.type = KITE_SCHEMA_OBJECT, .go_type = go, .fields = name##_fields, \
+                                     .description = doc}
 /* A list schema `name` of elem, Go name go (NULL: "[]" + elem's). */
 #define LIST(name, go, of) static const struct kite_schema name = {.type = KITE_SCHEMA_LIST, .go_type = go, .elem = &of}
 /* A STRUCT that lists only some of its Go fields (KITE_SCHEMA_PARTIAL): the others are kept as

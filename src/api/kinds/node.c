@@ -31,7 +31,8 @@ STRUCT(node_status_schema, "NodeStatus", F(1, "capacity", RLIST), F(2, "allocata
     F(7, "nodeInfo", node_info), F(8, "images", container_images), F(9, "volumesInUse", volumes_in_use),
     F(10, "volumesAttached", attached_volumes), F(11, "config", RAW), F(12, "runtimeHandlers", runtime_handlers),
     F(13, "features", node_features));
-ROOT(kite_schema_node, "Node", TYPE_META, F(2, "spec", node_spec), F(3, "status", node_status_schema));
+ROOT_DOC(kite_schema_node, "Node",
+    "Node is a worker node in Kubernetes. Each node will have a unique identifier in the cache (i.e. in etcd).", TYPE_META, F(2, "spec", node_spec), F(3, "status", node_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,

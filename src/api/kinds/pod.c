@@ -63,7 +63,8 @@ STRUCT_PARTIAL(pod_status_schema, "PodStatus", F(1, "phase", S), F(2, "condition
     F(11, "nominatedNodeName", S), F(5, "hostIP", S), F(16, "hostIPs", host_ips), F(6, "podIP", S), F(12, "podIPs", pod_ips),
     F(7, "startTime", T), F(10, "initContainerStatuses", container_statuses), F(8, "containerStatuses", container_statuses),
     F(9, "qosClass", S), F(13, "ephemeralContainerStatuses", container_statuses), F(14, "resize", S));
-ROOT(kite_schema_pod, "Pod", TYPE_META, F(2, "spec", pod_spec), F(3, "status", pod_status_schema));
+ROOT_DOC(kite_schema_pod, "Pod",
+    "Pod is a collection of containers that can run on a host. This resource is created by clients and scheduled onto hosts.", TYPE_META, F(2, "spec", pod_spec), F(3, "status", pod_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,
