@@ -5,7 +5,7 @@
 
 #include "agent/agent.h"
 #include "api/quantity.h"
-#include "client/yaml.h"
+#include "api/yaml.h"
 
 #define KITE_AGENT_DEFAULT_ROOT "/var/lib/kite-agent"
 

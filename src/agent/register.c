@@ -205,7 +205,9 @@ void agent_post_event(struct kite_agent *a, const char *type, const char *reason
     json_object_object_add(meta, "name", json_object_new_string(name));
     json_object_object_add(meta, "namespace", json_object_new_string("default"));
     json_object_object_add(e, "metadata", meta);
-    /* the kubelet's node reference uses the node name as uid */
+    /* the kubelet's node reference uses the node name as uid; apiVersion is what
+     * `kubectl events --for node/NAME` selects on with the kind and name */
+    json_object_object_add(obj, "apiVersion", json_object_new_string("v1"));
     json_object_object_add(obj, "kind", json_object_new_string("Node"));
     json_object_object_add(obj, "name", json_object_new_string(a->node_name));
     json_object_object_add(obj, "uid", json_object_new_string(a->node_name));

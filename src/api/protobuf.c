@@ -679,3 +679,16 @@ int kite_pb_encode(const struct kite_schema *s, bool list, json_object *obj, str
     kite_buf_release(&meta);
     return r;
 }
+
+void kite_pb_watch_frame(const char *type, const void *raw, size_t raw_len, struct kite_buf *out) {
+    struct kite_buf ev = {0}, ext = {0};
+    put_bytes(&ext, 1, raw, raw_len);
+    put_bytes(&ev, 1, type, strlen(type));
+    put_bytes(&ev, 2, ext.p ? ext.p : "", ext.len);
+    unsigned char len[4] = {(unsigned char)(ev.len >> 24), (unsigned char)(ev.len >> 16), (unsigned char)(ev.len >> 8),
+                            (unsigned char)ev.len};
+    kite_buf_append(out, (const char *)len, sizeof len);
+    kite_buf_append(out, ev.p ? ev.p : "", ev.len);
+    kite_buf_release(&ev);
+    kite_buf_release(&ext);
+}

@@ -18,6 +18,7 @@
 #include "base/buf.h"
 
 #define KITE_PB_MEDIA_TYPE "application/vnd.kubernetes.protobuf"
+#define KITE_PB_WATCH_MEDIA_TYPE "application/vnd.kubernetes.protobuf;stream=watch"
 #define KITE_PB_MAGIC "k8s\0"
 #define KITE_PB_MAGIC_LEN 4
 
@@ -42,3 +43,9 @@ int kite_pb_encode(const struct kite_schema *s, bool list, json_object *obj, str
 /* The same for any object kite answers with, its schema found from its kind and apiVersion
  * (kite_pb_schema_for). -ENOTSUP for one of no known schema. */
 int kite_pb_encode_any(json_object *obj, struct kite_buf *out);
+
+/* Appends one frame of a protobuf watch stream, as the raw (envelope-less) stream serializer
+ * and length-delimited framer of Kubernetes write it: the 4-byte big-endian length, then a
+ * metav1.WatchEvent {1: type, 2: RawExtension {1: raw}}, raw being the event's object in its
+ * own enveloped encoding (kite_pb_encode_any). */
+void kite_pb_watch_frame(const char *type, const void *raw, size_t raw_len, struct kite_buf *out);

@@ -9,6 +9,11 @@ const struct kite_schema *kite_pb_schema_for(const char *api_version, const char
     *ret_list = false;
     if (!api_version || !kind) return NULL;
     if (strcmp(kind, "Status") == 0 && strcmp(api_version, "v1") == 0) return &kite_schema_status;
+    /* metadata-only answers (as=PartialObjectMetadata(List)): {1: ObjectMeta}, and a list of them */
+    if (strcmp(api_version, "meta.k8s.io/v1") == 0 || strcmp(api_version, "meta.k8s.io/v1beta1") == 0) {
+        *ret_list = strcmp(kind, "PartialObjectMetadataList") == 0;
+        return *ret_list || strcmp(kind, "PartialObjectMetadata") == 0 ? &kite_schema_partial_object_metadata : NULL;
+    }
     for (size_t i = 0; kite_resources[i]; i++) {
         const struct kite_resource *r = kite_resources[i];
         if (strcmp(kite_resource_api_version(r), api_version) != 0) continue;

@@ -18,6 +18,7 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_configmap,
     &kite_kind_secret,
     &kite_kind_serviceaccount,
+    &kite_kind_csr,
     NULL,
 };
 
@@ -60,16 +61,53 @@ void kite_resource_gk(const struct kite_resource *r, char out[128]) {
     snprintf(out, 128, "%s%s%s", r->kind, *r->group ? "." : "", r->group);
 }
 
+/* Field labels, as kube-apiserver's field label conversion funcs take them: metadata.name
+ * everywhere, metadata.namespace except on the cluster-scoped kinds that list fields of their
+ * own (Node, Namespace: their conversion funcs know no namespace), and the kind's fields. */
+static const struct { const char *kind, *label, *field; } field_aliases[] = {
+    {"Pod", "spec.host", "spec.nodeName"}, /* old v1 clients' name, converted upstream too */
+};
+
+static const char *field_alias(const struct kite_resource *r, const char *label) {
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(field_aliases); i++)
+        if (!*r->group && strcmp(r->kind, field_aliases[i].kind) == 0 && strcmp(label, field_aliases[i].label) == 0)
+            return field_aliases[i].field;
+    return label;
+}
+
 bool kite_resource_field_supported(const struct kite_resource *r, const char *field) {
-    if (kite_streq(field, "metadata.name") || kite_streq(field, "metadata.namespace")) return true;
+    field = field_alias(r, field);
+    if (kite_streq(field, "metadata.name")) return true;
+    if (kite_streq(field, "metadata.namespace")) return r->namespaced || !r->fields;
     for (const char *const *f = r->fields; f && *f; f++)
         if (strcmp(*f, field) == 0) return true;
     return false;
 }
 
+/* The schema type of a dotted field path in r's schema (KITE_SCHEMA_RAW when not listed). */
+static enum kite_schema_type field_type(const struct kite_resource *r, const char *dotted) {
+    const struct kite_schema *s = r->schema;
+    while (s && *dotted) {
+        size_t n = strcspn(dotted, ".");
+        const struct kite_schema_field *f = s->type == KITE_SCHEMA_OBJECT ? s->fields : NULL;
+        while (f && f->name && !(strlen(f->name) == n && strncmp(f->name, dotted, n) == 0)) f++;
+        s = f && f->name ? f->schema : NULL;
+        dotted += n + (dotted[n] == '.');
+    }
+    return s ? s->type : KITE_SCHEMA_RAW;
+}
+
+/* As the kinds' ToSelectableFields render values: an absent bool is strconv.FormatBool(false),
+ * any other absent value "", and an Event's source is its source.component or, when that is
+ * empty, its reportingComponent. */
 const char *kite_resource_field(const struct kite_resource *r, json_object *obj, const char *field,
                                 struct kite_buf *buf) {
-    if (kite_streq(field, "source")) field = "source.component"; /* events: source = source.component */
+    field = field_alias(r, field);
+    if (kite_streq(field, "source")) {
+        const char *v = kite_json_path_string(obj, "source.component", buf);
+        return *v ? v : kite_json_path_string(obj, "reportingComponent", buf);
+    }
     const char *v = kite_json_path_string(obj, field, buf);
-    return v ? v : "";
+    if (!*v && field_type(r, field) == KITE_SCHEMA_BOOL) return "false";
+    return v;
 }

@@ -6,9 +6,11 @@
  * (`kubectl describe node`, python3-kubernetes).
  *
  * A schema is a tree of static descriptors: an object lists its fields (JSON name and
- * schema), a map or list names its element. Fields a schema does not list are left alone, as
- * today (Kubernetes drops unknown fields with a warning); JSON null is accepted anywhere, as
- * Go's decoder leaves the field zero. The kinds' schemas are in their kind files (src/api/kinds/), hung off
+ * schema), a map or list names its element. A field an object's schema does not list is
+ * unknown: the check leaves it alone, and the write path drops it as Go's decoder does, with a
+ * warning or a 400 (kite_schema_unknown_fields); an object that lists only part of its Go
+ * fields says so (KITE_SCHEMA_PARTIAL) and keeps the rest. JSON null is accepted anywhere, as
+ * Go's decoder leaves the field zero. The same schemas give the OpenAPI documents (openapi.h). The kinds' schemas are in their kind files (src/api/kinds/), hung off
  * their registry rows (kite_resource.schema). */
 #pragma once
 #include "base/base.h"
@@ -77,10 +79,13 @@ extern const struct kite_schema kite_schema_fields_v1;
 /* The served kinds' root schemas (src/api/kinds/). events.k8s.io/v1 Events are checked
  * in their own shape, before conversion to the stored core/v1 one. */
 extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_schema_pod, kite_schema_event,
-    kite_schema_event_v1, kite_schema_lease, kite_schema_configmap, kite_schema_secret, kite_schema_serviceaccount;
+    kite_schema_event_v1, kite_schema_lease, kite_schema_configmap, kite_schema_secret, kite_schema_serviceaccount,
+    kite_schema_csr;
 /* meta/v1 messages that are not kinds of their own (meta_schema.c): a List's metadata, a
  * Status (errors and delete answers) and the DeleteOptions a delete may carry. */
 extern const struct kite_schema kite_schema_list_meta, kite_schema_status, kite_schema_delete_options;
+/* meta/v1 PartialObjectMetadata: {typeMeta, 1: metadata} (metadata-only reads) */
+extern const struct kite_schema kite_schema_partial_object_metadata;
 
 /* Checks obj (an object whose root follows s; s NULL checks only the strings) and puts
  * every value of a time field in the form Kubernetes serializes it (UTC; Time to the second,

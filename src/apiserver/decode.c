@@ -1,8 +1,9 @@
-/* Request bodies: the media types a write accepts (JSON, and Kubernetes' protobuf, which the
- * typed clients of client-go send) and the decoding every write shares (400/415 answered here,
- * with Kubernetes' messages). Both give the same json-c tree. */
+/* Request bodies: the media types a write accepts (JSON, YAML, and Kubernetes' protobuf, which
+ * the typed clients of client-go send) and the decoding every write shares (400/415 answered
+ * here, with Kubernetes' messages). All give the same json-c tree. */
 #include "apiserver/internal.h"
 #include "api/protobuf.h"
+#include "api/yaml.h"
 #include "json/parse.h"
 
 #include <strings.h>
@@ -55,12 +56,24 @@ static json_object *parse_protobuf(struct req *rq, const struct kite_schema *s, 
     return o;
 }
 
+/* A YAML body, read as sigs.k8s.io/yaml does before decoding it as JSON. */
+static json_object *parse_yaml(struct req *rq) {
+    json_object *o = NULL;
+    _cleanup_free_ char *err = NULL;
+    if (kite_yaml_parse(rq->http->body, rq->http->body_len, &o, &err) < 0) {
+        reply_error(rq, 400, "BadRequest", "error converting YAML to JSON: yaml: %s", err ? err : "invalid YAML");
+        return NULL;
+    }
+    return o;
+}
+
 json_object *parse_body(struct req *rq, bool delete_options) {
     const char *ct = kite_http_header(rq->http, "Content-Type");
     if (media_is(ct, KITE_PB_MEDIA_TYPE))
         return parse_protobuf(rq, delete_options ? &kite_schema_delete_options : rq->res->schema, delete_options);
-    if (ct && !media_is(ct, "application/json")) {
-        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json, " KITE_PB_MEDIA_TYPE);
+    bool yaml = media_is(ct, "application/yaml");
+    if (ct && !yaml && !media_is(ct, "application/json")) {
+        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: " KITE_MEDIA_TYPES);
         return NULL;
     }
     if (rq->http->body_len == 0) {
@@ -68,7 +81,7 @@ json_object *parse_body(struct req *rq, bool delete_options) {
         reply_error(rq, 400, "BadRequest", "the request body is empty");
         return NULL;
     }
-    json_object *o = parse_json_text(rq, rq->http->body, rq->http->body_len);
+    json_object *o = yaml ? parse_yaml(rq) : parse_json_text(rq, rq->http->body, rq->http->body_len);
     if (o && !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
         reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");

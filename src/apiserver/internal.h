@@ -89,6 +89,9 @@ struct req {
     bool table;                /* Accept asked for a meta.k8s.io Table */
     bool table_full_object;    /* includeObject=Object */
     bool protobuf;             /* Accept prefers Kubernetes' protobuf: objects and Status answer in it */
+    bool yaml;                 /* Accept prefers YAML (never for watches) */
+    bool partial;              /* Accept asked for PartialObjectMetadata(List): metadata only */
+    const char *as_version;    /* the meta.k8s.io version asked for with as= ("v1", "v1beta1") */
     bool replied;
     bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
 };
@@ -109,9 +112,21 @@ void req_free(struct req *rq);
 bool query_true(const char *v);
 const char *req_resource_label(const struct req *rq); /* "nodes" or "nodes/status" */
 
+/* negotiate.c: content negotiation as kube-apiserver's. */
+#define KITE_MEDIA_TYPES "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+/* Picks the answer's media type and as= variant from Accept (sets table, protobuf, yaml,
+ * partial, as_version); replies 406 itself and returns false when nothing acceptable is served. */
+bool negotiate(struct req *rq);
+/* Re-encodes a JSON answer (object, list, Table, Status) as the negotiated media type. */
+void negotiate_encode(struct req *rq, const char **content_type, char **body, size_t *len);
+/* "meta.k8s.io/v1": the apiVersion of the Table or PartialObjectMetadata asked for. */
+const char *negotiated_meta_api_version(const struct req *rq);
+
 /* read.c */
 void handle_get(struct req *rq);
 void handle_list(struct req *rq);
+/* ListOptions of a list or watch as ValidateListOptions checks them; replies 422 itself. */
+bool list_options_ok(struct req *rq);
 /* Renders a stored record as the client's group version (rendered JSON or Table row object). */
 void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 /* Parsed form of a record, cached on it (read-only: deep-copy before changing). */
@@ -121,9 +136,12 @@ json_object *record_parse(const struct kite_record *rec);
 bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
 bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs);
-void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, bool columns);
+/* remaining: the list's remainingItemCount, -1 for none */
+void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns);
 void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first);
 void table_end(struct kite_buf *out);
+/* A PartialObjectMetadata of the record (its metadata, as the client's group version). */
+void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 
 /* write.c */
 void handle_create(struct req *rq);

@@ -3,6 +3,8 @@
 #include "apiserver/internal.h"
 #include "api/base64.h"
 #include "api/selector.h"
+#include "api/status.h"
+#include "api/validation.h"
 #include "base/clock.h"
 
 #include <stdio.h>
@@ -119,13 +121,20 @@ static const struct kite_table_printer *printer_for(struct req *rq) {
     return rq->res->table ? rq->res->table : kite_table_printer_default();
 }
 
-void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, bool columns) {
-    kite_buf_puts(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
-    if (rev) kite_buf_printf(out, "\"resourceVersion\":\"%lld\"", (long long)rev);
+/* A list's metadata members after its resourceVersion: continue, then remainingItemCount
+ * (-1: unset), in ListMeta's order. */
+static void list_meta_rest(struct kite_buf *out, const char *cont, int64_t remaining) {
     if (cont) {
         kite_buf_puts(out, ",\"continue\":");
         kite_buf_json_str(out, cont);
     }
+    if (remaining >= 0) kite_buf_printf(out, ",\"remainingItemCount\":%lld", (long long)remaining);
+}
+
+void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns) {
+    kite_buf_puts(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
+    if (rev) kite_buf_printf(out, "\"resourceVersion\":\"%lld\"", (long long)rev);
+    list_meta_rest(out, cont, remaining);
     kite_buf_puts(out, "},\"columnDefinitions\":");
     if (columns) kite_table_columns_json(printer_for(rq), out);
     else kite_buf_puts(out, "[]");
@@ -169,6 +178,18 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
 
 void table_end(struct kite_buf *out) { kite_buf_puts(out, "]}"); }
 
+/* ---- metadata only --------------------------------------------------------------------- */
+
+void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
+    kite_buf_printf(out, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"%s\",\"metadata\":",
+                    negotiated_meta_api_version(rq));
+    /* serializing caches a buffer inside the object: never do it on the shared cached one */
+    json_object *meta = deep_copy_meta(record_object(rec));
+    kite_buf_puts(out, meta ? json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "{}");
+    json_object_put(meta);
+    kite_buf_putc(out, '}');
+}
+
 /* ---- get ------------------------------------------------------------------------------- */
 
 void handle_get(struct req *rq) {
@@ -182,9 +203,11 @@ void handle_get(struct req *rq) {
     }
     struct kite_buf out = {0};
     if (rq->table) {
-        table_begin(rq, &out, rec->mod_rev, NULL, true);
+        table_begin(rq, &out, rec->mod_rev, NULL, -1, true);
         table_row(rq, &out, rec, true);
         table_end(&out);
+    } else if (rq->partial) {
+        render_partial(rq, rec, &out);
     } else {
         render_record(rq, rec, &out);
     }
@@ -222,6 +245,90 @@ static int decode_continue(const char *tok, int64_t *ret_rev, char **ret_key) {
     return r;
 }
 
+/* remainingItemCount, as kube-apiserver's storage counts it: the keys after a truncated page,
+ * only for lists without selectors (with one, how many would match is unknown). A page from
+ * the cache counts in the same snapshot: the first `limit` records are taken, the rest only
+ * counted. */
+struct page_count {
+    size_t limit, taken;
+    int64_t rest;
+};
+
+static bool count_page(struct kite_record *rec, void *ud) {
+    struct page_count *c = ud;
+    if (c->taken < c->limit) {
+        c->taken++;
+        return true;
+    }
+    c->rest++;
+    return false;
+}
+
+static bool count_rest(struct kite_record *rec, void *ud) {
+    ((struct page_count *)ud)->rest++;
+    return false;
+}
+
+/* A page from the store's history: the keys after it in the cache now, an estimate (the API
+ * says clients must not rely on the count being exact). */
+static int64_t remaining_after(struct kite_wcache *cache, const char *prefix, const char *last_key) {
+    struct page_count c = {0};
+    struct kite_record **none = NULL;
+    size_t n = 0;
+    kite_wcache_list(cache, prefix, last_key, 0, count_rest, &c, &none, &n, NULL, NULL);
+    free(none);
+    return c.rest;
+}
+
+/* ListOptions as apimachinery's ValidateListOptions checks them (with the WatchList feature
+ * on, as in 1.32+), answered as kube-apiserver does: 422 Invalid about ListOptions.meta.k8s.io,
+ * every error listed. sendInitialEvents given ("false" too) counts as set. */
+bool list_options_ok(struct req *rq) {
+    struct kite_http_req *h = rq->http;
+    const char *rv = kite_http_query(h, "resourceVersion"), *match = kite_http_query(h, "resourceVersionMatch");
+    const char *cont = kite_http_query(h, "continue"), *sie = kite_http_query(h, "sendInitialEvents");
+    bool has_match = match && *match, has_cont = cont && *cont;
+    struct kite_causes c = {0};
+    if (!rq->is_watch) {
+        if (has_match) {
+            if (!rv || !*rv)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided");
+            if (has_cont)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden when continue is provided");
+            if (strcmp(match, "Exact") != 0 && strcmp(match, "NotOlderThan") != 0)
+                kite_causes_add(&c, "FieldValueNotSupported", "resourceVersionMatch",
+                                "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\", \"\"", match);
+            if (strcmp(match, "Exact") == 0 && kite_streq(rv, "0"))
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+        }
+        if (sie)
+            kite_causes_add(&c, "FieldValueForbidden", "sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list");
+    } else {
+        if (sie && !kite_streq(match, "NotOlderThan"))
+            kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                            "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+        if (has_match) {
+            if (!sie)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+            if (strcmp(match, "NotOlderThan") != 0)
+                kite_causes_add(&c, "FieldValueNotSupported", "resourceVersionMatch",
+                                "Unsupported value: \"%s\": supported values: \"NotOlderThan\"", match);
+            if (has_cont)
+                kite_causes_add(&c, "FieldValueForbidden", "resourceVersionMatch",
+                                "Forbidden: resourceVersionMatch is forbidden when continue is provided");
+        }
+    }
+    if (!c.n) return true;
+    char *body = kite_status_invalid("meta.k8s.io", "ListOptions", "", &c);
+    kite_causes_release(&c);
+    reply(rq, 422, "application/json", body, strlen(body));
+    return false;
+}
+
 /* Parses ?resourceVersion (and friends); replies itself on error. */
 static bool parse_rv(struct req *rq, const char *s, int64_t *ret) {
     *ret = 0;
@@ -243,6 +350,7 @@ void handle_list(struct req *rq) {
     _cleanup_free_ char *start = NULL, *prefix = kite_object_prefix(rq->res, rq->ns);
     struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
 
+    if (!list_options_ok(rq)) return;
     if (!parse_rv(rq, kite_http_query(h, "resourceVersion"), &want_rv)) return;
     const char *lim = kite_http_query(h, "limit");
     if (lim && *lim && (kite_parse_int64(lim, &limit) < 0 || limit < 0)) {
@@ -251,14 +359,6 @@ void handle_list(struct req *rq) {
     }
     if (limit > KITE_LIST_MAX_LIMIT) limit = KITE_LIST_MAX_LIMIT;
     const char *match = kite_http_query(h, "resourceVersionMatch");
-    if (match && *match && strcmp(match, "Exact") != 0 && strcmp(match, "NotOlderThan") != 0) {
-        reply_error(rq, 400, "BadRequest", "resourceVersionMatch: Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"", match);
-        return;
-    }
-    if (match && *match && !want_rv) {
-        reply_error(rq, 400, "BadRequest", "resourceVersionMatch is forbidden unless resourceVersion is provided");
-        return;
-    }
     const char *cont = kite_http_query(h, "continue");
     int64_t at_rev = 0;
     if (cont && *cont) {
@@ -277,6 +377,8 @@ void handle_list(struct req *rq) {
     if (!parse_selectors(rq, &f.ls, &f.fs)) return;
 
     int r;
+    int64_t remaining = -1;
+    bool counted = limit && !f.ls && !f.fs;
     if (at_rev && at_rev != kite_wcache_rev(cache)) {
         /* a consistent page at an older revision: from the store's history (kube-apiserver
          * serves continue pages from etcd at the first page's revision the same way) */
@@ -297,6 +399,16 @@ void handle_list(struct req *rq) {
             }
             free(all);
             rev = at_rev;
+            if (more && counted) remaining = remaining_after(cache, prefix, start);
+        }
+    } else if (counted) {
+        struct page_count c = {.limit = (size_t)limit};
+        r = kite_wcache_list(cache, prefix, start, 0, count_page, &c, &recs, &n, &rev, NULL);
+        more = c.rest > 0;
+        if (more) remaining = c.rest;
+        if (more && n) {
+            free(start);
+            start = kite_strdup(recs[n - 1]->key);
         }
     } else {
         r = kite_wcache_list(cache, prefix, start, (size_t)limit, filter_record, &f, &recs, &n, &rev, &more);
@@ -319,20 +431,19 @@ void handle_list(struct req *rq) {
     _cleanup_free_ char *next = more ? encode_continue(rev, start) : NULL;
     struct kite_buf out = {0};
     if (rq->table) {
-        table_begin(rq, &out, rev, next, true);
+        table_begin(rq, &out, rev, next, remaining, true);
         for (size_t i = 0; i < n; i++) table_row(rq, &out, recs[i], i == 0);
         table_end(&out);
     } else {
         kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
-                        rq->res->list_kind, kite_resource_api_version(rq->res), (long long)rev);
-        if (next) {
-            kite_buf_puts(&out, ",\"continue\":");
-            kite_buf_json_str(&out, next);
-        }
+                        rq->partial ? "PartialObjectMetadataList" : rq->res->list_kind,
+                        rq->partial ? negotiated_meta_api_version(rq) : kite_resource_api_version(rq->res), (long long)rev);
+        list_meta_rest(&out, next, remaining);
         kite_buf_puts(&out, "},\"items\":[");
         for (size_t i = 0; i < n; i++) {
             if (i) kite_buf_putc(&out, ',');
-            render_record(rq, recs[i], &out);
+            if (rq->partial) render_partial(rq, recs[i], &out);
+            else render_record(rq, recs[i], &out);
         }
         kite_buf_puts(&out, "]}");
     }

@@ -4,7 +4,6 @@
  * authz) -> one handler per verb (read.c, write.c, watch.c) -> reply_*(), which records
  * metrics and frees the request. Writes reply later from the store's writer thread. */
 #include "apiserver/internal.h"
-#include "api/protobuf.h"
 #include "api/status.h"
 #include "json/parse.h"
 #include "base/clock.h"
@@ -46,25 +45,8 @@ void req_free(struct req *rq) {
     free(rq);
 }
 
-/* A JSON object or Status body re-encoded as protobuf for a client that prefers it; JSON stays
- * when protobuf cannot carry the object through kite's schemas (JSON was acceptable too, or
- * the negotiation would not have chosen protobuf with a JSON fallback). */
-static void to_protobuf(const char **content_type, char **body, size_t *len) {
-    enum json_tokener_error e;
-    size_t used;
-    json_object *o = kite_json_parse(*body, *len, KITE_JSON_MAX_DEPTH, &e, &used);
-    struct kite_buf b = {0};
-    if (o && kite_pb_encode_any(o, &b) == 0) {
-        free(*body);
-        *body = kite_buf_detach(&b, len);
-        *content_type = KITE_PB_MEDIA_TYPE;
-    }
-    kite_buf_release(&b);
-    json_object_put(o);
-}
-
 void reply(struct req *rq, int code, const char *content_type, char *body, size_t len) {
-    if (rq->protobuf && !rq->table && strcmp(content_type, "application/json") == 0) to_protobuf(&content_type, &body, &len);
+    negotiate_encode(rq, &content_type, &body, &len);
     if (rq->srv->metrics)
         metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", req_resource_label(rq), code,
                         kite_now_mono(rq->srv->clock) - rq->start_ns);
@@ -300,56 +282,6 @@ static bool authorize_request(struct req *rq) {
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 
-/* One media range of an Accept header: its type and its q value (1 when not given, as RFC 9110). */
-static double media_range(const char *r, size_t n, char *type, size_t type_size) {
-    size_t tn = strcspn(r, ";");
-    if (tn > n) tn = n;
-    while (tn && (r[tn - 1] == ' ' || r[tn - 1] == '\t')) tn--;
-    snprintf(type, type_size, "%.*s", (int)tn, r);
-    double q = 1;
-    for (const char *p = r + tn; p < r + n; p++) {
-        if (*p != ';') continue;
-        const char *v = p + 1 + strspn(p + 1, " \t");
-        if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=') q = strtod(v + 2, NULL);
-    }
-    return q;
-}
-
-/* Content negotiation as kube-apiserver's: the acceptable type of highest q, the first listed
- * on a tie, among those kite produces: JSON, and Kubernetes' protobuf for objects, lists and
- * Status (not for watch streams nor Tables, which stay JSON). No Accept means JSON. */
-static bool accept_ok(struct req *rq) {
-    const char *acc = kite_http_header(rq->http, "Accept");
-    rq->table = acc && strstr(acc, "as=Table");
-    if (!acc || !*acc) return true;
-    bool pb_ok = !rq->is_watch && strcmp(rq->verb, "watch") != 0;
-    double best = 0;
-    bool found = false, pb = false;
-    for (const char *p = acc; *p;) {
-        size_t n = strcspn(p, ",");
-        const char *r = p + strspn(p, " \t");
-        size_t rn = n - (size_t)(r - p);
-        char type[128];
-        double q = rn ? media_range(r, rn, type, sizeof type) : 0;
-        bool json = strcasecmp(type, "application/json") == 0 || strcasecmp(type, "*/*") == 0 ||
-                    strcasecmp(type, "application/*") == 0;
-        bool proto = pb_ok && strcasecmp(type, KITE_PB_MEDIA_TYPE) == 0;
-        if ((json || proto) && q > 0 && (!found || q > best)) {
-            found = true;
-            best = q;
-            pb = proto;
-        }
-        p += n;
-        if (*p == ',') p++;
-    }
-    if (found) {
-        rq->protobuf = pb;
-        return true;
-    }
-    reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: application/json, " KITE_PB_MEDIA_TYPE);
-    return false;
-}
-
 static void handle_plain(struct req *rq, int code, const char *ctype, const char *text) {
     reply(rq, code, ctype, kite_strdup(text), strlen(text));
 }
@@ -425,7 +357,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         return;
     }
     if (!authorize_request(rq)) return;
-    if (!accept_ok(rq)) return;
+    if (!negotiate(rq)) return;
     const char *inc = kite_http_query(hr, "includeObject");
     rq->table_full_object = inc && strcmp(inc, "Object") == 0;
 

@@ -5,9 +5,11 @@
  * ends with an ERROR event (410 Expired), as kube-apiserver ends a watch the client must
  * restart with a list. */
 #include "apiserver/internal.h"
+#include "api/protobuf.h"
 #include "api/selector.h"
 #include "base/backoff.h"
 #include "base/clock.h"
+#include "json/parse.h"
 
 #include <stdio.h>
 
@@ -29,6 +31,7 @@ struct watch {
     int64_t last_rev;
     int64_t deadline_ns, next_bookmark_ns;
     bool bookmarks;
+    bool initial_end;                 /* watch-list: a bookmark marks the end of the initial events */
     bool table_columns_sent;
     char *error_event;                /* a terminal ERROR event to send, then end */
 };
@@ -69,12 +72,47 @@ static const char *type_name(int t) {
     return t == KITE_EV_ADDED ? "ADDED" : t == KITE_EV_MODIFIED ? "MODIFIED" : "DELETED";
 }
 
+/* The event written as a JSON line at out[start..] becomes a protobuf frame when the watch
+ * negotiated protobuf. An object kite's schemas cannot carry (an unknown field kept from a JSON
+ * write) travels as its JSON text in the RawExtension. */
+static void finish_event(struct watch *w, struct kite_buf *out, size_t start) {
+    if (!w->rq->protobuf) return;
+    enum json_tokener_error e;
+    size_t used;
+    json_object *ev = kite_json_parse(out->p + start, out->len - start, KITE_JSON_MAX_DEPTH, &e, &used);
+    out->len = start;
+    const char *type = kite_obj_str(ev, "type");
+    json_object *obj = kite_obj_get(ev, "object");
+    if (!type || !obj) {
+        json_object_put(ev);
+        return;
+    }
+    struct kite_buf raw = {0};
+    if (kite_pb_encode_any(obj, &raw) < 0) {
+        size_t len;
+        const char *j = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        kite_buf_append(&raw, j, len);
+    }
+    kite_pb_watch_frame(type, raw.p ? raw.p : "", raw.len, out);
+    kite_buf_release(&raw);
+    json_object_put(ev);
+}
+
+/* The kind and apiVersion of a bookmark's object: the resource's, or PartialObjectMetadata's. */
+static void bookmark_type(struct watch *w, const char **kind, const char **api_version) {
+    *kind = w->rq->partial ? "PartialObjectMetadata" : w->rq->res->kind;
+    *api_version = w->rq->partial ? negotiated_meta_api_version(w->rq) : kite_resource_api_version(w->rq->res);
+}
+
 /* Writes one event: rec's object with resourceVersion rev. */
 static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev, struct kite_buf *out) {
     struct req *rq = w->rq;
+    size_t start = out->len;
     kite_buf_printf(out, "{\"type\":\"%s\",\"object\":", type_name(type));
-    if (rq->table) {
-        table_begin(rq, out, rev, NULL, !w->table_columns_sent);
+    if (rq->partial) {
+        render_partial(rq, rec, out);
+    } else if (rq->table) {
+        table_begin(rq, out, rev, NULL, -1, !w->table_columns_sent);
         w->table_columns_sent = true;
         table_row(rq, out, rec, true);
         table_end(out);
@@ -84,6 +122,7 @@ static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev
         kite_object_render(rec->value, rec->len, rev, out);
     }
     kite_buf_puts(out, "}\n");
+    finish_event(w, out, start);
     if (rev > w->last_rev) w->last_rev = rev;
 }
 
@@ -93,8 +132,23 @@ static void emit_bookmark(struct watch *w, struct kite_buf *out) {
     int64_t rev = KITE_MAX(w->last_rev, kite_watcher_progress(w->watcher));
     if (!rev) return;
     w->last_rev = rev;
+    const char *kind, *av;
+    bookmark_type(w, &kind, &av);
+    size_t start = out->len;
     kite_buf_printf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"}}}\n",
-                    w->rq->res->kind, kite_resource_api_version(w->rq->res), (long long)rev);
+                    kind, av, (long long)rev);
+    finish_event(w, out, start);
+}
+
+/* Watch-list (sendInitialEvents=true): the bookmark after the initial events, at the
+ * revision of the state they showed, annotated as client-go's reflector waits for. */
+static void emit_initial_end(struct watch *w, struct kite_buf *out) {
+    const char *kind, *av;
+    bookmark_type(w, &kind, &av);
+    size_t start = out->len;
+    kite_buf_printf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n",
+                    kind, av, (long long)w->last_rev);
+    finish_event(w, out, start);
 }
 
 /* As kube-apiserver's cacher: a bookmark about every KITE_WATCH_BOOKMARK_S, and one 2 s before
@@ -108,7 +162,9 @@ static int64_t next_bookmark(const struct watch *w, int64_t now) {
 static int pull(void *ud, struct kite_buf *out) {
     struct watch *w = ud;
     if (w->error_event) {
+        size_t start = out->len;
         kite_buf_puts(out, w->error_event);
+        finish_event(w, out, start);
         return -1;
     }
     if (w->next_initial < w->n_initial) {
@@ -118,8 +174,14 @@ static int pull(void *ud, struct kite_buf *out) {
             kite_record_unref(w->initial[w->next_initial]);
             w->initial[w->next_initial] = NULL;
         }
-        if (w->next_initial < w->n_initial) kite_http_stream_wake(w->stream);
-        return 1;
+        if (w->next_initial < w->n_initial) {
+            kite_http_stream_wake(w->stream);
+            return 1;
+        }
+    }
+    if (w->initial_end) {
+        emit_initial_end(w, out);
+        w->initial_end = false;
     }
     struct kite_watch_event ev[KITE_WATCH_BATCH];
     int n = kite_watcher_next(w->watcher, ev, KITE_WATCH_BATCH);
@@ -127,8 +189,10 @@ static int pull(void *ud, struct kite_buf *out) {
         /* dropped for falling behind (its backlog is already released): the client re-lists */
         struct kite_watcher_stats st;
         kite_watcher_stats(w->watcher, &st);
+        size_t start = out->len;
         kite_buf_printf(out, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"watcher too slow: %zu events / %zu bytes behind\",\"reason\":\"Expired\",\"code\":410}}\n",
                         st.behind, st.behind_bytes);
+        finish_event(w, out, start);
         return -1;
     }
     for (int i = 0; i < n; i++) {
@@ -181,6 +245,7 @@ void handle_watch(struct req *rq) {
     struct kite_http_req *h = rq->http;
     struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
     int64_t from = 0, timeout_s = 0;
+    if (!list_options_ok(rq)) return;
     const char *rv = kite_http_query(h, "resourceVersion");
     if (rv && *rv && (kite_parse_int64(rv, &from) < 0 || from < 0)) {
         reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", rv);
@@ -210,9 +275,22 @@ void handle_watch(struct req *rq) {
 
     _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
     int r = 0;
-    if (from == 0) {
-        /* "" and "0": the current state as synthetic ADDED events, then changes after it */
+    /* sendInitialEvents (validated above: with resourceVersionMatch=NotOlderThan) overrides
+     * the legacy meaning of resourceVersion: true sends the state at least as new as it, false
+     * starts from it, or from now when it is unset or "0" */
+    const char *sie = kite_http_query(h, "sendInitialEvents");
+    bool initial = sie ? query_true(sie) : from == 0;
+    if (sie && from > kite_wcache_rev(cache)) {
+        watch_free(w);
+        reply_error(rq, 504, "Timeout", "Too large resource version: %lld, current: %lld", (long long)from,
+                    (long long)kite_wcache_rev(cache));
+        return;
+    }
+    if (sie && !initial && from == 0) from = kite_wcache_rev(cache);
+    if (initial) {
+        /* the current state as synthetic ADDED events, then changes after it */
         bool more;
+        w->initial_end = sie && w->bookmarks;
         r = kite_wcache_list(cache, prefix, NULL, 0, list_filter, w, &w->initial, &w->n_initial, &from, &more);
     }
     w->last_rev = from;
@@ -230,7 +308,8 @@ void handle_watch(struct req *rq) {
     metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), 1);
     struct kite_http_stream *st = NULL;
     pthread_mutex_lock(&w->mu);
-    r = kite_http_stream_begin(h, 200, "application/json", pull, done, w, &st);
+    /* as kube-apiserver: JSON streams say application/json, others add ;stream=watch */
+    r = kite_http_stream_begin(h, 200, rq->protobuf ? KITE_PB_WATCH_MEDIA_TYPE : "application/json", pull, done, w, &st);
     if (r < 0) {
         pthread_mutex_unlock(&w->mu);
         metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "api/base64.h"
-#include "client/yaml.h"
+#include "api/yaml.h"
 
 static int read_blob(const char *path, const char *base_dir, char **ret, size_t *ret_len) {
     _cleanup_free_ char *full = NULL;

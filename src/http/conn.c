@@ -503,7 +503,12 @@ void conn_free(struct conn *c) {
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
     if (c->fd >= 0) {
-        close(c->fd); /* also leaves the epoll set */
+        /* Leave the epoll set before closing: close() removes a registration only when no
+         * other descriptor shares the socket's open file, and a child forked by this process
+         * (the agent spawning runc and conmon in `kite up`) holds copies until it execs. A
+         * registration left behind reports events with this freed connection's pointer. */
+        epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
         c->fd = -1;
         w->n_conns--;
         unsigned before = atomic_fetch_sub(&srv->n_conns, 1);

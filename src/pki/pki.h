@@ -26,3 +26,26 @@ char *kite_pki_kubeconfig(const char *name, const char *server_url, const char *
                           const char *cert_pem, const char *key_pem, const char *token);
 /* Reads a whole file (malloc'ed, NUL-terminated) into *ret. 0 or -errno. */
 int kite_pki_read_file(const char *path, char **ret);
+
+/* ---- certificate signing requests (csr.c) ---- */
+
+/* A new ECDSA P-256 key and a PKCS#10 request signed by it for CN=cn, one O per org (PEM,
+ * malloc'ed; set only on success). 0 or -errno. */
+int kite_pki_new_csr(const char *cn, const char *const *orgs, size_t n_orgs, char **ret_csr_pem, char **ret_key_pem);
+/* What a request asks for. Release with kite_pki_csr_info_release. */
+struct kite_pki_csr_info {
+    char *cn;      /* NULL when the subject has none */
+    char **orgs;
+    size_t n_orgs;
+    bool has_sans; /* DNS names, IPs, emails or URIs requested */
+};
+/* Parses a PEM request and checks its self-signature: -EINVAL when it is no request, -EBADMSG
+ * when its signature does not verify. */
+int kite_pki_csr_parse(const char *csr_pem, struct kite_pki_csr_info *ret);
+void kite_pki_csr_info_release(struct kite_pki_csr_info *info);
+/* Signs the request with the CA (PEM cert and key): the request's subject and public key only,
+ * clientAuth, valid from 5 minutes ago for `seconds`. */
+int kite_pki_sign_csr(const char *ca_cert_pem, const char *ca_key_pem, const char *csr_pem, int64_t seconds,
+                      char **ret_cert_pem);
+/* A certificate's validity (unix seconds). */
+int kite_pki_cert_times(const char *cert_pem, int64_t *ret_not_before, int64_t *ret_not_after);

@@ -167,7 +167,7 @@ def test_not_acceptable(api):
         st = r.json()
         assert st["reason"] == "NotAcceptable" and st["code"] == 406
         assert st["message"] == ("only the following media types are accepted: application/json, "
-                                 "application/vnd.kubernetes.protobuf"), st
+                                 "application/yaml, application/vnd.kubernetes.protobuf"), st
     # wildcards and no Accept at all: JSON
     for h in ({"Accept": "*/*"}, {"Accept": "application/*"}, {"Accept": ""}):
         r = api.get("/api/v1/namespaces/default", headers=h)

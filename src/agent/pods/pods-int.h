@@ -26,7 +26,41 @@ struct pod_ctr {
     int64_t img_delay, img_next; /* image pull back-off */
     bool pulled_event;
     bool done;             /* init container completed (exit 0) */
+    /* probes (of the current attempt) */
+    bool probe_ready;      /* the readiness probe's result */
+    bool probe_started;    /* the startup probe succeeded */
+    int64_t probe_kill_at; /* mono: SIGKILL after a failed liveness/startup probe's SIGTERM; 0 = none */
 };
+
+/* probes.c: the prober (liveness, readiness, startup; exec, httpGet, tcpSocket). */
+enum probe_kind { PROBE_LIVENESS, PROBE_READINESS, PROBE_STARTUP };
+#define PROBE_KINDS 3
+struct probe_result {
+    char *pod_uid, *ctr_name, *cid;
+    enum probe_kind kind;
+    bool success;  /* this run's result */
+    bool changed;  /* the reported result changed to `success` (thresholds reached) */
+    char *output;  /* why it failed; NULL on success */
+};
+void pods_probe_result_release(struct probe_result *r);
+struct kite_prober;
+/* rt: exec probes (borrowed, thread-safe); wake(ud) is called when results are queued. */
+struct kite_prober *pods_prober_new(struct kite_clock *clock, struct kite_runtime *rt, void (*wake)(void *), void *ud);
+void pods_prober_free(struct kite_prober *p);
+/* Registers a probe of a running container (idempotent per container id and kind; a changed
+ * ip is taken). spec and ports are copied. start: mono time the container started. */
+void pods_prober_add(struct kite_prober *p, const char *pod_uid, const char *ctr_name, const char *cid,
+                     enum probe_kind kind, json_object *spec, json_object *ports, const char *ip, int64_t start);
+/* Forgets the probes of container cid, or of every container of pod_uid. */
+void pods_prober_remove(struct kite_prober *p, const char *cid, const char *pod_uid);
+/* Runs every due probe; returns the mono time the next one is due (INT64_MAX = none). */
+int64_t pods_prober_step(struct kite_prober *p);
+/* The results queued since the last call (a new array). */
+void pods_prober_take(struct kite_prober *p, struct probe_result **ret, size_t *ret_n);
+int pods_prober_start(struct kite_prober *p);
+void pods_prober_stop(struct kite_prober *p);
+const char *pods_probe_kind_name(enum probe_kind k); /* "Liveness" */
+const char *pods_probe_field(enum probe_kind k);     /* "livenessProbe" */
 
 enum pod_phase { PHASE_PENDING, PHASE_RUNNING, PHASE_SUCCEEDED, PHASE_FAILED };
 const char *pods_phase_name(enum pod_phase ph);
@@ -141,7 +175,9 @@ struct kite_pods {
     int64_t next_relist, next_resync;
     int64_t alloc_cpu_m, alloc_mem_m, alloc_pods_m; /* milli-units; < 0 = unknown */
     char *host_ip;
+    bool node_known;       /* the node's status arrived: pods may be admitted */
     char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
+    struct kite_prober *prober;
 };
 
 /* status.c: the pod's status as the kubelet generates it; prev (borrowed, may be NULL) gives
@@ -169,6 +205,14 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
                         size_t *ret_n, char ***ret_paths, char **ret_err);
 int pods_volumes_teardown(struct kite_pods *p, const char *uid);
 char *pods_pod_dir(struct kite_pods *p, const char *uid);
+
+/* worker.c: the probes of the pod's running containers registered, those of stopped ones
+ * forgotten; and the prober's results applied (readiness, startup, liveness kills, events). */
+void pods_probes_sync(struct kite_pods *p, struct pod *pod);
+void pods_probe_results(struct kite_pods *p, int64_t now);
+/* status.c: a container counts as started / ready (running, probes passed). */
+bool pods_ctr_started(struct pod_ctr *c);
+bool pods_ctr_ready(struct pod_ctr *c);
 
 /* worker.c */
 void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);

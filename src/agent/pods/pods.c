@@ -12,6 +12,9 @@
 #include "api/quantity.h"
 #include "base/log.h"
 
+static void wake(struct kite_pods *p);
+static void prober_wake(void *ud) { wake(ud); }
+
 int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     struct kite_pods *p = kite_calloc(1, sizeof(*p));
     p->client = o->client;
@@ -31,6 +34,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
         return r;
     }
     p->alloc_cpu_m = p->alloc_mem_m = p->alloc_pods_m = -1;
+    p->prober = pods_prober_new(p->clock, p->rt, prober_wake, p);
     *ret = p;
     return 0;
 }
@@ -44,6 +48,7 @@ static void event_release(struct pod_event *e) {
 void kite_pods_free(struct kite_pods *p) {
     if (!p) return;
     kite_pods_stop(p);
+    pods_prober_free(p->prober);
     for (size_t i = 0; i < p->n_pods; i++) pod_free(p->pods[i]);
     free(p->pods);
     for (size_t i = 0; i < p->n_q; i++) event_release(&p->q[i]);
@@ -93,6 +98,7 @@ void kite_pods_node_status(struct kite_pods *p, json_object *st) {
     json_object_put(p->node_status);
     p->node_status = c;
     pthread_mutex_unlock(&p->lock);
+    wake(p);
 }
 
 static struct pod *find_pod(struct kite_pods *p, const char *uid) {
@@ -225,6 +231,7 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
 
 static void apply_node_status(struct kite_pods *p, json_object *ns) {
     if (ns) {
+        p->node_known = true;
         int64_t m;
         json_object *alloc = json_object_object_get(ns, "allocatable");
         const char *names[] = {"cpu", "memory", "pods"};
@@ -321,6 +328,14 @@ int64_t kite_pods_step(struct kite_pods *p) {
             return now + KITE_PODS_SYNC_ERROR_NS;
         }
     }
+    /* Pods wait for the node's own status, as the kubelet waits for its Node before admitting
+     * any: without allocatable it cannot admit, without its addresses no pod has a hostIP. */
+    if (!p->node_known) {
+        pthread_mutex_lock(&p->lock);
+        bool have = p->node_status != NULL;
+        pthread_mutex_unlock(&p->lock);
+        if (!have) return now + KITE_NS_PER_SEC; /* kite_pods_node_status wakes the thread */
+    }
     drain_queue(p);
     /* PLEG: the runtime's exit events name the pods to look at */
     struct kite_container_event *evs = NULL;
@@ -337,12 +352,18 @@ int64_t kite_pods_step(struct kite_pods *p) {
             if (pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
         p->next_relist = now + KITE_PODS_RELIST_NS;
     }
+    /* probes: run here when there is no prober thread (tests); their results first, so a
+     * readiness flip reaches this step's status update */
+    int64_t next_probe = INT64_MAX;
+    if (!p->threads) next_probe = pods_prober_step(p->prober);
+    pods_probe_results(p, now);
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *pod = p->pods[i];
         if (!pod->dirty && !(pod->next_sync && now >= pod->next_sync)) continue;
         pod->dirty = false;
         pods_refresh(p, pod);
         pods_worker_sync(p, pod, now);
+        pods_probes_sync(p, pod);
         pods_status_update(p, pod);
     }
     if (p->listed && !p->orphans_done) {
@@ -367,12 +388,13 @@ int64_t kite_pods_step(struct kite_pods *p) {
     for (size_t i = 0; i < p->n_pods;) {
         struct pod *pod = p->pods[i];
         if (!pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
+            pods_prober_remove(p->prober, NULL, pod->uid);
             pod_free(pod);
             p->pods[i] = p->pods[--p->n_pods];
         } else
             i++;
     }
-    int64_t next = KITE_MIN(p->next_relist, p->next_resync);
+    int64_t next = KITE_MIN(KITE_MIN(p->next_relist, p->next_resync), next_probe);
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *pod = p->pods[i];
         if (pod->next_sync) next = KITE_MIN(next, pod->next_sync);
@@ -485,17 +507,25 @@ static void *watch_thread(void *ud) {
 }
 
 int kite_pods_start(struct kite_pods *p) {
-    int r = -pthread_create(&p->thread, NULL, pods_thread, p);
+    int r = pods_prober_start(p->prober);
     if (r < 0) return r;
+    /* set before the pods thread runs: it must not step the prober itself */
+    p->threads = true;
+    if ((r = -pthread_create(&p->thread, NULL, pods_thread, p)) < 0) {
+        p->threads = false;
+        pods_prober_stop(p->prober);
+        return r;
+    }
     if ((r = -pthread_create(&p->watch_thread, NULL, watch_thread, p)) < 0) {
         pthread_mutex_lock(&p->lock);
         p->stopping = true;
         pthread_mutex_unlock(&p->lock);
         wake(p);
         pthread_join(p->thread, NULL);
+        p->threads = false;
+        pods_prober_stop(p->prober);
         return r;
     }
-    p->threads = true;
     return 0;
 }
 
@@ -508,5 +538,6 @@ void kite_pods_stop(struct kite_pods *p) {
     kite_cancel_fire(&p->watch_cancel);
     pthread_join(p->watch_thread, NULL);
     pthread_join(p->thread, NULL);
+    pods_prober_stop(p->prober);
     p->threads = false;
 }

@@ -54,7 +54,7 @@ void kite_pods_pod_event(struct kite_pods *p, const char *type, json_object *pod
  * are gone from the API; the first call also allows the cleanup of containers of unknown pods. */
 void kite_pods_pod_list(struct kite_pods *p, json_object *items);
 /* The node's status as last acknowledged (borrowed): allocatable for admission, the
- * InternalIP for hostIP. */
+ * InternalIP for hostIP. No pod is admitted or run before the first one. */
 void kite_pods_node_status(struct kite_pods *p, json_object *node_status);
 
 /* Does all work that is due; returns the monotonic time it next has work. */

@@ -184,9 +184,9 @@ static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_
     }
     json_object_object_add(s, "state", state);
     json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last) : json_object_new_object());
-    json_object_object_add(s, "ready", json_object_new_boolean(running));
+    json_object_object_add(s, "ready", json_object_new_boolean(pods_ctr_ready(c)));
     json_object_object_add(s, "restartCount", json_object_new_int((int32_t)c->restarts));
-    json_object_object_add(s, "started", json_object_new_boolean(running));
+    json_object_object_add(s, "started", json_object_new_boolean(pods_ctr_started(c)));
     (void)pod;
     return s;
 }
@@ -231,7 +231,15 @@ static char *names_list(struct pod *pod, size_t from, size_t to, bool (*pred)(st
     free(s);
     return out;
 }
-static bool not_ready(struct pod_ctr *c) { return !(c->have_st && c->st.state == KITE_CONTAINER_RUNNING); }
+/* Started once running and past its startup probe; ready once started and past its readiness
+ * probe (a container without one is ready when it runs), as the kubelet's status. */
+bool pods_ctr_started(struct pod_ctr *c) {
+    return c->have_st && c->st.state == KITE_CONTAINER_RUNNING && (!pj(c->spec, "startupProbe") || c->probe_started);
+}
+bool pods_ctr_ready(struct pod_ctr *c) {
+    return pods_ctr_started(c) && (!pj(c->spec, "readinessProbe") || c->probe_ready);
+}
+static bool not_ready(struct pod_ctr *c) { return !pods_ctr_ready(c); }
 static bool not_done(struct pod_ctr *c) { return !c->done; }
 
 json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall) {

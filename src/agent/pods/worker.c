@@ -199,8 +199,11 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         memset(&c->st, 0, sizeof(c->st));
         c->restarts++;
     }
+    if (c->id) pods_prober_remove(p->prober, c->id, NULL);
     c->id = id;
     c->exit_seen = 0;
+    c->probe_ready = c->probe_started = false;
+    c->probe_kill_at = 0;
     set_wait(c, NULL, NULL);
     r = rt_result(p, pod, "start_container", p->rt->ops->start_container(p->rt, id, KITE_PODS_RT_TIMEOUT_NS, &err));
     if (r < 0) {
@@ -393,6 +396,13 @@ void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
     }
     for (size_t i = pod->n_init; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
+        if (ctr_running(c) && c->probe_kill_at) {
+            /* a failed liveness/startup probe's SIGTERM went unanswered for the grace period */
+            if (now >= c->probe_kill_at)
+                rt_result(p, pod, "stop_container", p->rt->ops->stop_container(p->rt, c->id, 0, KITE_PODS_RT_TIMEOUT_NS));
+            else if (!pod->next_sync || pod->next_sync > c->probe_kill_at)
+                pod->next_sync = c->probe_kill_at;
+        }
         if (ctr_running(c)) continue;
         if (!c->id) start_ctr(p, pod, c, now);
         else if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
@@ -405,6 +415,84 @@ void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
             free(err);
         }
     }
+}
+
+/* ---- probes ---- */
+
+static int64_t started_mono(struct kite_pods *p, const struct kite_container_status *st) {
+    int64_t wall = st->started_ns ? st->started_ns : st->created_ns;
+    int64_t ago = kite_now_wall(p->clock) - wall;
+    return kite_now_mono(p->clock) - (ago > 0 ? ago : 0);
+}
+
+void pods_probes_sync(struct kite_pods *p, struct pod *pod) {
+    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    const char *ip = hn && json_object_get_boolean(hn) ? p->host_ip : pod->sandbox_ip;
+    for (size_t i = pod->n_init; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (!c->id) continue;
+        if (!ctr_running(c) || pod->stopping) {
+            pods_prober_remove(p->prober, c->id, NULL);
+            continue;
+        }
+        for (int k = 0; k < PROBE_KINDS; k++) {
+            json_object *spec = pj(c->spec, pods_probe_field((enum probe_kind)k));
+            if (spec)
+                pods_prober_add(p->prober, pod->uid, c->name, c->id, (enum probe_kind)k, spec, pj(c->spec, "ports"), ip,
+                                started_mono(p, &c->st));
+        }
+    }
+}
+
+/* A failed liveness or startup probe: SIGTERM now, SIGKILL after the probe's (or the pod's)
+ * grace period; the restart policy then decides, as for any exit. */
+static void probe_kill(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, enum probe_kind kind, int64_t now) {
+    _cleanup_free_ char *m = kite_asprintf("Container %s failed %s probe, will be restarted", c->name,
+                                           kind == PROBE_STARTUP ? "startup" : "liveness");
+    ev(p, pod, c, "Normal", "Killing", m);
+    json_object *g = pj(pj(c->spec, pods_probe_field(kind)), "terminationGracePeriodSeconds");
+    int64_t grace = g ? json_object_get_int64(g) : pod->grace_s;
+    if (grace < 0) grace = 0;
+    if (strcmp(p->rt->ops->name, "runc") != 0 || c->st.pid <= 0 || grace == 0) {
+        rt_result(p, pod, "stop_container",
+                  p->rt->ops->stop_container(p->rt, c->id, grace * KITE_NS_PER_SEC, KITE_PODS_RT_TIMEOUT_NS));
+        return;
+    }
+    if (kill(c->st.pid, SIGTERM) < 0 && errno != ESRCH)
+        log_warn(PODS_LOG, "pod %s/%s: SIGTERM to %s: %s", pod->ns, pod->name, c->name, strerror(errno));
+    c->probe_kill_at = now + grace * KITE_NS_PER_SEC;
+}
+
+void pods_probe_results(struct kite_pods *p, int64_t now) {
+    struct probe_result *v = NULL;
+    size_t n = 0;
+    pods_prober_take(p->prober, &v, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct probe_result *r = &v[i];
+        struct pod *pod = NULL;
+        for (size_t j = 0; j < p->n_pods && !pod; j++)
+            if (strcmp(p->pods[j]->uid, r->pod_uid) == 0) pod = p->pods[j];
+        struct pod_ctr *c = NULL;
+        for (size_t j = 0; pod && j < pod->nc && !c; j++)
+            if (kite_streq(pod->c[j].id, r->cid)) c = &pod->c[j];
+        if (!c || pod->stopping) { /* a container replaced or stopped meanwhile */
+            pods_probe_result_release(r);
+            continue;
+        }
+        if (!r->success) {
+            _cleanup_free_ char *m = kite_asprintf("%s probe failed: %s", pods_probe_kind_name(r->kind),
+                                                   r->output ? r->output : "");
+            ev(p, pod, c, "Warning", "Unhealthy", m);
+        }
+        if (r->changed) {
+            if (r->kind == PROBE_READINESS) c->probe_ready = r->success;
+            else if (r->kind == PROBE_STARTUP && r->success) c->probe_started = true;
+            else if (!r->success && ctr_running(c)) probe_kill(p, pod, c, r->kind, now);
+            pod->dirty = true;
+        }
+        pods_probe_result_release(r);
+    }
+    free(v);
 }
 
 /* Node admission: the pod's requests must fit allocatable minus what admitted pods request. */

@@ -501,6 +501,23 @@ void kite_runtime_fake_set_ready(struct kite_runtime *rt, bool ready, const char
     pthread_mutex_unlock(&f->status_lock);
 }
 
+void kite_runtime_fake_set_exec(struct kite_runtime *rt, const char *name, int exit_code, const char *output) {
+    struct fake_runtime *f = fake_of(rt);
+    for (size_t i = 0; i < f->n_containers; i++) {
+        struct fcontainer *c = &f->containers[i];
+        if (!kite_streq(c->st.name, name)) continue;
+        c->script.exec_exit_code = exit_code;
+        free(c->exec_output);
+        c->exec_output = output ? kite_strdup(output) : NULL;
+    }
+    for (size_t i = 0; i < f->n_scripts; i++) {
+        if (!kite_streq(f->scripts[i].name, name)) continue;
+        f->scripts[i].s.exec_exit_code = exit_code;
+        free(f->scripts[i].exec_output);
+        f->scripts[i].exec_output = output ? kite_strdup(output) : NULL;
+    }
+}
+
 void kite_runtime_fake_script(struct kite_runtime *rt, const char *name, const struct kite_fake_script *s) {
     struct fake_runtime *f = fake_of(rt);
     f->scripts = kite_realloc(f->scripts, (f->n_scripts + 1) * sizeof(*f->scripts));

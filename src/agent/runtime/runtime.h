@@ -240,6 +240,8 @@ struct kite_fake_script {
     int exec_exit_code;
 };
 void kite_runtime_fake_script(struct kite_runtime *rt, const char *name, const struct kite_fake_script *s);
+/* What exec in the containers named `name` answers from now on (running ones included). */
+void kite_runtime_fake_set_exec(struct kite_runtime *rt, const char *name, int exit_code, const char *output);
 /* Makes the call named op ("start_container", "exec_sync", ...) hang until its timeout, then
  * fail with -ETIMEDOUT; NULL = no call hangs. */
 void kite_runtime_fake_hang(struct kite_runtime *rt, const char *op);

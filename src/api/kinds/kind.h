@@ -42,7 +42,8 @@ extern const struct kite_smp_schema kite_meta_smp_schema;
 /* a field OpenAPI lists as required (no omitempty, not a pointer: kept zero too) */
 #define FR(num, n, s) {n, &s, num, KITE_SCHEMA_KEEP_ZERO | KITE_SCHEMA_REQUIRED}
 
-/* An object (struct) schema `name` with Go name `go` and the given fields. */
+/* An object (struct) schema `name` with Go name `go` and the given fields: all of the Go
+ * struct's (a field not listed is unknown, dropped from writes; else STRUCT_PARTIAL). */
 #define STRUCT(name, go, ...)                                                         \
     static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}}; \
     static const struct kite_schema name = {.type = KITE_SCHEMA_OBJECT, .go_type = go, .fields = name##_fields}

@@ -11,5 +11,6 @@ extern const struct kite_resource kite_kind_lease;
 extern const struct kite_resource kite_kind_configmap;
 extern const struct kite_resource kite_kind_secret;
 extern const struct kite_resource kite_kind_serviceaccount;
+extern const struct kite_resource kite_kind_csr;
 /* Printers of kinds not served yet */
 extern const struct kite_table_printer kite_endpointslice_printer;

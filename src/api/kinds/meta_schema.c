@@ -23,6 +23,7 @@ ROOT(kite_schema_object_ref, "ObjectReference", F(1, "kind", S), F(2, "namespace
 /* ---- metav1.ListMeta, Status, DeleteOptions ------------------------------------------------- */
 ROOT(kite_schema_list_meta, "ListMeta", F(1, "selfLink", S), F(2, "resourceVersion", S), F(3, "continue", S),
     FK(4, "remainingItemCount", I64));
+ROOT(kite_schema_partial_object_metadata, "PartialObjectMetadata", TYPE_META);
 STRUCT(status_cause, "StatusCause", F(1, "reason", S), F(2, "message", S), F(3, "field", S));
 LIST(status_causes, NULL, status_cause);
 STRUCT(status_details, "StatusDetails", F(1, "name", S), F(2, "group", S), F(3, "kind", S), F(6, "uid", S),

@@ -172,6 +172,8 @@ Test(agent, registers_node_and_creates_owned_lease) {
     cr_assert_not_null(ev);
     cr_assert_str_eq(jstr(ev->body, "reason"), "NodeHasSufficientMemory");
     cr_assert_str_eq(jstr(ev->body, "involvedObject.kind"), "Node");
+    /* kubectl events --for node/n1 selects on involvedObject.apiVersion=v1 */
+    cr_assert_str_eq(jstr(ev->body, "involvedObject.apiVersion"), "v1");
     cr_assert_str_eq(jstr(ev->body, "involvedObject.uid"), "n1");
     cr_assert_str_eq(jstr(ev->body, "source.component"), "kubelet");
     cr_assert_str_eq(jstr(ev->body, "reportingInstance"), "n1");

@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "client/yaml.h"
+#include "api/yaml.h"
 
 static int apply(struct kite_agent_config *c, const char *yaml, char **err) {
     json_object *o = NULL;

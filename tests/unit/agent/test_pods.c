@@ -75,6 +75,9 @@ static void setup(void) {
     kite_runtime_fake_set_images(rt, &img, 1);
     struct kite_pods_options o = {.client = cl, .runtime = rt, .clock = &clk.clock, .node_name = "n1", .seed = 1};
     cr_assert_eq(kite_pods_new(&o, &P), 0);
+    json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.1\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
 }
 
 static void teardown(void) {
@@ -384,3 +387,122 @@ Test(pods, recorder_dedups_and_filters_spam) {
     json_object_put(pod);
     kite_recorder_release(&r);
 }
+
+static json_object *ctr_status(const char *pod) { return cs(last_status(pod), "containerStatuses", 0); }
+static bool ctr_flag(const char *pod, const char *flag) {
+    return json_object_get_boolean(json_object_object_get(ctr_status(pod), flag));
+}
+static const char *pod_cond(const char *pod, const char *type) {
+    json_object *conds = json_object_object_get(last_status(pod), "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++)
+        if (kite_streq(pjs(json_object_array_get_idx(conds, i), "type"), type))
+            return pjs(json_object_array_get_idx(conds, i), "status");
+    return NULL;
+}
+static size_t events_with(const char *reason, const char *msg) {
+    size_t n = 0;
+    for (size_t i = 0; i < n_reqs; i++)
+        if (strcmp(reqs[i].method, "POST") == 0 && strstr(reqs[i].path, "/events") &&
+            kite_streq(pjs(reqs[i].body, "reason"), reason) && strstr(pjs(reqs[i].body, "message"), msg))
+            n++;
+    return n;
+}
+/* Steps the pods each second for s seconds of the fake clock. */
+static void run_secs(int s) {
+    for (int i = 0; i < s; i++) {
+        advance(1);
+        step();
+    }
+}
+
+/* Readiness: not ready until the probe passes (the container runs meanwhile), ready at once
+ * when it does, not ready again after failureThreshold failures; every failure an Unhealthy
+ * event with the probe's output. */
+Test(pods, readiness_probe_flips_ready) {
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1, .exec_exit_code = 1,
+                                                                 .exec_output = "not yet\n"});
+    add(mkpod("a", "Always",
+              "[{\"name\":\"c\",\"image\":\"busybox\",\"readinessProbe\":{\"exec\":{\"command\":[\"check\"]},"
+              "\"periodSeconds\":1,\"failureThreshold\":2}}]", NULL));
+    step();
+    run_secs(2);
+    cr_assert_str_eq(pjs(ctr_status("a"), "state.running.startedAt") ? "running" : "", "running");
+    cr_assert(!ctr_flag("a", "ready"));
+    cr_assert(ctr_flag("a", "started"), "no startup probe: started once running");
+    cr_assert_str_eq(pod_cond("a", "Ready"), "False");
+    cr_assert_str_eq(pod_cond("a", "ContainersReady"), "False");
+    cr_assert_geq(events_with("Unhealthy", "Readiness probe failed: not yet"), 1);
+
+    kite_runtime_fake_set_exec(rt, "c", 0, "");
+    run_secs(1);
+    cr_assert(ctr_flag("a", "ready"));
+    cr_assert_str_eq(pod_cond("a", "Ready"), "True");
+
+    kite_runtime_fake_set_exec(rt, "c", 1, "gone");
+    run_secs(1);
+    cr_assert(ctr_flag("a", "ready"), "one failure is below failureThreshold 2");
+    run_secs(1);
+    cr_assert(!ctr_flag("a", "ready"));
+    cr_assert_str_eq(pod_cond("a", "Ready"), "False");
+    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Running", "readiness never stops the container");
+    cr_assert_eq(json_object_get_int(json_object_object_get(ctr_status("a"), "restartCount")), 0);
+}
+
+/* Liveness: failureThreshold failures kill the container (Killing names the probe), and the
+ * restart policy brings it back. */
+Test(pods, liveness_probe_restarts) {
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1, .exec_exit_code = 1,
+                                                                 .exec_output = "dead"});
+    add(mkpod("a", "Always",
+              "[{\"name\":\"c\",\"image\":\"busybox\",\"livenessProbe\":{\"exec\":{\"command\":[\"check\"]},"
+              "\"periodSeconds\":1,\"failureThreshold\":3,\"initialDelaySeconds\":2}}]", NULL));
+    step();
+    run_secs(3);
+    cr_assert_eq(events_with("Killing", "failed liveness probe"), 0, "initialDelaySeconds, then two failures");
+    cr_assert(ctr_flag("a", "ready"), "liveness starts at success; no readiness probe");
+    run_secs(2);
+    cr_assert_eq(events_with("Killing", "Container c failed liveness probe, will be restarted"), 1);
+    cr_assert_geq(events_with("Unhealthy", "Liveness probe failed: dead"), 1, "the same event again bumps its count");
+    rsleep(5);
+    run_secs(1);
+    json_object *c = ctr_status("a");
+    cr_assert_eq(json_object_get_int(json_object_object_get(c, "restartCount")), 1, "%s",
+                 json_object_to_json_string(c));
+    cr_assert_not_null(pj(c, "lastState.terminated"));
+}
+
+/* Startup: holds readiness and liveness back and keeps started false until it succeeds. */
+Test(pods, startup_probe_holds_the_others) {
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1, .exec_exit_code = 1});
+    add(mkpod("a", "Always",
+              "[{\"name\":\"c\",\"image\":\"busybox\","
+              "\"startupProbe\":{\"exec\":{\"command\":[\"s\"]},\"periodSeconds\":1,\"failureThreshold\":30},"
+              "\"livenessProbe\":{\"exec\":{\"command\":[\"l\"]},\"periodSeconds\":1,\"failureThreshold\":1}}]",
+              NULL));
+    step();
+    run_secs(5);
+    cr_assert(!ctr_flag("a", "started"));
+    cr_assert(!ctr_flag("a", "ready"));
+    cr_assert_eq(events_with("Killing", "liveness"), 0, "liveness waits for the startup probe");
+    kite_runtime_fake_set_exec(rt, "c", 0, "");
+    run_secs(1);
+    cr_assert(ctr_flag("a", "started"));
+    cr_assert(ctr_flag("a", "ready"));
+}
+
+/* No pod runs before the node's status is known (allocatable for admission, hostIP). */
+Test(pods, waits_for_the_node_status) {
+    kite_pods_free(P);
+    struct kite_pods_options o = {.client = cl, .runtime = rt, .clock = &clk.clock, .node_name = "n1", .seed = 1};
+    cr_assert_eq(kite_pods_new(&o, &P), 0);
+    add(mkpod("a", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    step();
+    cr_assert_null(last_status("a"), "nothing before the node status");
+    json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.7\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
+    step();
+    cr_assert_not_null(last_status("a"));
+    cr_assert_str_eq(pjs(last_status("a"), "hostIP"), "10.0.0.7");
+}
+

@@ -49,6 +49,41 @@ Test(registry, supported_fields) {
     json_object_put(ev);
 }
 
+/* Absent fields compare as Kubernetes' field sets render them (strconv.FormatBool of a zero
+ * bool is "false"), and each kind accepts exactly the labels of its upstream conversion func. */
+Test(registry, field_set_as_upstream) {
+    const struct kite_resource *n = kite_registry_find("", "v1", "nodes");
+    const struct kite_resource *p = kite_registry_find("", "v1", "pods");
+    const struct kite_resource *e = kite_registry_find("", "v1", "events");
+    const struct kite_resource *ns = kite_registry_find("", "v1", "namespaces");
+    const struct kite_resource *l = kite_registry_find("coordination.k8s.io", "v1", "leases");
+    struct kite_buf buf = {0};
+    json_object *node = json_tokener_parse("{\"metadata\":{\"name\":\"a\"},\"spec\":{}}");
+    cr_assert_str_eq(kite_resource_field(n, node, "spec.unschedulable", &buf), "false");
+    json_object *cordoned = json_tokener_parse("{\"spec\":{\"unschedulable\":true}}");
+    cr_assert_str_eq(kite_resource_field(n, cordoned, "spec.unschedulable", &buf), "true");
+    json_object *pod = json_tokener_parse("{\"spec\":{\"nodeName\":\"w\"}}");
+    cr_assert_str_eq(kite_resource_field(p, pod, "spec.hostNetwork", &buf), "false");
+    cr_assert_str_eq(kite_resource_field(p, pod, "status.phase", &buf), "");
+    cr_assert_str_eq(kite_resource_field(p, pod, "spec.host", &buf), "w"); /* v1 clients' old name */
+    /* an event with no source.component is selected by its reportingComponent */
+    json_object *ev = json_tokener_parse("{\"reportingComponent\":\"ctl\"}");
+    cr_assert_str_eq(kite_resource_field(e, ev, "source", &buf), "ctl");
+    /* cluster-scoped kinds with their own conversion func know no metadata.namespace */
+    cr_assert(!kite_resource_field_supported(n, "metadata.namespace"));
+    cr_assert(!kite_resource_field_supported(ns, "metadata.namespace"));
+    cr_assert(kite_resource_field_supported(ns, "status.phase"));
+    cr_assert(kite_resource_field_supported(p, "spec.host"));
+    cr_assert(!kite_resource_field_supported(p, "spec.nodename"));
+    cr_assert(kite_resource_field_supported(l, "metadata.namespace"));
+    cr_assert(!kite_resource_field_supported(l, "spec.holderIdentity"));
+    json_object_put(node);
+    json_object_put(cordoned);
+    json_object_put(pod);
+    json_object_put(ev);
+    kite_buf_release(&buf);
+}
+
 /* The stored form puts kind, apiVersion, metadata first with the resourceVersion placeholder,
  * and rendering splices the revision into exactly that place. */
 Test(registry, encode_render_decode) {

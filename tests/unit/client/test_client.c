@@ -5,7 +5,7 @@
 #include "client/client.h"
 #include "api/base64.h"
 #include "client/kubeconfig.h"
-#include "client/yaml.h"
+#include "api/yaml.h"
 
 static json_object *yaml(const char *s) {
     json_object *o = NULL;

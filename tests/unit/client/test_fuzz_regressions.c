@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "client/kubeconfig.h"
-#include "client/yaml.h"
+#include "api/yaml.h"
 
 /* A document whose root is null (an empty explicit document, "~", "null") used to give
  * success with *ret == NULL; callers walk the result as a tree. It is {} like an empty

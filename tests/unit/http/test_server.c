@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- handlers ---- */
@@ -488,4 +489,44 @@ Test(http, half_closed_client_gets_its_answer) {
         cr_assert_lt(ms, 2000, "case %zu: the connection stayed open %ld ms after the answer", i, ms);
         kite_buf_release(&out);
     }
+}
+
+/* A connection closed by the server while a forked child still holds a copy of its socket (the
+ * agent spawning runc and conmon in `kite up`): the epoll registration must go with it. Before,
+ * close() left the registration in place (the open file lived on in the child) and the next
+ * bytes from the client were reported with the freed connection's pointer: a use after free
+ * (ASan), or another worker's connection driven from the wrong thread (TSan). */
+Test(http, closed_connection_leaves_epoll_though_a_child_holds_its_socket) {
+    int port = atoi(strrchr(fx.base, ':') + 1);
+    for (int round = 0; round < 5; round++) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        cr_assert_eq(connect(s, (struct sockaddr *)&a, sizeof a), 0);
+        usleep(50 * 1000); /* accepted and registered by a worker */
+        pid_t child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) { /* holds every descriptor of the server, as a spawned child does */
+            usleep(500 * 1000);
+            _exit(0);
+        }
+        /* not TLS: the server ends the connection */
+        const char junk[] = "GET / HTTP/1.1\r\n\r\n";
+        cr_assert_eq(send(s, junk, sizeof junk - 1, MSG_NOSIGNAL), (ssize_t)(sizeof junk - 1));
+        usleep(100 * 1000);
+        /* more bytes on the socket the server closed but the child keeps open */
+        for (int i = 0; i < 3; i++) {
+            (void)send(s, junk, sizeof junk - 1, MSG_NOSIGNAL);
+            usleep(20 * 1000);
+        }
+        close(s);
+        int st = 0;
+        cr_assert_eq(waitpid(child, &st, 0), child);
+    }
+    /* the server still answers */
+    CURL *c = fx_curl();
+    struct kite_buf out = {0};
+    cr_assert_eq(fx_req(c, "GET", "/alive", NULL, NULL, &out), 200);
+    kite_buf_release(&out);
+    curl_easy_cleanup(c);
 }
