@@ -393,7 +393,7 @@ static json_object *operation(const struct gen *g, const struct kite_resource *r
                               const char *body, const char *reply, const char *const *params, bool patch) {
     json_object *op = json_object_new_object();
     char id[160];
-    snprintf(id, sizeof id, "%s%s%s", verb_id, r->namespaced && strcmp(r->kind, "Namespace") ? "Namespaced" : "", r->kind);
+    snprintf(id, sizeof id, "%s%s%s", verb_id, r->namespaced ? "Namespaced" : "", r->kind);
     json_object_object_add(op, "operationId", str(id));
     json_object *tags = json_object_new_array();
     json_object_array_add(tags, str(*r->group ? r->group : "core_v1"));
