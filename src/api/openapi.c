@@ -19,7 +19,8 @@
  * these is in its package too (StatusDetails under Status). */
 static const char *const META_TYPES[] = {
     "ObjectMeta", "ListMeta", "OwnerReference", "ManagedFieldsEntry", "Status", "StatusDetails", "StatusCause",
-    "DeleteOptions", "Preconditions", "LabelSelector", "LabelSelectorRequirement", "Condition",
+    "DeleteOptions", "Preconditions", "LabelSelector", "LabelSelectorRequirement", "FieldSelectorRequirement",
+    "Condition",
 };
 static const char *const CORE_TYPES[] = {
     "ObjectReference", "LocalObjectReference", "EventSource", "TypedLocalObjectReference",
@@ -287,7 +288,11 @@ static void define_meta(struct gen *g) {
     if (!def_of(g, META_PKG ".WatchEvent")) {
         json_object *d = typed("object", NULL), *props = json_object_new_object(), *req = json_object_new_array();
         json_object *obj = json_object_new_object();
-        json_object_object_add(obj, "description", str("Object is:\n * If Type is Added or Modified: the new state of the object.\n * If Type is Deleted: the state of the object immediately before deletion.\n * If Type is Error: *Status is recommended; other types may make sense\n   depending on context."));
+        json_object_object_add(obj, "description",
+                               str("Object is:\n * If Type is Added or Modified: the new state of the object.\n"
+                                   " * If Type is Deleted: the state of the object immediately before deletion.\n"
+                                   " * If Type is Error: *Status is recommended; other types may make sense\n"
+                                   "   depending on context."));
         json_object_object_add(obj, "type", str("object"));
         json_object_object_add(props, "object", obj);
         json_object_object_add(props, "type", typed("string", NULL));
