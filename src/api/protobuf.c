@@ -659,11 +659,11 @@ int kite_pb_encode(const struct kite_schema *s, bool list, json_object *obj, str
     if (!s || !json_object_is_type(obj, json_type_object)) return -ENOTSUP;
     json_object *kind = json_object_object_get(obj, "kind"), *av = json_object_object_get(obj, "apiVersion");
     /* {1: ListMeta, 2: repeated item} with the kind's numbers for the items */
-    const struct kite_schema items = {KITE_SCHEMA_LIST, NULL, NULL, s};
+    const struct kite_schema items = {.type = KITE_SCHEMA_LIST, .elem = s};
     const struct kite_schema_field list_fields[] = {
         {"kind", &kite_schema_string, 0, 0}, {"apiVersion", &kite_schema_string, 0, 0},
         {"metadata", &kite_schema_list_meta, 1, 0}, {"items", &items, 2, 0}, {NULL, NULL, 0, 0}};
-    const struct kite_schema list_schema = {KITE_SCHEMA_OBJECT, "List", list_fields, NULL};
+    const struct kite_schema list_schema = {.type = KITE_SCHEMA_OBJECT, .go_type = "List", .fields = list_fields};
     struct kite_buf msg = {0}, meta = {0};
     int r = encode_message(list ? &list_schema : s, obj, &msg, 1);
     if (r == 0) {

@@ -11,22 +11,22 @@
 #include <stdio.h>
 #include <string.h>
 
-const struct kite_schema kite_schema_raw = {KITE_SCHEMA_RAW, NULL, NULL, NULL};
-const struct kite_schema kite_schema_string = {KITE_SCHEMA_STRING, NULL, NULL, NULL};
-const struct kite_schema kite_schema_int32 = {KITE_SCHEMA_INT32, NULL, NULL, NULL};
-const struct kite_schema kite_schema_int64 = {KITE_SCHEMA_INT64, NULL, NULL, NULL};
-const struct kite_schema kite_schema_bool = {KITE_SCHEMA_BOOL, NULL, NULL, NULL};
-const struct kite_schema kite_schema_float = {KITE_SCHEMA_FLOAT, NULL, NULL, NULL};
-const struct kite_schema kite_schema_quantity = {KITE_SCHEMA_QUANTITY, NULL, NULL, NULL};
-const struct kite_schema kite_schema_time = {KITE_SCHEMA_TIME, NULL, NULL, NULL};
-const struct kite_schema kite_schema_microtime = {KITE_SCHEMA_MICROTIME, NULL, NULL, NULL};
-const struct kite_schema kite_schema_int_or_string = {KITE_SCHEMA_INT_OR_STRING, NULL, NULL, NULL};
-const struct kite_schema kite_schema_bytes = {KITE_SCHEMA_BYTES, NULL, NULL, NULL};
-const struct kite_schema kite_schema_fields_v1 = {KITE_SCHEMA_RAW, "FieldsV1", NULL, NULL};
-const struct kite_schema kite_schema_bytes_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_bytes};
-const struct kite_schema kite_schema_string_list = {KITE_SCHEMA_LIST, NULL, NULL, &kite_schema_string};
-const struct kite_schema kite_schema_string_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_string};
-const struct kite_schema kite_schema_resource_list = {KITE_SCHEMA_MAP, "v1.ResourceList", NULL, &kite_schema_quantity};
+const struct kite_schema kite_schema_raw = {.type = KITE_SCHEMA_RAW};
+const struct kite_schema kite_schema_string = {.type = KITE_SCHEMA_STRING};
+const struct kite_schema kite_schema_int32 = {.type = KITE_SCHEMA_INT32};
+const struct kite_schema kite_schema_int64 = {.type = KITE_SCHEMA_INT64};
+const struct kite_schema kite_schema_bool = {.type = KITE_SCHEMA_BOOL};
+const struct kite_schema kite_schema_float = {.type = KITE_SCHEMA_FLOAT};
+const struct kite_schema kite_schema_quantity = {.type = KITE_SCHEMA_QUANTITY};
+const struct kite_schema kite_schema_time = {.type = KITE_SCHEMA_TIME};
+const struct kite_schema kite_schema_microtime = {.type = KITE_SCHEMA_MICROTIME};
+const struct kite_schema kite_schema_int_or_string = {.type = KITE_SCHEMA_INT_OR_STRING};
+const struct kite_schema kite_schema_bytes = {.type = KITE_SCHEMA_BYTES};
+const struct kite_schema kite_schema_fields_v1 = {.type = KITE_SCHEMA_RAW, .go_type = "FieldsV1"};
+const struct kite_schema kite_schema_bytes_map = {.type = KITE_SCHEMA_MAP, .elem = &kite_schema_bytes};
+const struct kite_schema kite_schema_string_list = {.type = KITE_SCHEMA_LIST, .elem = &kite_schema_string};
+const struct kite_schema kite_schema_string_map = {.type = KITE_SCHEMA_MAP, .elem = &kite_schema_string};
+const struct kite_schema kite_schema_resource_list = {.type = KITE_SCHEMA_MAP, .go_type = "v1.ResourceList", .elem = &kite_schema_quantity};
 
 #define QUANTITY_ERR "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 #define LAYOUT_TIME "2006-01-02T15:04:05Z07:00"
@@ -403,11 +403,11 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
     switch (s->type) {
     case KITE_SCHEMA_RAW:
         if (json_object_is_type(o, json_type_object)) {
-            static const struct kite_schema open = {KITE_SCHEMA_OBJECT, NULL, NULL, NULL};
+            static const struct kite_schema open = {.type = KITE_SCHEMA_OBJECT};
             return walk_object(w, &open, o);
         }
         if (json_object_is_type(o, json_type_array)) {
-            static const struct kite_schema any_list = {KITE_SCHEMA_LIST, NULL, NULL, &kite_schema_raw};
+            static const struct kite_schema any_list = {.type = KITE_SCHEMA_LIST, .elem = &kite_schema_raw};
             return walk_value(w, &any_list, o);
         }
         return 0;
@@ -475,4 +475,91 @@ int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_
         return -EINVAL;
     }
     return 0;
+}
+
+/* ---- unknown fields -------------------------------------------------------------------- */
+
+struct unknown {
+    struct kite_buf path; /* "spec.containers[0]" */
+    bool drop;
+    size_t n;
+    void (*found)(void *ud, const char *path);
+    void *ud;
+};
+
+static void unknown_value(struct unknown *u, const struct kite_schema *s, json_object *o, int depth);
+
+static const struct kite_schema_field *field_of(const struct kite_schema *s, const char *k) {
+    for (const struct kite_schema_field *f = s->fields; f && f->name; f++)
+        if (strcmp(f->name, k) == 0) return f;
+    return NULL;
+}
+
+static void unknown_object(struct unknown *u, const struct kite_schema *s, json_object *o, int depth) {
+    /* json_object_object_foreach cannot survive deleting the entry it stands on: the keys to
+     * drop are collected first, then deleted */
+    const char **drop = NULL;
+    size_t n_drop = 0, cap = 0;
+    json_object_object_foreach(o, k, v) {
+        size_t saved = u->path.len;
+        if (u->path.len) kite_buf_putc(&u->path, '.');
+        kite_buf_puts(&u->path, k);
+        const struct kite_schema_field *f = field_of(s, k);
+        if (f) {
+            unknown_value(u, f->schema, v, depth + 1);
+        } else {
+            u->n++;
+            if (u->found) u->found(u->ud, u->path.p);
+            if (u->drop) {
+                if (n_drop == cap) drop = kite_realloc(drop, (cap = cap ? cap * 2 : 8) * sizeof *drop);
+                drop[n_drop++] = k;
+            }
+        }
+        u->path.len = saved;
+        u->path.p[saved] = 0;
+    }
+    for (size_t i = 0; i < n_drop; i++) json_object_object_del(o, drop[i]);
+    free(drop);
+}
+
+static void unknown_value(struct unknown *u, const struct kite_schema *s, json_object *o, int depth) {
+    if (!o || depth > 256) return; /* request bodies are shallower (KITE_JSON_MAX_DEPTH) */
+    switch (s->type) {
+    case KITE_SCHEMA_OBJECT:
+        if (json_object_is_type(o, json_type_object) && !(s->flags & KITE_SCHEMA_PARTIAL)) unknown_object(u, s, o, depth);
+        return;
+    case KITE_SCHEMA_MAP:
+        if (!json_object_is_type(o, json_type_object)) return;
+        json_object_object_foreach(o, k, v) {
+            size_t saved = u->path.len;
+            kite_buf_putc(&u->path, '[');
+            kite_buf_puts(&u->path, k);
+            kite_buf_putc(&u->path, ']');
+            unknown_value(u, s->elem, v, depth + 1);
+            u->path.len = saved;
+            u->path.p[saved] = 0;
+        }
+        return;
+    case KITE_SCHEMA_LIST:
+        if (!json_object_is_type(o, json_type_array)) return;
+        for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
+            size_t saved = u->path.len;
+            push_index(&u->path, i);
+            unknown_value(u, s->elem, json_object_array_get_idx(o, i), depth + 1);
+            u->path.len = saved;
+            u->path.p[saved] = 0;
+        }
+        return;
+    default:
+        return; /* leaves and RAW: anything goes */
+    }
+}
+
+size_t kite_schema_unknown_fields(const struct kite_schema *s, json_object *obj, bool drop,
+                                  void (*found)(void *ud, const char *path), void *ud) {
+    struct unknown u = {.drop = drop, .found = found, .ud = ud};
+    kite_buf_puts(&u.path, "");
+    if (s) unknown_value(&u, s, obj, 0);
+    kite_buf_release(&u.path);
+    return u.n;
 }

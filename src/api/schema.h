@@ -6,9 +6,11 @@
  * (`kubectl describe node`, python3-kubernetes).
  *
  * A schema is a tree of static descriptors: an object lists its fields (JSON name and
- * schema), a map or list names its element. Fields a schema does not list are left alone, as
- * today (Kubernetes drops unknown fields with a warning); JSON null is accepted anywhere, as
- * Go's decoder leaves the field zero. The kinds' schemas are in their kind files (src/api/kinds/), hung off
+ * schema), a map or list names its element. A field an object's schema does not list is
+ * unknown: the check leaves it alone, and the write path drops it as Go's decoder does, with a
+ * warning or a 400 (kite_schema_unknown_fields); an object that lists only part of its Go
+ * fields says so (KITE_SCHEMA_PARTIAL) and keeps the rest. JSON null is accepted anywhere, as
+ * Go's decoder leaves the field zero. The same schemas give the OpenAPI documents (openapi.h). The kinds' schemas are in their kind files (src/api/kinds/), hung off
  * their registry rows (kite_resource.schema). */
 #pragma once
 #include "base/base.h"
@@ -41,12 +43,21 @@ struct kite_schema {
     const char *go_type;
     const struct kite_schema_field *fields; /* objects; ends with a {NULL} entry */
     const struct kite_schema *elem;         /* maps and lists */
+    unsigned flags;                         /* KITE_SCHEMA_PARTIAL */
+    const char *description;                /* OpenAPI's (kinds: what upstream says of the kind) */
 };
+
+/* Schema flags. */
+#define KITE_SCHEMA_PARTIAL 1u /* an object that lists only some of its Go struct's fields: the
+                                  others are neither unknown (kept, never warned about) nor
+                                  described (OpenAPI marks it x-kubernetes-preserve-unknown-fields) */
 
 /* Field flags. */
 #define KITE_SCHEMA_KEEP_ZERO 1u /* a protobuf decode keeps a zero value instead of dropping it:
                                     Go's JSON writes the field even when zero (no omitempty), or
                                     the Go field is a pointer (a zero gracePeriodSeconds is data) */
+#define KITE_SCHEMA_REQUIRED 2u  /* required in Kubernetes' OpenAPI (a Go field without omitempty
+                                    that is not a pointer); implies KEEP_ZERO */
 
 struct kite_schema_field {
     const char *name;
@@ -90,6 +101,14 @@ extern const struct kite_schema kite_schema_partial_object_metadata;
  * "2006-01-02T15:04:05.000000Z07:00": cannot parse "garbage" as "2006"`, or `quantities
  * must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`. */
 int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_error);
+
+/* Fields of obj its schema s does not know (kube-apiserver's strict decoding: a field the Go
+ * struct lacks). Objects flagged KITE_SCHEMA_PARTIAL and RAW values are not looked into.
+ * Calls found(ud, path) for each, path as Kubernetes names it ("spec.foo",
+ * "spec.containers[0].foo"), and deletes the field when drop (what Go's decoder keeps of it:
+ * nothing). Returns how many were found. */
+size_t kite_schema_unknown_fields(const struct kite_schema *s, json_object *obj, bool drop,
+                                  void (*found)(void *ud, const char *path), void *ud);
 
 /* RFC 3339 as Go's time.Parse(time.RFC3339, s) takes it (a fraction of any length allowed):
  * four-digit year, days within the month, Z or a ±hh:mm offset. 0 and the instant (seconds

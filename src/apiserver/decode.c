@@ -89,3 +89,138 @@ json_object *parse_body(struct req *rq, bool delete_options) {
     }
     return o;
 }
+
+/* ---- fieldValidation --------------------------------------------------------------------- */
+
+enum field_validation { FV_IGNORE, FV_WARN, FV_STRICT };
+
+struct unknown_report {
+    struct req *rq;
+    bool strict;
+    size_t n;
+    struct kite_buf msg; /* Strict: the error's list */
+};
+
+static void report(struct unknown_report *u, const char *what, const char *path) {
+    if (u->n++ >= KITE_MAX_FIELD_WARNINGS) return;
+    if (u->strict) {
+        kite_buf_printf(&u->msg, "%s%s field \"%s\"", u->msg.len ? ", " : "", what, path);
+        return;
+    }
+    /* RFC 7234 warn-text: a quoted string, its quotes and backslashes escaped */
+    struct kite_buf h = {0};
+    kite_buf_printf(&h, "299 - \"%s field \\\"", what);
+    for (const char *p = path; *p; p++) {
+        if (*p == '"' || *p == '\\') kite_buf_putc(&h, '\\');
+        kite_buf_putc(&h, (char)((unsigned char)*p < 0x20 ? ' ' : *p));
+    }
+    kite_buf_puts(&h, "\\\"\"");
+    kite_http_add_header(u->rq->http, "Warning", h.p);
+    kite_buf_release(&h);
+}
+
+static void unknown_found(void *ud, const char *path) { report(ud, "unknown", path); }
+
+/* ---- duplicate fields: json-c keeps the last of them, as Go's decoder; strict decoding names
+ * them. A scan of the body's text (valid JSON: parsed before), with the path of each key. */
+
+struct key { const char *p; size_t n; };
+struct frame { bool object; size_t path_len, index, first_key; };
+
+static int key_cmp(const void *a, const void *b) {
+    const struct key *x = a, *y = b;
+    int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* The keys of the object that ends, sorted: equal neighbours are duplicates. */
+static void object_end(struct unknown_report *u, struct kite_buf *path, const struct frame *f, struct key *keys,
+                       size_t n_keys) {
+    size_t n = n_keys - f->first_key;
+    if (n < 2) return;
+    struct key *k = keys + f->first_key;
+    qsort(k, n, sizeof *k, key_cmp);
+    for (size_t i = 1; i < n; i++) {
+        if (key_cmp(&k[i - 1], &k[i]) != 0 || (i > 1 && key_cmp(&k[i - 2], &k[i]) == 0)) continue;
+        path->len = f->path_len;
+        kite_buf_printf(path, "%s%.*s", f->path_len ? "." : "", (int)k[i].n, k[i].p);
+        report(u, "duplicate", path->p);
+    }
+}
+
+static void duplicate_fields(struct unknown_report *u, const char *s, size_t len) {
+    struct frame stack[KITE_JSON_MAX_DEPTH + 1];
+    size_t depth = 0, n_keys = 0, cap = 0;
+    struct key *keys = NULL;
+    struct kite_buf path = {0};
+    kite_buf_puts(&path, "");
+    bool want_key = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        struct frame *top = depth ? &stack[depth - 1] : NULL;
+        if (c == '{' || c == '[') {
+            if (depth == KITE_ARRAY_SIZE(stack)) break; /* deeper than the parser takes */
+            stack[depth++] = (struct frame){.object = c == '{', .path_len = path.len, .first_key = n_keys};
+            want_key = c == '{';
+            if (c == '[') kite_buf_puts(&path, "[0]");
+        } else if (c == '}' || c == ']') {
+            if (!top) break;
+            if (top->object) object_end(u, &path, top, keys, n_keys);
+            n_keys = top->first_key;
+            path.len = top->path_len;
+            path.p[path.len] = 0;
+            depth--;
+            want_key = false;
+        } else if (c == ',' && top) {
+            want_key = top->object;
+            if (!top->object) {
+                path.len = top->path_len;
+                kite_buf_printf(&path, "[%zu]", ++top->index);
+            }
+        } else if (c == '"') {
+            size_t start = ++i;
+            while (i < len && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+            if (want_key && top && top->object) {
+                if (n_keys == cap) keys = kite_realloc(keys, (cap = cap ? cap * 2 : 16) * sizeof *keys);
+                keys[n_keys++] = (struct key){s + start, i - start};
+                path.len = top->path_len;
+                kite_buf_printf(&path, "%s%.*s", top->path_len ? "." : "", (int)(i - start), s + start);
+                want_key = false;
+            }
+        }
+    }
+    free(keys);
+    kite_buf_release(&path);
+}
+
+bool check_field_validation(struct req *rq, json_object *obj) {
+    const char *v = kite_http_query(rq->http, "fieldValidation");
+    enum field_validation fv;
+    if (!v || !*v || strcmp(v, "Warn") == 0) fv = FV_WARN;
+    else if (strcmp(v, "Ignore") == 0) fv = FV_IGNORE;
+    else if (strcmp(v, "Strict") == 0) fv = FV_STRICT;
+    else {
+        const char *opts = kite_streq(rq->verb, "create") ? "CreateOptions" : kite_streq(rq->verb, "update") ? "UpdateOptions" : "PatchOptions";
+        reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"%s\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+                    opts, v);
+        return false;
+    }
+    /* Go's decoder keeps nothing of a field its struct lacks, whatever the directive */
+    struct unknown_report u = {.rq = rq, .strict = fv == FV_STRICT};
+    bool report = fv == FV_STRICT || (fv == FV_WARN && !rq->field_warnings_sent);
+    kite_schema_unknown_fields(rq->res->schema, obj, true, report ? unknown_found : NULL, &u);
+    /* the body as sent (a patch: the patch), when it is JSON an object's keys may repeat in */
+    const char *ct = kite_http_header(rq->http, "Content-Type");
+    bool json_text = !ct || media_is(ct, "application/json") || media_is(ct, "application/merge-patch+json") ||
+                     media_is(ct, "application/strategic-merge-patch+json");
+    if (report && json_text && rq->http->body_len) duplicate_fields(&u, rq->http->body, rq->http->body_len);
+    if (fv == FV_WARN) rq->field_warnings_sent = true;
+    if (fv == FV_STRICT && u.n) {
+        reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s",
+                    rq->res->kind, rq->res->version, rq->res->kind, u.msg.p, u.n > KITE_MAX_FIELD_WARNINGS ? ", ..." : "");
+        kite_buf_release(&u.msg);
+        return false;
+    }
+    kite_buf_release(&u.msg);
+    return true;
+}

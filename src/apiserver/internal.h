@@ -16,6 +16,7 @@
 /* Limits (explicit, as every limit must be). */
 #define KITE_MAX_HEADER_BYTES (16 * 1024) /* URL + headers of one request (-> 431/414) */
 #define KITE_JSON_MAX_DEPTH 64            /* nesting depth of request bodies */
+#define KITE_MAX_FIELD_WARNINGS 32        /* unknown fields named per write (Warning headers, or a Strict error) */
 #define KITE_WATCH_MIN_TIMEOUT_S 1800     /* default watch lifetime: [1x, 2x) this, as kube-apiserver */
 #define KITE_WATCH_BOOKMARK_S 60          /* bookmark period when allowWatchBookmarks=true */
 #define KITE_UPDATE_RETRIES 1000          /* optimistic-concurrency retries of PATCH/unconditional PUT
@@ -107,6 +108,7 @@ struct req {
     bool partial;              /* Accept asked for PartialObjectMetadata(List): metadata only */
     const char *as_version;    /* the meta.k8s.io version asked for with as= ("v1", "v1beta1") */
     bool replied;
+    bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
 };
 
 /* server.c */
@@ -170,6 +172,11 @@ void handle_deletecollection(struct req *rq);
 /* Parses a request body, JSON or protobuf, as a JSON object: the request's kind, or DeleteOptions
  * (which may be absent). Replies 400/415 itself and returns NULL on error. */
 json_object *parse_body(struct req *rq, bool delete_options);
+/* The fieldValidation directive of a create, update or patch (Ignore, Warn: the default, or
+ * Strict) applied to obj, the object to store: fields its schema does not know are dropped,
+ * and reported as Warning headers (Warn) or refused 400 (Strict); replies itself and returns
+ * false when the write must stop. */
+bool check_field_validation(struct req *rq, json_object *obj);
 /* Parses body as one JSON value (replies 400 itself and returns NULL on error). */
 json_object *parse_json_text(struct req *rq, const char *body, size_t len);
 /* Content-Type ct is the media type want (parameters ignored). */

@@ -98,7 +98,7 @@ static void strip_server_fields(json_object *meta) {
  * form): a request or patch result that fails is refused 400, as kube-apiserver's decoder. */
 static bool check_schema(struct req *rq, json_object *obj) {
     char *err = NULL;
-    if (kite_schema_check(rq->res->schema, obj, &err) == 0) return true;
+    if (kite_schema_check(rq->res->schema, obj, &err) == 0) return check_field_validation(rq, obj);
     reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", rq->res->kind,
                 rq->res->version, rq->res->kind, err);
     free(err);

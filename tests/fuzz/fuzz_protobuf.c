@@ -13,12 +13,12 @@
 /* ObjectMeta (src/api/kinds/meta_schema.c, declared for the kind files) */
 extern const struct kite_schema kite_schema_object_meta;
 
-static const struct kite_schema quantity_map = {KITE_SCHEMA_MAP, NULL, NULL, &kite_schema_quantity};
-static const struct kite_schema raw_list = {KITE_SCHEMA_LIST, NULL, NULL, &kite_schema_raw};
+static const struct kite_schema quantity_map = {.type = KITE_SCHEMA_MAP, .elem = &kite_schema_quantity};
+static const struct kite_schema raw_list = {.type = KITE_SCHEMA_LIST, .elem = &kite_schema_raw};
 static const struct kite_schema_field inner_fields[] = {
     {"s", &kite_schema_string, 1, 0}, {"i", &kite_schema_int32, 2, KITE_SCHEMA_KEEP_ZERO}, {NULL, NULL, 0, 0}};
-static const struct kite_schema inner = {KITE_SCHEMA_OBJECT, "Inner", inner_fields, NULL};
-static const struct kite_schema inner_list = {KITE_SCHEMA_LIST, NULL, NULL, &inner};
+static const struct kite_schema inner = {.type = KITE_SCHEMA_OBJECT, .go_type = "Inner", .fields = inner_fields};
+static const struct kite_schema inner_list = {.type = KITE_SCHEMA_LIST, .elem = &inner};
 static const struct kite_schema_field every_fields[] = {
     {"kind", &kite_schema_string, 0, 0}, {"apiVersion", &kite_schema_string, 0, 0},
     {"metadata", &kite_schema_object_meta, 1, 0}, {"s", &kite_schema_string, 2, 0},
@@ -29,7 +29,7 @@ static const struct kite_schema_field every_fields[] = {
     {"smap", &kite_schema_string_map, 12, 0}, {"bmap", &kite_schema_bytes_map, 13, 0},
     {"qmap", &quantity_map, 14, 0}, {"slist", &kite_schema_string_list, 15, 0}, {"objs", &inner_list, 16, 0},
     {"obj", &inner, 17, 0}, {"raw", &raw_list, 18, 0}, {NULL, NULL, 0, 0}};
-static const struct kite_schema every = {KITE_SCHEMA_OBJECT, "Every", every_fields, NULL};
+static const struct kite_schema every = {.type = KITE_SCHEMA_OBJECT, .go_type = "Every", .fields = every_fields};
 
 static const struct kite_schema *const schemas[] = {
     &every, &kite_schema_object_meta, &kite_schema_delete_options, &kite_schema_status,

@@ -1,7 +1,8 @@
 /* ConfigMap (core/v1): string data and binary data, immutable once marked so. */
 #include "api/kinds/data.h"
 
-ROOT(kite_schema_configmap, "ConfigMap", TYPE_META, FK(4, "immutable", B), F(2, "data", SMAP),
+ROOT_DOC(kite_schema_configmap, "ConfigMap",
+    "ConfigMap holds configuration data for pods to consume.", TYPE_META, FK(4, "immutable", B), F(2, "data", SMAP),
      F(3, "binaryData", kite_schema_bytes_map));
 
 static void validate(json_object *obj, json_object *old, struct kite_causes *c) {

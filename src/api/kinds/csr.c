@@ -9,7 +9,8 @@
 
 #include "api/base64.h"
 
-STRUCT(csr_spec, "CertificateSigningRequestSpec", F(1, "request", kite_schema_bytes), F(7, "signerName", S),
+/* extra (map[string]ExtraValue) is not transcribed */
+STRUCT_PARTIAL(csr_spec, "CertificateSigningRequestSpec", F(1, "request", kite_schema_bytes), F(7, "signerName", S),
        F(8, "expirationSeconds", I32), F(5, "usages", SLIST), F(2, "username", S), F(3, "uid", S),
        F(4, "groups", SLIST));
 STRUCT(csr_condition, "CertificateSigningRequestCondition", F(1, "type", S), F(6, "status", S), F(2, "reason", S),

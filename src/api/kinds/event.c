@@ -6,11 +6,13 @@
 STRUCT(event_source_schema, "EventSource", F(1, "component", S), F(2, "host", S));
 /* the same numbers in core/v1 and events/v1 */
 STRUCT(event_series, "EventSeries", FK(1, "count", I32), F(2, "lastObservedTime", MT));
-ROOT(kite_schema_event, "Event", TYPE_META, F(2, "involvedObject", kite_schema_object_ref), F(3, "reason", S),
+ROOT_DOC(kite_schema_event, "Event",
+    "Event is a report of an event somewhere in the cluster.  Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data.", TYPE_META, FR(2, "involvedObject", kite_schema_object_ref), F(3, "reason", S),
     F(4, "message", S), F(5, "source", event_source_schema), F(6, "firstTimestamp", T), F(7, "lastTimestamp", T),
     F(8, "count", I32), F(9, "type", S), F(10, "eventTime", MT), F(11, "series", event_series), F(12, "action", S),
     F(13, "related", kite_schema_object_ref), FK(14, "reportingComponent", S), FK(15, "reportingInstance", S));
-ROOT(kite_schema_event_v1, "Event", TYPE_META, F(2, "eventTime", MT), F(3, "series", event_series),
+ROOT_DOC(kite_schema_event_v1, "Event",
+    "Event is a report of an event somewhere in the cluster. It generally denotes some state change in the system. Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data.", TYPE_META, F(2, "eventTime", MT), F(3, "series", event_series),
     F(4, "reportingController", S), F(5, "reportingInstance", S), F(6, "action", S), F(7, "reason", S),
     F(8, "regarding", kite_schema_object_ref), F(9, "related", kite_schema_object_ref), F(10, "note", S),
     F(11, "type", S), F(12, "deprecatedSource", event_source_schema), F(13, "deprecatedFirstTimestamp", T),

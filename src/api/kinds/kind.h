@@ -39,17 +39,31 @@ extern const struct kite_smp_schema kite_meta_smp_schema;
 #define FV1 kite_schema_fields_v1
 #define F(num, n, s) {n, &s, num, 0}
 #define FK(num, n, s) {n, &s, num, KITE_SCHEMA_KEEP_ZERO}
+/* a field OpenAPI lists as required (no omitempty, not a pointer: kept zero too) */
+#define FR(num, n, s) {n, &s, num, KITE_SCHEMA_KEEP_ZERO | KITE_SCHEMA_REQUIRED}
 
-/* An object (struct) schema `name` with Go name `go` and the given fields. */
+/* An object (struct) schema `name` with Go name `go` and the given fields: all of the Go
+ * struct's (a field not listed is unknown, dropped from writes; else STRUCT_PARTIAL). */
 #define STRUCT(name, go, ...)                                                         \
     static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}}; \
-    static const struct kite_schema name = {KITE_SCHEMA_OBJECT, go, name##_fields, NULL}
+    static const struct kite_schema name = {.type = KITE_SCHEMA_OBJECT, .go_type = go, .fields = name##_fields}
 /* A kind's root schema, named in schema.h. */
 #define ROOT(name, go, ...)                                                        \
     static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}}; \
-    const struct kite_schema name = {KITE_SCHEMA_OBJECT, go, name##_fields, NULL}
+    const struct kite_schema name = {.type = KITE_SCHEMA_OBJECT, .go_type = go, .fields = name##_fields}
+/* The same with OpenAPI's description of the kind (upstream's words). */
+#define ROOT_DOC(name, go, doc, ...)                                                                   \
+    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}};         \
+    const struct kite_schema name = {.type = KITE_SCHEMA_OBJECT, .go_type = go, .fields = name##_fields, \
+                                     .description = doc}
 /* A list schema `name` of elem, Go name go (NULL: "[]" + elem's). */
-#define LIST(name, go, elem) static const struct kite_schema name = {KITE_SCHEMA_LIST, go, NULL, &elem}
+#define LIST(name, go, of) static const struct kite_schema name = {.type = KITE_SCHEMA_LIST, .go_type = go, .elem = &of}
+/* A STRUCT that lists only some of its Go fields (KITE_SCHEMA_PARTIAL): the others are kept as
+ * given, neither checked nor dropped as unknown. */
+#define STRUCT_PARTIAL(name, go, ...)                                                 \
+    static const struct kite_schema_field name##_fields[] = {__VA_ARGS__, {NULL, NULL, 0, 0}}; \
+    static const struct kite_schema name = {.type = KITE_SCHEMA_OBJECT, .go_type = go, .fields = name##_fields, \
+                                            .flags = KITE_SCHEMA_PARTIAL}
 /* ObjectMeta and ObjectReference, shared by every kind (meta_schema.c) */
 extern const struct kite_schema kite_schema_object_meta, kite_schema_object_ref;
 #define TYPE_META F(0, "kind", S), F(0, "apiVersion", S), F(1, "metadata", kite_schema_object_meta)

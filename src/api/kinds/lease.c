@@ -4,7 +4,8 @@
 /* ---- coordination.k8s.io/v1 Lease ------------------------------------------------------------ */
 STRUCT(lease_spec, "LeaseSpec", FK(1, "holderIdentity", S), FK(2, "leaseDurationSeconds", I32), F(3, "acquireTime", MT),
     F(4, "renewTime", MT), FK(5, "leaseTransitions", I32), FK(6, "strategy", S), FK(7, "preferredHolder", S));
-ROOT(kite_schema_lease, "Lease", TYPE_META, F(2, "spec", lease_spec));
+ROOT_DOC(kite_schema_lease, "Lease",
+    "Lease defines a lease concept.", TYPE_META, F(2, "spec", lease_spec));
 
 static void lease_validate(json_object *obj, json_object *old, struct kite_causes *c) {
     json_object *spec = kite_obj_get(obj, "spec");

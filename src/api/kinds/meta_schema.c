@@ -4,13 +4,14 @@
 #include "api/kinds/kind.h"
 
 /* ---- metav1.ObjectMeta --------------------------------------------------------------------- */
-STRUCT(owner_ref, "OwnerReference", FK(5, "apiVersion", S), FK(1, "kind", S), FK(3, "name", S), FK(4, "uid", S),
+STRUCT(owner_ref, "OwnerReference", FR(5, "apiVersion", S), FR(1, "kind", S), FR(3, "name", S), FR(4, "uid", S),
     FK(6, "controller", B), FK(7, "blockOwnerDeletion", B));
 LIST(owner_refs, NULL, owner_ref);
 STRUCT(managed_entry, "ManagedFieldsEntry", F(1, "manager", S), F(2, "operation", S), F(3, "apiVersion", S),
     F(4, "time", T), F(6, "fieldsType", S), F(7, "fieldsV1", FV1), F(8, "subresource", S));
 LIST(managed_fields, NULL, managed_entry);
-ROOT(kite_schema_object_meta, "ObjectMeta", F(1, "name", S), F(2, "generateName", S), F(3, "namespace", S),
+ROOT_DOC(kite_schema_object_meta, "ObjectMeta",
+    "ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.", F(1, "name", S), F(2, "generateName", S), F(3, "namespace", S),
     F(4, "selfLink", S), F(5, "uid", S), F(6, "resourceVersion", S), F(7, "generation", I64),
     F(8, "creationTimestamp", T), F(9, "deletionTimestamp", T), FK(10, "deletionGracePeriodSeconds", I64),
     F(11, "labels", SMAP), F(12, "annotations", SMAP), F(13, "ownerReferences", owner_refs),

@@ -6,11 +6,12 @@
 /* ---- core/v1 Namespace --------------------------------------------------------------------- */
 LIST(ns_finalizers, "[]v1.FinalizerName", S);
 STRUCT(ns_spec, "NamespaceSpec", F(1, "finalizers", ns_finalizers));
-STRUCT(ns_condition, "NamespaceCondition", FK(1, "type", S), FK(2, "status", S), F(4, "lastTransitionTime", T),
+STRUCT(ns_condition, "NamespaceCondition", FR(1, "type", S), FR(2, "status", S), F(4, "lastTransitionTime", T),
     F(5, "reason", S), F(6, "message", S));
 LIST(ns_conditions, NULL, ns_condition);
 STRUCT(ns_status, "NamespaceStatus", F(1, "phase", S), F(2, "conditions", ns_conditions));
-ROOT(kite_schema_namespace, "Namespace", TYPE_META, F(2, "spec", ns_spec), F(3, "status", ns_status));
+ROOT_DOC(kite_schema_namespace, "Namespace",
+    "Namespace provides a scope for Names. Use of multiple namespaces is optional.", TYPE_META, F(2, "spec", ns_spec), F(3, "status", ns_status));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,

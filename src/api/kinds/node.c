@@ -2,25 +2,25 @@
 #include "api/kinds/kind.h"
 
 /* ---- core/v1 Node ---------------------------------------------------------------------------- */
-STRUCT(taint_schema, "Taint", FK(1, "key", S), F(2, "value", S), FK(3, "effect", S), F(4, "timeAdded", T));
+STRUCT(taint_schema, "Taint", FR(1, "key", S), F(2, "value", S), FR(3, "effect", S), F(4, "timeAdded", T));
 LIST(taints_schema, NULL, taint_schema);
 STRUCT(node_spec, "NodeSpec", F(1, "podCIDR", S), F(7, "podCIDRs", SLIST), F(3, "providerID", S), F(4, "unschedulable", B),
     F(5, "taints", taints_schema), F(6, "configSource", RAW), F(2, "externalID", S));
-STRUCT(node_condition, "NodeCondition", FK(1, "type", S), FK(2, "status", S), F(3, "lastHeartbeatTime", T),
+STRUCT(node_condition, "NodeCondition", FR(1, "type", S), FR(2, "status", S), F(3, "lastHeartbeatTime", T),
     F(4, "lastTransitionTime", T), F(5, "reason", S), F(6, "message", S));
 LIST(node_conditions, NULL, node_condition);
-STRUCT(node_address_schema, "NodeAddress", FK(1, "type", S), FK(2, "address", S));
+STRUCT(node_address_schema, "NodeAddress", FR(1, "type", S), FR(2, "address", S));
 LIST(node_addresses, NULL, node_address_schema);
-STRUCT(daemon_endpoint, "DaemonEndpoint", FK(1, "Port", I32));
+STRUCT(daemon_endpoint, "DaemonEndpoint", FR(1, "Port", I32));
 STRUCT(daemon_endpoints, "NodeDaemonEndpoints", F(1, "kubeletEndpoint", daemon_endpoint));
 STRUCT(node_swap, "NodeSwapStatus", FK(1, "capacity", I64));
-STRUCT(node_info, "NodeSystemInfo", FK(1, "machineID", S), FK(2, "systemUUID", S), FK(3, "bootID", S), FK(4, "kernelVersion", S),
-    FK(5, "osImage", S), FK(6, "containerRuntimeVersion", S), FK(7, "kubeletVersion", S), FK(8, "kubeProxyVersion", S),
-    FK(9, "operatingSystem", S), FK(10, "architecture", S), F(11, "swap", node_swap));
+STRUCT(node_info, "NodeSystemInfo", FR(1, "machineID", S), FR(2, "systemUUID", S), FR(3, "bootID", S), FR(4, "kernelVersion", S),
+    FR(5, "osImage", S), FR(6, "containerRuntimeVersion", S), FR(7, "kubeletVersion", S), FR(8, "kubeProxyVersion", S),
+    FR(9, "operatingSystem", S), FR(10, "architecture", S), F(11, "swap", node_swap));
 STRUCT(container_image, "ContainerImage", F(1, "names", SLIST), F(2, "sizeBytes", I64));
 LIST(container_images, NULL, container_image);
 LIST(volumes_in_use, "[]v1.UniqueVolumeName", S);
-STRUCT(attached_volume, "AttachedVolume", FK(1, "name", S), FK(2, "devicePath", S));
+STRUCT(attached_volume, "AttachedVolume", FR(1, "name", S), FR(2, "devicePath", S));
 LIST(attached_volumes, NULL, attached_volume);
 STRUCT(runtime_features, "NodeRuntimeHandlerFeatures", FK(1, "recursiveReadOnlyMounts", B), FK(2, "userNamespaces", B));
 STRUCT(runtime_handler, "NodeRuntimeHandler", FK(1, "name", S), F(2, "features", runtime_features));
@@ -31,7 +31,8 @@ STRUCT(node_status_schema, "NodeStatus", F(1, "capacity", RLIST), F(2, "allocata
     F(7, "nodeInfo", node_info), F(8, "images", container_images), F(9, "volumesInUse", volumes_in_use),
     F(10, "volumesAttached", attached_volumes), F(11, "config", RAW), F(12, "runtimeHandlers", runtime_handlers),
     F(13, "features", node_features));
-ROOT(kite_schema_node, "Node", TYPE_META, F(2, "spec", node_spec), F(3, "status", node_status_schema));
+ROOT_DOC(kite_schema_node, "Node",
+    "Node is a worker node in Kubernetes. Each node will have a unique identifier in the cache (i.e. in etcd).", TYPE_META, F(2, "spec", node_spec), F(3, "status", node_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,

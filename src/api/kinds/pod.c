@@ -3,32 +3,33 @@
 #include "api/quantity.h"
 
 /* ---- core/v1 Pod ----------------------------------------------------------------------------- */
-STRUCT(container_port, "ContainerPort", F(1, "name", S), F(2, "hostPort", I32), FK(3, "containerPort", I32), F(4, "protocol", S),
+STRUCT(container_port, "ContainerPort", F(1, "name", S), F(2, "hostPort", I32), FR(3, "containerPort", I32), F(4, "protocol", S),
     F(5, "hostIP", S));
 LIST(container_ports, NULL, container_port);
-STRUCT(env_var, "EnvVar", FK(1, "name", S), F(2, "value", S), F(3, "valueFrom", RAW));
+STRUCT(env_var, "EnvVar", FR(1, "name", S), F(2, "value", S), F(3, "valueFrom", RAW));
 LIST(env_vars, NULL, env_var);
 STRUCT(resources, "ResourceRequirements", F(1, "limits", RLIST), F(2, "requests", RLIST), F(3, "claims", RAW));
-STRUCT(volume_mount, "VolumeMount", FK(1, "name", S), F(2, "readOnly", B), FK(7, "recursiveReadOnly", S), FK(3, "mountPath", S),
+STRUCT(volume_mount, "VolumeMount", FR(1, "name", S), F(2, "readOnly", B), FK(7, "recursiveReadOnly", S), FR(3, "mountPath", S),
     F(4, "subPath", S), FK(5, "mountPropagation", S), F(6, "subPathExpr", S));
 LIST(volume_mounts, NULL, volume_mount);
-STRUCT(container, "Container", FK(1, "name", S), F(2, "image", S), F(3, "command", SLIST), F(4, "args", SLIST),
+STRUCT(container, "Container", FR(1, "name", S), F(2, "image", S), F(3, "command", SLIST), F(4, "args", SLIST),
     F(5, "workingDir", S), F(6, "ports", container_ports), F(19, "envFrom", RAW), F(7, "env", env_vars),
     F(8, "resources", resources), F(23, "resizePolicy", RAW), FK(24, "restartPolicy", S), F(9, "volumeMounts", volume_mounts),
     F(21, "volumeDevices", RAW), F(10, "livenessProbe", RAW), F(11, "readinessProbe", RAW), F(22, "startupProbe", RAW),
     F(12, "lifecycle", RAW), F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S),
     F(14, "imagePullPolicy", S), F(15, "securityContext", RAW), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
 LIST(containers, NULL, container);
-STRUCT(volume, "Volume", FK(1, "name", S));
+/* the volume sources are not transcribed */
+STRUCT_PARTIAL(volume, "Volume", FR(1, "name", S));
 LIST(volumes, NULL, volume);
 STRUCT(local_ref, "LocalObjectReference", F(1, "name", S));
 LIST(local_refs, NULL, local_ref);
 STRUCT(toleration, "Toleration", F(1, "key", S), F(2, "operator", S), F(3, "value", S), F(4, "effect", S),
     FK(5, "tolerationSeconds", I64));
 LIST(tolerations, NULL, toleration);
-STRUCT(host_alias, "HostAlias", FK(1, "ip", S), F(2, "hostnames", SLIST));
+STRUCT(host_alias, "HostAlias", FR(1, "ip", S), F(2, "hostnames", SLIST));
 LIST(host_aliases, NULL, host_alias);
-STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", containers), F(2, "containers", containers),
+STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", containers), FR(2, "containers", containers),
     F(34, "ephemeralContainers", RAW), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
     FK(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
     F(9, "serviceAccount", S), FK(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
@@ -39,28 +40,31 @@ STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", co
     FK(29, "runtimeClassName", S), FK(30, "enableServiceLinks", B), FK(31, "preemptionPolicy", S), F(32, "overhead", RLIST),
     F(33, "topologySpreadConstraints", RAW), FK(35, "setHostnameAsFQDN", B), F(36, "os", RAW), FK(37, "hostUsers", B),
     F(38, "schedulingGates", RAW), F(39, "resourceClaims", RAW));
-STRUCT(pod_condition, "PodCondition", FK(1, "type", S), FK(2, "status", S), F(3, "lastProbeTime", T),
+STRUCT(pod_condition, "PodCondition", FR(1, "type", S), FR(2, "status", S), F(3, "lastProbeTime", T),
     F(4, "lastTransitionTime", T), F(5, "reason", S), F(6, "message", S));
 LIST(pod_conditions, NULL, pod_condition);
-STRUCT(pod_ip_schema, "PodIP", FK(1, "ip", S));
+STRUCT(pod_ip_schema, "PodIP", FR(1, "ip", S));
 LIST(pod_ips, NULL, pod_ip_schema);
-STRUCT(host_ip, "HostIP", FK(1, "ip", S));
+STRUCT(host_ip, "HostIP", FR(1, "ip", S));
 LIST(host_ips, NULL, host_ip);
 STRUCT(state_waiting, "ContainerStateWaiting", F(1, "reason", S), F(2, "message", S));
 STRUCT(state_running, "ContainerStateRunning", F(1, "startedAt", T));
-STRUCT(state_terminated, "ContainerStateTerminated", FK(1, "exitCode", I32), F(2, "signal", I32), F(3, "reason", S),
+STRUCT(state_terminated, "ContainerStateTerminated", FR(1, "exitCode", I32), F(2, "signal", I32), F(3, "reason", S),
     F(4, "message", S), F(5, "startedAt", T), F(6, "finishedAt", T), F(7, "containerID", S));
 STRUCT(container_state, "ContainerState", F(1, "waiting", state_waiting), F(2, "running", state_running),
     F(3, "terminated", state_terminated));
-STRUCT(container_status, "ContainerStatus", FK(1, "name", S), F(2, "state", container_state),
-    F(3, "lastState", container_state), FK(4, "ready", B), FK(5, "restartCount", I32), FK(6, "image", S), FK(7, "imageID", S),
+/* volumeMounts, user and allocatedResourcesStatus are not transcribed */
+STRUCT_PARTIAL(container_status, "ContainerStatus", FR(1, "name", S), F(2, "state", container_state),
+    F(3, "lastState", container_state), FR(4, "ready", B), FR(5, "restartCount", I32), FR(6, "image", S), FR(7, "imageID", S),
     F(8, "containerID", S), FK(9, "started", B), F(10, "allocatedResources", RLIST), F(11, "resources", resources));
 LIST(container_statuses, NULL, container_status);
-STRUCT(pod_status_schema, "PodStatus", F(1, "phase", S), F(2, "conditions", pod_conditions), F(3, "message", S), F(4, "reason", S),
+/* resourceClaimStatuses is not transcribed */
+STRUCT_PARTIAL(pod_status_schema, "PodStatus", F(1, "phase", S), F(2, "conditions", pod_conditions), F(3, "message", S), F(4, "reason", S),
     F(11, "nominatedNodeName", S), F(5, "hostIP", S), F(16, "hostIPs", host_ips), F(6, "podIP", S), F(12, "podIPs", pod_ips),
     F(7, "startTime", T), F(10, "initContainerStatuses", container_statuses), F(8, "containerStatuses", container_statuses),
     F(9, "qosClass", S), F(13, "ephemeralContainerStatuses", container_statuses), F(14, "resize", S));
-ROOT(kite_schema_pod, "Pod", TYPE_META, F(2, "spec", pod_spec), F(3, "status", pod_status_schema));
+ROOT_DOC(kite_schema_pod, "Pod",
+    "Pod is a collection of containers that can run on a host. This resource is created by clients and scheduled onto hosts.", TYPE_META, F(2, "spec", pod_spec), F(3, "status", pod_status_schema));
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,

@@ -5,7 +5,8 @@
 
 #include <gnutls/gnutls.h>
 
-ROOT(kite_schema_secret, "Secret", TYPE_META, FK(5, "immutable", B), F(2, "data", kite_schema_bytes_map),
+ROOT_DOC(kite_schema_secret, "Secret",
+    "Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes.", TYPE_META, FK(5, "immutable", B), F(2, "data", kite_schema_bytes_map),
      F(4, "stringData", SMAP), F(3, "type", S));
 
 static const char *const fields[] = {"type", NULL};

@@ -449,7 +449,7 @@ Test(protobuf, encode_refuses_untyped) {
  * fuzz_protobuf (NaN decoded, then compared unequal to itself after a round trip). */
 Test(protobuf, non_finite_double_refused) {
     static const struct kite_schema_field fields[] = {{"f", &kite_schema_float, 1, 0}, {NULL, NULL, 0, 0}};
-    static const struct kite_schema s = {KITE_SCHEMA_OBJECT, "F", fields, NULL};
+    static const struct kite_schema s = {.type = KITE_SCHEMA_OBJECT, .go_type = "F", .fields = fields};
     static const char nan_body[] = "k8s\0\x12\x09\x09\x00\x00\x00\x00\x00\x00\xf8\x7f";
     static const char inf_body[] = "k8s\0\x12\x09\x09\x00\x00\x00\x00\x00\x00\xf0\xff";
     static const char ok_body[] = "k8s\0\x12\x09\x09\x00\x00\x00\x00\x00\x00\xf8\x3f";

@@ -1,0 +1,190 @@
+"""OpenAPI v2/v3 generated from the kinds' schemas, read by the machine's kubectl (explain,
+create --validate), and fieldValidation (Ignore, Warn, Strict) on create, update and patch."""
+import json
+
+import pytest
+
+from conftest import LEASES, assert_status_body
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+def lease_yaml(name, extra_spec=""):
+    return (f"apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: {name}\n  namespace: default\n"
+            f"spec:\n  holderIdentity: h\n{extra_spec}")
+
+
+# ---------------------------------------------------------------- explain
+def test_explain_kind(apiserver):
+    out = apiserver.kubectl("explain", "node").stdout
+    assert "KIND:       Node" in out
+    assert "VERSION:    v1" in out
+    for field in ("apiVersion\t<string>", "metadata\t<ObjectMeta>", "spec\t<NodeSpec>", "status\t<NodeStatus>"):
+        assert field in out, out
+    out = apiserver.kubectl("explain", "leases").stdout
+    assert "GROUP:      coordination.k8s.io" in out and "spec\t<LeaseSpec>" in out, out
+
+
+def test_explain_nested_field(apiserver):
+    out = apiserver.kubectl("explain", "pod.spec.containers.resources").stdout
+    assert "FIELD: resources <ResourceRequirements>" in out, out
+    assert "limits\t<map[string]Quantity>" in out and "requests\t<map[string]Quantity>" in out, out
+    out = apiserver.kubectl("explain", "node.status.conditions").stdout
+    assert "FIELD: conditions <[]NodeCondition>" in out, out
+    assert "type\t<string> -required-" in out and "lastHeartbeatTime\t<string>" in out, out
+    out = apiserver.kubectl("explain", "events.regarding", "--api-version=events.k8s.io/v1").stdout
+    assert "<ObjectReference>" in out, out
+
+
+def test_explain_recursive(apiserver):
+    out = apiserver.kubectl("explain", "lease.spec", "--recursive").stdout
+    for field in ("holderIdentity\t<string>", "leaseDurationSeconds\t<integer>", "renewTime\t<string>",
+                  "leaseTransitions\t<integer>", "preferredHolder\t<string>"):
+        assert field in out, out
+    out = apiserver.kubectl("explain", "pod.spec", "--recursive").stdout
+    assert "containers\t<[]Container> -required-" in out, out
+    assert "      containerPort\t<integer> -required-" in out, out
+
+
+def test_explain_unknown_field(apiserver):
+    p = apiserver.kubectl("explain", "node.spec.nosuch", check=False)
+    assert p.returncode != 0
+    assert "nosuch" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------- documents and caching
+def test_v3_index_hash_etag_and_304(api):
+    r = api.get("/openapi/v3")
+    assert r.status == 200
+    paths = r.json()["paths"]
+    assert set(paths) >= {"api/v1", "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1"}
+    url = paths["api/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/api/v1?hash=")
+    h = url.split("hash=")[1]
+    r = api.get(url)
+    assert r.status == 200
+    assert r.headers["etag"] == f'"{h}"'
+    assert r.headers["cache-control"] == "public, immutable"
+    doc = r.json()
+    assert doc["openapi"] == "3.0.0"
+    node = doc["components"]["schemas"]["io.k8s.api.core.v1.Node"]
+    assert node["x-kubernetes-group-version-kind"] == [{"group": "", "kind": "Node", "version": "v1"}]
+    r = api.get(url, headers={"If-None-Match": f'"{h}"'})
+    assert r.status == 304 and r.body == b""
+    r = api.get("/openapi/v3/api/v1", headers={"If-None-Match": '"stale"'})
+    assert r.status == 200 and r.headers["cache-control"] == "no-cache, private"
+    r = api.get("/openapi/v3/api/v1?hash=0123")
+    assert r.status == 301 and r.headers["location"] == url
+    assert api.get("/openapi/v3/apis/nosuch.example.com/v1").status == 404
+
+
+def test_v2_json_and_406_for_protobuf_only(api):
+    r = api.get("/openapi/v2")
+    assert r.status == 200
+    doc = r.json()
+    assert doc["swagger"] == "2.0"
+    assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in doc["definitions"]
+    lease = doc["definitions"]["io.k8s.api.coordination.v1.Lease"]
+    assert lease["properties"]["metadata"]["$ref"] == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    etag = r.headers["etag"]
+    assert api.get("/openapi/v2", headers={"If-None-Match": etag}).status == 304
+    r = api.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+    assert_status_body(r, 406, "NotAcceptable")
+    r = api.get("/openapi/v2", headers={
+        "Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json;q=0.5"})
+    assert r.status == 200
+
+
+# ---------------------------------------------------------------- field validation
+def test_kubectl_create_validate_strict_rejects_unknown_field(apiserver, api):
+    p = apiserver.kubectl("create", "--validate=strict", "-f", "-", input=lease_yaml("oa-strict", "  bogus: 1\n"),
+                          check=False)
+    assert p.returncode != 0
+    assert 'strict decoding error: unknown field "spec.bogus"' in p.stderr, p.stderr
+    assert api.get(f"{LEASES}/oa-strict").status == 404
+
+
+def test_kubectl_create_validate_warn_creates_with_warning(apiserver, api):
+    p = apiserver.kubectl("create", "--validate=warn", "-f", "-", input=lease_yaml("oa-warn", "  bogus: 1\n"))
+    assert 'Warning: unknown field "spec.bogus"' in p.stderr, p.stderr
+    obj = api.ok("GET", f"{LEASES}/oa-warn")
+    assert obj["spec"] == {"holderIdentity": "h"}, "the unknown field is dropped"
+
+
+def test_kubectl_create_validate_false_drops_silently(apiserver, api):
+    p = apiserver.kubectl("create", "--validate=false", "-f", "-", input=lease_yaml("oa-ignore", "  bogus: 1\n"))
+    assert "Warning" not in p.stderr, p.stderr
+    assert "bogus" not in api.ok("GET", f"{LEASES}/oa-ignore")["spec"]
+
+
+def lease(name, **spec):
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"holderIdentity": "h", **spec}}
+
+
+def test_raw_strict_is_400_naming_the_fields(api):
+    body = lease("oa-raw", bogus=1)
+    body["metadata"]["extra"] = "x"
+    r = api.post(f"{LEASES}?fieldValidation=Strict", body)
+    assert_status_body(r, 400, "BadRequest")
+    assert r.json()["message"] == ('Lease in version "v1" cannot be handled as a Lease: strict decoding error: '
+                                   'unknown field "metadata.extra", unknown field "spec.bogus"')
+    # update and patch too
+    api.ok("POST", LEASES, lease("oa-raw"))
+    r = api.patch(f"{LEASES}/oa-raw?fieldValidation=Strict", {"spec": {"nope": True}},
+                  ctype="application/merge-patch+json")
+    assert_status_body(r, 400, "BadRequest")
+    assert 'unknown field "spec.nope"' in r.json()["message"]
+    cur = api.ok("GET", f"{LEASES}/oa-raw")
+    cur["spec"]["nope"] = 1
+    r = api.put(f"{LEASES}/oa-raw?fieldValidation=Strict", cur)
+    assert_status_body(r, 400, "BadRequest")
+    # a nested list element, and a ConfigMap's top level: in the body's order
+    r = api.post(f"{CONFIGMAPS}?fieldValidation=Strict",
+                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "oa-cm", "ownerReferences": [
+                     {"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u", "colour": "red"}]}, "dataa": {}})
+    assert_status_body(r, 400, "BadRequest")
+    assert r.json()["message"].endswith(
+        'strict decoding error: unknown field "metadata.ownerReferences[0].colour", unknown field "dataa"'), r.body
+
+
+def test_raw_default_warns_and_drops(api):
+    r = api.post(LEASES, lease("oa-default", bogus=1))
+    assert r.status == 201, r
+    assert r.headers["warning"] == '299 - "unknown field \\"spec.bogus\\""'
+    assert "bogus" not in r.json()["spec"]
+    r = api.patch(f"{LEASES}/oa-default", {"spec": {"other": 2}}, ctype="application/merge-patch+json")
+    assert r.status == 200 and r.headers["warning"] == '299 - "unknown field \\"spec.other\\""'
+    assert "other" not in api.ok("GET", f"{LEASES}/oa-default")["spec"]
+    r = api.post(f"{LEASES}?fieldValidation=Ignore", lease("oa-ignored", bogus=1))
+    assert r.status == 201 and "warning" not in r.headers
+    r = api.post(f"{LEASES}?fieldValidation=Loud", lease("oa-bad-directive"))
+    assert_status_body(r, 422, "Invalid")
+    assert 'fieldValidation: Unsupported value: "Loud"' in r.json()["message"]
+
+
+def test_partial_schemas_keep_what_they_do_not_list(api):
+    """A pod's volume sources are not transcribed: they are kept, never warned about."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "oa-pod", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                    "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1Mi"}}]}}
+    r = api.post("/api/v1/namespaces/default/pods?fieldValidation=Strict", pod)
+    assert r.status == 201, r
+    assert r.json()["spec"]["volumes"][0]["emptyDir"] == {"sizeLimit": "1Mi"}
+
+
+def test_duplicate_fields(api):
+    text = ('{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"oa-dup","namespace":"default"},'
+            '"spec":{"holderIdentity":"a","leaseDurationSeconds":1,"holderIdentity":"b"},'
+            '"x":[{"a":1,"a":2}]}')
+    r = api.post(f"{LEASES}?fieldValidation=Strict", text, ctype="application/json")
+    assert_status_body(r, 400, "BadRequest")
+    assert r.json()["message"].endswith(
+        'strict decoding error: unknown field "x", duplicate field "spec.holderIdentity", duplicate field "x[0].a"'), r.body
+    r = api.post(LEASES, text, ctype="application/json")
+    assert r.status == 201, r
+    assert r.json()["spec"]["holderIdentity"] == "b", "the last one wins, as Go's decoder"
+    r = api.patch(f"{LEASES}/oa-dup", '{"spec":{"leaseDurationSeconds":2,"leaseDurationSeconds":3}}',
+                  ctype="application/merge-patch+json")
+    assert r.status == 200 and r.headers["warning"] == '299 - "duplicate field \\"spec.leaseDurationSeconds\\""'
+    assert r.json()["spec"]["leaseDurationSeconds"] == 3
