@@ -28,7 +28,10 @@ struct controller_args {
     int64_t le_duration_ns, le_renew_ns, le_retry_ns;
     int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
     double eviction_rate, secondary_rate, unhealthy_threshold;
+    const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
+    int64_t signing_duration_ns;
 };
+#define KITE_CSR_SIGNING_DURATION_S (365 * 24 * 3600) /* --cluster-signing-duration's default */
 /* Fills a with the defaults of the flags (for kite up). */
 void controller_args_defaults(struct controller_args *a);
 struct kite_controllers {
@@ -39,6 +42,8 @@ struct kite_controllers {
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
+    struct kite_csrctl *csrctl;  /* CSR approver and signer */
+    char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);

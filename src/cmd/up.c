@@ -17,11 +17,14 @@ int cmd_up(int argc, char **argv) {
     struct apiserver_args args = {0};
     const char *config = NULL;
     bool no_agent = false;
+    int64_t signing_duration_ns = (int64_t)KITE_CSR_SIGNING_DURATION_S * KITE_NS_PER_SEC;
     struct agent_flag_args fa = {.cmd = "up"};
     const struct flag flags[] = {
         APISERVER_FLAGS(&args),
         FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
+        FLAG_DURATION("cluster-signing-duration", "longest validity of a certificate the CSR signer issues (with the "
+                      "cluster CA)", "8760h", KITE_NS_PER_SEC, &signing_duration_ns),
         AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
         FLAG_END,
     };
@@ -57,6 +60,11 @@ int cmd_up(int argc, char **argv) {
     struct controller_args cargs;
     controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
     cargs.kubeconfig = ctl_kc;
+    /* the signer has the data dir's CA, as kube-controller-manager's --cluster-signing-*-file */
+    _cleanup_free_ char *ca_crt = kite_asprintf("%s/pki/ca.crt", data_dir), *ca_key = kite_asprintf("%s/pki/ca.key", data_dir);
+    cargs.signing_cert_file = ca_crt;
+    cargs.signing_key_file = ca_key;
+    cargs.signing_duration_ns = signing_duration_ns;
     if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
 
