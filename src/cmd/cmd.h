@@ -14,6 +14,7 @@ int cmd_certs(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_images(int argc, char **argv);
 int cmd_controller_manager(int argc, char **argv);
+int cmd_token(int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_client;
