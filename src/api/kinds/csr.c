@@ -163,4 +163,7 @@ const struct kite_resource kite_kind_csr = {
     .singular = "certificatesigningrequest", .short_names = {"csr"}, .has_status = true,
     .smp = &kite_meta_smp_schema, .table = &printer, .validate = validate, .subresources = subresources,
     .fields = fields, .spec_requester = true,
+    /* "We don't care what you call your certificate requests" (upstream's validation): the
+     * kubelet's names hold base64url digests, upper case included */
+    .name_rule = KITE_NAME_PATH_SEGMENT,
 };
