@@ -42,6 +42,7 @@ struct kite_storage {           /* one per storage folder (events shares one bet
 };
 
 struct kite_apiserver {
+    bool always_allow;          /* --authorization-mode=AlwaysAllow */
     struct kite_clock *clock;   /* every timestamp and timer (a fake one in unit tests) */
     struct kite_store *store;
     struct kite_store_crypt *crypt; /* encryption at rest of the encrypted kinds */

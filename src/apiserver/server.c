@@ -558,6 +558,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         s->n_storages++;
     }
     if ((r = kite_node_graph_start(s)) < 0) return fail(ret_error, r, "cannot build the node authorizer's pod graph");
+    s->always_allow = o->always_allow;
     if (o->audit_log_path) {
         struct kite_audit_options ao = {.path = o->audit_log_path, .max_size_mb = o->audit_log_maxsize_mb,
                                         .max_backups = o->audit_log_maxbackup, .clock = s->clock};

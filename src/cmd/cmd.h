@@ -61,7 +61,7 @@ void kite_block_signals(void);
 #define MAX_CONNECTIONS 200000
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens, *audit_path;
+    const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -85,9 +85,11 @@ struct apiserver_args {
              "line each", NULL, &(a)->audit_path),                                                               \
     FLAG_INT("audit-log-maxsize", "rotate the audit log before it passes this many megabytes (0: never)", "0", 0,  \
              1024 * 1024, &(a)->audit_maxsize_mb),                                                               \
-    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup)
-/* Fills o from the parsed flags (borrowing strings from a). */
-void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
+    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup), \
+    FLAG_STR("authorization-mode", "MODES", "Node,RBAC (with system:masters allowed everything), or AlwaysAllow "  \
+             "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode)
+/* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
+int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
 /* The node agent's kubelet-style flags, shared by kite agent and kite up: handed to
  * kite_agent_config_set_flag() (src/agent/config.c), which checks them as it checks the

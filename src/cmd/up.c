@@ -35,7 +35,10 @@ int cmd_up(int argc, char **argv) {
         return r > 0 ? 0 : 2;
     }
     struct kite_apiserver_options o;
-    apiserver_args_options(&args, &o);
+    if (apiserver_args_options(&args, &o) != 0) {
+        agent_flag_args_release(&fa);
+        return 2;
+    }
     const char *data_dir = o.data_dir;
     struct kite_agent_config ac;
     kite_agent_config_init(&ac);
