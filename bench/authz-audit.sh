@@ -8,7 +8,9 @@
 # servers so a slow spell of the machine touches both alike; the median round of each is shown.
 #
 #   bench/authz-audit.sh [KITE]   (env: ROUNDS=5, SECS=8, CONNS=64, THREADS=2, NLEASES=64)
-# Prints per round, then: `summary: on=RPS off=RPS slower_pct=P on_p99=MS off_p99=MS audit_lines=N`.
+# Prints per round, then: `summary: on=RPS off=RPS slower_pct=P on_p99=MS off_p99=MS on_cpu_us=US
+# off_cpu_us=US cpu_pct=P audit_lines=N` (medians; server CPU per request is the figure to read on a
+# busy machine, where req/s moves with other work).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -46,14 +48,22 @@ start off --authorization-mode AlwaysAllow
 
 export NODE_TOKEN_PREFIX=$NODE_PREFIX LEASE_COUNT=$NLEASES
 summ() { awk '/Requests\/sec/ {r = $2} / 99%/ {p = $2} /Non-2xx/ {n = $NF} END {print r + 0, p, n + 0}' "$1"; }
+reqs() { awk '/requests in/ {print $1}' "$1"; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # the server's utime + stime
+HZ=$(getconf CLK_TCK)
 to_ms() { awk -v v="$1" 'BEGIN { if (v ~ /us$/) printf "%.2f", v / 1000; else if (v ~ /ms$/) printf "%.2f", v + 0; else if (v ~ /s$/) printf "%.2f", v * 1000; else print v }'; }
 for r in $(seq "$ROUNDS"); do
     for name in on off; do
-        url=URL_$name
+        url=URL_$name pid=PID_$name
+        t0=$(ticks "${!pid}")
         wrk -t"$THREADS" -c"$CONNS" -d"${SECS}s" --latency --timeout 5s -s bench/lease-node-put.lua "${!url}" \
             > "$TMP/wrk-$name-$r.txt" 2>&1 || true
+        t1=$(ticks "${!pid}")
         read -r rps p99 non2xx <<< "$(summ "$TMP/wrk-$name-$r.txt")"
-        echo "round $r $name: $rps req/s, p99 $(to_ms "$p99") ms, non-2xx $non2xx"
+        n=$(reqs "$TMP/wrk-$name-$r.txt")
+        awk -v t=$((t1 - t0)) -v hz="$HZ" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.1f\n", t * 1e6 / hz / n; else print 0 }' \
+            > "$TMP/cpu-$name-$r.txt"
+        echo "round $r $name: $rps req/s, p99 $(to_ms "$p99") ms, server CPU $(cat "$TMP/cpu-$name-$r.txt") us/request, non-2xx $non2xx"
         [ "$non2xx" = 0 ] || { echo "authz-audit: $name answered non-2xx:" >&2; cat "$TMP/wrk-$name-$r.txt" >&2; }
     done
 done
@@ -63,6 +73,9 @@ median() {  # name -> "rps p99ms" of the median round by req/s
 }
 read -r ON ON_P99 <<< "$(median on)"
 read -r OFF OFF_P99 <<< "$(median off)"
+cpu_median() { cat "$TMP"/cpu-"$1"-*.txt | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ON_CPU=$(cpu_median on); OFF_CPU=$(cpu_median off)
+CPU_PCT=$(awk -v a="$ON_CPU" -v b="$OFF_CPU" 'BEGIN { if (b > 0) printf "%.1f", (a - b) * 100 / b; else print 0 }')
 LINES=$(cat "$TMP"/audit.log* 2>/dev/null | wc -l)
 PCT=$(awk -v a="$ON" -v b="$OFF" 'BEGIN { if (b > 0) printf "%.1f", (b - a) * 100 / b; else print 0 }')
-echo "summary: on=$ON off=$OFF slower_pct=$PCT on_p99=$ON_P99 off_p99=$OFF_P99 audit_lines=$LINES"
+echo "summary: on=$ON off=$OFF slower_pct=$PCT on_p99=$ON_P99 off_p99=$OFF_P99 on_cpu_us=$ON_CPU off_cpu_us=$OFF_CPU cpu_pct=$CPU_PCT audit_lines=$LINES"
