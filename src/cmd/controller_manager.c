@@ -125,14 +125,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     return 0;
 }
 
-int controllers_start_binder(struct kite_controllers *c, const char *node) {
-    if (!c->client) return -ENOTCONN;
-    struct kite_binder_options bo = {.client = c->client, .node_name = node};
-    return kite_binder_start(&bo, &c->binder);
-}
-
 void controllers_stop(struct kite_controllers *c) {
-    kite_binder_stop(TAKE_PTR(c->binder));
     if (c->leader) kite_leader_stop(TAKE_PTR(c->leader)); /* calls unlead if leading, then releases */
     else unlead(c);
     kite_client_free(TAKE_PTR(c->client));
