@@ -28,7 +28,14 @@ struct controller_args {
     int64_t le_duration_ns, le_renew_ns, le_retry_ns;
     int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
     double eviction_rate, secondary_rate, unhealthy_threshold;
+    int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
 };
+/* Pod GC's flags, kite controller-manager's and kite up's (tests shorten the orphan delay). */
+#define POD_GC_FLAGS(a)                                                                                          \
+    FLAG_INT("terminated-pod-gc-threshold", "terminated pods kept before the oldest are deleted (0: never)",     \
+             "12500", 0, INT64_C(1) << 40, &(a)->terminated_pod_gc_threshold),                                    \
+    FLAG_DURATION("pod-gc-orphan-delay", "how long a Node may be missing before its pods are deleted (advanced)", \
+                  "40s", KITE_NS_PER_MS, &(a)->pod_gc_orphan_delay_ns)
 /* Fills a with the defaults of the flags (for kite up). */
 void controller_args_defaults(struct controller_args *a);
 struct kite_controllers {

@@ -19,11 +19,14 @@ int cmd_up(int argc, char **argv) {
     const char *config = NULL;
     bool no_agent = false;
     struct agent_flag_args fa = {.cmd = "up"};
+    struct controller_args cargs;
+    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
     const struct flag flags[] = {
         APISERVER_FLAGS(&args),
         FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
         AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
+        POD_GC_FLAGS(&cargs),
         FLAG_END,
     };
     int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
@@ -55,8 +58,6 @@ int cmd_up(int argc, char **argv) {
     struct kite_controllers ctl = {0};
     /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */
     _cleanup_free_ char *ctl_kc = kite_asprintf("%s/controller-manager.kubeconfig", data_dir), *ctl_err = NULL;
-    struct controller_args cargs;
-    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
     cargs.kubeconfig = ctl_kc;
     if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
