@@ -71,13 +71,13 @@ static void gpod_free(struct gpod *p) {
 
 void kite_podgc_free(struct kite_podgc *g) {
     if (!g) return;
+    kite_timers_release(&g->timers); /* it marks the nodes' timers idle: before they go */
     const char *k;
     void *v;
     for (size_t it = 0; kite_map_next(&g->pods, &it, &k, &v);) gpod_free(v);
     for (size_t it = 0; kite_map_next(&g->nodes, &it, &k, &v);) gnode_free(v);
     kite_map_release(&g->pods);
     kite_map_release(&g->nodes);
-    kite_timers_release(&g->timers);
     free(g->due);
     pthread_mutex_destroy(&g->lock);
     free(g);

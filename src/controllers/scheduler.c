@@ -93,6 +93,9 @@ static void spod_free(struct spod *p) {
 
 void kite_sched_free(struct kite_sched *s) {
     if (!s) return;
+    /* the heaps mark their timers idle: release them while the pods are alive */
+    kite_timers_release(&s->active);
+    kite_timers_release(&s->timers);
     const char *k;
     void *v;
     for (size_t it = 0; kite_map_next(&s->pods, &it, &k, &v);) spod_free(v);
@@ -100,8 +103,6 @@ void kite_sched_free(struct kite_sched *s) {
     kite_map_release(&s->pods);
     kite_map_release(&s->nodes);
     free_values(&s->image_nodes);
-    kite_timers_release(&s->active);
-    kite_timers_release(&s->timers);
     free(s->unsched);
     free((char *)s->o.scheduler_name);
     pthread_mutex_destroy(&s->lock);
