@@ -479,3 +479,26 @@ Test(scheduler, failed_binding_backs_off) {
     cr_expect_str_eq(bound_to(&e, "p") ? bound_to(&e, "p") : "", "n1");
     env_release(&e);
 }
+
+Test(scheduler, preemption_dry_run_message) {
+    struct env e;
+    env_init(&e);
+    add_node(&e, node_json("n1", "", "{}", "{\"cpu\":\"1\",\"memory\":\"4Gi\",\"pods\":\"110\"}", "True"));
+    json_object *low = pod_json("low", "\"nodeName\":\"n1\",\"priority\":0", "800m");
+    kite_sched_pod_upsert(e.s, low);
+    json_object_put(low);
+    /* room if the lower-priority pod went: upstream would preempt, kite says it does not */
+    add_pod(&e, pod_json("mid", "\"priority\":10", "500m"));
+    /* no room even then: the reasons once it is counted out */
+    add_pod(&e, pod_json("big", "\"priority\":10", "1500m"));
+    /* preemptionPolicy Never: not eligible */
+    add_pod(&e, pod_json("meek", "\"priority\":10,\"preemptionPolicy\":\"Never\"", "500m"));
+    run_for(&e, 0);
+    cr_expect_str_eq(kite_obj_str(scheduled_cond(&e, "mid"), "message"),
+                     "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not supported.");
+    cr_expect_str_eq(kite_obj_str(scheduled_cond(&e, "big"), "message"),
+                     "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Insufficient cpu.");
+    cr_expect_str_eq(kite_obj_str(scheduled_cond(&e, "meek"), "message"),
+                     "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.");
+    env_release(&e);
+}
