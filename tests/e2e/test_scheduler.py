@@ -166,6 +166,9 @@ def test_pod_too_big_stays_pending(cluster):
     time.sleep(2)
     assert node_of(c, "huge") is None
     delete_pods(c, "huge")
+    # the scheduler leads through its Lease, as kube-scheduler
+    lease = c.api().ok("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler")
+    assert lease["spec"].get("holderIdentity"), lease
 
 
 def test_scheduled_event_and_selector(cluster):
