@@ -61,6 +61,11 @@ class Agents:
             time.sleep(0.3)
             for cid in ids:
                 subprocess.run(["runc", "--root", rr, "delete", "--force", cid], capture_output=True)
+            # a killed agent never unmounted its pods' root filesystems
+            with open("/proc/mounts") as f:
+                mounts = [line.split()[1] for line in f if line.split()[1].startswith(str(root) + "/")]
+            for m in sorted(mounts, reverse=True):
+                subprocess.run(["umount", "-l", m], capture_output=True)
             if os.path.exists(f"/sys/class/net/{bridge}"):
                 subprocess.run(["ip", "link", "del", bridge], capture_output=True)
 
