@@ -59,6 +59,7 @@ struct apiserver_args {
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
+    bool http2;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -79,7 +80,8 @@ struct apiserver_args {
              "line each", NULL, &(a)->audit_path),                                                               \
     FLAG_INT("audit-log-maxsize", "rotate the audit log before it passes this many megabytes (0: never)", "0", 0,  \
              1024 * 1024, &(a)->audit_maxsize_mb),                                                               \
-    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup)
+    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup), \
+    FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true")
 /* Fills o from the parsed flags (borrowing strings from a). */
 void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
