@@ -162,17 +162,27 @@ static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
 }
 
 /* Pulls a watch when what it produced before was taken, and has nghttp2 send it. */
+/* Aborted (kite_http_stream_abort): the stream alone is reset, and the watch ends now, whether
+ * or not the client ever reads what was queued for it. */
+static void reset_watch(struct conn *c, struct h2s *h) {
+    stream_end_s(c->w, h->ks);
+    h->ks = NULL;
+    h->s_reset = true;
+    kite_buf_reset(&h->sbuf);
+    h->soff = 0;
+    nghttp2_submit_rst_stream(c->h2->ng, NGHTTP2_FLAG_NONE, h->id, NGHTTP2_CANCEL);
+}
+
 static void pump(struct conn *c, struct h2s *h) {
     if (!h->ks || h->closed) return;
-    if (h->sbuf.len > h->soff) return; /* nghttp2 takes it as the windows allow */
+    if (h->sbuf.len > h->soff) { /* nghttp2 takes it as the windows allow */
+        if (stream_check_h2(h->ks)) reset_watch(c, h);
+        return;
+    }
     for (int i = 0; i < H2_PULLS_PER_TURN; i++) {
         int rc = stream_pull_h2(h->ks, &h->sbuf);
-        if (rc == -2) { /* aborted: the stream alone is reset, the watch ends now */
-            stream_end_s(c->w, h->ks);
-            h->ks = NULL;
-            h->s_reset = true;
-            kite_buf_reset(&h->sbuf);
-            nghttp2_submit_rst_stream(c->h2->ng, NGHTTP2_FLAG_NONE, h->id, NGHTTP2_CANCEL);
+        if (rc == -2) {
+            reset_watch(c, h);
             return;
         }
         if (rc == -1) {

@@ -210,6 +210,9 @@ struct kite_http_stream *stream_new_h2(struct conn *c, struct h2s *h, kite_http_
  * returns but -2). 1: call again once they are sent; 0: idle until woken (h2_kick); -1: finished cleanly (bytes appended
  * are the last), also when the server stops; -2: aborted (kite_http_stream_abort). */
 int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out);
+/* Worker, HTTP/2, while earlier bytes wait to be sent: applies a new deadline; true when the
+ * stream was aborted (it must end now, sent or not). */
+bool stream_check_h2(struct kite_http_stream *s);
 /* Worker: ends stream s of c's worker (done() is called) and frees it. */
 void stream_end_s(struct worker *w, struct kite_http_stream *s);
 /* Worker: applies a deadline set by kite_http_stream_wake_at from another thread to s. */

@@ -212,6 +212,14 @@ void stream_end_s(struct worker *w, struct kite_http_stream *s) {
     stream_free(s);
 }
 
+bool stream_check_h2(struct kite_http_stream *s) {
+    stream_sync_s(s->c->w, s);
+    pthread_mutex_lock(&s->lock);
+    bool aborted = s->aborted;
+    pthread_mutex_unlock(&s->lock);
+    return aborted;
+}
+
 int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out) {
     struct worker *w = s->c->w;
     bool stopping = atomic_load(&w->srv->stopping);

@@ -323,3 +323,26 @@ Test(h2, kill_switch_offers_only_http11) {
     struct h2c *h = h2c_open();
     cr_assert_null(h, "h2 not selected with disable_http2");
 }
+
+Test(h2, abort_resets_that_stream_alone_even_with_bytes_queued) {
+    struct h2c *h = h2c_open();
+    cr_assert_not_null(h);
+    int32_t w0 = h2c_request(h, "GET", "/watch?i=0", NULL, 0, NULL, 0);
+    int32_t w1 = h2c_request(h, "GET", "/watch?i=1", NULL, 0, NULL, 0);
+    await_watch(h, 0);
+    await_watch(h, 1);
+    /* more than the stream's 256 KiB window: bytes stay queued on the server */
+    produce(0, 80000, false);
+    h2c_run(h, NULL, 0, 100);
+    pthread_mutex_lock(&ws.lock);
+    kite_http_stream_abort(ws.w[0]);
+    while (!ws.ended[0]) pthread_cond_wait(&ws.cond, &ws.lock); /* done() without the client reading */
+    pthread_mutex_unlock(&ws.lock);
+    cr_assert(h2c_run(h, &w0, 1, 5000));
+    cr_assert_eq(h2c_stream(h, w0)->error_code, NGHTTP2_CANCEL);
+    produce(1, 1, true);
+    cr_assert(h2c_run(h, &w1, 1, 5000));
+    cr_assert_eq(h2c_stream(h, w1)->error_code, 0);
+    cr_assert_str_eq(h2c_stream(h, w1)->body.p, "ev0\n");
+    h2c_close(h);
+}
