@@ -167,7 +167,7 @@ Test(h2, many_streams_answered_from_other_threads_on_one_connection) {
     /* more than the 100 concurrent streams the server allows: the client queues the rest */
     enum { N = 300 };
     int32_t ids[N + 1];
-    char path[N][32];
+    char path[N][24];
     for (int i = 0; i < N; i++) {
         snprintf(path[i], sizeof path[i], "/later/%d", i);
         ids[i] = h2c_request(h, "GET", path[i], NULL, 0, NULL, 0);
@@ -177,8 +177,8 @@ Test(h2, many_streams_answered_from_other_threads_on_one_connection) {
     for (int i = 0; i < N; i++) {
         struct h2c_stream *s = h2c_stream(h, ids[i]);
         cr_assert_eq(s->status, 200);
-        char want[48];
-        snprintf(want, sizeof want, "later %s", path[i]);
+        char want[64];
+        snprintf(want, sizeof want, "later %.23s", path[i]);
         cr_assert_str_eq(s->body.p, want);
     }
     cr_assert_eq(h2c_stream(h, ids[N])->status, 201);
