@@ -8,8 +8,8 @@
 
 BUILD    ?= build
 CC       ?= cc
-# libmnl: rtnetlink for the pod network (src/agent/runtime/net.c)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl
+# libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2
 # libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
 # its headers only
 DL_PKGS  := libarchive

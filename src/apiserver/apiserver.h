@@ -18,6 +18,7 @@ struct kite_apiserver_options {
     int64_t audit_log_maxsize_mb; /* rotate past this many MB; 0 = never */
     int64_t audit_log_maxbackup;  /* rotated files kept; 0 = all */
     bool always_allow;         /* --authorization-mode=AlwaysAllow: every request is authorized (benchmarks) */
+    bool disable_http2;        /* --http2=false: ALPN offers only http/1.1 */
 };
 
 struct kite_apiserver;

@@ -582,6 +582,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         .token_file = o->token_file, .threads = o->threads, .max_connections = o->max_connections, .handler = dispatch, .ud = s,
         /* Kubernetes clients send ~1 KiB of headers */
         .max_header_bytes = KITE_MAX_HEADER_BYTES,
+        .disable_http2 = o->disable_http2,
     };
     if ((r = kite_http_start(&hc, &s->http)) < 0) {
         if (r == -EINVAL)

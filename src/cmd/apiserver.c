@@ -32,7 +32,8 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .event_ttl_s = a->event_ttl_ns / KITE_NS_PER_SEC,
                                          .force_recover = a->force_recover, .audit_log_path = a->audit_path,
                                          .audit_log_maxsize_mb = a->audit_maxsize_mb,
-                                         .audit_log_maxbackup = a->audit_maxbackup};
+                                         .audit_log_maxbackup = a->audit_maxbackup,
+                                         .disable_http2 = !a->http2};
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;

@@ -86,6 +86,7 @@ struct apiserver_args {
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
+    bool http2;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -108,7 +109,8 @@ struct apiserver_args {
              1024 * 1024, &(a)->audit_maxsize_mb),                                                               \
     FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup), \
     FLAG_STR("authorization-mode", "MODES", "Node,RBAC (with system:masters allowed everything), or AlwaysAllow "  \
-             "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode)
+             "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode),                                      \
+    FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true")
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
 int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
