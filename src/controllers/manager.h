@@ -1,9 +1,11 @@
-/* The node controllers as kube-controller-manager runs them: one shared informer per
+/* The node controllers (and the disruption controller, which shares their pod informer) as
+ * kube-controller-manager runs them: one shared informer per
  * resource (nodes feed both the node lifecycle and the taint eviction controllers, node
  * Leases the first, pods the second) and a runner thread per controller that steps its core
  * when an observation leaves work or its next deadline comes, and otherwise sleeps on a
  * condition variable (no polling). */
 #pragma once
+#include "controllers/disruption.h"
 #include "controllers/nodelifecycle.h"
 #include "controllers/tainteviction.h"
 
