@@ -39,6 +39,8 @@
                &(a)->secondary_rate),                                                                            \
     FLAG_FLOAT("unhealthy-zone-threshold", "share of not-Ready nodes (at least 3) that makes a zone unhealthy",    \
                "0.55", 0, 1, &(a)->unhealthy_threshold),                                                         \
+    FLAG_DURATION("node-cleanup-after", "delete Nodes whose Ready condition has been Unknown this long (0: never)", \
+                  "0s", 0, &(a)->node_cleanup_ns),                                                                \
     FLAG_INT("large-cluster-size-threshold", "zones with more nodes than this keep the secondary rate when "      \
              "unhealthy; smaller ones stop", "50", 0, 1000000, &(a)->large_cluster)
 
@@ -73,6 +75,7 @@ static void lead(void *ud) {
                 .secondary_rate = c->args.secondary_rate,
                 .unhealthy_threshold = c->args.unhealthy_threshold,
                 .large_cluster = c->args.large_cluster},
+        .node_cleanup_after_ns = c->args.node_cleanup_ns,
     };
     if ((r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
         log_error(LOG, "cannot start the node controllers: %s", strerror(-r));

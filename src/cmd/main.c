@@ -20,6 +20,7 @@ static const struct cmd COMMANDS[] = {
     {"kubeconfig", cmd_kubeconfig, "print a kubeconfig for a node identity"},
     {"certs", cmd_certs, "create the CA and certificates in a data dir"},
     {"images", cmd_images, "import, list and remove the node's container images"},
+    {"nodes", cmd_nodes, "list every node's state (divergences between machines and Node objects)"},
     {"version", cmd_version, "print the version"},
 };
 

@@ -19,7 +19,8 @@ struct kite_ctlmgr {
     struct kite_nlc *nlc;
     struct kite_tec *tec;
     struct kite_dc *dc;
-    struct runner rn, rt, rd;
+    struct kite_ncc *ncc; /* NULL unless --node-cleanup-after */
+    struct runner rn, rt, rd, rc;
     struct kite_informer *nodes, *leases, *pods, *pdbs;
 };
 
@@ -71,6 +72,8 @@ static int64_t nlc_step(void *c) { return kite_nlc_step(c); }
 static bool nlc_pending(void *c) { return kite_nlc_pending(c); }
 static int64_t tec_step(void *c) { return kite_tec_step(c); }
 static int64_t dc_step(void *c) { return kite_dc_step(c); }
+static int64_t ncc_step(void *c) { return kite_ncc_step(c); }
+static bool ncc_pending(void *c) { return kite_ncc_pending(c); }
 static bool dc_pending(void *c) { return kite_dc_pending(c); }
 static bool tec_pending(void *c) { return kite_tec_pending(c); }
 
@@ -78,6 +81,10 @@ static void node_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_upsert(m->nlc, o);
     kite_tec_node_upsert(m->tec, o);
+    if (m->ncc) {
+        kite_ncc_node_upsert(m->ncc, o);
+        kick(&m->rc);
+    }
     kick(&m->rn);
     kick(&m->rt);
 }
@@ -86,6 +93,7 @@ static void node_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_delete(m->nlc, o);
     kite_tec_node_delete(m->tec, o);
+    if (m->ncc) kite_ncc_node_delete(m->ncc, o);
     kick(&m->rn);
     kick(&m->rt);
 }
@@ -138,6 +146,11 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
         (r = runner_start(&m->rt, "taint-eviction", tec_step, tec_pending, m->tec)) < 0 ||
         (r = runner_start(&m->rd, "disruption", dc_step, dc_pending, m->dc)) < 0)
         goto fail;
+    if (o->node_cleanup_after_ns > 0) {
+        struct kite_ncc_options co = {.client = o->client, .clock = no.clock, .after_ns = o->node_cleanup_after_ns};
+        m->ncc = kite_ncc_new(&co);
+        if ((r = runner_start(&m->rc, "node-cleanup", ncc_step, ncc_pending, m->ncc)) < 0) goto fail;
+    }
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/nodes", .name = "inf-nodes", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = node_add, .update = node_update, .del = node_del, .ud = m};
     if ((r = kite_informer_start(&io, &m->nodes)) < 0) goto fail;
@@ -169,6 +182,8 @@ void kite_ctlmgr_stop(struct kite_ctlmgr *m) {
     runner_stop(&m->rn);
     runner_stop(&m->rt);
     runner_stop(&m->rd);
+    runner_stop(&m->rc);
+    kite_ncc_free(m->ncc);
     kite_nlc_free(m->nlc);
     kite_tec_free(m->tec);
     kite_dc_free(m->dc);

@@ -6,12 +6,14 @@
  * condition variable (no polling). */
 #pragma once
 #include "controllers/disruption.h"
+#include "controllers/nodecleanup.h"
 #include "controllers/nodelifecycle.h"
 #include "controllers/tainteviction.h"
 
 struct kite_ctlmgr_options {
     struct kite_client *client;   /* borrowed */
     struct kite_nlc_options nlc;  /* client and clock are taken from here */
+    int64_t node_cleanup_after_ns; /* > 0: delete Nodes Unknown this long (nodecleanup.h) */
 };
 struct kite_ctlmgr;
 int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **ret);
