@@ -18,9 +18,10 @@ struct runner {
 struct kite_ctlmgr {
     struct kite_nlc *nlc;
     struct kite_tec *tec;
+    struct kite_podgc *gc;
     struct kite_dc *dc;
     struct kite_ncc *ncc; /* NULL unless --node-cleanup-after */
-    struct runner rn, rt, rd, rc;
+    struct runner rn, rt, rg, rd, rc;
     struct kite_informer *nodes, *leases, *pods, *pdbs;
 };
 
@@ -76,26 +77,32 @@ static int64_t ncc_step(void *c) { return kite_ncc_step(c); }
 static bool ncc_pending(void *c) { return kite_ncc_pending(c); }
 static bool dc_pending(void *c) { return kite_dc_pending(c); }
 static bool tec_pending(void *c) { return kite_tec_pending(c); }
+static int64_t gc_step(void *c) { return kite_podgc_step(c); }
+static bool gc_pending(void *c) { return kite_podgc_pending(c); }
 
 static void node_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_upsert(m->nlc, o);
     kite_tec_node_upsert(m->tec, o);
+    kite_podgc_node_upsert(m->gc, o);
     if (m->ncc) {
         kite_ncc_node_upsert(m->ncc, o);
         kick(&m->rc);
     }
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
 }
 static void node_update(void *ud, json_object *old, json_object *o) { node_add(ud, o); }
 static void node_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_delete(m->nlc, o);
     kite_tec_node_delete(m->tec, o);
+    kite_podgc_node_delete(m->gc, o);
     if (m->ncc) kite_ncc_node_delete(m->ncc, o);
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
 }
 static void lease_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
@@ -107,17 +114,21 @@ static void pod_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_pod_upsert(m->nlc, o);
     kite_tec_pod_upsert(m->tec, o);
+    kite_podgc_pod_upsert(m->gc, o);
     kite_dc_pod_upsert(m->dc, o);
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
     kick(&m->rd);
 }
 static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }
 static void pod_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_tec_pod_delete(m->tec, o);
+    kite_podgc_pod_delete(m->gc, o);
     kite_dc_pod_delete(m->dc, o);
     kick(&m->rt);
+    kick(&m->rg);
     kick(&m->rd);
 }
 static void pdb_add(void *ud, json_object *o) {
@@ -139,11 +150,15 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
     m->nlc = kite_nlc_new(&no);
     struct kite_tec_options to = {.client = o->client, .clock = no.clock};
     m->tec = kite_tec_new(&to);
+    struct kite_podgc_options go = o->podgc;
+    go.client = o->client, go.clock = no.clock;
+    m->gc = kite_podgc_new(&go);
     struct kite_dc_options dco = {.client = o->client, .clock = no.clock};
     m->dc = kite_dc_new(&dco);
     int r;
     if ((r = runner_start(&m->rn, "node-lifecycle", nlc_step, nlc_pending, m->nlc)) < 0 ||
         (r = runner_start(&m->rt, "taint-eviction", tec_step, tec_pending, m->tec)) < 0 ||
+        (r = runner_start(&m->rg, "pod-gc", gc_step, gc_pending, m->gc)) < 0 ||
         (r = runner_start(&m->rd, "disruption", dc_step, dc_pending, m->dc)) < 0)
         goto fail;
     if (o->node_cleanup_after_ns > 0) {
@@ -181,10 +196,12 @@ void kite_ctlmgr_stop(struct kite_ctlmgr *m) {
     kite_informer_stop(m->pdbs);
     runner_stop(&m->rn);
     runner_stop(&m->rt);
+    runner_stop(&m->rg);
     runner_stop(&m->rd);
     runner_stop(&m->rc);
     kite_ncc_free(m->ncc);
     kite_nlc_free(m->nlc);
+    kite_podgc_free(m->gc);
     kite_tec_free(m->tec);
     kite_dc_free(m->dc);
     free(m);

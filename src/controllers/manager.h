@@ -8,11 +8,13 @@
 #include "controllers/disruption.h"
 #include "controllers/nodecleanup.h"
 #include "controllers/nodelifecycle.h"
+#include "controllers/podgc.h"
 #include "controllers/tainteviction.h"
 
 struct kite_ctlmgr_options {
     struct kite_client *client;   /* borrowed */
     struct kite_nlc_options nlc;  /* client and clock are taken from here */
+    struct kite_podgc_options podgc; /* its threshold and orphan delay */
     int64_t node_cleanup_after_ns; /* > 0: delete Nodes Unknown this long (nodecleanup.h) */
 };
 struct kite_ctlmgr;
