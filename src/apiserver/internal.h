@@ -71,6 +71,7 @@ struct kite_apiserver {
     struct kite_node_graph *node_graph; /* the Node authorizer's pods graph (node_graph.c) */
     struct kite_audit *audit;   /* --audit-log-path; NULL when off */
     struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
+    struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
 };
 
 #define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
@@ -295,6 +296,19 @@ void *housekeeping_main(void *ud);
 /* The expiry part of a pass, now, on the caller's thread: for tests, whose fake clock does not
  * move the thread's real-time wake-ups. Safe while the thread runs (both delete conditionally). */
 void apiserver_housekeeping_once(struct kite_apiserver *s);
+
+/* nodestate.c: the divergence report (`kite nodes`) */
+#define KITE_NODE_STATE_PERIOD_S 2 /* how often node states are computed for /metrics and events */
+struct kite_nodestate *nodestate_new(int64_t stale_ns);
+void nodestate_free(struct kite_nodestate *n);
+/* An authenticated request of user (a node identity, system:node:NAME, is remembered). */
+void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path);
+/* Computes every node's state; records an event for each change (housekeeping thread). */
+void nodestate_pass(struct kite_apiserver *s);
+/* Appends the last pass's kite_node_state lines. */
+void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b);
+/* Answers GET /debug/kite/nodes. */
+void nodestate_reply(struct req *rq);
 
 /* metrics.c */
 struct kite_metrics *metrics_new(void);

@@ -121,6 +121,9 @@ static const struct boot_role ROLES[] = {
      RULE(READ "," "\"patch\",\"update\"", CORE, "\"nodes\"") ","
      RULE("\"patch\",\"update\"", CORE, "\"nodes/status\",\"pods/status\"") ","
      RULE(READ, "\"coordination.k8s.io\"", "\"leases\"") ","
+     /* the disruption controller */
+     RULE(READ, "\"policy\"", "\"poddisruptionbudgets\"") ","
+     RULE("\"update\"", "\"policy\"", "\"poddisruptionbudgets/status\"") ","
      RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"", "\"clusterroles\"") ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
      RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},

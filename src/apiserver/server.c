@@ -316,6 +316,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     rq->start_wall_ns = kite_now_wall(rq->srv->clock);
     const char *p = hr->path;
     if (!authenticate(rq)) return;
+    if (hr->user) nodestate_seen(s, hr->user->name, hr->method, p);
 
     if (apiserver_is_health_path(p)) {
         rq->verb = "get";
@@ -333,9 +334,16 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
                             "# TYPE kite_store_commits_failed_total counter\nkite_store_commits_failed_total %llu\n",
                         (unsigned long long)st.commits_failed);
         kite_audit_metrics(s->audit, &b);
+        nodestate_metrics(s, &b);
         size_t len;
         char *body = kite_buf_detach(&b, &len);
         reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
+        return;
+    }
+    if (strcmp(p, "/debug/kite/nodes") == 0) {
+        rq->verb = "get";
+        if (!authorize_request(rq)) return;
+        nodestate_reply(rq);
         return;
     }
     if (handle_discovery(rq) || handle_openapi(rq)) return;
@@ -542,6 +550,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
+    s->nodestate = nodestate_new(o->node_stale_ns);
     size_t rows = 0;
     while (kite_resources[rows]) rows++;
     s->storages = kite_calloc(rows, sizeof *s->storages); /* at most one folder per row */
@@ -658,6 +667,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_store_close(s->store);
     kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
+    nodestate_free(TAKE_PTR(s->nodestate));
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);

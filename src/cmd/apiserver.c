@@ -33,7 +33,8 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .force_recover = a->force_recover, .audit_log_path = a->audit_path,
                                          .audit_log_maxsize_mb = a->audit_maxsize_mb,
                                          .audit_log_maxbackup = a->audit_maxbackup,
-                                         .disable_http2 = !a->http2};
+                                         .disable_http2 = !a->http2,
+                                         .node_stale_ns = a->node_stale_ns};
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;

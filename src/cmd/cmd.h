@@ -11,6 +11,7 @@ int cmd_up(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
 int cmd_certs(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_images(int argc, char **argv);
 int cmd_controller_manager(int argc, char **argv);
@@ -28,6 +29,7 @@ struct controller_args {
     bool leader_elect;
     int64_t le_duration_ns, le_renew_ns, le_retry_ns;
     int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
+    int64_t node_cleanup_ns; /* --node-cleanup-after; 0: off */
     double eviction_rate, secondary_rate, unhealthy_threshold;
     int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
     const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
@@ -87,6 +89,7 @@ struct apiserver_args {
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
     bool http2;
+    int64_t node_stale_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -100,6 +103,8 @@ struct apiserver_args {
     FLAG_INT("threads", "HTTP worker threads", NULL, 1, 256, &(a)->threads, .def_note = "the number of CPUs"),    \
     FLAG_DURATION("event-ttl", "how long events are kept after they last happened", "1h", KITE_NS_PER_SEC,         \
                   &(a)->event_ttl_ns),                                                                           \
+    FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
+                  KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
     FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
              MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
              .def_note = "the open-file limit, raised to its hard limit, less 512"),                              \

@@ -45,6 +45,8 @@
     FLAG_DURATION("cluster-signing-duration", "longest validity of a certificate the CSR signer issues", "8760h",    \
                   KITE_NS_PER_SEC, &(a)->signing_duration_ns),                                                   \
     POD_GC_FLAGS(a),                                                                                             \
+    FLAG_DURATION("node-cleanup-after", "delete Nodes whose Ready condition has been Unknown this long (0: never)", \
+                  "0s", 0, &(a)->node_cleanup_ns),                                                                \
     FLAG_INT("large-cluster-size-threshold", "zones with more nodes than this keep the secondary rate when "      \
              "unhealthy; smaller ones stop", "50", 0, 1000000, &(a)->large_cluster)
 
@@ -84,6 +86,7 @@ static void lead(void *ud) {
                 .large_cluster = c->args.large_cluster},
         .podgc = {.terminated_threshold = c->args.terminated_pod_gc_threshold,
                   .orphan_delay_ns = c->args.pod_gc_orphan_delay_ns},
+        .node_cleanup_after_ns = c->args.node_cleanup_ns,
     };
     if ((r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
         log_error(LOG, "cannot start the node controllers: %s", strerror(-r));

@@ -22,6 +22,7 @@ static const struct cmd COMMANDS[] = {
     {"certs", cmd_certs, "create the CA and certificates in a data dir"},
     {"token", cmd_token, "create and list bootstrap tokens for joining nodes"},
     {"images", cmd_images, "import, list and remove the node's container images"},
+    {"nodes", cmd_nodes, "list every node's state (divergences between machines and Node objects)"},
     {"version", cmd_version, "print the version"},
 };
 

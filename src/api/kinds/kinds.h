@@ -22,5 +22,6 @@ extern const struct kite_resource kite_kind_role;               /* rbac.authoriz
 extern const struct kite_resource kite_kind_clusterrole;
 extern const struct kite_resource kite_kind_rolebinding;
 extern const struct kite_resource kite_kind_clusterrolebinding;
+extern const struct kite_resource kite_kind_pdb;                /* policy/v1 */
 /* Printers of kinds not served yet */
 extern const struct kite_table_printer kite_endpointslice_printer;

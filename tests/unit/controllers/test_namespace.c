@@ -138,6 +138,7 @@ static const char *const COLLECTIONS[] = {
     "/api/v1/namespaces/team-a/serviceaccounts",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
+    "/apis/policy/v1/namespaces/team-a/poddisruptionbudgets",
 };
 
 #define TERMINATING(finalizers)                                                                          \
