@@ -40,6 +40,7 @@ struct kite_controllers {
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
     struct kite_jobs *jobs;      /* the job controller */
+    struct kite_daemonsets *daemonsets; /* the daemon set controller */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);

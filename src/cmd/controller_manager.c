@@ -8,6 +8,7 @@
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "controllers/controllers.h"
+#include "controllers/daemonset.h"
 #include "controllers/job.h"
 #include "controllers/leader.h"
 #include "controllers/manager.h"
@@ -82,6 +83,9 @@ static void lead(void *ud) {
         log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
     struct kite_jobctl_options jo = {.client = c->client};
     if ((r = kite_jobs_start(&jo, &c->jobs)) < 0) log_error(LOG, "cannot start the job controller: %s", strerror(-r));
+    struct kite_dsctl_options dso = {.client = c->client};
+    if ((r = kite_daemonsets_start(&dso, &c->daemonsets)) < 0)
+        log_error(LOG, "cannot start the daemon set controller: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
 
@@ -89,6 +93,7 @@ static void unlead(void *ud) {
     struct kite_controllers *c = ud;
     kite_aggregator_stop(TAKE_PTR(c->aggregator));
     kite_jobs_stop(TAKE_PTR(c->jobs));
+    kite_daemonsets_stop(TAKE_PTR(c->daemonsets));
     kite_ctlmgr_stop(TAKE_PTR(c->nodes));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));
     log_info(LOG, "controllers stopped");

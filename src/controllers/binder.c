@@ -2,6 +2,7 @@
  * One thread: list the unassigned pods and bind each, then watch them from the list's
  * revision; a failed binding ends the watch and the next list tries again after a back-off. */
 #include "controllers/controllers.h"
+#include "controllers/daemonset.h"
 #include "api/registry.h"
 #include "base/backoff.h"
 #include "base/log.h"
@@ -30,7 +31,8 @@ static bool to_bind(json_object *pod) {
 }
 
 int kite_binder_bind(struct kite_client *client, json_object *pod, const char *node) {
-    if (!to_bind(pod)) return 0;
+    /* a pod pinned to another node (a daemon pod) waits for a scheduler */
+    if (!to_bind(pod) || !kite_node_affinity_allows_name(pod, node)) return 0;
     const char *ns = kite_meta_str(pod, "namespace"), *name = kite_meta_str(pod, "name"), *uid = kite_meta_str(pod, "uid");
     if (!ns || !name) return 0;
     json_object *b = json_object_new_object(), *meta = json_object_new_object(), *target = json_object_new_object();

@@ -47,7 +47,8 @@ struct kite_binder_options {
 int kite_binder_start(const struct kite_binder_options *o, struct kite_binder **ret);
 /* Cancels the watch and joins. NULL is a no-op. */
 void kite_binder_stop(struct kite_binder *b);
-/* Binds pod (borrowed) to node when it is one the binder binds: 0 when bound, or not one to bind,
+/* Binds pod (borrowed) to node when it is one the binder binds (its required node affinity on
+ * metadata.name, if any, names node): 0 when bound, or not one to bind,
  * or bound meanwhile by someone else (409); another -errno on a failed request. */
 int kite_binder_bind(struct kite_client *client, json_object *pod, const char *node);
 
