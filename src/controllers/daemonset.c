@@ -477,16 +477,15 @@ static void sync_ds(struct sync *s) {
     json_object *spec = kite_obj_get(s->ds, "spec");
     json_object *proto = kite_ds_new_pod(s->ds, "", hash); /* tolerations as the pods get them */
     struct per_node *pn = s->nnodes ? kite_calloc(s->nnodes, sizeof *pn) : NULL;
+    /* the pin is each node's own: judge the template's affinity, with the daemon tolerations */
+    json_object *na = kite_obj_get(kite_obj_get(kite_obj_get(proto, "spec"), "affinity"), "nodeAffinity");
+    json_object *tmpl_na = kite_obj_get(kite_obj_get(kite_obj_get(kite_obj_get(spec, "template"), "spec"), "affinity"),
+                                        "nodeAffinity");
+    json_object *req = kite_obj_get(tmpl_na, "requiredDuringSchedulingIgnoredDuringExecution");
+    if (req) kite_obj_set(na, "requiredDuringSchedulingIgnoredDuringExecution", copy(req));
+    else json_object_object_del(na, "requiredDuringSchedulingIgnoredDuringExecution");
     for (size_t i = 0; i < s->nnodes; i++) {
         pn[i].node = s->nodes[i];
-        /* the pin is the node's own: judge the template with the daemon tolerations */
-        json_object *aff = kite_obj_get(kite_obj_get(proto, "spec"), "affinity");
-        json_object *na = kite_obj_get(aff, "nodeAffinity");
-        json_object *tmpl_aff = kite_obj_get(kite_obj_get(kite_obj_get(kite_obj_get(spec, "template"), "spec"), "affinity"),
-                                             "nodeAffinity");
-        json_object *req = kite_obj_get(tmpl_aff, "requiredDuringSchedulingIgnoredDuringExecution");
-        if (req) kite_obj_set(na, "requiredDuringSchedulingIgnoredDuringExecution", copy(req));
-        else json_object_object_del(na, "requiredDuringSchedulingIgnoredDuringExecution");
         pn[i].run = kite_ds_should_run(proto, s->nodes[i], &pn[i].stay);
     }
     json_object_put(proto);
