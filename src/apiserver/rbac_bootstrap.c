@@ -5,9 +5,8 @@
  * and subjects of the defaults they lack (what an administrator added stays). Rules name
  * upstream's resources, kite's or not yet, so the roles read as users know them.
  *
- * kite's controller-manager (the namespace controller, the binder, ClusterRole aggregation)
- * runs as the user system:kube-controller-manager with the least its controllers need; a
- * scheduler would run as system:kube-scheduler. */
+ * kite's controller-manager runs as the user system:kube-controller-manager with the least its
+ * controllers need; the scheduler runs as system:kube-scheduler. */
 #include "apiserver/rbac.h"
 
 #include <stdio.h>
@@ -104,8 +103,9 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"node.k8s.io\"", "\"runtimeclasses\"") "]"},
     /* kite's controller-manager: the namespace controller empties any namespaced resource
      * (upstream's namespace-controller), the node lifecycle controller marks nodes and their
-     * pods, taint eviction deletes pods, the binder binds unassigned pods, ClusterRole
-     * aggregation rewrites aggregated roles (escalate: it writes rules it does not hold). */
+     * pods, taint eviction deletes pods, pod GC marks pods Failed and deletes them (upstream's
+     * pod-garbage-collector: pods, pods/status, nodes), ClusterRole aggregation rewrites
+     * aggregated roles (escalate: it writes rules it does not hold). */
     {"system:kube-controller-manager", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"coordination.k8s.io\"", "\"leases\"") ","
@@ -114,7 +114,6 @@ static const struct boot_role ROLES[] = {
      RULE("\"patch\",\"update\"", CORE, "\"namespaces/finalize\",\"namespaces/status\"") ","
      RULE("\"delete\",\"deletecollection\",\"get\",\"list\"", "\"*\"", "\"*\"") ","
      RULE(READ, CORE, "\"pods\"") ","
-     RULE("\"create\"", CORE, "\"pods/binding\",\"bindings\"") ","
      /* the node lifecycle controller and taint eviction (upstream's node-controller) */
      RULE(READ "," "\"patch\",\"update\"", CORE, "\"nodes\"") ","
      RULE("\"patch\",\"update\"", CORE, "\"nodes/status\",\"pods/status\"") ","

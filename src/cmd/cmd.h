@@ -14,11 +14,11 @@ int cmd_certs(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_images(int argc, char **argv);
 int cmd_controller_manager(int argc, char **argv);
+int cmd_scheduler(int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_client;
 struct kite_nsctl;
-struct kite_binder;
 struct kite_ctlmgr;
 struct kite_leader;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
@@ -28,7 +28,14 @@ struct controller_args {
     int64_t le_duration_ns, le_renew_ns, le_retry_ns;
     int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
     double eviction_rate, secondary_rate, unhealthy_threshold;
+    int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
 };
+/* Pod GC's flags, kite controller-manager's and kite up's (tests shorten the orphan delay). */
+#define POD_GC_FLAGS(a)                                                                                          \
+    FLAG_INT("terminated-pod-gc-threshold", "terminated pods kept before the oldest are deleted (0: never)",     \
+             "12500", 0, INT64_C(1) << 40, &(a)->terminated_pod_gc_threshold),                                    \
+    FLAG_DURATION("pod-gc-orphan-delay", "how long a Node may be missing before its pods are deleted (advanced)", \
+                  "40s", KITE_NS_PER_MS, &(a)->pod_gc_orphan_delay_ns)
 /* Fills a with the defaults of the flags (for kite up). */
 void controller_args_defaults(struct controller_args *a);
 struct kite_controllers {
@@ -38,15 +45,29 @@ struct kite_controllers {
     struct kite_nsctl *nsctl;    /* these two run only while leading */
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
-    struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
-/* Starts the binder (until there is a scheduler): unassigned pods go to node. */
-int controllers_start_binder(struct kite_controllers *c, const char *node);
 void controllers_stop(struct kite_controllers *c);
+
+/* The scheduler, run by kite scheduler and in-process by kite up (scheduler.c). */
+struct kite_schedrun;
+struct scheduler_args {
+    const char *kubeconfig;
+    bool leader_elect;
+    int64_t le_duration_ns, le_renew_ns, le_retry_ns;
+};
+struct kite_scheduler_proc {
+    struct scheduler_args args;
+    struct kite_client *client;
+    struct kite_leader *leader; /* NULL without leader election */
+    struct kite_schedrun *run;  /* while leading */
+};
+/* 0, or -errno with *ret_error a malloc'ed message. */
+int scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error);
+void scheduler_stop(struct kite_scheduler_proc *p);
 
 /* Blocks SIGINT/SIGTERM in every thread and waits for one of them; returns the signal. */
 int kite_wait_for_signal(void);

@@ -41,6 +41,7 @@
                &(a)->secondary_rate),                                                                            \
     FLAG_FLOAT("unhealthy-zone-threshold", "share of not-Ready nodes (at least 3) that makes a zone unhealthy",    \
                "0.55", 0, 1, &(a)->unhealthy_threshold),                                                         \
+    POD_GC_FLAGS(a),                                                                                             \
     FLAG_INT("large-cluster-size-threshold", "zones with more nodes than this keep the secondary rate when "      \
              "unhealthy; smaller ones stop", "50", 0, 1000000, &(a)->large_cluster)
 
@@ -56,6 +57,8 @@ void controller_args_defaults(struct controller_args *a) {
         .eviction_rate = KITE_NLC_EVICTION_RATE,
         .secondary_rate = KITE_NLC_SECONDARY_RATE,
         .unhealthy_threshold = KITE_NLC_UNHEALTHY_THRESHOLD,
+        .terminated_pod_gc_threshold = 12500,
+        .pod_gc_orphan_delay_ns = 40 * KITE_NS_PER_SEC,
     };
 }
 
@@ -75,6 +78,8 @@ static void lead(void *ud) {
                 .secondary_rate = c->args.secondary_rate,
                 .unhealthy_threshold = c->args.unhealthy_threshold,
                 .large_cluster = c->args.large_cluster},
+        .podgc = {.terminated_threshold = c->args.terminated_pod_gc_threshold,
+                  .orphan_delay_ns = c->args.pod_gc_orphan_delay_ns},
     };
     if ((r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
         log_error(LOG, "cannot start the node controllers: %s", strerror(-r));
@@ -134,14 +139,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     return 0;
 }
 
-int controllers_start_binder(struct kite_controllers *c, const char *node) {
-    if (!c->client) return -ENOTCONN;
-    struct kite_binder_options bo = {.client = c->client, .node_name = node};
-    return kite_binder_start(&bo, &c->binder);
-}
-
 void controllers_stop(struct kite_controllers *c) {
-    kite_binder_stop(TAKE_PTR(c->binder));
     if (c->leader) kite_leader_stop(TAKE_PTR(c->leader)); /* calls unlead if leading, then releases */
     else unlead(c);
     kite_client_free(TAKE_PTR(c->client));
@@ -157,8 +155,8 @@ int cmd_controller_manager(int argc, char **argv) {
         CONTROLLER_FLAGS(&a),
         FLAG_END};
     int r = flags_parse("controller-manager",
-                        "Runs kite's controllers (namespace, node lifecycle, taint eviction, clusterrole aggregation)\n"
-                        "against an API server.",
+                        "Runs kite's controllers (namespace, node lifecycle, taint eviction, pod GC, clusterrole\n"
+                        "aggregation) against an API server.",
                         flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     /* client-go's checks: the leader must give up before a candidate may take over */

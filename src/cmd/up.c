@@ -1,5 +1,6 @@
-/* kite up: a whole local cluster in one process — the apiserver on the embedded store and a
- * node agent for this machine with its own node credential (system:node:NAME). */
+/* kite up: a whole local cluster in one process — the apiserver on the embedded store, the
+ * controllers, the scheduler and a node agent for this machine with its own node credential
+ * (system:node:NAME). */
 #include "agent/agent.h"
 #include "agent/runtime/net.h"
 #include "apiserver/apiserver.h"
@@ -18,11 +19,14 @@ int cmd_up(int argc, char **argv) {
     const char *config = NULL;
     bool no_agent = false;
     struct agent_flag_args fa = {.cmd = "up"};
+    struct controller_args cargs;
+    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
     const struct flag flags[] = {
         APISERVER_FLAGS(&args),
         FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
         AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
+        POD_GC_FLAGS(&cargs),
         FLAG_END,
     };
     int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
@@ -54,11 +58,16 @@ int cmd_up(int argc, char **argv) {
     struct kite_controllers ctl = {0};
     /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */
     _cleanup_free_ char *ctl_kc = kite_asprintf("%s/controller-manager.kubeconfig", data_dir), *ctl_err = NULL;
-    struct controller_args cargs;
-    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
     cargs.kubeconfig = ctl_kc;
     if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
+
+    /* the scheduler, as itself (system:kube-scheduler): nodes are candidates only once they exist */
+    struct kite_scheduler_proc sched = {0};
+    _cleanup_free_ char *sched_kc = kite_asprintf("%s/scheduler.kubeconfig", data_dir), *sched_err = NULL;
+    struct scheduler_args sargs = {.kubeconfig = sched_kc}; /* one, in-process: no election */
+    if ((r = scheduler_start(&sargs, &sched, &sched_err)) < 0)
+        log_error("up", "cannot start the scheduler: %s", sched_err ? sched_err : strerror(-r));
 
     struct kite_agent *agent = NULL;
     if (!no_agent) {
@@ -88,13 +97,12 @@ int cmd_up(int argc, char **argv) {
                 log_error("up", "cannot start the node agent: %s", strerror(-r));
             else
                 log_info("up", "node agent running as system:node:%s", ac.node_name);
-            if (agent && (r = controllers_start_binder(&ctl, ac.node_name)) < 0)
-                log_error("up", "cannot start the binder: %s", strerror(-r));
         }
     }
     kite_wait_for_signal();
     log_info("up", "shutting down");
     kite_agent_stop(agent);
+    scheduler_stop(&sched);
     controllers_stop(&ctl);
     kite_apiserver_stop(s);
     kite_agent_config_release(&ac);

@@ -29,29 +29,6 @@ void kite_nsctl_stop(struct kite_nsctl *c);
  * conditions say what), another -errno on a failed request. */
 int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const char *name);
 
-/* The binder: until kite has a scheduler, every pod for the default scheduler that no node
- * runs yet (no spec.nodeName, no scheduling gates, not being deleted) is bound to one node
- * (kite up's own) with a POST of a Binding to its pods/binding subresource, as kube-scheduler
- * binds. One thread: list + watch of the unassigned pods (fieldSelector spec.nodeName=); a
- * failed binding is tried again on the next list, after a back-off (1 s doubling to
- * KITE_BINDER_RETRY_MAX_S). */
-#define KITE_BINDER_RETRY_MAX_S 30
-#define KITE_BINDER_RESYNC_S 300 /* the unassigned pods are listed again this often */
-
-struct kite_binder;
-struct kite_binder_options {
-    struct kite_client *client; /* borrowed: must outlive the binder */
-    const char *node_name;      /* copied */
-    struct kite_clock *clock;   /* NULL = real */
-};
-int kite_binder_start(const struct kite_binder_options *o, struct kite_binder **ret);
-/* Cancels the watch and joins. NULL is a no-op. */
-void kite_binder_stop(struct kite_binder *b);
-/* Binds pod (borrowed) to node when it is one the binder binds (its required node affinity on
- * metadata.name, if any, names node): 0 when bound, or not one to bind,
- * or bound meanwhile by someone else (409); another -errno on a failed request. */
-int kite_binder_bind(struct kite_client *client, json_object *pod, const char *node);
-
 /* ClusterRole aggregation: every ClusterRole with an aggregationRule gets the union of the
  * rules of the ClusterRoles its clusterRoleSelectors match (by name order, each rule once),
  * patched in when it differs. One thread: list + watch of clusterroles; a failed patch is

@@ -43,8 +43,8 @@ json_object *kite_ds_new_pod(json_object *ds, const char *node, const char *hash
 /* Whether pod's required node affinity lets it run on node (no requirement, or a term that node
  * meets); only terms on the field metadata.name and on the node's labels are read. */
 bool kite_node_affinity_matches(json_object *pod, json_object *node);
-/* The same knowing only the node's name: terms on labels are taken as met (the binder, which
- * knows no node but its own, must not bind a pod pinned to another). */
+/* The same knowing only the node's name: terms on labels are taken as met (is a pod pinned to
+ * another node). */
 bool kite_node_affinity_allows_name(json_object *pod, const char *node);
 
 struct kite_daemonsets;

@@ -1,7 +1,6 @@
 /* The DaemonSet controller's node eligibility (nodeSelector, required node affinity, taints
  * against the daemon tolerations), the pod it makes, one pod per eligible node with status
- * counts, a rolling update within maxUnavailable, and the binder leaving pinned pods alone. */
-#include "controllers/controllers.h"
+ * counts, and a rolling update within maxUnavailable. */
 #include "controllers/daemonset.h"
 #include "base/log.h"
 #include "fakeapi.h"
@@ -117,26 +116,6 @@ Test(daemonset, new_pod) {
     cr_assert(!kite_node_affinity_allows_name(pod, "n1"));
     json_object_put(pod);
     json_object_put(ds);
-}
-
-Test(daemonset, binder_leaves_pods_pinned_elsewhere) {
-    kite_log_set_level(KITE_LOG_ERROR);
-    struct fakeapi f;
-    fakeapi_init(&f);
-    json_object *ds = ds_with("");
-    json_object *pinned = kite_ds_new_pod(ds, "other", "h");
-    kite_obj_set(kite_obj_meta(pinned), "name", json_object_new_string("p1"));
-    cr_assert_eq(kite_binder_bind(f.client, pinned, "mine"), 0);
-    cr_assert_eq(fakeapi_count(&f, "POST", "/binding"), 0, "not bound to the wrong node");
-    json_object *here = kite_ds_new_pod(ds, "mine", "h");
-    kite_obj_set(kite_obj_meta(here), "name", json_object_new_string("p2"));
-    fakeapi_put(&f, PODS "/p2", json_object_get(here));
-    kite_binder_bind(f.client, here, "mine");
-    cr_assert_eq(fakeapi_count(&f, "POST", PODS "/p2/binding"), 1, "its own node's pod is bound");
-    json_object_put(pinned);
-    json_object_put(here);
-    json_object_put(ds);
-    fakeapi_release(&f);
 }
 
 /* ---- the core against the fake API ---- */
