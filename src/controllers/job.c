@@ -484,13 +484,20 @@ static void sync_job(struct sync *s) {
     json_object *us = uncounted_list(status, "succeeded"), *uf = uncounted_list(status, "failed");
     int64_t n_succeeded = i64(status, "succeeded") + (int64_t)json_object_array_length(us);
     int64_t n_failed = i64(status, "failed") + (int64_t)json_object_array_length(uf);
+    /* pastBackoffLimitOnFailure: with OnFailure, containers restarted in place count (all of
+     * them, not only new ones, as upstream: >= backoffLimit, or any restart when it is 0) */
+    bool restarts_exceed = false;
     if (kite_streq(kite_obj_str(kite_obj_get(kite_obj_get(spec, "template"), "spec"), "restartPolicy"), "OnFailure")) {
-        /* restarts in place are failures too */
-        for (size_t i = 0; i < nactive; i++) {
-            json_object *cs = kite_obj_get(kite_obj_get(active[i], "status"), "containerStatuses");
-            for (size_t j = 0; cs && json_object_is_type(cs, json_type_array) && j < json_object_array_length(cs); j++)
-                n_failed += i64(json_object_array_get_idx(cs, j), "restartCount");
-        }
+        int64_t restarts = 0;
+        static const char *const lists[] = {"initContainerStatuses", "containerStatuses"};
+        for (size_t i = 0; i < nactive; i++)
+            for (size_t l = 0; l < 2; l++) {
+                json_object *cs = kite_obj_get(kite_obj_get(active[i], "status"), lists[l]);
+                for (size_t j = 0; cs && json_object_is_type(cs, json_type_array) && j < json_object_array_length(cs); j++)
+                    restarts += i64(json_object_array_get_idx(cs, j), "restartCount");
+            }
+        int64_t limit = i64(spec, "backoffLimit");
+        restarts_exceed = limit == 0 ? restarts > 0 : restarts >= limit;
     }
     bool suspend = json_object_get_boolean(kite_obj_get(spec, "suspend"));
     char ts[21];
@@ -505,7 +512,7 @@ static void sync_job(struct sync *s) {
 
     /* the end, when it comes: the target condition first, the final one once no pod runs */
     if (!status_cond(status, "FailureTarget") && !success_ending) {
-        if (n_failed > i64(spec, "backoffLimit")) {
+        if (n_failed > i64(spec, "backoffLimit") || restarts_exceed) {
             add_condition(s, status, "FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit");
         } else if (ads >= 0 && !suspend && started && s->now >= started + ads * KITE_NS_PER_SEC) {
             add_condition(s, status, "FailureTarget", "DeadlineExceeded", "Job was active longer than specified deadline");

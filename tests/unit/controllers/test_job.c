@@ -232,3 +232,28 @@ Test(job, active_deadline) {
     cr_assert_str_eq(conds, "FailureTarget/DeadlineExceeded,Failed/DeadlineExceeded");
     env_release(&e);
 }
+
+Test(job, on_failure_restarts_count) {
+    struct env e;
+    env_init(&e, "\"backoffLimit\":2,\"completions\":1,\"parallelism\":1,");
+    json_object *job = fakeapi_get(&e.api, JOB);
+    kite_obj_set(kite_obj_get(kite_obj_get(kite_obj_get(job, "spec"), "template"), "spec"), "restartPolicy",
+                 json_object_new_string("OnFailure"));
+    settle(&e);
+    cr_assert_eq(pods(&e, NULL), 1);
+    const char *k;
+    void *v;
+    json_object *pod = NULL;
+    for (size_t it = 0; kite_map_next(&e.api.objs, &it, &k, &v);)
+        if (strncmp(k, PODS "/", sizeof PODS) == 0) pod = v;
+    kite_obj_set(pod, "status", fakeapi_json("{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"c\",\"restartCount\":1}]}"));
+    settle(&e);
+    char conds[256];
+    cond_types(&e, conds, sizeof conds);
+    cr_assert_str_eq(conds, "", "one restart of two allowed");
+    kite_obj_set(pod, "status", fakeapi_json("{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"c\",\"restartCount\":2}]}"));
+    settle(&e);
+    cond_types(&e, conds, sizeof conds);
+    cr_assert_str_eq(conds, "FailureTarget/BackoffLimitExceeded,Failed/BackoffLimitExceeded");
+    env_release(&e);
+}
