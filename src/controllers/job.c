@@ -268,6 +268,17 @@ static void add_condition(struct sync *s, json_object *status, const char *type,
     json_object_array_add(conds, cd);
 }
 
+/* A condition turned to status (its times now). */
+static void set_condition(struct sync *s, json_object *cd, const char *status, const char *reason, const char *msg) {
+    char ts[21];
+    kite_time_format(s->now, ts);
+    kite_obj_set(cd, "status", json_object_new_string(status));
+    kite_obj_set(cd, "lastProbeTime", json_object_new_string(ts));
+    kite_obj_set(cd, "lastTransitionTime", json_object_new_string(ts));
+    kite_obj_set(cd, "reason", json_object_new_string(reason));
+    kite_obj_set(cd, "message", json_object_new_string(msg));
+}
+
 /* An event about the Job (client-go's recorder, involvedObject batch/v1). */
 static void job_event(struct sync *s, const char *type, const char *reason, const char *msg) {
     kite_ctl_event(&s->events, s->c->o.clock, COMPONENT, "Job", kite_meta_str(s->job, "namespace"),
@@ -502,6 +513,17 @@ static void sync_job(struct sync *s) {
     bool suspend = json_object_get_boolean(kite_obj_get(spec, "suspend"));
     char ts[21];
     kite_time_format(s->now, ts);
+    /* a suspended Job says so, and its deadline counts from when it is resumed */
+    json_object *susp = status_cond_obj(status, "Suspended");
+    bool was_suspended = susp && kite_streq(kite_obj_str(susp, "status"), "True");
+    if (suspend && !was_suspended && !success_ending && !status_cond(status, "FailureTarget")) {
+        if (susp) set_condition(s, susp, "True", "JobSuspended", "Job suspended");
+        else add_condition(s, status, "Suspended", "JobSuspended", "Job suspended");
+        json_object_object_del(status, "startTime");
+    } else if (!suspend && was_suspended) {
+        set_condition(s, susp, "False", "JobResumed", "Job resumed");
+        kite_obj_set(status, "startTime", json_object_new_string(ts));
+    }
     if (!kite_obj_get(status, "startTime") && !suspend) kite_obj_set(status, "startTime", json_object_new_string(ts));
 
     json_object *comp = kite_obj_get(spec, "completions");

@@ -9,7 +9,9 @@
  * status.uncountedTerminatedPods, then its finalizer is removed, then it moves into
  * status.succeeded / status.failed — so a pod deleted at any point is counted once. A Job that
  * meets its end gets FailureTarget or SuccessCriteriaMet first (1.31+), its remaining pods are
- * deleted, and Failed or Complete (with completionTime) follows once none is left running.
+ * deleted, and Failed or Complete (with completionTime) follows once none is left running. A
+ * suspended Job runs no pod (condition Suspended, JobSuspended; JobResumed when resumed, its
+ * startTime then reset).
  *
  * Like the node controllers, the core is driven by observations (the informers' objects) and
  * kite_jobctl_step, locks on every call, and makes its requests outside the lock. */

@@ -257,3 +257,21 @@ Test(job, on_failure_restarts_count) {
     cr_assert_str_eq(conds, "FailureTarget/BackoffLimitExceeded,Failed/BackoffLimitExceeded");
     env_release(&e);
 }
+
+Test(job, suspend_and_resume) {
+    struct env e;
+    env_init(&e, "\"completions\":2,\"parallelism\":2,\"backoffLimit\":6,\"suspend\":true,");
+    settle(&e);
+    cr_assert_eq(pods(&e, NULL), 0, "a suspended Job runs nothing");
+    char conds[256];
+    cond_types(&e, conds, sizeof conds);
+    cr_assert_str_eq(conds, "Suspended/JobSuspended");
+    cr_assert_null(kite_obj_get(kite_obj_get(fakeapi_get(&e.api, JOB), "status"), "startTime"));
+    kite_obj_set(kite_obj_get(fakeapi_get(&e.api, JOB), "spec"), "suspend", json_object_new_boolean(false));
+    settle(&e);
+    cr_assert_eq(pods(&e, NULL), 2);
+    cond_types(&e, conds, sizeof conds);
+    cr_assert_str_eq(conds, "Suspended/JobResumed");
+    cr_assert(kite_obj_get(kite_obj_get(fakeapi_get(&e.api, JOB), "status"), "startTime"));
+    env_release(&e);
+}
