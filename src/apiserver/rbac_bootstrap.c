@@ -11,6 +11,9 @@
 
 #include <stdio.h>
 
+/* the group kite token create (and kubeadm) gives its tokens beyond system:bootstrappers */
+#define KITE_BOOTSTRAP_DEFAULT_GROUP "system:bootstrappers:kubeadm:default-node-token"
+
 #define READ "\"get\",\"list\",\"watch\""
 #define WRITE "\"create\",\"delete\",\"deletecollection\",\"patch\",\"update\""
 #define RULE(verbs, groups, resources) "{\"verbs\":[" verbs "],\"apiGroups\":[" groups "],\"resources\":[" resources "]}"
@@ -145,6 +148,24 @@ static const struct boot_role ROLES[] = {
      RULE(READ, CORE, "\"persistentvolumeclaims\",\"persistentvolumes\"") ","
      RULE(READ, "\"storage.k8s.io\"", "\"csidrivers\",\"csinodes\",\"csistoragecapacities\"") ","
      RULE(READ, CORE, "\"namespaces\"") "]"},
+    /* TLS bootstrap (upstream's bootstrap policy): a bootstrap token may ask for a node's
+     * client certificate, and the approver (csrapproving.c) approves what the requester may
+     * create as nodeclient (a new node) or selfnodeclient (a node renewing its own). */
+    {"system:node-bootstrapper", "", NULL,
+     "[" RULE("\"create\",\"get\",\"list\",\"watch\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests\"") "]"},
+    {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", "", NULL,
+     "[" RULE("\"create\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/nodeclient\"") "]"},
+    {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "", NULL,
+     "[" RULE("\"create\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/selfnodeclient\"") "]"},
+    /* kite's controller-manager, its CSR approver and signer (upstream's csrapproving and
+     * csrsigning controllers) */
+    {"system:kube-controller-manager:certificates", "", NULL,
+     "[" RULE(READ, "\"certificates.k8s.io\"", "\"certificatesigningrequests\"") ","
+     RULE("\"update\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/approval\",\"certificatesigningrequests/status\"") ","
+     RULE_NAMES("\"approve\"", "\"certificates.k8s.io\"", "\"signers\"", "\"kubernetes.io/kube-apiserver-client-kubelet\"") ","
+     RULE_NAMES("\"sign\"", "\"certificates.k8s.io\"", "\"signers\"",
+                "\"kubernetes.io/kube-apiserver-client-kubelet\",\"kubernetes.io/kube-apiserver-client\"") ","
+     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
 };
 
 #define GROUP_SUBJECT(g) "{\"kind\":\"Group\",\"apiGroup\":\"rbac.authorization.k8s.io\",\"name\":\"" g "\"}"
@@ -161,6 +182,14 @@ static const struct boot_binding BINDINGS[] = {
      "[" GROUP_SUBJECT("system:authenticated") "," GROUP_SUBJECT("system:unauthenticated") "]"},
     {"system:kube-controller-manager", "system:kube-controller-manager", "[" USER_SUBJECT("system:kube-controller-manager") "]"},
     {"system:kube-scheduler", "system:kube-scheduler", "[" USER_SUBJECT("system:kube-scheduler") "]"},
+    /* what kubeadm binds for its default node token and for nodes renewing */
+    {"kubeadm:kubelet-bootstrap", "system:node-bootstrapper", "[" GROUP_SUBJECT(KITE_BOOTSTRAP_DEFAULT_GROUP) "]"},
+    {"kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+     "[" GROUP_SUBJECT(KITE_BOOTSTRAP_DEFAULT_GROUP) "]"},
+    {"kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+     "[" GROUP_SUBJECT("system:nodes") "]"},
+    {"system:kube-controller-manager:certificates", "system:kube-controller-manager:certificates",
+     "[" USER_SUBJECT("system:kube-controller-manager") "]"},
 };
 
 static json_object *parse(const char *text) {

@@ -14,6 +14,7 @@ int cmd_certs(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_images(int argc, char **argv);
 int cmd_controller_manager(int argc, char **argv);
+int cmd_token(int argc, char **argv);
 int cmd_scheduler(int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
@@ -29,7 +30,10 @@ struct controller_args {
     int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
     double eviction_rate, secondary_rate, unhealthy_threshold;
     int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
+    const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
+    int64_t signing_duration_ns;
 };
+#define KITE_CSR_SIGNING_DURATION_S (365 * 24 * 3600) /* --cluster-signing-duration's default */
 /* Pod GC's flags, kite controller-manager's and kite up's (tests shorten the orphan delay). */
 #define POD_GC_FLAGS(a)                                                                                          \
     FLAG_INT("terminated-pod-gc-threshold", "terminated pods kept before the oldest are deleted (0: never)",     \
@@ -47,6 +51,8 @@ struct kite_controllers {
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
+    struct kite_csrctl *csrctl;  /* CSR approver and signer */
+    char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
@@ -78,7 +84,7 @@ void kite_block_signals(void);
 #define MAX_CONNECTIONS 200000
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens, *audit_path;
+    const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -102,9 +108,11 @@ struct apiserver_args {
              "line each", NULL, &(a)->audit_path),                                                               \
     FLAG_INT("audit-log-maxsize", "rotate the audit log before it passes this many megabytes (0: never)", "0", 0,  \
              1024 * 1024, &(a)->audit_maxsize_mb),                                                               \
-    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup)
-/* Fills o from the parsed flags (borrowing strings from a). */
-void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
+    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup), \
+    FLAG_STR("authorization-mode", "MODES", "Node,RBAC (with system:masters allowed everything), or AlwaysAllow "  \
+             "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode)
+/* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
+int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
 /* The node agent's kubelet-style flags, shared by kite agent and kite up: handed to
  * kite_agent_config_set_flag() (src/agent/config.c), which checks them as it checks the

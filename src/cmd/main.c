@@ -20,6 +20,7 @@ static const struct cmd COMMANDS[] = {
     {"scheduler", cmd_scheduler, "run the scheduler against an API server"},
     {"kubeconfig", cmd_kubeconfig, "print a kubeconfig for a node identity"},
     {"certs", cmd_certs, "create the CA and certificates in a data dir"},
+    {"token", cmd_token, "create and list bootstrap tokens for joining nodes"},
     {"images", cmd_images, "import, list and remove the node's container images"},
     {"version", cmd_version, "print the version"},
 };

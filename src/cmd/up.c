@@ -18,6 +18,7 @@ int cmd_up(int argc, char **argv) {
     struct apiserver_args args = {0};
     const char *config = NULL;
     bool no_agent = false;
+    int64_t signing_duration_ns = (int64_t)KITE_CSR_SIGNING_DURATION_S * KITE_NS_PER_SEC;
     struct agent_flag_args fa = {.cmd = "up"};
     struct controller_args cargs;
     controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
@@ -25,6 +26,8 @@ int cmd_up(int argc, char **argv) {
         APISERVER_FLAGS(&args),
         FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
+        FLAG_DURATION("cluster-signing-duration", "longest validity of a certificate the CSR signer issues (with the "
+                      "cluster CA)", "8760h", KITE_NS_PER_SEC, &signing_duration_ns),
         AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
         POD_GC_FLAGS(&cargs),
         FLAG_END,
@@ -36,7 +39,10 @@ int cmd_up(int argc, char **argv) {
         return r > 0 ? 0 : 2;
     }
     struct kite_apiserver_options o;
-    apiserver_args_options(&args, &o);
+    if (apiserver_args_options(&args, &o) != 0) {
+        agent_flag_args_release(&fa);
+        return 2;
+    }
     const char *data_dir = o.data_dir;
     struct kite_agent_config ac;
     kite_agent_config_init(&ac);
@@ -59,6 +65,11 @@ int cmd_up(int argc, char **argv) {
     /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */
     _cleanup_free_ char *ctl_kc = kite_asprintf("%s/controller-manager.kubeconfig", data_dir), *ctl_err = NULL;
     cargs.kubeconfig = ctl_kc;
+    /* the signer has the data dir's CA, as kube-controller-manager's --cluster-signing-*-file */
+    _cleanup_free_ char *ca_crt = kite_asprintf("%s/pki/ca.crt", data_dir), *ca_key = kite_asprintf("%s/pki/ca.key", data_dir);
+    cargs.signing_cert_file = ca_crt;
+    cargs.signing_key_file = ca_key;
+    cargs.signing_duration_ns = signing_duration_ns;
     if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
 

@@ -49,3 +49,40 @@ void kite_aggregator_stop(struct kite_aggregator *a);
 json_object *kite_aggregated_rules(json_object *role, json_object *const *roles, size_t n);
 /* A metav1.LabelSelector (JSON: matchLabels, matchExpressions) matches labels (may be NULL). */
 bool kite_label_selector_json_matches(json_object *sel, json_object *labels);
+
+/* CertificateSigningRequests (certificates.c), as kube-controller-manager's csrapproving and
+ * csrsigning controllers: one thread lists and watches CSRs; the approver approves node
+ * client requests whose requester a SubjectAccessReview allows (certificatesigningrequests/
+ * selfnodeclient for a node renewing its own, /nodeclient for a bootstrap token); the signer
+ * (only when given the CA) signs approved requests of the two client signers below. */
+#define KITE_CSR_SIGNER_KUBELET_CLIENT "kubernetes.io/kube-apiserver-client-kubelet"
+#define KITE_CSR_SIGNER_CLIENT "kubernetes.io/kube-apiserver-client"
+#define KITE_CSR_SIGNING_DURATION_DEFAULT_S (365 * 24 * 3600) /* --cluster-signing-duration */
+#define KITE_CSR_MIN_EXPIRATION_S 600                          /* spec.expirationSeconds floor */
+#define KITE_CSR_RETRY_MAX_S 30
+#define KITE_CSR_RESYNC_S 300
+
+struct kite_csrctl;
+struct kite_csrctl_options {
+    struct kite_client *client;          /* borrowed: must outlive the controller */
+    struct kite_clock *clock;            /* NULL = real */
+    const char *ca_cert_pem, *ca_key_pem; /* copied; both NULL: approve only, sign nothing */
+    int64_t signing_duration_s;          /* longest certificate issued; 0 = 1 year */
+};
+int kite_csrctl_start(const struct kite_csrctl_options *o, struct kite_csrctl **ret);
+/* Cancels the watch and joins. NULL is a no-op. */
+void kite_csrctl_stop(struct kite_csrctl *c);
+
+/* Asks whether the requester in a CSR's spec (borrowed: username, uid, groups, extra) may
+ * create certificatesigningrequests/<subresource>: 0 with *ret_allowed, or -errno. */
+typedef int (*kite_csr_sar_fn)(void *ud, json_object *spec, const char *subresource, bool *ret_allowed);
+/* The approver's decision on csr (borrowed): 1 approve (*ret_message: the condition's
+ * message, static), 0 not one for it (another signer, already decided, not a node client
+ * request), -EPERM a node client request its requester may not have approved, another -errno
+ * when a review failed. */
+int kite_csr_approval(json_object *csr, kite_csr_sar_fn sar, void *ud, const char **ret_message);
+/* The signer's work on csr (borrowed): 1 with *ret_cert_pem (malloc'ed) valid for
+ * min(max_s, spec.expirationSeconds), 0 nothing to do (another signer, not approved, already
+ * issued), or -errno with *ret_failure (static) when the request can never be signed. */
+int kite_csr_sign(json_object *csr, const char *ca_cert_pem, const char *ca_key_pem, int64_t max_s, char **ret_cert_pem,
+                  const char **ret_failure);
