@@ -70,6 +70,13 @@ struct kite_subresource {
      * its query (*ret_node, *ret_path, malloc'ed), or an HTTP code (400, 422) with *ret_msg. */
     int (*connect)(json_object *obj, const char *(*query)(void *qud, const char *name), void *qud, char **ret_node,
                    char **ret_path, char **ret_msg);
+    /* A view subresource (a workload's scale) is served for get, patch and update in another
+     * kind's shape (body_group/body_version/body_kind: "autoscaling", "v1", "Scale"): view()
+     * makes it from the object (borrowed; returns a new object), apply() writes what a client
+     * may change of a view (borrowed) into a copy of the object. A write through it is an
+     * update of the object (its `field` alone, and metadata), with the kind's validation. */
+    json_object *(*view)(json_object *obj);
+    void (*apply)(json_object *obj, json_object *view);
 };
 
 /* ---- kinds that are never stored (access reviews) --------------------------------------

@@ -126,7 +126,14 @@ static const struct boot_role ROLES[] = {
      RULE("\"update\"", "\"policy\"", "\"poddisruptionbudgets/status\"") ","
      RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"", "\"clusterroles\"") ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
-     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
+     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") ","
+     /* the job and daemon set controllers (upstream's job-controller, daemon-set-controller) */
+     RULE(READ "," "\"patch\",\"update\"", "\"batch\"", "\"jobs\"") ","
+     RULE("\"patch\",\"update\"", "\"batch\"", "\"jobs/status\",\"jobs/finalizers\"") ","
+     RULE(READ, "\"apps\"", "\"daemonsets\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
+     RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
+     RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","

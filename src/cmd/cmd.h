@@ -51,6 +51,8 @@ struct kite_controllers {
     struct kite_nsctl *nsctl;    /* these two run only while leading */
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
+    struct kite_jobs *jobs;      /* the job controller */
+    struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */
     char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
 };

@@ -8,6 +8,8 @@
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "controllers/controllers.h"
+#include "controllers/daemonset.h"
+#include "controllers/job.h"
 #include "controllers/leader.h"
 #include "controllers/manager.h"
 #include "pki/pki.h"
@@ -93,6 +95,11 @@ static void lead(void *ud) {
     struct kite_aggregator_options ao = {.client = c->client};
     if ((r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
         log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
+    struct kite_jobctl_options jo = {.client = c->client};
+    if ((r = kite_jobs_start(&jo, &c->jobs)) < 0) log_error(LOG, "cannot start the job controller: %s", strerror(-r));
+    struct kite_dsctl_options dso = {.client = c->client};
+    if ((r = kite_daemonsets_start(&dso, &c->daemonsets)) < 0)
+        log_error(LOG, "cannot start the daemon set controller: %s", strerror(-r));
     struct kite_csrctl_options co = {.client = c->client, .ca_cert_pem = c->signing_cert, .ca_key_pem = c->signing_key,
                                      .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC};
     if ((r = kite_csrctl_start(&co, &c->csrctl)) < 0)
@@ -104,6 +111,8 @@ static void unlead(void *ud) {
     struct kite_controllers *c = ud;
     kite_csrctl_stop(TAKE_PTR(c->csrctl));
     kite_aggregator_stop(TAKE_PTR(c->aggregator));
+    kite_jobs_stop(TAKE_PTR(c->jobs));
+    kite_daemonsets_stop(TAKE_PTR(c->daemonsets));
     kite_ctlmgr_stop(TAKE_PTR(c->nodes));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));
     log_info(LOG, "controllers stopped");

@@ -865,3 +865,34 @@ const struct kite_resource kite_kind_pod = {
     .fields = fields, .defaults = pod_defaults, .validate = pod_validate, .subresources = subresources,
     .delete_grace = pod_delete_grace, .default_tolerations = pod_default_tolerations,
 };
+
+/* ---- the pod template of workloads (core/v1 PodTemplateSpec; workload.h) ---- */
+
+ROOT(kite_schema_pod_template_spec, "PodTemplateSpec", F(1, "metadata", kite_schema_object_meta), F(2, "spec", pod_spec));
+
+/* SetDefaults_PodSpec and the containers' defaults, as on a pod; what only a pod gets (its
+ * status, and the spec fields SetDefaults_Pod and the Priority admission plugin give a pod) is
+ * not added: the template is hashed (pod-template-hash) as upstream stores it. */
+void kite_pod_template_defaults(json_object *tmpl) {
+    if (!is_obj(tmpl)) return;
+    static const char *const pod_only[] = {"enableServiceLinks", "priority", "preemptionPolicy"};
+    json_object *spec = kite_obj_ensure(tmpl, "spec");
+    bool had[KITE_ARRAY_SIZE(pod_only)];
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(pod_only); i++) had[i] = kite_obj_get(spec, pod_only[i]) != NULL;
+    bool had_status = kite_obj_get(tmpl, "status") != NULL;
+    pod_defaults(tmpl);
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(pod_only); i++)
+        if (!had[i]) json_object_object_del(spec, pod_only[i]);
+    if (!had_status) json_object_object_del(tmpl, "status");
+}
+
+/* ValidatePodTemplateSpec's spec part: a pod's checks, their fields under path ("spec.template"). */
+void kite_pod_template_validate(json_object *tmpl, const char *path, struct kite_causes *c) {
+    struct kite_causes own = {0};
+    pod_validate(tmpl, NULL, &own);
+    for (size_t i = 0; i < own.n; i++) {
+        _cleanup_free_ char *field = kite_asprintf("%s.%s", path, own.v[i].field);
+        kite_causes_add(c, own.v[i].reason, field, "%s", own.v[i].message);
+    }
+    kite_causes_release(&own);
+}
