@@ -28,6 +28,8 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_clusterrole,
     &kite_kind_rolebinding,
     &kite_kind_clusterrolebinding,
+    &kite_kind_service,
+    &kite_kind_endpointslice,
     NULL,
 };
 

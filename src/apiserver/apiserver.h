@@ -17,7 +17,13 @@ struct kite_apiserver_options {
     const char *audit_log_path; /* --audit-log-path: audit.k8s.io/v1 Events, one JSON line each; NULL = off */
     int64_t audit_log_maxsize_mb; /* rotate past this many MB; 0 = never */
     int64_t audit_log_maxbackup;  /* rotated files kept; 0 = all */
+    const char *service_cidr;     /* --service-cluster-ip-range; NULL = KITE_SERVICE_CIDR_DEFAULT */
 };
+#define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
+#define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */
+#define KITE_SERVICE_CIDR_PREFIX_MAX 28
+#define KITE_NODE_PORT_RANGE_FIRST 30000 /* kube-apiserver's --service-node-port-range default */
+#define KITE_NODE_PORT_RANGE_LAST 32767
 
 struct kite_apiserver;
 /* Locks data_dir (one apiserver per data dir), opens the store, ensures certificates and

@@ -25,6 +25,7 @@ struct write_op {
     bool has_grace;           /* DELETE: DeleteOptions.gracePeriodSeconds given (grace, >= 0) */
     int64_t grace;
     int status_reply;         /* answer a success with a Status Success of this code (actions) */
+    struct kite_pools_op *pools; /* values this write reserved (a Service's cluster IP), released at its end */
     struct apiserver_work work; /* on the retry thread's queue: runs run_op again */
     struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
     bool holds_key;           /* holds key in the server's keyq: released when the op ends */

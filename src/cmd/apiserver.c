@@ -32,7 +32,8 @@ void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserve
                                          .event_ttl_s = a->event_ttl_ns / KITE_NS_PER_SEC,
                                          .force_recover = a->force_recover, .audit_log_path = a->audit_path,
                                          .audit_log_maxsize_mb = a->audit_maxsize_mb,
-                                         .audit_log_maxbackup = a->audit_maxbackup};
+                                         .audit_log_maxbackup = a->audit_maxbackup,
+                                         .service_cidr = a->service_cidr};
 }
 
 int cmd_apiserver(int argc, char **argv) {

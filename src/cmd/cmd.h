@@ -55,7 +55,7 @@ void kite_block_signals(void);
 #define MAX_CONNECTIONS 200000
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens, *audit_path;
+    const char *data_dir, *listen, *store, *tokens, *audit_path, *service_cidr;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -79,7 +79,9 @@ struct apiserver_args {
              "line each", NULL, &(a)->audit_path),                                                               \
     FLAG_INT("audit-log-maxsize", "rotate the audit log before it passes this many megabytes (0: never)", "0", 0,  \
              1024 * 1024, &(a)->audit_maxsize_mb),                                                               \
-    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup)
+    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup), \
+    FLAG_STR("service-cluster-ip-range", "CIDR", "IPv4 range Services' cluster IPs are allocated from (prefix /12 to " \
+             "/28); its\nfirst address is the kubernetes Service's", "10.96.0.0/12", &(a)->service_cidr)
 /* Fills o from the parsed flags (borrowing strings from a). */
 void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 

@@ -22,5 +22,5 @@ extern const struct kite_resource kite_kind_role;               /* rbac.authoriz
 extern const struct kite_resource kite_kind_clusterrole;
 extern const struct kite_resource kite_kind_rolebinding;
 extern const struct kite_resource kite_kind_clusterrolebinding;
-/* Printers of kinds not served yet */
-extern const struct kite_table_printer kite_endpointslice_printer;
+extern const struct kite_resource kite_kind_service;       /* core/v1 */
+extern const struct kite_resource kite_kind_endpointslice; /* discovery.k8s.io/v1 */

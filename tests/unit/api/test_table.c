@@ -14,7 +14,6 @@ static int64_t now_s(void) {
 
 /* The printer of the row serving kind (any group), or NULL. */
 static const struct kite_table_printer *printer_for(const char *kind) {
-    if (kind && strcmp(kind, "EndpointSlice") == 0) return &kite_endpointslice_printer;
     for (size_t i = 0; kind && kite_resources[i]; i++)
         if (strcmp(kite_resources[i]->kind, kind) == 0) return kite_resources[i]->table;
     return NULL;
