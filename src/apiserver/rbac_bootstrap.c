@@ -121,7 +121,11 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"coordination.k8s.io\"", "\"leases\"") ","
      RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"", "\"clusterroles\"") ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
-     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
+     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") ","
+     /* the EndpointSlice controller (upstream's endpointslice-controller) */
+     RULE(READ, CORE, "\"services\"") ","
+     RULE("\"update\"", CORE, "\"services/finalizers\"") ","
+     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","

@@ -38,6 +38,7 @@ struct kite_controllers {
     struct kite_nsctl *nsctl;    /* these two run only while leading */
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
+    struct kite_epsctl *endpointslices; /* the EndpointSlice controller */
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */

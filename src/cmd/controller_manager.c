@@ -8,6 +8,7 @@
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "controllers/controllers.h"
+#include "controllers/endpointslice.h"
 #include "controllers/leader.h"
 #include "controllers/manager.h"
 
@@ -79,11 +80,15 @@ static void lead(void *ud) {
     struct kite_aggregator_options ao = {.client = c->client};
     if ((r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
         log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
+    struct kite_epsctl_options eo = {.client = c->client};
+    if ((r = kite_epsctl_start(&eo, &c->endpointslices)) < 0)
+        log_error(LOG, "cannot start the endpointslice controller: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
+    kite_epsctl_stop(TAKE_PTR(c->endpointslices));
     kite_aggregator_stop(TAKE_PTR(c->aggregator));
     kite_ctlmgr_stop(TAKE_PTR(c->nodes));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));
