@@ -280,6 +280,15 @@ static bool meta_differs(json_object *slice, json_object *svc) {
     return differs;
 }
 
+static bool owned_by(json_object *slice, json_object *svc) {
+    json_object *refs = kite_obj_get(kite_obj_meta(slice), "ownerReferences");
+    for (size_t i = 0; i < arr_n(refs); i++) {
+        json_object *r = json_object_array_get_idx(refs, i);
+        if (strcmp(str(r, "kind"), "Service") == 0 && strcmp(str(r, "uid"), str(kite_obj_meta(svc), "uid")) == 0) return true;
+    }
+    return false;
+}
+
 static void finish_slice(struct work_slice *w, json_object *svc, struct kite_eps_plan *out) {
     if (!w->keep) {
         push_name(out, w->obj);
@@ -395,10 +404,51 @@ void kite_eps_reconcile(json_object *svc, json_object *const *pods, size_t n_pod
         }
     }
     for (size_t i = 0; i < n_slices; i++) {
+        /* a slice to delete and one to create: the new one takes the old one's place, one
+         * update instead of two writes (upstream's finalize), when the old is this Service's */
+        if (!ws[i].keep && out->n_create && owned_by(slices[i], svc)) {
+            json_object *c = out->create[--out->n_create];
+            json_object *meta = kite_obj_meta(c);
+            kite_obj_set(meta, "name", jstr(kite_meta_str(slices[i], "name")));
+            const char *rv = kite_meta_str(slices[i], "resourceVersion");
+            if (rv) kite_obj_set(meta, "resourceVersion", jstr(rv));
+            push(&out->update, &out->n_update, c);
+            goto next;
+        }
         finish_slice(&ws[i], svc, out);
+    next:
         json_object_put(ws[i].obj);
         json_object_put(ws[i].eps);
     }
     free(ws);
     groups_free(gs, ng);
+}
+
+/* ---- the writes -------------------------------------------------------------------------------- */
+
+#define SLICES_PATH "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
+
+int kite_eps_apply(struct kite_client *client, const char *ns, const struct kite_eps_plan *p,
+                   void (*written)(void *ud, json_object *slice), void (*deleted)(void *ud, const char *ns, const char *name),
+                   void *ud) {
+    int err = 0;
+    _cleanup_free_ char *coll = kite_asprintf(SLICES_PATH, ns);
+    /* creates first, as upstream: an endpoint moving between slices is never missing from all */
+    for (size_t i = 0; i < p->n_create + p->n_update; i++) {
+        bool update = i >= p->n_create;
+        json_object *slice = update ? p->update[i - p->n_create] : p->create[i];
+        _cleanup_free_ char *path = update ? kite_asprintf("%s/%s", coll, kite_meta_str(slice, "name")) : kite_strdup(coll);
+        json_object *ans = NULL;
+        int e = kite_client_json(client, update ? "PUT" : "POST", path, NULL, slice, NULL, &ans);
+        if (e == 0 && written) written(ud, ans);
+        else if (e < 0 && !err && !(e == -ENOENT && !update)) err = e; /* a create's -ENOENT: the namespace is going */
+        json_object_put(ans);
+    }
+    for (size_t i = 0; i < p->n_del; i++) {
+        _cleanup_free_ char *path = kite_asprintf("%s/%s", coll, p->del[i]);
+        int e = kite_client_json(client, "DELETE", path, NULL, NULL, NULL, NULL);
+        if ((e == 0 || e == -ENOENT) && deleted) deleted(ud, ns, p->del[i]);
+        else if (e < 0 && !err) err = e;
+    }
+    return err;
 }

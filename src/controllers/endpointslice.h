@@ -64,6 +64,13 @@ void kite_eps_reconcile(json_object *svc, json_object *const *pods, size_t n_pod
                         size_t n_slices, const char *(*zone)(void *ud, const char *node), void *ud, size_t max,
                         struct kite_eps_plan *out);
 
+/* Makes the plan's writes in namespace ns: creates, updates, then deletes. written(ud, slice)
+ * hears each slice as the server answered a write of it, deleted(ud, ns, name) each slice gone
+ * (either may be NULL). Returns 0, or the first failure (-EEXIST: a conflict). */
+int kite_eps_apply(struct kite_client *client, const char *ns, const struct kite_eps_plan *p,
+                   void (*written)(void *ud, json_object *slice), void (*deleted)(void *ud, const char *ns, const char *name),
+                   void *ud);
+
 /* ---- the controller -------------------------------------------------------------------------- */
 
 struct kite_epsctl;

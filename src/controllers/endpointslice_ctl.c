@@ -265,48 +265,19 @@ static void snapshot_release(struct snapshot *s) {
     free(s->slices);
 }
 
-/* Makes the plan's writes; returns 0 or the first failure. */
-static int apply_plan(struct kite_epsctl *c, const char *ns, struct kite_eps_plan *p) {
-    int err = 0;
-    _cleanup_free_ char *coll = kite_asprintf(SLICES_PATH "/namespaces/%s/endpointslices", ns);
-    for (size_t i = 0; i < p->n_update; i++) {
-        _cleanup_free_ char *path = kite_asprintf("%s/%s", coll, kite_meta_str(p->update[i], "name"));
-        json_object *ans = NULL;
-        int e = kite_client_json(c->client, "PUT", path, NULL, p->update[i], NULL, &ans);
-        if (e == 0) {
-            pthread_mutex_lock(&c->mu);
-            slice_put(c, ans);
-            pthread_mutex_unlock(&c->mu);
-        } else if (!err) {
-            err = e;
-        }
-        json_object_put(ans);
-    }
-    for (size_t i = 0; i < p->n_create; i++) {
-        json_object *ans = NULL;
-        int e = kite_client_json(c->client, "POST", coll, NULL, p->create[i], NULL, &ans);
-        if (e == 0) {
-            pthread_mutex_lock(&c->mu);
-            slice_put(c, ans);
-            pthread_mutex_unlock(&c->mu);
-        } else if (!err && e != -ENOENT) { /* the namespace is going away */
-            err = e;
-        }
-        json_object_put(ans);
-    }
-    for (size_t i = 0; i < p->n_del; i++) {
-        _cleanup_free_ char *path = kite_asprintf("%s/%s", coll, p->del[i]);
-        int e = kite_client_json(c->client, "DELETE", path, NULL, NULL, NULL, NULL);
-        if (e == 0 || e == -ENOENT) {
-            _cleanup_free_ char *key = kite_asprintf("%s/%s", ns, p->del[i]);
-            pthread_mutex_lock(&c->mu);
-            json_object_put(kite_map_del(&c->slices, key));
-            pthread_mutex_unlock(&c->mu);
-        } else if (!err) {
-            err = e;
-        }
-    }
-    return err;
+static void written(void *ud, json_object *slice) {
+    struct kite_epsctl *c = ud;
+    pthread_mutex_lock(&c->mu);
+    slice_put(c, slice);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void deleted(void *ud, const char *ns, const char *name) {
+    struct kite_epsctl *c = ud;
+    _cleanup_free_ char *key = kite_asprintf("%s/%s", ns, name);
+    pthread_mutex_lock(&c->mu);
+    json_object_put(kite_map_del(&c->slices, key));
+    pthread_mutex_unlock(&c->mu);
 }
 
 static int64_t retry_delay_ns(int attempts) {
@@ -324,7 +295,7 @@ static void sync_one(struct kite_epsctl *c, char *key) {
     int err = 0;
     if (plan.n_create || plan.n_update || plan.n_del) {
         _cleanup_free_ char *ns = kite_strndup(key, strchr(key, '/') ? (size_t)(strchr(key, '/') - key) : 0);
-        err = apply_plan(c, ns, &plan);
+        err = kite_eps_apply(c->client, ns, &plan, written, deleted, c);
     }
     kite_eps_plan_release(&plan);
     snapshot_release(&s);

@@ -87,6 +87,11 @@ static int handler(void *ud, const char *method, const char *fullpath, const cha
         goto out;
     }
     if (strcmp(method, "POST") == 0) {
+        const char *gen = kite_meta_str(in, "generateName");
+        if (!kite_meta_str(in, "name") && gen) { /* the server's generateName: a 5-character suffix */
+            _cleanup_free_ char *n = kite_asprintf("%s%05llu", gen, (unsigned long long)(f->rv + 1) % 100000);
+            kite_obj_set(kite_obj_ensure(in, "metadata"), "name", json_object_new_string(n));
+        }
         const char *name = kite_meta_str(in, "name");
         _cleanup_free_ char *p = kite_asprintf("%s/%s", path, name ? name : "");
         if (kite_map_get(&f->objs, p)) {

@@ -138,6 +138,8 @@ static const char *const COLLECTIONS[] = {
     "/api/v1/namespaces/team-a/serviceaccounts",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
+    "/api/v1/namespaces/team-a/services",
+    "/apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices",
 };
 
 #define TERMINATING(finalizers)                                                                          \
