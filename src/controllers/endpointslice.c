@@ -216,7 +216,7 @@ static json_object *slice_labels(json_object *svc) {
     json_object *l = json_object_new_object();
     json_object *sl = kite_obj_get(kite_obj_meta(svc), "labels");
     if (sl && json_object_is_type(sl, json_type_object)) {
-        json_object_object_foreach(sl, k, v) kite_obj_set(l, k, json_object_get(v));
+        json_object_object_foreach(sl, k, v) kite_obj_set(l, k, jstr(json_object_get_string(v))); /* copies: no shared refs */
     }
     json_object_object_del(l, KITE_EPS_LABEL_HEADLESS);
     kite_obj_set(l, KITE_EPS_LABEL_SERVICE_NAME, jstr(str(kite_obj_meta(svc), "name")));

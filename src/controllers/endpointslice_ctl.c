@@ -96,9 +96,18 @@ static void enqueue_all(struct kite_epsctl *c) {
 
 /* ---- the cache (informer threads) -------------------------------------------------------------- */
 
+/* The cache holds its own copies: json-c's reference counts are not atomic, and the informer
+ * and the write answers release theirs on other threads. Every reference to a cached object is
+ * taken and dropped under mu. */
+static json_object *copy(json_object *o) {
+    json_object *c = NULL;
+    json_object_deep_copy(o, &c, NULL);
+    return c;
+}
+
 static void cache_put(struct kite_map *m, json_object *obj) {
     _cleanup_free_ char *key = kite_informer_key(obj);
-    if (key) json_object_put(kite_map_put(m, key, json_object_get(obj)));
+    if (key) json_object_put(kite_map_put(m, key, copy(obj)));
 }
 static void cache_del(struct kite_map *m, json_object *obj) {
     _cleanup_free_ char *key = kite_informer_key(obj);
@@ -163,7 +172,7 @@ static void slice_put(struct kite_epsctl *c, json_object *o) {
     if (!key) return;
     json_object *have = kite_map_get(&c->slices, key);
     if (have && kite_ctl_rv(have) > kite_ctl_rv(o)) return;
-    json_object_put(kite_map_put(&c->slices, key, json_object_get(o)));
+    json_object_put(kite_map_put(&c->slices, key, copy(o)));
 }
 
 static void slice_touched(struct kite_epsctl *c, json_object *o) {
@@ -286,20 +295,21 @@ static int64_t retry_delay_ns(int attempts) {
     return d < KITE_EPS_RETRY_MAX_S * KITE_NS_PER_SEC ? d : KITE_EPS_RETRY_MAX_S * KITE_NS_PER_SEC;
 }
 
+/* Called with mu held; drops it for the writes only (the plan holds no cached object). */
 static void sync_one(struct kite_epsctl *c, char *key) {
     struct snapshot s;
     snapshot_take(c, key, &s);
-    pthread_mutex_unlock(&c->mu);
     struct kite_eps_plan plan;
     kite_eps_reconcile(s.svc, s.pods, s.n_pods, s.slices, s.n_slices, zone_of, c, c->max, &plan);
+    snapshot_release(&s);
     int err = 0;
     if (plan.n_create || plan.n_update || plan.n_del) {
+        pthread_mutex_unlock(&c->mu);
         _cleanup_free_ char *ns = kite_strndup(key, strchr(key, '/') ? (size_t)(strchr(key, '/') - key) : 0);
         err = kite_eps_apply(c->client, ns, &plan, written, deleted, c);
+        pthread_mutex_lock(&c->mu);
     }
     kite_eps_plan_release(&plan);
-    snapshot_release(&s);
-    pthread_mutex_lock(&c->mu);
     struct retry *r = kite_map_get(&c->retries, key);
     if (err == 0) {
         free(kite_map_del(&c->retries, key));
@@ -340,7 +350,7 @@ static void *run(void *ud) {
         int64_t next = due_retries(c);
         if (c->synced == (1u << INF_COUNT) - 1 && c->qn) {
             char *key = dequeue(c);
-            sync_one(c, key); /* drops and retakes mu */
+            sync_one(c, key); /* drops mu while it writes */
             free(key);
             continue;
         }

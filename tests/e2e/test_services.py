@@ -83,6 +83,12 @@ def test_defaults_and_allocation(cluster):
     # deleting frees the address at once
     api.ok("DELETE", f"{SVCS}/fixed")
     assert api.ok("POST", SVCS, svc("fixed", clusterIP="10.96.0.42"))["spec"]["clusterIP"] == "10.96.0.42"
+    # a Service that becomes an ExternalName lets its address go
+    api.ok("POST", SVCS, svc("tochange", clusterIP="10.96.0.60"))
+    r = api.patch(f"{SVCS}/tochange", {"spec": {"type": "ExternalName", "externalName": "example.com"}})
+    assert r.status == 200, r
+    assert "clusterIP" not in r.json()["spec"] and "ipFamilies" not in r.json()["spec"], r.json()
+    assert api.ok("POST", SVCS, svc("took", clusterIP="10.96.0.60"))["spec"]["clusterIP"] == "10.96.0.60"
     # headless and NodePort
     assert api.ok("POST", SVCS, svc("headless", clusterIP="None"))["spec"]["clusterIPs"] == ["None"]
     np = api.ok("POST", SVCS, svc("np", type="NodePort"))["spec"]

@@ -219,14 +219,42 @@ static void allocate_node_port(json_object *o, const char *key, const char *fiel
         kite_causes_add(c, "FieldValueInvalid", field,
                         "Invalid value: %lld: provided port is not in the valid range. The range of valid ports is %s",
                         (long long)np, ps->range(ps, KITE_POOL_NODE_PORT));
+    else if (r == -ENOSPC)
+        kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: %lld: more than %d allocated values in one Service",
+                        (long long)np, KITE_POOL_VALUES_MAX);
     else if (r < 0)
         kite_causes_add(c, "FieldValueInvalid", field, "Invalid value: %lld: provided port is already allocated",
                         (long long)np);
 }
 
+/* dropTypeDependentFields: a type change drops what the old type had allocated and the new
+ * one does not use, when the update left it as it was (the cluster IP of a Service that
+ * becomes an ExternalName, the node ports of one that stops being a NodePort). */
+static void drop_unchanged(json_object *spec, json_object *old_spec, const char *k) {
+    if (kite_obj_get(spec, k) && kite_json_equal(kite_obj_get(spec, k), kite_obj_get(old_spec, k)))
+        json_object_object_del(spec, k);
+}
+
+static void drop_type_dependent(json_object *spec, json_object *old_spec) {
+    if (!needs_cluster_ip(spec) && needs_cluster_ip(old_spec)) {
+        static const char *const keys[] = {"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"};
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(keys); i++) drop_unchanged(spec, old_spec, keys[i]);
+    }
+    if (!needs_node_ports(spec) && needs_node_ports(old_spec)) {
+        json_object *ports = OBJ(spec, "ports");
+        for (size_t i = 0; i < arr_len(ports); i++) {
+            json_object *p = json_object_array_get_idx(ports, i), *op = old_port(old_spec, p);
+            if (op && kite_obj_get(p, "nodePort") && int_or(kite_obj_get(p, "nodePort"), 0) == int_or(kite_obj_get(op, "nodePort"), -1))
+                json_object_object_del(p, "nodePort");
+        }
+    }
+    if (!needs_health_check_port(spec) && needs_health_check_port(old_spec)) drop_unchanged(spec, old_spec, "healthCheckNodePort");
+}
+
 static void service_allocate(json_object *obj, json_object *old, struct kite_pools *ps, struct kite_causes *c) {
     json_object *spec = OBJ(obj, "spec"), *old_spec = old ? OBJ(old, "spec") : NULL;
     if (!spec || !json_object_is_type(spec, json_type_object)) return;
+    if (old_spec) drop_type_dependent(spec, old_spec);
     if (needs_cluster_ip(spec)) allocate_cluster_ip(spec, old_spec, ps, c);
     if (!needs_node_ports(spec)) return;
     json_object *ports = OBJ(spec, "ports");
