@@ -5,7 +5,8 @@ usage: endpoints.py [--kite PATH] [--pods 4] [--flips 200] [--keep]
 
 Starts `kite up` (apiserver, controllers and agent in one process; its own pod bridge and CIDR)
 on a temp dir with the busybox image imported, a Service and --pods pods it selects. Each pod's
-container has an exec readiness probe (`test -f /flag/ready`, every second, failureThreshold 1)
+container has an exec readiness probe (`test -f /flag/ready`, every second, failureThreshold 1,
+timeoutSeconds 10)
 on a file of its own in a hostPath volume. The bench removes or creates one pod's file at a time
 (every pod in turn, --flips flips in all) and two watchers (pods, endpointslices) record when
 the pod's Ready condition changed and when its endpoint's conditions.ready did:
@@ -36,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 SLICES = f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices"
-TIMEOUT = 30
+TIMEOUT = 60
 
 
 def log(msg):
@@ -157,7 +158,10 @@ def main():
             w.start()
         flags = work / "flags"
         names = [f"b{i}" for i in range(a.pods)]
-        probe = {"exec": {"command": ["test", "-f", "/flag/ready"]}, "periodSeconds": 1, "failureThreshold": 1}
+        # a generous timeout: on a loaded machine a `runc exec` can take over the default 1 s, and a
+        # probe that times out would flip readiness on its own
+        probe = {"exec": {"command": ["test", "-f", "/flag/ready"]}, "periodSeconds": 1, "failureThreshold": 1,
+                 "timeoutSeconds": 10}
         for name in names:
             (flags / name).mkdir(parents=True)
             (flags / name / "ready").touch()
@@ -178,7 +182,7 @@ def main():
                 while not pred():
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        log(f"not seen within {TIMEOUT} s: {what}")
+                        log(f"not seen within {TIMEOUT} s: {what() if callable(what) else what}")
                         sys.exit(1)
                     cv.wait(left)
 
@@ -194,7 +198,9 @@ def main():
                 f.touch()
             else:
                 f.unlink()
-            wait(lambda: pod_ready.get(name) == want and ep_ready.get(name) == want, f"{name} ready={want}")
+            wait(lambda: pod_ready.get(name) == want and ep_ready.get(name) == want,
+                 lambda: f"{name} ready={want} (pod Ready seen: {pod_ready.get(name)}, "
+                         f"endpoint ready seen: {ep_ready.get(name)})")
             with cv:
                 ctl_ms.append((ep_changed[name] - pod_changed[name]) * 1000)
                 e2e_ms.append((ep_changed[name] - t0) * 1000)
