@@ -215,10 +215,10 @@ Test(endpointslice, placeholder_then_endpoints_in_place) {
 Test(endpointslice, at_most_100_a_slice_and_least_churn) {
     struct world w;
     world_init(&w);
-    char name[16], ip[16];
-    for (int i = 0; i < 250; i++) {
-        snprintf(name, sizeof name, "p%03d", i);
-        snprintf(ip, sizeof ip, "10.1.%d.%d", i / 200, i % 200 + 1);
+    char name[16], ip[32];
+    for (unsigned i = 0; i < 250; i++) {
+        snprintf(name, sizeof name, "p%03u", i);
+        snprintf(ip, sizeof ip, "10.1.%u.%u", i / 200, i % 200 + 1);
         add_pod(&w, name, ip, true);
     }
     cr_expect_eq(step(&w), 300, "250 endpoints: three new slices");
