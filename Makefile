@@ -52,7 +52,7 @@ DEPS_pki       := pki base
 DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client http pki api json base
-DEPS_controllers := controllers client api json base
+DEPS_controllers := controllers client pki api json base
 # cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
 DEPS_cmd       := cmd api json base
 # extra modules a module's unit tests may link (test fixtures only)

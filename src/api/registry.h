@@ -188,6 +188,9 @@ struct kite_resource {
      * stored as core v1 Event). to_storage/from_storage edit obj in place. */
     void (*to_storage)(json_object *obj);
     void (*from_storage)(json_object *obj);
+    /* spec.username, uid, groups and extra are the creating user's, whatever the body says
+     * (CertificateSigningRequests: who asked is what the approver judges). */
+    bool spec_requester;
 };
 
 /* All registered resources, NULL-terminated, in discovery order. */

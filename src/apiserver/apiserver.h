@@ -17,6 +17,7 @@ struct kite_apiserver_options {
     const char *audit_log_path; /* --audit-log-path: audit.k8s.io/v1 Events, one JSON line each; NULL = off */
     int64_t audit_log_maxsize_mb; /* rotate past this many MB; 0 = never */
     int64_t audit_log_maxbackup;  /* rotated files kept; 0 = all */
+    bool always_allow;         /* --authorization-mode=AlwaysAllow: every request is authorized (benchmarks) */
     const char *service_cidr;     /* --service-cluster-ip-range; NULL = KITE_SERVICE_CIDR_DEFAULT */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"

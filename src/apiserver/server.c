@@ -44,6 +44,7 @@ void req_free(struct req *rq) {
     free(rq->name);
     free(rq->sub);
     free(rq->impersonation_mem);
+    free(rq->authn_mem);
     free(rq->audit_head);
     free(rq);
 }
@@ -216,6 +217,11 @@ static void add_group(struct kite_user *u, const char *g) {
  * --anonymous-auth=true would answer 403 there instead. */
 static bool authenticate(struct req *rq) {
     const struct kite_http_user *hu = rq->http->user;
+    /* the union authenticator's next member: a token the static file did not know */
+    if (!hu && rq->http->authn_failed && apiserver_bootstrap_token(rq)) {
+        add_group(&rq->user, "system:authenticated");
+        return apiserver_impersonate(rq);
+    }
     if (rq->http->authn_failed || (!hu && !apiserver_is_public_path(rq->http->path))) {
         reply_error(rq, 401, "Unauthorized", "Unauthorized");
         return false;
@@ -552,6 +558,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         s->n_storages++;
     }
     if ((r = kite_node_graph_start(s)) < 0) return fail(ret_error, r, "cannot build the node authorizer's pod graph");
+    s->always_allow = o->always_allow;
     if ((r = pools_start(s, o->service_cidr ? o->service_cidr : KITE_SERVICE_CIDR_DEFAULT, ret_error)) < 0) return r;
     if (o->audit_log_path) {
         struct kite_audit_options ao = {.path = o->audit_log_path, .max_size_mb = o->audit_log_maxsize_mb,
@@ -592,14 +599,18 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     _cleanup_free_ char *kcp = kite_asprintf("%s/admin.kubeconfig", o->data_dir);
     /* unchanged: a restart needs no free disk space */
     if ((r = kite_write_file_atomic(kcp, kc, strlen(kc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", kcp);
-    /* controller-manager.kubeconfig: the controllers' identity (system:kube-controller-manager) */
-    _cleanup_free_ char *ccp = kite_asprintf("%s/controller-manager.crt", pki), *ckp = kite_asprintf("%s/controller-manager.key", pki);
-    _cleanup_free_ char *ccert = NULL, *ckey = NULL;
-    if ((r = kite_pki_read_file(ccp, &ccert)) < 0 || (r = kite_pki_read_file(ckp, &ckey)) < 0)
-        return fail(ret_error, r, "cannot read %s", ccert ? ckp : ccp);
-    _cleanup_free_ char *ckc = kite_pki_kubeconfig("kite", s->url, ca, ccert, ckey, NULL);
-    _cleanup_free_ char *ckcp = kite_asprintf("%s/controller-manager.kubeconfig", o->data_dir);
-    if ((r = kite_write_file_atomic(ckcp, ckc, strlen(ckc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", ckcp);
+    /* controller-manager.kubeconfig and scheduler.kubeconfig: the control plane's own identities
+     * (system:kube-controller-manager, system:kube-scheduler) */
+    static const char *const identities[] = {"controller-manager", "scheduler"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(identities); i++) {
+        _cleanup_free_ char *ccp = kite_asprintf("%s/%s.crt", pki, identities[i]), *ckp = kite_asprintf("%s/%s.key", pki, identities[i]);
+        _cleanup_free_ char *ccert = NULL, *ckey = NULL;
+        if ((r = kite_pki_read_file(ccp, &ccert)) < 0 || (r = kite_pki_read_file(ckp, &ckey)) < 0)
+            return fail(ret_error, r, "cannot read %s", ccert ? ckp : ccp);
+        _cleanup_free_ char *ckc = kite_pki_kubeconfig("kite", s->url, ca, ccert, ckey, NULL);
+        _cleanup_free_ char *ckcp = kite_asprintf("%s/%s.kubeconfig", o->data_dir, identities[i]);
+        if ((r = kite_write_file_atomic(ckcp, ckc, strlen(ckc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", ckcp);
+    }
     if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0)
         return fail(ret_error, -EAGAIN, "cannot start the housekeeping thread");
     pthread_setname_np(s->compactor, "housekeeping");

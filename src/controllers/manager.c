@@ -18,7 +18,8 @@ struct runner {
 struct kite_ctlmgr {
     struct kite_nlc *nlc;
     struct kite_tec *tec;
-    struct runner rn, rt;
+    struct kite_podgc *gc;
+    struct runner rn, rt, rg;
     struct kite_informer *nodes, *leases, *pods;
 };
 
@@ -70,21 +71,27 @@ static int64_t nlc_step(void *c) { return kite_nlc_step(c); }
 static bool nlc_pending(void *c) { return kite_nlc_pending(c); }
 static int64_t tec_step(void *c) { return kite_tec_step(c); }
 static bool tec_pending(void *c) { return kite_tec_pending(c); }
+static int64_t gc_step(void *c) { return kite_podgc_step(c); }
+static bool gc_pending(void *c) { return kite_podgc_pending(c); }
 
 static void node_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_upsert(m->nlc, o);
     kite_tec_node_upsert(m->tec, o);
+    kite_podgc_node_upsert(m->gc, o);
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
 }
 static void node_update(void *ud, json_object *old, json_object *o) { node_add(ud, o); }
 static void node_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_delete(m->nlc, o);
     kite_tec_node_delete(m->tec, o);
+    kite_podgc_node_delete(m->gc, o);
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
 }
 static void lease_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
@@ -96,14 +103,18 @@ static void pod_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_pod_upsert(m->nlc, o);
     kite_tec_pod_upsert(m->tec, o);
+    kite_podgc_pod_upsert(m->gc, o);
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
 }
 static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }
 static void pod_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_tec_pod_delete(m->tec, o);
+    kite_podgc_pod_delete(m->gc, o);
     kick(&m->rt);
+    kick(&m->rg);
 }
 
 int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **ret) {
@@ -113,9 +124,13 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
     m->nlc = kite_nlc_new(&no);
     struct kite_tec_options to = {.client = o->client, .clock = no.clock};
     m->tec = kite_tec_new(&to);
+    struct kite_podgc_options go = o->podgc;
+    go.client = o->client, go.clock = no.clock;
+    m->gc = kite_podgc_new(&go);
     int r;
     if ((r = runner_start(&m->rn, "node-lifecycle", nlc_step, nlc_pending, m->nlc)) < 0 ||
-        (r = runner_start(&m->rt, "taint-eviction", tec_step, tec_pending, m->tec)) < 0)
+        (r = runner_start(&m->rt, "taint-eviction", tec_step, tec_pending, m->tec)) < 0 ||
+        (r = runner_start(&m->rg, "pod-gc", gc_step, gc_pending, m->gc)) < 0)
         goto fail;
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/nodes", .name = "inf-nodes", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = node_add, .update = node_update, .del = node_del, .ud = m};
@@ -142,7 +157,9 @@ void kite_ctlmgr_stop(struct kite_ctlmgr *m) {
     kite_informer_stop(m->pods);
     runner_stop(&m->rn);
     runner_stop(&m->rt);
+    runner_stop(&m->rg);
     kite_nlc_free(m->nlc);
+    kite_podgc_free(m->gc);
     kite_tec_free(m->tec);
     free(m);
 }

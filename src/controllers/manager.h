@@ -5,11 +5,13 @@
  * condition variable (no polling). */
 #pragma once
 #include "controllers/nodelifecycle.h"
+#include "controllers/podgc.h"
 #include "controllers/tainteviction.h"
 
 struct kite_ctlmgr_options {
     struct kite_client *client;   /* borrowed */
     struct kite_nlc_options nlc;  /* client and clock are taken from here */
+    struct kite_podgc_options podgc; /* its threshold and orphan delay */
 };
 struct kite_ctlmgr;
 int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **ret);
