@@ -33,6 +33,8 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_deployment,
     &kite_kind_job,
     &kite_kind_daemonset,
+    &kite_kind_service,
+    &kite_kind_endpointslice,
     NULL,
 };
 

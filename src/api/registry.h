@@ -15,7 +15,7 @@
 
 /* PATH_SEGMENT: any name that is a valid URL path segment (not "." or "..", no '/' or '%'),
  * as RBAC objects' names ("system:basic-user"). */
-enum kite_name_rule { KITE_NAME_SUBDOMAIN = 0, KITE_NAME_LABEL = 1, KITE_NAME_PATH_SEGMENT = 2 };
+enum kite_name_rule { KITE_NAME_SUBDOMAIN = 0, KITE_NAME_LABEL = 1, KITE_NAME_PATH_SEGMENT = 2, KITE_NAME_DNS1035 = 3 };
 
 /* What a guarded delete may do (kite_subresource.guard): code 0 goes on with the delete, else
  * it is answered code with message (and one cause, cause_reason/cause, when set); update is
@@ -120,6 +120,31 @@ struct kite_review_env {
     void *ud;
 };
 
+/* ---- values the server hands out ------------------------------------------------------
+ * Some fields hold values unique among a kind's objects that the server allocates from ranges
+ * of its configuration (a Service's cluster IPs from --service-cluster-ip-range, its node
+ * ports from 30000-32767), as kube-apiserver's allocators. The kind's hooks say which values an
+ * object holds and fill in the ones it asks for; the server keeps what is in use. */
+enum kite_pool { KITE_POOL_SERVICE_IP, KITE_POOL_NODE_PORT, KITE_POOL_COUNT };
+struct kite_pools {
+    /* Takes value v (an IPv4 address in host order, or a port): 0; -EEXIST when in use; -ERANGE
+     * when outside the pool's range. */
+    int (*take)(struct kite_pools *ps, enum kite_pool p, uint32_t v);
+    /* Takes a free value: 0 and *ret; -ENOSPC when the range is full. */
+    int (*pick)(struct kite_pools *ps, enum kite_pool p, uint32_t *ret);
+    /* The pool's range as its flag spells it ("10.96.0.0/12", "30000-32767"), for messages. */
+    const char *(*range)(struct kite_pools *ps, enum kite_pool p);
+    /* The first address of the service range (the `kubernetes` Service's). */
+    uint32_t (*first)(struct kite_pools *ps, enum kite_pool p);
+    void *ud;
+};
+/* One value an object holds. */
+struct kite_pool_value {
+    enum kite_pool pool;
+    uint32_t v;
+};
+#define KITE_POOL_VALUES_MAX 64 /* values one object may hold (more are not recorded) */
+
 /* A row's group and version, and its apiVersion derived from them at compile time. */
 #define KITE_CORE_V1 .group = "", .version = "v1", .api_version = "v1"
 #define KITE_GROUP_VERSION(g, v) .group = g, .version = v, .api_version = g "/" v
@@ -184,6 +209,14 @@ struct kite_resource {
      * 400 with *ret_msg (malloc'ed). */
     int (*evaluate)(json_object *obj, const struct kite_review_env *env, struct kite_causes *causes,
                     char **ret_msg);
+    /* Allocated values (kite_pools above). allocate runs on create and update after the
+     * defaults, before validation: it fills the values obj asks the server to choose (old: the
+     * current object on update, whose values it keeps), takes the ones obj names that old did
+     * not hold, and adds a cause for each it cannot have (422). held lists the values obj
+     * holds (at most max) and returns their number; the server takes them as in use while obj
+     * is stored. */
+    void (*allocate)(json_object *obj, json_object *old, struct kite_pools *ps, struct kite_causes *causes);
+    size_t (*held)(json_object *obj, struct kite_pool_value *out, size_t max);
     /* Converts between this group version's shape and the stored shape (events.k8s.io/v1 is
      * stored as core v1 Event). to_storage/from_storage edit obj in place. */
     void (*to_storage)(json_object *obj);

@@ -86,6 +86,18 @@ size_t kite_dns1123_label_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MA
     return n;
 }
 
+#define DNS1035_LABEL_MSG                                                                                   \
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "   \
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "       \
+    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+
+size_t kite_dns1035_label_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]) {
+    size_t n = 0, len = strlen(s);
+    if (len > KITE_DNS1123_LABEL_MAX) msgs[n++] = "must be no more than 63 characters";
+    if (!match_label(s, len) || !(s[0] >= 'a' && s[0] <= 'z')) msgs[n++] = DNS1035_LABEL_MSG;
+    return n;
+}
+
 size_t kite_qualified_name_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]) {
     size_t n = 0;
     const char *slash = strchr(s, '/');
@@ -235,7 +247,8 @@ static void validate_name_value(struct kite_causes *c, const char *field, const 
         masked[len - 1] = 'a';
         v = masked;
     }
-    size_t n = name_rule == 2   ? kite_path_segment_errs(v, msgs)
+    size_t n = name_rule == 3   ? kite_dns1035_label_errs(v, msgs)
+               : name_rule == 2 ? kite_path_segment_errs(v, msgs)
                : name_rule == 1 ? kite_dns1123_label_errs(v, msgs)
                                 : kite_dns1123_subdomain_errs(v, msgs);
     kite_causes_add_invalid(c, field, value, msgs, n);

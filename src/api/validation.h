@@ -41,6 +41,8 @@ void kite_causes_release(struct kite_causes *c);
 size_t kite_dns1123_subdomain_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
 size_t kite_dns1123_label_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
 size_t kite_qualified_name_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
+/* DNS-1035 label (a Service's name): a DNS-1123 label starting with a letter. */
+size_t kite_dns1035_label_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
 size_t kite_label_value_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
 /* path.IsValidPathSegmentName (RBAC names): not "." or "..", no '/' or '%'. */
 size_t kite_path_segment_errs(const char *s, const char *msgs[KITE_NAME_ERRS_MAX]);
@@ -65,7 +67,7 @@ void kite_causes_add_invalid(struct kite_causes *c, const char *field, const cha
 char *kite_causes_summary(const struct kite_causes *c);
 
 /* Validates metadata (borrowed; NULL is treated as {}) of an object being created/updated:
- * name (per name_rule: 0 = DNS-1123 subdomain, 1 = DNS-1123 label; name or generateName is
+ * name (per name_rule: 0 = DNS-1123 subdomain, 1 = DNS-1123 label, 3 = DNS-1035 label; name or generateName is
  * required), namespace (required iff namespaced, forbidden otherwise), labels, annotations
  * (keys qualified names; total annotation size ≤ 256 KiB), generateName, finalizers
  * (qualified names), generation ≥ 0. Adds causes with Kubernetes' field paths and messages

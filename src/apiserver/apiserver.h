@@ -20,7 +20,13 @@ struct kite_apiserver_options {
     bool always_allow;         /* --authorization-mode=AlwaysAllow: every request is authorized (benchmarks) */
     bool disable_http2;        /* --http2=false: ALPN offers only http/1.1 */
     int64_t node_stale_ns;     /* a node Unknown this long is reported StaleObject; 0 = default (1 h) */
+    const char *service_cidr;     /* --service-cluster-ip-range; NULL = KITE_SERVICE_CIDR_DEFAULT */
 };
+#define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
+#define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */
+#define KITE_SERVICE_CIDR_PREFIX_MAX 28
+#define KITE_NODE_PORT_RANGE_FIRST 30000 /* kube-apiserver's --service-node-port-range default */
+#define KITE_NODE_PORT_RANGE_LAST 32767
 
 struct kite_apiserver;
 /* Locks data_dir (one apiserver per data dir), opens the store, ensures certificates and

@@ -72,6 +72,7 @@ struct kite_apiserver {
     struct kite_audit *audit;   /* --audit-log-path; NULL when off */
     struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
     struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
+    struct kite_pools_state *pools; /* cluster IPs and node ports in use (pools.c); NULL when no kind allocates */
 };
 
 #define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
@@ -189,6 +190,20 @@ int apiserver_retry_start(struct kite_apiserver *s);
 void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Creates an object directly (bootstrap). */
 int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
+
+/* pools.c: the values the server hands out (registry.h, kite_pools). */
+struct kite_pools_state;
+struct kite_pools_op;
+/* Builds what is in use from the stored objects and follows their changes. 0, or -errno with
+ * *ret_error (malloc'ed). */
+int pools_start(struct kite_apiserver *s, const char *service_cidr, char **ret_error);
+void pools_free(struct kite_pools_state *st);
+/* A write's reservations (NULL when nothing allocates); pools_op_end releases them. */
+struct kite_pools_op *pools_op_new(struct kite_apiserver *s);
+struct kite_pools *pools_op_iface(struct kite_pools_op *op);
+void pools_op_end(struct kite_pools_op *op);
+/* Creates default/kubernetes (the range's first address, port 443 to the server's port) when missing. */
+int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
 
 /* admission.c: the admission chain (mutating plugins, then validating ones). */
 #define KITE_NOT_READY_TOLERATION_S 300   /* DefaultTolerationSeconds, as kube-apiserver's defaults */

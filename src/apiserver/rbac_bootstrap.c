@@ -133,7 +133,11 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"apps\"", "\"daemonsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
-     RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") "]"},
+     RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") ","
+     /* the EndpointSlice controller (upstream's endpointslice-controller) */
+     RULE(READ, CORE, "\"services\"") ","
+     RULE("\"update\"", CORE, "\"services/finalizers\"") ","
+     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","

@@ -568,6 +568,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     }
     if ((r = kite_node_graph_start(s)) < 0) return fail(ret_error, r, "cannot build the node authorizer's pod graph");
     s->always_allow = o->always_allow;
+    if ((r = pools_start(s, o->service_cidr ? o->service_cidr : KITE_SERVICE_CIDR_DEFAULT, ret_error)) < 0) return r;
     if (o->audit_log_path) {
         struct kite_audit_options ao = {.path = o->audit_log_path, .max_size_mb = o->audit_log_maxsize_mb,
                                         .max_backups = o->audit_log_maxbackup, .clock = s->clock};
@@ -600,6 +601,8 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         return fail(ret_error, r, "cannot serve on %s", o->listen);
     }
     s->url = listen_host_url(o->listen, kite_http_port(s->http));
+    if ((r = pools_bootstrap_kubernetes(s, kite_http_port(s->http))) < 0)
+        return fail(ret_error, r, "cannot create the kubernetes Service in %s", url);
 
     /* admin.kubeconfig: the cluster admin (O=system:masters) */
     _cleanup_free_ char *kc = kite_pki_kubeconfig("kite", s->url, ca, acert, akey, NULL);
@@ -661,6 +664,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     apiserver_retry_stop(s);
     apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */
+    pools_free(s->pools);
     kite_audit_close(s->audit); /* after the last request was answered */
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
     free(s->storages);

@@ -28,6 +28,7 @@ static void release_key(struct write_op *op);
 
 void op_free(struct write_op *op) {
     release_key(op);
+    pools_op_end(op->pools);
     kite_record_unref(op->done_rec);
     json_object_put(op->input);
     json_object_put(op->preconditions);
@@ -106,9 +107,15 @@ static bool check_schema(struct req *rq, json_object *obj) {
     return false;
 }
 
-/* Validation shared by create and update; replies 422 itself. */
-static bool validate(struct req *rq, json_object *obj, json_object *old) {
+/* Validation shared by create and update, after the kind's allocation (kube-apiserver
+ * allocates in the storage's BeginCreate/BeginUpdate, before validating); replies 422 itself. */
+static bool validate(struct write_op *op, json_object *obj, json_object *old) {
+    struct req *rq = op->rq;
     struct kite_causes c = {0};
+    if (rq->res->allocate && !op->sub) {
+        if (!op->pools) op->pools = pools_op_new(op->srv);
+        if (op->pools) rq->res->allocate(obj, old, pools_op_iface(op->pools), &c);
+    }
     kite_validate_object_meta(kite_obj_meta(obj), rq->res->namespaced, rq->res->name_rule, &c);
     if (rq->res->validate) rq->res->validate(obj, old, &c);
     if (!c.n) return true;
@@ -124,7 +131,7 @@ bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, js
     struct kite_admission_denial d = {0};
     if (aop != KITE_ADMIT_DELETE && admission_mutate(&a, &d) < 0) goto refused;
     /* an action (a binding) is its own check: the kind's validation of user writes is not it */
-    if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(rq, obj, old)) return false;
+    if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(op, obj, old)) return false;
     if (admission_validate(&a, &d) < 0) goto refused;
     return true;
 refused:

@@ -28,6 +28,7 @@ struct write_op {
     bool guarded;             /* a guarded delete (an eviction) whose guard was written back */
     int guard_err;            /* the guard's failed write, answered on an HTTP thread */
     char *guard_name;         /* the guard object written (for the conflict message) */
+    struct kite_pools_op *pools; /* values this write reserved (a Service's cluster IP), released at its end */
     struct apiserver_work work; /* on the retry thread's queue: runs run_op again */
     struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
     bool holds_key;           /* holds key in the server's keyq: released when the op ends */

@@ -34,7 +34,8 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .audit_log_maxsize_mb = a->audit_maxsize_mb,
                                          .audit_log_maxbackup = a->audit_maxbackup,
                                          .disable_http2 = !a->http2,
-                                         .node_stale_ns = a->node_stale_ns};
+                                         .node_stale_ns = a->node_stale_ns,
+                                         .service_cidr = a->service_cidr};
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;

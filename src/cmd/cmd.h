@@ -55,6 +55,7 @@ struct kite_controllers {
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */
     char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
+    struct kite_epsctl *endpointslices; /* the EndpointSlice controller */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
@@ -86,7 +87,7 @@ void kite_block_signals(void);
 #define MAX_CONNECTIONS 200000
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode;
+    const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode, *service_cidr;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -117,7 +118,9 @@ struct apiserver_args {
     FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup), \
     FLAG_STR("authorization-mode", "MODES", "Node,RBAC (with system:masters allowed everything), or AlwaysAllow "  \
              "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode),                                      \
-    FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true")
+    FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true"), \
+    FLAG_STR("service-cluster-ip-range", "CIDR", "IPv4 range Services' cluster IPs are allocated from (prefix /12 to " \
+             "/28); its\nfirst address is the kubernetes Service's", "10.96.0.0/12", &(a)->service_cidr)
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
 int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 

@@ -10,6 +10,7 @@
 #include "controllers/controllers.h"
 #include "controllers/daemonset.h"
 #include "controllers/job.h"
+#include "controllers/endpointslice.h"
 #include "controllers/leader.h"
 #include "controllers/manager.h"
 #include "pki/pki.h"
@@ -104,12 +105,16 @@ static void lead(void *ud) {
                                      .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC};
     if ((r = kite_csrctl_start(&co, &c->csrctl)) < 0)
         log_error(LOG, "cannot start the certificate signing request controller: %s", strerror(-r));
+    struct kite_epsctl_options eo = {.client = c->client};
+    if ((r = kite_epsctl_start(&eo, &c->endpointslices)) < 0)
+        log_error(LOG, "cannot start the endpointslice controller: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
     kite_csrctl_stop(TAKE_PTR(c->csrctl));
+    kite_epsctl_stop(TAKE_PTR(c->endpointslices));
     kite_aggregator_stop(TAKE_PTR(c->aggregator));
     kite_jobs_stop(TAKE_PTR(c->jobs));
     kite_daemonsets_stop(TAKE_PTR(c->daemonsets));

@@ -27,5 +27,5 @@ extern const struct kite_resource kite_kind_replicaset; /* apps/v1 */
 extern const struct kite_resource kite_kind_deployment;
 extern const struct kite_resource kite_kind_job;       /* batch/v1 */
 extern const struct kite_resource kite_kind_daemonset; /* apps/v1 */
-/* Printers of kinds not served yet */
-extern const struct kite_table_printer kite_endpointslice_printer;
+extern const struct kite_resource kite_kind_service;       /* core/v1 */
+extern const struct kite_resource kite_kind_endpointslice; /* discovery.k8s.io/v1 */

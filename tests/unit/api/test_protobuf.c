@@ -58,6 +58,13 @@ Test(protobuf, field_numbers_match_generated_proto) {
         {&kite_schema_node, "metadata.managedFields.subresource", 8},
         /* core/v1 */
         {&kite_schema_node, "spec.podCIDR", 1},
+        {&kite_schema_service, "spec.clusterIPs", 18},
+        {&kite_schema_service, "spec.ports.targetPort", 4},
+        {&kite_schema_service, "spec.ports.appProtocol", 6},
+        {&kite_schema_service, "spec.internalTrafficPolicy", 22},
+        {&kite_schema_endpointslice, "addressType", 4},
+        {&kite_schema_endpointslice, "endpoints.nodeName", 6},
+        {&kite_schema_endpointslice, "endpoints.conditions.terminating", 3},
         {&kite_schema_node, "spec.externalID", 2},
         {&kite_schema_node, "spec.podCIDRs", 7},
         {&kite_schema_node, "spec.taints.timeAdded", 4},
@@ -258,6 +265,16 @@ Test(protobuf, every_kind_round_trips) {
     round_trip("{" META("Event", "events.k8s.io/v1") "," OMETA ",\"eventTime\":\"2024-01-01T00:00:00.000000Z\","
                "\"reportingController\":\"c\",\"reportingInstance\":\"i\",\"action\":\"A\",\"reason\":\"R\","
                "\"regarding\":{\"kind\":\"Pod\",\"name\":\"p\"},\"note\":\"n\",\"type\":\"Warning\",\"deprecatedCount\":3}");
+    round_trip("{" META("Service", "v1") "," OMETA ",\"spec\":{\"ports\":[{\"name\":\"http\",\"protocol\":\"TCP\","
+               "\"port\":80,\"targetPort\":\"web\",\"nodePort\":30080},{\"name\":\"b\",\"protocol\":\"UDP\",\"port\":53,"
+               "\"targetPort\":5353}],\"selector\":{\"app\":\"web\"},\"clusterIP\":\"10.96.0.10\",\"clusterIPs\":[\"10.96.0.10\"],"
+               "\"type\":\"NodePort\",\"sessionAffinity\":\"None\",\"externalTrafficPolicy\":\"Cluster\","
+               "\"publishNotReadyAddresses\":true,\"ipFamilies\":[\"IPv4\"],\"ipFamilyPolicy\":\"SingleStack\","
+               "\"internalTrafficPolicy\":\"Cluster\"},\"status\":{\"loadBalancer\":{}}}");
+    round_trip("{" META("EndpointSlice", "discovery.k8s.io/v1") "," OMETA ",\"addressType\":\"IPv4\","
+               "\"endpoints\":[{\"addresses\":[\"10.0.0.5\"],\"conditions\":{\"ready\":false,\"serving\":true,"
+               "\"terminating\":true},\"targetRef\":{\"kind\":\"Pod\",\"namespace\":\"ns\",\"name\":\"p\",\"uid\":\"u\"},"
+               "\"nodeName\":\"n1\",\"zone\":\"z\"}],\"ports\":[{\"name\":\"\",\"protocol\":\"TCP\",\"port\":8080}]}");
     round_trip("{" META("Status", "v1") ",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pods \\\"x\\\" is invalid\","
                "\"reason\":\"Invalid\",\"details\":{\"name\":\"x\",\"kind\":\"pods\",\"causes\":[{\"reason\":\"FieldValueRequired\","
                "\"message\":\"Required value\",\"field\":\"spec.containers\"}]},\"code\":422}");
@@ -433,7 +450,7 @@ Test(protobuf, encode_refuses_untyped) {
         "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"spec\":{\"affinity\":{}}}",
         "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"data\":{\"a\":1}}",
         "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\"}",
-        "{\"kind\":\"EndpointSlice\",\"apiVersion\":\"discovery.k8s.io/v1\"}",
+        "{\"kind\":\"Widget\",\"apiVersion\":\"example.com/v1\"}",
     };
     for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
         json_object *o = parse(bodies[i]);

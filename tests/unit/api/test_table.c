@@ -14,7 +14,6 @@ static int64_t now_s(void) {
 
 /* The printer of the row serving kind (any group), or NULL. */
 static const struct kite_table_printer *printer_for(const char *kind) {
-    if (kind && strcmp(kind, "EndpointSlice") == 0) return &kite_endpointslice_printer;
     for (size_t i = 0; kind && kite_resources[i]; i++)
         if (strcmp(kite_resources[i]->kind, kind) == 0) return kite_resources[i]->table;
     return NULL;
@@ -230,6 +229,27 @@ Test(table, other_kinds) {
          "[\"e\",\"IPv6\",\"<unset>\",\"<unset>\",\"<unknown>\"]"},
     };
     CHECK_ROWS("EndpointSlice", eps);
+    /* printService: External-IP per type, node ports in Port(s), the selector (wide) */
+#define SVC_META "\"metadata\":{\"name\":\"s\",\"creationTimestamp\":\"2026-12-01T09:56:45Z\"}"
+    static const struct row_case svc[] = {
+        {"{" SVC_META ",\"spec\":{\"type\":\"ClusterIP\",\"clusterIP\":\"10.96.0.10\",\"ports\":[{\"port\":53,"
+         "\"protocol\":\"UDP\"},{\"port\":53,\"protocol\":\"TCP\"}],\"selector\":{\"k8s-app\":\"dns\",\"a\":\"b\"}}}",
+         "[\"s\",\"ClusterIP\",\"10.96.0.10\",\"<none>\",\"53/UDP,53/TCP\",\"24h\",\"a=b,k8s-app=dns\"]"},
+        {"{" SVC_META ",\"spec\":{\"type\":\"NodePort\",\"clusterIP\":\"10.96.0.11\",\"externalIPs\":[\"1.2.3.4\"],"
+         "\"ports\":[{\"port\":80,\"nodePort\":30080,\"protocol\":\"TCP\"}]}}",
+         "[\"s\",\"NodePort\",\"10.96.0.11\",\"1.2.3.4\",\"80:30080/TCP\",\"24h\",\"<none>\"]"},
+        {"{" SVC_META ",\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.12\",\"ports\":[]},"
+         "\"status\":{\"loadBalancer\":{}}}",
+         "[\"s\",\"LoadBalancer\",\"10.96.0.12\",\"<pending>\",\"<none>\",\"24h\",\"<none>\"]"},
+        {"{" SVC_META ",\"spec\":{\"type\":\"LoadBalancer\",\"clusterIP\":\"10.96.0.12\",\"externalIPs\":[\"9.9.9.9\"]},"
+         "\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"5.6.7.8\"},{\"hostname\":\"lb.example\"}]}}}",
+         "[\"s\",\"LoadBalancer\",\"10.96.0.12\",\"9.9.9.9,5.6.7.8,lb.example\",\"<none>\",\"24h\",\"<none>\"]"},
+        {"{" SVC_META ",\"spec\":{\"type\":\"ExternalName\",\"externalName\":\"db.example.com\"}}",
+         "[\"s\",\"ExternalName\",\"<none>\",\"db.example.com\",\"<none>\",\"24h\",\"<none>\"]"},
+        {"{" SVC_META ",\"spec\":{\"type\":\"ClusterIP\",\"clusterIP\":\"None\",\"ports\":[{\"port\":80,\"protocol\":\"TCP\"}]}}",
+         "[\"s\",\"ClusterIP\",\"None\",\"<none>\",\"80/TCP\",\"24h\",\"<none>\"]"},
+    };
+    CHECK_ROWS("Service", svc);
     static const struct row_case def[] = {
         {"{\"metadata\":{\"name\":\"x\",\"creationTimestamp\":\"2026-12-02T09:54:15Z\"}}", "[\"x\",\"2m30s\"]"},
     };
@@ -248,6 +268,7 @@ Test(table, lookup_and_columns) {
         {"Pod", "Name:0:name|Ready:0|Status:0|Restarts:0|Age:0|IP:1|Node:1|Nominated Node:1|Readiness Gates:1"},
         {"Event", "Last Seen:0|Type:0|Reason:0|Object:0|Subobject:1|Source:1|Message:0|First Seen:1|Count:1|Name:1:name"},
         {"EndpointSlice", "Name:0:name|AddressType:0|Ports:0|Endpoints:0|Age:0"},
+        {"Service", "Name:0:name|Type:0|Cluster-IP:0|External-IP:0|Port(s):0|Age:0|Selector:1"},
         {"Lease", "Name:0:name|Holder:0|Age:0"},
         {"Namespace", "Name:0:name|Status:0|Age:0"},
         {NULL, "Name:0:name|Age:0"},

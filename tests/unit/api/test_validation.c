@@ -70,6 +70,14 @@ Test(validation, dns1123_subdomain_and_label) {
     cr_assert_str_eq(m[0], LABEL_MSG);
     cr_assert_eq(kite_dns1123_label_errs(l64, m), 1);
     cr_assert_str_eq(m[0], "must be no more than 63 characters");
+    /* DNS-1035 (Services): a label that starts with a letter */
+    cr_assert_eq(kite_dns1035_label_errs("web-1", m), 0);
+    cr_assert_eq(kite_dns1035_label_errs("1web", m), 1);
+    cr_assert(strstr(m[0], "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                           "alphabetic character"), "%s", m[0]);
+    cr_assert_eq(kite_dns1035_label_errs("a.b", m), 1);
+    cr_assert_eq(kite_dns1035_label_errs(l64, m), 1);
+    cr_assert_str_eq(m[0], "must be no more than 63 characters");
     free(l63), free(l64), free(s253), free(s254);
 }
 
