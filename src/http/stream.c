@@ -237,6 +237,9 @@ int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out) {
     s->in_pull = false;
     if (rc > 0) s->woken = true; /* "call again when you can send" */
     bool again = s->woken;        /* or woken during the pull */
+    /* aborted during the pull: the abort skipped its kick (in_pull), and with bytes queued
+     * that a client is not reading nothing else would bring the stream back to its reset */
+    if (s->aborted) stream_kick(s);
     pthread_mutex_unlock(&s->lock);
     stream_sync_s(w, s);
     return rc < 0 ? -1 : again ? 1 : 0;

@@ -187,7 +187,7 @@ Test(stream, wake_at_fires_on_time) {
     cr_assert_eq(cl.rc, CURLE_OK);
     cr_assert_str_eq(cl.body.p, "tick\n");
     cr_assert_geq(elapsed, 150);
-    cr_assert_lt(elapsed, 1500);
+    cr_assert_lt(elapsed, 5000); /* fired at all: a loaded machine (or ASan) delays it, not the timer */
     /* Pulled at the start and at the deadline, not in between. */
     cr_assert_leq(st.pulls, 3, "pulls: %d", st.pulls);
     client_join(&cl);
