@@ -5,7 +5,8 @@
  * and subjects of the defaults they lack (what an administrator added stays). Rules name
  * upstream's resources, kite's or not yet, so the roles read as users know them.
  *
- * kite's controller-manager (the namespace controller, the binder, ClusterRole aggregation)
+ * kite's controller-manager (the namespace controller, the binder, ClusterRole aggregation,
+ * the workload controllers and the garbage collector)
  * runs as the user system:kube-controller-manager with the least its controllers need; a
  * scheduler would run as system:kube-scheduler. */
 #include "apiserver/rbac.h"
@@ -121,7 +122,15 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"coordination.k8s.io\"", "\"leases\"") ","
      RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"", "\"clusterroles\"") ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
-     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
+     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") ","
+     /* the ReplicaSet and deployment controllers (upstream's replicaset-controller and
+      * deployment-controller) and the garbage collector (generic-garbage-collector: every
+      * kind's owner references) */
+     RULE("\"create\",\"delete\",\"patch\",\"update\"", CORE, "\"pods\"") ","
+     RULE(READ "," WRITE, "\"apps\"", "\"replicasets\"") ","
+     RULE(READ ",\"patch\",\"update\"", "\"apps\"", "\"deployments\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"replicasets/status\",\"deployments/status\",\"replicasets/finalizers\",\"deployments/finalizers\"") ","
+     RULE(READ ",\"delete\",\"patch\",\"update\"", "\"*\"", "\"*\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","

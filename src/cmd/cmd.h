@@ -21,6 +21,7 @@ struct kite_nsctl;
 struct kite_binder;
 struct kite_ctlmgr;
 struct kite_leader;
+struct kite_workloads;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct controller_args {
     const char *kubeconfig;
@@ -39,6 +40,7 @@ struct kite_controllers {
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
+    struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);

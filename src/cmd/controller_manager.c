@@ -9,6 +9,7 @@
 #include "cmd/flags.h"
 #include "controllers/controllers.h"
 #include "controllers/leader.h"
+#include "controllers/workloads.h"
 #include "controllers/manager.h"
 
 #include <stdio.h>
@@ -79,11 +80,15 @@ static void lead(void *ud) {
     struct kite_aggregator_options ao = {.client = c->client};
     if ((r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
         log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
+    struct kite_workloads_options wo = {.client = c->client};
+    if ((r = kite_workloads_start(&wo, &c->workloads)) < 0)
+        log_error(LOG, "cannot start the workload controllers: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
+    kite_workloads_stop(TAKE_PTR(c->workloads));
     kite_aggregator_stop(TAKE_PTR(c->aggregator));
     kite_ctlmgr_stop(TAKE_PTR(c->nodes));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));

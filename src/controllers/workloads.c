@@ -1,0 +1,127 @@
+/* Informers and runners for the workload controllers (workloads.h). */
+#include "controllers/workloads.h"
+#include "client/informer.h"
+#include "controllers/replicaset.h"
+
+#include <pthread.h>
+
+struct runner {
+    int64_t (*step)(void *core);
+    bool (*pending)(void *core);
+    void *core;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool stop, kicked, started, init;
+    pthread_t thread;
+};
+
+struct kite_workloads {
+    struct kite_rsc *rsc;
+    struct runner rr;
+    struct kite_informer *pods, *rss;
+};
+
+/* Idle this long at most with nothing queued (a safety net only: observations kick). */
+#define IDLE_NS (60 * KITE_NS_PER_SEC)
+
+static void *run(void *ud) {
+    struct runner *r = ud;
+    for (;;) {
+        int64_t next = r->step(r->core);
+        struct timespec ts;
+        kite_cond_deadline(&ts, next < 0 ? IDLE_NS : next);
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop && !r->kicked && !r->pending(r->core) && pthread_cond_timedwait(&r->cond, &r->mu, &ts) == 0) {}
+        r->kicked = false;
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (stop) break;
+    }
+    return NULL;
+}
+
+static void kick(struct runner *r) {
+    pthread_mutex_lock(&r->mu);
+    r->kicked = true;
+    pthread_cond_signal(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int runner_start(struct runner *r, const char *name, int64_t (*step)(void *), bool (*pending)(void *), void *core) {
+    r->step = step, r->pending = pending, r->core = core;
+    pthread_mutex_init(&r->mu, NULL);
+    kite_cond_init_mono(&r->cond);
+    r->init = true;
+    if (pthread_create(&r->thread, NULL, run, r) != 0) return -EAGAIN;
+    pthread_setname_np(r->thread, name);
+    r->started = true;
+    return 0;
+}
+
+static void runner_stop(struct runner *r) {
+    if (!r->init) return;
+    if (r->started) {
+        pthread_mutex_lock(&r->mu);
+        r->stop = true;
+        pthread_cond_signal(&r->cond);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->thread, NULL);
+    }
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cond);
+}
+
+static int64_t rsc_step(void *c) { return kite_rsc_step(c); }
+static bool rsc_pending(void *c) { return kite_rsc_pending(c); }
+
+static void pod_add(void *ud, json_object *o) {
+    struct kite_workloads *w = ud;
+    kite_rsc_pod_upsert(w->rsc, o);
+    kick(&w->rr);
+}
+static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }
+static void pod_del(void *ud, json_object *o) {
+    struct kite_workloads *w = ud;
+    kite_rsc_pod_delete(w->rsc, o);
+    kick(&w->rr);
+}
+static void rs_add(void *ud, json_object *o) {
+    struct kite_workloads *w = ud;
+    kite_rsc_rs_upsert(w->rsc, o);
+    kick(&w->rr);
+}
+static void rs_update(void *ud, json_object *old, json_object *o) { rs_add(ud, o); }
+static void rs_del(void *ud, json_object *o) {
+    struct kite_workloads *w = ud;
+    kite_rsc_rs_delete(w->rsc, o);
+    kick(&w->rr);
+}
+
+int kite_workloads_start(const struct kite_workloads_options *o, struct kite_workloads **ret) {
+    struct kite_workloads *w = kite_calloc(1, sizeof *w);
+    struct kite_rsc_options ro = {.client = o->client, .clock = o->clock};
+    w->rsc = kite_rsc_new(&ro);
+    int r;
+    if ((r = runner_start(&w->rr, "replicaset", rsc_step, rsc_pending, w->rsc)) < 0) goto fail;
+    struct kite_informer_options io = {.client = o->client, .path = "/apis/apps/v1/replicasets", .name = "inf-rs", .n_handlers = 1};
+    io.handlers[0] = (struct kite_informer_handlers){.add = rs_add, .update = rs_update, .del = rs_del, .ud = w};
+    if ((r = kite_informer_start(&io, &w->rss)) < 0) goto fail;
+    io.path = "/api/v1/pods";
+    io.name = "inf-wl-pods";
+    io.handlers[0] = (struct kite_informer_handlers){.add = pod_add, .update = pod_update, .del = pod_del, .ud = w};
+    if ((r = kite_informer_start(&io, &w->pods)) < 0) goto fail;
+    *ret = w;
+    return 0;
+fail:
+    kite_workloads_stop(w);
+    return r;
+}
+
+void kite_workloads_stop(struct kite_workloads *w) {
+    if (!w) return;
+    kite_informer_stop(w->pods);
+    kite_informer_stop(w->rss);
+    runner_stop(&w->rr);
+    kite_rsc_free(w->rsc);
+    free(w);
+}

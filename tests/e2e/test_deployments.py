@@ -1,0 +1,128 @@
+"""ReplicaSets, Deployments and the garbage collector with real containers: `kite up` with the
+runc runtime and the busybox image. A ReplicaSet replaces a deleted pod; a Deployment rolls a
+new image without dropping below replicas - maxUnavailable ready pods, `rollout status`
+returns and `rollout undo` goes back; deleting a Deployment removes its ReplicaSets and pods;
+foreground and orphan deletes. Needs root, runc, conmon, umoci."""
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NS = "default"
+APPS = f"/apis/apps/v1/namespaces/{NS}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
+        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
+    work = _workdir(tmp_path_factory, "deploy")
+    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
+    if not os.path.exists(tar):
+        tar = str(work / "busybox.tar")
+        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
+    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS)
+    for t in (tar, retagged(tar, work, "v2")):
+        r = subprocess.run([KITE, "images", "import", t, "--root-dir", str(c.data_dir / "agent")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    c.start()
+    wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")
+    yield c
+    api = c.api()
+    for d in api.get(f"{APPS}/deployments").json().get("items", []):
+        api.delete(f"{APPS}/deployments/{d['metadata']['name']}")
+    for d in api.get(f"{APPS}/replicasets").json().get("items", []):
+        api.delete(f"{APPS}/replicasets/{d['metadata']['name']}")
+    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
+        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
+        time.sleep(0.5)
+    c.stop()
+    root = str(c.data_dir / "agent" / "runc")
+    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
+    for cid in ids:
+        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+    time.sleep(0.5)
+    for cid in ids:
+        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+
+
+def retagged(tar, work, tag):
+    """The busybox image again, named busybox:<tag> (a "new version" to roll out)."""
+    d = work / f"img-{tag}"
+    d.mkdir()
+    subprocess.run(["tar", "-C", str(d), "-xf", tar], check=True)
+    idx = json.load(open(d / "index.json"))
+    for m in idx["manifests"]:
+        m.setdefault("annotations", {})["io.containerd.image.name"] = f"docker.io/library/busybox:{tag}"
+        m["annotations"]["org.opencontainers.image.ref.name"] = tag
+    json.dump(idx, open(d / "index.json", "w"))
+    out = str(work / f"busybox-{tag}.tar")
+    subprocess.run(["tar", "-C", str(d), "-cf", out, "."], check=True)
+    return out
+
+
+def wait(fn, timeout, what):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+def template(app, image="busybox", readiness=True):
+    c = {"name": "c", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]}
+    if readiness:
+        c["readinessProbe"] = {"exec": {"command": ["true"]}, "periodSeconds": 1}
+    return {"metadata": {"labels": {"app": app}},
+            "spec": {"terminationGracePeriodSeconds": 2, "containers": [c]}}
+
+
+def pods_of(c, app):
+    items = c.api().get(f"/api/v1/namespaces/{NS}/pods?labelSelector=app%3D{app}").json()["items"]
+    return items
+
+
+def ready(p):
+    return any(x["type"] == "Ready" and x["status"] == "True" for x in p.get("status", {}).get("conditions", []))
+
+
+def live(items):
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def test_replicaset_replaces_a_deleted_pod(cluster):
+    c = cluster
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs1"},
+          "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "rs1"}}, "template": template("rs1")}}
+    c.api().ok("POST", f"{APPS}/replicasets", rs)
+    pods = wait(lambda: (p := live(pods_of(c, "rs1"))) and len(p) == 2 and all(ready(x) for x in p) and p, 40, "2 ready pods")
+    for p in pods:
+        ref = p["metadata"]["ownerReferences"][0]
+        assert ref["kind"] == "ReplicaSet" and ref["name"] == "rs1" and ref["controller"] is True
+        assert p["metadata"]["name"].startswith("rs1-")
+    st = wait(lambda: (s := c.api().get(f"{APPS}/replicasets/rs1").json()["status"]).get("readyReplicas") == 2 and s, 20, "status")
+    assert st["replicas"] == 2 and st["availableReplicas"] == 2 and st["fullyLabeledReplicas"] == 2
+    assert st["observedGeneration"] == 1
+    gone = pods[0]["metadata"]["name"]
+    c.kubectl("delete", "pod", gone, "--wait=false")
+    new = wait(lambda: (p := live(pods_of(c, "rs1"))) and len(p) == 2 and gone not in [x["metadata"]["name"] for x in p] and p,
+               30, "a replacement pod")
+    assert len(new) == 2
+    out = c.kubectl("get", "rs", "rs1").stdout.split("\n")
+    assert out[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+    # scale down through /scale: the not-ready pod goes first
+    c.kubectl("scale", "rs", "rs1", "--replicas=1")
+    wait(lambda: len(live(pods_of(c, "rs1"))) == 1, 20, "one pod left")
