@@ -1,6 +1,7 @@
 /* Informers and runners for the workload controllers (workloads.h). */
 #include "controllers/workloads.h"
 #include "client/informer.h"
+#include "controllers/deployment.h"
 #include "controllers/replicaset.h"
 
 #include <pthread.h>
@@ -17,8 +18,9 @@ struct runner {
 
 struct kite_workloads {
     struct kite_rsc *rsc;
-    struct runner rr;
-    struct kite_informer *pods, *rss;
+    struct kite_dc *dc;
+    struct runner rr, rd;
+    struct kite_informer *pods, *rss, *ds;
 };
 
 /* Idle this long at most with nothing queued (a safety net only: observations kick). */
@@ -73,36 +75,61 @@ static void runner_stop(struct runner *r) {
 
 static int64_t rsc_step(void *c) { return kite_rsc_step(c); }
 static bool rsc_pending(void *c) { return kite_rsc_pending(c); }
+static int64_t dc_step(void *c) { return kite_dc_step(c); }
+static bool dc_pending(void *c) { return kite_dc_pending(c); }
 
 static void pod_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_pod_upsert(w->rsc, o);
+    kite_dc_pod_upsert(w->dc, o);
     kick(&w->rr);
+    kick(&w->rd);
 }
 static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }
 static void pod_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_pod_delete(w->rsc, o);
+    kite_dc_pod_delete(w->dc, o);
     kick(&w->rr);
+    kick(&w->rd);
 }
 static void rs_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_rs_upsert(w->rsc, o);
+    kite_dc_rs_upsert(w->dc, o);
     kick(&w->rr);
+    kick(&w->rd);
 }
 static void rs_update(void *ud, json_object *old, json_object *o) { rs_add(ud, o); }
 static void rs_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_rs_delete(w->rsc, o);
+    kite_dc_rs_delete(w->dc, o);
     kick(&w->rr);
+    kick(&w->rd);
+}
+static void d_add(void *ud, json_object *o) {
+    struct kite_workloads *w = ud;
+    kite_dc_deployment_upsert(w->dc, o);
+    kick(&w->rd);
+}
+static void d_update(void *ud, json_object *old, json_object *o) { d_add(ud, o); }
+static void d_del(void *ud, json_object *o) {
+    struct kite_workloads *w = ud;
+    kite_dc_deployment_delete(w->dc, o);
+    kick(&w->rd);
 }
 
 int kite_workloads_start(const struct kite_workloads_options *o, struct kite_workloads **ret) {
     struct kite_workloads *w = kite_calloc(1, sizeof *w);
     struct kite_rsc_options ro = {.client = o->client, .clock = o->clock};
     w->rsc = kite_rsc_new(&ro);
+    struct kite_dc_options dopt = {.client = o->client, .clock = o->clock};
+    w->dc = kite_dc_new(&dopt);
     int r;
-    if ((r = runner_start(&w->rr, "replicaset", rsc_step, rsc_pending, w->rsc)) < 0) goto fail;
+    if ((r = runner_start(&w->rr, "replicaset", rsc_step, rsc_pending, w->rsc)) < 0 ||
+        (r = runner_start(&w->rd, "deployment", dc_step, dc_pending, w->dc)) < 0)
+        goto fail;
     struct kite_informer_options io = {.client = o->client, .path = "/apis/apps/v1/replicasets", .name = "inf-rs", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = rs_add, .update = rs_update, .del = rs_del, .ud = w};
     if ((r = kite_informer_start(&io, &w->rss)) < 0) goto fail;
@@ -110,6 +137,10 @@ int kite_workloads_start(const struct kite_workloads_options *o, struct kite_wor
     io.name = "inf-wl-pods";
     io.handlers[0] = (struct kite_informer_handlers){.add = pod_add, .update = pod_update, .del = pod_del, .ud = w};
     if ((r = kite_informer_start(&io, &w->pods)) < 0) goto fail;
+    io.path = "/apis/apps/v1/deployments";
+    io.name = "inf-deploy";
+    io.handlers[0] = (struct kite_informer_handlers){.add = d_add, .update = d_update, .del = d_del, .ud = w};
+    if ((r = kite_informer_start(&io, &w->ds)) < 0) goto fail;
     *ret = w;
     return 0;
 fail:
@@ -121,7 +152,10 @@ void kite_workloads_stop(struct kite_workloads *w) {
     if (!w) return;
     kite_informer_stop(w->pods);
     kite_informer_stop(w->rss);
+    kite_informer_stop(w->ds);
     runner_stop(&w->rr);
+    runner_stop(&w->rd);
     kite_rsc_free(w->rsc);
+    kite_dc_free(w->dc);
     free(w);
 }

@@ -126,3 +126,73 @@ def test_replicaset_replaces_a_deleted_pod(cluster):
     # scale down through /scale: the not-ready pod goes first
     c.kubectl("scale", "rs", "rs1", "--replicas=1")
     wait(lambda: len(live(pods_of(c, "rs1"))) == 1, 20, "one pod left")
+
+
+def deploy_state(c, name):
+    return c.api().get(f"{APPS}/deployments/{name}").json()
+
+
+def test_deployment_rolls_a_new_image_and_undo_goes_back(cluster):
+    c = cluster
+    d = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+         "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": template("web"),
+                  "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}}}}
+    c.api().ok("POST", f"{APPS}/deployments", d)
+    r = c.kubectl("rollout", "status", "deployment/web", "--timeout=60s", timeout=70)
+    assert "successfully rolled out" in r.stdout
+    st = deploy_state(c, "web")
+    assert st["status"]["readyReplicas"] == 3 and st["status"]["updatedReplicas"] == 3
+    assert st["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    conds = {x["type"]: x for x in st["status"]["conditions"]}
+    assert conds["Available"]["status"] == "True"
+    assert conds["Progressing"]["reason"] == "NewReplicaSetAvailable"
+    rss = c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dweb").json()["items"]
+    assert len(rss) == 1
+    h = rss[0]["metadata"]["labels"]["pod-template-hash"]
+    assert rss[0]["metadata"]["name"] == f"web-{h}" and set(h) <= set("bcdfghjklmnpqrstvwxz2456789")
+    out = c.kubectl("get", "deploy", "web").stdout.split("\n")
+    assert out[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert out[1].split()[1:4] == ["3/3", "3", "3"]
+
+    # sample ready pods throughout the rollout: never below replicas - maxUnavailable
+    low, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            n = len([p for p in live(pods_of(c, "web")) if ready(p)])
+            low.append(n)
+            time.sleep(0.05)
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        c.kubectl("set", "image", "deployment/web", "c=busybox:v2")
+        r = c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=100)
+        assert "successfully rolled out" in r.stdout
+    finally:
+        stop.set()
+        t.join()
+    assert low and min(low) >= 2, f"ready pods dipped to {min(low)}"
+    pods = live(pods_of(c, "web"))
+    assert len(pods) == 3 and all(p["spec"]["containers"][0]["image"] == "busybox:v2" for p in pods)
+    st = deploy_state(c, "web")
+    assert st["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    hist = c.kubectl("rollout", "history", "deployment/web").stdout
+    assert "1" in hist and "2" in hist
+
+    c.kubectl("rollout", "undo", "deployment/web")
+    r = c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=100)
+    assert "successfully rolled out" in r.stdout
+    wait(lambda: (p := live(pods_of(c, "web"))) and len(p) == 3 and all(x["spec"]["containers"][0]["image"] == "busybox" for x in p),
+         30, "pods back on busybox")
+    st = deploy_state(c, "web")
+    assert st["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    rss = c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dweb").json()["items"]
+    assert len(rss) == 2  # the first template's ReplicaSet was reused
+
+    # scale through /scale, and restart
+    c.kubectl("scale", "deployment/web", "--replicas=4")
+    wait(lambda: deploy_state(c, "web")["status"].get("availableReplicas") == 4, 90, "4 available")
+    c.kubectl("rollout", "restart", "deployment/web")
+    r = c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=100)
+    assert "successfully rolled out" in r.stdout
+    assert len(c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dweb").json()["items"]) == 3
