@@ -2,6 +2,7 @@
 #include "controllers/workloads.h"
 #include "client/informer.h"
 #include "controllers/deployment.h"
+#include "controllers/gc.h"
 #include "controllers/replicaset.h"
 
 #include <pthread.h>
@@ -16,11 +17,21 @@ struct runner {
     pthread_t thread;
 };
 
+#define GC_KINDS_MAX 16 /* rows of KITE_GC_KINDS watched */
+
+struct gc_feed {
+    struct kite_workloads *w;
+    size_t kind;
+    struct kite_informer *inf;
+};
+
 struct kite_workloads {
     struct kite_rsc *rsc;
     struct kite_dc *dc;
-    struct runner rr, rd;
+    struct kite_gc *gc;
+    struct runner rr, rd, rg;
     struct kite_informer *pods, *rss, *ds;
+    struct gc_feed feeds[GC_KINDS_MAX];
 };
 
 /* Idle this long at most with nothing queued (a safety net only: observations kick). */
@@ -75,6 +86,8 @@ static void runner_stop(struct runner *r) {
 
 static int64_t rsc_step(void *c) { return kite_rsc_step(c); }
 static bool rsc_pending(void *c) { return kite_rsc_pending(c); }
+static int64_t gc_step(void *c) { return kite_gc_step(c); }
+static bool gc_pending(void *c) { return kite_gc_pending(c); }
 static int64_t dc_step(void *c) { return kite_dc_step(c); }
 static bool dc_pending(void *c) { return kite_dc_pending(c); }
 
@@ -120,15 +133,30 @@ static void d_del(void *ud, json_object *o) {
     kick(&w->rd);
 }
 
+static void gc_add(void *ud, json_object *o) {
+    struct gc_feed *f = ud;
+    kite_gc_upsert(f->w->gc, f->kind, o);
+    kick(&f->w->rg);
+}
+static void gc_update(void *ud, json_object *old, json_object *o) { gc_add(ud, o); }
+static void gc_del(void *ud, json_object *o) {
+    struct gc_feed *f = ud;
+    kite_gc_delete(f->w->gc, f->kind, o);
+    kick(&f->w->rg);
+}
+
 int kite_workloads_start(const struct kite_workloads_options *o, struct kite_workloads **ret) {
     struct kite_workloads *w = kite_calloc(1, sizeof *w);
     struct kite_rsc_options ro = {.client = o->client, .clock = o->clock};
     w->rsc = kite_rsc_new(&ro);
     struct kite_dc_options dopt = {.client = o->client, .clock = o->clock};
     w->dc = kite_dc_new(&dopt);
+    struct kite_gc_options gopt = {.client = o->client, .clock = o->clock};
+    w->gc = kite_gc_new(&gopt);
     int r;
     if ((r = runner_start(&w->rr, "replicaset", rsc_step, rsc_pending, w->rsc)) < 0 ||
-        (r = runner_start(&w->rd, "deployment", dc_step, dc_pending, w->dc)) < 0)
+        (r = runner_start(&w->rd, "deployment", dc_step, dc_pending, w->dc)) < 0 ||
+        (r = runner_start(&w->rg, "garbage-collect", gc_step, gc_pending, w->gc)) < 0)
         goto fail;
     struct kite_informer_options io = {.client = o->client, .path = "/apis/apps/v1/replicasets", .name = "inf-rs", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = rs_add, .update = rs_update, .del = rs_del, .ud = w};
@@ -141,6 +169,16 @@ int kite_workloads_start(const struct kite_workloads_options *o, struct kite_wor
     io.name = "inf-deploy";
     io.handlers[0] = (struct kite_informer_handlers){.add = d_add, .update = d_update, .del = d_del, .ud = w};
     if ((r = kite_informer_start(&io, &w->ds)) < 0) goto fail;
+    /* the collector watches every kind of its table on informers of its own */
+    for (size_t i = 0; i < KITE_GC_N_KINDS && i < GC_KINDS_MAX; i++) {
+        struct gc_feed *f = &w->feeds[i];
+        f->w = w, f->kind = i;
+        _cleanup_free_ char *path = kite_asprintf("%s/%s", KITE_GC_KINDS[i].prefix, KITE_GC_KINDS[i].plural);
+        io.path = path;
+        io.name = "inf-gc";
+        io.handlers[0] = (struct kite_informer_handlers){.add = gc_add, .update = gc_update, .del = gc_del, .ud = f};
+        if ((r = kite_informer_start(&io, &f->inf)) < 0) goto fail;
+    }
     *ret = w;
     return 0;
 fail:
@@ -153,8 +191,11 @@ void kite_workloads_stop(struct kite_workloads *w) {
     kite_informer_stop(w->pods);
     kite_informer_stop(w->rss);
     kite_informer_stop(w->ds);
+    for (size_t i = 0; i < GC_KINDS_MAX; i++) kite_informer_stop(w->feeds[i].inf);
     runner_stop(&w->rr);
     runner_stop(&w->rd);
+    runner_stop(&w->rg);
+    kite_gc_free(w->gc);
     kite_rsc_free(w->rsc);
     kite_dc_free(w->dc);
     free(w);

@@ -196,3 +196,55 @@ def test_deployment_rolls_a_new_image_and_undo_goes_back(cluster):
     r = c.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=100)
     assert "successfully rolled out" in r.stdout
     assert len(c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dweb").json()["items"]) == 3
+
+
+def make_deploy(c, name, replicas=2):
+    d = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template(name, readiness=False)}}
+    c.api().ok("POST", f"{APPS}/deployments", d)
+    wait(lambda: len(live(pods_of(c, name))) == replicas, 40, f"{name}'s pods")
+    return c.api().get(f"{APPS}/replicasets?labelSelector=app%3D{name}").json()["items"]
+
+
+def test_deleting_a_deployment_removes_its_replicasets_and_pods(cluster):
+    c = cluster
+    rss = make_deploy(c, "gone")
+    assert len(rss) == 1
+    c.kubectl("delete", "deployment", "gone")  # kubectl's default: Background
+    wait(lambda: not c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dgone").json()["items"], 30, "ReplicaSets deleted")
+    wait(lambda: not pods_of(c, "gone"), 40, "pods deleted")
+
+
+def test_foreground_delete_waits_for_dependents(cluster):
+    c = cluster
+    make_deploy(c, "fg")
+    p = subprocess.Popen(["kubectl", "delete", "deployment", "fg", "--cascade=foreground", "--wait=false"],
+                         env=c.kubectl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.communicate(timeout=30)
+    # the owner stays, being deleted, with the finalizer, while its dependents go
+    seen = []
+    def state():
+        r = c.api().get(f"{APPS}/deployments/fg")
+        if r.status == 404:
+            return "gone"
+        m = r.json()["metadata"]
+        seen.append((m.get("deletionTimestamp") is not None, "foregroundDeletion" in m.get("finalizers", []),
+                     len(pods_of(c, "fg"))))
+        return None
+    wait(state, 60, "the Deployment deleted after its dependents")
+    assert seen and seen[0][0] and seen[0][1], seen
+    assert not pods_of(c, "fg") and not c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dfg").json()["items"]
+
+
+def test_orphan_delete_keeps_dependents(cluster):
+    c = cluster
+    rss = make_deploy(c, "orph")
+    c.kubectl("delete", "deployment", "orph", "--cascade=orphan")
+    wait(lambda: c.api().get(f"{APPS}/deployments/orph").status == 404, 30, "the Deployment deleted")
+    rs = c.api().get(f"{APPS}/replicasets/{rss[0]['metadata']['name']}").json()
+    assert not rs["metadata"].get("ownerReferences"), rs["metadata"]
+    time.sleep(2)
+    assert len(live(pods_of(c, "orph"))) == 2
+    # the ReplicaSet still owns its pods; deleting it (background) takes them
+    c.kubectl("delete", "rs", rss[0]["metadata"]["name"])
+    wait(lambda: not pods_of(c, "orph"), 40, "pods deleted")
