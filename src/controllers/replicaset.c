@@ -149,7 +149,10 @@ static int64_t restarts(json_object *pod) {
     int64_t max = 0;
     json_object *cs = kite_obj_get(kite_obj_get(pod, "status"), "containerStatuses");
     for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
-        max = KITE_MAX(max, kite_wl_int(json_object_array_get_idx(cs, i), "restartCount", NULL));
+    {
+        json_object *rc = kite_obj_get(json_object_array_get_idx(cs, i), "restartCount");
+        if (rc && json_object_is_type(rc, json_type_int)) max = KITE_MAX(max, json_object_get_int64(rc));
+    }
     return max;
 }
 

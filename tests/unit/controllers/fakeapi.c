@@ -87,7 +87,12 @@ static int handler(void *ud, const char *method, const char *fullpath, const cha
         goto out;
     }
     if (strcmp(method, "POST") == 0) {
-        const char *name = kite_meta_str(in, "name");
+        const char *name = kite_meta_str(in, "name"), *gen = kite_meta_str(in, "generateName");
+        if ((!name || !*name) && gen) { /* generateName: a counter stands in for the random suffix */
+            _cleanup_free_ char *n = kite_asprintf("%sg%llu", gen, (unsigned long long)f->rv + 1);
+            kite_obj_set(kite_obj_ensure(in, "metadata"), "name", json_object_new_string(n));
+            name = kite_meta_str(in, "name");
+        }
         _cleanup_free_ char *p = kite_asprintf("%s/%s", path, name ? name : "");
         if (kite_map_get(&f->objs, p)) {
             ret->status = 409;
