@@ -69,7 +69,9 @@ static bool check_preconditions(struct write_op *op, struct kite_record *cur, co
  * object ("foregroundDeletion", "orphan"), which then stays, being deleted, until the garbage
  * collector has deleted its blocking dependents or taken its ownerReferences off the others
  * and removed the finalizer; Background (and no policy) leaves dependents to the collector
- * once the object is gone. The legacy orphanDependents is Orphan (true) or Background. */
+ * once the object is gone. The legacy orphanDependents is Orphan (true) or Background. Only
+ * kinds whose dependents the collector watches (a row's gc_owner) are held: another kind's
+ * finalizer would wait for a collector that never looks at it. */
 static const struct {
     const char *policy, *finalizer;
 } PROPAGATION[] = {
@@ -120,7 +122,7 @@ static bool has_finalizer(json_object *meta, const char *f) {
 /* Puts the propagation's finalizer on the object (and takes the other one off: they exclude
  * each other) and submits it, marked deleting if it was not yet. False when it already has it. */
 static bool add_propagation_finalizer(struct write_op *op, struct kite_record *cur, json_object *cobj) {
-    if (!op->propagation || op->rq->res->delete_grace || has_finalizer(kite_obj_meta(cobj), op->propagation)) return false;
+    if (!op->propagation || !op->rq->res->gc_owner || has_finalizer(kite_obj_meta(cobj), op->propagation)) return false;
     json_object *obj = deep_copy(cobj), *meta = kite_obj_meta(obj), *fs = kite_obj_get(meta, "finalizers");
     json_object *nfs = json_object_new_array();
     const char *other = strcmp(op->propagation, "orphan") == 0 ? "foregroundDeletion" : "orphan";

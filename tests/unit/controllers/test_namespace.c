@@ -138,6 +138,8 @@ static const char *const COLLECTIONS[] = {
     "/api/v1/namespaces/team-a/serviceaccounts",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
+    "/apis/apps/v1/namespaces/team-a/replicasets",
+    "/apis/apps/v1/namespaces/team-a/deployments",
 };
 
 #define TERMINATING(finalizers)                                                                          \
