@@ -40,6 +40,7 @@ int64_t kite_wq_next(const struct kite_wq *q, int64_t now) {
 bool kite_wq_due(const struct kite_wq *q, int64_t now) { return kite_wq_next(q, now) == 0; }
 
 void kite_wq_release(struct kite_wq *q) {
+    kite_timers_release(&q->timers); /* first: it disarms the timers embedded in the items */
     const char *k;
     void *v;
     for (size_t i = 0; kite_map_next(&q->items, &i, &k, &v);) {
@@ -48,5 +49,4 @@ void kite_wq_release(struct kite_wq *q) {
         free(it);
     }
     kite_map_release(&q->items);
-    kite_timers_release(&q->timers);
 }
