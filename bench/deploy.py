@@ -6,13 +6,14 @@ usage: deploy.py [--kite PATH] [--replicas 100] [--keep]
 
 Starts `kite up` (apiserver, controllers and an agent with runc) on a temp dir with the busybox
 image imported twice (busybox:latest and busybox:v2), with a pod CIDR of its own. Then:
-  1. scale up: a Deployment of 1 replica (default strategy: RollingUpdate 25%/25%), once it is
-     available scaled to --replicas (PATCH of deployments/scale): until status.availableReplicas
-     == --replicas with observedGeneration current.
+  1. scale up: a Deployment of 1 replica (RollingUpdate maxSurge 0, maxUnavailable 10%: the node
+     takes 110 pods, as the kubelet's default maxPods, and a surge past it would be refused with
+     OutOfpods), once it is available scaled to --replicas (PATCH of deployments/scale): until
+     status.availableReplicas == --replicas with observedGeneration current.
   2. roll: the container's image set to busybox:v2 (strategic merge patch, as `kubectl set image`):
      until updatedReplicas == replicas == availableReplicas == --replicas (rollout complete).
-  3. scale down to 1: until status.replicas == 1 and only one pod object is left (the others
-     deleted, their containers stopped by the agent).
+  3. scale down to 1: until status.replicas == 1 and only one pod is left that has not ended
+     (the others deleted, their containers stopped by the agent).
 Each step's time is from the client's write to the condition, polled every 50 ms.
 Prints one line per step and a final "summary:" line of key=value pairs for bench/run.
 Exits 2 when kite could not be started, 1 when a step did not finish in time.
@@ -77,8 +78,9 @@ def main():
         s = d.get("status", {})
         return d, s, s.get("observedGeneration", 0) >= d["metadata"].get("generation", 1)
 
-    def pods():
-        return api.get(f"/api/v1/namespaces/{NS}/pods?labelSelector=app%3Dbench").json()["items"]
+    def pods():  # not yet ended: running, starting or terminating
+        items = api.get(f"/api/v1/namespaces/{NS}/pods?labelSelector=app%3Dbench").json()["items"]
+        return [p for p in items if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
 
     try:
         tmpl = {"metadata": {"labels": {"app": "bench"}},
@@ -87,6 +89,7 @@ def main():
                                          "command": ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]}]}}
         api.ok("POST", f"{APPS}/deployments", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bench"},
                                                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bench"}},
+                                                        "strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "10%"}},
                                                         "template": tmpl}})
         until("first pod", lambda: (s := status())[2] and s[1].get("availableReplicas") == 1)
         n = a.replicas
@@ -116,7 +119,9 @@ def main():
         for cid in ids:
             subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
         if not a.keep:
-            subprocess.run(["umount", "-R", "-l", str(work)], capture_output=True)
+            mounts = [ln.split()[1] for ln in open("/proc/mounts") if ln.split()[1].startswith(str(work))]
+            for m in sorted(mounts, key=len, reverse=True):
+                subprocess.run(["umount", "-l", m], capture_output=True)
             subprocess.run(["rm", "-rf", str(work)], capture_output=True)
     print(f"scale up 1 -> {a.replicas}: {results['scale_up_s']:.1f} s; roll {a.replicas} to a new image: "
           f"{results['roll_s']:.1f} s; scale down {a.replicas} -> 1: {results['scale_down_s']:.1f} s (runc, busybox)")

@@ -31,6 +31,7 @@ void op_free(struct write_op *op) {
     kite_record_unref(op->done_rec);
     json_object_put(op->input);
     json_object_put(op->preconditions);
+    free(op->guard_name);
     free(op->key);
     free(op);
 }
@@ -316,6 +317,8 @@ static void retry_push(struct kite_apiserver *s, struct write_op *op) {
     op->work.run = run_op_work;
     apiserver_work_push(s, &op->work);
 }
+
+void op_retry(struct write_op *op) { retry_push(op->srv, op); }
 
 static void *retry_main(void *ud) {
     struct kite_apiserver *s = ud;

@@ -22,22 +22,22 @@
 
 enum { ACT_CREATE_RS, ACT_OTHER };
 
-struct kite_dc {
-    struct kite_dc_options o;
+struct kite_deployctl {
+    struct kite_deployctl_options o;
     pthread_mutex_t lock;
     struct kite_wl_cache ds, rss, pods;
     struct kite_wq q;
 };
 
-struct kite_dc *kite_dc_new(const struct kite_dc_options *o) {
-    struct kite_dc *c = kite_calloc(1, sizeof *c);
+struct kite_deployctl *kite_deployctl_new(const struct kite_deployctl_options *o) {
+    struct kite_deployctl *c = kite_calloc(1, sizeof *c);
     c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }
 
-void kite_dc_free(struct kite_dc *c) {
+void kite_deployctl_free(struct kite_deployctl *c) {
     if (!c) return;
     kite_wl_cache_release(&c->ds);
     kite_wl_cache_release(&c->rss);
@@ -49,7 +49,7 @@ void kite_dc_free(struct kite_dc *c) {
 
 /* ---- the template hash (controller.ComputeHash) ---- */
 
-uint32_t kite_dc_fnv32a(const void *p, size_t n) {
+uint32_t kite_deployctl_fnv32a(const void *p, size_t n) {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < n; i++) {
         h ^= ((const unsigned char *)p)[i];
@@ -92,7 +92,7 @@ static void canonical(json_object *o, struct kite_buf *b) {
 
 static void strip_nulls(json_object *o);
 
-void kite_dc_template_hash(json_object *tmpl, int64_t collision_count, char out[16]) {
+void kite_deployctl_template_hash(json_object *tmpl, int64_t collision_count, char out[16]) {
     struct kite_buf b = {0};
     json_object *t = NULL;
     json_object_deep_copy(tmpl, &t, NULL);
@@ -105,7 +105,7 @@ void kite_dc_template_hash(json_object *tmpl, int64_t collision_count, char out[
         for (int i = 0; i < 4; i++) cc[i] = (unsigned char)(v >> (8 * i));
         kite_buf_append(&b, (const char *)cc, sizeof cc);
     }
-    uint32_t h = kite_dc_fnv32a(b.p ? b.p : "", b.len);
+    uint32_t h = kite_deployctl_fnv32a(b.p ? b.p : "", b.len);
     kite_buf_release(&b);
     static const char alphanums[] = "bcdfghjklmnpqrstvwxz2456789";
     char dec[16];
@@ -126,7 +126,7 @@ static int64_t scaled(json_object *v, int64_t total, bool round_up, int64_t dflt
     return round_up ? (pct * total + 99) / 100 : pct * total / 100;
 }
 
-void kite_dc_fenceposts(json_object *max_surge, json_object *max_unavailable, int64_t desired, int64_t *ret_surge,
+void kite_deployctl_fenceposts(json_object *max_surge, json_object *max_unavailable, int64_t desired, int64_t *ret_surge,
                         int64_t *ret_unavailable) {
     int64_t s = scaled(max_surge, desired, true, 0), u = scaled(max_unavailable, desired, false, 0);
     if (s == 0 && u == 0) u = 1; /* a rollout must be able to move */
@@ -134,8 +134,8 @@ void kite_dc_fenceposts(json_object *max_surge, json_object *max_unavailable, in
     *ret_unavailable = u;
 }
 
-int kite_dc_rolling_step(int64_t desired, int64_t surge, int64_t unavailable, struct kite_dc_rs *nrs,
-                         struct kite_dc_rs *old, size_t n_old) {
+int kite_deployctl_rolling_step(int64_t desired, int64_t surge, int64_t unavailable, struct kite_deployctl_rs *nrs,
+                         struct kite_deployctl_rs *old, size_t n_old) {
     int64_t old_count = 0, old_available = 0;
     for (size_t i = 0; i < n_old; i++) old_count += old[i].replicas, old_available += old[i].available;
     int64_t all = old_count + nrs->replicas;
@@ -156,7 +156,7 @@ int kite_dc_rolling_step(int64_t desired, int64_t surge, int64_t unavailable, st
     int64_t max_down = all - min_available - new_unavailable, done = 0;
     if (max_down <= 0) return 0;
     for (size_t i = 0; i < n_old && done < max_down; i++) { /* cleanupUnhealthyReplicas */
-        struct kite_dc_rs *r = &old[i];
+        struct kite_deployctl_rs *r = &old[i];
         if (r->replicas == 0 || r->replicas <= r->available) continue;
         int64_t d = KITE_MIN(max_down - done, r->replicas - r->available);
         r->replicas -= d;
@@ -166,7 +166,7 @@ int kite_dc_rolling_step(int64_t desired, int64_t surge, int64_t unavailable, st
     if (available > min_available) {
         int64_t want = available - min_available, down = 0;
         for (size_t i = 0; i < n_old && down < want; i++) {
-            struct kite_dc_rs *r = &old[i];
+            struct kite_deployctl_rs *r = &old[i];
             if (r->replicas == 0) continue;
             int64_t d = KITE_MIN(r->replicas, want - down);
             r->replicas -= d;
@@ -179,7 +179,7 @@ int kite_dc_rolling_step(int64_t desired, int64_t surge, int64_t unavailable, st
 
 /* ---- observations ---- */
 
-static void enqueue(struct kite_dc *c, const char *key) { kite_wq_add(&c->q, key, kite_now_mono(c->o.clock)); }
+static void enqueue(struct kite_deployctl *c, const char *key) { kite_wq_add(&c->q, key, kite_now_mono(c->o.clock)); }
 
 static char *owner_key(json_object *obj, const char *kind) {
     json_object *ref = kite_wl_controller_ref(obj);
@@ -187,7 +187,7 @@ static char *owner_key(json_object *obj, const char *kind) {
     return kite_wl_key(kite_meta_str(obj, "namespace"), kite_obj_str(ref, "name"));
 }
 
-void kite_dc_deployment_upsert(struct kite_dc *c, json_object *d) {
+void kite_deployctl_deployment_upsert(struct kite_deployctl *c, json_object *d) {
     pthread_mutex_lock(&c->lock);
     json_object_put(kite_wl_cache_put(&c->ds, d));
     _cleanup_free_ char *key = kite_wl_key(kite_meta_str(d, "namespace"), kite_meta_str(d, "name"));
@@ -195,13 +195,13 @@ void kite_dc_deployment_upsert(struct kite_dc *c, json_object *d) {
     pthread_mutex_unlock(&c->lock);
 }
 
-void kite_dc_deployment_delete(struct kite_dc *c, json_object *d) {
+void kite_deployctl_deployment_delete(struct kite_deployctl *c, json_object *d) {
     pthread_mutex_lock(&c->lock);
     json_object_put(kite_wl_cache_del(&c->ds, d));
     pthread_mutex_unlock(&c->lock);
 }
 
-static void rs_changed(struct kite_dc *c, json_object *rs) {
+static void rs_changed(struct kite_deployctl *c, json_object *rs) {
     _cleanup_free_ char *key = owner_key(rs, "Deployment");
     if (key) {
         enqueue(c, key);
@@ -217,14 +217,14 @@ static void rs_changed(struct kite_dc *c, json_object *rs) {
             enqueue(c, k);
 }
 
-void kite_dc_rs_upsert(struct kite_dc *c, json_object *rs) {
+void kite_deployctl_rs_upsert(struct kite_deployctl *c, json_object *rs) {
     pthread_mutex_lock(&c->lock);
     json_object_put(kite_wl_cache_put(&c->rss, rs));
     rs_changed(c, rs);
     pthread_mutex_unlock(&c->lock);
 }
 
-void kite_dc_rs_delete(struct kite_dc *c, json_object *rs) {
+void kite_deployctl_rs_delete(struct kite_deployctl *c, json_object *rs) {
     pthread_mutex_lock(&c->lock);
     json_object_put(kite_wl_cache_del(&c->rss, rs));
     rs_changed(c, rs);
@@ -232,14 +232,14 @@ void kite_dc_rs_delete(struct kite_dc *c, json_object *rs) {
 }
 
 /* Pods matter only to Recreate (old pods must be gone first): a pod's end wakes its Deployment. */
-static void pod_changed(struct kite_dc *c, json_object *pod) {
+static void pod_changed(struct kite_deployctl *c, json_object *pod) {
     _cleanup_free_ char *rs_key = owner_key(pod, "ReplicaSet");
     json_object *rs = rs_key ? kite_wl_cache_get(&c->rss, rs_key) : NULL;
     _cleanup_free_ char *key = rs ? owner_key(rs, "Deployment") : NULL;
     if (key) enqueue(c, key);
 }
 
-void kite_dc_pod_upsert(struct kite_dc *c, json_object *pod) {
+void kite_deployctl_pod_upsert(struct kite_deployctl *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
     json_object *old = kite_wl_cache_put(&c->pods, pod);
     /* only a change of phase or deletion matters */
@@ -249,7 +249,7 @@ void kite_dc_pod_upsert(struct kite_dc *c, json_object *pod) {
     pthread_mutex_unlock(&c->lock);
 }
 
-void kite_dc_pod_delete(struct kite_dc *c, json_object *pod) {
+void kite_deployctl_pod_delete(struct kite_deployctl *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
     json_object_put(kite_wl_cache_del(&c->pods, pod));
     pod_changed(c, pod);
@@ -261,7 +261,7 @@ void kite_dc_pod_delete(struct kite_dc *c, json_object *pod) {
 struct rsv {
     json_object *rs;
     int64_t revision, created;
-    struct kite_dc_rs cur, want;
+    struct kite_deployctl_rs cur, want;
 };
 
 static int64_t revision_of(json_object *rs) {
@@ -371,7 +371,7 @@ static json_object *new_rs(json_object *d, const char *hash, int64_t replicas, i
 }
 
 struct plan {
-    struct kite_dc *c;
+    struct kite_deployctl *c;
     json_object *d;
     const char *key, *ns, *name, *uid;
     struct kite_ctl_acts acts, events;
@@ -512,7 +512,7 @@ static void status(struct plan *p, struct rsv *all, size_t n, struct rsv *nrs, c
 }
 
 /* Any pod of the old ReplicaSets still not terminal (oldPodsRunning). */
-static bool old_pods_running(struct kite_dc *c, struct rsv *old, size_t n) {
+static bool old_pods_running(struct kite_deployctl *c, struct rsv *old, size_t n) {
     const char *k;
     void *v;
     for (size_t i = 0; kite_map_next(&c->pods.m, &i, &k, &v);) {
@@ -534,7 +534,7 @@ static void annotate(struct plan *p, const char *kind_path, const char *name, co
     kite_ctl_acts_add(&p->acts, ACT_OTHER, p->key, "PATCH", path, "application/merge-patch+json", patch);
 }
 
-static void sync(struct kite_dc *c, const char *key, struct plan *p, int64_t *next_ns) {
+static void sync(struct kite_deployctl *c, const char *key, struct plan *p, int64_t *next_ns) {
     json_object *d = kite_wl_cache_get(&c->ds, key);
     if (!d) return;
     p->c = c, p->d = d, p->key = key;
@@ -544,7 +544,7 @@ static void sync(struct kite_dc *c, const char *key, struct plan *p, int64_t *ne
     bool recreate = kite_streq(kite_obj_str(strat, "type"), "Recreate");
     p->desired = kite_wl_int(d, "spec", "replicas");
     if (recreate) p->surge = 0, p->unavailable = 0;
-    else kite_dc_fenceposts(kite_obj_get(ru, "maxSurge"), kite_obj_get(ru, "maxUnavailable"), p->desired, &p->surge, &p->unavailable);
+    else kite_deployctl_fenceposts(kite_obj_get(ru, "maxSurge"), kite_obj_get(ru, "maxUnavailable"), p->desired, &p->surge, &p->unavailable);
 
     size_t n = 0, cap = 8;
     struct rsv *all = kite_calloc(cap, sizeof *all);
@@ -603,15 +603,15 @@ static void sync(struct kite_dc *c, const char *key, struct plan *p, int64_t *ne
         bool may_create = !recreate || (!old_active && !old_pods_running(c, old, n_old));
         if (!nrs && may_create) {
             json_object *cc = kite_obj_get(kite_obj_get(d, "status"), "collisionCount");
-            kite_dc_template_hash(tmpl, cc ? json_object_get_int64(cc) : -1, hash);
+            kite_deployctl_template_hash(tmpl, cc ? json_object_get_int64(cc) : -1, hash);
             int64_t start;
             if (recreate) {
                 start = p->desired;
             } else {
-                struct kite_dc_rs fresh = {0};
-                struct kite_dc_rs *olds = n_old ? kite_calloc(n_old, sizeof *olds) : NULL;
+                struct kite_deployctl_rs fresh = {0};
+                struct kite_deployctl_rs *olds = n_old ? kite_calloc(n_old, sizeof *olds) : NULL;
                 for (size_t i = 0; i < n_old; i++) olds[i] = old[i].cur;
-                kite_dc_rolling_step(p->desired, p->surge, p->unavailable, &fresh, olds, n_old);
+                kite_deployctl_rolling_step(p->desired, p->surge, p->unavailable, &fresh, olds, n_old);
                 start = fresh.replicas;
                 free(olds);
             }
@@ -638,9 +638,9 @@ static void sync(struct kite_dc *c, const char *key, struct plan *p, int64_t *ne
                     nrs->want.replicas = p->desired;
                 }
             } else {
-                struct kite_dc_rs *olds = n_old ? kite_calloc(n_old, sizeof *olds) : NULL;
+                struct kite_deployctl_rs *olds = n_old ? kite_calloc(n_old, sizeof *olds) : NULL;
                 for (size_t i = 0; i < n_old; i++) olds[i] = old[i].cur;
-                kite_dc_rolling_step(p->desired, p->surge, p->unavailable, &nrs->want, olds, n_old);
+                kite_deployctl_rolling_step(p->desired, p->surge, p->unavailable, &nrs->want, olds, n_old);
                 for (size_t i = 0; i < n_old; i++) old[i].want = olds[i];
                 free(olds);
             }
@@ -672,7 +672,7 @@ static void sync(struct kite_dc *c, const char *key, struct plan *p, int64_t *ne
 }
 
 struct outcome {
-    struct kite_dc *c;
+    struct kite_deployctl *c;
     const char *key;
     bool retry;
 };
@@ -716,7 +716,7 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
     json_object_put(cur);
 }
 
-int64_t kite_dc_step(struct kite_dc *c) {
+int64_t kite_deployctl_step(struct kite_deployctl *c) {
     for (;;) {
         pthread_mutex_lock(&c->lock);
         char *key = kite_wq_pop_due(&c->q, kite_now_mono(c->o.clock));
@@ -737,14 +737,14 @@ int64_t kite_dc_step(struct kite_dc *c) {
         kite_ctl_acts_release(&p.events);
         if (o.retry) {
             pthread_mutex_lock(&c->lock);
-            kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + KITE_DC_RETRY_NS);
+            kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + KITE_DEPLOYCTL_RETRY_NS);
             pthread_mutex_unlock(&c->lock);
         }
         free(key);
     }
 }
 
-bool kite_dc_pending(struct kite_dc *c) {
+bool kite_deployctl_pending(struct kite_deployctl *c) {
     pthread_mutex_lock(&c->lock);
     bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
     pthread_mutex_unlock(&c->lock);

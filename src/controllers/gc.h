@@ -1,6 +1,6 @@
 /* The garbage collector (k8s.io/kubernetes pkg/controller/garbagecollector), for the kinds of
- * KITE_GC_KINDS (gc.c: one row per kind that owns or is owned; Jobs, DaemonSets, Services
- * and EndpointSlices are rows to add). It keeps a graph of those objects by uid with their
+ * KITE_GC_KINDS (gc.c: one row per kind that owns or is owned; an owner kind's registry row
+ * also sets gc_owner, so that Foreground and Orphan deletes wait for the collector). It keeps a graph of those objects by uid with their
  * ownerReferences and acts on it:
  *  - a dependent whose owners are all gone (not in the graph, and a GET of each says 404 or
  *    another uid) is deleted (Background; Foreground when it has dependents of its own); one

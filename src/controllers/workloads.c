@@ -27,7 +27,7 @@ struct gc_feed {
 
 struct kite_workloads {
     struct kite_rsc *rsc;
-    struct kite_dc *dc;
+    struct kite_deployctl *dc;
     struct kite_gc *gc;
     struct runner rr, rd, rg;
     struct kite_informer *pods, *rss, *ds;
@@ -88,13 +88,13 @@ static int64_t rsc_step(void *c) { return kite_rsc_step(c); }
 static bool rsc_pending(void *c) { return kite_rsc_pending(c); }
 static int64_t gc_step(void *c) { return kite_gc_step(c); }
 static bool gc_pending(void *c) { return kite_gc_pending(c); }
-static int64_t dc_step(void *c) { return kite_dc_step(c); }
-static bool dc_pending(void *c) { return kite_dc_pending(c); }
+static int64_t dc_step(void *c) { return kite_deployctl_step(c); }
+static bool dc_pending(void *c) { return kite_deployctl_pending(c); }
 
 static void pod_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_pod_upsert(w->rsc, o);
-    kite_dc_pod_upsert(w->dc, o);
+    kite_deployctl_pod_upsert(w->dc, o);
     kick(&w->rr);
     kick(&w->rd);
 }
@@ -102,14 +102,14 @@ static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud,
 static void pod_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_pod_delete(w->rsc, o);
-    kite_dc_pod_delete(w->dc, o);
+    kite_deployctl_pod_delete(w->dc, o);
     kick(&w->rr);
     kick(&w->rd);
 }
 static void rs_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_rs_upsert(w->rsc, o);
-    kite_dc_rs_upsert(w->dc, o);
+    kite_deployctl_rs_upsert(w->dc, o);
     kick(&w->rr);
     kick(&w->rd);
 }
@@ -117,19 +117,19 @@ static void rs_update(void *ud, json_object *old, json_object *o) { rs_add(ud, o
 static void rs_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_rs_delete(w->rsc, o);
-    kite_dc_rs_delete(w->dc, o);
+    kite_deployctl_rs_delete(w->dc, o);
     kick(&w->rr);
     kick(&w->rd);
 }
 static void d_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
-    kite_dc_deployment_upsert(w->dc, o);
+    kite_deployctl_deployment_upsert(w->dc, o);
     kick(&w->rd);
 }
 static void d_update(void *ud, json_object *old, json_object *o) { d_add(ud, o); }
 static void d_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
-    kite_dc_deployment_delete(w->dc, o);
+    kite_deployctl_deployment_delete(w->dc, o);
     kick(&w->rd);
 }
 
@@ -149,8 +149,8 @@ int kite_workloads_start(const struct kite_workloads_options *o, struct kite_wor
     struct kite_workloads *w = kite_calloc(1, sizeof *w);
     struct kite_rsc_options ro = {.client = o->client, .clock = o->clock};
     w->rsc = kite_rsc_new(&ro);
-    struct kite_dc_options dopt = {.client = o->client, .clock = o->clock};
-    w->dc = kite_dc_new(&dopt);
+    struct kite_deployctl_options dopt = {.client = o->client, .clock = o->clock};
+    w->dc = kite_deployctl_new(&dopt);
     struct kite_gc_options gopt = {.client = o->client, .clock = o->clock};
     w->gc = kite_gc_new(&gopt);
     int r;
@@ -197,6 +197,6 @@ void kite_workloads_stop(struct kite_workloads *w) {
     runner_stop(&w->rg);
     kite_gc_free(w->gc);
     kite_rsc_free(w->rsc);
-    kite_dc_free(w->dc);
+    kite_deployctl_free(w->dc);
     free(w);
 }

@@ -75,7 +75,7 @@ Test(replicaset, creates_missing_pods_once_while_its_creates_are_in_flight) {
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 3);
     /* created pods carry the template, generateName and a controller reference */
-    json_object *p = fakeapi_get(&e.api, PODS "/web-g2");
+    json_object *p = fakeapi_get(&e.api, PODS "/web-2");
     cr_assert_not_null(p);
     cr_assert_str_eq(kite_meta_str(p, "generateName"), "web-");
     json_object *ref = json_object_array_get_idx(kite_obj_get(kite_obj_meta(p), "ownerReferences"), 0);
@@ -88,12 +88,12 @@ Test(replicaset, creates_missing_pods_once_while_its_creates_are_in_flight) {
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 3);
     /* two of three are seen, then one is deleted by someone: one more is created */
-    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-g2"));
-    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-g3"));
+    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-2"));
+    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-3"));
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 3);
-    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-g4"));
-    kite_rsc_pod_delete(e.c, fakeapi_get(&e.api, PODS "/web-g4"));
+    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-4"));
+    kite_rsc_pod_delete(e.c, fakeapi_get(&e.api, PODS "/web-4"));
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 4);
     cr_assert_eq(fakeapi_events(&e.api, "SuccessfulCreate", "web"), 4);
