@@ -169,6 +169,9 @@ struct kite_resource {
     bool no_deletecollection; /* DELETE of the collection is not served (namespaces) */
     bool delete_returns_object; /* DELETE answers with the object (pods, namespaces), else a Status */
     bool encrypted;           /* stored encrypted at rest (secrets) */
+    bool gc_owner;            /* owns dependents the garbage collector watches (its KITE_GC_KINDS): a
+                                 DELETE with propagationPolicy Foreground or Orphan holds it with that
+                                 finalizer; other kinds go at once, as with Background */
     enum kite_name_rule name_rule;
     const struct kite_smp_schema *smp;
     const struct kite_table_printer *table; /* NULL: the default Name/Age printer */

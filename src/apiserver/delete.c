@@ -64,6 +64,85 @@ static bool check_preconditions(struct write_op *op, struct kite_record *cur, co
     return true;
 }
 
+/* Garbage collection of dependents, as DeleteOptions ask for it (kube-apiserver's
+ * deletionFinalizersForGarbageCollection): Foreground and Orphan put their finalizer on the
+ * object ("foregroundDeletion", "orphan"), which then stays, being deleted, until the garbage
+ * collector has deleted its blocking dependents or taken its ownerReferences off the others
+ * and removed the finalizer; Background (and no policy) leaves dependents to the collector
+ * once the object is gone. The legacy orphanDependents is Orphan (true) or Background. Only
+ * kinds whose dependents the collector watches (a row's gc_owner) are held: another kind's
+ * finalizer would wait for a collector that never looks at it. */
+static const struct {
+    const char *policy, *finalizer;
+} PROPAGATION[] = {
+    {"Foreground", "foregroundDeletion"},
+    {"Background", NULL},
+    {"Orphan", "orphan"},
+};
+
+static bool propagation_policy(struct write_op *op, json_object *opts) {
+    json_object *pp = kite_obj_get(opts, "propagationPolicy"), *od = kite_obj_get(opts, "orphanDependents");
+    if (pp && json_object_is_type(pp, json_type_null)) pp = NULL;
+    if (od && json_object_is_type(od, json_type_null)) od = NULL;
+    if (pp && od) {
+        reply_error(op->rq, 422, "Invalid",
+                    "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"%s\": orphanDependents and "
+                    "deletionPropagation cannot be both set",
+                    json_object_get_string(pp));
+        return false;
+    }
+    if (od) {
+        op->propagation = json_object_get_boolean(od) ? "orphan" : NULL;
+        return true;
+    }
+    if (!pp) return true;
+    const char *v = json_object_get_string(pp);
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(PROPAGATION); i++)
+        if (strcmp(v, PROPAGATION[i].policy) == 0) {
+            op->propagation = PROPAGATION[i].finalizer;
+            return true;
+        }
+    reply_error(op->rq, 422, "Invalid",
+                "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"%s\": supported values: "
+                "\"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+                v);
+    return false;
+}
+
+static void mark_deleting(struct write_op *op, struct kite_record *cur, json_object *obj, int64_t at_ns, int64_t grace);
+
+static bool has_finalizer(json_object *meta, const char *f) {
+    json_object *fs = kite_obj_get(meta, "finalizers");
+    for (size_t i = 0; fs && json_object_is_type(fs, json_type_array) && i < json_object_array_length(fs); i++)
+        if (strcmp(json_object_get_string(json_object_array_get_idx(fs, i)) ? json_object_get_string(json_object_array_get_idx(fs, i)) : "", f) == 0)
+            return true;
+    return false;
+}
+
+/* Puts the propagation's finalizer on the object (and takes the other one off: they exclude
+ * each other) and submits it, marked deleting if it was not yet. False when it already has it. */
+static bool add_propagation_finalizer(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+    if (!op->propagation || !op->rq->res->gc_owner || has_finalizer(kite_obj_meta(cobj), op->propagation)) return false;
+    json_object *obj = deep_copy(cobj), *meta = kite_obj_meta(obj), *fs = kite_obj_get(meta, "finalizers");
+    json_object *nfs = json_object_new_array();
+    const char *other = strcmp(op->propagation, "orphan") == 0 ? "foregroundDeletion" : "orphan";
+    for (size_t i = 0; fs && json_object_is_type(fs, json_type_array) && i < json_object_array_length(fs); i++) {
+        const char *f = json_object_get_string(json_object_array_get_idx(fs, i));
+        if (f && strcmp(f, other) != 0) json_object_array_add(nfs, json_object_new_string(f));
+    }
+    json_object_array_add(nfs, json_object_new_string(op->propagation));
+    kite_obj_set(meta, "finalizers", nfs);
+    if (kite_obj_get(meta, "deletionTimestamp")) {
+        op->code = 200;
+        op->kind = OP_UPDATE;
+        op->client_rv = true;
+        submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
+    } else {
+        mark_deleting(op, cur, obj, kite_now_wall(op->srv->clock), 0);
+    }
+    return true;
+}
+
 bool delete_options(struct write_op *op, json_object *opts) {
     json_object *pre = kite_obj_get(opts, "preconditions");
     if (pre) op->preconditions = json_object_get(pre);
@@ -77,7 +156,7 @@ bool delete_options(struct write_op *op, json_object *opts) {
         op->grace = json_object_get_int64(g);
     }
     if (op->has_grace && op->grace < 0) op->grace = 1; /* as kube-apiserver: a negative grace is 1s */
-    return true;
+    return propagation_policy(op, opts);
 }
 
 /* Marks obj (a copy, taken) as being deleted with grace seconds left from now_ns and submits it. */
@@ -230,6 +309,7 @@ void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj)
     }
     if (op->sub && op->sub->guard && !op->guarded && run_guard(op, cur, cobj)) return;
     if (rq->res->delete_grace && run_graceful(op, cur, cobj)) return;
+    if (add_propagation_finalizer(op, cur, cobj)) return;
     if (finalizers_pending(rq->res, cobj)) {
         if (kite_obj_get(meta, "deletionTimestamp")) { /* already terminating */
             struct kite_buf out = {0};
@@ -250,6 +330,8 @@ void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj)
 static json_object *delete_options_of(struct req *rq) {
     json_object *opts = parse_body(rq, true);
     if (!opts || rq->http->body_len) return opts;
+    const char *pp = kite_http_query(rq->http, "propagationPolicy");
+    if (pp) kite_obj_set(opts, "propagationPolicy", json_object_new_string(pp));
     const char *g = kite_http_query(rq->http, "gracePeriodSeconds");
     int64_t v;
     if (!g) return opts;

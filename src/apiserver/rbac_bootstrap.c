@@ -127,6 +127,14 @@ static const struct boot_role ROLES[] = {
      RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"", "\"clusterroles\"") ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
      RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") ","
+     /* the ReplicaSet and deployment controllers (upstream's replicaset-controller and
+      * deployment-controller) and the garbage collector (generic-garbage-collector: every
+      * kind's owner references) */
+     RULE("\"create\",\"delete\",\"patch\",\"update\"", CORE, "\"pods\"") ","
+     RULE(READ "," WRITE, "\"apps\"", "\"replicasets\"") ","
+     RULE(READ ",\"patch\",\"update\"", "\"apps\"", "\"deployments\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"replicasets/status\",\"deployments/status\",\"replicasets/finalizers\",\"deployments/finalizers\"") ","
+     RULE(READ ",\"delete\",\"patch\",\"update\"", "\"*\"", "\"*\"") ","
      /* the job and daemon set controllers (upstream's job-controller, daemon-set-controller) */
      RULE(READ "," "\"patch\",\"update\"", "\"batch\"", "\"jobs\"") ","
      RULE("\"patch\",\"update\"", "\"batch\"", "\"jobs/status\",\"jobs/finalizers\"") ","

@@ -24,6 +24,8 @@ struct write_op {
     json_object *preconditions; /* DELETE: DeleteOptions.preconditions */
     bool has_grace;           /* DELETE: DeleteOptions.gracePeriodSeconds given (grace, >= 0) */
     int64_t grace;
+    const char *propagation;  /* DELETE: the finalizer DeleteOptions.propagationPolicy asks for
+                                 ("foregroundDeletion", "orphan"), or NULL (Background) */
     int status_reply;         /* answer a success with a Status Success of this code (actions) */
     bool guarded;             /* a guarded delete (an eviction) whose guard was written back */
     int guard_err;            /* the guard's failed write, answered on an HTTP thread */

@@ -23,6 +23,7 @@ struct kite_client;
 struct kite_nsctl;
 struct kite_ctlmgr;
 struct kite_leader;
+struct kite_workloads;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct controller_args {
     const char *kubeconfig;
@@ -51,6 +52,8 @@ struct kite_controllers {
     struct kite_nsctl *nsctl;    /* these two run only while leading */
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
+    struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
+    struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */

@@ -12,6 +12,7 @@
 #include "controllers/job.h"
 #include "controllers/endpointslice.h"
 #include "controllers/leader.h"
+#include "controllers/workloads.h"
 #include "controllers/manager.h"
 #include "pki/pki.h"
 
@@ -96,6 +97,9 @@ static void lead(void *ud) {
     struct kite_aggregator_options ao = {.client = c->client};
     if ((r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
         log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
+    struct kite_workloads_options wo = {.client = c->client};
+    if ((r = kite_workloads_start(&wo, &c->workloads)) < 0)
+        log_error(LOG, "cannot start the workload controllers: %s", strerror(-r));
     struct kite_jobctl_options jo = {.client = c->client};
     if ((r = kite_jobs_start(&jo, &c->jobs)) < 0) log_error(LOG, "cannot start the job controller: %s", strerror(-r));
     struct kite_dsctl_options dso = {.client = c->client};
@@ -113,6 +117,7 @@ static void lead(void *ud) {
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
+    kite_workloads_stop(TAKE_PTR(c->workloads));
     kite_csrctl_stop(TAKE_PTR(c->csrctl));
     kite_epsctl_stop(TAKE_PTR(c->endpointslices));
     kite_aggregator_stop(TAKE_PTR(c->aggregator));

@@ -1,0 +1,37 @@
+/* The ReplicaSet controller (k8s.io/kubernetes pkg/controller/replicaset): keeps spec.replicas
+ * active pods (not terminal, not being deleted) that the ReplicaSet controls, by its selector:
+ * it creates them from the template (generateName "<rs>-", a controller ownerReference), adopts
+ * orphan pods its selector matches and releases pods it no longer matches, and deletes the
+ * surplus, worst first (getPodsToDelete's ranking: unscheduled, then pending, then not ready,
+ * then most crowded node, most recently ready, most restarted, newest). Its status counts
+ * replicas, fullyLabeledReplicas, readyReplicas, availableReplicas (ready minReadySeconds) and
+ * observedGeneration. Expectations, as upstream's: once it asked for creates or deletes, a
+ * ReplicaSet is not scaled again until it has seen them (or KITE_RSC_EXPECTATIONS_TTL_S went
+ * by), so a watch that lags never makes it create twice.
+ * Driven like the taint eviction core: observations, then kite_rsc_step. Locks on every call. */
+#pragma once
+#include "base/clock.h"
+#include "client/client.h"
+
+#define KITE_RSC_BURST 500                /* pods created or deleted per ReplicaSet per pass (burstReplicas) */
+#define KITE_RSC_EXPECTATIONS_TTL_S 300   /* unmet expectations are given up after this */
+#define KITE_RSC_RETRY_NS (1 * KITE_NS_PER_SEC) /* a failed pass is tried again after this */
+
+struct kite_rsc_options {
+    struct kite_client *client; /* borrowed */
+    struct kite_clock *clock;   /* NULL = real */
+};
+struct kite_rsc;
+struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o);
+void kite_rsc_free(struct kite_rsc *c);
+
+void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod);
+void kite_rsc_pod_delete(struct kite_rsc *c, json_object *pod);
+void kite_rsc_rs_upsert(struct kite_rsc *c, json_object *rs);
+void kite_rsc_rs_delete(struct kite_rsc *c, json_object *rs);
+/* Syncs the ReplicaSets due now; returns ns until the next is due (-1: none). */
+int64_t kite_rsc_step(struct kite_rsc *c);
+bool kite_rsc_pending(struct kite_rsc *c);
+
+/* Orders pods (borrowed) so those to delete first come first (ActivePodsWithRanks). */
+void kite_rsc_rank(json_object **pods, size_t n);
