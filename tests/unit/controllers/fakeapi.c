@@ -89,7 +89,7 @@ static int handler(void *ud, const char *method, const char *fullpath, const cha
     if (strcmp(method, "POST") == 0) {
         const char *name = kite_meta_str(in, "name"), *gen = kite_meta_str(in, "generateName");
         if ((!name || !*name) && gen) { /* the server's generated name: a counter here */
-            _cleanup_free_ char *n = kite_asprintf("%s%05llu", gen, (unsigned long long)(f->rv + 1) % 100000);
+            _cleanup_free_ char *n = kite_asprintf("%s%llu", gen, (unsigned long long)f->rv + 1);
             kite_obj_set(kite_obj_ensure(in, "metadata"), "name", json_object_new_string(n));
             name = kite_meta_str(in, "name");
         }

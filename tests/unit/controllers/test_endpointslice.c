@@ -159,7 +159,7 @@ Test(endpointslice, placeholder_then_endpoints_in_place) {
     cr_expect_eq(step(&w), 100, "a Service with no pods gets one placeholder slice");
     json_object *s = only_slice(&w);
     const char *name = kite_meta_str(s, "name");
-    cr_expect(strncmp(name, "web-", 4) == 0 && strlen(name) == 9, "%s", name);
+    cr_expect(strncmp(name, "web-", 4) == 0 && strlen(name) > 4 /* generateName: the fake API appends a counter */, "%s", name);
     cr_expect_eq(json_object_array_length(kite_obj_get(s, "endpoints")), 0);
     cr_expect_null(kite_obj_get(s, "ports"));
     json_object *labels = kite_obj_get(kite_obj_meta(s), "labels");
