@@ -31,6 +31,8 @@ void op_free(struct write_op *op) {
     kite_record_unref(op->done_rec);
     json_object_put(op->input);
     json_object_put(op->preconditions);
+    json_object_put(op->managed);
+    free(op->manager);
     free(op->key);
     free(op);
 }
@@ -514,13 +516,14 @@ static bool check_rv_precondition(struct write_op *op, json_object *obj, struct 
     return true;
 }
 
-static json_object *apply_patch(struct write_op *op, json_object *doc) {
+static json_object *apply_patch(struct write_op *op, json_object *doc, json_object *cobj) {
     json_object *out = NULL;
     char *err = NULL;
     int r;
     switch (op->ptype) {
     case PATCH_MERGE: r = kite_merge_patch(doc, op->input, &out, &err); break;
     case PATCH_JSON: r = kite_json_patch(doc, op->input, &out, &err); break;
+    case PATCH_APPLY: return managed_apply(op, doc, cobj) ?: (op_free(op), NULL);
     default: r = kite_smp_apply(doc, op->input, op->rq->res->smp, &out, &err); break;
     }
     if (r == 0 && !json_object_is_type(out, json_type_object)) {
@@ -590,8 +593,9 @@ void run_op(struct write_op *op) {
     struct kite_record *cur = NULL;
     if (op->kind != OP_CREATE) cur = kite_wcache_get(storage_cache(rq->srv, rq->res), op->key);
 
-    if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->sub)) {
-        json_object *obj = take_input(op);
+    bool apply_create = !cur && op->kind == OP_PATCH && op->ptype == PATCH_APPLY && !op->sub;
+    if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->sub) || apply_create) {
+        json_object *obj = apply_create ? managed_apply(op, NULL, NULL) : take_input(op);
         op->code = 201;
         op->kind = OP_CREATE;
         if (!prepare_create(op, obj)) {
@@ -599,6 +603,7 @@ void run_op(struct write_op *op) {
             op_free(op);
             return;
         }
+        managed_finish(op, NULL, obj);
         char *key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
         if (op->key && strcmp(key, op->key) != 0) release_key(op); /* held the URL's key, writes another */
         free(op->key);
@@ -633,7 +638,7 @@ void run_op(struct write_op *op) {
     if (op->kind == OP_PATCH) {
         json_object *doc = deep_copy(cobj);
         if (rq->res->from_storage) rq->res->from_storage(doc);
-        obj = apply_patch(op, doc);
+        obj = apply_patch(op, doc, cobj);
         json_object_put(doc);
         if (!obj) {
             kite_record_unref(cur);
@@ -654,6 +659,7 @@ void run_op(struct write_op *op) {
         return;
     }
     op->code = 200;
+    managed_finish(op, cobj, res);
     json_object *meta = kite_obj_meta(res);
     if (kite_obj_get(meta, "deletionTimestamp") && !finalizers_pending(rq->res, res)) {
         /* the last finalizer is gone from an object being deleted: delete it now */
@@ -730,13 +736,23 @@ void handle_create(struct req *rq) {
     }
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
-    run_op(op_new(rq, OP_CREATE, obj));
+    struct write_op *op = op_new(rq, OP_CREATE, obj);
+    if (!managed_manager(op)) {
+        op_free(op);
+        return;
+    }
+    run_op(op);
 }
 
 void handle_update(struct req *rq) {
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
-    run_op(op_new(rq, OP_UPDATE, obj));
+    struct write_op *op = op_new(rq, OP_UPDATE, obj);
+    if (!managed_manager(op)) {
+        op_free(op);
+        return;
+    }
+    run_op(op);
 }
 
 void handle_patch(struct req *rq) {
@@ -745,15 +761,31 @@ void handle_patch(struct req *rq) {
     if (media_is(ct, "application/merge-patch+json")) t = PATCH_MERGE;
     else if (media_is(ct, "application/json-patch+json")) t = PATCH_JSON;
     else if (media_is(ct, "application/strategic-merge-patch+json")) t = PATCH_STRATEGIC;
+    else if (media_is(ct, "application/apply-patch+yaml")) t = PATCH_APPLY;
     else {
         reply_error(rq, 415, "UnsupportedMediaType",
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
         return;
     }
-    json_object *patch = parse_json_text(rq, rq->http->body, rq->http->body_len);
+    /* PatchOptions as upstream's ValidatePatchOptions */
+    const char *fm = kite_http_query(rq->http, "fieldManager"), *force = kite_http_query(rq->http, "force");
+    if (t != PATCH_APPLY && force) {
+        reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch");
+        return;
+    }
+    if (t == PATCH_APPLY && (!fm || !*fm)) {
+        reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch");
+        return;
+    }
+    json_object *patch = t == PATCH_APPLY ? parse_apply_body(rq) : parse_json_text(rq, rq->http->body, rq->http->body_len);
     if (!patch) return;
     struct write_op *op = op_new(rq, OP_PATCH, patch);
     op->ptype = t;
+    op->force = query_true(force);
+    if (!managed_manager(op)) {
+        op_free(op);
+        return;
+    }
     run_op(op);
 }
 
