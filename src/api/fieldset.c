@@ -250,51 +250,60 @@ json_object *kite_fieldset_of(const struct kite_fs_scope *sc, json_object *obj) 
 
 /* ---- diff ---------------------------------------------------------------------------- */
 
-struct tri { json_object *a, *r, *m; };
+/* The three result sets at the walk's position, made only when something lands in them: most
+ * of an object is equal on both sides, and a trie node is a json-c object with its own hash
+ * table. */
+struct lz {
+    struct lz *up;
+    const char *key; /* in up */
+    json_object *node;
+};
 
-static struct tri tri_child(struct tri t, const char *k) {
-    return (struct tri){child(t.a, k), child(t.r, k), child(t.m, k)};
+static json_object *lz_get(struct lz *l) {
+    if (!l->node) l->node = child(lz_get(l->up), l->key);
+    return l->node;
 }
 
-static void tri_drop(struct tri t) {
-    drop_empty(t.a);
-    drop_empty(t.r);
-    drop_empty(t.m);
+struct tri { struct lz *a, *r, *m; };
+
+static void lz_drop(struct lz *l) {
+    if (l->node) drop_empty(l->node);
 }
 
 static void diff_value(struct ctx *c, const struct kite_schema *s, json_object *a, json_object *b, struct tri t);
 
+/* Diff below the child k (a path element) of t's position. */
+static void diff_child(struct ctx *c, const struct kite_schema *s, json_object *a, json_object *b, struct tri t,
+                       const char *k) {
+    struct lz la = {t.a, k, NULL}, lr = {t.r, k, NULL}, lm = {t.m, k, NULL};
+    diff_value(c, s, a, b, (struct tri){&la, &lr, &lm});
+}
+
 static void diff_fields(struct ctx *c, const struct kite_schema *s, bool map, json_object *a, json_object *b, struct tri t) {
+    struct kite_buf key = {0};
     json_object_object_foreach(b, k, bv) {
         json_object *av = NULL;
         bool had = json_object_object_get_ex(a, k, &av);
         if ((had && kite_json_equal(av, bv)) || skipped(c, k)) continue;
         size_t m = push(c, k);
         const struct kite_schema *fs = field_schema(s, k);
-        char buf[160];
-        snprintf(buf, sizeof buf, "f:%s", k);
-        if (strlen(k) + 2 >= sizeof buf) {
-            /* a very long map key: same element, built on the heap */
-            json_object *an = field_child(t.a, k), *rn = field_child(t.r, k), *mn = field_child(t.m, k);
-            if (!had) fs_value(c, fs, bv, an, map || !fs);
-            else diff_value(c, fs, av, bv, (struct tri){an, rn, mn});
-        } else if (!had) {
-            fs_value(c, fs, bv, child(t.a, buf), map || !fs);
-        } else {
-            diff_value(c, fs, av, bv, tri_child(t, buf));
-        }
+        kite_buf_reset(&key);
+        kite_buf_printf(&key, "f:%s", k);
+        if (!had) fs_value(c, fs, bv, child(lz_get(t.a), key.p), map || !fs);
+        else diff_child(c, fs, av, bv, t, key.p);
         pop(c, m);
     }
     json_object_object_foreach(a, ka, av2) {
         if (json_object_object_get_ex(b, ka, NULL) || skipped(c, ka)) continue;
         size_t m = push(c, ka);
         const struct kite_schema *fs = field_schema(s, ka);
-        fs_value(c, fs, av2, field_child(t.r, ka), map || !fs);
+        fs_value(c, fs, av2, field_child(lz_get(t.r), ka), map || !fs);
         pop(c, m);
     }
-    if (json_object_object_length(b) == 0 && json_object_object_length(a) != 0) mark(t.a);
-    if (json_object_object_length(a) == 0 && json_object_object_length(b) != 0) mark(t.r);
-    tri_drop(t);
+    kite_buf_release(&key);
+    if (json_object_object_length(b) == 0 && json_object_object_length(a) != 0) mark(lz_get(t.a));
+    if (json_object_object_length(a) == 0 && json_object_object_length(b) != 0) mark(lz_get(t.r));
+    lz_drop(t.a), lz_drop(t.r), lz_drop(t.m);
 }
 
 static void diff_items(struct ctx *c, const struct kite_schema *s, const char *key, json_object *a, json_object *b,
@@ -303,30 +312,30 @@ static void diff_items(struct ctx *c, const struct kite_schema *s, const char *k
     char **ka = item_keys(a, key, &na), **kb = ka ? item_keys(b, key, &nb) : NULL;
     if (!ka || !kb) {
         free_keys(ka, na);
-        mark(t.m);
+        mark(lz_get(t.m));
         return;
     }
     for (size_t i = 0; i < nb; i++) {
         ssize_t j = find_key(ka, na, kb[i]);
         json_object *bi = json_object_array_get_idx(b, i);
         if (j < 0) {
-            json_object *n = child(t.a, kb[i]);
+            json_object *n = child(lz_get(t.a), kb[i]);
             mark(n);
             if (key) fs_value(c, s->elem, bi, n, true);
         } else if (key) {
             json_object *ai = json_object_array_get_idx(a, (size_t)j);
-            if (!kite_json_equal(ai, bi)) diff_value(c, s->elem, ai, bi, tri_child(t, kb[i]));
+            if (!kite_json_equal(ai, bi)) diff_child(c, s->elem, ai, bi, t, kb[i]);
         }
     }
     for (size_t j = 0; j < na; j++) {
         if (find_key(kb, nb, ka[j]) >= 0) continue;
-        json_object *n = child(t.r, ka[j]);
+        json_object *n = child(lz_get(t.r), ka[j]);
         mark(n);
         if (key) fs_value(c, s->elem, json_object_array_get_idx(a, j), n, true);
     }
     free_keys(ka, na);
     free_keys(kb, nb);
-    tri_drop(t);
+    lz_drop(t.a), lz_drop(t.r), lz_drop(t.m);
 }
 
 static void diff_value(struct ctx *c, const struct kite_schema *s, json_object *a, json_object *b, struct tri t) {
@@ -334,11 +343,11 @@ static void diff_value(struct ctx *c, const struct kite_schema *s, json_object *
     enum shape sa = shape_of(c, s, a, &ka), sb = shape_of(c, s, b, &kb);
     if (sa != sb || !a || !b) {
         /* a value that changed its type: a new leaf */
-        mark(t.m);
+        mark(lz_get(t.m));
         return;
     }
     switch (sb) {
-    case ATOM: mark(t.m); return;
+    case ATOM: mark(lz_get(t.m)); return;
     case STRUCT:
     case MAP: diff_fields(c, s, s && s->type == KITE_SCHEMA_MAP, a, b, t); return;
     case LMAP:
@@ -350,18 +359,18 @@ void kite_fieldset_diff(const struct kite_fs_scope *sc, json_object *old, json_o
                         json_object **ret_removed, json_object **ret_modified) {
     struct ctx c = {.sc = sc};
     kite_buf_puts(&c.path, "");
-    struct tri t = {kite_fieldset_new(), kite_fieldset_new(), kite_fieldset_new()};
+    struct lz a = {.node = kite_fieldset_new()}, r = {.node = kite_fieldset_new()}, m = {.node = kite_fieldset_new()};
     json_object *empty = NULL;
     if (!old) old = empty = json_object_new_object();
-    if (new_obj) diff_fields(&c, sc->schema, false, old, new_obj, t);
-    json_object_object_del(t.a, ".");
-    json_object_object_del(t.r, ".");
-    json_object_object_del(t.m, ".");
+    if (new_obj) diff_fields(&c, sc->schema, false, old, new_obj, (struct tri){&a, &r, &m});
+    json_object_object_del(a.node, ".");
+    json_object_object_del(r.node, ".");
+    json_object_object_del(m.node, ".");
     json_object_put(empty);
     kite_buf_release(&c.path);
-    *ret_added = t.a;
-    *ret_removed = t.r;
-    *ret_modified = t.m;
+    *ret_added = a.node;
+    *ret_removed = r.node;
+    *ret_modified = m.node;
 }
 
 /* ---- merge --------------------------------------------------------------------------- */
@@ -597,6 +606,34 @@ json_object *kite_fieldset_from_v1(json_object *v1) {
     json_object *s = from_v1(v1, 0);
     if (s) json_object_object_del(s, ".");
     return s;
+}
+
+static bool v1_member(json_object *v1) {
+    return json_object_object_length(v1) == 0 || json_object_object_get_ex(v1, ".", NULL);
+}
+
+bool kite_fieldset_v1_covers(json_object *v1, json_object *set) {
+    if (!json_object_is_type(v1, json_type_object)) return false;
+    json_object_object_foreach(set, k, sc) {
+        if (strcmp(k, ".") == 0) {
+            if (!v1_member(v1)) return false;
+        } else if (!kite_fieldset_v1_covers(get_child(v1, k), sc)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool kite_fieldset_v1_meets(json_object *v1, json_object *set) {
+    if (!json_object_is_type(v1, json_type_object)) return false;
+    json_object_object_foreach(set, k, sc) {
+        if (strcmp(k, ".") == 0) {
+            if (v1_member(v1)) return true;
+        } else if (kite_fieldset_v1_meets(get_child(v1, k), sc)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static void print_elem(struct kite_buf *b, const char *k) {

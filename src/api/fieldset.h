@@ -67,6 +67,11 @@ json_object *kite_fieldset_new(void);
 json_object *kite_fieldset_to_v1(json_object *set);
 json_object *kite_fieldset_from_v1(json_object *v1);
 
+/* Questions asked of a set in FieldsV1 form (a stored managedFields entry) without reading it
+ * into a set: whether v1 holds every member of set, and whether they share a member. */
+bool kite_fieldset_v1_covers(json_object *v1, json_object *set);
+bool kite_fieldset_v1_meets(json_object *v1, json_object *set);
+
 /* Calls fn(ud, path) for every member of set, in order, path as upstream prints a
  * fieldpath.Path: ".spec.containers[name=\"c\"].image", ".metadata.finalizers[=\"f\"]". */
 void kite_fieldset_each(json_object *set, void (*fn)(void *ud, const char *path), void *ud);

@@ -196,6 +196,72 @@ bool managed_manager(struct write_op *op) {
 
 /* ---- Update -------------------------------------------------------------------------- */
 
+static int entry_json_cmp(const void *x, const void *y) {
+    json_object *a = *(json_object *const *)x, *b = *(json_object *const *)y;
+    static const char *const keys[] = {"operation", "time", "manager", "apiVersion", "subresource"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(keys); i++) {
+        int c = strcmp0(kite_obj_str(a, keys[i]), kite_obj_str(b, keys[i]));
+        if (c) return c;
+    }
+    return 0;
+}
+
+/* The common write (a lease renewal, a node's heartbeat): its manager already has every field
+ * it sets and no other entry has any it sets or removes, so only its entry's time changes.
+ * Answered from the stored entries as they are, without reading them into sets. true when it
+ * set res's managedFields. */
+static bool update_in_place(struct write_op *op, json_object *cur_mf, json_object *res, json_object *sets,
+                            json_object *removed) {
+    size_t n = json_object_is_type(cur_mf, json_type_array) ? json_object_array_length(cur_mf) : 0;
+    const char *av = kite_resource_api_version(op->rq->res), *sub = op->sub ? op->sub->name : NULL;
+    ssize_t own = -1;
+    if (kite_fieldset_empty(sets)) return false; /* only removals: no entry gets a new time */
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(cur_mf, i), *v1 = kite_obj_get(m, "fieldsV1");
+        const char *ft = kite_obj_str(m, "fieldsType");
+        if (ft && strcmp(ft, "FieldsV1") != 0) return false;
+        bool mine = own < 0 && !strcmp0(kite_obj_str(m, "manager"), op->manager) &&
+                    !strcmp0(kite_obj_str(m, "operation"), "Update") && !strcmp0(kite_obj_str(m, "apiVersion"), av) &&
+                    !strcmp0(kite_obj_str(m, "subresource"), sub);
+        if (mine) {
+            if (!kite_fieldset_v1_covers(v1, sets)) return false;
+            own = (ssize_t)i;
+        } else if (kite_fieldset_v1_meets(v1, sets)) {
+            return false;
+        }
+        if (kite_fieldset_v1_meets(v1, removed)) return false;
+    }
+    if (own < 0) return false;
+    json_object *arr = deep_copy(cur_mf);
+    char ts[21];
+    kite_time_format(kite_now_wall(op->srv->clock), ts);
+    kite_obj_set(json_object_array_get_idx(arr, (size_t)own), "time", json_object_new_string(ts));
+    json_object_array_sort(arr, entry_json_cmp);
+    set_managed(res, arr);
+    return true;
+}
+
+/* The general case: the entries read into sets, the write's fields taken from all but its
+ * manager's, which gets them. */
+static void update_entries(struct write_op *op, json_object *cur, json_object *res, json_object *modified,
+                           json_object *removed) {
+    struct entries es = {0};
+    if (cur) entries_parse(cur, &es);
+    for (size_t i = 0; i < es.n; i++) {
+        entry_drop(&es.v[i], modified);
+        entry_drop(&es.v[i], removed);
+    }
+    if (!kite_fieldset_empty(modified)) {
+        const char *av = kite_resource_api_version(op->rq->res), *sub = op->sub ? op->sub->name : NULL;
+        struct entry *e = entry_find(&es, op->manager ? op->manager : "", "Update", av, sub);
+        if (!e) e = entry_add(&es, op->manager, "Update", av, sub);
+        kite_fieldset_union_into(e->set, modified);
+        entry_touch(op, e);
+    }
+    set_managed(res, entries_render(&es));
+    entries_release(&es);
+}
+
 void managed_update(struct write_op *op, json_object *cur, json_object *res) {
     struct kite_fs_scope sc;
     scope_of(op, &sc);
@@ -206,22 +272,8 @@ void managed_update(struct write_op *op, json_object *cur, json_object *res) {
         /* nothing changed: the entries stay as they are */
         set_managed(res, cur_mf ? deep_copy(cur_mf) : NULL);
     } else {
-        struct entries es = {0};
-        if (cur) entries_parse(cur, &es);
-        kite_fieldset_union_into(modified, added); /* what this write sets */
-        for (size_t i = 0; i < es.n; i++) {
-            entry_drop(&es.v[i], modified);
-            entry_drop(&es.v[i], removed);
-        }
-        if (!kite_fieldset_empty(modified)) {
-            const char *av = kite_resource_api_version(op->rq->res), *sub = op->sub ? op->sub->name : NULL;
-            struct entry *e = entry_find(&es, op->manager ? op->manager : "", "Update", av, sub);
-            if (!e) e = entry_add(&es, op->manager, "Update", av, sub);
-            kite_fieldset_union_into(e->set, modified);
-            entry_touch(op, e);
-        }
-        set_managed(res, entries_render(&es));
-        entries_release(&es);
+        kite_fieldset_union_into(modified, added); /* now: everything this write sets */
+        if (!update_in_place(op, cur_mf, res, modified, removed)) update_entries(op, cur, res, modified, removed);
     }
     json_object_put(added);
     json_object_put(removed);

@@ -190,6 +190,26 @@ json_object *deep_copy(json_object *o) {
     return c;
 }
 
+/* A copy of an object without its metadata.managedFields, for the writes that compute them
+ * again from the current object (managed.c): the entries are a third of a node's bytes, and
+ * copying them for nothing cost as much as maintaining them. */
+static json_object *deep_copy_unmanaged(json_object *o) {
+    if (!json_object_is_type(o, json_type_object)) return deep_copy(o);
+    json_object *c = json_object_new_object();
+    json_object_object_foreach(o, k, v) {
+        if (strcmp(k, "metadata") != 0 || !json_object_is_type(v, json_type_object)) {
+            json_object_object_add(c, k, deep_copy(v));
+            continue;
+        }
+        json_object *m = json_object_new_object();
+        json_object_object_foreach(v, mk, mv) {
+            if (strcmp(mk, "managedFields") != 0) json_object_object_add(m, mk, deep_copy(mv));
+        }
+        json_object_object_add(c, k, m);
+    }
+    return c;
+}
+
 /* dst[k] = a copy of src[k] (or no k). Deep: src may be an object cached on a store record,
  * shared read-only between threads, whose reference counts must not be touched. */
 static void copy_field(json_object *dst, json_object *src, const char *k) {
@@ -226,7 +246,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
     if (op->sub) {
         /* a subresource write changes its field and metadata, nothing else (nodes/status
          * never changes spec; namespaces/finalize only spec) */
-        res = deep_copy(cur);
+        res = deep_copy_unmanaged(cur);
         copy_field(res, obj, op->sub->field);
         kite_obj_set(res, "metadata", json_object_get(meta));
         json_object_put(obj);
@@ -636,7 +656,7 @@ void run_op(struct write_op *op) {
     }
     json_object *obj;
     if (op->kind == OP_PATCH) {
-        json_object *doc = deep_copy(cobj);
+        json_object *doc = deep_copy_unmanaged(cobj);
         if (rq->res->from_storage) rq->res->from_storage(doc);
         obj = apply_patch(op, doc, cobj);
         json_object_put(doc);
