@@ -206,12 +206,18 @@ static int entry_json_cmp(const void *x, const void *y) {
     return 0;
 }
 
+/* cur's entries for res: the same ones when cur is this write's own parse (it is not read
+ * again), else a copy (cur is shared between threads, its reference counts untouched). */
+static json_object *take_entries(json_object *cur_mf, bool cur_private) {
+    return cur_private ? json_object_get(cur_mf) : deep_copy(cur_mf);
+}
+
 /* The common write (a lease renewal, a node's heartbeat): its manager already has every field
  * it sets and no other entry has any it sets or removes, so only its entry's time changes.
  * Answered from the stored entries as they are, without reading them into sets. true when it
  * set res's managedFields. */
-static bool update_in_place(struct write_op *op, json_object *cur_mf, json_object *res, json_object *sets,
-                            json_object *removed) {
+static bool update_in_place(struct write_op *op, json_object *cur_mf, bool cur_private, json_object *res,
+                            json_object *sets, json_object *removed) {
     size_t n = json_object_is_type(cur_mf, json_type_array) ? json_object_array_length(cur_mf) : 0;
     const char *av = kite_resource_api_version(op->rq->res), *sub = op->sub ? op->sub->name : NULL;
     ssize_t own = -1;
@@ -232,7 +238,7 @@ static bool update_in_place(struct write_op *op, json_object *cur_mf, json_objec
         if (kite_fieldset_v1_meets(v1, removed)) return false;
     }
     if (own < 0) return false;
-    json_object *arr = deep_copy(cur_mf);
+    json_object *arr = take_entries(cur_mf, cur_private);
     char ts[21];
     kite_time_format(kite_now_wall(op->srv->clock), ts);
     kite_obj_set(json_object_array_get_idx(arr, (size_t)own), "time", json_object_new_string(ts));
@@ -262,7 +268,7 @@ static void update_entries(struct write_op *op, json_object *cur, json_object *r
     entries_release(&es);
 }
 
-void managed_update(struct write_op *op, json_object *cur, json_object *res) {
+static void managed_update(struct write_op *op, json_object *cur, bool cur_private, json_object *res) {
     struct kite_fs_scope sc;
     scope_of(op, &sc);
     json_object *added, *removed, *modified;
@@ -270,10 +276,10 @@ void managed_update(struct write_op *op, json_object *cur, json_object *res) {
     json_object *cur_mf = cur ? kite_obj_get(kite_obj_meta(cur), "managedFields") : NULL;
     if (kite_fieldset_empty(added) && kite_fieldset_empty(removed) && kite_fieldset_empty(modified)) {
         /* nothing changed: the entries stay as they are */
-        set_managed(res, cur_mf ? deep_copy(cur_mf) : NULL);
+        set_managed(res, cur_mf ? take_entries(cur_mf, cur_private) : NULL);
     } else {
         kite_fieldset_union_into(modified, added); /* now: everything this write sets */
-        if (!update_in_place(op, cur_mf, res, modified, removed)) update_entries(op, cur, res, modified, removed);
+        if (!update_in_place(op, cur_mf, cur_private, res, modified, removed)) update_entries(op, cur, res, modified, removed);
     }
     json_object_put(added);
     json_object_put(removed);
@@ -408,12 +414,12 @@ json_object *managed_apply(struct write_op *op, json_object *live, json_object *
     return merged;
 }
 
-void managed_finish(struct write_op *op, json_object *cur, json_object *res) {
+void managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res) {
     if (op->has_managed) {
         set_managed(res, op->managed);
         op->managed = NULL;
         op->has_managed = false;
         return;
     }
-    managed_update(op, cur, res);
+    managed_update(op, cur, cur_private, res);
 }

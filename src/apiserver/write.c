@@ -623,7 +623,7 @@ void run_op(struct write_op *op) {
             op_free(op);
             return;
         }
-        managed_finish(op, NULL, obj);
+        managed_finish(op, NULL, false, obj);
         char *key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
         if (op->key && strcmp(key, op->key) != 0) release_key(op); /* held the URL's key, writes another */
         free(op->key);
@@ -679,7 +679,7 @@ void run_op(struct write_op *op) {
         return;
     }
     op->code = 200;
-    managed_finish(op, cobj, res);
+    managed_finish(op, cobj, owned != NULL, res);
     json_object *meta = kite_obj_meta(res);
     if (kite_obj_get(meta, "deletionTimestamp") && !finalizers_pending(rq->res, res)) {
         /* the last finalizer is gone from an object being deleted: delete it now */

@@ -65,8 +65,9 @@ bool managed_manager(struct write_op *op);
  * the merged object (new), with op->managed set; NULL after replying 409 on conflicts. */
 json_object *managed_apply(struct write_op *op, json_object *live, json_object *cur);
 /* Sets res's metadata.managedFields for the write of op from cur (NULL: a create): what an
- * apply computed, or the Update of op's manager. */
-void managed_finish(struct write_op *op, json_object *cur, json_object *res);
+ * apply computed, or the Update of op's manager. cur_private: cur is the op's own parse, which
+ * it may give its entries to (cur is not read afterwards). */
+void managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res);
 
 /* delete.c */
 /* Takes DeleteOptions' gracePeriodSeconds and preconditions (borrowed opts) into op; false
