@@ -87,6 +87,22 @@ def test_equal_values_are_shared_and_reapply_is_a_noop(apiserver, api):
     assert get_cm(apiserver, "ssa2")["metadata"]["resourceVersion"] == rv, "an apply that changes nothing writes nothing"
 
 
+def test_conflicts_with_several_fields_and_managers(api):
+    def cm(mgr, data, force=""):
+        return api.patch(f"{CM}/ssa-multi?fieldManager={mgr}{force}", json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa-multi"}, "data": data}), ctype=APPLY)
+    assert cm("m1", {"a": "1", "b": "1"}).status == 201
+    assert cm("m2", {"c": "1"}).status == 200
+    st = assert_status_body(cm("m3", {"a": "2", "b": "2", "c": "2"}), 409, "Conflict")
+    assert st["message"] == ('Apply failed with 3 conflicts: conflicts with "m1":\n- .data.a\n- .data.b\n'
+                             'conflicts with "m2":\n- .data.c'), st
+    assert [(c["field"], c["message"]) for c in st["details"]["causes"]] == [
+        (".data.a", 'conflict with "m1"'), (".data.b", 'conflict with "m1"'), (".data.c", 'conflict with "m2"')], st
+    r = cm("m3", {"a": "2", "b": "2", "c": "2"}, "&force=true")
+    assert r.status == 200, r.body
+    assert list(managed(r.json())) == [("m3", "Apply")], "the forced fields leave m1 and m2, whose sets are now empty"
+
+
 def test_updates_are_recorded_per_manager(apiserver, api):
     k = apiserver.kubectl
     k("create", "configmap", "upd", "--from-literal=a=1")
@@ -167,6 +183,8 @@ def test_apply_requests_refused_as_upstream(api):
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa-bad", "managedFields": [{}]}}),
         ctype=APPLY), 400, "BadRequest")
     assert "managedFields must be nil" in st["message"], st
+    st = assert_status_body(api.patch(CM + "/ssa-bad?fieldManager=" + "m" * 129, body, ctype=APPLY), 422, "Invalid")
+    assert "fieldManager: Too long: may not be more than 128 bytes" in st["message"], st
     # YAML bodies are applied as JSON ones
     r = api.patch(CM + "/ssa-yaml?fieldManager=y", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa-yaml\n"
                   "data:\n  a: b\n", ctype=APPLY)
