@@ -8,8 +8,8 @@
 
 BUILD    ?= build
 CC       ?= cc
-# libmnl: rtnetlink for the pod network (src/agent/runtime/net.c)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl
+# libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2
 # libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
 # its headers only
 DL_PKGS  := libarchive
@@ -52,7 +52,7 @@ DEPS_pki       := pki base
 DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client http pki api json base
-DEPS_controllers := controllers client api json base
+DEPS_controllers := controllers client pki api json base
 # cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
 DEPS_cmd       := cmd api json base
 # extra modules a module's unit tests may link (test fixtures only)

@@ -39,7 +39,7 @@ static int default_status(void *ud, json_object *prev, json_object **ret, struct
     return kite_nodestatus_compute(&a->ns, &a->src, prev, ret, ev);
 }
 
-static char *default_node_name(void) {
+char *kite_agent_default_node_name(void) {
     char host[256];
     if (gethostname(host, sizeof(host)) < 0) return NULL;
     host[sizeof(host) - 1] = 0;
@@ -72,7 +72,7 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
     pthread_condattr_destroy(&ca);
     kite_cancel_init(&a->watch_cancel);
     int r = 0;
-    a->node_name = c->node_name ? kite_strdup(c->node_name) : default_node_name();
+    a->node_name = c->node_name ? kite_strdup(c->node_name) : kite_agent_default_node_name();
     if (!a->node_name || !*a->node_name) {
         if (ret_err) *ret_err = kite_strdup("cannot determine the node name (use --node-name)");
         r = -EINVAL;
@@ -420,4 +420,6 @@ void kite_agent_get_stats(struct kite_agent *a, struct kite_agent_stats *ret) {
 }
 
 uint64_t kite_agent_bytes_sent(struct kite_agent *a) { return kite_client_bytes_sent(a->client); }
+
+struct kite_client *kite_agent_client(struct kite_agent *a) { return a->client; }
 const char *kite_agent_node_name(struct kite_agent *a) { return a->node_name; }

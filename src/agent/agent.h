@@ -103,6 +103,12 @@ void kite_agent_get_stats(struct kite_agent *a, struct kite_agent_stats *ret);
 uint64_t kite_agent_bytes_sent(struct kite_agent *a);
 /* The node name the agent uses (borrowed). */
 const char *kite_agent_node_name(struct kite_agent *a);
+/* The agent's API client (borrowed; valid until kite_agent_stop): the certificate manager
+ * swaps its client certificate when it rotates. */
+struct kite_client *kite_agent_client(struct kite_agent *a);
+/* The node name when none is configured: the lower-cased hostname (malloc'ed; NULL when the
+ * hostname cannot be read). */
+char *kite_agent_default_node_name(void);
 
 /* `kite agent` subcommand (src/cmd/agent.c). */
 int cmd_agent(int argc, char **argv);

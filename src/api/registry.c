@@ -28,6 +28,11 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_clusterrole,
     &kite_kind_rolebinding,
     &kite_kind_clusterrolebinding,
+    &kite_kind_pdb,
+    &kite_kind_replicaset,
+    &kite_kind_deployment,
+    &kite_kind_job,
+    &kite_kind_daemonset,
     NULL,
 };
 

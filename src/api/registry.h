@@ -17,6 +17,20 @@
  * as RBAC objects' names ("system:basic-user"). */
 enum kite_name_rule { KITE_NAME_SUBDOMAIN = 0, KITE_NAME_LABEL = 1, KITE_NAME_PATH_SEGMENT = 2 };
 
+/* What a guarded delete may do (kite_subresource.guard): code 0 goes on with the delete, else
+ * it is answered code with message (and one cause, cause_reason/cause, when set); update is
+ * the index of the guard object whose status is to be replaced by `status` first (SIZE_MAX:
+ * none); pin deletes only the object as it was judged (its resourceVersion a precondition). */
+struct kite_guard_verdict {
+    int code;
+    char *message, *cause;     /* malloc'ed or NULL */
+    const char *cause_reason;  /* static or NULL */
+    size_t update;
+    json_object *status;       /* owned */
+    bool pin;
+};
+void kite_guard_verdict_release(struct kite_guard_verdict *v);
+
 /* A subresource written on its own: a write of it changes only `field` of the object (and
  * metadata), whatever else the body holds ("status" -> status; a namespace's "finalize" ->
  * spec). The main resource's writes keep `field` as it was. */
@@ -29,6 +43,7 @@ struct kite_subresource {
      * "", "v1", "Binding"; "policy", "v1", "Eviction"), and a success is answered 201 with a
      * Status Success, as kube-apiserver. What the POST does is one of: */
     const char *body_group, *body_version, *body_kind;
+    const struct kite_schema *body_schema; /* the body's, for a protobuf body (NULL: the kind's) */
     /* - changes a copy of the current object from the body (now_ns: the server's wall time), written back as an update (the
      *   kind's validation is not run: the action is the check). Returns 0, or an HTTP code
      *   (409, 400, 422) with *ret_msg (malloc'ed): a 409 is answered as Kubernetes' Conflict
@@ -38,12 +53,30 @@ struct kite_subresource {
      *   DELETE would; the admission chain sees a delete of this subresource (where a
      *   disruption budget check belongs). */
     bool deletes;
+    /* A delete that is first judged against the objects of another resource in the object's
+     * namespace (an eviction against the PodDisruptionBudgets, guard_group/guard_plural
+     * "policy"/"poddisruptionbudgets"): guard() reads the object and them (borrowed) and
+     * decides (kite_guard_verdict); a guard written back is a compare-and-swap, redone from
+     * the start when it loses a race. */
+    const char *guard_group, *guard_plural;
+    void (*guard)(json_object *obj, json_object *const *guards, size_t n, int64_t now_ns, bool dry_run,
+                  struct kite_guard_verdict *ret);
+    /* Changes the copy a graceful delete through this subresource marks as terminating (an
+     * eviction's DisruptionTarget condition). */
+    void (*mark)(json_object *obj, int64_t now_ns);
     /* A connect subresource (a pod's log) is served for GET alone (verb get) by proxying to the
      * node agent of the object: connect() reads the object (borrowed) and the request's query
      * (query(qud, name): a value or NULL) and gives the node's name and the agent's path with
      * its query (*ret_node, *ret_path, malloc'ed), or an HTTP code (400, 422) with *ret_msg. */
     int (*connect)(json_object *obj, const char *(*query)(void *qud, const char *name), void *qud, char **ret_node,
                    char **ret_path, char **ret_msg);
+    /* A view subresource (a workload's scale) is served for get, patch and update in another
+     * kind's shape (body_group/body_version/body_kind: "autoscaling", "v1", "Scale"): view()
+     * makes it from the object (borrowed; returns a new object), apply() writes what a client
+     * may change of a view (borrowed) into a copy of the object. A write through it is an
+     * update of the object (its `field` alone, and metadata), with the kind's validation. */
+    json_object *(*view)(json_object *obj);
+    void (*apply)(json_object *obj, json_object *view);
 };
 
 /* ---- kinds that are never stored (access reviews) --------------------------------------
@@ -155,6 +188,9 @@ struct kite_resource {
      * stored as core v1 Event). to_storage/from_storage edit obj in place. */
     void (*to_storage)(json_object *obj);
     void (*from_storage)(json_object *obj);
+    /* spec.username, uid, groups and extra are the creating user's, whatever the body says
+     * (CertificateSigningRequests: who asked is what the approver judges). */
+    bool spec_requester;
 };
 
 /* All registered resources, NULL-terminated, in discovery order. */

@@ -82,7 +82,11 @@ extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_sc
     kite_schema_event_v1, kite_schema_lease, kite_schema_configmap, kite_schema_secret, kite_schema_serviceaccount,
     kite_schema_csr, kite_schema_selfsubjectaccessreview, kite_schema_subjectaccessreview,
     kite_schema_localsubjectaccessreview, kite_schema_selfsubjectrulesreview, kite_schema_selfsubjectreview,
-    kite_schema_role, kite_schema_clusterrole, kite_schema_rolebinding, kite_schema_clusterrolebinding;
+    kite_schema_role, kite_schema_clusterrole, kite_schema_rolebinding, kite_schema_clusterrolebinding,
+    kite_schema_replicaset, kite_schema_deployment;
+extern const struct kite_schema kite_schema_pdb, kite_schema_eviction;
+/* batch/v1 Job, apps/v1 DaemonSet */
+extern const struct kite_schema kite_schema_job, kite_schema_daemonset;
 /* meta/v1 messages that are not kinds of their own (meta_schema.c): a List's metadata, a
  * Status (errors and delete answers) and the DeleteOptions a delete may carry. */
 extern const struct kite_schema kite_schema_list_meta, kite_schema_status, kite_schema_delete_options;

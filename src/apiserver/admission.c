@@ -66,11 +66,36 @@ static int default_toleration_seconds(const struct kite_admission_attrs *a, stru
     return 0;
 }
 
+/* SpecRequester: a kind whose spec records who created it (CSRs) gets the requesting user's
+ * name, uid, groups and extra there, as the CSR strategy's PrepareForCreate does; what the
+ * client sent in those fields is dropped. */
+static int spec_requester(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+    if (a->op != KITE_ADMIT_CREATE || a->sub || !a->res->spec_requester || !a->obj) return 0;
+    json_object *spec = kite_obj_ensure(a->obj, "spec");
+    kite_obj_set(spec, "username", json_object_new_string(a->user->name ? a->user->name : ""));
+    if (a->user->uid && *a->user->uid) kite_obj_set(spec, "uid", json_object_new_string(a->user->uid));
+    else json_object_object_del(spec, "uid");
+    json_object *groups = json_object_new_array();
+    for (size_t i = 0; i < a->user->n_groups; i++) json_object_array_add(groups, json_object_new_string(a->user->groups[i]));
+    kite_obj_set(spec, "groups", groups);
+    json_object_object_del(spec, "extra");
+    if (a->user->n_extra) {
+        json_object *extra = kite_obj_ensure(spec, "extra");
+        for (size_t i = 0; i < a->user->n_extra; i++) {
+            json_object *vals = kite_obj_get(extra, a->user->extra[2 * i]);
+            if (!vals) kite_obj_set(extra, a->user->extra[2 * i], vals = json_object_new_array());
+            json_object_array_add(vals, json_object_new_string(a->user->extra[2 * i + 1]));
+        }
+    }
+    return 0;
+}
+
 static const struct kite_admission_plugin PLUGINS[] = {
     {"NamespaceLifecycle", NULL, namespace_lifecycle},
     {"DefaultTolerationSeconds", default_toleration_seconds, NULL},
     {"NodeRestriction", NULL, kite_admission_node_restriction}, /* admission_node.c */
     {"RBACEscalation", NULL, apiserver_rbac_admit}, /* upstream: in the RBAC kinds' storage */
+    {"SpecRequester", spec_requester, NULL},           /* upstream: in the CSR kind's strategy */
 };
 
 const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n) {

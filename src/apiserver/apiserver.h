@@ -17,6 +17,9 @@ struct kite_apiserver_options {
     const char *audit_log_path; /* --audit-log-path: audit.k8s.io/v1 Events, one JSON line each; NULL = off */
     int64_t audit_log_maxsize_mb; /* rotate past this many MB; 0 = never */
     int64_t audit_log_maxbackup;  /* rotated files kept; 0 = all */
+    bool always_allow;         /* --authorization-mode=AlwaysAllow: every request is authorized (benchmarks) */
+    bool disable_http2;        /* --http2=false: ALPN offers only http/1.1 */
+    int64_t node_stale_ns;     /* a node Unknown this long is reported StaleObject; 0 = default (1 h) */
 };
 
 struct kite_apiserver;

@@ -363,8 +363,26 @@ static void user_json(struct kite_buf *b, const struct kite_user *u) {
 }
 
 static void str_field(struct kite_buf *b, const char *name, const char *v) {
-    kite_buf_printf(b, ",\"%s\":", name);
+    kite_buf_puts(b, ",\"");
+    kite_buf_puts(b, name);
+    kite_buf_puts(b, "\":");
     kite_buf_json_str(b, v);
+}
+
+/* kite_microtime_format without strftime and gmtime on every call: the second's part is kept
+ * per thread (an event formats two times, mostly within the same second). */
+static void audit_time(int64_t wall_ns, char out[28]) {
+    static __thread int64_t sec = -1;
+    static __thread char prefix[28];
+    int64_t s = wall_ns / KITE_NS_PER_SEC;
+    if (s != sec) {
+        kite_microtime_format(wall_ns, prefix);
+        sec = s;
+    }
+    memcpy(out, prefix, 28);
+    char *us = strchr(out, '.') + 1; /* "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" */
+    unsigned v = (unsigned)((wall_ns % KITE_NS_PER_SEC) / 1000) % 1000000u;
+    for (int i = 5; i >= 0; i--, v /= 10) us[i] = (char)('0' + v % 10);
 }
 
 /* The fields every stage of rq's event repeats (built while its HTTP request is readable). */
@@ -428,15 +446,24 @@ void apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code) {
         rq->audit_head = event_head(rq, id);
         kite_http_add_header(rq->http, "Audit-Id", id);
     }
-    char received[28], now[28];
-    kite_microtime_format(rq->start_wall_ns, received);
-    kite_microtime_format(kite_now_wall(rq->srv->clock), now);
+    char received[28], now[28], num[16];
+    audit_time(rq->start_wall_ns, received);
+    audit_time(kite_now_wall(rq->srv->clock), now);
+    snprintf(num, sizeof num, "%d", code);
+    /* one line a request stage, built with copies, not printf */
     struct kite_buf b = {0};
-    kite_buf_printf(&b, "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"Metadata\",\"stage\":\"%s\",%s,"
-                        "\"responseStatus\":{\"metadata\":{},\"code\":%d},\"requestReceivedTimestamp\":\"%s\","
-                        "\"stageTimestamp\":\"%s\"}\n",
-                    stage == KITE_AUDIT_RESPONSE_STARTED ? "ResponseStarted" : "ResponseComplete", rq->audit_head, code,
-                    received, now);
+    kite_buf_grow(&b, 320 + strlen(rq->audit_head));
+    kite_buf_puts(&b, "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"Metadata\",\"stage\":\"");
+    kite_buf_puts(&b, stage == KITE_AUDIT_RESPONSE_STARTED ? "ResponseStarted" : "ResponseComplete");
+    kite_buf_puts(&b, "\",");
+    kite_buf_puts(&b, rq->audit_head);
+    kite_buf_puts(&b, ",\"responseStatus\":{\"metadata\":{},\"code\":");
+    kite_buf_puts(&b, num);
+    kite_buf_puts(&b, "},\"requestReceivedTimestamp\":\"");
+    kite_buf_puts(&b, received);
+    kite_buf_puts(&b, "\",\"stageTimestamp\":\"");
+    kite_buf_puts(&b, now);
+    kite_buf_puts(&b, "\"}\n");
     kite_audit_append(a, b.p, b.len);
     kite_buf_release(&b);
 }

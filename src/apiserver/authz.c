@@ -79,6 +79,11 @@ const struct kite_authorizer *kite_authorizers(size_t *ret_n) {
  * the reasons of all, one a line. */
 enum kite_authz_decision kite_authorize(const struct kite_authz_attrs *a, char **ret_reason) {
     char *all = NULL;
+    /* kube-apiserver's AlwaysAllow mode: the chain is not asked */
+    if (a->view && a->view->always_allow) {
+        if (ret_reason) *ret_reason = NULL;
+        return KITE_AUTHZ_ALLOW;
+    }
     for (size_t i = 0; i < KITE_ARRAY_SIZE(CHAIN); i++) {
         char *why = NULL;
         enum kite_authz_decision d = CHAIN[i].authorize(a, &why);

@@ -69,8 +69,11 @@ static json_object *parse_yaml(struct req *rq) {
 
 json_object *parse_body(struct req *rq, bool delete_options) {
     const char *ct = kite_http_header(rq->http, "Content-Type");
-    if (media_is(ct, KITE_PB_MEDIA_TYPE))
-        return parse_protobuf(rq, delete_options ? &kite_schema_delete_options : rq->res->schema, delete_options);
+    if (media_is(ct, KITE_PB_MEDIA_TYPE)) {
+        const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
+        const struct kite_schema *s = sr && sr->body_schema ? sr->body_schema : rq->res->schema;
+        return parse_protobuf(rq, delete_options ? &kite_schema_delete_options : s, delete_options);
+    }
     bool yaml = media_is(ct, "application/yaml");
     if (ct && !yaml && !media_is(ct, "application/json")) {
         reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: " KITE_MEDIA_TYPES);

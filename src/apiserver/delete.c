@@ -88,6 +88,7 @@ static void mark_deleting(struct write_op *op, struct kite_record *cur, json_obj
     kite_obj_set(m, "deletionTimestamp", json_object_new_string(ts));
     kite_obj_set(m, "deletionGracePeriodSeconds", json_object_new_int64(grace));
     if (op->rq->res->terminating) op->rq->res->terminating(obj);
+    if (op->sub && op->sub->mark) op->sub->mark(obj, kite_now_wall(op->srv->clock));
     op->code = 200;
     op->kind = OP_UPDATE;
     op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
@@ -125,6 +126,98 @@ static bool run_graceful(struct write_op *op, struct kite_record *cur, json_obje
     return true;
 }
 
+/* ---- guarded deletes (evictions) ---------------------------------------------------------
+ * The subresource's guard reads the object and the guard resource's objects of its namespace
+ * from the watch cache. A guard written back (a budget's disruptionsAllowed taken down by one)
+ * is a compare-and-swap of its own; once it is durable the delete is run again from the
+ * current object, skipping the guard; a guard that changed meanwhile makes the whole eviction
+ * start over, as upstream's retry loop, at most KITE_GUARD_RETRIES times. The object's key is
+ * held all along, so no other write of it from this server slips in between. */
+#define KITE_GUARD_RETRIES 20
+
+static const struct kite_resource *guard_resource(const struct kite_subresource *sr) {
+    for (const struct kite_resource *const *r = kite_resources; *r; r++)
+        if (strcmp((*r)->group, sr->guard_group) == 0 && strcmp((*r)->plural, sr->guard_plural) == 0) return *r;
+    return NULL;
+}
+
+static void guard_failed(void *ud) {
+    struct write_op *op = ud;
+    if (op->guard_err == -ESTALE || op->guard_err == -ENOENT) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "couldn't update PodDisruptionBudget \"%s\" due to conflicts", op->guard_name ? op->guard_name : "");
+        op_fail(op, 504, "Timeout", msg);
+    } else if (op->guard_err == -EAGAIN) {
+        op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+    } else {
+        op_fail(op, 500, "InternalError", "storage error");
+    }
+}
+
+/* On the store's writer thread. */
+static void guard_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    struct write_op *op = ud;
+    if (err == 0) op->guarded = true;
+    if (err == 0 || ((err == -ESTALE || err == -ENOENT) && ++op->attempts < KITE_GUARD_RETRIES)) {
+        op_retry(op);
+        return;
+    }
+    op->guard_err = err;
+    kite_http_defer(op->rq->http, guard_failed, op);
+}
+
+/* Returns true when the eviction was answered or waits for its guard's write; false to go on
+ * with the delete. */
+static bool run_guard(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+    struct req *rq = op->rq;
+    const struct kite_subresource *sr = op->sub;
+    const struct kite_resource *gr = guard_resource(sr);
+    if (!gr) return false;
+    _cleanup_free_ char *prefix = kite_object_prefix(gr, rq->ns);
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    int64_t rev;
+    bool more;
+    kite_wcache_list(storage_cache(op->srv, gr), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
+    json_object **objs = kite_calloc(n ? n : 1, sizeof *objs);
+    for (size_t i = 0; i < n; i++) objs[i] = record_object(recs[i]);
+    struct kite_guard_verdict v;
+    sr->guard(cobj, objs, n, kite_now_wall(op->srv->clock), op->dry_run, &v);
+    bool answered = true;
+    if (v.code) {
+        struct kite_causes causes = {0};
+        if (v.cause) kite_causes_add(&causes, v.cause_reason, NULL, "%s", v.cause);
+        char *body = kite_status_failure(v.code, NULL, v.message, NULL, NULL, NULL, &causes);
+        kite_causes_release(&causes);
+        reply(rq, v.code, "application/json", body, strlen(body));
+        op_free(op);
+    } else if (v.update != SIZE_MAX && v.update < n) {
+        /* pin the object too: after the guard's write it must still be the one judged */
+        if (v.pin) op->client_rv = true;
+        json_object *g = deep_copy(objs[v.update]);
+        kite_obj_set(g, "status", TAKE_PTR(v.status));
+        size_t len;
+        _cleanup_free_ char *bytes = kite_object_encode(g, &len);
+        free(op->guard_name);
+        op->guard_name = kite_strdup(kite_meta_str(g, "name") ? kite_meta_str(g, "name") : "");
+        json_object_put(g);
+        struct kite_write w = {.type = KITE_WRITE_UPDATE, .key = recs[v.update]->key, .value = bytes, .len = len,
+                               .expect_mod_rev = recs[v.update]->mod_rev};
+        int r = kite_store_submit(op->srv->store, &w, guard_done, op);
+        if (r == -EAGAIN) op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+        else if (r < 0) op_fail(op, 500, "InternalError", "storage error");
+    } else {
+        if (v.pin) op->client_rv = true; /* a pod that became ready meanwhile is judged again by its client */
+        answered = false;
+    }
+    kite_guard_verdict_release(&v);
+    free(objs);
+    for (size_t i = 0; i < n; i++) kite_record_unref(recs[i]);
+    free(recs);
+    (void)cur;
+    return answered;
+}
+
 void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
     struct req *rq = op->rq;
     json_object *meta = kite_obj_meta(cobj);
@@ -135,6 +228,7 @@ void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj)
         op_free(op);
         return;
     }
+    if (op->sub && op->sub->guard && !op->guarded && run_guard(op, cur, cobj)) return;
     if (rq->res->delete_grace && run_graceful(op, cur, cobj)) return;
     if (finalizers_pending(rq->res, cobj)) {
         if (kite_obj_get(meta, "deletionTimestamp")) { /* already terminating */

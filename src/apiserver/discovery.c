@@ -49,7 +49,7 @@ static void each_subresource(const struct kite_resource *r, void (*fn)(struct ki
 
 static void agg_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
                             bool first) {
-    bool act = kite_subresource_is_action(sr); /* answers about its body's kind (Binding, Eviction) */
+    bool act = kite_subresource_is_action(sr) || sr->view; /* answers about its body's kind (Binding, Eviction, Scale) */
     kite_buf_printf(b, "%s{\"subresource\":\"%s\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},\"verbs\":",
                     first ? "" : ",", sr->name, act ? sr->body_group : r->group, act ? sr->body_version : r->version,
                     act ? sr->body_kind : r->kind);
@@ -59,7 +59,7 @@ static void agg_subresource(struct kite_buf *b, const struct kite_resource *r, c
 
 static void legacy_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
                                bool first) {
-    bool act = kite_subresource_is_action(sr), other_group = act && strcmp(sr->body_group, r->group) != 0;
+    bool act = kite_subresource_is_action(sr) || sr->view, other_group = act && strcmp(sr->body_group, r->group) != 0;
     kite_buf_printf(b, ",{\"name\":\"%s/%s\",\"singularName\":\"\",\"namespaced\":%s,", r->plural, sr->name,
                     r->namespaced ? "true" : "false");
     if (other_group) kite_buf_printf(b, "\"group\":\"%s\",\"version\":\"%s\",", sr->body_group, sr->body_version);

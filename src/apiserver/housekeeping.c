@@ -1,4 +1,5 @@
-/* Housekeeping, on one thread that wakes every KITE_HOUSEKEEPING_PERIOD_S:
+/* Housekeeping, on one thread that wakes every KITE_NODE_STATE_PERIOD_S (the node states of
+ * nodestate.c are computed each time), and every KITE_HOUSEKEEPING_PERIOD_S does:
  * - compaction: every compact_interval_s up to the revision seen one interval earlier, as
  *   kube-apiserver's compactor does, and ahead of schedule when more than KITE_HISTORY_MAX
  *   revisions piled up (a fast write rate would otherwise grow the store by millions of rows
@@ -52,7 +53,8 @@ void *housekeeping_main(void *ud) {
     struct kite_apiserver *s = ud;
     int64_t last_rev = kite_store_rev(s->store);
     int64_t next_compact = kite_now_mono(s->clock) + s->compact_interval_s * KITE_NS_PER_SEC;
-    int64_t period = KITE_MIN(KITE_HOUSEKEEPING_PERIOD_S, s->compact_interval_s);
+    int64_t period = KITE_MIN(KITE_NODE_STATE_PERIOD_S, s->compact_interval_s);
+    int64_t next_expire = kite_now_mono(s->clock) + KITE_HOUSEKEEPING_PERIOD_S * KITE_NS_PER_SEC;
     pthread_mutex_lock(&s->mu);
     while (!s->stopping) {
         struct timespec ts;
@@ -68,7 +70,11 @@ void *housekeeping_main(void *ud) {
         } else if (rev - kite_store_compacted_rev(s->store) > KITE_HISTORY_MAX) {
             compact(s, rev - KITE_HISTORY_MAX / 2, "history over its bound");
         }
-        expire(s);
+        if (now >= next_expire) {
+            expire(s);
+            next_expire = now + KITE_HOUSEKEEPING_PERIOD_S * KITE_NS_PER_SEC;
+        }
+        nodestate_pass(s);
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);

@@ -42,6 +42,7 @@ struct kite_storage {           /* one per storage folder (events shares one bet
 };
 
 struct kite_apiserver {
+    bool always_allow;          /* --authorization-mode=AlwaysAllow */
     struct kite_clock *clock;   /* every timestamp and timer (a fake one in unit tests) */
     struct kite_store *store;
     struct kite_store_crypt *crypt; /* encryption at rest of the encrypted kinds */
@@ -70,6 +71,7 @@ struct kite_apiserver {
     struct kite_node_graph *node_graph; /* the Node authorizer's pods graph (node_graph.c) */
     struct kite_audit *audit;   /* --audit-log-path; NULL when off */
     struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
+    struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
 };
 
 #define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
@@ -97,6 +99,7 @@ struct req {
     struct kite_user user;
     struct kite_user impersonator; /* who authenticated, when impersonating (name NULL otherwise) */
     char *impersonation_mem;   /* owns the impersonated extras' keys (impersonate.c) */
+    char *authn_mem;           /* owns a bootstrap token user's name and groups (bootstrap_token.c) */
     /* audit (audit.c) */
     int64_t start_wall_ns;     /* requestReceivedTimestamp */
     char *audit_head;          /* the event's fields that every stage repeats, made at the first one */
@@ -240,6 +243,28 @@ void handle_review(struct req *rq);
  * impersonated identity, rq->impersonator the original. false after replying 400/403. */
 bool apiserver_impersonate(struct req *rq);
 
+/* bootstrap_token.c: bootstrap tokens `<id>.<secret>` (Secrets kube-system/bootstrap-token-<id>
+ * of type bootstrap.kubernetes.io/token), as kube-apiserver's --enable-bootstrap-token-auth. */
+#define KITE_BOOTSTRAP_ID_LEN 6
+#define KITE_BOOTSTRAP_SECRET_LEN 16
+#define KITE_BOOTSTRAP_SECRET_TYPE "bootstrap.kubernetes.io/token"
+#define KITE_BOOTSTRAP_SECRET_PREFIX "bootstrap-token-"
+#define KITE_BOOTSTRAP_USER_PREFIX "system:bootstrap:"
+#define KITE_BOOTSTRAP_GROUP "system:bootstrappers"
+/* tok has the bootstrap token shape [a-z0-9]{6}.[a-z0-9]{16}: its parts are copied out. */
+bool kite_bootstrap_token_split(const char *tok, char id[KITE_BOOTSTRAP_ID_LEN + 1],
+                                char secret[KITE_BOOTSTRAP_SECRET_LEN + 1]);
+/* Whether secret (borrowed; NULL = none) authenticates id.secret at now: 0 with the groups
+ * (system:bootstrappers, then auth-extra-groups) appended to ret_groups NUL-separated;
+ * -ENOENT missing or being deleted, -EINVAL wrong type or an extra group outside
+ * system:bootstrappers:*, -EACCES wrong id or secret, -ETIME expired, -EPERM not marked for
+ * authentication. */
+int kite_bootstrap_token_check(json_object *secret, const char *id, const char *secret_text, int64_t now_wall_ns,
+                               struct kite_buf *ret_groups);
+/* A bearer token of the bootstrap shape that a Secret accepts: sets rq->user (name and
+ * groups, owned by rq->authn_mem) and returns true; false otherwise (the caller answers 401). */
+bool apiserver_bootstrap_token(struct req *rq);
+
 /* audit.c: the audit log (audit.k8s.io/v1 Events at level Metadata, one JSON line each),
  * written by its own thread; a request only appends to a buffer. */
 #define KITE_AUDIT_BUFFER_MAX (16u * 1024 * 1024) /* events waiting for the disk; past it dropped (counted) */
@@ -273,6 +298,19 @@ void *housekeeping_main(void *ud);
 /* The expiry part of a pass, now, on the caller's thread: for tests, whose fake clock does not
  * move the thread's real-time wake-ups. Safe while the thread runs (both delete conditionally). */
 void apiserver_housekeeping_once(struct kite_apiserver *s);
+
+/* nodestate.c: the divergence report (`kite nodes`) */
+#define KITE_NODE_STATE_PERIOD_S 2 /* how often node states are computed for /metrics and events */
+struct kite_nodestate *nodestate_new(int64_t stale_ns);
+void nodestate_free(struct kite_nodestate *n);
+/* An authenticated request of user (a node identity, system:node:NAME, is remembered). */
+void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path);
+/* Computes every node's state; records an event for each change (housekeeping thread). */
+void nodestate_pass(struct kite_apiserver *s);
+/* Appends the last pass's kite_node_state lines. */
+void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b);
+/* Answers GET /debug/kite/nodes. */
+void nodestate_reply(struct req *rq);
 
 /* metrics.c */
 struct kite_metrics *metrics_new(void);

@@ -5,12 +5,14 @@
  * and subjects of the defaults they lack (what an administrator added stays). Rules name
  * upstream's resources, kite's or not yet, so the roles read as users know them.
  *
- * kite's controller-manager (the namespace controller, the binder, ClusterRole aggregation)
- * runs as the user system:kube-controller-manager with the least its controllers need; a
- * scheduler would run as system:kube-scheduler. */
+ * kite's controller-manager runs as the user system:kube-controller-manager with the least its
+ * controllers need; the scheduler runs as system:kube-scheduler. */
 #include "apiserver/rbac.h"
 
 #include <stdio.h>
+
+/* the group kite token create (and kubeadm) gives its tokens beyond system:bootstrappers */
+#define KITE_BOOTSTRAP_DEFAULT_GROUP "system:bootstrappers:kubeadm:default-node-token"
 
 #define READ "\"get\",\"list\",\"watch\""
 #define WRITE "\"create\",\"delete\",\"deletecollection\",\"patch\",\"update\""
@@ -104,8 +106,9 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"node.k8s.io\"", "\"runtimeclasses\"") "]"},
     /* kite's controller-manager: the namespace controller empties any namespaced resource
      * (upstream's namespace-controller), the node lifecycle controller marks nodes and their
-     * pods, taint eviction deletes pods, the binder binds unassigned pods, ClusterRole
-     * aggregation rewrites aggregated roles (escalate: it writes rules it does not hold). */
+     * pods, taint eviction deletes pods, pod GC marks pods Failed and deletes them (upstream's
+     * pod-garbage-collector: pods, pods/status, nodes), ClusterRole aggregation rewrites
+     * aggregated roles (escalate: it writes rules it does not hold). */
     {"system:kube-controller-manager", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"coordination.k8s.io\"", "\"leases\"") ","
@@ -114,14 +117,23 @@ static const struct boot_role ROLES[] = {
      RULE("\"patch\",\"update\"", CORE, "\"namespaces/finalize\",\"namespaces/status\"") ","
      RULE("\"delete\",\"deletecollection\",\"get\",\"list\"", "\"*\"", "\"*\"") ","
      RULE(READ, CORE, "\"pods\"") ","
-     RULE("\"create\"", CORE, "\"pods/binding\",\"bindings\"") ","
      /* the node lifecycle controller and taint eviction (upstream's node-controller) */
      RULE(READ "," "\"patch\",\"update\"", CORE, "\"nodes\"") ","
      RULE("\"patch\",\"update\"", CORE, "\"nodes/status\",\"pods/status\"") ","
      RULE(READ, "\"coordination.k8s.io\"", "\"leases\"") ","
+     /* the disruption controller */
+     RULE(READ, "\"policy\"", "\"poddisruptionbudgets\"") ","
+     RULE("\"update\"", "\"policy\"", "\"poddisruptionbudgets/status\"") ","
      RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"", "\"clusterroles\"") ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
-     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
+     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") ","
+     /* the job and daemon set controllers (upstream's job-controller, daemon-set-controller) */
+     RULE(READ "," "\"patch\",\"update\"", "\"batch\"", "\"jobs\"") ","
+     RULE("\"patch\",\"update\"", "\"batch\"", "\"jobs/status\",\"jobs/finalizers\"") ","
+     RULE(READ, "\"apps\"", "\"daemonsets\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
+     RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
+     RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
@@ -139,6 +151,24 @@ static const struct boot_role ROLES[] = {
      RULE(READ, CORE, "\"persistentvolumeclaims\",\"persistentvolumes\"") ","
      RULE(READ, "\"storage.k8s.io\"", "\"csidrivers\",\"csinodes\",\"csistoragecapacities\"") ","
      RULE(READ, CORE, "\"namespaces\"") "]"},
+    /* TLS bootstrap (upstream's bootstrap policy): a bootstrap token may ask for a node's
+     * client certificate, and the approver (csrapproving.c) approves what the requester may
+     * create as nodeclient (a new node) or selfnodeclient (a node renewing its own). */
+    {"system:node-bootstrapper", "", NULL,
+     "[" RULE("\"create\",\"get\",\"list\",\"watch\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests\"") "]"},
+    {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", "", NULL,
+     "[" RULE("\"create\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/nodeclient\"") "]"},
+    {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "", NULL,
+     "[" RULE("\"create\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/selfnodeclient\"") "]"},
+    /* kite's controller-manager, its CSR approver and signer (upstream's csrapproving and
+     * csrsigning controllers) */
+    {"system:kube-controller-manager:certificates", "", NULL,
+     "[" RULE(READ, "\"certificates.k8s.io\"", "\"certificatesigningrequests\"") ","
+     RULE("\"update\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/approval\",\"certificatesigningrequests/status\"") ","
+     RULE_NAMES("\"approve\"", "\"certificates.k8s.io\"", "\"signers\"", "\"kubernetes.io/kube-apiserver-client-kubelet\"") ","
+     RULE_NAMES("\"sign\"", "\"certificates.k8s.io\"", "\"signers\"",
+                "\"kubernetes.io/kube-apiserver-client-kubelet\",\"kubernetes.io/kube-apiserver-client\"") ","
+     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
 };
 
 #define GROUP_SUBJECT(g) "{\"kind\":\"Group\",\"apiGroup\":\"rbac.authorization.k8s.io\",\"name\":\"" g "\"}"
@@ -155,6 +185,14 @@ static const struct boot_binding BINDINGS[] = {
      "[" GROUP_SUBJECT("system:authenticated") "," GROUP_SUBJECT("system:unauthenticated") "]"},
     {"system:kube-controller-manager", "system:kube-controller-manager", "[" USER_SUBJECT("system:kube-controller-manager") "]"},
     {"system:kube-scheduler", "system:kube-scheduler", "[" USER_SUBJECT("system:kube-scheduler") "]"},
+    /* what kubeadm binds for its default node token and for nodes renewing */
+    {"kubeadm:kubelet-bootstrap", "system:node-bootstrapper", "[" GROUP_SUBJECT(KITE_BOOTSTRAP_DEFAULT_GROUP) "]"},
+    {"kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+     "[" GROUP_SUBJECT(KITE_BOOTSTRAP_DEFAULT_GROUP) "]"},
+    {"kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+     "[" GROUP_SUBJECT("system:nodes") "]"},
+    {"system:kube-controller-manager:certificates", "system:kube-controller-manager:certificates",
+     "[" USER_SUBJECT("system:kube-controller-manager") "]"},
 };
 
 static json_object *parse(const char *text) {

@@ -36,6 +36,13 @@ static void render_converted(struct req *rq, json_object *obj, struct kite_buf *
 }
 
 void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
+    const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
+    if (sr && sr->view) { /* a workload's scale: the object seen as the subresource's kind */
+        json_object *v = sr->view(record_object(rec));
+        kite_buf_puts(out, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(v);
+        return;
+    }
     if (rq->res->from_storage) render_converted(rq, record_object(rec), out);
     else kite_object_render(rec->value, rec->len, rec->mod_rev, out);
 }

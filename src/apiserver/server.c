@@ -44,6 +44,7 @@ void req_free(struct req *rq) {
     free(rq->name);
     free(rq->sub);
     free(rq->impersonation_mem);
+    free(rq->authn_mem);
     free(rq->audit_head);
     free(rq);
 }
@@ -216,6 +217,11 @@ static void add_group(struct kite_user *u, const char *g) {
  * --anonymous-auth=true would answer 403 there instead. */
 static bool authenticate(struct req *rq) {
     const struct kite_http_user *hu = rq->http->user;
+    /* the union authenticator's next member: a token the static file did not know */
+    if (!hu && rq->http->authn_failed && apiserver_bootstrap_token(rq)) {
+        add_group(&rq->user, "system:authenticated");
+        return apiserver_impersonate(rq);
+    }
     if (rq->http->authn_failed || (!hu && !apiserver_is_public_path(rq->http->path))) {
         reply_error(rq, 401, "Unauthorized", "Unauthorized");
         return false;
@@ -310,6 +316,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     rq->start_wall_ns = kite_now_wall(rq->srv->clock);
     const char *p = hr->path;
     if (!authenticate(rq)) return;
+    if (hr->user) nodestate_seen(s, hr->user->name, hr->method, p);
 
     if (apiserver_is_health_path(p)) {
         rq->verb = "get";
@@ -327,9 +334,16 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
                             "# TYPE kite_store_commits_failed_total counter\nkite_store_commits_failed_total %llu\n",
                         (unsigned long long)st.commits_failed);
         kite_audit_metrics(s->audit, &b);
+        nodestate_metrics(s, &b);
         size_t len;
         char *body = kite_buf_detach(&b, &len);
         reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
+        return;
+    }
+    if (strcmp(p, "/debug/kite/nodes") == 0) {
+        rq->verb = "get";
+        if (!authorize_request(rq)) return;
+        nodestate_reply(rq);
         return;
     }
     if (handle_discovery(rq) || handle_openapi(rq)) return;
@@ -536,6 +550,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
+    s->nodestate = nodestate_new(o->node_stale_ns);
     size_t rows = 0;
     while (kite_resources[rows]) rows++;
     s->storages = kite_calloc(rows, sizeof *s->storages); /* at most one folder per row */
@@ -552,6 +567,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         s->n_storages++;
     }
     if ((r = kite_node_graph_start(s)) < 0) return fail(ret_error, r, "cannot build the node authorizer's pod graph");
+    s->always_allow = o->always_allow;
     if (o->audit_log_path) {
         struct kite_audit_options ao = {.path = o->audit_log_path, .max_size_mb = o->audit_log_maxsize_mb,
                                         .max_backups = o->audit_log_maxbackup, .clock = s->clock};
@@ -575,6 +591,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         .token_file = o->token_file, .threads = o->threads, .max_connections = o->max_connections, .handler = dispatch, .ud = s,
         /* Kubernetes clients send ~1 KiB of headers */
         .max_header_bytes = KITE_MAX_HEADER_BYTES,
+        .disable_http2 = o->disable_http2,
     };
     if ((r = kite_http_start(&hc, &s->http)) < 0) {
         if (r == -EINVAL)
@@ -589,14 +606,18 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     _cleanup_free_ char *kcp = kite_asprintf("%s/admin.kubeconfig", o->data_dir);
     /* unchanged: a restart needs no free disk space */
     if ((r = kite_write_file_atomic(kcp, kc, strlen(kc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", kcp);
-    /* controller-manager.kubeconfig: the controllers' identity (system:kube-controller-manager) */
-    _cleanup_free_ char *ccp = kite_asprintf("%s/controller-manager.crt", pki), *ckp = kite_asprintf("%s/controller-manager.key", pki);
-    _cleanup_free_ char *ccert = NULL, *ckey = NULL;
-    if ((r = kite_pki_read_file(ccp, &ccert)) < 0 || (r = kite_pki_read_file(ckp, &ckey)) < 0)
-        return fail(ret_error, r, "cannot read %s", ccert ? ckp : ccp);
-    _cleanup_free_ char *ckc = kite_pki_kubeconfig("kite", s->url, ca, ccert, ckey, NULL);
-    _cleanup_free_ char *ckcp = kite_asprintf("%s/controller-manager.kubeconfig", o->data_dir);
-    if ((r = kite_write_file_atomic(ckcp, ckc, strlen(ckc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", ckcp);
+    /* controller-manager.kubeconfig and scheduler.kubeconfig: the control plane's own identities
+     * (system:kube-controller-manager, system:kube-scheduler) */
+    static const char *const identities[] = {"controller-manager", "scheduler"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(identities); i++) {
+        _cleanup_free_ char *ccp = kite_asprintf("%s/%s.crt", pki, identities[i]), *ckp = kite_asprintf("%s/%s.key", pki, identities[i]);
+        _cleanup_free_ char *ccert = NULL, *ckey = NULL;
+        if ((r = kite_pki_read_file(ccp, &ccert)) < 0 || (r = kite_pki_read_file(ckp, &ckey)) < 0)
+            return fail(ret_error, r, "cannot read %s", ccert ? ckp : ccp);
+        _cleanup_free_ char *ckc = kite_pki_kubeconfig("kite", s->url, ca, ccert, ckey, NULL);
+        _cleanup_free_ char *ckcp = kite_asprintf("%s/%s.kubeconfig", o->data_dir, identities[i]);
+        if ((r = kite_write_file_atomic(ckcp, ckc, strlen(ckc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", ckcp);
+    }
     if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0)
         return fail(ret_error, -EAGAIN, "cannot start the housekeeping thread");
     pthread_setname_np(s->compactor, "housekeeping");
@@ -646,6 +667,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_store_close(s->store);
     kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
+    nodestate_free(TAKE_PTR(s->nodestate));
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);

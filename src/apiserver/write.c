@@ -33,6 +33,7 @@ void op_free(struct write_op *op) {
     json_object_put(op->preconditions);
     json_object_put(op->managed);
     free(op->manager);
+    free(op->guard_name);
     free(op->key);
     free(op);
 }
@@ -254,14 +255,14 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
         res = obj;
         if (rq->res->has_status) copy_field(res, cur, "status");
         for (const struct kite_subresource *sr = rq->res->subresources; sr && sr->name; sr++)
-            if (sr->field) copy_field(res, cur, sr->field); /* e.g. a namespace's spec.finalizers: finalize only */
+            if (sr->field && !sr->view) copy_field(res, cur, sr->field); /* e.g. a namespace's spec.finalizers: finalize only */
     }
     meta = kite_obj_meta(res);
     static const char *const immutable[] = {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                                             "deletionGracePeriodSeconds", "generation"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(immutable); i++) copy_field(meta, cmeta, immutable[i]);
     strip_server_fields(meta);
-    if (rq->res->spec_generation && !op->sub &&
+    if (rq->res->spec_generation && (!op->sub || op->sub->view) &&
         !kite_json_equal(kite_obj_get(res, "spec"), kite_obj_get(cur, "spec"))) {
         json_object *g = kite_obj_get(cmeta, "generation");
         kite_obj_set(meta, "generation", json_object_new_int64((g ? json_object_get_int64(g) : 0) + 1));
@@ -338,6 +339,8 @@ static void retry_push(struct kite_apiserver *s, struct write_op *op) {
     op->work.run = run_op_work;
     apiserver_work_push(s, &op->work);
 }
+
+void op_retry(struct write_op *op) { retry_push(op->srv, op); }
 
 static void *retry_main(void *ud) {
     struct kite_apiserver *s = ud;
@@ -607,6 +610,51 @@ static void run_action(struct write_op *op, struct kite_record *cur, json_object
     submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, cur);
 }
 
+/* A write of a view subresource (a workload's scale): the patch applies to the view, or the
+ * body is one; what it changes is written into a copy of the object, which is then updated as
+ * any object. The view's resourceVersion, if any, is the object's precondition. New object, or
+ * NULL after replying. */
+static json_object *view_write(struct write_op *op, json_object *cobj) {
+    const struct kite_subresource *sr = op->sub;
+    json_object *obj = deep_copy(cobj), *view;
+    if (op->rq->res->from_storage) op->rq->res->from_storage(obj);
+    if (op->kind == OP_PATCH && op->ptype == PATCH_APPLY) {
+        /* an apply of a view would need the view's own field sets */
+        reply_error(op->rq, 415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
+        json_object_put(obj);
+        op_free(op);
+        return NULL;
+    }
+    if (op->kind == OP_PATCH) {
+        json_object *doc = sr->view(obj);
+        view = apply_patch(op, doc, NULL);
+        json_object_put(doc);
+        if (!view) {
+            json_object_put(obj);
+            return NULL;
+        }
+    } else {
+        view = take_input(op);
+        const char *kind = kite_obj_str(view, "kind");
+        if (kind && *kind && strcmp(kind, sr->body_kind) != 0) {
+            reply_error(op->rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind,
+                        sr->body_kind);
+            json_object_put(view);
+            json_object_put(obj);
+            op_free(op);
+            return NULL;
+        }
+    }
+    sr->apply(obj, view);
+    json_object *meta = kite_obj_ensure(obj, "metadata");
+    const char *rv = kite_meta_str(view, "resourceVersion");
+    if (rv && *rv) kite_obj_set(meta, "resourceVersion", json_object_new_string(rv));
+    else json_object_object_del(meta, "resourceVersion");
+    json_object_put(view);
+    return obj;
+}
+
 void run_op(struct write_op *op) {
     if (!take_key(op)) return;
     struct req *rq = op->rq;
@@ -655,7 +703,13 @@ void run_op(struct write_op *op) {
         return;
     }
     json_object *obj;
-    if (op->kind == OP_PATCH) {
+    if (op->sub && op->sub->view) {
+        obj = view_write(op, cobj);
+        if (!obj) {
+            kite_record_unref(cur);
+            return;
+        }
+    } else if (op->kind == OP_PATCH) {
         json_object *doc = deep_copy_unmanaged(cobj);
         if (rq->res->from_storage) rq->res->from_storage(doc);
         obj = apply_patch(op, doc, cobj);

@@ -25,6 +25,9 @@ struct write_op {
     bool has_grace;           /* DELETE: DeleteOptions.gracePeriodSeconds given (grace, >= 0) */
     int64_t grace;
     int status_reply;         /* answer a success with a Status Success of this code (actions) */
+    bool guarded;             /* a guarded delete (an eviction) whose guard was written back */
+    int guard_err;            /* the guard's failed write, answered on an HTTP thread */
+    char *guard_name;         /* the guard object written (for the conflict message) */
     struct apiserver_work work; /* on the retry thread's queue: runs run_op again */
     struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
     bool holds_key;           /* holds key in the server's keyq: released when the op ends */
@@ -42,6 +45,8 @@ void op_free(struct write_op *op);
 /* Replies code/reason/msg and frees op. */
 void op_fail(struct write_op *op, int code, const char *reason, const char *msg);
 struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input);
+/* Runs op again on the retry thread (it keeps the key it holds). Any thread. */
+void op_retry(struct write_op *op);
 /* (Re)computes op against the current record and submits it (write.c). */
 void run_op(struct write_op *op);
 /* Submits (or, for dryRun, pretends to). Takes ownership of obj. The reply may come from the

@@ -81,6 +81,13 @@ struct kite_client_options {
  * used. */
 int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_options *o, struct kite_client **ret);
 
+/* Replaces the client certificate and key (PEM, copied) of a client made by kite_client_new:
+ * connections opened from now on present them, and the kept-alive one is closed so the next
+ * request does; watches already open keep the old ones until they end (a rotated client
+ * certificate, as client-go's transport with a certificate callback). -EINVAL when the PEM
+ * cannot be used, -ENOTSUP for another transport or plain http. */
+int kite_client_set_certificate(struct kite_client *c, const char *cert_pem, const char *key_pem);
+
 /* A fake transport for tests: each request goes to handler (which fills ret->status and
  * ret->body with malloc'ed bytes, or returns -errno to simulate a transport error); watch
  * calls watch_handler (NULL = -EOPNOTSUPP). Counts bytes as method + path + body. */

@@ -46,7 +46,15 @@ struct tls_client {
     char *prefix;      /* path of the server URL, "" or "/x" (no trailing slash) */
     char *auth_header; /* "Authorization: Bearer ...\r\n" or NULL */
     char *user_agent;
+    /* Credentials of new connections; replaced by kite_client_set_certificate (a rotated
+     * client certificate), the old ones kept in retired until the client is freed because
+     * open watch connections still use them. */
+    pthread_mutex_t cred_lock;
     gnutls_certificate_credentials_t cred;
+    gnutls_certificate_credentials_t *retired;
+    size_t n_retired;
+    char *ca_pem; /* trust for credentials made later (NULL: the system's) */
+    size_t ca_len;
     long timeout_ms, connect_timeout_ms;
 };
 
@@ -126,6 +134,13 @@ static int tcp_connect(struct tls_client *c, int64_t deadline, int cancel_fd) {
     return fd;
 }
 
+static int set_cred(struct tls_client *c, gnutls_session_t tls) {
+    pthread_mutex_lock(&c->cred_lock);
+    int r = gnutls_credentials_set(tls, GNUTLS_CRD_CERTIFICATE, c->cred);
+    pthread_mutex_unlock(&c->cred_lock);
+    return r;
+}
+
 /* Connects and, for https, handshakes and verifies the server against the configured CA and
  * the host name (or IP address) of the server URL. */
 static int conn_open(struct tls_client *c, struct conn *k, int64_t deadline, int cancel_fd) {
@@ -141,7 +156,7 @@ static int conn_open(struct tls_client *c, struct conn *k, int64_t deadline, int
     }
     static const gnutls_datum_t alpn = {(unsigned char *)"http/1.1", 8};
     if ((r = gnutls_set_default_priority(k->tls)) < 0 ||
-        (r = gnutls_credentials_set(k->tls, GNUTLS_CRD_CERTIFICATE, c->cred)) < 0 ||
+        (r = set_cred(c, k->tls)) < 0 ||
         (r = gnutls_alpn_set_protocols(k->tls, &alpn, 1, 0)) < 0 ||
         (!c->host_is_ip && (r = gnutls_server_name_set(k->tls, GNUTLS_NAME_DNS, c->host, strlen(c->host))) < 0))
         goto fail;
@@ -415,6 +430,10 @@ static void tls_free(struct kite_client *base) {
     conn_close(&c->conn);
     pthread_mutex_destroy(&c->lock);
     if (c->cred) gnutls_certificate_free_credentials(c->cred);
+    for (size_t i = 0; i < c->n_retired; i++) gnutls_certificate_free_credentials(c->retired[i]);
+    free(c->retired);
+    pthread_mutex_destroy(&c->cred_lock);
+    free(c->ca_pem);
     free(c->host);
     free(c->port);
     free(c->authority);
@@ -465,10 +484,52 @@ static int parse_server(struct tls_client *c, const char *url) {
     return *c->host ? 0 : -EINVAL;
 }
 
+/* Trust (the kubeconfig's CA, else the system's) and the client certificate, if any. */
+static int make_cred(struct tls_client *c, const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                     gnutls_certificate_credentials_t *ret) {
+    gnutls_certificate_credentials_t cred;
+    if (gnutls_certificate_allocate_credentials(&cred) < 0) return -ENOMEM;
+    int r = 0;
+    if (c->ca_pem) {
+        gnutls_datum_t ca = {(unsigned char *)c->ca_pem, (unsigned)c->ca_len};
+        if (gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM) <= 0) r = -EINVAL;
+    } else if (!c->insecure) {
+        gnutls_certificate_set_x509_system_trust(cred); /* none found: every server is refused */
+    }
+    if (r == 0 && cert_pem && key_pem) {
+        gnutls_datum_t cert = {(unsigned char *)cert_pem, (unsigned)cert_len};
+        gnutls_datum_t key = {(unsigned char *)key_pem, (unsigned)key_len};
+        if (gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM) < 0) r = -EINVAL;
+    }
+    if (r < 0) {
+        gnutls_certificate_free_credentials(cred);
+        return r;
+    }
+    *ret = cred;
+    return 0;
+}
+
+int kite_client_set_certificate(struct kite_client *base, const char *cert_pem, const char *key_pem) {
+    if (base->ops != &tls_ops) return -ENOTSUP;
+    struct tls_client *c = (struct tls_client *)base;
+    if (!c->https) return -ENOTSUP;
+    gnutls_certificate_credentials_t cred;
+    int r = make_cred(c, cert_pem, strlen(cert_pem), key_pem, strlen(key_pem), &cred);
+    if (r < 0) return r;
+    pthread_mutex_lock(&c->cred_lock);
+    c->retired = kite_realloc(c->retired, (c->n_retired + 1) * sizeof *c->retired);
+    c->retired[c->n_retired++] = c->cred;
+    c->cred = cred;
+    pthread_mutex_unlock(&c->cred_lock);
+    tls_reset(base); /* the next request handshakes with the new certificate */
+    return 0;
+}
+
 int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_options *o, struct kite_client **ret) {
     struct tls_client *c = kite_calloc(1, sizeof(*c));
     c->base.ops = &tls_ops;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->cred_lock, NULL);
     c->conn.fd = -1;
     c->insecure = kc->insecure;
     c->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : 10000;
@@ -477,22 +538,11 @@ int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_o
     if (kc->token) c->auth_header = kite_asprintf("Authorization: Bearer %s\r\n", kc->token);
     int r = parse_server(c, kc->server ? kc->server : "");
     if (r < 0 || !c->https) goto out;
-    if (gnutls_certificate_allocate_credentials(&c->cred) < 0) {
-        c->cred = NULL;
-        r = -ENOMEM;
-        goto out;
-    }
     if (kc->ca_pem) {
-        gnutls_datum_t ca = {(unsigned char *)kc->ca_pem, (unsigned)kc->ca_len};
-        if (gnutls_certificate_set_x509_trust_mem(c->cred, &ca, GNUTLS_X509_FMT_PEM) <= 0) r = -EINVAL;
-    } else if (!c->insecure) {
-        gnutls_certificate_set_x509_system_trust(c->cred); /* none found: every server is refused */
+        c->ca_pem = kite_strndup(kc->ca_pem, kc->ca_len);
+        c->ca_len = kc->ca_len;
     }
-    if (r == 0 && kc->cert_pem && kc->key_pem) {
-        gnutls_datum_t cert = {(unsigned char *)kc->cert_pem, (unsigned)kc->cert_len};
-        gnutls_datum_t key = {(unsigned char *)kc->key_pem, (unsigned)kc->key_len};
-        if (gnutls_certificate_set_x509_key_mem(c->cred, &cert, &key, GNUTLS_X509_FMT_PEM) < 0) r = -EINVAL;
-    }
+    r = make_cred(c, kc->cert_pem, kc->cert_len, kc->key_pem, kc->key_len, &c->cred);
 out:
     if (r < 0) {
         tls_free(&c->base);

@@ -1,9 +1,13 @@
 /* `kite agent`: the node agent as its own process. Flags are kubelet flag names; the
  * --config file (KubeletConfiguration field names) is read first and flags override it. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/certmgr.h"
 #include "base/log.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
@@ -38,8 +42,57 @@ void agent_flag_args_release(struct agent_flag_args *a) {
     a->n = 0;
 }
 
+/* TLS bootstrap runs on a thread of its own so that SIGINT/SIGTERM (waited for by the main
+ * thread) can stop an agent still waiting for its certificate; when it fails it ends the
+ * process the same way. */
+struct boot {
+    struct kite_certmgr_options cm;
+    struct kite_agent_options ao;
+    struct kite_cancel cancel;
+    struct kite_agent *agent;
+    struct kite_certmgr *certmgr;
+    int rc;
+};
+
+static void *boot_run(void *ud) {
+    struct boot *b = ud;
+    _cleanup_free_ char *err = NULL;
+    b->rc = kite_certmgr_bootstrap(&b->cm, &b->cancel, &err);
+    if (b->rc == 0 && !kite_cancel_fired(&b->cancel)) {
+        b->rc = kite_agent_start(&b->ao, &b->agent); /* logs why */
+        if (b->rc == 0) {
+            log_info("agent", "node agent for %s started", kite_agent_node_name(b->agent));
+            if ((b->rc = kite_certmgr_start(&b->cm, kite_agent_client(b->agent), &b->certmgr)) < 0)
+                err = kite_asprintf("cannot start the certificate manager: %s", strerror(-b->rc));
+        }
+    }
+    if (b->rc < 0 && b->rc != -ECANCELED) {
+        if (err) log_error("agent", "%s", err);
+        kill(getpid(), SIGTERM);
+    }
+    return NULL;
+}
+
+static int run_bootstrapped(struct boot *b) {
+    kite_cancel_init(&b->cancel);
+    pthread_t t;
+    if (pthread_create(&t, NULL, boot_run, b) != 0) {
+        kite_cancel_release(&b->cancel);
+        return 1;
+    }
+    int sig = kite_wait_for_signal();
+    kite_cancel_fire(&b->cancel);
+    pthread_join(t, NULL);
+    kite_cancel_release(&b->cancel);
+    if (b->rc == 0) log_info("agent", "%s: stopping", strsignal(sig));
+    kite_certmgr_stop(b->certmgr);
+    kite_agent_stop(b->agent);
+    return b->rc < 0 && b->rc != -ECANCELED ? 1 : 0;
+}
+
 int cmd_agent(int argc, char **argv) {
-    const char *kubeconfig = NULL, *config = NULL;
+    const char *kubeconfig = NULL, *config = NULL, *bootstrap_kubeconfig = NULL, *cert_dir = NULL;
+    int64_t rotate_after_ns = 0;
     struct agent_flag_args fa = {.cmd = "agent"};
     const struct flag flags[] = {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
@@ -51,6 +104,15 @@ int cmd_agent(int argc, char **argv) {
                  "tlsPrivateKeyFile, authentication.x509.clientCAFile, podCIDR",
                  NULL, &config),
         AGENT_CONFIG_FLAGS("/var/lib/kite-agent"),
+        FLAG_STR("bootstrap-kubeconfig", "FILE",
+                 "kubeconfig with a bootstrap token: when --kubeconfig does not exist or its certificate\n"
+                 "expired, ask for a client certificate with it and write --kubeconfig; then renew the\n"
+                 "certificate before it expires",
+                 NULL, &bootstrap_kubeconfig),
+        FLAG_STR("cert-dir", "DIR", "where the client certificate and key are kept (" KITE_CERTMGR_CERT_FILE ")", NULL,
+                 &cert_dir, .def_note = "ROOT_DIR/pki"),
+        FLAG_DURATION("rotate-certificates-after", "renew the client certificate this long after it was obtained "
+                      "instead of at 70-90% of its lifetime (tests)", NULL, KITE_NS_PER_SEC, &rotate_after_ns),
         FLAG_END,
     };
     int r = flags_parse("agent",
@@ -70,6 +132,16 @@ int cmd_agent(int argc, char **argv) {
         return r;
     }
     struct kite_agent_options o = {.config = &cfg, .kubeconfig = kubeconfig};
+    if (bootstrap_kubeconfig) {
+        _cleanup_free_ char *dir = cert_dir ? kite_strdup(cert_dir) : kite_asprintf("%s/pki", cfg.root_dir);
+        _cleanup_free_ char *node = cfg.node_name ? kite_strdup(cfg.node_name) : kite_agent_default_node_name();
+        struct boot b = {.cm = {.bootstrap_kubeconfig = bootstrap_kubeconfig, .kubeconfig = kubeconfig, .cert_dir = dir,
+                                .node_name = node ? node : "localhost", .rotate_after_ns = rotate_after_ns},
+                         .ao = o};
+        r = run_bootstrapped(&b);
+        kite_agent_config_release(&cfg);
+        return r;
+    }
     struct kite_agent *a = NULL;
     if (kite_agent_start(&o, &a) < 0) { /* kite_agent_start logged why */
         kite_agent_config_release(&cfg);

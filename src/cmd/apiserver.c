@@ -24,7 +24,7 @@ static unsigned default_max_connections(void) {
     return rl.rlim_cur > 2 * FD_RESERVE ? (unsigned)(rl.rlim_cur - FD_RESERVE) : (unsigned)(rl.rlim_cur / 2);
 }
 
-void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o) {
+int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o) {
     *o = (struct kite_apiserver_options){.data_dir = a->data_dir, .listen = a->listen, .store_url = a->store,
                                          .token_file = a->tokens, .threads = (unsigned)a->threads,
                                          .max_connections = a->max_conns ? (unsigned)a->max_conns
@@ -32,7 +32,17 @@ void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserve
                                          .event_ttl_s = a->event_ttl_ns / KITE_NS_PER_SEC,
                                          .force_recover = a->force_recover, .audit_log_path = a->audit_path,
                                          .audit_log_maxsize_mb = a->audit_maxsize_mb,
-                                         .audit_log_maxbackup = a->audit_maxbackup};
+                                         .audit_log_maxbackup = a->audit_maxbackup,
+                                         .disable_http2 = !a->http2,
+                                         .node_stale_ns = a->node_stale_ns};
+    const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
+    if (strcmp(mode, "AlwaysAllow") == 0) {
+        o->always_allow = true;
+    } else if (strcmp(mode, "Node,RBAC") != 0) {
+        fprintf(stderr, "kite: --authorization-mode: \"%s\": kite serves Node,RBAC or AlwaysAllow\n", mode);
+        return 2;
+    }
+    return 0;
 }
 
 int cmd_apiserver(int argc, char **argv) {
@@ -42,7 +52,7 @@ int cmd_apiserver(int argc, char **argv) {
                         argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     struct kite_apiserver_options o;
-    apiserver_args_options(&args, &o);
+    if (apiserver_args_options(&args, &o) != 0) return 2;
     struct kite_apiserver *s;
     _cleanup_free_ char *start_err = NULL;
     if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {

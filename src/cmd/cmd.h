@@ -11,14 +11,16 @@ int cmd_up(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
 int cmd_certs(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_images(int argc, char **argv);
 int cmd_controller_manager(int argc, char **argv);
+int cmd_token(int argc, char **argv);
+int cmd_scheduler(int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_client;
 struct kite_nsctl;
-struct kite_binder;
 struct kite_ctlmgr;
 struct kite_leader;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
@@ -27,8 +29,19 @@ struct controller_args {
     bool leader_elect;
     int64_t le_duration_ns, le_renew_ns, le_retry_ns;
     int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
+    int64_t node_cleanup_ns; /* --node-cleanup-after; 0: off */
     double eviction_rate, secondary_rate, unhealthy_threshold;
+    int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
+    const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
+    int64_t signing_duration_ns;
 };
+#define KITE_CSR_SIGNING_DURATION_S (365 * 24 * 3600) /* --cluster-signing-duration's default */
+/* Pod GC's flags, kite controller-manager's and kite up's (tests shorten the orphan delay). */
+#define POD_GC_FLAGS(a)                                                                                          \
+    FLAG_INT("terminated-pod-gc-threshold", "terminated pods kept before the oldest are deleted (0: never)",     \
+             "12500", 0, INT64_C(1) << 40, &(a)->terminated_pod_gc_threshold),                                    \
+    FLAG_DURATION("pod-gc-orphan-delay", "how long a Node may be missing before its pods are deleted (advanced)", \
+                  "40s", KITE_NS_PER_MS, &(a)->pod_gc_orphan_delay_ns)
 /* Fills a with the defaults of the flags (for kite up). */
 void controller_args_defaults(struct controller_args *a);
 struct kite_controllers {
@@ -38,13 +51,31 @@ struct kite_controllers {
     struct kite_nsctl *nsctl;    /* these two run only while leading */
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
-    struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
+    struct kite_jobs *jobs;      /* the job controller */
+    struct kite_daemonsets *daemonsets; /* the daemon set controller */
+    struct kite_csrctl *csrctl;  /* CSR approver and signer */
+    char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
-/* Starts the binder (until there is a scheduler): unassigned pods go to node. */
-int controllers_start_binder(struct kite_controllers *c, const char *node);
 void controllers_stop(struct kite_controllers *c);
+
+/* The scheduler, run by kite scheduler and in-process by kite up (scheduler.c). */
+struct kite_schedrun;
+struct scheduler_args {
+    const char *kubeconfig;
+    bool leader_elect;
+    int64_t le_duration_ns, le_renew_ns, le_retry_ns;
+};
+struct kite_scheduler_proc {
+    struct scheduler_args args;
+    struct kite_client *client;
+    struct kite_leader *leader; /* NULL without leader election */
+    struct kite_schedrun *run;  /* while leading */
+};
+/* 0, or -errno with *ret_error a malloc'ed message. */
+int scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error);
+void scheduler_stop(struct kite_scheduler_proc *p);
 
 /* Blocks SIGINT/SIGTERM in every thread and waits for one of them; returns the signal. */
 int kite_wait_for_signal(void);
@@ -55,10 +86,12 @@ void kite_block_signals(void);
 #define MAX_CONNECTIONS 200000
 struct kite_apiserver_options;
 struct apiserver_args {
-    const char *data_dir, *listen, *store, *tokens, *audit_path;
+    const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
+    bool http2;
+    int64_t node_stale_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -72,6 +105,8 @@ struct apiserver_args {
     FLAG_INT("threads", "HTTP worker threads", NULL, 1, 256, &(a)->threads, .def_note = "the number of CPUs"),    \
     FLAG_DURATION("event-ttl", "how long events are kept after they last happened", "1h", KITE_NS_PER_SEC,         \
                   &(a)->event_ttl_ns),                                                                           \
+    FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
+                  KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
     FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
              MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
              .def_note = "the open-file limit, raised to its hard limit, less 512"),                              \
@@ -79,9 +114,12 @@ struct apiserver_args {
              "line each", NULL, &(a)->audit_path),                                                               \
     FLAG_INT("audit-log-maxsize", "rotate the audit log before it passes this many megabytes (0: never)", "0", 0,  \
              1024 * 1024, &(a)->audit_maxsize_mb),                                                               \
-    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup)
-/* Fills o from the parsed flags (borrowing strings from a). */
-void apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
+    FLAG_INT("audit-log-maxbackup", "rotated audit logs to keep (0: all)", "0", 0, 1000000, &(a)->audit_maxbackup), \
+    FLAG_STR("authorization-mode", "MODES", "Node,RBAC (with system:masters allowed everything), or AlwaysAllow "  \
+             "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode),                                      \
+    FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true")
+/* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
+int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
 /* The node agent's kubelet-style flags, shared by kite agent and kite up: handed to
  * kite_agent_config_set_flag() (src/agent/config.c), which checks them as it checks the

@@ -8,8 +8,13 @@
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "controllers/controllers.h"
+#include "controllers/daemonset.h"
+#include "controllers/job.h"
 #include "controllers/leader.h"
 #include "controllers/manager.h"
+#include "pki/pki.h"
+
+#include <string.h>
 
 #include <stdio.h>
 #include <unistd.h>
@@ -39,6 +44,11 @@
                &(a)->secondary_rate),                                                                            \
     FLAG_FLOAT("unhealthy-zone-threshold", "share of not-Ready nodes (at least 3) that makes a zone unhealthy",    \
                "0.55", 0, 1, &(a)->unhealthy_threshold),                                                         \
+    FLAG_DURATION("cluster-signing-duration", "longest validity of a certificate the CSR signer issues", "8760h",    \
+                  KITE_NS_PER_SEC, &(a)->signing_duration_ns),                                                   \
+    POD_GC_FLAGS(a),                                                                                             \
+    FLAG_DURATION("node-cleanup-after", "delete Nodes whose Ready condition has been Unknown this long (0: never)", \
+                  "0s", 0, &(a)->node_cleanup_ns),                                                                \
     FLAG_INT("large-cluster-size-threshold", "zones with more nodes than this keep the secondary rate when "      \
              "unhealthy; smaller ones stop", "50", 0, 1000000, &(a)->large_cluster)
 
@@ -54,6 +64,9 @@ void controller_args_defaults(struct controller_args *a) {
         .eviction_rate = KITE_NLC_EVICTION_RATE,
         .secondary_rate = KITE_NLC_SECONDARY_RATE,
         .unhealthy_threshold = KITE_NLC_UNHEALTHY_THRESHOLD,
+        .signing_duration_ns = (int64_t)KITE_CSR_SIGNING_DURATION_S * KITE_NS_PER_SEC,
+        .terminated_pod_gc_threshold = 12500,
+        .pod_gc_orphan_delay_ns = 40 * KITE_NS_PER_SEC,
     };
 }
 
@@ -73,18 +86,33 @@ static void lead(void *ud) {
                 .secondary_rate = c->args.secondary_rate,
                 .unhealthy_threshold = c->args.unhealthy_threshold,
                 .large_cluster = c->args.large_cluster},
+        .podgc = {.terminated_threshold = c->args.terminated_pod_gc_threshold,
+                  .orphan_delay_ns = c->args.pod_gc_orphan_delay_ns},
+        .node_cleanup_after_ns = c->args.node_cleanup_ns,
     };
     if ((r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
         log_error(LOG, "cannot start the node controllers: %s", strerror(-r));
     struct kite_aggregator_options ao = {.client = c->client};
     if ((r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
         log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
+    struct kite_jobctl_options jo = {.client = c->client};
+    if ((r = kite_jobs_start(&jo, &c->jobs)) < 0) log_error(LOG, "cannot start the job controller: %s", strerror(-r));
+    struct kite_dsctl_options dso = {.client = c->client};
+    if ((r = kite_daemonsets_start(&dso, &c->daemonsets)) < 0)
+        log_error(LOG, "cannot start the daemon set controller: %s", strerror(-r));
+    struct kite_csrctl_options co = {.client = c->client, .ca_cert_pem = c->signing_cert, .ca_key_pem = c->signing_key,
+                                     .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC};
+    if ((r = kite_csrctl_start(&co, &c->csrctl)) < 0)
+        log_error(LOG, "cannot start the certificate signing request controller: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
+    kite_csrctl_stop(TAKE_PTR(c->csrctl));
     kite_aggregator_stop(TAKE_PTR(c->aggregator));
+    kite_jobs_stop(TAKE_PTR(c->jobs));
+    kite_daemonsets_stop(TAKE_PTR(c->daemonsets));
     kite_ctlmgr_stop(TAKE_PTR(c->nodes));
     kite_nsctl_stop(TAKE_PTR(c->nsctl));
     log_info(LOG, "controllers stopped");
@@ -93,7 +121,25 @@ static void unlead(void *ud) {
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error) {
     struct kite_kubeconfig *kc = NULL;
     ret->args = *a;
-    int r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
+    int r;
+    if ((a->signing_cert_file == NULL) != (a->signing_key_file == NULL)) {
+        *ret_error = kite_strdup("--cluster-signing-cert-file and --cluster-signing-key-file go together");
+        return -EINVAL;
+    }
+    if (a->signing_duration_ns < KITE_CSR_MIN_EXPIRATION_S * KITE_NS_PER_SEC) {
+        *ret_error = kite_asprintf("--cluster-signing-duration must be at least %ds", KITE_CSR_MIN_EXPIRATION_S);
+        return -EINVAL;
+    }
+    if (a->signing_cert_file && (r = kite_pki_read_file(a->signing_cert_file, &ret->signing_cert)) < 0) {
+        *ret_error = kite_asprintf("%s: %s", a->signing_cert_file, strerror(-r));
+        return r;
+    }
+    if (a->signing_key_file && (r = kite_pki_read_file(a->signing_key_file, &ret->signing_key)) < 0) {
+        *ret_error = kite_asprintf("%s: %s", a->signing_key_file, strerror(-r));
+        free(TAKE_PTR(ret->signing_cert));
+        return r;
+    }
+    r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
     if (r < 0) return r;
     struct kite_client_options co = {.user_agent = "kite-controller-manager"};
     r = kite_client_new(kc, &co, &ret->client);
@@ -125,17 +171,13 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     return 0;
 }
 
-int controllers_start_binder(struct kite_controllers *c, const char *node) {
-    if (!c->client) return -ENOTCONN;
-    struct kite_binder_options bo = {.client = c->client, .node_name = node};
-    return kite_binder_start(&bo, &c->binder);
-}
-
 void controllers_stop(struct kite_controllers *c) {
-    kite_binder_stop(TAKE_PTR(c->binder));
     if (c->leader) kite_leader_stop(TAKE_PTR(c->leader)); /* calls unlead if leading, then releases */
     else unlead(c);
     kite_client_free(TAKE_PTR(c->client));
+    free(TAKE_PTR(c->signing_cert));
+    if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
+    free(TAKE_PTR(c->signing_key));
 }
 
 int cmd_controller_manager(int argc, char **argv) {
@@ -146,10 +188,14 @@ int cmd_controller_manager(int argc, char **argv) {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &a.kubeconfig,
                  .required = true),
         CONTROLLER_FLAGS(&a),
+        FLAG_STR("cluster-signing-cert-file", "FILE", "CA certificate (PEM) the CSR signer signs with", NULL,
+                 &a.signing_cert_file),
+        FLAG_STR("cluster-signing-key-file", "FILE", "key (PEM) of --cluster-signing-cert-file", NULL,
+                 &a.signing_key_file),
         FLAG_END};
     int r = flags_parse("controller-manager",
-                        "Runs kite's controllers (namespace, node lifecycle, taint eviction, clusterrole aggregation)\n"
-                        "against an API server.",
+                        "Runs kite's controllers (namespace, node lifecycle, taint eviction, pod GC, clusterrole\n"
+                        "aggregation, CSR approving and signing) against an API server.",
                         flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     /* client-go's checks: the leader must give up before a candidate may take over */

@@ -17,9 +17,12 @@ static const struct cmd COMMANDS[] = {
     {"apiserver", cmd_apiserver, "run the Kubernetes-compatible API server"},
     {"agent", cmd_agent, "run the node agent against an API server"},
     {"controller-manager", cmd_controller_manager, "run the controllers (namespace) against an API server"},
+    {"scheduler", cmd_scheduler, "run the scheduler against an API server"},
     {"kubeconfig", cmd_kubeconfig, "print a kubeconfig for a node identity"},
     {"certs", cmd_certs, "create the CA and certificates in a data dir"},
+    {"token", cmd_token, "create and list bootstrap tokens for joining nodes"},
     {"images", cmd_images, "import, list and remove the node's container images"},
+    {"nodes", cmd_nodes, "list every node's state (divergences between machines and Node objects)"},
     {"version", cmd_version, "print the version"},
 };
 

@@ -1,5 +1,6 @@
-/* kite up: a whole local cluster in one process — the apiserver on the embedded store and a
- * node agent for this machine with its own node credential (system:node:NAME). */
+/* kite up: a whole local cluster in one process — the apiserver on the embedded store, the
+ * controllers, the scheduler and a node agent for this machine with its own node credential
+ * (system:node:NAME). */
 #include "agent/agent.h"
 #include "agent/runtime/net.h"
 #include "apiserver/apiserver.h"
@@ -17,12 +18,18 @@ int cmd_up(int argc, char **argv) {
     struct apiserver_args args = {0};
     const char *config = NULL;
     bool no_agent = false;
+    int64_t signing_duration_ns = (int64_t)KITE_CSR_SIGNING_DURATION_S * KITE_NS_PER_SEC;
     struct agent_flag_args fa = {.cmd = "up"};
+    struct controller_args cargs;
+    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
     const struct flag flags[] = {
         APISERVER_FLAGS(&args),
         FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
+        FLAG_DURATION("cluster-signing-duration", "longest validity of a certificate the CSR signer issues (with the "
+                      "cluster CA)", "8760h", KITE_NS_PER_SEC, &signing_duration_ns),
         AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
+        POD_GC_FLAGS(&cargs),
         FLAG_END,
     };
     int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
@@ -32,7 +39,10 @@ int cmd_up(int argc, char **argv) {
         return r > 0 ? 0 : 2;
     }
     struct kite_apiserver_options o;
-    apiserver_args_options(&args, &o);
+    if (apiserver_args_options(&args, &o) != 0) {
+        agent_flag_args_release(&fa);
+        return 2;
+    }
     const char *data_dir = o.data_dir;
     struct kite_agent_config ac;
     kite_agent_config_init(&ac);
@@ -54,11 +64,21 @@ int cmd_up(int argc, char **argv) {
     struct kite_controllers ctl = {0};
     /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */
     _cleanup_free_ char *ctl_kc = kite_asprintf("%s/controller-manager.kubeconfig", data_dir), *ctl_err = NULL;
-    struct controller_args cargs;
-    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
     cargs.kubeconfig = ctl_kc;
+    /* the signer has the data dir's CA, as kube-controller-manager's --cluster-signing-*-file */
+    _cleanup_free_ char *ca_crt = kite_asprintf("%s/pki/ca.crt", data_dir), *ca_key = kite_asprintf("%s/pki/ca.key", data_dir);
+    cargs.signing_cert_file = ca_crt;
+    cargs.signing_key_file = ca_key;
+    cargs.signing_duration_ns = signing_duration_ns;
     if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
+
+    /* the scheduler, as itself (system:kube-scheduler): nodes are candidates only once they exist */
+    struct kite_scheduler_proc sched = {0};
+    _cleanup_free_ char *sched_kc = kite_asprintf("%s/scheduler.kubeconfig", data_dir), *sched_err = NULL;
+    struct scheduler_args sargs = {.kubeconfig = sched_kc}; /* one, in-process: no election */
+    if ((r = scheduler_start(&sargs, &sched, &sched_err)) < 0)
+        log_error("up", "cannot start the scheduler: %s", sched_err ? sched_err : strerror(-r));
 
     struct kite_agent *agent = NULL;
     if (!no_agent) {
@@ -88,13 +108,12 @@ int cmd_up(int argc, char **argv) {
                 log_error("up", "cannot start the node agent: %s", strerror(-r));
             else
                 log_info("up", "node agent running as system:node:%s", ac.node_name);
-            if (agent && (r = controllers_start_binder(&ctl, ac.node_name)) < 0)
-                log_error("up", "cannot start the binder: %s", strerror(-r));
         }
     }
     kite_wait_for_signal();
     log_info("up", "shutting down");
     kite_agent_stop(agent);
+    scheduler_stop(&sched);
     controllers_stop(&ctl);
     kite_apiserver_stop(s);
     kite_agent_config_release(&ac);

@@ -29,28 +29,6 @@ void kite_nsctl_stop(struct kite_nsctl *c);
  * conditions say what), another -errno on a failed request. */
 int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const char *name);
 
-/* The binder: until kite has a scheduler, every pod for the default scheduler that no node
- * runs yet (no spec.nodeName, no scheduling gates, not being deleted) is bound to one node
- * (kite up's own) with a POST of a Binding to its pods/binding subresource, as kube-scheduler
- * binds. One thread: list + watch of the unassigned pods (fieldSelector spec.nodeName=); a
- * failed binding is tried again on the next list, after a back-off (1 s doubling to
- * KITE_BINDER_RETRY_MAX_S). */
-#define KITE_BINDER_RETRY_MAX_S 30
-#define KITE_BINDER_RESYNC_S 300 /* the unassigned pods are listed again this often */
-
-struct kite_binder;
-struct kite_binder_options {
-    struct kite_client *client; /* borrowed: must outlive the binder */
-    const char *node_name;      /* copied */
-    struct kite_clock *clock;   /* NULL = real */
-};
-int kite_binder_start(const struct kite_binder_options *o, struct kite_binder **ret);
-/* Cancels the watch and joins. NULL is a no-op. */
-void kite_binder_stop(struct kite_binder *b);
-/* Binds pod (borrowed) to node when it is one the binder binds: 0 when bound, or not one to bind,
- * or bound meanwhile by someone else (409); another -errno on a failed request. */
-int kite_binder_bind(struct kite_client *client, json_object *pod, const char *node);
-
 /* ClusterRole aggregation: every ClusterRole with an aggregationRule gets the union of the
  * rules of the ClusterRoles its clusterRoleSelectors match (by name order, each rule once),
  * patched in when it differs. One thread: list + watch of clusterroles; a failed patch is
@@ -71,3 +49,40 @@ void kite_aggregator_stop(struct kite_aggregator *a);
 json_object *kite_aggregated_rules(json_object *role, json_object *const *roles, size_t n);
 /* A metav1.LabelSelector (JSON: matchLabels, matchExpressions) matches labels (may be NULL). */
 bool kite_label_selector_json_matches(json_object *sel, json_object *labels);
+
+/* CertificateSigningRequests (certificates.c), as kube-controller-manager's csrapproving and
+ * csrsigning controllers: one thread lists and watches CSRs; the approver approves node
+ * client requests whose requester a SubjectAccessReview allows (certificatesigningrequests/
+ * selfnodeclient for a node renewing its own, /nodeclient for a bootstrap token); the signer
+ * (only when given the CA) signs approved requests of the two client signers below. */
+#define KITE_CSR_SIGNER_KUBELET_CLIENT "kubernetes.io/kube-apiserver-client-kubelet"
+#define KITE_CSR_SIGNER_CLIENT "kubernetes.io/kube-apiserver-client"
+#define KITE_CSR_SIGNING_DURATION_DEFAULT_S (365 * 24 * 3600) /* --cluster-signing-duration */
+#define KITE_CSR_MIN_EXPIRATION_S 600                          /* spec.expirationSeconds floor */
+#define KITE_CSR_RETRY_MAX_S 30
+#define KITE_CSR_RESYNC_S 300
+
+struct kite_csrctl;
+struct kite_csrctl_options {
+    struct kite_client *client;          /* borrowed: must outlive the controller */
+    struct kite_clock *clock;            /* NULL = real */
+    const char *ca_cert_pem, *ca_key_pem; /* copied; both NULL: approve only, sign nothing */
+    int64_t signing_duration_s;          /* longest certificate issued; 0 = 1 year */
+};
+int kite_csrctl_start(const struct kite_csrctl_options *o, struct kite_csrctl **ret);
+/* Cancels the watch and joins. NULL is a no-op. */
+void kite_csrctl_stop(struct kite_csrctl *c);
+
+/* Asks whether the requester in a CSR's spec (borrowed: username, uid, groups, extra) may
+ * create certificatesigningrequests/<subresource>: 0 with *ret_allowed, or -errno. */
+typedef int (*kite_csr_sar_fn)(void *ud, json_object *spec, const char *subresource, bool *ret_allowed);
+/* The approver's decision on csr (borrowed): 1 approve (*ret_message: the condition's
+ * message, static), 0 not one for it (another signer, already decided, not a node client
+ * request), -EPERM a node client request its requester may not have approved, another -errno
+ * when a review failed. */
+int kite_csr_approval(json_object *csr, kite_csr_sar_fn sar, void *ud, const char **ret_message);
+/* The signer's work on csr (borrowed): 1 with *ret_cert_pem (malloc'ed) valid for
+ * min(max_s, spec.expirationSeconds), 0 nothing to do (another signer, not approved, already
+ * issued), or -errno with *ret_failure (static) when the request can never be signed. */
+int kite_csr_sign(json_object *csr, const char *ca_cert_pem, const char *ca_key_pem, int64_t max_s, char **ret_cert_pem,
+                  const char **ret_failure);

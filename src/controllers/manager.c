@@ -18,8 +18,11 @@ struct runner {
 struct kite_ctlmgr {
     struct kite_nlc *nlc;
     struct kite_tec *tec;
-    struct runner rn, rt;
-    struct kite_informer *nodes, *leases, *pods;
+    struct kite_podgc *gc;
+    struct kite_dc *dc;
+    struct kite_ncc *ncc; /* NULL unless --node-cleanup-after */
+    struct runner rn, rt, rg, rd, rc;
+    struct kite_informer *nodes, *leases, *pods, *pdbs;
 };
 
 static void *run(void *ud) {
@@ -69,22 +72,37 @@ static void runner_stop(struct runner *r) {
 static int64_t nlc_step(void *c) { return kite_nlc_step(c); }
 static bool nlc_pending(void *c) { return kite_nlc_pending(c); }
 static int64_t tec_step(void *c) { return kite_tec_step(c); }
+static int64_t dc_step(void *c) { return kite_dc_step(c); }
+static int64_t ncc_step(void *c) { return kite_ncc_step(c); }
+static bool ncc_pending(void *c) { return kite_ncc_pending(c); }
+static bool dc_pending(void *c) { return kite_dc_pending(c); }
 static bool tec_pending(void *c) { return kite_tec_pending(c); }
+static int64_t gc_step(void *c) { return kite_podgc_step(c); }
+static bool gc_pending(void *c) { return kite_podgc_pending(c); }
 
 static void node_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_upsert(m->nlc, o);
     kite_tec_node_upsert(m->tec, o);
+    kite_podgc_node_upsert(m->gc, o);
+    if (m->ncc) {
+        kite_ncc_node_upsert(m->ncc, o);
+        kick(&m->rc);
+    }
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
 }
 static void node_update(void *ud, json_object *old, json_object *o) { node_add(ud, o); }
 static void node_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_node_delete(m->nlc, o);
     kite_tec_node_delete(m->tec, o);
+    kite_podgc_node_delete(m->gc, o);
+    if (m->ncc) kite_ncc_node_delete(m->ncc, o);
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
 }
 static void lease_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
@@ -96,14 +114,33 @@ static void pod_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_nlc_pod_upsert(m->nlc, o);
     kite_tec_pod_upsert(m->tec, o);
+    kite_podgc_pod_upsert(m->gc, o);
+    kite_dc_pod_upsert(m->dc, o);
     kick(&m->rn);
     kick(&m->rt);
+    kick(&m->rg);
+    kick(&m->rd);
 }
 static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }
 static void pod_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_tec_pod_delete(m->tec, o);
+    kite_podgc_pod_delete(m->gc, o);
+    kite_dc_pod_delete(m->dc, o);
     kick(&m->rt);
+    kick(&m->rg);
+    kick(&m->rd);
+}
+static void pdb_add(void *ud, json_object *o) {
+    struct kite_ctlmgr *m = ud;
+    kite_dc_pdb_upsert(m->dc, o);
+    kick(&m->rd);
+}
+static void pdb_update(void *ud, json_object *old, json_object *o) { pdb_add(ud, o); }
+static void pdb_del(void *ud, json_object *o) {
+    struct kite_ctlmgr *m = ud;
+    kite_dc_pdb_delete(m->dc, o);
+    kick(&m->rd);
 }
 
 int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **ret) {
@@ -113,10 +150,22 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
     m->nlc = kite_nlc_new(&no);
     struct kite_tec_options to = {.client = o->client, .clock = no.clock};
     m->tec = kite_tec_new(&to);
+    struct kite_podgc_options go = o->podgc;
+    go.client = o->client, go.clock = no.clock;
+    m->gc = kite_podgc_new(&go);
+    struct kite_dc_options dco = {.client = o->client, .clock = no.clock};
+    m->dc = kite_dc_new(&dco);
     int r;
     if ((r = runner_start(&m->rn, "node-lifecycle", nlc_step, nlc_pending, m->nlc)) < 0 ||
-        (r = runner_start(&m->rt, "taint-eviction", tec_step, tec_pending, m->tec)) < 0)
+        (r = runner_start(&m->rt, "taint-eviction", tec_step, tec_pending, m->tec)) < 0 ||
+        (r = runner_start(&m->rg, "pod-gc", gc_step, gc_pending, m->gc)) < 0 ||
+        (r = runner_start(&m->rd, "disruption", dc_step, dc_pending, m->dc)) < 0)
         goto fail;
+    if (o->node_cleanup_after_ns > 0) {
+        struct kite_ncc_options co = {.client = o->client, .clock = no.clock, .after_ns = o->node_cleanup_after_ns};
+        m->ncc = kite_ncc_new(&co);
+        if ((r = runner_start(&m->rc, "node-cleanup", ncc_step, ncc_pending, m->ncc)) < 0) goto fail;
+    }
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/nodes", .name = "inf-nodes", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = node_add, .update = node_update, .del = node_del, .ud = m};
     if ((r = kite_informer_start(&io, &m->nodes)) < 0) goto fail;
@@ -128,6 +177,10 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
     io.name = "inf-pods";
     io.handlers[0] = (struct kite_informer_handlers){.add = pod_add, .update = pod_update, .del = pod_del, .ud = m};
     if ((r = kite_informer_start(&io, &m->pods)) < 0) goto fail;
+    io.path = "/apis/policy/v1/poddisruptionbudgets";
+    io.name = "inf-pdbs";
+    io.handlers[0] = (struct kite_informer_handlers){.add = pdb_add, .update = pdb_update, .del = pdb_del, .ud = m};
+    if ((r = kite_informer_start(&io, &m->pdbs)) < 0) goto fail;
     *ret = m;
     return 0;
 fail:
@@ -140,9 +193,16 @@ void kite_ctlmgr_stop(struct kite_ctlmgr *m) {
     kite_informer_stop(m->nodes);
     kite_informer_stop(m->leases);
     kite_informer_stop(m->pods);
+    kite_informer_stop(m->pdbs);
     runner_stop(&m->rn);
     runner_stop(&m->rt);
+    runner_stop(&m->rg);
+    runner_stop(&m->rd);
+    runner_stop(&m->rc);
+    kite_ncc_free(m->ncc);
     kite_nlc_free(m->nlc);
+    kite_podgc_free(m->gc);
     kite_tec_free(m->tec);
+    kite_dc_free(m->dc);
     free(m);
 }

@@ -70,11 +70,11 @@ void kite_tec_free(struct kite_tec *t) {
     if (!t) return;
     const char *k;
     void *v;
+    kite_timers_release(&t->timers); /* writes into the armed timers, which the pods hold */
     for (size_t it = 0; kite_map_next(&t->pods, &it, &k, &v);) tpod_free(v);
     for (size_t it = 0; kite_map_next(&t->nodes, &it, &k, &v);) tnode_free(v);
     kite_map_release(&t->pods);
     kite_map_release(&t->nodes);
-    kite_timers_release(&t->timers);
     kite_ctl_acts_release(&t->events);
     pthread_mutex_destroy(&t->lock);
     free(t);

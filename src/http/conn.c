@@ -66,20 +66,20 @@ void conn_kick(struct conn *c) {
 /* ---- request accessors ---- */
 
 const char *kite_http_header(const struct kite_http_req *pub, const char *name) {
-    return req_parser_header(&((const struct req *)pub)->conn->rp, name);
+    return req_parser_header(((const struct req *)pub)->rp, name);
 }
 
 const char *kite_http_query(const struct kite_http_req *pub, const char *name) {
-    return req_parser_query(&((const struct req *)pub)->conn->rp, name);
+    return req_parser_query(((const struct req *)pub)->rp, name);
 }
 
 size_t kite_http_header_all(const struct kite_http_req *pub, const char *name, const char **out, size_t max) {
-    return req_parser_header_all(&((const struct req *)pub)->conn->rp, name, out, max);
+    return req_parser_header_all(((const struct req *)pub)->rp, name, out, max);
 }
 
 size_t kite_http_header_prefixed(const struct kite_http_req *pub, const char *prefix, const char **names,
                                  const char **values, size_t max) {
-    const struct req_parser *p = &((const struct req *)pub)->conn->rp;
+    const struct req_parser *p = ((const struct req *)pub)->rp;
     const char *s = p->hdr.p;
     size_t n = 0, plen = strlen(prefix);
     for (size_t i = 0; i < p->n_hdr; i++) {
@@ -94,12 +94,13 @@ size_t kite_http_header_prefixed(const struct kite_http_req *pub, const char *pr
 }
 
 const char *kite_http_target(const struct kite_http_req *pub) {
-    const struct req_parser *p = &((const struct req *)pub)->conn->rp;
+    const struct req_parser *p = ((const struct req *)pub)->rp;
     return p->url.p ? p->url.p : "/";
 }
 
-/* Asked once per connection (a system call per request showed in the audit log's cost); the
- * connection serves one request at a time, so its cache has one user at a time. */
+/* Asked once per connection (a system call per request showed in the audit log's cost); an
+ * HTTP/1.1 connection serves one request at a time, so its cache has one user at a time; an
+ * HTTP/2 connection fills it before its first request (h2_start), and it is read-only after. */
 void kite_http_peer_ip(const struct kite_http_req *pub, char out[64]) {
     struct conn *c = ((const struct req *)pub)->conn;
     if (!c->peer_ip[0]) {
@@ -245,7 +246,7 @@ int conn_flush(struct conn *c) {
 static const struct refusal R_STOPPING = {503, "ServiceUnavailable", "the server is shutting down"};
 
 /* Reads once. 1: got bytes; 0: nothing now; -1: EOF (peer_eof is set) or error. */
-static int read_some(struct conn *c) {
+int conn_read_some(struct conn *c) {
     if (c->in_off == c->in.len) {
         kite_buf_reset(&c->in);
         c->in_off = 0;
@@ -269,7 +270,7 @@ static int read_some(struct conn *c) {
 }
 
 /* Bytes worth trying to read without being told by epoll. */
-static bool tls_pending(struct conn *c) {
+bool conn_tls_pending(struct conn *c) {
     return raw_pending(c) || gnutls_record_check_pending(c->tls) > 0;
 }
 
@@ -353,9 +354,22 @@ void conn_drive(struct conn *c, bool readable) {
             conn_want(c, EPOLLIN);
             c->last_active_ns = http_now_ns();
             c->state = C_READING;
-            readable = tls_pending(c);
+            readable = conn_tls_pending(c);
+            gnutls_datum_t proto;
+            if (srv->http2 && gnutls_alpn_get_selected_protocol(c->tls, &proto) == 0 && proto.size == 2 &&
+                memcmp(proto.data, "h2", 2) == 0) {
+                if (h2_start(c) < 0) {
+                    conn_close(c);
+                    return;
+                }
+                c->state = C_H2;
+                readable = true;
+            }
             continue;
         }
+        case C_H2:
+            h2_drive(c, readable);
+            return;
         case C_READING: {
             if (c->in_off < c->in.len) {
                 size_t n = c->in.len - c->in_off;
@@ -389,21 +403,21 @@ void conn_drive(struct conn *c, bool readable) {
                 conn_close(c);
                 return;
             }
-            if (!readable && !tls_pending(c)) return;
-            int r = read_some(c);
+            if (!readable && !conn_tls_pending(c)) return;
+            int r = conn_read_some(c);
             if (r < 0) {
                 conn_close(c);
                 return;
             }
             if (r == 0) return;
-            readable = tls_pending(c) || c->in.len == c->in.cap - 1;
+            readable = conn_tls_pending(c) || c->in.len == c->in.cap - 1;
             continue;
         }
         case C_DISPATCHED:
             /* Waiting for the handler. Input keeps arriving (pipelining, or EOF): buffer it,
              * within limits, so level-triggered epoll does not spin. */
-            if (!c->peer_eof && (readable || tls_pending(c))) {
-                int r = c->in.len - c->in_off > srv->max_head + srv->max_body ? -1 : read_some(c);
+            if (!c->peer_eof && (readable || conn_tls_pending(c))) {
+                int r = c->in.len - c->in_off > srv->max_head + srv->max_body ? -1 : conn_read_some(c);
                 if (r < 0 && c->peer_eof) {
                     /* A half-close after the request: the client waits for the answer. Input
                      * interest goes (the EOF would be reported level-triggered); hang-ups
@@ -416,7 +430,7 @@ void conn_drive(struct conn *c, bool readable) {
                     return;
                 }
                 if (r > 0) {
-                    readable = tls_pending(c);
+                    readable = conn_tls_pending(c);
                     continue;
                 }
             }
@@ -430,9 +444,7 @@ void conn_drive(struct conn *c, bool readable) {
             if (f == 1 && c->close_after) {
                 /* A lingering close: closing with unread input would reset the connection
                  * and could destroy the answer before the client read it. */
-                shutdown(c->fd, SHUT_WR);
-                c->state = C_LINGER;
-                c->last_active_ns = http_now_ns();
+                conn_linger(c);
                 readable = true;
                 continue;
             }
@@ -441,7 +453,7 @@ void conn_drive(struct conn *c, bool readable) {
             conn_reset_request(c);
             c->state = C_READING;
             conn_want(c, EPOLLIN);
-            readable = readable || tls_pending(c);
+            readable = readable || conn_tls_pending(c);
             continue;
         }
         case C_LINGER: {
@@ -463,18 +475,18 @@ void conn_drive(struct conn *c, bool readable) {
             }
             if (c->state == C_STREAMING) {
                 /* Input while streaming: keep it for after the stream, or notice EOF. */
-                if (readable || tls_pending(c)) {
+                if (readable || conn_tls_pending(c)) {
                     if (c->in.len - c->in_off > srv->max_head + srv->max_body) {
                         conn_close(c);
                         return;
                     }
-                    int r = read_some(c);
+                    int r = conn_read_some(c);
                     if (r < 0) {
                         conn_close(c);
                         return;
                     }
                     if (r > 0) {
-                        readable = tls_pending(c);
+                        readable = conn_tls_pending(c);
                         continue;
                     }
                 }
@@ -487,10 +499,17 @@ void conn_drive(struct conn *c, bool readable) {
 
 /* ---- connections: open, close, free ---- */
 
+void conn_linger(struct conn *c) {
+    shutdown(c->fd, SHUT_WR);
+    c->state = C_LINGER;
+    c->last_active_ns = http_now_ns();
+}
+
 struct conn *conn_new(struct kite_http_server *srv, int fd) {
     struct conn *c = kite_calloc(1, sizeof(struct conn) + sizeof(struct conn_extra));
     c->fd = fd;
     c->req.conn = c;
+    c->req.rp = &c->rp;
     pthread_mutex_init(&c->lock, NULL);
     req_parser_init(&c->rp, srv->max_head, srv->max_body);
     conn_reset_request(c);
@@ -503,9 +522,12 @@ struct conn *conn_new(struct kite_http_server *srv, int fd) {
     gnutls_priority_set(c->tls, srv->prio);
     gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, srv->cred);
     if (srv->client_ca) gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUEST);
-    /* ALPN: HTTP/1.1 only; never h2 (research/kubectl-wire.md §0) */
-    gnutls_datum_t alpn = {(unsigned char *)"http/1.1", 8};
-    gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_SERVER_PRECEDENCE);
+    /* ALPN: "h2" when the client offers it (every Kubernetes client does), else HTTP/1.1. With
+     * HTTP/2 switched off, never "h2": a Go client that gets it speaks HTTP/2 regardless
+     * (research/kubectl-wire.md §0.4). */
+    gnutls_datum_t alpn[2] = {{(unsigned char *)"h2", 2}, {(unsigned char *)"http/1.1", 8}};
+    if (srv->http2) gnutls_alpn_set_protocols(c->tls, alpn, 2, GNUTLS_ALPN_SERVER_PRECEDENCE);
+    else gnutls_alpn_set_protocols(c->tls, &alpn[1], 1, GNUTLS_ALPN_SERVER_PRECEDENCE);
     gnutls_transport_set_ptr(c->tls, c);
     gnutls_transport_set_pull_function(c->tls, tls_pull);
     gnutls_transport_set_pull_timeout_function(c->tls, tls_pull_timeout);
@@ -532,6 +554,7 @@ void conn_free(struct conn *c) {
         c->ans_stream = NULL;
     }
     if (c->stream) stream_end(c);
+    if (c->h2) h2_free(c);
     pthread_mutex_lock(&w->mb_lock);
     bool queued = c->in_mb;
     if (queued) c->is_new = false;
@@ -575,6 +598,10 @@ void conn_free(struct conn *c) {
 
 /* Ends a connection: at once, or (request still with the handler) once it is answered. */
 void conn_close(struct conn *c) {
+    if (c->state == C_H2) {
+        h2_close(c);
+        return;
+    }
     if (c->state == C_DISPATCHED) {
         c->peer_closed = true;
         epoll_ctl(c->w->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -592,6 +619,10 @@ void conn_service(struct worker *w, struct conn *c, bool is_new) {
     }
     if (c->fd < 0) { /* freed while queued */
         conn_free(c);
+        return;
+    }
+    if (c->state == C_H2) {
+        h2_service(c);
         return;
     }
     if (c->state == C_DISPATCHED) {

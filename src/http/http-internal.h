@@ -25,11 +25,16 @@
 
 struct worker;
 struct conn;
+struct h2s;
+struct h2conn;
 
-/* The request as the handler sees it (pub first), embedded in its connection. */
+/* The request as the handler sees it (pub first): embedded in its connection (HTTP/1.1) or in
+ * its HTTP/2 stream (h2.c). */
 struct req {
     struct kite_http_req pub;
     struct conn *conn;
+    struct req_parser *rp;        /* the parsed request: &conn->rp, or the h2 stream's */
+    struct h2s *h2;               /* the HTTP/2 stream, NULL on HTTP/1.1 */
     struct kite_buf hdrs;         /* response headers added by the handler: "Name: value\r\n"... */
 };
 
@@ -40,6 +45,7 @@ enum conn_state {
     C_RESPONDING,  /* sending a complete response */
     C_STREAMING,   /* a chunked stream (watch) */
     C_LINGER,      /* answered and closing: write side shut, input drained and dropped */
+    C_H2,          /* HTTP/2 (ALPN "h2"): h2.c drives the connection */
 };
 
 struct conn {
@@ -72,6 +78,9 @@ struct conn {
 
     /* the stream, while C_STREAMING */
     struct kite_http_stream *stream;
+
+    /* HTTP/2 (C_H2): the nghttp2 session and the streams (h2.c) */
+    struct h2conn *h2;
 
     /* tls client identity (auth.c), computed once per connection */
     bool tls_checked, cert_failed;
@@ -115,6 +124,7 @@ struct worker {
 struct kite_http_server {
     kite_http_handler handler;
     void *ud;
+    bool http2;                          /* ALPN offers "h2" */
     size_t max_body, max_head;
     unsigned max_conns;
     unsigned idle_timeout_s, header_timeout_s, read_timeout_s;
@@ -171,6 +181,13 @@ void conn_kick(struct conn *c);
 int conn_flush(struct conn *c);
 /* The worker's epoll interest for c (EPOLLIN / EPOLLOUT). */
 void conn_want(struct conn *c, uint32_t events);
+/* Reads decrypted bytes into c->in once. 1: got bytes; 0: nothing now; -1: EOF (peer_eof set)
+ * or error. */
+int conn_read_some(struct conn *c);
+/* Decrypted or raw bytes are waiting that epoll will not report. */
+bool conn_tls_pending(struct conn *c);
+/* Closes gracefully: shuts the write side down and drains input for a while (C_LINGER). */
+void conn_linger(struct conn *c);
 
 /* response.c */
 /* Queues the answer to a request the layer refuses itself; the connection closes after it. */
@@ -186,6 +203,20 @@ void auth_user_free(struct kite_http_user *u);
 
 /* stream.c */
 struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*done)(void *ud), void *ud);
+/* A stream on HTTP/2 stream h of connection c: no chunk framing, wakes go to h. */
+struct kite_http_stream *stream_new_h2(struct conn *c, struct h2s *h, kite_http_pull pull, void (*done)(void *ud),
+                                       void *ud);
+/* Worker, HTTP/2: pulls once into out if the stream was woken (out may get bytes whatever it
+ * returns but -2). 1: call again once they are sent; 0: idle until woken (h2_kick); -1: finished cleanly (bytes appended
+ * are the last), also when the server stops; -2: aborted (kite_http_stream_abort). */
+int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out);
+/* Worker, HTTP/2, while earlier bytes wait to be sent: applies a new deadline; true when the
+ * stream was aborted (it must end now, sent or not). */
+bool stream_check_h2(struct kite_http_stream *s);
+/* Worker: ends stream s of c's worker (done() is called) and frees it. */
+void stream_end_s(struct worker *w, struct kite_http_stream *s);
+/* Worker: applies a deadline set by kite_http_stream_wake_at from another thread to s. */
+void stream_sync_s(struct worker *w, struct kite_http_stream *s);
 /* Worker: the stream's connection is writable (or it was woken): pull and send. When the
  * stream finished, the connection is C_RESPONDING with the last bytes queued. Returns false
  * when the connection must close. */
@@ -198,3 +229,30 @@ int stream_timers(struct worker *w, int64_t now_ns);
 void stream_sync_deadline(struct conn *c);
 /* Worker: frees a stream whose done() ran. */
 void stream_free(struct kite_http_stream *s);
+
+/* h2.c (worker only, unless said otherwise) */
+/* Starts HTTP/2 on c after a handshake that selected "h2": the server's SETTINGS are queued. */
+int h2_start(struct conn *c);
+/* Reads, dispatches, sends, as far as it can go without waiting. c may be freed. */
+void h2_drive(struct conn *c, bool readable);
+/* A mailbox visit: answers, deferred callbacks, stream wakes handed over by other threads. c
+ * may be freed. */
+void h2_service(struct conn *c);
+/* The connection is gone: closes it now, or once the handlers answered what they hold. */
+void h2_close(struct conn *c);
+/* Frees the session and the streams (open watch streams get done()). */
+void h2_free(struct conn *c);
+/* Once a second: idle connection, requests too slow to arrive, stopping. c may be freed. */
+void h2_sweep(struct conn *c, int64_t now_ns, bool stopping);
+/* Server stop: GOAWAY, watch streams finish cleanly. c may be freed. */
+void h2_stop(struct conn *c);
+/* Answers from any thread (response.c's calls for a request on an HTTP/2 stream). */
+void h2_respond(struct req *r, int code, const char *content_type, char *body, size_t len);
+void h2_defer(struct req *r, void (*fn)(void *ud), void *ud);
+int h2_stream_begin(struct req *r, int code, const char *content_type, kite_http_pull pull, void (*done)(void *ud),
+                    void *ud, struct kite_http_stream **ret);
+/* Any thread (stream.lock may be held): stream h has news (a wake, an abort, a deadline). */
+void h2_kick(struct h2s *h);
+/* Whether the caller is c's worker inside a handler or defer callback (the answer is picked
+ * up when it returns). */
+bool conn_on_own_worker(struct conn *c);

@@ -6,8 +6,10 @@
  * Watch-style output is a chunked stream pulled by the layer whenever it can send; an idle
  * stream costs nothing until kite_http_stream_wake / kite_http_stream_wake_at.
  *
- * Transport facts (research/kubectl-wire.md §0): HTTP/1.1 only; TLS 1.2 and 1.3; ALPN never
- * selects "h2"; repeated headers (Impersonate-Group) are kept one value per line.
+ * Transport facts (research/kubectl-wire.md §0): TLS 1.2 and 1.3; ALPN selects "h2" when the
+ * client offers it (h2.c: one request per stream, the same handler interface, requests and
+ * watches multiplexed on one connection), else HTTP/1.1; repeated headers (Impersonate-Group)
+ * are kept one value per line.
  *
  * Authentication done here (the API server only decides what to do with the result):
  *   - client certificate verified against client_ca_pem: user = CN, groups = every O;
@@ -142,6 +144,12 @@ void kite_http_fetch_close(struct kite_http_fetch *f);
 #define KITE_HTTP_DEFAULT_IDLE_TIMEOUT_S 60u
 #define KITE_HTTP_DEFAULT_HEADER_TIMEOUT_S 32u
 #define KITE_HTTP_DEFAULT_READ_TIMEOUT_S 60u
+/* HTTP/2, as kube-apiserver sets it (k8s.io/apiserver secure_serving.go): 100 concurrent streams
+ * per connection (more are refused with RST_STREAM REFUSED_STREAM), a 256 KiB flow-control window
+ * per stream (its "99th percentile of object sizes") and 100 times that for the connection. The
+ * header list is capped by max_header_bytes (SETTINGS_MAX_HEADER_LIST_SIZE; past it 431). */
+#define KITE_HTTP2_MAX_STREAMS 100u
+#define KITE_HTTP2_STREAM_WINDOW (256u * 1024)
 
 struct kite_http_config {
     const char *listen;                 /* "127.0.0.1:6443", "[::1]:6443", ":6443"; port 0 = ephemeral */
@@ -159,6 +167,7 @@ struct kite_http_config {
      * read_timeout_s (default 60 s). Past either the connection is closed. */
     unsigned header_timeout_s;
     unsigned read_timeout_s;
+    bool disable_http2;                 /* ALPN offers only http/1.1 (a kill switch for a misbehaving client) */
     kite_http_handler handler;
     void *ud;
 };

@@ -140,6 +140,12 @@ static const struct refusal *parse_target(struct req_parser *p) {
     return NULL;
 }
 
+const struct refusal *req_parser_set_target(struct req_parser *p) {
+    const struct refusal *bad = parse_target(p);
+    p->head_done = !bad;
+    return bad;
+}
+
 static int on_headers_complete(http_parser *h) {
     struct req_parser *p = PARSER(h);
     if (p->hdr_in_value) {

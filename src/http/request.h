@@ -59,6 +59,10 @@ void req_parser_next(struct req_parser *p);
 /* Frees the buffers (between requests, so idle connections hold none). */
 void req_parser_trim(struct req_parser *p);
 
+/* HTTP/2: a request arrives as fields, not text. With the :path in p->url, decodes path and
+ * query as req_parser_feed does and marks the head done. NULL, or why it is refused. */
+const struct refusal *req_parser_set_target(struct req_parser *p);
+
 /* Lookups on a parsed request; borrowed, valid until req_parser_next. */
 const char *req_parser_header(const struct req_parser *p, const char *name);
 size_t req_parser_header_all(const struct req_parser *p, const char *name, const char **out, size_t max);

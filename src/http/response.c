@@ -90,12 +90,16 @@ void pending_done(struct kite_http_server *srv) {
 
 /* True when the caller is the connection's worker, inside the handler or a defer callback for
  * it: the worker picks the answer up when that returns, no mailbox needed. */
-static bool on_own_worker(struct conn *c) {
+bool conn_on_own_worker(struct conn *c) {
     return tl_worker == c->w && c->in_handler;
 }
 
 void kite_http_respond(struct kite_http_req *pub, int code, const char *content_type, char *body, size_t len) {
     struct req *r = (struct req *)pub;
+    if (r->h2) {
+        h2_respond(r, code, content_type, body, len);
+        return;
+    }
     struct conn *c = r->conn;
     struct kite_http_server *srv = c->w->srv;
     bool close = !c->rp.keep_alive || atomic_load(&srv->stopping);
@@ -117,23 +121,28 @@ void kite_http_respond(struct kite_http_req *pub, int code, const char *content_
     c->ans_big_len = big ? len : 0;
     c->ans_close = close;
     c->ans_ready = true;
-    if (!on_own_worker(c)) conn_kick(c);
+    if (!conn_on_own_worker(c)) conn_kick(c);
     pthread_mutex_unlock(&c->lock);
     pending_done(srv);
 }
 
 void kite_http_defer(struct kite_http_req *pub, void (*fn)(void *ud), void *ud) {
+    if (((struct req *)pub)->h2) {
+        h2_defer((struct req *)pub, fn, ud);
+        return;
+    }
     struct conn *c = ((struct req *)pub)->conn;
     pthread_mutex_lock(&c->lock);
     c->defer_fn = fn;
     c->defer_ud = ud;
-    if (!on_own_worker(c)) conn_kick(c);
+    if (!conn_on_own_worker(c)) conn_kick(c);
     pthread_mutex_unlock(&c->lock);
 }
 
 int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *content_type, kite_http_pull pull,
                            void (*done)(void *ud), void *ud, struct kite_http_stream **ret) {
     struct req *r = (struct req *)pub;
+    if (r->h2) return h2_stream_begin(r, code, content_type, pull, done, ud, ret);
     struct conn *c = r->conn;
     struct kite_http_server *srv = c->w->srv;
     bool chunked = c->rp.hp.http_major == 1 && c->rp.hp.http_minor >= 1;
@@ -145,7 +154,7 @@ int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *cont
     c->ans = b;
     c->ans_stream = s;
     c->ans_close = close;
-    if (!on_own_worker(c)) conn_kick(c);
+    if (!conn_on_own_worker(c)) conn_kick(c);
     pthread_mutex_unlock(&c->lock);
     if (ret) *ret = s;
     pending_done(srv);

@@ -95,6 +95,10 @@ static void sweep(struct worker *w, int64_t now) {
     for (struct conn *c = w->conns, *next; c; c = next) {
         next = c->next;
         if (c->state == C_STREAMING || c->state == C_DISPATCHED) continue;
+        if (c->state == C_H2) {
+            h2_sweep(c, now, stopping);
+            continue;
+        }
         if (c->state == C_LINGER) {
             if (now - c->last_active_ns > LINGER_NS || stopping) conn_free(c);
             continue;
@@ -111,7 +115,9 @@ static void sweep(struct worker *w, int64_t now) {
 static void worker_stop_streams(struct worker *w) {
     for (struct conn *c = w->conns, *next; c; c = next) {
         next = c->next;
-        if (c->state == C_STREAMING) {
+        if (c->state == C_H2) {
+            h2_stop(c);
+        } else if (c->state == C_STREAMING) {
             c->rp.keep_alive = false;
             c->close_after = true;
             conn_drive(c, false); /* stream_run sees stopping and finishes */
@@ -313,6 +319,7 @@ int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server 
     pthread_cond_init(&srv->cond, NULL);
     srv->handler = cfg->handler;
     srv->ud = cfg->ud;
+    srv->http2 = !cfg->disable_http2;
     srv->max_body = cfg->max_body ? cfg->max_body : KITE_HTTP_DEFAULT_MAX_BODY;
     srv->max_head = cfg->max_header_bytes ? cfg->max_header_bytes : KITE_HTTP_DEFAULT_MAX_HEADER_BYTES;
     srv->max_conns = cfg->max_connections ? cfg->max_connections : KITE_HTTP_DEFAULT_MAX_CONNECTIONS;

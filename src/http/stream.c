@@ -24,6 +24,7 @@
 struct kite_http_stream {
     pthread_mutex_t lock;
     struct conn *c;
+    struct h2s *h2;       /* the HTTP/2 stream it answers, NULL on HTTP/1.1 */
     kite_http_pull pull;
     void (*done)(void *ud);
     void *ud;
@@ -48,6 +49,27 @@ struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*
     s->chunked = c->rp.hp.http_major == 1 && c->rp.hp.http_minor >= 1;
     s->heap_idx = HEAP_NONE;
     return s;
+}
+
+struct kite_http_stream *stream_new_h2(struct conn *c, struct h2s *h, kite_http_pull pull, void (*done)(void *ud),
+                                       void *ud) {
+    struct kite_http_stream *s = kite_calloc(1, sizeof(*s));
+    pthread_mutex_init(&s->lock, NULL);
+    s->c = c;
+    s->h2 = h;
+    s->pull = pull;
+    s->done = done;
+    s->ud = ud;
+    s->woken = true;
+    s->heap_idx = HEAP_NONE;
+    return s;
+}
+
+/* Has the worker look at s (stream.lock held): an HTTP/2 stream is one of many on its
+ * connection, so it says which. */
+static void stream_kick(struct kite_http_stream *s) {
+    if (s->h2) h2_kick(s->h2);
+    else conn_kick(s->c);
 }
 
 void stream_free(struct kite_http_stream *s) {
@@ -108,17 +130,19 @@ static void heap_push(struct stream_heap *h, struct kite_http_stream *s) {
 }
 
 void stream_sync_deadline(struct conn *c) {
-    struct kite_http_stream *s = c->stream;
-    if (!s) return;
+    if (c->stream) stream_sync_s(c->w, c->stream);
+}
+
+void stream_sync_s(struct worker *w, struct kite_http_stream *s) {
     pthread_mutex_lock(&s->lock);
     bool set = s->deadline_set;
     int64_t d = s->deadline_req;
     s->deadline_set = false;
     pthread_mutex_unlock(&s->lock);
     if (!set) return;
-    heap_remove(&c->w->heap, s);
+    heap_remove(&w->heap, s);
     s->deadline = d;
-    heap_push(&c->w->heap, s);
+    heap_push(&w->heap, s);
 }
 
 int stream_timers(struct worker *w, int64_t now_ns) {
@@ -128,7 +152,7 @@ int stream_timers(struct worker *w, int64_t now_ns) {
         heap_remove(h, s);
         pthread_mutex_lock(&s->lock);
         s->woken = true;
-        conn_kick(s->c); /* runs it from the mailbox, like any wake */
+        stream_kick(s); /* runs it from the mailbox, like any wake */
         pthread_mutex_unlock(&s->lock);
     }
     if (!h->n) return -1;
@@ -142,7 +166,7 @@ void kite_http_stream_wake(struct kite_http_stream *s) {
     pthread_mutex_lock(&s->lock);
     if (!s->ended) {
         s->woken = true;
-        if (!s->in_pull) conn_kick(s->c); /* during pull the worker looks at woken afterwards */
+        if (!s->in_pull) stream_kick(s); /* during pull the worker looks at woken afterwards */
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -153,8 +177,10 @@ void kite_http_stream_abort(struct kite_http_stream *s) {
         /* Shutting the socket down is what reaches a client that stopped reading: its stream
          * would never be pulled again while the send buffer stays full. */
         s->aborted = true;
-        shutdown(s->c->fd, SHUT_RDWR);
-        if (!s->in_pull) conn_kick(s->c);
+        /* HTTP/2: the stream alone is reset (h2.c), and done() follows at once, whether or
+         * not the client reads */
+        if (!s->h2) shutdown(s->c->fd, SHUT_RDWR);
+        if (!s->in_pull) stream_kick(s);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -164,7 +190,7 @@ void kite_http_stream_wake_at(struct kite_http_stream *s, int64_t mono_ns) {
     if (!s->ended) {
         s->deadline_req = mono_ns;
         s->deadline_set = true;
-        if (!s->in_pull) conn_kick(s->c);
+        if (!s->in_pull) stream_kick(s);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -174,12 +200,46 @@ void kite_http_stream_wake_at(struct kite_http_stream *s, int64_t mono_ns) {
 void stream_end(struct conn *c) {
     struct kite_http_stream *s = c->stream;
     c->stream = NULL;
+    stream_end_s(c->w, s);
+}
+
+void stream_end_s(struct worker *w, struct kite_http_stream *s) {
     pthread_mutex_lock(&s->lock);
     s->ended = true;
     pthread_mutex_unlock(&s->lock);
-    heap_remove(&c->w->heap, s);
+    heap_remove(&w->heap, s);
     s->done(s->ud);
     stream_free(s);
+}
+
+bool stream_check_h2(struct kite_http_stream *s) {
+    stream_sync_s(s->c->w, s);
+    pthread_mutex_lock(&s->lock);
+    bool aborted = s->aborted;
+    pthread_mutex_unlock(&s->lock);
+    return aborted;
+}
+
+int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out) {
+    struct worker *w = s->c->w;
+    bool stopping = atomic_load(&w->srv->stopping);
+    pthread_mutex_lock(&s->lock);
+    bool aborted = s->aborted, woken = s->woken;
+    s->woken = false;
+    s->in_pull = woken && !aborted && !stopping;
+    pthread_mutex_unlock(&s->lock);
+    stream_sync_s(w, s);
+    if (aborted) return -2;
+    if (stopping) return -1;
+    if (!woken) return 0;
+    int rc = s->pull(s->ud, out);
+    pthread_mutex_lock(&s->lock);
+    s->in_pull = false;
+    if (rc > 0) s->woken = true; /* "call again when you can send" */
+    bool again = s->woken;        /* or woken during the pull */
+    pthread_mutex_unlock(&s->lock);
+    stream_sync_s(w, s);
+    return rc < 0 ? -1 : again ? 1 : 0;
 }
 
 static void finish(struct kite_http_stream *s, struct conn *c) {

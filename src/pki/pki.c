@@ -375,6 +375,10 @@ int kite_pki_ensure(const char *dir, const char *const *extra_sans, size_t n_ext
     struct cert_spec cm = {.cn = "system:kube-controller-manager", .key_purpose = GNUTLS_KP_TLS_WWW_CLIENT, .days = LEAF_DAYS};
     if (rc >= 0)
         rc = ensure_leaf(dir, "controller-manager", &cm, fresh_ca, ca_crt, ca_key);
+    /* the scheduler's, bound by RBAC to system:kube-scheduler */
+    struct cert_spec sched = {.cn = "system:kube-scheduler", .key_purpose = GNUTLS_KP_TLS_WWW_CLIENT, .days = LEAF_DAYS};
+    if (rc >= 0)
+        rc = ensure_leaf(dir, "scheduler", &sched, fresh_ca, ca_crt, ca_key);
     free(sans);
     gnutls_x509_crt_deinit(ca_crt);
     gnutls_x509_privkey_deinit(ca_key);

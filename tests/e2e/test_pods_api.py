@@ -1,6 +1,6 @@
 """The Pod API as kube-apiserver serves it: defaults (and the DefaultTolerationSeconds admission
 plugin), validation, the immutable spec, graceful deletion (DeleteOptions in JSON, protobuf or
-the query), the pods/binding and pods/eviction subresources, and `kite up`'s binder giving every
+the query), the pods/binding and pods/eviction subresources, and `kite up`'s scheduler giving every
 new pod its node."""
 import json
 import struct
@@ -253,7 +253,7 @@ def test_deletecollection_is_graceful(api):
     assert api.get(f"{PODS}/c1").status == 404
 
 
-def test_binder_in_kite_up(up_cluster):
+def test_scheduler_in_kite_up(up_cluster):
     api = up_cluster.api()
     node = node_name_of_machine()
     api.ok("POST", PODS, pod_body("bound-by-up"))

@@ -1,7 +1,7 @@
 /* CertificateSigningRequest (certificates.k8s.io/v1): how a node joining with a bootstrap token
  * asks for its client certificate. Cluster-scoped; the spec is fixed at creation (its requester
- * fields are filled in from the request's user by the CertificateSubjectRequester admission
- * plugin, not by the client); /approval carries the Approved or Denied condition (`kubectl
+ * fields are filled in from the request's user by the SpecRequester admission
+ * plugin, as upstream's strategy does, not by the client); /approval carries the Approved or Denied condition (`kubectl
  * certificate approve|deny`), /status the signer's certificate. The request's PEM shape is
  * checked here; its signature and subject are the approver's and signer's to check (the api
  * module has no cryptography), as Kubernetes' signers check CheckSignature. */
@@ -162,5 +162,8 @@ const struct kite_resource kite_kind_csr = {
     .list_kind = "CertificateSigningRequestList", .plural = "certificatesigningrequests",
     .singular = "certificatesigningrequest", .short_names = {"csr"}, .has_status = true,
     .smp = &kite_meta_smp_schema, .table = &printer, .validate = validate, .subresources = subresources,
-    .fields = fields,
+    .fields = fields, .spec_requester = true,
+    /* "We don't care what you call your certificate requests" (upstream's validation): the
+     * kubelet's names hold base64url digests, upper case included */
+    .name_rule = KITE_NAME_PATH_SEGMENT,
 };

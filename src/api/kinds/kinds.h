@@ -22,5 +22,10 @@ extern const struct kite_resource kite_kind_role;               /* rbac.authoriz
 extern const struct kite_resource kite_kind_clusterrole;
 extern const struct kite_resource kite_kind_rolebinding;
 extern const struct kite_resource kite_kind_clusterrolebinding;
+extern const struct kite_resource kite_kind_pdb;                /* policy/v1 */
+extern const struct kite_resource kite_kind_replicaset; /* apps/v1 */
+extern const struct kite_resource kite_kind_deployment;
+extern const struct kite_resource kite_kind_job;       /* batch/v1 */
+extern const struct kite_resource kite_kind_daemonset; /* apps/v1 */
 /* Printers of kinds not served yet */
 extern const struct kite_table_printer kite_endpointslice_printer;

@@ -1,4 +1,5 @@
 /* Pod (core/v1). */
+#include "api/disruption.h"
 #include "api/kinds/kind.h"
 #include "api/quantity.h"
 
@@ -598,9 +599,41 @@ static int pod_log(json_object *obj, const char *(*query)(void *, const char *),
     return 0;
 }
 
+/* An evicted pod says why it goes (upstream's addConditionAndDeletePod): DisruptionTarget
+ * True, EvictionByEvictionAPI, set or replaced in status.conditions. */
+static void pod_evict_mark(json_object *obj, int64_t now_ns) {
+    json_object *status = kite_obj_ensure(obj, "status");
+    json_object *conds = kite_obj_get(status, "conditions");
+    if (!conds || !json_object_is_type(conds, json_type_array)) {
+        conds = json_object_new_array();
+        kite_obj_set(status, "conditions", conds);
+    }
+    json_object *c = NULL;
+    for (size_t i = 0; i < arr_len(conds) && !c; i++)
+        if (strcmp(STR(json_object_array_get_idx(conds, i), "type"), "DisruptionTarget") == 0) c = json_object_array_get_idx(conds, i);
+    if (!c) {
+        c = json_object_new_object();
+        json_object_array_add(conds, c);
+    }
+    if (strcmp(STR(c, "status"), "True") != 0 || !*STR(c, "lastTransitionTime")) {
+        char ts[21];
+        kite_time_format(now_ns, ts);
+        kite_obj_set(c, "lastTransitionTime", json_object_new_string(ts));
+    }
+    kite_obj_set(c, "type", json_object_new_string("DisruptionTarget"));
+    kite_obj_set(c, "status", json_object_new_string("True"));
+    kite_obj_set(c, "reason", json_object_new_string("EvictionByEvictionAPI"));
+    kite_obj_set(c, "message", json_object_new_string("Eviction API: evicting"));
+}
+
+/* policy/v1 Eviction, the body of pods/eviction (protobuf bodies decode by it) */
+ROOT(kite_schema_eviction, "Eviction", TYPE_META, F(2, "deleteOptions", kite_schema_delete_options));
+
 static const struct kite_subresource subresources[] = {
     {.name = "binding", .body_group = "", .body_version = "v1", .body_kind = "Binding", .act = pod_bind},
-    {.name = "eviction", .body_group = "policy", .body_version = "v1", .body_kind = "Eviction", .deletes = true},
+    {.name = "eviction", .body_group = "policy", .body_version = "v1", .body_kind = "Eviction", .deletes = true,
+     .body_schema = &kite_schema_eviction,
+     .guard_group = "policy", .guard_plural = "poddisruptionbudgets", .guard = kite_pdb_evict, .mark = pod_evict_mark},
     {.name = "log", .connect = pod_log},
     {0},
 };
@@ -832,3 +865,34 @@ const struct kite_resource kite_kind_pod = {
     .fields = fields, .defaults = pod_defaults, .validate = pod_validate, .subresources = subresources,
     .delete_grace = pod_delete_grace, .default_tolerations = pod_default_tolerations,
 };
+
+/* ---- the pod template of workloads (core/v1 PodTemplateSpec; workload.h) ---- */
+
+ROOT(kite_schema_pod_template_spec, "PodTemplateSpec", F(1, "metadata", kite_schema_object_meta), F(2, "spec", pod_spec));
+
+/* SetDefaults_PodSpec and the containers' defaults, as on a pod; what only a pod gets (its
+ * status, and the spec fields SetDefaults_Pod and the Priority admission plugin give a pod) is
+ * not added: the template is hashed (pod-template-hash) as upstream stores it. */
+void kite_pod_template_defaults(json_object *tmpl) {
+    if (!is_obj(tmpl)) return;
+    static const char *const pod_only[] = {"enableServiceLinks", "priority", "preemptionPolicy"};
+    json_object *spec = kite_obj_ensure(tmpl, "spec");
+    bool had[KITE_ARRAY_SIZE(pod_only)];
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(pod_only); i++) had[i] = kite_obj_get(spec, pod_only[i]) != NULL;
+    bool had_status = kite_obj_get(tmpl, "status") != NULL;
+    pod_defaults(tmpl);
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(pod_only); i++)
+        if (!had[i]) json_object_object_del(spec, pod_only[i]);
+    if (!had_status) json_object_object_del(tmpl, "status");
+}
+
+/* ValidatePodTemplateSpec's spec part: a pod's checks, their fields under path ("spec.template"). */
+void kite_pod_template_validate(json_object *tmpl, const char *path, struct kite_causes *c) {
+    struct kite_causes own = {0};
+    pod_validate(tmpl, NULL, &own);
+    for (size_t i = 0; i < own.n; i++) {
+        _cleanup_free_ char *field = kite_asprintf("%s.%s", path, own.v[i].field);
+        kite_causes_add(c, own.v[i].reason, field, "%s", own.v[i].message);
+    }
+    kite_causes_release(&own);
+}

@@ -87,7 +87,17 @@ static int handler(void *ud, const char *method, const char *fullpath, const cha
         goto out;
     }
     if (strcmp(method, "POST") == 0) {
-        const char *name = kite_meta_str(in, "name");
+        const char *name = kite_meta_str(in, "name"), *gen = kite_meta_str(in, "generateName");
+        if ((!name || !*name) && gen) { /* the server's generated name: a counter here */
+            _cleanup_free_ char *n = kite_asprintf("%s%llu", gen, (unsigned long long)f->rv + 1);
+            kite_obj_set(kite_obj_ensure(in, "metadata"), "name", json_object_new_string(n));
+            name = kite_meta_str(in, "name");
+        }
+        const char *nsp = strncmp(path, "/api/v1/namespaces/", 19) == 0 ? path + 19 : NULL;
+        if (nsp && !kite_meta_str(in, "namespace") && strchr(nsp, '/')) {
+            _cleanup_free_ char *ns = kite_strndup(nsp, (size_t)(strchr(nsp, '/') - nsp));
+            kite_obj_set(kite_obj_ensure(in, "metadata"), "namespace", json_object_new_string(ns));
+        }
         _cleanup_free_ char *p = kite_asprintf("%s/%s", path, name ? name : "");
         if (kite_map_get(&f->objs, p)) {
             ret->status = 409;

@@ -138,6 +138,11 @@ static const char *const COLLECTIONS[] = {
     "/api/v1/namespaces/team-a/serviceaccounts",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
+    "/apis/policy/v1/namespaces/team-a/poddisruptionbudgets",
+    "/apis/apps/v1/namespaces/team-a/replicasets",
+    "/apis/apps/v1/namespaces/team-a/deployments",
+    "/apis/batch/v1/namespaces/team-a/jobs",
+    "/apis/apps/v1/namespaces/team-a/daemonsets",
 };
 
 #define TERMINATING(finalizers)                                                                          \

@@ -220,3 +220,15 @@ Test(tainteviction, failed_eviction_is_retried) {
     cr_assert_eq(fakeapi_count(&e.api, "DELETE", POD), 1);
     env_release(&e);
 }
+
+/* Freed while a pod's eviction is still scheduled: the timer heap is released before the
+ * pods holding its timers (releasing it writes into each armed timer). */
+Test(tainteviction, freed_with_an_eviction_pending) {
+    struct env e;
+    env_init(&e);
+    set_pod(&e, TOL("300"));
+    set_node(&e, UR_TAINT);
+    run_for(&e, 0);
+    cr_assert_eq(kite_tec_scheduled(e.tec, "default", "p"), 300 * S);
+    env_release(&e);
+}

@@ -1,0 +1,118 @@
+/* The scheduler (kube-scheduler's default profile, the parts kite implements): every pod for
+ * this scheduler that no node runs yet is placed on a node that passes every filter and scores
+ * best, and bound there with a POST to its pods/binding subresource.
+ *
+ * Filters, in upstream's plugin order; a node fails at the first that rejects it, with that
+ * filter's reasons:
+ *   NodeUnschedulable  spec.unschedulable (unless the pod tolerates node.kubernetes.io/unschedulable)
+ *   TaintToleration    a NoSchedule or NoExecute taint the pod does not tolerate
+ *   NodeReady          kite's: the Ready condition is not True (unless the pod tolerates the
+ *                      not-ready or unreachable taint the node lifecycle controller would add)
+ *   NodeAffinity       spec.nodeSelector and required node affinity
+ *   NodeResourcesFit   allocatable minus the requests of the node's pods: pods, cpu, memory
+ * Scores: NodeResourcesFit's LeastAllocated (cpu and memory, non-zero requests) and
+ * ImageLocality (status.images sizes, scaled by how many nodes have the image), weight 1 each;
+ * ties are broken at random. A pod no node fits gets the FailedScheduling event and the
+ * PodScheduled=False condition (reason Unschedulable) with upstream's message, e.g.
+ *   0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint
+ *   {node.kubernetes.io/not-ready: }. preemption: 0/3 nodes are available: 3 Preemption is not
+ *   helpful for scheduling.
+ * and waits: it is tried again when a node or an assigned pod changes in a way that can make
+ * room, after its back-off (KITE_SCHED_BACKOFF_INITIAL_NS doubling to ..._MAX_NS, upstream's
+ * podInitialBackoff/podMaxBackoff), and at the latest after KITE_SCHED_UNSCHED_MAX_NS (upstream's
+ * podMaxInUnschedulablePodsDuration). No polling: a timer heap holds the back-offs.
+ *
+ * Like the other controller cores it is driven by observations (the informers' handlers) and
+ * kite_sched_step, and locks on every call. */
+#pragma once
+#include "base/clock.h"
+#include "client/client.h"
+
+#define KITE_SCHED_DEFAULT_NAME "default-scheduler"
+#define KITE_SCHED_BACKOFF_INITIAL_NS (1 * KITE_NS_PER_SEC)
+#define KITE_SCHED_BACKOFF_MAX_NS (10 * KITE_NS_PER_SEC)
+#define KITE_SCHED_UNSCHED_MAX_NS (300 * KITE_NS_PER_SEC)
+#define KITE_SCHED_IDLE_NS (60 * KITE_NS_PER_SEC) /* longest step interval with nothing due */
+/* Reasons a filter gives for one node (NodeResourcesFit gives up to three). */
+#define KITE_SCHED_MAX_REASONS 4
+/* Longest message kept in an event or condition (upstream truncates notes at 1 KiB). */
+#define KITE_SCHED_MAX_MESSAGE 1024
+
+struct kite_sched_options {
+    struct kite_client *client;  /* borrowed */
+    struct kite_clock *clock;    /* NULL = real */
+    const char *scheduler_name;  /* pods whose spec.schedulerName is this; NULL = default-scheduler */
+    uint64_t seed;               /* tie-break randomness; 0 = from the clock */
+};
+struct kite_sched;
+struct kite_sched *kite_sched_new(const struct kite_sched_options *o);
+void kite_sched_free(struct kite_sched *s);
+
+void kite_sched_node_upsert(struct kite_sched *s, json_object *node);
+void kite_sched_node_delete(struct kite_sched *s, json_object *node);
+void kite_sched_pod_upsert(struct kite_sched *s, json_object *pod);
+void kite_sched_pod_delete(struct kite_sched *s, json_object *pod);
+/* Schedules every pod due now (binding, events, conditions); returns ns until the next back-off ends. */
+int64_t kite_sched_step(struct kite_sched *s);
+bool kite_sched_pending(struct kite_sched *s);
+/* Where pod ns/name waits (tests): "active", "backoff", "unschedulable", "assumed", "bound" or NULL. */
+const char *kite_sched_pod_state(struct kite_sched *s, const char *ns, const char *name);
+
+/* ---- the algorithm, without state (scheduler_algo.c; unit tests drive it directly) ---- */
+
+/* A pod's requests as upstream's resource.PodRequests: containers summed, init containers by
+ * the max rule (restartable ones, sidecars, add up), overhead added. cpu in milli-cores,
+ * memory in bytes. nonzero: containers without a cpu/memory request count 100m / 200Mi (the
+ * scheduler's non-zero defaults, used for scoring). */
+struct kite_sched_req {
+    int64_t cpu, mem;
+};
+void kite_sched_pod_requests(json_object *pod, bool nonzero, struct kite_sched_req *ret);
+
+/* What the filters and scores see of a node. */
+struct kite_sched_nodeinfo {
+    json_object *node;                        /* borrowed */
+    int64_t alloc_cpu, alloc_mem, alloc_pods; /* status.allocatable (capacity when absent) */
+    struct kite_sched_req requested, nonzero; /* sums over the node's pods */
+    int64_t npods;
+};
+void kite_sched_nodeinfo_init(struct kite_sched_nodeinfo *ni, json_object *node);
+
+/* One node's verdict: 0 passes; otherwise the failing filter's reasons (owned). */
+struct kite_sched_verdict {
+    const char *filter; /* NULL = passes */
+    bool unresolvable;  /* UnschedulableAndUnresolvable: preemption cannot help */
+    char *reasons[KITE_SCHED_MAX_REASONS];
+    size_t n;
+};
+void kite_sched_verdict_release(struct kite_sched_verdict *v);
+/* Runs the filters for pod on ni; req is the pod's requests (kite_sched_pod_requests, not non-zero). */
+void kite_sched_filter(json_object *pod, const struct kite_sched_req *req, const struct kite_sched_nodeinfo *ni,
+                       struct kite_sched_verdict *ret);
+/* NodeResourcesFit alone (the preemption dry run re-runs it without the lower-priority pods). */
+void kite_sched_fit(const struct kite_sched_req *req, const struct kite_sched_nodeinfo *ni, struct kite_sched_verdict *ret);
+/* A required node selector term list (nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+ * .nodeSelectorTerms): terms ORed, expressions ANDed, as upstream's nodeaffinity. */
+bool kite_sched_node_selector_terms_match(json_object *terms, json_object *node);
+/* Whether tolerations (array, may be NULL) tolerate taint, as upstream's ToleratesTaint. */
+bool kite_sched_tolerates(json_object *tolerations, json_object *taint);
+
+/* Scores (0..100 each). */
+int64_t kite_sched_score_least_allocated(const struct kite_sched_req *pod_nonzero, const struct kite_sched_nodeinfo *ni);
+/* sum_image_size: sum over the pod's containers of size x (nodes with the image / all nodes),
+ * as upstream's sumImageScores; n_containers counts init and regular containers. */
+int64_t kite_sched_score_image_locality(int64_t sum_image_size, size_t n_containers);
+/* "busybox" -> "busybox:latest"; a name with a tag or digest is kept (malloc'ed). */
+char *kite_sched_normalized_image(const char *name);
+
+/* The FitError message: "0/N nodes are available: <histogram>." with the reasons counted over
+ * the nodes, "%d %s" strings sorted as strings, then " preemption: ..." when post (may be NULL)
+ * is given. Malloc'ed. */
+char *kite_sched_fit_message(size_t n_nodes, const struct kite_sched_verdict *v, size_t n, const char *post);
+
+/* ---- the scheduler as it runs (scheduler_run.c): informers on nodes and pods feeding the
+ * core, and a thread that steps it when there is work or a back-off ends ---- */
+struct kite_schedrun;
+int kite_schedrun_start(const struct kite_sched_options *o, struct kite_schedrun **ret);
+/* Stops the informers, then the thread. NULL is a no-op. */
+void kite_schedrun_stop(struct kite_schedrun *r);

@@ -1,0 +1,234 @@
+"""`kite nodes`: every way a machine and its Node drift apart, each produced here for real and seen
+in `kite nodes -o json`, its table, /metrics (kite_node_state{node,state} 1) and as an event on the
+Node. Machines are simulated agents with their own node credentials (kite kubeconfig --node):
+they register, post status and renew their Lease. A bare `kite apiserver` (--node-stale-after 8s)
+and `kite controller-manager` with grace 3 s. Also --node-cleanup-after: a Node Unknown that long
+is deleted."""
+import json
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from conftest import KITE, Api, Cluster, KiteProcess, TLSIdentity, node_manifest, wait_for
+
+GRACE = 3
+STALE = 8
+FAST = ["--node-monitor-grace-period", f"{GRACE}s", "--node-startup-grace-period", "4s", "--node-monitor-period", "1s"]
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+
+
+def micro_now():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Machine:
+    """A node agent as far as the API sees one: its own credential (system:node:NAME) registers
+    the Node, renews its Lease every 0.5 s and may post status, until stopped."""
+
+    def __init__(self, cluster, name, register=True):
+        self.cluster, self.name = cluster, name
+        kc = cluster.workdir / f"{name}.kubeconfig"
+        subprocess.run([KITE, "kubeconfig", "--data-dir", str(cluster.data_dir), "--node", name, "-o", str(kc)],
+                       check=True, capture_output=True, timeout=30)
+        ctx = TLSIdentity(kc, cluster.workdir).ctx
+        self.api = Api("127.0.0.1", cluster.port, ctx)
+        self.renew_api = Api("127.0.0.1", cluster.port, ctx)  # the renewal thread's own connection
+        if register:
+            self.register()
+        self.api.ok("POST", LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                     "metadata": {"name": name, "namespace": "kube-node-lease"},
+                                     "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                                              "renewTime": micro_now()}})
+        self.renewing = threading.Event()
+        self.renewing.set()
+        self.quit = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def register(self):
+        return self.api.ok("POST", "/api/v1/nodes", node_manifest(self.name))
+
+    def loop(self):
+        while not self.quit.is_set():
+            if self.renewing.is_set():
+                self.renew_api.patch(f"{LEASES}/{self.name}", {"spec": {"renewTime": micro_now()}},
+                               ctype="application/merge-patch+json")
+            time.sleep(0.5)
+
+    def not_ready(self, reason, message):
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.api.ok("PATCH", f"/api/v1/nodes/{self.name}/status",
+                    {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": reason, "message": message,
+                                                "lastHeartbeatTime": now, "lastTransitionTime": now}]}},
+                    ctype="application/strategic-merge-patch+json")
+
+    def close(self):
+        self.quit.set()
+        self.thread.join(5)
+        self.api.close()
+        self.renew_api.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster("apiserver", tmp_path_factory.mktemp("kitenodes"), extra_args=["--node-stale-after", f"{STALE}s"]).start()
+    cm = KiteProcess(["controller-manager", "--kubeconfig", str(c.kubeconfig), *FAST], c.workdir, "cm").start()
+    yield c
+    cm.stop()
+    c.stop()
+
+
+def report(c):
+    p = subprocess.run([KITE, "nodes", "--kubeconfig", str(c.kubeconfig), "-o", "json"], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    return {i["name"]: i for i in json.loads(p.stdout)["items"]}
+
+
+def metric_states(c):
+    text = c.api().get("/metrics").body.decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("kite_node_state{"):
+            labels = dict(kv.split("=", 1) for kv in line[len("kite_node_state{"):line.index("}")].split(","))
+            assert line.endswith(" 1"), line
+            out[labels["node"].strip('"')] = labels["state"].strip('"')
+    return out
+
+
+def node_events(c, name, reason):
+    items = c.api().ok("GET", "/api/v1/namespaces/default/events")["items"]
+    return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason
+            and e["source"].get("component") == "kite-apiserver"]
+
+
+def expect(c, name, state, timeout=20, event=True):
+    """name reaches state in the report, in /metrics (the next pass), and as an event."""
+    wait_for(lambda: report(c).get(name, {}).get("state") == state, timeout, what=f"{name} {state} (kite nodes)")
+    wait_for(lambda: metric_states(c).get(name) == state, 10, what=f"{name} {state} (/metrics)")
+    if event:
+        wait_for(lambda: node_events(c, name, state), 10, what=f"{name} {state} event")
+    return report(c)[name]
+
+
+def test_healthy_and_table(cluster):
+    c = cluster
+    m = Machine(c, "h1")
+    try:
+        item = expect(c, "h1", "Healthy", event=False)
+        assert "Ready True" in item["evidence"] and "lease renewed" in item["evidence"]
+        p = subprocess.run([KITE, "nodes", "--kubeconfig", str(c.kubeconfig)], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and p.stdout.split("\n")[0].split() == ["NAME", "STATE", "EVIDENCE"]
+        assert any(line.split()[:2] == ["h1", "Healthy"] for line in p.stdout.splitlines())
+    finally:
+        m.close()
+
+
+def test_not_ready_with_agent_reason(cluster):
+    c = cluster
+    m = Machine(c, "nr1")
+    try:
+        m.not_ready("KubeletNotReady", "container runtime is down")
+        item = expect(c, "nr1", "NotReady")
+        assert "KubeletNotReady: container runtime is down" in item["evidence"]
+    finally:
+        m.close()
+
+
+def test_unreachable_then_stale(cluster):
+    c = cluster
+    m = Machine(c, "u1")
+    try:
+        expect(c, "u1", "Healthy", event=False)
+        m.renewing.clear()
+        item = expect(c, "u1", "Unreachable", timeout=GRACE + 10)
+        assert "NodeStatusUnknown" in item["evidence"] and "lease renewed" in item["evidence"]
+        item = expect(c, "u1", "StaleObject", timeout=STALE + 10)
+        assert f"longer than {STALE}s" in item["evidence"]
+    finally:
+        m.close()
+
+
+def test_never_reported(cluster):
+    c = cluster
+    c.api().ok("POST", "/api/v1/nodes", node_manifest("nev", with_status=False))
+    item = expect(c, "nev", "NeverReported")
+    assert "no Ready condition" in item["evidence"] or "NodeStatusNeverUpdated" in item["evidence"]
+
+
+def test_cordoned_and_draining(cluster):
+    c = cluster
+    api = c.api()
+    m = Machine(c, "d1")
+    try:
+        expect(c, "d1", "Healthy", event=False)
+        api.ok("PATCH", "/api/v1/nodes/d1", {"spec": {"unschedulable": True}},
+               ctype="application/strategic-merge-patch+json")
+        item = expect(c, "d1", "Cordoned")
+        assert "cordoned" in item["evidence"]
+        api.ok("POST", "/api/v1/namespaces/default/pods",
+               {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-d1"},
+                "spec": {"nodeName": "d1", "containers": [{"name": "c", "image": "busybox"}]}})
+        # deleted gracefully: it stays terminating until its agent confirms the end, which this one never does
+        api.ok("DELETE", "/api/v1/namespaces/default/pods/on-d1")
+        item = expect(c, "d1", "Draining")
+        assert "1 of its 1 pods being deleted" in item["evidence"]
+        api.request("DELETE", "/api/v1/namespaces/default/pods/on-d1", body={"gracePeriodSeconds": 0})
+        expect(c, "d1", "Cordoned")
+    finally:
+        m.close()
+
+
+def test_reregistered(cluster):
+    c = cluster
+    api = c.api()
+    m = Machine(c, "rr1")
+    try:
+        expect(c, "rr1", "Healthy", event=False)
+        time.sleep(2.5)  # a pass of the server has seen the first object's uid
+        api.ok("DELETE", "/api/v1/nodes/rr1")
+        m.register()  # the agent that kept running registers again
+        item = expect(c, "rr1", "Reregistered")
+        assert "deleted and created again" in item["evidence"]
+    finally:
+        m.close()
+
+
+def test_orphan_machine(cluster):
+    c = cluster
+    api = c.api()
+    m = Machine(c, "or1")
+    try:
+        expect(c, "or1", "Healthy", event=False)
+        api.ok("DELETE", "/api/v1/nodes/or1")
+        item = expect(c, "or1", "OrphanMachine")
+        assert "no Node object" in item["evidence"]
+        assert "/leases/or1" in item["evidence"], item
+        assert not item["hasNode"]
+    finally:
+        m.close()
+
+
+def test_node_cleanup_after(fresh_apiserver):
+    c = fresh_apiserver
+    cm = KiteProcess(["controller-manager", "--kubeconfig", str(c.kubeconfig), *FAST, "--node-cleanup-after", "2s"],
+                     c.workdir, "cm-cleanup").start()
+    m = Machine(c, "gone1")
+    keep = Machine(c, "kept1")
+    try:
+        time.sleep(1)
+        m.renewing.clear()
+        t0 = time.monotonic()
+        wait_for(lambda: c.api().get("/api/v1/nodes/gone1").status == 404, GRACE + 2 + 10, what="gone1 deleted")
+        assert time.monotonic() - t0 >= GRACE + 2 - 1
+        ev = [e for e in c.api().ok("GET", "/api/v1/namespaces/default/events")["items"]
+              if e["reason"] == "DeletingNode" and e["involvedObject"]["name"] == "gone1"]
+        assert ev and "--node-cleanup-after" in ev[0]["message"]
+        assert c.api().get("/api/v1/nodes/kept1").status == 200
+    finally:
+        m.close()
+        keep.close()
+        cm.stop()
