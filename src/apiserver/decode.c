@@ -93,6 +93,33 @@ json_object *parse_body(struct req *rq, bool delete_options) {
     return o;
 }
 
+/* A server-side apply's configuration: YAML (JSON being YAML too), an object whose unknown
+ * fields go as fieldValidation says, without managedFields (upstream refuses them). */
+json_object *parse_apply_body(struct req *rq) {
+    if (rq->http->body_len == 0) {
+        reply_error(rq, 400, "BadRequest", "the request body is empty");
+        return NULL;
+    }
+    json_object *o = parse_yaml(rq);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
+        return NULL;
+    }
+    if (!o) return NULL;
+    json_object *mf = kite_obj_get(kite_obj_meta(o), "managedFields");
+    if (mf) {
+        json_object_put(o);
+        reply_error(rq, 400, "BadRequest", "metadata.managedFields must be nil");
+        return NULL;
+    }
+    if (!check_field_validation(rq, o)) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
 /* ---- fieldValidation --------------------------------------------------------------------- */
 
 enum field_validation { FV_IGNORE, FV_WARN, FV_STRICT };

@@ -183,6 +183,8 @@ json_object *parse_body(struct req *rq, bool delete_options);
 bool check_field_validation(struct req *rq, json_object *obj);
 /* Parses body as one JSON value (replies 400 itself and returns NULL on error). */
 json_object *parse_json_text(struct req *rq, const char *body, size_t len);
+/* An apply patch's body (YAML or JSON) as an object; NULL after replying 400. */
+json_object *parse_apply_body(struct req *rq);
 /* Content-Type ct is the media type want (parameters ignored). */
 bool media_is(const char *ct, const char *want);
 /* The thread that recomputes writes that lost an optimistic-concurrency race. */

@@ -32,6 +32,8 @@ void op_free(struct write_op *op) {
     kite_record_unref(op->done_rec);
     json_object_put(op->input);
     json_object_put(op->preconditions);
+    json_object_put(op->managed);
+    free(op->manager);
     free(op->guard_name);
     free(op->key);
     free(op);
@@ -196,6 +198,26 @@ json_object *deep_copy(json_object *o) {
     return c;
 }
 
+/* A copy of an object without its metadata.managedFields, for the writes that compute them
+ * again from the current object (managed.c): the entries are a third of a node's bytes, and
+ * copying them for nothing cost as much as maintaining them. */
+static json_object *deep_copy_unmanaged(json_object *o) {
+    if (!json_object_is_type(o, json_type_object)) return deep_copy(o);
+    json_object *c = json_object_new_object();
+    json_object_object_foreach(o, k, v) {
+        if (strcmp(k, "metadata") != 0 || !json_object_is_type(v, json_type_object)) {
+            json_object_object_add(c, k, deep_copy(v));
+            continue;
+        }
+        json_object *m = json_object_new_object();
+        json_object_object_foreach(v, mk, mv) {
+            if (strcmp(mk, "managedFields") != 0) json_object_object_add(m, mk, deep_copy(mv));
+        }
+        json_object_object_add(c, k, m);
+    }
+    return c;
+}
+
 /* dst[k] = a copy of src[k] (or no k). Deep: src may be an object cached on a store record,
  * shared read-only between threads, whose reference counts must not be touched. */
 static void copy_field(json_object *dst, json_object *src, const char *k) {
@@ -232,7 +254,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
     if (op->sub) {
         /* a subresource write changes its field and metadata, nothing else (nodes/status
          * never changes spec; namespaces/finalize only spec) */
-        res = deep_copy(cur);
+        res = deep_copy_unmanaged(cur);
         copy_field(res, obj, op->sub->field);
         kite_obj_set(res, "metadata", json_object_get(meta));
         json_object_put(obj);
@@ -524,13 +546,14 @@ static bool check_rv_precondition(struct write_op *op, json_object *obj, struct 
     return true;
 }
 
-static json_object *apply_patch(struct write_op *op, json_object *doc) {
+static json_object *apply_patch(struct write_op *op, json_object *doc, json_object *cobj) {
     json_object *out = NULL;
     char *err = NULL;
     int r;
     switch (op->ptype) {
     case PATCH_MERGE: r = kite_merge_patch(doc, op->input, &out, &err); break;
     case PATCH_JSON: r = kite_json_patch(doc, op->input, &out, &err); break;
+    case PATCH_APPLY: return managed_apply(op, doc, cobj) ?: (op_free(op), NULL);
     default: r = kite_smp_apply(doc, op->input, op->rq->res->smp, &out, &err); break;
     }
     if (r == 0 && !json_object_is_type(out, json_type_object)) {
@@ -602,9 +625,17 @@ static json_object *view_write(struct write_op *op, json_object *cobj) {
     const struct kite_subresource *sr = op->sub;
     json_object *obj = deep_copy(cobj), *view;
     if (op->rq->res->from_storage) op->rq->res->from_storage(obj);
+    if (op->kind == OP_PATCH && op->ptype == PATCH_APPLY) {
+        /* an apply of a view would need the view's own field sets */
+        reply_error(op->rq, 415, "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
+        json_object_put(obj);
+        op_free(op);
+        return NULL;
+    }
     if (op->kind == OP_PATCH) {
         json_object *doc = sr->view(obj);
-        view = apply_patch(op, doc);
+        view = apply_patch(op, doc, NULL);
         json_object_put(doc);
         if (!view) {
             json_object_put(obj);
@@ -637,8 +668,9 @@ void run_op(struct write_op *op) {
     struct kite_record *cur = NULL;
     if (op->kind != OP_CREATE) cur = kite_wcache_get(storage_cache(rq->srv, rq->res), op->key);
 
-    if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->sub)) {
-        json_object *obj = take_input(op);
+    bool apply_create = !cur && op->kind == OP_PATCH && op->ptype == PATCH_APPLY && !op->sub;
+    if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->sub) || apply_create) {
+        json_object *obj = apply_create ? managed_apply(op, NULL, NULL) : take_input(op);
         op->code = 201;
         op->kind = OP_CREATE;
         if (!prepare_create(op, obj)) {
@@ -646,6 +678,7 @@ void run_op(struct write_op *op) {
             op_free(op);
             return;
         }
+        managed_finish(op, NULL, false, obj);
         char *key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
         if (op->key && strcmp(key, op->key) != 0) release_key(op); /* held the URL's key, writes another */
         free(op->key);
@@ -684,9 +717,9 @@ void run_op(struct write_op *op) {
             return;
         }
     } else if (op->kind == OP_PATCH) {
-        json_object *doc = deep_copy(cobj);
+        json_object *doc = deep_copy_unmanaged(cobj);
         if (rq->res->from_storage) rq->res->from_storage(doc);
-        obj = apply_patch(op, doc);
+        obj = apply_patch(op, doc, cobj);
         json_object_put(doc);
         if (!obj) {
             kite_record_unref(cur);
@@ -707,6 +740,7 @@ void run_op(struct write_op *op) {
         return;
     }
     op->code = 200;
+    managed_finish(op, cobj, owned != NULL, res);
     json_object *meta = kite_obj_meta(res);
     if (kite_obj_get(meta, "deletionTimestamp") && !finalizers_pending(rq->res, res)) {
         /* the last finalizer is gone from an object being deleted: delete it now */
@@ -783,13 +817,23 @@ void handle_create(struct req *rq) {
     }
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
-    run_op(op_new(rq, OP_CREATE, obj));
+    struct write_op *op = op_new(rq, OP_CREATE, obj);
+    if (!managed_manager(op)) {
+        op_free(op);
+        return;
+    }
+    run_op(op);
 }
 
 void handle_update(struct req *rq) {
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
-    run_op(op_new(rq, OP_UPDATE, obj));
+    struct write_op *op = op_new(rq, OP_UPDATE, obj);
+    if (!managed_manager(op)) {
+        op_free(op);
+        return;
+    }
+    run_op(op);
 }
 
 void handle_patch(struct req *rq) {
@@ -798,15 +842,31 @@ void handle_patch(struct req *rq) {
     if (media_is(ct, "application/merge-patch+json")) t = PATCH_MERGE;
     else if (media_is(ct, "application/json-patch+json")) t = PATCH_JSON;
     else if (media_is(ct, "application/strategic-merge-patch+json")) t = PATCH_STRATEGIC;
+    else if (media_is(ct, "application/apply-patch+yaml")) t = PATCH_APPLY;
     else {
         reply_error(rq, 415, "UnsupportedMediaType",
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
         return;
     }
-    json_object *patch = parse_json_text(rq, rq->http->body, rq->http->body_len);
+    /* PatchOptions as upstream's ValidatePatchOptions */
+    const char *fm = kite_http_query(rq->http, "fieldManager"), *force = kite_http_query(rq->http, "force");
+    if (t != PATCH_APPLY && force) {
+        reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch");
+        return;
+    }
+    if (t == PATCH_APPLY && (!fm || !*fm)) {
+        reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch");
+        return;
+    }
+    json_object *patch = t == PATCH_APPLY ? parse_apply_body(rq) : parse_json_text(rq, rq->http->body, rq->http->body_len);
     if (!patch) return;
     struct write_op *op = op_new(rq, OP_PATCH, patch);
     op->ptype = t;
+    op->force = query_true(force);
+    if (!managed_manager(op)) {
+        op_free(op);
+        return;
+    }
     run_op(op);
 }
 

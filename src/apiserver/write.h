@@ -5,7 +5,7 @@
 #include "apiserver/keyq.h"
 
 enum op_kind { OP_CREATE, OP_UPDATE, OP_PATCH, OP_DELETE, OP_ACTION /* POST to an action subresource */ };
-enum patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC };
+enum patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC, PATCH_APPLY /* server-side apply */ };
 
 struct write_op {
     struct req *rq;           /* freed by the reply, which may come before op_free */
@@ -34,6 +34,10 @@ struct write_op {
     struct apiserver_work work; /* on the retry thread's queue: runs run_op again */
     struct keyq_link qlink;   /* waiting for the key's holder (keyq) */
     bool holds_key;           /* holds key in the server's keyq: released when the op ends */
+    char *manager;            /* the field manager (managed.c) */
+    bool force;               /* apply: take the fields other managers have */
+    json_object *managed;     /* apply: the managedFields it computed (NULL: none left) */
+    bool has_managed;
     /* the store's completion, answered on an HTTP thread (write_finish) */
     int done_err;
     struct kite_record *done_rec;
@@ -59,6 +63,19 @@ bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, js
 
 /* Answers a completed write: the record, or the Status Success an action answers. */
 void reply_done(struct write_op *op, struct kite_record *rec);
+
+/* managed.c */
+/* Sets op->manager from fieldManager or the User-Agent; false after replying 422 to an
+ * invalid fieldManager. */
+bool managed_manager(struct write_op *op);
+/* Server-side apply of op->input to live (the current object as the request's version sees
+ * it; NULL: apply-create) whose stored form is cur (for its managedFields; NULL on create):
+ * the merged object (new), with op->managed set; NULL after replying 409 on conflicts. */
+json_object *managed_apply(struct write_op *op, json_object *live, json_object *cur);
+/* Sets res's metadata.managedFields for the write of op from cur (NULL: a create): what an
+ * apply computed, or the Update of op's manager. cur_private: cur is the op's own parse, which
+ * it may give its entries to (cur is not read afterwards). */
+void managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res);
 
 /* delete.c */
 /* Takes DeleteOptions' gracePeriodSeconds and preconditions (borrowed opts) into op; false
