@@ -25,6 +25,7 @@ struct kite_ctlmgr;
 struct kite_leader;
 struct kite_workloads;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
+struct flag_list;
 struct controller_args {
     const char *kubeconfig;
     bool leader_elect;
@@ -35,6 +36,8 @@ struct controller_args {
     int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
     const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
     int64_t signing_duration_ns;
+    struct flag_list *controllers; /* --controllers (NULL or empty: all) */
+    unsigned off;                  /* KITE_CTL_* bits computed from it by controllers_start */
 };
 #define KITE_CSR_SIGNING_DURATION_S (365 * 24 * 3600) /* --cluster-signing-duration's default */
 /* Pod GC's flags, kite controller-manager's and kite up's (tests shorten the orphan delay). */

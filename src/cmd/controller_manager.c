@@ -75,10 +75,13 @@ void controller_args_defaults(struct controller_args *a) {
 /* Leadership gained: start the controllers (on the elector's thread; they start threads). */
 static void lead(void *ud) {
     struct kite_controllers *c = ud;
-    struct kite_nsctl_options no = {.client = c->client};
+    unsigned off = c->args.off;
     int r;
-    if ((r = kite_nsctl_start(&no, &c->nsctl)) < 0)
-        log_error(LOG, "cannot start the namespace controller: %s", strerror(-r));
+    if (!(off & KITE_CTL_NAMESPACE)) {
+        struct kite_nsctl_options no = {.client = c->client};
+        if ((r = kite_nsctl_start(&no, &c->nsctl)) < 0)
+            log_error(LOG, "cannot start the namespace controller: %s", strerror(-r));
+    }
     struct kite_ctlmgr_options mo = {
         .client = c->client,
         .nlc = {.grace_ns = c->args.grace_ns,
@@ -90,27 +93,35 @@ static void lead(void *ud) {
                 .large_cluster = c->args.large_cluster},
         .podgc = {.terminated_threshold = c->args.terminated_pod_gc_threshold,
                   .orphan_delay_ns = c->args.pod_gc_orphan_delay_ns},
-        .node_cleanup_after_ns = c->args.node_cleanup_ns,
+        .node_cleanup_after_ns = off & KITE_CTL_NODE_LIFECYCLE ? 0 : c->args.node_cleanup_ns,
+        .off = off,
     };
-    if ((r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
+    const unsigned node_ctls = KITE_CTL_NODE_LIFECYCLE | KITE_CTL_TAINT_EVICTION | KITE_CTL_POD_GC | KITE_CTL_DISRUPTION;
+    if ((off & node_ctls) != node_ctls && (r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
         log_error(LOG, "cannot start the node controllers: %s", strerror(-r));
     struct kite_aggregator_options ao = {.client = c->client};
-    if ((r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
+    if (!(off & KITE_CTL_CLUSTERROLE_AGGREGATION) && (r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
         log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
-    struct kite_workloads_options wo = {.client = c->client};
-    if ((r = kite_workloads_start(&wo, &c->workloads)) < 0)
+    struct kite_workloads_options wo = {.client = c->client, .off = off};
+    const unsigned wl_ctls = KITE_CTL_REPLICASET | KITE_CTL_DEPLOYMENT | KITE_CTL_GARBAGE_COLLECTOR;
+    if ((off & wl_ctls) != wl_ctls && (r = kite_workloads_start(&wo, &c->workloads)) < 0)
         log_error(LOG, "cannot start the workload controllers: %s", strerror(-r));
     struct kite_jobctl_options jo = {.client = c->client};
-    if ((r = kite_jobs_start(&jo, &c->jobs)) < 0) log_error(LOG, "cannot start the job controller: %s", strerror(-r));
+    if (!(off & KITE_CTL_JOB) && (r = kite_jobs_start(&jo, &c->jobs)) < 0)
+        log_error(LOG, "cannot start the job controller: %s", strerror(-r));
     struct kite_dsctl_options dso = {.client = c->client};
-    if ((r = kite_daemonsets_start(&dso, &c->daemonsets)) < 0)
+    if (!(off & KITE_CTL_DAEMONSET) && (r = kite_daemonsets_start(&dso, &c->daemonsets)) < 0)
         log_error(LOG, "cannot start the daemon set controller: %s", strerror(-r));
-    struct kite_csrctl_options co = {.client = c->client, .ca_cert_pem = c->signing_cert, .ca_key_pem = c->signing_key,
-                                     .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC};
-    if ((r = kite_csrctl_start(&co, &c->csrctl)) < 0)
+    bool sign = !(off & KITE_CTL_CSR_SIGNING);
+    struct kite_csrctl_options co = {.client = c->client,
+                                     .ca_cert_pem = sign ? c->signing_cert : NULL,
+                                     .ca_key_pem = sign ? c->signing_key : NULL,
+                                     .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC,
+                                     .no_approve = off & KITE_CTL_CSR_APPROVING};
+    if ((!co.no_approve || co.ca_cert_pem) && (r = kite_csrctl_start(&co, &c->csrctl)) < 0)
         log_error(LOG, "cannot start the certificate signing request controller: %s", strerror(-r));
     struct kite_epsctl_options eo = {.client = c->client};
-    if ((r = kite_epsctl_start(&eo, &c->endpointslices)) < 0)
+    if (!(off & KITE_CTL_ENDPOINTSLICE) && (r = kite_epsctl_start(&eo, &c->endpointslices)) < 0)
         log_error(LOG, "cannot start the endpointslice controller: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
@@ -132,6 +143,9 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     struct kite_kubeconfig *kc = NULL;
     ret->args = *a;
     int r;
+    if ((r = kite_controllers_off(a->controllers ? a->controllers->v : NULL, a->controllers ? a->controllers->n : 0,
+                                  &ret->args.off, ret_error)) < 0)
+        return r;
     if ((a->signing_cert_file == NULL) != (a->signing_key_file == NULL)) {
         *ret_error = kite_strdup("--cluster-signing-cert-file and --cluster-signing-key-file go together");
         return -EINVAL;
@@ -194,6 +208,8 @@ int cmd_controller_manager(int argc, char **argv) {
     struct controller_args a;
     controller_args_defaults(&a);
     a.leader_elect = true;
+    struct flag_list ctls __attribute__((cleanup(flag_list_release))) = {0};
+    a.controllers = &ctls;
     const struct flag flags[] = {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &a.kubeconfig,
                  .required = true),
@@ -202,6 +218,8 @@ int cmd_controller_manager(int argc, char **argv) {
                  &a.signing_cert_file),
         FLAG_STR("cluster-signing-key-file", "FILE", "key (PEM) of --cluster-signing-cert-file", NULL,
                  &a.signing_key_file),
+        FLAG_LIST("controllers", "NAME,...", "controllers to run: '*' all, 'foo' foo, '-foo' not foo; names as "
+                  "kube-controller-manager's (namespace, nodelifecycle, podgc, replicaset, ...)", "*", &ctls),
         FLAG_END};
     int r = flags_parse("controller-manager",
                         "Runs kite's controllers (namespace, node lifecycle, taint eviction, pod GC, clusterrole\n"

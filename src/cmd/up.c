@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
+#include "controllers/controllers.h"
 #include "pki/pki.h"
 
 #include <ctype.h>
@@ -22,6 +23,8 @@ int cmd_up(int argc, char **argv) {
     struct agent_flag_args fa = {.cmd = "up"};
     struct controller_args cargs;
     controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
+    struct flag_list ctls __attribute__((cleanup(flag_list_release))) = {0};
+    cargs.controllers = &ctls;
     const struct flag flags[] = {
         APISERVER_FLAGS(&args),
         FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
@@ -30,10 +33,17 @@ int cmd_up(int argc, char **argv) {
                       "cluster CA)", "8760h", KITE_NS_PER_SEC, &signing_duration_ns),
         AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
         POD_GC_FLAGS(&cargs),
+        FLAG_LIST("controllers", "NAME,...", "controllers to run, as kite controller-manager --controllers", "*", &ctls),
         FLAG_END,
     };
     int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
                         argc, argv, agent_flag_record, &fa);
+    unsigned off;
+    _cleanup_free_ char *sel_err = NULL;
+    if (r == 0 && kite_controllers_off(ctls.v, ctls.n, &off, &sel_err) < 0) {
+        fprintf(stderr, "kite up: %s\n", sel_err);
+        r = -1;
+    }
     if (r != 0) {
         agent_flag_args_release(&fa);
         return r > 0 ? 0 : 2;

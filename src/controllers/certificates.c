@@ -26,6 +26,7 @@ struct kite_csrctl {
     struct kite_clock *clock;
     char *ca_cert, *ca_key; /* NULL: no signer */
     int64_t duration_s;
+    bool no_approve;
     pthread_t thread;
     struct kite_cancel cancel;
     struct kite_backoff backoff;
@@ -171,6 +172,7 @@ static int put_sub(struct kite_csrctl *c, json_object *csr, const char *sub) {
 }
 
 static int approve(struct kite_csrctl *c, json_object *csr) {
+    if (c->no_approve) return 0;
     const char *msg = NULL;
     int r = kite_csr_approval(csr, sar_via_api, c, &msg);
     if (r == -EPERM) {
@@ -325,6 +327,7 @@ int kite_csrctl_start(const struct kite_csrctl_options *o, struct kite_csrctl **
     c->clock = o->clock ? o->clock : kite_clock_real();
     c->ca_cert = o->ca_cert_pem ? kite_strdup(o->ca_cert_pem) : NULL;
     c->ca_key = o->ca_key_pem ? kite_strdup(o->ca_key_pem) : NULL;
+    c->no_approve = o->no_approve;
     c->duration_s = o->signing_duration_s > 0 ? o->signing_duration_s : KITE_CSR_SIGNING_DURATION_DEFAULT_S;
     kite_cancel_init(&c->cancel);
     kite_backoff_init(&c->backoff, KITE_NS_PER_SEC, KITE_CSR_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,

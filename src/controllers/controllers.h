@@ -5,6 +5,31 @@
 #include "base/clock.h"
 #include "client/client.h"
 
+/* The controllers kite controller-manager runs, one bit each (--controllers turns them off;
+ * the table of their names is in cmd/controller_manager.c). */
+enum {
+    KITE_CTL_NAMESPACE = 1u << 0,
+    KITE_CTL_NODE_LIFECYCLE = 1u << 1,
+    KITE_CTL_TAINT_EVICTION = 1u << 2,
+    KITE_CTL_POD_GC = 1u << 3,
+    KITE_CTL_DISRUPTION = 1u << 4,
+    KITE_CTL_REPLICASET = 1u << 5,
+    KITE_CTL_DEPLOYMENT = 1u << 6,
+    KITE_CTL_GARBAGE_COLLECTOR = 1u << 7,
+    KITE_CTL_JOB = 1u << 8,
+    KITE_CTL_DAEMONSET = 1u << 9,
+    KITE_CTL_CSR_APPROVING = 1u << 10,
+    KITE_CTL_CSR_SIGNING = 1u << 11,
+    KITE_CTL_ENDPOINTSLICE = 1u << 12,
+    KITE_CTL_CLUSTERROLE_AGGREGATION = 1u << 13,
+};
+/* --controllers (selection.c): names[0..n) as kube-controller-manager reads them ("*", "foo",
+ * "-foo"; upstream's names or their short aliases) to the bits of the controllers that are
+ * off. 0, or -EINVAL with *ret_error (malloc'ed) naming an unknown controller. */
+int kite_controllers_off(char *const *names, size_t n, unsigned *ret_off, char **ret_error);
+/* The short names, for help texts. */
+const char *kite_controllers_names(void);
+
 /* The namespace controller: a namespace being deleted (deletionTimestamp set, "kubernetes"
  * still in spec.finalizers) is emptied with a deletecollection per namespaced resource, in
  * batches on the server; when nothing is left it removes its finalizer through the finalize
@@ -68,6 +93,7 @@ struct kite_csrctl_options {
     struct kite_clock *clock;            /* NULL = real */
     const char *ca_cert_pem, *ca_key_pem; /* copied; both NULL: approve only, sign nothing */
     int64_t signing_duration_s;          /* longest certificate issued; 0 = 1 year */
+    bool no_approve;                     /* sign only (--controllers=-csrapproving) */
 };
 int kite_csrctl_start(const struct kite_csrctl_options *o, struct kite_csrctl **ret);
 /* Cancels the watch and joins. NULL is a no-op. */

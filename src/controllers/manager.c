@@ -46,10 +46,14 @@ static void kick(struct runner *r) {
     pthread_mutex_unlock(&r->mu);
 }
 
-static int runner_start(struct runner *r, const char *name, int64_t (*step)(void *), bool (*pending)(void *), void *core) {
+/* A runner that is off (--controllers) is set up but has no thread: its core still takes the
+ * informers' observations, and nothing acts on them. */
+static int runner_start(struct runner *r, const char *name, bool on, int64_t (*step)(void *), bool (*pending)(void *),
+                        void *core) {
     r->step = step, r->pending = pending, r->core = core;
     pthread_mutex_init(&r->mu, NULL);
     kite_cond_init_mono(&r->cond);
+    if (!on) return 0;
     if (pthread_create(&r->thread, NULL, run, r) != 0) return -EAGAIN;
     pthread_setname_np(r->thread, name);
     r->started = true;
@@ -156,15 +160,15 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
     struct kite_dc_options dco = {.client = o->client, .clock = no.clock};
     m->dc = kite_dc_new(&dco);
     int r;
-    if ((r = runner_start(&m->rn, "node-lifecycle", nlc_step, nlc_pending, m->nlc)) < 0 ||
-        (r = runner_start(&m->rt, "taint-eviction", tec_step, tec_pending, m->tec)) < 0 ||
-        (r = runner_start(&m->rg, "pod-gc", gc_step, gc_pending, m->gc)) < 0 ||
-        (r = runner_start(&m->rd, "disruption", dc_step, dc_pending, m->dc)) < 0)
+    if ((r = runner_start(&m->rn, "node-lifecycle", !(o->off & KITE_CTL_NODE_LIFECYCLE), nlc_step, nlc_pending, m->nlc)) < 0 ||
+        (r = runner_start(&m->rt, "taint-eviction", !(o->off & KITE_CTL_TAINT_EVICTION), tec_step, tec_pending, m->tec)) < 0 ||
+        (r = runner_start(&m->rg, "pod-gc", !(o->off & KITE_CTL_POD_GC), gc_step, gc_pending, m->gc)) < 0 ||
+        (r = runner_start(&m->rd, "disruption", !(o->off & KITE_CTL_DISRUPTION), dc_step, dc_pending, m->dc)) < 0)
         goto fail;
     if (o->node_cleanup_after_ns > 0) {
         struct kite_ncc_options co = {.client = o->client, .clock = no.clock, .after_ns = o->node_cleanup_after_ns};
         m->ncc = kite_ncc_new(&co);
-        if ((r = runner_start(&m->rc, "node-cleanup", ncc_step, ncc_pending, m->ncc)) < 0) goto fail;
+        if ((r = runner_start(&m->rc, "node-cleanup", true, ncc_step, ncc_pending, m->ncc)) < 0) goto fail;
     }
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/nodes", .name = "inf-nodes", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = node_add, .update = node_update, .del = node_del, .ud = m};

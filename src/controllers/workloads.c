@@ -60,11 +60,14 @@ static void kick(struct runner *r) {
     pthread_mutex_unlock(&r->mu);
 }
 
-static int runner_start(struct runner *r, const char *name, int64_t (*step)(void *), bool (*pending)(void *), void *core) {
+/* A runner that is off (--controllers) is set up but has no thread (see manager.c). */
+static int runner_start(struct runner *r, const char *name, bool on, int64_t (*step)(void *), bool (*pending)(void *),
+                        void *core) {
     r->step = step, r->pending = pending, r->core = core;
     pthread_mutex_init(&r->mu, NULL);
     kite_cond_init_mono(&r->cond);
     r->init = true;
+    if (!on) return 0;
     if (pthread_create(&r->thread, NULL, run, r) != 0) return -EAGAIN;
     pthread_setname_np(r->thread, name);
     r->started = true;
@@ -154,9 +157,9 @@ int kite_workloads_start(const struct kite_workloads_options *o, struct kite_wor
     struct kite_gc_options gopt = {.client = o->client, .clock = o->clock};
     w->gc = kite_gc_new(&gopt);
     int r;
-    if ((r = runner_start(&w->rr, "replicaset", rsc_step, rsc_pending, w->rsc)) < 0 ||
-        (r = runner_start(&w->rd, "deployment", dc_step, dc_pending, w->dc)) < 0 ||
-        (r = runner_start(&w->rg, "garbage-collect", gc_step, gc_pending, w->gc)) < 0)
+    if ((r = runner_start(&w->rr, "replicaset", !(o->off & KITE_CTL_REPLICASET), rsc_step, rsc_pending, w->rsc)) < 0 ||
+        (r = runner_start(&w->rd, "deployment", !(o->off & KITE_CTL_DEPLOYMENT), dc_step, dc_pending, w->dc)) < 0 ||
+        (r = runner_start(&w->rg, "garbage-collect", !(o->off & KITE_CTL_GARBAGE_COLLECTOR), gc_step, gc_pending, w->gc)) < 0)
         goto fail;
     struct kite_informer_options io = {.client = o->client, .path = "/apis/apps/v1/replicasets", .name = "inf-rs", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = rs_add, .update = rs_update, .del = rs_del, .ud = w};

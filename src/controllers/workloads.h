@@ -3,12 +3,14 @@
  * the garbage collector, each stepped by its own runner thread when an observation leaves work
  * or its next deadline comes (no polling). */
 #pragma once
+#include "controllers/controllers.h"
 #include "base/clock.h"
 #include "client/client.h"
 
 struct kite_workloads_options {
     struct kite_client *client; /* borrowed */
     struct kite_clock *clock;   /* NULL = real */
+    unsigned off;               /* KITE_CTL_* bits of controllers not to run (--controllers) */
 };
 struct kite_workloads;
 int kite_workloads_start(const struct kite_workloads_options *o, struct kite_workloads **ret);

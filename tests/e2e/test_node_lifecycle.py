@@ -9,13 +9,14 @@ taint for 2 s is deleted after them with a DisruptionTarget condition, while one
 grace; when renewals and status come back the taints go. Two controller-managers: one holds the
 Lease kube-system/kube-controller-manager, and the other takes over within the lease duration of
 the first being killed."""
+import subprocess
 import threading
 import time
 from datetime import datetime, timezone
 
 import pytest
 
-from conftest import KiteProcess, create_node, wait_for
+from conftest import KITE, KiteProcess, create_node, wait_for
 
 GRACE = 3
 STARTUP = 4
@@ -218,6 +219,34 @@ def test_cordoned_node_gets_unschedulable_taint(fresh_apiserver):
     finally:
         k.close()
         assert cm.stop() == 0
+
+
+def test_controllers_flag_turns_node_lifecycle_off(fresh_apiserver):
+    """--controllers=*,-nodelifecycle: a silent, cordoned node keeps its Ready condition and gets no
+    taint, while the other controllers (the namespace controller here) still run."""
+    c = fresh_apiserver
+    api = c.api()
+    create_node(api, "q1")
+    cm = start_cm(c, "cm", "--controllers=*,-nodelifecycle")
+    try:
+        api.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "q-ns"}})
+        c.kubectl("cordon", "q1")
+        api.ok("DELETE", "/api/v1/namespaces/q-ns")
+        wait_for(lambda: api.get("/api/v1/namespaces/q-ns").status == 404, 10, what="namespace finalized")
+        time.sleep(STARTUP + 2)  # past the startup grace: the controller, were it on, would have marked it
+        node = api.ok("GET", "/api/v1/nodes/q1")
+        assert cond(node, "Ready")["status"] == "True"
+        assert not taints(node)
+    finally:
+        assert cm.stop() == 0
+
+
+def test_controllers_flag_rejects_an_unknown_name(fresh_apiserver):
+    c = fresh_apiserver
+    p = subprocess.run([KITE, "controller-manager", "--kubeconfig", str(c.kubeconfig), "--controllers=*,-bogus"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0
+    assert '"bogus" is not in the list of known controllers' in p.stderr
 
 
 def holder(api):

@@ -1038,7 +1038,9 @@ def main():
     print(f"soak: seed {SEED} (SOAK_SEED={SEED} replays), {SECONDS:g} s, {WORKERS} workers, kite {e2e.KITE}, "
           f"mode {MODE}, workdir {workdir}" + (f", skipping {sorted(SKIP)}" if SKIP else ""), flush=True)
     random.seed(SEED)
-    extra = e2e.AGENT_FAST_FLAGS if MODE == "up" else []
+    # the soak models the API, not the controllers: only the namespace controller runs (it
+    # finishes namespace deletes); node lifecycle would taint and mark the soak's nodes
+    extra = e2e.AGENT_FAST_FLAGS + ["--controllers=namespace"] if MODE == "up" else []
     cluster = e2e.Cluster(MODE, workdir, extra_args=extra)
     try:
         cluster.start()
@@ -1047,8 +1049,8 @@ def main():
         return 1
     cm = None
     if MODE == "apiserver":  # kite up runs the controllers itself
-        cm = e2e.KiteProcess(["controller-manager", "--kubeconfig", str(cluster.kubeconfig)], workdir,
-                             "controller-manager").start()
+        cm = e2e.KiteProcess(["controller-manager", "--kubeconfig", str(cluster.kubeconfig),
+                              "--controllers=namespace"], workdir, "controller-manager").start()
     workers = [Worker(i, cluster, SEED) for i in range(WORKERS)]
     followers = [Follower(cluster, f"{LEASES}/leases"), Follower(cluster, f"{EVENTS}/events")]
     t0 = time.monotonic()
