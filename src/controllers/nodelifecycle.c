@@ -550,6 +550,37 @@ static void outcome(void *ud, const struct kite_ctl_act *a, int e, json_object *
     pthread_mutex_unlock(&n->lock);
 }
 
+/* A node's deadline has come due since this step began. The step's slow tail (its nodes' pods,
+ * events: a request each, and a start-up has one RegisteredNode per node) then waits for the next
+ * step, so that a node is marked within a request of its deadline, not after all of them. */
+static bool deadline_due(struct kite_nlc *n) {
+    pthread_mutex_lock(&n->lock);
+    struct kite_timer *t = kite_timers_peek(&n->deadlines);
+    bool due = t && t->at <= kite_now_mono(n->o.clock);
+    pthread_mutex_unlock(&n->lock);
+    return due;
+}
+
+/* Posts events in order until a deadline comes due (one at least); the rest go back in front of
+ * those queued meanwhile. Returns whether some were put off. */
+static bool post_events(struct kite_nlc *n, struct kite_ctl_acts *events) {
+    size_t done = 0;
+    for (; done < events->n && !(done && deadline_due(n)); done++) {
+        struct kite_ctl_acts one = {.v = &events->v[done], .n = 1};
+        kite_ctl_acts_run(n->o.client, &one, NULL, NULL);
+    }
+    if (done == events->n) return false;
+    struct kite_ctl_acts rest = {.n = events->n - done, .cap = events->n - done};
+    rest.v = kite_calloc(rest.cap, sizeof *rest.v);
+    memcpy(rest.v, events->v + done, rest.n * sizeof *rest.v);
+    pthread_mutex_lock(&n->lock);
+    kite_ctl_acts_move(&rest, &n->events);
+    n->events = rest;
+    pthread_mutex_unlock(&n->lock);
+    events->n = done; /* the rest are n->events' now */
+    return true;
+}
+
 int64_t kite_nlc_step(struct kite_nlc *n) {
     struct kite_ctl_acts acts = {0};
     char **pod_nodes = NULL;
@@ -614,6 +645,20 @@ int64_t kite_nlc_step(struct kite_nlc *n) {
 
     kite_ctl_acts_run(n->o.client, &acts, outcome, n);
     for (size_t i = 0; i < npod; i++) {
+        if (i && deadline_due(n)) { /* the others' pods in the next step */
+            pthread_mutex_lock(&n->lock);
+            for (; i < npod; i++) {
+                struct node *d = kite_map_get(&n->nodes, pod_nodes[i]);
+                if (d && d->ready != C_TRUE) {
+                    d->pods_pending = true;
+                    kite_name_queue_add(&n->pods, d->name);
+                }
+                free(pod_nodes[i]);
+            }
+            pthread_mutex_unlock(&n->lock);
+            next = 0;
+            break;
+        }
         bool failed = false;
         mark_pods(n, pod_nodes[i], &events, &failed);
         if (failed) {
@@ -629,7 +674,7 @@ int64_t kite_nlc_step(struct kite_nlc *n) {
         free(pod_nodes[i]);
     }
     free(pod_nodes);
-    kite_ctl_acts_run(n->o.client, &events, NULL, NULL);
+    if (post_events(n, &events)) next = 0;
     kite_ctl_acts_release(&acts);
     kite_ctl_acts_release(&events);
     return KITE_MAX(next, 0);

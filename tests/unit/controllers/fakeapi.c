@@ -32,6 +32,7 @@ static const struct kite_smp_schema *schema_of(const char *path) {
 static int handler(void *ud, const char *method, const char *fullpath, const char *ctype, const char *body, size_t len,
                    struct kite_response *ret) {
     struct fakeapi *f = ud;
+    if (f->on_request) f->on_request(f->on_request_ud, method, fullpath);
     pthread_mutex_lock(&f->mu);
     f->log = kite_realloc(f->log, (f->nlog + 1) * sizeof *f->log);
     f->log[f->nlog++] = kite_asprintf("%s %s", method, fullpath);

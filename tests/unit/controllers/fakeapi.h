@@ -18,6 +18,9 @@ struct fakeapi {
     long fail_code;
     const char *fail_method; /* NULL: any */
     const char *creation;    /* creationTimestamp given to created objects (NULL: none) */
+    /* called at each request before it is answered (NULL: none), e.g. to let a fake clock run */
+    void (*on_request)(void *ud, const char *method, const char *path);
+    void *on_request_ud;
     struct kite_client *client;
 };
 void fakeapi_init(struct fakeapi *f);

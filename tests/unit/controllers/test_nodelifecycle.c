@@ -196,6 +196,50 @@ Test(nodelifecycle, marked_at_the_grace_deadline_not_before) {
     env_release(&e);
 }
 
+/* Every request the fake answers takes 10 ms of the fake clock; when n0's status is patched. */
+struct slow_api {
+    struct env *e;
+    int64_t n0_marked;
+};
+static void slow_request(void *ud, const char *method, const char *path) {
+    struct slow_api *s = ud;
+    kite_fake_clock_advance(&s->e->clock, 10 * KITE_NS_PER_MS);
+    if (!s->n0_marked && strcmp(method, "PATCH") == 0 && strcmp(path, "/api/v1/nodes/n0/status") == 0)
+        s->n0_marked = kite_now_mono(&s->e->clock.clock);
+}
+
+/* Events take a request each, and a start-up has one RegisteredNode per node (a mass failure one
+ * NodeNotReady per node and one per pod): a deadline passing while they are posted is met within
+ * a request of it, not after them all. */
+Test(nodelifecycle, a_deadline_is_not_held_up_by_events) {
+    struct env e;
+    env_init(&e);
+    struct slow_api s = {.e = &e};
+    e.api.on_request = slow_request, e.api.on_request_ud = &s;
+    int64_t start = kite_now_mono(&e.clock.clock);
+    add_node(&e, "n0", NULL, "True");
+    run_for(&e, 45 * S);
+    for (int i = 1; i <= 2000; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        add_node(&e, name, NULL, "True"); /* 2000 events: 20 s of requests */
+    }
+    while (!s.n0_marked && kite_now_mono(&e.clock.clock) - start < 120 * S) {
+        int64_t next = kite_nlc_step(e.nlc);
+        if (!s.n0_marked && !kite_nlc_pending(e.nlc)) kite_fake_clock_advance(&e.clock, KITE_MAX(next, 1));
+    }
+    cr_assert_gt(s.n0_marked, 0, "n0 was never marked");
+    cr_assert_leq(s.n0_marked - start, 51 * S, "n0 marked %.2f s after its last renewal (grace 50 s)",
+                  (double)(s.n0_marked - start) / S);
+    cr_assert_str_eq(ready_of(&e, "n0"), "Unknown");
+    /* the events put off are posted in the steps after */
+    for (int i = 0; i < 10 && fakeapi_events(&e.api, "NodeNotReady", "n0") == 0; i++) kite_nlc_step(e.nlc);
+    cr_assert_eq(fakeapi_events(&e.api, "RegisteredNode", "n1"), 1);
+    cr_assert_eq(fakeapi_events(&e.api, "RegisteredNode", "n2000"), 1);
+    cr_assert_eq(fakeapi_events(&e.api, "NodeNotReady", "n0"), 1);
+    env_release(&e);
+}
+
 Test(nodelifecycle, heartbeats_keep_a_node_alive_and_bring_it_back) {
     struct env e;
     env_init(&e);
