@@ -284,11 +284,13 @@ static void diff_fields(struct ctx *c, const struct kite_schema *s, bool map, js
     json_object_object_foreach(b, k, bv) {
         json_object *av = NULL;
         bool had = json_object_object_get_ex(a, k, &av);
-        if ((had && kite_json_equal(av, bv)) || skipped(c, k)) continue;
+        /* skipped first: it is a few compares, while equality walks the value (managedFields) */
+        if (skipped(c, k) || (had && kite_json_equal(av, bv))) continue;
         size_t m = push(c, k);
         const struct kite_schema *fs = field_schema(s, k);
         kite_buf_reset(&key);
-        kite_buf_printf(&key, "f:%s", k);
+        kite_buf_puts(&key, "f:");
+        kite_buf_puts(&key, k);
         if (!had) fs_value(c, fs, bv, child(lz_get(t.a), key.p), map || !fs);
         else diff_child(c, fs, av, bv, t, key.p);
         pop(c, m);

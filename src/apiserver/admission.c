@@ -96,6 +96,9 @@ static const struct kite_admission_plugin PLUGINS[] = {
     {"NodeRestriction", NULL, kite_admission_node_restriction}, /* admission_node.c */
     {"RBACEscalation", NULL, apiserver_rbac_admit}, /* upstream: in the RBAC kinds' storage */
     {"SpecRequester", spec_requester, NULL},           /* upstream: in the CSR kind's strategy */
+    {"CertificateApproval", NULL, kite_admission_csr_approval},          /* admission_csr.c */
+    {"CertificateSigning", NULL, kite_admission_csr_signing},
+    {"CertificateSubjectRestriction", NULL, kite_admission_csr_subject_restriction},
 };
 
 const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n) {

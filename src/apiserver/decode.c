@@ -6,6 +6,7 @@
 #include "api/yaml.h"
 #include "json/parse.h"
 
+#include <stdio.h>
 #include <strings.h>
 
 bool media_is(const char *ct, const char *want) {
@@ -205,7 +206,9 @@ static void duplicate_fields(struct unknown_report *u, const char *s, size_t len
             want_key = top->object;
             if (!top->object) {
                 path.len = top->path_len;
-                kite_buf_printf(&path, "[%zu]", ++top->index);
+                char num[24];
+                int k = snprintf(num, sizeof num, "[%zu]", ++top->index);
+                kite_buf_append(&path, num, (size_t)k);
             }
         } else if (c == '"') {
             size_t start = ++i;
@@ -213,8 +216,10 @@ static void duplicate_fields(struct unknown_report *u, const char *s, size_t len
             if (want_key && top && top->object) {
                 if (n_keys == cap) keys = kite_realloc(keys, (cap = cap ? cap * 2 : 16) * sizeof *keys);
                 keys[n_keys++] = (struct key){s + start, i - start};
+                /* every key moves the path: appended, not printed (this runs on every write) */
                 path.len = top->path_len;
-                kite_buf_printf(&path, "%s%.*s", top->path_len ? "." : "", (int)(i - start), s + start);
+                if (top->path_len) kite_buf_putc(&path, '.');
+                kite_buf_append(&path, s + start, i - start);
                 want_key = false;
             }
         }

@@ -408,6 +408,10 @@ void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud);
 
 /* admission_node.c: the NodeRestriction admission plugin (validating). */
 int kite_admission_node_restriction(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+/* admission_csr.c: CertificateApproval, CertificateSigning, CertificateSubjectRestriction (validating). */
+int kite_admission_csr_approval(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+int kite_admission_csr_signing(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+int kite_admission_csr_subject_restriction(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 
 /* The one list of health paths: /healthz, /livez, /readyz and their checks below them. */
 bool apiserver_is_health_path(const char *path);

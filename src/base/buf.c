@@ -25,16 +25,24 @@ void kite_buf_puts(struct kite_buf *b, const char *s) { kite_buf_append(b, s, st
 
 void kite_buf_putc(struct kite_buf *b, char c) { kite_buf_append(b, &c, 1); }
 
+/* One pass when the text fits the room left (the usual case), a second only after growing. */
 void kite_buf_printf(struct kite_buf *b, const char *fmt, ...) {
     va_list ap;
+    kite_buf_grow(b, 63);
+    size_t room = b->cap - b->len;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(b->p + b->len, room, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    kite_buf_grow(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    if (n < 0) {
+        b->p[b->len] = 0;
+        return;
+    }
+    if ((size_t)n >= room) {
+        kite_buf_grow(b, (size_t)n);
+        va_start(ap, fmt);
+        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
     b->len += (size_t)n;
 }
 

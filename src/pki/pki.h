@@ -54,6 +54,9 @@ struct kite_pki_csr_info {
 /* Parses a PEM request and checks its self-signature: -EINVAL when it is no request, -EBADMSG
  * when its signature does not verify. */
 int kite_pki_csr_parse(const char *csr_pem, struct kite_pki_csr_info *ret);
+/* The same without the signature check (what x509.ParseCertificateRequest gives: admission
+ * judges the subject asked for, the signer the signature). -EINVAL when it is no request. */
+int kite_pki_csr_read(const char *csr_pem, struct kite_pki_csr_info *ret);
 void kite_pki_csr_info_release(struct kite_pki_csr_info *info);
 /* Signs the request with the CA (PEM cert and key): the request's subject and public key only,
  * clientAuth, valid from 5 minutes ago for `seconds`. */

@@ -16,6 +16,27 @@ Test(base, buf_printf_and_json_escape) {
     kite_buf_release(&b);
 }
 
+/* printf writes in place when the text fits and grows then prints again when it does not */
+Test(base, buf_printf_fits_and_grows) {
+    struct kite_buf b = {0};
+    kite_buf_puts(&b, "ab");
+    char big[1000];
+    memset(big, 'z', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    kite_buf_printf(&b, "[%s]", big);
+    cr_assert_eq(b.len, 2 + 2 + 999);
+    cr_assert_eq(b.p[0], 'a');
+    cr_assert_eq(b.p[2], '[');
+    cr_assert_eq(b.p[1002], ']');
+    cr_assert_eq(b.p[1003], 0);
+    kite_buf_printf(&b, "%s", "");
+    cr_assert_eq(b.len, 1003);
+    cr_assert_eq(b.p[1003], 0);
+    for (int i = 0; i < 100; i++) kite_buf_printf(&b, "%d,", i);
+    cr_assert(strstr(b.p, "]0,1,2,") && strstr(b.p, ",98,99,"));
+    kite_buf_release(&b);
+}
+
 Test(base, map_put_get_del_grow) {
     struct kite_map m = {0};
     char key[32];
