@@ -19,6 +19,10 @@
 #include <stdio.h>
 
 #define KITE_FIELD_MANAGER_MAX 128 /* bytes of a manager's name, as upstream */
+/* Update entries an object keeps, as upstream's DefaultMaxUpdateManagers; the oldest beyond it
+ * are merged, per apiVersion, into one entry of this manager. */
+#define KITE_MAX_UPDATE_MANAGERS 10
+#define KITE_OLD_UPDATES_MANAGER "ancient-changes"
 
 struct entry {
     char *manager, *operation, *api_version, *subresource, *time;
@@ -247,6 +251,66 @@ static bool update_in_place(struct write_op *op, json_object *cur_mf, bool cur_p
     return true;
 }
 
+/* Caps the Update entries as upstream's capManagersManager: oldest first (by time), the first
+ * entry of each apiVersion is renamed into that version's bucket when a second one comes, and
+ * later ones of the version are merged into it (the bucket takes the newer time), until at
+ * most KITE_MAX_UPDATE_MANAGERS remain. A merged entry is left empty (not rendered). */
+static int by_time(const void *x, const void *y, void *ud) {
+    const struct entries *es = ud;
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    int c = strcmp0(es->v[a].time, es->v[b].time);
+    return c ? c : (a > b) - (a < b);
+}
+
+static void cap_updates(struct entries *es) {
+    size_t n = 0, *idx = kite_calloc(es->n + 1, sizeof *idx);
+    for (size_t i = 0; i < es->n; i++)
+        if (strcmp(es->v[i].operation, "Update") == 0 && !kite_fieldset_empty(es->v[i].set)) idx[n++] = i;
+    if (n <= KITE_MAX_UPDATE_MANAGERS) {
+        free(idx);
+        return;
+    }
+    qsort_r(idx, n, sizeof *idx, by_time, es);
+    struct { const char *version; size_t first; } *seen = kite_calloc(n, sizeof *seen);
+    size_t n_seen = 0, length = n;
+    for (size_t i = 0; i < n && length > KITE_MAX_UPDATE_MANAGERS; i++) {
+        struct entry *e = &es->v[idx[i]];
+        size_t k = 0;
+        while (k < n_seen && strcmp0(seen[k].version, e->api_version)) k++;
+        if (k == n_seen) {
+            seen[n_seen++] = (typeof(*seen)){e->api_version, idx[i]};
+            continue;
+        }
+        struct entry *bucket = entry_find(es, KITE_OLD_UPDATES_MANAGER, "Update", e->api_version, NULL);
+        if (bucket == e) { /* the bucket is newer than the version's first entry: it takes that */
+            struct entry *first = &es->v[seen[k].first];
+            kite_fieldset_union_into(e->set, first->set);
+            e->dirty = true;
+            json_object_put(first->set);
+            first->set = kite_fieldset_new();
+            seen[k].first = idx[i];
+            length--;
+            continue;
+        }
+        if (!bucket || kite_fieldset_empty(bucket->set)) {
+            bucket = &es->v[seen[k].first];
+            free(bucket->manager), free(bucket->subresource);
+            bucket->manager = kite_strdup(KITE_OLD_UPDATES_MANAGER);
+            bucket->subresource = NULL;
+            bucket->dirty = true;
+        }
+        kite_fieldset_union_into(bucket->set, e->set);
+        free(bucket->time);
+        bucket->time = e->time ? kite_strdup(e->time) : NULL;
+        bucket->dirty = true;
+        json_object_put(e->set);
+        e->set = kite_fieldset_new();
+        length--;
+    }
+    free(seen);
+    free(idx);
+}
+
 /* The general case: the entries read into sets, the write's fields taken from all but its
  * manager's, which gets them. */
 static void update_entries(struct write_op *op, json_object *cur, json_object *res, json_object *modified,
@@ -264,6 +328,7 @@ static void update_entries(struct write_op *op, json_object *cur, json_object *r
         kite_fieldset_union_into(e->set, modified);
         entry_touch(op, e);
     }
+    cap_updates(&es);
     set_managed(res, entries_render(&es));
     entries_release(&es);
 }

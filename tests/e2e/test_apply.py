@@ -132,6 +132,35 @@ def test_updates_are_recorded_per_manager(apiserver, api):
                                         "field": ".data.c"}], st
 
 
+def test_update_managers_are_capped_at_ten(api):
+    """As upstream: beyond 10 Update entries the oldest are merged into "ancient-changes"."""
+    r = api.post(CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "many"}})
+    assert r.status == 201, r.body
+    for i in range(13):
+        r = api.patch(f"{CM}/many?fieldManager=m{i:02d}", {"data": {f"k{i:02d}": "v"}})
+        assert r.status == 200, r.body
+    entries = r.json()["metadata"]["managedFields"]
+    updates = [m for m in entries if m["operation"] == "Update"]
+    assert len(updates) == 10, [m["manager"] for m in updates]
+    names = {m["manager"] for m in updates}
+    assert "ancient-changes" in names, names
+    assert {f"m{i:02d}" for i in range(9, 13)} <= names, "the newest managers keep their entries"
+    owned = {}
+    for m in updates:
+        for k in m["fieldsV1"].get("f:data", {}):
+            assert k not in owned, f"{k} owned by {owned.get(k)} and {m['manager']}"
+            owned[k] = m["manager"]
+    assert sorted(owned) == [f"f:k{i:02d}" for i in range(13)], "every field still has exactly one manager"
+    bucket = next(m for m in updates if m["manager"] == "ancient-changes")
+    assert len(bucket["fieldsV1"]["f:data"]) >= 4, bucket
+    # a later write by a merged manager gets an entry of its own again
+    r = api.patch(f"{CM}/many?fieldManager=m00", {"data": {"k00": "w"}})
+    m = {e["manager"]: e for e in r.json()["metadata"]["managedFields"]}
+    assert m["m00"]["fieldsV1"] == {"f:data": {"f:k00": {}}}, m
+    assert "f:k00" not in m["ancient-changes"]["fieldsV1"]["f:data"], m["ancient-changes"]
+    assert len([e for e in m.values() if e["operation"] == "Update"]) == 10
+
+
 def test_status_writes_are_tracked_as_subresource(apiserver, api):
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ssa-node"}}
     api.ok("POST", "/api/v1/nodes?fieldManager=maker", node)
