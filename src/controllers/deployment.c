@@ -258,6 +258,28 @@ void kite_deployctl_pod_delete(struct kite_deployctl *c, json_object *pod) {
 
 /* ---- sync ---- */
 
+void kite_deployctl_proportional(int64_t allowed, struct kite_deployctl_rs *rs, size_t n) {
+    if (!n) return;
+    int64_t total = 0;
+    ssize_t first = -1;
+    for (size_t i = 0; i < n; i++)
+        if (rs[i].replicas > 0) {
+            total += rs[i].replicas;
+            if (first < 0) first = (ssize_t)i;
+        }
+    if (first < 0) {
+        rs[0].replicas = allowed;
+        return;
+    }
+    int64_t given = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rs[i].replicas <= 0) continue;
+        rs[i].replicas = rs[i].replicas * allowed / total; /* rounded down; the rest below */
+        given += rs[i].replicas;
+    }
+    rs[first].replicas += allowed - given;
+}
+
 struct rsv {
     json_object *rs;
     int64_t revision, created;
@@ -467,6 +489,14 @@ static void status(struct plan *p, struct rsv *all, size_t n, struct rsv *nrs, c
     if (created_rs) {
         _cleanup_free_ char *msg = kite_asprintf("Created new replica set \"%s\"", created_rs);
         set_cond(conds, "Progressing", "True", "NewReplicaSetCreated", msg, ts, false);
+    } else if (json_object_get_boolean(kite_obj_get(kite_obj_get(d, "spec"), "paused"))) {
+        /* checkPausedConditions: no progress deadline while paused */
+        json_object *cur = find_cond(conds, "Progressing");
+        if (!cur || !kite_streq(kite_obj_str(cur, "reason"), "DeploymentPaused"))
+            set_cond(conds, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", ts, false);
+    } else if (find_cond(conds, "Progressing") &&
+               kite_streq(kite_obj_str(find_cond(conds, "Progressing"), "reason"), "DeploymentPaused")) {
+        set_cond(conds, "Progressing", "Unknown", "DeploymentResumed", "Deployment is resumed", ts, false);
     } else if (pds) {
         json_object *cur = find_cond(conds, "Progressing");
         bool complete_before = replicas == updated && cur && kite_streq(kite_obj_str(cur, "reason"), "NewReplicaSetAvailable");
@@ -666,6 +696,20 @@ static void sync(struct kite_deployctl *c, const char *key, struct plan *p, int6
                 free(dead);
             }
         }
+    }
+    if (!act && !kite_wl_deleting(d) && n) {
+        /* paused: no rollout, but a change of replicas scales what runs (newest first) */
+        struct kite_deployctl_rs *sizes = kite_calloc(n, sizeof *sizes);
+        for (size_t i = 0; i < n; i++) sizes[i] = all[i].cur;
+        int64_t sum = 0, n_active = 0;
+        for (size_t i = 0; i < n; i++) sum += sizes[i].replicas, n_active += sizes[i].replicas > 0;
+        int64_t allowed = n_active > 1 ? p->desired + (recreate ? 0 : p->surge) : p->desired;
+        if (sum != allowed) {
+            kite_deployctl_proportional(allowed, sizes, n);
+            for (size_t i = 0; i < n; i++)
+                if (sizes[i].replicas != all[i].cur.replicas) scale_rs(p, all[i].rs, all[i].cur.replicas, sizes[i].replicas);
+        }
+        free(sizes);
     }
     status(p, all, n, nrs, created, next_ns);
     free(all);

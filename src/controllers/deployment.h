@@ -53,3 +53,8 @@ void kite_deployctl_fenceposts(json_object *max_surge, json_object *max_unavaila
  * oldest first). Returns 1 when the new one changed, 2 when old ones did, 0 when none did. */
 int kite_deployctl_rolling_step(int64_t desired, int64_t surge, int64_t unavailable, struct kite_deployctl_rs *new_rs,
                          struct kite_deployctl_rs *old, size_t n_old);
+/* Proportional scaling of a paused Deployment (upstream's scale()): the ReplicaSets rs[0..n)
+ * (newest first) with pods get `allowed` replicas in all, each in proportion to its size;
+ * what rounding leaves goes to the first of them that has pods. ReplicaSets without pods stay
+ * at 0 unless none has any, when rs[0] gets them all. */
+void kite_deployctl_proportional(int64_t allowed, struct kite_deployctl_rs *rs, size_t n);

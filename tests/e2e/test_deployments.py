@@ -248,3 +248,29 @@ def test_orphan_delete_keeps_dependents(cluster):
     # the ReplicaSet still owns its pods; deleting it (background) takes them
     c.kubectl("delete", "rs", rss[0]["metadata"]["name"])
     wait(lambda: not pods_of(c, "orph"), 40, "pods deleted")
+
+
+def test_paused_deployment_scales_but_does_not_roll(cluster):
+    """kubectl rollout pause: a new image makes no new ReplicaSet, a scale still resizes what
+    runs, Progressing says DeploymentPaused; resume rolls the new image out."""
+    c = cluster
+    rss = make_deploy(c, "pz", replicas=1)
+    assert len(rss) == 1
+    c.kubectl("rollout", "pause", "deployment/pz")
+    def cond():
+        conds = deploy_state(c, "pz").get("status", {}).get("conditions", [])
+        return next((x for x in conds if x["type"] == "Progressing" and x.get("reason") == "DeploymentPaused"), None)
+    p = wait(cond, 20, "Progressing DeploymentPaused")
+    assert p["status"] == "Unknown" and p["message"] == "Deployment is paused", p
+    c.kubectl("set", "image", "deployment/pz", "c=busybox:paused-test")
+    c.kubectl("scale", "deployment/pz", "--replicas=3")
+    wait(lambda: len(live(pods_of(c, "pz"))) == 3, 60, "the paused Deployment scaled to 3")
+    rss = c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dpz").json()["items"]
+    assert len(rss) == 1 and rss[0]["spec"]["replicas"] == 3, [(r["metadata"]["name"], r["spec"]) for r in rss]
+    c.kubectl("rollout", "resume", "deployment/pz")
+    wait(lambda: len(c.api().get(f"{APPS}/replicasets?labelSelector=app%3Dpz").json()["items"]) == 2, 30,
+         "a new ReplicaSet after resume")
+    wait(lambda: not any(x.get("reason") == "DeploymentPaused"
+                         for x in deploy_state(c, "pz").get("status", {}).get("conditions", [])), 20,
+         "the paused condition gone after resume")
+    c.kubectl("delete", "deployment", "pz")

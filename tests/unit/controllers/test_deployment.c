@@ -77,6 +77,28 @@ static int simulate(int64_t desired, int64_t surge, int64_t unavail, int64_t old
     return steps;
 }
 
+/* A paused Deployment scaled mid-rollout: ReplicaSets with pods share the new size in
+ * proportion, the rest to the newest; empty ones stay empty. */
+Test(deployment, proportional_scaling_when_paused) {
+    struct kite_deployctl_rs a[3] = {{3, 3}, {0, 0}, {7, 7}}; /* newest first */
+    kite_deployctl_proportional(20, a, 3);
+    cr_assert_eq(a[0].replicas, 6);
+    cr_assert_eq(a[1].replicas, 0);
+    cr_assert_eq(a[2].replicas, 14);
+    struct kite_deployctl_rs b[2] = {{2, 2}, {1, 1}};
+    kite_deployctl_proportional(4, b, 2); /* 2*4/3 = 2, 1*4/3 = 1, one left: the newest */
+    cr_assert_eq(b[0].replicas, 3);
+    cr_assert_eq(b[1].replicas, 1);
+    struct kite_deployctl_rs c[2] = {{4, 4}, {6, 6}};
+    kite_deployctl_proportional(5, c, 2); /* down: 2 and 3 */
+    cr_assert_eq(c[0].replicas + c[1].replicas, 5);
+    cr_assert_eq(c[0].replicas, 2);
+    struct kite_deployctl_rs d[2] = {{0, 0}, {0, 0}};
+    kite_deployctl_proportional(3, d, 2); /* nothing runs: the newest gets them */
+    cr_assert_eq(d[0].replicas, 3);
+    cr_assert_eq(d[1].replicas, 0);
+}
+
 Test(deployment, rolling_step_respects_surge_and_unavailable) {
     cr_assert_eq(simulate(3, 1, 0, 3), 6); /* one up, one down, three times */
     simulate(3, 1, 1, 3);
