@@ -81,7 +81,7 @@ static enum shape shape_of(const struct ctx *c, const struct kite_schema *s, jso
         const struct kite_smp_rule *r = rule_at(c);
         if (!is_arr || !r) return ATOM;
         if ((r->flags & KITE_SMP_MERGE) && r->merge_key) {
-            *key = r->merge_key;
+            *key = r->map_keys ? r->map_keys : r->merge_key;
             return LMAP;
         }
         return r->flags & KITE_SMP_MERGE_PRIMITIVES ? LSET : ATOM;
@@ -104,6 +104,38 @@ static bool scalar_json(struct kite_buf *b, json_object *v) {
 
 /* The path elements of a list's items ("k:{...}" or "v:..."), malloc'ed; NULL when an item
  * has no key or a non-scalar one, or two items share one (the list is then atomic). */
+/* An item's key as structured-merge-diff writes it: k:{"f1":v1,"f2":v2} (fields in name order;
+ * a missing field takes its default from the key spec "f1,f2=default", else the item has no
+ * key), or v:value for a set. */
+static bool key_of(struct kite_buf *b, json_object *it, const char *spec) {
+    if (!json_object_is_type(it, json_type_object)) return false;
+    kite_buf_puts(b, "k:{");
+    for (const char *p = spec; *p;) {
+        size_t len = strcspn(p, ","), nlen = strcspn(p, ",=");
+        char name[64];
+        if (nlen >= sizeof name) return false;
+        memcpy(name, p, nlen);
+        name[nlen] = 0;
+        if (p != spec) kite_buf_putc(b, ',');
+        kite_buf_json_str(b, name);
+        kite_buf_putc(b, ':');
+        json_object *kv = kite_obj_get(it, name);
+        if (kv) {
+            if (!scalar_json(b, kv)) return false;
+        } else if (nlen < len) { /* its default */
+            kite_buf_putc(b, '"');
+            kite_buf_append(b, p + nlen + 1, len - nlen - 1);
+            kite_buf_putc(b, '"');
+        } else {
+            return false;
+        }
+        p += len;
+        if (*p == ',') p++;
+    }
+    kite_buf_putc(b, '}');
+    return true;
+}
+
 static char **item_keys(json_object *list, const char *key, size_t *ret_n) {
     size_t n = json_object_array_length(list);
     char **keys = kite_calloc(n ? n : 1, sizeof *keys);
@@ -113,12 +145,7 @@ static char **item_keys(json_object *list, const char *key, size_t *ret_n) {
         kite_buf_reset(&b);
         bool ok;
         if (key) {
-            json_object *kv = kite_obj_get(it, key);
-            kite_buf_puts(&b, "k:{");
-            kite_buf_json_str(&b, key);
-            kite_buf_putc(&b, ':');
-            ok = json_object_is_type(it, json_type_object) && kv && scalar_json(&b, kv);
-            kite_buf_putc(&b, '}');
+            ok = key_of(&b, it, key);
         } else {
             kite_buf_puts(&b, "v:");
             ok = scalar_json(&b, it);

@@ -156,7 +156,12 @@ static void add_patch_extensions(const struct gen *g, json_object *prop, const c
         json_object_object_add(prop, "x-kubernetes-patch-merge-key", str(r->merge_key));
         json_object_object_add(prop, "x-kubernetes-list-type", str("map"));
         json_object *keys = json_object_new_array();
-        json_object_array_add(keys, str(r->merge_key));
+        if (!r->map_keys) json_object_array_add(keys, str(r->merge_key));
+        for (const char *p = r->map_keys; p && *p;) { /* "a,b=default": the names */
+            size_t len = strcspn(p, ","), nlen = strcspn(p, ",=");
+            json_object_array_add(keys, json_object_new_string_len(p, (int)nlen));
+            p += len + (p[len] == ',');
+        }
         json_object_object_add(prop, "x-kubernetes-list-map-keys", keys);
     } else if (r->flags & KITE_SMP_MERGE_PRIMITIVES) {
         json_object_object_add(prop, "x-kubernetes-list-type", str("set"));

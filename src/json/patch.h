@@ -13,7 +13,11 @@
 enum { KITE_SMP_MERGE = 1,            /* list of objects merged by merge_key */
        KITE_SMP_MERGE_PRIMITIVES = 2, /* list of scalars merged as a set (e.g. metadata.finalizers) */
        KITE_SMP_RETAIN_KEYS = 4 };    /* object field honours $retainKeys */
-struct kite_smp_rule { const char *path; const char *merge_key; unsigned flags; };
+/* map_keys: server-side apply's list-map keys when they are more than the merge key (upstream's
+ * x-kubernetes-list-map-keys), comma-separated in name order, a key's default after '='
+ * (e.g. "containerPort,protocol=TCP"); NULL: the merge key alone. Strategic merge uses
+ * merge_key only, as upstream. */
+struct kite_smp_rule { const char *path; const char *merge_key; unsigned flags; const char *map_keys; };
 struct kite_smp_schema { const struct kite_smp_rule *rules; size_t n_rules; };
 
 /* Errors: -EBADMSG = the patch document itself is malformed (HTTP 400 BadRequest);

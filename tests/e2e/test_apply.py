@@ -244,3 +244,28 @@ def test_protobuf_clients_see_managed_fields(apiserver, api):
     got = v1.read_namespace("ssa-pb")
     assert got.metadata.managed_fields[0].manager == "kubectl-create"
     assert got.metadata.managed_fields[0].operation == "Update"
+
+
+def test_list_map_keys_of_several_fields(api):
+    """Service ports are keyed by port and protocol (x-kubernetes-list-map-keys), so 53/TCP and
+    53/UDP are two items with their own owners; a missing protocol keys as its default, TCP."""
+    svc = "/api/v1/namespaces/default/services"
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns"},
+            "spec": {"selector": {"app": "dns"}, "ports": [{"name": "tcp", "port": 53},
+                                                            {"name": "udp", "port": 53, "protocol": "UDP"}]}}
+    r = api.patch(svc + "/dns?fieldManager=a", json.dumps(body), ctype=APPLY)
+    assert r.status == 201, r.body
+    ports = managed(r.json())[("a", "Apply")]["fieldsV1"]["f:spec"]["f:ports"]
+    assert set(ports) == {'k:{"port":53,"protocol":"TCP"}', 'k:{"port":53,"protocol":"UDP"}'}, ports
+    # another manager applies only the UDP port's name: it shares that item, and drops nothing
+    other = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns"},
+             "spec": {"ports": [{"name": "udp", "port": 53, "protocol": "UDP"}]}}
+    r = api.patch(svc + "/dns?fieldManager=b", json.dumps(other), ctype=APPLY)
+    assert r.status == 200, r.body
+    assert [(p["port"], p["protocol"]) for p in r.json()["spec"]["ports"]] == [(53, "TCP"), (53, "UDP")]
+    ports_b = managed(r.json())[("b", "Apply")]["fieldsV1"]["f:spec"]["f:ports"]
+    assert set(ports_b) == {'k:{"port":53,"protocol":"UDP"}'}, ports_b
+    r = api.get("/openapi/v3/api/v1")
+    port_list = r.json()["components"]["schemas"]["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"]
+    assert port_list["x-kubernetes-list-map-keys"] == ["port", "protocol"], port_list
+    assert port_list["x-kubernetes-patch-merge-key"] == "port", port_list

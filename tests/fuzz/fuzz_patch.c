@@ -8,12 +8,12 @@
 #include <stdio.h>
 
 static const struct kite_smp_rule rules[] = {
-    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},
-    {"status.conditions", "type", KITE_SMP_MERGE},
-    {"status.addresses", "type", KITE_SMP_MERGE},
-    {"spec.containers", "name", KITE_SMP_MERGE},
-    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE},
-    {"spec.strategy", NULL, KITE_SMP_RETAIN_KEYS},
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES, NULL},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
+    {"status.addresses", "type", KITE_SMP_MERGE, NULL},
+    {"spec.containers", "name", KITE_SMP_MERGE, NULL},
+    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE, NULL},
+    {"spec.strategy", NULL, KITE_SMP_RETAIN_KEYS, NULL},
 };
 static const struct kite_smp_schema schema = {rules, sizeof rules / sizeof rules[0]};
 

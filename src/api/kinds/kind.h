@@ -15,8 +15,8 @@
 
 /* patchStrategy/patchMergeKey tags of ObjectMeta, first in every kind's rules */
 #define META_RULES                                                       \
-    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},            \
-    {"metadata.ownerReferences", "uid", KITE_SMP_MERGE}
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES, NULL},            \
+    {"metadata.ownerReferences", "uid", KITE_SMP_MERGE, NULL}
 extern const struct kite_smp_schema kite_meta_smp_schema;
 
 /* ---- typed schemas (schema.h), transcribed from the Go types of k8s.io/api and apimachinery:

@@ -15,7 +15,7 @@ ROOT_DOC(kite_schema_namespace, "Namespace",
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,
-    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
 };
 static const struct kite_smp_schema smp = {rules, KITE_ARRAY_SIZE(rules)};
 

@@ -37,10 +37,10 @@ ROOT_DOC(kite_schema_node, "Node",
 static const struct kite_smp_rule rules[] = {
     META_RULES,
     /* spec.taints has no patch strategy upstream: atomic, so `kubectl taint k-` removes */
-    {"spec.podCIDRs", NULL, KITE_SMP_MERGE_PRIMITIVES},
-    {"status.conditions", "type", KITE_SMP_MERGE},
-    {"status.addresses", "type", KITE_SMP_MERGE},
-    {"status.volumesAttached", "name", KITE_SMP_MERGE},
+    {"spec.podCIDRs", NULL, KITE_SMP_MERGE_PRIMITIVES, NULL},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
+    {"status.addresses", "type", KITE_SMP_MERGE, NULL},
+    {"status.volumesAttached", "name", KITE_SMP_MERGE, NULL},
 };
 static const struct kite_smp_schema smp = {rules, KITE_ARRAY_SIZE(rules)};
 

@@ -23,7 +23,7 @@ ROOT_DOC(kite_schema_pdb, "PodDisruptionBudget",
 
 static const struct kite_smp_rule smp_rules[] = {
     META_RULES,
-    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
 };
 static const struct kite_smp_schema smp = {smp_rules, KITE_ARRAY_SIZE(smp_rules)};
 

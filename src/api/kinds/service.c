@@ -37,8 +37,8 @@ ROOT_DOC(kite_schema_service, "Service",
 
 static const struct kite_smp_rule rules[] = {
     META_RULES,
-    {"spec.ports", "port", KITE_SMP_MERGE},
-    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"spec.ports", "port", KITE_SMP_MERGE, "port,protocol=TCP"},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
 };
 static const struct kite_smp_schema smp = {rules, KITE_ARRAY_SIZE(rules)};
 

@@ -37,20 +37,20 @@ json_object *kite_workload_cell_selector(const struct kite_table_row *r);
 
 /* strategic-merge rules: the template's are the Pod's under spec.template */
 #define TEMPLATE_RULES                                                                   \
-    {"spec.template.metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},              \
-    {"spec.template.metadata.ownerReferences", "uid", KITE_SMP_MERGE},                   \
-    {"spec.template.spec.containers", "name", KITE_SMP_MERGE},                           \
-    {"spec.template.spec.containers.ports", "containerPort", KITE_SMP_MERGE},            \
-    {"spec.template.spec.containers.env", "name", KITE_SMP_MERGE},                       \
-    {"spec.template.spec.containers.volumeMounts", "mountPath", KITE_SMP_MERGE},         \
-    {"spec.template.spec.containers.volumeDevices", "devicePath", KITE_SMP_MERGE},       \
-    {"spec.template.spec.initContainers", "name", KITE_SMP_MERGE},                       \
-    {"spec.template.spec.initContainers.ports", "containerPort", KITE_SMP_MERGE},        \
-    {"spec.template.spec.initContainers.env", "name", KITE_SMP_MERGE},                   \
-    {"spec.template.spec.initContainers.volumeMounts", "mountPath", KITE_SMP_MERGE},     \
-    {"spec.template.spec.volumes", "name", KITE_SMP_MERGE | KITE_SMP_RETAIN_KEYS},       \
-    {"spec.template.spec.imagePullSecrets", "name", KITE_SMP_MERGE},                     \
-    {"spec.template.spec.hostAliases", "ip", KITE_SMP_MERGE},                            \
-    {"spec.template.spec.topologySpreadConstraints", "topologyKey", KITE_SMP_MERGE},     \
-    {"status.conditions", "type", KITE_SMP_MERGE}
+    {"spec.template.metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES, NULL},              \
+    {"spec.template.metadata.ownerReferences", "uid", KITE_SMP_MERGE, NULL},                   \
+    {"spec.template.spec.containers", "name", KITE_SMP_MERGE, NULL},                           \
+    {"spec.template.spec.containers.ports", "containerPort", KITE_SMP_MERGE, "containerPort,protocol=TCP"}, \
+    {"spec.template.spec.containers.env", "name", KITE_SMP_MERGE, NULL},                       \
+    {"spec.template.spec.containers.volumeMounts", "mountPath", KITE_SMP_MERGE, NULL},         \
+    {"spec.template.spec.containers.volumeDevices", "devicePath", KITE_SMP_MERGE, NULL},       \
+    {"spec.template.spec.initContainers", "name", KITE_SMP_MERGE, NULL},                       \
+    {"spec.template.spec.initContainers.ports", "containerPort", KITE_SMP_MERGE, "containerPort,protocol=TCP"}, \
+    {"spec.template.spec.initContainers.env", "name", KITE_SMP_MERGE, NULL},                   \
+    {"spec.template.spec.initContainers.volumeMounts", "mountPath", KITE_SMP_MERGE, NULL},     \
+    {"spec.template.spec.volumes", "name", KITE_SMP_MERGE | KITE_SMP_RETAIN_KEYS, NULL},       \
+    {"spec.template.spec.imagePullSecrets", "name", KITE_SMP_MERGE, NULL},                     \
+    {"spec.template.spec.hostAliases", "ip", KITE_SMP_MERGE, NULL},                            \
+    {"spec.template.spec.topologySpreadConstraints", "topologyKey", KITE_SMP_MERGE, NULL},     \
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL}
 

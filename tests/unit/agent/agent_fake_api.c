@@ -5,8 +5,8 @@
 #include "json/patch.h"
 
 static const struct kite_smp_rule rules[] = {
-    {"status.conditions", "type", KITE_SMP_MERGE},
-    {"status.addresses", "type", KITE_SMP_MERGE},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
+    {"status.addresses", "type", KITE_SMP_MERGE, NULL},
 };
 static const struct kite_smp_schema schema = {rules, 2};
 

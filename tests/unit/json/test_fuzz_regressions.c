@@ -7,10 +7,10 @@
 #include "helpers.h"
 
 static const struct kite_smp_rule rules[] = {
-    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},
-    {"status.conditions", "type", KITE_SMP_MERGE},
-    {"spec.containers", "name", KITE_SMP_MERGE},
-    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE},
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES, NULL},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
+    {"spec.containers", "name", KITE_SMP_MERGE, NULL},
+    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE, NULL},
 };
 static const struct kite_smp_schema schema = {rules, sizeof rules / sizeof rules[0]};
 

@@ -4,12 +4,12 @@
 #include "helpers.h"
 
 static const struct kite_smp_rule rules[] = {
-    {"spec.containers", "name", KITE_SMP_MERGE},
-    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE},
-    {"spec.volumes", "name", KITE_SMP_MERGE | KITE_SMP_RETAIN_KEYS},
-    {"spec.strategy", NULL, KITE_SMP_RETAIN_KEYS},
-    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},
-    {"status.conditions", "type", KITE_SMP_MERGE},
+    {"spec.containers", "name", KITE_SMP_MERGE, NULL},
+    {"spec.containers.ports", "containerPort", KITE_SMP_MERGE, NULL},
+    {"spec.volumes", "name", KITE_SMP_MERGE | KITE_SMP_RETAIN_KEYS, NULL},
+    {"spec.strategy", NULL, KITE_SMP_RETAIN_KEYS, NULL},
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES, NULL},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
 };
 static const struct kite_smp_schema schema = {rules, sizeof rules / sizeof rules[0]};
 

@@ -5,11 +5,11 @@
 #include "helpers.h"
 
 static const struct kite_smp_rule node_rules[] = {
-    {"status.conditions", "type", KITE_SMP_MERGE},
-    {"status.addresses", "type", KITE_SMP_MERGE},
-    {"spec.taints", "key", KITE_SMP_MERGE},
-    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES},
-    {"spec.strategy", NULL, KITE_SMP_RETAIN_KEYS},
+    {"status.conditions", "type", KITE_SMP_MERGE, NULL},
+    {"status.addresses", "type", KITE_SMP_MERGE, NULL},
+    {"spec.taints", "key", KITE_SMP_MERGE, NULL},
+    {"metadata.finalizers", NULL, KITE_SMP_MERGE_PRIMITIVES, NULL},
+    {"spec.strategy", NULL, KITE_SMP_RETAIN_KEYS, NULL},
     /* status.images has no rule: atomic, as in Kubernetes */
 };
 static const struct kite_smp_schema node_schema = {node_rules, sizeof node_rules / sizeof node_rules[0]};
