@@ -212,6 +212,27 @@ Test(pods, crash_loop_backoff_grows) {
     cr_assert_geq(count("POST", "/events"), 1);
 }
 
+/* The agent keeps pods without their managedFields (memory per pod): from a list and from
+ * watch events alike. */
+Test(pods, pods_are_kept_without_managed_fields) {
+    json_object *a = mkpod("a", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL);
+    json_object *mf = json_tokener_parse("[{\"manager\":\"kubectl\",\"operation\":\"Update\",\"fieldsType\":"
+                                         "\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{}}}]");
+    json_object_object_add(json_object_object_get(a, "metadata"), "managedFields", json_object_get(mf));
+    add(a);
+    json_object *b = mkpod("b", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL);
+    json_object_object_add(json_object_object_get(b, "metadata"), "managedFields", json_object_get(mf));
+    kite_pods_pod_event(P, "ADDED", b);
+    step();
+    cr_assert_eq(P->n_pods, 2);
+    for (size_t i = 0; i < P->n_pods; i++) {
+        cr_assert_not_null(pj(P->pods[i]->obj, "metadata.uid"));
+        cr_assert_null(pj(P->pods[i]->obj, "metadata.managedFields"), "pod %s keeps its managedFields", P->pods[i]->name);
+    }
+    json_object_put(b);
+    json_object_put(mf);
+}
+
 Test(pods, init_containers_in_order_and_failure_with_never) {
     add(mkpod("a", "Never", "[{\"name\":\"c\",\"image\":\"busybox\"}]",
               "[{\"name\":\"i1\",\"image\":\"busybox\"},{\"name\":\"i2\",\"image\":\"busybox\"}]"));
