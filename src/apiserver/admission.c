@@ -130,3 +130,33 @@ void admission_reply(struct req *rq, struct kite_admission_denial *d) {
     free(d->message);
     d->message = NULL;
 }
+
+/* ---- refusals of the plugins ---- */
+
+/* The name admission.NewForbidden puts in the message: the request's, else the object's name
+ * or generateName, else "Unknown". */
+static const char *subject_name(const struct kite_admission_attrs *a) {
+    if (a->name && *a->name) return a->name;
+    const char *n = a->obj ? kite_meta_str(a->obj, "name") : NULL;
+    if (n && *n) return n;
+    n = a->obj ? kite_meta_str(a->obj, "generateName") : NULL;
+    return n && *n ? n : "Unknown";
+}
+
+int admission_forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...) {
+    char gr[128];
+    kite_resource_gr(a->res, gr);
+    const char *name = subject_name(a);
+    va_list ap;
+    va_start(ap, fmt);
+    char *why = NULL;
+    if (vasprintf(&why, fmt, ap) < 0) why = NULL;
+    va_end(ap);
+    d->message = kite_asprintf("%s \"%s\" is forbidden: %s", gr, name, why ? why : "");
+    free(why);
+    d->code = 403;
+    d->reason = "Forbidden";
+    d->details = (struct status_details){.name = name, .group = *a->res->group ? a->res->group : NULL,
+                                         .kind = a->res->plural};
+    return -EPERM;
+}

@@ -33,29 +33,6 @@ static const char *signer_of(json_object *csr) {
     return s ? s : "";
 }
 
-/* admission.NewForbidden: `<group resource> "<name>" is forbidden: <why>`, the name being the
- * request's, else the object's name or generateName, else "Unknown". */
-static int forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...)
-    KITE_PRINTF(3, 4);
-static int forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...) {
-    const char *name = a->name && *a->name ? a->name : NULL;
-    if (!name && a->obj) name = kite_meta_str(a->obj, "name");
-    if ((!name || !*name) && a->obj) name = kite_meta_str(a->obj, "generateName");
-    if (!name || !*name) name = "Unknown";
-    char gr[128];
-    kite_resource_gr(a->res, gr);
-    va_list ap;
-    va_start(ap, fmt);
-    char *why = NULL;
-    if (vasprintf(&why, fmt, ap) < 0) why = NULL;
-    va_end(ap);
-    d->message = kite_asprintf("%s \"%s\" is forbidden: %s", gr, name, why ? why : "");
-    free(why);
-    d->code = 403;
-    d->reason = "Forbidden";
-    d->details = (struct status_details){.name = name, .group = a->res->group, .kind = a->res->plural};
-    return -EPERM;
-}
 
 static bool allowed(const struct kite_admission_attrs *a, const char *verb, const char *signer) {
     struct kite_authz_attrs z = {.user = a->user, .verb = verb, .group = CSR_GROUP, .resource = "signers",
@@ -79,7 +56,7 @@ int kite_admission_csr_approval(const struct kite_admission_attrs *a, struct kit
     if (a->op != KITE_ADMIT_UPDATE || !sub_is(a, "approval") || !is_csr(a) || !a->old) return 0;
     const char *signer = signer_of(a->old);
     if (authorized_for_signer(a, "approve", signer)) return 0;
-    return forbid(a, d, "user not permitted to approve requests with signerName \"%s\"", signer);
+    return admission_forbid(a, d, "user not permitted to approve requests with signerName \"%s\"", signer);
 }
 
 /* The same value, an absent field being the empty one (as Go's semantic equality takes a nil
@@ -105,7 +82,7 @@ int kite_admission_csr_signing(const struct kite_admission_attrs *a, struct kite
         return 0;
     const char *signer = signer_of(a->old);
     if (authorized_for_signer(a, "sign", signer)) return 0;
-    return forbid(a, d, "user not permitted to sign requests with signerName \"%s\"", signer);
+    return admission_forbid(a, d, "user not permitted to sign requests with signerName \"%s\"", signer);
 }
 
 /* CertificateSubjectRestriction: the request's subject, not the requester, is checked (the
@@ -118,11 +95,11 @@ int kite_admission_csr_subject_restriction(const struct kite_admission_attrs *a,
     struct kite_pki_csr_info info = {0};
     /* the kind's validation has seen a CERTIFICATE REQUEST block; its content may still be no request */
     if (!b64 || kite_base64_decode(b64, &pem, NULL) < 0 || !pem || kite_pki_csr_read(pem, &info) < 0)
-        return forbid(a, d, "failed to parse CSR: x509: malformed certificate request");
+        return admission_forbid(a, d, "failed to parse CSR: x509: malformed certificate request");
     bool masters = false;
     for (size_t i = 0; i < info.n_orgs && !masters; i++) masters = strcmp(info.orgs[i], MASTERS_GROUP) == 0;
     kite_pki_csr_info_release(&info);
     if (masters)
-        return forbid(a, d, "use of " SIGNER_CLIENT " signer with " MASTERS_GROUP " group is not allowed");
+        return admission_forbid(a, d, "use of " SIGNER_CLIENT " signer with " MASTERS_GROUP " group is not allowed");
     return 0;
 }

@@ -241,6 +241,11 @@ int admission_mutate(const struct kite_admission_attrs *a, struct kite_admission
 int admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 /* Answers the refusal (and frees its message). */
 void admission_reply(struct req *rq, struct kite_admission_denial *d);
+/* A plugin's refusal as admission.NewForbidden renders it: 403 `<group resource> "<name>" is
+ * forbidden: <why>`, the name being the request's, else the object's name or generateName,
+ * else "Unknown". Fills *d and returns -EPERM. */
+int admission_forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...)
+    KITE_PRINTF(3, 4);
 
 /* The current object of r at ns/name from the watch cache, as a new parse the caller owns
  * (json_object_put), or NULL. The read-only view authorizers and admission plugins get. */
