@@ -34,11 +34,9 @@ import argparse
 import http.client
 import json
 import os
-import random
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -46,6 +44,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import benchlib
 
 REPO = Path(__file__).resolve().parents[1]
 NODES = "/api/v1/nodes"
@@ -57,18 +57,7 @@ def log(msg):
 
 
 def free_port():
-    """A free port below 32768 (the ephemeral range collides with TIME_WAIT client sockets)."""
-    for _ in range(1000):
-        port = random.randint(20000, 32000)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    sys.exit("detect: no free port")
+    return benchlib.free_port("detect")
 
 
 def tls():

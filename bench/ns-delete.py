@@ -25,10 +25,8 @@ import http.client
 import json
 import multiprocessing as mp
 import os
-import random
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -36,6 +34,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import benchlib
 
 import yaml
 
@@ -51,18 +51,7 @@ def log(msg):
 
 
 def free_port():
-    """A free port below 32768 (the ephemeral range collides with TIME_WAIT client sockets)."""
-    for _ in range(1000):
-        port = random.randint(20000, 32000)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    sys.exit("ns-delete: no free port")
+    return benchlib.free_port("ns-delete")
 
 
 def tls_files(kubeconfig, workdir):

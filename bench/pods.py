@@ -23,9 +23,7 @@ import base64
 import http.client
 import json
 import os
-import random
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -33,6 +31,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import benchlib
 
 import yaml
 
@@ -47,17 +47,7 @@ def log(msg):
 
 
 def free_port():
-    for _ in range(1000):
-        port = random.randint(20000, 32000)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    sys.exit("pods: no free port")
+    return benchlib.free_port("pods")
 
 
 def tls_context(kubeconfig, workdir):
