@@ -378,10 +378,15 @@ static struct pod *pod_of_container(struct kite_pods *p, const char *id) {
 
 /* ---- pod workers ---- */
 
-/* One sync of a pod: what the runtime has, the next action, its probes, its status. */
+/* One sync of a pod: what the runtime has, reported at once (as the kubelet's syncPod sets the
+ * status before it acts: an exit reaches the API without waiting for the sandbox to stop or
+ * the container to restart), then the next action, its probes and the status after it. */
 static void pod_sync(struct kite_pods *p, struct pod *pod) {
     int64_t now = kite_now_mono(p->clock);
-    pods_refresh(p, pod);
+    if (pods_refresh(p, pod)) {
+        pods_status_update(p, pod);
+        pods_status_send(p, pod, now);
+    }
     pods_worker_sync(p, pod, now);
     pods_probes_sync(p, pod);
     pods_status_update(p, pod);

@@ -212,6 +212,31 @@ Test(pods, crash_loop_backoff_grows) {
     cr_assert_geq(count("POST", "/events"), 1);
 }
 
+/* An exit is reported as it is before the worker acts on it (the kubelet's syncPod sets the
+ * status first): the terminated state of the first attempt reaches the API even though the
+ * restart follows in the same sync. */
+Test(pods, exit_is_reported_before_the_restart) {
+    add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = 3 * KITE_NS_PER_MS, .exit_code = 7});
+    step();
+    cr_assert_not_null(pj(cs(last_status("a"), "containerStatuses", 0), "state.running"));
+    rsleep(10);
+    clear_reqs();
+    step(); /* exited: reported, then restarted at once */
+    bool terminated = false;
+    for (size_t i = 0; i < n_reqs; i++) {
+        if (strcmp(reqs[i].method, "PATCH") || !strstr(reqs[i].path, "/pods/a/status")) continue;
+        json_object *c = cs(json_object_object_get(reqs[i].body, "status"), "containerStatuses", 0);
+        if (json_object_get_int(pj(c, "state.terminated.exitCode")) == 7 &&
+            json_object_get_int(pj(c, "restartCount")) == 0)
+            terminated = true;
+    }
+    cr_assert(terminated, "no status showed the exit before the restart");
+    json_object *c = cs(last_status("a"), "containerStatuses", 0);
+    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 1);
+    cr_assert_eq(json_object_get_int(pj(c, "lastState.terminated.exitCode")), 7);
+}
+
 /* The agent keeps pods without their managedFields (memory per pod): from a list and from
  * watch events alike. */
 Test(pods, pods_are_kept_without_managed_fields) {
