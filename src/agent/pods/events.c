@@ -14,6 +14,7 @@ void kite_recorder_init(struct kite_recorder *r, struct kite_client *c, struct k
                         const char *host) {
     *r = (struct kite_recorder){.client = c, .clock = clock, .component = kite_strdup(component),
                                 .host = kite_strdup(host)};
+    pthread_mutex_init(&r->lock, NULL);
 }
 
 void kite_recorder_release(struct kite_recorder *r) {
@@ -33,6 +34,7 @@ void kite_recorder_release(struct kite_recorder *r) {
     free(r->a);
     free(r->component);
     free(r->host);
+    pthread_mutex_destroy(&r->lock);
 }
 
 /* The spam filter: false when the object's bucket is empty. */
@@ -113,8 +115,8 @@ static struct ev_entry *add_entry(struct kite_recorder *r, const char *key) {
     return e;
 }
 
-void kite_recorder_pod_event(struct kite_recorder *r, json_object *obj, const char *field_path, const char *type,
-                             const char *reason, const char *message) {
+static void record(struct kite_recorder *r, json_object *obj, const char *field_path, const char *type,
+                   const char *reason, const char *message) {
     const char *ns = pjs(obj, "metadata.namespace"), *name = pjs(obj, "metadata.name"),
                *uid = pjs(obj, "metadata.uid");
     if (!ns || !name) return;
@@ -188,4 +190,11 @@ void kite_recorder_pod_event(struct kite_recorder *r, json_object *obj, const ch
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/events", ns);
     if (kite_client_json(r->client, "POST", path, NULL, ev, NULL, NULL) == 0) r->posted++;
     json_object_put(ev);
+}
+
+void kite_recorder_pod_event(struct kite_recorder *r, json_object *obj, const char *field_path, const char *type,
+                             const char *reason, const char *message) {
+    pthread_mutex_lock(&r->lock);
+    record(r, obj, field_path, type, reason, message);
+    pthread_mutex_unlock(&r->lock);
 }

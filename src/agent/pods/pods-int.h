@@ -87,9 +87,13 @@ struct pod {
     bool delete_sent;
     bool removed;          /* containers and sandbox removed (pods gone from the API) */
     char *hung_op;         /* a runtime call of this pod that ran out of time */
-    /* worker scheduling */
+    char *host_ip;         /* the node's address, copied in by the pods thread before a sync */
+    /* worker scheduling. While busy, a worker thread owns every field of the pod but these
+     * three and uid, ns, name, obj (which only the pods thread changes, never while busy). */
     int64_t next_sync;     /* mono; 0 = none */
-    bool dirty;
+    bool dirty;            /* pods thread: sync (again) */
+    bool busy;             /* pods thread: a worker has the pod */
+    bool holds;            /* pods thread: counts against allocatable (as of its last sync) */
     /* status manager */
     json_object *status;   /* latest computed status (owned) */
     uint64_t version, acked_version;
@@ -118,6 +122,8 @@ struct ev_agg {
     int64_t first;     /* mono of the window's start */
 };
 struct kite_recorder {
+    pthread_mutex_t lock; /* pod workers record at once; held over the post, so an Event's
+                           * name and count stay in step with what the server has */
     struct kite_client *client;
     struct kite_clock *clock;
     char *component, *host;
@@ -159,8 +165,14 @@ struct kite_pods {
     size_t n_q;
     json_object *node_status;
     bool stopping;
-    int wake_fd;           /* eventfd: pod events queued or stop */
+    int wake_fd;           /* eventfd: pod events queued, a sync done, or stop */
     pthread_t thread, watch_thread;
+    /* the pod workers (KITE_PODS_WORKERS threads; none in unit tests: syncs run inline) */
+    pthread_t *workers;
+    size_t n_workers;
+    pthread_cond_t work_cv;
+    struct pod **todo, **done; /* under lock: pods to sync, pods synced */
+    size_t n_todo, n_done;
     bool threads;
     struct kite_cancel watch_cancel;
     struct log_pod **logs;  /* logindex.c: where each container's log is */
@@ -171,6 +183,12 @@ struct kite_pods {
     /* pods thread */
     struct pod **pods;
     size_t n_pods;
+    size_t n_busy;              /* pods a worker has */
+    struct pod_event *deferred; /* events held until their pod's sync is done (in order) */
+    size_t n_deferred;
+    bool list_held;             /* a list is among them: no new syncs until the workers are done */
+    struct probe_result *held_probes; /* results held for the same reason */
+    size_t n_held_probes;
     bool listed;           /* a full list arrived: unknown sandboxes may be removed */
     bool orphans_done;
     bool recovered;        /* the runtime's sandboxes were read */
@@ -188,6 +206,9 @@ struct kite_pods {
  * the lastTransitionTimes to keep. A new object. */
 json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall);
 enum pod_phase pods_compute_phase(struct pod *pod);
+/* Whether the pod's requests count against allocatable (pods thread; a busy pod's as of the
+ * start of its sync). */
+bool pods_holds_resources(const struct pod *pod);
 const char *pods_restart_policy(struct pod *pod);
 /* QoS class of a pod spec (Guaranteed, Burstable, BestEffort). */
 const char *pods_qos_class(json_object *spec);

@@ -1,7 +1,13 @@
 /* The pods manager: the pods bound to the node (fed by the list + watch thread), their
  * workers, the PLEG (runtime exit events, a relist every 10 s), recovery of what the runtime
  * still runs after an agent restart, removal of containers whose pod is gone, and the status
- * manager's schedule. */
+ * manager's schedule.
+ *
+ * The pods thread decides what to sync; a pool of KITE_PODS_WORKERS threads runs the syncs
+ * (runtime calls, the status computed from them), one pod at a time per worker, so one pod's
+ * slow start or stop holds no other pod's exit. While a worker has a pod (pod->busy) the pods
+ * thread leaves it alone: events for it wait in `deferred`, probe results in `held_probes`,
+ * and the status it computed is sent once the worker hands it back. */
 #include <poll.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
@@ -26,6 +32,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     p->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(p->clock) | 1;
     kite_recorder_init(&p->rec, p->client, p->clock, o->component ? o->component : "kite-agent", p->node_name);
     pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work_cv, NULL);
     kite_cancel_init(&p->watch_cancel);
     p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (p->wake_fd < 0) {
@@ -53,6 +60,13 @@ void kite_pods_free(struct kite_pods *p) {
     free(p->pods);
     for (size_t i = 0; i < p->n_q; i++) event_release(&p->q[i]);
     free(p->q);
+    for (size_t i = 0; i < p->n_deferred; i++) event_release(&p->deferred[i]);
+    free(p->deferred);
+    for (size_t i = 0; i < p->n_held_probes; i++) pods_probe_result_release(&p->held_probes[i]);
+    free(p->held_probes);
+    free(p->todo);
+    free(p->done);
+    pthread_cond_destroy(&p->work_cv);
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     json_object_put(p->node_status);
     kite_recorder_release(&p->rec);
@@ -256,6 +270,7 @@ static void apply_node_status(struct kite_pods *p, json_object *ns) {
             json_object *a = json_object_array_get_idx(addrs, i);
             if (kite_streq(pjs(a, "type"), "InternalIP") && pjs(a, "address")) {
                 if (!kite_streq(p->host_ip, pjs(a, "address"))) {
+                    /* workers read their pod's copy, refreshed before its next sync */
                     free(p->host_ip);
                     p->host_ip = kite_strdup(pjs(a, "address"));
                     for (size_t j = 0; j < p->n_pods; j++) p->pods[j]->dirty = true;
@@ -264,6 +279,34 @@ static void apply_node_status(struct kite_pods *p, json_object *ns) {
             }
         }
         json_object_put(ns);
+    }
+}
+
+/* An event that must wait: its pod is with a worker, or it is a list (it touches every pod)
+ * while any pod is. */
+static bool event_blocked(struct kite_pods *p, const struct pod_event *e) {
+    if (e->items) return p->n_busy > 0;
+    struct pod *pod = e->obj ? find_pod(p, pjs(e->obj, "metadata.uid")) : NULL;
+    return pod && pod->busy;
+}
+
+static void apply_event(struct kite_pods *p, struct pod_event *e) {
+    if (e->items) {
+        /* a list: what it lacks is gone */
+        for (size_t j = 0; j < p->n_pods; j++) {
+            bool found = false;
+            for (size_t k = 0; k < json_object_array_length(e->items) && !found; k++)
+                found = kite_streq(pjs(json_object_array_get_idx(e->items, k), "metadata.uid"), p->pods[j]->uid);
+            if (!found) {
+                p->pods[j]->in_api = false;
+                p->pods[j]->dirty = true;
+            }
+        }
+        for (size_t k = 0; k < json_object_array_length(e->items); k++)
+            apply(p, "MODIFIED", json_object_array_get_idx(e->items, k));
+        p->listed = true;
+    } else if (e->obj) {
+        apply(p, e->type, e->obj);
     }
 }
 
@@ -276,27 +319,29 @@ static void drain_queue(struct kite_pods *p) {
     pthread_mutex_unlock(&p->lock);
     /* the node's allocatable first: admission of the pods below uses it */
     apply_node_status(p, ns);
-    for (size_t i = 0; i < n; i++) {
-        if (q[i].items) {
-            /* a list: what it lacks is gone */
-            for (size_t j = 0; j < p->n_pods; j++) {
-                bool found = false;
-                for (size_t k = 0; k < json_object_array_length(q[i].items) && !found; k++)
-                    found = kite_streq(pjs(json_object_array_get_idx(q[i].items, k), "metadata.uid"), p->pods[j]->uid);
-                if (!found) {
-                    p->pods[j]->in_api = false;
-                    p->pods[j]->dirty = true;
-                }
-            }
-            for (size_t k = 0; k < json_object_array_length(q[i].items); k++)
-                apply(p, "MODIFIED", json_object_array_get_idx(q[i].items, k));
-            p->listed = true;
-        } else if (q[i].obj) {
-            apply(p, q[i].type, q[i].obj);
-        }
-        event_release(&q[i]);
+    /* the held events come first, in their order; a held list holds everything after it */
+    struct pod_event *all = p->deferred;
+    size_t n_all = p->n_deferred;
+    if (n) {
+        all = kite_realloc(all, (n_all + n) * sizeof(*all));
+        memcpy(all + n_all, q, n * sizeof(*q));
+        n_all += n;
     }
     free(q);
+    p->deferred = NULL;
+    p->n_deferred = 0;
+    p->list_held = false;
+    for (size_t i = 0; i < n_all; i++) {
+        if (p->list_held || event_blocked(p, &all[i])) {
+            if (all[i].items) p->list_held = true;
+            p->deferred = kite_realloc(p->deferred, (p->n_deferred + 1) * sizeof(*p->deferred));
+            p->deferred[p->n_deferred++] = all[i];
+            continue;
+        }
+        apply_event(p, &all[i]);
+        event_release(&all[i]);
+    }
+    free(all);
 }
 
 /* After the first full list: sandboxes and containers of pods the API does not have go. */
@@ -323,10 +368,79 @@ static void remove_orphans(struct kite_pods *p) {
     kite_container_statuses_free(v, n);
 }
 
+/* The pod of a container, among the pods no worker has (a busy pod's ids may be changing). */
 static struct pod *pod_of_container(struct kite_pods *p, const char *id) {
     for (size_t i = 0; id && i < p->n_pods; i++)
-        for (size_t j = 0; j < p->pods[i]->nc; j++)
+        for (size_t j = 0; !p->pods[i]->busy && j < p->pods[i]->nc; j++)
             if (kite_streq(p->pods[i]->c[j].id, id)) return p->pods[i];
+    return NULL;
+}
+
+/* ---- pod workers ---- */
+
+/* One sync of a pod: what the runtime has, the next action, its probes, its status. */
+static void pod_sync(struct kite_pods *p, struct pod *pod) {
+    int64_t now = kite_now_mono(p->clock);
+    pods_refresh(p, pod);
+    pods_worker_sync(p, pod, now);
+    pods_probes_sync(p, pod);
+    pods_status_update(p, pod);
+}
+
+bool pods_holds_resources(const struct pod *pod) {
+    return pod->busy ? pod->holds : pod->admitted && !pod->rejected && !pod->finished && !pod->killed;
+}
+
+/* Hands the pod to a worker, or syncs it here when there are none (unit tests). */
+static void dispatch(struct kite_pods *p, struct pod *pod) {
+    if (!kite_streq(pod->host_ip, p->host_ip)) {
+        free(pod->host_ip);
+        pod->host_ip = p->host_ip ? kite_strdup(p->host_ip) : NULL;
+    }
+    if (!p->n_workers) {
+        pod_sync(p, pod);
+        return;
+    }
+    pod->holds = pods_holds_resources(pod);
+    pod->busy = true;
+    p->n_busy++;
+    pthread_mutex_lock(&p->lock);
+    p->todo = kite_realloc(p->todo, (p->n_todo + 1) * sizeof(*p->todo));
+    p->todo[p->n_todo++] = pod;
+    pthread_cond_signal(&p->work_cv);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Takes back the pods whose sync is done. */
+static void collect(struct kite_pods *p) {
+    pthread_mutex_lock(&p->lock);
+    struct pod **done = TAKE_PTR(p->done);
+    size_t n = p->n_done;
+    p->n_done = 0;
+    pthread_mutex_unlock(&p->lock);
+    for (size_t i = 0; i < n; i++) {
+        done[i]->busy = false;
+        p->n_busy--;
+    }
+    free(done);
+}
+
+static void *worker_thread(void *ud) {
+    struct kite_pods *p = ud;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stopping && !p->n_todo) pthread_cond_wait(&p->work_cv, &p->lock);
+        if (p->stopping) break;
+        struct pod *pod = p->todo[0];
+        memmove(p->todo, p->todo + 1, --p->n_todo * sizeof(*p->todo));
+        pthread_mutex_unlock(&p->lock);
+        pod_sync(p, pod);
+        pthread_mutex_lock(&p->lock);
+        p->done = kite_realloc(p->done, (p->n_done + 1) * sizeof(*p->done));
+        p->done[p->n_done++] = pod;
+        wake(p);
+    }
+    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
@@ -351,6 +465,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
         pthread_mutex_unlock(&p->lock);
         if (!have) return now + KITE_NS_PER_SEC; /* kite_pods_node_status wakes the thread */
     }
+    collect(p);
     drain_queue(p);
     /* PLEG: the runtime's exit events name the pods to look at */
     struct kite_container_event *evs = NULL;
@@ -359,12 +474,15 @@ int64_t kite_pods_step(struct kite_pods *p) {
         for (size_t i = 0; i < nev; i++) {
             struct pod *pod = pod_of_container(p, evs[i].container_id);
             if (pod) pod->dirty = true;
+            else /* maybe a container a worker is starting now: each busy pod looks again */
+                for (size_t j = 0; j < p->n_pods; j++)
+                    if (p->pods[j]->busy) p->pods[j]->dirty = true;
         }
         kite_container_events_free(evs, nev);
     }
     if (now >= p->next_relist) {
         for (size_t i = 0; i < p->n_pods; i++)
-            if (pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
+            if (p->pods[i]->busy || pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
         p->next_relist = now + KITE_PODS_RELIST_NS;
     }
     /* probes: run here when there is no prober thread (tests); their results first, so a
@@ -372,16 +490,13 @@ int64_t kite_pods_step(struct kite_pods *p) {
     int64_t next_probe = INT64_MAX;
     if (!p->threads) next_probe = pods_prober_step(p->prober);
     pods_probe_results(p, now);
-    for (size_t i = 0; i < p->n_pods; i++) {
+    for (size_t i = 0; i < p->n_pods && !p->list_held; i++) {
         struct pod *pod = p->pods[i];
-        if (!pod->dirty && !(pod->next_sync && now >= pod->next_sync)) continue;
+        if (pod->busy || (!pod->dirty && !(pod->next_sync && now >= pod->next_sync))) continue;
         pod->dirty = false;
-        pods_refresh(p, pod);
-        pods_worker_sync(p, pod, now);
-        pods_probes_sync(p, pod);
-        pods_status_update(p, pod);
+        dispatch(p, pod);
     }
-    if (p->listed && !p->orphans_done) {
+    if (p->listed && !p->orphans_done && !p->n_busy) {
         remove_orphans(p);
         p->orphans_done = true;
     }
@@ -389,7 +504,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
         /* the server's copy differs from what it acknowledged (someone else wrote it): send again */
         for (size_t i = 0; i < p->n_pods; i++) {
             struct pod *pod = p->pods[i];
-            if (pod->acked && pod->in_api && !kite_streq(pjs(pod->obj, "status.phase"), pjs(pod->acked, "phase")) &&
+            if (!pod->busy && pod->acked && pod->in_api && !kite_streq(pjs(pod->obj, "status.phase"), pjs(pod->acked, "phase")) &&
                 pod->acked_version == pod->version && pj(pod->obj, "status")) {
                 json_object_put(pod->acked);
                 pod->acked = NULL;
@@ -402,7 +517,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
     /* forget pods that are gone from the API and from the node */
     for (size_t i = 0; i < p->n_pods;) {
         struct pod *pod = p->pods[i];
-        if (!pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
+        if (!pod->busy && !pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
             pods_prober_remove(p->prober, NULL, pod->uid);
             pods_logs_forget(p, pod->uid);
             pod_free(pod);
@@ -413,6 +528,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
     int64_t next = KITE_MIN(KITE_MIN(p->next_relist, p->next_resync), next_probe);
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *pod = p->pods[i];
+        if (pod->busy) continue; /* its worker wakes the thread when done */
         if (pod->next_sync) next = KITE_MIN(next, pod->next_sync);
         if (pod->version > pod->acked_version && pod->in_api) next = KITE_MIN(next, KITE_MAX(pod->next_patch, now));
     }
@@ -522,11 +638,31 @@ static void *watch_thread(void *ud) {
     return NULL;
 }
 
+/* Ends the workers (each finishes the sync it is in). */
+static void stop_workers(struct kite_pods *p) {
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->lock);
+    for (size_t i = 0; i < p->n_workers; i++) pthread_join(p->workers[i], NULL);
+    free(p->workers);
+    p->workers = NULL;
+    p->n_workers = 0;
+}
+
 int kite_pods_start(struct kite_pods *p) {
     int r = pods_prober_start(p->prober);
     if (r < 0) return r;
     /* set before the pods thread runs: it must not step the prober itself */
     p->threads = true;
+    p->workers = kite_calloc(KITE_PODS_WORKERS, sizeof(*p->workers));
+    for (; p->n_workers < KITE_PODS_WORKERS; p->n_workers++)
+        if ((r = -pthread_create(&p->workers[p->n_workers], NULL, worker_thread, p)) < 0) {
+            stop_workers(p);
+            p->threads = false;
+            pods_prober_stop(p->prober);
+            return r;
+        }
     if ((r = -pthread_create(&p->thread, NULL, pods_thread, p)) < 0) {
         p->threads = false;
         pods_prober_stop(p->prober);
@@ -538,6 +674,7 @@ int kite_pods_start(struct kite_pods *p) {
         pthread_mutex_unlock(&p->lock);
         wake(p);
         pthread_join(p->thread, NULL);
+        stop_workers(p);
         p->threads = false;
         pods_prober_stop(p->prober);
         return r;
@@ -554,6 +691,7 @@ void kite_pods_stop(struct kite_pods *p) {
     kite_cancel_fire(&p->watch_cancel);
     pthread_join(p->watch_thread, NULL);
     pthread_join(p->thread, NULL);
+    stop_workers(p);
     pods_prober_stop(p->prober);
     p->threads = false;
 }

@@ -26,6 +26,7 @@
 #define KITE_PODS_SYNC_ERROR_NS (10 * KITE_NS_PER_SEC)        /* retry after a failed runtime call */
 #define KITE_PODS_DEFAULT_GRACE_S 30                          /* terminationGracePeriodSeconds */
 #define KITE_PODS_MAX_PODS 1024                               /* pods tracked by one agent */
+#define KITE_PODS_WORKERS 4                                   /* pods synced at once (worker threads) */
 #define KITE_PODS_EVENT_CACHE 4096                            /* client-go maxLruCacheEntries */
 #define KITE_PODS_EVENT_BURST 25                              /* spam filter burst per object */
 #define KITE_PODS_EVENT_REFILL_NS (300 * KITE_NS_PER_SEC)     /* one more event per 5 min */

@@ -281,15 +281,15 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
     }
     add_cond(conds, prev, "PodScheduled", true, NULL, NULL, now_wall);
     json_object_object_add(st, "conditions", conds);
-    if (p->host_ip) {
-        add_str(st, "hostIP", p->host_ip);
+    if (pod->host_ip) {
+        add_str(st, "hostIP", pod->host_ip);
         json_object *ips = json_object_new_array(), *ip = json_object_new_object();
-        add_str(ip, "ip", p->host_ip);
+        add_str(ip, "ip", pod->host_ip);
         json_object_array_add(ips, ip);
         json_object_object_add(st, "hostIPs", ips);
     }
     json_object *hn = pj(pod->obj, "spec.hostNetwork");
-    const char *pip = hn && json_object_get_boolean(hn) ? p->host_ip : pod->sandbox_ip;
+    const char *pip = hn && json_object_get_boolean(hn) ? pod->host_ip : pod->sandbox_ip;
     if (pip && *pip && !pod->rejected) {
         add_str(st, "podIP", pip);
         json_object *ips = json_object_new_array(), *ip = json_object_new_object();
@@ -353,7 +353,7 @@ static void final_delete(struct kite_pods *p, struct pod *pod) {
 void pods_status_sync(struct kite_pods *p, int64_t now) {
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *pod = p->pods[i];
-        if (!pod->in_api || !pod->status || pod->finished) continue;
+        if (pod->busy || !pod->in_api || !pod->status || pod->finished) continue;
         if (pod->version > pod->acked_version && now >= pod->next_patch) {
             if (pod->acked && json_object_equal(pod->acked, pod->status)) {
                 pod->acked_version = pod->version;

@@ -441,7 +441,7 @@ static int64_t started_mono(struct kite_pods *p, const struct kite_container_sta
 
 void pods_probes_sync(struct kite_pods *p, struct pod *pod) {
     json_object *hn = pj(pod->obj, "spec.hostNetwork");
-    const char *ip = hn && json_object_get_boolean(hn) ? p->host_ip : pod->sandbox_ip;
+    const char *ip = hn && json_object_get_boolean(hn) ? pod->host_ip : pod->sandbox_ip;
     for (size_t i = pod->n_init; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
         if (!c->id) continue;
@@ -478,14 +478,31 @@ static void probe_kill(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, 
 }
 
 void pods_probe_results(struct kite_pods *p, int64_t now) {
-    struct probe_result *v = NULL;
-    size_t n = 0;
-    pods_prober_take(p->prober, &v, &n);
+    struct probe_result *fresh = NULL;
+    size_t n_fresh = 0;
+    pods_prober_take(p->prober, &fresh, &n_fresh);
+    /* results held for pods that were with a worker come first */
+    struct probe_result *v = p->held_probes;
+    size_t n = p->n_held_probes;
+    if (n_fresh) {
+        v = kite_realloc(v, (n + n_fresh) * sizeof(*v));
+        memcpy(v + n, fresh, n_fresh * sizeof(*v));
+        n += n_fresh;
+    }
+    free(fresh);
+    p->held_probes = NULL;
+    p->n_held_probes = 0;
     for (size_t i = 0; i < n; i++) {
         struct probe_result *r = &v[i];
         struct pod *pod = NULL;
         for (size_t j = 0; j < p->n_pods && !pod; j++)
             if (strcmp(p->pods[j]->uid, r->pod_uid) == 0) pod = p->pods[j];
+        if (pod && pod->busy) {
+            p->held_probes = kite_realloc(p->held_probes, (p->n_held_probes + 1) * sizeof(*v));
+            p->held_probes[p->n_held_probes++] = *r;
+            pod->dirty = true;
+            continue;
+        }
         struct pod_ctr *c = NULL;
         for (size_t j = 0; pod && j < pod->nc && !c; j++)
             if (kite_streq(pod->c[j].id, r->cid)) c = &pod->c[j];
@@ -517,7 +534,7 @@ void pods_admit(struct kite_pods *p, struct pod *pod) {
     pods_requests(pj(pod->obj, "spec"), &cpu, &mem);
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *o = p->pods[i];
-        if (o == pod || !o->admitted || o->rejected || o->finished || o->killed) continue;
+        if (o == pod || !pods_holds_resources(o)) continue;
         int64_t c = 0, m = 0;
         pods_requests(pj(o->obj, "spec"), &c, &m);
         used_cpu += c;
@@ -562,6 +579,7 @@ void pod_free(struct pod *pod) {
     json_object_put(pod->obj);
     free(pod->sandbox_id);
     free(pod->sandbox_ip);
+    free(pod->host_ip);
     free(pod->reject_reason);
     free(pod->reject_message);
     free(pod->hung_op);

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,10 @@ struct runc_rt {
     char *bridge;
     struct kite_cidr cidr;
     struct kite_ipam *ipam;
+    /* Calls run from several threads at once (the agent's pod workers): mu guards the
+     * watches, the address allocator, the bridge and every meta.json write; it is never held
+     * while a runc, conmon or copy child runs, so one pod's slow call does not hold another's. */
+    pthread_mutex_t mu;
     struct watch *watches;
     size_t n_watches;
     struct kite_clock *clock;
@@ -158,9 +163,16 @@ static json_object *read_meta(struct runc_rt *c, const char *id) {
     return read_json(p);
 }
 
-static void write_meta(struct runc_rt *c, const char *id, json_object *meta) {
+/* mu held: the temporary file's name is fixed */
+static void write_meta_locked(struct runc_rt *c, const char *id, json_object *meta) {
     _cleanup_free_ char *p = cdir(c, id, "meta.json");
     write_json(p, meta);
+}
+
+static void write_meta(struct runc_rt *c, const char *id, json_object *meta) {
+    pthread_mutex_lock(&c->mu);
+    write_meta_locked(c, id, meta);
+    pthread_mutex_unlock(&c->mu);
 }
 
 static pid_t read_pid(const char *path) {
@@ -238,7 +250,7 @@ static bool cgroup_v2_memory(void) {
     return kite_read_file("/sys/fs/cgroup/cgroup.controllers", 4096, &t, &len) == 0 && strstr(t, "memory");
 }
 
-/* ---- exit watching ----------------------------------------------------------------------- */
+/* ---- exit watching (mu held) ------------------------------------------------------------- */
 
 static struct watch *find_watch(struct runc_rt *c, const char *id) {
     for (size_t i = 0; i < c->n_watches; i++)
@@ -274,13 +286,24 @@ static void unwatch(struct runc_rt *c, const char *id) {
  * finish time. Idempotent. */
 static void record_exit(struct runc_rt *c, const char *id, json_object *meta, int64_t finished) {
     if (jint(meta, "finished")) return;
+    pthread_mutex_lock(&c->mu);
     finished = KITE_MAX(finished, jint(meta, "started"));
     const char *cg = jstr(meta, "cgroup");
     _cleanup_free_ char *oomf = cdir(c, id, "oom");
     bool oom = (cg && cgroup_oom_kills(cg) > 0) || access(oomf, F_OK) == 0;
     json_object_object_add(meta, "oom", json_object_new_boolean(oom));
     json_object_object_add(meta, "finished", json_object_new_int64(finished));
-    write_meta(c, id, meta);
+    write_meta_locked(c, id, meta);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The wall time the pidfd saw the container end; 0 = not seen. */
+static int64_t watch_finished(struct runc_rt *c, const char *id) {
+    pthread_mutex_lock(&c->mu);
+    struct watch *w = find_watch(c, id);
+    int64_t t = w ? w->finished_ns : 0;
+    pthread_mutex_unlock(&c->mu);
+    return t;
 }
 
 /* ---- OCI config -------------------------------------------------------------------------- */
@@ -616,7 +639,9 @@ static int rc_start_container(struct kite_runtime *rt, const char *id, int64_t t
     if (r == 0) {
         json_object_object_add(meta, "started", json_object_new_int64(started));
         write_meta(c, id, meta);
+        pthread_mutex_lock(&c->mu);
         watch_container(c, id);
+        pthread_mutex_unlock(&c->mu);
     }
     json_object_put(meta);
     return r;
@@ -638,8 +663,8 @@ static int fill_status(struct runc_rt *c, const char *id, json_object *meta, str
     int64_t mtime = 0;
     int r = read_exit(c, id, &code, &mtime);
     if (r == 0) {
-        struct watch *w = find_watch(c, id);
-        record_exit(c, id, meta, w && w->finished_ns ? w->finished_ns : mtime);
+        int64_t seen = watch_finished(c, id);
+        record_exit(c, id, meta, seen ? seen : mtime);
         s->state = KITE_CONTAINER_EXITED;
         s->exit_code = code;
         s->signal = code > 128 && code < 128 + 65 ? code - 128 : 0;
@@ -726,7 +751,9 @@ static int remove_by_id(struct runc_rt *c, const char *id, int64_t deadline) {
         if (r == -EIO) r = 0;
     }
     if (r == 0) {
+        pthread_mutex_lock(&c->mu);
         unwatch(c, id);
+        pthread_mutex_unlock(&c->mu);
         destroy_bundle(c, id);
         if (jstr(meta, "cgroup")) cgroup_remove(jstr(meta, "cgroup"));
     }
@@ -834,7 +861,10 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
     _cleanup_free_ char *host_if = NULL;
     uint32_t addr = 0;
     if (!cfg->host_network) {
-        if ((r = kite_ipam_allocate(c->ipam, id, &addr, &err)) < 0) {
+        pthread_mutex_lock(&c->mu);
+        r = kite_ipam_allocate(c->ipam, id, &addr, &err);
+        pthread_mutex_unlock(&c->mu);
+        if (r < 0) {
             kite_rm_rf(sdir);
             kite_rm_rf(dir);
             if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_asprintf("allocating an address: %s", strerror(-r));
@@ -879,7 +909,12 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
         write_meta(c, id, meta);
     }
     /* plugged in before run_sandbox returns: the pod's containers start with their address */
-    if (r == 0 && host_if && (r = kite_net_bridge_ensure(c->bridge, kite_cidr_gateway(&c->cidr), c->cidr.prefix, &err)) == 0)
+    if (r == 0 && host_if) {
+        pthread_mutex_lock(&c->mu);
+        r = kite_net_bridge_ensure(c->bridge, kite_cidr_gateway(&c->cidr), c->cidr.prefix, &err);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (r == 0 && host_if)
         r = kite_net_attach(c->bridge, host_if, container_pid(c, id), addr, c->cidr.prefix, kite_cidr_gateway(&c->cidr), &err);
     json_object_put(config);
     json_object_put(meta);
@@ -891,7 +926,9 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
         cgroup_remove(cg);
         if (host_if) {
             kite_net_detach(host_if);
+            pthread_mutex_lock(&c->mu);
             kite_ipam_release(c->ipam, id);
+            pthread_mutex_unlock(&c->mu);
         }
         if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_strdup(strerror(-r));
         return r;
@@ -938,7 +975,9 @@ static int rc_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t ti
         /* the veth went with the holder's namespace unless something else holds it; the
          * address is free once the sandbox is gone */
         kite_net_detach(jstr(sb, "host_if"));
+        pthread_mutex_lock(&c->mu);
         r = kite_ipam_release(c->ipam, id);
+        pthread_mutex_unlock(&c->mu);
     }
     if (r == 0) {
         _cleanup_free_ char *sdir = kite_asprintf("%s/%s", c->sandboxes, id);
@@ -1006,8 +1045,8 @@ static void push_event(struct kite_container_event **v, size_t *n, struct runc_r
         json_object_put(meta);
         return;
     }
-    struct watch *w = find_watch(c, id);
-    record_exit(c, id, meta, w && w->finished_ns ? w->finished_ns : mtime);
+    int64_t seen = watch_finished(c, id);
+    record_exit(c, id, meta, seen ? seen : mtime);
     *v = kite_realloc(*v, (*n + 1) * sizeof(**v));
     (*v)[(*n)++] = (struct kite_container_event){
         .container_id = kite_strdup(id),
@@ -1016,14 +1055,15 @@ static void push_event(struct kite_container_event **v, size_t *n, struct runc_r
         .oom_killed = json_object_get_boolean(json_object_object_get(meta, "oom")),
         .finished_ns = jint(meta, "finished"),
     };
+    pthread_mutex_lock(&c->mu);
     unwatch(c, id);
+    pthread_mutex_unlock(&c->mu);
     json_object_put(meta);
 }
 
-static int rc_read_events(struct kite_runtime *rt, struct kite_container_event **ret, size_t *ret_n) {
-    struct runc_rt *c = rc_of(rt);
-    struct kite_container_event *v = NULL;
-    size_t n = 0;
+/* The ids whose exit the epoll set reports (mu held): a pidfd that ended, or an exit file
+ * conmon wrote for a watched container. */
+static void take_exits(struct runc_rt *c, char ***ids, size_t *n) {
     struct epoll_event evs[64];
     int k;
     while ((k = epoll_wait(c->epfd, evs, 64, 0)) > 0) {
@@ -1035,7 +1075,10 @@ static int rc_read_events(struct kite_runtime *rt, struct kite_container_event *
                 while ((len = read(c->inofd, buf, sizeof buf)) > 0)
                     for (char *p = buf; p < buf + len;) {
                         struct inotify_event *ie = (struct inotify_event *)p;
-                        if (ie->len && find_watch(c, ie->name)) push_event(&v, &n, c, ie->name);
+                        if (ie->len && find_watch(c, ie->name)) {
+                            *ids = kite_realloc(*ids, (*n + 1) * sizeof(char *));
+                            (*ids)[(*n)++] = kite_strdup(ie->name);
+                        }
                         p += sizeof(*ie) + ie->len;
                     }
                 continue;
@@ -1048,13 +1091,32 @@ static int rc_read_events(struct kite_runtime *rt, struct kite_container_event *
                 epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
                 close(fd);
                 w->pidfd = -1;
-                _cleanup_free_ char *id = kite_strdup(w->id);
-                int code;
-                if (read_exit(c, id, &code, NULL) == 0) push_event(&v, &n, c, id);
+                *ids = kite_realloc(*ids, (*n + 1) * sizeof(char *));
+                (*ids)[(*n)++] = kite_strdup(w->id);
                 break;
             }
         }
     }
+}
+
+static int rc_read_events(struct kite_runtime *rt, struct kite_container_event **ret, size_t *ret_n) {
+    struct runc_rt *c = rc_of(rt);
+    struct kite_container_event *v = NULL;
+    size_t n = 0, n_ids = 0;
+    char **ids = NULL;
+    pthread_mutex_lock(&c->mu);
+    take_exits(c, &ids, &n_ids);
+    pthread_mutex_unlock(&c->mu);
+    /* files are read without the lock; an id seen twice (pidfd and exit file) counts once,
+     * as push_event unwatches it */
+    for (size_t i = 0; i < n_ids; i++) {
+        pthread_mutex_lock(&c->mu);
+        bool watched = find_watch(c, ids[i]) != NULL;
+        pthread_mutex_unlock(&c->mu);
+        int code;
+        if (watched && read_exit(c, ids[i], &code, NULL) == 0) push_event(&v, &n, c, ids[i]);
+    }
+    kite_strv_free(ids, n_ids);
     *ret = v;
     *ret_n = n;
     return 0;
@@ -1171,11 +1233,13 @@ static void rc_free(struct kite_runtime *rt) {
     char *strs_[] = {c->root, c->runc, c->conmon, c->pause_bin, c->cgroup_root, c->images, c->state, c->exits,
                      c->containers, c->sandboxes, c->logs, c->sockets, c->version, c->bridge};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(strs_); i++) free(strs_[i]);
+    pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
 static const struct kite_runtime_ops runc_ops = {
     .name = "runc",
+    .concurrent = true,
     .version = rc_version,
     .status = rc_status,
     .list_images = rc_list_images,
@@ -1203,6 +1267,7 @@ int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime
     if (!o || !o->root_dir || !*o->root_dir) return -EINVAL;
     struct runc_rt *c = kite_calloc(1, sizeof(*c));
     c->rt.ops = &runc_ops;
+    pthread_mutex_init(&c->mu, NULL);
     c->epfd = c->inofd = -1;
     c->clock = kite_clock_real();
     c->root = kite_strdup(o->root_dir);

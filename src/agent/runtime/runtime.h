@@ -1,6 +1,8 @@
 /* The agent's container-runtime interface, in the CRI's shape (DESIGN.md "Runtime"): version,
  * images, pod sandboxes, containers, exec and container events, so a CRI (gRPC) backend can sit
- * next to `runc` and `fake`. A runtime is used from one thread at a time.
+ * next to `runc` and `fake`. A runtime whose ops say `concurrent` takes calls from several
+ * threads at once (calls on one container or sandbox still come one at a time); any other is
+ * used from one thread at a time.
  *
  * Every call that may block takes timeout_ns (0 = KITE_RT_DEFAULT_TIMEOUT_NS) and returns
  * -ETIMEDOUT when it runs out rather than hanging: the runc backend runs each runc call as a
@@ -117,6 +119,7 @@ struct kite_container_event {
 
 struct kite_runtime_ops {
     const char *name; /* "runc", "fake" */
+    bool concurrent;  /* calls may run from several threads at once (see the top) */
     /* *ret_name ("runc") and *ret_version ("1.1.5") are new strings the caller frees; set only
      * on success. 0 or -errno. */
     int (*version)(struct kite_runtime *rt, char **ret_name, char **ret_version);
