@@ -1,7 +1,7 @@
-# kite build. `make` builds build/kite and build/kite-agent; `make test` runs every test; `make asan` the unit
-# tests under AddressSanitizer+UBSan; `make soak` randomized API traffic against the ASan
-# build; `make test-e2e-tsan` the e2e tests under ThreadSanitizer; `make bench` the
-# benchmarks; `make up` a local cluster.
+# kite build. `make` builds build/kite and build/kite-agent; `make test` runs every test;
+# `make asan` the unit tests under AddressSanitizer+UBSan; `make soak` randomized API traffic
+# against the ASan build; `make test-e2e-tsan` the e2e tests under ThreadSanitizer; `make bench`
+# the benchmarks; `make up` a local cluster.
 #
 # Each folder of src/ is a module compiled to its own archive, linked in dependency order
 # (DESIGN.md): a module's tests link only the modules it may use.
@@ -105,9 +105,9 @@ $(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(MAINS),$(call objs_of,cmd)
 
 # The node agent linked alone (`kite-agent`, the same flags as `kite agent`): every library a
 # process maps costs it the pages it touches (relocations, data, the code run at start), so
-# the apiserver's SQLite, mimalloc and libm in build/kite made an idle `kite agent` 9.0 MB RSS;
-# linked alone it is 7.0 MB (BENCHMARKS.md, pods). No mimalloc: glibc's malloc keeps the
-# agent's few threads smaller. --as-needed drops every library of LDLIBS it does not call.
+# the apiserver's SQLite, mimalloc and libm in build/kite made an idle `kite agent` ~9 MB RSS;
+# linked alone it is ~7 MB (BENCHMARKS.md, pods). No mimalloc: under glibc's malloc the agent
+# is smaller idle and per pod. --as-needed drops every library of LDLIBS it does not call.
 $(BUILD)/kite-agent: $(BUILD)/obj/cmd/agent_main.o $(call lib_of,cmd) $(call libs_for,agent)
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(call lib_of,cmd) $(call libs_for,agent) -Wl,--as-needed $(LDLIBS)
 
