@@ -220,6 +220,34 @@ def test_delete_is_graceful(cluster):
     assert any(e["reason"] == "Killing" for e in events(c, "term"))
 
 
+def test_slow_stop_holds_no_other_pod(cluster):
+    """A pod whose preStop hook runs long (the runtime call lasts up to its 10 s limit) holds its
+    own worker only: a pod created meanwhile starts, and another pod's exit is reported, while
+    the hook still runs (one thread synced every pod before, and both waited for the hook)."""
+    c = cluster
+    hook = {"preStop": {"exec": {"command": ["sleep", "60"]}}}
+    pod(c, "slowstop", [sh("c", "sleep 1000", lifecycle=hook)], grace=15)
+    wait(lambda: status_of(c, "slowstop").get("phase") == "Running", 15, "slowstop Running")
+    c.api().delete(f"/api/v1/namespaces/{NS}/pods/slowstop")
+    # the Killing event comes just before the hook runs
+    wait(lambda: any(e["reason"] == "Killing" for e in events(c, "slowstop")), 10, "Killing event")
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    pod(c, "during", [sh("c", "sleep 1000")])
+    pod(c, "exiter", [sh("c", "sleep 1; exit 3")], restart="Never")
+    wait(lambda: status_of(c, "during").get("phase") == "Running"
+         and status_of(c, "exiter").get("phase") == "Failed", 20, "during Running, exiter Failed")
+    took = time.monotonic() - t0
+    assert get(c, "slowstop") is not None, "the hook should still be running"
+    # the hook has ~9.5 s left at t0: waiting for it would take longer than this
+    assert took < 7, f"{took:.1f} s: the other pods waited for the slow hook"
+    assert cstatus(status_of(c, "exiter"), "c")["state"]["terminated"]["exitCode"] == 3
+    for name in ("during", "exiter"):
+        c.api().delete(f"/api/v1/namespaces/{NS}/pods/{name}")
+    for name in ("slowstop", "during", "exiter"):
+        wait(lambda: get(c, name) is None, 40, f"{name} gone")
+
+
 def test_agent_restart_keeps_containers(cluster):
     c = cluster
     for name in ("crash", "noimg"):  # pods that would create containers meanwhile
