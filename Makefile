@@ -1,7 +1,7 @@
-# kite build. `make` builds build/kite; `make test` runs every test; `make asan` the unit
-# tests under AddressSanitizer+UBSan; `make soak` randomized API traffic against the ASan
-# build; `make test-e2e-tsan` the e2e tests under ThreadSanitizer; `make bench` the
-# benchmarks; `make up` a local cluster.
+# kite build. `make` builds build/kite and build/kite-agent; `make test` runs every test;
+# `make asan` the unit tests under AddressSanitizer+UBSan; `make soak` randomized API traffic
+# against the ASan build; `make test-e2e-tsan` the e2e tests under ThreadSanitizer; `make bench`
+# the benchmarks; `make up` a local cluster.
 #
 # Each folder of src/ is a module compiled to its own archive, linked in dependency order
 # (DESIGN.md): a module's tests link only the modules it may use.
@@ -54,6 +54,7 @@ DEPS_client    := client api json base
 DEPS_agent     := agent client http pki api json base
 DEPS_controllers := controllers client pki api json base
 # cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
+# and kite-agent (the linker takes agent.o, flags.o and signals.o from it)
 DEPS_cmd       := cmd api json base
 # extra modules a module's unit tests may link (test fixtures only)
 TESTDEPS_http  := pki
@@ -66,7 +67,7 @@ lib_of  = $(BUILD)/lib/libkite_$(1).a
 libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
 
 .PHONY: all deps test test-unit test-e2e test-e2e-asan test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
-all: deps $(BUILD)/kite
+all: deps $(BUILD)/kite $(BUILD)/kite-agent
 
 deps:
 	@scripts/install-deps
@@ -77,9 +78,10 @@ $(BUILD)/obj/%.o: src/%.c
 
 # Variables in the recipes below are escaped ($$) so they expand when the recipe runs, after
 # `deps` installed the packages pkg-config asks about, not when the rules are defined.
-# (cmd's archive leaves out main.o: a test's own main comes from criterion)
+# (cmd's archive leaves out the mains: a test's own main comes from criterion)
+MAINS := $(BUILD)/obj/cmd/main.o $(BUILD)/obj/cmd/agent_main.o
 define module_rules
-$(call lib_of,$(1)): $(filter-out $(BUILD)/obj/cmd/main.o,$(call objs_of,$(1)))
+$(call lib_of,$(1)): $(filter-out $(MAINS),$(call objs_of,$(1)))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
 	ar rcs $$@ $$^
@@ -97,9 +99,17 @@ $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(BUILD)/obj/cmd/main.o,$(call objs_of,cmd)) \
+$(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(MAINS),$(call objs_of,cmd)) \
                $(call libs_for,agent) $(call libs_for,controllers) $(call libs_for,apiserver) $(call lib_of,pki)
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,agent controllers client apiserver http pki store api json base,$(call lib_of,$(m))) $(MALLOC) $(LDLIBS)
+
+# The node agent linked alone (`kite-agent`, the same flags as `kite agent`): every library a
+# process maps costs it the pages it touches (relocations, data, the code run at start), so
+# the apiserver's SQLite, mimalloc and libm in build/kite made an idle `kite agent` ~9 MB RSS;
+# linked alone it is ~7 MB (BENCHMARKS.md, pods). No mimalloc: under glibc's malloc the agent
+# is smaller idle and per pod. --as-needed drops every library of LDLIBS it does not call.
+$(BUILD)/kite-agent: $(BUILD)/obj/cmd/agent_main.o $(call lib_of,cmd) $(call libs_for,agent)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(call lib_of,cmd) $(call libs_for,agent) -Wl,--as-needed $(LDLIBS)
 
 UNIT_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/unit/$(m)/*.c),$(m)))
 test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
@@ -113,14 +123,14 @@ asan:
 
 # The end-to-end tests again against the sanitizer build; any report in a log fails them.
 test-e2e-asan:
-	$(MAKE) SANITIZE=1 build-asan/kite
+	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 /usr/bin/python3 -m pytest -q tests/e2e
 
 # The end-to-end tests against the ThreadSanitizer build (slow; not part of `make test`): a
 # report in a log fails the test. second_deadlock_stack shows both stacks of a lock-order report.
 TSAN_E2E_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 history_size=4
 test-e2e-tsan:
-	$(MAKE) SANITIZE=thread build-tsan/kite
+	$(MAKE) SANITIZE=thread build-tsan/kite build-tsan/kite-agent
 	KITE=$(abspath build-tsan/kite) TSAN_OPTIONS="$(TSAN_E2E_OPTIONS)" /usr/bin/python3 -m pytest -q tests/e2e
 
 # A randomized mix of API operations from several clients against the ASan build for

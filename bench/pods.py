@@ -3,8 +3,9 @@
 
 usage: pods.py [--kite PATH] [--pods 100] [--rate 2] [--exits 200] [--keep]
 
-Starts `kite apiserver` and a separate `kite agent` (its own process, so its memory is its own)
-on a temp dir, with the busybox image imported. Then:
+Starts `kite apiserver` and a separate agent (its own process, so its memory is its own):
+`kite-agent` (the agent linked alone) when it is beside the kite binary, else `kite agent`; on
+a temp dir, with the busybox image imported. Then:
   1. pod start: creates --pods pods (spec.nodeName set: no scheduler in the path) at --rate pods/s;
      a watcher records when each is first seen Running. Baseline, same run: `runc run -d` of the
      same busybox image unpacked by umoci (a bare container: no sandbox, no API), 20 times.
@@ -188,6 +189,12 @@ def runc_baseline(work, tar, n=20):
     return pct(times, 50), pct(times, 99)
 
 
+def agent_command(kite):
+    """kite-agent beside the kite binary (the agent linked alone, as nodes run it), else `kite agent`."""
+    alone = Path(kite).parent / "kite-agent"
+    return [str(alone)] if os.access(alone, os.X_OK) else [kite, "agent"]
+
+
 def pod_body(name, node, fifo_dir):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
             "spec": {"nodeName": node, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
@@ -244,7 +251,9 @@ def main():
         akc = work / "agent.kubeconfig"
         akc.write_text(subprocess.run([a.kite, "kubeconfig", "--data-dir", str(api_dir), "--node", node],
                                       check=True, capture_output=True, text=True).stdout)
-        agent = subprocess.Popen([a.kite, "agent", "--kubeconfig", str(akc), "--node-name", node,
+        agent_cmd = agent_command(a.kite)
+        log(f"agent: {' '.join(agent_cmd)}")
+        agent = subprocess.Popen([*agent_cmd, "--kubeconfig", str(akc), "--node-name", node,
                                   "--root-dir", str(agent_dir), "--max-pods", str(max(110, a.pods + 10))],
                                  stdout=open(work / "agent.log", "w"), stderr=subprocess.STDOUT)
         procs.append(agent)
@@ -340,12 +349,12 @@ def main():
         print(f"container exit -> pod status seen by a watcher ({len(exit_ms)} exits): p50 {pct(exit_ms, 50):.1f} ms, "
               f"p99 {pct(exit_ms, 99):.1f} ms; baseline API write -> watch p50 {pct(floor_ms, 50):.1f} ms "
               f"(ratio p50 {pct(exit_ms, 50) / max(0.001, pct(floor_ms, 50)):.1f}x); target p99 < 50 ms")
-        print(f"agent RSS: {rss0 / 1024:.1f} MB with 0 pods, {rss10 / 1024:.1f} MB with 10, {rssN / 1024:.1f} MB "
-              f"with {a.pods} ({per_pod:.0f} kB per pod); target < 8 MB + 100 kB per pod")
+        print(f"agent RSS ({' '.join(agent_cmd)}): {rss0 / 1024:.1f} MB with 0 pods, {rss10 / 1024:.1f} MB with 10, "
+              f"{rssN / 1024:.1f} MB with {a.pods} ({per_pod:.0f} kB per pod); target < 8 MB + 100 kB per pod")
         print(f"summary: start_p50_ms={pct(start_ms, 50):.0f} start_p99_ms={pct(start_ms, 99):.0f} "
               f"runc_p50_ms={raw50:.0f} exit_p50_ms={pct(exit_ms, 50):.1f} exit_p99_ms={pct(exit_ms, 99):.1f} "
               f"floor_p50_ms={pct(floor_ms, 50):.1f} rss0_kb={rss0} rss10_kb={rss10} rssN_kb={rssN} "
-              f"per_pod_kb={per_pod:.0f}")
+              f"per_pod_kb={per_pod:.0f} agent={Path(agent_cmd[0]).name}")
         w.stop = True
     finally:
         for p in reversed(procs):

@@ -24,12 +24,12 @@ int agent_flag_record(const char *name, const char *value, void *ud) {
 int agent_flags_apply(const struct agent_flag_args *a, const char *config_path, struct kite_agent_config *cfg) {
     _cleanup_free_ char *err = NULL;
     if (config_path && kite_agent_config_load_file(cfg, config_path, &err) < 0) {
-        fprintf(stderr, "kite %s: %s\n", a->cmd, err ? err : "cannot read --config");
+        fprintf(stderr, "%s%s: %s\n", flags_prog_prefix(a->cmd), a->cmd, err ? err : "cannot read --config");
         return 2;
     }
     for (size_t i = 0; i < a->n; i++)
         if (kite_agent_config_set_flag(cfg, a->names[i], a->values[i], &err) < 0) {
-            fprintf(stderr, "kite %s: %s\n", a->cmd, err ? err : "bad flag value");
+            fprintf(stderr, "%s%s: %s\n", flags_prog_prefix(a->cmd), a->cmd, err ? err : "bad flag value");
             return 2;
         }
     return 0;
@@ -91,9 +91,13 @@ static int run_bootstrapped(struct boot *b) {
 }
 
 int cmd_agent(int argc, char **argv) {
+    return agent_main("agent", argc, argv);
+}
+
+int agent_main(const char *cmd, int argc, char **argv) {
     const char *kubeconfig = NULL, *config = NULL, *bootstrap_kubeconfig = NULL, *cert_dir = NULL;
     int64_t rotate_after_ns = 0;
-    struct agent_flag_args fa = {.cmd = "agent"};
+    struct agent_flag_args fa = {.cmd = cmd};
     const struct flag flags[] = {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
                  .required = true),
@@ -115,7 +119,7 @@ int cmd_agent(int argc, char **argv) {
                       "instead of at 70-90% of its lifetime (tests)", NULL, KITE_NS_PER_SEC, &rotate_after_ns),
         FLAG_END,
     };
-    int r = flags_parse("agent",
+    int r = flags_parse(cmd,
                         "Runs the node agent: registers this machine as a Node, renews its Lease and reports\n"
                         "its status to the API server.",
                         flags, argc, argv, agent_flag_record, &fa);

@@ -9,6 +9,9 @@
 int cmd_apiserver(int argc, char **argv);
 int cmd_up(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+/* kite agent's body, also kite-agent's main (agent_main.c): cmd names it in messages and the
+ * help ("agent" or "kite-agent", flags_prog_prefix); argv[0] is not read. */
+int agent_main(const char *cmd, int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
 int cmd_certs(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);

@@ -65,8 +65,14 @@ static void print_row(const char *left, const char *help, const char *extra) {
     putchar('\n');
 }
 
+const char *flags_prog_prefix(const char *cmd) {
+    return strncmp(cmd, "kite-", 5) == 0 ? "" : "kite ";
+}
+/* Two printf arguments for a "%s%s" naming the command: "kite agent", "kite-agent". */
+#define PROG(cmd) flags_prog_prefix(cmd), (cmd)
+
 static void usage(const char *cmd, const char *summary, const struct flag *flags) {
-    printf("usage: kite %s", cmd);
+    printf("usage: %s%s", PROG(cmd));
     for (const struct flag *f = flags; f->name; f++)
         if (f->required) printf(" --%s %s", f->name, value_name(f));
     printf(" [flags]\n\n%s\n\nflags:\n", summary);
@@ -107,7 +113,7 @@ static int set(const char *cmd, const struct flag *f, const char *v, bool again)
         return 0;
     case FLAG_INT:
         if (kite_parse_int64(v, &n) < 0 || n < f->min || n > f->max) {
-            fprintf(stderr, "kite %s: --%s: \"%s\" is not a number from %lld to %lld\n", cmd, f->name, v,
+            fprintf(stderr, "%s%s: --%s: \"%s\" is not a number from %lld to %lld\n", PROG(cmd), f->name, v,
                     (long long)f->min, (long long)f->max);
             return -1;
         }
@@ -116,7 +122,7 @@ static int set(const char *cmd, const struct flag *f, const char *v, bool again)
     case FLAG_DURATION:
         if (kite_duration_parse(v, &n) < 0 || n < f->min) {
             format_duration(f->min, d);
-            fprintf(stderr, "kite %s: --%s: \"%s\" is not a duration of at least %s\n", cmd, f->name, v,
+            fprintf(stderr, "%s%s: --%s: \"%s\" is not a duration of at least %s\n", PROG(cmd), f->name, v,
                     f->min > 0 ? d : "0s");
             return -1;
         }
@@ -127,7 +133,7 @@ static int set(const char *cmd, const struct flag *f, const char *v, bool again)
         errno = 0;
         double x = strtod(v, &end);
         if (!*v || *end || errno || !(x >= f->fmin && x <= f->fmax)) {
-            fprintf(stderr, "kite %s: --%s: \"%s\" is not a number from %g to %g\n", cmd, f->name, v, f->fmin, f->fmax);
+            fprintf(stderr, "%s%s: --%s: \"%s\" is not a number from %g to %g\n", PROG(cmd), f->name, v, f->fmin, f->fmax);
             return -1;
         }
         *f->to.real = x;
@@ -135,7 +141,7 @@ static int set(const char *cmd, const struct flag *f, const char *v, bool again)
     }
     case FLAG_BOOL:
         if (!parse_bool(v, f->to.boolean)) {
-            fprintf(stderr, "kite %s: --%s: \"%s\" is not true or false\n", cmd, f->name, v);
+            fprintf(stderr, "%s%s: --%s: \"%s\" is not true or false\n", PROG(cmd), f->name, v);
             return -1;
         }
         return 0;
@@ -171,7 +177,7 @@ int flags_parse(const char *cmd, const char *summary, const struct flag *flags, 
         /* --name, or -x for a one-letter name (pflag's shorthand: kubectl's -o) */
         bool shorthand = a[0] == '-' && a[1] && a[1] != '-' && (!a[2] || a[2] == '=');
         if (!shorthand && (strncmp(a, "--", 2) != 0 || !a[2])) {
-            fprintf(stderr, "kite %s: unexpected argument \"%s\" (see kite %s --help)\n", cmd, a, cmd);
+            fprintf(stderr, "%s%s: unexpected argument \"%s\" (see %s%s --help)\n", PROG(cmd), a, PROG(cmd));
             return -1;
         }
         const char *start = a + (shorthand ? 1 : 2), *eq = strchr(start, '=');
@@ -179,7 +185,7 @@ int flags_parse(const char *cmd, const char *summary, const struct flag *flags, 
         size_t k = 0;
         while (k < n_flags && strcmp(flags[k].name, name) != 0) k++;
         if (k == n_flags) {
-            fprintf(stderr, "kite %s: unknown flag --%s (see kite %s --help)\n", cmd, name, cmd);
+            fprintf(stderr, "%s%s: unknown flag --%s (see %s%s --help)\n", PROG(cmd), name, PROG(cmd));
             return -1;
         }
         const struct flag *f = &flags[k];
@@ -188,7 +194,7 @@ int flags_parse(const char *cmd, const char *summary, const struct flag *flags, 
         if (!value && f->kind == FLAG_BOOL) value = i + 1 < argc && parse_bool(argv[i + 1], &ignored) ? argv[++i] : "true";
         else if (!value && i + 1 < argc) value = argv[++i];
         if (!value) {
-            fprintf(stderr, "kite %s: flag --%s needs a value\n", cmd, name);
+            fprintf(stderr, "%s%s: flag --%s needs a value\n", PROG(cmd), name);
             return -1;
         }
         if (f->forward ? forward(f->name, value, ud) < 0 : set(cmd, f, value, given[k]) < 0) return -1;
@@ -196,7 +202,7 @@ int flags_parse(const char *cmd, const char *summary, const struct flag *flags, 
     }
     for (size_t k = 0; k < n_flags; k++)
         if (flags[k].required && !given[k]) {
-            fprintf(stderr, "kite %s: --%s is required\n", cmd, flags[k].name);
+            fprintf(stderr, "%s%s: --%s is required\n", PROG(cmd), flags[k].name);
             return -1;
         }
     return 0;

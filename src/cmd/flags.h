@@ -52,6 +52,10 @@ struct flag {
 int flags_parse(const char *cmd, const char *summary, const struct flag *flags, int argc, char **argv,
                 int (*forward)(const char *name, const char *value, void *ud), void *ud);
 
+/* "kite " for a subcommand's name ("agent" -> "kite agent"); "" for a program of its own
+ * ("kite-agent"): messages and the help name the command as it was run. */
+const char *flags_prog_prefix(const char *cmd);
+
 /* Rows. Trailing arguments are more designators: FLAG_INT(..., .required = true). */
 #define FLAG_STR(n, a, h, d, t, ...) {.name = (n), .kind = FLAG_STRING, .arg = (a), .help = (h), .def = (d), .to.str = (t), __VA_ARGS__}
 #define FLAG_INT(n, h, d, lo, hi, t, ...)                                                                            \

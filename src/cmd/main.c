@@ -1,8 +1,6 @@
 /* kite: one binary, subcommands in a table (git's main.c). */
 #include "cmd/cmd.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,25 +29,6 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         fprintf(f, "  %-19s %s\n", COMMANDS[i].name, COMMANDS[i].help);
     fprintf(f, "\nRun 'kite <command> --help' for the flags of a command.\n");
-}
-
-void kite_block_signals(void) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
-
-int kite_wait_for_signal(void) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    int sig = 0;
-    sigwait(&set, &sig);
-    return sig;
 }
 
 int main(int argc, char **argv) {
