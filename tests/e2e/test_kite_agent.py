@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, KiteProcess, _workdir, pod_network_flags
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, KiteProcess, _workdir, pod_network_flags, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KITE_AGENT = os.path.join(os.path.dirname(KITE), "kite-agent")
@@ -26,17 +26,6 @@ def needed_libraries(binary):
     p = run("ldd", binary)
     assert p.returncode == 0, p.stderr
     return {line.split()[0] for line in p.stdout.splitlines() if line.strip()}
-
-
-def wait(fn, timeout, what):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}; last: {last!r}")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -132,9 +121,9 @@ def conditions(obj):
 def test_registers_and_runs_a_pod(node):
     c = node
     api = c.api()
-    n = wait(lambda: (r := api.get(f"/api/v1/nodes/{NODE}")).status == 200
-             and conditions(r.json()).get("Ready") == "True" and r.json(), 30,
-             f"node {NODE} Ready\n" + c.agent.log_tail())
+    n = wait_for(lambda: (r := api.get(f"/api/v1/nodes/{NODE}")).status == 200
+                 and conditions(r.json()).get("Ready") == "True" and r.json(), 30,
+                 what=f"node {NODE} Ready\n" + c.agent.log_tail())
     assert n["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("runc://"), n["status"]["nodeInfo"]
     assert any(name.startswith("busybox") or name.endswith("busybox:latest")
                for img in n["status"].get("images", []) for name in img.get("names", [])), n["status"].get("images")
@@ -142,8 +131,8 @@ def test_registers_and_runs_a_pod(node):
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "alone"},
         "spec": {"nodeName": NODE, "terminationGracePeriodSeconds": 1, "containers": [
             {"name": "c", "image": "busybox", "command": ["sh", "-c", "echo up; sleep 3600"]}]}})
-    st = wait(lambda: (p := api.get(f"/api/v1/namespaces/{NS}/pods/alone").json()).get("status", {})
-              .get("phase") == "Running" and p["status"], 30, "pod Running\n" + c.agent.log_tail())
+    st = wait_for(lambda: (p := api.get(f"/api/v1/namespaces/{NS}/pods/alone").json()).get("status", {})
+                  .get("phase") == "Running" and p["status"], 30, what="pod Running\n" + c.agent.log_tail())
     cs = st["containerStatuses"][0]
     assert "running" in cs["state"] and cs["ready"] is True, cs
     assert cs["containerID"].startswith("kite-runc://")
