@@ -352,35 +352,33 @@ static void final_delete(struct kite_pods *p, struct pod *pod) {
 
 void pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (!pod->in_api || !pod->status || pod->finished) return;
-    if (pod->version > pod->acked_version && now >= pod->next_patch) {
-        if (pod->acked && json_object_equal(pod->acked, pod->status)) {
-            pod->acked_version = pod->version;
-        } else {
-            json_object *body = json_object_new_object(), *meta = json_object_new_object();
-            add_str(meta, "uid", pod->uid);
-            json_object_object_add(body, "metadata", meta);
-            json_object_object_add(body, "status", json_object_get(pod->status));
-            _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", pod->ns, pod->name);
-            long code = 0;
-            uint64_t v = pod->version;
-            int r = kite_client_json(p->client, "PATCH", path, "application/strategic-merge-patch+json", body,
-                                     &code, NULL);
-            json_object_put(body);
-            if (r == 0) {
-                json_object_put(pod->acked);
-                pod->acked = json_object_get(pod->status);
-                pod->acked_version = v;
-                kite_backoff_reset(&pod->patch_bo);
-                pod->next_patch = 0;
-            } else if (code == 404 || code == 409) {
-                /* gone, or another pod by that name (uid precondition): its DELETED event
-                 * follows; nothing to retry */
-                pod->acked_version = v;
-            } else {
-                pod->next_patch = now + kite_backoff_next(&pod->patch_bo);
-                log_debug(PODS_LOG, "pod %s/%s: status patch: %s; retrying", pod->ns, pod->name, strerror(-r));
-            }
-        }
+    if (pod->version <= pod->acked_version || now < pod->next_patch) return;
+    if (pod->acked && json_object_equal(pod->acked, pod->status)) {
+        pod->acked_version = pod->version;
+        return;
+    }
+    json_object *body = json_object_new_object(), *meta = json_object_new_object();
+    add_str(meta, "uid", pod->uid);
+    json_object_object_add(body, "metadata", meta);
+    json_object_object_add(body, "status", json_object_get(pod->status));
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", pod->ns, pod->name);
+    long code = 0;
+    uint64_t v = pod->version;
+    int r = kite_client_json(p->client, "PATCH", path, "application/strategic-merge-patch+json", body, &code, NULL);
+    json_object_put(body);
+    if (r == 0) {
+        json_object_put(pod->acked);
+        pod->acked = json_object_get(pod->status);
+        pod->acked_version = v;
+        kite_backoff_reset(&pod->patch_bo);
+        pod->next_patch = 0;
+    } else if (code == 404 || code == 409) {
+        /* gone, or another pod by that name (uid precondition): its DELETED event follows;
+         * nothing to retry */
+        pod->acked_version = v;
+    } else {
+        pod->next_patch = now + kite_backoff_next(&pod->patch_bo);
+        log_debug(PODS_LOG, "pod %s/%s: status patch: %s; retrying", pod->ns, pod->name, strerror(-r));
     }
 }
 

@@ -500,7 +500,6 @@ void pods_probe_results(struct kite_pods *p, int64_t now) {
         if (pod && pod->busy) {
             p->held_probes = kite_realloc(p->held_probes, (p->n_held_probes + 1) * sizeof(*v));
             p->held_probes[p->n_held_probes++] = *r;
-            pod->dirty = true;
             continue;
         }
         struct pod_ctr *c = NULL;

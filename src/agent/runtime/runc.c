@@ -1037,7 +1037,13 @@ static int rc_list_sandboxes(struct kite_runtime *rt, int64_t timeout_ns, struct
 
 static int rc_events_fd(struct kite_runtime *rt) { return rc_of(rt)->epfd; }
 
+/* The exit of a watched container, once conmon wrote its code (an id named twice, by its
+ * pidfd and its exit file, counts once: the first unwatches it). */
 static void push_event(struct kite_container_event **v, size_t *n, struct runc_rt *c, const char *id) {
+    pthread_mutex_lock(&c->mu);
+    bool watched = find_watch(c, id) != NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (!watched) return;
     json_object *meta = read_meta(c, id);
     int code = 0;
     int64_t mtime = 0;
@@ -1107,15 +1113,8 @@ static int rc_read_events(struct kite_runtime *rt, struct kite_container_event *
     pthread_mutex_lock(&c->mu);
     take_exits(c, &ids, &n_ids);
     pthread_mutex_unlock(&c->mu);
-    /* files are read without the lock; an id seen twice (pidfd and exit file) counts once,
-     * as push_event unwatches it */
-    for (size_t i = 0; i < n_ids; i++) {
-        pthread_mutex_lock(&c->mu);
-        bool watched = find_watch(c, ids[i]) != NULL;
-        pthread_mutex_unlock(&c->mu);
-        int code;
-        if (watched && read_exit(c, ids[i], &code, NULL) == 0) push_event(&v, &n, c, ids[i]);
-    }
+    /* files are read without the lock */
+    for (size_t i = 0; i < n_ids; i++) push_event(&v, &n, c, ids[i]);
     kite_strv_free(ids, n_ids);
     *ret = v;
     *ret_n = n;
