@@ -220,6 +220,27 @@ def test_delete_is_graceful(cluster):
     assert any(e["reason"] == "Killing" for e in events(c, "term"))
 
 
+def test_kubectl_delete_runs_prestop_then_sigterm(cluster, tmp_path):
+    """kubectl delete pod: the preStop hook runs first, then SIGTERM reaches the container (its
+    trap sees the hook's file), then the pod is gone."""
+    c = cluster
+    trap = ("trap 'if test -f /v/prestop; then echo after-prestop > /v/term; else echo no-prestop > /v/term; fi; "
+            "exit 0' TERM; while true; do sleep 0.1; done")
+    hook = {"preStop": {"exec": {"command": ["sh", "-c", "echo ran > /v/prestop"]}}}
+    spec = {"nodeName": c.node, "terminationGracePeriodSeconds": 30,
+            "containers": [sh("c", trap, lifecycle=hook, volumeMounts=[{"name": "v", "mountPath": "/v"}])],
+            "volumes": [{"name": "v", "hostPath": {"path": str(tmp_path), "type": "Directory"}}]}
+    c.api().ok("POST", f"/api/v1/namespaces/{NS}/pods",
+               {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hooked"}, "spec": spec})
+    wait(lambda: status_of(c, "hooked").get("phase") == "Running", 15, "hooked Running")
+    out = c.kubectl("delete", "pod", "hooked", "--wait=false").stdout
+    assert 'pod "hooked" deleted' in out, out
+    wait(lambda: get(c, "hooked") is None, 20, "hooked gone")
+    assert (tmp_path / "prestop").read_text() == "ran\n"
+    assert (tmp_path / "term").read_text() == "after-prestop\n"
+    assert any(e["reason"] == "Killing" for e in events(c, "hooked"))
+
+
 def test_slow_stop_holds_no_other_pod(cluster):
     """A pod whose preStop hook runs long (the runtime call lasts up to its 10 s limit) holds its
     own worker only: a pod created meanwhile starts, and another pod's exit is reported, while
