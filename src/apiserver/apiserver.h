@@ -21,6 +21,8 @@ struct kite_apiserver_options {
     bool disable_http2;        /* --http2=false: ALPN offers only http/1.1 */
     int64_t node_stale_ns;     /* a node Unknown this long is reported StaleObject; 0 = default (1 h) */
     const char *service_cidr;     /* --service-cluster-ip-range; NULL = KITE_SERVICE_CIDR_DEFAULT */
+    size_t watch_queue;        /* events a watcher may lag behind; 0 = KITE_WATCH_QUEUE (10,000) */
+    size_t watch_queue_bytes;  /* bytes of objects it may lag behind; 0 = KITE_WATCH_QUEUE_BYTES (16 MiB) */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */

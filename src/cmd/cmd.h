@@ -102,6 +102,7 @@ struct apiserver_args {
     bool force_recover;
     bool http2;
     int64_t node_stale_ns;
+    int64_t watch_queue, watch_queue_bytes;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -117,6 +118,10 @@ struct apiserver_args {
                   &(a)->event_ttl_ns),                                                                           \
     FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
                   KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
+    FLAG_INT("watch-queue-events", "events a watcher may lag behind before it is dropped (410 Expired)", "10000", 1, \
+             1000000, &(a)->watch_queue),                                                                         \
+    FLAG_INT("watch-queue-bytes", "bytes of objects a watcher may lag behind before it is dropped", "16777216",    \
+             65536, (int64_t)1 << 32, &(a)->watch_queue_bytes),                                                   \
     FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
              MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
              .def_note = "the open-file limit, raised to its hard limit, less 512"),                              \
@@ -160,6 +165,9 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                  "IPv4 range of pod addresses (its first is the bridge's); when given (kite up\n"             \
                  "always gives it) also the Node's spec.podCIDR", NULL, .def_note = "10.88.0.0/16"),             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
+    FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
+                 "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
+                 "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \
     FLAG_FORWARD("port", FLAG_INT, NULL, "HTTPS port of the log endpoint (0: any free port, reported in\n"          \
                  "the Node's daemonEndpoints)", "10250"),                                                        \
     FLAG_FORWARD("address", FLAG_STRING, "IP", "address the log endpoint listens on", "0.0.0.0"),                 \
