@@ -129,6 +129,7 @@ PYTEST_E2E = /usr/bin/python3 -m pytest -q -n $(E2E_WORKERS) --dist loadfile --d
 
 # Every e2e test (those marked slow too) against the plain build.
 test-e2e: all $(BUILD)/busybox.tar
+	@mkdir -p $(E2E_TMP)
 	KITE=$(abspath $(BUILD)/kite) $(PYTEST_E2E) --basetemp=$(E2E_TMP)/$(BUILD) tests/e2e
 
 asan:
@@ -138,10 +139,12 @@ asan:
 # those marked slow (test-e2e-asan-slow).
 test-e2e-asan:
 	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/busybox.tar
+	@mkdir -p $(E2E_TMP)
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan -m "not slow" tests/e2e
 
 test-e2e-asan-slow:
 	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/busybox.tar
+	@mkdir -p $(E2E_TMP)
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan-slow -m slow tests/e2e
 
 # The end-to-end tests against the ThreadSanitizer build (slow; not part of `make test`): a
@@ -149,6 +152,7 @@ test-e2e-asan-slow:
 TSAN_E2E_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 history_size=4
 test-e2e-tsan:
 	$(MAKE) SANITIZE=thread build-tsan/kite build-tsan/kite-agent
+	@mkdir -p $(E2E_TMP)
 	KITE=$(abspath build-tsan/kite) TSAN_OPTIONS="$(TSAN_E2E_OPTIONS)" $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-tsan tests/e2e
 
 # A randomized mix of API operations from several clients against the ASan build for
