@@ -431,14 +431,21 @@ def runc_ids(c):
 
 def delete_pods_now(c, namespace="default", timeout=40):
     """Teardown of a cluster with a node agent: deletes every pod of namespace with grace 0 (no
-    fixture waits out a pod's grace period) and waits until the API has none and the agent has
-    removed their containers (and with them their rootfs mounts)."""
+    fixture waits out a pod's grace period), SIGKILLs the node's containers (the agent, as the kubelet,
+    would give a force-deleted pod its whole grace period: 30 s for a `sleep` that ignores
+    SIGTERM) and waits until the API has none and the agent has removed their containers (and
+    with them their rootfs mounts)."""
     api = c.api()
     path = f"/api/v1/namespaces/{namespace}/pods"
     for p in api.get(path).json().get("items", []):
         api.delete(f"{path}/{p['metadata']['name']}?gracePeriodSeconds=0")
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and c.proc.alive() and (api.get(path).json().get("items") or runc_ids(c)):
+    while time.monotonic() < deadline and c.proc.alive() and api.get(path).json().get("items"):
+        time.sleep(0.1)
+    root = str(c.data_dir / "agent" / "runc")
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+    while time.monotonic() < deadline and c.proc.alive() and runc_ids(c):
         time.sleep(0.1)
     api.close()
 
