@@ -181,21 +181,22 @@ soak:
 	    /usr/bin/python3 tests/soak/soak.py
 
 # What a change must pass, in ~10 minutes on 2 cores (README): both builds (each with -j, both
-# cores), the layering check, the unit tests plain and under ASan+UBSan, the end-to-end tests
-# once, under ASan+UBSan.
+# cores), the layering check, the unit tests and the end-to-end tests once each, under
+# ASan+UBSan (the same tests a plain pass runs, with every memory and UB check on).
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: deps
 	$(MAKE) -j$(NPROC) all
 	$(MAKE) check-layers
 	$(MAKE) -j$(NPROC) SANITIZE=1 build-asan/kite build-asan/kite-agent
-	$(MAKE) -j$(NPROC) test-unit
 	$(MAKE) -j$(NPROC) asan
 	$(MAKE) test-e2e-asan
 
-# The rest of the tests, which CI runs after `make test`: every e2e test against the plain build
-# (an optimized build times and races differently), and the ones marked slow under the sanitizers.
+# The rest of the tests, which CI runs after `make test`: the unit and e2e tests against the plain
+# build (an optimized build times and races differently), and the e2e ones marked slow under the
+# sanitizers.
 test-slow: deps
 	$(MAKE) -j$(NPROC) all
+	$(MAKE) -j$(NPROC) test-unit
 	$(MAKE) test-e2e
 	$(MAKE) test-e2e-asan-slow
 
