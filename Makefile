@@ -155,12 +155,12 @@ asan:
 # The end-to-end tests against the sanitizer build (any report in a log fails them), but for
 # those marked slow (test-e2e-asan-slow).
 test-e2e-asan:
-	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/busybox.tar
+	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/kubectl-kite build-asan/busybox.tar
 	@mkdir -p $(E2E_TMP)
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan -m "not slow" tests/e2e
 
 test-e2e-asan-slow:
-	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/busybox.tar
+	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/kubectl-kite build-asan/busybox.tar
 	@mkdir -p $(E2E_TMP)
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan-slow -m slow tests/e2e
 
@@ -168,7 +168,7 @@ test-e2e-asan-slow:
 # report in a log fails the test. second_deadlock_stack shows both stacks of a lock-order report.
 TSAN_E2E_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 history_size=4
 test-e2e-tsan:
-	$(MAKE) SANITIZE=thread build-tsan/kite build-tsan/kite-agent
+	$(MAKE) SANITIZE=thread build-tsan/kite build-tsan/kite-agent build-tsan/kubectl-kite
 	@mkdir -p $(E2E_TMP)
 	KITE=$(abspath build-tsan/kite) TSAN_OPTIONS="$(TSAN_E2E_OPTIONS)" $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-tsan tests/e2e
 

@@ -423,10 +423,20 @@ class Cluster:
         return config.new_client_from_config(config_file=str(self.kubeconfig))
 
 
+def runc_list(root):
+    """The ids of the containers under a runc root dir. `runc list` fails while a container's
+    state is being written or removed (a crash-looping pod's): it is asked again then."""
+    for _ in range(50):
+        r = subprocess.run(["runc", "--root", str(root), "list", "-q"], capture_output=True, text=True)
+        if r.returncode == 0 or not os.path.isdir(root):
+            return r.stdout.split()
+        time.sleep(0.1)
+    raise AssertionError(f"runc list --root {root}: {r.stderr}")
+
+
 def runc_ids(c):
     """The containers runc knows under cluster c's agent (its root dir DATA_DIR/agent/runc)."""
-    root = str(c.data_dir / "agent" / "runc")
-    return subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
+    return runc_list(c.data_dir / "agent" / "runc")
 
 
 def delete_pods_now(c, namespace="default", timeout=40):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now, runc_list
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -206,9 +206,7 @@ def test_missing_image(cluster):
 
 
 def runc_ids(c):
-    r = subprocess.run(["runc", "--root", str(c.data_dir / "agent" / "runc"), "list", "-q"],
-                       capture_output=True, text=True)
-    return set(r.stdout.split())
+    return set(runc_list(c.data_dir / "agent" / "runc"))
 
 
 def test_delete_is_graceful(cluster):
