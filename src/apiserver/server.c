@@ -112,6 +112,14 @@ void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes)
     reply(rq, 422, "application/json", body, strlen(body));
 }
 
+void reply_too_large_rv(struct req *rq, int64_t want, int64_t current) {
+    char *body = kite_status_too_large_rv((long long)want, (long long)current);
+    char retry[16];
+    snprintf(retry, sizeof retry, "%d", KITE_TOO_LARGE_RV_RETRY_S);
+    kite_http_add_header(rq->http, "Retry-After", retry);
+    reply(rq, 504, "application/json", body, strlen(body));
+}
+
 /* ---- routing ------------------------------------------------------------------------- */
 
 static size_t split_path(char *path, char **segs, size_t max) {

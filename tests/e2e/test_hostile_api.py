@@ -4,7 +4,10 @@ which the garbage collector acts on; a Deployment's labels), a main-resource wri
 status, a Node's pod CIDRs and provider ID never change once set, and resourceVersions from the
 future are 504 Timeout "Too large resource version".
 """
+import base64
 import json
+import threading
+import time
 
 import pytest
 
@@ -141,3 +144,75 @@ def test_node_pod_cidr_and_provider_id_may_be_set_once(api):
     assert got["podCIDRs"] == ["10.20.0.0/24"] and got["providerID"] == "kite://cidr-b", got
     node_invalid(api.patch(f"{NODES}/cidr-b", {"spec": {"podCIDR": "10.21.0.0/24"}}, ctype=MERGE), "cidr-b",
                  "spec.podCIDRs", "podCIDR")
+
+
+# ---------------------------------------------------------------- resourceVersions from the future (item 9)
+
+CMS = "/api/v1/namespaces/default/configmaps"
+INT64_MAX = 9223372036854775807
+
+
+def too_large(resp, want):
+    st = assert_status_body(resp, 504, "Timeout")
+    assert st["message"].startswith(f"Timeout: Too large resource version: {want}, current: "), st
+    assert st["details"] == {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                             "retryAfterSeconds": 1}, st
+    assert resp.headers.get("retry-after") == "1", resp.headers
+
+
+def cm(name):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
+
+
+def forged_continue(token, rv):
+    raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    raw["rv"] = rv
+    return base64.urlsafe_b64encode(json.dumps(raw).encode()).decode().rstrip("=")
+
+
+def test_list_at_a_future_revision_is_504(api):
+    for i in range(3):
+        api.ok("POST", CMS, cm(f"fut-{i}"))
+    too_large(api.get(f"{CMS}?resourceVersionMatch=Exact&resourceVersion={INT64_MAX}"), INT64_MAX)
+    cur = int(api.ok("GET", CMS)["metadata"]["resourceVersion"])
+    too_large(api.get(f"{CMS}?resourceVersionMatch=Exact&resourceVersion={cur + 1000}"), cur + 1000)
+    too_large(api.get(f"{CMS}?resourceVersionMatch=NotOlderThan&resourceVersion={INT64_MAX}"), INT64_MAX)
+    first = api.ok("GET", f"{CMS}?limit=1")
+    tok = first["metadata"]["continue"]
+    for rv in (cur + 1000, INT64_MAX):
+        too_large(api.get(f"{CMS}?limit=1&continue={forged_continue(tok, rv)}"), rv)
+    # the genuine token still reads its page
+    assert len(api.ok("GET", f"{CMS}?limit=1&continue={tok}")["items"]) == 1
+
+
+def test_watch_from_a_future_revision_waits_for_it(apiserver, api):
+    cur = int(api.ok("GET", CMS)["metadata"]["resourceVersion"])
+    want = cur + 3
+    events, errors = [], []
+
+    def watch():
+        try:
+            w = apiserver.api()
+            r = w.get(f"{CMS}?watch=1&resourceVersion={want}&timeoutSeconds=4")
+            events.extend(json.loads(line) for line in r.body.decode().splitlines() if line.strip())
+            w.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    time.sleep(0.5)
+    for i in range(5):
+        api.ok("POST", CMS, cm(f"watch-fut-{i}"))
+    t.join(15)
+    assert not errors, errors
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert all(e["type"] == "ADDED" for e in events), events
+    # only what happened after the revision asked for: nothing at or before it
+    assert rvs and min(rvs) > want, (want, rvs)
+    assert [e["object"]["metadata"]["name"] for e in events] == ["watch-fut-3", "watch-fut-4"], events
+
+
+def test_watch_with_initial_events_from_a_future_revision_is_504(api):
+    too_large(api.get(f"{CMS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                      f"&allowWatchBookmarks=true&resourceVersion={INT64_MAX}"), INT64_MAX)
