@@ -162,6 +162,8 @@ struct kite_resource {
     const char *storage;      /* storage folder when shared by several group versions, else plural */
     bool namespaced;
     bool has_status;          /* a /status subresource with the status/spec split */
+    bool read_only;           /* get, list and watch alone (a write is 405 MethodNotAllowed): a
+                                 collection kite keeps empty (CustomResourceDefinitions) */
     bool spec_generation;     /* metadata.generation counts spec changes */
     bool unconditional_update; /* PUT without metadata.resourceVersion allowed */
     bool create_on_update;    /* PUT of a missing object creates it */

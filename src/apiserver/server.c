@@ -365,7 +365,9 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     /* a subresource served for PUT alone (a namespace's finalize) has no get, patch or watch */
     const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
     if (!rq->verb || (sr && sr->update_only && strcmp(rq->verb, "update") != 0) ||
-        (!kite_resource_stored(rq->res) && strcmp(rq->verb, "create") != 0)) {
+        (!kite_resource_stored(rq->res) && strcmp(rq->verb, "create") != 0) ||
+        (rq->res->read_only && strcmp(rq->verb, "get") != 0 && strcmp(rq->verb, "list") != 0 &&
+         strcmp(rq->verb, "watch") != 0)) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
