@@ -46,6 +46,7 @@ void req_free(struct req *rq) {
     free(rq->impersonation_mem);
     free(rq->authn_mem);
     free(rq->audit_head);
+    free(rq->audit_annotations);
     free(rq);
 }
 
@@ -110,6 +111,18 @@ void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes)
     /* details.name is the object's name even for creates (rq->name is unset there) */
     char *body = kite_status_invalid(rq->res ? rq->res->group : NULL, rq->res ? rq->res->kind : NULL, name, causes);
     reply(rq, 422, "application/json", body, strlen(body));
+}
+
+void reply_add_warning(struct req *rq, const char *text) {
+    struct kite_buf h = {0};
+    kite_buf_puts(&h, "299 - \"");
+    for (const char *p = text; *p; p++) {
+        if (*p == '"' || *p == '\\') kite_buf_putc(&h, '\\');
+        kite_buf_putc(&h, (char)((unsigned char)*p < 0x20 ? ' ' : *p));
+    }
+    kite_buf_putc(&h, '"');
+    kite_http_add_header(rq->http, "Warning", h.p);
+    kite_buf_release(&h);
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
@@ -538,6 +551,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         if (chmod(o->data_dir, 0700) < 0) return fail(ret_error, -errno, "cannot make the data dir %s private", o->data_dir);
         log_warn("apiserver", "the data dir %s was open to others (mode %03o): made 0700", o->data_dir, dst.st_mode & 0777);
     }
+    if ((r = kite_psa_config_new(o, &s->psa, ret_error)) < 0) return r;
     if ((r = lock_data_dir(s, o->data_dir, ret_error)) < 0) return r;
     make_private(o->data_dir, true);
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", o->data_dir);
@@ -672,6 +686,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
     nodestate_free(TAKE_PTR(s->nodestate));
+    kite_psa_config_free(s->psa);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);

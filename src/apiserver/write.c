@@ -131,12 +131,19 @@ bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, js
     struct kite_admission_attrs a = {.srv = op->srv, .user = &rq->user, .op = aop, .res = rq->res, .sub = rq->sub,
                                      .ns = rq->ns, .name = rq->name, .obj = obj, .old = old, .dry_run = op->dry_run};
     struct kite_admission_denial d = {0};
+    struct kite_admission_notes notes = {0};
+    a.notes = &notes;
     if (aop != KITE_ADMIT_DELETE && admission_mutate(&a, &d) < 0) goto refused;
     /* an action (a binding) is its own check: the kind's validation of user writes is not it */
-    if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(op, obj, old)) return false;
+    if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(op, obj, old)) {
+        kite_admission_notes_release(&notes);
+        return false;
+    }
     if (admission_validate(&a, &d) < 0) goto refused;
+    admission_notes_apply(rq, &notes);
     return true;
 refused:
+    admission_notes_apply(rq, &notes);
     admission_reply(rq, &d);
     return false;
 }
