@@ -146,22 +146,22 @@ static void strs_add(struct strs *s, const char *x) {
     s->v[s->n++] = kite_strdup(x ? x : "");
 }
 
-static bool strs_has(const struct strs *s, const char *x) {
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], x ? x : "") == 0) return true;
-    return false;
-}
-
-/* sets.String's Insert */
-static void set_add(struct strs *s, const char *x) {
-    if (!strs_has(s, x)) strs_add(s, x);
-}
+/* sets.String's Insert: appended; strs_sort makes the list a set (a pod may hold many
+ * containers: no quadratic scan per insert) */
+static void set_add(struct strs *s, const char *x) { strs_add(s, x); }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* sets.String's List(): sorted */
+/* sets.String's List(): sorted, each value once */
 static void strs_sort(struct strs *s) {
-    if (s->n > 1) qsort(s->v, s->n, sizeof *s->v, cmp_str);
+    if (s->n < 2) return;
+    qsort(s->v, s->n, sizeof *s->v, cmp_str);
+    size_t k = 1;
+    for (size_t i = 1; i < s->n; i++) {
+        if (strcmp(s->v[i], s->v[k - 1]) == 0) free(s->v[i]);
+        else s->v[k++] = s->v[i];
+    }
+    s->n = k;
 }
 
 static void strs_release(struct strs *s) {
@@ -199,12 +199,10 @@ static void add_containers(struct strs *setters, const struct strs *names) {
 
 /* ---- the pod as the checks see it ------------------------------------------------------ */
 
-#define MAX_CONTAINERS_VISITED 4096 /* far above what a pod's validation admits */
-
 struct ctx {
     json_object *meta, *spec, *psc; /* psc: spec.securityContext */
-    json_object *containers[MAX_CONTAINERS_VISITED];
-    size_t n;
+    json_object **containers;       /* init, regular, ephemeral: every one (no limit: none escapes) */
+    size_t n, cap;
     int minor;                      /* the version evaluated (latest: KITE_PSA_LATEST_MINOR) */
     const char *reason;             /* a failed check's ForbiddenReason */
     struct kite_buf detail;         /* and its ForbiddenDetail */
@@ -812,8 +810,13 @@ static bool overridden(const char *id, int minor) {
 
 static void add_containers_of(struct ctx *c, const char *list) {
     json_object *a = kite_obj_get(c->spec, list);
-    for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++)
-        if (c->n < MAX_CONTAINERS_VISITED) c->containers[c->n++] = json_object_array_get_idx(a, i);
+    for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
+        if (c->n == c->cap) {
+            c->cap = c->cap ? 2 * c->cap : 8;
+            c->containers = kite_realloc(c->containers, c->cap * sizeof *c->containers);
+        }
+        c->containers[c->n++] = json_object_array_get_idx(a, i);
+    }
 }
 
 char *kite_psa_evaluate(const struct kite_psa_lv *lv, json_object *pod_meta, json_object *pod_spec,
@@ -843,6 +846,7 @@ char *kite_psa_evaluate(const struct kite_psa_lv *lv, json_object *pod_meta, jso
         if (c->detail.len) kite_buf_printf(&out, " (%s)", c->detail.p);
     }
     kite_buf_release(&c->detail);
+    free(c->containers);
     free(c);
     if (!out.len) {
         kite_buf_release(&reasons);

@@ -22,6 +22,8 @@
 #define KITE_UPDATE_RETRIES 1000          /* optimistic-concurrency retries of PATCH/unconditional PUT
                                             (kube-apiserver retries without bound) */
 #define KITE_WRITE_WAITERS_MAX 1024       /* writes of one object waiting for the one in flight (-> 429) */
+#define KITE_WARNING_TOTAL_MAX 4096       /* bytes of Warning text in one answer before each further one is cut */
+#define KITE_WARNING_ITEM_MAX 256         /* ... to this many bytes (kube-apiserver's 4k and 256 runes) */
 
 struct kite_metrics;
 struct keyq;
@@ -115,6 +117,7 @@ struct req {
     bool replied;
     bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
     bool admission_warned;     /* the admission chain's warnings sent (likewise) */
+    size_t warning_bytes;      /* text of the Warning headers added (reply_add_warning) */
     char *audit_annotations;   /* the audit event's annotations: `"key":"value",...` (admission), or NULL */
 };
 

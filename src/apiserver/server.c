@@ -114,9 +114,17 @@ void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes)
 }
 
 void reply_add_warning(struct req *rq, const char *text) {
+    /* as kube-apiserver's warning recorder: past KITE_WARNING_TOTAL_MAX bytes of warnings in
+     * one answer, each further one is cut to KITE_WARNING_ITEM_MAX (at a character boundary) */
+    size_t n = strlen(text);
+    if (rq->warning_bytes + n > KITE_WARNING_TOTAL_MAX && n > KITE_WARNING_ITEM_MAX) {
+        n = KITE_WARNING_ITEM_MAX;
+        while (n && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
+    }
+    rq->warning_bytes += n;
     struct kite_buf h = {0};
     kite_buf_puts(&h, "299 - \"");
-    for (const char *p = text; *p; p++) {
+    for (const char *p = text; p < text + n; p++) {
         if (*p == '"' || *p == '\\') kite_buf_putc(&h, '\\');
         kite_buf_putc(&h, (char)((unsigned char)*p < 0x20 ? ' ' : *p));
     }
