@@ -14,12 +14,16 @@
  * - The cluster default (--pod-security-default) is the policy of a namespace without labels;
  *   usernames, namespaces and runtime classes may be exempt (--pod-security-exempt-*).
  *
- * Not done: the warning upstream gives when an enforce label is put on a namespace whose
- * existing pods violate it. */
+ * - A namespace whose enforce level is raised is admitted with warnings naming its pods that
+ *   violate the new level (EvaluatePodsInNamespace; at most KITE_PSA_NAMESPACE_MAX_PODS looked
+ *   at, with no time limit where upstream also stops after 1 s). */
 #include "apiserver/internal.h"
 #include "api/podsecurity.h"
+#include "base/map.h"
 
 #include <stdio.h>
+
+#define KITE_PSA_NAMESPACE_MAX_PODS 3000 /* pods checked when a namespace's enforce level rises (upstream's) */
 
 struct kite_psa_config {
     struct kite_psa_policy defaults;
@@ -109,6 +113,103 @@ static void warn_exempt_namespace(const struct kite_admission_attrs *a, const st
     kite_buf_release(&b);
 }
 
+/* A controller's uid (the ownerReference with controller: true), or NULL. */
+static const char *controller_uid(json_object *pod) {
+    json_object *refs = kite_obj_get(kite_obj_meta(pod), "ownerReferences");
+    for (size_t i = 0; refs && json_object_is_type(refs, json_type_array) && i < json_object_array_length(refs); i++) {
+        json_object *r = json_object_array_get_idx(refs, i);
+        json_object *c = kite_obj_get(r, "controller");
+        if (c && json_object_get_boolean(c)) return kite_obj_str(r, "uid");
+    }
+    return NULL;
+}
+
+struct pod_warning {
+    char *reasons;       /* owned */
+    const char *first;   /* the least pod name with them (borrowed from the cache's parse) */
+    size_t count;
+};
+
+static int cmp_warning(const void *x, const void *y) {
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* EvaluatePodsInNamespace: a new enforce level on a namespace whose pods violate it is
+ * admitted with warnings naming them (one per distinct set of reasons, the least pod name and
+ * how many others). A pod of a controller already looked at comes after the others;
+ * KITE_PSA_NAMESPACE_MAX_PODS are checked at most. */
+static void warn_existing_pods(const struct kite_admission_attrs *a, const char *ns, const struct kite_psa_lv *enforce) {
+    const struct kite_resource *pods = kite_registry_find("", "v1", "pods");
+    if (!pods) return;
+    _cleanup_free_ char *prefix = kite_object_prefix(pods, ns);
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    if (kite_wcache_list(storage_cache(a->srv, pods), prefix, NULL, 0, NULL, NULL, &recs, &n, NULL, NULL) < 0) {
+        admission_warn(a, "failed to list pods while checking new PodSecurity enforce level");
+        return;
+    }
+    /* uncontrolled pods and each controller's first pod, then the controllers' other pods */
+    json_object **order = kite_calloc(n ? n : 1, sizeof *order), **dups = kite_calloc(n ? n : 1, sizeof *dups);
+    size_t total = 0, nd = 0;
+    struct kite_map controllers = {0};
+    for (size_t i = 0; i < n; i++) {
+        json_object *pod = record_object(recs[i]);
+        if (exempt(a->srv->psa, EXEMPT_RUNTIME_CLASS, kite_obj_str(kite_obj_get(pod, "spec"), "runtimeClassName")))
+            continue;
+        const char *uid = controller_uid(pod);
+        if (uid && kite_map_get(&controllers, uid)) {
+            dups[nd++] = pod;
+            continue;
+        }
+        if (uid) kite_map_put(&controllers, uid, pod);
+        order[total++] = pod;
+    }
+    kite_map_release(&controllers);
+    for (size_t i = 0; i < nd; i++) order[total++] = dups[i];
+    free(dups);
+    size_t checked = total < KITE_PSA_NAMESPACE_MAX_PODS ? total : KITE_PSA_NAMESPACE_MAX_PODS;
+    struct pod_warning *w = kite_calloc(checked ? checked : 1, sizeof *w);
+    size_t nw = 0;
+    for (size_t i = 0; i < checked; i++) {
+        char *reasons = NULL;
+        free(kite_psa_evaluate(enforce, kite_obj_get(order[i], "metadata"), kite_obj_get(order[i], "spec"), &reasons));
+        if (!reasons) continue;
+        const char *name = kite_meta_str(order[i], "name") ? kite_meta_str(order[i], "name") : "";
+        size_t j = 0;
+        while (j < nw && strcmp(w[j].reasons, reasons) != 0) j++;
+        if (j == nw) {
+            w[nw++] = (struct pod_warning){.reasons = reasons, .first = name, .count = 1};
+            continue;
+        }
+        free(reasons);
+        if (strcmp(name, w[j].first) < 0) w[j].first = name;
+        w[j].count++;
+    }
+    char lv[KITE_PSA_LV_MAX];
+    kite_psa_lv_format(enforce, lv);
+    if (checked < total)
+        admission_warn(a, "new PodSecurity enforce level only checked against the first %zu of %zu existing pods",
+                       checked, total);
+    if (nw) admission_warn(a, "existing pods in namespace \"%s\" violate the new PodSecurity enforce level \"%s\"", ns, lv);
+    char **lines = kite_calloc(nw ? nw : 1, sizeof *lines);
+    for (size_t i = 0; i < nw; i++) {
+        if (w[i].count == 1) lines[i] = kite_asprintf("%s: %s", w[i].first, w[i].reasons);
+        else if (w[i].count == 2) lines[i] = kite_asprintf("%s (and 1 other pod): %s", w[i].first, w[i].reasons);
+        else lines[i] = kite_asprintf("%s (and %zu other pods): %s", w[i].first, w[i].count - 1, w[i].reasons);
+        free(w[i].reasons);
+    }
+    qsort(lines, nw, sizeof *lines, cmp_warning);
+    for (size_t i = 0; i < nw; i++) {
+        admission_warn(a, "%s", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    free(w);
+    free(order);
+    for (size_t i = 0; i < n; i++) kite_record_unref(recs[i]);
+    free(recs);
+}
+
 static int validate_namespace(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     if (a->sub || (a->op != KITE_ADMIT_CREATE && a->op != KITE_ADMIT_UPDATE)) return 0;
     struct kite_psa_policy p, old;
@@ -135,6 +236,7 @@ static int validate_namespace(const struct kite_admission_attrs *a, struct kite_
         p.enforce.level <= old.enforce.level)
         goto out;
     if (exempt(a->srv->psa, EXEMPT_NS, ns)) warn_exempt_namespace(a, &p, labels, name);
+    else warn_existing_pods(a, name, &p.enforce);
     goto out;
 invalid:
     d->code = 422;

@@ -231,7 +231,7 @@ struct kite_admission_attrs {
     struct kite_admission_notes *notes; /* what plugins tell beyond their decision; may be NULL */
 };
 /* Warnings (Warning headers of the answer) and audit annotations the plugins add. */
-#define KITE_ADMISSION_WARNINGS_MAX 16
+#define KITE_ADMISSION_WARNINGS_MAX 64
 struct kite_admission_notes {
     char *warnings[KITE_ADMISSION_WARNINGS_MAX]; /* malloc'ed; further ones are dropped */
     size_t n_warnings;

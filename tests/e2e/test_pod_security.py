@@ -158,7 +158,12 @@ def test_workload_templates_warn_and_are_not_enforced(up):
 def test_pod_updates_are_checked_only_when_the_spec_changes(apiserver):
     namespace(apiserver, "later")
     assert create_pod(apiserver, "later")[0] == 201
-    apiserver.kubectl("label", "namespace", "later", "pod-security.kubernetes.io/enforce=baseline")
+    # raising the namespace's level is admitted, with warnings naming the pods that violate it
+    p = apiserver.kubectl("label", "namespace", "later", "pod-security.kubernetes.io/enforce=baseline")
+    assert p.stdout.strip() == "namespace/later labeled"
+    assert p.stderr.splitlines() == [
+        'Warning: existing pods in namespace "later" violate the new PodSecurity enforce level "baseline:latest"',
+        'Warning: escalate: host namespaces, hostPath volumes, privileged']
     # a label change is no significant update: admitted
     apiserver.kubectl("label", "pod", "escalate", "-n", "later", "touched=yes")
     # status writes are not checked
@@ -216,3 +221,22 @@ def test_default_flag_and_exemptions(tmp_path):
     assert bad.proc.returncode == 1
     assert ('--pod-security-default: "strict": must be privileged, baseline or restricted, optionally followed by '
             ':latest or :v1.N') in bad.log_tail()
+
+
+def test_raising_enforce_names_the_violating_pods(apiserver):
+    namespace(apiserver, "crowd")
+    host_pid = {"hostPID": True, "containers": [{"name": "c", "image": "busybox"}]}
+    for name in ["web-b", "web-a", "web-c"]:
+        assert create_pod(apiserver, "crowd", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                                               "spec": host_pid})[0] == 201
+    assert create_pod(apiserver, "crowd", {**ESCALATE, "metadata": {"name": "root"}})[0] == 201
+    assert create_pod(apiserver, "crowd", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fine"},
+                                           "spec": {"containers": [{"name": "c", "image": "busybox"}]}})[0] == 201
+    p = apiserver.kubectl("label", "namespace", "crowd", "pod-security.kubernetes.io/enforce=baseline")
+    assert p.stderr.splitlines() == [
+        'Warning: existing pods in namespace "crowd" violate the new PodSecurity enforce level "baseline:latest"',
+        'Warning: root: host namespaces, hostPath volumes, privileged',
+        'Warning: web-a (and 2 other pods): host namespaces']
+    # lowering it, or keeping it, checks nothing
+    p = apiserver.kubectl("label", "--overwrite", "namespace", "crowd", "pod-security.kubernetes.io/enforce=privileged")
+    assert p.stderr == ""
