@@ -139,7 +139,9 @@ static int cmp_warning(const void *x, const void *y) {
  * how many others). A pod of a controller already looked at comes after the others;
  * KITE_PSA_NAMESPACE_MAX_PODS are checked at most. */
 static void warn_existing_pods(const struct kite_admission_attrs *a, const char *ns, const struct kite_psa_lv *enforce) {
-    const struct kite_resource *pods = kite_registry_find("", "v1", "pods");
+    const struct kite_resource *pods = NULL; /* the row that is a pod (no kind named here) */
+    for (size_t i = 0; kite_resources[i] && !pods; i++)
+        if (kite_resources[i]->pod_template && !*kite_resources[i]->pod_template) pods = kite_resources[i];
     if (!pods) return;
     _cleanup_free_ char *prefix = kite_object_prefix(pods, ns);
     struct kite_record **recs = NULL;
