@@ -240,3 +240,19 @@ def test_raising_enforce_names_the_violating_pods(apiserver):
     # lowering it, or keeping it, checks nothing
     p = apiserver.kubectl("label", "--overwrite", "namespace", "crowd", "pod-security.kubernetes.io/enforce=privileged")
     assert p.stderr == ""
+
+
+def test_a_long_warning_is_cut_as_kube_apiserver_cuts_it(up):
+    """Past 4 KiB of warning text an answer's warnings are cut to 256 bytes each."""
+    names = [f"container-number-{i:03d}" for i in range(300)]
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "wide"},
+           "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "wide"}},
+                    "template": {"metadata": {"labels": {"app": "wide"}},
+                                 "spec": {"containers": [{"name": n, "image": "busybox",
+                                                          "securityContext": {"privileged": True}} for n in names]}}}}
+    p = up.kubectl("create", "-f", "-", "-n", "default", input=yaml.safe_dump(dep))
+    assert p.stdout.strip() == "deployment.apps/wide created"
+    full = ('would violate PodSecurity "baseline:latest": privileged (containers '
+            + ", ".join(f'"{n}"' for n in names) + " must not set securityContext.privileged=true)")
+    assert len(full) > 4096
+    assert p.stderr.strip() == "Warning: " + full[:256]
