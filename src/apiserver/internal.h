@@ -113,6 +113,7 @@ struct req {
     const char *as_version;    /* the meta.k8s.io version asked for with as= ("v1", "v1beta1") */
     bool replied;
     bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
+    char *yaml_duplicates;     /* a YAML body's repeated keys, as yaml.v2's strict decoding words them (NULL: none) */
 };
 
 /* server.c */
