@@ -59,6 +59,7 @@ struct frame {
     json_object *o;      /* the array or object being filled */
     bool mapping;
     char *key;           /* mapping: the key whose value comes next (NULL: a key comes next) */
+    size_t key_line;     /* its line, 1-based */
     char *anchor;        /* registered when the collection ends */
     size_t nodes0, bytes0, height;
 };
@@ -117,9 +118,9 @@ static int define_anchor(struct load *l, const yaml_event_t *ev, const char *nam
 }
 
 /* yaml.v2's strict decoding names each repeated key: line 3: key "x" already set in map */
-static void duplicate(struct load *l, const yaml_event_t *ev, const char *key) {
+static void duplicate(struct load *l, size_t line, const char *key) {
     if (l->n_dups++ >= KITE_YAML_MAX_DUPLICATES) return;
-    kite_buf_printf(&l->dups, "%sline %zu: key \"", l->dups.len ? "\n  " : "", ev->start_mark.line + 1);
+    kite_buf_printf(&l->dups, "%sline %zu: key \"", l->dups.len ? "\n  " : "", line);
     for (const char *p = key; *p; p++) {
         if (*p == '"' || *p == '\\') kite_buf_putc(&l->dups, '\\');
         kite_buf_putc(&l->dups, *p);
@@ -129,7 +130,7 @@ static void duplicate(struct load *l, const yaml_event_t *ev, const char *key) {
 
 /* Hands v (owned; height levels of collections) to the open collection, or makes it the
  * document's root. */
-static void add(struct load *l, const yaml_event_t *ev, json_object *v, size_t height) {
+static void add(struct load *l, json_object *v, size_t height) {
     if (l->depth == 0) {
         l->root = v;
         return;
@@ -140,7 +141,7 @@ static void add(struct load *l, const yaml_event_t *ev, json_object *v, size_t h
         json_object_array_add(f->o, v);
         return;
     }
-    if (json_object_object_get_ex(f->o, f->key, NULL)) duplicate(l, ev, f->key);
+    if (json_object_object_get_ex(f->o, f->key, NULL)) duplicate(l, f->key_line, f->key);
     json_object_object_add(f->o, f->key, v); /* a repeated key: the last value wins, as Go's decoders */
     free(f->key);
     f->key = NULL;
@@ -160,6 +161,7 @@ static int on_scalar(struct load *l, const yaml_event_t *ev) {
     if (r < 0) return r;
     if (wants_key(l)) {
         l->stack[l->depth - 1].key = kite_strndup(v, len);
+        l->stack[l->depth - 1].key_line = ev->start_mark.line + 1;
         if (anchor) {
             json_object *k = json_object_new_string_len(v, (int)len);
             r = define_anchor(l, ev, anchor, k, 1, cost(len), 0);
@@ -172,7 +174,7 @@ static int on_scalar(struct load *l, const yaml_event_t *ev) {
         json_object_put(o);
         return r;
     }
-    add(l, ev, o, 0);
+    add(l, o, 0);
     return 0;
 }
 
@@ -188,11 +190,12 @@ static int on_alias(struct load *l, const yaml_event_t *ev) {
         if (!json_object_is_type(a->node, json_type_string))
             return fail(l, -EINVAL, ev, "a mapping key must be a scalar (complex keys have no JSON form)");
         l->stack[l->depth - 1].key = kite_strdup(json_object_get_string(a->node));
+        l->stack[l->depth - 1].key_line = ev->start_mark.line + 1;
         return 0;
     }
     json_object *copy = NULL;
     if (a->node && json_object_deep_copy(a->node, &copy, NULL) < 0) return -ENOMEM;
-    add(l, ev, copy, a->height);
+    add(l, copy, a->height);
     return 0;
 }
 
@@ -225,7 +228,7 @@ static int on_end(struct load *l, const yaml_event_t *ev) {
         json_object_put(f.o);
         return r;
     }
-    add(l, ev, f.o, f.height);
+    add(l, f.o, f.height);
     return 0;
 }
 

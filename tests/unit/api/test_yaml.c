@@ -204,15 +204,16 @@ Test(yaml, nul_in_strings_refused) {
 
 /* a repeated key: the last value wins; the repetition is reported in yaml.v2's strict words */
 Test(yaml, duplicate_keys_reported) {
-    const char *s = "a: 1\nm:\n  x: 1\n  y: 2\n  x: 3\na: 2\nl: [{k: 1, k: 2}]\n";
+    /* the line is the repeated key's, also when its value spans lines */
+    const char *s = "a: 1\nm:\n  x: 1\n  y: 2\n  x: 3\na:\n  - 2\nl: [{k: 1, k: 2}]\n";
     json_object *o;
     char *err;
     struct kite_yaml_info info;
     cr_assert_eq(parse(s, strlen(s), &o, &err, &info), 0, "%s", err);
     cr_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
-                     "{\"a\":2,\"m\":{\"x\":3,\"y\":2},\"l\":[{\"k\":2}]}");
+                     "{\"a\":[2],\"m\":{\"x\":3,\"y\":2},\"l\":[{\"k\":2}]}");
     cr_assert_str_eq(info.duplicates, "yaml: unmarshal errors:\n  line 5: key \"x\" already set in map\n"
-                                      "  line 6: key \"a\" already set in map\n  line 7: key \"k\" already set in map");
+                                      "  line 6: key \"a\" already set in map\n  line 8: key \"k\" already set in map");
     free(info.duplicates);
     json_object_put(o);
     cr_assert_eq(parse("a: 1\nb: 1\n", 10, &o, &err, &info), 0);
