@@ -76,7 +76,9 @@ struct load {
     char *err;
 };
 
-/* Each node and key counts as the bytes JSON would spell it with (quotes, separators). */
+/* Each scalar and key counts as the bytes JSON would spell it with (quotes, separators); a
+ * mapping or sequence as KITE_YAML_COLLECTION_BYTES, about what json-c allocates for an empty
+ * one, so aliases of small collections are bounded by the memory they cost. */
 static size_t cost(size_t len) { return len + 3; }
 
 static int fail(struct load *l, int r, const yaml_event_t *ev, const char *fmt, ...) KITE_PRINTF(4, 5);
@@ -204,7 +206,7 @@ static int on_start(struct load *l, const yaml_event_t *ev, bool mapping) {
     if (l->depth >= KITE_YAML_MAX_DEPTH)
         return fail(l, -EINVAL, ev, "document nested deeper than %d levels", KITE_YAML_MAX_DEPTH);
     size_t nodes0 = l->nodes, bytes0 = l->bytes;
-    int r = charge(l, ev, 1, cost(0), 0);
+    int r = charge(l, ev, 1, KITE_YAML_COLLECTION_BYTES, 0);
     if (r < 0) return r;
     const yaml_char_t *anchor = mapping ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
     l->stack[l->depth++] = (struct frame){

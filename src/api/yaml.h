@@ -13,10 +13,12 @@
 /* Most nodes (scalars, keys, collections) a document may make, aliases counted as expanded. */
 #define KITE_YAML_MAX_NODES 1000000u
 /* Aliases may add at most KITE_YAML_EXPANSION_RATIO times the document's own size in bytes (the
- * nodes they repeat as JSON would spell them), or KITE_YAML_EXPANSION_MIN for small documents:
+ * scalars they repeat as JSON would spell them, collections as below), or KITE_YAML_EXPANSION_MIN for small documents:
  * an alias is charged its anchor's size before it is copied. */
 #define KITE_YAML_EXPANSION_RATIO 1u
 #define KITE_YAML_EXPANSION_MIN (1u << 20)
+/* What a mapping or sequence counts for in that size (json-c spends about this on one). */
+#define KITE_YAML_COLLECTION_BYTES 64u
 /* Most distinct anchors a document may define. */
 #define KITE_YAML_MAX_ANCHORS 10000u
 /* Most %YAML/%TAG directives before the first document (libyaml's cost is quadratic in them). */
