@@ -119,6 +119,7 @@ struct req {
     bool admission_warned;     /* the admission chain's warnings sent (likewise) */
     size_t warning_bytes;      /* text of the Warning headers added (reply_add_warning) */
     char *audit_annotations;   /* the audit event's annotations: `"key":"value",...` (admission), or NULL */
+    char *yaml_duplicates;     /* a YAML body's repeated keys, as yaml.v2's strict decoding words them (NULL: none) */
 };
 
 /* server.c */

@@ -45,6 +45,7 @@ void req_free(struct req *rq) {
     free(rq->sub);
     free(rq->impersonation_mem);
     free(rq->authn_mem);
+    free(rq->yaml_duplicates);
     free(rq->audit_head);
     free(rq->audit_annotations);
     free(rq);
