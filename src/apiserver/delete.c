@@ -143,7 +143,41 @@ static bool add_propagation_finalizer(struct write_op *op, struct kite_record *c
     return true;
 }
 
+/* DeleteOptions.dryRun: a list of strings; any entry makes a dry run. A DELETE's must be "All"
+ * each (ValidateDeleteOptions, 422); an eviction's deleteOptions are not validated upstream,
+ * where any entry counts (dryrun.IsDryRun). */
+static bool delete_dry_run(struct write_op *op, json_object *opts) {
+    json_object *dr = kite_obj_get(opts, "dryRun");
+    bool eviction = op->sub && op->sub->deletes;
+    if (!dr || json_object_is_type(dr, json_type_null)) return true;
+    size_t n = json_object_is_type(dr, json_type_array) ? json_object_array_length(dr) : 0;
+    bool strings = json_object_is_type(dr, json_type_array);
+    for (size_t i = 0; i < n; i++) strings &= json_object_is_type(json_object_array_get_idx(dr, i), json_type_string);
+    if (!strings) {
+        reply_error(op->rq, 400, "BadRequest", "json: cannot unmarshal %s into Go struct field %s.dryRun of type %s",
+                    json_object_is_type(dr, json_type_array) ? "number" : json_object_is_type(dr, json_type_string) ? "string" : "object",
+                    eviction ? "Eviction.deleteOptions" : "DeleteOptions", json_object_is_type(dr, json_type_array) ? "string" : "[]string");
+        return false;
+    }
+    for (size_t i = 0; i < n && !eviction; i++) {
+        const char *v = json_object_get_string(json_object_array_get_idx(dr, i));
+        if (strcmp(v, "All") == 0) continue;
+        struct kite_buf q = {0};
+        for (size_t j = 0; j < n; j++) {
+            if (j) kite_buf_puts(&q, ", ");
+            kite_buf_json_str(&q, json_object_get_string(json_object_array_get_idx(dr, j)));
+        }
+        reply_error(op->rq, 422, "Invalid", "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: "
+                    "[]string{%s}: supported values: \"All\"", q.p);
+        kite_buf_release(&q);
+        return false;
+    }
+    if (n) op->dry_run = true;
+    return true;
+}
+
 bool delete_options(struct write_op *op, json_object *opts) {
+    if (!delete_dry_run(op, opts)) return false;
     json_object *pre = kite_obj_get(opts, "preconditions");
     if (pre) op->preconditions = json_object_get(pre);
     json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
@@ -345,6 +379,7 @@ static json_object *delete_options_of(struct req *rq) {
 }
 
 void handle_delete(struct req *rq) {
+    if (!dry_run_query_ok(rq, "DeleteOptions")) return;
     json_object *opts = delete_options_of(rq);
     if (!opts) return;
     struct write_op *op = op_new(rq, OP_DELETE, NULL);
@@ -496,13 +531,19 @@ void handle_deletecollection(struct req *rq) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
+    if (!dry_run_query_ok(rq, "DeleteOptions")) return;
     json_object *opts = delete_options_of(rq);
     if (!opts) return;
     json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
     bool has_grace = g && json_object_is_type(g, json_type_int);
     int64_t grace = has_grace ? json_object_get_int64(g) : 0;
     if (grace < 0) grace = 1; /* as a DELETE's */
+    /* the body's DeleteOptions judged as a DELETE's (dryRun read there too) */
+    struct write_op *chk = op_new(rq, OP_DELETE, NULL);
+    bool ok = delete_options(chk, opts), dry_run = chk->dry_run;
+    op_free(chk);
     json_object_put(opts);
+    if (!ok) return;
     struct kite_label_selector *ls;
     struct kite_field_selector *fs;
     if (!parse_selectors(rq, &ls, &fs)) return;
@@ -527,8 +568,7 @@ void handle_deletecollection(struct req *rq) {
     c->has_grace = has_grace;
     c->grace = grace;
     pthread_mutex_init(&c->mu, NULL);
-    const char *dr = kite_http_query(rq->http, "dryRun");
-    if (dr && strcmp(dr, "All") == 0) { /* the list of what would go, nothing deleted */
+    if (dry_run) { /* the list of what would go, nothing deleted */
         for (size_t i = 0; i < kept; i++) c->deleted[i] = true;
         collection_finish(c);
         return;

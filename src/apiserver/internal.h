@@ -111,6 +111,7 @@ struct req {
     bool yaml;                 /* Accept prefers YAML (never for watches) */
     bool partial;              /* Accept asked for PartialObjectMetadata(List): metadata only */
     const char *as_version;    /* the meta.k8s.io version asked for with as= ("v1", "v1beta1") */
+    bool raw_json;             /* JSON written as is (/version, /openapi), not by the object encoder */
     bool replied;
     bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
 };
