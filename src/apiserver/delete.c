@@ -298,6 +298,7 @@ static bool run_guard(struct write_op *op, struct kite_record *cur, json_object 
     sr->guard(cobj, objs, n, kite_now_wall(op->srv->clock), op->dry_run, &v);
     bool answered = true;
     if (v.code) {
+        if (!op->dry_run) nodestate_eviction_refused(op->srv, cobj, v.code, v.message); /* a drain held */
         struct kite_causes causes = {0};
         if (v.cause) kite_causes_add(&causes, v.cause_reason, NULL, "%s", v.cause);
         char *body = kite_status_failure(v.code, NULL, v.message, NULL, NULL, NULL, &causes);

@@ -560,7 +560,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
-    s->nodestate = nodestate_new(o->node_stale_ns);
+    s->nodestate = nodestate_new(o->node_stale_ns, o->node_grace_ns);
     size_t rows = 0;
     while (kite_resources[rows]) rows++;
     s->storages = kite_calloc(rows, sizeof *s->storages); /* at most one folder per row */
