@@ -33,6 +33,7 @@ void op_free(struct write_op *op) {
     json_object_put(op->input);
     json_object_put(op->preconditions);
     json_object_put(op->managed);
+    json_object_put(op->client_mf);
     free(op->manager);
     free(op->guard_name);
     free(op->key);
@@ -92,7 +93,12 @@ static bool check_type(struct req *rq, json_object *obj) {
     return true;
 }
 
-static void strip_server_fields(json_object *meta) {
+/* Takes the object's managedFields off, kept for the field manager when the client wrote them
+ * on a main write (managed.c decides whether they count). */
+static void strip_server_fields(struct write_op *op, json_object *meta) {
+    json_object_put(TAKE_PTR(op->client_mf));
+    json_object *mf = kite_obj_get(meta, "managedFields");
+    if (mf && !op->sub) op->client_mf = json_object_get(mf);
     json_object_object_del(meta, "managedFields");
     json_object_object_del(meta, "selfLink");
     json_object_object_del(meta, "resourceVersion");
@@ -195,7 +201,7 @@ static bool prepare_create(struct write_op *op, json_object *obj) {
     json_object_object_del(meta, "deletionGracePeriodSeconds");
     json_object_object_del(meta, "generation");
     if (rq->res->spec_generation) kite_obj_set(meta, "generation", json_object_new_int64(1));
-    strip_server_fields(meta);
+    strip_server_fields(op, meta);
     if (rq->res->has_status && !rq->res->status_on_create) json_object_object_del(obj, "status");
     if (rq->res->defaults) rq->res->defaults(obj);
     if (!admit(op, KITE_ADMIT_CREATE, obj, NULL)) return false;
@@ -279,7 +285,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
     static const char *const immutable[] = {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                                             "deletionGracePeriodSeconds", "generation"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(immutable); i++) copy_field(meta, cmeta, immutable[i]);
-    strip_server_fields(meta);
+    strip_server_fields(op, meta);
     if (rq->res->spec_generation && (!op->sub || op->sub->view) &&
         !kite_json_equal(kite_obj_get(res, "spec"), kite_obj_get(cur, "spec"))) {
         json_object *g = kite_obj_get(cmeta, "generation");
@@ -730,7 +736,11 @@ void run_op(struct write_op *op) {
             return;
         }
     } else if (op->kind == OP_PATCH) {
-        json_object *doc = deep_copy_unmanaged(cobj);
+        /* a JSON patch addresses managedFields by path, a merge patch may set them: those see
+         * them (kubectl's client-side to server-side apply migration replaces them) */
+        bool mf = op->ptype == PATCH_JSON ||
+                  (op->ptype != PATCH_APPLY && kite_obj_get(kite_obj_meta(op->input), "managedFields"));
+        json_object *doc = mf ? deep_copy(cobj) : deep_copy_unmanaged(cobj);
         if (rq->res->from_storage) rq->res->from_storage(doc);
         obj = apply_patch(op, doc, cobj);
         json_object_put(doc);

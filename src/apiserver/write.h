@@ -37,6 +37,7 @@ struct write_op {
     char *manager;            /* the field manager (managed.c) */
     bool force;               /* apply: take the fields other managers have */
     json_object *managed;     /* apply: the managedFields it computed (NULL: none left) */
+    json_object *client_mf;   /* the managedFields the request's object carried (a main write), or NULL */
     bool has_managed;
     /* the store's completion, answered on an HTTP thread (write_finish) */
     int done_err;
