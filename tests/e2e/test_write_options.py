@@ -172,3 +172,23 @@ def test_smp_labels_string_cannot_restore_map(apiserver, api):
     body = cm("smp-bad")
     body["metadata"]["labels"] = "invalid"
     assert_status_body(api.put(f"{CMS}/smp-bad", body), 400, "BadRequest")
+
+
+def test_deletecollection_body_propagation_policy(api):
+    """deletecollection takes DeleteOptions' propagationPolicy as a DELETE does: Orphan puts the
+    orphan finalizer on each owner (here no garbage collector runs, so they stay, being deleted)."""
+    rs = "/apis/apps/v1/namespaces/default/replicasets"
+    for n in ("orph-1", "orph-2"):
+        api.ok("POST", rs, {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                            "metadata": {"name": n, "labels": {"set": "orph"}},
+                            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": n}},
+                                     "template": {"metadata": {"labels": {"app": n}},
+                                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})
+    r = api.request("DELETE", f"{rs}?labelSelector=set%3Dorph", body={"propagationPolicy": "Orphan"})
+    assert r.status == 200, r
+    for n in ("orph-1", "orph-2"):
+        o = api.ok("GET", f"{rs}/{n}")
+        assert "orphan" in o["metadata"].get("finalizers", []) and "deletionTimestamp" in o["metadata"], o["metadata"]
+    r = api.request("DELETE", f"{rs}?labelSelector=set%3Dorph", body={"propagationPolicy": "Sideways"})
+    st = assert_status_body(r, 422, "Invalid")
+    assert "propagationPolicy: Unsupported value" in st["message"], st
