@@ -58,7 +58,7 @@ struct kite_node_thresholds {
 #define KITE_NODE_ORPHAN_WINDOW_NS (60LL * 1000000000LL)
 #define KITE_NODE_REREG_WINDOW_NS (600LL * 1000000000LL)
 #define KITE_NODE_REREG_SLACK_NS (10LL * 1000000000LL)
-#define KITE_NODE_GRACE_DEFAULT "50s" /* --node-monitor-grace-period, kube-controller-manager's default */
+#define KITE_NODE_GRACE_DEFAULT_NS (50LL * 1000000000LL) /* --node-monitor-grace-period, kube-controller-manager's default */
 #define KITE_NODE_DRAIN_WINDOW_NS (30LL * 1000000000LL) /* kubectl drain retries a refused eviction every 5 s */
 
 /* The state of one node at wall time now_ns, and its evidence appended to evidence (one line

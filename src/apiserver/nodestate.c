@@ -53,7 +53,7 @@ struct kite_nodestate *nodestate_new(int64_t stale_ns, int64_t grace_ns) {
     struct kite_nodestate *n = kite_calloc(1, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
     n->t = (struct kite_node_thresholds){.stale_ns = stale_ns > 0 ? stale_ns : KITE_NODE_STALE_DEFAULT_NS,
-                                         .grace_ns = grace_ns > 0 ? grace_ns : 50 * KITE_NS_PER_SEC,
+                                         .grace_ns = grace_ns > 0 ? grace_ns : KITE_NODE_GRACE_DEFAULT_NS,
                                          .drain_window_ns = KITE_NODE_DRAIN_WINDOW_NS,
                                          .orphan_window_ns = KITE_NODE_ORPHAN_WINDOW_NS,
                                          .rereg_window_ns = KITE_NODE_REREG_WINDOW_NS,
