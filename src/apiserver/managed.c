@@ -221,17 +221,27 @@ bool managed_manager(struct write_op *op) {
     struct req *rq = op->rq;
     const char *fm = kite_http_query(rq->http, "fieldManager");
     if (fm && *fm) {
-        size_t n = strlen(fm);
-        bool printable = true;
-        for (size_t i = 0; i < n; i++) printable &= (unsigned char)fm[i] >= 0x20 && fm[i] != 0x7f;
+        size_t n = strlen(fm), bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if ((unsigned char)fm[i] < 0x20 || fm[i] == 0x7f) bad = i;
         const char *opts = kite_streq(rq->verb, "create") ? "CreateOptions" : kite_streq(rq->verb, "update") ? "UpdateOptions" : "PatchOptions";
         if (n > KITE_FIELD_MANAGER_MAX) {
             reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than %d bytes",
                         opts, KITE_FIELD_MANAGER_MAX);
             return false;
         }
-        if (!printable) {
-            reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"%s\": must be printable", opts, fm);
+        if (bad < n) { /* ValidateFieldManager: one error per character unicode.IsPrint refuses */
+            struct kite_causes c = {0};
+            for (size_t i = bad; i < n; i++) {
+                if ((unsigned char)fm[i] >= 0x20 && fm[i] != 0x7f) continue;
+                char msg[64];
+                const char *m = msg;
+                snprintf(msg, sizeof msg, "invalid character U+%04X (at position %zu)", (unsigned char)fm[i], i);
+                kite_causes_add_invalid(&c, "fieldManager", fm, &m, 1);
+            }
+            char *body = kite_status_invalid("meta.k8s.io", opts, NULL, &c);
+            kite_causes_release(&c);
+            reply(rq, 422, "application/json", body, strlen(body));
             return false;
         }
         op->manager = kite_strdup(fm);

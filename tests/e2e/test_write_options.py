@@ -192,3 +192,11 @@ def test_deletecollection_body_propagation_policy(api):
     r = api.request("DELETE", f"{rs}?labelSelector=set%3Dorph", body={"propagationPolicy": "Sideways"})
     st = assert_status_body(r, 422, "Invalid")
     assert "propagationPolicy: Unsupported value" in st["message"], st
+
+
+def test_field_manager_unprintable_422(api):
+    r = api.post(f"{CMS}?fieldManager=a%01b", cm("fm-bad"))
+    st = assert_status_body(r, 422, "Invalid")
+    assert st["message"] == ('CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\x01b": '
+                             'invalid character U+0001 (at position 1)'), st
+    assert st["details"]["group"] == "meta.k8s.io" and st["details"]["kind"] == "CreateOptions", st
