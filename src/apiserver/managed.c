@@ -181,7 +181,7 @@ static json_object *str(const char *s) { return json_object_new_string(s); }
 
 /* The managedFields array of es (empty entries left out); NULL when none is left. */
 static json_object *entries_render(struct entries *es) {
-    qsort(es->v, es->n, sizeof *es->v, entry_cmp);
+    if (es->n) qsort(es->v, es->n, sizeof *es->v, entry_cmp); /* v is NULL when there are none */
     json_object *arr = NULL;
     for (size_t i = 0; i < es->n; i++) {
         struct entry *e = &es->v[i];
