@@ -66,7 +66,7 @@ objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
 lib_of  = $(BUILD)/lib/libkite_$(1).a
 libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
 
-.PHONY: all install deps test test-unit test-e2e test-e2e-asan test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
+.PHONY: all install check-layers deps test test-unit test-e2e test-e2e-asan test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
 all: deps $(BUILD)/kite $(BUILD)/kite-agent $(BUILD)/kubectl-kite
 
 deps:
@@ -130,6 +130,11 @@ test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
 test-e2e: all
 	KITE=$(abspath $(BUILD)/kite) /usr/bin/python3 -m pytest -q tests/e2e
 
+# DESIGN.md's dependency rules (the DEPS_* lines above), checked on includes and on the symbols
+# each module's archive takes from the others: a violation fails the build of `make test`
+check-layers: all
+	scripts/check-layers $(BUILD)
+
 asan:
 	$(MAKE) SANITIZE=1 test-unit
 
@@ -153,7 +158,7 @@ soak:
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 SOAK_SECONDS=$${SOAK_SECONDS:-600} \
 	    /usr/bin/python3 tests/soak/soak.py
 
-test: all test-unit asan test-e2e test-e2e-asan
+test: all check-layers test-unit asan test-e2e test-e2e-asan
 
 bench: all
 	bench/run
