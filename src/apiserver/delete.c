@@ -155,13 +155,19 @@ static bool delete_dry_run(struct write_op *op, json_object *opts) {
     json_object *dr = kite_obj_get(opts, "dryRun");
     bool eviction = op->sub && op->sub->deletes;
     if (!dr || json_object_is_type(dr, json_type_null)) return true;
-    size_t n = json_object_is_type(dr, json_type_array) ? json_object_array_length(dr) : 0;
-    bool strings = json_object_is_type(dr, json_type_array);
-    for (size_t i = 0; i < n; i++) strings &= json_object_is_type(json_object_array_get_idx(dr, i), json_type_string);
-    if (!strings) {
+    bool list = json_object_is_type(dr, json_type_array);
+    size_t n = list ? json_object_array_length(dr) : 0;
+    json_object *bad = list ? NULL : dr; /* Go's UnmarshalTypeError names the value's JSON kind */
+    for (size_t i = 0; i < n && !bad; i++)
+        if (!json_object_is_type(json_object_array_get_idx(dr, i), json_type_string)) bad = json_object_array_get_idx(dr, i);
+    if (bad) {
+        static const char *const kinds[] = {[json_type_null] = "null", [json_type_boolean] = "bool",
+                                            [json_type_double] = "number", [json_type_int] = "number",
+                                            [json_type_object] = "object", [json_type_array] = "array",
+                                            [json_type_string] = "string"};
         reply_error(op->rq, 400, "BadRequest", "json: cannot unmarshal %s into Go struct field %s.dryRun of type %s",
-                    json_object_is_type(dr, json_type_array) ? "number" : json_object_is_type(dr, json_type_string) ? "string" : "object",
-                    eviction ? "Eviction.deleteOptions" : "DeleteOptions", json_object_is_type(dr, json_type_array) ? "string" : "[]string");
+                    kinds[json_object_get_type(bad)], eviction ? "Eviction.deleteOptions" : "DeleteOptions",
+                    list ? "string" : "[]string");
         return false;
     }
     for (size_t i = 0; i < n && !eviction; i++) {

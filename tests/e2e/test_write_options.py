@@ -200,3 +200,12 @@ def test_field_manager_unprintable_422(api):
     assert st["message"] == ('CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\x01b": '
                              'invalid character U+0001 (at position 1)'), st
     assert st["details"]["group"] == "meta.k8s.io" and st["details"]["kind"] == "CreateOptions", st
+
+
+def test_delete_body_dry_run_wrong_type_400(api):
+    api.ok("POST", CMS, cm("dr-type"))
+    st = assert_status_body(api.request("DELETE", f"{CMS}/dr-type", body={"dryRun": "All"}), 400, "BadRequest")
+    assert st["message"] == "json: cannot unmarshal string into Go struct field DeleteOptions.dryRun of type []string", st
+    st = assert_status_body(api.request("DELETE", f"{CMS}/dr-type", body={"dryRun": [1]}), 400, "BadRequest")
+    assert st["message"] == "json: cannot unmarshal number into Go struct field DeleteOptions.dryRun of type string", st
+    untouched(api, f"{CMS}/dr-type")
