@@ -114,6 +114,7 @@ struct req {
     bool yaml;                 /* Accept prefers YAML (never for watches) */
     bool partial;              /* Accept asked for PartialObjectMetadata(List): metadata only */
     const char *as_version;    /* the meta.k8s.io version asked for with as= ("v1", "v1beta1") */
+    bool raw_json;             /* JSON written as is (/version, /openapi), not by the object encoder */
     bool replied;
     bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
     bool admission_warned;     /* the admission chain's warnings sent (likewise) */
@@ -347,12 +348,15 @@ void apiserver_housekeeping_once(struct kite_apiserver *s);
 
 /* nodestate.c: the divergence report (`kite nodes`) */
 #define KITE_NODE_STATE_PERIOD_S 2 /* how often node states are computed for /metrics and events */
-struct kite_nodestate *nodestate_new(int64_t stale_ns);
+struct kite_nodestate *nodestate_new(int64_t stale_ns, int64_t grace_ns);
 void nodestate_free(struct kite_nodestate *n);
 /* An authenticated request of user (a node identity, system:node:NAME, is remembered). */
 void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path);
 /* Computes every node's state; records an event for each change (housekeeping thread). */
 void nodestate_pass(struct kite_apiserver *s);
+/* An eviction of pod (borrowed) refused with code and message: its node drains (Draining)
+ * while kubectl drain retries. */
+void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message);
 /* Appends the last pass's kite_node_state lines. */
 void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b);
 /* Answers GET /debug/kite/nodes. */

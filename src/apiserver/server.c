@@ -51,8 +51,18 @@ void req_free(struct req *rq) {
     free(rq);
 }
 
+/* kube-apiserver's JSON serializer ends every body it encodes with a newline (Go's
+ * json.Encoder); clients compare error bodies byte for byte (the python client's
+ * FailToCreateError text). Raw JSON documents (/version, /openapi) are written without. */
+static void end_json(const struct req *rq, const char *content_type, char **body, size_t *len) {
+    if (rq->raw_json || !*body || !*len || (*body)[*len - 1] == '\n' || !media_is(content_type, "application/json")) return;
+    *body = kite_realloc(*body, *len + 1);
+    (*body)[(*len)++] = '\n';
+}
+
 void reply(struct req *rq, int code, const char *content_type, char *body, size_t len) {
     negotiate_encode(rq, &content_type, &body, &len);
+    end_json(rq, content_type, &body, &len);
     if (rq->srv->metrics)
         metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", req_resource_label(rq), code,
                         kite_now_mono(rq->srv->clock) - rq->start_ns);
@@ -573,7 +583,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
-    s->nodestate = nodestate_new(o->node_stale_ns);
+    s->nodestate = nodestate_new(o->node_stale_ns, o->node_grace_ns);
     size_t rows = 0;
     while (kite_resources[rows]) rows++;
     s->storages = kite_calloc(rows, sizeof *s->storages); /* at most one folder per row */

@@ -102,7 +102,7 @@ struct apiserver_args {
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
     bool http2;
-    int64_t node_stale_ns;
+    int64_t node_stale_ns, node_grace_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -118,6 +118,9 @@ struct apiserver_args {
                   &(a)->event_ttl_ns),                                                                           \
     FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
                   KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
+    FLAG_DURATION("node-monitor-grace-period", "a node whose lease went unrenewed this long (or its duration, if " \
+                  "longer) is\nreported LeaseExpired until a controller marks it (kite nodes); kite up's node "   \
+                  "lifecycle\ncontroller uses it too", "50s", KITE_NS_PER_SEC, &(a)->node_grace_ns),              \
     FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
              MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
              .def_note = "the open-file limit, raised to its hard limit, less 512"),                              \

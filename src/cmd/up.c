@@ -65,6 +65,7 @@ int cmd_up(int argc, char **argv) {
         agent_flag_args_release(&fa);
         return 2;
     }
+    cargs.grace_ns = args.node_grace_ns; /* one grace period for the report and the controller */
     const char *data_dir = o.data_dir;
     struct kite_agent_config ac;
     kite_agent_config_init(&ac);
