@@ -167,6 +167,11 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     if (r < 0) return r;
     struct kite_client_options co = {.user_agent = "kite-controller-manager"};
     r = kite_client_new(kc, &co, &ret->client);
+    /* the election renews on a client of its own (as kube-controller-manager's), which the
+     * write gate of the controllers' client does not hold back */
+    struct kite_client_options leo = {.user_agent = "kite-controller-manager/leader-election"};
+    if (r == 0 && a->leader_elect && (r = kite_client_new(kc, &leo, &ret->le_client)) < 0)
+        kite_client_free(TAKE_PTR(ret->client));
     kite_kubeconfig_free(kc);
     if (r < 0) {
         *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
@@ -182,13 +187,14 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     uint64_t salt = (uint64_t)kite_now_wall(kite_clock_real()) ^ ((uint64_t)getpid() << 32);
     _cleanup_free_ char *id = kite_asprintf("%s_%016llx", host, (unsigned long long)salt);
     struct kite_leader_options lo = {
-        .client = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
+        .client = ret->le_client, .gated = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
         .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns, .retry_period_ns = a->le_retry_ns,
         .started = lead, .stopped = unlead, .ud = ret,
     };
     if ((r = kite_leader_start(&lo, &ret->leader)) < 0) {
         *ret_error = kite_asprintf("cannot start leader election: %s", strerror(-r));
         kite_client_free(TAKE_PTR(ret->client));
+        kite_client_free(TAKE_PTR(ret->le_client));
         return r;
     }
     log_info(LOG, "leader election as %s on lease %s/%s", id, LEASE_NS, LEASE_NAME);
@@ -199,6 +205,7 @@ void controllers_stop(struct kite_controllers *c) {
     if (c->leader) kite_leader_stop(TAKE_PTR(c->leader)); /* calls unlead if leading, then releases */
     else unlead(c);
     kite_client_free(TAKE_PTR(c->client));
+    kite_client_free(TAKE_PTR(c->le_client));
     free(TAKE_PTR(c->signing_cert));
     if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
     free(TAKE_PTR(c->signing_key));
