@@ -730,6 +730,8 @@ fail:
 
 void kite_daemonsets_stop(struct kite_daemonsets *d) {
     if (!d) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&d->loop);
     kite_informer_stop(d->sets);
     kite_informer_stop(d->nodes);
     kite_informer_stop(d->pods);

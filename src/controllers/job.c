@@ -789,6 +789,8 @@ fail:
 
 void kite_jobs_stop(struct kite_jobs *j) {
     if (!j) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&j->loop);
     kite_informer_stop(j->jobs);
     kite_informer_stop(j->pods);
     kite_ctl_loop_stop(&j->loop);

@@ -61,15 +61,19 @@ void kite_ctl_loop_kick(struct kite_ctl_loop *l) {
     pthread_mutex_unlock(&l->mu);
 }
 
+void kite_ctl_loop_join(struct kite_ctl_loop *l) {
+    if (!l->step || !l->started) return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = true;
+    pthread_cond_signal(&l->cond);
+    pthread_mutex_unlock(&l->mu);
+    pthread_join(l->thread, NULL);
+    l->started = false;
+}
+
 void kite_ctl_loop_stop(struct kite_ctl_loop *l) {
     if (!l->step) return;
-    if (l->started) {
-        pthread_mutex_lock(&l->mu);
-        l->stop = true;
-        pthread_cond_signal(&l->cond);
-        pthread_mutex_unlock(&l->mu);
-        pthread_join(l->thread, NULL);
-    }
+    kite_ctl_loop_join(l);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cond);
     l->step = NULL;

@@ -35,5 +35,9 @@ int kite_ctl_loop_start(struct kite_ctl_loop *l, const char *name, int64_t (*ste
                         void *core, struct kite_informer *const *wait, size_t n);
 /* Wakes the runner (the core has new work). */
 void kite_ctl_loop_kick(struct kite_ctl_loop *l);
-/* Stops and joins; a loop never set up is a no-op. */
+/* Stops the thread and joins it; kicks are still taken (the informers that kick it may be
+ * stopped after: the thread no longer reads them). */
+void kite_ctl_loop_join(struct kite_ctl_loop *l);
+/* Joins (if not yet) and releases; a loop never set up is a no-op. Stop the informers that
+ * kick it first. */
 void kite_ctl_loop_stop(struct kite_ctl_loop *l);

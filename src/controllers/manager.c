@@ -141,6 +141,12 @@ fail:
 
 void kite_ctlmgr_stop(struct kite_ctlmgr *m) {
     if (!m) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&m->rn);
+    kite_ctl_loop_join(&m->rt);
+    kite_ctl_loop_join(&m->rg);
+    kite_ctl_loop_join(&m->rd);
+    kite_ctl_loop_join(&m->rc);
     kite_informer_stop(m->nodes);
     kite_informer_stop(m->leases);
     kite_informer_stop(m->pods);

@@ -136,6 +136,10 @@ fail:
 
 void kite_workloads_stop(struct kite_workloads *w) {
     if (!w) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&w->rr);
+    kite_ctl_loop_join(&w->rd);
+    kite_ctl_loop_join(&w->rg);
     kite_informer_stop(w->pods);
     kite_informer_stop(w->rss);
     kite_informer_stop(w->ds);
