@@ -2,7 +2,11 @@
 `kite apiserver` (pods stay Pending: no agent, no scheduler; the controllers only count them).
 
 A controller-manager restarted under Deployments acts only once its informers have synced
-(client-go's WaitForCacheSync): no pod created again, none deleted, one ReplicaSet per Deployment."""
+(client-go's WaitForCacheSync): no pod created again, none deleted, one ReplicaSet per Deployment.
+A leader frozen (SIGSTOP) past its lease writes nothing when thawed, before or after it notices
+another took over (counted per user in the audit log, each controller-manager with a user of its
+own); a sole leader frozen past every node's grace re-judges its nodes afresh instead of marking
+them Unknown on deadlines that expired while it slept."""
 import json
 import re
 import signal
