@@ -112,11 +112,17 @@ struct kite_client *kite_client_fake_new(kite_fake_handler handler, kite_fake_wa
 /* How many times reset_connections was called on a fake client. */
 unsigned kite_client_fake_resets(struct kite_client *c);
 
+/* The write gate's answer for a request of method (true for reads and without a gate). The
+ * transport asks again right before the request's bytes leave, after waiting for its
+ * connection: a process frozen in between sends nothing when it thaws. */
+static inline bool kite_client_may_send(struct kite_client *c, const char *method) {
+    return !c->may_write || !strcmp(method, "GET") || !strcmp(method, "HEAD") || c->may_write(c->may_write_ud);
+}
+
 static inline int kite_client_request(struct kite_client *c, const char *method, const char *path,
                                       const char *content_type, const char *body, size_t body_len,
                                       struct kite_response *ret) {
-    if (c->may_write && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 && !c->may_write(c->may_write_ud))
-        return KITE_CLIENT_NOT_LEADING;
+    if (!kite_client_may_send(c, method)) return KITE_CLIENT_NOT_LEADING;
     return c->ops->request(c, method, path, content_type, body, body_len, ret);
 }
 static inline int kite_client_watch(struct kite_client *c, const char *path, kite_watch_fn fn, void *ud,
