@@ -33,6 +33,7 @@ struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o) {
     struct kite_rsc *c = kite_calloc(1, sizeof *c);
     c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
+    c->q.backoff_max_ns = KITE_RSC_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }

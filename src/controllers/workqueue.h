@@ -16,6 +16,7 @@ struct kite_wq {
     struct kite_map items;    /* key -> struct kite_wq_item */
     struct kite_timers timers;
     struct kite_map failures; /* key -> failures since its last forget (a uintptr_t) */
+    int64_t backoff_max_ns;   /* the owner's cap; 0 = KITE_WQ_BACKOFF_MAX_NS */
 };
 /* Queues key (copied) at `at` (monotonic ns), or moves it earlier when already queued later. */
 void kite_wq_add(struct kite_wq *q, const char *key, int64_t at);
@@ -24,7 +25,7 @@ char *kite_wq_pop_due(struct kite_wq *q, int64_t now);
 /* ns from now to the next key's time (0 when one is due), or -1 when empty. */
 int64_t kite_wq_next(const struct kite_wq *q, int64_t now);
 bool kite_wq_due(const struct kite_wq *q, int64_t now);
-/* Queues key at now + its back-off, and counts the failure. */
+/* Queues key at now + its back-off (capped at backoff_max_ns), and counts the failure. */
 void kite_wq_add_backoff(struct kite_wq *q, const char *key, int64_t now);
 /* Clears key's failures: its next back-off is the base again. */
 void kite_wq_forget(struct kite_wq *q, const char *key);

@@ -71,3 +71,14 @@ Test(workqueue, failures_back_off_per_key_until_forgotten) {
     cr_assert_null(kite_wq_pop_due(&q, now + 5 * MS), "queued once");
     kite_wq_release(&q);
 }
+
+Test(workqueue, the_owner_caps_the_back_off) {
+    struct kite_wq q = {.backoff_max_ns = 1000 * MS};
+    for (unsigned i = 0; i < 12; i++) {
+        kite_wq_add_backoff(&q, "a", 0);
+        free(kite_wq_pop_due(&q, 1000 * MS));
+    }
+    kite_wq_add_backoff(&q, "a", 0);
+    cr_assert_eq(kite_wq_next(&q, 0), 1000 * MS);
+    kite_wq_release(&q);
+}
