@@ -206,6 +206,12 @@ int kite_leader_release(struct kite_leader *l) {
     return e;
 }
 
+static void *start_thread(void *ud) {
+    struct kite_leader *l = ud;
+    l->o.started(l->o.ud);
+    return NULL;
+}
+
 static void *run(void *ud) {
     struct kite_leader *l = ud;
     while (!kite_cancel_fired(&l->cancel)) {
@@ -218,7 +224,11 @@ static void *run(void *ud) {
         }
         log_info(LOG, "%s acquired the lease %s/%s", l->identity, l->ns, l->name);
         l->leading = true;
-        if (l->o.started) l->o.started(l->o.ud);
+        /* the controllers start on a thread of their own, so the lease is renewed meanwhile
+         * (a slow start is not a lapse); it is joined before they are stopped */
+        pthread_t starter;
+        bool starting = l->o.started && pthread_create(&starter, NULL, start_thread, l) == 0;
+        if (l->o.started && !starting) l->o.started(l->o.ud);
         /* renew until the deadline passes without a successful renewal */
         while (!kite_cancel_fired(&l->cancel)) {
             kite_cancel_wait(&l->cancel, l->o.retry_period_ns);
@@ -241,6 +251,7 @@ static void *run(void *ud) {
             }
         }
         l->leading = false;
+        if (starting) pthread_join(starter, NULL);
         if (l->o.stopped) l->o.stopped(l->o.ud);
     }
     return NULL;

@@ -20,9 +20,9 @@ struct kite_leader_options {
     const char *ns, *name;      /* the Lease (copied) */
     const char *identity;       /* copied */
     int64_t lease_duration_ns, renew_deadline_ns, retry_period_ns; /* 0 = the defaults above */
-    /* Called on the elector's thread when leadership is gained and lost (or at stop while
-     * leading); started may take its time, the elector does not renew meanwhile, so it
-     * should only start threads. */
+    /* Called when leadership is gained and lost (or at stop while leading): started on a
+     * thread of its own (the elector renews meanwhile), stopped on the elector's thread once
+     * started has returned. */
     void (*started)(void *ud);
     /* NULL, or the client the controllers write with (borrowed; not the one above): its
      * writes pass only while kite_leader_may_write (kite_leader_start sets the gate) */
