@@ -37,7 +37,12 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .node_stale_ns = a->node_stale_ns,
                                          .watch_queue = (size_t)a->watch_queue,
                                          .watch_queue_bytes = (size_t)a->watch_queue_bytes,
-                                         .service_cidr = a->service_cidr};
+                                         .node_grace_ns = a->node_grace_ns,
+                                         .service_cidr = a->service_cidr,
+                                         .pod_security_default = a->psa_default,
+                                         .pod_security_exempt_usernames = a->psa_exempt_users,
+                                         .pod_security_exempt_namespaces = a->psa_exempt_namespaces,
+                                         .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes};
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;
