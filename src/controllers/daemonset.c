@@ -3,6 +3,7 @@
  * outside it, from the runner thread alone. */
 #include "controllers/daemonset.h"
 #include "api/registry.h"
+#include "api/scheduling.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "client/informer.h"
@@ -22,46 +23,6 @@
 
 static size_t alen(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 
-static bool in_values(json_object *values, const char *v) {
-    for (size_t i = 0; v && i < alen(values); i++)
-        if (kite_streq(json_object_get_string(json_object_array_get_idx(values, i)), v)) return true;
-    return false;
-}
-
-/* One NodeSelectorRequirement against a value (NULL: absent). */
-static bool requirement(json_object *req, const char *have) {
-    const char *op = kite_obj_str(req, "operator");
-    json_object *values = kite_obj_get(req, "values");
-    if (kite_streq(op, "In")) return in_values(values, have);
-    if (kite_streq(op, "NotIn")) return !in_values(values, have);
-    if (kite_streq(op, "Exists")) return have != NULL;
-    if (kite_streq(op, "DoesNotExist")) return have == NULL;
-    if ((kite_streq(op, "Gt") || kite_streq(op, "Lt")) && have && alen(values) == 1) {
-        char *end;
-        long long a = strtoll(have, &end, 10), b = strtoll(json_object_get_string(json_object_array_get_idx(values, 0)), NULL, 10);
-        if (*end) return false;
-        return kite_streq(op, "Gt") ? a > b : a < b;
-    }
-    return false;
-}
-
-/* A NodeSelectorTerm: its label and field requirements all hold; an empty term matches nothing.
- * node NULL: only the field metadata.name (= name) is known, label requirements pass. */
-static bool term_matches(json_object *term, json_object *node, const char *name) {
-    json_object *exprs = kite_obj_get(term, "matchExpressions"), *fields = kite_obj_get(term, "matchFields");
-    if (!alen(exprs) && !alen(fields)) return false;
-    json_object *labels = node ? kite_obj_get(kite_obj_meta(node), "labels") : NULL;
-    for (size_t i = 0; node && i < alen(exprs); i++) {
-        json_object *e = json_object_array_get_idx(exprs, i);
-        if (!requirement(e, kite_obj_str(labels, kite_obj_str(e, "key")))) return false;
-    }
-    for (size_t i = 0; i < alen(fields); i++) {
-        json_object *f = json_object_array_get_idx(fields, i);
-        if (!kite_streq(kite_obj_str(f, "key"), "metadata.name") || !requirement(f, name)) return false;
-    }
-    return true;
-}
-
 static json_object *required_terms(json_object *pod) {
     json_object *na = kite_obj_get(kite_obj_get(kite_obj_get(pod, "spec"), "affinity"), "nodeAffinity");
     json_object *req = kite_obj_get(na, "requiredDuringSchedulingIgnoredDuringExecution");
@@ -70,10 +31,7 @@ static json_object *required_terms(json_object *pod) {
 
 static bool affinity(json_object *pod, json_object *node, const char *name) {
     json_object *terms = required_terms(pod);
-    if (!terms) return true;
-    for (size_t i = 0; i < alen(terms); i++)
-        if (term_matches(json_object_array_get_idx(terms, i), node, name)) return true;
-    return false;
+    return !terms || kite_node_selector_terms_match(terms, node, name);
 }
 
 bool kite_node_affinity_matches(json_object *pod, json_object *node) {
@@ -81,24 +39,6 @@ bool kite_node_affinity_matches(json_object *pod, json_object *node) {
 }
 
 bool kite_node_affinity_allows_name(json_object *pod, const char *node) { return affinity(pod, NULL, node); }
-
-static bool tolerates(json_object *tol, json_object *taint) {
-    const char *effect = kite_obj_str(tol, "effect"), *key = kite_obj_str(tol, "key"), *op = kite_obj_str(tol, "operator");
-    if (effect && *effect && !kite_streq(effect, kite_obj_str(taint, "effect"))) return false;
-    if (key && *key && !kite_streq(key, kite_obj_str(taint, "key"))) return false;
-    if (!key || !*key) return kite_streq(op, "Exists"); /* an empty key with Exists tolerates all */
-    if (!op || !*op || kite_streq(op, "Equal")) {
-        const char *a = kite_obj_str(tol, "value"), *b = kite_obj_str(taint, "value");
-        return kite_streq(a ? a : "", b ? b : "");
-    }
-    return kite_streq(op, "Exists");
-}
-
-static bool tolerated(json_object *tols, json_object *taint) {
-    for (size_t i = 0; i < alen(tols); i++)
-        if (tolerates(json_object_array_get_idx(tols, i), taint)) return true;
-    return false;
-}
 
 bool kite_ds_should_run(json_object *pod, json_object *node, bool *ret_continue) {
     json_object *spec = kite_obj_get(pod, "spec"), *sel = kite_obj_get(spec, "nodeSelector");
@@ -115,7 +55,7 @@ bool kite_ds_should_run(json_object *pod, json_object *node, bool *ret_continue)
     for (size_t i = 0; i < alen(taints); i++) {
         json_object *t = json_object_array_get_idx(taints, i);
         const char *effect = kite_obj_str(t, "effect");
-        if (tolerated(tols, t)) continue;
+        if (kite_tolerations_find(tols, t)) continue;
         if (kite_streq(effect, "NoExecute")) run = stay = false;
         else if (kite_streq(effect, "NoSchedule")) run = false;
     }

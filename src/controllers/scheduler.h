@@ -91,11 +91,6 @@ void kite_sched_filter(json_object *pod, const struct kite_sched_req *req, const
                        struct kite_sched_verdict *ret);
 /* NodeResourcesFit alone (the preemption dry run re-runs it without the lower-priority pods). */
 void kite_sched_fit(const struct kite_sched_req *req, const struct kite_sched_nodeinfo *ni, struct kite_sched_verdict *ret);
-/* A required node selector term list (nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
- * .nodeSelectorTerms): terms ORed, expressions ANDed, as upstream's nodeaffinity. */
-bool kite_sched_node_selector_terms_match(json_object *terms, json_object *node);
-/* Whether tolerations (array, may be NULL) tolerate taint, as upstream's ToleratesTaint. */
-bool kite_sched_tolerates(json_object *tolerations, json_object *taint);
 
 /* Scores (0..100 each). */
 int64_t kite_sched_score_least_allocated(const struct kite_sched_req *pod_nonzero, const struct kite_sched_nodeinfo *ni);

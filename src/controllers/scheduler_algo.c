@@ -2,6 +2,7 @@
  * what is known of a node, with upstream's reason strings. */
 #include "api/quantity.h"
 #include "api/registry.h"
+#include "api/scheduling.h"
 #include "base/buf.h"
 #include "controllers/scheduler.h"
 
@@ -98,27 +99,11 @@ static void reject(struct kite_sched_verdict *v, const char *filter, bool unreso
     else free(reason);
 }
 
-bool kite_sched_tolerates(json_object *tols, json_object *taint) {
-    for (size_t i = 0; i < alen(tols); i++) {
-        json_object *t = json_object_array_get_idx(tols, i);
-        const char *effect = kite_obj_str(t, "effect"), *key = kite_obj_str(t, "key"), *op = kite_obj_str(t, "operator");
-        if (effect && *effect && !kite_streq(effect, kite_obj_str(taint, "effect"))) continue;
-        if (key && *key && !kite_streq(key, kite_obj_str(taint, "key"))) continue;
-        if (!op || !*op || kite_streq(op, "Equal")) {
-            const char *a = kite_obj_str(t, "value"), *b = kite_obj_str(taint, "value");
-            if (kite_streq(a ? a : "", b ? b : "")) return true;
-        } else if (kite_streq(op, "Exists")) {
-            return true;
-        }
-    }
-    return false;
-}
-
 static bool tolerates_key(json_object *tols, const char *key) {
     json_object *taint = json_object_new_object();
     kite_obj_set(taint, "key", json_object_new_string(key));
     kite_obj_set(taint, "effect", json_object_new_string("NoSchedule"));
-    bool ok = kite_sched_tolerates(tols, taint);
+    bool ok = kite_tolerations_find(tols, taint) != NULL;
     json_object_put(taint);
     return ok;
 }
@@ -139,18 +124,17 @@ static bool f_unschedulable(const struct fctx *c, struct kite_sched_verdict *v) 
     return false;
 }
 
+static bool schedule_effect(json_object *taint) {
+    const char *effect = kite_obj_str(taint, "effect");
+    return kite_streq(effect, "NoSchedule") || kite_streq(effect, "NoExecute");
+}
+
 static bool f_taints(const struct fctx *c, struct kite_sched_verdict *v) {
-    json_object *taints = kite_obj_get(c->nspec, "taints");
-    for (size_t i = 0; i < alen(taints); i++) {
-        json_object *t = json_object_array_get_idx(taints, i);
-        const char *effect = kite_obj_str(t, "effect");
-        if (!kite_streq(effect, "NoSchedule") && !kite_streq(effect, "NoExecute")) continue;
-        if (kite_sched_tolerates(c->tols, t)) continue;
-        const char *k = kite_obj_str(t, "key"), *val = kite_obj_str(t, "value");
-        reject(v, "TaintToleration", true, kite_asprintf("node(s) had untolerated taint {%s: %s}", k ? k : "", val ? val : ""));
-        return false;
-    }
-    return true;
+    json_object *t = kite_find_untolerated_taint(kite_obj_get(c->nspec, "taints"), c->tols, schedule_effect);
+    if (!t) return true;
+    const char *k = kite_obj_str(t, "key"), *val = kite_obj_str(t, "value");
+    reject(v, "TaintToleration", true, kite_asprintf("node(s) had untolerated taint {%s: %s}", k ? k : "", val ? val : ""));
+    return false;
 }
 
 static bool f_ready(const struct fctx *c, struct kite_sched_verdict *v) {
@@ -168,55 +152,6 @@ static bool f_ready(const struct fctx *c, struct kite_sched_verdict *v) {
     return false;
 }
 
-static bool in_values(json_object *values, const char *s) {
-    for (size_t i = 0; s && i < alen(values); i++)
-        if (kite_streq(json_object_get_string(json_object_array_get_idx(values, i)), s)) return true;
-    return false;
-}
-
-/* labels.Requirement.Matches for one matchExpressions entry; value NULL = the label is absent. */
-static bool requirement(json_object *expr, const char *value) {
-    const char *op = kite_obj_str(expr, "operator");
-    json_object *values = kite_obj_get(expr, "values");
-    if (kite_streq(op, "In")) return in_values(values, value);
-    if (kite_streq(op, "NotIn")) return !in_values(values, value);
-    if (kite_streq(op, "Exists")) return value != NULL;
-    if (kite_streq(op, "DoesNotExist")) return value == NULL;
-    if (kite_streq(op, "Gt") || kite_streq(op, "Lt")) {
-        int64_t have, want;
-        if (!value || alen(values) != 1 || kite_parse_int64(value, &have) < 0 ||
-            kite_parse_int64(json_object_get_string(json_object_array_get_idx(values, 0)), &want) < 0)
-            return false;
-        return kite_streq(op, "Gt") ? have > want : have < want;
-    }
-    return false;
-}
-
-static bool term_matches(json_object *term, json_object *node) {
-    json_object *exprs = kite_obj_get(term, "matchExpressions"), *fields = kite_obj_get(term, "matchFields");
-    if (!alen(exprs) && !alen(fields)) return false; /* an empty term selects nothing */
-    json_object *labels = kite_obj_get(kite_obj_meta(node), "labels");
-    for (size_t i = 0; i < alen(exprs); i++) {
-        json_object *e = json_object_array_get_idx(exprs, i);
-        if (!requirement(e, kite_obj_str(labels, kite_obj_str(e, "key")))) return false;
-    }
-    for (size_t i = 0; i < alen(fields); i++) {
-        json_object *e = json_object_array_get_idx(fields, i);
-        const char *op = kite_obj_str(e, "operator");
-        /* metadata.name is the only node field selectable, with In or NotIn */
-        if (!kite_streq(kite_obj_str(e, "key"), "metadata.name") || !(kite_streq(op, "In") || kite_streq(op, "NotIn")))
-            return false;
-        if (!requirement(e, kite_meta_str(node, "name"))) return false;
-    }
-    return true;
-}
-
-bool kite_sched_node_selector_terms_match(json_object *terms, json_object *node) {
-    for (size_t i = 0; i < alen(terms); i++)
-        if (term_matches(json_object_array_get_idx(terms, i), node)) return true;
-    return false;
-}
-
 static bool f_affinity(const struct fctx *c, struct kite_sched_verdict *v) {
     json_object *sel = kite_obj_get(c->spec, "nodeSelector"), *labels = kite_obj_get(kite_obj_meta(c->ni->node), "labels");
     bool ok = true;
@@ -228,7 +163,7 @@ static bool f_affinity(const struct fctx *c, struct kite_sched_verdict *v) {
     json_object *req = kite_obj_get(kite_obj_get(kite_obj_get(c->spec, "affinity"), "nodeAffinity"),
                                     "requiredDuringSchedulingIgnoredDuringExecution");
     if (ok && req && !json_object_is_type(req, json_type_null))
-        ok = kite_sched_node_selector_terms_match(kite_obj_get(req, "nodeSelectorTerms"), c->ni->node);
+        ok = kite_node_selector_terms_match(kite_obj_get(req, "nodeSelectorTerms"), c->ni->node, kite_meta_str(c->ni->node, "name"));
     if (!ok) reject(v, "NodeAffinity", true, kite_strdup(R_AFFINITY));
     return ok;
 }

@@ -3,6 +3,7 @@
  * timer, armed exactly while the pod is due to be evicted. */
 #include "controllers/tainteviction.h"
 #include "api/registry.h"
+#include "api/scheduling.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "controllers/ctlutil.h"
@@ -80,25 +81,11 @@ void kite_tec_free(struct kite_tec *t) {
     free(t);
 }
 
-static bool tolerates(json_object *tol, json_object *taint) {
-    const char *effect = kite_obj_str(tol, "effect"), *key = kite_obj_str(tol, "key"), *op = kite_obj_str(tol, "operator");
-    if (effect && *effect && !kite_streq(effect, kite_obj_str(taint, "effect"))) return false;
-    if (key && *key && !kite_streq(key, kite_obj_str(taint, "key"))) return false;
-    if (!op || !*op || kite_streq(op, "Equal")) {
-        const char *a = kite_obj_str(tol, "value"), *b = kite_obj_str(taint, "value");
-        return kite_streq(a ? a : "", b ? b : "");
-    }
-    return kite_streq(op, "Exists");
-}
-
 int kite_tec_toleration_seconds(json_object *taints, json_object *tols, int64_t *ret_s) {
     size_t nt = taints ? json_object_array_length(taints) : 0;
-    size_t nl = tols && json_object_is_type(tols, json_type_array) ? json_object_array_length(tols) : 0;
     int64_t min = -1;
     for (size_t i = 0; i < nt; i++) {
-        json_object *taint = json_object_array_get_idx(taints, i), *used = NULL;
-        for (size_t j = 0; !used && j < nl; j++)
-            if (tolerates(json_object_array_get_idx(tols, j), taint)) used = json_object_array_get_idx(tols, j);
+        json_object *used = kite_tolerations_find(tols, json_object_array_get_idx(taints, i));
         if (!used) return -EPERM;
         json_object *s = kite_obj_get(used, "tolerationSeconds");
         if (!s || json_object_is_type(s, json_type_null)) continue;

@@ -88,6 +88,24 @@ Test(daemonset, eligibility) {
     }
 }
 
+/* the rules are upstream's (api/scheduling.h): a Gt value that is no number matches nothing, and
+ * an empty-key Equal toleration tolerates a taint of equal value, as ToleratesTaint does */
+Test(daemonset, eligibility_follows_upstream_helpers) {
+    json_object *node = fakeapi_json("{\"metadata\":{\"name\":\"n1\",\"labels\":{\"cores\":\"100\"}},"
+                                     "\"spec\":{\"taints\":[{\"key\":\"a\",\"value\":\"x\",\"effect\":\"NoSchedule\"}]}}");
+    json_object *gt = fakeapi_json("{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+                                   "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"cores\",\"operator\":\"Gt\","
+                                   "\"values\":[\"12abc\"]}]}]}}}}}");
+    cr_assert(!kite_node_affinity_matches(gt, node));
+    json_object *tol = fakeapi_json("{\"spec\":{\"tolerations\":[{\"operator\":\"Equal\",\"value\":\"x\"}]}}");
+    bool stay = false;
+    cr_assert(kite_ds_should_run(tol, node, &stay));
+    cr_assert(stay);
+    json_object_put(tol);
+    json_object_put(gt);
+    json_object_put(node);
+}
+
 Test(daemonset, new_pod) {
     json_object *ds = ds_with("\"hostNetwork\":true,\"tolerations\":[{\"key\":\"node.kubernetes.io/not-ready\","
                               "\"operator\":\"Exists\",\"effect\":\"NoExecute\",\"tolerationSeconds\":5}],");

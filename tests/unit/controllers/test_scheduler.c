@@ -3,6 +3,8 @@
  * clock — binding with the Scheduled event, FailedScheduling with PodScheduled=False, the
  * back-off (1 s doubling to 10 s) and retries driven by node and pod changes. */
 #include "controllers/scheduler.h"
+#include "api/registry.h"
+#include "api/scheduling.h"
 #include "base/log.h"
 #include "fakeapi.h"
 
@@ -148,7 +150,7 @@ Test(scheduler, node_affinity_operators) {
     };
     for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++) {
         json_object *terms = json_tokener_parse(cases[i].terms);
-        cr_expect_eq(kite_sched_node_selector_terms_match(terms, node), cases[i].match, "case %zu: %s", i, cases[i].terms);
+        cr_expect_eq(kite_node_selector_terms_match(terms, node, kite_meta_str(node, "name")), cases[i].match, "case %zu: %s", i, cases[i].terms);
         json_object_put(terms);
     }
     /* through the filter: nodeSelector and the required affinity must both match */
