@@ -1,5 +1,6 @@
 /* The scheduler's filters, scores and messages (scheduler.h): pure functions of a pod and
  * what is known of a node, with upstream's reason strings. */
+#include "api/podrequests.h"
 #include "api/quantity.h"
 #include "api/registry.h"
 #include "api/scheduling.h"
@@ -16,9 +17,6 @@
 #define R_CPU "Insufficient cpu"
 #define R_MEMORY "Insufficient memory"
 
-/* the scheduler's defaults for containers that request nothing (pkg/scheduler/util) */
-#define NONZERO_CPU 100                        /* millicores */
-#define NONZERO_MEM (INT64_C(200) * 1024 * 1024) /* bytes */
 #define MAX_NODE_SCORE 100
 #define MB (INT64_C(1024) * 1024)
 #define IMAGE_MIN_THRESHOLD (23 * MB)
@@ -38,44 +36,10 @@ static bool quantity(json_object *list, const char *name, bool milli, int64_t *r
     return true;
 }
 
-static void container_req(json_object *c, bool nonzero, struct kite_sched_req *r) {
-    json_object *req = kite_obj_get(kite_obj_get(c, "resources"), "requests");
-    *r = (struct kite_sched_req){0};
-    if (!quantity(req, "cpu", true, &r->cpu) && nonzero) r->cpu = NONZERO_CPU;
-    if (!quantity(req, "memory", false, &r->mem) && nonzero) r->mem = NONZERO_MEM;
-}
-
-static void add(struct kite_sched_req *a, const struct kite_sched_req *b) { a->cpu += b->cpu, a->mem += b->mem; }
-static void maxr(struct kite_sched_req *a, const struct kite_sched_req *b) {
-    a->cpu = KITE_MAX(a->cpu, b->cpu), a->mem = KITE_MAX(a->mem, b->mem);
-}
-
 void kite_sched_pod_requests(json_object *pod, bool nonzero, struct kite_sched_req *ret) {
-    json_object *spec = kite_obj_get(pod, "spec"), *cs = kite_obj_get(spec, "containers"), *ics = kite_obj_get(spec, "initContainers");
-    struct kite_sched_req sum = {0}, init_max = {0}, sidecars = {0}, r;
-    for (size_t i = 0; i < alen(cs); i++) {
-        container_req(json_object_array_get_idx(cs, i), nonzero, &r);
-        add(&sum, &r);
-    }
-    for (size_t i = 0; i < alen(ics); i++) {
-        json_object *c = json_object_array_get_idx(ics, i);
-        container_req(c, nonzero, &r);
-        if (kite_streq(kite_obj_str(c, "restartPolicy"), "Always")) {
-            /* a sidecar runs beside everything after it */
-            add(&sum, &r);
-            add(&sidecars, &r);
-            r = sidecars;
-        } else {
-            add(&r, &sidecars);
-        }
-        maxr(&init_max, &r);
-    }
-    maxr(&sum, &init_max);
-    json_object *oh = kite_obj_get(spec, "overhead");
-    int64_t v;
-    if (quantity(oh, "cpu", true, &v)) sum.cpu += v;
-    if (quantity(oh, "memory", false, &v)) sum.mem += v;
-    *ret = sum;
+    struct kite_pod_requests r;
+    kite_pod_requests(pod, nonzero, &r);
+    *ret = (struct kite_sched_req){.cpu = r.cpu_m, .mem = r.mem_m >= 0 ? (r.mem_m + 999) / 1000 : r.mem_m / 1000};
 }
 
 void kite_sched_nodeinfo_init(struct kite_sched_nodeinfo *ni, json_object *node) {

@@ -213,9 +213,6 @@ bool pods_holds_resources(const struct pod *pod);
 const char *pods_restart_policy(struct pod *pod);
 /* QoS class of a pod spec (Guaranteed, Burstable, BestEffort). */
 const char *pods_qos_class(json_object *spec);
-/* Sum of regular containers' requests, or the largest init container's, whichever is
- * larger, per resource (milli-units); requests default to limits. */
-void pods_requests(json_object *spec, int64_t *ret_cpu_m, int64_t *ret_mem_m);
 /* Sets pod->status from the current state; bumps the version when it changed (the terminal
  * phase is never moved back). */
 void pods_status_update(struct kite_pods *p, struct pod *pod);

@@ -47,29 +47,6 @@ static int64_t qty(json_object *res, const char *kind, const char *name) {
     return m;
 }
 
-/* A container's request for a resource: requests, else limits (the API's defaulting). */
-static int64_t request_of(json_object *ctr, const char *name) {
-    json_object *res = json_object_object_get(ctr, "resources");
-    int64_t v = qty(res, "requests", name);
-    if (v < 0) v = qty(res, "limits", name);
-    return v < 0 ? 0 : v;
-}
-
-void pods_requests(json_object *spec, int64_t *ret_cpu_m, int64_t *ret_mem_m) {
-    int64_t cpu = 0, mem = 0, icpu = 0, imem = 0;
-    json_object *cs = json_object_object_get(spec, "containers"), *ics = json_object_object_get(spec, "initContainers");
-    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
-        cpu += request_of(json_object_array_get_idx(cs, i), "cpu");
-        mem += request_of(json_object_array_get_idx(cs, i), "memory");
-    }
-    for (size_t i = 0; ics && i < json_object_array_length(ics); i++) {
-        icpu = KITE_MAX(icpu, request_of(json_object_array_get_idx(ics, i), "cpu"));
-        imem = KITE_MAX(imem, request_of(json_object_array_get_idx(ics, i), "memory"));
-    }
-    *ret_cpu_m = KITE_MAX(cpu, icpu);
-    *ret_mem_m = KITE_MAX(mem, imem);
-}
-
 /* Kubernetes' GetPodQOS over cpu and memory. */
 const char *pods_qos_class(json_object *spec) {
     bool any = false, guaranteed = true;

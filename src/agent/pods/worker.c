@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/pods/pods-int.h"
+#include "api/podrequests.h"
 #include "api/quantity.h"
 #include "base/log.h"
 
@@ -530,15 +531,15 @@ void pods_probe_results(struct kite_pods *p, int64_t now) {
 void pods_admit(struct kite_pods *p, struct pod *pod) {
     pod->admitted = true;
     if (p->alloc_pods_m < 0 && p->alloc_cpu_m < 0 && p->alloc_mem_m < 0) return;
-    int64_t cpu = 0, mem = 0, used_cpu = 0, used_mem = 0, used_pods = 0;
-    pods_requests(pj(pod->obj, "spec"), &cpu, &mem);
+    struct kite_pod_requests r;
+    kite_pod_requests(pod->obj, false, &r);
+    int64_t cpu = r.cpu_m, mem = r.mem_m, used_cpu = 0, used_mem = 0, used_pods = 0;
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *o = p->pods[i];
         if (o == pod || !pods_holds_resources(o)) continue;
-        int64_t c = 0, m = 0;
-        pods_requests(pj(o->obj, "spec"), &c, &m);
-        used_cpu += c;
-        used_mem += m;
+        kite_pod_requests(o->obj, false, &r);
+        used_cpu += r.cpu_m;
+        used_mem += r.mem_m;
         used_pods++;
     }
     const char *res = NULL;

@@ -367,6 +367,24 @@ Test(pods, admission_rejects_what_does_not_fit) {
     cr_assert_eq(count("POST", "/events"), 1);
 }
 
+Test(pods, admission_counts_sidecars_and_overhead) {
+    /* api/podrequests.h, as the scheduler counts: 1000m + the 500m sidecar + 600m overhead */
+    json_object *ns = json_tokener_parse("{\"allocatable\":{\"cpu\":\"2\",\"memory\":\"1Gi\",\"pods\":\"110\"},"
+                                         "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.5\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
+    json_object *pod = mkpod("side", "Always", "[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]",
+                             "[{\"name\":\"s\",\"image\":\"busybox\",\"restartPolicy\":\"Always\","
+                             "\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}]");
+    json_object_object_add(pj(pod, "spec"), "overhead", json_tokener_parse("{\"cpu\":\"600m\"}"));
+    add(pod);
+    step();
+    json_object *st = last_status("side");
+    cr_assert_str_eq(pjs(st, "phase"), "Failed");
+    cr_assert_str_eq(pjs(st, "message"),
+                     "Pod was rejected: Node didn't have enough resource: cpu, requested: 2100, used: 0, capacity: 2000");
+}
+
 Test(pods, status_content) {
     json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.5\"}]}");
     kite_pods_node_status(P, ns);

@@ -504,3 +504,16 @@ Test(scheduler, preemption_dry_run_message) {
                      "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.");
     env_release(&e);
 }
+
+/* the pod the agent's admission test rejects (test_pods.c admission_counts_sidecars_and_overhead):
+ * the scheduler counts the same 2100m */
+Test(scheduler, requests_agree_with_agent_admission) {
+    json_object *pod = fakeapi_json("{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\"}}}],"
+                                    "\"initContainers\":[{\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}],"
+                                    "\"overhead\":{\"cpu\":\"600m\"}}}");
+    struct kite_sched_req r;
+    kite_sched_pod_requests(pod, false, &r);
+    cr_assert_eq(r.cpu, 2100);
+    cr_assert_eq(r.mem, 0);
+    json_object_put(pod);
+}
