@@ -3,6 +3,7 @@
  * rewrites time fields in their canonical form, and checks every string's bytes. */
 #include "api/schema.h"
 #include "api/quantity.h"
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "json/parse.h"
@@ -316,13 +317,6 @@ static int check_time(struct walk *w, const struct kite_schema *s, json_object *
     return 0;
 }
 
-static int b64_value(char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
 /* []byte decodes from standard base64 with padding, as Go's encoding/json; its error names the
  * first offending byte. */
 static int check_bytes(struct walk *w, json_object *o) {
@@ -330,20 +324,8 @@ static int check_bytes(struct walk *w, json_object *o) {
         w->error = kite_asprintf("json: cannot unmarshal %s into Go value of type []uint8", json_kind(o));
         return -EINVAL;
     }
-    const char *s = json_object_get_string(o);
-    size_t n = (size_t)json_object_get_string_len(o), bad = n;
-    bool pad = false;
-    for (size_t i = 0; i < n && bad == n; i++) {
-        if (s[i] == '=') {
-            /* padding: only the last one or two bytes of the last quantum */
-            if (i % 4 < 2 || (n - i) > 2 || n % 4) bad = i;
-            pad = true;
-        } else if (b64_value(s[i]) < 0 || pad) {
-            bad = i;
-        }
-    }
-    if (bad == n && n % 4) bad = n - n % 4; /* a quantum cut short */
-    if (bad < n || n % 4) {
+    size_t bad = 0;
+    if (kite_base64_decode_std(json_object_get_string(o), (size_t)json_object_get_string_len(o), NULL, &bad) < 0) {
         w->error = kite_asprintf("illegal base64 data at input byte %zu", bad);
         return -EINVAL;
     }

@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
-#include "api/base64.h"
+#include "base/base64.h"
 #include "client/kubeconfig.h"
 #include "api/yaml.h"
 
