@@ -55,9 +55,14 @@ def cluster(tmp_path_factory):
         for p in api.get(PODS).json().get("items", []):
             api.delete(f"{PODS}/{p['metadata']['name']}?gracePeriodSeconds=0")
         wait_for(lambda: not api.get(PODS).json().get("items"), 40, what="pods gone")
-    c.stop()
     root = str(c.data_dir / "agent" / "runc")
-    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
+
+    def runc_ids():
+        return subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
+    if c.proc.alive():  # the agent removes the containers (and unmounts their rootfs) after the objects go
+        wait_for(lambda: not runc_ids(), 30, what="containers removed")
+    c.stop()
+    ids = runc_ids()
     for cid in ids:
         subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
     time.sleep(0.5)
