@@ -11,7 +11,8 @@ alive with no sanitizer report in its log; each then checks the answer:
 - tolerationSeconds=INT64_MAX tolerates the taint for good (a 1 s toleration beside it is evicted);
 - a Job's activeDeadlineSeconds=INT64_MAX never ends it;
 - a cpu limit of 1e14 cores runs (no quota past what the kernel takes);
-- terminationGracePeriodSeconds=INT64_MAX on a pod and on a liveness probe waits (SIGTERM only);
+- terminationGracePeriodSeconds=INT64_MAX on a pod and on a liveness probe waits (SIGTERM only),
+  and a force delete then ends the wait, as the kubelet's (at most 1 s more);
 - a pod asking requests.memory 10Pi stays Pending with "Insufficient memory", as 1Pi does.
 Needs root, runc, conmon and umoci."""
 import http.client
@@ -56,18 +57,21 @@ def cluster(tmp_path_factory):
             api.delete(f"{PODS}/{p['metadata']['name']}?gracePeriodSeconds=0")
         wait_for(lambda: not api.get(PODS).json().get("items"), 40, what="pods gone")
     root = str(c.data_dir / "agent" / "runc")
-
-    def runc_ids():
-        return subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
     if c.proc.alive():  # the agent removes the containers (and unmounts their rootfs) after the objects go
-        wait_for(lambda: not runc_ids(), 30, what="containers removed")
+        wait_for(lambda: not runc_ids(c), 30, what="containers removed")
     c.stop()
-    ids = runc_ids()
+    ids = runc_ids(c)
     for cid in ids:
         subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
     time.sleep(0.5)
     for cid in ids:
         subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+
+
+def runc_ids(c):
+    r = subprocess.run(["runc", "--root", str(c.data_dir / "agent" / "runc"), "list", "-q"],
+                       capture_output=True, text=True)
+    return set(r.stdout.split())
 
 
 def survives(c):
@@ -244,8 +248,10 @@ def test_cpu_limit_1e14_runs(cluster):
 def test_pod_grace_int64_max_waits(cluster):
     c = cluster
     # sleep is the container's pid 1: SIGTERM leaves it running, only SIGKILL at the grace's end stops it
+    before = runc_ids(c)
     make_pod(c, "tg-max", [sh("exec sleep 3600")], node=c.node, terminationGracePeriodSeconds=INT64_MAX)
     running(c, "tg-max")
+    mine = runc_ids(c) - before
     r = c.api().delete(f"{PODS}/tg-max")
     assert r.status == 200, r
     assert parse_time(r.json()["metadata"]["deletionTimestamp"]).year >= 2100, r.json()["metadata"]
@@ -254,7 +260,9 @@ def test_pod_grace_int64_max_waits(cluster):
     survives(c)
     p = get(c, f"{PODS}/tg-max")
     assert p is not None and "running" in p["status"]["containerStatuses"][0]["state"], p and p["status"]
+    # a force delete ends the wait, as the kubelet's: killed within a second, then removed
     force_delete(c, "tg-max")
+    wait_for(lambda: not (runc_ids(c) & mine), 20, what="tg-max's containers removed")
     survives(c)
 
 
@@ -262,9 +270,11 @@ def test_probe_grace_int64_max_waits(cluster):
     c = cluster
     probe = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1,
              "terminationGracePeriodSeconds": INT64_MAX}
+    before = runc_ids(c)
     make_pod(c, "probe-max", [sh("exec sleep 3600", livenessProbe=probe)], node=c.node,
              terminationGracePeriodSeconds=2)
     running(c, "probe-max")
+    mine = runc_ids(c) - before
     wait_for(lambda: any("failed liveness probe" in e["message"] for e in events_of(c, "probe-max", "Killing"))
              or not c.proc.alive(), 30, what="the liveness probe's Killing event")
     time.sleep(3)
@@ -273,6 +283,7 @@ def test_probe_grace_int64_max_waits(cluster):
     cs = p["status"]["containerStatuses"][0]
     assert "running" in cs["state"] and cs.get("restartCount", 0) == 0, cs
     force_delete(c, "probe-max")
+    wait_for(lambda: not (runc_ids(c) & mine), 20, what="probe-max's containers removed")
     survives(c)
 
 

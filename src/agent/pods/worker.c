@@ -318,7 +318,7 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
     bool fake = strcmp(p->rt->ops->name, "runc") != 0;
     if (!pod->stopping) {
         pod->stopping = true;
-        pod->kill_at = kite_sat_add(now, kite_sec_to_ns(pod->grace_s));
+        pod->stop_at = now;
         for (size_t i = 0; i < pod->nc; i++) {
             struct pod_ctr *c = &pod->c[i];
             set_wait(c, NULL, NULL);
@@ -349,6 +349,10 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         }
         pods_refresh(p, pod);
     }
+    /* the grace as it is now (a DELETE may have shortened it); a pod gone from the API (force
+     * deleted) gets at most 1 s more, as the kubelet gives it */
+    int64_t grace = pod->in_api ? pod->grace_s : KITE_MIN(pod->grace_s, 1);
+    pod->kill_at = kite_sat_add(pod->stop_at, kite_sec_to_ns(grace));
     bool running = false;
     for (size_t i = 0; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
