@@ -18,9 +18,19 @@ char *kite_status_invalid(const char *group, const char *kind, const char *name,
  * "group":..,"kind":..,"uid":..}} as kube-apiserver returns for DELETE of a resource without
  * a body to return. NULL fields are omitted; code is included when non-zero. Malloc'ed. */
 char *kite_status_success(int code, const char *name, const char *group, const char *kind, const char *uid);
+/* The 504 Timeout kube-apiserver answers to a read at a revision it does not have yet
+ * (storage.NewTooLargeResourceVersionError): message "Timeout: Too large resource version: W,
+ * current: C", details {causes [ResourceVersionTooLarge], retryAfterSeconds}. Malloc'ed. */
+#define KITE_TOO_LARGE_RV_RETRY_S 1 /* upstream's resourceVersionTooHighRetrySeconds */
+char *kite_status_too_large_rv(long long want, long long current);
 /* Reason for an HTTP code: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound,
  * 405 MethodNotAllowed, 406 NotAcceptable, 409 Conflict (AlreadyExists is passed explicitly),
  * 410 Expired, 413 RequestEntityTooLarge, 415 UnsupportedMediaType, 422 Invalid,
  * 429 TooManyRequests, 500 InternalError, 503 ServiceUnavailable, 504 Timeout;
  * "" for other codes. Static string. */
 const char *kite_status_reason_for(int code);
+/* The 422 a strategic merge patch gets when its result does not decode into the kind
+ * (kube-apiserver's applyPatchToObject): NewInvalid(GroupKind{}, "", patch: Invalid value:
+ * fmt.Sprintf("%+v", patchMap), err), so the message is ` "" is invalid: patch: Invalid
+ * value: "map[metadata:map[labels:x]]": cannot restore map from string`. Malloc'ed. */
+char *kite_status_patch_invalid(json_object *patch, const char *err);

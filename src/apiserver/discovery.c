@@ -18,6 +18,10 @@ static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
         kite_buf_puts(b, "[\"create\"]");
         return;
     }
+    if (r->read_only) {
+        kite_buf_puts(b, "[\"get\",\"list\",\"watch\"]");
+        return;
+    }
     kite_buf_puts(b, "[");
     bool first = true;
     for (size_t i = 0; i < KITE_ARRAY_SIZE(VERBS_ALL); i++) {
@@ -162,6 +166,7 @@ bool handle_discovery(struct req *rq) {
     bool agg = acc && strstr(acc, "as=APIGroupDiscoveryList");
     rq->verb = "get";
     if (strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0) {
+        rq->raw_json = true; /* kube-apiserver writes it raw, with no trailing newline */
         kite_buf_puts(&b, KITE_VERSION_JSON);
         send(rq, "application/json", &b);
         return true;
