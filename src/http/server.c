@@ -318,6 +318,7 @@ int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server 
     pthread_mutex_init(&srv->lock, NULL);
     pthread_cond_init(&srv->cond, NULL);
     srv->handler = cfg->handler;
+    srv->admit = cfg->admit;
     srv->ud = cfg->ud;
     srv->http2 = !cfg->disable_http2;
     srv->max_body = cfg->max_body ? cfg->max_body : KITE_HTTP_DEFAULT_MAX_BODY;

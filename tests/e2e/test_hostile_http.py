@@ -1,0 +1,218 @@
+"""Hostile HTTP clients (issue 29, item 6): a request is authenticated at its head, before its body
+is read (HTTP/1.1: the 401 comes instead of "100 Continue"; HTTP/2: at HEADERS, before any DATA
+is kept), and request bodies are held within budgets per body, per connection and per server,
+anonymous ones within much smaller budgets (README's limits table)."""
+import json
+import threading
+import time
+
+import pytest
+
+from conftest import Cluster, wait_for
+from hostile import H2, h1_head_answer, rss_bytes, tls_context
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+MB = 1000 * 1000
+MiB = 1024 * 1024
+BODY_MAX = 3 * MiB           # KITE_HTTP_DEFAULT_MAX_BODY
+CONN_BODY_MAX = 16 * MiB     # KITE_HTTP_CONN_BODY_MAX
+SERVER_BODY_MAX = 128 * MiB  # KITE_HTTP_SERVER_BODY_MAX
+ANON_MAX_BODY = 64 * 1024    # KITE_HTTP_ANON_MAX_BODY
+
+
+def head(path, length, *extra, method="POST"):
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/yaml",
+             f"Content-Length: {length}", *extra]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def status_json(data):
+    return json.loads(data[data.index(b"\r\n\r\n") + 4:])
+
+
+# ---- HTTP/1.1 ------------------------------------------------------------------------------
+
+def test_h1_anonymous_body_is_answered_401_without_being_read(apiserver):
+    """The head of an anonymous 3 MB body and no body: the 401 comes at once (the old server
+    waited for the 3 MB first), and the connection closes (the body was not read)."""
+    ctx = tls_context(apiserver.data_dir)
+    first, data = h1_head_answer(apiserver.port, ctx, head(CONFIGMAPS, 3 * MB), timeout=5)
+    assert first is not None, "no answer to the head alone: the server waits for the body"
+    assert first < 2, first
+    assert data.startswith(b"HTTP/1.1 401 "), data[:300]
+    assert b"\r\nconnection: close\r\n" in data.lower(), data[:300]
+    st = status_json(data)
+    assert (st["kind"], st["code"], st["reason"], st["message"]) == ("Status", 401, "Unauthorized", "Unauthorized")
+
+
+def test_h1_anonymous_expect_continue_gets_401_not_100(apiserver):
+    ctx = tls_context(apiserver.data_dir)
+    first, data = h1_head_answer(apiserver.port, ctx, head(CONFIGMAPS, 3 * MB, "Expect: 100-continue"), timeout=5)
+    assert first is not None and first < 2, (first, data[:200])
+    assert data.startswith(b"HTTP/1.1 401 "), data[:300]  # never "100 Continue"
+
+
+def test_h1_bad_token_body_is_answered_401_at_head(apiserver):
+    ctx = tls_context(apiserver.data_dir)
+    first, data = h1_head_answer(apiserver.port, ctx, head(CONFIGMAPS, 3 * MB, "Authorization: Bearer nope.nope"),
+                                 timeout=5)
+    assert first is not None and first < 2 and data.startswith(b"HTTP/1.1 401 "), (first, data[:300])
+
+
+def test_h1_authenticated_expect_continue_still_continues(apiserver):
+    ctx = tls_context(apiserver.data_dir, cert="admin")
+    first, data = h1_head_answer(apiserver.port, ctx, head(CONFIGMAPS, 3 * MB, "Expect: 100-continue"), timeout=2)
+    assert data.startswith(b"HTTP/1.1 100 Continue\r\n"), data[:300]
+
+
+def test_h1_anonymous_body_on_a_public_path_has_the_anonymous_limit(apiserver):
+    """Anonymous requests are served on the public paths (/healthz, /version), with a body of at
+    most 64 KiB: past it 413 at the head. An authenticated one may send 3 MiB there."""
+    ctx = tls_context(apiserver.data_dir)
+    first, data = h1_head_answer(apiserver.port, ctx, head("/healthz", ANON_MAX_BODY + 1), timeout=5)
+    assert first is not None and first < 2, (first, data[:200])
+    assert data.startswith(b"HTTP/1.1 413 "), data[:300]
+    assert status_json(data)["reason"] == "RequestEntityTooLarge"
+    admin = tls_context(apiserver.data_dir, cert="admin")
+    _, data = h1_head_answer(apiserver.port, admin, head("/healthz", ANON_MAX_BODY + 1, "Expect: 100-continue"),
+                             timeout=2)
+    assert data.startswith(b"HTTP/1.1 100 Continue\r\n"), data[:300]
+
+
+# ---- HTTP/2 --------------------------------------------------------------------------------
+
+def test_h2_anonymous_streams_are_refused_at_headers(apiserver):
+    """100 anonymous streams announcing 2.9 MB each get their 401 and RST_STREAM NO_ERROR before
+    any DATA is sent (the old server buffered their bodies first, answering nothing)."""
+    c = H2(apiserver.port, tls_context(apiserver.data_dir, alpn=("h2",)))
+    try:
+        sids = [c.head("POST", CONFIGMAPS, length=2_900_000, ctype="application/yaml") for _ in range(100)]
+        done = lambda: all(s in c.status and s in c.reset for s in sids)
+        assert c.wait(done, 10), f"{len(c.status)} answered, {len(c.reset)} reset of {len(sids)}"
+        assert {c.status[s] for s in sids} == {401}
+        assert {c.reset[s] for s in sids} == {0}  # NO_ERROR: stop sending, nothing is wrong
+        assert json.loads(c.bodies[sids[0]])["reason"] == "Unauthorized"
+        assert all(c.send_some(s, 2_900_000) == -1 for s in sids)
+        # the connection goes on: an anonymous GET of a public path
+        sid = c.head("GET", "/version", ctype=None, end=True)
+        assert c.wait(lambda: sid in c.ended, 5) and c.status[sid] == 200
+    finally:
+        c.close()
+
+
+def _declare(c, n, length, path=CONFIGMAPS):
+    return [c.head("POST", path, length=length, ctype="application/yaml") for _ in range(n)]
+
+
+def test_h2_connection_body_budget(apiserver):
+    """An authenticated connection's bodies together within 16 MiB: streams declaring 3 MB each,
+    the sixth and later are answered 429 with Retry-After at once; the first five wait for their
+    bodies. Closing the connection gives the budget back."""
+    per_conn = CONN_BODY_MAX // (3 * MB)
+    ctx = tls_context(apiserver.data_dir, cert="admin", alpn=("h2",))
+    for _ in range(2):  # the second connection finds the first one's claims returned
+        c = H2(apiserver.port, ctx)
+        try:
+            sids = _declare(c, per_conn + 3, 3 * MB)
+            over = sids[per_conn:]
+            assert c.wait(lambda: all(s in c.status for s in over), 5), c.status
+            assert {c.status[s] for s in over} == {429}
+            assert c.headers[over[0]].get("retry-after") == "1"
+            st = json.loads(c.bodies[over[0]])
+            assert (st["code"], st["reason"]) == (429, "TooManyRequests"), st
+            c.pump(0.5)
+            assert not any(s in c.status for s in sids[:per_conn]), c.status
+        finally:
+            c.close()
+
+
+def test_server_body_budget(apiserver):
+    """Every connection's bodies together within 128 MiB: connections of five 3 MB streams each,
+    the stream past the server's budget is answered 429 whichever connection it is on."""
+    ctx = tls_context(apiserver.data_dir, cert="admin", alpn=("h2",))
+    fits = SERVER_BODY_MAX // (3 * MB)
+    conns, sids = [], []
+    try:
+        time.sleep(0.5)  # the previous test's connections are closed on the server's side
+        while len(sids) < fits + 2:
+            c = H2(apiserver.port, ctx)
+            conns.append(c)
+            sids += [(c, s) for s in _declare(c, min(5, fits + 2 - len(sids)), 3 * MB)]
+            c.pump(0.05)
+        deadline = time.monotonic() + 5
+        refused = []
+        while len(refused) < 2 and time.monotonic() < deadline:
+            for c in conns:
+                c.pump(0.05)
+            refused = [(c, s) for c, s in sids if c.status.get(s) == 429]
+        for c in conns:
+            c.pump(0.3)
+        # exactly the streams past the budget (which ones: the order the workers took them in)
+        assert len([1 for c, s in sids if c.status.get(s) == 429]) == 2, [c.status for c in conns]
+        assert not any(c.status.get(s) not in (None, 429) for c, s in sids)
+    finally:
+        for c in conns:
+            c.close()
+
+
+def _get_latency(api_client, path="/api/v1/namespaces/default"):
+    t0 = time.monotonic()
+    r = api_client.get(path)
+    assert r.status == 200, r
+    return time.monotonic() - t0
+
+
+def test_h2_anonymous_flood_keeps_memory_and_other_clients(apiserver, api):
+    """The issue's attack: 16 anonymous connections, 100 streams each sending 2.9 MB without
+    ending them (the old server buffered +300 MB per connection). The server's memory stays
+    put and another client's GET is answered within 1 s throughout."""
+    ctx = tls_context(apiserver.data_dir, alpn=("h2",))
+    pid = apiserver.proc.pid
+    base = rss_bytes(pid)
+    stop = threading.Event()
+    stats = {"sent": 0, "answered": 0, "streams": 0}
+    lock = threading.Lock()
+
+    def attacker():
+        c = H2(apiserver.port, ctx)
+        try:
+            sids = _declare(c, 100, 2_900_000)
+            left = {s: 2_900_000 for s in sids}
+            while not stop.is_set() and left and not c.closed:
+                for s in list(left):
+                    n = c.send_some(s, left[s])
+                    if n < 0 or left[s] - n <= 0:
+                        del left[s]
+                    else:
+                        left[s] -= n
+                        with lock:
+                            stats["sent"] += n
+                c.pump(0.01)
+            c.wait(lambda: all(s in c.status for s in sids), 5)
+            with lock:
+                stats["answered"] += sum(1 for s in sids if c.status.get(s) == 401)
+                stats["streams"] += len(sids)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=attacker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    worst, peak = 0.0, 0
+    deadline = time.monotonic() + 8
+    try:
+        while time.monotonic() < deadline and any(t.is_alive() for t in threads):
+            worst = max(worst, _get_latency(api))
+            peak = max(peak, rss_bytes(pid) - base)
+            if peak > 1024 * MiB:  # the old server: stop before the machine suffers
+                break
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert apiserver.proc.alive()
+    assert peak < 64 * MiB, f"RSS grew by {peak / MiB:.0f} MiB ({stats['sent'] / MiB:.0f} MiB sent)"
+    assert worst < 1.0, worst
+    assert stats["streams"] == 1600 and stats["answered"] == 1600, stats
+    assert _get_latency(api) < 1.0
