@@ -36,6 +36,7 @@ const struct refusal *body_claim(struct kite_http_server *srv, struct req *r, si
 
 void body_release(struct kite_http_server *srv, struct req *r, size_t *conn_held) {
     if (!r->claim) return;
+    if (tl_worker) tl_worker->freed_bodies += r->claim; /* the next sweep gives the memory back */
     atomic_fetch_sub(&srv->body_held[r->anon], r->claim);
     if (conn_held) conn_held[r->anon] -= r->claim;
     r->claim = 0;

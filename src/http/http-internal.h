@@ -121,6 +121,7 @@ struct worker {
     struct conn *mb_head, *mb_tail;
     bool mb_quit;                 /* under mb_lock: leave the loop */
     atomic_bool mb_kicked;        /* an eventfd write is pending: others need not write again */
+    size_t freed_bodies;          /* body bytes released since the last trim (budget.c) */
 };
 
 struct kite_http_server {

@@ -3,6 +3,10 @@ is read (HTTP/1.1: the 401 comes instead of "100 Continue"; HTTP/2: at HEADERS, 
 is kept), and request bodies are held within budgets per body, per connection and per server,
 anonymous ones within much smaller budgets (README's limits table)."""
 import json
+import multiprocessing
+import os
+import ssl
+import http.client
 import threading
 import time
 
@@ -216,3 +220,218 @@ def test_h2_anonymous_flood_keeps_memory_and_other_clients(apiserver, api):
     assert worst < 1.0, worst
     assert stats["streams"] == 1600 and stats["answered"] == 1600, stats
     assert _get_latency(api) < 1.0
+
+
+def test_memory_is_returned_when_connections_close(apiserver):
+    """Authenticated connections that send 116 MB of bodies they never finish, then close: the
+    server's memory comes back down (the old server kept ~100 MB of freed pages resident)."""
+    ctx = tls_context(apiserver.data_dir, cert="admin", alpn=("h2",))
+    pid = apiserver.proc.pid
+    time.sleep(1.5)  # earlier tests' buffers given back
+    base = rss_bytes(pid)
+    conns = []
+    try:
+        for _ in range(8):
+            c = H2(apiserver.port, ctx)
+            conns.append(c)
+            left = {s: 2_900_000 for s in _declare(c, 5, 3 * MB)}
+            while left:
+                for s in list(left):
+                    n = c.send_some(s, left[s], chunk=65536)
+                    if n < 0 or left[s] - n <= 0:
+                        del left[s]
+                    else:
+                        left[s] -= n
+                c.pump(0.001)
+        wait_for(lambda: rss_bytes(pid) - base > 80 * MiB, 10, what="the bodies to be held")
+    finally:
+        for c in conns:
+            c.close()
+    wait_for(lambda: rss_bytes(pid) - base < 16 * MiB, 5,
+             what=f"RSS back near {base / MiB:.0f} MiB (now {rss_bytes(pid) / MiB:.0f} MiB)")
+
+
+# ---- a memory-capped run ------------------------------------------------------------------
+
+def _own_cgroup(controller):
+    """This process's cgroup path for a v1 controller ("memory"), or for v2 (controller None)."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if (controller is None and ctrls == "") or (controller and controller in ctrls.split(",")):
+                return path
+    return None
+
+
+class MemoryCgroup:
+    """A child memory cgroup of this process's own with a limit: cgroup v1 (memory controller under
+    /sys/fs/cgroup/memory, as on hybrid hosts) or v2. Raises OSError where none can be made."""
+
+    def __init__(self, name, limit):
+        v1 = "/sys/fs/cgroup/memory"
+        if os.path.isdir(v1) and os.path.exists(os.path.join(v1, "memory.limit_in_bytes")):
+            self.v2 = False
+            parent = v1 + (_own_cgroup("memory") or "/")
+        else:
+            with open("/sys/fs/cgroup/cgroup.controllers") as f:
+                if "memory" not in f.read().split():
+                    raise OSError("no memory controller in cgroup v2")
+            self.v2 = True
+            parent = "/sys/fs/cgroup" + (_own_cgroup(None) or "/")
+        self.path = os.path.join(parent, name)
+        os.mkdir(self.path)
+        try:
+            self._write("memory.max" if self.v2 else "memory.limit_in_bytes", str(limit))
+        except OSError:
+            os.rmdir(self.path)
+            raise
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def add(self, pid):
+        self._write("cgroup.procs", str(pid))
+
+    def oom_kills(self):
+        if self.v2:
+            with open(os.path.join(self.path, "memory.events")) as f:
+                return int(dict(l.split() for l in f)["oom_kill"])
+        with open(os.path.join(self.path, "memory.oom_control")) as f:
+            d = dict(l.split() for l in f)
+        return int(d.get("oom_kill", 0))
+
+    def peak(self):
+        name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                return int(f.read())
+        except OSError:
+            return -1
+
+    def remove(self):
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def _attack_h2_anonymous(port, data_dir, seconds, out):
+    """One anonymous connection: 100 streams sending 2.9 MB each without ending them."""
+    c = H2(port, tls_context(data_dir, alpn=("h2",)))
+    sids = _declare(c, 100, 2_900_000)
+    left = {s: 2_900_000 for s in sids}
+    deadline = time.monotonic() + seconds
+    while left and not c.closed and time.monotonic() < deadline:
+        for s in list(left):
+            n = c.send_some(s, left[s], chunk=65536)
+            if n < 0 or left[s] - n <= 0:
+                del left[s]
+            else:
+                left[s] -= n
+        c.pump(0.001)
+    c.wait(lambda: all(s in c.status for s in sids), 5)
+    out.put(sum(1 for s in sids if c.status.get(s) == 401))
+    c.close()
+
+
+def _yaml_body(name, size):
+    """A ConfigMap as YAML of about size bytes: many small keys (parsing costs what it can)."""
+    head = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n"
+    lines, n, i = [head], len(head), 0
+    while n < size - 64:
+        line = f"  key{i:07d}: value-{i:07d}-xxxxxxxxxxxxxxxx\n"
+        lines.append(line)
+        n += len(line)
+        i += 1
+    return "".join(lines).encode()
+
+
+@pytest.fixture
+def capped_apiserver(tmp_path):
+    try:
+        cg = MemoryCgroup(f"kite-hostile-{os.getpid()}", 1 << 30)
+    except OSError as e:
+        pytest.skip(f"no memory cgroup can be made here ({e}): the capped run needs root and cgroup v1 or v2")
+    c = Cluster("apiserver", tmp_path).start()
+    cg.add(c.proc.pid)
+    yield c, cg
+    c.stop()
+    cg.remove()
+
+
+def _capped_run(c, cg, yaml_writers):
+    """The attacks at once: 16 anonymous HTTP/2 connections of 100 streams sending 2.9 MB each
+    without ending them, and yaml_writers parallel 3 MB YAML bodies from an authenticated client,
+    while another client GETs every 0.2 s. Returns the worst GET latency before the YAML bodies
+    start and while they run."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(str(c.data_dir / "pki" / "ca.crt"))
+    ctx.check_hostname = False
+    ctx.load_cert_chain(str(c.data_dir / "pki" / "admin.crt"), str(c.data_dir / "pki" / "admin.key"))
+    mp = multiprocessing.get_context("fork")
+    out = mp.Queue()
+    attackers = [mp.Process(target=_attack_h2_anonymous, args=(c.port, c.data_dir, 20, out)) for _ in range(16)]
+    codes, errors = [], []
+
+    def post_yaml(i):
+        try:
+            conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=ctx, timeout=120)
+            conn.request("POST", CONFIGMAPS, body=_yaml_body(f"big-{i}", 3 * MB),
+                         headers={"Content-Type": "application/yaml"})
+            codes.append(conn.getresponse().status)
+            conn.close()
+        except Exception as e:  # noqa: BLE001 - the server dying shows here
+            errors.append(repr(e))
+
+    writers = [threading.Thread(target=post_yaml, args=(i,)) for i in range(yaml_writers)]
+    api = c.api()
+    worst = {"h2": 0.0, "yaml": 0.0}
+    for p in attackers:
+        p.start()
+    try:
+        t_end = time.monotonic() + 3  # the anonymous connections alone first
+        while time.monotonic() < t_end:
+            assert c.proc.alive(), "the server died:\n" + c.proc.log_tail()
+            worst["h2"] = max(worst["h2"], _get_latency(api))
+            time.sleep(0.2)
+        for t in writers:
+            t.start()
+        while any(t.is_alive() for t in writers) or any(p.is_alive() for p in attackers):
+            assert c.proc.alive(), "the server died:\n" + c.proc.log_tail()
+            worst["yaml"] = max(worst["yaml"], _get_latency(api))
+            time.sleep(0.2)
+    finally:
+        for t in writers:
+            if t.is_alive() or t.ident:
+                t.join(120)
+        for p in attackers:
+            p.join(30)
+            if p.is_alive():
+                p.kill()
+    answered = [out.get(timeout=5) for _ in attackers]
+    assert c.proc.alive() and cg.oom_kills() == 0, c.proc.log_tail()
+    assert not errors, errors[:3]
+    assert len(codes) == yaml_writers and all(code < 500 for code in codes), sorted(codes)
+    assert answered == [100] * 16, answered
+    assert _get_latency(api) < 1.0
+    return worst
+
+
+def test_memory_capped_run(capped_apiserver):
+    """In a 1 GiB memory cgroup the server lives through both attacks (no OOM kill), answers every
+    body (no 5xx: 401 to the anonymous streams; 413, 422 or 429 to the YAML bodies) and another
+    client's GET within 1 s during the anonymous flood."""
+    c, cg = capped_apiserver
+    worst = _capped_run(c, cg, 50)
+    assert worst["h2"] < 1.0, f"another client's GET took {worst['h2']:.2f} s (peak memory {cg.peak() >> 20} MiB)"
+
+
+@pytest.mark.xfail(reason="YAML bodies are parsed on the HTTP worker threads (issue 29 item 5): 50 parallel "
+                          "3 MB bodies hold both workers for seconds", strict=False)
+def test_memory_capped_run_gets_stay_fast_under_yaml_bodies(capped_apiserver):
+    c, cg = capped_apiserver
+    worst = _capped_run(c, cg, 50)
+    assert worst["yaml"] < 1.0, f"another client's GET took {worst['yaml']:.2f} s during the YAML bodies"
