@@ -1034,9 +1034,12 @@ HOSTILE_SHAPES = [(_hostile_yaml_bomb, "yaml-bomb"), (_hostile_yaml_deep, "yaml-
 
 
 def op_hostile(w):
-    shapes = [fn for fn, name in HOSTILE_SHAPES if "hostile-" + name not in SKIP]
+    shapes = [(fn, name) for fn, name in HOSTILE_SHAPES if "hostile-" + name not in SKIP]
     if shapes:
-        w.rng.choice(shapes)(w)
+        fn, name = w.rng.choice(shapes)
+        w.recent.append("hostile-" + name)
+        fn(w)
+        count("hostile-" + name)
         w.expect_lease(w.pick_ns(), w.lease_name())  # and the server still answers right
 
 
