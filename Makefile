@@ -66,8 +66,8 @@ objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
 lib_of  = $(BUILD)/lib/libkite_$(1).a
 libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
 
-.PHONY: all deps test test-unit test-e2e test-e2e-asan test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
-all: deps $(BUILD)/kite $(BUILD)/kite-agent
+.PHONY: all install check-layers deps test test-unit test-e2e test-e2e-asan test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
+all: deps $(BUILD)/kite $(BUILD)/kite-agent $(BUILD)/kubectl-kite
 
 deps:
 	@scripts/install-deps
@@ -111,12 +111,29 @@ $(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(MAINS),$(call objs_of,cmd)
 $(BUILD)/kite-agent: $(BUILD)/obj/cmd/agent_main.o $(call lib_of,cmd) $(call libs_for,agent)
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(call lib_of,cmd) $(call libs_for,agent) -Wl,--as-needed $(LDLIBS)
 
+# `kubectl kite nodes`: kubectl runs an executable called kubectl-kite found on PATH as a plugin,
+# with the words after `kite`; it is kite itself (its subcommands read $KUBECONFIG as kubectl does)
+$(BUILD)/kubectl-kite: $(BUILD)/kite
+	ln -sf kite $@
+
+# `make install [PREFIX=/usr/local]`: kite, kite-agent and the kubectl plugin into PREFIX/bin
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/kite $(BUILD)/kite-agent $(DESTDIR)$(PREFIX)/bin/
+	ln -sf kite $(DESTDIR)$(PREFIX)/bin/kubectl-kite
+
 UNIT_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/unit/$(m)/*.c),$(m)))
 test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
 	@set -e; for m in $(UNIT_MODULES); do echo "== unit: $$m"; scripts/run-unit $(BUILD)/tests/test-$$m; done
 
 test-e2e: all
 	KITE=$(abspath $(BUILD)/kite) /usr/bin/python3 -m pytest -q tests/e2e
+
+# DESIGN.md's dependency rules (the DEPS_* lines above), checked on includes and on the symbols
+# each module's archive takes from the others: a violation fails the build of `make test`
+check-layers: all
+	scripts/check-layers $(BUILD)
 
 asan:
 	$(MAKE) SANITIZE=1 test-unit
@@ -141,7 +158,7 @@ soak:
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 SOAK_SECONDS=$${SOAK_SECONDS:-600} \
 	    /usr/bin/python3 tests/soak/soak.py
 
-test: all test-unit asan test-e2e test-e2e-asan
+test: all check-layers test-unit asan test-e2e test-e2e-asan
 
 bench: all
 	bench/run
@@ -149,7 +166,7 @@ bench: all
 # The node's image store starts with busybox (no registry): example manifests run as they are.
 up: all $(BUILD)/busybox.tar
 	$(BUILD)/kite images import $(BUILD)/busybox.tar --root-dir $${DATA_DIR:-$(CURDIR)/.kite}/agent
-	$(BUILD)/kite up --data-dir $${DATA_DIR:-$(CURDIR)/.kite} --listen $${LISTEN:-127.0.0.1:6443}
+	$(BUILD)/kite up --data-dir $${DATA_DIR:-$(CURDIR)/.kite} --listen $${LISTEN:-127.0.0.1:6443} --update-kubeconfig
 
 # The busybox OCI image (no network) that `make up` imports: kite images import $(BUILD)/busybox.tar
 busybox-image: $(BUILD)/busybox.tar

@@ -28,6 +28,7 @@ struct kite_agent {
     struct kite_ns_sources src;
     char *runtime_error; /* src.runtime_error's storage: the last Status answer's message */
     struct kite_runtime *runtime;
+    int bridge_fd; /* the claim on the pod bridge (kite_net_bridge_claim), when the runtime is ours */
     bool own_runtime;
     struct kite_runtime *locked_rt; /* runtime shared by node status and the pods thread */
     struct kite_pods *pods;         /* the pods bound to the node (NULL with a custom status_fn) */

@@ -12,6 +12,7 @@
 #include "base/version.h"
 
 #include <sys/stat.h>
+#include "agent/runtime/net.h"
 #include "agent/runtime/runtime.h"
 #include "base/log.h"
 
@@ -62,6 +63,7 @@ static int mkdir_p(const char *path) {
 int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, char **ret_err) {
     const struct kite_agent_config *c = o->config;
     struct kite_agent *a = kite_calloc(1, sizeof(*a));
+    a->bridge_fd = -1;
     a->cfg = c;
     a->clock = o->clock ? o->clock : kite_clock_real();
     pthread_mutex_init(&a->lock, NULL);
@@ -131,6 +133,11 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
                 goto fail;
             }
             a->own_runtime = true;
+            if ((r = kite_net_bridge_claim(c->pod_bridge ? c->pod_bridge : KITE_NET_BRIDGE_DEFAULT, c->root_dir,
+                                           &a->bridge_fd, &rerr)) < 0) {
+                if (ret_err) *ret_err = kite_strdup(rerr ? rerr : strerror(-r));
+                goto fail;
+            }
         }
         /* the pods thread and the node status both call the runtime: serialize them */
         a->locked_rt = kite_runtime_locked_new(a->runtime);
@@ -171,6 +178,7 @@ void kite_agent_free(struct kite_agent *a) {
     json_object_put(a->pods_fed);
     if (a->own_client) kite_client_free(a->client);
     if (a->own_runtime) kite_runtime_free(a->runtime);
+    if (a->bridge_fd >= 0) close(a->bridge_fd);
     json_object_put(a->acked_status);
     json_object_put(a->lease);
     json_object_put(a->server_node);
@@ -370,9 +378,18 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
         log_error(AGENT_LOG, "%s", err ? err : strerror(-r));
         return r;
     }
-    /* without its log endpoint the node still runs pods: `kubectl logs` then says why */
+    /* a port another process holds is refused at start, as the kubelet refuses it: running on
+     * without the endpoint would leave `kubectl logs` failing later, far from the cause */
     if (a->pods && (r = start_logsrv(a, &err)) < 0) {
-        log_error(AGENT_LOG, "no log endpoint: %s", err ? err : strerror(-r));
+        if (r == -EADDRINUSE)
+            log_error(AGENT_LOG, "port %d is in use (another kite up, kite agent or kubelet?): choose another with "
+                      "--port (0: any free port, published in the Node's daemonEndpoints)", a->cfg->ns.daemon_port);
+        else
+            log_error(AGENT_LOG, "no log endpoint: %s", err ? err : strerror(-r));
+        if (r == -EADDRINUSE) {
+            kite_agent_free(a);
+            return r;
+        }
         a->ns.daemon_port = 0;
     }
     if ((r = -pthread_create(&a->thread, NULL, agent_thread, a)) < 0) {

@@ -27,6 +27,20 @@ int kite_kubeconfig_from_json(json_object *root, const char *context, const char
 /* Reads and interprets a kubeconfig file. */
 int kite_kubeconfig_load(const char *path, const char *context, struct kite_kubeconfig **ret,
                          char **ret_err);
+/* kubectl's loading rules: path when given; else the files of $KUBECONFIG (':'-separated; missing
+ * ones skipped) merged as kubectl merges them (the first file to name a context, cluster or user,
+ * or to set current-context, wins; relative file references resolve against the file that holds
+ * them); else ~/.kube/config. */
+int kite_kubeconfig_load_default(const char *path, const char *context, struct kite_kubeconfig **ret,
+                                 char **ret_err);
+/* Adds the cluster and user of kubeconfig `from`'s current context to the user's kubeconfig (the
+ * first file of $KUBECONFIG, else ~/.kube/config) as the cluster, user and context `name`, and
+ * makes it the current context, as kind and k3d do. Entries of other names are kept as they are;
+ * the file is written 0600 under kubectl's lock (FILE.lock). *ret_file (may be NULL) names the file. */
+int kite_kubeconfig_merge_cluster(const char *from, const char *name, char **ret_file, char **ret_err);
+/* Removes what kite_kubeconfig_merge_cluster added, if the cluster `name` there still has this
+ * server (another may have taken the name since); a current-context of `name` is unset. */
+int kite_kubeconfig_unmerge_cluster(const char *name, const char *server, char **ret_err);
 /* Accepts NULL. Wipes key material before freeing. */
 void kite_kubeconfig_free(struct kite_kubeconfig *k);
 

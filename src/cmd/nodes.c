@@ -12,10 +12,13 @@
 #include <string.h>
 
 int cmd_nodes(int argc, char **argv) {
-    const char *kubeconfig = NULL, *output = "";
+    const char *kubeconfig = NULL, *context = NULL, *output = "";
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
-                 .required = true),
+        FLAG_STR("kubeconfig", "FILE",
+                 "kubeconfig with the API server address and credentials (default: as kubectl, $KUBECONFIG,\n"
+                 "else ~/.kube/config)",
+                 NULL, &kubeconfig),
+        FLAG_STR("context", "NAME", "the kubeconfig context to use (default: its current-context)", NULL, &context),
         FLAG_STR("output", "FORMAT", "\"json\" for the report as JSON (also -o json); else a table", "", &output),
         FLAG_END};
     /* kubectl's -o */
@@ -33,7 +36,7 @@ int cmd_nodes(int argc, char **argv) {
     }
     struct kite_kubeconfig *kc = NULL;
     _cleanup_free_ char *err = NULL;
-    if ((r = kite_kubeconfig_load(kubeconfig, NULL, &kc, &err)) < 0) {
+    if ((r = kite_kubeconfig_load_default(kubeconfig, context, &kc, &err)) < 0) {
         fprintf(stderr, "kite nodes: %s\n", err ? err : strerror(-r));
         return 1;
     }
@@ -42,7 +45,8 @@ int cmd_nodes(int argc, char **argv) {
     r = kite_client_new(kc, &co, &c);
     kite_kubeconfig_free(kc);
     if (r < 0) {
-        fprintf(stderr, "kite nodes: %s: cannot use its server or credentials: %s\n", kubeconfig, strerror(-r));
+        fprintf(stderr, "kite nodes: %s: cannot use its server or credentials: %s\n",
+                kubeconfig ? kubeconfig : "kubeconfig", strerror(-r));
         return 1;
     }
     json_object *rep = NULL;

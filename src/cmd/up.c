@@ -5,6 +5,7 @@
 #include "agent/runtime/net.h"
 #include "apiserver/apiserver.h"
 #include "base/log.h"
+#include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "controllers/controllers.h"
@@ -18,7 +19,8 @@
 int cmd_up(int argc, char **argv) {
     struct apiserver_args args = {0};
     const char *config = NULL;
-    bool no_agent = false;
+    bool no_agent = false, update_kubeconfig = false;
+    const char *context_name = "kite";
     int64_t signing_duration_ns = (int64_t)KITE_CSR_SIGNING_DURATION_S * KITE_NS_PER_SEC;
     struct agent_flag_args fa = {.cmd = "up"};
     struct controller_args cargs;
@@ -29,6 +31,13 @@ int cmd_up(int argc, char **argv) {
         APISERVER_FLAGS(&args),
         FLAG_STR("config", "FILE", "agent KubeletConfiguration YAML file (see kite agent --help)", NULL, &config),
         FLAG_BOOLEAN("no-agent", "run only the control plane", &no_agent),
+        FLAG_BOOLEAN("update-kubeconfig",
+                     "add this cluster to your kubeconfig ($KUBECONFIG's first file, else ~/.kube/config) as\n"
+                     "--kubeconfig-context and switch to it; removed again at a clean stop (kind's and k3d's\n"
+                     "behaviour; other contexts are left as they are)",
+                     &update_kubeconfig),
+        FLAG_STR("kubeconfig-context", "NAME", "the context, cluster and user name --update-kubeconfig writes", "kite",
+                 &context_name),
         FLAG_DURATION("cluster-signing-duration", "longest validity of a certificate the CSR signer issues (with the "
                       "cluster CA)", "8760h", KITE_NS_PER_SEC, &signing_duration_ns),
         AGENT_CONFIG_FLAGS("DATA_DIR/agent"),
@@ -65,7 +74,11 @@ int cmd_up(int argc, char **argv) {
     struct kite_apiserver *s;
     _cleanup_free_ char *start_err = NULL;
     if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {
-        log_error("up", "cannot start the apiserver: %s", start_err ? start_err : strerror(-r));
+        if (r == -EADDRINUSE)
+            log_error("up", "cannot start the apiserver: %s is in use (another kite up?): choose another address with "
+                      "--listen", o.listen);
+        else
+            log_error("up", "cannot start the apiserver: %s", start_err ? start_err : strerror(-r));
         kite_agent_config_release(&ac);
         return 1;
     }
@@ -119,9 +132,34 @@ int cmd_up(int argc, char **argv) {
             else
                 log_info("up", "node agent running as system:node:%s", ac.node_name);
         }
+        /* a node that cannot run (its port or pod bridge is another's) is refused at start, with
+         * what is taken and the flag that changes it (logged above), not run half-way */
+        if (!agent) {
+            scheduler_stop(&sched);
+            controllers_stop(&ctl);
+            kite_apiserver_stop(s);
+            kite_agent_config_release(&ac);
+            return 1;
+        }
+    }
+    if (update_kubeconfig) {
+        _cleanup_free_ char *admin = kite_asprintf("%s/admin.kubeconfig", data_dir), *file = NULL, *kerr = NULL;
+        if ((r = kite_kubeconfig_merge_cluster(admin, context_name, &file, &kerr)) < 0) {
+            log_error("up", "cannot update your kubeconfig: %s", kerr ? kerr : strerror(-r));
+            update_kubeconfig = false;
+        } else {
+            log_info("up", "kubeconfig %s: context \"%s\" added and current (kubectl needs no KUBECONFIG)", file,
+                     context_name);
+        }
     }
     kite_wait_for_signal();
     log_info("up", "shutting down");
+    if (update_kubeconfig) {
+        _cleanup_free_ char *kerr = NULL;
+        if ((r = kite_kubeconfig_unmerge_cluster(context_name, kite_apiserver_url(s), &kerr)) < 0)
+            log_error("up", "cannot remove context \"%s\" from your kubeconfig: %s", context_name,
+                      kerr ? kerr : strerror(-r));
+    }
     kite_agent_stop(agent);
     scheduler_stop(&sched);
     controllers_stop(&ctl);

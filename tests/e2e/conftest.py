@@ -296,6 +296,10 @@ class Cluster:
         if mode == "up" and "--no-agent" not in extra_args:
             if "--pod-bridge" not in extra_args:
                 extra_args = [*extra_args, *pod_network_flags()]
+            # the agent's log endpoint on a free port: 10250 may be another cluster's (kite up
+            # refuses to start on a taken port)
+            if "--port" not in extra_args:
+                extra_args = [*extra_args, "--port", "0"]
             self.pod_bridge = extra_args[list(extra_args).index("--pod-bridge") + 1]
         self.workdir = Path(workdir)
         self.data_dir = self.workdir / "data"

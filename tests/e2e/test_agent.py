@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, KiteProcess, node_name_of_machine, parse_table, wait_for
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, KiteProcess, node_name_of_machine, parse_table, pod_network_flags, wait_for
 
 NODE = node_name_of_machine()
 RENEW_INTERVAL = 1.0  # 0.25 x --node-lease-duration-seconds 4
@@ -218,8 +218,10 @@ def start_agent(cluster, name, tmp_path):
                        capture_output=True, text=True, timeout=20)
     assert p.returncode == 0, p.stderr
     kc.write_text(p.stdout)
-    agent = KiteProcess(["agent", "--kubeconfig", str(kc), "--node-name", name, *AGENT_FAST_FLAGS],
-                        tmp_path, f"agent-{name}")
+    # a root dir, log port and pod bridge of its own: never another agent's (an agent refuses a
+    # taken port or bridge at start)
+    agent = KiteProcess(["agent", "--kubeconfig", str(kc), "--node-name", name, "--root-dir", str(tmp_path / f"root-{name}"),
+                         "--port", "0", *pod_network_flags(), *AGENT_FAST_FLAGS], tmp_path, f"agent-{name}")
     return agent.start()
 
 

@@ -218,6 +218,7 @@ void pods_requests(json_object *spec, int64_t *ret_cpu_m, int64_t *ret_mem_m);
 /* Sets pod->status from the current state; bumps the version when it changed (the terminal
  * phase is never moved back). */
 void pods_status_update(struct kite_pods *p, struct pod *pod);
+bool pods_status_diverged(json_object *acked, json_object *server);
 /* Sends the pod's status when it changed since the server's acknowledgement and no retry is
  * pending (from the pods thread, or from the worker that has the pod). */
 void pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now);

@@ -506,11 +506,12 @@ int64_t kite_pods_step(struct kite_pods *p) {
         p->orphans_done = true;
     }
     if (now >= p->next_resync) {
-        /* the server's copy differs from what it acknowledged (someone else wrote it): send again */
+        /* the server's copy differs from what it acknowledged (someone else wrote it, such as the
+         * node lifecycle controller's Ready=False during a partition): send the whole status again */
         for (size_t i = 0; i < p->n_pods; i++) {
             struct pod *pod = p->pods[i];
-            if (!pod->busy && pod->acked && pod->in_api && !kite_streq(pjs(pod->obj, "status.phase"), pjs(pod->acked, "phase")) &&
-                pod->acked_version == pod->version && pj(pod->obj, "status")) {
+            if (!pod->busy && pod->acked && pod->in_api && pod->acked_version == pod->version &&
+                pj(pod->obj, "status") && pods_status_diverged(pod->acked, pj(pod->obj, "status"))) {
                 json_object_put(pod->acked);
                 pod->acked = NULL;
                 pod->version++;

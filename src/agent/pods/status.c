@@ -310,6 +310,36 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
     return st;
 }
 
+/* Whether the server's status differs from the one it acknowledged in what the agent owns (the
+ * kubelet's needsReconcile): every field the agent sent, and of the conditions only the types it
+ * sent, by status, reason and message (others' conditions, such as DisruptionTarget, are theirs). */
+static bool cond_diverged(json_object *mine, json_object *theirs) {
+    for (size_t i = 0; i < json_object_array_length(mine); i++) {
+        json_object *c = json_object_array_get_idx(mine, i), *t = NULL;
+        for (size_t j = 0; json_object_is_type(theirs, json_type_array) && j < json_object_array_length(theirs); j++)
+            if (kite_streq(pjs(json_object_array_get_idx(theirs, j), "type"), pjs(c, "type")))
+                t = json_object_array_get_idx(theirs, j);
+        if (!t) return true;
+        const char *keys[] = {"status", "reason", "message"};
+        for (size_t k = 0; k < KITE_ARRAY_SIZE(keys); k++) {
+            const char *a = pjs(c, keys[k]), *b = pjs(t, keys[k]);
+            if ((a || b) && !kite_streq(a, b)) return true;
+        }
+    }
+    return false;
+}
+
+bool pods_status_diverged(json_object *acked, json_object *server) {
+    json_object_object_foreach(acked, key, mine) {
+        json_object *theirs = json_object_object_get(server, key);
+        if (strcmp(key, "conditions") == 0) {
+            if (json_object_is_type(mine, json_type_array) && cond_diverged(mine, theirs)) return true;
+        } else if (!json_object_equal(mine, theirs))
+            return true;
+    }
+    return false;
+}
+
 static bool terminal_phase(const char *ph) { return kite_streq(ph, "Succeeded") || kite_streq(ph, "Failed"); }
 
 void pods_status_update(struct kite_pods *p, struct pod *pod) {

@@ -14,6 +14,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -274,4 +276,39 @@ int kite_net_detach(const char *host_if) {
     r = del_link(&nl, host_if);
     nl_close(&nl);
     return r;
+}
+
+int kite_net_bridge_claim(const char *bridge, const char *root_dir, int *ret_fd, char **ret_error) {
+    if (mkdir(KITE_NET_LOCK_DIR, 0700) < 0 && errno != EEXIST) {
+        int r = -errno;
+        if (ret_error) *ret_error = kite_asprintf("creating %s: %s", KITE_NET_LOCK_DIR, strerror(-r));
+        return r;
+    }
+    _cleanup_free_ char *path = kite_asprintf("%s/bridge-%s.lock", KITE_NET_LOCK_DIR, bridge);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int r = -errno;
+        if (ret_error) *ret_error = kite_asprintf("opening %s: %s", path, strerror(-r));
+        return r;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        char holder[512] = "";
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = 0;
+        holder[strcspn(holder, "\n")] = 0;
+        if (ret_error)
+            *ret_error = r == -EBUSY ? kite_asprintf("the pod bridge %s is in use by another node agent (%s); give this "
+                                                     "one its own with --pod-bridge and --pod-cidr",
+                                                     bridge, *holder ? holder : "unknown")
+                                     : kite_asprintf("locking %s: %s", path, strerror(-r));
+        close(fd);
+        return r;
+    }
+    _cleanup_free_ char *me = kite_asprintf("pid %d, root dir %s\n", (int)getpid(), root_dir ? root_dir : "?");
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, me, strlen(me), 0) < 0) {
+        /* the claim holds without the note: only the message naming the holder is lost */
+    }
+    *ret_fd = fd;
+    return 0;
 }

@@ -17,6 +17,15 @@
 /* The pod's interface inside its namespace. */
 #define KITE_NET_POD_IFNAME "eth0"
 
+/* Where agents record which pod bridge each of them uses: one lock file per bridge. */
+#define KITE_NET_LOCK_DIR "/run/kite"
+
+/* Claims the bridge for this process for as long as *ret_fd stays open (an flock on
+ * KITE_NET_LOCK_DIR/bridge-NAME.lock, released by the kernel when the process ends, so a crashed
+ * agent leaves no claim behind). Two live agents on one bridge would hand out the same pod
+ * addresses: -EBUSY, and *ret_error names the agent holding it and the flags that choose another. */
+int kite_net_bridge_claim(const char *bridge, const char *root_dir, int *ret_fd, char **ret_error);
+
 /* A Linux interface name: 1 to 15 bytes, none of '/', ':', whitespace, not "." or "..". */
 bool kite_net_valid_ifname(const char *name);
 

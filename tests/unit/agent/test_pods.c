@@ -599,3 +599,43 @@ Test(pods, log_index_names_the_current_and_previous_attempts) {
     free(path);
     kite_pods_log_subscribe(P, NULL, NULL);
 }
+
+/* The server's copy of a pod carrying the status the agent last sent, with changes made by
+ * someone else (the node lifecycle controller during a partition). */
+static json_object *server_copy(const char *name, const char *ready) {
+    json_object *pod = mkpod(name, "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL);
+    json_object *st = NULL;
+    cr_assert_eq(json_object_deep_copy(last_status(name), &st, NULL), 0);
+    json_object *conds = json_object_object_get(st, "conditions");
+    for (size_t i = 0; ready && i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (kite_streq(pjs(c, "type"), "Ready")) {
+            json_object_object_add(c, "status", json_object_new_string(ready));
+            json_object_object_add(c, "reason", json_object_new_string("NodeNotReady"));
+        }
+    }
+    /* a condition the agent does not own stays someone else's */
+    json_object *dt = json_tokener_parse("{\"type\":\"DisruptionTarget\",\"status\":\"True\"}");
+    json_object_array_add(conds, dt);
+    json_object_object_add(pod, "status", st);
+    return pod;
+}
+
+Test(pods, status_changed_by_others_is_repaired_at_resync) {
+    add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
+    run_secs(2);
+    cr_assert_str_eq(pod_cond("a", "Ready"), "True");
+    /* the server holds what the agent sent (and another's condition): nothing to send at resync */
+    add(server_copy("a", NULL));
+    size_t n = count("PATCH", "/pods/a/status");
+    run_secs(12);
+    cr_assert_eq(count("PATCH", "/pods/a/status"), n, "the server's copy agrees: no patch");
+    /* the node lifecycle controller set Ready=False while the node was unreachable; the phase is
+     * unchanged, and the agent must still repair the condition within a resync period */
+    add(server_copy("a", "False"));
+    run_secs(12);
+    cr_assert_gt(count("PATCH", "/pods/a/status"), n, "Ready=False written by another is repaired");
+    cr_assert_str_eq(pod_cond("a", "Ready"), "True");
+    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Running");
+}
