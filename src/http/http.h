@@ -1,7 +1,9 @@
 /* kite http: the HTTPS server layer under the API server (GnuTLS, http-parser, epoll).
  *
  * Model: a few worker threads, each with its own epoll set and connections. One handler call
- * per request, after the whole body arrived. A response may be produced synchronously or later
+ * per request, after the whole body arrived; before a body is read, the request is
+ * authenticated and its body claimed from the budgets (kite_http_admit_fn, budget.c), so a
+ * request that will be refused never has its body read. A response may be produced synchronously or later
  * from any thread (the connection just waits meanwhile, costing no thread and no CPU).
  * Watch-style output is a chunked stream pulled by the layer whenever it can send; an idle
  * stream costs nothing until kite_http_stream_wake / kite_http_stream_wake_at.
