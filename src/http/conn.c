@@ -22,7 +22,10 @@
 #define RAW_CAP 4096u                  /* one recv's worth of TLS bytes per connection */
 #define IN_CHUNK 16384u                /* decrypted input read per call */
 #define BUF_KEEP (64u * 1024)          /* per-connection buffers above this are freed after use */
-#define LINGER_MAX_BYTES (1024u * 1024) /* dropped while lingering before the connection is freed */
+/* dropped while lingering before the connection is freed: a whole refused body (a 401 or 429
+ * at its head) is drained, without being kept, so a client that writes its body before reading
+ * (Python's http.client) reads the answer instead of a reset */
+#define LINGER_MAX_BYTES (4u * 1024 * 1024)
 
 /* ---- connection bookkeeping ---- */
 

@@ -176,3 +176,11 @@ def rss_bytes(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def sanitized(kite):
+    """Whether the kite binary is a sanitizer build (ASan, TSan): slower, and ASan's quarantine
+    keeps freed memory resident on purpose."""
+    with open(kite, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"__tsan_init" in data

