@@ -72,6 +72,7 @@ class H2:
         self.ended = set()  # streams whose answer ended
         self.reset = {}     # stream -> RST_STREAM error code from the server
         self.closed = False
+        self.error = None   # why the connection ended, when this side saw it
         self.flush()
 
     def flush(self):
@@ -135,7 +136,8 @@ class H2:
             return
         try:
             events = self.conn.receive_data(data)
-        except h2.exceptions.ProtocolError:
+        except h2.exceptions.ProtocolError as e:
+            self.error = repr(e)
             self.closed = True
             return
         for e in events:
@@ -151,6 +153,7 @@ class H2:
             elif isinstance(e, h2.events.StreamReset):
                 self.reset[e.stream_id] = e.error_code
             elif isinstance(e, h2.events.ConnectionTerminated):
+                self.error = f"GOAWAY {e.error_code} {e.additional_data!r}"
                 self.closed = True
         try:
             self.flush()
