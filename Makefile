@@ -56,7 +56,7 @@ DEPS_controllers := controllers client pki api json base
 # cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
 # and kite-agent (the linker takes agent.o, flags.o and signals.o from it)
 DEPS_cmd       := cmd api json base
-# extra modules a module's unit tests may link (test fixtures only)
+# extra modules a module's unit tests may link (test fixtures only), linked before its own (they use base)
 TESTDEPS_http  := pki
 TESTDEPS_client := pki
 MODULES        := base json api store http pki apiserver client agent controllers cmd
@@ -86,7 +86,7 @@ $(call lib_of,$(1)): $(filter-out $(MAINS),$(call objs_of,$(1)))
 	@rm -f $$@
 	ar rcs $$@ $$^
 
-$(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(call libs_for,$(1)) $(foreach m,$(TESTDEPS_$(1)),$(call lib_of,$(m)))
+$(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(foreach m,$(TESTDEPS_$(1)),$(call lib_of,$(m))) $(call libs_for,$(1))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS) $$(if $$(TEST_PKGS_$(1)),$$(shell pkg-config --libs $$(TEST_PKGS_$(1)) 2>/dev/null)) -lcriterion
 

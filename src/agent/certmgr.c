@@ -5,7 +5,7 @@
  * certificate, is denied or failed. Nothing polls: the wait is the watch, the rotation
  * deadline a cancellable timed wait. */
 #include "agent/certmgr.h"
-#include "api/base64.h"
+#include "base/base64.h"
 #include "api/registry.h"
 #include "base/backoff.h"
 #include "base/clock.h"

@@ -9,6 +9,7 @@
 static const char *const NAMES[KITE_NODE_STATES] = {
     [KITE_NODE_ORPHAN_MACHINE] = "OrphanMachine", [KITE_NODE_STALE_OBJECT] = "StaleObject",
     [KITE_NODE_NEVER_REPORTED] = "NeverReported", [KITE_NODE_UNREACHABLE] = "Unreachable",
+    [KITE_NODE_LEASE_EXPIRED] = "LeaseExpired",
     [KITE_NODE_NOT_READY] = "NotReady",           [KITE_NODE_REREGISTERED] = "Reregistered",
     [KITE_NODE_DRAINING] = "Draining",            [KITE_NODE_CORDONED] = "Cordoned",
     [KITE_NODE_HEALTHY] = "Healthy",
@@ -69,6 +70,15 @@ static void seen_evidence(const struct kite_node_facts *f, const char *name, int
     if (f->seen_what && *f->seen_what) kite_buf_printf(ev, " (%s)", f->seen_what);
 }
 
+/* When the lease expired, on the server's clock: its duration or the grace period (the longer)
+ * after the server saw the renewal; 0 while it has not (or there is no lease to judge). */
+static int64_t lease_expired_at(const struct kite_node_facts *f, int64_t now, const struct kite_node_thresholds *t) {
+    json_object *d = kite_obj_get(kite_obj_get(f->lease, "spec"), "leaseDurationSeconds");
+    int64_t dur = d ? json_object_get_int64(d) * KITE_NS_PER_SEC : 0;
+    int64_t at = f->renewed_ns + (dur > t->grace_ns ? dur : t->grace_ns);
+    return f->lease && f->renewed_ns && t->grace_ns > 0 && now >= at ? at : 0;
+}
+
 enum kite_node_state kite_node_classify(const struct kite_node_facts *f, int64_t now, const struct kite_node_thresholds *t,
                                         struct kite_buf *ev) {
     struct kite_buf scratch = {0};
@@ -115,6 +125,20 @@ enum kite_node_state kite_node_classify(const struct kite_node_facts *f, int64_t
         lease_evidence(f, now, ev);
         seen_evidence(f, name, now, ev);
         s = KITE_NODE_NEVER_REPORTED;
+    } else if (lease_expired_at(f, now, t)) {
+        /* the agent went silent and nothing marked it: no controller-manager runs, or it lags */
+        int64_t at = lease_expired_at(f, now, t);
+        ago(f->renewed_ns, now, a);
+        ago(at, now, b);
+        kite_buf_printf(ev, "Ready %s (%s), but its lease was last renewed %s ago and expired %s ago; no node "
+                            "lifecycle controller marked it Unknown", st, reason, a, b);
+        /* silent longer than the stale threshold: decommissioned, as a node Unknown that long */
+        s = now - f->renewed_ns >= t->stale_ns ? KITE_NODE_STALE_OBJECT : KITE_NODE_LEASE_EXPIRED;
+        if (s == KITE_NODE_STALE_OBJECT) {
+            kite_human_duration(t->stale_ns / KITE_NS_PER_SEC, b);
+            kite_buf_printf(ev, ", silent longer than %s", b);
+        }
+        seen_evidence(f, name, now, ev);
     } else if (strcmp(st, "True") != 0) {
         ago(since, now, a);
         kite_buf_printf(ev, "Ready %s for %s: %s%s%s", st, a, reason, *msg ? ": " : "", msg);
@@ -132,6 +156,13 @@ enum kite_node_state kite_node_classify(const struct kite_node_facts *f, int64_t
         s = KITE_NODE_REREGISTERED;
     } else if (cordoned && f->terminating) {
         kite_buf_printf(ev, "cordoned; %zu of its %zu pods being deleted", f->terminating, f->pods);
+        s = KITE_NODE_DRAINING;
+    } else if (cordoned && f->pods && f->refused_ns && now - f->refused_ns < t->drain_window_ns) {
+        /* a drain held by a disruption budget: its evictions are refused, nothing is deleted */
+        ago(f->refused_ns, now, a);
+        kite_buf_printf(ev, "cordoned; %zu pods left; eviction of %s refused %s ago", f->pods,
+                        f->refused_pod ? f->refused_pod : "a pod", a);
+        if (f->refused_why) kite_buf_printf(ev, " (%s)", f->refused_why);
         s = KITE_NODE_DRAINING;
     } else if (cordoned) {
         kite_buf_printf(ev, "cordoned (spec.unschedulable); %zu pods keep running", f->pods);

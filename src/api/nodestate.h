@@ -16,6 +16,7 @@ enum kite_node_state {
     KITE_NODE_STALE_OBJECT,   /* Ready Unknown longer than the stale threshold: decommissioned, still present */
     KITE_NODE_NEVER_REPORTED, /* no Ready condition, or marked NodeStatusNeverUpdated */
     KITE_NODE_UNREACHABLE,    /* Ready Unknown: lease and status stale, the machine may still run */
+    KITE_NODE_LEASE_EXPIRED,  /* its lease expired past the grace period, and no controller marked it Unknown */
     KITE_NODE_NOT_READY,      /* Ready False: the agent says so, with its reason */
     KITE_NODE_REREGISTERED,   /* deleted, and created again by the agent that kept running */
     KITE_NODE_DRAINING,       /* cordoned with pods going away */
@@ -37,6 +38,11 @@ struct kite_node_facts {
     size_t pods, terminating; /* pods bound to it, and those of them being deleted */
     int64_t recreated_ns;    /* wall: when the server saw its uid change while the identity kept
                                 calling (0: not seen) */
+    int64_t renewed_ns;      /* wall, on the server's clock: when it saw the lease's current
+                                renewTime first (0: no lease, or not judged) */
+    int64_t refused_ns;      /* wall: the latest refused eviction of one of its pods (0: none) */
+    const char *refused_pod; /* "default/web-1"; may be NULL */
+    const char *refused_why; /* "429: Cannot evict pod as it would violate ..."; may be NULL */
 };
 
 struct kite_node_thresholds {
@@ -44,11 +50,16 @@ struct kite_node_thresholds {
     int64_t orphan_window_ns; /* a call this recent, with no Node: OrphanMachine */
     int64_t rereg_window_ns;  /* a re-registration is reported this long */
     int64_t rereg_slack_ns;   /* a Node created this long after the identity's first call was re-created */
+    int64_t grace_ns;         /* a lease unrenewed this long past its renewal (or its duration, if
+                                 longer) has expired: the node lifecycle controller's grace period */
+    int64_t drain_window_ns;  /* a cordoned node whose pod's eviction was refused this recently drains */
 };
 #define KITE_NODE_STALE_DEFAULT_NS (3600LL * 1000000000LL)
 #define KITE_NODE_ORPHAN_WINDOW_NS (60LL * 1000000000LL)
 #define KITE_NODE_REREG_WINDOW_NS (600LL * 1000000000LL)
 #define KITE_NODE_REREG_SLACK_NS (10LL * 1000000000LL)
+#define KITE_NODE_GRACE_DEFAULT_NS (50LL * 1000000000LL) /* --node-monitor-grace-period, kube-controller-manager's default */
+#define KITE_NODE_DRAIN_WINDOW_NS (30LL * 1000000000LL) /* kubectl drain retries a refused eviction every 5 s */
 
 /* The state of one node at wall time now_ns, and its evidence appended to evidence (one line
  * of text, may be NULL). */

@@ -1,6 +1,7 @@
 /* Kubernetes' protobuf wire format through the typed schemas (protobuf.h): a decoder that walks
  * a message with its schema and builds the json-c tree, and an encoder that walks the tree. */
 #include "api/protobuf.h"
+#include "base/base64.h"
 #include "json/parse.h"
 
 #include <limits.h>
@@ -12,47 +13,13 @@
 
 enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
 
-/* ---- base64 (standard alphabet, padded), as Go's encoding/json writes []byte -------------- */
-
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
+/* []byte fields: base64 as Go's encoding/json writes them (StdEncoding) */
 static json_object *b64_string(const uint8_t *p, size_t n) {
     struct kite_buf b = {0};
-    kite_buf_grow(&b, (n + 2) / 3 * 4 + 1);
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-        char q[4] = {B64[v >> 18 & 63], B64[v >> 12 & 63], i + 1 < n ? B64[v >> 6 & 63] : '=', i + 2 < n ? B64[v & 63] : '='};
-        kite_buf_append(&b, q, 4);
-    }
+    kite_base64_append(&b, p, n, false);
     json_object *o = json_object_new_string_len(b.p ? b.p : "", (int)b.len);
     kite_buf_release(&b);
     return o;
-}
-
-static int b64_val(char c) {
-    const char *at = c ? strchr(B64, c) : NULL;
-    return at ? (int)(at - B64) : -1;
-}
-
-/* Decodes s (padded standard base64, as the schema checker accepts it) onto out. */
-static int b64_decode(const char *s, size_t n, struct kite_buf *out) {
-    if (n % 4) return -ENOTSUP;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        size_t pad = 0;
-        for (int j = 0; j < 4; j++) {
-            if (s[i + j] == '=' && i + 4 == n && j >= 2) {
-                v[j] = 0;
-                pad++;
-            } else if (pad || (v[j] = b64_val(s[i + j])) < 0) {
-                return -ENOTSUP;
-            }
-        }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        char d[3] = {(char)(w >> 16), (char)(w >> 8 & 255), (char)(w & 255)};
-        kite_buf_append(out, d, 3 - pad);
-    }
-    return 0;
 }
 
 /* ---- decoding ------------------------------------------------------------------------- */
@@ -530,7 +497,7 @@ static int encode_value(const struct kite_schema *s, unsigned num, json_object *
     }
     case KITE_SCHEMA_BYTES:
         if (!json_object_is_type(v, json_type_string)) return -ENOTSUP;
-        r = b64_decode(json_object_get_string(v), (size_t)json_object_get_string_len(v), &sub);
+        r = kite_base64_decode_std(json_object_get_string(v), (size_t)json_object_get_string_len(v), &sub, NULL) < 0 ? -ENOTSUP : 0;
         if (r == 0) put_bytes(b, num, sub.p ? sub.p : "", sub.len);
         break;
     case KITE_SCHEMA_QUANTITY:

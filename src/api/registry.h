@@ -203,6 +203,9 @@ struct kite_resource {
     /* Defaults the DefaultTolerationSeconds admission plugin applies on create (pods: the
      * not-ready and unreachable NoExecute tolerations, each for the given seconds). */
     void (*default_tolerations)(json_object *obj, int64_t not_ready_s, int64_t unreachable_s);
+    /* Where the kind holds a pod (its metadata and spec) for the PodSecurity admission plugin:
+     * "" = the object is the pod (pods), "spec.template" = a pod template (workloads); NULL: none. */
+    const char *pod_template;
     /* Objects of kinds with this hook expire: deleted once the wall time it returns (when the
      * object last happened, ns) is older than the event TTL (events). */
     int64_t (*last_seen)(json_object *obj);

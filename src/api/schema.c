@@ -3,6 +3,7 @@
  * rewrites time fields in their canonical form, and checks every string's bytes. */
 #include "api/schema.h"
 #include "api/quantity.h"
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "json/parse.h"
@@ -38,6 +39,7 @@ struct walk {
     const char *go_struct;  /* the innermost struct being decoded */
     json_object *replace;   /* set by a value to be replaced in its parent (a quantity number) */
     char *error;
+    bool unstructured;      /* words errors as the unstructured converter (kite_schema_check_unstructured) */
 };
 
 /* ---- time ------------------------------------------------------------------------------ */
@@ -227,6 +229,34 @@ static int type_error(struct walk *w, const struct kite_schema *s, const char *v
     return -EINVAL;
 }
 
+/* The unstructured converter's words (runtime.DefaultUnstructuredConverter.FromUnstructured,
+ * which decodes a strategic merge patch's result): the value's Go kind as json decoding into
+ * interface{} makes it (integers int64, other numbers float64), and for a scalar field Go's
+ * conversion rules: an integer converts to a string and a float to an integer, but the
+ * converter then refuses the result; other pairs are not convertible at all. */
+static int conv_error(struct walk *w, const struct kite_schema *s, json_object *o) {
+    static const char *const kinds[] = {[json_type_null] = "invalid", [json_type_boolean] = "bool",
+                                        [json_type_double] = "float64", [json_type_int] = "int64",
+                                        [json_type_object] = "map", [json_type_array] = "slice",
+                                        [json_type_string] = "string"};
+    const char *k = kinds[json_object_get_type(o)];
+    struct kite_buf t = {0};
+    switch (s->type) {
+    case KITE_SCHEMA_OBJECT: w->error = kite_asprintf("cannot restore struct from: %s", k); break;
+    case KITE_SCHEMA_MAP: w->error = kite_asprintf("cannot restore map from %s", k); break;
+    case KITE_SCHEMA_LIST: w->error = kite_asprintf("cannot restore slice from %s", k); break;
+    default: {
+        go_type_name(s, &t);
+        bool convertible = (json_object_is_type(o, json_type_int) && s->type == KITE_SCHEMA_STRING) ||
+                           (json_object_is_type(o, json_type_double) &&
+                            (s->type == KITE_SCHEMA_INT32 || s->type == KITE_SCHEMA_INT64));
+        w->error = convertible ? kite_asprintf("cannot convert %s to %s", k, t.p) : kite_asprintf("unrecognized type: %s", t.p);
+    }
+    }
+    kite_buf_release(&t);
+    return -EINVAL;
+}
+
 /* ---- the walk -------------------------------------------------------------------------- */
 
 static int check_string_bytes(struct walk *w, const char *s, size_t n, bool key) {
@@ -273,8 +303,18 @@ static void pop(struct walk *w, size_t saved, size_t gsaved) {
 
 static int walk_value(struct walk *w, const struct kite_schema *s, json_object *o);
 
+static int mismatch(struct walk *w, const struct kite_schema *s, json_object *o) {
+    return w->unstructured ? conv_error(w, s, o) : type_error(w, s, json_kind(o));
+}
+
 static int check_int(struct walk *w, const struct kite_schema *s, json_object *o, int64_t lo, int64_t hi) {
     char value[64];
+    if (w->unstructured && !json_object_is_type(o, json_type_int)) {
+        /* the converter takes a float with no fraction */
+        if (json_object_is_type(o, json_type_double) && json_object_get_double(o) == (double)(int64_t)json_object_get_double(o))
+            return 0;
+        return conv_error(w, s, o);
+    }
     if (json_object_is_type(o, json_type_double)) {
         /* json-c keeps a number's text for doubles: "-0" is an integer to Go, "1.5" and "1e3" not */
         const char *t = json_object_to_json_string(o);
@@ -316,13 +356,6 @@ static int check_time(struct walk *w, const struct kite_schema *s, json_object *
     return 0;
 }
 
-static int b64_value(char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
 /* []byte decodes from standard base64 with padding, as Go's encoding/json; its error names the
  * first offending byte. */
 static int check_bytes(struct walk *w, json_object *o) {
@@ -330,20 +363,8 @@ static int check_bytes(struct walk *w, json_object *o) {
         w->error = kite_asprintf("json: cannot unmarshal %s into Go value of type []uint8", json_kind(o));
         return -EINVAL;
     }
-    const char *s = json_object_get_string(o);
-    size_t n = (size_t)json_object_get_string_len(o), bad = n;
-    bool pad = false;
-    for (size_t i = 0; i < n && bad == n; i++) {
-        if (s[i] == '=') {
-            /* padding: only the last one or two bytes of the last quantum */
-            if (i % 4 < 2 || (n - i) > 2 || n % 4) bad = i;
-            pad = true;
-        } else if (b64_value(s[i]) < 0 || pad) {
-            bad = i;
-        }
-    }
-    if (bad == n && n % 4) bad = n - n % 4; /* a quantum cut short */
-    if (bad < n || n % 4) {
+    size_t bad = 0;
+    if (kite_base64_decode_std(json_object_get_string(o), (size_t)json_object_get_string_len(o), NULL, &bad) < 0) {
         w->error = kite_asprintf("illegal base64 data at input byte %zu", bad);
         return -EINVAL;
     }
@@ -412,12 +433,12 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
         }
         return 0;
     case KITE_SCHEMA_STRING:
-        return json_object_is_type(o, json_type_string) ? 0 : type_error(w, s, json_kind(o));
+        return json_object_is_type(o, json_type_string) ? 0 : mismatch(w, s, o);
     case KITE_SCHEMA_BOOL:
-        return json_object_is_type(o, json_type_boolean) ? 0 : type_error(w, s, json_kind(o));
+        return json_object_is_type(o, json_type_boolean) ? 0 : mismatch(w, s, o);
     case KITE_SCHEMA_FLOAT:
         return json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double)
-                   ? 0 : type_error(w, s, json_kind(o));
+                   ? 0 : mismatch(w, s, o);
     case KITE_SCHEMA_INT32: return check_int(w, s, o, INT32_MIN, INT32_MAX);
     case KITE_SCHEMA_INT64: return check_int(w, s, o, INT64_MIN, INT64_MAX);
     case KITE_SCHEMA_INT_OR_STRING:
@@ -427,10 +448,10 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
     case KITE_SCHEMA_TIME:
     case KITE_SCHEMA_MICROTIME: return check_time(w, s, o);
     case KITE_SCHEMA_OBJECT:
-        if (!json_object_is_type(o, json_type_object)) return type_error(w, s, json_kind(o));
+        if (!json_object_is_type(o, json_type_object)) return mismatch(w, s, o);
         return walk_object(w, s, o);
     case KITE_SCHEMA_MAP: {
-        if (!json_object_is_type(o, json_type_object)) return type_error(w, s, json_kind(o));
+        if (!json_object_is_type(o, json_type_object)) return mismatch(w, s, o);
         json_object_object_foreach(o, k, v) {
             size_t saved = w->path.len;
             kite_buf_putc(&w->path, '[');
@@ -445,7 +466,7 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
         return 0;
     }
     case KITE_SCHEMA_LIST: {
-        if (!json_object_is_type(o, json_type_array)) return type_error(w, s, json_kind(o));
+        if (!json_object_is_type(o, json_type_array)) return mismatch(w, s, o);
         size_t n = json_object_array_length(o);
         for (size_t i = 0; i < n; i++) {
             size_t saved = w->path.len;
@@ -461,8 +482,8 @@ static int walk_value(struct walk *w, const struct kite_schema *s, json_object *
     return 0;
 }
 
-int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_error) {
-    struct walk w = {0};
+static int check(const struct kite_schema *s, json_object *obj, bool unstructured, char **ret_error) {
+    struct walk w = {.unstructured = unstructured};
     kite_buf_puts(&w.path, "");
     kite_buf_puts(&w.gopath, "");
     int r = walk_value(&w, s ? s : &kite_schema_raw, obj);
@@ -475,6 +496,14 @@ int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_
         return -EINVAL;
     }
     return 0;
+}
+
+int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_error) {
+    return check(s, obj, false, ret_error);
+}
+
+int kite_schema_check_unstructured(const struct kite_schema *s, json_object *obj, char **ret_error) {
+    return check(s, obj, true, ret_error);
 }
 
 /* ---- unknown fields -------------------------------------------------------------------- */

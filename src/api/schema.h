@@ -105,6 +105,12 @@ extern const struct kite_schema kite_schema_partial_object_metadata;
  * "2006-01-02T15:04:05.000000Z07:00": cannot parse "garbage" as "2006"`, or `quantities
  * must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`. */
 int kite_schema_check(const struct kite_schema *s, json_object *obj, char **ret_error);
+/* The same check, with a value of the wrong type worded as apimachinery's unstructured
+ * converter words it (`cannot restore map from string`, `cannot restore struct from: slice`,
+ * `unrecognized type: int32`, `cannot convert float64 to int32`): kube-apiserver decodes a
+ * strategic merge patch's result with it rather than with encoding/json. A float with no
+ * fraction is an integer to it. */
+int kite_schema_check_unstructured(const struct kite_schema *s, json_object *obj, char **ret_error);
 
 /* Fields of obj its schema s does not know (kube-apiserver's strict decoding: a field the Go
  * struct lacks). Objects flagged KITE_SCHEMA_PARTIAL and RAW values are not looked into.

@@ -3,7 +3,12 @@
  * that Go also escapes <, > and & as \u003c...; both parse to the same strings). */
 #include "api/status.h"
 #include "api/internal.h"
+#include "api/registry.h"
 #include "base/buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char *kite_status_reason_for(int code) {
     static const struct { int code; const char *reason; } table[] = {
@@ -108,5 +113,91 @@ char *kite_status_invalid(const char *group, const char *kind, const char *name,
     }
     char *r = kite_status_failure(422, "Invalid", msg.p, name, group, kind, causes);
     kite_buf_release(&msg);
+    return r;
+}
+
+/* ---- a strategic merge patch whose result does not decode ------------------------------ */
+
+/* v as Go's fmt prints a float64 with %v: the shortest digits that read back as v, in %e
+ * form when the exponent is below -4 or at least 6 (strconv's 'g' with precision -1), with
+ * an exponent of at least two digits. */
+static void go_float(struct kite_buf *b, double v) {
+    char e[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec - 1, v);
+        if (strtod(e, NULL) == v) break;
+    }
+    char digits[24];
+    size_t nd = 0;
+    const char *p = e + (*e == '-');
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.') digits[nd++] = *p;
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    int exp = atoi(p + 1);
+    if (*e == '-') kite_buf_putc(b, '-');
+    if (exp < -4 || exp >= 6) {
+        kite_buf_printf(b, "%c%s%.*se%c%02d", digits[0], nd > 1 ? "." : "", (int)nd - 1, digits + 1, exp < 0 ? '-' : '+',
+                        exp < 0 ? -exp : exp);
+    } else if (exp < 0) {
+        kite_buf_puts(b, "0.");
+        for (int i = -1; i > exp; i--) kite_buf_putc(b, '0');
+        kite_buf_append(b, digits, nd);
+    } else {
+        for (int i = 0; i <= exp || i < (int)nd; i++) {
+            if (i == exp + 1) kite_buf_putc(b, '.');
+            kite_buf_putc(b, i < (int)nd ? digits[i] : '0');
+        }
+    }
+}
+
+static int key_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* o as Go's fmt prints the map[string]interface{} json decoding gives (%+v): maps with their
+ * keys sorted, map[k:v k2:v2], slices [a b], strings bare, <nil> for null. */
+static void go_value(struct kite_buf *b, json_object *o) {
+    switch (json_object_get_type(o)) {
+    case json_type_null: kite_buf_puts(b, "<nil>"); return;
+    case json_type_boolean: kite_buf_puts(b, json_object_get_boolean(o) ? "true" : "false"); return;
+    case json_type_int: kite_buf_printf(b, "%lld", (long long)json_object_get_int64(o)); return;
+    case json_type_double: go_float(b, json_object_get_double(o)); return;
+    case json_type_string: kite_buf_puts(b, json_object_get_string(o)); return;
+    case json_type_array:
+        kite_buf_putc(b, '[');
+        for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
+            if (i) kite_buf_putc(b, ' ');
+            go_value(b, json_object_array_get_idx(o, i));
+        }
+        kite_buf_putc(b, ']');
+        return;
+    case json_type_object: {
+        size_t n = (size_t)json_object_object_length(o), i = 0;
+        const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
+        json_object_object_foreach(o, k, v) {
+            (void)v;
+            keys[i++] = k;
+        }
+        qsort(keys, n, sizeof *keys, key_cmp);
+        kite_buf_puts(b, "map[");
+        for (i = 0; i < n; i++) {
+            kite_buf_printf(b, "%s%s:", i ? " " : "", keys[i]);
+            go_value(b, kite_obj_get(o, keys[i]));
+        }
+        kite_buf_putc(b, ']');
+        free(keys);
+        return;
+    }
+    }
+}
+
+char *kite_status_patch_invalid(json_object *patch, const char *err) {
+    struct kite_buf v = {0}, q = {0};
+    go_value(&v, patch);
+    kite_api_go_quote(&q, v.p ? v.p : "");
+    struct kite_causes c = {0};
+    kite_causes_add(&c, "FieldValueInvalid", "patch", "Invalid value: %s: %s", q.p, err);
+    char *r = kite_status_invalid(NULL, NULL, NULL, &c);
+    kite_causes_release(&c);
+    kite_buf_release(&v);
+    kite_buf_release(&q);
     return r;
 }

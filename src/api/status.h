@@ -24,3 +24,8 @@ char *kite_status_success(int code, const char *name, const char *group, const c
  * 429 TooManyRequests, 500 InternalError, 503 ServiceUnavailable, 504 Timeout;
  * "" for other codes. Static string. */
 const char *kite_status_reason_for(int code);
+/* The 422 a strategic merge patch gets when its result does not decode into the kind
+ * (kube-apiserver's applyPatchToObject): NewInvalid(GroupKind{}, "", patch: Invalid value:
+ * fmt.Sprintf("%+v", patchMap), err), so the message is ` "" is invalid: patch: Invalid
+ * value: "map[metadata:map[labels:x]]": cannot restore map from string`. Malloc'ed. */
+char *kite_status_patch_invalid(json_object *patch, const char *err);

@@ -1,23 +1,26 @@
-/* YAML <-> json-c: documents (kubeconfigs, config files, request bodies) read through
- * libyaml's document API, objects written through its emitter. Reading: YAML -> json-c. Aliases are expanded (libyaml shares the
- * node), so the walk counts every node it emits and stops at KITE_YAML_MAX_NODES: a few
- * nested aliases could otherwise expand exponentially ("billion laughs"). */
+/* YAML <-> json-c: documents (kubeconfigs, config files, request bodies) read event by event
+ * through libyaml's parser, objects written through its emitter.
+ *
+ * Reading runs on untrusted bodies, so every cost is bounded while libyaml reads, never after:
+ * nesting past KITE_YAML_MAX_DEPTH stops at the event that opens the level too many (libyaml
+ * only looks ahead a bounded stretch of text), anchors are looked up in a hash map (libyaml's
+ * document loader scans a list per anchor and per alias: quadratic), and an alias is paid for
+ * before it is copied: its anchor's node count and decoded size, recorded when the anchor's node
+ * ended, go against KITE_YAML_MAX_NODES and the expansion budget, so a few nested aliases
+ * ("billion laughs", or one large scalar reached through 99^3 aliases) stop at the budget
+ * instead of filling memory. Each event then costs O(1) but for an alias's copy, which the
+ * budgets bound. Only the first document is read. */
 #include "api/yaml.h"
+#include "base/map.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
-
-#define KITE_YAML_MAX_NODES 1000000
-
-struct walk {
-    yaml_document_t *doc;
-    size_t emitted;
-};
 
 static bool all_digits(const char *s) {
     if (*s == '-' || *s == '+') s++;
@@ -27,97 +30,299 @@ static bool all_digits(const char *s) {
     return true;
 }
 
-static json_object *scalar(const yaml_node_t *n) {
-    const char *v = (const char *)n->data.scalar.value;
-    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+static bool is_bool(const char *v, bool *ret) {
+    if (kite_streq(v, "true") || kite_streq(v, "True") || kite_streq(v, "TRUE")) return *ret = true, true;
+    if (kite_streq(v, "false") || kite_streq(v, "False") || kite_streq(v, "FALSE")) return *ret = false, true;
+    return false;
+}
+
+static json_object *scalar(const char *v, size_t len, bool plain) {
+    if (plain) {
         int64_t i;
+        bool b;
         if (all_digits(v) && kite_parse_int64(v, &i) == 0) return json_object_new_int64(i);
-        if (kite_streq(v, "true") || kite_streq(v, "True") || kite_streq(v, "TRUE")) return json_object_new_boolean(1);
-        if (kite_streq(v, "false") || kite_streq(v, "False") || kite_streq(v, "FALSE")) return json_object_new_boolean(0);
+        if (is_bool(v, &b)) return json_object_new_boolean(b);
         if (!*v || kite_streq(v, "~") || kite_streq(v, "null") || kite_streq(v, "Null") || kite_streq(v, "NULL"))
             return NULL;
     }
-    return json_object_new_string_len(v, (int)n->data.scalar.length);
+    return json_object_new_string_len(v, (int)len);
 }
 
-static int walk(struct walk *w, yaml_node_t *n, int depth, json_object **ret) {
-    if (!n) return -EINVAL;
-    if (depth > KITE_YAML_MAX_DEPTH || ++w->emitted > KITE_YAML_MAX_NODES) return -EINVAL;
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        *ret = scalar(n);
-        return 0;
-    case YAML_SEQUENCE_NODE: {
-        json_object *a = json_object_new_array();
-        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-            json_object *v = NULL;
-            int r = walk(w, yaml_document_get_node(w->doc, *it), depth + 1, &v);
-            if (r < 0) {
-                json_object_put(a);
-                return r;
-            }
-            json_object_array_add(a, v);
+/* What an anchored node costs each alias that repeats it. */
+struct anchor {
+    json_object *node; /* a reference (NULL for null) */
+    size_t nodes, bytes;
+    size_t height;     /* levels of collections in it: a copy must fit under KITE_YAML_MAX_DEPTH */
+};
+
+struct frame {
+    json_object *o;      /* the array or object being filled */
+    bool mapping;
+    char *key;           /* mapping: the key whose value comes next (NULL: a key comes next) */
+    size_t key_line;     /* its line, 1-based */
+    char *anchor;        /* registered when the collection ends */
+    size_t nodes0, bytes0, height;
+};
+
+struct load {
+    struct frame stack[KITE_YAML_MAX_DEPTH];
+    size_t depth;
+    struct kite_map anchors; /* name -> struct anchor */
+    size_t nodes, bytes, expanded, expand_max, events, n_anchors;
+    size_t n_dups;
+    struct kite_buf dups;
+    json_object *root;
+    bool done;
+    char *err;
+};
+
+/* Each scalar and key counts as the bytes JSON would spell it with (quotes, separators); a
+ * mapping or sequence as KITE_YAML_COLLECTION_BYTES, about what json-c allocates for an empty
+ * one, so aliases of small collections are bounded by the memory they cost. */
+static size_t cost(size_t len) { return len + 3; }
+
+static int fail(struct load *l, int r, const yaml_event_t *ev, const char *fmt, ...) KITE_PRINTF(4, 5);
+static int fail(struct load *l, int r, const yaml_event_t *ev, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) < 0) m = NULL;
+    va_end(ap);
+    free(l->err);
+    l->err = kite_asprintf("line %zu: %s", ev->start_mark.line + 1, m ? m : "invalid YAML");
+    free(m);
+    return r;
+}
+
+static int charge(struct load *l, const yaml_event_t *ev, size_t nodes, size_t bytes, size_t expanded) {
+    l->nodes += nodes;
+    l->bytes += bytes;
+    l->expanded += expanded;
+    if (l->nodes > KITE_YAML_MAX_NODES)
+        return fail(l, -EFBIG, ev, "document larger than %u nodes (aliases counted as expanded)", KITE_YAML_MAX_NODES);
+    if (l->expanded > l->expand_max)
+        return fail(l, -EFBIG, ev, "aliases expand the document by more than %zu bytes", l->expand_max);
+    return 0;
+}
+
+static int define_anchor(struct load *l, const yaml_event_t *ev, const char *name, json_object *node, size_t nodes,
+                         size_t bytes, size_t height) {
+    struct anchor *a = kite_map_get(&l->anchors, name);
+    if (!a) {
+        if (++l->n_anchors > KITE_YAML_MAX_ANCHORS)
+            return fail(l, -EFBIG, ev, "document defines more than %u anchors", KITE_YAML_MAX_ANCHORS);
+        a = kite_calloc(1, sizeof *a);
+        kite_map_put(&l->anchors, name, a);
+    }
+    json_object_put(a->node); /* YAML lets a later anchor of the same name take over */
+    *a = (struct anchor){json_object_get(node), nodes, bytes, height};
+    return 0;
+}
+
+/* yaml.v2's strict decoding names each repeated key: line 3: key "x" already set in map */
+static void duplicate(struct load *l, size_t line, const char *key) {
+    if (l->n_dups++ >= KITE_YAML_MAX_DUPLICATES) return;
+    kite_buf_printf(&l->dups, "%sline %zu: key \"", l->dups.len ? "\n  " : "", line);
+    for (const char *p = key; *p; p++) {
+        if (*p == '"' || *p == '\\') kite_buf_putc(&l->dups, '\\');
+        kite_buf_putc(&l->dups, *p);
+    }
+    kite_buf_puts(&l->dups, "\" already set in map");
+}
+
+/* Hands v (owned; height levels of collections) to the open collection, or makes it the
+ * document's root. */
+static void add(struct load *l, json_object *v, size_t height) {
+    if (l->depth == 0) {
+        l->root = v;
+        return;
+    }
+    struct frame *f = &l->stack[l->depth - 1];
+    if (f->height < height + 1) f->height = height + 1;
+    if (!f->mapping) {
+        json_object_array_add(f->o, v);
+        return;
+    }
+    if (json_object_object_get_ex(f->o, f->key, NULL)) duplicate(l, f->key_line, f->key);
+    json_object_object_add(f->o, f->key, v); /* a repeated key: the last value wins, as Go's decoders */
+    free(f->key);
+    f->key = NULL;
+}
+
+static bool wants_key(const struct load *l) {
+    return l->depth && l->stack[l->depth - 1].mapping && !l->stack[l->depth - 1].key;
+}
+
+static int on_scalar(struct load *l, const yaml_event_t *ev) {
+    const char *v = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    const char *anchor = (const char *)ev->data.scalar.anchor;
+    if (memchr(v, 0, len))
+        return fail(l, -EINVAL, ev, "a string holds the NUL character (\\0), which this server does not support");
+    int r = charge(l, ev, 1, cost(len), 0);
+    if (r < 0) return r;
+    if (wants_key(l)) {
+        l->stack[l->depth - 1].key = kite_strndup(v, len);
+        l->stack[l->depth - 1].key_line = ev->start_mark.line + 1;
+        if (anchor) {
+            json_object *k = json_object_new_string_len(v, (int)len);
+            r = define_anchor(l, ev, anchor, k, 1, cost(len), 0);
+            json_object_put(k);
         }
-        *ret = a;
+        return r;
+    }
+    json_object *o = scalar(v, len, ev->data.scalar.plain_implicit && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE);
+    if (anchor && (r = define_anchor(l, ev, anchor, o, 1, cost(len), 0)) < 0) {
+        json_object_put(o);
+        return r;
+    }
+    add(l, o, 0);
+    return 0;
+}
+
+static int on_alias(struct load *l, const yaml_event_t *ev) {
+    const char *name = (const char *)ev->data.alias.anchor;
+    struct anchor *a = kite_map_get(&l->anchors, name);
+    if (!a) return fail(l, -EINVAL, ev, "unknown anchor '%s' referenced", name);
+    if (l->depth + a->height > KITE_YAML_MAX_DEPTH)
+        return fail(l, -EINVAL, ev, "document nested deeper than %d levels", KITE_YAML_MAX_DEPTH);
+    int r = charge(l, ev, a->nodes, a->bytes, a->bytes);
+    if (r < 0) return r;
+    if (wants_key(l)) {
+        if (!json_object_is_type(a->node, json_type_string))
+            return fail(l, -EINVAL, ev, "a mapping key must be a scalar (complex keys have no JSON form)");
+        l->stack[l->depth - 1].key = kite_strdup(json_object_get_string(a->node));
+        l->stack[l->depth - 1].key_line = ev->start_mark.line + 1;
         return 0;
     }
-    case YAML_MAPPING_NODE: {
-        json_object *o = json_object_new_object();
-        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-            yaml_node_t *k = yaml_document_get_node(w->doc, p->key);
-            if (!k || k->type != YAML_SCALAR_NODE) {
-                json_object_put(o);
-                return -EINVAL; /* complex keys have no JSON form */
-            }
-            json_object *v = NULL;
-            int r = walk(w, yaml_document_get_node(w->doc, p->value), depth + 1, &v);
-            if (r < 0) {
-                json_object_put(o);
-                return r;
-            }
-            json_object_object_add(o, (const char *)k->data.scalar.value, v);
-        }
-        *ret = o;
-        return 0;
+    json_object *copy = NULL;
+    if (a->node && json_object_deep_copy(a->node, &copy, NULL) < 0) return -ENOMEM;
+    add(l, copy, a->height);
+    return 0;
+}
+
+static int on_start(struct load *l, const yaml_event_t *ev, bool mapping) {
+    if (wants_key(l)) return fail(l, -EINVAL, ev, "a mapping key must be a scalar (complex keys have no JSON form)");
+    if (l->depth >= KITE_YAML_MAX_DEPTH)
+        return fail(l, -EINVAL, ev, "document nested deeper than %d levels", KITE_YAML_MAX_DEPTH);
+    size_t nodes0 = l->nodes, bytes0 = l->bytes;
+    int r = charge(l, ev, 1, KITE_YAML_COLLECTION_BYTES, 0);
+    if (r < 0) return r;
+    const yaml_char_t *anchor = mapping ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+    l->stack[l->depth++] = (struct frame){
+        .o = mapping ? json_object_new_object() : json_object_new_array(),
+        .mapping = mapping,
+        .anchor = anchor ? kite_strdup((const char *)anchor) : NULL,
+        .nodes0 = nodes0,
+        .bytes0 = bytes0,
+        .height = 1,
+    };
+    return 0;
+}
+
+static int on_end(struct load *l, const yaml_event_t *ev) {
+    struct frame f = l->stack[--l->depth];
+    int r = 0;
+    if (f.anchor) r = define_anchor(l, ev, f.anchor, f.o, l->nodes - f.nodes0, l->bytes - f.bytes0, f.height);
+    free(f.anchor);
+    free(f.key);
+    if (r < 0) {
+        json_object_put(f.o);
+        return r;
     }
-    default:
-        return -EINVAL;
+    add(l, f.o, f.height);
+    return 0;
+}
+
+static int on_event(struct load *l, const yaml_event_t *ev) {
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT: return on_scalar(l, ev);
+    case YAML_ALIAS_EVENT: return on_alias(l, ev);
+    case YAML_SEQUENCE_START_EVENT: return on_start(l, ev, false);
+    case YAML_MAPPING_START_EVENT: return on_start(l, ev, true);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT: return on_end(l, ev);
+    case YAML_DOCUMENT_END_EVENT:
+    case YAML_STREAM_END_EVENT: l->done = true; return 0;
+    default: return 0; /* stream and document start */
     }
 }
 
-int kite_yaml_parse(const char *data, size_t len, json_object **ret, char **ret_err) {
+/* libyaml checks each %TAG directive against all before it, and each tag against all of them:
+ * quadratic in their number, before the first event. Counted in the text before the first
+ * document's start (directives come there alone). */
+static size_t count_directives(const char *s, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        if (s[i] == '%') n++;
+        else if (len - i >= 3 && memcmp(s + i, "---", 3) == 0) break;
+        const char *nl = memchr(s + i, '\n', len - i);
+        if (!nl) break;
+        i = (size_t)(nl - s) + 1;
+    }
+    return n;
+}
+
+int kite_yaml_parse_ex(const char *data, size_t len, json_object **ret, char **ret_err, struct kite_yaml_info *info) {
+    if (info) *info = (struct kite_yaml_info){0};
     if (len > KITE_YAML_MAX_BYTES) {
         if (ret_err) *ret_err = kite_asprintf("document larger than %u bytes", KITE_YAML_MAX_BYTES);
         return -EFBIG;
     }
-    yaml_parser_t p;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&p)) return -ENOMEM;
-    yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
-    if (!yaml_parser_load(&p, &doc)) {
-        if (ret_err)
-            *ret_err = kite_asprintf("line %zu: %s", p.problem_mark.line + 1,
-                                     p.problem ? p.problem : "invalid YAML");
-        yaml_parser_delete(&p);
+    if (count_directives(data, len) > KITE_YAML_MAX_DIRECTIVES) {
+        if (ret_err) *ret_err = kite_asprintf("more than %u directives", KITE_YAML_MAX_DIRECTIVES);
         return -EINVAL;
     }
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) return -ENOMEM;
+    yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
+    struct load l = {.expand_max = (size_t)KITE_YAML_EXPANSION_RATIO * len};
+    if (l.expand_max < KITE_YAML_EXPANSION_MIN) l.expand_max = KITE_YAML_EXPANSION_MIN;
     int r = 0;
-    json_object *out = NULL;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root) {
-        out = json_object_new_object();
-    } else {
-        struct walk w = {&doc, 0};
-        r = walk(&w, root, 0, &out);
-        /* a null root ("---" alone, "~") reads as an empty document: callers walk a tree */
-        if (r == 0 && !out) out = json_object_new_object();
-        if (r < 0 && ret_err) *ret_err = kite_strdup("document too deep, too large or with non-scalar keys");
+    while (!l.done && r == 0) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            l.err = kite_asprintf("line %zu: %s", p.problem_mark.line + 1, p.problem ? p.problem : "invalid YAML");
+            r = -EINVAL;
+            break;
+        }
+        l.events++;
+        r = on_event(&l, &ev);
+        yaml_event_delete(&ev);
     }
-    yaml_document_delete(&doc);
     yaml_parser_delete(&p);
-    if (r < 0) return r;
-    *ret = out;
+    while (l.depth) {
+        struct frame *f = &l.stack[--l.depth];
+        json_object_put(f->o);
+        free(f->key);
+        free(f->anchor);
+    }
+    const char *k;
+    void *v;
+    for (size_t i = 0; kite_map_next(&l.anchors, &i, &k, &v);) {
+        json_object_put(((struct anchor *)v)->node);
+        free(v);
+    }
+    kite_map_release(&l.anchors);
+    if (info)
+        *info = (struct kite_yaml_info){.events = l.events, .nodes = l.nodes, .anchors = l.n_anchors, .expanded = l.expanded};
+    if (r < 0) {
+        json_object_put(l.root);
+        kite_buf_release(&l.dups);
+        if (ret_err) *ret_err = TAKE_PTR(l.err);
+        free(l.err);
+        return r;
+    }
+    /* a null or absent root ("---" alone, "~", no document) reads as an empty document: callers walk a tree */
+    *ret = l.root ? l.root : json_object_new_object();
+    if (info && l.dups.len)
+        info->duplicates = kite_asprintf("yaml: unmarshal errors:\n  %s%s", l.dups.p, l.n_dups > KITE_YAML_MAX_DUPLICATES ? "\n  ..." : "");
+    kite_buf_release(&l.dups);
     return 0;
+}
+
+int kite_yaml_parse(const char *data, size_t len, json_object **ret, char **ret_err) {
+    return kite_yaml_parse_ex(data, len, ret, ret_err, NULL);
 }
 
 int kite_yaml_load_file(const char *path, json_object **ret, char **ret_err) {

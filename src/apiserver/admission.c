@@ -94,6 +94,7 @@ static const struct kite_admission_plugin PLUGINS[] = {
     {"NamespaceLifecycle", NULL, namespace_lifecycle},
     {"DefaultTolerationSeconds", default_toleration_seconds, NULL},
     {"NodeRestriction", NULL, kite_admission_node_restriction}, /* admission_node.c */
+    {"PodSecurity", NULL, kite_admission_pod_security},         /* admission_podsecurity.c */
     {"RBACEscalation", NULL, apiserver_rbac_admit}, /* upstream: in the RBAC kinds' storage */
     {"SpecRequester", spec_requester, NULL},           /* upstream: in the CSR kind's strategy */
     {"CertificateApproval", NULL, kite_admission_csr_approval},          /* admission_csr.c */
@@ -125,10 +126,49 @@ int admission_validate(const struct kite_admission_attrs *a, struct kite_admissi
 }
 
 void admission_reply(struct req *rq, struct kite_admission_denial *d) {
+    if (d->causes.n) {
+        reply_invalid(rq, d->details.name, &d->causes);
+        kite_causes_release(&d->causes);
+        free(d->message);
+        d->message = NULL;
+        return;
+    }
     if (d->details.kind) reply_error_about(rq, d->code, d->reason, &d->details, "%s", d->message ? d->message : "");
     else reply_error(rq, d->code, d->reason, "%s", d->message ? d->message : "");
     free(d->message);
     d->message = NULL;
+}
+
+void admission_warn(const struct kite_admission_attrs *a, const char *fmt, ...) {
+    if (!a->notes || a->notes->n_warnings == KITE_ADMISSION_WARNINGS_MAX) return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *w = NULL;
+    if (vasprintf(&w, fmt, ap) >= 0) a->notes->warnings[a->notes->n_warnings++] = w;
+    va_end(ap);
+}
+
+void admission_annotate(const struct kite_admission_attrs *a, const char *key, const char *value) {
+    if (!a->notes) return;
+    struct kite_buf *b = &a->notes->annotations;
+    if (b->len) kite_buf_putc(b, ',');
+    kite_buf_json_str(b, key);
+    kite_buf_putc(b, ':');
+    kite_buf_json_str(b, value);
+}
+
+void admission_notes_apply(struct req *rq, struct kite_admission_notes *n) {
+    for (size_t i = 0; i < n->n_warnings && !rq->admission_warned; i++) reply_add_warning(rq, n->warnings[i]);
+    if (n->n_warnings) rq->admission_warned = true;
+    free(rq->audit_annotations);
+    rq->audit_annotations = n->annotations.len ? kite_buf_detach(&n->annotations, NULL) : NULL;
+    kite_admission_notes_release(n);
+}
+
+void kite_admission_notes_release(struct kite_admission_notes *n) {
+    for (size_t i = 0; i < n->n_warnings; i++) free(n->warnings[i]);
+    n->n_warnings = 0;
+    kite_buf_release(&n->annotations);
 }
 
 /* ---- refusals of the plugins ---- */

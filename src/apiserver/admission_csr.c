@@ -8,7 +8,7 @@
  * asks the kube-apiserver-client signer for a certificate in system:masters, the group the
  * authorizer lets do anything: such a CSR is refused at create, whoever would approve it.
  * Refusals are 403 Forbidden as admission.NewForbidden renders them. */
-#include "api/base64.h"
+#include "base/base64.h"
 #include "apiserver/internal.h"
 #include "pki/pki.h"
 

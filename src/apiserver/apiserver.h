@@ -20,7 +20,12 @@ struct kite_apiserver_options {
     bool always_allow;         /* --authorization-mode=AlwaysAllow: every request is authorized (benchmarks) */
     bool disable_http2;        /* --http2=false: ALPN offers only http/1.1 */
     int64_t node_stale_ns;     /* a node Unknown this long is reported StaleObject; 0 = default (1 h) */
+    int64_t node_grace_ns;     /* a lease unrenewed this long is reported LeaseExpired; 0 = default (50 s) */
     const char *service_cidr;     /* --service-cluster-ip-range; NULL = KITE_SERVICE_CIDR_DEFAULT */
+    const char *pod_security_default; /* --pod-security-default: "LEVEL[:VERSION]"; NULL = privileged:latest */
+    const char *pod_security_exempt_usernames;      /* comma-separated, or NULL */
+    const char *pod_security_exempt_namespaces;
+    const char *pod_security_exempt_runtime_classes;
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */

@@ -463,7 +463,13 @@ void apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code) {
     kite_buf_puts(&b, received);
     kite_buf_puts(&b, "\",\"stageTimestamp\":\"");
     kite_buf_puts(&b, now);
-    kite_buf_puts(&b, "\"}\n");
+    kite_buf_putc(&b, '"');
+    if (rq->audit_annotations) { /* what admission plugins noted (PodSecurity's policy and violations) */
+        kite_buf_puts(&b, ",\"annotations\":{");
+        kite_buf_puts(&b, rq->audit_annotations);
+        kite_buf_putc(&b, '}');
+    }
+    kite_buf_puts(&b, "}\n");
     kite_audit_append(a, b.p, b.len);
     kite_buf_release(&b);
 }

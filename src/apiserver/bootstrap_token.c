@@ -6,7 +6,7 @@
  * after the static tokens (the http layer) failed, on the watch cache's copy of the Secret
  * (decrypted, current), so a token made a moment ago authenticates at once. */
 #include "apiserver/internal.h"
-#include "api/base64.h"
+#include "base/base64.h"
 
 #include <strings.h>
 

@@ -57,14 +57,19 @@ static json_object *parse_protobuf(struct req *rq, const struct kite_schema *s, 
     return o;
 }
 
-/* A YAML body, read as sigs.k8s.io/yaml does before decoding it as JSON. */
+/* A YAML body, read as sigs.k8s.io/yaml does before decoding it as JSON; its repeated keys
+ * are kept for fieldValidation. Past the YAML budgets (yaml.h), and for a string holding NUL
+ * (refused as in JSON bodies), 400. */
 static json_object *parse_yaml(struct req *rq) {
     json_object *o = NULL;
     _cleanup_free_ char *err = NULL;
-    if (kite_yaml_parse(rq->http->body, rq->http->body_len, &o, &err) < 0) {
+    struct kite_yaml_info info;
+    if (kite_yaml_parse_ex(rq->http->body, rq->http->body_len, &o, &err, &info) < 0) {
         reply_error(rq, 400, "BadRequest", "error converting YAML to JSON: yaml: %s", err ? err : "invalid YAML");
         return NULL;
     }
+    free(rq->yaml_duplicates);
+    rq->yaml_duplicates = info.duplicates;
     return o;
 }
 
@@ -132,22 +137,29 @@ struct unknown_report {
     struct kite_buf msg; /* Strict: the error's list */
 };
 
-static void report(struct unknown_report *u, const char *what, const char *path) {
+/* One strict-decoding error: a part of the Strict 400's message, or a Warning header (RFC 7234
+ * warn-text: a quoted string, its quotes and backslashes escaped; line breaks become spaces, as
+ * Go's HTTP server writes them). */
+static void report_text(struct unknown_report *u, const char *text) {
     if (u->n++ >= KITE_MAX_FIELD_WARNINGS) return;
     if (u->strict) {
-        kite_buf_printf(&u->msg, "%s%s field \"%s\"", u->msg.len ? ", " : "", what, path);
+        kite_buf_printf(&u->msg, "%s%s", u->msg.len ? ", " : "", text);
         return;
     }
-    /* RFC 7234 warn-text: a quoted string, its quotes and backslashes escaped */
     struct kite_buf h = {0};
-    kite_buf_printf(&h, "299 - \"%s field \\\"", what);
-    for (const char *p = path; *p; p++) {
+    kite_buf_puts(&h, "299 - \"");
+    for (const char *p = text; *p; p++) {
         if (*p == '"' || *p == '\\') kite_buf_putc(&h, '\\');
         kite_buf_putc(&h, (char)((unsigned char)*p < 0x20 ? ' ' : *p));
     }
-    kite_buf_puts(&h, "\\\"\"");
+    kite_buf_putc(&h, '"');
     kite_http_add_header(u->rq->http, "Warning", h.p);
     kite_buf_release(&h);
+}
+
+static void report(struct unknown_report *u, const char *what, const char *path) {
+    _cleanup_free_ char *t = kite_asprintf("%s field \"%s\"", what, path);
+    report_text(u, t);
 }
 
 static void unknown_found(void *ud, const char *path) { report(ud, "unknown", path); }
@@ -243,6 +255,8 @@ bool check_field_validation(struct req *rq, json_object *obj) {
     /* Go's decoder keeps nothing of a field its struct lacks, whatever the directive */
     struct unknown_report u = {.rq = rq, .strict = fv == FV_STRICT};
     bool report = fv == FV_STRICT || (fv == FV_WARN && !rq->field_warnings_sent);
+    /* a YAML body's repeated keys first, as upstream's decoder reports them before the rest */
+    if (report && rq->yaml_duplicates) report_text(&u, rq->yaml_duplicates);
     kite_schema_unknown_fields(rq->res->schema, obj, true, report ? unknown_found : NULL, &u);
     /* the body as sent (a patch: the patch), when it is JSON an object's keys may repeat in */
     const char *ct = kite_http_header(rq->http, "Content-Type");

@@ -121,17 +121,22 @@ static bool has_finalizer(json_object *meta, const char *f) {
 
 /* Puts the propagation's finalizer on the object (and takes the other one off: they exclude
  * each other) and submits it, marked deleting if it was not yet. False when it already has it. */
-static bool add_propagation_finalizer(struct write_op *op, struct kite_record *cur, json_object *cobj) {
-    if (!op->propagation || !op->rq->res->gc_owner || has_finalizer(kite_obj_meta(cobj), op->propagation)) return false;
-    json_object *obj = deep_copy(cobj), *meta = kite_obj_meta(obj), *fs = kite_obj_get(meta, "finalizers");
-    json_object *nfs = json_object_new_array();
-    const char *other = strcmp(op->propagation, "orphan") == 0 ? "foregroundDeletion" : "orphan";
+/* meta's finalizers with the propagation's and without the other one's (they exclude each other). */
+static void set_propagation_finalizer(json_object *meta, const char *propagation) {
+    json_object *fs = kite_obj_get(meta, "finalizers"), *nfs = json_object_new_array();
+    const char *other = strcmp(propagation, "orphan") == 0 ? "foregroundDeletion" : "orphan";
     for (size_t i = 0; fs && json_object_is_type(fs, json_type_array) && i < json_object_array_length(fs); i++) {
         const char *f = json_object_get_string(json_object_array_get_idx(fs, i));
         if (f && strcmp(f, other) != 0) json_object_array_add(nfs, json_object_new_string(f));
     }
-    json_object_array_add(nfs, json_object_new_string(op->propagation));
+    json_object_array_add(nfs, json_object_new_string(propagation));
     kite_obj_set(meta, "finalizers", nfs);
+}
+
+static bool add_propagation_finalizer(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+    if (!op->propagation || !op->rq->res->gc_owner || has_finalizer(kite_obj_meta(cobj), op->propagation)) return false;
+    json_object *obj = deep_copy(cobj), *meta = kite_obj_meta(obj);
+    set_propagation_finalizer(meta, op->propagation);
     if (kite_obj_get(meta, "deletionTimestamp")) {
         op->code = 200;
         op->kind = OP_UPDATE;
@@ -143,7 +148,47 @@ static bool add_propagation_finalizer(struct write_op *op, struct kite_record *c
     return true;
 }
 
+/* DeleteOptions.dryRun: a list of strings; any entry makes a dry run. A DELETE's must be "All"
+ * each (ValidateDeleteOptions, 422); an eviction's deleteOptions are not validated upstream,
+ * where any entry counts (dryrun.IsDryRun). */
+static bool delete_dry_run(struct write_op *op, json_object *opts) {
+    json_object *dr = kite_obj_get(opts, "dryRun");
+    bool eviction = op->sub && op->sub->deletes;
+    if (!dr || json_object_is_type(dr, json_type_null)) return true;
+    bool list = json_object_is_type(dr, json_type_array);
+    size_t n = list ? json_object_array_length(dr) : 0;
+    json_object *bad = list ? NULL : dr; /* Go's UnmarshalTypeError names the value's JSON kind */
+    for (size_t i = 0; i < n && !bad; i++)
+        if (!json_object_is_type(json_object_array_get_idx(dr, i), json_type_string)) bad = json_object_array_get_idx(dr, i);
+    if (bad) {
+        static const char *const kinds[] = {[json_type_null] = "null", [json_type_boolean] = "bool",
+                                            [json_type_double] = "number", [json_type_int] = "number",
+                                            [json_type_object] = "object", [json_type_array] = "array",
+                                            [json_type_string] = "string"};
+        reply_error(op->rq, 400, "BadRequest", "json: cannot unmarshal %s into Go struct field %s.dryRun of type %s",
+                    kinds[json_object_get_type(bad)], eviction ? "Eviction.deleteOptions" : "DeleteOptions",
+                    list ? "string" : "[]string");
+        return false;
+    }
+    for (size_t i = 0; i < n && !eviction; i++) {
+        const char *v = json_object_get_string(json_object_array_get_idx(dr, i));
+        if (strcmp(v, "All") == 0) continue;
+        struct kite_buf q = {0};
+        for (size_t j = 0; j < n; j++) {
+            if (j) kite_buf_puts(&q, ", ");
+            kite_buf_json_str(&q, json_object_get_string(json_object_array_get_idx(dr, j)));
+        }
+        reply_error(op->rq, 422, "Invalid", "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: "
+                    "[]string{%s}: supported values: \"All\"", q.p);
+        kite_buf_release(&q);
+        return false;
+    }
+    if (n) op->dry_run = true;
+    return true;
+}
+
 bool delete_options(struct write_op *op, json_object *opts) {
+    if (!delete_dry_run(op, opts)) return false;
     json_object *pre = kite_obj_get(opts, "preconditions");
     if (pre) op->preconditions = json_object_get(pre);
     json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
@@ -264,6 +309,7 @@ static bool run_guard(struct write_op *op, struct kite_record *cur, json_object 
     sr->guard(cobj, objs, n, kite_now_wall(op->srv->clock), op->dry_run, &v);
     bool answered = true;
     if (v.code) {
+        if (!op->dry_run) nodestate_eviction_refused(op->srv, cobj, v.code, v.message); /* a drain held */
         struct kite_causes causes = {0};
         if (v.cause) kite_causes_add(&causes, v.cause_reason, NULL, "%s", v.cause);
         char *body = kite_status_failure(v.code, NULL, v.message, NULL, NULL, NULL, &causes);
@@ -330,8 +376,9 @@ void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj)
 static json_object *delete_options_of(struct req *rq) {
     json_object *opts = parse_body(rq, true);
     if (!opts || rq->http->body_len) return opts;
-    const char *pp = kite_http_query(rq->http, "propagationPolicy");
+    const char *pp = kite_http_query(rq->http, "propagationPolicy"), *od = kite_http_query(rq->http, "orphanDependents");
     if (pp) kite_obj_set(opts, "propagationPolicy", json_object_new_string(pp));
+    if (od) kite_obj_set(opts, "orphanDependents", json_object_new_boolean(query_true(od)));
     const char *g = kite_http_query(rq->http, "gracePeriodSeconds");
     int64_t v;
     if (!g) return opts;
@@ -345,6 +392,7 @@ static json_object *delete_options_of(struct req *rq) {
 }
 
 void handle_delete(struct req *rq) {
+    if (!dry_run_query_ok(rq, "DeleteOptions")) return;
     json_object *opts = delete_options_of(rq);
     if (!opts) return;
     struct write_op *op = op_new(rq, OP_DELETE, NULL);
@@ -370,6 +418,7 @@ struct collection_op {
     int err;                     /* first storage error */
     bool has_grace;              /* DeleteOptions.gracePeriodSeconds, as a DELETE's */
     int64_t grace;
+    const char *propagation;     /* and its propagation's finalizer, as a DELETE's (static) */
 };
 
 static void collection_submit(struct collection_op *c);
@@ -446,18 +495,23 @@ static void collection_submit(struct collection_op *c) {
         json_object *obj = record_object(rec);
         const struct kite_resource *res = c->rq->res;
         bool deleting = kite_obj_get(kite_obj_meta(obj), "deletionTimestamp") != NULL, pending = finalizers_pending(res, obj);
+        /* Orphan or Foreground: the propagation's finalizer goes on, as a DELETE of it would put it */
+        bool propagate = c->propagation && res->gc_owner && !has_finalizer(kite_obj_meta(obj), c->propagation);
         int64_t grace = 0;
         if (res->delete_grace && !deleting) grace = res->delete_grace(obj, c->has_grace ? c->grace : -1);
         /* a graceful delete under way ends early only with grace 0 (and no finalizers) */
-        if (res->delete_grace && deleting && !pending && !(c->has_grace && c->grace == 0)) continue;
-        if (pending || grace > 0) {
+        if (res->delete_grace && deleting && !pending && !propagate && !(c->has_grace && c->grace == 0)) continue;
+        if (pending || grace > 0 || propagate) {
             /* held by finalizers or a grace period: marked terminating, as a DELETE of it would, and listed */
-            if (deleting) continue;
+            if (deleting && !propagate) continue;
             json_object *copy = deep_copy(obj);
+            if (propagate) set_propagation_finalizer(kite_obj_meta(copy), c->propagation);
             char ts[21];
             kite_time_format(kite_now_wall(c->rq->srv->clock) + grace * KITE_NS_PER_SEC, ts);
-            kite_obj_set(kite_obj_meta(copy), "deletionTimestamp", json_object_new_string(ts));
-            kite_obj_set(kite_obj_meta(copy), "deletionGracePeriodSeconds", json_object_new_int64(grace));
+            if (!deleting) {
+                kite_obj_set(kite_obj_meta(copy), "deletionTimestamp", json_object_new_string(ts));
+                kite_obj_set(kite_obj_meta(copy), "deletionGracePeriodSeconds", json_object_new_int64(grace));
+            }
             if (c->rq->res->terminating) c->rq->res->terminating(copy);
             marked = kite_object_encode(copy, &w.len);
             json_object_put(copy);
@@ -496,13 +550,20 @@ void handle_deletecollection(struct req *rq) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
+    if (!dry_run_query_ok(rq, "DeleteOptions")) return;
     json_object *opts = delete_options_of(rq);
     if (!opts) return;
     json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
     bool has_grace = g && json_object_is_type(g, json_type_int);
     int64_t grace = has_grace ? json_object_get_int64(g) : 0;
     if (grace < 0) grace = 1; /* as a DELETE's */
+    /* the body's DeleteOptions judged as a DELETE's (dryRun read there too) */
+    struct write_op *chk = op_new(rq, OP_DELETE, NULL);
+    bool ok = delete_options(chk, opts), dry_run = chk->dry_run;
+    const char *propagation = chk->propagation;
+    op_free(chk);
     json_object_put(opts);
+    if (!ok) return;
     struct kite_label_selector *ls;
     struct kite_field_selector *fs;
     if (!parse_selectors(rq, &ls, &fs)) return;
@@ -526,9 +587,9 @@ void handle_deletecollection(struct req *rq) {
     c->work.run = collection_work;
     c->has_grace = has_grace;
     c->grace = grace;
+    c->propagation = propagation;
     pthread_mutex_init(&c->mu, NULL);
-    const char *dr = kite_http_query(rq->http, "dryRun");
-    if (dr && strcmp(dr, "All") == 0) { /* the list of what would go, nothing deleted */
+    if (dry_run) { /* the list of what would go, nothing deleted */
         for (size_t i = 0; i < kept; i++) c->deleted[i] = true;
         collection_finish(c);
         return;

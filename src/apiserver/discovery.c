@@ -162,6 +162,7 @@ bool handle_discovery(struct req *rq) {
     bool agg = acc && strstr(acc, "as=APIGroupDiscoveryList");
     rq->verb = "get";
     if (strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0) {
+        rq->raw_json = true; /* kube-apiserver writes it raw, with no trailing newline */
         kite_buf_puts(&b, KITE_VERSION_JSON);
         send(rq, "application/json", &b);
         return true;

@@ -22,6 +22,8 @@
 #define KITE_UPDATE_RETRIES 1000          /* optimistic-concurrency retries of PATCH/unconditional PUT
                                             (kube-apiserver retries without bound) */
 #define KITE_WRITE_WAITERS_MAX 1024       /* writes of one object waiting for the one in flight (-> 429) */
+#define KITE_WARNING_TOTAL_MAX 4096       /* bytes of Warning text in one answer before each further one is cut */
+#define KITE_WARNING_ITEM_MAX 256         /* ... to this many bytes (kube-apiserver's 4k and 256 runes) */
 
 struct kite_metrics;
 struct keyq;
@@ -73,6 +75,7 @@ struct kite_apiserver {
     struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
     struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
     struct kite_pools_state *pools; /* cluster IPs and node ports in use (pools.c); NULL when no kind allocates */
+    struct kite_psa_config *psa; /* PodSecurity's default policy and exemptions (admission_podsecurity.c) */
 };
 
 #define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
@@ -111,8 +114,13 @@ struct req {
     bool yaml;                 /* Accept prefers YAML (never for watches) */
     bool partial;              /* Accept asked for PartialObjectMetadata(List): metadata only */
     const char *as_version;    /* the meta.k8s.io version asked for with as= ("v1", "v1beta1") */
+    bool raw_json;             /* JSON written as is (/version, /openapi), not by the object encoder */
     bool replied;
     bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
+    bool admission_warned;     /* the admission chain's warnings sent (likewise) */
+    size_t warning_bytes;      /* text of the Warning headers added (reply_add_warning) */
+    char *audit_annotations;   /* the audit event's annotations: `"key":"value",...` (admission), or NULL */
+    char *yaml_duplicates;     /* a YAML body's repeated keys, as yaml.v2's strict decoding words them (NULL: none) */
 };
 
 /* server.c */
@@ -127,6 +135,8 @@ struct status_details { const char *name, *group, *kind; };
 void reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
                        const char *fmt, ...) KITE_PRINTF(5, 6);
 void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes);
+/* Adds a `Warning: 299 - "<text>"` header to the answer (RFC 7234 warn-text, as kube-apiserver). */
+void reply_add_warning(struct req *rq, const char *text);
 void req_free(struct req *rq);
 bool query_true(const char *v);
 const char *req_resource_label(const struct req *rq); /* "nodes" or "nodes/status" */
@@ -220,7 +230,20 @@ struct kite_admission_attrs {
     json_object *obj;               /* the new object (mutating plugins may change it); NULL on delete */
     json_object *old;               /* the current object; NULL on create. Read-only */
     bool dry_run;
+    struct kite_admission_notes *notes; /* what plugins tell beyond their decision; may be NULL */
 };
+/* Warnings (Warning headers of the answer) and audit annotations the plugins add. */
+#define KITE_ADMISSION_WARNINGS_MAX 64
+struct kite_admission_notes {
+    char *warnings[KITE_ADMISSION_WARNINGS_MAX]; /* malloc'ed; further ones are dropped */
+    size_t n_warnings;
+    struct kite_buf annotations; /* `"key":"value"` pairs, comma-separated */
+};
+void kite_admission_notes_release(struct kite_admission_notes *n);
+/* A warning for the client (kubectl prints "Warning: <text>"); nothing when a->notes is NULL. */
+void admission_warn(const struct kite_admission_attrs *a, const char *fmt, ...) KITE_PRINTF(2, 3);
+/* An annotation of the request's audit event; nothing when a->notes is NULL. */
+void admission_annotate(const struct kite_admission_attrs *a, const char *key, const char *value);
 /* A refusal: the HTTP code, reason and message of its Status (message malloc'ed), and details
  * when the Status is about another object than the request's. */
 struct kite_admission_denial {
@@ -228,6 +251,7 @@ struct kite_admission_denial {
     const char *reason;
     char *message;
     struct status_details details;
+    struct kite_causes causes;      /* a 422 Invalid's causes (its message is made from them) */
 };
 struct kite_admission_plugin {
     const char *name;
@@ -239,6 +263,9 @@ const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n);
 /* 0 = admitted; -EPERM with *d filled = refused. */
 int admission_mutate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 int admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+/* Hands the plugins' warnings (once per request) and audit annotations (the last admission's)
+ * to the request, and releases notes. */
+void admission_notes_apply(struct req *rq, struct kite_admission_notes *notes);
 /* Answers the refusal (and frees its message). */
 void admission_reply(struct req *rq, struct kite_admission_denial *d);
 /* A plugin's refusal as admission.NewForbidden renders it: 403 `<group resource> "<name>" is
@@ -321,12 +348,15 @@ void apiserver_housekeeping_once(struct kite_apiserver *s);
 
 /* nodestate.c: the divergence report (`kite nodes`) */
 #define KITE_NODE_STATE_PERIOD_S 2 /* how often node states are computed for /metrics and events */
-struct kite_nodestate *nodestate_new(int64_t stale_ns);
+struct kite_nodestate *nodestate_new(int64_t stale_ns, int64_t grace_ns);
 void nodestate_free(struct kite_nodestate *n);
 /* An authenticated request of user (a node identity, system:node:NAME, is remembered). */
 void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path);
 /* Computes every node's state; records an event for each change (housekeeping thread). */
 void nodestate_pass(struct kite_apiserver *s);
+/* An eviction of pod (borrowed) refused with code and message: its node drains (Draining)
+ * while kubectl drain retries. */
+void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message);
 /* Appends the last pass's kite_node_state lines. */
 void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b);
 /* Answers GET /debug/kite/nodes. */
@@ -417,6 +447,11 @@ int kite_admission_node_restriction(const struct kite_admission_attrs *a, struct
 int kite_admission_csr_approval(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 int kite_admission_csr_signing(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 int kite_admission_csr_subject_restriction(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+/* admission_podsecurity.c: PodSecurity (validating), its configuration from the options. */
+struct kite_psa_config;
+int kite_psa_config_new(const struct kite_apiserver_options *o, struct kite_psa_config **ret, char **ret_error);
+void kite_psa_config_free(struct kite_psa_config *c);
+int kite_admission_pod_security(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 
 /* The one list of health paths: /healthz, /livez, /readyz and their checks below them. */
 bool apiserver_is_health_path(const char *path);

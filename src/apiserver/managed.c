@@ -59,10 +59,9 @@ static struct entry *entry_add(struct entries *es, const char *manager, const ch
     return e;
 }
 
-/* The entries of obj (borrowed; may be shared read-only): those that are not FieldsV1 are
- * dropped, as upstream drops what it cannot decode. */
-static void entries_parse(json_object *obj, struct entries *es) {
-    json_object *mf = kite_obj_get(kite_obj_meta(obj), "managedFields");
+/* The entries of a managedFields array (borrowed; may be shared read-only): those that are not
+ * FieldsV1 are dropped, as upstream drops what it cannot decode. */
+static void entries_parse_array(json_object *mf, struct entries *es) {
     size_t n = json_object_is_type(mf, json_type_array) ? json_object_array_length(mf) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(mf, i);
@@ -82,7 +81,54 @@ static void entries_parse(json_object *obj, struct entries *es) {
     }
 }
 
+static void entries_parse(json_object *obj, struct entries *es) {
+    entries_parse_array(kite_obj_get(kite_obj_meta(obj), "managedFields"), es);
+}
+
 static int strcmp0(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
+
+/* ---- managedFields a client wrote ---------------------------------------------------------
+ * As upstream's decodeLiveOrNew: a main write (create, update, patch) whose object carries
+ * managedFields that decode replaces the stored ones with them before its own change is
+ * recorded (kubectl's migration from client-side to server-side apply rewrites them with a
+ * JSON patch); [{}] resets them to none; entries that do not decode (an operation other than
+ * Apply or Update, no apiVersion, a fieldsType other than FieldsV1, a fieldsV1 that is no field
+ * set) leave the stored ones, as does an empty list (clients unaware of the field drop it). A
+ * manager name a fieldManager could not be (over 128 bytes, not printable), which upstream's
+ * validation refuses afterwards, is taken as not decoding here. */
+static bool entry_empty(json_object *m) {
+    if (!json_object_is_type(m, json_type_object)) return false;
+    json_object_object_foreach(m, k, v) {
+        (void)k;
+        if (v && !(json_object_is_type(v, json_type_string) && !json_object_get_string_len(v))) return false;
+    }
+    return true;
+}
+
+static bool client_reset(json_object *mf) {
+    return json_object_is_type(mf, json_type_array) && json_object_array_length(mf) == 1 &&
+           entry_empty(json_object_array_get_idx(mf, 0));
+}
+
+static bool client_decodes(json_object *mf) {
+    size_t n = json_object_is_type(mf, json_type_array) ? json_object_array_length(mf) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(mf, i), *v1 = kite_obj_get(m, "fieldsV1");
+        const char *op = kite_obj_str(m, "operation"), *av = kite_obj_str(m, "apiVersion");
+        const char *ft = kite_obj_str(m, "fieldsType"), *mgr = kite_obj_str(m, "manager");
+        const char *sub = kite_obj_str(m, "subresource");
+        if (!op || (strcmp(op, "Apply") != 0 && strcmp(op, "Update") != 0) || !av || !*av || !ft ||
+            strcmp(ft, "FieldsV1") != 0 || (sub && strlen(sub) > 256))
+            return false;
+        for (const char *c = mgr ? mgr : ""; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) return false;
+        if (mgr && strlen(mgr) > KITE_FIELD_MANAGER_MAX) return false;
+        json_object *set = v1 ? kite_fieldset_from_v1(v1) : kite_fieldset_new();
+        if (!set) return false;
+        json_object_put(set);
+    }
+    return n > 0;
+}
 
 /* The entry of a manager: Apply entries are one per manager and subresource whatever the
  * version, Update entries one per version too (upstream's manager identifier). */
@@ -135,7 +181,7 @@ static json_object *str(const char *s) { return json_object_new_string(s); }
 
 /* The managedFields array of es (empty entries left out); NULL when none is left. */
 static json_object *entries_render(struct entries *es) {
-    qsort(es->v, es->n, sizeof *es->v, entry_cmp);
+    if (es->n) qsort(es->v, es->n, sizeof *es->v, entry_cmp); /* v is NULL when there are none */
     json_object *arr = NULL;
     for (size_t i = 0; i < es->n; i++) {
         struct entry *e = &es->v[i];
@@ -175,17 +221,27 @@ bool managed_manager(struct write_op *op) {
     struct req *rq = op->rq;
     const char *fm = kite_http_query(rq->http, "fieldManager");
     if (fm && *fm) {
-        size_t n = strlen(fm);
-        bool printable = true;
-        for (size_t i = 0; i < n; i++) printable &= (unsigned char)fm[i] >= 0x20 && fm[i] != 0x7f;
+        size_t n = strlen(fm), bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if ((unsigned char)fm[i] < 0x20 || fm[i] == 0x7f) bad = i;
         const char *opts = kite_streq(rq->verb, "create") ? "CreateOptions" : kite_streq(rq->verb, "update") ? "UpdateOptions" : "PatchOptions";
         if (n > KITE_FIELD_MANAGER_MAX) {
             reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than %d bytes",
                         opts, KITE_FIELD_MANAGER_MAX);
             return false;
         }
-        if (!printable) {
-            reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"%s\": must be printable", opts, fm);
+        if (bad < n) { /* ValidateFieldManager: one error per character unicode.IsPrint refuses */
+            struct kite_causes c = {0};
+            for (size_t i = bad; i < n; i++) {
+                if ((unsigned char)fm[i] >= 0x20 && fm[i] != 0x7f) continue;
+                char msg[64];
+                const char *m = msg;
+                snprintf(msg, sizeof msg, "invalid character U+%04X (at position %zu)", (unsigned char)fm[i], i);
+                kite_causes_add_invalid(&c, "fieldManager", fm, &m, 1);
+            }
+            char *body = kite_status_invalid("meta.k8s.io", opts, NULL, &c);
+            kite_causes_release(&c);
+            reply(rq, 422, "application/json", body, strlen(body));
             return false;
         }
         op->manager = kite_strdup(fm);
@@ -311,12 +367,12 @@ static void cap_updates(struct entries *es) {
     free(idx);
 }
 
-/* The general case: the entries read into sets, the write's fields taken from all but its
- * manager's, which gets them. */
-static void update_entries(struct write_op *op, json_object *cur, json_object *res, json_object *modified,
+/* The general case: the entries (of the managedFields array mf) read into sets, the write's
+ * fields taken from all but its manager's, which gets them. */
+static void update_entries(struct write_op *op, json_object *mf, json_object *res, json_object *modified,
                            json_object *removed) {
     struct entries es = {0};
-    if (cur) entries_parse(cur, &es);
+    if (mf) entries_parse_array(mf, &es);
     for (size_t i = 0; i < es.n; i++) {
         entry_drop(&es.v[i], modified);
         entry_drop(&es.v[i], removed);
@@ -339,12 +395,22 @@ static void managed_update(struct write_op *op, json_object *cur, bool cur_priva
     json_object *added, *removed, *modified;
     kite_fieldset_diff(&sc, cur, res, &added, &removed, &modified);
     json_object *cur_mf = cur ? kite_obj_get(kite_obj_meta(cur), "managedFields") : NULL;
+    bool client = false;
+    if (op->client_mf && client_reset(op->client_mf)) {
+        cur_mf = NULL;
+        client = true;
+    } else if (op->client_mf && client_decodes(op->client_mf)) {
+        cur_mf = op->client_mf;
+        client = true;
+    }
     if (kite_fieldset_empty(added) && kite_fieldset_empty(removed) && kite_fieldset_empty(modified)) {
-        /* nothing changed: the entries stay as they are */
-        set_managed(res, cur_mf ? take_entries(cur_mf, cur_private) : NULL);
+        /* nothing changed: the entries stay as they are (a client's, as upstream encodes them) */
+        if (client) update_entries(op, cur_mf, res, modified, removed);
+        else set_managed(res, cur_mf ? take_entries(cur_mf, cur_private) : NULL);
     } else {
         kite_fieldset_union_into(modified, added); /* now: everything this write sets */
-        if (!update_in_place(op, cur_mf, cur_private, res, modified, removed)) update_entries(op, cur, res, modified, removed);
+        if (client || !update_in_place(op, cur_mf, cur_private, res, modified, removed))
+            update_entries(op, cur_mf, res, modified, removed);
     }
     json_object_put(added);
     json_object_put(removed);
@@ -409,6 +475,89 @@ static void reply_conflicts(struct req *rq, struct conflicts *cs) {
     reply(rq, 409, "application/json", body, strlen(body));
 }
 
+/* ---- from client-side apply (upstream's lastAppliedManager and lastAppliedUpdater) -----
+ * kubectl's client-side apply records what it applied in an annotation and its changes as
+ * the Update manager kubectl-client-side-apply. The first `kubectl apply --server-side` (manager
+ * "kubectl") would conflict with that manager on every field it changes; kube-apiserver lets
+ * the fields the annotation holds, where the object still has the annotation's values, go to
+ * the applier without a conflict, and keeps the annotation in step with what "kubectl" applies
+ * (kubectl then moves the old manager's fields to its own with a JSON patch of managedFields). */
+#define LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
+#define LAST_APPLIED_MANAGER "kubectl"
+
+/* The fields an apply by "kubectl" may take from others without a conflict: those of the
+ * annotation's object that live still has with the same values. NULL: none. */
+static json_object *last_applied_allowed(struct write_op *op, const struct kite_fs_scope *sc, json_object *live) {
+    const char *la = kite_obj_str(kite_obj_get(kite_obj_meta(live), "annotations"), LAST_APPLIED);
+    if (strcmp(op->manager ? op->manager : "", LAST_APPLIED_MANAGER) != 0 || !la || !*la) return NULL;
+    json_object *obj = json_tokener_parse(la);
+    if (!json_object_is_type(obj, json_type_object) ||
+        strcmp0(kite_obj_str(obj, "apiVersion"), kite_resource_api_version(op->rq->res)) != 0) {
+        json_object_put(obj);
+        return NULL;
+    }
+    json_object *set = kite_fieldset_of(sc, obj), *added, *removed, *modified;
+    kite_fieldset_diff(sc, obj, live, &added, &removed, &modified);
+    json_object *d1 = kite_fieldset_difference(set, modified), *d2 = kite_fieldset_difference(d1, added);
+    json_object *allowed = kite_fieldset_difference(d2, removed);
+    json_object_put(obj), json_object_put(set), json_object_put(added), json_object_put(removed);
+    json_object_put(modified), json_object_put(d1), json_object_put(d2);
+    return allowed;
+}
+
+/* o as Go's encoding/json writes a map[string]interface{}: keys sorted, compact. */
+static void json_sorted(struct kite_buf *b, json_object *o) {
+    if (json_object_is_type(o, json_type_array)) {
+        kite_buf_putc(b, '[');
+        for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
+            if (i) kite_buf_putc(b, ',');
+            json_sorted(b, json_object_array_get_idx(o, i));
+        }
+        kite_buf_putc(b, ']');
+        return;
+    }
+    if (!json_object_is_type(o, json_type_object)) {
+        kite_buf_puts(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        return;
+    }
+    size_t n = (size_t)json_object_object_length(o), i = 0;
+    const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
+    json_object_object_foreach(o, k, v) {
+        (void)v;
+        keys[i++] = k;
+    }
+    for (size_t a = 1; a < n; a++) /* insertion sort: objects are small */
+        for (size_t c = a; c > 0 && strcmp(keys[c - 1], keys[c]) > 0; c--) {
+            const char *t = keys[c];
+            keys[c] = keys[c - 1];
+            keys[c - 1] = t;
+        }
+    kite_buf_putc(b, '{');
+    for (i = 0; i < n; i++) {
+        if (i) kite_buf_putc(b, ',');
+        kite_buf_json_str(b, keys[i]);
+        kite_buf_putc(b, ':');
+        json_sorted(b, kite_obj_get(o, keys[i]));
+    }
+    kite_buf_putc(b, '}');
+    free(keys);
+}
+
+/* The annotation of an object "kubectl" applied cfg to: cfg without the annotation, as the
+ * unstructured JSON encoder writes it (a newline at the end). */
+static void last_applied_update(struct write_op *op, json_object *merged, json_object *cfg) {
+    json_object *ann = kite_obj_get(kite_obj_meta(merged), "annotations");
+    if (strcmp(op->manager ? op->manager : "", LAST_APPLIED_MANAGER) != 0 || !kite_obj_str(ann, LAST_APPLIED)) return;
+    json_object *c = deep_copy(cfg), *cann = kite_obj_get(kite_obj_meta(c), "annotations");
+    if (cann) json_object_object_del(cann, LAST_APPLIED);
+    struct kite_buf b = {0};
+    json_sorted(&b, c);
+    kite_buf_putc(&b, '\n');
+    kite_obj_set(ann, LAST_APPLIED, json_object_new_string_len(b.p, (int)b.len));
+    kite_buf_release(&b);
+    json_object_put(c);
+}
+
 json_object *managed_apply(struct write_op *op, json_object *live, json_object *cur) {
     struct req *rq = op->rq;
     json_object *cfg = op->input;
@@ -436,9 +585,15 @@ json_object *managed_apply(struct write_op *op, json_object *live, json_object *
     kite_fieldset_diff(&sc, live, merged, &added, &removed, &modified);
     kite_fieldset_union_into(modified, added);
     struct conflicts cs = {0};
+    json_object *allowed = op->force || !live ? NULL : last_applied_allowed(op, &sc, live);
     for (size_t i = 0; i < es.n; i++) {
         if (&es.v[i] == me) continue;
         json_object *both = kite_fieldset_intersection(es.v[i].set, modified);
+        if (allowed) {
+            json_object *rest = kite_fieldset_difference(both, allowed);
+            json_object_put(both);
+            both = rest;
+        }
         cs.e = &es.v[i];
         kite_fieldset_each(both, conflict_found, &cs);
         json_object_put(both);
@@ -468,7 +623,9 @@ json_object *managed_apply(struct write_op *op, json_object *live, json_object *
         json_object_put(op->managed);
         op->managed = entries_render(&es);
         op->has_managed = true;
+        last_applied_update(op, merged, cfg);
     }
+    json_object_put(allowed);
     for (size_t i = 0; i < cs.n; i++) free(cs.v[i].path);
     free(cs.v);
     json_object_put(applied);

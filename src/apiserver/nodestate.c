@@ -31,21 +31,30 @@ struct prev {
     enum kite_node_state state;
     char uid[40];
     int64_t recreated;
+    char renew[40];     /* the lease's renewTime last seen */
+    int64_t renew_seen; /* when this server saw it first (its clock) */
+};
+struct refused {
+    int64_t at;
+    char pod[128], why[200];
 };
 
 struct kite_nodestate {
     pthread_mutex_t mu;
     struct kite_map seen; /* node name -> struct seen */
     struct kite_map prev; /* node name -> struct prev (the last pass's) */
+    struct kite_map refused; /* node name -> struct refused (its pods' latest refused eviction) */
     struct kite_buf metrics; /* the last pass's kite_node_state lines */
     uint64_t seen_dropped;
     struct kite_node_thresholds t;
 };
 
-struct kite_nodestate *nodestate_new(int64_t stale_ns) {
+struct kite_nodestate *nodestate_new(int64_t stale_ns, int64_t grace_ns) {
     struct kite_nodestate *n = kite_calloc(1, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
     n->t = (struct kite_node_thresholds){.stale_ns = stale_ns > 0 ? stale_ns : KITE_NODE_STALE_DEFAULT_NS,
+                                         .grace_ns = grace_ns > 0 ? grace_ns : KITE_NODE_GRACE_DEFAULT_NS,
+                                         .drain_window_ns = KITE_NODE_DRAIN_WINDOW_NS,
                                          .orphan_window_ns = KITE_NODE_ORPHAN_WINDOW_NS,
                                          .rereg_window_ns = KITE_NODE_REREG_WINDOW_NS,
                                          .rereg_slack_ns = KITE_NODE_REREG_SLACK_NS};
@@ -63,6 +72,7 @@ void nodestate_free(struct kite_nodestate *n) {
     if (!n) return;
     free_values(&n->seen);
     free_values(&n->prev);
+    free_values(&n->refused);
     kite_buf_release(&n->metrics);
     pthread_mutex_destroy(&n->mu);
     free(n);
@@ -87,6 +97,48 @@ void nodestate_seen(struct kite_apiserver *s, const char *user, const char *meth
         n->seen_dropped++;
     }
     pthread_mutex_unlock(&n->mu);
+}
+
+void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message) {
+    struct kite_nodestate *n = s->nodestate;
+    const char *node = kite_obj_str(kite_obj_get(pod, "spec"), "nodeName");
+    if (!n || !node || !*node) return;
+    int64_t now = kite_now_wall(s->clock);
+    pthread_mutex_lock(&n->mu);
+    struct refused *e = kite_map_get(&n->refused, node);
+    if (!e && n->refused.len < KITE_NODESEEN_MAX) kite_map_put(&n->refused, node, e = kite_calloc(1, sizeof *e));
+    if (e) {
+        e->at = now;
+        snprintf(e->pod, sizeof e->pod, "%s/%s", kite_meta_str(pod, "namespace") ?: "", kite_meta_str(pod, "name") ?: "");
+        snprintf(e->why, sizeof e->why, "%d: %s", code, message ? message : "");
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* The node's prev entry (made when missing: a node not seen by a pass yet). */
+static struct prev *prev_of(struct kite_nodestate *ns, const char *name) {
+    struct prev *pv = kite_map_get(&ns->prev, name);
+    if (!pv) {
+        pv = kite_calloc(1, sizeof *pv);
+        pv->state = KITE_NODE_NONE;
+        kite_map_put(&ns->prev, name, pv);
+    }
+    return pv;
+}
+
+/* When this server saw the lease's current renewal, on its own clock (as the node lifecycle
+ * controller's probe time, so an agent's skewed clock does not count); the first sight of a
+ * lease (a new node, or this server just started) takes its renewTime, at most now. */
+static int64_t renewal_seen(struct prev *pv, json_object *lease, int64_t now) {
+    const char *rt = kite_obj_str(kite_obj_get(lease, "spec"), "renewTime");
+    if (!rt || !*rt) return 0;
+    if (strcmp(pv->renew, rt) != 0) {
+        int64_t t;
+        bool first = !pv->renew[0];
+        snprintf(pv->renew, sizeof pv->renew, "%s", rt);
+        pv->renew_seen = first && kite_time_parse(rt, &t) == 0 && t < now ? t : now;
+    }
+    return pv->renew_seen;
 }
 
 /* ---- one computation over the watch caches ------------------------------------------------ */
@@ -172,12 +224,17 @@ static struct node_row *compute(struct kite_apiserver *s, int64_t now, bool upda
                 continue;
             }
             struct seen *sn = kite_map_get(&ns->seen, name);
-            struct prev *pv = kite_map_get(&ns->prev, name);
+            json_object *lease = kite_map_get(&lease_by, name);
+            struct prev *pv = node && lease ? prev_of(ns, name) : kite_map_get(&ns->prev, name);
+            struct refused *rf = kite_map_get(&ns->refused, name);
             const char *uid = node ? kite_meta_str(node, "uid") : NULL;
             if (update && node && uid && pv && pv->uid[0] && strcmp(pv->uid, uid) != 0 && sn && now - sn->last < ns->t.orphan_window_ns)
                 pv->recreated = now; /* a new object under the same name while its agent kept calling */
             struct counts *c = kite_map_get(&counts, name);
-            struct kite_node_facts f = {.node = node, .lease = kite_map_get(&lease_by, name),
+            struct kite_node_facts f = {.node = node, .lease = lease,
+                                        .renewed_ns = node && lease ? renewal_seen(pv, lease, now) : 0,
+                                        .refused_ns = rf ? rf->at : 0, .refused_pod = rf ? rf->pod : NULL,
+                                        .refused_why = rf ? rf->why : NULL,
                                         .seen_first_ns = sn ? sn->first : 0, .seen_last_ns = sn ? sn->last : 0,
                                         .seen_what = sn ? sn->what : NULL, .pods = c ? c->pods : 0,
                                         .terminating = c ? c->terminating : 0, .recreated_ns = pv ? pv->recreated : 0};

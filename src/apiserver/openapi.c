@@ -112,6 +112,7 @@ static void serve(struct req *rq, const struct doc *d, bool immutable) {
     }
     char *body = kite_malloc(d->len);
     memcpy(body, d->body, d->len);
+    rq->raw_json = true;
     reply(rq, 200, "application/json", body, d->len);
 }
 

@@ -1,7 +1,7 @@
 /* Reads: get and list, served from the watch cache (continue pages at an older revision from
  * the store), as JSON or as a meta.k8s.io Table. */
 #include "apiserver/internal.h"
-#include "api/base64.h"
+#include "base/base64.h"
 #include "api/selector.h"
 #include "api/status.h"
 #include "api/validation.h"

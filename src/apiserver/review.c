@@ -118,6 +118,12 @@ void handle_review(struct req *rq) {
         json_object_put(obj);
         return;
     }
+    /* the answer is the request decoded into the kind's type: unknown fields are dropped (or
+     * refused, or warned of, as fieldValidation says), never echoed */
+    if (!check_field_validation(rq, obj)) {
+        json_object_put(obj);
+        return;
+    }
     const char *kind = kite_obj_str(obj, "kind"), *av = kite_obj_str(obj, "apiVersion");
     if (kind && *kind && strcmp(kind, r->kind) != 0) {
         reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, r->kind);

@@ -45,12 +45,24 @@ void req_free(struct req *rq) {
     free(rq->sub);
     free(rq->impersonation_mem);
     free(rq->authn_mem);
+    free(rq->yaml_duplicates);
     free(rq->audit_head);
+    free(rq->audit_annotations);
     free(rq);
+}
+
+/* kube-apiserver's JSON serializer ends every body it encodes with a newline (Go's
+ * json.Encoder); clients compare error bodies byte for byte (the python client's
+ * FailToCreateError text). Raw JSON documents (/version, /openapi) are written without. */
+static void end_json(const struct req *rq, const char *content_type, char **body, size_t *len) {
+    if (rq->raw_json || !*body || !*len || (*body)[*len - 1] == '\n' || !media_is(content_type, "application/json")) return;
+    *body = kite_realloc(*body, *len + 1);
+    (*body)[(*len)++] = '\n';
 }
 
 void reply(struct req *rq, int code, const char *content_type, char *body, size_t len) {
     negotiate_encode(rq, &content_type, &body, &len);
+    end_json(rq, content_type, &body, &len);
     if (rq->srv->metrics)
         metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", req_resource_label(rq), code,
                         kite_now_mono(rq->srv->clock) - rq->start_ns);
@@ -110,6 +122,26 @@ void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes)
     /* details.name is the object's name even for creates (rq->name is unset there) */
     char *body = kite_status_invalid(rq->res ? rq->res->group : NULL, rq->res ? rq->res->kind : NULL, name, causes);
     reply(rq, 422, "application/json", body, strlen(body));
+}
+
+void reply_add_warning(struct req *rq, const char *text) {
+    /* as kube-apiserver's warning recorder: past KITE_WARNING_TOTAL_MAX bytes of warnings in
+     * one answer, each further one is cut to KITE_WARNING_ITEM_MAX (at a character boundary) */
+    size_t n = strlen(text);
+    if (rq->warning_bytes + n > KITE_WARNING_TOTAL_MAX && n > KITE_WARNING_ITEM_MAX) {
+        n = KITE_WARNING_ITEM_MAX;
+        while (n && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
+    }
+    rq->warning_bytes += n;
+    struct kite_buf h = {0};
+    kite_buf_puts(&h, "299 - \"");
+    for (const char *p = text; p < text + n; p++) {
+        if (*p == '"' || *p == '\\') kite_buf_putc(&h, '\\');
+        kite_buf_putc(&h, (char)((unsigned char)*p < 0x20 ? ' ' : *p));
+    }
+    kite_buf_putc(&h, '"');
+    kite_http_add_header(rq->http, "Warning", h.p);
+    kite_buf_release(&h);
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
@@ -552,6 +584,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         if (chmod(o->data_dir, 0700) < 0) return fail(ret_error, -errno, "cannot make the data dir %s private", o->data_dir);
         log_warn("apiserver", "the data dir %s was open to others (mode %03o): made 0700", o->data_dir, dst.st_mode & 0777);
     }
+    if ((r = kite_psa_config_new(o, &s->psa, ret_error)) < 0) return r;
     if ((r = lock_data_dir(s, o->data_dir, ret_error)) < 0) return r;
     make_private(o->data_dir, true);
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", o->data_dir);
@@ -564,7 +597,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();
-    s->nodestate = nodestate_new(o->node_stale_ns);
+    s->nodestate = nodestate_new(o->node_stale_ns, o->node_grace_ns);
     size_t rows = 0;
     while (kite_resources[rows]) rows++;
     s->storages = kite_calloc(rows, sizeof *s->storages); /* at most one folder per row */
@@ -686,6 +719,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
     nodestate_free(TAKE_PTR(s->nodestate));
+    kite_psa_config_free(s->psa);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);

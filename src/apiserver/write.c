@@ -33,6 +33,7 @@ void op_free(struct write_op *op) {
     json_object_put(op->input);
     json_object_put(op->preconditions);
     json_object_put(op->managed);
+    json_object_put(op->client_mf);
     free(op->manager);
     free(op->guard_name);
     free(op->key);
@@ -92,7 +93,12 @@ static bool check_type(struct req *rq, json_object *obj) {
     return true;
 }
 
-static void strip_server_fields(json_object *meta) {
+/* Takes the object's managedFields off, kept for the field manager when the client wrote them
+ * on a main write (managed.c decides whether they count). */
+static void strip_server_fields(struct write_op *op, json_object *meta) {
+    json_object_put(TAKE_PTR(op->client_mf));
+    json_object *mf = kite_obj_get(meta, "managedFields");
+    if (mf && !op->sub) op->client_mf = json_object_get(mf);
     json_object_object_del(meta, "managedFields");
     json_object_object_del(meta, "selfLink");
     json_object_object_del(meta, "resourceVersion");
@@ -100,11 +106,22 @@ static void strip_server_fields(json_object *meta) {
 
 /* The object must decode into the kind's Go type (schema.h; also puts times in canonical
  * form): a request or patch result that fails is refused 400, as kube-apiserver's decoder. */
-static bool check_schema(struct req *rq, json_object *obj) {
+static bool check_schema(struct write_op *op, json_object *obj) {
+    struct req *rq = op->rq;
     char *err = NULL;
     if (kite_schema_check(rq->res->schema, obj, &err) == 0) return check_field_validation(rq, obj);
-    reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", rq->res->kind,
-                rq->res->version, rq->res->kind, err);
+    /* a strategic merge patch's result is decoded by the unstructured converter: 422 with
+     * its words and the patch (a check that passes there leaves the decoder's 400) */
+    char *cerr = NULL;
+    if (op->kind == OP_PATCH && op->ptype == PATCH_STRATEGIC &&
+        kite_schema_check_unstructured(rq->res->schema, obj, &cerr) < 0) {
+        char *body = kite_status_patch_invalid(op->input, cerr);
+        reply(rq, 422, "application/json", body, strlen(body));
+    } else {
+        reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", rq->res->kind,
+                    rq->res->version, rq->res->kind, err);
+    }
+    free(cerr);
     free(err);
     return false;
 }
@@ -131,19 +148,26 @@ bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, js
     struct kite_admission_attrs a = {.srv = op->srv, .user = &rq->user, .op = aop, .res = rq->res, .sub = rq->sub,
                                      .ns = rq->ns, .name = rq->name, .obj = obj, .old = old, .dry_run = op->dry_run};
     struct kite_admission_denial d = {0};
+    struct kite_admission_notes notes = {0};
+    a.notes = &notes;
     if (aop != KITE_ADMIT_DELETE && admission_mutate(&a, &d) < 0) goto refused;
     /* an action (a binding) is its own check: the kind's validation of user writes is not it */
-    if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(op, obj, old)) return false;
+    if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(op, obj, old)) {
+        kite_admission_notes_release(&notes);
+        return false;
+    }
     if (admission_validate(&a, &d) < 0) goto refused;
+    admission_notes_apply(rq, &notes);
     return true;
 refused:
+    admission_notes_apply(rq, &notes);
     admission_reply(rq, &d);
     return false;
 }
 
 static bool prepare_create(struct write_op *op, json_object *obj) {
     struct req *rq = op->rq;
-    if (!check_schema(rq, obj) || !check_type(rq, obj)) return false;
+    if (!check_schema(op, obj) || !check_type(rq, obj)) return false;
     json_object *meta = kite_obj_ensure(obj, "metadata");
     const char *name = kite_obj_str(meta, "name");
     const char *gen = kite_obj_str(meta, "generateName");
@@ -184,7 +208,7 @@ static bool prepare_create(struct write_op *op, json_object *obj) {
     json_object_object_del(meta, "deletionGracePeriodSeconds");
     json_object_object_del(meta, "generation");
     if (rq->res->spec_generation) kite_obj_set(meta, "generation", json_object_new_int64(1));
-    strip_server_fields(meta);
+    strip_server_fields(op, meta);
     if (rq->res->has_status && !rq->res->status_on_create) json_object_object_del(obj, "status");
     if (rq->res->defaults) rq->res->defaults(obj);
     if (!admit(op, KITE_ADMIT_CREATE, obj, NULL)) return false;
@@ -230,7 +254,7 @@ static void copy_field(json_object *dst, json_object *src, const char *k) {
  * ownership of obj; returns the result (new ref) or NULL after replying. */
 static json_object *prepare_update(struct write_op *op, json_object *obj, json_object *cur) {
     struct req *rq = op->rq;
-    if (!check_schema(rq, obj) || !check_type(rq, obj)) goto fail;
+    if (!check_schema(op, obj) || !check_type(rq, obj)) goto fail;
     json_object *meta = kite_obj_ensure(obj, "metadata");
     const char *name = kite_obj_str(meta, "name");
     if (name && *name && strcmp(name, rq->name) != 0) {
@@ -268,7 +292,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
     static const char *const immutable[] = {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                                             "deletionGracePeriodSeconds", "generation"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(immutable); i++) copy_field(meta, cmeta, immutable[i]);
-    strip_server_fields(meta);
+    strip_server_fields(op, meta);
     if (rq->res->spec_generation && (!op->sub || op->sub->view) &&
         !kite_json_equal(kite_obj_get(res, "spec"), kite_obj_get(cur, "spec"))) {
         json_object *g = kite_obj_get(cmeta, "generation");
@@ -524,7 +548,9 @@ void submit(struct write_op *op, enum kite_write_type type, json_object *obj, in
 static bool check_rv_precondition(struct write_op *op, json_object *obj, struct kite_record *cur) {
     const char *rv = kite_meta_str(obj, "resourceVersion");
     int64_t v;
-    if (!rv || !*rv) {
+    /* "0" is no version at all, as the store's versioner parses it (kubectl replace of a
+     * manifest that carries it is unconditional where the kind allows that) */
+    if (!rv || !*rv || strcmp(rv, "0") == 0) {
         if (op->kind == OP_UPDATE && !op->rq->res->unconditional_update) {
             op_fail(op, 422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update");
             return false;
@@ -717,7 +743,11 @@ void run_op(struct write_op *op) {
             return;
         }
     } else if (op->kind == OP_PATCH) {
-        json_object *doc = deep_copy_unmanaged(cobj);
+        /* a JSON patch addresses managedFields by path, a merge patch may set them: those see
+         * them (kubectl's client-side to server-side apply migration replaces them) */
+        bool mf = op->ptype == PATCH_JSON ||
+                  (op->ptype != PATCH_APPLY && kite_obj_get(kite_obj_meta(op->input), "managedFields"));
+        json_object *doc = mf ? deep_copy(cobj) : deep_copy_unmanaged(cobj);
         if (rq->res->from_storage) rq->res->from_storage(doc);
         obj = apply_patch(op, doc, cobj);
         json_object_put(doc);
@@ -767,9 +797,21 @@ struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
     return op;
 }
 
+bool dry_run_query_ok(struct req *rq, const char *opts) {
+    const char *dr = kite_http_query(rq->http, "dryRun");
+    if (!dr || strcmp(dr, "All") == 0) return true;
+    struct kite_buf q = {0};
+    kite_buf_json_str(&q, dr);
+    reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{%s}: "
+                "supported values: \"All\"", opts, q.p);
+    kite_buf_release(&q);
+    return false;
+}
+
 /* A POST to an action subresource: its body is an object of the subresource's kind, named
  * as the URL's object (kube-apiserver's binding and eviction REST handlers). */
 static void handle_action(struct req *rq, const struct kite_subresource *sr) {
+    if (!dry_run_query_ok(rq, "CreateOptions")) return;
     json_object *body = parse_body(rq, false);
     if (!body) return;
     const char *kind = kite_obj_str(body, "kind"), *av = kite_obj_str(body, "apiVersion");
@@ -815,6 +857,7 @@ void handle_create(struct req *rq) {
         handle_action(rq, sr);
         return;
     }
+    if (!dry_run_query_ok(rq, "CreateOptions")) return;
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
     struct write_op *op = op_new(rq, OP_CREATE, obj);
@@ -826,6 +869,7 @@ void handle_create(struct req *rq) {
 }
 
 void handle_update(struct req *rq) {
+    if (!dry_run_query_ok(rq, "UpdateOptions")) return;
     json_object *obj = parse_body(rq, false);
     if (!obj) return;
     struct write_op *op = op_new(rq, OP_UPDATE, obj);
@@ -849,6 +893,7 @@ void handle_patch(struct req *rq) {
         return;
     }
     /* PatchOptions as upstream's ValidatePatchOptions */
+    if (!dry_run_query_ok(rq, "PatchOptions")) return;
     const char *fm = kite_http_query(rq->http, "fieldManager"), *force = kite_http_query(rq->http, "force");
     if (t != PATCH_APPLY && force) {
         reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch");

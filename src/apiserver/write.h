@@ -37,6 +37,7 @@ struct write_op {
     char *manager;            /* the field manager (managed.c) */
     bool force;               /* apply: take the fields other managers have */
     json_object *managed;     /* apply: the managedFields it computed (NULL: none left) */
+    json_object *client_mf;   /* the managedFields the request's object carried (a main write), or NULL */
     bool has_managed;
     /* the store's completion, answered on an HTTP thread (write_finish) */
     int done_err;
@@ -77,9 +78,14 @@ json_object *managed_apply(struct write_op *op, json_object *live, json_object *
  * it may give its entries to (cur is not read afterwards). */
 void managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res);
 
+/* The dryRun query parameter as kube-apiserver validates it in opts ("CreateOptions", ...):
+ * absent or "All"; anything else is answered 422 (false). */
+bool dry_run_query_ok(struct req *rq, const char *opts);
+
 /* delete.c */
-/* Takes DeleteOptions' gracePeriodSeconds and preconditions (borrowed opts) into op; false
- * after replying 400 to a malformed value. */
+/* Takes DeleteOptions' gracePeriodSeconds, preconditions, propagation and dryRun (borrowed
+ * opts) into op; false after replying 400/422 to a malformed value. A body's dryRun makes op a
+ * dry run whatever the query says. */
 bool delete_options(struct write_op *op, json_object *opts);
 /* The delete of op against the current record cur (cobj: its parse, borrowed). */
 void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);

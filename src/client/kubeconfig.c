@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/base64.h"
+#include "base/base64.h"
 #include "api/yaml.h"
 
 static int read_blob(const char *path, const char *base_dir, char **ret, size_t *ret_len) {

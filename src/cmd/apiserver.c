@@ -35,7 +35,12 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .audit_log_maxbackup = a->audit_maxbackup,
                                          .disable_http2 = !a->http2,
                                          .node_stale_ns = a->node_stale_ns,
-                                         .service_cidr = a->service_cidr};
+                                         .node_grace_ns = a->node_grace_ns,
+                                         .service_cidr = a->service_cidr,
+                                         .pod_security_default = a->psa_default,
+                                         .pod_security_exempt_usernames = a->psa_exempt_users,
+                                         .pod_security_exempt_namespaces = a->psa_exempt_namespaces,
+                                         .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes};
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;

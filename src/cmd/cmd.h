@@ -97,11 +97,12 @@ void kite_block_signals(void);
 struct kite_apiserver_options;
 struct apiserver_args {
     const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode, *service_cidr;
+    const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
     bool http2;
-    int64_t node_stale_ns;
+    int64_t node_stale_ns, node_grace_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -117,6 +118,9 @@ struct apiserver_args {
                   &(a)->event_ttl_ns),                                                                           \
     FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
                   KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
+    FLAG_DURATION("node-monitor-grace-period", "a node whose lease went unrenewed this long (or its duration, if " \
+                  "longer) is\nreported LeaseExpired until a controller marks it (kite nodes); kite up's node "   \
+                  "lifecycle\ncontroller uses it too", "50s", KITE_NS_PER_SEC, &(a)->node_grace_ns),              \
     FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
              MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
              .def_note = "the open-file limit, raised to its hard limit, less 512"),                              \
@@ -129,7 +133,16 @@ struct apiserver_args {
              "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode),                                      \
     FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true"), \
     FLAG_STR("service-cluster-ip-range", "CIDR", "IPv4 range Services' cluster IPs are allocated from (prefix /12 to " \
-             "/28); its\nfirst address is the kubernetes Service's", "10.96.0.0/12", &(a)->service_cidr)
+             "/28); its\nfirst address is the kubernetes Service's", "10.96.0.0/12", &(a)->service_cidr),        \
+    FLAG_STR("pod-security-default", "LEVEL[:VERSION]", "the Pod Security level (privileged, baseline, restricted; "  \
+             "version latest or\nv1.N) enforced, audited and warned in namespaces without pod-security.kubernetes.io/ " \
+             "labels", NULL, &(a)->psa_default, .def_note = "privileged; kite up: baseline"),                      \
+    FLAG_STR("pod-security-exempt-usernames", "NAME,...", "users whose pods Pod Security admission does not check",    \
+             NULL, &(a)->psa_exempt_users),                                                                      \
+    FLAG_STR("pod-security-exempt-namespaces", "NS,...", "namespaces Pod Security admission does not check", NULL,    \
+             &(a)->psa_exempt_namespaces),                                                                       \
+    FLAG_STR("pod-security-exempt-runtime-classes", "NAME,...", "runtimeClassNames Pod Security admission does not " \
+             "check", NULL, &(a)->psa_exempt_runtime_classes)
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
 int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 

@@ -1,6 +1,6 @@
 /* kite nodes: the divergence report, every node in exactly one state with its evidence
- * (Healthy, NotReady, Unreachable, NeverReported, Cordoned, Draining, StaleObject,
- * Reregistered, OrphanMachine), as the API server computes it (GET /debug/kite/nodes). */
+ * (Healthy, NotReady, Unreachable, LeaseExpired, NeverReported, Cordoned, Draining,
+ * StaleObject, Reregistered, OrphanMachine), as the API server computes it (GET /debug/kite/nodes). */
 #include "api/registry.h"
 #include "base/log.h"
 #include "client/client.h"
@@ -26,7 +26,7 @@ int cmd_nodes(int argc, char **argv) {
     for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") == 0 ? "--output" : argv[i];
     int r = flags_parse("nodes",
                         "Lists every node in exactly one state, with the evidence for it: Healthy, NotReady, Unreachable,\n"
-                        "NeverReported, Cordoned, Draining, StaleObject, Reregistered or OrphanMachine.",
+                        "LeaseExpired, NeverReported, Cordoned, Draining, StaleObject, Reregistered or OrphanMachine.",
                         flags, argc, args, NULL, NULL);
     free(args);
     if (r != 0) return r > 0 ? 0 : 2;

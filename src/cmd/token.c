@@ -3,7 +3,7 @@
  * API with the data dir's admin credential (the running server owns the store). A joining
  * agent presents `<id>.<secret>` (kite agent --bootstrap-kubeconfig) and is
  * system:bootstrap:<id> in system:bootstrappers and the token's extra groups. */
-#include "api/base64.h"
+#include "base/base64.h"
 #include "api/registry.h"
 #include "base/clock.h"
 #include "client/client.h"

@@ -57,11 +57,15 @@ int cmd_up(int argc, char **argv) {
         agent_flag_args_release(&fa);
         return r > 0 ? 0 : 2;
     }
+    /* a local cluster refuses the pods that take the host (privileged, host namespaces, hostPath)
+     * unless their namespace is labelled otherwise; kube-apiserver's default is privileged */
+    if (!args.psa_default) args.psa_default = "baseline";
     struct kite_apiserver_options o;
     if (apiserver_args_options(&args, &o) != 0) {
         agent_flag_args_release(&fa);
         return 2;
     }
+    cargs.grace_ns = args.node_grace_ns; /* one grace period for the report and the controller */
     const char *data_dir = o.data_dir;
     struct kite_agent_config ac;
     kite_agent_config_init(&ac);

@@ -8,7 +8,7 @@
  * node); an approved CSR of a signer served here is signed with the cluster CA. Each write
  * comes back as a watch event, so approving leads to signing with no other trigger. */
 #include "controllers/controllers.h"
-#include "api/base64.h"
+#include "base/base64.h"
 #include "api/registry.h"
 #include "base/backoff.h"
 #include "base/log.h"

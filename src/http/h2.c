@@ -273,7 +273,7 @@ static void refuse(struct conn *c, struct h2s *h, const struct refusal *why) {
     struct kite_buf body = {0};
     if (why->retry) kite_http_add_header(&h->req.pub, "Retry-After", "1");
     kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-                           "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}", why->message, why->reason, why->code);
+                           "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}\n", why->message, why->reason, why->code);
     size_t len;
     char *p = kite_buf_detach(&body, &len);
     submit(c, h, why->code, "application/json", p, len, NULL);

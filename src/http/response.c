@@ -165,7 +165,7 @@ int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *cont
 void conn_refuse(struct conn *c, const struct refusal *why) {
     struct kite_buf body = {0};
     kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-                           "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}", why->message, why->reason, why->code);
+                           "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}\n", why->message, why->reason, why->code);
     kite_buf_reset(&c->req.hdrs);
     if (why->retry) kite_http_add_header(&c->req.pub, "Retry-After", "1");
     build_head(&c->out, &c->req, why->code, "application/json", (int64_t)body.len, true);

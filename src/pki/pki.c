@@ -5,6 +5,7 @@
  * servers check it. `ensure` is idempotent: it only writes what is missing or unusable, so
  * restarting `kite up` keeps the credentials users already copied into kubeconfigs. */
 #include "pki/pki.h"
+#include "base/base64.h"
 #include "base/buf.h"
 
 #include <arpa/inet.h>
@@ -414,13 +415,7 @@ int kite_pki_issue_client(const char *dir, const char *cn, const char *const *or
     return 0;
 }
 
-/* GnuTLS's encoder (pki uses base only, so not api's kite_base64_encode, a wrapper over the same). */
-static void put_base64(struct kite_buf *b, const char *s) {
-    gnutls_datum_t in = {(unsigned char *)s, (unsigned)strlen(s)}, out = {0};
-    if (gnutls_base64_encode2(&in, &out) < 0) abort(); /* it fails only to allocate */
-    kite_buf_append(b, out.data, out.size);
-    gnutls_free(out.data);
-}
+static void put_base64(struct kite_buf *b, const char *s) { kite_base64_append(b, s, strlen(s), false); }
 
 /* JSON string literals are valid YAML double-quoted scalars: safe for any name or URL. */
 char *kite_pki_kubeconfig(const char *name, const char *server_url, const char *ca_pem,

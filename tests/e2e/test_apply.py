@@ -269,3 +269,51 @@ def test_list_map_keys_of_several_fields(api):
     port_list = r.json()["components"]["schemas"]["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"]
     assert port_list["x-kubernetes-list-map-keys"] == ["port", "protocol"], port_list
     assert port_list["x-kubernetes-patch-merge-key"] == "port", port_list
+
+
+def test_client_side_to_server_side_apply_migration(apiserver):
+    """kubectl apply, then kubectl apply --server-side with a field changed: no conflict (the
+    fields the last-applied annotation holds go to "kubectl"), and kubectl's migration JSON patch
+    of /metadata/managedFields is accepted: kubectl-client-side-apply owns nothing afterwards."""
+    c = apiserver
+    c.kubectl("apply", "-f", "-", input=cm_yaml("csa2ssa", {"k1": "a", "k2": "b"}, labels={"app": "x"}))
+    before = managed(get_cm(c, "csa2ssa"))
+    assert ("kubectl-client-side-apply", "Update") in before, before
+    p = c.kubectl("apply", "--server-side", "-f", "-", input=cm_yaml("csa2ssa", {"k1": "changed", "k2": "b"},
+                                                                    labels={"app": "x"}), check=False)
+    assert p.returncode == 0, p.stderr
+    assert "serverside-applied" in p.stdout and "conflict" not in p.stderr and "migration" not in p.stderr, p
+    obj = get_cm(c, "csa2ssa")
+    assert obj["data"] == {"k1": "changed", "k2": "b"}
+    m = managed(obj)
+    assert ("kubectl-client-side-apply", "Update") not in m, m
+    own = m[("kubectl", "Apply")]["fieldsV1"]
+    assert own == {"f:data": {"f:k1": {}, "f:k2": {}}, "f:metadata": {"f:labels": {"f:app": {}}}}, own
+    # kubectl keeps the annotation under a manager of its own, so applies do not prune it
+    assert m[("kubectl-last-applied", "Apply")]["fieldsV1"] == \
+        {"f:metadata": {"f:annotations": {"f:kubectl.kubernetes.io/last-applied-configuration": {}}}}, m
+    # the annotation follows what "kubectl" applied
+    la = json.loads(obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+    assert la["data"] == {"k1": "changed", "k2": "b"}, la
+    # a field another manager set is still a conflict for "kubectl"
+    c.kubectl("patch", "configmap", "csa2ssa", "--field-manager", "other", "-p", '{"data":{"k2":"other"}}')
+    p = c.kubectl("apply", "--server-side", "-f", "-", input=cm_yaml("csa2ssa", {"k1": "changed", "k2": "b"},
+                                                                    labels={"app": "x"}), check=False)
+    assert p.returncode != 0 and "conflict" in p.stderr, p
+
+
+def test_client_written_managed_fields(api):
+    """managedFields a client writes replace the stored ones when they decode ([{}] resets them);
+    ones that do not decode leave the stored ones."""
+    api.ok("POST", f"{CM}?fieldManager=creator", {"apiVersion": "v1", "kind": "ConfigMap",
+                                                   "metadata": {"name": "mfw"}, "data": {"a": "1"}})
+    entry = {"manager": "someone", "operation": "Apply", "apiVersion": "v1", "time": "2030-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}
+    o = api.ok("PATCH", f"{CM}/mfw", [{"op": "replace", "path": "/metadata/managedFields", "value": [entry]}],
+               ctype="application/json-patch+json")
+    assert [(m["manager"], m["operation"]) for m in o["metadata"]["managedFields"]] == [("someone", "Apply")], o
+    bad = dict(entry, operation="Delete")
+    o = api.ok("PATCH", f"{CM}/mfw", {"metadata": {"managedFields": [bad]}}, ctype="application/merge-patch+json")
+    assert [(m["manager"], m["operation"]) for m in o["metadata"]["managedFields"]] == [("someone", "Apply")], o
+    o = api.ok("PATCH", f"{CM}/mfw", {"metadata": {"managedFields": [{}]}}, ctype="application/merge-patch+json")
+    assert "managedFields" not in o["metadata"], o

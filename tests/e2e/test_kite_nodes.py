@@ -5,6 +5,7 @@ they register, post status and renew their Lease. A bare `kite apiserver` (--nod
 and `kite controller-manager` with grace 3 s. Also --node-cleanup-after: a Node Unknown that long
 is deleted."""
 import json
+import signal
 import subprocess
 import threading
 import time
@@ -235,3 +236,73 @@ def test_node_cleanup_after(fresh_apiserver):
         m.close()
         keep.close()
         cm.stop()
+
+
+def test_draining_held_by_a_budget(cluster):
+    """kubectl drain against a PodDisruptionBudget: every eviction refused (429), no pod deleted;
+    the node is Draining while the refusals come, not Cordoned."""
+    c = cluster
+    api = c.api()
+    m = Machine(c, "pdb1")
+    pods = "/api/v1/namespaces/default/pods"
+    pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+    try:
+        expect(c, "pdb1", "Healthy", event=False)
+        api.ok("POST", pods, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "held-1", "labels": {"app": "held"}},
+                              "spec": {"nodeName": "pdb1", "containers": [{"name": "c", "image": "busybox"}]}})
+        # running (an eviction of a pending pod ignores budgets)
+        api.ok("PATCH", f"{pods}/held-1/status", {"status": {"phase": "Running"}},
+               ctype="application/merge-patch+json")
+        api.ok("POST", pdbs, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "held"},
+                              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "held"}}}})
+        api.ok("PATCH", "/api/v1/nodes/pdb1", {"spec": {"unschedulable": True}},
+               ctype="application/strategic-merge-patch+json")
+        expect(c, "pdb1", "Cordoned")
+        ev = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "held-1", "namespace": "default"}}
+        r = api.post(f"{pods}/held-1/eviction", ev)
+        assert r.status == 429, r
+        item = expect(c, "pdb1", "Draining")
+        assert "eviction of default/held-1 refused" in item["evidence"] and "429" in item["evidence"], item
+        assert api.get(f"{pods}/held-1").json()["metadata"].get("deletionTimestamp") is None
+    finally:
+        api.request("DELETE", f"{pods}/held-1", body={"gracePeriodSeconds": 0})
+        api.request("DELETE", f"{pdbs}/held")
+        m.close()
+
+
+def test_lease_expired_without_controller_manager(fresh_apiserver_grace, tmp_path):
+    """No controller-manager: a real agent frozen (SIGSTOP) stays Ready True in its Node, but its
+    lease stops; the report says LeaseExpired within the lease's term + a pass, not Healthy."""
+    c = fresh_apiserver_grace
+    kc = tmp_path / "lx.kubeconfig"
+    subprocess.run([KITE, "kubeconfig", "--data-dir", str(c.data_dir), "--node", "lx1", "-o", str(kc)],
+                   check=True, capture_output=True, timeout=30)
+    agent = KiteProcess(["agent", "--kubeconfig", str(kc), "--node-name", "lx1", "--root-dir", str(tmp_path / "root"),
+                         "--port", "0", "--node-status-update-frequency", "1s",
+                         "--node-lease-duration-seconds", str(LX_LEASE)], tmp_path, "agent-lx1").start()
+    try:
+        expect(c, "lx1", "Healthy", event=False)
+        agent.signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        item = expect(c, "lx1", "LeaseExpired", timeout=LX_LEASE + 10)
+        # not before the lease's term (less the renewal period: the last renewal may precede t0)
+        assert time.monotonic() - t0 >= LX_LEASE - 1.5, item
+        assert "Ready True" in item["evidence"] and "no node lifecycle controller" in item["evidence"], item
+        node = c.api().ok("GET", "/api/v1/nodes/lx1")
+        assert [x["status"] for x in node["status"]["conditions"] if x["type"] == "Ready"] == ["True"]
+        agent.signal(signal.SIGCONT)
+        expect(c, "lx1", "Healthy", timeout=LX_LEASE + 10)
+    finally:
+        agent.signal(signal.SIGCONT)
+        agent.stop()
+
+
+LX_LEASE = 3
+
+
+@pytest.fixture
+def fresh_apiserver_grace(tmp_path):
+    """`kite apiserver` alone, with a grace period shorter than the agent's lease."""
+    c = Cluster("apiserver", tmp_path, extra_args=["--node-monitor-grace-period", "2s"]).start()
+    yield c
+    c.stop()

@@ -7,7 +7,7 @@
  * module has no cryptography), as Kubernetes' signers check CheckSignature. */
 #include "api/kinds/kind.h"
 
-#include "api/base64.h"
+#include "base/base64.h"
 
 /* extra (map[string]ExtraValue) is not transcribed */
 STRUCT_PARTIAL(csr_spec, "CertificateSigningRequestSpec", F(1, "request", kite_schema_bytes), F(7, "signerName", S),

@@ -172,4 +172,5 @@ const struct kite_resource kite_kind_daemonset = {
     KITE_GROUP_VERSION("apps", "v1"), .kind = "DaemonSet", .list_kind = "DaemonSetList", .plural = "daemonsets",
     .singular = "daemonset", .short_names = {"ds"}, .categories = {"all"}, .namespaced = true, .has_status = true, .gc_owner = true,
     .spec_generation = true, .smp = &smp, .table = &printer, .defaults = ds_defaults, .validate = ds_validate,
+    .pod_template = "spec.template",
 };

@@ -225,5 +225,5 @@ const struct kite_resource kite_kind_job = {
     .schema = &kite_schema_job,
     KITE_GROUP_VERSION("batch", "v1"), .kind = "Job", .list_kind = "JobList", .plural = "jobs", .singular = "job",
     .categories = {"all"}, .namespaced = true, .has_status = true, .spec_generation = true, .gc_owner = true, .smp = &smp,
-    .table = &printer, .defaults = job_defaults, .validate = job_validate,
+    .table = &printer, .defaults = job_defaults, .validate = job_validate, .pod_template = "spec.template",
 };

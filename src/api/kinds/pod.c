@@ -863,7 +863,7 @@ const struct kite_resource kite_kind_pod = {
     .short_names = {"po"}, .categories = {"all"}, .namespaced = true, .has_status = true,
     .unconditional_update = true, .delete_returns_object = true, .smp = &smp, .table = &printer,
     .fields = fields, .defaults = pod_defaults, .validate = pod_validate, .subresources = subresources,
-    .delete_grace = pod_delete_grace, .default_tolerations = pod_default_tolerations,
+    .delete_grace = pod_delete_grace, .default_tolerations = pod_default_tolerations, .pod_template = "",
 };
 
 /* ---- the pod template of workloads (core/v1 PodTemplateSpec; workload.h) ---- */

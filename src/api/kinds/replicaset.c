@@ -54,5 +54,5 @@ const struct kite_resource kite_kind_replicaset = {
     KITE_GROUP_VERSION("apps", "v1"), .kind = "ReplicaSet", .list_kind = "ReplicaSetList", .plural = "replicasets",
     .singular = "replicaset", .short_names = {"rs"}, .categories = {"all"}, .namespaced = true, .has_status = true,
     .spec_generation = true, .unconditional_update = true, .gc_owner = true, .smp = &smp, .table = &printer, .subresources = subresources,
-    .defaults = rs_defaults, .validate = rs_validate,
+    .defaults = rs_defaults, .validate = rs_validate, .pod_template = "spec.template",
 };

@@ -65,8 +65,53 @@ Test(nodestate, classification_table) {
 }
 
 Test(nodestate, names) {
-    static const char *const want[] = {"OrphanMachine", "StaleObject", "NeverReported", "Unreachable", "NotReady",
-                                       "Reregistered", "Draining", "Cordoned", "Healthy"};
+    static const char *const want[] = {"OrphanMachine", "StaleObject", "NeverReported", "Unreachable", "LeaseExpired",
+                                       "NotReady", "Reregistered", "Draining", "Cordoned", "Healthy"};
     for (int s = 0; s < KITE_NODE_STATES; s++) cr_assert_str_eq(kite_node_state_name(s), want[s]);
     cr_assert_str_eq(kite_node_state_name(KITE_NODE_NONE), "");
+}
+
+/* The lease judged by when the server saw it renewed: expired past the longer of its duration and
+ * the grace period, whatever Ready says (no controller marked the node); silent past the stale
+ * threshold, StaleObject. A cordoned node whose pod's eviction was refused recently drains. */
+Test(nodestate, lease_and_refused_evictions) {
+    const struct kite_node_thresholds t = {.stale_ns = 3600 * S, .orphan_window_ns = 60 * S, .rereg_window_ns = 600 * S,
+                                           .rereg_slack_ns = 10 * S, .grace_ns = 50 * S, .drain_window_ns = 30 * S};
+    static const char *OLD = "2030-01-01T00:00:00Z";
+    json_object *lease40 = json_tokener_parse("{\"spec\":{\"leaseDurationSeconds\":40,\"renewTime\":\"2030-01-01T00:00:00.000000Z\"}}");
+    json_object *lease90 = json_tokener_parse("{\"spec\":{\"leaseDurationSeconds\":90}}");
+    struct {
+        json_object *node, *lease;
+        int64_t renewed, refused;
+        size_t pods;
+        enum kite_node_state want;
+        const char *evidence;
+    } cases[] = {
+        {node("True", "KubeletReady", OLD, false, OLD), lease40, NOW - 49 * S, 0, 0, KITE_NODE_HEALTHY, "Ready True"},
+        {node("True", "KubeletReady", OLD, false, OLD), lease40, NOW - 51 * S, 0, 0, KITE_NODE_LEASE_EXPIRED,
+         "Ready True (KubeletReady), but its lease was last renewed 51s ago and expired 1s ago; no node lifecycle controller"},
+        {node("True", "KubeletReady", OLD, false, OLD), lease90, NOW - 60 * S, 0, 0, KITE_NODE_HEALTHY, "Ready True"},
+        {node("True", "KubeletReady", OLD, false, OLD), lease90, NOW - 91 * S, 0, 0, KITE_NODE_LEASE_EXPIRED, "expired 1s ago"},
+        {node("False", "KubeletNotReady", OLD, true, OLD), lease40, NOW - 60 * S, 0, 0, KITE_NODE_LEASE_EXPIRED, "Ready False"},
+        {node("True", "KubeletReady", OLD, false, OLD), lease40, NOW - 3601 * S, 0, 0, KITE_NODE_STALE_OBJECT, "silent longer than 60m"},
+        {node("True", "KubeletReady", OLD, false, OLD), NULL, NOW - 3601 * S, 0, 0, KITE_NODE_HEALTHY, "no lease"},
+        {node("True", "KubeletReady", OLD, true, OLD), lease40, NOW - 1 * S, NOW - 3 * S, 2, KITE_NODE_DRAINING,
+         "cordoned; 2 pods left; eviction of default/p refused 3s ago (429: budget)"},
+        {node("True", "KubeletReady", OLD, true, OLD), lease40, NOW - 1 * S, NOW - 31 * S, 2, KITE_NODE_CORDONED, "cordoned"},
+        {node("True", "KubeletReady", OLD, true, OLD), lease40, NOW - 1 * S, NOW - 3 * S, 0, KITE_NODE_CORDONED, "cordoned"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct kite_node_facts f = {.node = cases[i].node, .lease = cases[i].lease, .renewed_ns = cases[i].renewed,
+                                    .refused_ns = cases[i].refused, .refused_pod = "default/p",
+                                    .refused_why = "429: budget", .pods = cases[i].pods};
+        struct kite_buf ev = {0};
+        enum kite_node_state s = kite_node_classify(&f, NOW, &t, &ev);
+        cr_assert_eq(s, cases[i].want, "case %zu: %s, want %s (%s)", i, kite_node_state_name(s),
+                     kite_node_state_name(cases[i].want), ev.p ? ev.p : "");
+        cr_assert(ev.p && strstr(ev.p, cases[i].evidence), "case %zu: %s", i, ev.p ? ev.p : "");
+        kite_buf_release(&ev);
+        json_object_put(cases[i].node);
+    }
+    json_object_put(lease40);
+    json_object_put(lease90);
 }

@@ -18,6 +18,16 @@ Test(chains, admission_plugins_in_order) {
     cr_assert_null(p[0].mutate, "NamespaceLifecycle only validates");
     cr_assert_not_null(p[0].validate);
     for (size_t i = 0; i < n; i++) cr_assert(p[i].mutate || p[i].validate, "%s does nothing", p[i].name);
+    /* upstream's order: NodeRestriction, ..., PodSecurity, ..., the certificate plugins */
+    size_t node = n, psa = n, cert = n;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(p[i].name, "NodeRestriction") == 0) node = i;
+        if (strcmp(p[i].name, "PodSecurity") == 0) psa = i;
+        if (strcmp(p[i].name, "CertificateApproval") == 0) cert = i;
+    }
+    cr_assert(node < psa && psa < cert && cert < n, "NodeRestriction %zu, PodSecurity %zu, CertificateApproval %zu",
+              node, psa, cert);
+    cr_assert_null(p[psa].mutate, "PodSecurity only validates");
 }
 
 /* NamespaceLifecycle without a server: what it decides from the request alone. */

@@ -1,7 +1,7 @@
 /* Bootstrap tokens (src/apiserver/bootstrap_token.c): the token's shape and what a Secret
  * must hold to authenticate it, as upstream's bootstrap token authenticator. */
 #include "apiserver/internal.h"
-#include "api/base64.h"
+#include "base/base64.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * CertificateSigning (sign, only when the certificate or conditions change) and
  * CertificateSubjectRestriction (no system:masters from the kube-apiserver-client signer). */
 #include "harness.h"
-#include "api/base64.h"
+#include "base/base64.h"
 #include "apiserver/internal.h"
 #include "pki/pki.h"
 

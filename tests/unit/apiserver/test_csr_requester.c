@@ -2,7 +2,7 @@
  * admission plugin, as upstream's CSR strategy), and the kubelet's CSR names (base64url, upper
  * case) are accepted. */
 #include "harness.h"
-#include "api/base64.h"
+#include "base/base64.h"
 #include "pki/pki.h"
 
 #include <criterion/criterion.h>

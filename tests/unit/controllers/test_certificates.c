@@ -1,7 +1,7 @@
 /* The CSR approver's decision table (upstream's sarapprove: recognizers, then a
  * SubjectAccessReview per recognizer) and the signer (src/controllers/certificates.c). */
 #include "controllers/controllers.h"
-#include "api/base64.h"
+#include "base/base64.h"
 #include "api/registry.h"
 #include "base/base.h"
 #include "pki/pki.h"

@@ -37,7 +37,7 @@ Test(limits, body_too_large_413_status) {
     cr_assert_eq(fx_req(c, "PUT", "/x", big, NULL, &out), 413);
     cr_assert_str_eq(out.p, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
                             "\"message\":\"the request body is too large\",\"reason\":\"RequestEntityTooLarge\","
-                            "\"code\":413}");
+                            "\"code\":413}\n");
     /* Chunked upload without a declared length. */
     size_t left = 8192;
     struct curl_slist *h = curl_slist_append(NULL, "Transfer-Encoding: chunked");

@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
-#include "api/base64.h"
+#include "base/base64.h"
 
 Test(base64, encode_standard_and_url) {
     const unsigned char bin[] = {0xfb, 0xff, 0xfe};
@@ -61,5 +61,29 @@ Test(base64, round_trip_binary) {
             free(s);
             free(d);
         }
+    }
+}
+
+/* StdEncoding alone, with the offset Go's CorruptInputError names (the schema checker's
+ * "illegal base64 data at input byte N" for []byte fields). */
+Test(base64, decode_std_is_go_strict) {
+    struct { const char *in, *out; size_t bad; } cases[] = {
+        {"aGVsbG8=", "hello", 0}, {"YWJj", "abc", 0}, {"", "", 0},          {"+//+", "\xfb\xff\xfe", 0},
+        {"aGVsbG8", NULL, 4},     {"-__-", NULL, 0},  {"YW\nJj", "abc", 0}, {"YW\r\nJ$", NULL, 5},  {"YWJj$A==", NULL, 4},
+        {"Y===", NULL, 1},        {"YQ==YQ==", NULL, 2}, {"aGVsbG8=\n", "hello", 0}, {"YW J", NULL, 2},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct kite_buf b = {0};
+        size_t bad = 999;
+        int r = kite_base64_decode_std(cases[i].in, strlen(cases[i].in), &b, &bad);
+        if (cases[i].out) {
+            cr_assert_eq(r, 0, "case %zu", i);
+            cr_assert_eq(b.len, strlen(cases[i].out), "case %zu", i);
+            cr_assert(b.len == 0 || memcmp(b.p, cases[i].out, b.len) == 0, "case %zu", i);
+        } else {
+            cr_assert_eq(r, -EINVAL, "case %zu", i);
+            cr_assert_eq(bad, cases[i].bad, "case %zu: %zu", i, bad);
+        }
+        kite_buf_release(&b);
     }
 }
