@@ -480,8 +480,8 @@ static void add_paths(const struct gen *g, json_object *paths, const struct kite
         return;
     }
     json_object_object_add(coll, "get", operation(g, r, "list", "list", NULL, list, LIST, false));
-    json_object_object_add(coll, "post", operation(g, r, "post", "create", kind, kind, WRITE, false));
-    if (!r->no_deletecollection)
+    if (!r->read_only) json_object_object_add(coll, "post", operation(g, r, "post", "create", kind, kind, WRITE, false));
+    if (!r->no_deletecollection && !r->read_only)
         json_object_object_add(coll, "delete", operation(g, r, "deletecollection", "deleteCollection",
                                                          META_PKG ".DeleteOptions", META_PKG ".Status", DELETE, false));
     json_object_object_add(paths, base, coll);
@@ -489,6 +489,10 @@ static void add_paths(const struct gen *g, json_object *paths, const struct kite
     snprintf(p, sizeof p, "%s/{name}", base);
     json_object *item = path_item(g, ns | P_NAME);
     json_object_object_add(item, "get", operation(g, r, "get", "read", NULL, kind, NONE, false));
+    if (r->read_only) {
+        json_object_object_add(paths, p, item);
+        return;
+    }
     json_object_object_add(item, "put", operation(g, r, "put", "replace", kind, kind, WRITE, false));
     json_object_object_add(item, "patch", operation(g, r, "patch", "patch", META_PKG ".Patch", kind, PATCH, true));
     json_object_object_add(item, "delete", operation(g, r, "delete", "delete", META_PKG ".DeleteOptions",

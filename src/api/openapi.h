@@ -16,5 +16,10 @@
 json_object *kite_openapi_v3(const char *group, const char *version);
 /* The v2 document of every served kind. */
 json_object *kite_openapi_v2(void);
+/* doc (kite_openapi_v2's, borrowed) as gnostic's openapi.v2.Document protobuf, appended to out:
+ * what kube-apiserver serves for application/com.github.proto-openapi.spec.v2@v1.0+protobuf.
+ * 0, or -EINVAL when doc is no object. */
+struct kite_buf;
+int kite_openapi_v2_protobuf(json_object *doc, struct kite_buf *out);
 /* r's definition name, "io.k8s.api.core.v1.Node"; out holds 160 bytes. */
 void kite_openapi_kind_name(const struct kite_resource *r, char out[160]);

@@ -35,6 +35,7 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_daemonset,
     &kite_kind_service,
     &kite_kind_endpointslice,
+    &kite_kind_crd,
     NULL,
 };
 

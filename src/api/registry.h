@@ -162,10 +162,16 @@ struct kite_resource {
     const char *storage;      /* storage folder when shared by several group versions, else plural */
     bool namespaced;
     bool has_status;          /* a /status subresource with the status/spec split */
+    bool read_only;           /* get, list and watch alone (a write is 405 MethodNotAllowed): a
+                                 collection kite keeps empty (CustomResourceDefinitions) */
     bool spec_generation;     /* metadata.generation counts spec changes */
     bool unconditional_update; /* PUT without metadata.resourceVersion allowed */
     bool create_on_update;    /* PUT of a missing object creates it */
     bool status_on_create;    /* status may be set on create (nodes); else it is reset */
+    /* Metadata fields a /status write keeps as they were, as the kind's upstream status
+     * strategy resets them (pods: ownerReferences; deployments: labels); the rest of metadata
+     * is the writer's, name, uid and timestamps aside. */
+    const char *status_keeps_meta[2];
     bool no_deletecollection; /* DELETE of the collection is not served (namespaces) */
     bool delete_returns_object; /* DELETE answers with the object (pods, namespaces), else a Status */
     bool encrypted;           /* stored encrypted at rest (secrets) */

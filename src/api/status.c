@@ -80,6 +80,14 @@ char *kite_status_failure(int code, const char *reason, const char *message, con
     return kite_buf_detach(&b, NULL);
 }
 
+char *kite_status_too_large_rv(long long want, long long current) {
+    return kite_asprintf("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                         "\"message\":\"Timeout: Too large resource version: %lld, current: %lld\",\"reason\":\"Timeout\","
+                         "\"details\":{\"causes\":[{\"reason\":\"ResourceVersionTooLarge\",\"message\":\"Too large "
+                         "resource version\"}],\"retryAfterSeconds\":%d},\"code\":504}",
+                         want, current, KITE_TOO_LARGE_RV_RETRY_S);
+}
+
 char *kite_status_success(int code, const char *name, const char *group, const char *kind, const char *uid) {
     struct kite_buf b = {0};
     kite_buf_puts(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\"");

@@ -18,6 +18,11 @@ char *kite_status_invalid(const char *group, const char *kind, const char *name,
  * "group":..,"kind":..,"uid":..}} as kube-apiserver returns for DELETE of a resource without
  * a body to return. NULL fields are omitted; code is included when non-zero. Malloc'ed. */
 char *kite_status_success(int code, const char *name, const char *group, const char *kind, const char *uid);
+/* The 504 Timeout kube-apiserver answers to a read at a revision it does not have yet
+ * (storage.NewTooLargeResourceVersionError): message "Timeout: Too large resource version: W,
+ * current: C", details {causes [ResourceVersionTooLarge], retryAfterSeconds}. Malloc'ed. */
+#define KITE_TOO_LARGE_RV_RETRY_S 1 /* upstream's resourceVersionTooHighRetrySeconds */
+char *kite_status_too_large_rv(long long want, long long current);
 /* Reason for an HTTP code: 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound,
  * 405 MethodNotAllowed, 406 NotAcceptable, 409 Conflict (AlreadyExists is passed explicitly),
  * 410 Expired, 413 RequestEntityTooLarge, 415 UnsupportedMediaType, 422 Invalid,

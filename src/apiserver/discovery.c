@@ -18,6 +18,10 @@ static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
         kite_buf_puts(b, "[\"create\"]");
         return;
     }
+    if (r->read_only) {
+        kite_buf_puts(b, "[\"get\",\"list\",\"watch\"]");
+        return;
+    }
     kite_buf_puts(b, "[");
     bool first = true;
     for (size_t i = 0; i < KITE_ARRAY_SIZE(VERBS_ALL); i++) {

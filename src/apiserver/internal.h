@@ -135,6 +135,8 @@ struct status_details { const char *name, *group, *kind; };
 void reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
                        const char *fmt, ...) KITE_PRINTF(5, 6);
 void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes);
+/* 504 Timeout "Too large resource version" with Retry-After (a read past the newest revision). */
+void reply_too_large_rv(struct req *rq, int64_t want, int64_t current);
 /* Adds a `Warning: 299 - "<text>"` header to the answer (RFC 7234 warn-text, as kube-apiserver). */
 void reply_add_warning(struct req *rq, const char *text);
 void req_free(struct req *rq);

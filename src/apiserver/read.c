@@ -376,9 +376,10 @@ void handle_list(struct req *rq) {
     } else if (match && strcmp(match, "Exact") == 0) {
         at_rev = want_rv;
     }
-    if (!at_rev && want_rv > kite_wcache_rev(cache)) {
-        reply_error(rq, 504, "Timeout", "Too large resource version: %lld, current: %lld", (long long)want_rv,
-                    (long long)kite_wcache_rev(cache));
+    /* a revision not reached yet, asked for (or forged into a continue token): the store has
+     * no such state to read; kube-apiserver answers 504 and the client retries */
+    if ((!at_rev && want_rv > kite_wcache_rev(cache)) || at_rev > kite_store_rev(rq->srv->store)) {
+        reply_too_large_rv(rq, at_rev ? at_rev : want_rv, at_rev ? kite_store_rev(rq->srv->store) : kite_wcache_rev(cache));
         return;
     }
     if (!parse_selectors(rq, &f.ls, &f.fs)) return;

@@ -124,6 +124,14 @@ void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes)
     reply(rq, 422, "application/json", body, strlen(body));
 }
 
+void reply_too_large_rv(struct req *rq, int64_t want, int64_t current) {
+    char *body = kite_status_too_large_rv((long long)want, (long long)current);
+    char retry[16];
+    snprintf(retry, sizeof retry, "%d", KITE_TOO_LARGE_RV_RETRY_S);
+    kite_http_add_header(rq->http, "Retry-After", retry);
+    reply(rq, 504, "application/json", body, strlen(body));
+}
+
 void reply_add_warning(struct req *rq, const char *text) {
     /* as kube-apiserver's warning recorder: past KITE_WARNING_TOTAL_MAX bytes of warnings in
      * one answer, each further one is cut to KITE_WARNING_ITEM_MAX (at a character boundary) */
@@ -403,7 +411,9 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     /* a subresource served for PUT alone (a namespace's finalize) has no get, patch or watch */
     const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
     if (!rq->verb || (sr && sr->update_only && strcmp(rq->verb, "update") != 0) ||
-        (!kite_resource_stored(rq->res) && strcmp(rq->verb, "create") != 0)) {
+        (!kite_resource_stored(rq->res) && strcmp(rq->verb, "create") != 0) ||
+        (rq->res->read_only && strcmp(rq->verb, "get") != 0 && strcmp(rq->verb, "list") != 0 &&
+         strcmp(rq->verb, "watch") != 0)) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }

@@ -283,8 +283,7 @@ void handle_watch(struct req *rq) {
     bool initial = sie ? query_true(sie) : from == 0;
     if (sie && from > kite_wcache_rev(cache)) {
         watch_free(w);
-        reply_error(rq, 504, "Timeout", "Too large resource version: %lld, current: %lld", (long long)from,
-                    (long long)kite_wcache_rev(cache));
+        reply_too_large_rv(rq, from, kite_wcache_rev(cache));
         return;
     }
     if (sie && !initial && from == 0) from = kite_wcache_rev(cache);

@@ -282,6 +282,9 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
         copy_field(res, obj, op->sub->field);
         kite_obj_set(res, "metadata", json_object_get(meta));
         json_object_put(obj);
+        if (kite_streq(op->sub->name, "status"))
+            for (size_t i = 0; i < KITE_ARRAY_SIZE(rq->res->status_keeps_meta) && rq->res->status_keeps_meta[i]; i++)
+                copy_field(meta, cmeta, rq->res->status_keeps_meta[i]);
     } else {
         res = obj;
         if (rq->res->has_status) copy_field(res, cur, "status");

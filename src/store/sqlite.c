@@ -649,6 +649,22 @@ static int marker_init(struct sqlite_store *s, int64_t rev) {
 
 /* Checks the store against its marker and its integrity before anything writes to it, then sets
  * it up. Only wdb is open while the checks run. */
+/* The store holds every object (Secrets' keys aside, tokens and certificates are in it), so its
+ * files are the owner's alone. SQLite creates a database 0644 less the umask and gives its WAL and
+ * shared-memory files the database's mode: the database is made 0600 before SQLite opens it, and
+ * files an older kite left readable are made private. A file that cannot be made is left to
+ * SQLite's open to report. */
+static void private_files(const char *path) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    (void)!fchmod(fd, 0600);
+    close(fd);
+    for (const char *const *sfx = (const char *const[]){"-wal", "-shm", NULL}; *sfx; sfx++) {
+        _cleanup_free_ char *f = kite_asprintf("%s%s", path, *sfx);
+        (void)!chmod(f, 0600);
+    }
+}
+
 static int open_checked(struct sqlite_store *s, const struct kite_store_options *o, char **ret_error) {
     const char *p = s->path, *mp = s->marker_path;
     int64_t acked = 0;
@@ -665,6 +681,7 @@ static int open_checked(struct sqlite_store *s, const struct kite_store_options 
         return set_error(ret_error, r, kite_asprintf("store %s: cannot read its revision marker %s: %s", p, mp, strerror(-r)));
     if (r < 0) acked = 0;
 
+    private_files(p);
     if ((r = open_conn(p, &s->wdb, ret_error)) < 0) return r;
     _cleanup_free_ char *what = NULL;
     r = quick_check(s->wdb, &what);

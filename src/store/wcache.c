@@ -45,6 +45,8 @@ struct kite_watcher {
     struct kite_wcache *c;
     struct kite_watcher *prev, *next; /* in c->watchers, under c->w_mu */
     char *sub_prefix;
+    int64_t from_rev;                 /* events at or before it are not the watcher's (a from_rev
+                                         ahead of the cache waits for it, as kube-apiserver's cacher) */
     kite_watch_filter filter;
     void (*notify)(void *ud);
     void *ud;
@@ -241,7 +243,7 @@ static void queue_grow(struct kite_watcher *w) {
 /* Offers one event to one watcher. Returns true when notify should run. A watcher dropped here
  * has its queue handed to *dropped (the caller releases it after the fan-out; NULL = here). */
 static bool deliver(struct kite_watcher *w, const struct kite_watch_event *e, struct event_vec *dropped) {
-    if (!kite_startswith(e->rec->key, w->sub_prefix)) return false;
+    if (e->rev <= w->from_rev || !kite_startswith(e->rec->key, w->sub_prefix)) return false;
     int type = w->filter ? w->filter(e, w->ud) : (int)e->type;
     if (type == 0) return false;
     size_t b = record_bytes(e->rec);
@@ -520,6 +522,7 @@ int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t fro
     struct kite_watcher *w = kite_calloc(1, sizeof(*w));
     w->c = c;
     w->sub_prefix = kite_strdup(sub_prefix ? sub_prefix : "");
+    w->from_rev = from_rev;
     w->filter = filter;
     w->notify = notify;
     w->ud = ud;

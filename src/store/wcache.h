@@ -106,6 +106,7 @@ struct kite_watcher;
  * kite_watcher_next until it returns 0. If replayed events are already queued when this
  * returns, notify is not called for them: call kite_watcher_next first (the replay may also
  * have dropped the watcher already).
+ * A from_rev ahead of the cache delivers nothing until the cache passes it.
  * -ENODATA if from_rev < kite_wcache_oldest_rev (the API server answers 410 Expired). */
 int kite_wcache_watch(struct kite_wcache *c, const char *sub_prefix, int64_t from_rev, size_t max_queue,
                       size_t max_queue_bytes, kite_watch_filter filter, void (*notify)(void *ud), void *ud,

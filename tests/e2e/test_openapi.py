@@ -78,7 +78,48 @@ def test_v3_index_hash_etag_and_304(api):
     assert api.get("/openapi/v3/apis/nosuch.example.com/v1").status == 404
 
 
-def test_v2_json_and_406_for_protobuf_only(api):
+PB_V2 = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+
+def pb_fields(data):
+    """The (field number, value) pairs of one protobuf message: bytes for length-delimited
+    fields, ints for varints (the only wire types gnostic's Document uses here)."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            out.append((field, varint()))
+        elif wire == 2:
+            n = varint()
+            out.append((field, data[i:i + n]))
+            i += n
+        else:
+            raise AssertionError(f"unexpected wire type {wire} for field {field}")
+    return out
+
+
+def pb_get(data, field):
+    return [v for f, v in pb_fields(data) if f == field]
+
+
+def pb_named(data, field):
+    """A gnostic map (repeated Named* {name 1, value 2}) as a dict of name -> value bytes."""
+    return {pb_get(e, 1)[0].decode(): pb_get(e, 2)[0] for e in pb_get(data, field)}
+
+
+def test_v2_json_and_protobuf(api):
     r = api.get("/openapi/v2")
     assert r.status == 200
     doc = r.json()
@@ -88,11 +129,72 @@ def test_v2_json_and_406_for_protobuf_only(api):
     assert lease["properties"]["metadata"]["$ref"] == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     etag = r.headers["etag"]
     assert api.get("/openapi/v2", headers={"If-None-Match": etag}).status == 304
-    r = api.get("/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
-    assert_status_body(r, 406, "NotAcceptable")
-    r = api.get("/openapi/v2", headers={
-        "Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json;q=0.5"})
-    assert r.status == 200
+
+    # client-go's OpenAPISchema asks for gnostic's protobuf alone, as kube-apiserver serves it
+    r = api.get("/openapi/v2", headers={"Accept": PB_V2})
+    assert r.status == 200, r
+    assert r.headers["content-type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    assert r.headers["etag"] != etag
+    assert api.get("/openapi/v2", headers={"Accept": PB_V2, "If-None-Match": r.headers["etag"]}).status == 304
+    pb = r.body
+    assert pb_get(pb, 1) == [b"2.0"]
+    # definitions (9): the same schemas, a $ref (1) and its properties (25)
+    defs = pb_named(pb_get(pb, 9)[0], 1)
+    assert set(defs) == set(doc["definitions"])
+    props = pb_named(pb_get(defs["io.k8s.api.coordination.v1.Lease"], 25)[0], 1)
+    assert pb_get(props["metadata"], 1) == [b"#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
+    # paths (8: Paths.path 2): a PATCH (8) carries the kind (a vendor extension, YAML) and fieldValidation
+    paths = pb_named(pb_get(pb, 8)[0], 2)
+    assert set(paths) == set(doc["paths"])
+    patch = pb_get(paths["/api/v1/namespaces/{namespace}/configmaps/{name}"], 8)[0]
+    ext = {pb_get(e, 1)[0].decode(): pb_get(pb_get(e, 2)[0], 2)[0].decode() for e in pb_get(patch, 13)}
+    assert json.loads(ext["x-kubernetes-group-version-kind"]) == {"group": "", "kind": "ConfigMap", "version": "v1"}
+    names = set()
+    for item in pb_get(patch, 8):  # ParametersItem.parameter.non_body_parameter.query_parameter_sub_schema.name
+        for param in pb_get(item, 1):
+            for nb in pb_get(param, 2):
+                for q in pb_get(nb, 3):
+                    names.add(pb_get(q, 4)[0].decode())
+    assert {"fieldValidation", "fieldManager", "dryRun"} <= names, names
+
+    # JSON preferred where the client lists it first; neither form: 406
+    r = api.get("/openapi/v2", headers={"Accept": f"application/json, {PB_V2}"})
+    assert r.status == 200 and r.headers["content-type"] == "application/json"
+    assert_status_body(api.get("/openapi/v2", headers={"Accept": "application/yaml"}), 406, "NotAcceptable")
+
+
+SAR = """apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: alice
+  resourceAttributes:
+    verb: get
+    resource: pods
+    namespace: default
+"""
+
+
+@pytest.mark.parametrize("validate", [None, "--validate=strict", "--validate=true"])
+def test_kubectl_create_subject_access_review(apiserver, validate):
+    """A kind without PATCH (the reviews): kubectl validates it on the client with the v2
+    document (protobuf) after listing CRDs, then creates it."""
+    args = ["create", "-f", "-", "-o", "json"] + ([validate] if validate else [])
+    p = apiserver.kubectl(*args, input=SAR)
+    out = json.loads(p.stdout)
+    assert out["kind"] == "SubjectAccessReview" and out["status"]["allowed"] is False, out
+    p = apiserver.kubectl(*args, input=SAR.replace("  user: alice", "  user: alice\n  bogus: 1"), check=False)
+    assert p.returncode != 0 and "bogus" in p.stderr, p.stderr
+
+
+def test_custom_resource_definitions_are_read_only_and_empty(apiserver, api):
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    got = api.ok("GET", crds)
+    assert got["kind"] == "CustomResourceDefinitionList" and got["items"] == [], got
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"}, "spec": {}}
+    assert_status_body(api.post(crds, crd), 405, "MethodNotAllowed")
+    assert_status_body(api.delete(f"{crds}/widgets.example.com"), 405, "MethodNotAllowed")
+    assert "No resources found" in apiserver.kubectl("get", "crd").stderr
 
 
 # ---------------------------------------------------------------- field validation

@@ -233,6 +233,7 @@ int pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, 
 int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, struct kite_mount **ret,
                         size_t *ret_n, char ***ret_paths, char **ret_err);
 int pods_volumes_teardown(struct kite_pods *p, const char *uid);
+void pods_volumes_remove_orphans(struct kite_pods *p);
 char *pods_pod_dir(struct kite_pods *p, const char *uid);
 
 /* worker.c: the probes of the pod's running containers registered, those of stopped ones

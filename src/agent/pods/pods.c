@@ -357,6 +357,7 @@ static void remove_orphans(struct kite_pods *p) {
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     p->rec_sb = NULL;
     p->n_rec_sb = 0;
+    pods_volumes_remove_orphans(p);
     struct kite_container_status *v = NULL;
     size_t n = 0;
     if (p->rt->ops->list_containers(p->rt, NULL, KITE_PODS_RT_TIMEOUT_NS, &v, &n) < 0) return;

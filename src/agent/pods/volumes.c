@@ -277,3 +277,21 @@ int pods_volumes_teardown(struct kite_pods *p, const char *uid) {
     }
     return 0;
 }
+
+/* The volume dirs of pods the agent does not have (a pod deleted from the API while the agent
+ * was down): removed as the pod's own would have been, a tmpfs emptyDir unmounted so that its
+ * memory is returned. */
+void pods_volumes_remove_orphans(struct kite_pods *p) {
+    _cleanup_free_ char *root = p->root_dir ? kite_asprintf("%s/pods", p->root_dir) : NULL;
+    DIR *d = root ? opendir(root) : NULL;
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        bool known = false;
+        for (size_t i = 0; i < p->n_pods && !known; i++) known = kite_streq(p->pods[i]->uid, e->d_name);
+        if (known) continue;
+        log_info(PODS_LOG, "removing the volumes of pod uid %s: the pod is not in the API", e->d_name);
+        pods_volumes_teardown(p, e->d_name);
+    }
+    closedir(d);
+}

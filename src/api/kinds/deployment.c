@@ -140,5 +140,5 @@ const struct kite_resource kite_kind_deployment = {
     KITE_GROUP_VERSION("apps", "v1"), .kind = "Deployment", .list_kind = "DeploymentList", .plural = "deployments",
     .singular = "deployment", .short_names = {"deploy"}, .categories = {"all"}, .namespaced = true, .has_status = true,
     .spec_generation = true, .unconditional_update = true, .gc_owner = true, .smp = &smp, .table = &printer, .subresources = subresources,
-    .defaults = d_defaults, .validate = d_validate, .pod_template = "spec.template",
+    .defaults = d_defaults, .validate = d_validate, .pod_template = "spec.template", .status_keeps_meta = {"labels"},
 };

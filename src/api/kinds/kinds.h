@@ -8,6 +8,7 @@ extern const struct kite_resource kite_kind_pod;
 extern const struct kite_resource kite_kind_event;    /* core/v1 */
 extern const struct kite_resource kite_kind_event_v1; /* events.k8s.io/v1, stored as core/v1 */
 extern const struct kite_resource kite_kind_lease;
+extern const struct kite_resource kite_kind_crd;
 extern const struct kite_resource kite_kind_configmap;
 extern const struct kite_resource kite_kind_secret;
 extern const struct kite_resource kite_kind_serviceaccount;

@@ -48,11 +48,27 @@ static const char *const fields[] = {"spec.unschedulable", NULL};
 
 /* Go's encoding/json never omits struct-typed fields, so every real Node carries nodeInfo with
  * all its strings and daemonEndpoints; clients (python-kubernetes) reject a Node without them. */
+/* spec.podCIDR is podCIDRs[0], as upstream's conversion keeps it: a podCIDR that differs from
+ * podCIDRs[0] wins (older clients set only podCIDR), else podCIDRs gives podCIDR. */
+static void pod_cidrs_normalize(json_object *spec) {
+    const char *one = kite_obj_str(spec, "podCIDR");
+    json_object *list = kite_obj_get(spec, "podCIDRs");
+    size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
+    const char *first = n ? json_object_get_string(json_object_array_get_idx(list, 0)) : NULL;
+    if (one && *one && (!first || strcmp(one, first) != 0)) {
+        json_object *l = json_object_new_array();
+        json_object_array_add(l, json_object_new_string(one));
+        kite_obj_set(spec, "podCIDRs", l);
+    } else if (first && *first) {
+        kite_obj_set(spec, "podCIDR", json_object_new_string(first));
+    }
+}
+
 static void node_defaults(json_object *obj) {
     static const char *const info[] = {"machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
                                        "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
                                        "operatingSystem", "architecture"};
-    kite_obj_ensure(obj, "spec");
+    pod_cidrs_normalize(kite_obj_ensure(obj, "spec"));
     json_object *status = kite_obj_ensure(obj, "status");
     json_object *ni = kite_obj_ensure(status, "nodeInfo");
     for (size_t i = 0; i < KITE_ARRAY_SIZE(info); i++)
@@ -65,7 +81,22 @@ static bool valid_effect(const char *e) {
     return kite_streq(e, "NoSchedule") || kite_streq(e, "PreferNoSchedule") || kite_streq(e, "NoExecute");
 }
 
+/* Once set, the pod CIDRs and the provider ID never change, whoever writes (upstream's
+ * ValidateNodeUpdate): the node IPAM controller and the cloud provider set them from "". */
+static void node_validate_update(json_object *spec, json_object *ospec, struct kite_causes *c) {
+    json_object *oc = kite_obj_get(ospec, "podCIDRs");
+    if (json_object_is_type(oc, json_type_array) && json_object_array_length(oc) > 0 &&
+        !kite_json_equal(oc, kite_obj_get(spec, "podCIDRs")))
+        kite_causes_add(c, "FieldValueForbidden", "spec.podCIDRs",
+                        "Forbidden: node updates may not change podCIDR except from \"\" to valid");
+    const char *op = kite_obj_str(ospec, "providerID"), *np = kite_obj_str(spec, "providerID");
+    if (op && *op && !kite_streq(op, np))
+        kite_causes_add(c, "FieldValueForbidden", "spec.providerID",
+                        "Forbidden: node updates may not change providerID except from \"\" to valid");
+}
+
 static void node_validate(json_object *obj, json_object *old, struct kite_causes *c) {
+    if (old) node_validate_update(kite_obj_get(obj, "spec"), kite_obj_get(old, "spec"), c);
     json_object *taints = kite_obj_get(kite_obj_get(obj, "spec"), "taints");
     if (taints && !json_object_is_type(taints, json_type_array)) {
         kite_causes_add(c, "FieldValueInvalid", "spec.taints", "Invalid value: must be a list");

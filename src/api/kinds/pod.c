@@ -861,6 +861,7 @@ const struct kite_resource kite_kind_pod = {
     .schema = &kite_schema_pod,
     KITE_CORE_V1, .kind = "Pod", .list_kind = "PodList", .plural = "pods", .singular = "pod",
     .short_names = {"po"}, .categories = {"all"}, .namespaced = true, .has_status = true,
+    .status_keeps_meta = {"ownerReferences"}, /* old kubelets corrupted them, breaking garbage collection */
     .unconditional_update = true, .delete_returns_object = true, .smp = &smp, .table = &printer,
     .fields = fields, .defaults = pod_defaults, .validate = pod_validate, .subresources = subresources,
     .delete_grace = pod_delete_grace, .default_tolerations = pod_default_tolerations, .pod_template = "",

@@ -3,6 +3,9 @@
  * admission and the event recorder. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "agent/pods/pods-int.h"
@@ -598,6 +601,46 @@ Test(pods, log_index_names_the_current_and_previous_attempts) {
     cr_assert_not(running); /* a previous attempt never runs */
     free(path);
     kite_pods_log_subscribe(P, NULL, NULL);
+}
+
+/* A pod deleted from the API while the agent was down: at the first list the agent removes its
+ * volume dir, unmounting its tmpfs emptyDir (else the mount and its memory stay). Needs root. */
+Test(pods, orphaned_pod_volumes_are_unmounted_and_removed) {
+    if (geteuid() != 0) cr_skip_test("mounting a tmpfs needs root");
+    char root[] = "/tmp/kite-pods-orphan-XXXXXX";
+    cr_assert_not_null(mkdtemp(root));
+    _cleanup_free_ char *mem = kite_asprintf("%s/pods/gone-uid/volumes/kubernetes.io~empty-dir/mem", root);
+    _cleanup_free_ char *kept = kite_asprintf("%s/pods/uid-kept", root);
+    _cleanup_free_ char *cmd = kite_asprintf("mkdir -p %s %s", mem, kept);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(mount("tmpfs", mem, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m"), 0, "%s", strerror(errno));
+    _cleanup_free_ char *file = kite_asprintf("%s/f", mem);
+    FILE *f = fopen(file, "w");
+    fputs("x", f);
+    fclose(f);
+
+    kite_pods_free(P);
+    struct kite_pods_options o = {.client = cl, .runtime = rt, .clock = &clk.clock, .node_name = "n1", .seed = 1,
+                                  .root_dir = root};
+    cr_assert_eq(kite_pods_new(&o, &P), 0);
+    json_object *ns = json_tokener_parse("{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.1\"}]}");
+    kite_pods_node_status(P, ns);
+    json_object_put(ns);
+    add(mkpod("kept", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    for (int i = 0; i < 5; i++) step();
+
+    bool mounted = false;
+    FILE *m = fopen("/proc/self/mounts", "r");
+    char line[4096];
+    while (fgets(line, sizeof line, m)) mounted |= strstr(line, mem) != NULL;
+    fclose(m);
+    if (mounted) umount2(mem, MNT_DETACH);
+    cr_assert(!mounted, "the orphan's tmpfs emptyDir is still mounted");
+    _cleanup_free_ char *gone = kite_asprintf("%s/pods/gone-uid", root);
+    cr_assert_neq(access(gone, F_OK), 0, "the orphan's pod dir is removed");
+    cr_assert_eq(access(kept, F_OK), 0, "a known pod's dir stays");
+    _cleanup_free_ char *rm = kite_asprintf("rm -rf %s", root);
+    cr_assert_eq(system(rm), 0);
 }
 
 /* The server's copy of a pod carrying the status the agent last sent, with changes made by

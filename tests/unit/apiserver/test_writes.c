@@ -175,12 +175,12 @@ Test(writes, node_put_keeps_status) {
     json_object *o = NULL;
     long code = api_req("PUT", "/api/v1/nodes/n1", NULL,
                         "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},"
-                        "\"spec\":{\"podCIDR\":\"10.9.9.0/24\"},\"status\":{\"nodeInfo\":{\"osImage\":\"two\"}}}",
+                        "\"spec\":{\"podCIDR\":\"10.0.0.0/24\",\"unschedulable\":true},\"status\":{\"nodeInfo\":{\"osImage\":\"two\"}}}",
                         &o);
     cr_assert_eq(code, 200);
     json_object_put(o);
     o = get("/api/v1/nodes/n1");
-    cr_assert_str_eq(jstr(o, "spec.podCIDR"), "10.9.9.0/24");
+    cr_assert(json_object_get_boolean(jget(o, "spec.unschedulable")));
     cr_assert_str_eq(jstr(o, "status.nodeInfo.osImage"), "one");
     cr_assert_str_eq(jstr(o, "status.phase"), "Running");
     json_object_put(o);

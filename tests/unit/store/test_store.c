@@ -97,6 +97,38 @@ Test(store, errors) {
     tstore_cleanup(&t);
 }
 
+static mode_t file_mode(const char *dir, const char *name) {
+    char p[128];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    struct stat st;
+    cr_assert_eq(stat(p, &st), 0, "%s: %s", p, strerror(errno));
+    return st.st_mode & 0777;
+}
+
+/* The store's files are the owner's alone from the first start, whatever the umask, and files
+ * an older kite left readable are made private at the next. */
+Test(store, files_are_private) {
+    mode_t old_umask = umask(022);
+    struct tstore t = {0};
+    tstore_open(&t);
+    put_ok(t.s, KITE_WRITE_CREATE, "/secret", "v");
+    static const char *const files[] = {"s.db", "s.db-wal", "s.db-shm", "s.db.rev"};
+    for (size_t i = 0; i < 4; i++) cr_assert_eq(file_mode(t.dir, files[i]), 0600, "%s: %o", files[i], file_mode(t.dir, files[i]));
+    kite_store_close(t.s);
+    char p[128];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s/%s", t.dir, files[i]);
+        if (access(p, F_OK) == 0) cr_assert_eq(chmod(p, 0644), 0);
+    }
+    tstore_open(&t);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s/%s", t.dir, files[i]);
+        if (access(p, F_OK) == 0) cr_assert_eq(file_mode(t.dir, files[i]), 0600, "%s after reopen", files[i]);
+    }
+    tstore_cleanup(&t);
+    umask(old_umask);
+}
+
 Test(store, revisions_survive_reopen) {
     struct tstore t = {0};
     tstore_open(&t);
