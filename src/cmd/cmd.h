@@ -55,6 +55,7 @@ struct kite_controllers {
     struct controller_args args;
     struct kite_client *client;
     struct kite_leader *leader;  /* NULL without leader election */
+    struct kite_client *le_client; /* the election's own client (NULL without) */
     struct kite_nsctl *nsctl;    /* these two run only while leading */
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
@@ -81,6 +82,7 @@ struct kite_scheduler_proc {
     struct scheduler_args args;
     struct kite_client *client;
     struct kite_leader *leader; /* NULL without leader election */
+    struct kite_client *le_client; /* the election's own client (NULL without) */
     struct kite_schedrun *run;  /* while leading */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
