@@ -23,6 +23,10 @@ void *kite_realloc(void *p, size_t n);
 char *kite_strdup(const char *s);
 char *kite_strndup(const char *s, size_t n);
 char *kite_asprintf(const char *fmt, ...) KITE_PRINTF(1, 2);
+/* Gives memory the calling thread freed back to the system now: mimalloc (build/kite) keeps
+ * freed pages of a thread's heap until that thread allocates again, so a burst of large
+ * buffers freed by a thread that then idles stays resident. glibc's malloc: malloc_trim. */
+void kite_mem_trim(void);
 
 /* systemd-style scope cleanup: `_cleanup_free_ char *s = ...;` and TAKE_PTR(s) to hand it on. */
 /* Saturating int64 arithmetic for values a client chooses (seconds turned into ns, durations
