@@ -173,6 +173,11 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                  "IPv4 range of pod addresses (its first is the bridge's); when given (kite up\n"             \
                  "always gives it) also the Node's spec.podCIDR", NULL, .def_note = "10.88.0.0/16"),             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
+    FLAG_FORWARD("proxy-mode", FLAG_STRING, "MODE", "route Services to their endpoints with nftables (\"nftables\") or\n" \
+                 "not (\"none\")", NULL, .def_note = "none; nftables under kite up"),                     \
+    FLAG_FORWARD("proxy-table", FLAG_STRING, "NAME", "the proxy's nftables table (family ip)", "kite-proxy"),    \
+    FLAG_FORWARD("masquerade-pod-traffic", FLAG_BOOL, NULL, "masquerade pod traffic leaving the pod network\n"   \
+                 "to the node's address", NULL, .def_note = "false; true under kite up"),                        \
     FLAG_FORWARD("port", FLAG_INT, NULL, "HTTPS port of the log endpoint (0: any free port, reported in\n"          \
                  "the Node's daemonEndpoints)", "10250"),                                                        \
     FLAG_FORWARD("address", FLAG_STRING, "IP", "address the log endpoint listens on", "0.0.0.0"),                 \
