@@ -99,9 +99,9 @@ def main():
         for n in range(a.changes):
             i = (n // 2 * 37) % a.services
             ready = n % 2 == 1
-            st, _ = api.req("PUT", f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices/s{i}",
-                            slice_body(i, a, ready))
-            assert st == 200, st
+            st, out = api.req("PATCH", f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices/s{i}",
+                              {"endpoints": slice_body(i, a, ready)["endpoints"]}, ctype="application/merge-patch+json")
+            assert st == 200, (st, out)
             t = time.monotonic()
             deadline = t + 60
             while in_noep(ips[i]) == ready:

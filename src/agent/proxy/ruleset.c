@@ -95,20 +95,31 @@ static bool lb_chain(struct kite_buf *b, const char *name, int k, const struct e
 }
 
 /* the endpoints of one Service port: ready ones, or serving-terminating ones when none is ready */
-static size_t endpoints_of(json_object *svc, json_object *sport, json_object *slices, struct ep **ret,
+/* "namespace/service-name" -> array of the Service's slices (borrowed) */
+static json_object *index_slices(json_object *slices) {
+    json_object *idx = json_object_new_object();
+    json_object_object_foreach(slices, key, sl) {
+        (void)key;
+        json_object *owner = jget(jget(jget(sl, "metadata"), "labels"), SVC_LABEL); /* a dotted key: no jstr */
+        const char *ns = jstr(sl, "metadata.namespace");
+        if (!owner || !ns || !name_eq(jstr(sl, "addressType"), "IPv4")) continue;
+        _cleanup_free_ char *k = kite_asprintf("%s/%s", ns, json_object_get_string(owner));
+        json_object *arr = jget(idx, k);
+        if (!arr) json_object_object_add(idx, k, arr = json_object_new_array());
+        json_object_array_add(arr, json_object_get(sl));
+    }
+    return idx;
+}
+
+static size_t endpoints_of(json_object *svc, json_object *sport, json_object *index, struct ep **ret,
                            const char *node) {
-    const char *ns = jstr(svc, "metadata.namespace"), *name = jstr(svc, "metadata.name");
     const char *pname = jstr(sport, "name"), *proto = jstr(sport, "protocol");
     struct ep *ready = NULL, *term = NULL;
     size_t nr = 0, nt = 0;
-    json_object_object_foreach(slices, key, sl) {
-        (void)key;
-        json_object *labels = jget(jget(sl, "metadata"), "labels");
-        json_object *owner = jget(labels, SVC_LABEL); /* a key with a dot: not a jstr path */
-        if (!name_eq(jstr(sl, "metadata.namespace"), ns) || !name || !owner ||
-            !name_eq(json_object_get_string(owner), name))
-            continue;
-        if (!name_eq(jstr(sl, "addressType"), "IPv4")) continue;
+    _cleanup_free_ char *k = kite_asprintf("%s/%s", jstr(svc, "metadata.namespace"), jstr(svc, "metadata.name"));
+    json_object *mine = jget(index, k);
+    for (size_t si = 0; mine && si < json_object_array_length(mine); si++) {
+        json_object *sl = json_object_array_get_idx(mine, si);
         int port = 0;
         json_object *ports = jget(sl, "ports");
         for (size_t i = 0; ports && i < json_object_array_length(ports); i++) {
@@ -218,10 +229,12 @@ char *kite_proxy_ruleset(const struct kite_proxy_ruleset_options *o, json_object
     const char *t = o->table;
     kite_buf_printf(&b, "table ip %s\ndelete table ip %s\ntable ip %s {\n", t, t, t);
     int k = 0;
+    json_object *index = index_slices(slices);
     json_object_object_foreach(services, key, svc) {
         (void)key;
-        service_rules(&b, &s, o, svc, slices, &k);
+        if (jstr(svc, "metadata.namespace") && jstr(svc, "metadata.name")) service_rules(&b, &s, o, svc, index, &k);
     }
+    json_object_put(index);
     decl(&b, "map", "cluster-ips", "ipv4_addr . inet_proto . inet_service : verdict", &s.cips);
     decl(&b, "map", "node-ports", "inet_proto . inet_service : verdict", &s.nps);
     decl(&b, "set", "no-ep", "ipv4_addr . inet_proto . inet_service", &s.noep);
