@@ -39,6 +39,8 @@ struct kite_agent_config {
     bool proxy;                       /* --proxy-mode nftables: route Services (src/agent/proxy) */
     char *proxy_table;                /* --proxy-table; NULL = KITE_PROXY_TABLE_DEFAULT */
     bool masquerade_pod_traffic;      /* --masquerade-pod-traffic */
+    int64_t backoff_base_ns;          /* --restart-backoff-base: the container restart and image
+                                         pull back-offs' first delay; 10 s as the kubelet's */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:
                                          daemonEndpoints reports the real one), reservations,
                                          evictionHard; string pointers are filled by the agent */

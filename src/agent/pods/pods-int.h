@@ -199,6 +199,7 @@ struct kite_pods {
     char *host_ip;
     bool node_known;       /* the node's status arrived: pods may be admitted */
     char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
+    int64_t backoff_base_ns; /* first delay of the restart and pull back-offs (KITE_PODS_BACKOFF_MIN_NS) */
     struct kite_prober *prober;
 };
 

@@ -28,6 +28,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     p->clock = o->clock ? o->clock : kite_clock_real();
     p->node_name = kite_strdup(o->node_name);
     p->root_dir = o->root_dir ? kite_strdup(o->root_dir) : NULL;
+    p->backoff_base_ns = o->backoff_base_ns > 0 ? o->backoff_base_ns : KITE_PODS_BACKOFF_MIN_NS;
     p->rt_prefix = kite_asprintf("kite-%s://", p->rt->ops->name);
     p->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(p->clock) | 1;
     kite_recorder_init(&p->rec, p->client, p->clock, o->component ? o->component : "kite-agent", p->node_name);

@@ -43,6 +43,7 @@ struct kite_pods_options {
     const char *component;        /* events' source.component; NULL = "kite-agent" */
     const char *root_dir;         /* pods' volumes under <root_dir>/pods/<uid>; NULL = none */
     uint64_t seed;
+    int64_t backoff_base_ns;      /* first delay of the restart and pull back-offs; 0 = KITE_PODS_BACKOFF_MIN_NS */
 };
 
 int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret);
