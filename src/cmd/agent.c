@@ -101,8 +101,8 @@ int agent_main(const char *cmd, int argc, char **argv) {
     bool cleanup = false;
     struct agent_flag_args fa = {.cmd = cmd};
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials (required\n"
-                 "unless --cleanup)", NULL, &kubeconfig),
+        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
+                 .required = true, .unless = "cleanup"),
         FLAG_STR("config", "FILE",
                  "KubeletConfiguration YAML file: nodeStatusUpdateFrequency, nodeStatusReportFrequency,\n"
                  "nodeLeaseDurationSeconds, evictionHard, kubeReserved, systemReserved, maxPods,\n"
@@ -145,11 +145,6 @@ int agent_main(const char *cmd, int argc, char **argv) {
         if (r < 0) fprintf(stderr, "%s%s: --cleanup: %s", flags_prog_prefix(cmd), cmd, err ? err : "nftables failed\n");
         kite_agent_config_release(&cfg);
         return r < 0 ? 1 : 0;
-    }
-    if (!kubeconfig) {
-        fprintf(stderr, "%s%s: --kubeconfig is required\n", flags_prog_prefix(cmd), cmd);
-        kite_agent_config_release(&cfg);
-        return 2;
     }
     struct kite_agent_options o = {.config = &cfg, .kubeconfig = kubeconfig};
     if (bootstrap_kubeconfig) {
