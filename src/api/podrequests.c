@@ -13,7 +13,7 @@ static size_t alen(json_object *a) { return a && json_object_is_type(a, json_typ
 static bool quantity(json_object *list, const char *name, int64_t *ret) {
     json_object *q = kite_obj_get(list, name);
     if (!q) return false;
-    if (json_object_is_type(q, json_type_int)) *ret = json_object_get_int64(q) * 1000;
+    if (json_object_is_type(q, json_type_int)) *ret = kite_sat_mul(json_object_get_int64(q), 1000);
     else if (!json_object_is_type(q, json_type_string) || kite_quantity_parse_milli(json_object_get_string(q), ret) < 0) return false;
     return true;
 }
@@ -25,7 +25,9 @@ static void container_req(json_object *c, bool nonzero, struct kite_pod_requests
     if (!quantity(req, "memory", &r->mem_m) && nonzero) r->mem_m = NONZERO_MEM_M;
 }
 
-static void add(struct kite_pod_requests *a, const struct kite_pod_requests *b) { a->cpu_m += b->cpu_m, a->mem_m += b->mem_m; }
+static void add(struct kite_pod_requests *a, const struct kite_pod_requests *b) {
+    a->cpu_m = kite_sat_add(a->cpu_m, b->cpu_m), a->mem_m = kite_sat_add(a->mem_m, b->mem_m);
+}
 static void maxr(struct kite_pod_requests *a, const struct kite_pod_requests *b) {
     a->cpu_m = KITE_MAX(a->cpu_m, b->cpu_m), a->mem_m = KITE_MAX(a->mem_m, b->mem_m);
 }
@@ -53,7 +55,7 @@ void kite_pod_requests(json_object *pod, bool nonzero, struct kite_pod_requests 
     maxr(&sum, &init_max);
     json_object *oh = kite_obj_get(spec, "overhead");
     int64_t v;
-    if (quantity(oh, "cpu", &v)) sum.cpu_m += v;
-    if (quantity(oh, "memory", &v)) sum.mem_m += v;
+    if (quantity(oh, "cpu", &v)) sum.cpu_m = kite_sat_add(sum.cpu_m, v);
+    if (quantity(oh, "memory", &v)) sum.mem_m = kite_sat_add(sum.mem_m, v);
     *ret = sum;
 }

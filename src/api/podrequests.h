@@ -14,5 +14,6 @@ struct kite_pod_requests {
  * adds to that sum and runs beside every init container after it; the result is the larger of
  * that sum and the largest init-time need, plus spec.overhead. nonzero: a container that
  * requests no cpu (memory) counts 100m (200Mi), as the scheduler's scoring does (pods NULL, or
- * without a spec, request nothing). Requests only: the API defaults them from limits. */
+ * without a spec, request nothing). Requests only: the API defaults them from limits. Sums
+ * saturate at INT64_MAX (a huge request fills any node). */
 void kite_pod_requests(json_object *pod, bool nonzero, struct kite_pod_requests *ret);

@@ -25,21 +25,26 @@
 static bool is_array(json_object *a) { return a && json_object_is_type(a, json_type_array); }
 static size_t alen(json_object *a) { return is_array(a) ? json_object_array_length(a) : 0; }
 
-/* A quantity field of a resource list: cpu in millicores, others in whole units rounded up. */
+/* A quantity field of a resource list: cpu in millicores, others in whole units rounded up,
+ * capped at KITE_SCHED_QUANTITY_MAX so that a node's sums of its pods' requests stay exact
+ * (and add and remove in step) for thousands of huge requests before they saturate. */
 static bool quantity(json_object *list, const char *name, bool milli, int64_t *ret) {
     json_object *q = kite_obj_get(list, name);
     if (!q) return false;
     int64_t m;
-    if (json_object_is_type(q, json_type_int)) m = json_object_get_int64(q) * 1000;
+    if (json_object_is_type(q, json_type_int)) m = kite_sat_mul(json_object_get_int64(q), 1000);
     else if (!json_object_is_type(q, json_type_string) || kite_quantity_parse_milli(json_object_get_string(q), &m) < 0) return false;
-    *ret = milli ? m : (m >= 0 ? (m + 999) / 1000 : m / 1000);
+    int64_t v = milli ? m : m / 1000 + (m % 1000 > 0);
+    *ret = KITE_MAX(-KITE_SCHED_QUANTITY_MAX, KITE_MIN(v, KITE_SCHED_QUANTITY_MAX));
     return true;
 }
 
 void kite_sched_pod_requests(json_object *pod, bool nonzero, struct kite_sched_req *ret) {
     struct kite_pod_requests r;
     kite_pod_requests(pod, nonzero, &r);
-    *ret = (struct kite_sched_req){.cpu = r.cpu_m, .mem = r.mem_m >= 0 ? (r.mem_m + 999) / 1000 : r.mem_m / 1000};
+    int64_t mem = r.mem_m / 1000 + (r.mem_m % 1000 > 0);
+    *ret = (struct kite_sched_req){.cpu = KITE_MAX(-KITE_SCHED_QUANTITY_MAX, KITE_MIN(r.cpu_m, KITE_SCHED_QUANTITY_MAX)),
+                                   .mem = KITE_MAX(-KITE_SCHED_QUANTITY_MAX, KITE_MIN(mem, KITE_SCHED_QUANTITY_MAX))};
 }
 
 void kite_sched_nodeinfo_init(struct kite_sched_nodeinfo *ni, json_object *node) {
@@ -169,7 +174,8 @@ static int64_t least_requested(int64_t requested, int64_t capacity) {
 
 int64_t kite_sched_score_least_allocated(const struct kite_sched_req *pod, const struct kite_sched_nodeinfo *ni) {
     /* cpu and memory, weight 1 each (upstream's default LeastAllocated resources) */
-    return (least_requested(ni->nonzero.cpu + pod->cpu, ni->alloc_cpu) + least_requested(ni->nonzero.mem + pod->mem, ni->alloc_mem)) / 2;
+    return (least_requested(kite_sat_add(ni->nonzero.cpu, pod->cpu), ni->alloc_cpu) +
+            least_requested(kite_sat_add(ni->nonzero.mem, pod->mem), ni->alloc_mem)) / 2;
 }
 
 int64_t kite_sched_score_image_locality(int64_t sum, size_t n_containers) {
