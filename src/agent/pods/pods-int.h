@@ -236,6 +236,32 @@ int pods_volumes_teardown(struct kite_pods *p, const char *uid);
 void pods_volumes_remove_orphans(struct kite_pods *p);
 char *pods_pod_dir(struct kite_pods *p, const char *uid);
 
+/* env.c: a container's environment (see there). An ordered map of variables: */
+struct pods_env {
+    char **k, **v;
+    size_t n;
+};
+void pods_env_set(struct pods_env *e, const char *k, const char *v);
+const char *pods_env_get(const struct pods_env *e, const char *k, size_t len); /* NULL = unset */
+void pods_env_del(struct pods_env *e, const char *k);
+void pods_env_release(struct pods_env *e);
+/* The kubelet's $(VAR) expansion: lookup(name) NULL = unknown, kept as written; $$ is $. A new
+ * string. */
+char *pods_env_expand(const char *in, const char *(*lookup)(void *ud, const char *name, size_t len), void *ud);
+bool pods_env_name_valid(const char *s);
+/* Adds a Service's link variables (FOO_SERVICE_HOST, FOO_PORT_80_TCP_ADDR...). */
+void pods_env_service(struct pods_env *e, json_object *svc);
+/* A resourceFieldRef's value: resource "limits.cpu"..., divisor NULL = 1; unset limits are the
+ * node's allocatable (milli-units, <= 0 = unknown). */
+int pods_env_resource_value(json_object *ctr, const char *resource, const char *divisor, int64_t alloc_cpu_m,
+                            int64_t alloc_mem_m, char **ret, char **ret_err);
+/* The container's variables into *ret (in the order given to the runtime); < 0 with *ret_err,
+ * the kubelet's CreateContainerConfigError message, when a non-optional source is missing. */
+int pods_env_build(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname, struct pods_env *ret,
+                   char **ret_err);
+/* command or args expanded against env: a new vector of *ret_n strings. */
+char **pods_env_expand_argv(json_object *arr, const struct pods_env *env, size_t *ret_n);
+
 /* worker.c: the probes of the pod's running containers registered, those of stopped ones
  * forgotten; and the prober's results applied (readiness, startup, liveness kills, events). */
 void pods_probes_sync(struct kite_pods *p, struct pod *pod);
