@@ -34,6 +34,8 @@ struct kite_agent_config {
                                          the Node's spec.podCIDR; NULL = 10.88.0.0/16, not
                                          written to the Node */
     char *pod_bridge;                 /* --pod-bridge: the pod network's bridge; NULL = kite0 */
+    char *cluster_dns;                /* --cluster-dns / clusterDNS: comma-separated; NULL = none */
+    char *cluster_domain;             /* --cluster-domain / clusterDomain; NULL = cluster.local */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:
                                          daemonEndpoints reports the real one), reservations,
                                          evictionHard; string pointers are filled by the agent */

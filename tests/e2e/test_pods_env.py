@@ -26,7 +26,8 @@ def cluster(tmp_path_factory):
     if not os.path.exists(tar):
         tar = str(work / "busybox.tar")
         subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS)
+    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS + ["--cluster-dns", "10.96.0.10",
+                                                           "--cluster-domain", "cluster.test"])
     r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -79,8 +80,24 @@ def phase(c, name):
     return c.kubectl("get", "pod", name, "-n", NS, "-o", "jsonpath={.status.phase}", check=False).stdout
 
 
+def done(c, name):
+    try:
+        _done(c, name)
+    except BaseException:
+        print(json.dumps(pod_json(c, name)["status"], indent=1))
+        print(c.kubectl("get", "events", "-n", NS).stdout)
+        raise
+
+
+def _done(c, name):
+    wait(lambda: phase(c, name) in ("Succeeded", "Failed") or
+         (phase(c, name) == "Pending" and pod_json(c, name)["status"].get("containerStatuses", [{}])[0]
+          .get("state", {}).get("waiting", {}).get("reason", "ContainerCreating") not in
+          ("ContainerCreating", "CreateContainerConfigError") and pod_json(c, name)["status"]), 40, f"{name} done")
+
+
 def logs_of(c, name):
-    wait(lambda: phase(c, name) in ("Succeeded", "Failed"), 40, f"{name} done")
+    done(c, name)
     out = c.kubectl("logs", name, "-n", NS).stdout
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
@@ -182,3 +199,47 @@ def test_missing_key_is_create_container_config_error(cluster):
     c.kubectl("patch", "configmap", "later", "-n", NS, "-p", '{"data":{"k":"found"}}')
     got = logs_of(c, "waits")
     assert got["X"] == "found"
+
+
+def host_resolv(key):
+    words = []
+    with open("/etc/resolv.conf") as f:
+        for line in f:
+            p = line.split()
+            if p and p[0] == key:
+                words = (words + p[1:]) if key == "nameserver" else p[1:]
+    return words
+
+
+def test_hosts_hostname_and_resolv_conf(cluster):
+    c = cluster
+    script = "cat /etc/hosts; echo ---; cat /etc/hostname; echo ---; cat /etc/resolv.conf"
+    mkpod(c, "named", script, hostname="web-0", subdomain="web",
+          hostAliases=[{"ip": "10.1.2.3", "hostnames": ["foo.local", "bar.local"]}])
+    done(c, "named")
+    hosts, hostname, resolv = c.kubectl("logs", "named", "-n", NS).stdout.split("---\n")
+    ip = pod_json(c, "named")["status"]["podIP"]
+    assert hosts == ("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
+                     "::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\n"
+                     "fe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n"
+                     f"{ip}\tweb-0.web.{NS}.svc.cluster.test\tweb-0\n"
+                     "\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n"), hosts
+    assert hostname == "web-0\n"
+    # ClusterFirst with --cluster-dns: the cluster's server and search list, the host's searches after
+    search = " ".join([f"{NS}.svc.cluster.test", "svc.cluster.test", "cluster.test"] +
+                      [s for s in host_resolv("search") if s not in ("cluster.test",)])
+    assert resolv == f"search {search}\nnameserver 10.96.0.10\noptions ndots:5\n", resolv
+    # None: only dnsConfig; Default: the node's servers, plus dnsConfig merged in
+    mkpod(c, "dns-none", "cat /etc/resolv.conf", dnsPolicy="None",
+          dnsConfig={"nameservers": ["1.2.3.4"], "searches": ["a.example", "b.example"],
+                     "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]})
+    done(c, "dns-none")
+    out = c.kubectl("logs", "dns-none", "-n", NS).stdout
+    assert out == "search a.example b.example\nnameserver 1.2.3.4\noptions ndots:2 edns0\n", out
+    mkpod(c, "dns-default", "cat /etc/resolv.conf", dnsPolicy="Default",
+          dnsConfig={"options": [{"name": "ndots", "value": "1"}]})
+    done(c, "dns-default")
+    out = c.kubectl("logs", "dns-default", "-n", NS).stdout
+    servers = [l.split()[1] for l in out.splitlines() if l.startswith("nameserver")]
+    assert servers == host_resolv("nameserver")[:3], out
+    assert "ndots:1" in out.splitlines()[-1], out

@@ -199,6 +199,7 @@ struct kite_pods {
     char *host_ip;
     bool node_known;       /* the node's status arrived: pods may be admitted */
     char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
+    char *cluster_dns, *cluster_domain; /* NULL = none, cluster.local */
     struct kite_prober *prober;
 };
 
@@ -261,6 +262,17 @@ int pods_env_build(struct kite_pods *p, struct pod *pod, json_object *ctr, const
                    char **ret_err);
 /* command or args expanded against env: a new vector of *ret_n strings. */
 char **pods_env_expand_argv(json_object *arr, const struct pods_env *env, size_t *ret_n);
+
+/* etcfiles.c: the managed hosts file (node_hosts: a hostNetwork pod's, the node's hosts file)
+ * and resolv.conf (dnsPolicy, dnsConfig; host_resolv: the node's) as text; pods_etc_mounts
+ * writes them and /etc/hostname into the pod's directory and appends their bind mounts (paths
+ * owned by *paths) for a container that does not mount those paths itself. */
+char *pods_hosts_content(const char *ip, const char *hostname, const char *domain, json_object *host_aliases,
+                         const char *node_hosts);
+char *pods_resolv_content(json_object *spec, const char *ns, const char *cluster_dns, const char *cluster_domain,
+                          const char *host_resolv);
+int pods_etc_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname,
+                    struct kite_mount **mounts, size_t *n, char ***paths, char **ret_err);
 
 /* worker.c: the probes of the pod's running containers registered, those of stopped ones
  * forgotten; and the prober's results applied (readiness, startup, liveness kills, events). */

@@ -171,10 +171,13 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     struct kite_mount *mounts = NULL;
     size_t nmounts = 0;
     char **mount_paths = NULL, *merr = NULL;
-    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0) {
+    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
+        pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0) {
         kite_strv_free(cmd, ncmd);
         kite_strv_free(args, nargs);
         kite_strv_free(env, nenv);
+        kite_strv_free(mount_paths, nmounts);
+        free(mounts);
         _cleanup_free_ char *m = kite_asprintf("Error: %s", merr);
         ev(p, pod, c, "Warning", "Failed", m);
         set_wait(c, "CreateContainerConfigError", merr);

@@ -98,3 +98,45 @@ Test(pods_env, names) {
     cr_assert_not(pods_env_name_valid("a=b"));
     cr_assert_not(pods_env_name_valid(""));
 }
+
+static json_object *spec_of(const char *s) { return json_tokener_parse(s); }
+
+Test(pods_env, resolv_conf_as_the_kubelet) {
+    const char *host = "# comment\nnameserver 9.9.9.9\nnameserver 8.8.8.8\nsearch old.example\n"
+                       "search corp.example\noptions rotate ndots:3\n";
+    json_object *s = spec_of("{}");
+    char *r = pods_resolv_content(s, "ns", NULL, NULL, host);
+    cr_assert_str_eq(r, "search corp.example\nnameserver 9.9.9.9\nnameserver 8.8.8.8\noptions rotate ndots:3\n",
+                     "ClusterFirst with no cluster DNS is the host's");
+    free(r);
+    r = pods_resolv_content(s, "ns", "10.0.0.10,10.0.0.11", "c.test", host);
+    cr_assert_str_eq(r, "search ns.svc.c.test svc.c.test c.test corp.example\nnameserver 10.0.0.10\n"
+                        "nameserver 10.0.0.11\noptions ndots:5\n");
+    free(r);
+    json_object_put(s);
+    s = spec_of("{\"hostNetwork\":true}");
+    r = pods_resolv_content(s, "ns", "10.0.0.10", NULL, host);
+    cr_assert(strstr(r, "nameserver 9.9.9.9"), "ClusterFirst on the host network is Default: %s", r);
+    free(r);
+    json_object_put(s);
+    s = spec_of("{\"dnsPolicy\":\"Default\",\"dnsConfig\":{\"nameservers\":[\"1.1.1.1\",\"2.2.2.2\"],"
+                "\"options\":[{\"name\":\"ndots\",\"value\":\"1\"}]}}");
+    r = pods_resolv_content(s, "ns", "10.0.0.10", NULL, host);
+    cr_assert_str_eq(r, "search corp.example\nnameserver 9.9.9.9\nnameserver 8.8.8.8\nnameserver 1.1.1.1\n"
+                        "options rotate ndots:1\n", "3 nameservers at most; an option replaced by name");
+    free(r);
+    json_object_put(s);
+}
+
+Test(pods_env, hosts_file) {
+    json_object *ha = json_tokener_parse("[{\"ip\":\"1.2.3.4\",\"hostnames\":[\"a\",\"b\"]}]");
+    char *r = pods_hosts_content("10.0.0.5", "h", NULL, NULL, NULL);
+    cr_assert(strstr(r, "127.0.0.1\tlocalhost\n"));
+    cr_assert(strstr(r, "\n10.0.0.5\th\n"));
+    free(r);
+    r = pods_hosts_content(NULL, "h", NULL, ha, "127.0.0.1 node\n");
+    cr_assert_str_eq(r, "# Kubernetes-managed hosts file (host network).\n127.0.0.1 node\n"
+                        "\n# Entries added by HostAliases.\n1.2.3.4\ta\tb\n");
+    free(r);
+    json_object_put(ha);
+}
