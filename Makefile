@@ -1,5 +1,7 @@
-# kite build. `make` builds build/kite and build/kite-agent; `make test` runs every test;
-# `make asan` the unit tests under AddressSanitizer+UBSan; `make soak` randomized API traffic
+# kite build. `make` builds build/kite and build/kite-agent; `make test` the tests a change must
+# pass (unit, and end-to-end under AddressSanitizer+UBSan); `make test-slow` the rest CI runs (the
+# end-to-end tests against the plain build, and those marked slow); `make asan` the unit tests
+# under AddressSanitizer+UBSan; `make soak` randomized API traffic
 # against the ASan build; `make test-e2e-tsan` the e2e tests under ThreadSanitizer; `make bench`
 # the benchmarks; `make up` a local cluster.
 #
@@ -66,7 +68,7 @@ objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
 lib_of  = $(BUILD)/lib/libkite_$(1).a
 libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
 
-.PHONY: all install check-layers deps test test-unit test-e2e test-e2e-asan test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
+.PHONY: all install check-layers deps test test-slow test-unit test-e2e test-e2e-asan test-e2e-asan-slow test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
 all: deps $(BUILD)/kite $(BUILD)/kite-agent $(BUILD)/kubectl-kite
 
 deps:
@@ -127,8 +129,20 @@ UNIT_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/unit/$(m)/*.c),$(m)
 test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
 	@set -e; for m in $(UNIT_MODULES); do echo "== unit: $$m"; scripts/run-unit $(BUILD)/tests/test-$$m; done
 
-test-e2e: all
-	KITE=$(abspath $(BUILD)/kite) /usr/bin/python3 -m pytest -q tests/e2e
+# The end-to-end tests run in parallel (pytest-xdist): E2E_WORKERS processes, whole files to each
+# (--dist loadfile: a module's tests share its cluster and run in order). They mostly wait on
+# processes, so 4 workers suit this 2-core machine (README, Tests). Each worker takes its own
+# ports, pod bridges and pod CIDRs (tests/e2e/conftest.py). E2E_ARGS: more pytest arguments.
+# Their files go to /tmp/kite-e2e-<worktree>/<build>/gwN/ (emptied at the start of the next run), not
+# pytest's shared /tmp/pytest-of-USER, which every run on the machine prunes.
+E2E_WORKERS ?= 4
+E2E_TMP := /tmp/kite-e2e-$(shell echo $(CURDIR) | md5sum | cut -c1-8)
+PYTEST_E2E = /usr/bin/python3 -m pytest -q -n $(E2E_WORKERS) --dist loadfile --durations=15 $(E2E_ARGS)
+
+# Every e2e test (those marked slow too) against the plain build.
+test-e2e: all $(BUILD)/busybox.tar
+	@mkdir -p $(E2E_TMP)
+	KITE=$(abspath $(BUILD)/kite) $(PYTEST_E2E) --basetemp=$(E2E_TMP)/$(BUILD) tests/e2e
 
 # DESIGN.md's dependency rules (the DEPS_* lines above), checked on includes and on the symbols
 # each module's archive takes from the others: a violation fails the build of `make test`
@@ -138,17 +152,25 @@ check-layers: all
 asan:
 	$(MAKE) SANITIZE=1 test-unit
 
-# The end-to-end tests again against the sanitizer build; any report in a log fails them.
+# The end-to-end tests against the sanitizer build (any report in a log fails them), but for
+# those marked slow (test-e2e-asan-slow).
 test-e2e-asan:
-	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent
-	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 /usr/bin/python3 -m pytest -q tests/e2e
+	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/kubectl-kite build-asan/busybox.tar
+	@mkdir -p $(E2E_TMP)
+	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan -m "not slow" tests/e2e
+
+test-e2e-asan-slow:
+	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/kubectl-kite build-asan/busybox.tar
+	@mkdir -p $(E2E_TMP)
+	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan-slow -m slow tests/e2e
 
 # The end-to-end tests against the ThreadSanitizer build (slow; not part of `make test`): a
 # report in a log fails the test. second_deadlock_stack shows both stacks of a lock-order report.
 TSAN_E2E_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 history_size=4
 test-e2e-tsan:
-	$(MAKE) SANITIZE=thread build-tsan/kite build-tsan/kite-agent
-	KITE=$(abspath build-tsan/kite) TSAN_OPTIONS="$(TSAN_E2E_OPTIONS)" /usr/bin/python3 -m pytest -q tests/e2e
+	$(MAKE) SANITIZE=thread build-tsan/kite build-tsan/kite-agent build-tsan/kubectl-kite
+	@mkdir -p $(E2E_TMP)
+	KITE=$(abspath build-tsan/kite) TSAN_OPTIONS="$(TSAN_E2E_OPTIONS)" $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-tsan tests/e2e
 
 # A randomized mix of API operations from several clients against the ASan build for
 # SOAK_SECONDS (default 600; SOAK_SEED replays a run): fails on a wrong answer, a 5xx, the
@@ -158,7 +180,25 @@ soak:
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 SOAK_SECONDS=$${SOAK_SECONDS:-600} \
 	    /usr/bin/python3 tests/soak/soak.py
 
-test: all check-layers test-unit asan test-e2e test-e2e-asan
+# What a change must pass, in ~10 minutes on 2 cores (README): both builds (each with -j, both
+# cores), the layering check, the unit tests and the end-to-end tests once each, under
+# ASan+UBSan (the same tests a plain pass runs, with every memory and UB check on).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+test: deps
+	$(MAKE) -j$(NPROC) all
+	$(MAKE) check-layers
+	$(MAKE) -j$(NPROC) SANITIZE=1 build-asan/kite build-asan/kite-agent
+	$(MAKE) -j$(NPROC) asan
+	$(MAKE) test-e2e-asan
+
+# The rest of the tests, which CI runs after `make test`: the unit and e2e tests against the plain
+# build (an optimized build times and races differently), and the e2e ones marked slow under the
+# sanitizers.
+test-slow: deps
+	$(MAKE) -j$(NPROC) all
+	$(MAKE) -j$(NPROC) test-unit
+	$(MAKE) test-e2e
+	$(MAKE) test-e2e-asan-slow
 
 bench: all
 	bench/run

@@ -36,6 +36,8 @@ struct kite_agent_config {
     char *pod_bridge;                 /* --pod-bridge: the pod network's bridge; NULL = kite0 */
     char *cluster_dns;                /* --cluster-dns / clusterDNS: comma-separated; NULL = none */
     char *cluster_domain;             /* --cluster-domain / clusterDomain; NULL = cluster.local */
+    int64_t backoff_base_ns;          /* --restart-backoff-base: the container restart and image
+                                         pull back-offs' first delay; 10 s as the kubelet's */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:
                                          daemonEndpoints reports the real one), reservations,
                                          evictionHard; string pointers are filled by the agent */

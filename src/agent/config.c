@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "base/buf.h"
+#include "agent/pods/pods.h"
 #include "agent/runtime/ipam.h"
 #include "agent/runtime/net.h"
 #include "api/quantity.h"
@@ -17,6 +18,7 @@ void kite_agent_config_init(struct kite_agent_config *c) {
     c->status_update_freq_ns = 10 * KITE_NS_PER_SEC;
     c->status_report_freq_ns = 300 * KITE_NS_PER_SEC;
     c->lease_duration_s = 40;
+    c->backoff_base_ns = KITE_PODS_BACKOFF_MIN_NS;
     c->register_node = true;
     c->register_schedulable = true;
     c->taints = json_object_new_array();
@@ -348,6 +350,9 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
             return fail(err, "%s: invalid interface name \"%s\" (1 to 15 characters, no '/', ':' or spaces)", where, v);
         free(c->pod_bridge);
         c->pod_bridge = kite_strdup(v);
+    } else if (kite_streq(name, "restart-backoff-base")) {
+        if ((r = parse_duration(where, v, &c->backoff_base_ns, err)) == 0 && c->backoff_base_ns < KITE_NS_PER_SEC)
+            return fail(err, "%s: must be at least 1s", where);
     } else if (kite_streq(name, "root-dir")) {
         if (!*v) return fail(err, "%s: must not be empty", where);
         free(c->root_dir);

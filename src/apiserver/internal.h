@@ -61,6 +61,7 @@ struct kite_apiserver {
     bool stopping;
     int64_t compact_interval_s;
     int64_t event_ttl_s;
+    size_t watch_queue, watch_queue_bytes; /* a watcher's bounds (watch.c); 0 = the defaults */
     /* write retries (write.c) */
     pthread_t retry_thread;
     bool retry_started, retry_stop;

@@ -677,6 +677,8 @@ int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_api
     s->clock = o->clock ? o->clock : kite_clock_real();
     s->data_dir = kite_strdup(o->data_dir);
     s->compact_interval_s = o->compact_interval_s > 0 ? o->compact_interval_s : 300;
+    s->watch_queue = o->watch_queue;
+    s->watch_queue_bytes = o->watch_queue_bytes;
     s->event_ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S;
     s->storage_log.interval_ns = KITE_NS_PER_SEC;
     pthread_mutex_init(&s->mu, NULL);

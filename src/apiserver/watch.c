@@ -14,7 +14,8 @@
 #include <stdio.h>
 
 /* Events and bytes a watcher may lag behind before it is dropped (why these: wcache.h,
- * KITE_WATCHER_QUEUE_DEFAULT / _BYTES_DEFAULT). */
+ * KITE_WATCHER_QUEUE_DEFAULT / _BYTES_DEFAULT); --watch-queue-events / --watch-queue-bytes
+ * change them (the e2e tests lower them to fill a queue with few writes). */
 #define KITE_WATCH_QUEUE 10000
 #define KITE_WATCH_QUEUE_BYTES ((size_t)16 << 20)
 #define KITE_WATCH_BATCH 128          /* events rendered per pull */
@@ -295,8 +296,9 @@ void handle_watch(struct req *rq) {
     }
     w->last_rev = from;
     if (r == 0)
-        r = kite_wcache_watch(cache, prefix, from, KITE_WATCH_QUEUE, KITE_WATCH_QUEUE_BYTES, (w->ls || w->fs || rq->name) ? filter : NULL,
-                              notify, w, &w->watcher);
+        r = kite_wcache_watch(cache, prefix, from, rq->srv->watch_queue ? rq->srv->watch_queue : KITE_WATCH_QUEUE,
+                              rq->srv->watch_queue_bytes ? rq->srv->watch_queue_bytes : KITE_WATCH_QUEUE_BYTES,
+                              (w->ls || w->fs || rq->name) ? filter : NULL, notify, w, &w->watcher);
     if (r == -ENODATA) {
         w->error_event = kite_asprintf("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %lld (%lld)\",\"reason\":\"Expired\",\"code\":410}}\n",
                                        (long long)from, (long long)kite_wcache_oldest_rev(cache));

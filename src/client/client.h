@@ -68,7 +68,20 @@ struct kite_client {
     const struct kite_client_ops *ops;
     _Atomic uint64_t bytes_sent; /* request bytes written (headers + body), for benchmarks */
     _Atomic uint64_t requests;
+    /* kite_client_set_write_gate's; set before the client is shared */
+    bool (*may_write)(void *ud);
+    void *may_write_ud;
 };
+
+/* What a write refused by the write gate returns: the controller retries it later, as any
+ * failed request, and by then it runs no more (its leader stopped it) or leads again. */
+#define KITE_CLIENT_NOT_LEADING (-ENOLCK)
+
+/* Every request but GET and HEAD asks may_write(ud) first and, on false, is not sent
+ * (KITE_CLIENT_NOT_LEADING): the controllers' client of a leader-elected process, so that a
+ * process that lost its lease (or cannot tell, having been paused past its renew deadline)
+ * writes nothing before it notices. Set before other threads use the client. */
+void kite_client_set_write_gate(struct kite_client *c, bool (*may_write)(void *ud), void *ud);
 
 struct kite_client_options {
     long timeout_ms;        /* per request; 0 = 10000 */
@@ -99,9 +112,17 @@ struct kite_client *kite_client_fake_new(kite_fake_handler handler, kite_fake_wa
 /* How many times reset_connections was called on a fake client. */
 unsigned kite_client_fake_resets(struct kite_client *c);
 
+/* The write gate's answer for a request of method (true for reads and without a gate). The
+ * transport asks again right before the request's bytes leave, after waiting for its
+ * connection: a process frozen in between sends nothing when it thaws. */
+static inline bool kite_client_may_send(struct kite_client *c, const char *method) {
+    return !c->may_write || !strcmp(method, "GET") || !strcmp(method, "HEAD") || c->may_write(c->may_write_ud);
+}
+
 static inline int kite_client_request(struct kite_client *c, const char *method, const char *path,
                                       const char *content_type, const char *body, size_t body_len,
                                       struct kite_response *ret) {
+    if (!kite_client_may_send(c, method)) return KITE_CLIENT_NOT_LEADING;
     return c->ops->request(c, method, path, content_type, body, body_len, ret);
 }
 static inline int kite_client_watch(struct kite_client *c, const char *path, kite_watch_fn fn, void *ud,

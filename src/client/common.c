@@ -87,6 +87,11 @@ int kite_lines_feed(struct kite_lines *l, const char *data, size_t n, int (*fn)(
     return 0;
 }
 
+void kite_client_set_write_gate(struct kite_client *c, bool (*may_write)(void *ud), void *ud) {
+    c->may_write = may_write;
+    c->may_write_ud = ud;
+}
+
 int kite_client_json(struct kite_client *c, const char *method, const char *path, const char *content_type,
                      json_object *body, long *ret_status, json_object **ret_obj) {
     const char *s = NULL;

@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "base/map.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 struct kite_informer {
@@ -17,6 +18,7 @@ struct kite_informer {
     pthread_t thread;
     struct kite_cancel cancel;
     struct kite_backoff backoff;
+    atomic_bool synced;
 };
 
 char *kite_informer_key(json_object *obj) {
@@ -81,6 +83,7 @@ static void replace(struct kite_informer *i, json_object *items) {
     }
     free(gone);
     kite_map_release(&seen);
+    atomic_store(&i->synced, true);
     for (size_t k = 0; k < i->nh; k++)
         if (i->h[k].synced) i->h[k].synced(i->h[k].ud);
 }
@@ -156,6 +159,8 @@ int kite_informer_start(const struct kite_informer_options *o, struct kite_infor
     *ret = i;
     return 0;
 }
+
+bool kite_informer_synced(struct kite_informer *i) { return atomic_load(&i->synced); }
 
 void kite_informer_stop(struct kite_informer *i) {
     if (!i) return;

@@ -35,6 +35,9 @@ struct kite_informer_options {
 
 struct kite_informer;
 int kite_informer_start(const struct kite_informer_options *o, struct kite_informer **ret);
+/* The first list has been delivered to the handlers (client-go's HasSynced); safe from any
+ * thread. */
+bool kite_informer_synced(struct kite_informer *i);
 /* Cancels the watch and joins; frees the cache. NULL is a no-op. */
 void kite_informer_stop(struct kite_informer *i);
 

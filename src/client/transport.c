@@ -321,6 +321,10 @@ static int tls_request(struct kite_client *base, const char *method, const char 
         struct exchange x = {.body = &out, .body_max = KITE_CLIENT_MAX_BODY};
         exchange_init(&x);
         bool keep_alive = false;
+        if (!kite_client_may_send(base, method)) {
+            r = KITE_CLIENT_NOT_LEADING;
+            break;
+        }
         r = conn_send(&c->conn, req.p, req.len, deadline, -1);
         if (r == 0) atomic_fetch_add(&base->bytes_sent, req.len);
         if (r == 0) r = exchange_read(&c->conn, &x, deadline, -1, &keep_alive);

@@ -55,6 +55,7 @@ struct kite_controllers {
     struct controller_args args;
     struct kite_client *client;
     struct kite_leader *leader;  /* NULL without leader election */
+    struct kite_client *le_client; /* the election's own client (NULL without) */
     struct kite_nsctl *nsctl;    /* these two run only while leading */
     struct kite_ctlmgr *nodes;
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
@@ -81,6 +82,7 @@ struct kite_scheduler_proc {
     struct scheduler_args args;
     struct kite_client *client;
     struct kite_leader *leader; /* NULL without leader election */
+    struct kite_client *le_client; /* the election's own client (NULL without) */
     struct kite_schedrun *run;  /* while leading */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
@@ -103,6 +105,7 @@ struct apiserver_args {
     bool force_recover;
     bool http2;
     int64_t node_stale_ns, node_grace_ns;
+    int64_t watch_queue, watch_queue_bytes;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -118,6 +121,10 @@ struct apiserver_args {
                   &(a)->event_ttl_ns),                                                                           \
     FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
                   KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
+    FLAG_INT("watch-queue-events", "events a watcher may lag behind before it is dropped (410 Expired)", "10000", 1, \
+             1000000, &(a)->watch_queue),                                                                         \
+    FLAG_INT("watch-queue-bytes", "bytes of objects a watcher may lag behind before it is dropped", "16777216",    \
+             65536, (int64_t)1 << 32, &(a)->watch_queue_bytes),                                                   \
     FLAG_DURATION("node-monitor-grace-period", "a node whose lease went unrenewed this long (or its duration, if " \
                   "longer) is\nreported LeaseExpired until a controller marks it (kite nodes); kite up's node "   \
                   "lifecycle\ncontroller uses it too", "50s", KITE_NS_PER_SEC, &(a)->node_grace_ns),              \
@@ -177,6 +184,9 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
     FLAG_FORWARD("cluster-domain", FLAG_STRING, "DOMAIN", "the cluster's DNS domain (pods' search list)",         \
                  "cluster.local"),                                                                             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
+    FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
+                 "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
+                 "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \
     FLAG_FORWARD("port", FLAG_INT, NULL, "HTTPS port of the log endpoint (0: any free port, reported in\n"          \
                  "the Node's daemonEndpoints)", "10250"),                                                        \
     FLAG_FORWARD("address", FLAG_STRING, "IP", "address the log endpoint listens on", "0.0.0.0"),                 \

@@ -72,17 +72,18 @@ void controller_args_defaults(struct controller_args *a) {
     };
 }
 
-/* Leadership gained: start the controllers (on the elector's thread; they start threads). */
-static void lead(void *ud) {
-    struct kite_controllers *c = ud;
-    unsigned off = c->args.off;
-    int r;
-    if (!(off & KITE_CTL_NAMESPACE)) {
-        struct kite_nsctl_options no = {.client = c->client};
-        if ((r = kite_nsctl_start(&no, &c->nsctl)) < 0)
-            log_error(LOG, "cannot start the namespace controller: %s", strerror(-r));
-    }
-    struct kite_ctlmgr_options mo = {
+/* ---- the controllers, one row each (or one per group sharing informers) ----
+ * A row starts when any controller of its bits is on (--controllers; the row's start reads
+ * `off` for its own). lead() starts them in order, unlead() stops them in reverse. */
+
+static int start_namespace(struct kite_controllers *c, unsigned off) {
+    struct kite_nsctl_options o = {.client = c->client};
+    return kite_nsctl_start(&o, &c->nsctl);
+}
+static void stop_namespace(struct kite_controllers *c) { kite_nsctl_stop(TAKE_PTR(c->nsctl)); }
+
+static int start_nodes(struct kite_controllers *c, unsigned off) {
+    struct kite_ctlmgr_options o = {
         .client = c->client,
         .nlc = {.grace_ns = c->args.grace_ns,
                 .startup_grace_ns = c->args.startup_grace_ns,
@@ -96,46 +97,85 @@ static void lead(void *ud) {
         .node_cleanup_after_ns = off & KITE_CTL_NODE_LIFECYCLE ? 0 : c->args.node_cleanup_ns,
         .off = off,
     };
-    const unsigned node_ctls = KITE_CTL_NODE_LIFECYCLE | KITE_CTL_TAINT_EVICTION | KITE_CTL_POD_GC | KITE_CTL_DISRUPTION;
-    if ((off & node_ctls) != node_ctls && (r = kite_ctlmgr_start(&mo, &c->nodes)) < 0)
-        log_error(LOG, "cannot start the node controllers: %s", strerror(-r));
-    struct kite_aggregator_options ao = {.client = c->client};
-    if (!(off & KITE_CTL_CLUSTERROLE_AGGREGATION) && (r = kite_aggregator_start(&ao, &c->aggregator)) < 0)
-        log_error(LOG, "cannot start the clusterrole aggregation controller: %s", strerror(-r));
-    struct kite_workloads_options wo = {.client = c->client, .off = off};
-    const unsigned wl_ctls = KITE_CTL_REPLICASET | KITE_CTL_DEPLOYMENT | KITE_CTL_GARBAGE_COLLECTOR;
-    if ((off & wl_ctls) != wl_ctls && (r = kite_workloads_start(&wo, &c->workloads)) < 0)
-        log_error(LOG, "cannot start the workload controllers: %s", strerror(-r));
-    struct kite_jobctl_options jo = {.client = c->client};
-    if (!(off & KITE_CTL_JOB) && (r = kite_jobs_start(&jo, &c->jobs)) < 0)
-        log_error(LOG, "cannot start the job controller: %s", strerror(-r));
-    struct kite_dsctl_options dso = {.client = c->client};
-    if (!(off & KITE_CTL_DAEMONSET) && (r = kite_daemonsets_start(&dso, &c->daemonsets)) < 0)
-        log_error(LOG, "cannot start the daemon set controller: %s", strerror(-r));
+    return kite_ctlmgr_start(&o, &c->nodes);
+}
+static void stop_nodes(struct kite_controllers *c) { kite_ctlmgr_stop(TAKE_PTR(c->nodes)); }
+
+static int start_aggregation(struct kite_controllers *c, unsigned off) {
+    struct kite_aggregator_options o = {.client = c->client};
+    return kite_aggregator_start(&o, &c->aggregator);
+}
+static void stop_aggregation(struct kite_controllers *c) { kite_aggregator_stop(TAKE_PTR(c->aggregator)); }
+
+static int start_workloads(struct kite_controllers *c, unsigned off) {
+    struct kite_workloads_options o = {.client = c->client, .off = off};
+    return kite_workloads_start(&o, &c->workloads);
+}
+static void stop_workloads(struct kite_controllers *c) { kite_workloads_stop(TAKE_PTR(c->workloads)); }
+
+static int start_jobs(struct kite_controllers *c, unsigned off) {
+    struct kite_jobctl_options o = {.client = c->client};
+    return kite_jobs_start(&o, &c->jobs);
+}
+static void stop_jobs(struct kite_controllers *c) { kite_jobs_stop(TAKE_PTR(c->jobs)); }
+
+static int start_daemonsets(struct kite_controllers *c, unsigned off) {
+    struct kite_dsctl_options o = {.client = c->client};
+    return kite_daemonsets_start(&o, &c->daemonsets);
+}
+static void stop_daemonsets(struct kite_controllers *c) { kite_daemonsets_stop(TAKE_PTR(c->daemonsets)); }
+
+/* the signer runs only with a CA (--cluster-signing-cert-file) */
+static int start_csr(struct kite_controllers *c, unsigned off) {
     bool sign = !(off & KITE_CTL_CSR_SIGNING);
-    struct kite_csrctl_options co = {.client = c->client,
-                                     .ca_cert_pem = sign ? c->signing_cert : NULL,
-                                     .ca_key_pem = sign ? c->signing_key : NULL,
-                                     .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC,
-                                     .no_approve = off & KITE_CTL_CSR_APPROVING};
-    if ((!co.no_approve || co.ca_cert_pem) && (r = kite_csrctl_start(&co, &c->csrctl)) < 0)
-        log_error(LOG, "cannot start the certificate signing request controller: %s", strerror(-r));
-    struct kite_epsctl_options eo = {.client = c->client};
-    if (!(off & KITE_CTL_ENDPOINTSLICE) && (r = kite_epsctl_start(&eo, &c->endpointslices)) < 0)
-        log_error(LOG, "cannot start the endpointslice controller: %s", strerror(-r));
+    struct kite_csrctl_options o = {.client = c->client,
+                                    .ca_cert_pem = sign ? c->signing_cert : NULL,
+                                    .ca_key_pem = sign ? c->signing_key : NULL,
+                                    .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC,
+                                    .no_approve = off & KITE_CTL_CSR_APPROVING};
+    return o.no_approve && !o.ca_cert_pem ? 0 : kite_csrctl_start(&o, &c->csrctl);
+}
+static void stop_csr(struct kite_controllers *c) { kite_csrctl_stop(TAKE_PTR(c->csrctl)); }
+
+static int start_endpointslices(struct kite_controllers *c, unsigned off) {
+    struct kite_epsctl_options o = {.client = c->client};
+    return kite_epsctl_start(&o, &c->endpointslices);
+}
+static void stop_endpointslices(struct kite_controllers *c) { kite_epsctl_stop(TAKE_PTR(c->endpointslices)); }
+
+static const struct {
+    const char *what;
+    unsigned bits;
+    int (*start)(struct kite_controllers *c, unsigned off);
+    void (*stop)(struct kite_controllers *c);
+} ROWS[] = {
+    {"the namespace controller", KITE_CTL_NAMESPACE, start_namespace, stop_namespace},
+    {"the node controllers",
+     KITE_CTL_NODE_LIFECYCLE | KITE_CTL_TAINT_EVICTION | KITE_CTL_POD_GC | KITE_CTL_DISRUPTION, start_nodes, stop_nodes},
+    {"the clusterrole aggregation controller", KITE_CTL_CLUSTERROLE_AGGREGATION, start_aggregation, stop_aggregation},
+    {"the workload controllers", KITE_CTL_REPLICASET | KITE_CTL_DEPLOYMENT | KITE_CTL_GARBAGE_COLLECTOR,
+     start_workloads, stop_workloads},
+    {"the job controller", KITE_CTL_JOB, start_jobs, stop_jobs},
+    {"the daemon set controller", KITE_CTL_DAEMONSET, start_daemonsets, stop_daemonsets},
+    {"the certificate signing request controller", KITE_CTL_CSR_APPROVING | KITE_CTL_CSR_SIGNING, start_csr, stop_csr},
+    {"the endpointslice controller", KITE_CTL_ENDPOINTSLICE, start_endpointslices, stop_endpointslices},
+};
+
+/* Leadership gained: start the controllers (on the elector's thread; they start threads). */
+static void lead(void *ud) {
+    struct kite_controllers *c = ud;
+    unsigned off = c->args.off;
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(ROWS); i++) {
+        int r;
+        if ((off & ROWS[i].bits) != ROWS[i].bits && (r = ROWS[i].start(c, off)) < 0)
+            log_error(LOG, "cannot start %s: %s", ROWS[i].what, strerror(-r));
+    }
     log_info(LOG, "controllers running");
 }
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
-    kite_workloads_stop(TAKE_PTR(c->workloads));
-    kite_csrctl_stop(TAKE_PTR(c->csrctl));
-    kite_epsctl_stop(TAKE_PTR(c->endpointslices));
-    kite_aggregator_stop(TAKE_PTR(c->aggregator));
-    kite_jobs_stop(TAKE_PTR(c->jobs));
-    kite_daemonsets_stop(TAKE_PTR(c->daemonsets));
-    kite_ctlmgr_stop(TAKE_PTR(c->nodes));
-    kite_nsctl_stop(TAKE_PTR(c->nsctl));
+    for (size_t i = KITE_ARRAY_SIZE(ROWS); i-- > 0;) ROWS[i].stop(c);
     log_info(LOG, "controllers stopped");
 }
 
@@ -167,6 +207,11 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     if (r < 0) return r;
     struct kite_client_options co = {.user_agent = "kite-controller-manager"};
     r = kite_client_new(kc, &co, &ret->client);
+    /* the election renews on a client of its own (as kube-controller-manager's), which the
+     * write gate of the controllers' client does not hold back */
+    struct kite_client_options leo = {.user_agent = "kite-controller-manager/leader-election"};
+    if (r == 0 && a->leader_elect && (r = kite_client_new(kc, &leo, &ret->le_client)) < 0)
+        kite_client_free(TAKE_PTR(ret->client));
     kite_kubeconfig_free(kc);
     if (r < 0) {
         *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
@@ -182,13 +227,14 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     uint64_t salt = (uint64_t)kite_now_wall(kite_clock_real()) ^ ((uint64_t)getpid() << 32);
     _cleanup_free_ char *id = kite_asprintf("%s_%016llx", host, (unsigned long long)salt);
     struct kite_leader_options lo = {
-        .client = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
+        .client = ret->le_client, .gated = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
         .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns, .retry_period_ns = a->le_retry_ns,
         .started = lead, .stopped = unlead, .ud = ret,
     };
     if ((r = kite_leader_start(&lo, &ret->leader)) < 0) {
         *ret_error = kite_asprintf("cannot start leader election: %s", strerror(-r));
         kite_client_free(TAKE_PTR(ret->client));
+        kite_client_free(TAKE_PTR(ret->le_client));
         return r;
     }
     log_info(LOG, "leader election as %s on lease %s/%s", id, LEASE_NS, LEASE_NAME);
@@ -199,6 +245,7 @@ void controllers_stop(struct kite_controllers *c) {
     if (c->leader) kite_leader_stop(TAKE_PTR(c->leader)); /* calls unlead if leading, then releases */
     else unlead(c);
     kite_client_free(TAKE_PTR(c->client));
+    kite_client_free(TAKE_PTR(c->le_client));
     free(TAKE_PTR(c->signing_cert));
     if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
     free(TAKE_PTR(c->signing_key));
@@ -210,6 +257,9 @@ int cmd_controller_manager(int argc, char **argv) {
     a.leader_elect = true;
     struct flag_list ctls __attribute__((cleanup(flag_list_release))) = {0};
     a.controllers = &ctls;
+    _cleanup_free_ char *ctl_help = kite_asprintf("controllers to run: '*' all, 'foo' foo, '-foo' not foo; names "
+                                                  "as kube-controller-manager's or their short forms: %s",
+                                                  kite_controllers_names());
     const struct flag flags[] = {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &a.kubeconfig,
                  .required = true),
@@ -218,8 +268,7 @@ int cmd_controller_manager(int argc, char **argv) {
                  &a.signing_cert_file),
         FLAG_STR("cluster-signing-key-file", "FILE", "key (PEM) of --cluster-signing-cert-file", NULL,
                  &a.signing_key_file),
-        FLAG_LIST("controllers", "NAME,...", "controllers to run: '*' all, 'foo' foo, '-foo' not foo; names as "
-                  "kube-controller-manager's (namespace, nodelifecycle, podgc, replicaset, ...)", "*", &ctls),
+        FLAG_LIST("controllers", "NAME,...", ctl_help, "*", &ctls),
         FLAG_END};
     int r = flags_parse("controller-manager",
                         "Runs kite's controllers (namespace, node lifecycle, taint eviction, pod GC, clusterrole\n"

@@ -36,6 +36,10 @@ int scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *
     if (r < 0) return r;
     struct kite_client_options co = {.user_agent = "kite-scheduler"};
     r = kite_client_new(kc, &co, &ret->client);
+    /* the election renews on its own client, which the scheduler's write gate does not hold back */
+    struct kite_client_options leo = {.user_agent = "kite-scheduler/leader-election"};
+    if (r == 0 && a->leader_elect && (r = kite_client_new(kc, &leo, &ret->le_client)) < 0)
+        kite_client_free(TAKE_PTR(ret->client));
     kite_kubeconfig_free(kc);
     if (r < 0) {
         *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
@@ -50,13 +54,14 @@ int scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *
     uint64_t salt = (uint64_t)kite_now_wall(kite_clock_real()) ^ ((uint64_t)getpid() << 32);
     _cleanup_free_ char *id = kite_asprintf("%s_%016llx", host, (unsigned long long)salt);
     struct kite_leader_options lo = {
-        .client = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
+        .client = ret->le_client, .gated = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
         .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns, .retry_period_ns = a->le_retry_ns,
         .started = lead, .stopped = unlead, .ud = ret,
     };
     if ((r = kite_leader_start(&lo, &ret->leader)) < 0) {
         *ret_error = kite_asprintf("cannot start leader election: %s", strerror(-r));
         kite_client_free(TAKE_PTR(ret->client));
+        kite_client_free(TAKE_PTR(ret->le_client));
         return r;
     }
     log_info(LOG, "leader election as %s on lease %s/%s", id, LEASE_NS, LEASE_NAME);
@@ -67,6 +72,7 @@ void scheduler_stop(struct kite_scheduler_proc *p) {
     if (p->leader) kite_leader_stop(TAKE_PTR(p->leader)); /* calls unlead if leading */
     else unlead(p);
     kite_client_free(TAKE_PTR(p->client));
+    kite_client_free(TAKE_PTR(p->le_client));
 }
 
 int cmd_scheduler(int argc, char **argv) {

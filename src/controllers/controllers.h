@@ -6,7 +6,8 @@
 #include "client/client.h"
 
 /* The controllers kite controller-manager runs, one bit each (--controllers turns them off;
- * the table of their names is in cmd/controller_manager.c). */
+ * the table of their names is in selection.c, the one that starts them in
+ * cmd/controller_manager.c). */
 enum {
     KITE_CTL_NAMESPACE = 1u << 0,
     KITE_CTL_NODE_LIFECYCLE = 1u << 1,
@@ -27,7 +28,7 @@ enum {
  * "-foo"; upstream's names or their short aliases) to the bits of the controllers that are
  * off. 0, or -EINVAL with *ret_error (malloc'ed) naming an unknown controller. */
 int kite_controllers_off(char *const *names, size_t n, unsigned *ret_off, char **ret_error);
-/* The short names, for help texts. */
+/* The short names, ", "-separated, for help texts (from the same table). */
 const char *kite_controllers_names(void);
 
 /* The namespace controller: a namespace being deleted (deletionTimestamp set, "kubernetes"

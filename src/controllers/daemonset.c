@@ -709,7 +709,7 @@ int kite_daemonsets_start(const struct kite_dsctl_options *o, struct kite_daemon
     struct kite_daemonsets *d = kite_calloc(1, sizeof *d);
     d->core = kite_dsctl_new(o);
     int r;
-    if ((r = kite_ctl_loop_start(&d->loop, "daemonset-ctl", loop_step, loop_pending, d->core)) < 0) goto fail;
+    kite_ctl_loop_init(&d->loop, loop_step, loop_pending, d->core);
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/nodes", .name = "inf-ds-nodes", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = on_node, .update = on_node_update, .del = on_node_del, .ud = d};
     if ((r = kite_informer_start(&io, &d->nodes)) < 0) goto fail;
@@ -719,6 +719,8 @@ int kite_daemonsets_start(const struct kite_dsctl_options *o, struct kite_daemon
     io.path = "/apis/apps/v1/daemonsets", io.name = "inf-daemonsets";
     io.handlers[0] = (struct kite_informer_handlers){.add = on_ds, .update = on_ds_update, .del = on_ds_del, .ud = d};
     if ((r = kite_informer_start(&io, &d->sets)) < 0) goto fail;
+    struct kite_informer *inf[] = {d->sets, d->nodes, d->pods};
+    if ((r = kite_ctl_loop_run(&d->loop, "daemonset-ctl", inf, KITE_ARRAY_SIZE(inf))) < 0) goto fail;
     *ret = d;
     return 0;
 fail:
@@ -728,6 +730,8 @@ fail:
 
 void kite_daemonsets_stop(struct kite_daemonsets *d) {
     if (!d) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&d->loop);
     kite_informer_stop(d->sets);
     kite_informer_stop(d->nodes);
     kite_informer_stop(d->pods);

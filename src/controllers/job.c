@@ -768,7 +768,7 @@ int kite_jobs_start(const struct kite_jobctl_options *o, struct kite_jobs **ret)
     struct kite_jobs *j = kite_calloc(1, sizeof *j);
     j->core = kite_jobctl_new(o);
     int r;
-    if ((r = kite_ctl_loop_start(&j->loop, "job-controller", loop_step, loop_pending, j->core)) < 0) goto fail;
+    kite_ctl_loop_init(&j->loop, loop_step, loop_pending, j->core);
     /* only the pods a Job made carry its controller-uid label */
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/pods", .name = "inf-job-pods",
                                        .selector = "labelSelector=batch.kubernetes.io%2Fcontroller-uid", .n_handlers = 1};
@@ -778,6 +778,8 @@ int kite_jobs_start(const struct kite_jobctl_options *o, struct kite_jobs **ret)
     io.handlers[0] = (struct kite_informer_handlers){.add = on_job, .update = on_job_update, .del = on_job_del,
                                                      .synced = on_jobs_synced, .ud = j};
     if ((r = kite_informer_start(&io, &j->jobs)) < 0) goto fail;
+    struct kite_informer *inf[] = {j->jobs, j->pods};
+    if ((r = kite_ctl_loop_run(&j->loop, "job-controller", inf, KITE_ARRAY_SIZE(inf))) < 0) goto fail;
     *ret = j;
     return 0;
 fail:
@@ -787,6 +789,8 @@ fail:
 
 void kite_jobs_stop(struct kite_jobs *j) {
     if (!j) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&j->loop);
     kite_informer_stop(j->jobs);
     kite_informer_stop(j->pods);
     kite_ctl_loop_stop(&j->loop);

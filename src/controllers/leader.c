@@ -4,9 +4,11 @@
 #include "base/backoff.h"
 #include "base/log.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 #define LOG "leader-election"
+#define NEVER (INT64_MIN / 2) /* renewed: not holding */
 
 struct kite_leader {
     struct kite_leader_options o;
@@ -17,6 +19,7 @@ struct kite_leader {
     int64_t observed_at;      /* mono, when it was observed */
     int64_t last_renew;       /* mono, our last successful acquire or renew */
     bool leading;             /* between started and stopped */
+    _Atomic int64_t renewed;  /* last_renew while holding, for kite_leader_may_write's threads */
     pthread_t thread;
     bool threaded;
     struct kite_cancel cancel;
@@ -38,6 +41,7 @@ struct kite_leader *kite_leader_new(const struct kite_leader_options *o) {
     l->path = kite_asprintf("%s/%s", l->collection, l->name);
     l->rng = (uint64_t)kite_now_mono(l->o.clock) ^ (uint64_t)(uintptr_t)l;
     kite_cancel_init(&l->cancel);
+    atomic_init(&l->renewed, NEVER);
     return l;
 }
 
@@ -53,6 +57,17 @@ void kite_leader_free(struct kite_leader *l) {
     free(l->collection);
     kite_cancel_release(&l->cancel);
     free(l);
+}
+
+/* when the request that acquired or renewed the lease was sent */
+static void renewed(struct kite_leader *l, int64_t at) {
+    l->last_renew = at;
+    atomic_store(&l->renewed, at);
+}
+
+bool kite_leader_may_write(void *ud) {
+    struct kite_leader *l = ud;
+    return kite_now_mono(l->o.clock) - atomic_load(&l->renewed) < l->o.renew_deadline_ns;
 }
 
 static const char *holder_of(json_object *spec) { return kite_obj_str(spec, "holderIdentity"); }
@@ -123,7 +138,7 @@ int kite_leader_try(struct kite_leader *l) {
         e = update(l, spec, now);
         json_object_put(spec);
         if (e == 0) {
-            l->last_renew = now;
+            renewed(l, now);
             return 1;
         }
     }
@@ -146,7 +161,7 @@ int kite_leader_try(struct kite_leader *l) {
             json_object_put(l->lease);
             l->lease = out;
             observe(l, spec, now);
-            l->last_renew = now;
+            renewed(l, now);
         } else {
             json_object_put(out);
         }
@@ -166,14 +181,17 @@ int kite_leader_try(struct kite_leader *l) {
     if (!l->observed_raw || strcmp(raw, l->observed_raw) != 0) observe(l, spec, now);
     const char *holder = holder_of(spec);
     bool leader = kite_leader_is_leader(l);
-    if (holder && *holder && lease_valid(l, now) && !leader) return 0;
+    if (holder && *holder && lease_valid(l, now) && !leader) {
+        atomic_store(&l->renewed, NEVER);
+        return 0;
+    }
     /* 4. take it (or keep it) */
     json_object *mine = leader ? record(l, l->identity, dur_s, kite_obj_str(spec, "acquireTime"), ts, transitions_of(spec))
                                : record(l, l->identity, dur_s, ts, ts, transitions_of(spec) + 1);
     e = update(l, mine, now);
     json_object_put(mine);
     if (e < 0) return e;
-    l->last_renew = now;
+    renewed(l, now);
     return 1;
 }
 
@@ -181,10 +199,17 @@ int kite_leader_release(struct kite_leader *l) {
     if (!kite_leader_is_leader(l) || !l->lease) return 0;
     char ts[28];
     kite_microtime_format(kite_now_wall(l->o.clock), ts);
+    atomic_store(&l->renewed, NEVER);
     json_object *spec = record(l, "", 1, ts, ts, transitions_of(l->observed));
     int e = update(l, spec, kite_now_mono(l->o.clock));
     json_object_put(spec);
     return e;
+}
+
+static void *start_thread(void *ud) {
+    struct kite_leader *l = ud;
+    l->o.started(l->o.ud);
+    return NULL;
 }
 
 static void *run(void *ud) {
@@ -199,11 +224,23 @@ static void *run(void *ud) {
         }
         log_info(LOG, "%s acquired the lease %s/%s", l->identity, l->ns, l->name);
         l->leading = true;
-        if (l->o.started) l->o.started(l->o.ud);
+        /* the controllers start on a thread of their own, so the lease is renewed meanwhile
+         * (a slow start is not a lapse); it is joined before they are stopped */
+        pthread_t starter;
+        bool starting = l->o.started && pthread_create(&starter, NULL, start_thread, l) == 0;
+        if (l->o.started && !starting) l->o.started(l->o.ud);
         /* renew until the deadline passes without a successful renewal */
         while (!kite_cancel_fired(&l->cancel)) {
             kite_cancel_wait(&l->cancel, l->o.retry_period_ns);
             if (kite_cancel_fired(&l->cancel)) break;
+            /* paused past the renew deadline (SIGSTOP, a stalled machine): leadership lapsed
+             * whoever holds the lease now, and what the controllers know (a node's last
+             * renewal seen, on this clock) is stale; they stop, and start afresh (re-reading
+             * everything) if this process acquires the lease again */
+            if (kite_now_mono(l->o.clock) - l->last_renew >= l->o.renew_deadline_ns) {
+                log_warn(LOG, "%s: no renewal for longer than the renew deadline: leadership lapsed", l->identity);
+                break;
+            }
             r = kite_leader_try(l);
             if (r == 1) continue;
             int64_t since = kite_now_mono(l->o.clock) - l->last_renew;
@@ -214,6 +251,7 @@ static void *run(void *ud) {
             }
         }
         l->leading = false;
+        if (starting) pthread_join(starter, NULL);
         if (l->o.stopped) l->o.stopped(l->o.ud);
     }
     return NULL;
@@ -221,6 +259,7 @@ static void *run(void *ud) {
 
 int kite_leader_start(const struct kite_leader_options *o, struct kite_leader **ret) {
     struct kite_leader *l = kite_leader_new(o);
+    if (o->gated) kite_client_set_write_gate(o->gated, kite_leader_may_write, l);
     if (pthread_create(&l->thread, NULL, run, l) != 0) {
         kite_leader_free(l);
         return -EAGAIN;
@@ -236,5 +275,6 @@ void kite_leader_stop(struct kite_leader *l) {
     kite_cancel_fire(&l->cancel);
     if (l->threaded) pthread_join(l->thread, NULL);
     kite_leader_release(l);
+    if (l->o.gated) kite_client_set_write_gate(l->o.gated, NULL, NULL);
     kite_leader_free(l);
 }

@@ -20,10 +20,13 @@ struct kite_leader_options {
     const char *ns, *name;      /* the Lease (copied) */
     const char *identity;       /* copied */
     int64_t lease_duration_ns, renew_deadline_ns, retry_period_ns; /* 0 = the defaults above */
-    /* Called on the elector's thread when leadership is gained and lost (or at stop while
-     * leading); started may take its time, the elector does not renew meanwhile, so it
-     * should only start threads. */
+    /* Called when leadership is gained and lost (or at stop while leading): started on a
+     * thread of its own (the elector renews meanwhile), stopped on the elector's thread once
+     * started has returned. */
     void (*started)(void *ud);
+    /* NULL, or the client the controllers write with (borrowed; not the one above): its
+     * writes pass only while kite_leader_may_write (kite_leader_start sets the gate) */
+    struct kite_client *gated;
     void (*stopped)(void *ud);
     void *ud;
 };
@@ -39,6 +42,13 @@ int kite_leader_try(struct kite_leader *l);
  * takes it at its next attempt. */
 int kite_leader_release(struct kite_leader *l);
 bool kite_leader_is_leader(struct kite_leader *l);
+/* The write gate of the controllers' client (kite_client_set_write_gate; ud is the
+ * kite_leader): this candidate's last attempt found it holding the lease, renewed less than
+ * the renew deadline ago by this process's monotonic clock (counted from when the renewal was
+ * sent). A process paused past it (SIGSTOP, a stalled machine) writes nothing until it has
+ * renewed, and its elector stops the controllers first (their knowledge is stale too). Safe
+ * from any thread. */
+bool kite_leader_may_write(void *ud);
 
 /* Runs the election on a thread: acquire, call started, renew every retry period; when a
  * renewal has not succeeded for the renew deadline, call stopped and try to acquire again. */

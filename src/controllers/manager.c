@@ -1,19 +1,7 @@
 /* Informers and runners for the node controllers (manager.h). */
 #include "controllers/manager.h"
 #include "client/informer.h"
-
-#include <pthread.h>
-
-struct runner {
-    int64_t (*step)(void *core);
-    bool (*pending)(void *core);
-    void *core;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool stop;
-    pthread_t thread;
-    bool started;
-};
+#include "controllers/loop.h"
 
 struct kite_ctlmgr {
     struct kite_nlc *nlc;
@@ -21,57 +9,9 @@ struct kite_ctlmgr {
     struct kite_podgc *gc;
     struct kite_dc *dc;
     struct kite_ncc *ncc; /* NULL unless --node-cleanup-after */
-    struct runner rn, rt, rg, rd, rc;
+    struct kite_ctl_loop rn, rt, rg, rd, rc;
     struct kite_informer *nodes, *leases, *pods, *pdbs;
 };
-
-static void *run(void *ud) {
-    struct runner *r = ud;
-    for (;;) {
-        int64_t next = r->step(r->core);
-        struct timespec ts;
-        kite_cond_deadline(&ts, next);
-        pthread_mutex_lock(&r->mu);
-        while (!r->stop && !r->pending(r->core) && pthread_cond_timedwait(&r->cond, &r->mu, &ts) == 0) {}
-        bool stop = r->stop;
-        pthread_mutex_unlock(&r->mu);
-        if (stop) break;
-    }
-    return NULL;
-}
-
-static void kick(struct runner *r) {
-    pthread_mutex_lock(&r->mu);
-    pthread_cond_signal(&r->cond);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* A runner that is off (--controllers) is set up but has no thread: its core still takes the
- * informers' observations, and nothing acts on them. */
-static int runner_start(struct runner *r, const char *name, bool on, int64_t (*step)(void *), bool (*pending)(void *),
-                        void *core) {
-    r->step = step, r->pending = pending, r->core = core;
-    pthread_mutex_init(&r->mu, NULL);
-    kite_cond_init_mono(&r->cond);
-    if (!on) return 0;
-    if (pthread_create(&r->thread, NULL, run, r) != 0) return -EAGAIN;
-    pthread_setname_np(r->thread, name);
-    r->started = true;
-    return 0;
-}
-
-static void runner_stop(struct runner *r) {
-    if (!r->step) return;
-    if (r->started) {
-        pthread_mutex_lock(&r->mu);
-        r->stop = true;
-        pthread_cond_signal(&r->cond);
-        pthread_mutex_unlock(&r->mu);
-        pthread_join(r->thread, NULL);
-    }
-    pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->cond);
-}
 
 static int64_t nlc_step(void *c) { return kite_nlc_step(c); }
 static bool nlc_pending(void *c) { return kite_nlc_pending(c); }
@@ -91,11 +31,11 @@ static void node_add(void *ud, json_object *o) {
     kite_podgc_node_upsert(m->gc, o);
     if (m->ncc) {
         kite_ncc_node_upsert(m->ncc, o);
-        kick(&m->rc);
+        kite_ctl_loop_kick(&m->rc);
     }
-    kick(&m->rn);
-    kick(&m->rt);
-    kick(&m->rg);
+    kite_ctl_loop_kick(&m->rn);
+    kite_ctl_loop_kick(&m->rt);
+    kite_ctl_loop_kick(&m->rg);
 }
 static void node_update(void *ud, json_object *old, json_object *o) { node_add(ud, o); }
 static void node_del(void *ud, json_object *o) {
@@ -104,9 +44,9 @@ static void node_del(void *ud, json_object *o) {
     kite_tec_node_delete(m->tec, o);
     kite_podgc_node_delete(m->gc, o);
     if (m->ncc) kite_ncc_node_delete(m->ncc, o);
-    kick(&m->rn);
-    kick(&m->rt);
-    kick(&m->rg);
+    kite_ctl_loop_kick(&m->rn);
+    kite_ctl_loop_kick(&m->rt);
+    kite_ctl_loop_kick(&m->rg);
 }
 static void lease_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
@@ -120,10 +60,10 @@ static void pod_add(void *ud, json_object *o) {
     kite_tec_pod_upsert(m->tec, o);
     kite_podgc_pod_upsert(m->gc, o);
     kite_dc_pod_upsert(m->dc, o);
-    kick(&m->rn);
-    kick(&m->rt);
-    kick(&m->rg);
-    kick(&m->rd);
+    kite_ctl_loop_kick(&m->rn);
+    kite_ctl_loop_kick(&m->rt);
+    kite_ctl_loop_kick(&m->rg);
+    kite_ctl_loop_kick(&m->rd);
 }
 static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }
 static void pod_del(void *ud, json_object *o) {
@@ -131,20 +71,20 @@ static void pod_del(void *ud, json_object *o) {
     kite_tec_pod_delete(m->tec, o);
     kite_podgc_pod_delete(m->gc, o);
     kite_dc_pod_delete(m->dc, o);
-    kick(&m->rt);
-    kick(&m->rg);
-    kick(&m->rd);
+    kite_ctl_loop_kick(&m->rt);
+    kite_ctl_loop_kick(&m->rg);
+    kite_ctl_loop_kick(&m->rd);
 }
 static void pdb_add(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_dc_pdb_upsert(m->dc, o);
-    kick(&m->rd);
+    kite_ctl_loop_kick(&m->rd);
 }
 static void pdb_update(void *ud, json_object *old, json_object *o) { pdb_add(ud, o); }
 static void pdb_del(void *ud, json_object *o) {
     struct kite_ctlmgr *m = ud;
     kite_dc_pdb_delete(m->dc, o);
-    kick(&m->rd);
+    kite_ctl_loop_kick(&m->rd);
 }
 
 int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **ret) {
@@ -159,17 +99,17 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
     m->gc = kite_podgc_new(&go);
     struct kite_dc_options dco = {.client = o->client, .clock = no.clock};
     m->dc = kite_dc_new(&dco);
-    int r;
-    if ((r = runner_start(&m->rn, "node-lifecycle", !(o->off & KITE_CTL_NODE_LIFECYCLE), nlc_step, nlc_pending, m->nlc)) < 0 ||
-        (r = runner_start(&m->rt, "taint-eviction", !(o->off & KITE_CTL_TAINT_EVICTION), tec_step, tec_pending, m->tec)) < 0 ||
-        (r = runner_start(&m->rg, "pod-gc", !(o->off & KITE_CTL_POD_GC), gc_step, gc_pending, m->gc)) < 0 ||
-        (r = runner_start(&m->rd, "disruption", !(o->off & KITE_CTL_DISRUPTION), dc_step, dc_pending, m->dc)) < 0)
-        goto fail;
+    /* the runners take kicks from the informers' first events; they act once their caches fill */
+    kite_ctl_loop_init(&m->rn, nlc_step, nlc_pending, m->nlc);
+    kite_ctl_loop_init(&m->rt, tec_step, tec_pending, m->tec);
+    kite_ctl_loop_init(&m->rg, gc_step, gc_pending, m->gc);
+    kite_ctl_loop_init(&m->rd, dc_step, dc_pending, m->dc);
     if (o->node_cleanup_after_ns > 0) {
         struct kite_ncc_options co = {.client = o->client, .clock = no.clock, .after_ns = o->node_cleanup_after_ns};
         m->ncc = kite_ncc_new(&co);
-        if ((r = runner_start(&m->rc, "node-cleanup", true, ncc_step, ncc_pending, m->ncc)) < 0) goto fail;
+        kite_ctl_loop_init(&m->rc, ncc_step, ncc_pending, m->ncc);
     }
+    int r;
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/nodes", .name = "inf-nodes", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = node_add, .update = node_update, .del = node_del, .ud = m};
     if ((r = kite_informer_start(&io, &m->nodes)) < 0) goto fail;
@@ -185,6 +125,13 @@ int kite_ctlmgr_start(const struct kite_ctlmgr_options *o, struct kite_ctlmgr **
     io.name = "inf-pdbs";
     io.handlers[0] = (struct kite_informer_handlers){.add = pdb_add, .update = pdb_update, .del = pdb_del, .ud = m};
     if ((r = kite_informer_start(&io, &m->pdbs)) < 0) goto fail;
+    struct kite_informer *inf[] = {m->nodes, m->leases, m->pods, m->pdbs};
+    if ((!(o->off & KITE_CTL_NODE_LIFECYCLE) && (r = kite_ctl_loop_run(&m->rn, "node-lifecycle", inf, 3)) < 0) ||
+        (!(o->off & KITE_CTL_TAINT_EVICTION) && (r = kite_ctl_loop_run(&m->rt, "taint-eviction", inf, 3)) < 0) ||
+        (!(o->off & KITE_CTL_POD_GC) && (r = kite_ctl_loop_run(&m->rg, "pod-gc", inf, 3)) < 0) ||
+        (!(o->off & KITE_CTL_DISRUPTION) && (r = kite_ctl_loop_run(&m->rd, "disruption", inf, 4)) < 0) ||
+        (m->ncc && (r = kite_ctl_loop_run(&m->rc, "node-cleanup", inf, 1)) < 0))
+        goto fail;
     *ret = m;
     return 0;
 fail:
@@ -194,15 +141,21 @@ fail:
 
 void kite_ctlmgr_stop(struct kite_ctlmgr *m) {
     if (!m) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&m->rn);
+    kite_ctl_loop_join(&m->rt);
+    kite_ctl_loop_join(&m->rg);
+    kite_ctl_loop_join(&m->rd);
+    kite_ctl_loop_join(&m->rc);
     kite_informer_stop(m->nodes);
     kite_informer_stop(m->leases);
     kite_informer_stop(m->pods);
     kite_informer_stop(m->pdbs);
-    runner_stop(&m->rn);
-    runner_stop(&m->rt);
-    runner_stop(&m->rg);
-    runner_stop(&m->rd);
-    runner_stop(&m->rc);
+    kite_ctl_loop_stop(&m->rn);
+    kite_ctl_loop_stop(&m->rt);
+    kite_ctl_loop_stop(&m->rg);
+    kite_ctl_loop_stop(&m->rd);
+    kite_ctl_loop_stop(&m->rc);
     kite_ncc_free(m->ncc);
     kite_nlc_free(m->nlc);
     kite_podgc_free(m->gc);

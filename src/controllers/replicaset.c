@@ -33,6 +33,7 @@ struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o) {
     struct kite_rsc *c = kite_calloc(1, sizeof *c);
     c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
+    c->q.backoff_max_ns = KITE_RSC_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }
@@ -130,6 +131,7 @@ void kite_rsc_rs_delete(struct kite_rsc *c, json_object *rs) {
     json_object_put(kite_wl_cache_del(&c->rss, rs));
     _cleanup_free_ char *key = kite_wl_key(kite_meta_str(rs, "namespace"), kite_meta_str(rs, "name"));
     expect_free(kite_map_del(&c->exp, key));
+    kite_wq_forget(&c->q, key);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -430,11 +432,10 @@ int64_t kite_rsc_step(struct kite_rsc *c) {
         kite_ctl_acts_run(c->o.client, &o.events, NULL, NULL);
         kite_ctl_acts_release(&acts);
         kite_ctl_acts_release(&o.events);
-        if (o.retry) {
-            pthread_mutex_lock(&c->lock);
-            kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + KITE_RSC_RETRY_NS);
-            pthread_mutex_unlock(&c->lock);
-        }
+        pthread_mutex_lock(&c->lock);
+        if (o.retry) kite_wq_add_backoff(&c->q, key, kite_now_mono(c->o.clock));
+        else kite_wq_forget(&c->q, key);
+        pthread_mutex_unlock(&c->lock);
         free(key);
     }
 }

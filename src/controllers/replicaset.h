@@ -7,15 +7,18 @@
  * replicas, fullyLabeledReplicas, readyReplicas, availableReplicas (ready minReadySeconds) and
  * observedGeneration. Expectations, as upstream's: once it asked for creates or deletes, a
  * ReplicaSet is not scaled again until it has seen them (or KITE_RSC_EXPECTATIONS_TTL_S went
- * by), so a watch that lags never makes it create twice.
+ * by), so a watch that lags never makes it create twice. A ReplicaSet whose pass failed is
+ * synced again after its own back-off (the work queue's AddRateLimited: 5 ms doubling, reset by
+ * a pass that succeeds), capped at KITE_RSC_RETRY_MAX_NS: a status write that lost to a newer
+ * ReplicaSet (409) is a failure here, where upstream retries it inside the pass.
  * Driven like the taint eviction core: observations, then kite_rsc_step. Locks on every call. */
 #pragma once
 #include "base/clock.h"
 #include "client/client.h"
 
 #define KITE_RSC_BURST 500                /* pods created or deleted per ReplicaSet per pass (burstReplicas) */
+#define KITE_RSC_RETRY_MAX_NS (1 * KITE_NS_PER_SEC) /* longest back-off of a failed pass */
 #define KITE_RSC_EXPECTATIONS_TTL_S 300   /* unmet expectations are given up after this */
-#define KITE_RSC_RETRY_NS (1 * KITE_NS_PER_SEC) /* a failed pass is tried again after this */
 
 struct kite_rsc_options {
     struct kite_client *client; /* borrowed */

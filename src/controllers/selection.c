@@ -4,6 +4,7 @@
 #include "base/base.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static const struct {
@@ -27,7 +28,7 @@ static const struct {
 };
 
 static unsigned bit_of(const char *name) {
-    for (size_t i = 0; i < sizeof CONTROLLERS / sizeof *CONTROLLERS; i++)
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(CONTROLLERS); i++)
         if (!strcmp(name, CONTROLLERS[i].name) || !strcmp(name, CONTROLLERS[i].alias)) return CONTROLLERS[i].bit;
     return 0;
 }
@@ -36,7 +37,7 @@ static unsigned bit_of(const char *name) {
  * on, "-foo" off; a name both on and off is off. An empty list means "*". */
 int kite_controllers_off(char *const *names, size_t n, unsigned *ret_off, char **ret_error) {
     unsigned all = 0, on = 0, off = 0;
-    for (size_t i = 0; i < sizeof CONTROLLERS / sizeof *CONTROLLERS; i++) all |= CONTROLLERS[i].bit;
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(CONTROLLERS); i++) all |= CONTROLLERS[i].bit;
     bool star = n == 0;
     for (size_t i = 0; i < n; i++) {
         const char *s = names[i];
@@ -58,6 +59,11 @@ int kite_controllers_off(char *const *names, size_t n, unsigned *ret_off, char *
 }
 
 const char *kite_controllers_names(void) {
-    return "namespace, nodelifecycle, taint-eviction-controller, podgc, disruption, replicaset, deployment, "
-           "garbagecollector, job, daemonset, csrapproving, csrsigning, endpointslice, clusterrole-aggregation";
+    static char names[512]; /* the aliases of the table, filled on the first call (flag parsing) */
+    if (!*names) {
+        size_t at = 0;
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(CONTROLLERS) && at < sizeof names; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "", CONTROLLERS[i].alias);
+    }
+    return names;
 }

@@ -3,19 +3,8 @@
 #include "client/informer.h"
 #include "controllers/deployment.h"
 #include "controllers/gc.h"
+#include "controllers/loop.h"
 #include "controllers/replicaset.h"
-
-#include <pthread.h>
-
-struct runner {
-    int64_t (*step)(void *core);
-    bool (*pending)(void *core);
-    void *core;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool stop, kicked, started, init;
-    pthread_t thread;
-};
 
 #define GC_KINDS_MAX 16 /* rows of KITE_GC_KINDS watched */
 
@@ -29,63 +18,10 @@ struct kite_workloads {
     struct kite_rsc *rsc;
     struct kite_deployctl *dc;
     struct kite_gc *gc;
-    struct runner rr, rd, rg;
+    struct kite_ctl_loop rr, rd, rg;
     struct kite_informer *pods, *rss, *ds;
     struct gc_feed feeds[GC_KINDS_MAX];
 };
-
-/* Idle this long at most with nothing queued (a safety net only: observations kick). */
-#define IDLE_NS (60 * KITE_NS_PER_SEC)
-
-static void *run(void *ud) {
-    struct runner *r = ud;
-    for (;;) {
-        int64_t next = r->step(r->core);
-        struct timespec ts;
-        kite_cond_deadline(&ts, next < 0 ? IDLE_NS : next);
-        pthread_mutex_lock(&r->mu);
-        while (!r->stop && !r->kicked && !r->pending(r->core) && pthread_cond_timedwait(&r->cond, &r->mu, &ts) == 0) {}
-        r->kicked = false;
-        bool stop = r->stop;
-        pthread_mutex_unlock(&r->mu);
-        if (stop) break;
-    }
-    return NULL;
-}
-
-static void kick(struct runner *r) {
-    pthread_mutex_lock(&r->mu);
-    r->kicked = true;
-    pthread_cond_signal(&r->cond);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* A runner that is off (--controllers) is set up but has no thread (see manager.c). */
-static int runner_start(struct runner *r, const char *name, bool on, int64_t (*step)(void *), bool (*pending)(void *),
-                        void *core) {
-    r->step = step, r->pending = pending, r->core = core;
-    pthread_mutex_init(&r->mu, NULL);
-    kite_cond_init_mono(&r->cond);
-    r->init = true;
-    if (!on) return 0;
-    if (pthread_create(&r->thread, NULL, run, r) != 0) return -EAGAIN;
-    pthread_setname_np(r->thread, name);
-    r->started = true;
-    return 0;
-}
-
-static void runner_stop(struct runner *r) {
-    if (!r->init) return;
-    if (r->started) {
-        pthread_mutex_lock(&r->mu);
-        r->stop = true;
-        pthread_cond_signal(&r->cond);
-        pthread_mutex_unlock(&r->mu);
-        pthread_join(r->thread, NULL);
-    }
-    pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->cond);
-}
 
 static int64_t rsc_step(void *c) { return kite_rsc_step(c); }
 static bool rsc_pending(void *c) { return kite_rsc_pending(c); }
@@ -98,54 +34,54 @@ static void pod_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_pod_upsert(w->rsc, o);
     kite_deployctl_pod_upsert(w->dc, o);
-    kick(&w->rr);
-    kick(&w->rd);
+    kite_ctl_loop_kick(&w->rr);
+    kite_ctl_loop_kick(&w->rd);
 }
 static void pod_update(void *ud, json_object *old, json_object *o) { pod_add(ud, o); }
 static void pod_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_pod_delete(w->rsc, o);
     kite_deployctl_pod_delete(w->dc, o);
-    kick(&w->rr);
-    kick(&w->rd);
+    kite_ctl_loop_kick(&w->rr);
+    kite_ctl_loop_kick(&w->rd);
 }
 static void rs_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_rs_upsert(w->rsc, o);
     kite_deployctl_rs_upsert(w->dc, o);
-    kick(&w->rr);
-    kick(&w->rd);
+    kite_ctl_loop_kick(&w->rr);
+    kite_ctl_loop_kick(&w->rd);
 }
 static void rs_update(void *ud, json_object *old, json_object *o) { rs_add(ud, o); }
 static void rs_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_rsc_rs_delete(w->rsc, o);
     kite_deployctl_rs_delete(w->dc, o);
-    kick(&w->rr);
-    kick(&w->rd);
+    kite_ctl_loop_kick(&w->rr);
+    kite_ctl_loop_kick(&w->rd);
 }
 static void d_add(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_deployctl_deployment_upsert(w->dc, o);
-    kick(&w->rd);
+    kite_ctl_loop_kick(&w->rd);
 }
 static void d_update(void *ud, json_object *old, json_object *o) { d_add(ud, o); }
 static void d_del(void *ud, json_object *o) {
     struct kite_workloads *w = ud;
     kite_deployctl_deployment_delete(w->dc, o);
-    kick(&w->rd);
+    kite_ctl_loop_kick(&w->rd);
 }
 
 static void gc_add(void *ud, json_object *o) {
     struct gc_feed *f = ud;
     kite_gc_upsert(f->w->gc, f->kind, o);
-    kick(&f->w->rg);
+    kite_ctl_loop_kick(&f->w->rg);
 }
 static void gc_update(void *ud, json_object *old, json_object *o) { gc_add(ud, o); }
 static void gc_del(void *ud, json_object *o) {
     struct gc_feed *f = ud;
     kite_gc_delete(f->w->gc, f->kind, o);
-    kick(&f->w->rg);
+    kite_ctl_loop_kick(&f->w->rg);
 }
 
 int kite_workloads_start(const struct kite_workloads_options *o, struct kite_workloads **ret) {
@@ -156,11 +92,11 @@ int kite_workloads_start(const struct kite_workloads_options *o, struct kite_wor
     w->dc = kite_deployctl_new(&dopt);
     struct kite_gc_options gopt = {.client = o->client, .clock = o->clock};
     w->gc = kite_gc_new(&gopt);
+    /* the runners take kicks from the informers' first events; they act once their caches fill */
+    kite_ctl_loop_init(&w->rr, rsc_step, rsc_pending, w->rsc);
+    kite_ctl_loop_init(&w->rd, dc_step, dc_pending, w->dc);
+    kite_ctl_loop_init(&w->rg, gc_step, gc_pending, w->gc);
     int r;
-    if ((r = runner_start(&w->rr, "replicaset", !(o->off & KITE_CTL_REPLICASET), rsc_step, rsc_pending, w->rsc)) < 0 ||
-        (r = runner_start(&w->rd, "deployment", !(o->off & KITE_CTL_DEPLOYMENT), dc_step, dc_pending, w->dc)) < 0 ||
-        (r = runner_start(&w->rg, "garbage-collect", !(o->off & KITE_CTL_GARBAGE_COLLECTOR), gc_step, gc_pending, w->gc)) < 0)
-        goto fail;
     struct kite_informer_options io = {.client = o->client, .path = "/apis/apps/v1/replicasets", .name = "inf-rs", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = rs_add, .update = rs_update, .del = rs_del, .ud = w};
     if ((r = kite_informer_start(&io, &w->rss)) < 0) goto fail;
@@ -182,6 +118,15 @@ int kite_workloads_start(const struct kite_workloads_options *o, struct kite_wor
         io.handlers[0] = (struct kite_informer_handlers){.add = gc_add, .update = gc_update, .del = gc_del, .ud = f};
         if ((r = kite_informer_start(&io, &f->inf)) < 0) goto fail;
     }
+    struct kite_informer *gc_inf[GC_KINDS_MAX];
+    size_t n_gc = 0;
+    for (size_t i = 0; i < GC_KINDS_MAX; i++)
+        if (w->feeds[i].inf) gc_inf[n_gc++] = w->feeds[i].inf;
+    struct kite_informer *rs_inf[] = {w->rss, w->pods}, *d_inf[] = {w->rss, w->pods, w->ds};
+    if ((!(o->off & KITE_CTL_REPLICASET) && (r = kite_ctl_loop_run(&w->rr, "replicaset", rs_inf, 2)) < 0) ||
+        (!(o->off & KITE_CTL_DEPLOYMENT) && (r = kite_ctl_loop_run(&w->rd, "deployment", d_inf, 3)) < 0) ||
+        (!(o->off & KITE_CTL_GARBAGE_COLLECTOR) && (r = kite_ctl_loop_run(&w->rg, "garbage-collect", gc_inf, n_gc)) < 0))
+        goto fail;
     *ret = w;
     return 0;
 fail:
@@ -191,13 +136,17 @@ fail:
 
 void kite_workloads_stop(struct kite_workloads *w) {
     if (!w) return;
+    /* the runners first: one waiting for its caches reads the informers */
+    kite_ctl_loop_join(&w->rr);
+    kite_ctl_loop_join(&w->rd);
+    kite_ctl_loop_join(&w->rg);
     kite_informer_stop(w->pods);
     kite_informer_stop(w->rss);
     kite_informer_stop(w->ds);
     for (size_t i = 0; i < GC_KINDS_MAX; i++) kite_informer_stop(w->feeds[i].inf);
-    runner_stop(&w->rr);
-    runner_stop(&w->rd);
-    runner_stop(&w->rg);
+    kite_ctl_loop_stop(&w->rr);
+    kite_ctl_loop_stop(&w->rd);
+    kite_ctl_loop_stop(&w->rg);
     kite_gc_free(w->gc);
     kite_rsc_free(w->rsc);
     kite_deployctl_free(w->dc);

@@ -39,7 +39,22 @@ int64_t kite_wq_next(const struct kite_wq *q, int64_t now) {
 
 bool kite_wq_due(const struct kite_wq *q, int64_t now) { return kite_wq_next(q, now) == 0; }
 
+unsigned kite_wq_failures(const struct kite_wq *q, const char *key) {
+    return (unsigned)(uintptr_t)kite_map_get(&q->failures, key);
+}
+
+void kite_wq_add_backoff(struct kite_wq *q, const char *key, int64_t now) {
+    unsigned n = kite_wq_failures(q, key);
+    int64_t max = q->backoff_max_ns > 0 ? q->backoff_max_ns : KITE_WQ_BACKOFF_MAX_NS, wait = KITE_WQ_BACKOFF_BASE_NS;
+    for (unsigned i = 0; i < n && wait < max; i++) wait *= 2;
+    kite_map_put(&q->failures, key, (void *)(uintptr_t)(n + 1));
+    kite_wq_add(q, key, now + KITE_MIN(wait, max));
+}
+
+void kite_wq_forget(struct kite_wq *q, const char *key) { kite_map_del(&q->failures, key); }
+
 void kite_wq_release(struct kite_wq *q) {
+    kite_map_release(&q->failures);
     kite_timers_release(&q->timers); /* first: it disarms the timers embedded in the items */
     const char *k;
     void *v;

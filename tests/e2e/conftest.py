@@ -8,6 +8,7 @@ Every process a test starts is registered here; when a test fails, the tail of e
 process's log is attached to the report, and every process is killed at teardown.
 """
 import base64
+import hashlib
 import http.client
 import json
 import os
@@ -38,13 +39,24 @@ _live_procs = []  # every KiteProcess not yet stopped
 _port_lock = threading.Lock()
 _ports_given = set()
 
+# pytest-xdist runs the tests in WORKERS processes ("gw0", "gw1", ...; `make test` runs -n 3).
+# Whatever a test takes from the machine (ports, pod bridges and CIDRs) comes from its worker's
+# own share, so no two workers ever pick the same one.
+WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+MAX_WORKERS = 8
+_PORT_LO, _PORT_HI = 20000, 32000
+
 
 def free_port():
     """A free TCP port on 127.0.0.1 below 32768: the ephemeral range (>=32768) clashes with
-    TIME_WAIT sockets of the many client connections these tests open (kubectl-wire.md §0)."""
+    TIME_WAIT sockets of the many client connections these tests open (kubectl-wire.md §0).
+    Under xdist each worker draws from its own slice of 20000-32000."""
+    span = (_PORT_HI - _PORT_LO) // MAX_WORKERS
+    lo = _PORT_LO + (WORKER % MAX_WORKERS) * span
     with _port_lock:
         for _ in range(1000):
-            port = random.randint(20000, 32000)
+            port = random.randint(lo, lo + span - 1)
             if port in _ports_given:
                 continue
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -280,11 +292,20 @@ class KiteProcess:
 _POD_NETS = iter(range(1, 1 << 30))
 
 
+def _pod_net_octet():
+    """The second octet of this process's pod CIDRs (10.X.n.0/24): 100-195, from the run (one
+    value per pytest run, so that concurrent runs rarely meet) and the xdist worker (distinct
+    within a run)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+    return 100 + (int(hashlib.sha1(run.encode()).hexdigest(), 16) % 12) * MAX_WORKERS + WORKER % MAX_WORKERS
+
+
 def pod_network_flags():
     """A pod bridge and CIDR of this test's own, so that test agents' pods never share an address
-    or a bridge with each other or with a `make up` cluster (kite0, 10.88.0.0/16)."""
+    or a bridge with each other, with another xdist worker's or with a `make up` cluster (kite0,
+    10.88.0.0/16)."""
     n, pid = next(_POD_NETS), os.getpid()
-    return ["--pod-bridge", f"kt{pid % 100000}n{n}", "--pod-cidr", f"10.{100 + pid % 100}.{n % 256}.0/24"]
+    return ["--pod-bridge", f"kt{pid % 100000}n{n}", "--pod-cidr", f"10.{_pod_net_octet()}.{n % 256}.0/24"]
 
 
 class Cluster:
@@ -400,6 +421,43 @@ class Cluster:
     def python_api_client(self):
         from kubernetes import config
         return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+
+def runc_list(root):
+    """The ids of the containers under a runc root dir. `runc list` fails while a container's
+    state is being written or removed (a crash-looping pod's): it is asked again then."""
+    for _ in range(50):
+        r = subprocess.run(["runc", "--root", str(root), "list", "-q"], capture_output=True, text=True)
+        if r.returncode == 0 or not os.path.isdir(root):
+            return r.stdout.split()
+        time.sleep(0.1)
+    raise AssertionError(f"runc list --root {root}: {r.stderr}")
+
+
+def runc_ids(c):
+    """The containers runc knows under cluster c's agent (its root dir DATA_DIR/agent/runc)."""
+    return runc_list(c.data_dir / "agent" / "runc")
+
+
+def delete_pods_now(c, namespace="default", timeout=40):
+    """Teardown of a cluster with a node agent: deletes every pod of namespace with grace 0 (no
+    fixture waits out a pod's grace period), SIGKILLs the node's containers (the agent, as the kubelet,
+    would give a force-deleted pod its whole grace period: 30 s for a `sleep` that ignores
+    SIGTERM) and waits until the API has none and the agent has removed their containers (and
+    with them their rootfs mounts)."""
+    api = c.api()
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    for p in api.get(path).json().get("items", []):
+        api.delete(f"{path}/{p['metadata']['name']}?gracePeriodSeconds=0")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and c.proc.alive() and api.get(path).json().get("items"):
+        time.sleep(0.1)
+    root = str(c.data_dir / "agent" / "runc")
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+    while time.monotonic() < deadline and c.proc.alive() and runc_ids(c):
+        time.sleep(0.1)
+    api.close()
 
 
 # Leases in the default namespace, the ones most tests write.
@@ -547,6 +605,13 @@ def assert_status_body(resp, code, reason=None):
     if reason is not None:
         assert st.get("reason") == reason, st
     return st
+
+
+# ---------------------------------------------------------------- markers
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a test that cannot be made short (a real minute-long outage, "
+                            "upstream's default back-offs); `make test` leaves it out, `make test-slow` (CI) runs it")
 
 
 # ---------------------------------------------------------------- failure reporting

@@ -15,7 +15,11 @@ NODE = node_name_of_machine()
 RENEW_INTERVAL = 1.0  # 0.25 x --node-lease-duration-seconds 4
 STATUS_INTERVAL = 1.0  # --node-status-update-frequency 1s
 SLACK = float(os.environ.get("KITE_RESUME_SLACK", "3"))
-OUTAGE = float(os.environ.get("KITE_OUTAGE_SECONDS", "60"))  # the issue: killed for 60 s
+# The apiserver killed for 60 s (the issue's case; slow tier), and for 10 s in `make test`: longer
+# than every back-off cap the agent's lease and status loops reach (7 s), so the same retries run.
+# KITE_OUTAGE_SECONDS sets both.
+OUTAGES = [float(os.environ.get("KITE_OUTAGE_SECONDS", "10")),
+           pytest.param(float(os.environ.get("KITE_OUTAGE_SECONDS", "60")), marks=pytest.mark.slow)]
 LEASE_NS_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
@@ -239,7 +243,8 @@ def test_node_kubeconfig_identity(fresh_apiserver, tmp_path):
     assert "CN=system:node:e2e-id" in subj and "O=system:nodes" in subj, subj
 
 
-def test_agent_survives_apiserver_outage(fresh_apiserver, tmp_path):
+@pytest.mark.parametrize("outage", OUTAGES, ids=["short", "minute"])
+def test_agent_survives_apiserver_outage(fresh_apiserver, tmp_path, outage):
     c = fresh_apiserver
     name = "e2e-agent"
     agent = start_agent(c, name, tmp_path)
@@ -252,7 +257,7 @@ def test_agent_survives_apiserver_outage(fresh_apiserver, tmp_path):
         api.close()
 
         c.kill9()
-        time.sleep(OUTAGE)
+        time.sleep(outage)
         assert agent.alive(), "the agent exited while the apiserver was down:\n" + agent.log_tail()
         c.restart()
         t_ready = time.time()
@@ -265,7 +270,7 @@ def test_agent_survives_apiserver_outage(fresh_apiserver, tmp_path):
         wait_for(lambda: parse_time(ready_condition(get_node(api, name))["lastHeartbeatTime"]) >= int(t_ready),
                  STATUS_INTERVAL + SLACK, interval=0.05, what="node status heartbeat resumed")
         status_after = time.monotonic() - t0
-        print(f"after a {OUTAGE:.0f}s outage: lease renewed {lease_after:.2f}s, status {status_after:.2f}s "
+        print(f"after a {outage:.0f}s outage: lease renewed {lease_after:.2f}s, status {status_after:.2f}s "
               f"after the apiserver was ready")
         n = get_node(api, name)
         assert n["metadata"]["uid"] == uid, "the node was re-created instead of resumed"

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -41,11 +41,7 @@ def cluster(tmp_path_factory):
         api.delete(f"{APPS}/deployments/{d['metadata']['name']}")
     for d in api.get(f"{APPS}/replicasets").json().get("items", []):
         api.delete(f"{APPS}/replicasets/{d['metadata']['name']}")
-    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
-        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
-        time.sleep(0.5)
+    delete_pods_now(c, NS)
     c.stop()
     root = str(c.data_dir / "agent" / "runc")
     ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -41,12 +41,7 @@ def cluster(tmp_path_factory):
     c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
     yield c
     if c.proc.alive():
-        api = c.api()
-        for p in api.get(PODS).json().get("items", []):
-            api.delete(f"{PODS}/{p['metadata']['name']}")
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline and api.get(PODS).json().get("items"):
-            time.sleep(0.5)
+        delete_pods_now(c, NS)
     c.stop()
     root = str(c.data_dir / "agent" / "runc")
     ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()

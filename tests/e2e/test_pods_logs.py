@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, TLSIdentity, _workdir
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, TLSIdentity, _workdir, delete_pods_now
 from test_pods_run import NS, runc_ids, sh, status_of, wait
 from test_pods_run import pod as run_pod
 
@@ -44,12 +44,7 @@ def cluster(tmp_path_factory):
     c.agent_port = wait(lambda: c.api().get(f"/api/v1/nodes/{c.node}").json()["status"]
                         .get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port"), 20, "agent port")
     yield c
-    api = c.api()
-    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
-        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
-        time.sleep(0.5)
+    delete_pods_now(c, NS)
     c.stop()
     root = str(c.data_dir / "agent" / "runc")
     for cid in runc_ids(c):

@@ -13,12 +13,13 @@ import urllib.request
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from conftest import AGENT_FAST_FLAGS, KITE, MAX_WORKERS, WORKER, Cluster, _workdir, delete_pods_now
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
 BRIDGE = f"ktnet{os.getpid() % 100000}"
-CIDR = f"10.{200 + os.getpid() % 50}.{os.getpid() % 200}.8/29"
+# (one second octet per xdist worker: no two workers share a range)
+CIDR = f"10.{200 + (WORKER % MAX_WORKERS) * 6 + os.getpid() % 6}.{os.getpid() % 200}.8/29"
 NET = ipaddress.ip_network(CIDR)
 GATEWAY = str(NET.network_address + 1)
 
@@ -43,12 +44,7 @@ def cluster(tmp_path_factory):
     c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
     yield c
     if c.proc.alive():
-        api = c.api()
-        for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
-            api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
-            time.sleep(0.5)
+        delete_pods_now(c, NS)
     c.stop()
     root = str(c.data_dir / "agent" / "runc")
     ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()

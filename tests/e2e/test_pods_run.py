@@ -11,14 +11,28 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now, runc_list
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
 
 
+# The agents' container restart back-off starts at 2 s here (--restart-backoff-base) rather than the
+# kubelet's 10 s, which test_crash_loop_backoff[default] (slow tier) and the unit tests check.
+BACKOFF_BASE = 2
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    yield from _cluster(tmp_path_factory, ["--restart-backoff-base", f"{BACKOFF_BASE}s"])
+
+
+@pytest.fixture(scope="module")
+def default_backoff_cluster(tmp_path_factory):
+    yield from _cluster(tmp_path_factory, [])
+
+
+def _cluster(tmp_path_factory, extra):
     if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
         pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
     work = _workdir(tmp_path_factory, "pods")
@@ -26,7 +40,7 @@ def cluster(tmp_path_factory):
     if not os.path.exists(tar):
         tar = str(work / "busybox.tar")
         subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS)
+    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, *extra])
     r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -37,13 +51,7 @@ def cluster(tmp_path_factory):
     c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
     yield c
     # pods deleted through the API: the agent removes their containers and rootfs mounts
-    api = c.api()
-    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
-        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
-        time.sleep(0.5)
-    time.sleep(1)
+    delete_pods_now(c, NS)
     c.stop()
     # containers outlive the agent by design: end this cluster's own ones
     root = str(c.data_dir / "agent" / "runc")
@@ -147,13 +155,14 @@ def test_init_containers_in_order(cluster):
     assert "waiting" in cstatus(st, "c")["state"]
 
 
-def test_crash_loop_backoff(cluster):
-    c = cluster
+@pytest.mark.parametrize("base", [BACKOFF_BASE, pytest.param(10, marks=pytest.mark.slow)], ids=["short", "default"])
+def test_crash_loop_backoff(request, base):
+    c = request.getfixturevalue("cluster" if base == BACKOFF_BASE else "default_backoff_cluster")
     pod(c, "crash", [sh("c", "exit 3")])
     seen_backoff = []
     t0 = time.monotonic()
     restarts_at = {}
-    while time.monotonic() - t0 < 45 and 3 not in restarts_at:
+    while time.monotonic() - t0 < 15 + 3.5 * base and 3 not in restarts_at:
         st = status_of(c, "crash")
         cs = cstatus(st, "c")
         if cs:
@@ -163,12 +172,13 @@ def test_crash_loop_backoff(cluster):
                 seen_backoff.append(w["message"])
                 assert cs["lastState"]["terminated"]["exitCode"] == 3
                 assert st["phase"] == "Running"
-        time.sleep(0.2)
-    assert seen_backoff and "back-off 10s restarting failed container=c pod=crash_default(" in seen_backoff[0]
+        time.sleep(0.1)
+    assert seen_backoff and f"back-off {base}s restarting failed container=c pod=crash_default(" in seen_backoff[0]
     assert set(restarts_at) >= {1, 2, 3}, restarts_at
-    # the first restart is immediate, the second after 10 s, the third after 20 s: the back-off grows
-    assert restarts_at[2] - restarts_at[1] >= 9, restarts_at
-    assert restarts_at[3] - restarts_at[2] >= 19, restarts_at
+    # the first restart is immediate, the second after the base (10 s), the third after twice
+    # that: the back-off grows
+    assert restarts_at[2] - restarts_at[1] >= base - 0.5, restarts_at
+    assert restarts_at[3] - restarts_at[2] >= 2 * base - 0.5, restarts_at
     assert any(e["reason"] == "BackOff" and e["type"] == "Warning" for e in events(c, "crash"))
 
 
@@ -199,9 +209,7 @@ def test_missing_image(cluster):
 
 
 def runc_ids(c):
-    r = subprocess.run(["runc", "--root", str(c.data_dir / "agent" / "runc"), "list", "-q"],
-                       capture_output=True, text=True)
-    return set(r.stdout.split())
+    return set(runc_list(c.data_dir / "agent" / "runc"))
 
 
 def test_delete_is_graceful(cluster):
@@ -266,8 +274,9 @@ def test_slow_stop_holds_no_other_pod(cluster):
     # the hook has ~9.5 s left at t0: waiting for it would take longer than this
     assert took < 7, f"{took:.1f} s: the other pods waited for the slow hook"
     assert cstatus(status_of(c, "exiter"), "c")["state"]["terminated"]["exitCode"] == 3
-    for name in ("during", "exiter"):
-        c.api().delete(f"/api/v1/namespaces/{NS}/pods/{name}")
+    # (grace 0: the rest of slowstop's 15 s grace period is no part of the test)
+    for name in ("slowstop", "during", "exiter"):
+        c.api().delete(f"/api/v1/namespaces/{NS}/pods/{name}?gracePeriodSeconds=0")
     for name in ("slowstop", "during", "exiter"):
         wait(lambda: get(c, name) is None, 40, f"{name} gone")
 

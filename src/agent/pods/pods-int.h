@@ -200,6 +200,7 @@ struct kite_pods {
     bool node_known;       /* the node's status arrived: pods may be admitted */
     char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
     char *cluster_dns, *cluster_domain; /* NULL = none, cluster.local */
+    int64_t backoff_base_ns; /* first delay of the restart and pull back-offs (KITE_PODS_BACKOFF_MIN_NS) */
     struct kite_prober *prober;
 };
 

@@ -30,6 +30,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     p->root_dir = o->root_dir ? kite_strdup(o->root_dir) : NULL;
     p->cluster_dns = o->cluster_dns && *o->cluster_dns ? kite_strdup(o->cluster_dns) : NULL;
     p->cluster_domain = o->cluster_domain && *o->cluster_domain ? kite_strdup(o->cluster_domain) : NULL;
+    p->backoff_base_ns = o->backoff_base_ns > 0 ? o->backoff_base_ns : KITE_PODS_BACKOFF_MIN_NS;
     p->rt_prefix = kite_asprintf("kite-%s://", p->rt->ops->name);
     p->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(p->clock) | 1;
     kite_recorder_init(&p->rec, p->client, p->clock, o->component ? o->component : "kite-agent", p->node_name);

@@ -48,6 +48,7 @@ struct kite_pods_options {
     const char *cluster_dns;      /* --cluster-dns: comma-separated nameservers; NULL = the host's */
     const char *cluster_domain;   /* --cluster-domain; NULL = cluster.local */
     uint64_t seed;
+    int64_t backoff_base_ns;      /* first delay of the restart and pull back-offs; 0 = KITE_PODS_BACKOFF_MIN_NS */
 };
 
 int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret);

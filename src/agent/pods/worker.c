@@ -121,7 +121,7 @@ static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
     ev(p, pod, c, "Warning", "Failed", m);
     ev(p, pod, c, "Warning", "Failed", "Error: ErrImagePull");
     set_wait(c, "ErrImagePull", m);
-    c->img_delay = c->img_delay ? KITE_MIN(2 * c->img_delay, KITE_PODS_BACKOFF_MAX_NS) : KITE_PODS_BACKOFF_MIN_NS;
+    c->img_delay = c->img_delay ? KITE_MIN(2 * c->img_delay, KITE_PODS_BACKOFF_MAX_NS) : p->backoff_base_ns;
     c->img_next = now + c->img_delay;
     /* look again soon: the waiting reason turns to ImagePullBackOff for the back-off's length */
     pod->next_sync = now + KITE_PODS_PULL_RECHECK_NS;
@@ -250,7 +250,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
 }
 
 /* An exited container to run again, after the CrashLoopBackOff delay: the first restart is
- * immediate, then 10 s doubling to 300 s, reset once no crash came for 10 minutes. */
+ * immediate, then 10 s (--restart-backoff-base) doubling to 300 s, reset once no crash came for
+ * 10 minutes. */
 static void restart_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
     if (c->bo_delay && now - c->bo_update > KITE_PODS_BACKOFF_RESET_NS) c->bo_delay = 0;
     if (c->bo_delay && now - c->exit_seen < c->bo_delay) {
@@ -267,7 +268,7 @@ static void restart_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
         if (!pod->next_sync || at < pod->next_sync) pod->next_sync = at;
         return;
     }
-    c->bo_delay = c->bo_delay ? KITE_MIN(2 * c->bo_delay, KITE_PODS_BACKOFF_MAX_NS) : KITE_PODS_BACKOFF_MIN_NS;
+    c->bo_delay = c->bo_delay ? KITE_MIN(2 * c->bo_delay, KITE_PODS_BACKOFF_MAX_NS) : p->backoff_base_ns;
     c->bo_update = now;
     start_ctr(p, pod, c, now);
 }

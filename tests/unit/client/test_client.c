@@ -246,3 +246,29 @@ Test(fake, json_helper_maps_codes) {
     cr_assert_eq(kite_client_fake_resets(c), 1);
     kite_client_free(c);
 }
+
+static bool gate_open;
+static bool gate(void *ud) {
+    (*(int *)ud)++;
+    return gate_open;
+}
+
+Test(fake, write_gate_holds_back_writes_only) {
+    struct kite_client *c = kite_client_fake_new(fake_h, NULL, NULL);
+    int asked = 0;
+    kite_client_set_write_gate(c, gate, &asked);
+    gate_open = false;
+    cr_assert_eq(kite_client_json(c, "GET", "/x", NULL, NULL, NULL, NULL), 0, "reads pass");
+    cr_assert_eq(asked, 0, "reads do not ask");
+    const char *writes[] = {"POST", "PUT", "PATCH", "DELETE"};
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_eq(kite_client_json(c, writes[i], "/x", NULL, NULL, NULL, NULL), KITE_CLIENT_NOT_LEADING, "%s", writes[i]);
+    cr_assert_eq(asked, 4);
+    cr_assert_eq(kite_client_bytes_sent(c), strlen("GET/x"), "nothing refused was sent");
+    gate_open = true;
+    cr_assert_eq(kite_client_json(c, "POST", "/x", NULL, NULL, NULL, NULL), 0);
+    kite_client_set_write_gate(c, NULL, NULL);
+    gate_open = false;
+    cr_assert_eq(kite_client_json(c, "DELETE", "/x", NULL, NULL, NULL, NULL), 0, "no gate, no check");
+    kite_client_free(c);
+}

@@ -94,6 +94,7 @@ Test(informer, list_watch_and_relist_after_410) {
     pthread_mutex_lock(&f.mu);
     while (strcmp(f.seen, want) != 0 && pthread_cond_timedwait(&f.cond, &f.mu, &ts) == 0) {}
     pthread_mutex_unlock(&f.mu);
+    cr_assert(kite_informer_synced(inf));
     kite_informer_stop(inf);
     cr_assert_str_eq(f.seen, want);
     cr_assert_eq(f.lists, 2, "listed again after the 410 only");

@@ -125,3 +125,38 @@ Test(leader, api_errors_are_not_leadership) {
     kite_leader_free(a.l);
     fakeapi_release(&api);
 }
+
+Test(leader, writes_only_while_renewed_within_the_renew_deadline) {
+    struct fakeapi api;
+    fakeapi_init(&api);
+    struct cand a, b;
+    cand_init(&a, &api, "a", INT64_C(1893553445));
+    cand_init(&b, &api, "b", INT64_C(1893553445));
+    cr_assert(!kite_leader_may_write(a.l), "not before holding");
+    cr_assert_eq(kite_leader_try(a.l), 1);
+    cr_assert(kite_leader_may_write(a.l));
+    cr_assert_eq(kite_leader_try(b.l), 0);
+    cr_assert(!kite_leader_may_write(b.l), "a candidate that sees another holder");
+    /* a is paused: past the renew deadline it writes nothing, though nobody took the lease */
+    both_advance(&a, &b, KITE_LEADER_RENEW_DEADLINE_NS - 1);
+    cr_assert(kite_leader_may_write(a.l));
+    both_advance(&a, &b, 1);
+    cr_assert(!kite_leader_may_write(a.l), "renewed a renew deadline ago");
+    cr_assert_eq(kite_leader_try(a.l), 1, "still its lease");
+    cr_assert(kite_leader_may_write(a.l), "renewed again");
+    cr_assert_eq(kite_leader_try(b.l), 0, "b sees the renewal");
+    /* paused past the lease: b takes it; a, thawed, may not write, and learns it lost */
+    both_advance(&a, &b, KITE_LEADER_LEASE_DURATION_NS);
+    cr_assert(!kite_leader_may_write(a.l));
+    cr_assert_eq(kite_leader_try(b.l), 1);
+    cr_assert(kite_leader_may_write(b.l));
+    cr_assert(!kite_leader_may_write(a.l));
+    cr_assert_eq(kite_leader_try(a.l), 0);
+    cr_assert(!kite_leader_may_write(a.l));
+    /* a release gives the right up at once */
+    cr_assert_eq(kite_leader_release(b.l), 0);
+    cr_assert(!kite_leader_may_write(b.l));
+    kite_leader_free(a.l);
+    kite_leader_free(b.l);
+    fakeapi_release(&api);
+}

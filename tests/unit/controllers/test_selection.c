@@ -1,6 +1,8 @@
 /* --controllers as kube-controller-manager reads it. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "controllers/controllers.h"
 
@@ -41,4 +43,21 @@ Test(selection, an_unknown_name_is_an_error_naming_it) {
     cr_assert_eq(kite_controllers_off(NAMES("*", "-bogus"), &off, &err), -EINVAL);
     cr_assert(err && strstr(err, "\"bogus\""), "%s", err ? err : "(none)");
     free(err);
+}
+
+Test(selection, the_help_names_every_controller_and_each_is_accepted) {
+    char *names = strdup(kite_controllers_names()), *save = NULL;
+    unsigned all = 0;
+    size_t n = 0;
+    for (char *s = strtok_r(names, ", ", &save); s; s = strtok_r(NULL, ", ", &save), n++) {
+        char neg[128];
+        snprintf(neg, sizeof neg, "-%s", s);
+        unsigned off = off_of(NAMES("*", neg));
+        cr_assert(off && !(off & (off - 1)), "%s turns exactly one controller off", s);
+        cr_assert(!(all & off), "%s named twice", s);
+        all |= off;
+    }
+    free(names);
+    cr_assert_eq(n, 14);
+    cr_assert_eq(off_of(NAMES("job")), all & ~KITE_CTL_JOB, "every controller is named");
 }
