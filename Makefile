@@ -11,7 +11,8 @@
 BUILD    ?= build
 CC       ?= cc
 # libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2
+# libnftables: the Service proxy's table (src/agent/proxy)
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables
 # libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
 # its headers only
 DL_PKGS  := libarchive
@@ -175,6 +176,8 @@ test-e2e-tsan:
 # A randomized mix of API operations from several clients against the ASan build for
 # SOAK_SECONDS (default 600; SOAK_SEED replays a run): fails on a wrong answer, a 5xx, the
 # server dying or a sanitizer report (tests/soak/soak.py). Not part of `make test`; CI runs it.
+# SOAK_HOSTILE=1 mixes hostile shapes into it (YAML bombs, deep nesting, anonymous HTTP/2 bodies,
+# oversized bodies, huge integers in query parameters); SOAK_SKIP=hostile-<shape> leaves one out.
 soak:
 	$(MAKE) SANITIZE=1 build-asan/kite
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 SOAK_SECONDS=$${SOAK_SECONDS:-600} \

@@ -188,7 +188,7 @@ static bool kubeconfig_usable(const char *path, struct kite_clock *clock) {
     bool ok = true;
     if (kc->cert_pem) {
         int64_t nb, na;
-        ok = kite_pki_cert_times(kc->cert_pem, &nb, &na) == 0 && na * KITE_NS_PER_SEC > kite_now_wall(clock);
+        ok = kite_pki_cert_times(kc->cert_pem, &nb, &na) == 0 && kite_sec_to_ns(na) > kite_now_wall(clock);
     }
     kite_kubeconfig_free(kc);
     return ok;
@@ -236,7 +236,7 @@ static int64_t next_deadline(struct kite_certmgr *m, uint64_t *rng) {
         int64_t written = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * KITE_NS_PER_SEC + st.st_mtim.tv_nsec : now;
         return written + m->o.rotate_after_ns;
     }
-    return kite_certmgr_deadline(nb * KITE_NS_PER_SEC, na * KITE_NS_PER_SEC, kite_rand01(rng));
+    return kite_certmgr_deadline(kite_time_clamp(kite_sec_to_ns(nb)), kite_time_clamp(kite_sec_to_ns(na)), kite_rand01(rng));
 }
 
 static void *rotate(void *ud) {

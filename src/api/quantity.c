@@ -64,6 +64,13 @@ static void double_digits(char *d, size_t *n) {
     }
 }
 
+/* Past int64 milli-units a quantity is still valid (upstream keeps it as inf.Dec) and must
+ * compare as huge, never as nothing: it sticks at +-KITE_QUANTITY_MAX_MILLI. */
+static int saturate(bool neg, int64_t *ret_milli) {
+    *ret_milli = neg ? -KITE_QUANTITY_MAX_MILLI : KITE_QUANTITY_MAX_MILLI;
+    return 0;
+}
+
 int kite_quantity_parse_milli(const char *s, int64_t *ret_milli) {
     if (!s || !*s) return -EINVAL;
     size_t len = strlen(s);
@@ -105,7 +112,7 @@ int kite_quantity_parse_milli(const char *s, int64_t *ret_milli) {
     int64_t e = exp10 + 3 - (int64_t)frac_len;
     while (n > 1 && d[n - 1] == '0') n--, e++;
     if (e > 0) {
-        if ((int64_t)n + e > MAX_INT_DIGITS + 1) return -ERANGE;
+        if ((int64_t)n + e > MAX_INT_DIGITS + 1) return saturate(neg, ret_milli);
         for (; e > 0; e--) d[n++] = '0';
     }
     for (int i = 0; i < exp2; i++) double_digits(d, &n);
@@ -114,11 +121,11 @@ int kite_quantity_parse_milli(const char *s, int64_t *ret_milli) {
     size_t ip = q >= (int64_t)n ? 0 : n - (size_t)q;
     bool round_up = false;
     for (size_t i = ip; i < n; i++) round_up |= d[i] != '0';
-    if (ip > MAX_INT_DIGITS) return -ERANGE;
+    if (ip > MAX_INT_DIGITS) return saturate(neg, ret_milli);
     uint64_t v = 0;
     for (size_t i = 0; i < ip; i++) v = v * 10 + (uint64_t)(d[i] - '0');
     if (round_up) v++;
-    if (v > (uint64_t)INT64_MAX) return -ERANGE;
+    if (v > (uint64_t)INT64_MAX) return saturate(neg, ret_milli);
     *ret_milli = neg ? -(int64_t)v : (int64_t)v;
     return 0;
 }

@@ -5,8 +5,11 @@
 
 /* Parses a Kubernetes quantity ("100m", "2", "1Gi", "500Mi", "1e3", "1.5"; "10%" is NOT a
  * quantity) into milli-units ("1" -> 1000, "100m" -> 100, "1Ki" -> 1024000). Precision finer
- * than a milli-unit is rounded up, as Quantity.MilliValue() does. -EINVAL on bad syntax,
- * -ERANGE on overflow. */
+ * than a milli-unit is rounded up, as Quantity.MilliValue() does. A value beyond int64
+ * milli-units ("10Pi" of memory, "1e20") saturates to +-KITE_QUANTITY_MAX_MILLI: it compares
+ * as larger than any real capacity; sums of such values must saturate too (kite_sat_add).
+ * -EINVAL on bad syntax. */
+#define KITE_QUANTITY_MAX_MILLI INT64_MAX
 int kite_quantity_parse_milli(const char *s, int64_t *ret_milli);
 
 enum kite_qformat { KITE_Q_DECIMAL_SI, KITE_Q_BINARY_SI };

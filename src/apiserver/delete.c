@@ -229,7 +229,7 @@ static bool run_graceful(struct write_op *op, struct kite_record *cur, json_obje
     if (!dts) {
         int64_t grace = r->delete_grace(cobj, op->has_grace ? op->grace : -1);
         if (grace <= 0) return false;
-        mark_deleting(op, cur, deep_copy(cobj), now + grace * KITE_NS_PER_SEC, grace);
+        mark_deleting(op, cur, deep_copy(cobj), kite_time_add(now, kite_sec_to_ns(grace)), grace);
         return true;
     }
     json_object *dg = kite_obj_get(meta, "deletionGracePeriodSeconds");
@@ -245,8 +245,8 @@ static bool run_graceful(struct write_op *op, struct kite_record *cur, json_obje
     }
     if (op->grace == 0 && !finalizers_pending(r, cobj)) return false; /* its end confirmed: gone now */
     /* only a shorter grace: the deadline moves earlier by the difference */
-    if (kite_time_parse(dts, &at) < 0) at = now + left * KITE_NS_PER_SEC;
-    mark_deleting(op, cur, deep_copy(cobj), at - (left - op->grace) * KITE_NS_PER_SEC, op->grace);
+    if (kite_time_parse(dts, &at) < 0) at = kite_time_add(now, kite_sec_to_ns(left));
+    mark_deleting(op, cur, deep_copy(cobj), kite_time_add(at, -kite_sec_to_ns(left - op->grace)), op->grace);
     return true;
 }
 
@@ -507,7 +507,7 @@ static void collection_submit(struct collection_op *c) {
             json_object *copy = deep_copy(obj);
             if (propagate) set_propagation_finalizer(kite_obj_meta(copy), c->propagation);
             char ts[21];
-            kite_time_format(kite_now_wall(c->rq->srv->clock) + grace * KITE_NS_PER_SEC, ts);
+            kite_time_format(kite_time_add(kite_now_wall(c->rq->srv->clock), kite_sec_to_ns(grace)), ts);
             if (!deleting) {
                 kite_obj_set(kite_obj_meta(copy), "deletionTimestamp", json_object_new_string(ts));
                 kite_obj_set(kite_obj_meta(copy), "deletionGracePeriodSeconds", json_object_new_int64(grace));

@@ -278,6 +278,20 @@ static bool authenticate(struct req *rq) {
     return apiserver_impersonate(rq);
 }
 
+/* The http layer asks at the head of a request with a body, before reading it: the same
+ * decision as authenticate() (a bootstrap token is looked up too), so a body is never read for
+ * a request that will be answered 401, and anonymous ones get the small budgets. */
+static enum kite_http_admit admit_head(const struct kite_http_req *hr, void *ud) {
+    if (hr->user) return KITE_HTTP_ADMIT_USER;
+    if (hr->authn_failed) {
+        struct req rq = {.srv = ud, .http = (struct kite_http_req *)hr};
+        bool ok = apiserver_bootstrap_token(&rq);
+        free(rq.authn_mem);
+        return ok ? KITE_HTTP_ADMIT_USER : KITE_HTTP_ADMIT_UNAUTHORIZED;
+    }
+    return apiserver_is_public_path(hr->path) ? KITE_HTTP_ADMIT_ANONYMOUS : KITE_HTTP_ADMIT_UNAUTHORIZED;
+}
+
 static bool authorize_request(struct req *rq) {
     struct kite_authz_attrs a = {.user = &rq->user, .verb = rq->verb, .view = rq->srv};
     struct kite_field_selector *fields = NULL;
@@ -632,7 +646,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
             return fail(ret_error, r, "cannot read %s", files[i].path);
     struct kite_http_config hc = {
         .listen = o->listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
-        .token_file = o->token_file, .threads = o->threads, .max_connections = o->max_connections, .handler = dispatch, .ud = s,
+        .token_file = o->token_file, .threads = o->threads, .max_connections = o->max_connections, .handler = dispatch, .admit = admit_head, .ud = s,
         /* Kubernetes clients send ~1 KiB of headers */
         .max_header_bytes = KITE_MAX_HEADER_BYTES,
         .disable_http2 = o->disable_http2,

@@ -272,7 +272,7 @@ void handle_watch(struct req *rq) {
         uint64_t seed = (uint64_t)now;
         timeout_s = KITE_WATCH_MIN_TIMEOUT_S + (int64_t)(kite_rand01(&seed) * KITE_WATCH_MIN_TIMEOUT_S);
     }
-    w->deadline_ns = now + timeout_s * KITE_NS_PER_SEC;
+    w->deadline_ns = kite_sat_add(now, kite_sec_to_ns(timeout_s)); /* a huge timeoutSeconds: never */
     w->next_bookmark_ns = next_bookmark(w, now);
 
     _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);

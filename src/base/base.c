@@ -1,7 +1,16 @@
 #include "base/base.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
+
+/* mimalloc's, when the binary links it (build/kite); NULL in the others */
+extern void mi_collect(bool force) __attribute__((weak));
+
+void kite_mem_trim(void) {
+    if (mi_collect) mi_collect(true);
+    else malloc_trim(0);
+}
 
 static void *oom(void) {
     fputs("kite: out of memory\n", stderr);

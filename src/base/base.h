@@ -23,8 +23,31 @@ void *kite_realloc(void *p, size_t n);
 char *kite_strdup(const char *s);
 char *kite_strndup(const char *s, size_t n);
 char *kite_asprintf(const char *fmt, ...) KITE_PRINTF(1, 2);
+/* Gives memory the calling thread freed back to the system now: mimalloc (build/kite) keeps
+ * freed pages of a thread's heap until that thread allocates again, so a burst of large
+ * buffers freed by a thread that then idles stays resident. glibc's malloc: malloc_trim. */
+void kite_mem_trim(void);
 
 /* systemd-style scope cleanup: `_cleanup_free_ char *s = ...;` and TAKE_PTR(s) to hand it on. */
+/* Saturating int64 arithmetic for values a client chooses (seconds turned into ns, durations
+ * added to times, quantities scaled): past the range the result sticks at INT64_MAX or
+ * INT64_MIN instead of wrapping, so "forever" stays forever and a huge request stays huge. */
+static inline int64_t kite_sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
+static inline int64_t kite_sat_sub(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_sub_overflow(a, b, &r)) return r;
+    return b < 0 ? INT64_MAX : INT64_MIN;
+}
+static inline int64_t kite_sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_mul_overflow(a, b, &r)) return r;
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
 static inline void kite_freep(void *p) { free(*(void **)p); }
 #define _cleanup_free_ __attribute__((cleanup(kite_freep)))
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })

@@ -14,6 +14,14 @@ void kite_buf_grow(struct kite_buf *b, size_t extra) {
     if (fresh) b->p[b->len] = 0;
 }
 
+void kite_buf_reserve(struct kite_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return;
+    bool fresh = !b->p;
+    b->p = kite_realloc(b->p, b->len + extra + 1);
+    b->cap = b->len + extra + 1;
+    if (fresh) b->p[b->len] = 0;
+}
+
 void kite_buf_append(struct kite_buf *b, const void *data, size_t n) {
     kite_buf_grow(b, n);
     if (n) memcpy(b->p + b->len, data, n);

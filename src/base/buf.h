@@ -9,6 +9,8 @@ struct kite_buf {
 };
 
 void kite_buf_grow(struct kite_buf *b, size_t extra);
+/* Like kite_buf_grow, but to exactly the room asked (no doubling): for a size known in advance. */
+void kite_buf_reserve(struct kite_buf *b, size_t extra);
 void kite_buf_append(struct kite_buf *b, const void *data, size_t n);
 void kite_buf_puts(struct kite_buf *b, const char *s);
 void kite_buf_putc(struct kite_buf *b, char c);

@@ -43,19 +43,29 @@ void kite_fake_clock_advance(struct kite_fake_clock *f, int64_t ns) {
     pthread_mutex_unlock(&f->lock);
 }
 
+/* Seconds, rounded down (before 1970 too), and the ns into that second. */
+static time_t split_ns(int64_t wall_ns, int64_t *ret_ns) {
+    int64_t s = wall_ns / KITE_NS_PER_SEC, ns = wall_ns % KITE_NS_PER_SEC;
+    if (ns < 0) s--, ns += KITE_NS_PER_SEC;
+    *ret_ns = ns;
+    return (time_t)s;
+}
+
 void kite_time_format(int64_t wall_ns, char out[21]) {
-    time_t t = (time_t)(wall_ns / KITE_NS_PER_SEC);
+    int64_t ns;
+    time_t t = split_ns(wall_ns, &ns);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 void kite_microtime_format(int64_t wall_ns, char out[28]) {
-    time_t t = (time_t)(wall_ns / KITE_NS_PER_SEC);
+    int64_t ns;
+    time_t t = split_ns(wall_ns, &ns);
     struct tm tm;
     gmtime_r(&t, &tm);
     size_t n = strftime(out, 28, "%Y-%m-%dT%H:%M:%S", &tm);
-    unsigned us = (unsigned)((wall_ns % KITE_NS_PER_SEC) / 1000) % 1000000u;
+    unsigned us = (unsigned)(ns / 1000);
     out[n++] = '.';
     for (int i = 5; i >= 0; i--, us /= 10) out[n + (size_t)i] = (char)('0' + us % 10);
     out[n + 6] = 'Z';
@@ -85,7 +95,8 @@ int kite_time_parse(const char *s, int64_t *ret) {
         return -EINVAL;
     }
     if (*p) return -EINVAL;
-    *ret = ((int64_t)timegm(&tm) - off) * KITE_NS_PER_SEC + frac;
+    /* years 1-9999 fit time_t seconds; only the ns instant needs the clamp */
+    *ret = kite_time_add(kite_sec_to_ns((int64_t)timegm(&tm) - off), frac);
     return 0;
 }
 
@@ -98,7 +109,7 @@ void kite_cond_init_mono(pthread_cond_t *c) {
 }
 
 void kite_cond_deadline(struct timespec *ts, int64_t ns_from_now) {
-    int64_t t = ts_ns(CLOCK_MONOTONIC) + ns_from_now;
+    int64_t t = kite_sat_add(ts_ns(CLOCK_MONOTONIC), ns_from_now);
     ts->tv_sec = t / KITE_NS_PER_SEC;
     ts->tv_nsec = t % KITE_NS_PER_SEC;
 }

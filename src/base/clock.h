@@ -34,11 +34,25 @@ void kite_cond_deadline(struct timespec *ts, int64_t ns_from_now);
 #define KITE_NS_PER_SEC INT64_C(1000000000)
 #define KITE_NS_PER_MS INT64_C(1000000)
 
+/* Instants are int64 ns since the epoch. RFC 3339 (and so every time field a client may
+ * write) spans years 1-9999, past int64 ns; a parsed time, and a time plus a duration, is
+ * clamped to [KITE_TIME_MIN, KITE_TIME_MAX] (+-(2^62-1) ns: 1823-11-12 to 2116-02-20). Ordering
+ * survives the clamp (year 1 is still long ago, year 9999 still ahead), and the difference of
+ * any two instants fits int64, so code may subtract times without overflow checks. */
+#define KITE_TIME_MAX ((INT64_C(1) << 62) - 1)
+#define KITE_TIME_MIN (-KITE_TIME_MAX)
+static inline int64_t kite_time_clamp(int64_t t) { return KITE_MAX(KITE_TIME_MIN, KITE_MIN(t, KITE_TIME_MAX)); }
+/* t plus d ns (any int64, e.g. a client's seconds through kite_sec_to_ns), clamped. */
+static inline int64_t kite_time_add(int64_t t, int64_t d) { return kite_time_clamp(kite_sat_add(t, d)); }
+/* Seconds to ns, saturating at INT64_MAX / INT64_MIN. */
+static inline int64_t kite_sec_to_ns(int64_t s) { return kite_sat_mul(s, KITE_NS_PER_SEC); }
+
 /* RFC 3339 UTC, second precision ("2026-12-02T15:42:26Z"), as Kubernetes' metav1.Time.
  * out must hold 21 bytes. */
 void kite_time_format(int64_t wall_ns, char out[21]);
 /* RFC 3339 UTC with microseconds ("2026-12-02T15:42:26.123456Z"), as metav1.MicroTime.
  * out must hold 28 bytes. */
 void kite_microtime_format(int64_t wall_ns, char out[28]);
-/* Parses RFC 3339 (Z or ±hh:mm offset, optional fraction). 0 or -EINVAL. */
+/* Parses RFC 3339 (Z or ±hh:mm offset, optional fraction), clamped to KITE_TIME_MIN..MAX.
+ * 0 or -EINVAL. */
 int kite_time_parse(const char *s, int64_t *ret_wall_ns);

@@ -184,6 +184,11 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
     FLAG_FORWARD("cluster-domain", FLAG_STRING, "DOMAIN", "the cluster's DNS domain (pods' search list)",         \
                  "cluster.local"),                                                                             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
+    FLAG_FORWARD("proxy-mode", FLAG_STRING, "MODE", "route Services to their endpoints with nftables (\"nftables\") or\n" \
+                 "not (\"none\")", NULL, .def_note = "none; nftables under kite up"),                     \
+    FLAG_FORWARD("proxy-table", FLAG_STRING, "NAME", "the proxy's nftables table (family ip)", "kite-proxy"),    \
+    FLAG_FORWARD("masquerade-pod-traffic", FLAG_BOOL, NULL, "masquerade pod traffic leaving the pod network\n"   \
+                 "to the node's address", NULL, .def_note = "false; true under kite up"),                        \
     FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
                  "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
                  "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \

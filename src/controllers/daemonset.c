@@ -419,7 +419,7 @@ static bool available(struct sync *s, json_object *pod, int64_t min_ready_s) {
     const char *t = kite_obj_str(kite_ctl_condition(pod, "Ready"), "lastTransitionTime");
     int64_t since;
     if (!t || kite_time_parse(t, &since) < 0) return false;
-    int64_t left = since + min_ready_s * KITE_NS_PER_SEC - s->now;
+    int64_t left = kite_time_add(since, kite_sec_to_ns(min_ready_s)) - s->now;
     if (left <= 0) return true;
     s->requeue = s->requeue < 0 ? left : KITE_MIN(s->requeue, left);
     return false;

@@ -507,7 +507,7 @@ static void status(struct plan *p, struct rsv *all, size_t n, struct rsv *nrs, c
         if (!complete_before) {
             int64_t since = 0;
             if (cur && kite_time_parse(kite_obj_str(cur, "lastUpdateTime") ? kite_obj_str(cur, "lastUpdateTime") : "", &since) < 0) since = 0;
-            int64_t deadline = since + json_object_get_int64(pds) * KITE_NS_PER_SEC;
+            int64_t deadline = kite_time_add(since, kite_sec_to_ns(json_object_get_int64(pds)));
             if (complete) {
                 _cleanup_free_ char *msg = rs_name ? kite_asprintf("ReplicaSet \"%s\" has successfully progressed.", rs_name)
                                                    : kite_asprintf("Deployment \"%s\" has successfully progressed.", p->name);
@@ -515,7 +515,7 @@ static void status(struct plan *p, struct rsv *all, size_t n, struct rsv *nrs, c
             } else if (progressing) {
                 _cleanup_free_ char *msg = kite_asprintf("ReplicaSet \"%s\" is progressing.", rs_name ? rs_name : "");
                 set_cond(conds, "Progressing", "True", "ReplicaSetUpdated", msg, ts, true);
-                kite_wl_min(next_ns, json_object_get_int64(pds) * KITE_NS_PER_SEC + KITE_NS_PER_SEC);
+                kite_wl_min(next_ns, kite_sat_add(kite_sec_to_ns(json_object_get_int64(pds)), KITE_NS_PER_SEC));
             } else if (cur && !kite_streq(kite_obj_str(cur, "reason"), "ProgressDeadlineExceeded") && since && now > deadline) {
                 _cleanup_free_ char *msg = kite_asprintf("ReplicaSet \"%s\" has timed out progressing.", rs_name ? rs_name : "");
                 set_cond(conds, "Progressing", "False", "ProgressDeadlineExceeded", msg, ts, false);

@@ -536,7 +536,7 @@ static void sync_job(struct sync *s) {
     if (!status_cond(status, "FailureTarget") && !success_ending) {
         if (n_failed > i64(spec, "backoffLimit") || restarts_exceed) {
             add_condition(s, status, "FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit");
-        } else if (ads >= 0 && !suspend && started && s->now >= started + ads * KITE_NS_PER_SEC) {
+        } else if (ads >= 0 && !suspend && started && s->now >= kite_time_add(started, kite_sec_to_ns(ads))) {
             add_condition(s, status, "FailureTarget", "DeadlineExceeded", "Job was active longer than specified deadline");
         } else if ((comp && n_succeeded >= json_object_get_int64(comp)) ||
                    (!comp && n_succeeded > 0 && nactive + unseen == 0)) {
@@ -592,7 +592,7 @@ static void sync_job(struct sync *s) {
             }
         }
         if (ads >= 0 && started && !suspend) {
-            int64_t left = started + ads * KITE_NS_PER_SEC - s->now;
+            int64_t left = kite_time_add(started, kite_sec_to_ns(ads)) - s->now;
             s->requeue = s->requeue < 0 ? KITE_MAX(left, 0) : KITE_MIN(s->requeue, KITE_MAX(left, 0));
         }
         nactive = (size_t)KITE_MAX(have, 0);

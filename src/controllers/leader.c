@@ -77,8 +77,8 @@ bool kite_leader_is_leader(struct kite_leader *l) { return l->observed && kite_s
 /* The observed record is still in force: observed less than its leaseDurationSeconds ago. */
 static bool lease_valid(struct kite_leader *l, int64_t now) {
     json_object *d = kite_obj_get(l->observed, "leaseDurationSeconds");
-    int64_t dur = d ? json_object_get_int64(d) * KITE_NS_PER_SEC : 0;
-    return l->observed && l->observed_at + dur > now;
+    int64_t dur = d ? kite_sec_to_ns(json_object_get_int64(d)) : 0;
+    return l->observed && kite_sat_add(l->observed_at, dur) > now;
 }
 
 static void observe(struct kite_leader *l, json_object *spec, int64_t now) {

@@ -275,8 +275,10 @@ static void count_on(struct kite_sched *s, struct spod *p, struct snode *n) {
     p->node = n;
     n->refs++;
     n->ni.npods++;
-    n->ni.requested.cpu += p->req.cpu, n->ni.requested.mem += p->req.mem;
-    n->ni.nonzero.cpu += p->nz.cpu, n->ni.nonzero.mem += p->nz.mem;
+    n->ni.requested.cpu = kite_sat_add(n->ni.requested.cpu, p->req.cpu);
+    n->ni.requested.mem = kite_sat_add(n->ni.requested.mem, p->req.mem);
+    n->ni.nonzero.cpu = kite_sat_add(n->ni.nonzero.cpu, p->nz.cpu);
+    n->ni.nonzero.mem = kite_sat_add(n->ni.nonzero.mem, p->nz.mem);
 }
 
 static void uncount(struct kite_sched *s, struct spod *p) {
@@ -284,8 +286,10 @@ static void uncount(struct kite_sched *s, struct spod *p) {
     if (!n) return;
     n->refs--;
     n->ni.npods--;
-    n->ni.requested.cpu -= p->req.cpu, n->ni.requested.mem -= p->req.mem;
-    n->ni.nonzero.cpu -= p->nz.cpu, n->ni.nonzero.mem -= p->nz.mem;
+    n->ni.requested.cpu = kite_sat_sub(n->ni.requested.cpu, p->req.cpu);
+    n->ni.requested.mem = kite_sat_sub(n->ni.requested.mem, p->req.mem);
+    n->ni.nonzero.cpu = kite_sat_sub(n->ni.nonzero.cpu, p->nz.cpu);
+    n->ni.nonzero.mem = kite_sat_sub(n->ni.nonzero.mem, p->nz.mem);
     p->assumed = false;
     node_maybe_free(s, n);
 }
@@ -416,7 +420,8 @@ static char *preemption_message(struct kite_sched *s, struct spod *p, struct sno
         if (i >= n || cand[i] != q->node) continue;
         victims[i] = true;
         without[i].npods--;
-        without[i].requested.cpu -= q->req.cpu, without[i].requested.mem -= q->req.mem;
+        without[i].requested.cpu = kite_sat_sub(without[i].requested.cpu, q->req.cpu);
+        without[i].requested.mem = kite_sat_sub(without[i].requested.mem, q->req.mem);
     }
     struct kite_sched_verdict *pv = kite_calloc(n, sizeof *pv);
     for (size_t i = 0; i < n; i++) {

@@ -33,6 +33,10 @@
 #define KITE_SCHED_BACKOFF_MAX_NS (10 * KITE_NS_PER_SEC)
 #define KITE_SCHED_UNSCHED_MAX_NS (300 * KITE_NS_PER_SEC)
 #define KITE_SCHED_IDLE_NS (60 * KITE_NS_PER_SEC) /* longest step interval with nothing due */
+/* The largest request or allocatable the scheduler counts, in millicores or whole units
+ * (2^52: 4 PiB of memory, 4.5e9 cores); a larger one ("10Pi", past int64 milli-units too)
+ * counts as this, which no node's allocatable exceeds. */
+#define KITE_SCHED_QUANTITY_MAX (INT64_C(1) << 52)
 /* Reasons a filter gives for one node (NodeResourcesFit gives up to three). */
 #define KITE_SCHED_MAX_REASONS 4
 /* Longest message kept in an event or condition (upstream truncates notes at 1 KiB). */

@@ -26,14 +26,17 @@
 static bool is_array(json_object *a) { return a && json_object_is_type(a, json_type_array); }
 static size_t alen(json_object *a) { return is_array(a) ? json_object_array_length(a) : 0; }
 
-/* A quantity field of a resource list: cpu in millicores, others in whole units rounded up. */
+/* A quantity field of a resource list: cpu in millicores, others in whole units rounded up,
+ * capped at KITE_SCHED_QUANTITY_MAX so that a node's sums of its pods' requests stay exact
+ * (and add and remove in step) for thousands of huge requests before they saturate. */
 static bool quantity(json_object *list, const char *name, bool milli, int64_t *ret) {
     json_object *q = kite_obj_get(list, name);
     if (!q) return false;
     int64_t m;
-    if (json_object_is_type(q, json_type_int)) m = json_object_get_int64(q) * 1000;
+    if (json_object_is_type(q, json_type_int)) m = kite_sat_mul(json_object_get_int64(q), 1000);
     else if (!json_object_is_type(q, json_type_string) || kite_quantity_parse_milli(json_object_get_string(q), &m) < 0) return false;
-    *ret = milli ? m : (m >= 0 ? (m + 999) / 1000 : m / 1000);
+    int64_t v = milli ? m : m / 1000 + (m % 1000 > 0);
+    *ret = KITE_MAX(-KITE_SCHED_QUANTITY_MAX, KITE_MIN(v, KITE_SCHED_QUANTITY_MAX));
     return true;
 }
 
@@ -44,7 +47,9 @@ static void container_req(json_object *c, bool nonzero, struct kite_sched_req *r
     if (!quantity(req, "memory", false, &r->mem) && nonzero) r->mem = NONZERO_MEM;
 }
 
-static void add(struct kite_sched_req *a, const struct kite_sched_req *b) { a->cpu += b->cpu, a->mem += b->mem; }
+static void add(struct kite_sched_req *a, const struct kite_sched_req *b) {
+    a->cpu = kite_sat_add(a->cpu, b->cpu), a->mem = kite_sat_add(a->mem, b->mem);
+}
 static void maxr(struct kite_sched_req *a, const struct kite_sched_req *b) {
     a->cpu = KITE_MAX(a->cpu, b->cpu), a->mem = KITE_MAX(a->mem, b->mem);
 }
@@ -72,8 +77,8 @@ void kite_sched_pod_requests(json_object *pod, bool nonzero, struct kite_sched_r
     maxr(&sum, &init_max);
     json_object *oh = kite_obj_get(spec, "overhead");
     int64_t v;
-    if (quantity(oh, "cpu", true, &v)) sum.cpu += v;
-    if (quantity(oh, "memory", false, &v)) sum.mem += v;
+    if (quantity(oh, "cpu", true, &v)) sum.cpu = kite_sat_add(sum.cpu, v);
+    if (quantity(oh, "memory", false, &v)) sum.mem = kite_sat_add(sum.mem, v);
     *ret = sum;
 }
 
@@ -270,7 +275,8 @@ static int64_t least_requested(int64_t requested, int64_t capacity) {
 
 int64_t kite_sched_score_least_allocated(const struct kite_sched_req *pod, const struct kite_sched_nodeinfo *ni) {
     /* cpu and memory, weight 1 each (upstream's default LeastAllocated resources) */
-    return (least_requested(ni->nonzero.cpu + pod->cpu, ni->alloc_cpu) + least_requested(ni->nonzero.mem + pod->mem, ni->alloc_mem)) / 2;
+    return (least_requested(kite_sat_add(ni->nonzero.cpu, pod->cpu), ni->alloc_cpu) +
+            least_requested(kite_sat_add(ni->nonzero.mem, pod->mem), ni->alloc_mem)) / 2;
 }
 
 int64_t kite_sched_score_image_locality(int64_t sum, size_t n_containers) {

@@ -136,7 +136,7 @@ static void process(struct kite_tec *t, struct tpod *p, int64_t now) {
         cancel(t, p); /* tolerated for good */
         return;
     } else {
-        at = (kite_timer_armed(&p->timer) ? p->created : now) + s * KITE_NS_PER_SEC;
+        at = kite_sat_add(kite_timer_armed(&p->timer) ? p->created : now, kite_sec_to_ns(s)); /* huge: never */
     }
     if (!kite_timer_armed(&p->timer)) p->created = now, p->attempts = 0;
     kite_timers_set(&t->timers, &p->timer, at);

@@ -71,9 +71,9 @@ bool kite_wl_pod_available(json_object *pod, int64_t min_ready_s, int64_t now, i
     int64_t since;
     if (!kite_wl_pod_ready(pod, &since)) return false;
     if (min_ready_s <= 0) return true;
-    int64_t at = since + min_ready_s * KITE_NS_PER_SEC;
+    int64_t at = kite_time_add(since, kite_sec_to_ns(min_ready_s));
     if (since && at <= now) return true;
-    if (ret_wait_ns) *ret_wait_ns = since ? at - now : min_ready_s * KITE_NS_PER_SEC;
+    if (ret_wait_ns) *ret_wait_ns = since ? at - now : kite_sec_to_ns(min_ready_s);
     return false;
 }
 

@@ -22,7 +22,10 @@
 #define RAW_CAP 4096u                  /* one recv's worth of TLS bytes per connection */
 #define IN_CHUNK 16384u                /* decrypted input read per call */
 #define BUF_KEEP (64u * 1024)          /* per-connection buffers above this are freed after use */
-#define LINGER_MAX_BYTES (1024u * 1024) /* dropped while lingering before the connection is freed */
+/* dropped while lingering before the connection is freed: a whole refused body (a 401 or 429
+ * at its head) is drained, without being kept, so a client that writes its body before reading
+ * (Python's http.client) reads the answer instead of a reset */
+#define LINGER_MAX_BYTES (4u * 1024 * 1024)
 
 /* ---- connection bookkeeping ---- */
 
@@ -33,6 +36,7 @@ struct conn_extra {
 };
 
 static void conn_reset_request(struct conn *c) {
+    if (c->w) body_release(c->w->srv, &c->req, NULL);
     req_parser_next(&c->rp);
     c->req_start_ns = 0;
     c->continue_queued = false;
@@ -243,7 +247,7 @@ int conn_flush(struct conn *c) {
 
 /* ---- the connection state machine ---- */
 
-static const struct refusal R_STOPPING = {503, "ServiceUnavailable", "the server is shutting down"};
+static const struct refusal R_STOPPING = {503, "ServiceUnavailable", "the server is shutting down", false};
 
 /* Reads once. 1: got bytes; 0: nothing now; -1: EOF (peer_eof is set) or error. */
 int conn_read_some(struct conn *c) {
@@ -272,6 +276,23 @@ int conn_read_some(struct conn *c) {
 /* Bytes worth trying to read without being told by epoll. */
 bool conn_tls_pending(struct conn *c) {
     return raw_pending(c) || gnutls_record_check_pending(c->tls) > 0;
+}
+
+/* The head of a request with a body: authenticated and claimed before the body is read, so
+ * an anonymous client gets its 401 instead of "100 Continue" and a body no one will read is
+ * never buffered (the connection then closes: the body may still be on its way). */
+static const struct refusal *h1_head(struct req_parser *p, uint64_t declared, void *ud) {
+    struct conn *c = ud;
+    c->req.pub.method = http_method_str((enum http_method)p->hp.method);
+    c->req.pub.path = p->path;
+    return body_admit(c, &c->req, p, declared, NULL);
+}
+
+static const struct refusal *h1_grow(struct req_parser *p, size_t total, void *ud) {
+    struct conn *c = ud;
+    const struct refusal *bad = body_claim(c->w->srv, &c->req, total, NULL);
+    if (!bad) p->allowed = total;
+    return bad;
 }
 
 static void dispatch(struct conn *c) {
@@ -377,6 +398,10 @@ void conn_drive(struct conn *c, bool readable) {
                 enum req_status st = req_parser_feed(&c->rp, c->in.p + c->in_off, n, &used);
                 c->in_off += used;
                 if (c->rp.begun && !c->req_start_ns) c->req_start_ns = http_now_ns();
+                if (st == REQ_ERROR) { /* before "100 Continue": a refused body is never asked for */
+                    conn_refuse(c, c->rp.err);
+                    continue;
+                }
                 if (c->rp.expect_continue && !c->continue_queued) {
                     kite_buf_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
                     c->continue_queued = true;
@@ -388,10 +413,6 @@ void conn_drive(struct conn *c, bool readable) {
                     }
                     dispatch(c);
                     if (c->state == C_DISPATCHED && !collect(c)) return; /* answered later */
-                    continue;
-                }
-                if (st == REQ_ERROR) {
-                    conn_refuse(c, c->rp.err);
                     continue;
                 }
                 if (c->out.len && conn_flush(c) < 0) { /* "100 Continue" */
@@ -512,6 +533,7 @@ struct conn *conn_new(struct kite_http_server *srv, int fd) {
     c->req.rp = &c->rp;
     pthread_mutex_init(&c->lock, NULL);
     req_parser_init(&c->rp, srv->max_head, srv->max_body);
+    c->rp.hooks = (struct req_hooks){h1_head, h1_grow, c};
     conn_reset_request(c);
     c->state = C_HANDSHAKE;
     if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) {
@@ -581,6 +603,7 @@ void conn_free(struct conn *c) {
         c->peer_closed = true;
         return;
     }
+    body_release(srv, &c->req, NULL);
     gnutls_deinit(c->tls);
     struct conn_extra *x = (struct conn_extra *)(c + 1);
     free(x->raw);

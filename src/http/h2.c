@@ -40,6 +40,7 @@ struct h2s {
     struct h2s *prev, *next;        /* the connection's streams */
     int64_t start_ns;
     size_t head_bytes;              /* header list size as HTTP/2 counts it (name + value + 32) */
+    uint64_t declared;              /* its content-length (0: none) */
     char *method;
     const struct refusal *refused;  /* answered by the layer itself */
     bool complete;                  /* the request is whole (or refused): dispatch it */
@@ -72,6 +73,7 @@ struct h2conn {
     size_t n_live;                  /* streams not closed */
     size_t n_held;                  /* streams with the handler */
     size_t n_complete;              /* streams waiting for dispatch */
+    size_t held[2];                 /* body bytes its streams claimed (budget.c) */
     bool goaway;
     bool driving;                   /* h2_drive runs: it takes the ready list before it returns */
     struct h2s *ready;              /* under conn.lock */
@@ -100,6 +102,7 @@ static void h2s_free(struct conn *c, struct h2s *h) {
     if (h->next) h->next->prev = h->prev;
     if (!h->closed) x->n_live--;
     if (h->complete && !h->dispatched) x->n_complete--;
+    body_release(c->w->srv, &h->req, x->held);
     req_parser_release(&h->rp);
     kite_buf_release(&h->req.hdrs);
     kite_buf_release(&h->sbuf);
@@ -268,6 +271,7 @@ static void submit(struct conn *c, struct h2s *h, int code, const char *ctype, c
 
 static void refuse(struct conn *c, struct h2s *h, const struct refusal *why) {
     struct kite_buf body = {0};
+    if (why->retry) kite_http_add_header(&h->req.pub, "Retry-After", "1");
     kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
                            "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}\n", why->message, why->reason, why->code);
     size_t len;
@@ -415,7 +419,7 @@ static void dispatch(struct conn *c, struct h2s *h) {
     atomic_fetch_add(&srv->n_pending, 1); /* as conn.c: stop either waits for it or it is refused */
     if (atomic_load(&srv->stopping)) {
         pending_done(srv);
-        static const struct refusal stopping = {503, "ServiceUnavailable", "the server is shutting down"};
+        static const struct refusal stopping = {503, "ServiceUnavailable", "the server is shutting down", false};
         refuse(c, h, &stopping);
         return;
     }
@@ -489,8 +493,9 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint
     return 0;
 }
 
-/* The head is complete: the target decoded, the announced body checked against the limit. */
-static void head_done(struct conn *c, struct h2s *h) {
+/* The head is complete: the target decoded; a body that follows is admitted (authenticated,
+ * claimed from the budgets) or the stream is refused now, before any of its DATA is kept. */
+static void head_done(struct conn *c, struct h2s *h, bool end_stream) {
     if (h->complete || h->rp.head_done) return;
     if (!h->method || !h->rp.url.len) {
         complete(c, h, &R_MALFORMED);
@@ -502,10 +507,14 @@ static void head_done(struct conn *c, struct h2s *h) {
         complete(c, h, bad);
         return;
     }
+    if (end_stream) return;
     const char *cl = req_parser_header(&h->rp, "content-length");
     int64_t len;
-    if (cl && kite_parse_int64(cl, &len) == 0 && len > 0 && (uint64_t)len > c->w->srv->max_body)
-        complete(c, h, &R_BODY_TOO_LARGE);
+    if (cl && kite_parse_int64(cl, &len) == 0 && len > 0) h->declared = (uint64_t)len;
+    h->req.pub.method = h->method;
+    h->req.pub.path = h->rp.path;
+    bad = body_admit(c, &h->req, &h->rp, h->declared, c->h2->held);
+    if (bad) complete(c, h, bad);
 }
 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *ud) {
@@ -513,7 +522,8 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     struct h2s *h = stream_get(c, frame->hd.stream_id);
     if (!h) return 0;
-    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) head_done(c, h);
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+        head_done(c, h, frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) complete(c, h, NULL);
     return 0;
 }
@@ -524,9 +534,37 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
     if (!h || h->complete) return 0; /* a refused request's body is dropped (flow control is still credited) */
     if (len > h->rp.max_body - h->rp.body.len) {
         complete(c, h, &R_BODY_TOO_LARGE);
+        kite_buf_release(&h->rp.body);
+        body_release(c->w->srv, &h->req, c->h2->held);
         return 0;
     }
+    size_t total = h->rp.body.len + len;
+    if (total > h->rp.allowed) {
+        const struct refusal *bad = body_claim(c->w->srv, &h->req, total, c->h2->held);
+        if (bad) {
+            complete(c, h, bad);
+            kite_buf_release(&h->rp.body); /* dropped, and so its claim */
+            body_release(c->w->srv, &h->req, c->h2->held);
+            return 0;
+        }
+        h->rp.allowed = total;
+    }
+    if (!h->rp.body.len && h->declared && h->declared <= h->rp.max_body) /* allocated once, not doubled into */
+        kite_buf_reserve(&h->rp.body, (size_t)h->declared);
     kite_buf_append(&h->rp.body, data, len);
+    return 0;
+}
+
+/* A refused request whose client is still sending: once the answer is out, RST_STREAM
+ * NO_ERROR asks it to stop (RFC 9113 8.1) instead of crediting DATA no one reads. */
+static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *frame, void *ud) {
+    struct conn *c = ud;
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
+        (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA))
+        return 0;
+    struct h2s *h = stream_get(c, frame->hd.stream_id);
+    if (h && h->refused && !nghttp2_session_get_stream_remote_close(ng, h->id))
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, h->id, NGHTTP2_NO_ERROR);
     return 0;
 }
 
@@ -554,6 +592,7 @@ int h2_start(struct conn *c) {
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
     int rc = nghttp2_session_server_new(&x->ng, cb, c);
     nghttp2_session_callbacks_del(cb);
     if (rc != 0) {

@@ -36,6 +36,8 @@ struct req {
     struct req_parser *rp;        /* the parsed request: &conn->rp, or the h2 stream's */
     struct h2s *h2;               /* the HTTP/2 stream, NULL on HTTP/1.1 */
     struct kite_buf hdrs;         /* response headers added by the handler: "Name: value\r\n"... */
+    size_t claim;                 /* body bytes claimed from the budgets (budget.c) */
+    bool anon;                    /* ... from the anonymous ones */
 };
 
 enum conn_state {
@@ -119,10 +121,12 @@ struct worker {
     struct conn *mb_head, *mb_tail;
     bool mb_quit;                 /* under mb_lock: leave the loop */
     atomic_bool mb_kicked;        /* an eventfd write is pending: others need not write again */
+    size_t freed_bodies;          /* body bytes released since the last trim (budget.c) */
 };
 
 struct kite_http_server {
     kite_http_handler handler;
+    kite_http_admit_fn admit;
     void *ud;
     bool http2;                          /* ALPN offers "h2" */
     size_t max_body, max_head;
@@ -144,6 +148,7 @@ struct kite_http_server {
     pthread_cond_t cond;
     atomic_bool stopping;
     atomic_long n_pending;               /* requests given to the handler, not answered yet */
+    atomic_size_t body_held[2];          /* body bytes claimed: [0] authenticated, [1] anonymous */
 };
 
 static inline int64_t http_now_ns(void) {
@@ -200,6 +205,18 @@ int auth_load_tokens(struct kite_http_server *srv, const char *path);
 void auth_free_tokens(struct kite_http_server *srv);
 void auth_request(struct conn *c, struct req *r);
 void auth_user_free(struct kite_http_user *u);
+
+/* budget.c (worker only) */
+/* At the head of r, a request with a body (declared: its length, 0 unknown): authenticates it
+ * (auth_request), asks the server who may send it, sets p's body limit and claims the declared
+ * length. conn_held: the connection's claims ([0], [1] as body_held) on HTTP/2, NULL on
+ * HTTP/1.1 (one body at a time). NULL, or why it is refused (401, 413, 429). */
+const struct refusal *body_admit(struct conn *c, struct req *r, struct req_parser *p, uint64_t declared,
+                                 size_t *conn_held);
+/* Claims up to total bytes for r's body (a chunked body, or an HTTP/2 one without length). */
+const struct refusal *body_claim(struct kite_http_server *srv, struct req *r, size_t total, size_t *conn_held);
+/* Gives r's claim back (the request was answered, or its connection is gone). */
+void body_release(struct kite_http_server *srv, struct req *r, size_t *conn_held);
 
 /* stream.c */
 struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*done)(void *ud), void *ud);

@@ -1,7 +1,9 @@
 /* kite http: the HTTPS server layer under the API server (GnuTLS, http-parser, epoll).
  *
  * Model: a few worker threads, each with its own epoll set and connections. One handler call
- * per request, after the whole body arrived. A response may be produced synchronously or later
+ * per request, after the whole body arrived; before a body is read, the request is
+ * authenticated and its body claimed from the budgets (kite_http_admit_fn, budget.c), so a
+ * request that will be refused never has its body read. A response may be produced synchronously or later
  * from any thread (the connection just waits meanwhile, costing no thread and no CPU).
  * Watch-style output is a chunked stream pulled by the layer whenever it can send; an idle
  * stream costs nothing until kite_http_stream_wake / kite_http_stream_wake_at.
@@ -137,8 +139,31 @@ void kite_http_fetch_cancel(struct kite_http_fetch *f);
 /* Closes and frees; accepts NULL. */
 void kite_http_fetch_close(struct kite_http_fetch *f);
 
+/* What the server decides at the head of a request with a body, before the body is read. */
+enum kite_http_admit {
+    KITE_HTTP_ADMIT_USER,         /* authenticated: the full body budgets */
+    KITE_HTTP_ADMIT_ANONYMOUS,    /* served without credentials: the anonymous budgets */
+    KITE_HTTP_ADMIT_UNAUTHORIZED, /* answered 401 by the layer without reading the body */
+};
+/* Called on an HTTP worker once the head of a request that announces a body is parsed
+ * (HTTP/1.1: before "100 Continue"; HTTP/2: at its HEADERS), with method, path, headers, user
+ * and authn_failed set and no body yet. Must not answer the request. Requests without a body
+ * go straight to the handler. */
+typedef enum kite_http_admit (*kite_http_admit_fn)(const struct kite_http_req *r, void *ud);
+
 /* Named limits and their defaults (0 in the config selects the default). */
 #define KITE_HTTP_DEFAULT_MAX_BODY (3u * 1024 * 1024)
+/* Request bodies held at once (budget.c): claimed at the head for a declared length, else as
+ * the bytes arrive, and held until the request is answered. Authenticated requests: a body
+ * within max_body (413 past it); an HTTP/2 connection's bodies together within
+ * KITE_HTTP_CONN_BODY_MAX; every connection's together within KITE_HTTP_SERVER_BODY_MAX (429
+ * with Retry-After past either). Anonymous requests (KITE_HTTP_ADMIT_ANONYMOUS) have budgets of
+ * their own, much smaller, so they cannot take the room of authenticated ones. */
+#define KITE_HTTP_CONN_BODY_MAX (16u * 1024 * 1024)
+#define KITE_HTTP_SERVER_BODY_MAX (128u * 1024 * 1024)
+#define KITE_HTTP_ANON_MAX_BODY (64u * 1024)
+#define KITE_HTTP_ANON_CONN_BODY_MAX (256u * 1024)
+#define KITE_HTTP_ANON_SERVER_BODY_MAX (4u * 1024 * 1024)
 #define KITE_HTTP_DEFAULT_MAX_HEADER_BYTES (64u * 1024)
 #define KITE_HTTP_DEFAULT_MAX_CONNECTIONS 10000u
 #define KITE_HTTP_DEFAULT_IDLE_TIMEOUT_S 60u
@@ -168,6 +193,8 @@ struct kite_http_config {
     unsigned header_timeout_s;
     unsigned read_timeout_s;
     bool disable_http2;                 /* ALPN offers only http/1.1 (a kill switch for a misbehaving client) */
+    /* optional: who may send a body (NULL: every request has the authenticated budgets) */
+    kite_http_admit_fn admit;
     kite_http_handler handler;
     void *ud;
 };

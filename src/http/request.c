@@ -6,17 +6,21 @@
  * requests wait, unparsed, until the connection answered the one before. */
 #include "http/request.h"
 
+#include <limits.h>
 #include <strings.h>
 
 #define REQ_BUF_KEEP (64u * 1024) /* buffers above this are freed after their request */
 
-const struct refusal R_MALFORMED = {400, "BadRequest", "malformed HTTP request"},
-                     R_NUL_PATH = {400, "BadRequest", "the request path contains a NUL byte"},
-                     R_NUL_QUERY = {400, "BadRequest", "a query parameter contains a NUL byte"},
-                     R_NUL_HEADER = {400, "BadRequest", "a request header contains a NUL byte"},
-                     R_BODY_TOO_LARGE = {413, "RequestEntityTooLarge", "the request body is too large"},
-                     R_URL_TOO_LONG = {414, "RequestURITooLong", "the request URL is too long"},
-                     R_HEADERS_TOO_LARGE = {431, "RequestHeaderFieldsTooLarge", "the request headers are too large"};
+const struct refusal R_MALFORMED = {400, "BadRequest", "malformed HTTP request", false},
+                     R_NUL_PATH = {400, "BadRequest", "the request path contains a NUL byte", false},
+                     R_NUL_QUERY = {400, "BadRequest", "a query parameter contains a NUL byte", false},
+                     R_NUL_HEADER = {400, "BadRequest", "a request header contains a NUL byte", false},
+                     R_BODY_TOO_LARGE = {413, "RequestEntityTooLarge", "the request body is too large", false},
+                     R_URL_TOO_LONG = {414, "RequestURITooLong", "the request URL is too long", false},
+                     R_HEADERS_TOO_LARGE = {431, "RequestHeaderFieldsTooLarge", "the request headers are too large", false},
+                     R_UNAUTHORIZED = {401, "Unauthorized", "Unauthorized", false},
+                     R_BODY_BUDGET = {429, "TooManyRequests",
+                                      "too many request bodies in flight, please try again later", true};
 
 #define PARSER(h) ((struct req_parser *)((char *)(h) - offsetof(struct req_parser, hp)))
 
@@ -156,6 +160,13 @@ static int on_headers_complete(http_parser *h) {
     if (bad) return fail(p, bad);
     p->head_done = true;
     p->head_only = h->method == HTTP_HEAD;
+    /* a body follows: the connection decides, before a byte of it is read, whether it is
+     * read at all (authentication, budgets) */
+    bool chunked = h->flags & F_CHUNKED; /* else content_length: ULLONG_MAX when absent */
+    if ((chunked || (h->content_length > 0 && h->content_length != ULLONG_MAX)) && p->hooks.head) {
+        bad = p->hooks.head(p, chunked ? 0 : h->content_length, p->hooks.ud);
+        if (bad) return fail(p, bad);
+    }
     const char *cl = req_parser_header(p, "Content-Length");
     int64_t n;
     if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > p->max_body) return fail(p, &R_BODY_TOO_LARGE);
@@ -169,6 +180,11 @@ static int on_headers_complete(http_parser *h) {
 static int on_chunk_header(http_parser *h) {
     struct req_parser *p = PARSER(h);
     if (h->content_length > p->max_body - p->body.len) return fail(p, &R_BODY_TOO_LARGE);
+    size_t total = p->body.len + (size_t)h->content_length;
+    if (total > p->allowed && p->hooks.grow) {
+        const struct refusal *bad = p->hooks.grow(p, total, p->hooks.ud);
+        if (bad) return fail(p, bad);
+    }
     return 0;
 }
 
@@ -177,6 +193,13 @@ static int on_body(http_parser *h, const char *at, size_t n) {
     /* Content-Length and chunk sizes were checked already; this keeps the limit whatever
      * framing the parser allows. */
     if (n > p->max_body - p->body.len) return fail(p, &R_BODY_TOO_LARGE);
+    if (p->body.len + n > p->allowed && p->hooks.grow) {
+        const struct refusal *bad = p->hooks.grow(p, p->body.len + n, p->hooks.ud);
+        if (bad) return fail(p, bad);
+    }
+    /* a declared length is allocated once, not doubled into (a 3 MB body in a 4 MiB buffer) */
+    if (!p->body.len && h->content_length != ULLONG_MAX && !(h->flags & F_CHUNKED))
+        kite_buf_reserve(&p->body, n + (size_t)h->content_length);
     kite_buf_append(&p->body, at, n);
     return 0;
 }
@@ -203,7 +226,8 @@ static const http_parser_settings settings = {
 void req_parser_init(struct req_parser *p, size_t max_head, size_t max_body) {
     memset(p, 0, sizeof(*p));
     p->max_head = max_head;
-    p->max_body = max_body;
+    p->max_body = p->max_body_cfg = max_body;
+    p->allowed = SIZE_MAX;
     http_parser_init(&p->hp, HTTP_REQUEST);
 }
 
@@ -243,6 +267,8 @@ void req_parser_next(struct req_parser *p) {
     p->head_bytes = 0;
     p->begun = p->head_done = p->expect_continue = p->message_done = p->head_only = false;
     p->err = NULL;
+    p->max_body = p->max_body_cfg;
+    p->allowed = SIZE_MAX;
     http_parser_init(&p->hp, HTTP_REQUEST);
 }
 

@@ -18,14 +18,28 @@
 struct refusal {
     int code;
     const char *reason, *message;
+    bool retry;                   /* answered with "Retry-After: 1" (429: clients retry) */
 };
 
 extern const struct refusal R_MALFORMED, R_NUL_PATH, R_NUL_QUERY, R_NUL_HEADER, R_BODY_TOO_LARGE,
-    R_URL_TOO_LONG, R_HEADERS_TOO_LARGE;
+    R_URL_TOO_LONG, R_HEADERS_TOO_LARGE, R_UNAUTHORIZED, R_BODY_BUDGET;
+
+struct req_parser;
+/* What the connection decides about a body (set by it; both optional). head: the head is
+ * complete and a body follows (declared: its Content-Length, 0 when chunked); NULL to read it
+ * (the hook may lower max_body first), or why the request is refused before a byte of its
+ * body is read. grow: the body is about to hold `total` bytes, more than the hooks allowed so
+ * far (a chunked body); NULL when it may. */
+struct req_hooks {
+    const struct refusal *(*head)(struct req_parser *p, uint64_t declared, void *ud);
+    const struct refusal *(*grow)(struct req_parser *p, size_t total, void *ud);
+    void *ud;
+};
 
 struct req_parser {
     http_parser hp;
-    size_t max_head, max_body;
+    size_t max_head, max_body;    /* max_body: this request's (a head hook may lower it) */
+    size_t max_body_cfg;          /* the connection's, restored for each request */
     struct kite_buf url;          /* the request target as received */
     struct kite_buf hdr;          /* "name\0value\0"... */
     size_t n_hdr;
@@ -41,6 +55,8 @@ struct req_parser {
     bool keep_alive;              /* the client allows another request after this one */
     bool head_only;               /* HEAD: no body in the answer */
     const struct refusal *err;    /* set with REQ_ERROR */
+    struct req_hooks hooks;
+    size_t allowed;               /* body bytes the hooks allowed so far (grow is asked past it) */
 };
 
 enum req_status {

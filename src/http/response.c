@@ -166,7 +166,9 @@ void conn_refuse(struct conn *c, const struct refusal *why) {
     struct kite_buf body = {0};
     kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
                            "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}\n", why->message, why->reason, why->code);
-    build_head(&c->out, NULL, why->code, "application/json", (int64_t)body.len, true);
+    kite_buf_reset(&c->req.hdrs);
+    if (why->retry) kite_http_add_header(&c->req.pub, "Retry-After", "1");
+    build_head(&c->out, &c->req, why->code, "application/json", (int64_t)body.len, true);
     kite_buf_append(&c->out, body.p, body.len);
     kite_buf_release(&body);
     c->close_after = true;

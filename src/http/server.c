@@ -18,6 +18,7 @@
 #define EVENTS_PER_WAIT 128
 #define ACCEPTS_PER_WAKE 64
 #define LINGER_NS (2 * KITE_NS_PER_SEC) /* how long a closing connection's input is drained */
+#define TRIM_AFTER_BYTES (4u * 1024 * 1024) /* body bytes freed by a worker before it trims (sweep) */
 
 static char listener_tag;
 __thread struct worker *tl_worker;
@@ -88,6 +89,12 @@ static void maybe_resume_accept(struct worker *w) {
 /* Idle and slow clients (not streams, not requests with the handler). */
 static void sweep(struct worker *w, int64_t now) {
     struct kite_http_server *srv = w->srv;
+    /* Large bodies were freed on this thread: without this the allocator keeps their pages
+     * (hundreds of MB after a burst of uploads) until the thread allocates a lot again. */
+    if (w->freed_bodies >= TRIM_AFTER_BYTES) {
+        kite_mem_trim();
+        w->freed_bodies = 0;
+    }
     int64_t idle = (int64_t)srv->idle_timeout_s * KITE_NS_PER_SEC;
     int64_t head_max = (int64_t)srv->header_timeout_s * KITE_NS_PER_SEC;
     int64_t read_max = (int64_t)srv->read_timeout_s * KITE_NS_PER_SEC;
@@ -318,6 +325,7 @@ int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server 
     pthread_mutex_init(&srv->lock, NULL);
     pthread_cond_init(&srv->cond, NULL);
     srv->handler = cfg->handler;
+    srv->admit = cfg->admit;
     srv->ud = cfg->ud;
     srv->http2 = !cfg->disable_http2;
     srv->max_body = cfg->max_body ? cfg->max_body : KITE_HTTP_DEFAULT_MAX_BODY;

@@ -6,7 +6,9 @@
 
 Environment: SOAK_SECONDS (default 600), SOAK_SEED (replays a run's choices; printed at the
 start), SOAK_WORKERS (default 4), SOAK_SKIP (comma-separated op names not to run, to look past
-a known finding), SOAK_MODE (apiserver or up, default apiserver), KITE, KUBECTL.
+a known finding), SOAK_MODE (apiserver or up, default apiserver), SOAK_HOSTILE=1 (hostile shapes
+in the mix: YAML bombs, deep nesting, anonymous HTTP/2 bodies, oversized bodies, huge integers in
+query parameters; see op_hostile), KITE, KUBECTL.
 
 Each worker thread owns its namespaces (soak-w<i>-<k>) and names (w<i>-...), so it keeps an
 exact model of what they hold and checks every answer against it: a create of an existing name
@@ -56,6 +58,9 @@ MODE = os.environ.get("SOAK_MODE") or "apiserver"
 NO_MISSING_NS_CREATE = "create-in-missing-namespace" in SKIP
 # SOAK_SKIP=paged-list: no LIST with limit and continue
 NO_PAGED_LIST = "paged-list" in SKIP
+# SOAK_HOSTILE=1 mixes hostile shapes into the normal mix (op "hostile", one shape per call;
+# SOAK_SKIP=hostile-<shape> leaves a shape out, e.g. one whose fix has not landed)
+HOSTILE = os.environ.get("SOAK_HOSTILE", "") not in ("", "0")
 
 LEASES = "/apis/coordination.k8s.io/v1"
 EVENTS = "/api/v1"
@@ -935,12 +940,115 @@ def op_shared(w):
                    event_body(name, SHARED_NS, {"soak-owner": "shared"}, w.fresh()), codes={200, 201, 403, 404})
 
 
+# ---- hostile shapes (SOAK_HOSTILE=1): any answer but a 5xx (and the server living) is right,
+# unless the shape says which
+
+def _hostile_yaml_bomb(w):
+    """An 8 KiB scalar reached through 99^3 aliases, as a SelfSubjectAccessReview: refused, bounded."""
+    doc = ["apiVersion: authorization.k8s.io/v1", "kind: SelfSubjectAccessReview",
+           "a: &a [\"" + "x" * 8192 + "\"]", "b: &b [" + ",".join(["*a"] * 99) + "]",
+           "c: &c [" + ",".join(["*b"] * 99) + "]", "d: [" + ",".join(["*c"] * 99) + "]",
+           "spec: {resourceAttributes: {verb: get, resource: pods}}"]
+    w.api.call("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "\n".join(doc) + "\n",
+               ctype="application/yaml", codes={400, 413, 422})
+
+
+def _hostile_yaml_deep(w):
+    depth = w.rng.choice([100, 5000, 20000])
+    w.api.call("POST", w.lpath(w.pick_ns()), "[" * depth + "]" * depth, ctype="application/yaml", codes=400)
+
+
+def _hostile_json_deep(w):
+    depth = w.rng.choice([100, 5000, 100000])
+    w.api.call("POST", w.lpath(w.pick_ns()), "[" * depth + "]" * depth, ctype="application/json", codes=400)
+
+
+def _hostile_oversized(w):
+    """A body over the 3 MiB limit: 413 from its head (Content-Length), before any body is sent."""
+    from hostile import h1_head_answer, tls_context
+    anon = w.rng.random() < 0.5
+    length = w.rng.choice([3 * 1024 * 1024 + 1, 1 << 40])
+    head = (f"POST {w.lpath(w.pick_ns())} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n\r\n").encode()
+    w.inflight = ("raw head", head)
+    _, data = h1_head_answer(w.cluster.port, tls_context(w.cluster.data_dir, cert=None if anon else "admin"),
+                             head, timeout=10)
+    w.inflight = None
+    want = b"HTTP/1.1 401 " if anon else b"HTTP/1.1 413 "
+    check(data.startswith(want), f"oversized head ({'anonymous' if anon else 'admin'}): want {want!r} at once, "
+                                 f"got {data[:300]!r}")
+
+
+def _hostile_h2_anonymous(w):
+    """An anonymous HTTP/2 connection: streams announcing 2.9 MB bodies, each refused 401 at its
+    HEADERS and reset, whatever DATA follows."""
+    from hostile import H2, tls_context
+    c = H2(w.cluster.port, tls_context(w.cluster.data_dir, alpn=("h2",)))
+    try:
+        w.inflight = ("h2 anonymous", "20 streams of 2.9 MB")
+        sids = [c.head("POST", w.lpath(w.pick_ns()), length=2_900_000) for _ in range(20)]
+        for s in sids:
+            c.send_some(s, 2_900_000, chunk=65536)
+        check(c.wait(lambda: all(s in c.status for s in sids), 10),
+              f"anonymous HTTP/2 streams unanswered: {len(c.status)} of {len(sids)}")
+        check({c.status[s] for s in sids} == {401}, f"anonymous HTTP/2 streams: {sorted(c.status.values())}")
+    finally:
+        w.inflight = None
+        c.close()
+
+
+def _hostile_int_timeout(w):
+    """A watch with timeoutSeconds past int32 seconds: a 200 stream or a 400, never a crash."""
+    from hostile import h1_head_answer
+    path = w.lpath(w.pick_ns()) + "?watch=1&timeoutSeconds=" + w.rng.choice(["9300000000", "9223372036854775807"])
+    head = f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    w.inflight = ("raw", "GET", path)
+    _, data = h1_head_answer(w.cluster.port, w.cluster.identity.ctx, head, timeout=1)
+    w.inflight = None
+    check(data.startswith((b"HTTP/1.1 200 ", b"HTTP/1.1 400 ")), f"GET {path}: {data[:300]!r}")
+
+
+def _hostile_int_grace(w):
+    """DELETE of a pod with gracePeriodSeconds=INT64_MAX: the pod is marked deleted, no crash."""
+    ns = w.pick_ns()
+    if not w.ns_exists(ns):
+        return
+    name = w.fresh()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    w.api.call("POST", f"/api/v1/namespaces/{ns}/pods", pod, codes={201, 404})
+    w.api.call("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}?gracePeriodSeconds=9223372036854775807",
+               codes={200, 404})
+
+
+def _hostile_rv_exact(w):
+    """A list at a resourceVersion far in the future: 504 Too large resource version, as upstream."""
+    path = w.lpath(w.pick_ns()) + "?resourceVersionMatch=Exact&resourceVersion=9223372036854775807"
+    w.api.call("GET", path, codes={504})
+
+
+HOSTILE_SHAPES = [(_hostile_yaml_bomb, "yaml-bomb"), (_hostile_yaml_deep, "yaml-deep"),
+                  (_hostile_json_deep, "json-deep"), (_hostile_oversized, "oversized"),
+                  (_hostile_h2_anonymous, "h2-anonymous"), (_hostile_int_timeout, "int-timeout"),
+                  (_hostile_int_grace, "int-grace"), (_hostile_rv_exact, "rv-exact")]
+
+
+def op_hostile(w):
+    shapes = [(fn, name) for fn, name in HOSTILE_SHAPES if "hostile-" + name not in SKIP]
+    if shapes:
+        fn, name = w.rng.choice(shapes)
+        w.recent.append("hostile-" + name)
+        fn(w)
+        count("hostile-" + name)
+        w.expect_lease(w.pick_ns(), w.lease_name())  # and the server still answers right
+
+
 OPS = [
     (op_ns_create, 4), (op_ns_delete, 2), (op_lease_create, 14), (op_lease_get, 8), (op_lease_list, 10),
     (op_lease_update, 8), (op_lease_patch, 10), (op_lease_delete, 7), (op_lease_deletecollection, 2),
     (op_invalid, 10), (op_watch, 4), (op_watch_cancel, 3), (op_node, 6), (op_event, 8), (op_kubectl_label, 1),
     (op_shared, 8),
-]
+] + ([(op_hostile, 6)] if HOSTILE else [])
 
 
 # ------------------------------------------------------------------------- whole-server watchers

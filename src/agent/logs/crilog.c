@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/schema.h"
+#include "base/clock.h"
 
 off_t kite_crilog_tail_offset(int fd, off_t size, int64_t n) {
     if (n < 0) return 0;
@@ -105,7 +106,7 @@ void kite_crilog_render(struct kite_crilog *l, const char *line, size_t n, struc
     if (kite_schema_parse_time(ts, &sec, &nsec) < 0) return;
     /* the tag may carry more after ':' (CRI's "F:..." form); its first letter decides */
     bool partial = f[2][0] == 'P';
-    if (l->o.since_ns && sec * 1000000000 + nsec < l->o.since_ns) return;
+    if (l->o.since_ns && kite_time_add(kite_sec_to_ns(sec), nsec) < l->o.since_ns) return;
     if (l->o.timestamps && !l->mid_line) {
         char t[64];
         format_ts(sec, nsec, t);

@@ -228,7 +228,7 @@ static void handle(struct kite_http_req *r, void *ud) {
         !int_param(r, "sinceSeconds", 1, &since_s))
         return;
     const char *since_time = kite_http_query(r, "sinceTime");
-    if (since_s) o.since_ns = kite_now_wall(s->clock) - since_s * KITE_NS_PER_SEC;
+    if (since_s) o.since_ns = kite_time_add(kite_now_wall(s->clock), -kite_sec_to_ns(since_s));
     if (since_time) {
         int64_t sec;
         int32_t nsec;
@@ -236,7 +236,7 @@ static void handle(struct kite_http_req *r, void *ud) {
             reply_text(r, 400, "invalid sinceTime: %s", since_time);
             return;
         }
-        o.since_ns = sec * KITE_NS_PER_SEC + nsec;
+        o.since_ns = kite_time_add(kite_sec_to_ns(sec), nsec);
     }
     o.timestamps = query_true(kite_http_query(r, "timestamps"));
     bool previous = query_true(kite_http_query(r, "previous")), follow = query_true(kite_http_query(r, "follow"));

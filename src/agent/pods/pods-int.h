@@ -82,7 +82,8 @@ struct pod {
     int64_t start_wall;    /* startTime */
     /* termination */
     bool stopping;         /* SIGTERM sent */
-    int64_t kill_at;       /* mono: SIGKILL after the grace period */
+    int64_t stop_at;       /* mono: when SIGTERM was sent */
+    int64_t kill_at;       /* mono: SIGKILL after the grace period (from stop_at; shortened as grace_s is) */
     bool killed;           /* every container and the sandbox stopped */
     bool delete_sent;
     bool removed;          /* containers and sandbox removed (pods gone from the API) */

@@ -251,12 +251,14 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
         pod->obj = json_object_get(obj);
     }
     pod->in_api = true;
-    if (pj(obj, "metadata.deletionTimestamp") && !pod->deleting) {
-        pod->deleting = true;
+    if (pj(obj, "metadata.deletionTimestamp")) {
+        /* as the kubelet's pod workers: a grace period only ever gets shorter (a later DELETE with
+         * a smaller gracePeriodSeconds hurries a stop under way) */
         json_object *g = pj(obj, "metadata.deletionGracePeriodSeconds");
         if (!g) g = pj(obj, "spec.terminationGracePeriodSeconds");
-        pod->grace_s = g ? json_object_get_int64(g) : KITE_PODS_DEFAULT_GRACE_S;
-        if (pod->grace_s < 0) pod->grace_s = 0;
+        int64_t grace = KITE_MAX(g ? json_object_get_int64(g) : KITE_PODS_DEFAULT_GRACE_S, 0);
+        if (!pod->deleting || grace < pod->grace_s) pod->grace_s = grace;
+        pod->deleting = true;
     }
     pod->dirty = true;
 }

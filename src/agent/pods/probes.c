@@ -133,7 +133,7 @@ void pods_prober_add(struct kite_prober *p, const char *pod_uid, const char *ctr
             return;
         }
     p->v = kite_realloc(p->v, (p->n + 1) * sizeof(*p->v));
-    int64_t delay = field_int(spec, "initialDelaySeconds", 0, 0) * KITE_NS_PER_SEC;
+    int64_t delay = kite_sec_to_ns(field_int(spec, "initialDelaySeconds", 0, 0));
     p->v[p->n++] = (struct probe){.pod_uid = kite_strdup(pod_uid), .ctr_name = kite_strdup(ctr_name),
                                   .cid = kite_strdup(cid), .kind = kind, .spec = copy(spec), .ports = copy(ports),
                                   .ip = kite_strdup(ip ? ip : ""), .start = start, .next = start + delay,
@@ -369,7 +369,7 @@ static bool exec_probe(struct kite_runtime *rt, const char *cid, json_object *e,
 /* Runs one probe (no lock held: the probe's fields are this thread's own snapshot). */
 static bool run_probe(struct kite_runtime *rt, const char *cid, json_object *spec, json_object *ports, const char *ip,
                       char **out) {
-    int64_t timeout = field_int(spec, "timeoutSeconds", 1, 1) * KITE_NS_PER_SEC;
+    int64_t timeout = kite_sec_to_ns(field_int(spec, "timeoutSeconds", 1, 1));
     switch (handler_of(spec)) {
     case H_EXEC: return exec_probe(rt, cid, json_object_object_get(spec, "exec"), timeout, out);
     case H_HTTP: return http_probe(json_object_object_get(spec, "httpGet"), ports, ip, timeout, out);
@@ -401,7 +401,7 @@ int64_t pods_prober_step(struct kite_prober *p) {
         for (size_t i = 0; i < p->n && !due; i++)
             if (!p->v[i].on_hold && now >= p->v[i].next && !held_by_startup(p, &p->v[i])) due = &p->v[i];
         if (!due) break;
-        int64_t period = field_int(due->spec, "periodSeconds", 10, 1) * KITE_NS_PER_SEC;
+        int64_t period = kite_sec_to_ns(field_int(due->spec, "periodSeconds", 10, 1));
         due->next = now + period;
         /* run without the lock: a snapshot of what the probe needs */
         _cleanup_free_ char *cid = kite_strdup(due->cid), *ip = kite_strdup(due->ip);

@@ -59,8 +59,8 @@ void pods_requests(json_object *spec, int64_t *ret_cpu_m, int64_t *ret_mem_m) {
     int64_t cpu = 0, mem = 0, icpu = 0, imem = 0;
     json_object *cs = json_object_object_get(spec, "containers"), *ics = json_object_object_get(spec, "initContainers");
     for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
-        cpu += request_of(json_object_array_get_idx(cs, i), "cpu");
-        mem += request_of(json_object_array_get_idx(cs, i), "memory");
+        cpu = kite_sat_add(cpu, request_of(json_object_array_get_idx(cs, i), "cpu"));
+        mem = kite_sat_add(mem, request_of(json_object_array_get_idx(cs, i), "memory"));
     }
     for (size_t i = 0; ics && i < json_object_array_length(ics); i++) {
         icpu = KITE_MAX(icpu, request_of(json_object_array_get_idx(ics, i), "cpu"));

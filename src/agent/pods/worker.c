@@ -73,6 +73,19 @@ static const char *const *strv_of(json_object *arr, size_t *ret_n) {
     return v;
 }
 
+/* The kubelet's cgroup cpu math (MilliCPUToQuota, MilliCPUToShares): quota = milli * period /
+ * 1000, at least 1 ms; shares at most 262144. A quota past what the kernel takes (2^44-1 us
+ * per period) limits nothing a machine has: no quota then. */
+#define KITE_CPU_PERIOD_US 100000
+#define KITE_CPU_MIN_QUOTA_US 1000
+#define KITE_CPU_MAX_QUOTA_US ((INT64_C(1) << 44) - 1)
+#define KITE_CPU_MAX_SHARES 262144
+static int64_t cpu_quota_us(int64_t limit_m) {
+    if (limit_m <= 0) return 0;
+    int64_t q = kite_sat_mul(limit_m, KITE_CPU_PERIOD_US / 1000);
+    return q > KITE_CPU_MAX_QUOTA_US ? 0 : KITE_MAX(q, KITE_CPU_MIN_QUOTA_US);
+}
+
 static int64_t limit_milli(json_object *ctr, const char *name) {
     const char *s = pjs(ctr, "resources.limits") ? NULL : NULL;
     json_object *lim = pj(ctr, "resources.limits");
@@ -189,8 +202,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         .name = c->name, .attempt = attempt, .image = pjs(c->spec, "image"), .command = (const char *const *)cmd,
         .n_command = ncmd, .args = (const char *const *)args, .n_args = nargs, .env = (const char *const *)env, .n_env = nenv,
         .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem, .mounts = mounts, .n_mounts = nmounts,
-        .cpu_quota_us = cpu ? KITE_MAX(cpu * 100, 1000) : 0, .cpu_period_us = cpu ? 100000 : 0,
-        .cpu_shares = cpu_req ? KITE_MAX(cpu_req * 1024 / 1000, 2) : 0};
+        .cpu_quota_us = cpu_quota_us(cpu), .cpu_period_us = cpu_quota_us(cpu) ? KITE_CPU_PERIOD_US : 0,
+        .cpu_shares = cpu_req ? KITE_MAX(KITE_MIN(cpu_req, KITE_CPU_MAX_SHARES * 1000 / 1024) * 1024 / 1000, 2) : 0};
     char *id = NULL, *err = NULL;
     int r = rt_result(p, pod, "create_container", p->rt->ops->create_container(p->rt, pod->sandbox_id, &cfg,
                                                                               KITE_PODS_RT_TIMEOUT_NS, &id, &err));
@@ -329,7 +342,7 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
     bool fake = strcmp(p->rt->ops->name, "runc") != 0;
     if (!pod->stopping) {
         pod->stopping = true;
-        pod->kill_at = now + pod->grace_s * KITE_NS_PER_SEC;
+        pod->stop_at = now;
         for (size_t i = 0; i < pod->nc; i++) {
             struct pod_ctr *c = &pod->c[i];
             set_wait(c, NULL, NULL);
@@ -341,7 +354,7 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
                 size_t n = 0;
                 const char *const *argv = strv_of(hook, &n);
                 struct kite_exec_result er = {0};
-                int64_t t = KITE_MIN(pod->grace_s * KITE_NS_PER_SEC, KITE_PODS_RT_TIMEOUT_NS);
+                int64_t t = KITE_MIN(kite_sec_to_ns(pod->grace_s), KITE_PODS_RT_TIMEOUT_NS);
                 int r = p->rt->ops->exec_sync(p->rt, c->id, argv, n, t, &er);
                 if (r < 0 || er.exit_code != 0) {
                     _cleanup_free_ char *hm = kite_asprintf("PreStopHook failed: %s",
@@ -353,13 +366,17 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
             }
             if (pod->grace_s <= 0) continue; /* killed below */
             if (fake || c->st.pid <= 0) {
-                p->rt->ops->stop_container(p->rt, c->id, pod->grace_s * KITE_NS_PER_SEC, KITE_PODS_RT_TIMEOUT_NS);
+                p->rt->ops->stop_container(p->rt, c->id, kite_sec_to_ns(pod->grace_s), KITE_PODS_RT_TIMEOUT_NS);
             } else if (kill(c->st.pid, SIGTERM) < 0 && errno != ESRCH) {
                 log_warn(PODS_LOG, "pod %s/%s: SIGTERM to %s: %s", pod->ns, pod->name, c->name, strerror(errno));
             }
         }
         pods_refresh(p, pod);
     }
+    /* the grace as it is now (a DELETE may have shortened it); a pod gone from the API (force
+     * deleted) gets at most 1 s more, as the kubelet gives it */
+    int64_t grace = pod->in_api ? pod->grace_s : KITE_MIN(pod->grace_s, 1);
+    pod->kill_at = kite_sat_add(pod->stop_at, kite_sec_to_ns(grace));
     bool running = false;
     for (size_t i = 0; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
@@ -493,12 +510,12 @@ static void probe_kill(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, 
     if (grace < 0) grace = 0;
     if (strcmp(p->rt->ops->name, "runc") != 0 || c->st.pid <= 0 || grace == 0) {
         rt_result(p, pod, "stop_container",
-                  p->rt->ops->stop_container(p->rt, c->id, grace * KITE_NS_PER_SEC, KITE_PODS_RT_TIMEOUT_NS));
+                  p->rt->ops->stop_container(p->rt, c->id, kite_sec_to_ns(grace), KITE_PODS_RT_TIMEOUT_NS));
         return;
     }
     if (kill(c->st.pid, SIGTERM) < 0 && errno != ESRCH)
         log_warn(PODS_LOG, "pod %s/%s: SIGTERM to %s: %s", pod->ns, pod->name, c->name, strerror(errno));
-    c->probe_kill_at = now + grace * KITE_NS_PER_SEC;
+    c->probe_kill_at = kite_sat_add(now, kite_sec_to_ns(grace));
 }
 
 void pods_probe_results(struct kite_pods *p, int64_t now) {
@@ -560,17 +577,17 @@ void pods_admit(struct kite_pods *p, struct pod *pod) {
         if (o == pod || !pods_holds_resources(o)) continue;
         int64_t c = 0, m = 0;
         pods_requests(pj(o->obj, "spec"), &c, &m);
-        used_cpu += c;
-        used_mem += m;
+        used_cpu = kite_sat_add(used_cpu, c); /* a huge request fills the node */
+        used_mem = kite_sat_add(used_mem, m);
         used_pods++;
     }
     const char *res = NULL;
     int64_t req = 0, used = 0, cap = 0;
     if (p->alloc_pods_m >= 0 && (used_pods + 1) * 1000 > p->alloc_pods_m)
         res = "pods", req = 1, used = used_pods, cap = p->alloc_pods_m / 1000;
-    else if (p->alloc_cpu_m >= 0 && cpu > 0 && used_cpu + cpu > p->alloc_cpu_m)
+    else if (p->alloc_cpu_m >= 0 && cpu > 0 && kite_sat_add(used_cpu, cpu) > p->alloc_cpu_m)
         res = "cpu", req = cpu, used = used_cpu, cap = p->alloc_cpu_m;
-    else if (p->alloc_mem_m >= 0 && mem > 0 && used_mem + mem > p->alloc_mem_m)
+    else if (p->alloc_mem_m >= 0 && mem > 0 && kite_sat_add(used_mem, mem) > p->alloc_mem_m)
         res = "memory", req = mem / 1000, used = used_mem / 1000, cap = p->alloc_mem_m / 1000;
     if (!res) return;
     pod->rejected = true;

@@ -65,7 +65,7 @@ struct runc_rt {
 static struct runc_rt *rc_of(struct kite_runtime *rt) { return (struct runc_rt *)rt; }
 
 static int64_t deadline_of(int64_t timeout_ns) {
-    return rt_mono_ns() + (timeout_ns > 0 ? timeout_ns : KITE_RT_DEFAULT_TIMEOUT_NS);
+    return kite_sat_add(rt_mono_ns(), timeout_ns > 0 ? timeout_ns : KITE_RT_DEFAULT_TIMEOUT_NS);
 }
 
 static int64_t now_wall(struct runc_rt *c) { return kite_now_wall(c->clock); }
@@ -720,7 +720,7 @@ static int stop_by_id(struct runc_rt *c, const char *id, int64_t grace_ns, int64
     int r = 0;
     if (grace_ns > 0) {
         runc_simple(c, deadline, NULL, (const char *[]){"kill", id, "TERM", NULL});
-        r = rt_wait_fd(fd, KITE_MIN(deadline, rt_mono_ns() + grace_ns));
+        r = rt_wait_fd(fd, KITE_MIN(deadline, kite_sat_add(rt_mono_ns(), grace_ns)));
     }
     if (r <= 0) {
         runc_simple(c, deadline, NULL, (const char *[]){"kill", id, "KILL", NULL});
@@ -736,7 +736,7 @@ static int rc_stop_container(struct kite_runtime *rt, const char *id, int64_t gr
     json_object *meta = read_meta(c, id);
     if (!meta) return -ENOENT;
     json_object_put(meta);
-    return stop_by_id(c, id, grace_ns, deadline_of(timeout_ns > 0 ? timeout_ns + grace_ns : 0));
+    return stop_by_id(c, id, grace_ns, deadline_of(timeout_ns > 0 ? kite_sat_add(timeout_ns, grace_ns) : 0));
 }
 
 static int remove_by_id(struct runc_rt *c, const char *id, int64_t deadline) {

@@ -71,6 +71,62 @@ Test(base, time_roundtrip) {
     cr_assert_eq(kite_time_parse("2026-12-02 15:42:26", &t), -EINVAL);
 }
 
+/* RFC 3339 spans years 1-9999; instants are clamped to KITE_TIME_MIN..MAX (1823-2116) and keep
+ * their order: year 1 is long ago, year 9999 far ahead, and differences never overflow. */
+Test(base, time_years_past_int64_ns_clamp_and_keep_their_order) {
+    int64_t y1, y1677, y1824, y1970, y2116, y2263, y9999, t;
+    cr_assert_eq(kite_time_parse("0001-01-01T00:00:00Z", &y1), 0);
+    cr_assert_eq(kite_time_parse("1677-01-01T00:00:00Z", &y1677), 0);
+    cr_assert_eq(kite_time_parse("1824-01-01T00:00:00Z", &y1824), 0);
+    cr_assert_eq(kite_time_parse("1970-01-01T00:00:00Z", &y1970), 0);
+    cr_assert_eq(kite_time_parse("2116-01-01T00:00:00.5Z", &y2116), 0);
+    cr_assert_eq(kite_time_parse("2263-01-01T00:00:00Z", &y2263), 0);
+    cr_assert_eq(kite_time_parse("9999-12-31T23:59:59.999999999Z", &y9999), 0);
+    cr_assert_eq(y1, KITE_TIME_MIN);
+    cr_assert_eq(y1677, KITE_TIME_MIN);
+    cr_assert_eq(y2263, KITE_TIME_MAX);
+    cr_assert_eq(y9999, KITE_TIME_MAX);
+    cr_assert_eq(y1970, 0);
+    cr_assert(y1 < y1824 && y1824 < y1970 && y1970 < y2116 && y2116 < y9999);
+    cr_assert(y9999 - y1 > 0, "the widest difference fits");
+    /* inside the range a time goes round exactly, before 1970 too */
+    char s[21], us[28];
+    kite_time_format(y1824, s);
+    cr_assert_str_eq(s, "1824-01-01T00:00:00Z");
+    kite_microtime_format(y2116, us);
+    cr_assert_str_eq(us, "2116-01-01T00:00:00.500000Z");
+    cr_assert_eq(kite_time_parse("1969-12-31T23:59:59.25Z", &t), 0);
+    kite_microtime_format(t, us);
+    cr_assert_str_eq(us, "1969-12-31T23:59:59.250000Z");
+    /* the extremes still print as times */
+    kite_time_format(y1, s);
+    cr_assert_str_eq(s, "1823-11-12T00:06:21Z");
+    kite_time_format(y9999, s);
+    cr_assert_str_eq(s, "2116-02-20T23:53:38Z");
+    /* a huge duration from now is the far end, not a wrapped past */
+    int64_t now = INT64_C(1765000000) * KITE_NS_PER_SEC;
+    cr_assert_eq(kite_time_add(now, kite_sec_to_ns(INT64_MAX)), KITE_TIME_MAX);
+    cr_assert_eq(kite_time_add(now, -kite_sec_to_ns(INT64_MAX)), KITE_TIME_MIN);
+    cr_assert_eq(kite_time_add(now, kite_sec_to_ns(30)), now + 30 * KITE_NS_PER_SEC);
+}
+
+Test(base, saturating_arithmetic) {
+    cr_assert_eq(kite_sat_add(1, 2), 3);
+    cr_assert_eq(kite_sat_add(INT64_MAX, 1), INT64_MAX);
+    cr_assert_eq(kite_sat_add(INT64_MIN, -1), INT64_MIN);
+    cr_assert_eq(kite_sat_add(INT64_MAX, INT64_MIN), -1);
+    cr_assert_eq(kite_sat_sub(INT64_MIN, 1), INT64_MIN);
+    cr_assert_eq(kite_sat_sub(1, INT64_MIN), INT64_MAX);
+    cr_assert_eq(kite_sat_sub(-5, 3), -8);
+    cr_assert_eq(kite_sat_mul(INT64_MAX, 1000), INT64_MAX);
+    cr_assert_eq(kite_sat_mul(INT64_C(9300000000), KITE_NS_PER_SEC), INT64_MAX);
+    cr_assert_eq(kite_sat_mul(-INT64_C(9300000000), KITE_NS_PER_SEC), INT64_MIN);
+    cr_assert_eq(kite_sat_mul(INT64_MIN, -1), INT64_MAX);
+    cr_assert_eq(kite_sat_mul(-3, 7), -21);
+    cr_assert_eq(kite_sec_to_ns(INT64_MAX), INT64_MAX);
+    cr_assert_eq(kite_sec_to_ns(2), 2 * KITE_NS_PER_SEC);
+}
+
 Test(base, backoff_doubles_to_cap) {
     struct kite_backoff b;
     kite_backoff_init(&b, 100 * KITE_NS_PER_MS, 7 * KITE_NS_PER_SEC, 2.0, 0, 1);

@@ -118,6 +118,34 @@ Test(scheduler, fit_gives_every_short_resource) {
     json_object_put(pod);
 }
 
+/* A request past int64 milli-units ("10Pi") is huge, never "no request" (upstream keeps inf.Dec);
+ * sums of such requests saturate instead of wrapping. */
+Test(scheduler, fit_huge_requests_are_insufficient) {
+    json_object *node = node_json("n", "", "{}", "{\"cpu\":\"8\",\"memory\":\"23Gi\",\"pods\":\"110\"}", "True");
+    const char *mems[] = {"1Pi", "10Pi", "1e30"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(mems); i++) {
+        json_object *pod = fakeapi_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"containers\":["
+                                        "{\"name\":\"a\",\"resources\":{\"requests\":{\"memory\":\"%s\",\"cpu\":\"1e20\"}}},"
+                                        "{\"name\":\"b\",\"resources\":{\"requests\":{\"memory\":\"%s\",\"cpu\":\"1e20\"}}}]}}",
+                                        mems[i], mems[i]);
+        struct kite_sched_req req;
+        kite_sched_pod_requests(pod, false, &req);
+        cr_expect_gt(req.mem, INT64_C(23) << 30, "%s", mems[i]);
+        cr_expect_gt(req.cpu, 8000);
+        struct kite_sched_verdict v;
+        verdict_of(pod, node, &v);
+        cr_assert_eq(v.n, 2, "%s", mems[i]);
+        cr_expect_str_eq(v.reasons[0], "Insufficient cpu");
+        cr_expect_str_eq(v.reasons[1], "Insufficient memory");
+        kite_sched_verdict_release(&v);
+        struct kite_sched_nodeinfo ni;
+        kite_sched_nodeinfo_init(&ni, node);
+        cr_expect_geq(kite_sched_score_least_allocated(&req, &ni), 0);
+        json_object_put(pod);
+    }
+    json_object_put(node);
+}
+
 Test(scheduler, node_affinity_operators) {
     json_object *node = fakeapi_json("{\"metadata\":{\"name\":\"n7\",\"labels\":{\"zone\":\"a\",\"cores\":\"8\"}}}");
     static const struct {

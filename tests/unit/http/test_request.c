@@ -167,3 +167,97 @@ Test(request, chunked_trailers_are_not_headers) {
     cr_assert_eq(p.err, &R_HEADERS_TOO_LARGE);
     req_parser_release(&p);
 }
+
+/* ---- the head and grow hooks (the connection's authentication and body budgets) ---- */
+
+struct hook_log {
+    int heads;
+    uint64_t declared;
+    size_t body_at_head;    /* body bytes the parser had taken when the head hook ran */
+    const struct refusal *head_answer;
+    size_t grow_limit;      /* grow refuses past this */
+    size_t last_grow;
+};
+
+static const struct refusal *log_head(struct req_parser *p, uint64_t declared, void *ud) {
+    struct hook_log *l = ud;
+    l->heads++;
+    l->declared = declared;
+    l->body_at_head = p->body.len;
+    if (!l->head_answer) p->allowed = (size_t)declared;
+    return l->head_answer;
+}
+
+static const struct refusal *log_grow(struct req_parser *p, size_t total, void *ud) {
+    struct hook_log *l = ud;
+    l->last_grow = total;
+    if (total > l->grow_limit) return &R_BODY_BUDGET;
+    p->allowed = total;
+    return NULL;
+}
+
+Test(request, head_hook_refuses_before_the_body) {
+    const char *in = "POST /a HTTP/1.1\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n0123456789";
+    for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+        struct hook_log l = {.head_answer = &R_UNAUTHORIZED};
+        struct req_parser p;
+        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        p.hooks = (struct req_hooks){log_head, log_grow, &l};
+        size_t taken;
+        cr_assert_eq(feed(&p, in, strlen(in), steps[s], &taken), REQ_ERROR);
+        cr_assert_eq(p.err, &R_UNAUTHORIZED);
+        cr_assert_eq(l.heads, 1);
+        cr_assert_eq(l.declared, 10);
+        cr_assert_eq(l.body_at_head, 0);
+        cr_assert_eq(p.body.len, 0, "no body byte kept");
+        cr_assert(!p.expect_continue, "a refused head asks for no body");
+        req_parser_release(&p);
+    }
+}
+
+Test(request, head_hook_not_asked_without_a_body) {
+    const char *in = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+    struct hook_log l = {.head_answer = &R_UNAUTHORIZED};
+    struct req_parser p;
+    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    p.hooks = (struct req_hooks){log_head, log_grow, &l};
+    size_t taken;
+    cr_assert_eq(feed(&p, in, strlen(in), 0, &taken), REQ_DONE);
+    cr_assert_eq(l.heads, 0);
+    req_parser_release(&p);
+}
+
+Test(request, head_hook_lowers_the_body_limit) {
+    /* an anonymous request's smaller limit, set by the hook: the declared length is then too large */
+    const char *in = "POST /a HTTP/1.1\r\nContent-Length: 40\r\n\r\n";
+    struct hook_log l = {0};
+    struct req_parser p;
+    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    p.hooks = (struct req_hooks){log_head, log_grow, &l};
+    p.max_body = 16; /* as if the hook had lowered it; it runs before the length check */
+    size_t taken;
+    cr_assert_eq(feed(&p, in, strlen(in), 0, &taken), REQ_ERROR);
+    cr_assert_eq(p.err, &R_BODY_TOO_LARGE);
+    cr_assert_eq(l.heads, 1, "the hook is asked before the length is checked");
+    req_parser_next(&p);
+    cr_assert_eq(p.max_body, MAX_BODY, "the next request has the connection's limit again");
+    req_parser_release(&p);
+}
+
+Test(request, grow_hook_claims_a_chunked_body_chunk_by_chunk) {
+    const char *in = "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "8\r\n01234567\r\n8\r\n89abcdef\r\n8\r\nghijklmn\r\n0\r\n\r\n";
+    for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+        struct hook_log l = {.grow_limit = 16};
+        struct req_parser p;
+        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        p.hooks = (struct req_hooks){log_head, log_grow, &l};
+        size_t taken;
+        cr_assert_eq(feed(&p, in, strlen(in), steps[s], &taken), REQ_ERROR, "step %zu", steps[s]);
+        cr_assert_eq(l.declared, 0, "chunked: no length at the head");
+        cr_assert_eq(p.err, &R_BODY_BUDGET);
+        cr_assert_eq(l.last_grow, 24);
+        cr_assert_eq(p.body.len, 16, "the third chunk was refused from its size, before its bytes");
+        req_parser_release(&p);
+    }
+}
