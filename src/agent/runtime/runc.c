@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -348,7 +349,7 @@ static const char *const default_caps[] = {
     "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",     "CAP_MKNOD",
     "CAP_NET_RAW", "CAP_SETGID",       "CAP_SETUID",           "CAP_SETFCAP",    "CAP_SETPCAP",
     "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",      "CAP_AUDIT_WRITE"};
-/* every capability up to the kernel's CAP_LAST_CAP of 5.x/6.x (privileged) */
+/* every capability up to CAP_LAST_CAP of 5.x/6.x, by number (privileged: those in the agent's bounding set) */
 static const char *const all_caps[] = {
     "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
     "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
@@ -380,7 +381,9 @@ static bool cap_listed(const char *cap, const char *const *v, size_t n) {
 static json_object *cap_set(const struct kite_security_config *sec) {
     json_object *a = json_object_new_array();
     if (sec->privileged || cap_listed("ALL", sec->cap_add, sec->n_cap_add)) {
-        for (size_t i = 0; i < KITE_ARRAY_SIZE(all_caps); i++) json_object_array_add(a, json_object_new_string(all_caps[i]));
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(all_caps); i++) /* those the agent may give */
+            if (prctl(PR_CAPBSET_READ, (unsigned long)i, 0, 0, 0) == 1)
+                json_object_array_add(a, json_object_new_string(all_caps[i]));
         return a;
     }
     for (size_t i = 0; i < KITE_ARRAY_SIZE(default_caps); i++)
