@@ -393,7 +393,20 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
         }
         a->ns.daemon_port = 0;
     }
+    if (a->cfg->proxy) {
+        struct kite_proxy_options po = {.client = a->client,
+                                        .rules = {.table = a->cfg->proxy_table, .node_name = a->node_name,
+                                                  .pod_cidr = a->cfg->pod_cidr ? a->cfg->pod_cidr : KITE_NET_POD_CIDR_DEFAULT,
+                                                  .masquerade_pod_traffic = a->cfg->masquerade_pod_traffic}};
+        if ((r = kite_proxy_start(&po, &a->proxy, &err)) < 0) {
+            log_error(AGENT_LOG, "cannot start the Service proxy (--proxy-mode none runs without it): %s",
+                      err ? err : strerror(-r));
+            kite_agent_free(a);
+            return r;
+        }
+    }
     if ((r = -pthread_create(&a->thread, NULL, agent_thread, a)) < 0) {
+        kite_proxy_stop(a->proxy);
         kite_agent_free(a);
         return r;
     }
@@ -403,6 +416,7 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
         pthread_cond_broadcast(&a->cond);
         pthread_mutex_unlock(&a->lock);
         pthread_join(a->thread, NULL);
+        kite_proxy_stop(a->proxy);
         kite_agent_free(a);
         return r;
     }
@@ -428,6 +442,8 @@ void kite_agent_stop(struct kite_agent *a) {
         pthread_join(a->watch_thread, NULL);
         pthread_join(a->thread, NULL);
     }
+    kite_proxy_stop(a->proxy); /* removes its table: a clean stop leaves no rules behind */
+    a->proxy = NULL;
     kite_agent_free(a);
 }
 

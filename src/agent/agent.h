@@ -13,6 +13,8 @@
 #include "base/clock.h"
 #include "client/client.h"
 
+#define KITE_AGENT_PROXY_TABLE_MAX 64 /* --proxy-table's length */
+
 /* KubeletConfiguration's fields that kite reads, plus the kubelet flags kite supports. */
 struct kite_agent_config {
     char *node_name;                  /* NULL = lower-cased hostname */
@@ -34,6 +36,9 @@ struct kite_agent_config {
                                          the Node's spec.podCIDR; NULL = 10.88.0.0/16, not
                                          written to the Node */
     char *pod_bridge;                 /* --pod-bridge: the pod network's bridge; NULL = kite0 */
+    bool proxy;                       /* --proxy-mode nftables: route Services (src/agent/proxy) */
+    char *proxy_table;                /* --proxy-table; NULL = KITE_PROXY_TABLE_DEFAULT */
+    bool masquerade_pod_traffic;      /* --masquerade-pod-traffic */
     int64_t backoff_base_ns;          /* --restart-backoff-base: the container restart and image
                                          pull back-offs' first delay; 10 s as the kubelet's */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:

@@ -36,6 +36,7 @@ void kite_agent_config_release(struct kite_agent_config *c) {
     free(c->root_dir);
     free(c->pod_cidr);
     free(c->pod_bridge);
+    free(c->proxy_table);
     json_object_put(c->taints);
     json_object_put(c->labels);
     *c = (struct kite_agent_config){0};
@@ -291,6 +292,16 @@ static int parse_taints(struct kite_agent_config *c, const char *where, const ch
     return 0;
 }
 
+/* an nftables identifier kite writes unquoted */
+static bool valid_table(const char *v) {
+    size_t n = strlen(v);
+    if (n < 1 || n > KITE_AGENT_PROXY_TABLE_MAX || !((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z'))) return false;
+    for (const char *c = v; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+            return false;
+    return true;
+}
+
 int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, const char *v, char **err) {
     _cleanup_free_ char *where = kite_asprintf("flag --%s", name);
     int64_t i;
@@ -333,6 +344,18 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
             return fail(err, "%s: invalid interface name \"%s\" (1 to 15 characters, no '/', ':' or spaces)", where, v);
         free(c->pod_bridge);
         c->pod_bridge = kite_strdup(v);
+    } else if (kite_streq(name, "proxy-mode")) {
+        if (!kite_streq(v, "nftables") && !kite_streq(v, "none"))
+            return fail(err, "%s: unknown mode \"%s\" (nftables or none)", where, v);
+        c->proxy = kite_streq(v, "nftables");
+    } else if (kite_streq(name, "proxy-table")) {
+        if (!valid_table(v))
+            return fail(err, "%s: invalid table name \"%s\" (1 to %d letters, digits, '-' or '_', starting with a letter)",
+                        where, v, KITE_AGENT_PROXY_TABLE_MAX);
+        free(c->proxy_table);
+        c->proxy_table = kite_strdup(v);
+    } else if (kite_streq(name, "masquerade-pod-traffic")) {
+        r = parse_bool(where, v, &c->masquerade_pod_traffic, err);
     } else if (kite_streq(name, "restart-backoff-base")) {
         if ((r = parse_duration(where, v, &c->backoff_base_ns, err)) == 0 && c->backoff_base_ns < KITE_NS_PER_SEC)
             return fail(err, "%s: must be at least 1s", where);

@@ -163,6 +163,13 @@ static const struct boot_role ROLES[] = {
      RULE(READ, CORE, "\"persistentvolumeclaims\",\"persistentvolumes\"") ","
      RULE(READ, "\"storage.k8s.io\"", "\"csidrivers\",\"csinodes\",\"csistoragecapacities\"") ","
      RULE(READ, CORE, "\"namespaces\"") "]"},
+    /* kube-proxy's (upstream's system:node-proxier): the node agent's Service proxy */
+    {"system:node-proxier", "", NULL,
+     "[" RULE("\"list\",\"watch\"", CORE, "\"endpoints\",\"services\"") ","
+     RULE("\"get\",\"list\",\"watch\"", CORE, "\"nodes\"") ","
+     RULE("\"create\",\"patch\",\"update\"", CORE, "\"events\"") ","
+     RULE("\"create\",\"patch\",\"update\"", "\"events.k8s.io\"", "\"events\"") ","
+     RULE("\"list\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
     /* TLS bootstrap (upstream's bootstrap policy): a bootstrap token may ask for a node's
      * client certificate, and the approver (csrapproving.c) approves what the requester may
      * create as nodeclient (a new node) or selfnodeclient (a node renewing its own). */
@@ -205,6 +212,9 @@ static const struct boot_binding BINDINGS[] = {
      "[" GROUP_SUBJECT("system:nodes") "]"},
     {"system:kube-controller-manager:certificates", "system:kube-controller-manager:certificates",
      "[" USER_SUBJECT("system:kube-controller-manager") "]"},
+    /* every node runs the Service proxy in its agent (kubeadm binds the role to kube-proxy's
+     * service account) */
+    {"kite:node-proxier", "system:node-proxier", "[" GROUP_SUBJECT("system:nodes") "]"},
 };
 
 static json_object *parse(const char *text) {

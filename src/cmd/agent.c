@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "agent/certmgr.h"
+#include "agent/proxy/proxy.h"
 #include "base/log.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
@@ -97,10 +98,11 @@ int cmd_agent(int argc, char **argv) {
 int agent_main(const char *cmd, int argc, char **argv) {
     const char *kubeconfig = NULL, *config = NULL, *bootstrap_kubeconfig = NULL, *cert_dir = NULL;
     int64_t rotate_after_ns = 0;
+    bool cleanup = false;
     struct agent_flag_args fa = {.cmd = cmd};
     const struct flag flags[] = {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &kubeconfig,
-                 .required = true),
+                 .required = true, .unless = "cleanup"),
         FLAG_STR("config", "FILE",
                  "KubeletConfiguration YAML file: nodeStatusUpdateFrequency, nodeStatusReportFrequency,\n"
                  "nodeLeaseDurationSeconds, evictionHard, kubeReserved, systemReserved, maxPods,\n"
@@ -117,6 +119,7 @@ int agent_main(const char *cmd, int argc, char **argv) {
                  &cert_dir, .def_note = "ROOT_DIR/pki"),
         FLAG_DURATION("rotate-certificates-after", "renew the client certificate this long after it was obtained "
                       "instead of at 70-90% of its lifetime (tests)", NULL, KITE_NS_PER_SEC, &rotate_after_ns),
+        FLAG_BOOLEAN("cleanup", "remove the Service proxy's nftables table (--proxy-table) and exit", &cleanup),
         FLAG_END,
     };
     int r = flags_parse(cmd,
@@ -134,6 +137,14 @@ int agent_main(const char *cmd, int argc, char **argv) {
     if (r != 0) {
         kite_agent_config_release(&cfg);
         return r;
+    }
+    if (cleanup) {
+        _cleanup_free_ char *script = kite_proxy_cleanup_script(cfg.proxy_table ? cfg.proxy_table : KITE_PROXY_TABLE_DEFAULT);
+        _cleanup_free_ char *err = NULL;
+        r = kite_proxy_nft_run(script, false, &err);
+        if (r < 0) fprintf(stderr, "%s%s: --cleanup: %s", flags_prog_prefix(cmd), cmd, err ? err : "nftables failed\n");
+        kite_agent_config_release(&cfg);
+        return r < 0 ? 1 : 0;
     }
     struct kite_agent_options o = {.config = &cfg, .kubeconfig = kubeconfig};
     if (bootstrap_kubeconfig) {

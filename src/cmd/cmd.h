@@ -180,6 +180,11 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                  "IPv4 range of pod addresses (its first is the bridge's); when given (kite up\n"             \
                  "always gives it) also the Node's spec.podCIDR", NULL, .def_note = "10.88.0.0/16"),             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
+    FLAG_FORWARD("proxy-mode", FLAG_STRING, "MODE", "route Services to their endpoints with nftables (\"nftables\") or\n" \
+                 "not (\"none\")", NULL, .def_note = "none; nftables under kite up"),                     \
+    FLAG_FORWARD("proxy-table", FLAG_STRING, "NAME", "the proxy's nftables table (family ip)", "kite-proxy"),    \
+    FLAG_FORWARD("masquerade-pod-traffic", FLAG_BOOL, NULL, "masquerade pod traffic leaving the pod network\n"   \
+                 "to the node's address", NULL, .def_note = "false; true under kite up"),                        \
     FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
                  "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
                  "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \

@@ -200,10 +200,14 @@ int flags_parse(const char *cmd, const char *summary, const struct flag *flags, 
         if (f->forward ? forward(f->name, value, ud) < 0 : set(cmd, f, value, given[k]) < 0) return -1;
         given[k] = true;
     }
-    for (size_t k = 0; k < n_flags; k++)
-        if (flags[k].required && !given[k]) {
+    for (size_t k = 0; k < n_flags; k++) {
+        bool excused = false;
+        for (size_t u = 0; flags[k].unless && u < n_flags; u++)
+            excused |= given[u] && strcmp(flags[u].name, flags[k].unless) == 0;
+        if (flags[k].required && !given[k] && !excused) {
             fprintf(stderr, "%s%s: --%s is required\n", PROG(cmd), flags[k].name);
             return -1;
         }
+    }
     return 0;
 }

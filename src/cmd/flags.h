@@ -33,6 +33,7 @@ struct flag {
     int64_t min, max;     /* FLAG_INT bounds; FLAG_DURATION: min, in ns */
     double fmin, fmax;    /* FLAG_FLOAT bounds */
     bool required;
+    const char *unless;   /* a required flag is not needed when this (boolean) flag is given */
     /* Not stored here: handed as given to flags_parse's forward() (kubelet-style agent flags,
      * which the agent's config code checks as it checks its config file). */
     bool forward;

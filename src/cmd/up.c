@@ -69,6 +69,7 @@ int cmd_up(int argc, char **argv) {
     const char *data_dir = o.data_dir;
     struct kite_agent_config ac;
     kite_agent_config_init(&ac);
+    ac.proxy = ac.masquerade_pod_traffic = true; /* a local cluster routes its Services */
     r = agent_flags_apply(&fa, config, &ac);
     agent_flag_args_release(&fa);
     if (r != 0) {

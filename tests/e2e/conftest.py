@@ -313,7 +313,7 @@ class Cluster:
 
     def __init__(self, mode, workdir, extra_args=(), port=None):
         self.mode = mode
-        self.pod_bridge = None
+        self.pod_bridge = self.proxy_table = None
         if mode == "up" and "--no-agent" not in extra_args:
             if "--pod-bridge" not in extra_args:
                 extra_args = [*extra_args, *pod_network_flags()]
@@ -322,6 +322,11 @@ class Cluster:
             if "--port" not in extra_args:
                 extra_args = [*extra_args, "--port", "0"]
             self.pod_bridge = extra_args[list(extra_args).index("--pod-bridge") + 1]
+            # the Service proxy's nftables table of this cluster's own: two clusters on one
+            # machine never replace each other's rules
+            if "--proxy-table" not in extra_args:
+                extra_args = [*extra_args, "--proxy-table", f"kite-proxy-{self.pod_bridge}"]
+            self.proxy_table = extra_args[list(extra_args).index("--proxy-table") + 1]
         self.workdir = Path(workdir)
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,171 @@
+/* The proxy's informers and sync thread: handlers keep the Services and EndpointSlices in
+ * two maps and wake the thread, which builds the ruleset and runs it as one transaction. */
+#include <errno.h>
+#include <fcntl.h>
+#include <nftables/libnftables.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/proxy/proxy.h"
+#include "base/log.h"
+#include "client/informer.h"
+
+#define PROXY_LOG "proxy"
+
+struct kite_proxy {
+    struct kite_proxy_ruleset_options rules;
+    char *table, *node, *cidr;
+    struct kite_informer *svc_inf, *slice_inf;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    json_object *services, *slices; /* key -> object, under lock */
+    bool dirty, stopping;
+    int synced; /* informers that delivered their first list */
+    unsigned long syncs;
+    pthread_t thread;
+};
+
+int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err) {
+    struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+    if (!nft) return -ENOMEM;
+    nft_ctx_buffer_output(nft);
+    nft_ctx_buffer_error(nft);
+    nft_ctx_set_dry_run(nft, dry_run);
+    int r = nft_run_cmd_from_buffer(nft, script) == 0 ? 0 : -EIO;
+    if (r < 0 && ret_err) *ret_err = kite_strdup(nft_ctx_get_error_buffer(nft));
+    nft_ctx_free(nft);
+    return r;
+}
+
+static void changed(struct kite_proxy *p, json_object *map, json_object *obj, bool del) {
+    _cleanup_free_ char *key = kite_informer_key(obj);
+    if (!key) return;
+    pthread_mutex_lock(&p->lock);
+    if (del) json_object_object_del(map, key);
+    else json_object_object_add(map, key, json_object_get(obj));
+    p->dirty = true;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void svc_add(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->services, o, false); }
+static void svc_upd(void *ud, json_object *old, json_object *o) { svc_add(ud, o); }
+static void svc_del(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->services, o, true); }
+static void sl_add(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->slices, o, false); }
+static void sl_upd(void *ud, json_object *old, json_object *o) { sl_add(ud, o); }
+static void sl_del(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->slices, o, true); }
+static void on_synced(void *ud) {
+    struct kite_proxy *p = ud;
+    pthread_mutex_lock(&p->lock);
+    p->synced++;
+    p->dirty = true;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void *sync_thread(void *ud) {
+    struct kite_proxy *p = ud;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        /* the first sync waits for both lists: a ruleset from half the objects would reject
+         * Services whose slices are not read yet */
+        while (!p->stopping && (!p->dirty || p->synced < 2)) pthread_cond_wait(&p->cond, &p->lock);
+        if (p->stopping) break;
+        p->dirty = false;
+        _cleanup_free_ char *script = kite_proxy_ruleset(&p->rules, p->services, p->slices);
+        pthread_mutex_unlock(&p->lock);
+        _cleanup_free_ char *err = NULL;
+        if (kite_proxy_nft_run(script, false, &err) < 0) log_error(PROXY_LOG, "nftables: %s", err ? err : "failed");
+        pthread_mutex_lock(&p->lock);
+        p->syncs++;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* A sysctl set to 1 when it exists; what could not be set is logged. */
+static void sysctl_on(const char *path) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) log_error(PROXY_LOG, "cannot open %s: %s", path, strerror(errno));
+        return;
+    }
+    if (write(fd, "1", 1) != 1) log_error(PROXY_LOG, "cannot set %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+int kite_proxy_start(const struct kite_proxy_options *o, struct kite_proxy **ret, char **ret_err) {
+    struct kite_proxy *p = kite_calloc(1, sizeof *p);
+    p->table = kite_strdup(o->rules.table ? o->rules.table : KITE_PROXY_TABLE_DEFAULT);
+    p->node = o->rules.node_name ? kite_strdup(o->rules.node_name) : NULL;
+    p->cidr = o->rules.pod_cidr ? kite_strdup(o->rules.pod_cidr) : NULL;
+    p->rules = (struct kite_proxy_ruleset_options){.table = p->table, .node_name = p->node, .pod_cidr = p->cidr,
+                                                    .masquerade_pod_traffic = o->rules.masquerade_pod_traffic};
+    p->services = json_object_new_object();
+    p->slices = json_object_new_object();
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    /* the host routes pod and service traffic; bridged replies pass the ip hooks (conntrack
+     * undoes the DNAT of a same-bridge endpoint) where br_netfilter is loaded */
+    sysctl_on("/proc/sys/net/ipv4/ip_forward");
+    sysctl_on("/proc/sys/net/bridge/bridge-nf-call-iptables");
+    /* a table left by an agent that did not stop cleanly is replaced by the first sync; an
+     * nftables that cannot run at all is refused at start */
+    _cleanup_free_ char *probe = kite_proxy_cleanup_script(p->table);
+    int r = kite_proxy_nft_run(probe, false, ret_err);
+    if (r < 0) goto fail;
+    if ((r = -pthread_create(&p->thread, NULL, sync_thread, p)) < 0) goto fail;
+    struct kite_informer_options io = {.client = o->client, .path = "/api/v1/services", .name = "proxy-svc",
+                                       .n_handlers = 1};
+    io.handlers[0] = (struct kite_informer_handlers){.add = svc_add, .update = svc_upd, .del = svc_del,
+                                                     .synced = on_synced, .ud = p};
+    if ((r = kite_informer_start(&io, &p->svc_inf)) < 0) goto fail_thread;
+    io.path = "/apis/discovery.k8s.io/v1/endpointslices";
+    io.name = "proxy-slices";
+    io.handlers[0] = (struct kite_informer_handlers){.add = sl_add, .update = sl_upd, .del = sl_del,
+                                                     .synced = on_synced, .ud = p};
+    if ((r = kite_informer_start(&io, &p->slice_inf)) < 0) goto fail_thread;
+    *ret = p;
+    return 0;
+fail_thread:
+    if (ret_err && !*ret_err) *ret_err = kite_asprintf("cannot start the informers: %s", strerror(-r));
+    kite_proxy_stop(p);
+    return r;
+fail:
+    if (ret_err && !*ret_err) *ret_err = kite_strdup(strerror(-r));
+    p->thread = 0;
+    kite_proxy_stop(p);
+    return r;
+}
+
+void kite_proxy_stop(struct kite_proxy *p) {
+    if (!p) return;
+    kite_informer_stop(p->svc_inf);
+    kite_informer_stop(p->slice_inf);
+    if (p->thread) {
+        pthread_mutex_lock(&p->lock);
+        p->stopping = true;
+        pthread_cond_signal(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->thread, NULL);
+    }
+    _cleanup_free_ char *script = kite_proxy_cleanup_script(p->table), *err = NULL;
+    if (kite_proxy_nft_run(script, false, &err) < 0) log_error(PROXY_LOG, "removing table %s: %s", p->table, err ? err : "");
+    json_object_put(p->services);
+    json_object_put(p->slices);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free(p->table);
+    free(p->node);
+    free(p->cidr);
+    free(p);
+}
+
+unsigned long kite_proxy_syncs(struct kite_proxy *p) {
+    pthread_mutex_lock(&p->lock);
+    unsigned long n = p->syncs;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
