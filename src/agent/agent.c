@@ -143,6 +143,7 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         a->locked_rt = kite_runtime_locked_new(a->runtime);
         struct kite_pods_options po = {.client = a->client, .runtime = a->locked_rt, .clock = a->clock,
                                        .node_name = a->node_name, .seed = o->seed, .root_dir = c->root_dir,
+                                       .cluster_dns = c->cluster_dns, .cluster_domain = c->cluster_domain,
                                        .backoff_base_ns = c->backoff_base_ns};
         if ((r = kite_pods_new(&po, &a->pods)) < 0) {
             if (ret_err) *ret_err = kite_asprintf("starting the pod workers: %s", strerror(-r));

@@ -36,6 +36,8 @@ struct kite_agent_config {
                                          the Node's spec.podCIDR; NULL = 10.88.0.0/16, not
                                          written to the Node */
     char *pod_bridge;                 /* --pod-bridge: the pod network's bridge; NULL = kite0 */
+    char *cluster_dns;                /* --cluster-dns / clusterDNS: comma-separated; NULL = none */
+    char *cluster_domain;             /* --cluster-domain / clusterDomain; NULL = cluster.local */
     bool proxy;                       /* --proxy-mode nftables: route Services (src/agent/proxy) */
     char *proxy_table;                /* --proxy-table; NULL = KITE_PROXY_TABLE_DEFAULT */
     bool masquerade_pod_traffic;      /* --masquerade-pod-traffic */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "agent/agent.h"
+#include "base/buf.h"
 #include "agent/pods/pods.h"
 #include "agent/runtime/ipam.h"
 #include "agent/runtime/net.h"
@@ -35,6 +36,8 @@ void kite_agent_config_release(struct kite_agent_config *c) {
     free(c->client_ca_file);
     free(c->root_dir);
     free(c->pod_cidr);
+    free(c->cluster_dns);
+    free(c->cluster_domain);
     free(c->pod_bridge);
     free(c->proxy_table);
     json_object_put(c->taints);
@@ -192,6 +195,13 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
             }
             json_object_put(c->taints);
             c->taints = arr;
+        } else if (kite_streq(key, "clusterDNS")) {
+            if (!json_object_is_type(v, json_type_array)) return fail(err, "%s: expected a list", where);
+            struct kite_buf b = {0};
+            for (size_t k = 0; k < json_object_array_length(v); k++)
+                kite_buf_printf(&b, "%s%s", k ? "," : "", json_object_get_string(json_object_array_get_idx(v, k)));
+            free(c->cluster_dns);
+            c->cluster_dns = b.p;
         } else if (kite_streq(key, "authentication") && json_object_is_type(v, json_type_object)) {
             json_object *x509 = NULL, *ca = NULL;
             if (json_object_object_get_ex(v, "x509", &x509) && json_object_object_get_ex(x509, "clientCAFile", &ca) &&
@@ -220,6 +230,9 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
             r = parse_bool(where, s, &c->register_node, err);
         } else if (kite_streq(key, "podCIDR")) {
             r = parse_cidr(where, s, &c->pod_cidr, err);
+        } else if (kite_streq(key, "clusterDomain")) {
+            free(c->cluster_domain);
+            c->cluster_domain = *s ? kite_strdup(s) : NULL;
         } else if (kite_streq(key, "address")) {
             free(c->address);
             c->address = kite_strdup(s);
@@ -339,6 +352,10 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
         c->node_ip = *v ? kite_strdup(v) : NULL;
     } else if (kite_streq(name, "pod-cidr")) {
         r = parse_cidr(where, v, &c->pod_cidr, err);
+    } else if (kite_streq(name, "cluster-dns") || kite_streq(name, "cluster-domain")) {
+        char **dst = kite_streq(name, "cluster-dns") ? &c->cluster_dns : &c->cluster_domain;
+        free(*dst);
+        *dst = *v ? kite_strdup(v) : NULL;
     } else if (kite_streq(name, "pod-bridge")) {
         if (!kite_net_valid_ifname(v))
             return fail(err, "%s: invalid interface name \"%s\" (1 to 15 characters, no '/', ':' or spaces)", where, v);

@@ -170,6 +170,11 @@ static const struct boot_role ROLES[] = {
      RULE("\"create\",\"patch\",\"update\"", CORE, "\"events\"") ","
      RULE("\"create\",\"patch\",\"update\"", "\"events.k8s.io\"", "\"events\"") ","
      RULE("\"list\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
+    /* what the node agent's Service proxy reads, and no more: system:node-proxier also lists
+     * every Node, which a node's own credential may not (the Node authorizer's rule) */
+    {"kite:node-proxier", "", NULL,
+     "[" RULE("\"list\",\"watch\"", CORE, "\"services\"") ","
+     RULE("\"list\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
     /* TLS bootstrap (upstream's bootstrap policy): a bootstrap token may ask for a node's
      * client certificate, and the approver (csrapproving.c) approves what the requester may
      * create as nodeclient (a new node) or selfnodeclient (a node renewing its own). */
@@ -212,9 +217,10 @@ static const struct boot_binding BINDINGS[] = {
      "[" GROUP_SUBJECT("system:nodes") "]"},
     {"system:kube-controller-manager:certificates", "system:kube-controller-manager:certificates",
      "[" USER_SUBJECT("system:kube-controller-manager") "]"},
-    /* every node runs the Service proxy in its agent (kubeadm binds the role to kube-proxy's
-     * service account) */
-    {"kite:node-proxier", "system:node-proxier", "[" GROUP_SUBJECT("system:nodes") "]"},
+    /* kube-proxy's, as upstream binds it */
+    {"system:node-proxier", "system:node-proxier", "[" USER_SUBJECT("system:kube-proxy") "]"},
+    /* every node runs the Service proxy in its agent */
+    {"kite:node-proxier", "kite:node-proxier", "[" GROUP_SUBJECT("system:nodes") "]"},
 };
 
 static json_object *parse(const char *text) {

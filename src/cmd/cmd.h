@@ -179,6 +179,10 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
     FLAG_FORWARD("pod-cidr", FLAG_STRING, "CIDR",                                                                \
                  "IPv4 range of pod addresses (its first is the bridge's); when given (kite up\n"             \
                  "always gives it) also the Node's spec.podCIDR", NULL, .def_note = "10.88.0.0/16"),             \
+    FLAG_FORWARD("cluster-dns", FLAG_STRING, "IPs", "comma-separated DNS servers of pods with dnsPolicy\n"           \
+                 "ClusterFirst", NULL, .def_note = "none: such pods use the host's resolv.conf"),              \
+    FLAG_FORWARD("cluster-domain", FLAG_STRING, "DOMAIN", "the cluster's DNS domain (pods' search list)",         \
+                 "cluster.local"),                                                                             \
     FLAG_FORWARD("pod-bridge", FLAG_STRING, "NAME", "Linux bridge the pods' veths are plugged into", "kite0"),   \
     FLAG_FORWARD("proxy-mode", FLAG_STRING, "MODE", "route Services to their endpoints with nftables (\"nftables\") or\n" \
                  "not (\"none\")", NULL, .def_note = "none; nftables under kite up"),                     \

@@ -200,6 +200,7 @@ struct kite_pods {
     char *host_ip;
     bool node_known;       /* the node's status arrived: pods may be admitted */
     char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
+    char *cluster_dns, *cluster_domain; /* NULL = none, cluster.local */
     int64_t backoff_base_ns; /* first delay of the restart and pull back-offs (KITE_PODS_BACKOFF_MIN_NS) */
     struct kite_prober *prober;
 };
@@ -237,6 +238,43 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
 int pods_volumes_teardown(struct kite_pods *p, const char *uid);
 void pods_volumes_remove_orphans(struct kite_pods *p);
 char *pods_pod_dir(struct kite_pods *p, const char *uid);
+
+/* env.c: a container's environment (see there). An ordered map of variables: */
+struct pods_env {
+    char **k, **v;
+    size_t n;
+};
+void pods_env_set(struct pods_env *e, const char *k, const char *v);
+const char *pods_env_get(const struct pods_env *e, const char *k, size_t len); /* NULL = unset */
+void pods_env_del(struct pods_env *e, const char *k);
+void pods_env_release(struct pods_env *e);
+/* The kubelet's $(VAR) expansion: lookup(name) NULL = unknown, kept as written; $$ is $. A new
+ * string. */
+char *pods_env_expand(const char *in, const char *(*lookup)(void *ud, const char *name, size_t len), void *ud);
+bool pods_env_name_valid(const char *s);
+/* Adds a Service's link variables (FOO_SERVICE_HOST, FOO_PORT_80_TCP_ADDR...). */
+void pods_env_service(struct pods_env *e, json_object *svc);
+/* A resourceFieldRef's value: resource "limits.cpu"..., divisor NULL = 1; unset limits are the
+ * node's allocatable (milli-units, <= 0 = unknown). */
+int pods_env_resource_value(json_object *ctr, const char *resource, const char *divisor, int64_t alloc_cpu_m,
+                            int64_t alloc_mem_m, char **ret, char **ret_err);
+/* The container's variables into *ret (in the order given to the runtime); < 0 with *ret_err,
+ * the kubelet's CreateContainerConfigError message, when a non-optional source is missing. */
+int pods_env_build(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname, struct pods_env *ret,
+                   char **ret_err);
+/* command or args expanded against env: a new vector of *ret_n strings. */
+char **pods_env_expand_argv(json_object *arr, const struct pods_env *env, size_t *ret_n);
+
+/* etcfiles.c: the managed hosts file (node_hosts: a hostNetwork pod's, the node's hosts file)
+ * and resolv.conf (dnsPolicy, dnsConfig; host_resolv: the node's) as text; pods_etc_mounts
+ * writes them and /etc/hostname into the pod's directory and appends their bind mounts (paths
+ * owned by *paths) for a container that does not mount those paths itself. */
+char *pods_hosts_content(const char *ip, const char *hostname, const char *domain, json_object *host_aliases,
+                         const char *node_hosts);
+char *pods_resolv_content(json_object *spec, const char *ns, const char *cluster_dns, const char *cluster_domain,
+                          const char *host_resolv);
+int pods_etc_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname,
+                    struct kite_mount **mounts, size_t *n, char ***paths, char **ret_err);
 
 /* worker.c: the probes of the pod's running containers registered, those of stopped ones
  * forgotten; and the prober's results applied (readiness, startup, liveness kills, events). */

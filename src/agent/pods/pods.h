@@ -27,6 +27,9 @@
 #define KITE_PODS_DEFAULT_GRACE_S 30                          /* terminationGracePeriodSeconds */
 #define KITE_PODS_MAX_PODS 1024                               /* pods tracked by one agent */
 #define KITE_PODS_WORKERS 4                                   /* pods synced at once (worker threads) */
+#define KITE_PODS_DNS_MAX_NAMESERVERS 3   /* resolv.conf nameservers kept (the resolver's MAXNS) */
+#define KITE_PODS_DNS_MAX_SEARCHES 32     /* resolv.conf search domains kept (the kubelet's limit) */
+#define KITE_PODS_HOST_FILE_MAX (1u << 20) /* bytes read of the node's /etc/hosts and resolv.conf */
 #define KITE_PODS_EVENT_CACHE 4096                            /* client-go maxLruCacheEntries */
 #define KITE_PODS_EVENT_BURST 25                              /* spam filter burst per object */
 #define KITE_PODS_EVENT_REFILL_NS (300 * KITE_NS_PER_SEC)     /* one more event per 5 min */
@@ -42,6 +45,8 @@ struct kite_pods_options {
     const char *node_name;
     const char *component;        /* events' source.component; NULL = "kite-agent" */
     const char *root_dir;         /* pods' volumes under <root_dir>/pods/<uid>; NULL = none */
+    const char *cluster_dns;      /* --cluster-dns: comma-separated nameservers; NULL = the host's */
+    const char *cluster_domain;   /* --cluster-domain; NULL = cluster.local */
     uint64_t seed;
     int64_t backoff_base_ns;      /* first delay of the restart and pull back-offs; 0 = KITE_PODS_BACKOFF_MIN_NS */
 };

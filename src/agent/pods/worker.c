@@ -182,20 +182,40 @@ static char *security_of(struct pod *pod, struct pod_ctr *c, struct kite_securit
     return NULL;
 }
 
+/* The pod's hostname as its containers see it: spec.hostname or the pod's name (cut to 63
+ * characters, as the kubelet's GeneratePodHostNameAndDomain), the node's with hostNetwork. */
+static char *pod_hostname(struct pod *pod) {
+    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    if (hn && json_object_get_boolean(hn)) {
+        char h[256] = "";
+        if (gethostname(h, sizeof h - 1) == 0) return kite_strdup(h);
+    }
+    const char *n = pjs(pod->obj, "spec.hostname");
+    if (!n || !*n) n = pod->name;
+    return kite_strndup(n, KITE_MIN(strlen(n), (size_t)63));
+}
+
 /* Creates and starts the container's next attempt. */
 static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
     if (!ensure_image(p, pod, c, now)) return false;
-    size_t ncmd = 0, nargs = 0, nenv = 0;
-    const char *const *cmd = strv_of(pj(c->spec, "command"), &ncmd);
-    const char *const *args = strv_of(pj(c->spec, "args"), &nargs);
-    json_object *envs = pj(c->spec, "env");
-    size_t ne = envs && json_object_is_type(envs, json_type_array) ? json_object_array_length(envs) : 0;
-    char **env = kite_calloc(ne + 1, sizeof(char *));
-    for (size_t i = 0; i < ne; i++) {
-        json_object *e = json_object_array_get_idx(envs, i);
-        if (!pjs(e, "name")) continue;
-        env[nenv++] = kite_asprintf("%s=%s", pjs(e, "name"), pjs(e, "value") ? pjs(e, "value") : "");
+    struct pods_env penv = {0};
+    char *env_err = NULL;
+    _cleanup_free_ char *hostname = pod_hostname(pod);
+    if (pods_env_build(p, pod, c->spec, hostname, &penv, &env_err) < 0) {
+        _cleanup_free_ char *m = kite_asprintf("Error: %s", env_err);
+        if (!kite_streq(c->wait_message, env_err)) ev(p, pod, c, "Warning", "Failed", m);
+        set_wait(c, "CreateContainerConfigError", env_err);
+        free(env_err);
+        pods_env_release(&penv);
+        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+        return false;
     }
+    size_t ncmd = 0, nargs = 0, nenv = penv.n;
+    char **cmd = pods_env_expand_argv(pj(c->spec, "command"), &penv, &ncmd);
+    char **args = pods_env_expand_argv(pj(c->spec, "args"), &penv, &nargs);
+    char **env = kite_calloc(nenv + 1, sizeof(char *));
+    for (size_t i = 0; i < nenv; i++) env[i] = kite_asprintf("%s=%s", penv.k[i], penv.v[i]);
+    pods_env_release(&penv);
     int64_t mem = limit_milli(c->spec, "memory") / 1000, cpu = limit_milli(c->spec, "cpu");
     int64_t cpu_req = 0;
     const char *rq = pjs(pj(c->spec, "resources.requests"), "cpu");
@@ -205,10 +225,13 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     struct kite_mount *mounts = NULL;
     size_t nmounts = 0;
     char **mount_paths = NULL, *merr = NULL;
-    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0) {
-        free((void *)cmd);
-        free((void *)args);
+    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
+        pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0) {
+        kite_strv_free(cmd, ncmd);
+        kite_strv_free(args, nargs);
         kite_strv_free(env, nenv);
+        kite_strv_free(mount_paths, nmounts);
+        free(mounts);
         _cleanup_free_ char *m = kite_asprintf("Error: %s", merr);
         ev(p, pod, c, "Warning", "Failed", m);
         set_wait(c, "CreateContainerConfigError", merr);
@@ -220,8 +243,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     struct kite_security_config sec = {0};
     char *serr = security_of(pod, c, &sec, groups);
     if (serr) {
-        free((void *)cmd);
-        free((void *)args);
+        kite_strv_free(cmd, ncmd);
+        kite_strv_free(args, nargs);
         free((void *)sec.cap_add);
         free((void *)sec.cap_drop);
         kite_strv_free(env, nenv);
@@ -236,16 +259,16 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     }
     struct kite_container_config cfg = {
         .sec = sec,
-        .name = c->name, .attempt = attempt, .image = pjs(c->spec, "image"), .command = cmd, .n_command = ncmd,
-        .args = args, .n_args = nargs, .env = (const char *const *)env, .n_env = nenv,
+        .name = c->name, .attempt = attempt, .image = pjs(c->spec, "image"), .command = (const char *const *)cmd,
+        .n_command = ncmd, .args = (const char *const *)args, .n_args = nargs, .env = (const char *const *)env, .n_env = nenv,
         .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem, .mounts = mounts, .n_mounts = nmounts,
         .cpu_quota_us = cpu_quota_us(cpu), .cpu_period_us = cpu_quota_us(cpu) ? KITE_CPU_PERIOD_US : 0,
         .cpu_shares = cpu_req ? KITE_MAX(KITE_MIN(cpu_req, KITE_CPU_MAX_SHARES * 1000 / 1024) * 1024 / 1000, 2) : 0};
     char *id = NULL, *err = NULL;
     int r = rt_result(p, pod, "create_container", p->rt->ops->create_container(p->rt, pod->sandbox_id, &cfg,
                                                                               KITE_PODS_RT_TIMEOUT_NS, &id, &err));
-    free((void *)cmd);
-    free((void *)args);
+    kite_strv_free(cmd, ncmd);
+    kite_strv_free(args, nargs);
     kite_strv_free(env, nenv);
     kite_strv_free(mount_paths, nmounts);
     free(mounts);
