@@ -142,6 +142,47 @@ static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
     return false;
 }
 
+/* The most supplementalGroups (and fsGroup) a container gets; past it: CreateContainerConfigError. */
+#define KITE_PODS_MAX_GROUPS 64
+
+/* A securityContext field: the container's, else the pod's. */
+static json_object *sc(struct pod *pod, struct pod_ctr *c, const char *field) {
+    _cleanup_free_ char *cp = kite_asprintf("securityContext.%s", field), *pp = kite_asprintf("spec.securityContext.%s", field);
+    json_object *v = pj(c->spec, cp);
+    return v ? v : pj(pod->obj, pp);
+}
+
+/* The container's securityContext over the pod's, as the kubelet resolves it; the image's user
+ * is taken as root. NULL, or the CreateContainerConfigError message. */
+static char *security_of(struct pod *pod, struct pod_ctr *c, struct kite_security_config *sec, uint32_t *groups) {
+    json_object *v;
+    if ((v = sc(pod, c, "runAsUser"))) sec->has_uid = true, sec->uid = (uint32_t)json_object_get_int64(v);
+    if ((v = sc(pod, c, "runAsGroup"))) sec->has_gid = true, sec->gid = (uint32_t)json_object_get_int64(v);
+    json_object *sg = pj(pod->obj, "spec.securityContext.supplementalGroups");
+    size_t n = sg && json_object_is_type(sg, json_type_array) ? json_object_array_length(sg) : 0;
+    json_object *fsg = pj(pod->obj, "spec.securityContext.fsGroup");
+    if (n + (fsg ? 1 : 0) > KITE_PODS_MAX_GROUPS)
+        return kite_asprintf("more than %d supplementalGroups", KITE_PODS_MAX_GROUPS);
+    if (fsg) groups[sec->n_groups++] = (uint32_t)json_object_get_int64(fsg);
+    for (size_t i = 0; i < n; i++) groups[sec->n_groups++] = (uint32_t)json_object_get_int64(json_object_array_get_idx(sg, i));
+    sec->groups = groups;
+    sec->readonly_root = json_object_get_boolean(pj(c->spec, "securityContext.readOnlyRootFilesystem"));
+    sec->privileged = json_object_get_boolean(pj(c->spec, "securityContext.privileged"));
+    v = pj(c->spec, "securityContext.allowPrivilegeEscalation");
+    sec->no_new_privs = v && !json_object_get_boolean(v);
+    sec->cap_add = strv_of(pj(c->spec, "securityContext.capabilities.add"), &sec->n_cap_add);
+    sec->cap_drop = strv_of(pj(c->spec, "securityContext.capabilities.drop"), &sec->n_cap_drop);
+    if (json_object_get_boolean(sc(pod, c, "runAsNonRoot"))) {
+        if (sec->has_uid && sec->uid == 0)
+            return kite_asprintf("container's runAsUser breaks non-root policy (pod: \"%s_%s(%s)\", container: %s)",
+                                 pod->name, pod->ns, pod->uid, c->name);
+        if (!sec->has_uid)
+            return kite_asprintf("container has runAsNonRoot and image will run as root (pod: \"%s_%s(%s)\", container: %s)",
+                                 pod->name, pod->ns, pod->uid, c->name);
+    }
+    return NULL;
+}
+
 /* The pod's hostname as its containers see it: spec.hostname or the pod's name (cut to 63
  * characters, as the kubelet's GeneratePodHostNameAndDomain), the node's with hostNetwork. */
 static char *pod_hostname(struct pod *pod) {
@@ -199,7 +240,26 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
         return false;
     }
+    uint32_t groups[KITE_PODS_MAX_GROUPS];
+    struct kite_security_config sec = {0};
+    char *serr = security_of(pod, c, &sec, groups);
+    if (serr) {
+        kite_strv_free(cmd, ncmd);
+        kite_strv_free(args, nargs);
+        free((void *)sec.cap_add);
+        free((void *)sec.cap_drop);
+        kite_strv_free(env, nenv);
+        kite_strv_free(mount_paths, nmounts);
+        free(mounts);
+        _cleanup_free_ char *m = kite_asprintf("Error: %s", serr);
+        ev(p, pod, c, "Warning", "Failed", m);
+        set_wait(c, "CreateContainerConfigError", serr);
+        free(serr);
+        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+        return false;
+    }
     struct kite_container_config cfg = {
+        .sec = sec,
         .name = c->name, .attempt = attempt, .image = pjs(c->spec, "image"), .command = (const char *const *)cmd,
         .n_command = ncmd, .args = (const char *const *)args, .n_args = nargs, .env = (const char *const *)env, .n_env = nenv,
         .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem, .mounts = mounts, .n_mounts = nmounts,
@@ -213,6 +273,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     kite_strv_free(env, nenv);
     kite_strv_free(mount_paths, nmounts);
     free(mounts);
+    free((void *)sec.cap_add);
+    free((void *)sec.cap_drop);
     if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("Error: %s", err ? err : strerror(-r));
         ev(p, pod, c, "Warning", "Failed", m);

@@ -9,6 +9,7 @@
  * read-only rootfs: it needs no image and no libraries (kite itself links shared libraries, so
  * it cannot be re-executed inside an empty root). It holds the pod's network, IPC and UTS
  * namespaces; the pod's containers join them by /proc/<pause pid>/ns/<type>. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,9 +19,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,23 +344,106 @@ struct oci_in {
     const char *pause_bin;
 };
 
+/* containerd's default capability set */
+static const char *const default_caps[] = {
+    "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",     "CAP_MKNOD",
+    "CAP_NET_RAW", "CAP_SETGID",       "CAP_SETUID",           "CAP_SETFCAP",    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",      "CAP_AUDIT_WRITE"};
+/* every capability up to CAP_LAST_CAP of 5.x/6.x, by number (privileged: those in the agent's bounding set) */
+static const char *const all_caps[] = {
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
+    "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE"};
+
+/* "net_admin" / "CAP_NET_ADMIN" -> "CAP_NET_ADMIN" (into buf); "ALL" stays "ALL" */
+static const char *cap_name(const char *in, char *buf, size_t len) {
+    bool all = strcasecmp(in, "ALL") == 0;
+    snprintf(buf, len, "%s%s", all || strncasecmp(in, "CAP_", 4) == 0 ? "" : "CAP_", in);
+    for (char *q = buf; *q; q++) *q = (char)toupper((unsigned char)*q);
+    return buf;
+}
+
+static bool cap_listed(const char *cap, const char *const *v, size_t n) {
+    char buf[64];
+    for (size_t i = 0; i < n; i++) {
+        const char *c = cap_name(v[i], buf, sizeof(buf));
+        if (kite_streq(c, "ALL") || kite_streq(c, cap)) return true;
+    }
+    return false;
+}
+
+/* The capability set as containerd's CRI builds it: privileged gets all; else the default set
+ * minus drop (ALL drops every one) plus add (ALL adds every one). */
+static json_object *cap_set(const struct kite_security_config *sec) {
+    json_object *a = json_object_new_array();
+    if (sec->privileged || cap_listed("ALL", sec->cap_add, sec->n_cap_add)) {
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(all_caps); i++) /* those the agent may give */
+            if (prctl(PR_CAPBSET_READ, (unsigned long)i, 0, 0, 0) == 1)
+                json_object_array_add(a, json_object_new_string(all_caps[i]));
+        return a;
+    }
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(default_caps); i++)
+        if (!cap_listed(default_caps[i], sec->cap_drop, sec->n_cap_drop))
+            json_object_array_add(a, json_object_new_string(default_caps[i]));
+    char buf[64];
+    for (size_t i = 0; i < sec->n_cap_add; i++) {
+        const char *c = cap_name(sec->cap_add[i], buf, sizeof(buf));
+        bool have = false;
+        for (size_t j = 0; j < json_object_array_length(a) && !have; j++)
+            have = kite_streq(json_object_get_string(json_object_array_get_idx(a, j)), c);
+        if (!have) json_object_array_add(a, json_object_new_string(c));
+    }
+    return a;
+}
+
+void kite_oci_apply_security(struct json_object *spec, const struct kite_security_config *sec) {
+    static const char *masked[] = {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+                                   "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
+                                   "/proc/scsi"};
+    static const char *ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+    json_object *proc = json_object_object_get(spec, "process"), *linux_ = json_object_object_get(spec, "linux");
+    json_object *user = json_object_new_object();
+    json_object_object_add(user, "uid", json_object_new_int64(sec->has_uid ? sec->uid : 0));
+    json_object_object_add(user, "gid", json_object_new_int64(sec->has_gid ? sec->gid : 0));
+    if (sec->n_groups) {
+        json_object *g = json_object_new_array();
+        for (size_t i = 0; i < sec->n_groups; i++) json_object_array_add(g, json_object_new_int64(sec->groups[i]));
+        json_object_object_add(user, "additionalGids", g);
+    }
+    json_object_object_add(proc, "user", user);
+    json_object *capo = json_object_new_object(), *set = cap_set(sec);
+    json_object_object_add(capo, "bounding", set);
+    json_object_object_add(capo, "effective", json_object_get(set));
+    json_object_object_add(capo, "permitted", json_object_get(set));
+    json_object_object_add(proc, "capabilities", capo);
+    json_object_object_add(proc, "noNewPrivileges", json_object_new_boolean(sec->no_new_privs && !sec->privileged));
+    json_object *root = json_object_object_get(spec, "root");
+    if (root && sec->readonly_root) json_object_object_add(root, "readonly", json_object_new_boolean(1));
+    if (!sec->privileged) {
+        json_object_object_add(linux_, "maskedPaths", strs(masked, KITE_ARRAY_SIZE(masked)));
+        json_object_object_add(linux_, "readonlyPaths", strs(ro, KITE_ARRAY_SIZE(ro)));
+    } else {
+        /* privileged: /sys writable as the CRI mounts it */
+        json_object *mounts = json_object_object_get(spec, "mounts");
+        for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++) {
+            json_object *m = json_object_array_get_idx(mounts, i);
+            if (kite_streq(json_object_get_string(json_object_object_get(m, "destination")), "/sys"))
+                json_object_object_add(m, "options", strs((const char *[]){"nosuid", "noexec", "nodev", "rw"}, 4));
+        }
+    }
+}
+
 static json_object *oci_config(const struct oci_in *in) {
-    static const char *caps[] = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
-                                 "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
-                                 "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"};
-    json_object *o = json_object_new_object(), *proc = json_object_new_object(), *user = json_object_new_object();
+    json_object *o = json_object_new_object(), *proc = json_object_new_object();
     json_object_object_add(o, "ociVersion", json_object_new_string("1.0.2"));
     json_object_object_add(proc, "terminal", json_object_new_boolean(0));
-    json_object_object_add(user, "uid", json_object_new_int(0));
-    json_object_object_add(user, "gid", json_object_new_int(0));
-    json_object_object_add(proc, "user", user);
     json_object_object_add(proc, "args", in->args);
     json_object_object_add(proc, "env", in->env);
     json_object_object_add(proc, "cwd", json_object_new_string(in->cwd));
-    json_object *capo = json_object_new_object();
-    const char *sets[] = {"bounding", "effective", "permitted"};
-    for (size_t i = 0; i < 3; i++) json_object_object_add(capo, sets[i], strs(caps, KITE_ARRAY_SIZE(caps)));
-    json_object_object_add(proc, "capabilities", capo);
     json_object_object_add(o, "process", proc);
     json_object *root = json_object_new_object();
     json_object_object_add(root, "path", json_object_new_string("rootfs"));
@@ -420,13 +506,9 @@ static json_object *oci_config(const struct oci_in *in) {
         json_object_object_add(res, "pids", pids);
     }
     json_object_object_add(linux_, "resources", res);
-    static const char *masked[] = {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-                                   "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
-                                   "/proc/scsi"};
-    static const char *ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
-    json_object_object_add(linux_, "maskedPaths", strs(masked, KITE_ARRAY_SIZE(masked)));
-    json_object_object_add(linux_, "readonlyPaths", strs(ro, KITE_ARRAY_SIZE(ro)));
     json_object_object_add(o, "linux", linux_);
+    static const struct kite_security_config none = {0};
+    kite_oci_apply_security(o, cfg ? &cfg->sec : &none);
     return o;
 }
 

@@ -63,6 +63,26 @@ struct kite_mount {
 /* A container to create (CRI ContainerConfig, the parts kite uses). Strings are borrowed.
  * command replaces the image's entrypoint and args its cmd, as Kubernetes does (a command with
  * no args drops the image's cmd). Limits of 0 are unset. */
+/* The securityContext as the runtime applies it (all zero: root, containerd's default
+ * capabilities, masked paths, writable root). */
+struct kite_security_config {
+    bool has_uid, has_gid;
+    uint32_t uid, gid; /* root (0) when not set */
+    const uint32_t *groups; /* supplementalGroups and fsGroup */
+    size_t n_groups;
+    bool readonly_root;
+    bool privileged;    /* every capability, no masked or read-only paths, /sys writable */
+    bool no_new_privs;  /* allowPrivilegeEscalation: false */
+    const char *const *cap_add, *const *cap_drop; /* "NET_ADMIN" or "CAP_NET_ADMIN"; "ALL" */
+    size_t n_cap_add, n_cap_drop;
+};
+
+/* Sets process.user, the capabilities, noNewPrivileges, root.readonly and the masked and
+ * read-only paths of an OCI spec (with its process, root, mounts and linux objects) as
+ * containerd's CRI does for sec. */
+struct json_object;
+void kite_oci_apply_security(struct json_object *spec, const struct kite_security_config *sec);
+
 struct kite_container_config {
     const char *name;
     uint32_t attempt; /* restart count: names the log file <attempt>.log */
@@ -80,6 +100,7 @@ struct kite_container_config {
     int64_t cpu_quota_us, cpu_period_us, cpu_shares;
     int64_t pids_limit;
     const char *log_path; /* relative to the sandbox's log dir; NULL = <name>/<attempt>.log */
+    struct kite_security_config sec; /* the container's securityContext over the pod's */
 };
 
 enum kite_container_state {
