@@ -154,7 +154,9 @@ def test_cluster_ip_from_host_and_pod_balances_and_refuses_without_endpoints(clu
         body, err, took = http_get(cip, 80, timeout=5)
         return isinstance(err, ConnectionRefusedError) and took
     took = wait(refused, 20, f"{cip}:80 refused")
-    assert took < 1.0, took
+    # a reject answers at once; a black hole would run into the 5 s timeout (the bound leaves
+    # room for a loaded machine: 1.02 s was seen under the parallel sanitizer suite)
+    assert took < 3.0, took
 
 
 def test_node_port_on_the_node_address(cluster):
