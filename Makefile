@@ -139,10 +139,13 @@ test-unit: deps $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/test-$(m))
 E2E_WORKERS ?= 4
 E2E_TMP := /tmp/kite-e2e-$(shell echo $(CURDIR) | md5sum | cut -c1-8)
 PYTEST_E2E = /usr/bin/python3 -m pytest -q -n $(E2E_WORKERS) --dist loadfile --durations=15 $(E2E_ARGS)
+# A container a killed run left mounted under the previous run's files would keep pytest from
+# emptying them: unmount what is left there first.
+E2E_PREP = mkdir -p $(E2E_TMP); awk '$$2 ~ "^$(E2E_TMP)/" {print $$2}' /proc/mounts | sort -r | xargs -r umount -l
 
 # Every e2e test (those marked slow too) against the plain build.
 test-e2e: all $(BUILD)/busybox.tar
-	@mkdir -p $(E2E_TMP)
+	@$(E2E_PREP)
 	KITE=$(abspath $(BUILD)/kite) $(PYTEST_E2E) --basetemp=$(E2E_TMP)/$(BUILD) tests/e2e
 
 # DESIGN.md's dependency rules (the DEPS_* lines above), checked on includes and on the symbols
@@ -157,12 +160,12 @@ asan:
 # those marked slow (test-e2e-asan-slow).
 test-e2e-asan:
 	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/kubectl-kite build-asan/busybox.tar
-	@mkdir -p $(E2E_TMP)
+	@$(E2E_PREP)
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan -m "not slow" tests/e2e
 
 test-e2e-asan-slow:
 	$(MAKE) SANITIZE=1 build-asan/kite build-asan/kite-agent build-asan/kubectl-kite build-asan/busybox.tar
-	@mkdir -p $(E2E_TMP)
+	@$(E2E_PREP)
 	KITE=$(abspath build-asan/kite) ASAN_OPTIONS=detect_leaks=1 $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-asan-slow -m slow tests/e2e
 
 # The end-to-end tests against the ThreadSanitizer build (slow; not part of `make test`): a
@@ -170,7 +173,7 @@ test-e2e-asan-slow:
 TSAN_E2E_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 history_size=4
 test-e2e-tsan:
 	$(MAKE) SANITIZE=thread build-tsan/kite build-tsan/kite-agent build-tsan/kubectl-kite
-	@mkdir -p $(E2E_TMP)
+	@$(E2E_PREP)
 	KITE=$(abspath build-tsan/kite) TSAN_OPTIONS="$(TSAN_E2E_OPTIONS)" $(PYTEST_E2E) --basetemp=$(E2E_TMP)/build-tsan tests/e2e
 
 # A randomized mix of API operations from several clients against the ASan build for

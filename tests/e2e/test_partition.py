@@ -12,6 +12,7 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -146,16 +147,25 @@ def partitioned_node(tmp_path):
         while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
             time.sleep(0.2)
         api.close()
+        # the containers killed while the agent runs, so that it removes them and their rootfs
+        # mounts (an agent stopped first leaves them, by design, for its next start)
+        runc_root = root / "runc"
+        for cid in runc_ids(runc_root):
+            run("runc", "--root", str(runc_root), "kill", cid, "KILL")
+        while time.monotonic() < deadline + 20 and agent.alive() and runc_ids(runc_root):
+            time.sleep(0.1)
         agent.stop()
         cm.stop()
         proxy.close()
         c.stop()
-        runc_root = root / "runc"
         for cid in runc_ids(runc_root):
             run("runc", "--root", str(runc_root), "kill", cid, "KILL")
         time.sleep(0.3)
         for cid in runc_ids(runc_root):
             run("runc", "--root", str(runc_root), "delete", "--force", cid)
+        for line in reversed(Path("/proc/mounts").read_text().splitlines()):
+            if str(tmp_path) in line.split()[1]:
+                run("umount", "-l", line.split()[1])
         bridge = net[net.index("--pod-bridge") + 1]
         if os.path.exists(f"/sys/class/net/{bridge}"):
             run("ip", "link", "del", bridge)
