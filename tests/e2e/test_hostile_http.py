@@ -224,7 +224,7 @@ def test_h2_anonymous_flood_keeps_memory_and_other_clients(apiserver, api):
         for t in threads:
             t.join(30)
     assert apiserver.proc.alive()
-    assert peak < 64 * MiB, f"RSS grew by {peak / MiB:.0f} MiB ({stats['sent'] / MiB:.0f} MiB sent)"
+    assert peak < (96 if SANITIZED else 64) * MiB, f"RSS grew by {peak / MiB:.0f} MiB ({stats['sent'] / MiB:.0f} MiB sent)"
     assert worst < GET_MAX_S, worst
     assert stats["streams"] == 1600 and stats["unanswered"] == 0 and stats["answered"] >= 100, stats
     if not SANITIZED:
