@@ -226,24 +226,17 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     struct kite_mount *mounts = NULL;
     size_t nmounts = 0;
     char **mount_paths = NULL, *merr = NULL;
-    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
-        pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0) {
-        kite_strv_free(cmd, ncmd);
-        kite_strv_free(args, nargs);
-        kite_strv_free(env, nenv);
-        kite_strv_free(mount_paths, nmounts);
-        free(mounts);
-        _cleanup_free_ char *m = kite_asprintf("Error: %s", merr);
-        ev(p, pod, c, "Warning", "Failed", m);
-        set_wait(c, "CreateContainerConfigError", merr);
-        free(merr);
-        pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
-        return false;
-    }
+    /* the container's mounts, then its security settings: either failing is the kubelet's
+     * CreateContainerConfigError, retried */
     uint32_t groups[KITE_PODS_MAX_GROUPS];
     struct kite_security_config sec = {0};
-    char *serr = security_of(pod, c, &sec, groups);
-    if (serr) {
+    char *cerr = NULL;
+    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
+        pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0)
+        cerr = merr;
+    else
+        cerr = security_of(pod, c, &sec, groups);
+    if (cerr) {
         kite_strv_free(cmd, ncmd);
         kite_strv_free(args, nargs);
         free((void *)sec.cap_add);
@@ -251,10 +244,10 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         kite_strv_free(env, nenv);
         kite_strv_free(mount_paths, nmounts);
         free(mounts);
-        _cleanup_free_ char *m = kite_asprintf("Error: %s", serr);
+        _cleanup_free_ char *m = kite_asprintf("Error: %s", cerr);
         ev(p, pod, c, "Warning", "Failed", m);
-        set_wait(c, "CreateContainerConfigError", serr);
-        free(serr);
+        set_wait(c, "CreateContainerConfigError", cerr);
+        free(cerr);
         pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
         return false;
     }
