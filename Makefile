@@ -62,6 +62,8 @@ DEPS_cmd       := cmd api json base
 # extra modules a module's unit tests may link (test fixtures only), linked before its own (they use base)
 TESTDEPS_http  := pki
 TESTDEPS_client := pki
+# the apiserver's tests bootstrap the controllers' ClusterRoles from their descriptor rows
+TESTDEPS_apiserver := controllers client
 MODULES        := base json api store http pki apiserver client agent controllers cmd
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)

@@ -2,6 +2,14 @@
 #pragma once
 #include "base/base.h"
 
+/* A ClusterRole of the default policy beyond the apiserver's own, bound (by a ClusterRoleBinding
+ * of the same name) to one user: the controllers' roles, from their descriptor rows. */
+struct kite_apiserver_role {
+    const char *name;  /* "system:controller:job-controller" */
+    const char *rules; /* JSON array of PolicyRules */
+    const char *user;  /* "system:kube-controller-manager" */
+};
+
 struct kite_apiserver_options {
     const char *data_dir;      /* holds pki/, the SQLite store, admin.kubeconfig, controller-manager.kubeconfig */
     const char *listen;        /* "127.0.0.1:6443" */
@@ -28,6 +36,8 @@ struct kite_apiserver_options {
     const char *pod_security_exempt_usernames;      /* comma-separated, or NULL */
     const char *pod_security_exempt_namespaces;
     const char *pod_security_exempt_runtime_classes;
+    const struct kite_apiserver_role *controller_roles; /* borrowed during start; reconciled as the defaults */
+    size_t n_controller_roles;
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */

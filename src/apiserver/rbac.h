@@ -68,4 +68,4 @@ int apiserver_rbac_admit(const struct kite_admission_attrs *a, struct kite_admis
 /* Creates the default ClusterRoles and ClusterRoleBindings that are missing, and puts back
  * those marked rbac.authorization.kubernetes.io/autoupdate=true whose rules or subjects
  * lack what the defaults hold (kube-apiserver's RBAC post-start hook). 0 or -errno. */
-int apiserver_rbac_bootstrap(struct kite_apiserver *s);
+int apiserver_rbac_bootstrap(struct kite_apiserver *s, const struct kite_apiserver_role *extra, size_t n_extra);

@@ -8,21 +8,21 @@
  * kite's controller-manager runs as the user system:kube-controller-manager with the least its
  * controllers need; the scheduler runs as system:kube-scheduler. */
 #include "apiserver/rbac.h"
+#include "api/policy_rules.h"
 
 #include <stdio.h>
 
 /* the group kite token create (and kubeadm) gives its tokens beyond system:bootstrappers */
 #define KITE_BOOTSTRAP_DEFAULT_GROUP "system:bootstrappers:kubeadm:default-node-token"
 
-#define READ "\"get\",\"list\",\"watch\""
-#define WRITE "\"create\",\"delete\",\"deletecollection\",\"patch\",\"update\""
-#define RULE(verbs, groups, resources) "{\"verbs\":[" verbs "],\"apiGroups\":[" groups "],\"resources\":[" resources "]}"
-#define RULE_NAMES(verbs, groups, resources, names) \
-    "{\"verbs\":[" verbs "],\"apiGroups\":[" groups "],\"resources\":[" resources "],\"resourceNames\":[" names "]}"
-#define URLS(verbs, urls) "{\"verbs\":[" verbs "],\"nonResourceURLs\":[" urls "]}"
-#define CORE "\"\""
+#define READ KITE_RULE_READ
+#define WRITE KITE_RULE_WRITE
+#define RULE KITE_RULE
+#define RULE_NAMES KITE_RULE_NAMES
+#define URLS KITE_RULE_URLS
+#define CORE KITE_RULE_CORE
 #define AGG(to) "\"rbac.authorization.k8s.io/aggregate-to-" to "\":\"true\""
-#define EVENTS RULE("\"create\",\"update\",\"patch\"", CORE ",\"events.k8s.io\"", "\"events\"")
+#define EVENTS KITE_RULE_EVENTS
 
 struct boot_role {
     const char *name;
@@ -104,48 +104,16 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"storage.k8s.io\"", "\"csidrivers\"") ","
      RULE("\"create\",\"delete\",\"get\",\"patch\",\"update\"", "\"storage.k8s.io\"", "\"csinodes\"") ","
      RULE(READ, "\"node.k8s.io\"", "\"runtimeclasses\"") "]"},
-    /* kite's controller-manager: the namespace controller empties any namespaced resource
-     * (upstream's namespace-controller), the node lifecycle controller marks nodes and their
-     * pods, taint eviction deletes pods, pod GC marks pods Failed and deletes them (upstream's
-     * pod-garbage-collector: pods, pods/status, nodes), ClusterRole aggregation rewrites
-     * aggregated roles (escalate: it writes rules it does not hold). */
+    /* kite's controller-manager: what it needs whichever controllers run (Events, its leader
+     * election Lease, delegated authentication and authorization); each controller's own rules
+     * are its ClusterRole system:controller:<name>, from its descriptor row (the apiserver's
+     * options: kite_apiserver_options.controller_roles) */
     {"system:kube-controller-manager", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"coordination.k8s.io\"", "\"leases\"") ","
      RULE_NAMES("\"get\",\"update\"", "\"coordination.k8s.io\"", "\"leases\"", "\"kube-controller-manager\"") ","
-     RULE(READ, CORE, "\"namespaces\"") ","
-     RULE("\"patch\",\"update\"", CORE, "\"namespaces/finalize\",\"namespaces/status\"") ","
-     RULE("\"delete\",\"deletecollection\",\"get\",\"list\"", "\"*\"", "\"*\"") ","
-     RULE(READ, CORE, "\"pods\"") ","
-     /* the node lifecycle controller and taint eviction (upstream's node-controller) */
-     RULE(READ "," "\"patch\",\"update\"", CORE, "\"nodes\"") ","
-     RULE("\"patch\",\"update\"", CORE, "\"nodes/status\",\"pods/status\"") ","
-     RULE(READ, "\"coordination.k8s.io\"", "\"leases\"") ","
-     /* the disruption controller */
-     RULE(READ, "\"policy\"", "\"poddisruptionbudgets\"") ","
-     RULE("\"update\"", "\"policy\"", "\"poddisruptionbudgets/status\"") ","
-     RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"", "\"clusterroles\"") ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
-     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") ","
-     /* the ReplicaSet and deployment controllers (upstream's replicaset-controller and
-      * deployment-controller) and the garbage collector (generic-garbage-collector: every
-      * kind's owner references) */
-     RULE("\"create\",\"delete\",\"patch\",\"update\"", CORE, "\"pods\"") ","
-     RULE(READ "," WRITE, "\"apps\"", "\"replicasets\"") ","
-     RULE(READ ",\"patch\",\"update\"", "\"apps\"", "\"deployments\"") ","
-     RULE("\"patch\",\"update\"", "\"apps\"", "\"replicasets/status\",\"deployments/status\",\"replicasets/finalizers\",\"deployments/finalizers\"") ","
-     RULE(READ ",\"delete\",\"patch\",\"update\"", "\"*\"", "\"*\"") ","
-     /* the job and daemon set controllers (upstream's job-controller, daemon-set-controller) */
-     RULE(READ "," "\"patch\",\"update\"", "\"batch\"", "\"jobs\"") ","
-     RULE("\"patch\",\"update\"", "\"batch\"", "\"jobs/status\",\"jobs/finalizers\"") ","
-     RULE(READ, "\"apps\"", "\"daemonsets\"") ","
-     RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
-     RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
-     RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") ","
-     /* the EndpointSlice controller (upstream's endpointslice-controller) */
-     RULE(READ, CORE, "\"services\"") ","
-     RULE("\"update\"", CORE, "\"services/finalizers\"") ","
-     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
+     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","
@@ -184,15 +152,6 @@ static const struct boot_role ROLES[] = {
      "[" RULE("\"create\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/nodeclient\"") "]"},
     {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "", NULL,
      "[" RULE("\"create\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/selfnodeclient\"") "]"},
-    /* kite's controller-manager, its CSR approver and signer (upstream's csrapproving and
-     * csrsigning controllers) */
-    {"system:kube-controller-manager:certificates", "", NULL,
-     "[" RULE(READ, "\"certificates.k8s.io\"", "\"certificatesigningrequests\"") ","
-     RULE("\"update\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/approval\",\"certificatesigningrequests/status\"") ","
-     RULE_NAMES("\"approve\"", "\"certificates.k8s.io\"", "\"signers\"", "\"kubernetes.io/kube-apiserver-client-kubelet\"") ","
-     RULE_NAMES("\"sign\"", "\"certificates.k8s.io\"", "\"signers\"",
-                "\"kubernetes.io/kube-apiserver-client-kubelet\",\"kubernetes.io/kube-apiserver-client\"") ","
-     RULE("\"create\"", "\"authorization.k8s.io\"", "\"subjectaccessreviews\"") "]"},
 };
 
 #define GROUP_SUBJECT(g) "{\"kind\":\"Group\",\"apiGroup\":\"rbac.authorization.k8s.io\",\"name\":\"" g "\"}"
@@ -215,8 +174,6 @@ static const struct boot_binding BINDINGS[] = {
      "[" GROUP_SUBJECT(KITE_BOOTSTRAP_DEFAULT_GROUP) "]"},
     {"kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
      "[" GROUP_SUBJECT("system:nodes") "]"},
-    {"system:kube-controller-manager:certificates", "system:kube-controller-manager:certificates",
-     "[" USER_SUBJECT("system:kube-controller-manager") "]"},
     /* kube-proxy's, as upstream binds it */
     {"system:node-proxier", "system:node-proxier", "[" USER_SUBJECT("system:kube-proxy") "]"},
     /* every node runs the Service proxy in its agent */
@@ -380,7 +337,27 @@ out:
     return e;
 }
 
-int apiserver_rbac_bootstrap(struct kite_apiserver *s) {
+/* A ClusterRole and its ClusterRoleBinding (same name) to one user, from the apiserver's
+ * options (the controllers' roles). */
+static int reconcile_extra(struct kite_apiserver *s, const struct kite_resource *cr, const struct kite_resource *crb,
+                           const struct kite_apiserver_role *x) {
+    struct boot_role b = {x->name, "", NULL, x->rules};
+    json_object *o = role_object(cr, &b);
+    int e = reconcile(s, cr, o, "rules");
+    json_object_put(o);
+    if (e < 0) return e;
+    o = skeleton(crb, x->name);
+    _cleanup_free_ char *ref = kite_asprintf("{\"apiGroup\":\"" KITE_RBAC_GROUP "\",\"kind\":\"ClusterRole\",\"name\":\"%s\"}", x->name);
+    _cleanup_free_ char *subj =
+        kite_asprintf("[{\"kind\":\"User\",\"apiGroup\":\"rbac.authorization.k8s.io\",\"name\":\"%s\"}]", x->user);
+    kite_obj_set(o, "roleRef", parse(ref));
+    kite_obj_set(o, "subjects", parse(subj));
+    e = reconcile(s, crb, o, "subjects");
+    json_object_put(o);
+    return e;
+}
+
+int apiserver_rbac_bootstrap(struct kite_apiserver *s, const struct kite_apiserver_role *extra, size_t n_extra) {
     const struct kite_resource *cr = kite_registry_find(KITE_RBAC_GROUP, "v1", "clusterroles");
     const struct kite_resource *crb = kite_registry_find(KITE_RBAC_GROUP, "v1", "clusterrolebindings");
     if (!cr || !crb) return -ENOENT;
@@ -400,5 +377,6 @@ int apiserver_rbac_bootstrap(struct kite_apiserver *s) {
         e = reconcile(s, crb, o, "subjects");
         json_object_put(o);
     }
+    for (size_t i = 0; e >= 0 && i < n_extra; i++) e = reconcile_extra(s, cr, crb, &extra[i]);
     return e;
 }

@@ -633,7 +633,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     }
     if ((r = apiserver_rbac_start(s)) < 0) return fail(ret_error, r, "cannot index the RBAC policy of %s", url);
     if ((r = ensure_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
-    if ((r = apiserver_rbac_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
+    if ((r = apiserver_rbac_bootstrap(s, o->controller_roles, o->n_controller_roles)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
     if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;

@@ -13,9 +13,11 @@ struct kite_informer {
     char *path, *selector, name[16];
     struct kite_informer_handlers h[KITE_INFORMER_MAX_HANDLERS];
     size_t nh;
+    pthread_mutex_t mu;    /* guards cache (written by the thread, read by kite_informer_get) */
     struct kite_map cache; /* key -> json_object (a reference held) */
     char rv[32];
     pthread_t thread;
+    bool running, halted;
     struct kite_cancel cancel;
     struct kite_backoff backoff;
     atomic_bool synced;
@@ -36,7 +38,9 @@ static void deleted(struct kite_informer *i, json_object *obj) {
 static void upsert(struct kite_informer *i, json_object *obj) {
     _cleanup_free_ char *key = kite_informer_key(obj);
     if (!key) return;
+    pthread_mutex_lock(&i->mu);
     json_object *old = kite_map_put(&i->cache, key, json_object_get(obj));
+    pthread_mutex_unlock(&i->mu);
     for (size_t k = 0; k < i->nh; k++) {
         if (!old && i->h[k].add) i->h[k].add(i->h[k].ud, obj);
         if (old && i->h[k].update) i->h[k].update(i->h[k].ud, old, obj);
@@ -46,7 +50,9 @@ static void upsert(struct kite_informer *i, json_object *obj) {
 
 static void removed(struct kite_informer *i, json_object *obj) {
     _cleanup_free_ char *key = kite_informer_key(obj);
+    pthread_mutex_lock(&i->mu);
     json_object *old = key ? kite_map_del(&i->cache, key) : NULL;
+    pthread_mutex_unlock(&i->mu);
     if (!old) return;
     /* the watch's final state of the object, as client-go hands to OnDelete */
     deleted(i, obj);
@@ -76,7 +82,9 @@ static void replace(struct kite_informer *i, json_object *items) {
             gone[ngone++] = kite_strdup(key);
         }
     for (size_t k = 0; k < ngone; k++) {
+        pthread_mutex_lock(&i->mu);
         json_object *old = kite_map_del(&i->cache, gone[k]);
+        pthread_mutex_unlock(&i->mu);
         deleted(i, old);
         json_object_put(old);
         free(gone[k]);
@@ -137,7 +145,7 @@ static void *run(void *ud) {
     return NULL;
 }
 
-int kite_informer_start(const struct kite_informer_options *o, struct kite_informer **ret) {
+struct kite_informer *kite_informer_new(const struct kite_informer_options *o) {
     struct kite_informer *i = kite_calloc(1, sizeof *i);
     i->client = o->client;
     i->path = kite_strdup(o->path);
@@ -145,32 +153,78 @@ int kite_informer_start(const struct kite_informer_options *o, struct kite_infor
     snprintf(i->name, sizeof i->name, "%s", o->name ? o->name : "informer");
     i->nh = KITE_MIN(o->n_handlers, (size_t)KITE_INFORMER_MAX_HANDLERS);
     memcpy(i->h, o->handlers, i->nh * sizeof *i->h);
+    pthread_mutex_init(&i->mu, NULL);
     kite_cancel_init(&i->cancel);
     kite_backoff_init(&i->backoff, KITE_NS_PER_SEC, KITE_INFORMER_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
                       (uint64_t)(uintptr_t)i);
-    if (pthread_create(&i->thread, NULL, run, i) != 0) {
-        kite_cancel_release(&i->cancel);
-        free(i->path);
-        free(i->selector);
-        free(i);
-        return -EAGAIN;
-    }
+    return i;
+}
+
+int kite_informer_add_handlers(struct kite_informer *i, const struct kite_informer_handlers *h) {
+    if (i->running) return -EBUSY;
+    if (i->nh == KITE_INFORMER_MAX_HANDLERS) return -ENOSPC;
+    i->h[i->nh++] = *h;
+    return 0;
+}
+
+int kite_informer_run(struct kite_informer *i) {
+    if (i->running) return 0;
+    if (pthread_create(&i->thread, NULL, run, i) != 0) return -EAGAIN;
     pthread_setname_np(i->thread, i->name);
+    i->running = true;
+    return 0;
+}
+
+int kite_informer_start(const struct kite_informer_options *o, struct kite_informer **ret) {
+    struct kite_informer *i = kite_informer_new(o);
+    int r = kite_informer_run(i);
+    if (r < 0) {
+        kite_informer_stop(i);
+        return r;
+    }
     *ret = i;
     return 0;
 }
 
 bool kite_informer_synced(struct kite_informer *i) { return atomic_load(&i->synced); }
 
+json_object *kite_informer_get(struct kite_informer *i, const char *key) {
+    json_object *copy = NULL;
+    pthread_mutex_lock(&i->mu);
+    json_object *o = kite_map_get(&i->cache, key);
+    if (o) json_object_deep_copy(o, &copy, NULL);
+    pthread_mutex_unlock(&i->mu);
+    return copy;
+}
+
+char **kite_informer_keys(struct kite_informer *i, size_t *n) {
+    pthread_mutex_lock(&i->mu);
+    char **keys = kite_calloc(i->cache.len + 1, sizeof *keys);
+    size_t k = 0;
+    const char *key;
+    void *v;
+    for (size_t it = 0; kite_map_next(&i->cache, &it, &key, &v);) keys[k++] = kite_strdup(key);
+    pthread_mutex_unlock(&i->mu);
+    *n = k;
+    return keys;
+}
+
+void kite_informer_halt(struct kite_informer *i) {
+    if (!i || i->halted) return;
+    i->halted = true;
+    kite_cancel_fire(&i->cancel);
+    if (i->running) pthread_join(i->thread, NULL);
+}
+
 void kite_informer_stop(struct kite_informer *i) {
     if (!i) return;
-    kite_cancel_fire(&i->cancel);
-    pthread_join(i->thread, NULL);
+    kite_informer_halt(i);
     kite_cancel_release(&i->cancel);
     const char *key;
     void *v;
     for (size_t it = 0; kite_map_next(&i->cache, &it, &key, &v);) json_object_put(v);
     kite_map_release(&i->cache);
+    pthread_mutex_destroy(&i->mu);
     free(i->path);
     free(i->selector);
     free(i);

@@ -9,7 +9,7 @@
 #include "client/client.h"
 
 #define KITE_INFORMER_RETRY_MAX_S 30
-#define KITE_INFORMER_MAX_HANDLERS 4
+#define KITE_INFORMER_MAX_HANDLERS 16 /* handler sets on one informer (controllers sharing it) */
 #define KITE_INFORMER_WATCH_S 300 /* a watch's timeoutSeconds; the server ends it, it resumes */
 
 /* Called on the informer's thread; objects are borrowed for the call (json_object_get to
@@ -34,11 +34,26 @@ struct kite_informer_options {
 };
 
 struct kite_informer;
+/* kite_informer_new + kite_informer_run. */
 int kite_informer_start(const struct kite_informer_options *o, struct kite_informer **ret);
+/* An informer with no thread yet: handler sets may be added until kite_informer_run. */
+struct kite_informer *kite_informer_new(const struct kite_informer_options *o);
+/* Adds a handler set (copied); -ENOSPC past KITE_INFORMER_MAX_HANDLERS, -EBUSY once running. */
+int kite_informer_add_handlers(struct kite_informer *i, const struct kite_informer_handlers *h);
+/* Starts its thread (list, then watch); 0 when already running. */
+int kite_informer_run(struct kite_informer *i);
+/* Cancels the watch and joins the thread: no handler is called after it returns; the cache and
+ * kite_informer_synced stay readable until kite_informer_stop. */
+void kite_informer_halt(struct kite_informer *i);
+/* A deep copy of the cached object under key ("namespace/name" or "name"), or NULL; safe from
+ * any thread. */
+json_object *kite_informer_get(struct kite_informer *i, const char *key);
+/* Every key in the cache (malloc'ed array of malloc'ed strings, *n of them); any thread. */
+char **kite_informer_keys(struct kite_informer *i, size_t *n);
 /* The first list has been delivered to the handlers (client-go's HasSynced); safe from any
  * thread. */
 bool kite_informer_synced(struct kite_informer *i);
-/* Cancels the watch and joins; frees the cache. NULL is a no-op. */
+/* Halts (if not yet) and frees the cache. NULL is a no-op. */
 void kite_informer_stop(struct kite_informer *i);
 
 /* The cache key of an object: "namespace/name", or "name" for a cluster-scoped one

@@ -43,6 +43,7 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .pod_security_exempt_usernames = a->psa_exempt_users,
                                          .pod_security_exempt_namespaces = a->psa_exempt_namespaces,
                                          .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes};
+    o->controller_roles = controller_roles(&o->n_controller_roles);
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;

@@ -23,10 +23,8 @@ int cmd_scheduler(int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_client;
-struct kite_nsctl;
-struct kite_ctlmgr;
 struct kite_leader;
-struct kite_workloads;
+struct kite_ctl_group;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
 struct controller_args {
@@ -40,7 +38,6 @@ struct controller_args {
     const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
     int64_t signing_duration_ns;
     struct flag_list *controllers; /* --controllers (NULL or empty: all) */
-    unsigned off;                  /* KITE_CTL_* bits computed from it by controllers_start */
 };
 #define KITE_CSR_SIGNING_DURATION_S (365 * 24 * 3600) /* --cluster-signing-duration's default */
 /* Pod GC's flags, kite controller-manager's and kite up's (tests shorten the orphan delay). */
@@ -56,20 +53,16 @@ struct kite_controllers {
     struct kite_client *client;
     struct kite_leader *leader;  /* NULL without leader election */
     struct kite_client *le_client; /* the election's own client (NULL without) */
-    struct kite_nsctl *nsctl;    /* these two run only while leading */
-    struct kite_ctlmgr *nodes;
-    struct kite_aggregator *aggregator; /* ClusterRole aggregation */
-    struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
-    struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
-    struct kite_jobs *jobs;      /* the job controller */
-    struct kite_daemonsets *daemonsets; /* the daemon set controller */
-    struct kite_csrctl *csrctl;  /* CSR approver and signer */
+    bool *on;                    /* on[i]: KITE_CONTROLLERS[i] runs (from --controllers) */
+    struct kite_ctl_group *group; /* the controllers while leading (framework.h) */
     char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
-    struct kite_epsctl *endpointslices; /* the EndpointSlice controller */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
 void controllers_stop(struct kite_controllers *c);
+/* The controllers' ClusterRoles for the apiserver's default policy (one per descriptor row). */
+struct kite_apiserver_role;
+const struct kite_apiserver_role *controller_roles(size_t *n);
 
 /* The scheduler, run by kite scheduler and in-process by kite up (scheduler.c). */
 struct kite_schedrun;

@@ -7,13 +7,11 @@
 #include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
+#include "apiserver/apiserver.h"
 #include "controllers/controllers.h"
-#include "controllers/daemonset.h"
-#include "controllers/job.h"
-#include "controllers/endpointslice.h"
+#include "controllers/framework.h"
 #include "controllers/leader.h"
-#include "controllers/workloads.h"
-#include "controllers/manager.h"
+#include "controllers/nodelifecycle.h"
 #include "pki/pki.h"
 
 #include <string.h>
@@ -72,120 +70,62 @@ void controller_args_defaults(struct controller_args *a) {
     };
 }
 
-/* ---- the controllers, one row each (or one per group sharing informers) ----
- * A row starts when any controller of its bits is on (--controllers; the row's start reads
- * `off` for its own). lead() starts them in order, unlead() stops them in reverse. */
+/* ---- the controllers: the rows of KITE_CONTROLLERS (controllers/registry.c) ---- */
 
-static int start_namespace(struct kite_controllers *c, unsigned off) {
-    struct kite_nsctl_options o = {.client = c->client};
-    return kite_nsctl_start(&o, &c->nsctl);
-}
-static void stop_namespace(struct kite_controllers *c) { kite_nsctl_stop(TAKE_PTR(c->nsctl)); }
-
-static int start_nodes(struct kite_controllers *c, unsigned off) {
-    struct kite_ctlmgr_options o = {
-        .client = c->client,
-        .nlc = {.grace_ns = c->args.grace_ns,
-                .startup_grace_ns = c->args.startup_grace_ns,
-                .period_ns = c->args.period_ns,
-                .eviction_rate = c->args.eviction_rate,
-                .secondary_rate = c->args.secondary_rate,
-                .unhealthy_threshold = c->args.unhealthy_threshold,
-                .large_cluster = c->args.large_cluster},
-        .podgc = {.terminated_threshold = c->args.terminated_pod_gc_threshold,
-                  .orphan_delay_ns = c->args.pod_gc_orphan_delay_ns},
-        .node_cleanup_after_ns = off & KITE_CTL_NODE_LIFECYCLE ? 0 : c->args.node_cleanup_ns,
-        .off = off,
-    };
-    return kite_ctlmgr_start(&o, &c->nodes);
-}
-static void stop_nodes(struct kite_controllers *c) { kite_ctlmgr_stop(TAKE_PTR(c->nodes)); }
-
-static int start_aggregation(struct kite_controllers *c, unsigned off) {
-    struct kite_aggregator_options o = {.client = c->client};
-    return kite_aggregator_start(&o, &c->aggregator);
-}
-static void stop_aggregation(struct kite_controllers *c) { kite_aggregator_stop(TAKE_PTR(c->aggregator)); }
-
-static int start_workloads(struct kite_controllers *c, unsigned off) {
-    struct kite_workloads_options o = {.client = c->client, .off = off};
-    return kite_workloads_start(&o, &c->workloads);
-}
-static void stop_workloads(struct kite_controllers *c) { kite_workloads_stop(TAKE_PTR(c->workloads)); }
-
-static int start_jobs(struct kite_controllers *c, unsigned off) {
-    struct kite_jobctl_options o = {.client = c->client};
-    return kite_jobs_start(&o, &c->jobs);
-}
-static void stop_jobs(struct kite_controllers *c) { kite_jobs_stop(TAKE_PTR(c->jobs)); }
-
-static int start_daemonsets(struct kite_controllers *c, unsigned off) {
-    struct kite_dsctl_options o = {.client = c->client};
-    return kite_daemonsets_start(&o, &c->daemonsets);
-}
-static void stop_daemonsets(struct kite_controllers *c) { kite_daemonsets_stop(TAKE_PTR(c->daemonsets)); }
-
-/* the signer runs only with a CA (--cluster-signing-cert-file) */
-static int start_csr(struct kite_controllers *c, unsigned off) {
-    bool sign = !(off & KITE_CTL_CSR_SIGNING);
-    struct kite_csrctl_options o = {.client = c->client,
-                                    .ca_cert_pem = sign ? c->signing_cert : NULL,
-                                    .ca_key_pem = sign ? c->signing_key : NULL,
-                                    .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC,
-                                    .no_approve = off & KITE_CTL_CSR_APPROVING};
-    return o.no_approve && !o.ca_cert_pem ? 0 : kite_csrctl_start(&o, &c->csrctl);
-}
-static void stop_csr(struct kite_controllers *c) { kite_csrctl_stop(TAKE_PTR(c->csrctl)); }
-
-static int start_endpointslices(struct kite_controllers *c, unsigned off) {
-    struct kite_epsctl_options o = {.client = c->client};
-    return kite_epsctl_start(&o, &c->endpointslices);
-}
-static void stop_endpointslices(struct kite_controllers *c) { kite_epsctl_stop(TAKE_PTR(c->endpointslices)); }
-
-static const struct {
-    const char *what;
-    unsigned bits;
-    int (*start)(struct kite_controllers *c, unsigned off);
-    void (*stop)(struct kite_controllers *c);
-} ROWS[] = {
-    {"the namespace controller", KITE_CTL_NAMESPACE, start_namespace, stop_namespace},
-    {"the node controllers",
-     KITE_CTL_NODE_LIFECYCLE | KITE_CTL_TAINT_EVICTION | KITE_CTL_POD_GC | KITE_CTL_DISRUPTION, start_nodes, stop_nodes},
-    {"the clusterrole aggregation controller", KITE_CTL_CLUSTERROLE_AGGREGATION, start_aggregation, stop_aggregation},
-    {"the workload controllers", KITE_CTL_REPLICASET | KITE_CTL_DEPLOYMENT | KITE_CTL_GARBAGE_COLLECTOR,
-     start_workloads, stop_workloads},
-    {"the job controller", KITE_CTL_JOB, start_jobs, stop_jobs},
-    {"the daemon set controller", KITE_CTL_DAEMONSET, start_daemonsets, stop_daemonsets},
-    {"the certificate signing request controller", KITE_CTL_CSR_APPROVING | KITE_CTL_CSR_SIGNING, start_csr, stop_csr},
-    {"the endpointslice controller", KITE_CTL_ENDPOINTSLICE, start_endpointslices, stop_endpointslices},
-};
-
-/* Leadership gained: start the controllers (on the elector's thread; they start threads). */
+/* Leadership gained: the controllers --controllers leaves on join one group (shared informers,
+ * a runner each), then its informers start (on the elector's thread; they start threads). */
 static void lead(void *ud) {
     struct kite_controllers *c = ud;
-    unsigned off = c->args.off;
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(ROWS); i++) {
+    struct kite_ctl_config cfg = {
+        .grace_ns = c->args.grace_ns,
+        .startup_grace_ns = c->args.startup_grace_ns,
+        .period_ns = c->args.period_ns,
+        .large_cluster = c->args.large_cluster,
+        .eviction_rate = c->args.eviction_rate,
+        .secondary_rate = c->args.secondary_rate,
+        .unhealthy_threshold = c->args.unhealthy_threshold,
+        .node_cleanup_ns = c->args.node_cleanup_ns,
+        .terminated_pod_gc_threshold = c->args.terminated_pod_gc_threshold,
+        .pod_gc_orphan_delay_ns = c->args.pod_gc_orphan_delay_ns,
+        .signing_cert = c->signing_cert,
+        .signing_key = c->signing_key,
+        .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC,
+    };
+    c->group = kite_ctl_group_new(c->client, NULL);
+    for (size_t i = 0; i < KITE_N_CONTROLLERS; i++) {
         int r;
-        if ((off & ROWS[i].bits) != ROWS[i].bits && (r = ROWS[i].start(c, off)) < 0)
-            log_error(LOG, "cannot start %s: %s", ROWS[i].what, strerror(-r));
+        if (c->on[i] && (r = KITE_CONTROLLERS[i].start(c->group, &cfg)) < 0)
+            log_error(LOG, "cannot start the %s: %s", KITE_CONTROLLERS[i].name, strerror(-r));
     }
+    int r = kite_ctl_group_start(c->group);
+    if (r < 0) log_error(LOG, "cannot start the controllers' informers: %s", strerror(-r));
     log_info(LOG, "controllers running");
 }
 
 static void unlead(void *ud) {
     struct kite_controllers *c = ud;
-    for (size_t i = KITE_ARRAY_SIZE(ROWS); i-- > 0;) ROWS[i].stop(c);
+    kite_ctl_group_free(TAKE_PTR(c->group));
     log_info(LOG, "controllers stopped");
+}
+
+const struct kite_apiserver_role *controller_roles(size_t *n) {
+    static struct kite_apiserver_role roles[64];
+    *n = KITE_MIN(KITE_N_CONTROLLERS, KITE_ARRAY_SIZE(roles));
+    for (size_t i = 0; i < *n; i++)
+        roles[i] = (struct kite_apiserver_role){kite_controllers_role(i), KITE_CONTROLLERS[i].rbac, KITE_CTL_USER};
+    return roles;
 }
 
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error) {
     struct kite_kubeconfig *kc = NULL;
     ret->args = *a;
     int r;
-    if ((r = kite_controllers_off(a->controllers ? a->controllers->v : NULL, a->controllers ? a->controllers->n : 0,
-                                  &ret->args.off, ret_error)) < 0)
+    ret->on = kite_calloc(KITE_N_CONTROLLERS, sizeof *ret->on);
+    if ((r = kite_controllers_select(a->controllers ? a->controllers->v : NULL, a->controllers ? a->controllers->n : 0,
+                                     ret->on, ret_error)) < 0) {
+        free(TAKE_PTR(ret->on));
         return r;
+    }
     if ((a->signing_cert_file == NULL) != (a->signing_key_file == NULL)) {
         *ret_error = kite_strdup("--cluster-signing-cert-file and --cluster-signing-key-file go together");
         return -EINVAL;
@@ -249,6 +189,7 @@ void controllers_stop(struct kite_controllers *c) {
     free(TAKE_PTR(c->signing_cert));
     if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
     free(TAKE_PTR(c->signing_key));
+    free(TAKE_PTR(c->on));
 }
 
 int cmd_controller_manager(int argc, char **argv) {
@@ -258,7 +199,7 @@ int cmd_controller_manager(int argc, char **argv) {
     struct flag_list ctls __attribute__((cleanup(flag_list_release))) = {0};
     a.controllers = &ctls;
     _cleanup_free_ char *ctl_help = kite_asprintf("controllers to run: '*' all, 'foo' foo, '-foo' not foo; names "
-                                                  "as kube-controller-manager's or their short forms: %s",
+                                                  "as kube-controller-manager's (or their short forms): %s",
                                                   kite_controllers_names());
     const struct flag flags[] = {
         FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &a.kubeconfig,

@@ -47,9 +47,9 @@ int cmd_up(int argc, char **argv) {
     };
     int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
                         argc, argv, agent_flag_record, &fa);
-    unsigned off;
+    _cleanup_free_ bool *on = kite_calloc(KITE_N_CONTROLLERS, sizeof *on);
     _cleanup_free_ char *sel_err = NULL;
-    if (r == 0 && kite_controllers_off(ctls.v, ctls.n, &off, &sel_err) < 0) {
+    if (r == 0 && kite_controllers_select(ctls.v, ctls.n, on, &sel_err) < 0) {
         fprintf(stderr, "kite up: %s\n", sel_err);
         r = -1;
     }

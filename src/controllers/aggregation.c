@@ -1,11 +1,12 @@
 /* ClusterRole aggregation (controllers.h), as kube-controller-manager's
- * clusterrole-aggregation controller: one thread lists and watches ClusterRoles, keeps them by
- * name, and after the list and each event recomputes every aggregated role; a role whose rules
- * differ from the union is patched. Its own patches come back as events that change nothing,
- * so chains (view into edit into admin) settle by themselves. */
+ * clusterrole-aggregation controller: a reconciler (framework.h) on the shared ClusterRole
+ * informer; any change queues every role, and an aggregated role whose rules differ from the
+ * union of its selected roles is patched. Its own patches come back as events that change
+ * nothing, so chains (view into edit into admin) settle by themselves. */
 #include "controllers/controllers.h"
 #include "api/registry.h"
-#include "base/backoff.h"
+#include "client/informer.h"
+#include "controllers/framework.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "json/patch.h"
@@ -17,12 +18,7 @@
 
 struct kite_aggregator {
     struct kite_client *client;
-    struct kite_clock *clock;
-    pthread_t thread;
-    struct kite_cancel cancel;
-    struct kite_backoff backoff;
-    struct kite_map roles; /* name -> json_object (owned) */
-    bool retry;            /* a patch failed: list again after a back-off */
+    struct kite_informer *roles; /* the shared ClusterRole informer: every role, by name */
 };
 
 /* ---- selectors ---------------------------------------------------------------------------- */
@@ -105,118 +101,48 @@ static int patch_rules(struct kite_aggregator *a, const char *name, json_object 
     return e == -ENOENT ? 0 : e; /* deleted meanwhile */
 }
 
-static void reconcile_all(struct kite_aggregator *a) {
-    size_t n = a->roles.len, k = 0;
-    json_object **all = n ? kite_calloc(n, sizeof *all) : NULL;
-    const char *key;
-    void *v;
-    for (size_t i = 0; k < n && kite_map_next(&a->roles, &i, &key, &v);) all[k++] = v;
-    for (size_t i = 0; i < k; i++) {
-        json_object *agg = kite_obj_get(all[i], "aggregationRule");
-        if (!agg || json_object_is_type(agg, json_type_null)) continue;
-        json_object *want = kite_aggregated_rules(all[i], all, k);
-        json_object *have = kite_obj_get(all[i], "rules");
-        bool same = have ? kite_json_equal(have, want) : json_object_array_length(want) == 0;
-        if (!same) {
-            const char *name = kite_meta_str(all[i], "name");
-            int e = patch_rules(a, name, want);
-            if (e < 0) {
-                a->retry = true;
-                log_warn("aggregation", "clusterrole %s: cannot update its aggregated rules: %s (will retry)", name,
-                         strerror(-e));
-            }
-        }
-        json_object_put(want);
-    }
-    free(all);
-}
+/* ---- on the framework: a reconciler over ClusterRoles; any change queues every role ---- */
 
-static void put_role(struct kite_aggregator *a, json_object *role) {
-    const char *name = kite_meta_str(role, "name");
-    if (!name) return;
-    json_object *old = kite_map_put(&a->roles, name, json_object_get(role));
-    json_object_put(old);
-}
-
-static void clear_roles(struct kite_aggregator *a) {
-    const char *key;
-    void *v;
-    for (size_t i = 0; kite_map_next(&a->roles, &i, &key, &v);) json_object_put(v);
-    kite_map_release(&a->roles);
-    a->roles = (struct kite_map){0};
-}
-
-struct watch_ctx {
-    struct kite_aggregator *a;
-    char rv[32];
-};
-
-static int on_event(json_object *ev, void *ud) {
-    struct watch_ctx *w = ud;
-    json_object *obj = kite_obj_get(ev, "object");
-    const char *type = kite_obj_str(ev, "type"), *rv = kite_meta_str(obj, "resourceVersion");
-    if (kite_streq(type, "ERROR")) return -ESTALE; /* 410: list again */
-    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
-    if (kite_streq(type, "BOOKMARK")) return 0;
-    if (kite_streq(type, "DELETED")) json_object_put(kite_map_del(&w->a->roles, kite_meta_str(obj, "name")));
-    else put_role(w->a, obj);
-    reconcile_all(w->a);
-    return w->a->retry ? -EAGAIN : 0;
-}
-
-static void *run(void *ud) {
+static int64_t reconcile(void *ud, const char *name, json_object *role) {
     struct kite_aggregator *a = ud;
-    while (!kite_cancel_fired(&a->cancel)) {
-        json_object *list = NULL;
-        a->retry = false;
-        int e = kite_client_json(a->client, "GET", CLUSTERROLES, NULL, NULL, NULL, &list);
-        struct watch_ctx w = {a, ""};
-        if (e == 0) {
-            clear_roles(a);
-            json_object *items = kite_obj_get(list, "items");
-            for (size_t i = 0; items && i < json_object_array_length(items); i++) put_role(a, json_object_array_get_idx(items, i));
-            reconcile_all(a);
-            const char *rv = kite_meta_str(list, "resourceVersion");
-            snprintf(w.rv, sizeof w.rv, "%s", rv ? rv : "");
-        } else {
-            log_warn("aggregation", "cannot list clusterroles: %s (will retry)", strerror(-e));
-        }
-        json_object_put(list);
-        if (e < 0 || a->retry) {
-            kite_cancel_wait(&a->cancel, kite_backoff_next(&a->backoff));
-            continue;
-        }
-        kite_backoff_reset(&a->backoff);
-        _cleanup_free_ char *path =
-            kite_asprintf(CLUSTERROLES "?watch=true&resourceVersion=%s&timeoutSeconds=%d", w.rv, KITE_AGGREGATION_RESYNC_S);
-        if (kite_client_watch(a->client, path, on_event, &w, &a->cancel) == -EAGAIN)
-            kite_cancel_wait(&a->cancel, kite_backoff_next(&a->backoff));
+    json_object *agg = kite_obj_get(role, "aggregationRule");
+    if (!role || !agg || json_object_is_type(agg, json_type_null)) {
+        json_object_put(role);
+        return 0;
     }
-    return NULL;
+    size_t n = 0;
+    char **keys = kite_informer_keys(a->roles, &n);
+    json_object **all = kite_calloc(n + 1, sizeof *all);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((all[k] = kite_informer_get(a->roles, keys[i]))) k++;
+        free(keys[i]);
+    }
+    free(keys);
+    json_object *want = kite_aggregated_rules(role, all, k);
+    json_object *have = kite_obj_get(role, "rules");
+    bool same = have ? kite_json_equal(have, want) : json_object_array_length(want) == 0;
+    int e = same ? 0 : patch_rules(a, name, want);
+    if (e < 0) log_warn("aggregation", "clusterrole %s: cannot update its aggregated rules: %s (will retry)", name, strerror(-e));
+    json_object_put(want);
+    for (size_t i = 0; i < k; i++) json_object_put(all[i]);
+    free(all);
+    json_object_put(role);
+    return e;
 }
 
-int kite_aggregator_start(const struct kite_aggregator_options *o, struct kite_aggregator **ret) {
+int kite_aggregator_run(struct kite_ctl_group *g) {
     struct kite_aggregator *a = kite_calloc(1, sizeof *a);
-    a->client = o->client;
-    a->clock = o->clock ? o->clock : kite_clock_real();
-    kite_cancel_init(&a->cancel);
-    kite_backoff_init(&a->backoff, KITE_NS_PER_SEC, KITE_AGGREGATION_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
-                      (uint64_t)kite_now_mono(a->clock));
-    if (pthread_create(&a->thread, NULL, run, a) != 0) {
-        kite_cancel_release(&a->cancel);
+    a->client = kite_ctl_group_client(g);
+    a->roles = kite_informer_factory_watch(kite_ctl_group_informers(g), CLUSTERROLES, NULL, NULL);
+    struct kite_ctl_reconciler r = {
+        .name = "aggregation", .path = CLUSTERROLES, .sync = reconcile, .ud = a, .free = free,
+        .backoff_max_ns = KITE_AGGREGATION_RETRY_MAX_S * KITE_NS_PER_SEC,
+        .resync_ns = KITE_AGGREGATION_RESYNC_S * KITE_NS_PER_SEC, .queue_all = true,
+    };
+    if (!a->roles) {
         free(a);
-        return -EAGAIN;
+        return -ENOSPC;
     }
-    pthread_setname_np(a->thread, "aggregation");
-    *ret = a;
-    return 0;
-}
-
-void kite_aggregator_stop(struct kite_aggregator *a) {
-    if (!a) return;
-    kite_cancel_fire(&a->cancel);
-    pthread_join(a->thread, NULL);
-    kite_cancel_release(&a->cancel);
-    clear_roles(a);
-    free(a);
+    return kite_ctl_reconcile(g, &r);
 }

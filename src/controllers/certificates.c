@@ -1,7 +1,7 @@
 /* CertificateSigningRequests (controllers.h): kube-controller-manager's csrapproving
  * controller (pkg/controller/certificates/approver/sarapprove.go) and csrsigning controller
- * (pkg/controller/certificates/signer) for the kubelet client signer, on one thread that
- * lists and watches CSRs. A pending CSR is approved when it is a node client request
+ * (pkg/controller/certificates/signer) for the kubelet client signer, each a reconciler
+ * (framework.h) on the shared CSR informer. A pending CSR is approved when it is a node client request
  * (CN=system:node:NAME, O=system:nodes, no SANs, the kubelet's usages) and a
  * SubjectAccessReview says its requester may create certificatesigningrequests/selfnodeclient
  * (a node renewing its own certificate) or /nodeclient (a bootstrap token asking for a new
@@ -10,7 +10,7 @@
 #include "controllers/controllers.h"
 #include "base/base64.h"
 #include "api/registry.h"
-#include "base/backoff.h"
+#include "controllers/framework.h"
 #include "base/log.h"
 #include "pki/pki.h"
 
@@ -21,16 +21,12 @@
 #define SARS "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 #define LOG "certificates"
 
+/* the approver's or the signer's state (each a reconciler of its own) */
 struct kite_csrctl {
     struct kite_client *client;
     struct kite_clock *clock;
-    char *ca_cert, *ca_key; /* NULL: no signer */
+    char *ca_cert, *ca_key; /* the signer's CA */
     int64_t duration_s;
-    bool no_approve;
-    pthread_t thread;
-    struct kite_cancel cancel;
-    struct kite_backoff backoff;
-    bool retry;
 };
 
 /* ---- what a CSR asks for ------------------------------------------------------------------- */
@@ -172,12 +168,11 @@ static int put_sub(struct kite_csrctl *c, json_object *csr, const char *sub) {
 }
 
 static int approve(struct kite_csrctl *c, json_object *csr) {
-    if (c->no_approve) return 0;
     const char *msg = NULL;
     int r = kite_csr_approval(csr, sar_via_api, c, &msg);
     if (r == -EPERM) {
-        /* upstream returns an error and retries; kite waits for the CSR or a binding to change
-         * (the next list) instead of spinning */
+        /* upstream returns an error and retries; kite waits for the CSR to change (or the
+         * resync) instead of spinning */
         log_info(LOG, "csr %s: recognized as a node client request but its requester %s may not have it approved",
                  kite_meta_str(csr, "name"), kite_obj_str(kite_obj_get(csr, "spec"), "username"));
         return 0;
@@ -243,7 +238,6 @@ int kite_csr_sign(json_object *csr, const char *ca_cert, const char *ca_key, int
 }
 
 static int sign(struct kite_csrctl *c, json_object *csr) {
-    if (!c->ca_cert) return 0;
     _cleanup_free_ char *cert = NULL;
     const char *failure = NULL;
     int r = kite_csr_sign(csr, c->ca_cert, c->ca_key, c->duration_s, &cert, &failure);
@@ -266,91 +260,50 @@ static int sign(struct kite_csrctl *c, json_object *csr) {
     return e;
 }
 
-/* ---- the loop ------------------------------------------------------------------------------ */
+/* ---- on the framework: two reconcilers on the shared CSR informer ---- */
 
-static void handle(struct kite_csrctl *c, json_object *csr) {
-    int e = approve(c, csr);
-    if (e == 0) e = sign(c, csr);
-    if (e < 0) {
-        c->retry = true;
-        log_warn(LOG, "csr %s: %s (will retry)", kite_meta_str(csr, "name"), strerror(-e));
-    }
+static int64_t approve_one(void *ud, const char *name, json_object *csr) {
+    int e = csr ? approve(ud, csr) : 0;
+    if (e < 0) log_warn(LOG, "csr %s: %s (will retry)", name, strerror(-e));
+    json_object_put(csr);
+    return e;
 }
 
-struct watch_ctx {
-    struct kite_csrctl *c;
-    char rv[32];
-};
-
-static int on_event(json_object *ev, void *ud) {
-    struct watch_ctx *w = ud;
-    json_object *obj = kite_obj_get(ev, "object");
-    const char *type = kite_obj_str(ev, "type"), *rv = kite_meta_str(obj, "resourceVersion");
-    if (kite_streq(type, "ERROR")) return -ESTALE;
-    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
-    if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) handle(w->c, obj);
-    return w->c->retry ? -EAGAIN : 0;
+static int64_t sign_one(void *ud, const char *name, json_object *csr) {
+    int e = csr ? sign(ud, csr) : 0;
+    if (e < 0) log_warn(LOG, "csr %s: %s (will retry)", name, strerror(-e));
+    json_object_put(csr);
+    return e;
 }
 
-static void *run(void *ud) {
+static void csrctl_free(void *ud) {
     struct kite_csrctl *c = ud;
-    while (!kite_cancel_fired(&c->cancel)) {
-        json_object *list = NULL;
-        c->retry = false;
-        int e = kite_client_json(c->client, "GET", CSRS, NULL, NULL, NULL, &list);
-        struct watch_ctx w = {c, ""};
-        if (e == 0) {
-            json_object *items = kite_obj_get(list, "items");
-            for (size_t i = 0; items && i < json_object_array_length(items); i++) handle(c, json_object_array_get_idx(items, i));
-            const char *rv = kite_meta_str(list, "resourceVersion");
-            snprintf(w.rv, sizeof w.rv, "%s", rv ? rv : "");
-        } else {
-            log_warn(LOG, "cannot list certificatesigningrequests: %s (will retry)", strerror(-e));
-        }
-        json_object_put(list);
-        if (e < 0 || c->retry) {
-            kite_cancel_wait(&c->cancel, kite_backoff_next(&c->backoff));
-            continue;
-        }
-        kite_backoff_reset(&c->backoff);
-        _cleanup_free_ char *path = kite_asprintf(CSRS "?watch=true&resourceVersion=%s&timeoutSeconds=%d", w.rv, KITE_CSR_RESYNC_S);
-        if (kite_client_watch(c->client, path, on_event, &w, &c->cancel) == -EAGAIN)
-            kite_cancel_wait(&c->cancel, kite_backoff_next(&c->backoff));
-    }
-    return NULL;
-}
-
-int kite_csrctl_start(const struct kite_csrctl_options *o, struct kite_csrctl **ret) {
-    if ((o->ca_cert_pem == NULL) != (o->ca_key_pem == NULL)) return -EINVAL;
-    struct kite_csrctl *c = kite_calloc(1, sizeof *c);
-    c->client = o->client;
-    c->clock = o->clock ? o->clock : kite_clock_real();
-    c->ca_cert = o->ca_cert_pem ? kite_strdup(o->ca_cert_pem) : NULL;
-    c->ca_key = o->ca_key_pem ? kite_strdup(o->ca_key_pem) : NULL;
-    c->no_approve = o->no_approve;
-    c->duration_s = o->signing_duration_s > 0 ? o->signing_duration_s : KITE_CSR_SIGNING_DURATION_DEFAULT_S;
-    kite_cancel_init(&c->cancel);
-    kite_backoff_init(&c->backoff, KITE_NS_PER_SEC, KITE_CSR_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
-                      (uint64_t)kite_now_mono(c->clock));
-    if (pthread_create(&c->thread, NULL, run, c) != 0) {
-        kite_cancel_release(&c->cancel);
-        free(c->ca_cert);
-        free(c->ca_key);
-        free(c);
-        return -EAGAIN;
-    }
-    pthread_setname_np(c->thread, "certificates");
-    *ret = c;
-    return 0;
-}
-
-void kite_csrctl_stop(struct kite_csrctl *c) {
-    if (!c) return;
-    kite_cancel_fire(&c->cancel);
-    pthread_join(c->thread, NULL);
-    kite_cancel_release(&c->cancel);
     free(c->ca_cert);
     if (c->ca_key) explicit_bzero(c->ca_key, strlen(c->ca_key));
     free(c->ca_key);
     free(c);
+}
+
+static int run_one(struct kite_ctl_group *g, struct kite_csrctl *c, const char *name,
+                   int64_t (*sync)(void *, const char *, json_object *)) {
+    c->client = kite_ctl_group_client(g);
+    c->clock = kite_ctl_group_clock(g);
+    struct kite_ctl_reconciler r = {
+        .name = name, .path = CSRS, .sync = sync, .ud = c, .free = csrctl_free,
+        .backoff_max_ns = KITE_CSR_RETRY_MAX_S * KITE_NS_PER_SEC, .resync_ns = KITE_CSR_RESYNC_S * KITE_NS_PER_SEC,
+    };
+    return kite_ctl_reconcile(g, &r);
+}
+
+int kite_csr_approver_run(struct kite_ctl_group *g) {
+    return run_one(g, kite_calloc(1, sizeof(struct kite_csrctl)), "csr-approving", approve_one);
+}
+
+int kite_csr_signer_run(struct kite_ctl_group *g, const struct kite_csr_signer_options *o) {
+    if (!o->ca_cert_pem || !o->ca_key_pem) return -EINVAL;
+    struct kite_csrctl *c = kite_calloc(1, sizeof *c);
+    c->ca_cert = kite_strdup(o->ca_cert_pem);
+    c->ca_key = kite_strdup(o->ca_key_pem);
+    c->duration_s = o->signing_duration_s > 0 ? o->signing_duration_s : KITE_CSR_SIGNING_DURATION_DEFAULT_S;
+    return run_one(g, c, "csr-signing", sign_one);
 }

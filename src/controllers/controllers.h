@@ -5,31 +5,43 @@
 #include "base/clock.h"
 #include "client/client.h"
 
-/* The controllers kite controller-manager runs, one bit each (--controllers turns them off;
- * the table of their names is in selection.c, the one that starts them in
- * cmd/controller_manager.c). */
-enum {
-    KITE_CTL_NAMESPACE = 1u << 0,
-    KITE_CTL_NODE_LIFECYCLE = 1u << 1,
-    KITE_CTL_TAINT_EVICTION = 1u << 2,
-    KITE_CTL_POD_GC = 1u << 3,
-    KITE_CTL_DISRUPTION = 1u << 4,
-    KITE_CTL_REPLICASET = 1u << 5,
-    KITE_CTL_DEPLOYMENT = 1u << 6,
-    KITE_CTL_GARBAGE_COLLECTOR = 1u << 7,
-    KITE_CTL_JOB = 1u << 8,
-    KITE_CTL_DAEMONSET = 1u << 9,
-    KITE_CTL_CSR_APPROVING = 1u << 10,
-    KITE_CTL_CSR_SIGNING = 1u << 11,
-    KITE_CTL_ENDPOINTSLICE = 1u << 12,
-    KITE_CTL_CLUSTERROLE_AGGREGATION = 1u << 13,
+struct kite_ctl_group;
+
+/* What the controllers' starts read: kite controller-manager's flags (cmd fills it). */
+struct kite_ctl_config {
+    int64_t grace_ns, startup_grace_ns, period_ns, large_cluster; /* node lifecycle */
+    double eviction_rate, secondary_rate, unhealthy_threshold;
+    int64_t node_cleanup_ns;                       /* --node-cleanup-after (0: off) */
+    int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
+    const char *signing_cert, *signing_key;        /* the CSR signer's CA, PEM (NULL: no signer) */
+    int64_t signing_duration_s;
 };
-/* --controllers (selection.c): names[0..n) as kube-controller-manager reads them ("*", "foo",
- * "-foo"; upstream's names or their short aliases) to the bits of the controllers that are
- * off. 0, or -EINVAL with *ret_error (malloc'ed) naming an unknown controller. */
-int kite_controllers_off(char *const *names, size_t n, unsigned *ret_off, char **ret_error);
-/* The short names, ", "-separated, for help texts (from the same table). */
+
+/* One controller: a row of KITE_CONTROLLERS (registry.c). Everything per controller derives
+ * from its row: --controllers and its help (name, alias), what lead() starts (start), the
+ * default RBAC policy (its ClusterRole system:controller:<name>, bound to the user
+ * system:kube-controller-manager). */
+struct kite_ctl_desc {
+    const char *name;  /* kube-controller-manager's (1.28+) name: "job-controller" */
+    const char *alias; /* its older short name ("job"), or NULL */
+    /* Adds the controller to g (framework.h): 0, or -errno. */
+    int (*start)(struct kite_ctl_group *g, const struct kite_ctl_config *cfg);
+    const char *rbac;  /* JSON array of the PolicyRules it needs (api/policy_rules.h) */
+};
+extern const struct kite_ctl_desc KITE_CONTROLLERS[];
+extern const size_t KITE_N_CONTROLLERS;
+#define KITE_CTL_ROLE_PREFIX "system:controller:"
+#define KITE_CTL_USER "system:kube-controller-manager"
+
+/* --controllers: names[0..n) as kube-controller-manager reads them ("*", "foo", "-foo";
+ * upstream's names or their short aliases) to on[i] for KITE_CONTROLLERS[i] (on has
+ * KITE_N_CONTROLLERS entries). 0, or -EINVAL with *ret_error (malloc'ed) naming an unknown
+ * controller. */
+int kite_controllers_select(char *const *names, size_t n, bool *on, char **ret_error);
+/* The names (and aliases, in parentheses), ", "-separated, for help texts. */
 const char *kite_controllers_names(void);
+/* Row i's ClusterRole name, "system:controller:<name>" (static storage). */
+const char *kite_controllers_role(size_t i);
 
 /* The namespace controller: a namespace being deleted (deletionTimestamp set, "kubernetes"
  * still in spec.finalizers) is emptied with a deletecollection per namespaced resource, in
@@ -41,15 +53,8 @@ const char *kite_controllers_names(void);
 #define KITE_NSCTL_RETRY_MAX_S 30
 #define KITE_NSCTL_RESYNC_S 300 /* every namespace is looked at again this often */
 
-struct kite_nsctl;
-struct kite_nsctl_options {
-    struct kite_client *client; /* borrowed: must outlive the controller */
-    struct kite_clock *clock;   /* NULL = real */
-};
-/* Starts the controller's thread (list + watch of namespaces). */
-int kite_nsctl_start(const struct kite_nsctl_options *o, struct kite_nsctl **ret);
-/* Stops it: cancels the watch and joins. NULL is a no-op. */
-void kite_nsctl_stop(struct kite_nsctl *c);
+/* Adds the controller to g (framework.h): a reconciler over namespaces. */
+int kite_nsctl_run(struct kite_ctl_group *g);
 /* One pass over namespace `name` (what the thread does for each terminating namespace):
  * 0 when it is finalized (or not terminating, or gone), -EAGAIN when content remains (the
  * conditions say what), another -errno on a failed request. */
@@ -57,19 +62,13 @@ int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const 
 
 /* ClusterRole aggregation: every ClusterRole with an aggregationRule gets the union of the
  * rules of the ClusterRoles its clusterRoleSelectors match (by name order, each rule once),
- * patched in when it differs. One thread: list + watch of clusterroles; a failed patch is
- * tried again after a back-off (1 s doubling to KITE_AGGREGATION_RETRY_MAX_S). */
+ * patched in when it differs. A reconciler on the shared ClusterRole informer; a failed patch
+ * is tried again after a back-off (1 s doubling to KITE_AGGREGATION_RETRY_MAX_S). */
 #define KITE_AGGREGATION_RETRY_MAX_S 30
 #define KITE_AGGREGATION_RESYNC_S 300
 
-struct kite_aggregator;
-struct kite_aggregator_options {
-    struct kite_client *client; /* borrowed: must outlive the controller */
-    struct kite_clock *clock;   /* NULL = real */
-};
-int kite_aggregator_start(const struct kite_aggregator_options *o, struct kite_aggregator **ret);
-/* Cancels the watch and joins. NULL is a no-op. */
-void kite_aggregator_stop(struct kite_aggregator *a);
+/* Adds the controller to g (framework.h). */
+int kite_aggregator_run(struct kite_ctl_group *g);
 /* The rules role (borrowed) aggregates from roles[0..n) (borrowed; role itself among them is
  * skipped): a new JSON array. */
 json_object *kite_aggregated_rules(json_object *role, json_object *const *roles, size_t n);
@@ -77,10 +76,11 @@ json_object *kite_aggregated_rules(json_object *role, json_object *const *roles,
 bool kite_label_selector_json_matches(json_object *sel, json_object *labels);
 
 /* CertificateSigningRequests (certificates.c), as kube-controller-manager's csrapproving and
- * csrsigning controllers: one thread lists and watches CSRs; the approver approves node
+ * csrsigning controllers, each a reconciler on the shared CSR informer: the approver approves node
  * client requests whose requester a SubjectAccessReview allows (certificatesigningrequests/
  * selfnodeclient for a node renewing its own, /nodeclient for a bootstrap token); the signer
- * (only when given the CA) signs approved requests of the two client signers below. */
+ * (only when given the CA) signs approved requests of the two client signers below. A failed
+ * write is tried again after the CSR's back-off (1 s doubling to KITE_CSR_RETRY_MAX_S). */
 #define KITE_CSR_SIGNER_KUBELET_CLIENT "kubernetes.io/kube-apiserver-client-kubelet"
 #define KITE_CSR_SIGNER_CLIENT "kubernetes.io/kube-apiserver-client"
 #define KITE_CSR_SIGNING_DURATION_DEFAULT_S (365 * 24 * 3600) /* --cluster-signing-duration */
@@ -88,17 +88,13 @@ bool kite_label_selector_json_matches(json_object *sel, json_object *labels);
 #define KITE_CSR_RETRY_MAX_S 30
 #define KITE_CSR_RESYNC_S 300
 
-struct kite_csrctl;
-struct kite_csrctl_options {
-    struct kite_client *client;          /* borrowed: must outlive the controller */
-    struct kite_clock *clock;            /* NULL = real */
-    const char *ca_cert_pem, *ca_key_pem; /* copied; both NULL: approve only, sign nothing */
+struct kite_csr_signer_options {
+    const char *ca_cert_pem, *ca_key_pem; /* copied; both required */
     int64_t signing_duration_s;          /* longest certificate issued; 0 = 1 year */
-    bool no_approve;                     /* sign only (--controllers=-csrapproving) */
 };
-int kite_csrctl_start(const struct kite_csrctl_options *o, struct kite_csrctl **ret);
-/* Cancels the watch and joins. NULL is a no-op. */
-void kite_csrctl_stop(struct kite_csrctl *c);
+/* Add the approver / the signer to g (framework.h). */
+int kite_csr_approver_run(struct kite_ctl_group *g);
+int kite_csr_signer_run(struct kite_ctl_group *g, const struct kite_csr_signer_options *o);
 
 /* Asks whether the requester in a CSR's spec (borrowed: username, uid, groups, extra) may
  * create certificatesigningrequests/<subresource>: 0 with *ret_allowed, or -errno. */

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "client/informer.h"
+#include "controllers/framework.h"
 #include "controllers/controllers.h"
 #include "controllers/ctlutil.h"
 #include "controllers/loop.h"
@@ -619,63 +620,23 @@ int64_t kite_dsctl_step(struct kite_dsctl *c) {
     return next;
 }
 
-/* ---- the running controller ---- */
+/* ---- on the framework: DaemonSets, nodes and pods feed it ---- */
+KITE_CTL_FEED(kite_dsctl_ds_upsert, struct kite_dsctl)
+KITE_CTL_FEED(kite_dsctl_ds_delete, struct kite_dsctl)
+KITE_CTL_FEED(kite_dsctl_node_upsert, struct kite_dsctl)
+KITE_CTL_FEED(kite_dsctl_node_delete, struct kite_dsctl)
+KITE_CTL_FEED(kite_dsctl_pod_upsert, struct kite_dsctl)
+KITE_CTL_FEED(kite_dsctl_pod_delete, struct kite_dsctl)
+KITE_CTL_CORE(kite_dsctl, struct kite_dsctl)
 
-struct kite_daemonsets {
-    struct kite_dsctl *core;
-    struct kite_ctl_loop loop;
-    struct kite_informer *sets, *nodes, *pods;
-};
-
-static int64_t loop_step(void *c) { return kite_dsctl_step(c); }
-static bool loop_pending(void *c) { return kite_dsctl_pending(c); }
-#define HANDLERS(what)                                                                  \
-    static void on_##what(void *ud, json_object *o) {                                  \
-        struct kite_daemonsets *d = ud;                                                \
-        kite_dsctl_##what##_upsert(d->core, o);                                        \
-        kite_ctl_loop_kick(&d->loop);                                                  \
-    }                                                                                  \
-    static void on_##what##_update(void *ud, json_object *old, json_object *o) { on_##what(ud, o); } \
-    static void on_##what##_del(void *ud, json_object *o) {                            \
-        struct kite_daemonsets *d = ud;                                                \
-        kite_dsctl_##what##_delete(d->core, o);                                        \
-        kite_ctl_loop_kick(&d->loop);                                                  \
-    }
-HANDLERS(ds)
-HANDLERS(node)
-HANDLERS(pod)
-
-int kite_daemonsets_start(const struct kite_dsctl_options *o, struct kite_daemonsets **ret) {
-    struct kite_daemonsets *d = kite_calloc(1, sizeof *d);
-    d->core = kite_dsctl_new(o);
-    int r;
-    kite_ctl_loop_init(&d->loop, loop_step, loop_pending, d->core);
-    struct kite_informer_options io = {.client = o->client, .path = "/api/v1/nodes", .name = "inf-ds-nodes", .n_handlers = 1};
-    io.handlers[0] = (struct kite_informer_handlers){.add = on_node, .update = on_node_update, .del = on_node_del, .ud = d};
-    if ((r = kite_informer_start(&io, &d->nodes)) < 0) goto fail;
-    io.path = "/api/v1/pods", io.name = "inf-ds-pods";
-    io.handlers[0] = (struct kite_informer_handlers){.add = on_pod, .update = on_pod_update, .del = on_pod_del, .ud = d};
-    if ((r = kite_informer_start(&io, &d->pods)) < 0) goto fail;
-    io.path = "/apis/apps/v1/daemonsets", io.name = "inf-daemonsets";
-    io.handlers[0] = (struct kite_informer_handlers){.add = on_ds, .update = on_ds_update, .del = on_ds_del, .ud = d};
-    if ((r = kite_informer_start(&io, &d->sets)) < 0) goto fail;
-    struct kite_informer *inf[] = {d->sets, d->nodes, d->pods};
-    if ((r = kite_ctl_loop_run(&d->loop, "daemonset-ctl", inf, KITE_ARRAY_SIZE(inf))) < 0) goto fail;
-    *ret = d;
-    return 0;
-fail:
-    kite_daemonsets_stop(d);
-    return r;
-}
-
-void kite_daemonsets_stop(struct kite_daemonsets *d) {
-    if (!d) return;
-    /* the runners first: one waiting for its caches reads the informers */
-    kite_ctl_loop_join(&d->loop);
-    kite_informer_stop(d->sets);
-    kite_informer_stop(d->nodes);
-    kite_informer_stop(d->pods);
-    kite_ctl_loop_stop(&d->loop);
-    kite_dsctl_free(d->core);
-    free(d);
+int kite_dsctl_run(struct kite_ctl_group *g) {
+    struct kite_dsctl_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/apis/apps/v1/daemonsets", .upsert = kite_dsctl_ds_upsert_feed, .del = kite_dsctl_ds_delete_feed},
+        {.path = "/api/v1/nodes", .upsert = kite_dsctl_node_upsert_feed, .del = kite_dsctl_node_delete_feed},
+        {.path = "/api/v1/pods", .upsert = kite_dsctl_pod_upsert_feed, .del = kite_dsctl_pod_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "daemonset-ctl", .step = kite_dsctl_step_core, .pending = kite_dsctl_pending_core,
+                                 .free = kite_dsctl_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_dsctl_new(&o));
 }

@@ -47,6 +47,6 @@ bool kite_node_affinity_matches(json_object *pod, json_object *node);
  * another node). */
 bool kite_node_affinity_allows_name(json_object *pod, const char *node);
 
-struct kite_daemonsets;
-int kite_daemonsets_start(const struct kite_dsctl_options *o, struct kite_daemonsets **ret);
-void kite_daemonsets_stop(struct kite_daemonsets *d);
+/* Adds the controller to g (framework.h). */
+struct kite_ctl_group;
+int kite_dsctl_run(struct kite_ctl_group *g);

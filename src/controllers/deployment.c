@@ -1,5 +1,6 @@
 /* The deployment controller's core (deployment.h). */
 #include "controllers/deployment.h"
+#include "controllers/framework.h"
 #include "api/registry.h"
 #include "base/buf.h"
 #include "base/log.h"
@@ -793,4 +794,26 @@ bool kite_deployctl_pending(struct kite_deployctl *c) {
     bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
     pthread_mutex_unlock(&c->lock);
     return due;
+}
+
+/* ---- on the framework: Deployments, ReplicaSets and pods feed it ---- */
+KITE_CTL_FEED(kite_deployctl_deployment_upsert, struct kite_deployctl)
+KITE_CTL_FEED(kite_deployctl_deployment_delete, struct kite_deployctl)
+KITE_CTL_FEED(kite_deployctl_rs_upsert, struct kite_deployctl)
+KITE_CTL_FEED(kite_deployctl_rs_delete, struct kite_deployctl)
+KITE_CTL_FEED(kite_deployctl_pod_upsert, struct kite_deployctl)
+KITE_CTL_FEED(kite_deployctl_pod_delete, struct kite_deployctl)
+KITE_CTL_CORE(kite_deployctl, struct kite_deployctl)
+
+int kite_deployctl_run(struct kite_ctl_group *g) {
+    struct kite_deployctl_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/apis/apps/v1/replicasets", .upsert = kite_deployctl_rs_upsert_feed, .del = kite_deployctl_rs_delete_feed},
+        {.path = "/api/v1/pods", .upsert = kite_deployctl_pod_upsert_feed, .del = kite_deployctl_pod_delete_feed},
+        {.path = "/apis/apps/v1/deployments", .upsert = kite_deployctl_deployment_upsert_feed,
+         .del = kite_deployctl_deployment_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "deployment", .step = kite_deployctl_step_core, .pending = kite_deployctl_pending_core,
+                                 .free = kite_deployctl_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_deployctl_new(&o));
 }

@@ -58,3 +58,7 @@ int kite_deployctl_rolling_step(int64_t desired, int64_t surge, int64_t unavaila
  * what rounding leaves goes to the first of them that has pods. ReplicaSets without pods stay
  * at 0 unless none has any, when rs[0] gets them all. */
 void kite_deployctl_proportional(int64_t allowed, struct kite_deployctl_rs *rs, size_t n);
+
+struct kite_ctl_group;
+/* Adds the controller to g (framework.h). */
+int kite_deployctl_run(struct kite_ctl_group *g);

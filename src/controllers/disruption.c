@@ -4,6 +4,7 @@
  * A failed write marks its budget dirty again; a conflict needs nothing more, since the newer
  * budget comes back through the informer and marks it. */
 #include "controllers/disruption.h"
+#include "controllers/framework.h"
 #include "api/disruption.h"
 #include "api/registry.h"
 #include "base/log.h"
@@ -231,4 +232,22 @@ int64_t kite_dc_step(struct kite_dc *d) {
     if (d->retry_ns) next = KITE_MIN(next, KITE_MAX(d->retry_ns - now, 0));
     pthread_mutex_unlock(&d->lock);
     return next;
+}
+
+/* ---- on the framework: pods and PodDisruptionBudgets feed it ---- */
+KITE_CTL_FEED(kite_dc_pod_upsert, struct kite_dc)
+KITE_CTL_FEED(kite_dc_pod_delete, struct kite_dc)
+KITE_CTL_FEED(kite_dc_pdb_upsert, struct kite_dc)
+KITE_CTL_FEED(kite_dc_pdb_delete, struct kite_dc)
+KITE_CTL_CORE(kite_dc, struct kite_dc)
+
+int kite_dc_run(struct kite_ctl_group *g) {
+    struct kite_dc_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/api/v1/pods", .upsert = kite_dc_pod_upsert_feed, .del = kite_dc_pod_delete_feed},
+        {.path = "/apis/policy/v1/poddisruptionbudgets", .upsert = kite_dc_pdb_upsert_feed, .del = kite_dc_pdb_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "disruption", .step = kite_dc_step_core, .pending = kite_dc_pending_core,
+                                 .free = kite_dc_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_dc_new(&o));
 }

@@ -34,3 +34,7 @@ bool kite_dc_pending(struct kite_dc *d);
  * NULL) is the wall time an entry of its disruptedPods times out, or 0. NULL when its
  * minAvailable/maxUnavailable cannot be read. */
 json_object *kite_dc_status(json_object *pdb, json_object *const *pods, size_t n, int64_t now_ns, int64_t *ret_recheck_ns);
+
+struct kite_ctl_group;
+/* Adds the controller to g (framework.h). */
+int kite_dc_run(struct kite_ctl_group *g);

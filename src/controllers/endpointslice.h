@@ -79,6 +79,6 @@ struct kite_epsctl_options {
     struct kite_clock *clock;   /* NULL = real */
     size_t max_per_slice;       /* 0 = KITE_EPS_MAX_PER_SLICE */
 };
-int kite_epsctl_start(const struct kite_epsctl_options *o, struct kite_epsctl **ret);
-/* Stops the informers and the worker. NULL is a no-op. */
-void kite_epsctl_stop(struct kite_epsctl *c);
+/* Adds the controller to g (framework.h); o may be NULL, its client and clock are g's. */
+struct kite_ctl_group;
+int kite_epsctl_run(struct kite_ctl_group *g, const struct kite_epsctl_options *o);

@@ -1,11 +1,14 @@
 /* The EndpointSlice controller (endpointslice.h) around the reconcile: informers on services,
  * pods, the slices it manages and nodes (for zones) keep a cache under one lock; every change
- * queues the Services it concerns, and one worker thread reconciles the queue, so a pod's
+ * queues the Services it concerns, and the runner reconciles the queue, so a pod's
  * readiness reaches its slices as soon as the watch delivers it. The slices it writes go into
  * the cache from the write's answer at once (the informer's echo, older or equal, is then
  * ignored), so a reconcile that follows never works from a version it replaced. A failed
- * write queues the Service again after a back-off (1 s doubling to KITE_EPS_RETRY_MAX_S). */
+ * write queues the Service again after its back-off (1 s doubling to KITE_EPS_RETRY_MAX_S).
+ * It runs on the framework (framework.h): shared informers, its keyed work queue, one runner. */
 #include "client/informer.h"
+#include "controllers/framework.h"
+#include "controllers/workqueue.h"
 #include "controllers/ctlutil.h"
 #include "controllers/endpointslice.h"
 #include "api/registry.h"
@@ -19,64 +22,20 @@
 #define SLICES_PATH "/apis/discovery.k8s.io/v1"
 enum { INF_SERVICES, INF_PODS, INF_SLICES, INF_NODES, INF_COUNT };
 
-struct kite_epsctl;
-struct synced_ctx {
-    struct kite_epsctl *c;
-    int which;
-};
-
-struct retry {
-    int attempts;
-    int64_t due_ns; /* 0: not waiting */
-};
-
 struct kite_epsctl {
     struct kite_client *client;
     struct kite_clock *clock;
     size_t max;
     pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool stop;
     unsigned synced; /* bit per informer */
     struct kite_map svcs, pods, slices; /* "ns/name" -> json_object (owned) */
     struct kite_map zones;              /* node -> zone (malloc'ed) */
-    struct kite_map queued;             /* service keys in q */
-    char **q;
-    size_t qhead, qn, qcap;
-    struct kite_map retries;            /* service key -> struct retry */
-    pthread_t thread;
-    bool started;
-    struct kite_informer *inf[INF_COUNT];
-    struct synced_ctx sctx[INF_COUNT]; /* the ud of each informer's synced handler */
+    struct kite_wq wq;                  /* service keys, with their back-off */
 };
 
 /* ---- the queue (mu held) ------------------------------------------------------------------- */
 
-static void enqueue(struct kite_epsctl *c, const char *key) {
-    if (kite_map_get(&c->queued, key)) return;
-    if (c->qhead + c->qn == c->qcap) {
-        if (c->qhead) {
-            memmove(c->q, c->q + c->qhead, c->qn * sizeof *c->q);
-            c->qhead = 0;
-        } else {
-            c->qcap = c->qcap ? 2 * c->qcap : 64;
-            c->q = kite_realloc(c->q, c->qcap * sizeof *c->q);
-        }
-    }
-    char *k = kite_strdup(key);
-    c->q[c->qhead + c->qn++] = k;
-    kite_map_put(&c->queued, k, k);
-    pthread_cond_signal(&c->cond);
-}
-
-static char *dequeue(struct kite_epsctl *c) {
-    if (!c->qn) return NULL;
-    char *k = c->q[c->qhead++];
-    c->qn--;
-    if (!c->qn) c->qhead = 0;
-    kite_map_del(&c->queued, k);
-    return k;
-}
+static void enqueue(struct kite_epsctl *c, const char *key) { kite_wq_add(&c->wq, key, kite_now_mono(c->clock)); }
 
 static void enqueue_ns_name(struct kite_epsctl *c, const char *ns, const char *name) {
     if (!ns || !name || !*name) return;
@@ -114,15 +73,14 @@ static void cache_del(struct kite_map *m, json_object *obj) {
     if (key) json_object_put(kite_map_del(m, key));
 }
 
-static void svc_add(void *ud, json_object *o) {
+static void svc_add(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
     cache_put(&c->svcs, o);
     enqueue_ns_name(c, kite_meta_str(o, "namespace"), kite_meta_str(o, "name"));
     pthread_mutex_unlock(&c->mu);
 }
-static void svc_update(void *ud, json_object *old, json_object *o) { svc_add(ud, o); }
-static void svc_del(void *ud, json_object *o) {
+static void svc_del(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
     cache_del(&c->svcs, o);
@@ -144,21 +102,21 @@ static void pod_changed(struct kite_epsctl *c, json_object *old, json_object *po
     }
 }
 
-static void pod_add(void *ud, json_object *o) {
+static void pod_add(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
     cache_put(&c->pods, o);
     pod_changed(c, NULL, o);
     pthread_mutex_unlock(&c->mu);
 }
-static void pod_update(void *ud, json_object *old, json_object *o) {
+static void pod_update(void *ud, json_object *old, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
     cache_put(&c->pods, o);
     pod_changed(c, old, o);
     pthread_mutex_unlock(&c->mu);
 }
-static void pod_del(void *ud, json_object *o) {
+static void pod_del(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
     cache_del(&c->pods, o);
@@ -179,15 +137,14 @@ static void slice_touched(struct kite_epsctl *c, json_object *o) {
     enqueue_ns_name(c, kite_meta_str(o, "namespace"),
                     kite_obj_str(kite_obj_get(kite_obj_meta(o), "labels"), KITE_EPS_LABEL_SERVICE_NAME));
 }
-static void slice_add(void *ud, json_object *o) {
+static void slice_add(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
     slice_put(c, o);
     slice_touched(c, o);
     pthread_mutex_unlock(&c->mu);
 }
-static void slice_update(void *ud, json_object *old, json_object *o) { slice_add(ud, o); }
-static void slice_del(void *ud, json_object *o) {
+static void slice_del(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
     cache_del(&c->slices, o);
@@ -195,7 +152,7 @@ static void slice_del(void *ud, json_object *o) {
     pthread_mutex_unlock(&c->mu);
 }
 
-static void node_add(void *ud, json_object *o) {
+static void node_add(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     const char *name = kite_meta_str(o, "name");
     const char *zone = kite_obj_str(kite_obj_get(kite_obj_meta(o), "labels"), KITE_EPS_LABEL_ZONE);
@@ -208,8 +165,7 @@ static void node_add(void *ud, json_object *o) {
     }
     pthread_mutex_unlock(&c->mu);
 }
-static void node_update(void *ud, json_object *old, json_object *o) { node_add(ud, o); }
-static void node_del(void *ud, json_object *o) {
+static void node_del(void *ud, json_object *o, uintptr_t tag) {
     struct kite_epsctl *c = ud;
     const char *name = kite_meta_str(o, "name");
     if (!name) return;
@@ -218,14 +174,12 @@ static void node_del(void *ud, json_object *o) {
     pthread_mutex_unlock(&c->mu);
 }
 
-static void synced(void *ud) {
-    struct synced_ctx *s = ud;
-    struct kite_epsctl *c = s->c;
+static void synced(void *ud, uintptr_t which) {
+    struct kite_epsctl *c = ud;
     pthread_mutex_lock(&c->mu);
-    c->synced |= 1u << s->which;
+    c->synced |= 1u << which;
     /* after every (re)list: reconcile everything once all caches are current */
     if (c->synced == (1u << INF_COUNT) - 1) enqueue_all(c);
-    pthread_cond_signal(&c->cond);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -289,12 +243,6 @@ static void deleted(void *ud, const char *ns, const char *name) {
     pthread_mutex_unlock(&c->mu);
 }
 
-static int64_t retry_delay_ns(int attempts) {
-    int64_t d = KITE_NS_PER_SEC;
-    for (int i = 1; i < attempts && d < KITE_EPS_RETRY_MAX_S * KITE_NS_PER_SEC; i++) d *= 2;
-    return d < KITE_EPS_RETRY_MAX_S * KITE_NS_PER_SEC ? d : KITE_EPS_RETRY_MAX_S * KITE_NS_PER_SEC;
-}
-
 /* Called with mu held; drops it for the writes only (the plan holds no cached object). */
 static void sync_one(struct kite_epsctl *c, char *key) {
     struct snapshot s;
@@ -310,112 +258,42 @@ static void sync_one(struct kite_epsctl *c, char *key) {
         pthread_mutex_lock(&c->mu);
     }
     kite_eps_plan_release(&plan);
-    struct retry *r = kite_map_get(&c->retries, key);
     if (err == 0) {
-        free(kite_map_del(&c->retries, key));
+        kite_wq_forget(&c->wq, key);
     } else {
-        if (!r) {
-            r = kite_calloc(1, sizeof *r);
-            kite_map_put(&c->retries, key, r);
-        }
-        r->attempts++;
-        r->due_ns = kite_now_mono(c->clock) + retry_delay_ns(r->attempts);
+        kite_wq_add_backoff(&c->wq, key, kite_now_mono(c->clock));
         if (err != -EEXIST) /* a conflict is settled by the watch's newer version, quietly */
             log_warn(LOG, "service %s: cannot update its endpoint slices: %s (will retry)", key, strerror(-err));
     }
 }
 
-/* Queues the Services whose retry is due; returns the nearest deadline to come (0: none). */
-static int64_t due_retries(struct kite_epsctl *c) {
-    int64_t now = kite_now_mono(c->clock), next = 0;
-    const char *k;
-    void *v;
-    for (size_t i = 0; kite_map_next(&c->retries, &i, &k, &v);) {
-        struct retry *r = v;
-        if (!r->due_ns) continue;
-        if (r->due_ns <= now) {
-            r->due_ns = 0;
-            enqueue(c, k);
-        } else if (!next || r->due_ns < next) {
-            next = r->due_ns;
+/* Reconciles the Services due, once every cache is current: ns to the next one due (-1: none). */
+static int64_t step(void *core) {
+    struct kite_epsctl *c = core;
+    pthread_mutex_lock(&c->mu);
+    int64_t next = -1;
+    if (c->synced == (1u << INF_COUNT) - 1) {
+        char *key;
+        while ((key = kite_wq_pop_due(&c->wq, kite_now_mono(c->clock)))) {
+            sync_one(c, key); /* drops mu while it writes */
+            free(key);
         }
+        next = kite_wq_next(&c->wq, kite_now_mono(c->clock));
     }
+    pthread_mutex_unlock(&c->mu);
     return next;
 }
 
-static void *run(void *ud) {
-    struct kite_epsctl *c = ud;
+static bool pending(void *core) {
+    struct kite_epsctl *c = core;
     pthread_mutex_lock(&c->mu);
-    while (!c->stop) {
-        int64_t next = due_retries(c);
-        if (c->synced == (1u << INF_COUNT) - 1 && c->qn) {
-            char *key = dequeue(c);
-            sync_one(c, key); /* drops mu while it writes */
-            free(key);
-            continue;
-        }
-        if (next) {
-            struct timespec ts;
-            kite_cond_deadline(&ts, next - kite_now_mono(c->clock));
-            pthread_cond_timedwait(&c->cond, &c->mu, &ts);
-        } else {
-            pthread_cond_wait(&c->cond, &c->mu);
-        }
-    }
+    bool due = c->synced == (1u << INF_COUNT) - 1 && kite_wq_due(&c->wq, kite_now_mono(c->clock));
     pthread_mutex_unlock(&c->mu);
-    return NULL;
+    return due;
 }
 
-int kite_epsctl_start(const struct kite_epsctl_options *o, struct kite_epsctl **ret) {
-    struct kite_epsctl *c = kite_calloc(1, sizeof *c);
-    c->client = o->client;
-    c->clock = o->clock ? o->clock : kite_clock_real();
-    c->max = o->max_per_slice ? o->max_per_slice : KITE_EPS_MAX_PER_SLICE;
-    pthread_mutex_init(&c->mu, NULL);
-    kite_cond_init_mono(&c->cond);
-    if (pthread_create(&c->thread, NULL, run, c) != 0) {
-        kite_epsctl_stop(c);
-        return -EAGAIN;
-    }
-    pthread_setname_np(c->thread, "endpointslice");
-    c->started = true;
-    static const struct {
-        const char *path, *selector, *name;
-        struct kite_informer_handlers h;
-    } infs[INF_COUNT] = {
-        [INF_SERVICES] = {"/api/v1/services", NULL, "inf-eps-svcs", {.add = svc_add, .update = svc_update, .del = svc_del}},
-        [INF_PODS] = {"/api/v1/pods", NULL, "inf-eps-pods", {.add = pod_add, .update = pod_update, .del = pod_del}},
-        [INF_SLICES] = {SLICES_PATH "/endpointslices", "labelSelector=" "endpointslice.kubernetes.io%2Fmanaged-by%3D" KITE_EPS_MANAGED_BY,
-                        "inf-eps-slices", {.add = slice_add, .update = slice_update, .del = slice_del}},
-        [INF_NODES] = {"/api/v1/nodes", NULL, "inf-eps-nodes", {.add = node_add, .update = node_update, .del = node_del}},
-    };
-    for (int i = 0; i < INF_COUNT; i++) {
-        c->sctx[i] = (struct synced_ctx){c, i};
-        struct kite_informer_options io = {.client = c->client, .path = infs[i].path, .selector = infs[i].selector,
-                                           .name = infs[i].name, .n_handlers = 2};
-        io.handlers[0] = infs[i].h;
-        io.handlers[0].ud = c;
-        io.handlers[1] = (struct kite_informer_handlers){.synced = synced, .ud = &c->sctx[i]};
-        int r = kite_informer_start(&io, &c->inf[i]);
-        if (r < 0) {
-            kite_epsctl_stop(c);
-            return r;
-        }
-    }
-    *ret = c;
-    return 0;
-}
-
-void kite_epsctl_stop(struct kite_epsctl *c) {
-    if (!c) return;
-    for (int i = 0; i < INF_COUNT; i++) kite_informer_stop(c->inf[i]);
-    if (c->started) {
-        pthread_mutex_lock(&c->mu);
-        c->stop = true;
-        pthread_cond_signal(&c->cond);
-        pthread_mutex_unlock(&c->mu);
-        pthread_join(c->thread, NULL);
-    }
+static void epsctl_free(void *core) {
+    struct kite_epsctl *c = core;
     struct kite_map *objs[] = {&c->svcs, &c->pods, &c->slices};
     const char *k;
     void *v;
@@ -425,12 +303,29 @@ void kite_epsctl_stop(struct kite_epsctl *c) {
     }
     for (size_t i = 0; kite_map_next(&c->zones, &i, &k, &v);) free(v);
     kite_map_release(&c->zones);
-    for (size_t i = 0; kite_map_next(&c->retries, &i, &k, &v);) free(v);
-    kite_map_release(&c->retries);
-    while (c->qn) free(dequeue(c));
-    kite_map_release(&c->queued);
-    free(c->q);
+    kite_wq_release(&c->wq);
     pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cond);
     free(c);
+}
+
+int kite_epsctl_run(struct kite_ctl_group *g, const struct kite_epsctl_options *o) {
+    struct kite_epsctl *c = kite_calloc(1, sizeof *c);
+    c->client = kite_ctl_group_client(g);
+    c->clock = kite_ctl_group_clock(g);
+    c->max = o && o->max_per_slice ? o->max_per_slice : KITE_EPS_MAX_PER_SLICE;
+    c->wq.backoff_base_ns = KITE_NS_PER_SEC;
+    c->wq.backoff_max_ns = KITE_EPS_RETRY_MAX_S * KITE_NS_PER_SEC;
+    pthread_mutex_init(&c->mu, NULL);
+    static const struct kite_ctl_feed feeds[INF_COUNT] = {
+        [INF_SERVICES] = {.path = "/api/v1/services", .upsert = svc_add, .del = svc_del, .synced = synced, .tag = INF_SERVICES},
+        [INF_PODS] = {.path = "/api/v1/pods", .upsert = pod_add, .update = pod_update, .del = pod_del, .synced = synced,
+                      .tag = INF_PODS},
+        [INF_SLICES] = {.path = SLICES_PATH "/endpointslices",
+                        .selector = "labelSelector=" "endpointslice.kubernetes.io%2Fmanaged-by%3D" KITE_EPS_MANAGED_BY,
+                        .upsert = slice_add, .del = slice_del, .synced = synced, .tag = INF_SLICES},
+        [INF_NODES] = {.path = "/api/v1/nodes", .upsert = node_add, .del = node_del, .synced = synced, .tag = INF_NODES},
+    };
+    struct kite_ctl_spec spec = {.name = "endpointslice", .step = step, .pending = pending, .free = epsctl_free,
+                                 .feeds = feeds, .n_feeds = INF_COUNT};
+    return kite_ctl_run(g, &spec, c);
 }

@@ -1,6 +1,7 @@
 /* The garbage collector's core (gc.h). The graph holds every watched object by uid; the
  * dependents of an owner are found by a scan (the graph is small next to a request). */
 #include "controllers/gc.h"
+#include "controllers/framework.h"
 #include "api/registry.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -8,18 +9,43 @@
 #include "controllers/wlutil.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define LOG "garbage-collector"
 
-const struct kite_gc_kind KITE_GC_KINDS[] = {
-    {"apps/v1", "Deployment", "/apis/apps/v1", "deployments", true},
-    {"apps/v1", "ReplicaSet", "/apis/apps/v1", "replicasets", true},
-    {"v1", "Pod", "/api/v1", "pods", true},
-    {"batch/v1", "Job", "/apis/batch/v1", "jobs", true},
-    {"apps/v1", "DaemonSet", "/apis/apps/v1", "daemonsets", true},
-};
-const size_t KITE_GC_N_KINDS = KITE_ARRAY_SIZE(KITE_GC_KINDS);
+/* The kinds, from the registry: every row with gc_owner, and pods (what they make that owns
+ * nothing itself). Built once. */
+#define GC_KINDS_MAX 32
+static struct kite_gc_kind kinds[GC_KINDS_MAX];
+static char prefixes[GC_KINDS_MAX][96];
+static size_t n_kinds;
+static pthread_once_t kinds_once = PTHREAD_ONCE_INIT;
+
+static void add_kind(const struct kite_resource *r) {
+    if (n_kinds == GC_KINDS_MAX) return;
+    if (*r->group) snprintf(prefixes[n_kinds], sizeof prefixes[n_kinds], "/apis/%s/%s", r->group, r->version);
+    else snprintf(prefixes[n_kinds], sizeof prefixes[n_kinds], "/api/%s", r->version);
+    kinds[n_kinds] = (struct kite_gc_kind){r->api_version, r->kind, prefixes[n_kinds], r->plural, r->namespaced};
+    n_kinds++;
+}
+
+static void build_kinds(void) {
+    for (size_t i = 0; kite_resources[i]; i++)
+        if (kite_resources[i]->gc_owner) add_kind(kite_resources[i]);
+    const struct kite_resource *pods = kite_registry_find("", "v1", "pods");
+    if (pods) add_kind(pods);
+}
+
+const struct kite_gc_kind *kite_gc_kinds(void) {
+    pthread_once(&kinds_once, build_kinds);
+    return kinds;
+}
+
+size_t kite_gc_n_kinds(void) {
+    pthread_once(&kinds_once, build_kinds);
+    return n_kinds;
+}
 
 struct gnode {
     char *uid, *ns, *name;
@@ -379,4 +405,23 @@ bool kite_gc_pending(struct kite_gc *g) {
     bool due = kite_wq_due(&g->q, kite_now_mono(g->o.clock));
     pthread_mutex_unlock(&g->lock);
     return due;
+}
+
+/* ---- on the framework: every kind of KITE_GC_KINDS feeds it (the tag is the row) ---- */
+static void gc_upsert_feed(void *core, json_object *obj, uintptr_t kind) { kite_gc_upsert(core, kind, obj); }
+static void gc_delete_feed(void *core, json_object *obj, uintptr_t kind) { kite_gc_delete(core, kind, obj); }
+KITE_CTL_CORE(kite_gc, struct kite_gc)
+
+int kite_gc_run(struct kite_ctl_group *g) {
+    struct kite_gc_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    struct kite_ctl_feed feeds[KITE_CTL_MAX_FEEDS];
+    char paths[KITE_CTL_MAX_FEEDS][128];
+    size_t n = KITE_MIN(KITE_GC_N_KINDS, (size_t)KITE_CTL_MAX_FEEDS);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", KITE_GC_KINDS[i].prefix, KITE_GC_KINDS[i].plural);
+        feeds[i] = (struct kite_ctl_feed){.path = paths[i], .upsert = gc_upsert_feed, .del = gc_delete_feed, .tag = i};
+    }
+    struct kite_ctl_spec spec = {.name = "garbage-collect", .step = kite_gc_step_core, .pending = kite_gc_pending_core,
+                                 .free = kite_gc_free_core, .feeds = feeds, .n_feeds = n};
+    return kite_ctl_run(g, &spec, kite_gc_new(&o));
 }

@@ -1,6 +1,6 @@
 /* The garbage collector (k8s.io/kubernetes pkg/controller/garbagecollector), for the kinds of
- * KITE_GC_KINDS (gc.c: one row per kind that owns or is owned; an owner kind's registry row
- * also sets gc_owner, so that Foreground and Orphan deletes wait for the collector). It keeps a graph of those objects by uid with their
+ * KITE_GC_KINDS (derived from the registry: the kinds whose row sets gc_owner, so that
+ * Foreground and Orphan deletes wait for the collector, and pods). It keeps a graph of those objects by uid with their
  * ownerReferences and acts on it:
  *  - a dependent whose owners are all gone (not in the graph, and a GET of each says 404 or
  *    another uid) is deleted (Background; Foreground when it has dependents of its own); one
@@ -23,8 +23,11 @@ struct kite_gc_kind {
     const char *api_version, *kind, *prefix, *plural;
     bool namespaced;
 };
-extern const struct kite_gc_kind KITE_GC_KINDS[];
-extern const size_t KITE_GC_N_KINDS;
+/* Derived from the registry: every resource with gc_owner, and pods. */
+const struct kite_gc_kind *kite_gc_kinds(void);
+size_t kite_gc_n_kinds(void);
+#define KITE_GC_KINDS (kite_gc_kinds())
+#define KITE_GC_N_KINDS (kite_gc_n_kinds())
 
 struct kite_gc_options {
     struct kite_client *client; /* borrowed */
@@ -38,3 +41,7 @@ void kite_gc_upsert(struct kite_gc *g, size_t kind, json_object *obj);
 void kite_gc_delete(struct kite_gc *g, size_t kind, json_object *obj);
 int64_t kite_gc_step(struct kite_gc *g);
 bool kite_gc_pending(struct kite_gc *g);
+
+struct kite_ctl_group;
+/* Adds the collector to g (framework.h). */
+int kite_gc_run(struct kite_ctl_group *g);

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "client/informer.h"
+#include "controllers/framework.h"
 #include "controllers/controllers.h"
 #include "controllers/ctlutil.h"
 #include "controllers/loop.h"
@@ -726,74 +727,24 @@ int64_t kite_jobctl_step(struct kite_jobctl *c) {
     return next;
 }
 
-/* ---- the running controller: informers and runner ---- */
+/* ---- on the framework: Jobs and the pods they made feed it ---- */
+KITE_CTL_FEED(kite_jobctl_job_upsert, struct kite_jobctl)
+KITE_CTL_FEED(kite_jobctl_job_delete, struct kite_jobctl)
+KITE_CTL_FEED(kite_jobctl_pod_upsert, struct kite_jobctl)
+KITE_CTL_FEED(kite_jobctl_pod_delete, struct kite_jobctl)
+KITE_CTL_CORE(kite_jobctl, struct kite_jobctl)
+static void jobs_synced(void *core, uintptr_t tag) { kite_jobctl_jobs_synced(core); }
 
-struct kite_jobs {
-    struct kite_jobctl *core;
-    struct kite_ctl_loop loop;
-    struct kite_informer *jobs, *pods;
-};
-
-static int64_t loop_step(void *c) { return kite_jobctl_step(c); }
-static bool loop_pending(void *c) { return kite_jobctl_pending(c); }
-static void on_job(void *ud, json_object *o) {
-    struct kite_jobs *j = ud;
-    kite_jobctl_job_upsert(j->core, o);
-    kite_ctl_loop_kick(&j->loop);
-}
-static void on_job_update(void *ud, json_object *old, json_object *o) { on_job(ud, o); }
-static void on_job_del(void *ud, json_object *o) {
-    struct kite_jobs *j = ud;
-    kite_jobctl_job_delete(j->core, o);
-    kite_ctl_loop_kick(&j->loop);
-}
-static void on_jobs_synced(void *ud) {
-    struct kite_jobs *j = ud;
-    kite_jobctl_jobs_synced(j->core);
-    kite_ctl_loop_kick(&j->loop);
-}
-static void on_pod(void *ud, json_object *o) {
-    struct kite_jobs *j = ud;
-    kite_jobctl_pod_upsert(j->core, o);
-    kite_ctl_loop_kick(&j->loop);
-}
-static void on_pod_update(void *ud, json_object *old, json_object *o) { on_pod(ud, o); }
-static void on_pod_del(void *ud, json_object *o) {
-    struct kite_jobs *j = ud;
-    kite_jobctl_pod_delete(j->core, o);
-    kite_ctl_loop_kick(&j->loop);
-}
-
-int kite_jobs_start(const struct kite_jobctl_options *o, struct kite_jobs **ret) {
-    struct kite_jobs *j = kite_calloc(1, sizeof *j);
-    j->core = kite_jobctl_new(o);
-    int r;
-    kite_ctl_loop_init(&j->loop, loop_step, loop_pending, j->core);
-    /* only the pods a Job made carry its controller-uid label */
-    struct kite_informer_options io = {.client = o->client, .path = "/api/v1/pods", .name = "inf-job-pods",
-                                       .selector = "labelSelector=batch.kubernetes.io%2Fcontroller-uid", .n_handlers = 1};
-    io.handlers[0] = (struct kite_informer_handlers){.add = on_pod, .update = on_pod_update, .del = on_pod_del, .ud = j};
-    if ((r = kite_informer_start(&io, &j->pods)) < 0) goto fail;
-    io = (struct kite_informer_options){.client = o->client, .path = "/apis/batch/v1/jobs", .name = "inf-jobs", .n_handlers = 1};
-    io.handlers[0] = (struct kite_informer_handlers){.add = on_job, .update = on_job_update, .del = on_job_del,
-                                                     .synced = on_jobs_synced, .ud = j};
-    if ((r = kite_informer_start(&io, &j->jobs)) < 0) goto fail;
-    struct kite_informer *inf[] = {j->jobs, j->pods};
-    if ((r = kite_ctl_loop_run(&j->loop, "job-controller", inf, KITE_ARRAY_SIZE(inf))) < 0) goto fail;
-    *ret = j;
-    return 0;
-fail:
-    kite_jobs_stop(j);
-    return r;
-}
-
-void kite_jobs_stop(struct kite_jobs *j) {
-    if (!j) return;
-    /* the runners first: one waiting for its caches reads the informers */
-    kite_ctl_loop_join(&j->loop);
-    kite_informer_stop(j->jobs);
-    kite_informer_stop(j->pods);
-    kite_ctl_loop_stop(&j->loop);
-    kite_jobctl_free(j->core);
-    free(j);
+int kite_jobctl_run(struct kite_ctl_group *g) {
+    struct kite_jobctl_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/apis/batch/v1/jobs", .upsert = kite_jobctl_job_upsert_feed, .del = kite_jobctl_job_delete_feed,
+         .synced = jobs_synced},
+        /* only the pods a Job made carry its controller-uid label */
+        {.path = "/api/v1/pods", .selector = "labelSelector=batch.kubernetes.io%2Fcontroller-uid",
+         .upsert = kite_jobctl_pod_upsert_feed, .del = kite_jobctl_pod_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "job-controller", .step = kite_jobctl_step_core, .pending = kite_jobctl_pending_core,
+                                 .free = kite_jobctl_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_jobctl_new(&o));
 }

@@ -48,7 +48,6 @@ bool kite_jobctl_pending(struct kite_jobctl *c);
  * 20 s, 40 s ... capped at KITE_JOB_BACKOFF_MAX_NS. */
 int64_t kite_job_backoff_ns(int failures);
 
-/* The controller with its informers (jobs; pods with a controller-uid label) and runner. */
-struct kite_jobs;
-int kite_jobs_start(const struct kite_jobctl_options *o, struct kite_jobs **ret);
-void kite_jobs_stop(struct kite_jobs *j);
+/* Adds the controller to g (framework.h): Jobs and pods with a controller-uid label feed it. */
+struct kite_ctl_group;
+int kite_jobctl_run(struct kite_ctl_group *g);

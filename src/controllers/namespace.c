@@ -1,9 +1,9 @@
 /* The namespace controller (controllers.h): empties terminating namespaces, then finalizes
- * them. One thread: list, sync every terminating namespace, watch; a namespace that could not
- * be finished yet makes the next watch end at its retry time, and the re-list tries again. */
+ * them. A reconciler (framework.h) on the shared namespace informer: a terminating namespace
+ * that could not be finished yet is tried again after its own back-off. */
 #include "controllers/controllers.h"
 #include "api/registry.h"
-#include "base/backoff.h"
+#include "controllers/framework.h"
 #include "base/log.h"
 
 #include <pthread.h>
@@ -12,14 +12,6 @@
 
 #define FINALIZER "kubernetes"
 
-struct kite_nsctl {
-    struct kite_client *client;
-    struct kite_clock *clock;
-    pthread_t thread;
-    struct kite_cancel cancel;
-    struct kite_backoff backoff;
-    bool retry;        /* a namespace is left to try again */
-};
 
 static bool has_finalizer(json_object *ns) {
     json_object *f = kite_obj_get(kite_obj_get(ns, "spec"), "finalizers");
@@ -208,84 +200,21 @@ int kite_nsctl_sync(struct kite_client *client, struct kite_clock *clock, const 
     return e;
 }
 
-static void sync_logged(struct kite_nsctl *c, const char *name) {
-    int e = kite_nsctl_sync(c->client, c->clock, name);
-    if (e == 0) return;
-    c->retry = true;
-    if (e != -EAGAIN) log_warn("namespace-controller", "namespace %s: %s (will retry)", name, strerror(-e));
+/* ---- on the framework: a reconciler over namespaces ---- */
+
+static int64_t reconcile(void *ud, const char *name, json_object *ns) {
+    bool term = ns && terminating(ns);
+    json_object_put(ns);
+    if (!term) return 0;
+    int e = kite_nsctl_sync(kite_ctl_group_client(ud), kite_ctl_group_clock(ud), name);
+    if (e < 0 && e != -EAGAIN) log_warn("namespace-controller", "namespace %s: %s (will retry)", name, strerror(-e));
+    return e; /* content remaining (-EAGAIN): again after the namespace's back-off */
 }
 
-struct watch_ctx {
-    struct kite_nsctl *c;
-    char rv[32];
-};
-
-static int on_event(json_object *ev, void *ud) {
-    struct watch_ctx *w = ud;
-    json_object *obj = kite_obj_get(ev, "object");
-    const char *type = kite_obj_str(ev, "type"), *rv = kite_meta_str(obj, "resourceVersion");
-    if (kite_streq(type, "ERROR")) return -ESTALE; /* 410: list again */
-    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
-    if ((kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) && terminating(obj)) {
-        sync_logged(w->c, kite_meta_str(obj, "name"));
-        if (w->c->retry) return -EAGAIN; /* not finished: end the watch, try again after a back-off */
-    }
-    return 0;
-}
-
-static void *run(void *ud) {
-    struct kite_nsctl *c = ud;
-    while (!kite_cancel_fired(&c->cancel)) {
-        json_object *list = NULL;
-        c->retry = false;
-        int e = kite_client_json(c->client, "GET", "/api/v1/namespaces", NULL, NULL, NULL, &list);
-        struct watch_ctx w = {c, ""};
-        if (e == 0) {
-            json_object *items = kite_obj_get(list, "items");
-            for (size_t i = 0; items && i < json_object_array_length(items); i++) {
-                json_object *ns = json_object_array_get_idx(items, i);
-                if (terminating(ns)) sync_logged(c, kite_meta_str(ns, "name"));
-            }
-            const char *rv = kite_meta_str(list, "resourceVersion");
-            snprintf(w.rv, sizeof w.rv, "%s", rv ? rv : "");
-        }
-        json_object_put(list);
-        int64_t wait_s = KITE_NSCTL_RESYNC_S;
-        if (e < 0 || c->retry) wait_s = KITE_MAX(1, kite_backoff_next(&c->backoff) / KITE_NS_PER_SEC);
-        else kite_backoff_reset(&c->backoff);
-        if (e < 0) { /* the server is away: wait out the back-off (or the stop), then list again */
-            kite_cancel_wait(&c->cancel, wait_s * KITE_NS_PER_SEC);
-            continue;
-        }
-        _cleanup_free_ char *path =
-            kite_asprintf("/api/v1/namespaces?watch=true&resourceVersion=%s&timeoutSeconds=%lld", w.rv, (long long)wait_s);
-        if (kite_client_watch(c->client, path, on_event, &w, &c->cancel) == -EAGAIN)
-            kite_cancel_wait(&c->cancel, kite_backoff_next(&c->backoff));
-    }
-    return NULL;
-}
-
-int kite_nsctl_start(const struct kite_nsctl_options *o, struct kite_nsctl **ret) {
-    struct kite_nsctl *c = kite_calloc(1, sizeof *c);
-    c->client = o->client;
-    c->clock = o->clock ? o->clock : kite_clock_real();
-    kite_cancel_init(&c->cancel);
-    kite_backoff_init(&c->backoff, KITE_NS_PER_SEC, KITE_NSCTL_RETRY_MAX_S * KITE_NS_PER_SEC, 2.0, 0.1,
-                      (uint64_t)kite_now_mono(c->clock));
-    if (pthread_create(&c->thread, NULL, run, c) != 0) {
-        kite_cancel_release(&c->cancel);
-        free(c);
-        return -EAGAIN;
-    }
-    pthread_setname_np(c->thread, "namespace-ctl");
-    *ret = c;
-    return 0;
-}
-
-void kite_nsctl_stop(struct kite_nsctl *c) {
-    if (!c) return;
-    kite_cancel_fire(&c->cancel);
-    pthread_join(c->thread, NULL);
-    kite_cancel_release(&c->cancel);
-    free(c);
+int kite_nsctl_run(struct kite_ctl_group *g) {
+    struct kite_ctl_reconciler r = {
+        .name = "namespace-ctl", .path = "/api/v1/namespaces", .sync = reconcile, .ud = g,
+        .backoff_max_ns = KITE_NSCTL_RETRY_MAX_S * KITE_NS_PER_SEC, .resync_ns = KITE_NSCTL_RESYNC_S * KITE_NS_PER_SEC,
+    };
+    return kite_ctl_reconcile(g, &r);
 }

@@ -1,6 +1,7 @@
 /* Stale Node cleanup (nodecleanup.h). Nodes are few and the check is a comparison, so a step
  * looks at every tracked node. */
 #include "controllers/nodecleanup.h"
+#include "controllers/framework.h"
 #include "api/registry.h"
 #include "api/table.h"
 #include "base/log.h"
@@ -124,4 +125,20 @@ int64_t kite_ncc_step(struct kite_ncc *c) {
     kite_ctl_acts_run(c->o.client, &acts, deleted, c);
     kite_ctl_acts_release(&acts);
     return next;
+}
+
+/* ---- on the framework: nodes feed it ---- */
+KITE_CTL_FEED(kite_ncc_node_upsert, struct kite_ncc)
+KITE_CTL_FEED(kite_ncc_node_delete, struct kite_ncc)
+KITE_CTL_CORE(kite_ncc, struct kite_ncc)
+
+int kite_ncc_run(struct kite_ctl_group *g, const struct kite_ncc_options *o) {
+    struct kite_ncc_options no = *o;
+    no.client = kite_ctl_group_client(g), no.clock = kite_ctl_group_clock(g);
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/api/v1/nodes", .upsert = kite_ncc_node_upsert_feed, .del = kite_ncc_node_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "node-cleanup", .step = kite_ncc_step_core, .pending = kite_ncc_pending_core,
+                                 .free = kite_ncc_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_ncc_new(&no));
 }

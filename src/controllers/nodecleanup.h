@@ -24,3 +24,7 @@ void kite_ncc_node_delete(struct kite_ncc *c, json_object *node);
 /* Deletes the nodes due; returns ns until the next is due. */
 int64_t kite_ncc_step(struct kite_ncc *c);
 bool kite_ncc_pending(struct kite_ncc *c);
+
+struct kite_ctl_group;
+/* Adds the controller to g (framework.h); o's client and clock are g's. */
+int kite_ncc_run(struct kite_ctl_group *g, const struct kite_ncc_options *o);

@@ -7,6 +7,7 @@
  *   match it and the NoSchedule mirror of the conditions, with the resourceVersion observed as
  *   a precondition (a conflict is retried after the newer node is seen). */
 #include "controllers/nodelifecycle.h"
+#include "controllers/framework.h"
 #include "api/registry.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -701,4 +702,25 @@ int kite_nlc_zone(struct kite_nlc *n, const char *key, enum kite_zone_state *ret
     }
     pthread_mutex_unlock(&n->lock);
     return r;
+}
+
+/* ---- on the framework: nodes, their Leases and pods feed it ---- */
+KITE_CTL_FEED(kite_nlc_node_upsert, struct kite_nlc)
+KITE_CTL_FEED(kite_nlc_node_delete, struct kite_nlc)
+KITE_CTL_FEED(kite_nlc_lease_upsert, struct kite_nlc)
+KITE_CTL_FEED(kite_nlc_pod_upsert, struct kite_nlc)
+KITE_CTL_CORE(kite_nlc, struct kite_nlc)
+
+int kite_nlc_run(struct kite_ctl_group *g, const struct kite_nlc_options *o) {
+    struct kite_nlc_options no = *o;
+    no.client = kite_ctl_group_client(g), no.clock = kite_ctl_group_clock(g);
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/api/v1/nodes", .upsert = kite_nlc_node_upsert_feed, .del = kite_nlc_node_delete_feed},
+        /* a renewal only moves a deadline later: the runner need not wake for it */
+        {.path = KITE_NODE_LEASES_PATH, .upsert = kite_nlc_lease_upsert_feed, .quiet = true},
+        {.path = "/api/v1/pods", .upsert = kite_nlc_pod_upsert_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "node-lifecycle", .step = kite_nlc_step_core, .pending = kite_nlc_pending_core,
+                                 .free = kite_nlc_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_nlc_new(&no));
 }

@@ -14,7 +14,7 @@
  *   follows the zone's state (Normal, PartialDisruption, FullDisruption), stop when every zone
  *   is fully disrupted (and are then taken off), and come off when the node is Ready again.
  * The core (kite_nlc_*) is driven by observations and kite_nlc_step, with no thread of its
- * own: kite_ctlmgr (manager.h) feeds it from informers and runs its steps. Thread-safe: every
+ * own: kite_nlc_run puts it on the framework (framework.h), fed by shared informers. Thread-safe: every
  * call locks. */
 #pragma once
 #include "base/clock.h"
@@ -69,3 +69,8 @@ bool kite_nlc_pending(struct kite_nlc *n);
  * NoExecute queue's rate. -ENOENT when no such zone. */
 int kite_nlc_zone(struct kite_nlc *n, const char *zone, enum kite_zone_state *ret_state, double *ret_rate,
                   size_t *ret_queued);
+
+struct kite_ctl_group;
+#define KITE_NODE_LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+/* Adds the controller to g (framework.h); o's client and clock are g's. */
+int kite_nlc_run(struct kite_ctl_group *g, const struct kite_nlc_options *o);

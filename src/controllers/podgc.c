@@ -2,6 +2,7 @@
  * whether or not the Node exists; while it does not, its quarantine timer runs. A pod is marked
  * due when a change may make it collectable; the step decides from the state then. */
 #include "controllers/podgc.h"
+#include "controllers/framework.h"
 #include "api/registry.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -425,4 +426,23 @@ bool kite_podgc_pending(struct kite_podgc *g) {
     bool k = g->kicked || g->ndue;
     pthread_mutex_unlock(&g->lock);
     return k;
+}
+
+/* ---- on the framework: nodes and pods feed it ---- */
+KITE_CTL_FEED(kite_podgc_node_upsert, struct kite_podgc)
+KITE_CTL_FEED(kite_podgc_node_delete, struct kite_podgc)
+KITE_CTL_FEED(kite_podgc_pod_upsert, struct kite_podgc)
+KITE_CTL_FEED(kite_podgc_pod_delete, struct kite_podgc)
+KITE_CTL_CORE(kite_podgc, struct kite_podgc)
+
+int kite_podgc_run(struct kite_ctl_group *g, const struct kite_podgc_options *o) {
+    struct kite_podgc_options no = *o;
+    no.client = kite_ctl_group_client(g), no.clock = kite_ctl_group_clock(g);
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/api/v1/nodes", .upsert = kite_podgc_node_upsert_feed, .del = kite_podgc_node_delete_feed},
+        {.path = "/api/v1/pods", .upsert = kite_podgc_pod_upsert_feed, .del = kite_podgc_pod_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "pod-gc", .step = kite_podgc_step_core, .pending = kite_podgc_pending_core,
+                                 .free = kite_podgc_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_podgc_new(&no));
 }

@@ -38,3 +38,7 @@ void kite_podgc_pod_delete(struct kite_podgc *g, json_object *pod);
 /* Collects what is due now; returns ns until the next quarantine ends. */
 int64_t kite_podgc_step(struct kite_podgc *g);
 bool kite_podgc_pending(struct kite_podgc *g);
+
+struct kite_ctl_group;
+/* Adds the controller to g (framework.h); o's client and clock are g's. */
+int kite_podgc_run(struct kite_ctl_group *g, const struct kite_podgc_options *o);

@@ -1,5 +1,6 @@
 /* The ReplicaSet controller's core (replicaset.h). */
 #include "controllers/replicaset.h"
+#include "controllers/framework.h"
 #include "api/registry.h"
 #include "base/log.h"
 #include "controllers/controllers.h"
@@ -445,4 +446,22 @@ bool kite_rsc_pending(struct kite_rsc *c) {
     bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
     pthread_mutex_unlock(&c->lock);
     return due;
+}
+
+/* ---- on the framework: ReplicaSets and pods feed it ---- */
+KITE_CTL_FEED(kite_rsc_rs_upsert, struct kite_rsc)
+KITE_CTL_FEED(kite_rsc_rs_delete, struct kite_rsc)
+KITE_CTL_FEED(kite_rsc_pod_upsert, struct kite_rsc)
+KITE_CTL_FEED(kite_rsc_pod_delete, struct kite_rsc)
+KITE_CTL_CORE(kite_rsc, struct kite_rsc)
+
+int kite_rsc_run(struct kite_ctl_group *g) {
+    struct kite_rsc_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/apis/apps/v1/replicasets", .upsert = kite_rsc_rs_upsert_feed, .del = kite_rsc_rs_delete_feed},
+        {.path = "/api/v1/pods", .upsert = kite_rsc_pod_upsert_feed, .del = kite_rsc_pod_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "replicaset", .step = kite_rsc_step_core, .pending = kite_rsc_pending_core,
+                                 .free = kite_rsc_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_rsc_new(&o));
 }

@@ -38,3 +38,7 @@ bool kite_rsc_pending(struct kite_rsc *c);
 
 /* Orders pods (borrowed) so those to delete first come first (ActivePodsWithRanks). */
 void kite_rsc_rank(json_object **pods, size_t n);
+
+struct kite_ctl_group;
+/* Adds the controller to g (framework.h). */
+int kite_rsc_run(struct kite_ctl_group *g);

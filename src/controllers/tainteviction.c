@@ -2,6 +2,7 @@
  * change of a node's taints looks only at its own pods; a pod's pending deletion is its
  * timer, armed exactly while the pod is due to be evicted. */
 #include "controllers/tainteviction.h"
+#include "controllers/framework.h"
 #include "api/registry.h"
 #include "api/scheduling.h"
 #include "base/log.h"
@@ -372,4 +373,22 @@ int64_t kite_tec_scheduled(struct kite_tec *t, const char *ns, const char *name)
     int64_t r = p && kite_timer_armed(&p->timer) ? KITE_MAX(0, p->timer.at - kite_now_mono(t->o.clock)) : -1;
     pthread_mutex_unlock(&t->lock);
     return r;
+}
+
+/* ---- on the framework: nodes and pods feed it ---- */
+KITE_CTL_FEED(kite_tec_node_upsert, struct kite_tec)
+KITE_CTL_FEED(kite_tec_node_delete, struct kite_tec)
+KITE_CTL_FEED(kite_tec_pod_upsert, struct kite_tec)
+KITE_CTL_FEED(kite_tec_pod_delete, struct kite_tec)
+KITE_CTL_CORE(kite_tec, struct kite_tec)
+
+int kite_tec_run(struct kite_ctl_group *g) {
+    struct kite_tec_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    static const struct kite_ctl_feed feeds[] = {
+        {.path = "/api/v1/nodes", .upsert = kite_tec_node_upsert_feed, .del = kite_tec_node_delete_feed},
+        {.path = "/api/v1/pods", .upsert = kite_tec_pod_upsert_feed, .del = kite_tec_pod_delete_feed},
+    };
+    struct kite_ctl_spec spec = {.name = "taint-eviction", .step = kite_tec_step_core, .pending = kite_tec_pending_core,
+                                 .free = kite_tec_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
+    return kite_ctl_run(g, &spec, kite_tec_new(&o));
 }

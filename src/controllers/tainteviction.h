@@ -39,3 +39,7 @@ int64_t kite_tec_scheduled(struct kite_tec *t, const char *ns, const char *name)
  * *ret_s the shortest tolerationSeconds of the tolerations used (first match per taint, as
  * Kubernetes' GetMatchingTolerations), 0 when one is <= 0, -1 when none has a limit. */
 int kite_tec_toleration_seconds(json_object *taints, json_object *tolerations, int64_t *ret_s);
+
+struct kite_ctl_group;
+/* Adds the controller to g (framework.h). */
+int kite_tec_run(struct kite_ctl_group *g);

@@ -45,7 +45,7 @@ unsigned kite_wq_failures(const struct kite_wq *q, const char *key) {
 
 void kite_wq_add_backoff(struct kite_wq *q, const char *key, int64_t now) {
     unsigned n = kite_wq_failures(q, key);
-    int64_t max = q->backoff_max_ns > 0 ? q->backoff_max_ns : KITE_WQ_BACKOFF_MAX_NS, wait = KITE_WQ_BACKOFF_BASE_NS;
+    int64_t max = q->backoff_max_ns > 0 ? q->backoff_max_ns : KITE_WQ_BACKOFF_MAX_NS, wait = q->backoff_base_ns > 0 ? q->backoff_base_ns : KITE_WQ_BACKOFF_BASE_NS;
     for (unsigned i = 0; i < n && wait < max; i++) wait *= 2;
     kite_map_put(&q->failures, key, (void *)(uintptr_t)(n + 1));
     kite_wq_add(q, key, now + KITE_MIN(wait, max));

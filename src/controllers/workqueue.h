@@ -16,6 +16,7 @@ struct kite_wq {
     struct kite_map items;    /* key -> struct kite_wq_item */
     struct kite_timers timers;
     struct kite_map failures; /* key -> failures since its last forget (a uintptr_t) */
+    int64_t backoff_base_ns;  /* the owner's first back-off; 0 = KITE_WQ_BACKOFF_BASE_NS */
     int64_t backoff_max_ns;   /* the owner's cap; 0 = KITE_WQ_BACKOFF_MAX_NS */
 };
 /* Queues key (copied) at `at` (monotonic ns), or moves it earlier when already queued later. */

@@ -1,5 +1,6 @@
 #include "harness.h"
 #include "base/buf.h"
+#include "controllers/controllers.h"
 #include "json/parse.h"
 
 #include <criterion/criterion.h>
@@ -26,7 +27,13 @@ void api_start_ttl(int64_t event_ttl_s) {
     _cleanup_free_ char *data = kite_asprintf("%s/data", api.dir);
     _cleanup_free_ char *audit = api_audit_file ? kite_asprintf("%s/%s", api.dir, api_audit_file) : NULL;
     api_headers = NULL;
+    /* the controllers' ClusterRoles, as kite apiserver and kite up pass them (one per descriptor row) */
+    static struct kite_apiserver_role roles[64];
+    size_t n_roles = KITE_MIN(KITE_N_CONTROLLERS, KITE_ARRAY_SIZE(roles));
+    for (size_t i = 0; i < n_roles; i++)
+        roles[i] = (struct kite_apiserver_role){kite_controllers_role(i), KITE_CONTROLLERS[i].rbac, KITE_CTL_USER};
     struct kite_apiserver_options o = {
+        .controller_roles = roles, .n_controller_roles = n_roles,
         .data_dir = data, .listen = "127.0.0.1:0", .threads = 2, .event_ttl_s = event_ttl_s, .clock = &api.clock.clock,
         .audit_log_path = audit, .audit_log_maxsize_mb = api_audit_maxsize_mb, .audit_log_maxbackup = api_audit_maxbackup,
     };

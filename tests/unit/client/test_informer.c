@@ -7,6 +7,7 @@
 
 #include "api/registry.h"
 #include "base/clock.h"
+#include "client/factory.h"
 #include "client/informer.h"
 
 struct fake {
@@ -105,4 +106,58 @@ Test(informer, list_watch_and_relist_after_410) {
     kite_client_free(c);
     pthread_mutex_destroy(&f.mu);
     pthread_cond_destroy(&f.cond);
+}
+
+/* The factory: two handler sets asking for the same collection share one informer (one list,
+ * one watch) and both see every change; another selector is another informer. The cache is
+ * readable from any thread, as a copy. */
+Test(informer, factory_shares_one_list_and_watch_per_collection) {
+    struct fake f = {.seen = ""}, g = {.seen = ""};
+    pthread_mutex_init(&f.mu, NULL);
+    kite_cond_init_mono(&f.cond);
+    pthread_mutex_init(&g.mu, NULL);
+    kite_cond_init_mono(&g.cond);
+    struct kite_client *c = kite_client_fake_new(list_h, watch_h, &f);
+    struct kite_informer_factory *fac = kite_informer_factory_new(c);
+    struct kite_informer_handlers h1 = {on_add, on_update, on_del, on_synced, &f}, h2 = {on_add, on_update, on_del, NULL, &g};
+    struct kite_informer *a = kite_informer_factory_watch(fac, "/api/v1/pods", NULL, &h1);
+    struct kite_informer *b = kite_informer_factory_watch(fac, "/api/v1/pods", NULL, &h2);
+    cr_assert(a && a == b, "one informer for the collection");
+    cr_assert_eq(kite_informer_factory_count(fac), 1);
+    /* (on a factory never started: its list would take the fake's answers) */
+    struct kite_informer_factory *other = kite_informer_factory_new(c);
+    struct kite_informer *all = kite_informer_factory_watch(other, "/api/v1/pods", NULL, NULL);
+    struct kite_informer *sel = kite_informer_factory_watch(other, "/api/v1/pods", "labelSelector=x", NULL);
+    cr_assert(all && sel && sel != all);
+    cr_assert_eq(kite_informer_factory_count(other), 2);
+    kite_informer_factory_free(other);
+    cr_assert_eq(kite_informer_factory_start(fac), 0);
+    cr_assert_null(kite_informer_factory_watch(fac, "/api/v1/nodes", NULL, &h1), "no new informer once started");
+    const char *want = "add:a@1 add:b@2 update:a@11 add:c@12 del:b@2 del:c@21";
+    struct fake *both[] = {&f, &g};
+    for (size_t i = 0; i < 2; i++) {
+        struct timespec ts;
+        kite_cond_deadline(&ts, 10 * KITE_NS_PER_SEC);
+        pthread_mutex_lock(&both[i]->mu);
+        while (strcmp(both[i]->seen, want) != 0 && pthread_cond_timedwait(&both[i]->cond, &both[i]->mu, &ts) == 0) {}
+        pthread_mutex_unlock(&both[i]->mu);
+        cr_assert_str_eq(both[i]->seen, want, "handler set %zu", i);
+    }
+    json_object *got = kite_informer_get(a, "ns/a");
+    cr_assert(got && kite_streq(kite_meta_str(got, "resourceVersion"), "11"));
+    json_object_put(got);
+    cr_assert_null(kite_informer_get(a, "ns/b"));
+    size_t n = 0;
+    char **keys = kite_informer_keys(a, &n);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(keys[0], "ns/a");
+    free(keys[0]);
+    free(keys);
+    kite_informer_factory_free(fac);
+    cr_assert_eq(f.lists, 2, "one list (and one after the 410) for both handler sets");
+    kite_client_free(c);
+    pthread_mutex_destroy(&f.mu);
+    pthread_cond_destroy(&f.cond);
+    pthread_mutex_destroy(&g.mu);
+    pthread_cond_destroy(&g.cond);
 }
