@@ -65,7 +65,6 @@ struct kite_agent {
     bool status_failing, lease_failing, register_failing;
     bool force_report;         /* next status sync sends a full report */
     json_object *server_node;  /* latest Node from the watch, consumed by step (under lock) */
-    uint64_t event_seq;        /* keeps event names unique within one clock tick */
     struct kite_agent_stats stats;
 };
 

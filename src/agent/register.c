@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/utsname.h>
 
+#include "api/events.h"
 #include "agent/agent-int.h"
 #include "api/registry.h"
 #include "base/log.h"
@@ -201,35 +202,12 @@ int agent_register(struct kite_agent *a) {
 }
 
 void agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message) {
-    int64_t wall = kite_now_wall(a->clock);
-    char ts[21];
-    kite_time_format(wall, ts);
-    json_object *e = json_object_new_object(), *meta = json_object_new_object(), *obj = json_object_new_object(),
-                *source = json_object_new_object();
-    _cleanup_free_ char *name = kite_asprintf("%s.%llx", a->node_name, (unsigned long long)wall + a->event_seq++);
-    json_object_object_add(e, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(e, "kind", json_object_new_string("Event"));
-    json_object_object_add(meta, "name", json_object_new_string(name));
-    json_object_object_add(meta, "namespace", json_object_new_string("default"));
-    json_object_object_add(e, "metadata", meta);
     /* the kubelet's node reference uses the node name as uid; apiVersion is what
      * `kubectl events --for node/NAME` selects on with the kind and name */
-    json_object_object_add(obj, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(obj, "kind", json_object_new_string("Node"));
-    json_object_object_add(obj, "name", json_object_new_string(a->node_name));
-    json_object_object_add(obj, "uid", json_object_new_string(a->node_name));
-    json_object_object_add(e, "involvedObject", obj);
-    json_object_object_add(e, "reason", json_object_new_string(reason));
-    json_object_object_add(e, "message", json_object_new_string(message));
-    json_object_object_add(source, "component", json_object_new_string("kubelet"));
-    json_object_object_add(source, "host", json_object_new_string(a->node_name));
-    json_object_object_add(e, "source", source);
-    json_object_object_add(e, "firstTimestamp", json_object_new_string(ts));
-    json_object_object_add(e, "lastTimestamp", json_object_new_string(ts));
-    json_object_object_add(e, "count", json_object_new_int(1));
-    json_object_object_add(e, "type", json_object_new_string(type));
-    json_object_object_add(e, "reportingComponent", json_object_new_string("kubelet"));
-    json_object_object_add(e, "reportingInstance", json_object_new_string(a->node_name));
+    struct kite_event_spec es = {.ns = "default", .kind = "Node", .obj_name = a->node_name, .uid = a->node_name,
+                                 .type = type, .reason = reason, .message = message, .component = "kubelet",
+                                 .host = a->node_name, .instance = a->node_name, .wall_ns = kite_now_wall(a->clock)};
+    json_object *e = kite_event_build(&es);
     /* best-effort, as the kubelet's recorder when the sink is down */
     kite_client_json(a->client, "POST", "/api/v1/namespaces/default/events", NULL, e, NULL, NULL);
     json_object_put(e);

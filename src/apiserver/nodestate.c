@@ -12,6 +12,7 @@
  * GET /debug/kite/nodes, which `kite nodes` prints. Judged on this server's clock. With
  * several API servers each sees the identities that call it. This is the one place in the API
  * server that names kinds (nodes, leases, pods, events), by registry lookups. */
+#include "api/events.h"
 #include "apiserver/internal.h"
 #include "api/nodestate.h"
 #include "base/clock.h"
@@ -273,31 +274,11 @@ static void rows_free(struct node_row *rows, size_t n) {
 static void record_event(struct kite_apiserver *s, const struct node_row *r, int64_t now) {
     const struct kite_resource *er = kite_registry_find("", "v1", "events");
     if (!er) return;
-    char ts[21];
-    kite_time_format(now, ts);
-    static unsigned seq;
-    _cleanup_free_ char *ename = kite_asprintf("%s.%llx", r->name, (unsigned long long)now + __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-    json_object *ev = json_object_new_object(), *meta = json_object_new_object(), *io = json_object_new_object(),
-                *src = json_object_new_object();
-    kite_obj_set(ev, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(ev, "kind", json_object_new_string("Event"));
-    kite_obj_set(meta, "name", json_object_new_string(ename));
-    kite_obj_set(meta, "namespace", json_object_new_string("default"));
-    kite_obj_set(ev, "metadata", meta);
-    kite_obj_set(io, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(io, "kind", json_object_new_string("Node"));
-    kite_obj_set(io, "name", json_object_new_string(r->name));
-    if (r->uid[0]) kite_obj_set(io, "uid", json_object_new_string(r->uid));
-    kite_obj_set(ev, "involvedObject", io);
-    kite_obj_set(ev, "reason", json_object_new_string(kite_node_state_name(r->state)));
-    kite_obj_set(ev, "message", json_object_new_string(r->evidence));
-    kite_obj_set(src, "component", json_object_new_string("kite-apiserver"));
-    kite_obj_set(ev, "source", src);
-    kite_obj_set(ev, "firstTimestamp", json_object_new_string(ts));
-    kite_obj_set(ev, "lastTimestamp", json_object_new_string(ts));
-    kite_obj_set(ev, "count", json_object_new_int(1));
-    kite_obj_set(ev, "type", json_object_new_string(r->state == KITE_NODE_HEALTHY ? "Normal" : "Warning"));
-    kite_obj_set(ev, "reportingComponent", json_object_new_string("kite-apiserver"));
+    struct kite_event_spec es = {.ns = "default", .kind = "Node", .obj_name = r->name, .uid = r->uid,
+                                 .type = r->state == KITE_NODE_HEALTHY ? "Normal" : "Warning",
+                                 .reason = kite_node_state_name(r->state), .message = r->evidence,
+                                 .component = "kite-apiserver", .wall_ns = now};
+    json_object *ev = kite_event_build(&es);
     int e = apiserver_create_sync(s, er, ev);
     if (e < 0) log_warn("apiserver", "node %s: cannot record its %s event: %s", r->name, kite_node_state_name(r->state), strerror(-e));
     json_object_put(ev);

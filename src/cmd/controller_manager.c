@@ -212,8 +212,8 @@ int cmd_controller_manager(int argc, char **argv) {
         FLAG_LIST("controllers", "NAME,...", ctl_help, "*", &ctls),
         FLAG_END};
     int r = flags_parse("controller-manager",
-                        "Runs kite's controllers (namespace, node lifecycle, taint eviction, pod GC, clusterrole\n"
-                        "aggregation, CSR approving and signing) against an API server.",
+                        "Runs kite's controllers (--controllers names them), each on shared informers with a runner\n"
+                        "of its own, against an API server.",
                         flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     /* client-go's checks: the leader must give up before a candidate may take over */

@@ -1,5 +1,6 @@
 /* Shared controller helpers (ctlutil.h). */
 #include "controllers/ctlutil.h"
+#include "api/events.h"
 #include "api/registry.h"
 
 #include <stdatomic.h>
@@ -39,41 +40,13 @@ void kite_ctl_acts_move(struct kite_ctl_acts *to, struct kite_ctl_acts *from) {
     *from = (struct kite_ctl_acts){0};
 }
 
-static _Atomic uint64_t event_seq;
-
 void kite_ctl_event(struct kite_ctl_acts *a, struct kite_clock *clock, const char *component, const char *kind,
                     const char *ns, const char *name, const char *uid, const char *type, const char *reason,
                     const char *msg) {
-    int64_t wall = kite_now_wall(clock);
-    char ts[21];
-    kite_time_format(wall, ts);
-    /* client-go names events <object>.<unix nanoseconds in hex>; the sequence keeps two of one
-     * instant apart */
-    _cleanup_free_ char *ename =
-        kite_asprintf("%s.%llx", name, (unsigned long long)wall + (unsigned long long)atomic_fetch_add(&event_seq, 1));
-    json_object *ev = json_object_new_object(), *meta = json_object_new_object(), *io = json_object_new_object(),
-                *src = json_object_new_object();
-    kite_obj_set(ev, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(ev, "kind", json_object_new_string("Event"));
-    kite_obj_set(meta, "name", json_object_new_string(ename));
-    kite_obj_set(meta, "namespace", json_object_new_string(ns));
-    kite_obj_set(ev, "metadata", meta);
-    kite_obj_set(io, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(io, "kind", json_object_new_string(kind));
-    kite_obj_set(io, "name", json_object_new_string(name));
-    if (strcmp(kind, "Node") != 0) kite_obj_set(io, "namespace", json_object_new_string(ns));
-    if (uid) kite_obj_set(io, "uid", json_object_new_string(uid));
-    kite_obj_set(ev, "involvedObject", io);
-    kite_obj_set(ev, "reason", json_object_new_string(reason));
-    kite_obj_set(ev, "message", json_object_new_string(msg));
-    kite_obj_set(src, "component", json_object_new_string(component));
-    kite_obj_set(ev, "source", src);
-    kite_obj_set(ev, "firstTimestamp", json_object_new_string(ts));
-    kite_obj_set(ev, "lastTimestamp", json_object_new_string(ts));
-    kite_obj_set(ev, "count", json_object_new_int(1));
-    kite_obj_set(ev, "type", json_object_new_string(type));
-    kite_obj_set(ev, "reportingComponent", json_object_new_string(component));
-    kite_obj_set(ev, "reportingInstance", json_object_new_string(""));
+    struct kite_event_spec es = {.ns = ns, .kind = kind, .obj_name = name, .obj_ns = strcmp(kind, "Node") ? ns : NULL,
+                                 .uid = uid, .type = type, .reason = reason, .message = msg, .component = component,
+                                 .instance = "", .wall_ns = kite_now_wall(clock)};
+    json_object *ev = kite_event_build(&es);
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/events", ns);
     kite_ctl_acts_add(a, KITE_CTL_EVENT, name, "POST", path, NULL, ev);
 }

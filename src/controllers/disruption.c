@@ -65,8 +65,12 @@ static void mark_namespace(struct kite_dc *d, const char *ns) {
 
 static void put(struct kite_dc *d, struct kite_map *m, json_object *obj, bool is_pdb) {
     _cleanup_free_ char *key = kite_asprintf("%s/%s", ns_of(obj), kite_meta_str(obj, "name") ? kite_meta_str(obj, "name") : "");
+    /* a copy of its own: json-c's reference counts are not atomic, and the informer (and the
+     * other controllers sharing it) hold the observed object on other threads */
+    json_object *copy = NULL;
+    json_object_deep_copy(obj, &copy, NULL);
     pthread_mutex_lock(&d->lock);
-    json_object_put(kite_map_put(m, key, json_object_get(obj)));
+    json_object_put(kite_map_put(m, key, copy));
     if (is_pdb) kite_map_put(&d->dirty, key, (void *)1);
     else mark_namespace(d, ns_of(obj));
     pthread_mutex_unlock(&d->lock);

@@ -6,6 +6,7 @@
  * Posting is best effort, as the kubelet's recorder when its sink is down. */
 #include <stdio.h>
 
+#include "api/events.h"
 #include "agent/pods/pods-int.h"
 #include "base/buf.h"
 #include "base/log.h"
@@ -158,35 +159,15 @@ static void record(struct kite_recorder *r, json_object *obj, const char *field_
     e->used = ++r->tick;
     free(e->name);
     free(e->ns);
-    e->name = kite_asprintf("%s.%llx", name, (unsigned long long)(wall + (int64_t)r->seq++));
+    e->name = kite_event_name(name, wall);
     e->ns = kite_strdup(ns);
     if (!e->first_ts) e->first_ts = kite_strdup(ts);
     if (e->count < 1) e->count = 1;
-    json_object *ev = json_object_new_object(), *meta = json_object_new_object(), *io = json_object_new_object(),
-                *src = json_object_new_object();
-    json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(ev, "kind", json_object_new_string("Event"));
-    json_object_object_add(meta, "name", json_object_new_string(e->name));
-    json_object_object_add(meta, "namespace", json_object_new_string(ns));
-    json_object_object_add(ev, "metadata", meta);
-    json_object_object_add(io, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(io, "kind", json_object_new_string("Pod"));
-    json_object_object_add(io, "name", json_object_new_string(name));
-    json_object_object_add(io, "namespace", json_object_new_string(ns));
-    json_object_object_add(io, "uid", json_object_new_string(uid));
-    if (field_path) json_object_object_add(io, "fieldPath", json_object_new_string(field_path));
-    json_object_object_add(ev, "involvedObject", io);
-    json_object_object_add(ev, "reason", json_object_new_string(reason));
-    json_object_object_add(ev, "message", json_object_new_string(msg));
-    json_object_object_add(src, "component", json_object_new_string(r->component));
-    json_object_object_add(src, "host", json_object_new_string(r->host));
-    json_object_object_add(ev, "source", src);
-    json_object_object_add(ev, "firstTimestamp", json_object_new_string(e->first_ts));
-    json_object_object_add(ev, "lastTimestamp", json_object_new_string(ts));
-    json_object_object_add(ev, "count", json_object_new_int(e->count));
-    json_object_object_add(ev, "type", json_object_new_string(type));
-    json_object_object_add(ev, "reportingComponent", json_object_new_string(r->component));
-    json_object_object_add(ev, "reportingInstance", json_object_new_string(r->host));
+    struct kite_event_spec es = {.ns = ns, .name = e->name, .kind = "Pod", .obj_name = name, .obj_ns = ns, .uid = uid,
+                                 .field_path = field_path, .type = type, .reason = reason, .message = msg,
+                                 .component = r->component, .host = r->host, .instance = r->host, .wall_ns = wall,
+                                 .first_ts = e->first_ts, .count = (int)e->count};
+    json_object *ev = kite_event_build(&es);
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/events", ns);
     if (kite_client_json(r->client, "POST", path, NULL, ev, NULL, NULL) == 0) r->posted++;
     json_object_put(ev);

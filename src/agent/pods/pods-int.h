@@ -135,7 +135,6 @@ struct kite_recorder {
     struct ev_agg *a;
     size_t n_a;
     int64_t tick;
-    uint64_t seq;
     uint64_t posted, patched, dropped; /* counters for tests */
 };
 void kite_recorder_init(struct kite_recorder *r, struct kite_client *c, struct kite_clock *clock, const char *component,
