@@ -27,3 +27,9 @@ int64_t kite_backoff_next(struct kite_backoff *b) {
 }
 
 void kite_backoff_reset(struct kite_backoff *b) { b->current_ns = b->initial_ns; }
+
+int64_t kite_backoff_exp(int64_t base_ns, int64_t max_ns, unsigned failures) {
+    int64_t d = base_ns;
+    for (unsigned i = 0; i < failures && d < max_ns; i++) d *= 2;
+    return KITE_MIN(d, max_ns);
+}

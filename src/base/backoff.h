@@ -14,6 +14,10 @@ void kite_backoff_init(struct kite_backoff *b, int64_t initial_ns, int64_t max_n
 /* The next delay to wait, then grows the delay. */
 int64_t kite_backoff_next(struct kite_backoff *b);
 void kite_backoff_reset(struct kite_backoff *b);
+/* The delay after `failures` consecutive failures as client-go's per-item exponential rate
+ * limiter and the scheduler's pod back-off compute it: base x 2^failures, capped at max_ns
+ * (no jitter; failures 0 = base). */
+int64_t kite_backoff_exp(int64_t base_ns, int64_t max_ns, unsigned failures);
 /* A uniformly distributed double in [0,1) from the xorshift state *rng. */
 double kite_rand01(uint64_t *rng);
 /* d spread by a sliding factor as Kubernetes' wait.Jitter: d + rand*factor*d. */

@@ -3,6 +3,7 @@
  * deleted, the failures since the last success) is kept per Job and read and written under the
  * lock only by the runner thread's step. */
 #include "controllers/job.h"
+#include "base/backoff.h"
 #include "api/registry.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -172,10 +173,7 @@ bool kite_jobctl_pending(struct kite_jobctl *c) {
 }
 
 int64_t kite_job_backoff_ns(int failures) {
-    if (failures <= 0) return 0;
-    int64_t d = KITE_JOB_BACKOFF_NS;
-    for (int i = 1; i < failures && d < KITE_JOB_BACKOFF_MAX_NS; i++) d *= 2;
-    return KITE_MIN(d, KITE_JOB_BACKOFF_MAX_NS);
+    return failures <= 0 ? 0 : kite_backoff_exp(KITE_JOB_BACKOFF_NS, KITE_JOB_BACKOFF_MAX_NS, (unsigned)failures - 1);
 }
 
 /* ---- one Job's sync -------------------------------------------------------------------- */

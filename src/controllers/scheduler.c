@@ -157,9 +157,8 @@ static void to_unsched(struct kite_sched *s, struct spod *p, int64_t now) {
 
 /* A failed attempt: the next waits initial x 2^(attempts-1), capped (upstream's calculateBackoffDuration). */
 static void failed(struct kite_sched *s, struct spod *p, int64_t now) {
-    int64_t d = KITE_SCHED_BACKOFF_INITIAL_NS;
-    for (int i = 1; i < p->attempts && d < KITE_SCHED_BACKOFF_MAX_NS; i++) d *= 2;
-    p->backoff_until = now + KITE_MIN(d, KITE_SCHED_BACKOFF_MAX_NS);
+    unsigned n = p->attempts > 1 ? (unsigned)p->attempts - 1 : 0;
+    p->backoff_until = now + kite_backoff_exp(KITE_SCHED_BACKOFF_INITIAL_NS, KITE_SCHED_BACKOFF_MAX_NS, n);
 }
 
 /* Something changed that may let waiting pods fit (moveAllToActiveOrBackoffQueue). */

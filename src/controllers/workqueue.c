@@ -1,5 +1,6 @@
 /* The keyed work queue (workqueue.h): a map from key to an embedded timer in the min-heap. */
 #include "controllers/workqueue.h"
+#include "base/backoff.h"
 
 #include <stdlib.h>
 
@@ -45,10 +46,10 @@ unsigned kite_wq_failures(const struct kite_wq *q, const char *key) {
 
 void kite_wq_add_backoff(struct kite_wq *q, const char *key, int64_t now) {
     unsigned n = kite_wq_failures(q, key);
-    int64_t max = q->backoff_max_ns > 0 ? q->backoff_max_ns : KITE_WQ_BACKOFF_MAX_NS, wait = q->backoff_base_ns > 0 ? q->backoff_base_ns : KITE_WQ_BACKOFF_BASE_NS;
-    for (unsigned i = 0; i < n && wait < max; i++) wait *= 2;
+    int64_t max = q->backoff_max_ns > 0 ? q->backoff_max_ns : KITE_WQ_BACKOFF_MAX_NS;
+    int64_t base = q->backoff_base_ns > 0 ? q->backoff_base_ns : KITE_WQ_BACKOFF_BASE_NS;
     kite_map_put(&q->failures, key, (void *)(uintptr_t)(n + 1));
-    kite_wq_add(q, key, now + KITE_MIN(wait, max));
+    kite_wq_add(q, key, now + kite_backoff_exp(base, max, n));
 }
 
 void kite_wq_forget(struct kite_wq *q, const char *key) { kite_map_del(&q->failures, key); }

@@ -196,3 +196,12 @@ Test(base, cond_mono_timed_wait_waits_its_time) {
     cr_assert_geq(kite_now_mono(kite_clock_real()) - t0, 50 * KITE_NS_PER_MS);
     pthread_cond_destroy(&c);
 }
+
+/* client-go's per-item exponential limiter (and the scheduler's pod back-off): base x 2^n, capped. */
+Test(backoff, exp_doubles_per_failure_to_the_cap) {
+    cr_assert_eq(kite_backoff_exp(5, 1000, 0), 5);
+    cr_assert_eq(kite_backoff_exp(5, 1000, 1), 10);
+    cr_assert_eq(kite_backoff_exp(5, 1000, 3), 40);
+    cr_assert_eq(kite_backoff_exp(5, 1000, 8), 1000);
+    cr_assert_eq(kite_backoff_exp(5, 1000, 4000), 1000, "no overflow for many failures");
+}
