@@ -21,9 +21,42 @@ int cmd_controller_manager(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_scheduler(int argc, char **argv);
 
-/* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
+/* A component that runs only while it holds the Lease kube-system/<lease_name> (elected.c):
+ * the controller-manager and the scheduler. */
 struct kite_client;
 struct kite_leader;
+struct elected {
+    struct kite_client *client;    /* the component's (its writes gated on leadership) */
+    struct kite_client *le_client; /* the election's own (NULL without) */
+    struct kite_leader *leader;    /* NULL without leader election */
+};
+struct elected_options {
+    const char *kubeconfig, *user_agent, *lease_name;
+    const char *log; /* the component's name in the log */
+    bool leader_elect;
+    int64_t lease_duration_ns, renew_deadline_ns, retry_period_ns;
+    void (*started)(void *ud), (*stopped)(void *ud); /* on the elector's thread */
+    void *ud;
+};
+/* The election's flags, kube-controller-manager's and kube-scheduler's (desc: what
+ * --leader-elect does). */
+#define LEADER_ELECT_FLAGS(desc, elect, duration_ns, renew_ns, retry_ns)                                            \
+    FLAG_BOOLEAN("leader-elect", desc, elect, .def_note = "true"),                                                   \
+    FLAG_DURATION("leader-elect-lease-duration", "how long a candidate waits after last seeing the lease change",     \
+                  "15s", KITE_NS_PER_SEC, duration_ns),                                                             \
+    FLAG_DURATION("leader-elect-renew-deadline", "how long the leader keeps trying to renew before it stops", "10s", \
+                  KITE_NS_PER_MS, renew_ns),                                                                        \
+    FLAG_DURATION("leader-elect-retry-period", "time between attempts to acquire or renew", "2s", KITE_NS_PER_MS,    \
+                  retry_ns)
+/* The durations' rule (client-go's): 0, or -EINVAL after a message on stderr naming cmd. */
+int elected_check(const char *cmd, const struct elected_options *o);
+/* Makes the clients; without leader election calls started at once, else starts the election.
+ * 0, or -errno with *ret_error (malloc'ed). */
+int elected_start(struct elected *e, const struct elected_options *o, char **ret_error);
+/* Stops the election (stopped runs if leading) or calls stopped; frees the clients. */
+void elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud);
+
+/* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_ctl_group;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
@@ -50,9 +83,7 @@ struct controller_args {
 void controller_args_defaults(struct controller_args *a);
 struct kite_controllers {
     struct controller_args args;
-    struct kite_client *client;
-    struct kite_leader *leader;  /* NULL without leader election */
-    struct kite_client *le_client; /* the election's own client (NULL without) */
+    struct elected el;
     bool *on;                    /* on[i]: KITE_CONTROLLERS[i] runs (from --controllers) */
     struct kite_ctl_group *group; /* the controllers while leading (framework.h) */
     char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
@@ -73,9 +104,7 @@ struct scheduler_args {
 };
 struct kite_scheduler_proc {
     struct scheduler_args args;
-    struct kite_client *client;
-    struct kite_leader *leader; /* NULL without leader election */
-    struct kite_client *le_client; /* the election's own client (NULL without) */
+    struct elected el;
     struct kite_schedrun *run;  /* while leading */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */

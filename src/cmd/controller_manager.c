@@ -20,18 +20,11 @@
 #include <unistd.h>
 
 #define LOG "controller-manager"
-#define LEASE_NS "kube-system"
 #define LEASE_NAME "kube-controller-manager"
 
 #define CONTROLLER_FLAGS(a)                                                                                      \
-    FLAG_BOOLEAN("leader-elect", "run the controllers only while holding the Lease "                             \
-                 "kube-system/kube-controller-manager", &(a)->leader_elect, .def_note = "true"),                  \
-    FLAG_DURATION("leader-elect-lease-duration", "how long a candidate waits after last seeing the lease change",  \
-                  "15s", KITE_NS_PER_SEC, &(a)->le_duration_ns),                                                 \
-    FLAG_DURATION("leader-elect-renew-deadline", "how long the leader keeps trying to renew before it stops",     \
-                  "10s", KITE_NS_PER_MS, &(a)->le_renew_ns),                                                     \
-    FLAG_DURATION("leader-elect-retry-period", "time between attempts to acquire or renew", "2s", KITE_NS_PER_MS, \
-                  &(a)->le_retry_ns),                                                                            \
+    LEADER_ELECT_FLAGS("run the controllers only while holding the Lease kube-system/kube-controller-manager",        \
+                       &(a)->leader_elect, &(a)->le_duration_ns, &(a)->le_renew_ns, &(a)->le_retry_ns),               \
     FLAG_DURATION("node-monitor-grace-period", "how long a node may go unrenewed before it is marked Unknown",    \
                   KITE_NLC_GRACE_DEFAULT, KITE_NS_PER_SEC, &(a)->grace_ns),                                      \
     FLAG_DURATION("node-startup-grace-period", "how long a new node may go without posting status",               \
@@ -91,7 +84,7 @@ static void lead(void *ud) {
         .signing_key = c->signing_key,
         .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC,
     };
-    c->group = kite_ctl_group_new(c->client, NULL);
+    c->group = kite_ctl_group_new(c->el.client, NULL);
     for (size_t i = 0; i < KITE_N_CONTROLLERS; i++) {
         int r;
         if (c->on[i] && (r = KITE_CONTROLLERS[i].start(c->group, &cfg)) < 0)
@@ -117,7 +110,6 @@ const struct kite_apiserver_role *controller_roles(size_t *n) {
 }
 
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error) {
-    struct kite_kubeconfig *kc = NULL;
     ret->args = *a;
     int r;
     ret->on = kite_calloc(KITE_N_CONTROLLERS, sizeof *ret->on);
@@ -143,49 +135,16 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
         free(TAKE_PTR(ret->signing_cert));
         return r;
     }
-    r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
-    if (r < 0) return r;
-    struct kite_client_options co = {.user_agent = "kite-controller-manager"};
-    r = kite_client_new(kc, &co, &ret->client);
-    /* the election renews on a client of its own (as kube-controller-manager's), which the
-     * write gate of the controllers' client does not hold back */
-    struct kite_client_options leo = {.user_agent = "kite-controller-manager/leader-election"};
-    if (r == 0 && a->leader_elect && (r = kite_client_new(kc, &leo, &ret->le_client)) < 0)
-        kite_client_free(TAKE_PTR(ret->client));
-    kite_kubeconfig_free(kc);
-    if (r < 0) {
-        *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
-        return r;
-    }
-    if (!a->leader_elect) {
-        lead(ret);
-        return 0;
-    }
-    /* client-go's identity: the hostname and something unique to this process */
-    char host[256] = "localhost";
-    gethostname(host, sizeof host - 1);
-    uint64_t salt = (uint64_t)kite_now_wall(kite_clock_real()) ^ ((uint64_t)getpid() << 32);
-    _cleanup_free_ char *id = kite_asprintf("%s_%016llx", host, (unsigned long long)salt);
-    struct kite_leader_options lo = {
-        .client = ret->le_client, .gated = ret->client, .ns = LEASE_NS, .name = LEASE_NAME, .identity = id,
-        .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns, .retry_period_ns = a->le_retry_ns,
-        .started = lead, .stopped = unlead, .ud = ret,
+    struct elected_options eo = {
+        .kubeconfig = a->kubeconfig, .user_agent = "kite-controller-manager", .lease_name = LEASE_NAME, .log = LOG,
+        .leader_elect = a->leader_elect, .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns,
+        .retry_period_ns = a->le_retry_ns, .started = lead, .stopped = unlead, .ud = ret,
     };
-    if ((r = kite_leader_start(&lo, &ret->leader)) < 0) {
-        *ret_error = kite_asprintf("cannot start leader election: %s", strerror(-r));
-        kite_client_free(TAKE_PTR(ret->client));
-        kite_client_free(TAKE_PTR(ret->le_client));
-        return r;
-    }
-    log_info(LOG, "leader election as %s on lease %s/%s", id, LEASE_NS, LEASE_NAME);
-    return 0;
+    return elected_start(&ret->el, &eo, ret_error);
 }
 
 void controllers_stop(struct kite_controllers *c) {
-    if (c->leader) kite_leader_stop(TAKE_PTR(c->leader)); /* calls unlead if leading, then releases */
-    else unlead(c);
-    kite_client_free(TAKE_PTR(c->client));
-    kite_client_free(TAKE_PTR(c->le_client));
+    elected_stop(&c->el, unlead, c);
     free(TAKE_PTR(c->signing_cert));
     if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
     free(TAKE_PTR(c->signing_key));
@@ -216,13 +175,9 @@ int cmd_controller_manager(int argc, char **argv) {
                         "of its own, against an API server.",
                         flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
-    /* client-go's checks: the leader must give up before a candidate may take over */
-    if (a.leader_elect && (a.le_duration_ns <= a.le_renew_ns || (double)a.le_renew_ns <= KITE_LEADER_JITTER * (double)a.le_retry_ns)) {
-        fprintf(stderr, "kite controller-manager: --leader-elect-lease-duration must be greater than "
-                        "--leader-elect-renew-deadline, and that greater than %.1f x --leader-elect-retry-period\n",
-                KITE_LEADER_JITTER);
-        return 2;
-    }
+    struct elected_options eo = {.leader_elect = a.leader_elect, .lease_duration_ns = a.le_duration_ns,
+                                 .renew_deadline_ns = a.le_renew_ns, .retry_period_ns = a.le_retry_ns};
+    if (elected_check("controller-manager", &eo) < 0) return 2;
     struct kite_controllers c = {0};
     _cleanup_free_ char *err = NULL;
     if ((r = controllers_start(&a, &c, &err)) < 0) {

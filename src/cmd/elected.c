@@ -1,0 +1,72 @@
+/* A component that runs only while it holds a Lease (controller-manager, scheduler): its
+ * clients and its election, one wiring for both (cmd.h). */
+#include "base/log.h"
+#include "client/kubeconfig.h"
+#include "cmd/cmd.h"
+#include "controllers/leader.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LEASE_NS "kube-system"
+
+int elected_check(const char *cmd, const struct elected_options *o) {
+    /* client-go's checks: the leader must give up before a candidate may take over */
+    if (o->leader_elect && (o->lease_duration_ns <= o->renew_deadline_ns ||
+                            (double)o->renew_deadline_ns <= KITE_LEADER_JITTER * (double)o->retry_period_ns)) {
+        fprintf(stderr, "kite %s: --leader-elect-lease-duration must be greater than "
+                        "--leader-elect-renew-deadline, and that greater than %.1f x --leader-elect-retry-period\n",
+                cmd, KITE_LEADER_JITTER);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int elected_start(struct elected *e, const struct elected_options *o, char **ret_error) {
+    struct kite_kubeconfig *kc = NULL;
+    int r = kite_kubeconfig_load(o->kubeconfig, NULL, &kc, ret_error);
+    if (r < 0) return r;
+    struct kite_client_options co = {.user_agent = o->user_agent};
+    r = kite_client_new(kc, &co, &e->client);
+    /* the election renews on a client of its own (as client-go's), which the write gate of the
+     * component's client does not hold back */
+    _cleanup_free_ char *le_agent = kite_asprintf("%s/leader-election", o->user_agent);
+    struct kite_client_options leo = {.user_agent = le_agent};
+    if (r == 0 && o->leader_elect && (r = kite_client_new(kc, &leo, &e->le_client)) < 0)
+        kite_client_free(TAKE_PTR(e->client));
+    kite_kubeconfig_free(kc);
+    if (r < 0) {
+        *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", o->kubeconfig, strerror(-r));
+        return r;
+    }
+    if (!o->leader_elect) {
+        o->started(o->ud);
+        return 0;
+    }
+    /* client-go's identity: the hostname and something unique to this process */
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    uint64_t salt = (uint64_t)kite_now_wall(kite_clock_real()) ^ ((uint64_t)getpid() << 32);
+    _cleanup_free_ char *id = kite_asprintf("%s_%016llx", host, (unsigned long long)salt);
+    struct kite_leader_options lo = {
+        .client = e->le_client, .gated = e->client, .ns = LEASE_NS, .name = o->lease_name, .identity = id,
+        .lease_duration_ns = o->lease_duration_ns, .renew_deadline_ns = o->renew_deadline_ns,
+        .retry_period_ns = o->retry_period_ns, .started = o->started, .stopped = o->stopped, .ud = o->ud,
+    };
+    if ((r = kite_leader_start(&lo, &e->leader)) < 0) {
+        *ret_error = kite_asprintf("cannot start leader election: %s", strerror(-r));
+        kite_client_free(TAKE_PTR(e->client));
+        kite_client_free(TAKE_PTR(e->le_client));
+        return r;
+    }
+    log_info(o->log, "leader election as %s on lease %s/%s", id, LEASE_NS, o->lease_name);
+    return 0;
+}
+
+void elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud) {
+    if (e->leader) kite_leader_stop(TAKE_PTR(e->leader)); /* calls stopped if leading, then releases */
+    else stopped(ud);
+    kite_client_free(TAKE_PTR(e->client));
+    kite_client_free(TAKE_PTR(e->le_client));
+}
