@@ -1,4 +1,5 @@
 #include "base/clock.h"
+#include "base/gotime.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -54,49 +55,25 @@ static time_t split_ns(int64_t wall_ns, int64_t *ret_ns) {
 void kite_time_format(int64_t wall_ns, char out[21]) {
     int64_t ns;
     time_t t = split_ns(wall_ns, &ns);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char buf[32];
+    kite_gotime_format((int64_t)t, 0, false, buf); /* the int64 ns range is years 1677..2262 */
+    memcpy(out, buf, 21);
 }
 
 void kite_microtime_format(int64_t wall_ns, char out[28]) {
     int64_t ns;
     time_t t = split_ns(wall_ns, &ns);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    size_t n = strftime(out, 28, "%Y-%m-%dT%H:%M:%S", &tm);
-    unsigned us = (unsigned)(ns / 1000);
-    out[n++] = '.';
-    for (int i = 5; i >= 0; i--, us /= 10) out[n + (size_t)i] = (char)('0' + us % 10);
-    out[n + 6] = 'Z';
-    out[n + 7] = 0;
+    char buf[32];
+    kite_gotime_format((int64_t)t, (int32_t)ns, true, buf);
+    memcpy(out, buf, 28);
 }
 
 int kite_time_parse(const char *s, int64_t *ret) {
-    struct tm tm = {0};
-    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!p) return -EINVAL;
-    int64_t frac = 0;
-    if (*p == '.') {
-        int64_t scale = KITE_NS_PER_SEC / 10;
-        p++;
-        if (*p < '0' || *p > '9') return -EINVAL;
-        for (; *p >= '0' && *p <= '9'; p++, scale /= 10) frac += (*p - '0') * scale;
-    }
-    int64_t off = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int hh, mm;
-        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2) return -EINVAL;
-        off = (hh * 3600 + mm * 60) * (*p == '+' ? 1 : -1);
-        p += 6;
-    } else {
-        return -EINVAL;
-    }
-    if (*p) return -EINVAL;
-    /* years 1-9999 fit time_t seconds; only the ns instant needs the clamp */
-    *ret = kite_time_add(kite_sec_to_ns((int64_t)timegm(&tm) - off), frac);
+    int64_t sec;
+    int32_t nsec;
+    if (kite_gotime_parse(s, false, &sec, &nsec, NULL) < 0) return -EINVAL;
+    /* years 0-9999 fit int64 seconds; only the ns instant needs the clamp */
+    *ret = kite_time_add(kite_sec_to_ns(sec), nsec);
     return 0;
 }
 

@@ -53,6 +53,7 @@ void kite_time_format(int64_t wall_ns, char out[21]);
 /* RFC 3339 UTC with microseconds ("2026-12-02T15:42:26.123456Z"), as metav1.MicroTime.
  * out must hold 28 bytes. */
 void kite_microtime_format(int64_t wall_ns, char out[28]);
-/* Parses RFC 3339 (Z or ±hh:mm offset, optional fraction), clamped to KITE_TIME_MIN..MAX.
+/* Parses RFC 3339 as Go does (gotime.h: Z or ±hh:mm offset, optional fraction), clamped to
+ * KITE_TIME_MIN..MAX.
  * 0 or -EINVAL. */
 int kite_time_parse(const char *s, int64_t *ret_wall_ns);

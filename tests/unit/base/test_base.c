@@ -5,6 +5,7 @@
 #include "base/backoff.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/gotime.h"
 #include "base/log.h"
 #include "base/map.h"
 
@@ -204,4 +205,29 @@ Test(backoff, exp_doubles_per_failure_to_the_cap) {
     cr_assert_eq(kite_backoff_exp(5, 1000, 3), 40);
     cr_assert_eq(kite_backoff_exp(5, 1000, 8), 1000);
     cr_assert_eq(kite_backoff_exp(5, 1000, 4000), 1000, "no overflow for many failures");
+}
+
+/* One RFC 3339 parser (Go's, base/gotime.c) behind kite_time_parse: the strict rules hold there
+ * too, and the formatters print what it reads back. */
+Test(gotime, kite_time_parse_is_as_strict_as_go) {
+    int64_t t;
+    cr_assert_eq(kite_time_parse("2026-12-02T15:42:26Z", &t), 0);
+    cr_assert_eq(t, INT64_C(1796226146) * KITE_NS_PER_SEC);
+    cr_assert_eq(kite_time_parse("2026-12-02T16:42:26.5+01:00", &t), 0);
+    cr_assert_eq(t, INT64_C(1796226146) * KITE_NS_PER_SEC + KITE_NS_PER_SEC / 2);
+    cr_assert_eq(kite_time_parse("2026-12-2T15:42:26Z", &t), -EINVAL, "one-digit day");
+    cr_assert_eq(kite_time_parse("2026-02-30T15:42:26Z", &t), -EINVAL, "day out of range");
+    cr_assert_eq(kite_time_parse("2026-12-02T15:42:26", &t), -EINVAL, "no zone");
+    cr_assert_eq(kite_time_parse("2026-12-02T15:42:26Zx", &t), -EINVAL, "extra text");
+    char s[21], m[28];
+    kite_time_format(t, s);
+    cr_assert_str_eq(s, "2026-12-02T15:42:26Z");
+    kite_microtime_format(t, m);
+    cr_assert_str_eq(m, "2026-12-02T15:42:26.500000Z");
+    char *err = NULL;
+    int64_t sec;
+    int32_t nsec;
+    cr_assert_eq(kite_gotime_parse("2026-13-02T15:42:26Z", false, &sec, &nsec, &err), -EINVAL);
+    cr_assert_str_eq(err, "parsing time \"2026-13-02T15:42:26Z\": month out of range");
+    free(err);
 }
