@@ -78,13 +78,6 @@ static json_object *initial_node(struct kite_agent *a, json_object *status) {
     return node;
 }
 
-static const char *str_at(json_object *o, const char *a, const char *b) {
-    json_object *x;
-    if (!o || !json_object_object_get_ex(o, a, &x)) return NULL;
-    if (b && !json_object_object_get_ex(x, b, &x)) return NULL;
-    return json_object_is_type(x, json_type_string) ? json_object_get_string(x) : NULL;
-}
-
 static json_object *ensure_obj(json_object *parent, const char *key) {
     json_object *o;
     if (json_object_object_get_ex(parent, key, &o) && json_object_is_type(o, json_type_object)) return o;
@@ -100,15 +93,15 @@ static json_object *reconcile(json_object *existing, json_object *wanted) {
     json_object_deep_copy(existing, &node, NULL);
     json_object *meta = ensure_obj(node, "metadata");
     json_object *ann = ensure_obj(meta, "annotations");
-    if (!kite_streq(str_at(ann, CMAD_ANNOTATION, NULL), "true"))
+    if (!kite_streq(kite_obj_str_at(ann, CMAD_ANNOTATION, NULL), "true"))
         json_object_object_add(ann, CMAD_ANNOTATION, json_object_new_string("true"));
     static const char *defaults[] = {"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
                                      "beta.kubernetes.io/os", "beta.kubernetes.io/arch"};
     json_object *labels = ensure_obj(meta, "labels"), *wanted_labels = NULL;
     json_object_object_get_ex(json_object_object_get(wanted, "metadata"), "labels", &wanted_labels);
     for (size_t i = 0; i < KITE_ARRAY_SIZE(defaults); i++) {
-        const char *w = str_at(wanted_labels, defaults[i], NULL);
-        if (w && !kite_streq(str_at(labels, defaults[i], NULL), w))
+        const char *w = kite_obj_str_at(wanted_labels, defaults[i], NULL);
+        if (w && !kite_streq(kite_obj_str_at(labels, defaults[i], NULL), w))
             json_object_object_add(labels, defaults[i], json_object_new_string(w));
     }
     json_object *status = ensure_obj(node, "status"), *wstatus = json_object_object_get(wanted, "status");
@@ -143,7 +136,7 @@ static json_object *status_of(json_object *node) {
 }
 
 static void take_node(struct kite_agent *a, json_object *node) {
-    const char *uid = str_at(node, "metadata", "uid");
+    const char *uid = kite_obj_str_at(node, "metadata", "uid");
     free(a->node_uid);
     a->node_uid = kite_strdup(uid ? uid : "");
     json_object_put(a->acked_status);

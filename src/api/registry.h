@@ -286,6 +286,15 @@ char *kite_object_prefix(const struct kite_resource *r, const char *ns);
 
 /* Small accessors (borrowed results; NULL/"" when absent). */
 json_object *kite_obj_get(json_object *obj, const char *k);
+/* The member at a path of keys (kite_obj_at(o, "spec", "nodeName"): the keys up to the first
+ * NULL), or NULL when a step is missing or not an object; _str: a string member, or NULL. */
+#define kite_obj_at(o, ...) kite_obj_at_(o, __VA_ARGS__, (const char *)NULL)
+#define kite_obj_str_at(o, ...) kite_obj_str_at_(o, __VA_ARGS__, (const char *)NULL)
+json_object *kite_obj_at_(json_object *obj, ...);
+const char *kite_obj_str_at_(json_object *obj, ...);
+/* The same with a dotted path ("spec.nodeName"; keys without dots, 127 bytes at most). */
+json_object *kite_obj_path(json_object *obj, const char *dotted);
+const char *kite_obj_path_str(json_object *obj, const char *dotted);
 json_object *kite_obj_meta(json_object *obj);
 const char *kite_obj_str(json_object *obj, const char *k);
 const char *kite_meta_str(json_object *obj, const char *k);

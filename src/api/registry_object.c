@@ -1,6 +1,9 @@
 /* Stored-object helpers: canonical encoding with the resourceVersion placeholder, rendering
  * with the revision spliced in, storage keys, and small JSON accessors. */
 #include "api/registry.h"
+
+#include <stdarg.h>
+#include <string.h>
 #include "json/parse.h"
 #include "base/buf.h"
 
@@ -18,6 +21,46 @@ json_object *kite_obj_get(json_object *obj, const char *k) {
 }
 
 json_object *kite_obj_meta(json_object *obj) { return kite_obj_get(obj, "metadata"); }
+
+static json_object *at(json_object *o, va_list ap) {
+    for (const char *k; o && (k = va_arg(ap, const char *));) o = kite_obj_get(o, k);
+    return o;
+}
+
+static const char *str_of(json_object *o) {
+    return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
+}
+
+json_object *kite_obj_at_(json_object *obj, ...) {
+    va_list ap;
+    va_start(ap, obj);
+    json_object *o = at(obj, ap);
+    va_end(ap);
+    return o;
+}
+
+const char *kite_obj_str_at_(json_object *obj, ...) {
+    va_list ap;
+    va_start(ap, obj);
+    json_object *o = at(obj, ap);
+    va_end(ap);
+    return str_of(o);
+}
+
+json_object *kite_obj_path(json_object *o, const char *path) {
+    char key[128];
+    while (o && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof key) return NULL;
+        memcpy(key, path, n);
+        key[n] = 0;
+        o = kite_obj_get(o, key);
+        path += n + (path[n] == '.');
+    }
+    return o;
+}
+
+const char *kite_obj_path_str(json_object *o, const char *path) { return str_of(kite_obj_path(o, path)); }
 
 const char *kite_obj_str(json_object *obj, const char *k) {
     json_object *v = kite_obj_get(obj, k);

@@ -47,12 +47,6 @@ static const struct { const char *source, *path[2]; } SECRET_VOLUMES[] = {
 };
 static const char *const CONTAINER_LISTS[] = {"containers", "initContainers", "ephemeralContainers"};
 
-static const char *str_at(json_object *o, const char *a, const char *b, const char *c) {
-    const char *path[] = {a, b, c};
-    for (size_t i = 0; i < 3 && path[i] && o; i++) o = kite_obj_get(o, path[i]);
-    return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
-}
-
 static size_t arr_len(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 
 static void ref(kite_node_ref_fn fn, void *ud, enum kite_node_ref t, const char *name) {
@@ -73,13 +67,13 @@ void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud) {
             json_object *env = kite_obj_get(c, "env"), *from = kite_obj_get(c, "envFrom");
             for (size_t j = 0; j < arr_len(env); j++) {
                 json_object *e = json_object_array_get_idx(env, j);
-                ref(fn, ud, KITE_NODE_REF_SECRET, str_at(e, "valueFrom", "secretKeyRef", "name"));
-                ref(fn, ud, KITE_NODE_REF_CONFIGMAP, str_at(e, "valueFrom", "configMapKeyRef", "name"));
+                ref(fn, ud, KITE_NODE_REF_SECRET, kite_obj_str_at(e, "valueFrom", "secretKeyRef", "name"));
+                ref(fn, ud, KITE_NODE_REF_CONFIGMAP, kite_obj_str_at(e, "valueFrom", "configMapKeyRef", "name"));
             }
             for (size_t j = 0; j < arr_len(from); j++) {
                 json_object *e = json_object_array_get_idx(from, j);
-                ref(fn, ud, KITE_NODE_REF_SECRET, str_at(e, "secretRef", "name", NULL));
-                ref(fn, ud, KITE_NODE_REF_CONFIGMAP, str_at(e, "configMapRef", "name", NULL));
+                ref(fn, ud, KITE_NODE_REF_SECRET, kite_obj_str_at(e, "secretRef", "name", NULL));
+                ref(fn, ud, KITE_NODE_REF_CONFIGMAP, kite_obj_str_at(e, "configMapRef", "name", NULL));
             }
         }
     }
@@ -89,9 +83,9 @@ void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud) {
         json_object *v = json_object_array_get_idx(vols, i);
         for (size_t k = 0; k < KITE_ARRAY_SIZE(SECRET_VOLUMES); k++)
             ref(fn, ud, KITE_NODE_REF_SECRET,
-                str_at(v, SECRET_VOLUMES[k].source, SECRET_VOLUMES[k].path[0], SECRET_VOLUMES[k].path[1]));
-        ref(fn, ud, KITE_NODE_REF_CONFIGMAP, str_at(v, "configMap", "name", NULL));
-        ref(fn, ud, KITE_NODE_REF_PVC, str_at(v, "persistentVolumeClaim", "claimName", NULL));
+                kite_obj_str_at(v, SECRET_VOLUMES[k].source, SECRET_VOLUMES[k].path[0], SECRET_VOLUMES[k].path[1]));
+        ref(fn, ud, KITE_NODE_REF_CONFIGMAP, kite_obj_str_at(v, "configMap", "name", NULL));
+        ref(fn, ud, KITE_NODE_REF_PVC, kite_obj_str_at(v, "persistentVolumeClaim", "claimName", NULL));
         if (kite_obj_get(v, "ephemeral") && pod_name) { /* the claim is named <pod>-<volume> */
             char claim[KEY_MAX];
             if (snprintf(claim, sizeof claim, "%s-%s", pod_name, kite_obj_str(v, "name") ? kite_obj_str(v, "name") : "") <
@@ -101,8 +95,8 @@ void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud) {
         json_object *srcs = kite_obj_get(kite_obj_get(v, "projected"), "sources");
         for (size_t j = 0; j < arr_len(srcs); j++) {
             json_object *s = json_object_array_get_idx(srcs, j);
-            ref(fn, ud, KITE_NODE_REF_SECRET, str_at(s, "secret", "name", NULL));
-            ref(fn, ud, KITE_NODE_REF_CONFIGMAP, str_at(s, "configMap", "name", NULL));
+            ref(fn, ud, KITE_NODE_REF_SECRET, kite_obj_str_at(s, "secret", "name", NULL));
+            ref(fn, ud, KITE_NODE_REF_CONFIGMAP, kite_obj_str_at(s, "configMap", "name", NULL));
         }
     }
 }
@@ -167,7 +161,7 @@ static void entry_free(struct pod_entry *e) {
 static void set_pod(struct kite_node_graph *g, const char *ns, const char *name, json_object *pod) {
     char pk[KEY_MAX];
     if (!pod_key(pk, ns, name)) return;
-    const char *node = pod ? str_at(pod, "spec", "nodeName", NULL) : NULL;
+    const char *node = pod ? kite_obj_str_at(pod, "spec", "nodeName", NULL) : NULL;
     if (node && (!*node || strchr(node, '/'))) node = NULL;
     struct collect c = {.ns = ns, .node = node};
     if (node) {

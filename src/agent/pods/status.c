@@ -6,27 +6,13 @@
 #include <stdio.h>
 
 #include "agent/pods/pods-int.h"
+#include "api/registry.h"
 #include "api/quantity.h"
 #include "base/buf.h"
 #include "base/log.h"
 
-json_object *pj(json_object *o, const char *path) {
-    char key[128];
-    while (o && *path) {
-        size_t n = strcspn(path, ".");
-        if (n >= sizeof(key)) return NULL;
-        memcpy(key, path, n);
-        key[n] = 0;
-        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &o)) return NULL;
-        path += n + (path[n] == '.');
-    }
-    return o;
-}
-
-const char *pjs(json_object *o, const char *path) {
-    json_object *v = pj(o, path);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
+json_object *pj(json_object *o, const char *path) { return kite_obj_path(o, path); }
+const char *pjs(json_object *o, const char *path) { return kite_obj_path_str(o, path); }
 
 const char *pods_phase_name(enum pod_phase ph) {
     static const char *n[] = {"Pending", "Running", "Succeeded", "Failed"};

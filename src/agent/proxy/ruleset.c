@@ -12,24 +12,12 @@
 #include <string.h>
 
 #include "agent/proxy/proxy.h"
+#include "api/registry.h"
 #include "base/buf.h"
 
 #define SVC_LABEL "kubernetes.io/service-name"
 
-static const char *jstr(json_object *o, const char *path) {
-    /* path: dot-separated keys */
-    char key[64];
-    while (o && *path) {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        if (n >= sizeof key) return NULL;
-        memcpy(key, path, n);
-        key[n] = 0;
-        if (!json_object_object_get_ex(o, key, &o)) return NULL;
-        path += n + (dot ? 1 : 0);
-    }
-    return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
-}
+static const char *jstr(json_object *o, const char *path) { return kite_obj_path_str(o, path); }
 
 static json_object *jget(json_object *o, const char *key) {
     json_object *v = NULL;

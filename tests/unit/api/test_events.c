@@ -47,3 +47,19 @@ Test(events, a_node_event_has_no_namespace_in_its_reference_and_a_generated_name
     json_object_put(ev);
     json_object_put(ev2);
 }
+
+/* The one family of JSON accessors: a path of keys, or a dotted path. */
+Test(json_access, paths_of_keys_and_dotted_paths) {
+    json_object *o = json_tokener_parse("{\"spec\":{\"nodeName\":\"n1\",\"n\":3,\"labels\":{\"a.b/c\":\"v\"}}}");
+    cr_assert_str_eq(kite_obj_str_at(o, "spec", "nodeName"), "n1");
+    cr_assert_str_eq(kite_obj_str_at(o, "spec", "labels", "a.b/c"), "v", "keys with dots");
+    cr_assert_null(kite_obj_str_at(o, "spec", "n"), "not a string");
+    cr_assert_null(kite_obj_str_at(o, "spec", "nodeName", "x"), "through a string");
+    cr_assert_null(kite_obj_str_at(o, "status", "phase"));
+    cr_assert_eq(kite_obj_at(o, "spec", NULL, "nodeName"), kite_obj_get(o, "spec"), "the keys up to the first NULL");
+    cr_assert_str_eq(kite_obj_path_str(o, "spec.nodeName"), "n1");
+    cr_assert_eq(json_object_get_int(kite_obj_path(o, "spec.n")), 3);
+    cr_assert_null(kite_obj_path(o, "spec.nodeName.x"));
+    cr_assert_null(kite_obj_str_at(NULL, "spec"));
+    json_object_put(o);
+}
