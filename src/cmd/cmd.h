@@ -96,7 +96,6 @@ struct kite_apiserver_role;
 const struct kite_apiserver_role *controller_roles(size_t *n);
 
 /* The scheduler, run by kite scheduler and in-process by kite up (scheduler.c). */
-struct kite_schedrun;
 struct scheduler_args {
     const char *kubeconfig;
     bool leader_elect;
@@ -105,7 +104,7 @@ struct scheduler_args {
 struct kite_scheduler_proc {
     struct scheduler_args args;
     struct elected el;
-    struct kite_schedrun *run;  /* while leading */
+    struct kite_ctl_group *group; /* the scheduler while leading (framework.h) */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error);

@@ -5,6 +5,7 @@
 #include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
+#include "controllers/framework.h"
 #include "controllers/leader.h"
 #include "controllers/scheduler.h"
 
@@ -16,15 +17,17 @@
 
 static void lead(void *ud) {
     struct kite_scheduler_proc *p = ud;
-    struct kite_sched_options o = {.client = p->el.client};
-    int r = kite_schedrun_start(&o, &p->run);
+    struct kite_sched_options o = {0};
+    p->group = kite_ctl_group_new(p->el.client, NULL);
+    int r = kite_sched_run(p->group, &o);
+    if (r == 0) r = kite_ctl_group_start(p->group);
     if (r < 0) log_error(LOG, "cannot start the scheduler: %s", strerror(-r));
     else log_info(LOG, "scheduling");
 }
 
 static void unlead(void *ud) {
     struct kite_scheduler_proc *p = ud;
-    kite_schedrun_stop(TAKE_PTR(p->run));
+    kite_ctl_group_free(TAKE_PTR(p->group));
     log_info(LOG, "scheduling stopped");
 }
 

@@ -15,8 +15,6 @@ struct kite_ctl {
     struct kite_ctl_loop loop;
     void *core;
     void (*free)(void *core);
-    void *obj; /* adopted: its stop */
-    void (*stop)(void *obj);
     struct binding b[KITE_CTL_MAX_FEEDS];
     size_t nb;
 };
@@ -99,22 +97,13 @@ int kite_ctl_run(struct kite_ctl_group *g, const struct kite_ctl_spec *spec, voi
     return run(g, spec, core, NULL);
 }
 
-int kite_ctl_adopt(struct kite_ctl_group *g, void *obj, void (*stop)(void *obj)) {
-    struct kite_ctl *c = kite_calloc(1, sizeof *c);
-    c->obj = obj, c->stop = stop;
-    add(g, c);
-    return 0;
-}
-
 int kite_ctl_group_start(struct kite_ctl_group *g) { return kite_informer_factory_start(g->informers); }
 
 void kite_ctl_group_free(struct kite_ctl_group *g) {
     if (!g) return;
     /* the runners first (the last started first): one waiting for its caches reads the informers */
     for (size_t i = g->n; i-- > 0;) {
-        struct kite_ctl *c = g->ctls[i];
-        if (c->stop) c->stop(c->obj);
-        kite_ctl_loop_join(&c->loop);
+        kite_ctl_loop_join(&g->ctls[i]->loop);
     }
     kite_informer_factory_halt(g->informers);
     for (size_t i = g->n; i-- > 0;) {

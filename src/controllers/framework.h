@@ -10,8 +10,8 @@
  * per-item exponential back-off on the objects of one collection (client-go's rate-limited
  * queue and a Reconciler), its sync called with a copy of the object from the shared cache.
  *
- * Lifetime: kite_ctl_group_new, then each controller's start (kite_ctl_run / kite_ctl_reconcile
- * / kite_ctl_adopt), then kite_ctl_group_start; kite_ctl_group_free stops the runners (the
+ * Lifetime: kite_ctl_group_new, then each controller's start (kite_ctl_run or
+ * kite_ctl_reconcile), then kite_ctl_group_start; kite_ctl_group_free stops the runners (the
  * last started first), halts the informers (no handler runs after), then frees the cores. */
 #pragma once
 #include "base/clock.h"
@@ -54,9 +54,6 @@ struct kite_informer_factory *kite_ctl_group_informers(const struct kite_ctl_gro
 /* Adds a controller: its core (owned from here on, freed with spec->free even on failure) fed
  * by the shared informers of spec's feeds, stepped by a runner of its own. 0 or -errno. */
 int kite_ctl_run(struct kite_ctl_group *g, const struct kite_ctl_spec *spec, void *core);
-/* Adds a controller that runs threads of its own: stop(obj) is called at kite_ctl_group_free
- * (in reverse order with the others' runners). */
-int kite_ctl_adopt(struct kite_ctl_group *g, void *obj, void (*stop)(void *obj));
 /* Starts the shared informers (after every controller was added). */
 int kite_ctl_group_start(struct kite_ctl_group *g);
 /* Stops and frees everything. NULL is a no-op. */

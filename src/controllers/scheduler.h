@@ -111,7 +111,6 @@ char *kite_sched_fit_message(size_t n_nodes, const struct kite_sched_verdict *v,
 
 /* ---- the scheduler as it runs (scheduler_run.c): informers on nodes and pods feeding the
  * core, and a thread that steps it when there is work or a back-off ends ---- */
-struct kite_schedrun;
-int kite_schedrun_start(const struct kite_sched_options *o, struct kite_schedrun **ret);
-/* Stops the informers, then the thread. NULL is a no-op. */
-void kite_schedrun_stop(struct kite_schedrun *r);
+/* Adds the scheduler to g (framework.h); o's client and clock are g's. */
+struct kite_ctl_group;
+int kite_sched_run(struct kite_ctl_group *g, const struct kite_sched_options *o);

@@ -1,0 +1,14 @@
+build-dev/obj/agent/pods/etcfiles.o: src/agent/pods/etcfiles.c \
+ src/agent/pods/pods-int.h src/agent/pods/pods.h \
+ src/agent/runtime/runtime.h src/base/clock.h src/base/base.h \
+ src/client/client.h src/base/buf.h src/client/kubeconfig.h \
+ src/base/backoff.h
+src/agent/pods/pods-int.h:
+src/agent/pods/pods.h:
+src/agent/runtime/runtime.h:
+src/base/clock.h:
+src/base/base.h:
+src/client/client.h:
+src/base/buf.h:
+src/client/kubeconfig.h:
+src/base/backoff.h:

@@ -1,0 +1,16 @@
+build-dev/obj/agent/pods/pods.o: src/agent/pods/pods.c \
+ src/agent/pods/pods-int.h src/agent/pods/pods.h \
+ src/agent/runtime/runtime.h src/base/clock.h src/base/base.h \
+ src/client/client.h src/base/buf.h src/client/kubeconfig.h \
+ src/base/backoff.h src/api/quantity.h src/base/log.h
+src/agent/pods/pods-int.h:
+src/agent/pods/pods.h:
+src/agent/runtime/runtime.h:
+src/base/clock.h:
+src/base/base.h:
+src/client/client.h:
+src/base/buf.h:
+src/client/kubeconfig.h:
+src/base/backoff.h:
+src/api/quantity.h:
+src/base/log.h:

@@ -1,0 +1,15 @@
+build-dev/obj/api/kinds/pdb.o: src/api/kinds/pdb.c src/api/disruption.h \
+ src/api/registry.h src/api/schema.h src/base/base.h src/api/table.h \
+ src/base/buf.h src/api/validation.h src/json/patch.h \
+ src/api/kinds/kind.h src/api/selector.h src/base/clock.h
+src/api/disruption.h:
+src/api/registry.h:
+src/api/schema.h:
+src/base/base.h:
+src/api/table.h:
+src/base/buf.h:
+src/api/validation.h:
+src/json/patch.h:
+src/api/kinds/kind.h:
+src/api/selector.h:
+src/base/clock.h:

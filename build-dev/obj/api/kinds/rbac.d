@@ -1,0 +1,14 @@
+build-dev/obj/api/kinds/rbac.o: src/api/kinds/rbac.c src/api/kinds/kind.h \
+ src/api/registry.h src/api/schema.h src/base/base.h src/api/table.h \
+ src/base/buf.h src/api/validation.h src/json/patch.h src/api/selector.h \
+ src/base/clock.h
+src/api/kinds/kind.h:
+src/api/registry.h:
+src/api/schema.h:
+src/base/base.h:
+src/api/table.h:
+src/base/buf.h:
+src/api/validation.h:
+src/json/patch.h:
+src/api/selector.h:
+src/base/clock.h:

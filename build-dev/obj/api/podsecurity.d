@@ -1,0 +1,13 @@
+build-dev/obj/api/podsecurity.o: src/api/podsecurity.c \
+ src/api/podsecurity.h src/api/validation.h src/base/base.h \
+ src/api/internal.h src/base/buf.h src/api/registry.h src/api/schema.h \
+ src/api/table.h src/json/patch.h
+src/api/podsecurity.h:
+src/api/validation.h:
+src/base/base.h:
+src/api/internal.h:
+src/base/buf.h:
+src/api/registry.h:
+src/api/schema.h:
+src/api/table.h:
+src/json/patch.h:

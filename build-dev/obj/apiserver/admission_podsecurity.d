@@ -1,0 +1,24 @@
+build-dev/obj/apiserver/admission_podsecurity.o: \
+ src/apiserver/admission_podsecurity.c src/apiserver/internal.h \
+ src/api/registry.h src/api/schema.h src/base/base.h src/api/table.h \
+ src/base/buf.h src/api/validation.h src/json/patch.h src/api/selector.h \
+ src/apiserver/apiserver.h src/base/clock.h src/base/log.h \
+ src/http/http.h src/store/store.h src/store/wcache.h \
+ src/api/podsecurity.h src/base/map.h
+src/apiserver/internal.h:
+src/api/registry.h:
+src/api/schema.h:
+src/base/base.h:
+src/api/table.h:
+src/base/buf.h:
+src/api/validation.h:
+src/json/patch.h:
+src/api/selector.h:
+src/apiserver/apiserver.h:
+src/base/clock.h:
+src/base/log.h:
+src/http/http.h:
+src/store/store.h:
+src/store/wcache.h:
+src/api/podsecurity.h:
+src/base/map.h:

@@ -1,0 +1,29 @@
+build-dev/obj/controllers/deployment.o: src/controllers/deployment.c \
+ src/controllers/deployment.h src/base/clock.h src/base/base.h \
+ src/client/client.h src/base/buf.h src/client/kubeconfig.h \
+ src/controllers/framework.h src/client/factory.h src/client/informer.h \
+ src/api/registry.h src/api/schema.h src/api/table.h src/api/validation.h \
+ src/json/patch.h src/base/log.h src/controllers/controllers.h \
+ src/controllers/ctlutil.h src/controllers/workqueue.h src/base/map.h \
+ src/controllers/timers.h src/controllers/wlutil.h
+src/controllers/deployment.h:
+src/base/clock.h:
+src/base/base.h:
+src/client/client.h:
+src/base/buf.h:
+src/client/kubeconfig.h:
+src/controllers/framework.h:
+src/client/factory.h:
+src/client/informer.h:
+src/api/registry.h:
+src/api/schema.h:
+src/api/table.h:
+src/api/validation.h:
+src/json/patch.h:
+src/base/log.h:
+src/controllers/controllers.h:
+src/controllers/ctlutil.h:
+src/controllers/workqueue.h:
+src/base/map.h:
+src/controllers/timers.h:
+src/controllers/wlutil.h:

@@ -1,0 +1,22 @@
+build-dev/obj/controllers/scheduler.o: src/controllers/scheduler.c \
+ src/controllers/scheduler.h src/base/clock.h src/base/base.h \
+ src/client/client.h src/base/buf.h src/client/kubeconfig.h \
+ src/api/registry.h src/api/schema.h src/api/table.h src/api/validation.h \
+ src/json/patch.h src/base/backoff.h src/base/log.h src/base/map.h \
+ src/controllers/ctlutil.h src/controllers/timers.h
+src/controllers/scheduler.h:
+src/base/clock.h:
+src/base/base.h:
+src/client/client.h:
+src/base/buf.h:
+src/client/kubeconfig.h:
+src/api/registry.h:
+src/api/schema.h:
+src/api/table.h:
+src/api/validation.h:
+src/json/patch.h:
+src/base/backoff.h:
+src/base/log.h:
+src/base/map.h:
+src/controllers/ctlutil.h:
+src/controllers/timers.h:

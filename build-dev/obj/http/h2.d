@@ -1,0 +1,10 @@
+build-dev/obj/http/h2.o: src/http/h2.c src/http/http-internal.h \
+ src/http/http.h src/base/base.h src/http/request.h src/base/buf.h \
+ src/base/clock.h src/base/map.h
+src/http/http-internal.h:
+src/http/http.h:
+src/base/base.h:
+src/http/request.h:
+src/base/buf.h:
+src/base/clock.h:
+src/base/map.h:

@@ -1,0 +1,19 @@
+build-dev/tests/unit/controllers/test_endpointslice.o: \
+ tests/unit/controllers/test_endpointslice.c \
+ src/controllers/endpointslice.h src/base/clock.h src/base/base.h \
+ src/client/client.h src/base/buf.h src/client/kubeconfig.h \
+ tests/unit/controllers/fakeapi.h src/api/registry.h src/api/schema.h \
+ src/api/table.h src/api/validation.h src/json/patch.h src/base/map.h
+src/controllers/endpointslice.h:
+src/base/clock.h:
+src/base/base.h:
+src/client/client.h:
+src/base/buf.h:
+src/client/kubeconfig.h:
+tests/unit/controllers/fakeapi.h:
+src/api/registry.h:
+src/api/schema.h:
+src/api/table.h:
+src/api/validation.h:
+src/json/patch.h:
+src/base/map.h:

@@ -1,0 +1,16 @@
+build-dev/tests/unit/controllers/test_namespace.o: \
+ tests/unit/controllers/test_namespace.c src/controllers/controllers.h \
+ src/base/clock.h src/base/base.h src/client/client.h src/base/buf.h \
+ src/client/kubeconfig.h src/api/registry.h src/api/schema.h \
+ src/api/table.h src/api/validation.h src/json/patch.h
+src/controllers/controllers.h:
+src/base/clock.h:
+src/base/base.h:
+src/client/client.h:
+src/base/buf.h:
+src/client/kubeconfig.h:
+src/api/registry.h:
+src/api/schema.h:
+src/api/table.h:
+src/api/validation.h:
+src/json/patch.h:

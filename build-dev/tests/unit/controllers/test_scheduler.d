@@ -1,0 +1,22 @@
+build-dev/tests/unit/controllers/test_scheduler.o: \
+ tests/unit/controllers/test_scheduler.c src/controllers/scheduler.h \
+ src/base/clock.h src/base/base.h src/client/client.h src/base/buf.h \
+ src/client/kubeconfig.h src/api/registry.h src/api/schema.h \
+ src/api/table.h src/api/validation.h src/json/patch.h \
+ src/api/scheduling.h src/base/log.h tests/unit/controllers/fakeapi.h \
+ src/base/map.h
+src/controllers/scheduler.h:
+src/base/clock.h:
+src/base/base.h:
+src/client/client.h:
+src/base/buf.h:
+src/client/kubeconfig.h:
+src/api/registry.h:
+src/api/schema.h:
+src/api/table.h:
+src/api/validation.h:
+src/json/patch.h:
+src/api/scheduling.h:
+src/base/log.h:
+tests/unit/controllers/fakeapi.h:
+src/base/map.h:
