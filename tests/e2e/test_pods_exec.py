@@ -5,6 +5,7 @@ connection to the node agent, which runs `runc exec` in the pod's container (pip
 a tty) or reads conmon's attach socket. Real runc containers: needs root, runc, conmon and umoci,
 as test_pods_logs.py, whose cluster fixture this module reuses."""
 import hashlib
+import json
 import os
 import pty
 import select
@@ -16,7 +17,8 @@ import pytest
 
 from conftest import KUBECTL
 from test_pods_logs import cluster, pod, running  # noqa: F401 (the module-scoped runc cluster)
-from test_pods_run import NS, sh, wait
+from test_pods_run import NS, sh, wait  # noqa: F401
+from test_rbac import User
 
 
 @pytest.fixture(scope="module")
@@ -121,22 +123,94 @@ def test_missing_container_and_pod(box):
     assert 'pods "no-such-pod" not found' in r.stderr, r.stderr
 
 
-def test_exec_needs_pods_exec_rbac(box):
+def test_exec_needs_create_on_pods_exec(box):
+    """kubectl falls back to SPDY (POST, create) after a refused WebSocket (GET): both are 403 for a user
+    who may only read pods, or who holds get on pods/exec but not create (kube-apiserver 1.35 checks
+    create for a WebSocket upgrade too); a node's credential cannot exec; edit can."""
     c = box
-    user = c.identity.user_kubeconfig("reader", groups=[]) if hasattr(c.identity, "user_kubeconfig") else None
-    if user is None:
-        pytest.skip("no user kubeconfig helper")
+    c.kubectl("create", "role", "pod-reader", "--verb=get,list", "--resource=pods")
+    c.kubectl("create", "rolebinding", "reader-pods", "--role=pod-reader", "--user=reader")
+    reader = User(c, "reader")
+    assert reader.kubectl("get", "pod", "box").returncode == 0
+    r = reader.kubectl("exec", "box", "--", "true")
+    assert r.returncode != 0
+    assert 'cannot create resource "pods/exec"' in r.stderr and "Forbidden" in r.stderr, r.stderr
+    c.kubectl("create", "role", "exec-getter", "--verb=get", "--resource=pods,pods/exec")
+    c.kubectl("create", "rolebinding", "getter", "--role=exec-getter", "--user=getter")
+    r = User(c, "getter").kubectl("exec", "box", "--", "true")
+    assert r.returncode != 0 and "Forbidden" in r.stderr, r.stderr
+    r = User(c, "getter").kubectl("attach", "box")
+    assert r.returncode != 0 and 'cannot create resource "pods/attach"' in r.stderr, r.stderr
+    node = User(c, f"system:node:{c.node}", groups=["system:nodes"])
+    safe = c.workdir / "node-user.kubeconfig"  # KUBECONFIG splits at ':'
+    safe.write_text(node.kubeconfig.read_text())
+    node.kubeconfig = safe
+    r = node.kubectl("exec", "box", "--", "true")
+    assert r.returncode != 0 and "Forbidden" in r.stderr, r.stderr
+    c.kubectl("create", "rolebinding", "editor", "--clusterrole=edit", "--user=editor")
+    r = User(c, "editor").kubectl("exec", "box", "--", "echo", "allowed")
+    assert r.returncode == 0 and r.stdout == "allowed\n", r
 
 
-def test_python_client_stream(box):
+def test_exec_not_upgraded_is_refused(box):
+    """A plain GET (no Upgrade) and a SPDY upgrade are told what is served."""
+    api = box.api()
+    r = api.get(f"/api/v1/namespaces/{NS}/pods/box/exec?command=true&stdout=true")
+    assert r.status == 400 and "Upgrade request required" in r.json()["message"]
+    r = api.request("POST", f"/api/v1/namespaces/{NS}/pods/box/exec?command=true&stdout=true", None,
+                    headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"})
+    assert r.status == 400 and "SPDY/3.1 streams are not served" in r.json()["message"]
+
+
+def test_python_client_exit_code(box):
+    """kubernetes-client/python's e2e test_exit_code, rewritten to the same calls."""
     from kubernetes import client
     from kubernetes.stream import stream
     api = client.CoreV1Api(box.python_api_client())
-    out = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["sh", "-c", "echo py-out; exit 7"],
-                 stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
-    out.run_forever(timeout=20)
-    assert "py-out" in out.read_stdout() + out.read_all() if False else True
-    assert out.returncode == 7
-    text = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["echo", "hello", "world"],
-                  stderr=True, stdin=False, stdout=True, tty=False)
-    assert text == "hello world\n"
+    for command, value in ((["false"], 1), (["/bin/sh", "-c", "sleep 1; exit 3"], 3), (["true"], 0),
+                           (["/bin/sh", "-c", "ls /"], 0)):
+        ws = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=command, stderr=True, stdin=False,
+                    stdout=True, tty=False, _preload_content=False)
+        assert ws.returncode is None
+        ws.run_forever(timeout=10)
+        assert ws.returncode == value, command
+        assert ws.returncode == value
+
+
+def test_python_client_pod_apis(box):
+    """kubernetes-client/python's e2e test_pod_apis (its exec part), rewritten to the same calls."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+    from kubernetes.stream.ws_client import ERROR_CHANNEL
+    api = client.CoreV1Api(box.python_api_client())
+    resp = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["/bin/sh", "-c", "for i in $(seq 1 3); do date; done"],
+                  stderr=False, stdin=False, stdout=True, tty=False)
+    assert isinstance(resp, str) and len(resp.splitlines()) == 3
+    resp = stream(api.connect_post_namespaced_pod_exec, "box", NS, command=["uptime"], stderr=False, stdin=False,
+                  stdout=True, tty=False)
+    assert len(resp.splitlines()) == 1
+    resp = stream(api.connect_post_namespaced_pod_exec, "box", NS, command=["/bin/sh"], stderr=True, stdin=True,
+                  stdout=True, tty=False, _preload_content=False)
+    resp.write_stdin("echo test string 1\n")
+    assert resp.readline_stdout(timeout=5) == "test string 1"
+    assert not resp.peek_stderr()
+    resp.write_stdin("echo test string 2 >&2\n")
+    assert resp.readline_stderr(timeout=5) == "test string 2"
+    assert not resp.peek_stdout()
+    resp.write_stdin("exit\n")
+    resp.update(timeout=5)
+    deadline = time.monotonic() + 10
+    line = ""
+    while not line and time.monotonic() < deadline:
+        line = resp.read_channel(ERROR_CHANNEL)
+        if not line:
+            resp.update(timeout=1)
+    assert json.loads(line)["status"] == "Success"
+    resp.update(timeout=5)
+    assert not resp.is_open()
+    # output and the exit code of one call
+    ws = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["sh", "-c", "echo py-out; exit 7"],
+                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+    ws.run_forever(timeout=20)
+    assert ws.read_stdout() == "py-out\n"
+    assert ws.returncode == 7
