@@ -46,8 +46,9 @@ def test_exec_stdin(box):
     assert r.stdout.split()[0] == str(len(blob))
 
 
-def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None):
-    """Runs kubectl with a pseudo-terminal as its stdin/stdout; returns (rc, output)."""
+def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None, resize=None):
+    """Runs kubectl with a pseudo-terminal as its stdin/stdout; once it printed READY, resizes the
+    terminal (resize: (rows, cols); kubectl sees SIGWINCH) and types send. Returns (rc, output)."""
     pid, fd = pty.fork()
     if pid == 0:
         if rows:
@@ -71,6 +72,12 @@ def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None):
                 break
             out += chunk
         if send and not sent and b"READY" in out:
+            if resize:
+                import fcntl
+                import struct
+                import termios
+                fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", resize[0], resize[1], 0, 0))
+                time.sleep(1)
             os.write(fd, send)
             sent = True
     else:
@@ -84,12 +91,22 @@ def test_exec_tty(box):
     env = box.kubectl_env()
     # stdin is a terminal inside the container, and the client's window size reaches it
     rc, out = _run_in_pty([KUBECTL, "exec", "-it", "box", "--", "sh", "-c",
-                           "test -t 0 && echo IS-A-TTY; stty size; echo READY; read x; echo got-$x; exit 5"],
-                          env, str(box.workdir), send=b"abc\r", rows=33, cols=101)
+                           "test -t 0 && echo IS-A-TTY; stty size; echo READY; read x; echo got-$x; stty size; exit 5"],
+                          env, str(box.workdir), send=b"abc\r", rows=33, cols=101, resize=(41, 123))
     assert "IS-A-TTY" in out, out
     assert "33 101" in out, out
     assert "got-abc" in out, out
+    assert "41 123" in out.split("got-abc", 1)[1], out  # the resize message (channel 4) reached it
     assert rc == 5, out
+
+
+def test_exec_killed_when_client_leaves(box):
+    """A command whose client went away does not keep running in the container."""
+    p = box.kubectl_popen("exec", "box", "--", "sleep", "4242")
+    wait(lambda: "sleep 4242" in box.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep running")
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=10)
+    wait(lambda: "sleep 4242" not in box.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep killed")
 
 
 def test_cp_both_ways(box, tmp_path):
