@@ -2,7 +2,8 @@
 v5.channel.k8s.io; no KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false) and the python client's stream()
 (v4.channel.k8s.io): the API server authorizes pods/exec and pods/attach and hands the upgraded
 connection to the node agent, which runs `runc exec` in the pod's container (pipes, or a pty for
-a tty) or reads conmon's attach socket. Real runc containers: needs root, runc, conmon and umoci,
+a tty) or reads conmon's attach socket; port-forward with the python client's framing (kubectl's
+SPDY-over-WebSocket is refused with a clear error). Real runc containers: needs root, runc, conmon and umoci,
 as test_pods_logs.py, whose cluster fixture this module reuses."""
 import hashlib
 import json
@@ -231,3 +232,86 @@ def test_python_client_pod_apis(box):
     ws.run_forever(timeout=20)
     assert ws.read_stdout() == "py-out\n"
     assert ws.returncode == 7
+
+
+@pytest.fixture(scope="module")
+def web(box):
+    # httpd on every address, and a second one on the pod's loopback alone (reached only from
+    # inside the pod's network namespace, as the kubelet's port-forward reaches it)
+    pod(box, "web", [sh("httpd", "mkdir -p /www && echo hello-from-the-pod > /www/index.html && "
+                                 "httpd -p 8080 -h /www && httpd -f -p 127.0.0.1:8081 -h /www")])
+    running(box, "web")
+    wait(lambda: "hello" in box.kubectl("exec", "web", "--", "wget", "-qO-", "http://127.0.0.1:8081/",
+                                        check=False).stdout, 15, "httpd answering")
+    return box
+
+
+def test_python_client_portforward_http(web):
+    """kubernetes-client/python's e2e test_portforward_http, rewritten to the same calls (busybox
+    httpd for nginx): urllib through socket.create_connection replaced by pf.socket."""
+    import socket
+    import urllib.request
+    from kubernetes import client
+    from kubernetes.stream import portforward
+    api = client.CoreV1Api(web.python_api_client())
+
+    def kubernetes_create_connection(address, *args, **kwargs):
+        dns_name = address[0]
+        if isinstance(dns_name, bytes):
+            dns_name = dns_name.decode()
+        dns_name = dns_name.split(".")
+        if len(dns_name) != 3 or dns_name[2] != "kubernetes":
+            return socket_create_connection(address, *args, **kwargs)
+        pf = portforward(api.connect_get_namespaced_pod_portforward, dns_name[0], dns_name[1], ports=str(address[1]))
+        return pf.socket(address[1])
+
+    socket_create_connection = socket.create_connection
+    try:
+        socket.create_connection = kubernetes_create_connection
+        for port in (8080, 8081):
+            response = urllib.request.urlopen(f"http://web.{NS}.kubernetes:{port}/", timeout=20)
+            assert response.code == 200
+            assert response.read().decode() == "hello-from-the-pod\n"
+    finally:
+        socket.create_connection = socket_create_connection
+
+
+def test_python_client_portforward_ports_and_errors(web):
+    """Two ports in one session (channels 0/1 and 2/3), and a closed port's error on its error channel."""
+    import select
+    from kubernetes import client
+    from kubernetes.stream import portforward
+    api = client.CoreV1Api(web.python_api_client())
+    pf = portforward(api.connect_get_namespaced_pod_portforward, "web", NS, ports="8080,8081,1236")
+    assert pf.connected
+    for port in (8080, 8081):
+        s = pf.socket(port)
+        s.setblocking(True)
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        data = b""
+        deadline = time.monotonic() + 20
+        # (the pod's side closing one port ends nothing the client sees: the session ends with its last port)
+        while time.monotonic() < deadline and not data.endswith(b"hello-from-the-pod\n"):
+            r, _, _ = select.select([s], [], [], 1)
+            if r:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        assert data.split(b"\r\n", 1)[0].endswith(b" 200 OK"), data
+        assert data.endswith(b"hello-from-the-pod\n"), data
+    s = pf.socket(1236)
+    s.setblocking(True)
+    assert s.recv(1024) == b""
+    assert "connection refused" in (pf.error(1236) or "").lower(), pf.error(1236)
+    assert pf.error(8080) is None
+    # every port's connection ended: so does the session
+    wait(lambda: not pf.connected, 10, "the session to end")
+
+
+def test_kubectl_port_forward_is_refused_clearly(web):
+    """kubectl tunnels SPDY over the WebSocket (SPDY/3.1+portforward.k8s.io) and falls back to SPDY:
+    neither is served, and it says so instead of hanging."""
+    r = web.kubectl("port-forward", "web", "18080:8080", check=False, timeout=30)
+    assert r.returncode != 0
+    assert "SPDY" in r.stderr, r.stderr

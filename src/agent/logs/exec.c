@@ -15,6 +15,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -40,10 +43,21 @@
 
 static atomic_int sessions;
 
+/* One forwarded port: a TCP connection in the pod's network namespace. */
+struct pf_port {
+    uint16_t port;
+    int fd;
+    bool connecting, open;
+    struct kite_buf out; /* from the client, not yet written to the connection */
+    size_t out_off;
+};
+
 struct session {
     struct kite_http_req *r;
     struct kite_pods *pods;
-    bool attach;
+    bool attach, pf;
+    struct pf_port *ports;
+    size_t n_ports;
     char *ns, *pod, *ctr;
     char **argv;
     size_t argc;
@@ -82,6 +96,11 @@ static void session_free(struct session *s) {
     for (size_t i = 0; i < s->argc; i++) free(s->argv[i]);
     free(s->argv);
     kite_buf_release(&s->stdin_buf);
+    for (size_t i = 0; i < s->n_ports; i++) {
+        if (s->ports[i].fd >= 0) close(s->ports[i].fd);
+        kite_buf_release(&s->ports[i].out);
+    }
+    free(s->ports);
     free(s);
     atomic_fetch_sub(&sessions, 1);
 }
@@ -133,7 +152,12 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
     uint8_t ch;
     struct kite_buf data = {0};
     if (kite_wsch_decode(s->proto, arg->msg, arg->msg_length, &ch, &data) == 0) {
-        if (ch == KITE_WSCH_STDIN && s->want_in && !s->stdin_eof) {
+        if (s->pf) {
+            /* port i's data is channel 2i; 2i+1 (its errors) is the server's to write */
+            size_t i = ch / 2;
+            if (ch % 2 == 0 && i < s->n_ports && (s->ports[i].open || s->ports[i].connecting))
+                kite_buf_append(&s->ports[i].out, data.p, data.len);
+        } else if (ch == KITE_WSCH_STDIN && s->want_in && !s->stdin_eof) {
             kite_buf_append(&s->stdin_buf, data.p, data.len);
         } else if (ch == KITE_WSCH_RESIZE) {
             resize(s, data.p, data.len);
@@ -314,10 +338,190 @@ static void run(struct session *s) {
     wslay_event_context_free(s->ws);
 }
 
+/* ---- port-forward ---- */
+
+/* The client's bytes for port p, written as far as the connection takes them. false: broken. */
+static bool pf_flush(struct pf_port *p) {
+    while (p->out_off < p->out.len) {
+        ssize_t n = send(p->fd, p->out.p + p->out_off, p->out.len - p->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+        if (n <= 0) return false;
+        p->out_off += (size_t)n;
+    }
+    kite_buf_reset(&p->out);
+    p->out_off = 0;
+    return true;
+}
+
+static void pf_fail(struct session *s, size_t i, int err) {
+    struct pf_port *p = &s->ports[i];
+    char *msg = kite_asprintf("error forwarding port %u to pod %s/%s: dial tcp4 127.0.0.1:%u: connect: %s", p->port,
+                              s->ns, s->pod, p->port, strerror(err));
+    send_channel(s, (uint8_t)(2 * i + 1), msg, strlen(msg));
+    free(msg);
+    p->open = p->connecting = false;
+}
+
+static void pf_close(struct pf_port *p) {
+    p->open = p->connecting = false;
+    if (p->fd >= 0) close(p->fd);
+    p->fd = -1;
+}
+
+/* Every port's connection until they all ended or the client left. */
+static void run_pf(struct session *s) {
+    struct wslay_event_callbacks cb = {.recv_callback = ws_recv, .send_callback = ws_send, .on_msg_recv_callback = on_msg};
+    if (wslay_event_context_server_init(&s->ws, &cb, s) != 0) return;
+    wslay_event_config_set_max_recv_msg_length(s->ws, KITE_STREAM_MAX_MESSAGE);
+    s->last_active = kite_now_mono(kite_clock_real());
+    /* each channel's first message names its port (little-endian), as the kubelet's */
+    for (size_t i = 0; i < s->n_ports; i++) {
+        uint8_t le[2] = {(uint8_t)(s->ports[i].port & 0xff), (uint8_t)(s->ports[i].port >> 8)};
+        send_channel(s, (uint8_t)(2 * i), le, 2);
+        send_channel(s, (uint8_t)(2 * i + 1), le, 2);
+        if (s->ports[i].fd < 0) pf_fail(s, i, ECONNREFUSED);
+    }
+    struct pollfd *p = kite_calloc(s->n_ports + 1, sizeof *p);
+    bool idle = false;
+    for (;;) {
+        bool room = wslay_event_get_queued_msg_length(s->ws) < KITE_STREAM_QUEUE_MAX;
+        bool take_in = true;
+        for (size_t i = 0; i < s->n_ports; i++)
+            if (s->ports[i].out.len - s->ports[i].out_off >= KITE_STREAM_STDIN_MAX) take_in = false;
+        if (!s->client_gone && take_in && wslay_event_want_read(s->ws) && kite_http_tunnel_pending(s->t))
+            if (wslay_event_recv(s->ws) != 0) s->client_gone = true;
+        for (size_t i = 0; i < s->n_ports; i++)
+            if (s->ports[i].open && !pf_flush(&s->ports[i])) pf_close(&s->ports[i]);
+        if (!s->client_gone && wslay_event_want_write(s->ws) && wslay_event_send(s->ws) != 0) s->client_gone = true;
+        if (s->client_gone || (!wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws))) break;
+        bool any = false;
+        for (size_t i = 0; i < s->n_ports; i++) any |= s->ports[i].open || s->ports[i].connecting;
+        if (!any) break;
+        int64_t left = (s->last_active + (int64_t)KITE_STREAM_IDLE_S * KITE_NS_PER_SEC - kite_now_mono(kite_clock_real())) /
+                       KITE_NS_PER_MS;
+        if (left <= 0) {
+            idle = true;
+            break;
+        }
+        p[0] = (struct pollfd){.fd = kite_http_tunnel_fd(s->t),
+                               .events = (short)((take_in && wslay_event_want_read(s->ws) ? POLLIN : 0) |
+                                                 (wslay_event_want_write(s->ws) ? POLLOUT : 0))};
+        for (size_t i = 0; i < s->n_ports; i++) {
+            struct pf_port *q = &s->ports[i];
+            p[i + 1] = (struct pollfd){.fd = q->open || q->connecting ? q->fd : -1};
+            if (q->connecting) p[i + 1].events = POLLOUT;
+            else if (q->open) p[i + 1].events = (short)((room ? POLLIN : 0) | (q->out_off < q->out.len ? POLLOUT : 0));
+        }
+        int n = poll(p, s->n_ports + 1, (int)KITE_MIN(left, INT64_C(60000)));
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) continue;
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+            if (wslay_event_recv(s->ws) != 0) s->client_gone = true;
+        for (size_t i = 0; i < s->n_ports; i++) {
+            struct pf_port *q = &s->ports[i];
+            short ev = p[i + 1].revents;
+            if (!ev) continue;
+            if (q->connecting) {
+                int err = 0;
+                socklen_t sl = sizeof err;
+                getsockopt(q->fd, SOL_SOCKET, SO_ERROR, &err, &sl);
+                if (err) {
+                    pf_fail(s, i, err);
+                    pf_close(q);
+                } else {
+                    q->connecting = false;
+                    q->open = true;
+                    s->last_active = kite_now_mono(kite_clock_real());
+                }
+                continue;
+            }
+            if (ev & (POLLIN | POLLHUP | POLLERR)) {
+                char buf[OUT_CHUNK];
+                ssize_t k = recv(q->fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (k > 0) {
+                    s->last_active = kite_now_mono(kite_clock_real());
+                    send_channel(s, (uint8_t)(2 * i), buf, (size_t)k);
+                } else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+                    pf_close(q); /* the pod's side ended: so does this port */
+                }
+            }
+        }
+    }
+    free(p);
+    if (!s->client_gone) drain_close(s);
+    (void)idle;
+    wslay_event_context_free(s->ws);
+}
+
+/* A socket in the network namespace of process pid, connecting to 127.0.0.1:port (without
+ * waiting): the kubelet's port-forward reaches the pod's loopback too. -errno. */
+static int pf_dial(pid_t pid, uint16_t port) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+    int target = open(path, O_RDONLY | O_CLOEXEC), self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    int fd = -1, e = 0;
+    if (target < 0 || self < 0) e = -errno;
+    if (e == 0 && setns(target, CLONE_NEWNET) < 0) e = -errno;
+    if (e == 0) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) e = -errno;
+        /* this thread goes back to the agent's namespace (the socket stays in the pod's); it
+         * makes no other socket before it ends, should that fail */
+        if (setns(self, CLONE_NEWNET) < 0 && e == 0) {
+            e = -errno;
+            close(fd);
+        }
+    }
+    if (target >= 0) close(target);
+    if (self >= 0) close(self);
+    if (e < 0) return e;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS) {
+        e = -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
+
 /* ---- the request ---- */
+
+static void *pf_thread(struct session *s) {
+    char *id = NULL;
+    int e = kite_pods_container_lookup(s->pods, s->ns, s->pod, NULL, &id);
+    struct kite_runtime *rt = kite_pods_runtime(s->pods);
+    struct kite_container_status st = {0};
+    if (e == 0) {
+        e = rt->ops->container_status(rt, id, 0, &st);
+        if (e == 0 && st.pid <= 0) e = -ENOTCONN;
+    }
+    free(id);
+    if (e == -ENOENT) reply_text(s->r, 404, "pod \"%s/%s\" does not exist\n", s->ns, s->pod);
+    else if (e < 0) reply_text(s->r, 400, "pod \"%s\" has no running container to forward into\n", s->pod);
+    if (e < 0) {
+        kite_container_status_release(&st);
+        session_free(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < s->n_ports; i++) {
+        int fd = pf_dial(st.pid, s->ports[i].port);
+        s->ports[i].fd = fd < 0 ? -1 : fd;
+        s->ports[i].connecting = fd >= 0;
+    }
+    kite_container_status_release(&st);
+    kite_http_add_header(s->r, "Upgrade", "websocket");
+    kite_http_add_header(s->r, "Connection", "Upgrade");
+    kite_http_add_header(s->r, "Sec-WebSocket-Accept", s->accept);
+    if (*kite_wsch_name(s->proto)) kite_http_add_header(s->r, "Sec-WebSocket-Protocol", kite_wsch_name(s->proto));
+    if (kite_http_upgrade(s->r, &s->t) == 0) run_pf(s);
+    kite_http_tunnel_close(s->t);
+    session_free(s);
+    return NULL;
+}
 
 static void *session_thread(void *ud) {
     struct session *s = ud;
+    if (s->pf) return pf_thread(s);
     char *id = NULL;
     int e = kite_pods_container_lookup(s->pods, s->ns, s->pod, s->ctr, &id);
     if (e == -ENOENT) {
@@ -429,6 +633,7 @@ static char **query_all(const char *target, const char *name, size_t *ret_n) {
 
 void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool attach, const char *ns, const char *pod,
                         const char *ctr) {
+    bool pf = ctr == NULL;
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
         reply_text(r, 405, "405: Method Not Allowed");
         return;
@@ -449,6 +654,11 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
     const char *offers[8];
     size_t n_off = kite_http_header_all(r, "Sec-WebSocket-Protocol", offers, KITE_ARRAY_SIZE(offers));
     enum kite_wsch_proto proto = kite_wsch_select(offers, KITE_MIN(n_off, KITE_ARRAY_SIZE(offers)));
+    if (proto == KITE_WSCH_NONE && pf) {
+        reply_text(r, 400, "no supported WebSocket subprotocol: offer v4.channel.k8s.io (SPDY over WebSocket, "
+                           "SPDY/3.1+portforward.k8s.io, is not served)");
+        return;
+    }
     if (proto == KITE_WSCH_NONE) {
         reply_text(r, 400, "no supported WebSocket subprotocol: offer v5.channel.k8s.io, v4.channel.k8s.io, "
                            "v3.channel.k8s.io, v2.channel.k8s.io, channel.k8s.io or base64.channel.k8s.io");
@@ -458,23 +668,58 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
     s->r = r;
     s->pods = pods;
     s->attach = attach;
+    s->pf = pf;
     s->proto = proto;
     kite_ws_accept(key, s->accept);
     s->want_in = flag(r, "stdin", "input");
     s->want_out = flag(r, "stdout", "output");
     s->want_err = flag(r, "stderr", "error");
     s->tty = flag(r, "tty", "tty");
-    if (!attach) s->argv = query_all(kite_http_target(r), "command", &s->argc);
+    if (!attach && !pf) s->argv = query_all(kite_http_target(r), "command", &s->argc);
     atomic_fetch_add(&sessions, 1);
     s->ns = kite_strdup(ns);
     s->pod = kite_strdup(pod);
-    s->ctr = kite_strdup(ctr);
-    if (!s->want_in && !s->want_out && !s->want_err) {
+    s->ctr = kite_strdup(pf ? "" : ctr);
+    if (pf) {
+        /* ports=1234,1235 or port=1234&port=1235 (the API's name, the kubelet's) */
+        size_t n[2];
+        char **v[2] = {query_all(kite_http_target(r), "ports", &n[0]), query_all(kite_http_target(r), "port", &n[1])};
+        const char *bad = NULL;
+        for (int k = 0; k < 2; k++)
+            for (size_t i = 0; i < n[k]; i++) {
+                for (char *tok = v[k][i], *next; tok; tok = next) {
+                    next = strchr(tok, ',');
+                    if (next) *next++ = 0;
+                    char *end;
+                    long port = strtol(tok, &end, 10);
+                    if (!*tok || *end || port < 1 || port > 65535) {
+                        if (!bad) bad = tok;
+                        continue;
+                    }
+                    if (s->n_ports < KITE_STREAM_MAX_PORTS) {
+                        s->ports = kite_realloc(s->ports, (s->n_ports + 1) * sizeof *s->ports);
+                        s->ports[s->n_ports++] = (struct pf_port){.port = (uint16_t)port, .fd = -1};
+                    } else if (!bad) {
+                        bad = "(too many ports)";
+                    }
+                }
+            }
+        if (bad) reply_text(r, 400, "invalid port: %s (1 to 65535; at most %d ports)", bad, KITE_STREAM_MAX_PORTS);
+        else if (!s->n_ports) reply_text(r, 400, "query parameter \"port\" is required");
+        for (int k = 0; k < 2; k++) {
+            for (size_t i = 0; i < n[k]; i++) free(v[k][i]);
+            free(v[k]);
+        }
+        if (bad || !s->n_ports) {
+            session_free(s);
+            return;
+        }
+    } else if (!s->want_in && !s->want_out && !s->want_err) {
         reply_text(r, 400, "you must specify at least 1 of stdin, stdout, stderr");
         session_free(s);
         return;
     }
-    if (!attach && !s->argc) {
+    if (!pf && !attach && !s->argc) {
         reply_text(r, 400, "you must specify a command to run");
         session_free(s);
         return;

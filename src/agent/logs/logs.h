@@ -71,6 +71,8 @@ void kite_logsrv_stop(struct kite_logsrv *s);
 #define KITE_STREAM_MAX_MESSAGE (1u << 20)    /* a WebSocket message from the client (-> close 1009) */
 #define KITE_STREAM_QUEUE_MAX (256u * 1024)   /* output waiting for the client before the command's is not read */
 #define KITE_STREAM_STDIN_MAX (256u * 1024)   /* stdin waiting for the command before the client is not read */
+#define KITE_STREAM_MAX_PORTS 64              /* ports of one port-forward session (-> 400) */
 struct kite_http_req;
+/* `/portForward/{namespace}/{pod}?ports=P1,P2` when ctr is NULL. */
 void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool attach, const char *ns, const char *pod,
                         const char *ctr);

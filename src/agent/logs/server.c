@@ -213,6 +213,10 @@ static void handle(struct kite_http_req *r, void *ud) {
         seg[n++][k] = 0;
         p += 1 + k;
     }
+    if (n == 3 && !*p && strcmp(seg[0], "portForward") == 0 && s->pods) {
+        kite_logsrv_stream(r, s->pods, false, seg[1], seg[2], NULL);
+        return;
+    }
     if (n == 4 && !*p && (strcmp(seg[0], "exec") == 0 || strcmp(seg[0], "attach") == 0)) {
         if (!s->pods) {
             reply_text(r, 404, "pod \"%s/%s\" does not exist\n", seg[1], seg[2]);

@@ -150,6 +150,15 @@ int kite_pods_container_lookup(struct kite_pods *p, const char *ns, const char *
         if (strcmp(lp->ns, ns) != 0 || strcmp(lp->name, name) != 0) continue;
         r = -ESRCH;
         for (size_t k = 0; k < lp->nc; k++) {
+            if (!container && lp->c[k].id && lp->c[k].running) {
+                *ret_id = kite_strdup(lp->c[k].id);
+                r = 0;
+                break;
+            }
+            if (!container) {
+                r = -ENOTCONN;
+                continue;
+            }
             if (strcmp(lp->c[k].name, container) != 0) continue;
             if (!lp->c[k].id || !lp->c[k].running) {
                 r = -ENOTCONN;

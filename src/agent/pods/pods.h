@@ -79,7 +79,8 @@ int kite_pods_log_lookup(struct kite_pods *p, const char *ns, const char *name, 
                          char **ret_path, bool *ret_running);
 /* The running container `container` of a pod on the node, for exec and attach (thread-safe):
  * 0 and *ret_id (new string); -ENOENT no such pod, -ESRCH no such container, -ENOTCONN its
- * current attempt is not running. */
+ * current attempt is not running. container NULL: any running container of the pod (its
+ * network namespace, for port-forward); -ENOTCONN when none runs. */
 int kite_pods_container_lookup(struct kite_pods *p, const char *ns, const char *name, const char *container,
                                char **ret_id);
 /* The runtime the pods run on (borrowed; safe from any thread). */

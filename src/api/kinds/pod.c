@@ -573,6 +573,20 @@ static int pod_attach(json_object *obj, const char *(*query)(void *, const char 
     return pod_stream("attach", obj, query, qud, ret_node, ret_path, ret_msg);
 }
 
+/* pods/portforward (PortForwardLocation): the pod's node and the agent's /portForward path. */
+static int pod_portforward(json_object *obj, const char *(*query)(void *, const char *), void *qud, char **ret_node,
+                           char **ret_path, char **ret_msg) {
+    const char *name = STR(obj, "metadata", "name"), *ns = STR(obj, "metadata", "namespace");
+    const char *node = STR(obj, "spec", "nodeName");
+    if (!node || !*node) {
+        *ret_msg = kite_asprintf("pod %s does not have a host assigned", name);
+        return 400;
+    }
+    *ret_node = kite_strdup(node);
+    *ret_path = kite_asprintf("/portForward/%s/%s", ns, name);
+    return 0;
+}
+
 static int pod_log(json_object *obj, const char *(*query)(void *, const char *), void *qud, char **ret_node,
                    char **ret_path, char **ret_msg) {
     const char *name = STR(obj, "metadata", "name"), *ns = STR(obj, "metadata", "namespace");
@@ -696,6 +710,7 @@ static const struct kite_subresource subresources[] = {
     {.name = "log", .connect = pod_log},
     {.name = "exec", .connect = pod_exec, .upgrade = true},
     {.name = "attach", .connect = pod_attach, .upgrade = true},
+    {.name = "portforward", .connect = pod_portforward, .upgrade = true},
     {0},
 };
 
