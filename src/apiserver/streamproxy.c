@@ -164,7 +164,7 @@ void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *p
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256 * 1024);
+    pthread_attr_setstacksize(&at, 512 * 1024);
     int r = pthread_create(&t, &at, stream_thread, p);
     pthread_attr_destroy(&at);
     if (r != 0) {

@@ -315,3 +315,54 @@ def test_kubectl_port_forward_is_refused_clearly(web):
     r = web.kubectl("port-forward", "web", "18080:8080", check=False, timeout=30)
     assert r.returncode != 0
     assert "SPDY" in r.stderr, r.stderr
+
+
+def _raw_ws(c, path, protocol="v5.channel.k8s.io"):
+    """A WebSocket handshake by hand through the API server (admin cert, HTTP/1.1): the socket after 101."""
+    import base64
+    import socket
+    s = c.identity.ctx.wrap_socket(socket.create_connection(("127.0.0.1", c.port), timeout=20))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocol}\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+    assert b"Sec-WebSocket-Accept: " + accept in head, head
+    assert f"Sec-WebSocket-Protocol: {protocol}".encode() in head, head
+    return s
+
+
+def _rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+def test_client_that_stops_reading_is_not_buffered(box):
+    """`yes` floods stdout to a client that never reads: the agent stops reading the command once
+    KITE_STREAM_QUEUE_MAX waits, the API server once its buffer is full; memory stays flat."""
+    c = box
+    s = _raw_ws(c, f"/api/v1/namespaces/{NS}/pods/box/exec?command=yes&command=flood-marker&stdout=true")
+    time.sleep(2)
+    before = _rss_kib(c.proc.pid)
+    time.sleep(4)
+    after = _rss_kib(c.proc.pid)
+    assert after - before < 32 * 1024, (before, after)
+    s.close()
+    wait(lambda: "flood-marker" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "yes killed")
+
+
+def test_stream_cut_mid_frame(box):
+    """A client that sends half a frame and vanishes: its command is killed, nothing else is hurt."""
+    c = box
+    s = _raw_ws(c, f"/api/v1/namespaces/{NS}/pods/box/exec?command=sleep&command=4343&stdin=true&stdout=true")
+    wait(lambda: "sleep 4343" in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep running")
+    # a masked binary frame announcing 100 bytes on channel 0, of which 3 arrive
+    s.sendall(bytes([0x82, 0x80 | 100]) + os.urandom(4) + b"\x00ab")
+    s.close()
+    wait(lambda: "sleep 4343" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep killed")
+    assert c.kubectl("exec", "box", "--", "echo", "still-fine").stdout == "still-fine\n"

@@ -733,7 +733,7 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256 * 1024);
+    pthread_attr_setstacksize(&at, 512 * 1024);
     int e = pthread_create(&th, &at, session_thread, s);
     pthread_attr_destroy(&at);
     if (e != 0) {
