@@ -130,6 +130,11 @@ def test_attach(box):
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=10)
     assert "tick-" in out, (out, err)
+    # the container's end is the attach's: kubectl returns by itself
+    pod(c, "short", [sh("s", "sleep 3; for i in 1 2 3; do echo t$i; sleep 0.3; done")], restart="Never")
+    running(c, "short")
+    r = c.kubectl("attach", "short", timeout=30)
+    assert "t1\nt2\nt3\n" in r.stdout, r
 
 
 def test_missing_container_and_pod(box):

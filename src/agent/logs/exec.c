@@ -72,7 +72,7 @@ struct session {
     struct kite_buf stdin_buf;
     size_t stdin_off;
     bool stdin_eof;            /* the client closed stdin (v5): close it once written */
-    bool client_gone, exited;
+    bool client_gone, exited, reaped;
     bool out_open, err_open;
     int exit_code;
     int64_t last_active;
@@ -314,11 +314,12 @@ static void run(struct session *s) {
             if (!pump_out(s, err_fd, KITE_WSCH_STDERR)) s->err_open = false;
         if (p[P_PID].revents & POLLIN) s->exited = true;
     }
-    if (s->client_gone || idle || !s->exited) {
+    if (s->client_gone || idle || (!s->attach && !s->exited)) {
         /* the client left (or the session went idle): the command goes too */
         if (!s->attach) {
             kite_exec_session_kill(&s->ex);
             wait_code(s->ex.pid);
+            s->reaped = true;
         }
         if (!s->client_gone) {
             drain_close(s);
@@ -329,6 +330,7 @@ static void run(struct session *s) {
             if (s->proto >= KITE_WSCH_V4) kite_wsch_exit_status(s->proto, 0, NULL, 0, &st);
         } else {
             s->exit_code = wait_code(s->ex.pid);
+            s->reaped = true;
             kite_wsch_exit_status(s->proto, s->exit_code, (const char *const *)s->argv, s->argc, &st);
         }
         if (st.len || s->proto >= KITE_WSCH_V4) send_channel(s, KITE_WSCH_ERROR, st.p, st.len);
@@ -578,13 +580,12 @@ static void *session_thread(void *ud) {
     kite_http_add_header(s->r, "Sec-WebSocket-Accept", s->accept);
     if (*kite_wsch_name(s->proto)) kite_http_add_header(s->r, "Sec-WebSocket-Protocol", kite_wsch_name(s->proto));
     e = kite_http_upgrade(s->r, &s->t);
-    if (e == 0) {
-        run(s);
-    } else if (!s->attach) {
-        kite_exec_session_kill(&s->ex);
-    }
+    if (e == 0) run(s);
     if (!s->attach) {
-        if (e != 0 || !s->exited) wait_code(s->ex.pid);
+        if (!s->reaped) { /* no session (the client left before the 101): the command goes */
+            kite_exec_session_kill(&s->ex);
+            wait_code(s->ex.pid);
+        }
         kite_exec_session_release(&s->ex);
     }
     if (s->attach_fd >= 0) close(s->attach_fd);
