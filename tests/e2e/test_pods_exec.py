@@ -371,3 +371,11 @@ def test_stream_cut_mid_frame(box):
     s.close()
     wait(lambda: "sleep 4343" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep killed")
     assert c.kubectl("exec", "box", "--", "echo", "still-fine").stdout == "still-fine\n"
+
+
+def test_discovery_lists_the_stream_subresources(box):
+    res = {r["name"]: r for r in box.api().get("/api/v1").json()["resources"]}
+    for sub, kind in (("exec", "PodExecOptions"), ("attach", "PodAttachOptions"), ("portforward", "PodPortForwardOptions")):
+        assert res[f"pods/{sub}"]["kind"] == kind
+        assert sorted(res[f"pods/{sub}"]["verbs"]) == ["create", "get"]
+    assert res["pods/log"]["verbs"] == ["get"]

@@ -708,9 +708,12 @@ static const struct kite_subresource subresources[] = {
      .body_schema = &kite_schema_eviction,
      .guard_group = "policy", .guard_plural = "poddisruptionbudgets", .guard = kite_pdb_evict, .mark = pod_evict_mark},
     {.name = "log", .connect = pod_log},
-    {.name = "exec", .connect = pod_exec, .upgrade = true},
-    {.name = "attach", .connect = pod_attach, .upgrade = true},
-    {.name = "portforward", .connect = pod_portforward, .upgrade = true},
+    {.name = "exec", .connect = pod_exec, .upgrade = true, .body_group = "", .body_version = "v1",
+     .body_kind = "PodExecOptions"},
+    {.name = "attach", .connect = pod_attach, .upgrade = true, .body_group = "", .body_version = "v1",
+     .body_kind = "PodAttachOptions"},
+    {.name = "portforward", .connect = pod_portforward, .upgrade = true, .body_group = "", .body_version = "v1",
+     .body_kind = "PodPortForwardOptions"},
     {0},
 };
 
