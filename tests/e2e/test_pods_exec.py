@@ -379,3 +379,29 @@ def test_discovery_lists_the_stream_subresources(box):
         assert res[f"pods/{sub}"]["kind"] == kind
         assert sorted(res[f"pods/{sub}"]["verbs"]) == ["create", "get"]
     assert res["pods/log"]["verbs"] == ["get"]
+
+
+def test_message_limit_and_port_limit(box):
+    """A WebSocket message past KITE_STREAM_MAX_MESSAGE (1 MiB) closes the stream with 1009 and kills
+    the command; a port-forward of more than KITE_STREAM_MAX_PORTS (64) ports is a 400."""
+    import struct
+    c = box
+    s = _raw_ws(c, f"/api/v1/namespaces/{NS}/pods/box/exec?command=sleep&command=4444&stdin=true&stdout=true")
+    wait(lambda: "sleep 4444" in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep running")
+    s.sendall(bytes([0x82, 0x80 | 127]) + struct.pack(">Q", 2 << 20) + os.urandom(4) + b"\x00" * 1024)
+    got = b""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and len(got) < 4:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    assert got[:1] == b"\x88" and struct.unpack(">H", got[2:4])[0] == 1009, got
+    s.close()
+    wait(lambda: "sleep 4444" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep killed")
+    ports = ",".join(str(p) for p in range(1000, 1065))
+    r = c.api().request("GET", f"/api/v1/namespaces/{NS}/pods/box/portforward?ports={ports}", None,
+                        headers={"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                                 "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+                                 "Sec-WebSocket-Protocol": "v4.channel.k8s.io"})
+    assert r.status == 400 and "at most 64 ports" in r.json()["message"], r.body
