@@ -349,3 +349,25 @@ def test_volumes_removed_with_the_pod(cluster):
     c.kubectl("delete", "pod", "vol-gone", "-n", NS, "--grace-period=1")
     wait(lambda: not os.path.exists(pod_dir), 30, "the pod's volume directory to go")
     assert not mounted()
+
+
+def test_sub_path_symlink_out_of_its_volume_is_refused(cluster):
+    """A container's symlink in an emptyDir pointing at / must not give another container the
+    node's root through a subPath (the kubelet's CVE-2017-1002101 check)."""
+    c = cluster
+    c.kubectl("create", "-n", NS, "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "escape"},
+        "spec": {"nodeName": c.node, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                 "volumes": [{"name": "w", "emptyDir": {}}],
+                 "initContainers": [{"name": "mk", "image": "busybox",
+                                     "command": ["sh", "-c", "ln -s / /w/escape; mkdir -p /w/ok; echo in > /w/ok/f"],
+                                     "volumeMounts": [{"name": "w", "mountPath": "/w"}]}],
+                 "containers": [{"name": "c", "image": "busybox", "command": ["ls", "/host"],
+                                 "volumeMounts": [{"name": "w", "mountPath": "/host", "subPath": "escape"}]}]}}))
+
+    def waiting():
+        st = pod_json(c, "escape")["status"].get("containerStatuses", [{}])[0].get("state", {}).get("waiting", {})
+        return st if st.get("reason") == "CreateContainerConfigError" else None
+    st = wait(waiting, 30, "CreateContainerConfigError")
+    assert st["message"] == 'failed to prepare subPath for volumeMount "w" of container "c"'
+    assert not logs(c, "escape")

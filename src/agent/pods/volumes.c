@@ -313,8 +313,17 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
         }
         if (sub && *sub) {
             char *full = NULL;
-            r = sub_path_resolve(src, sub, &full, ret_err);
+            char *why = NULL;
+            r = sub_path_resolve(src, sub, &full, &why);
             free(src);
+            if (r == -EPERM) { /* the kubelet's words; the detail goes to the log */
+                log_warn(PODS_LOG, "pod %s/%s: %s", pod->ns, pod->name, why);
+                free(why);
+                *ret_err = kite_asprintf("failed to prepare subPath for volumeMount \"%s\" of container \"%s\"", name,
+                                         pjs(ctr, "name"));
+            } else if (r < 0) {
+                *ret_err = why;
+            }
             if (r < 0) break;
             src = full;
         }
