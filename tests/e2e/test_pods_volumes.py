@@ -371,3 +371,21 @@ def test_sub_path_symlink_out_of_its_volume_is_refused(cluster):
     st = wait(waiting, 30, "CreateContainerConfigError")
     assert st["message"] == 'failed to prepare subPath for volumeMount "w" of container "c"'
     assert not logs(c, "escape")
+
+
+@pytest.mark.slow
+def test_volume_byte_budget(cluster):
+    """A projected volume gathering objects past the node's 4 MiB per volume fails to mount with
+    the limit in its message; each object alone is within the API's 1 MiB."""
+    c = cluster
+    chunk = "x" * (900 * 1024)
+    for i in range(5):
+        c.kubectl("create", "-n", NS, "-f", "-", input=json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"big{i}"}, "data": {f"k{i}": chunk}}))
+    mkpod(c, "too-big", "true", mounts=[{"name": "big", "mountPath": "/big"}],
+          volumes=[{"name": "big", "projected": {"sources": [{"configMap": {"name": f"big{i}"}} for i in range(5)]}}])
+    msg = (f'MountVolume.SetUp failed for volume "big" : the volume\'s files are {5 * 900 * 1024} bytes, '
+           f"more than this node's limit of 4194304")
+    wait(lambda: any(e["reason"] == "FailedMount" and e["message"] == msg for e in events(c, "too-big")), 30,
+         "the FailedMount of the byte budget")
+    assert phase(c, "too-big") == "Pending"
