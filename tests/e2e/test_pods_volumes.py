@@ -389,3 +389,30 @@ def test_volume_byte_budget(cluster):
     wait(lambda: any(e["reason"] == "FailedMount" and e["message"] == msg for e in events(c, "too-big")), 30,
          "the FailedMount of the byte budget")
     assert phase(c, "too-big") == "Pending"
+
+
+def test_volumes_kept_across_an_agent_restart(cluster):
+    """Restarted, the agent finds the running pod's volumes as they were (its tmpfs mounted once,
+    ..data unchanged) and watches its Secret again. Runs last: it restarts the cluster."""
+    c = cluster
+    c.kubectl("create", "secret", "generic", "rs", "-n", NS, "--from-literal=v=one")
+    mkpod(c, "restart-vol", "while true; do echo \"v=$(cat /s/v)\"; sleep 0.2; done", restart="Always",
+          volumes=[{"name": "s", "secret": {"secretName": "rs"}}], mounts=[{"name": "s", "mountPath": "/s"}])
+    running_log(c, "restart-vol", lambda d: d.get("v") == "one")
+    uid = pod_json(c, "restart-vol")["metadata"]["uid"]
+    sec_dir = str(c.volumes_dir / uid / "volumes" / "kubernetes.io~secret" / "s")
+    before = os.readlink(os.path.join(sec_dir, "..data"))
+
+    def mounts():
+        with open("/proc/self/mounts") as f:
+            return sum(line.split()[1] == sec_dir for line in f)
+    assert mounts() == 1
+    c.proc.stop()
+    c.restart()
+    wait(lambda: pod_json(c, "restart-vol")["status"].get("containerStatuses", [{}])[0].get("ready"), 30,
+         "the pod ready again")
+    time.sleep(2)  # a few syncs of the recovered pod
+    assert mounts() == 1
+    assert os.readlink(os.path.join(sec_dir, "..data")) == before
+    c.kubectl("patch", "secret", "rs", "-n", NS, "-p", json.dumps({"data": {"v": base64.b64encode(b"two").decode()}}))
+    running_log(c, "restart-vol", lambda d: d.get("v") == "two", timeout=15, what="the Secret's change")
