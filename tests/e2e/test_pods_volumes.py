@@ -186,6 +186,23 @@ echo "key=$(cat /key/k)"
         assert any(line.split()[1] == d and line.split()[2] == "tmpfs" for line in f), d
 
 
+def test_fs_group_reads_a_secret_volume(cluster):
+    """With fsGroup, a non-root user reads a 0400 secret: the files get the group and its read
+    bit (the kubelet's SetVolumeOwnership)."""
+    c = cluster
+    c.kubectl("create", "secret", "generic", "grp", "-n", NS, "--from-literal=k=shared")
+    c.kubectl("create", "-n", NS, "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fsgroup"},
+        "spec": {"nodeName": c.node, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                 "securityContext": {"runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 2000},
+                 "volumes": [{"name": "s", "secret": {"secretName": "grp", "defaultMode": 0o400}}],
+                 "containers": [{"name": "c", "image": "busybox", "volumeMounts": [{"name": "s", "mountPath": "/s"}],
+                                 "command": ["sh", "-c", "echo \"k=$(cat /s/k)\"; stat -L -c 'st=%a %g' /s/k"]}]}}))
+    d = finished(c, "fsgroup")
+    assert d["k"] == "shared"
+    assert d["st"] == "440 2000"
+
+
 def test_configmap_update_reaches_the_running_pod(cluster):
     c = cluster
     c.kubectl("create", "configmap", "live", "-n", NS, "--from-literal=color=blue")

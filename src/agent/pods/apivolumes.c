@@ -496,6 +496,13 @@ int pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *v
         return -ENOENT;
     }
     kite_buf_release(&c.errs);
+    /* SetVolumeOwnership with the pod's fsGroup: its group reads every file (a read-only volume) */
+    json_object *fsg = pj(pod->obj, "spec.securityContext.fsGroup");
+    if (fsg && json_object_is_type(fsg, json_type_int) && json_object_get_int64(fsg) >= 0) {
+        ret->has_gid = true;
+        ret->gid = (gid_t)json_object_get_int64(fsg);
+        for (size_t i = 0; i < ret->n; i++) ret->f[i].mode |= 0440;
+    }
     if (ret->bytes > KITE_PODS_VOLUME_MAX_BYTES) {
         *ret_err = kite_asprintf("the volume's files are %zu bytes, more than this node's limit of %u", ret->bytes,
                                  KITE_PODS_VOLUME_MAX_BYTES);

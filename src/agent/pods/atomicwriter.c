@@ -4,7 +4,9 @@
  * file or every new one. What the container sees at the top of the volume are symlinks through
  * ..data (key -> ..data/key), made once; entries of a previous payload that are gone are
  * removed, and so is the previous timestamped directory. A payload equal to what ..data holds
- * (contents and modes) writes nothing. */
+ * (contents, modes and group) writes nothing. With the pod's fsGroup, every file and directory
+ * of the volume gets its group and directories the setgid bit, as SetVolumeOwnership does
+ * (the payload's modes carry the group's read bits already). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -98,12 +100,14 @@ char *pods_payload_path_clean(const char *in, char **ret_err) {
 /* The first element of a relative path (a new string). */
 static char *top_of(const char *path) { return kite_strndup(path, strcspn(path, "/")); }
 
-/* Whether dirfd/path holds exactly data with mode. */
-static bool same_file(int dirfd, const char *path, const char *data, size_t len, mode_t mode) {
+/* Whether dirfd/path holds exactly data with mode (and group). */
+static bool same_file(int dirfd, const struct pods_payload *pl, const char *path, const char *data, size_t len,
+                      mode_t mode) {
     int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat st;
-    bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len && (st.st_mode & 07777) == mode;
+    bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len && (st.st_mode & 07777) == mode &&
+                (!pl->has_gid || st.st_gid == pl->gid);
     char buf[8192];
     for (size_t off = 0; same && off < len;) {
         ssize_t k = read(fd, buf, KITE_MIN(sizeof(buf), len - off));
@@ -145,7 +149,7 @@ static bool unchanged(const char *dir, const char *old_ts, const struct pods_pay
     if (fd < 0) return false;
     bool same = true;
     for (size_t i = 0; same && i < pl->n; i++) {
-        same = same_file(fd, pl->f[i].path, pl->f[i].data, pl->f[i].len, pl->f[i].mode);
+        same = same_file(fd, pl, pl->f[i].path, pl->f[i].data, pl->f[i].len, pl->f[i].mode);
         _cleanup_free_ char *top = top_of(pl->f[i].path), *vis = kite_asprintf("%s/%s", dir, top);
         struct stat st;
         if (same && lstat(vis, &st) < 0) same = false;
@@ -155,18 +159,29 @@ static bool unchanged(const char *dir, const char *old_ts, const struct pods_pay
     return same;
 }
 
-static int mkdirs_at(int dirfd, const char *path) {
+/* A directory's group and mode: the fsGroup's, setgid (SetVolumeOwnership's), or 0755. */
+static int own_dir_at(int dirfd, const char *path, const struct pods_payload *pl) {
+    if (pl->has_gid && fchownat(dirfd, path, (uid_t)-1, pl->gid, AT_SYMLINK_NOFOLLOW) < 0) return -errno;
+    return fchmodat(dirfd, path, pl->has_gid ? 02755 : 0755, 0) < 0 ? -errno : 0;
+}
+
+static int mkdirs_at(int dirfd, const char *path, const struct pods_payload *pl) {
     _cleanup_free_ char *s = kite_strdup(path);
     for (char *q = s; (q = strchr(q, '/')); q++) {
         *q = 0;
-        if (mkdirat(dirfd, s, 0755) < 0 && errno != EEXIST) return -errno;
+        if (mkdirat(dirfd, s, 0755) == 0) {
+            int r = own_dir_at(dirfd, s, pl);
+            if (r < 0) return r;
+        } else if (errno != EEXIST) {
+            return -errno;
+        }
         *q = '/';
     }
     return 0;
 }
 
-static int write_file_at(int dirfd, const struct pods_file *f) {
-    int r = mkdirs_at(dirfd, f->path);
+static int write_file_at(int dirfd, const struct pods_file *f, const struct pods_payload *pl) {
+    int r = mkdirs_at(dirfd, f->path, pl);
     if (r < 0) return r;
     int fd = openat(dirfd, f->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -errno;
@@ -180,8 +195,9 @@ static int write_file_at(int dirfd, const struct pods_file *f) {
         }
         off += (size_t)k;
     }
-    /* the exact mode, whatever the umask */
-    if (fchmod(fd, f->mode) < 0) r = -errno;
+    /* the group first (a chown clears set-id bits), then the exact mode, whatever the umask */
+    if (pl->has_gid && fchown(fd, (uid_t)-1, pl->gid) < 0) r = -errno;
+    if (!r && fchmod(fd, f->mode) < 0) r = -errno;
     if (close(fd) < 0 && !r) r = -errno;
     return r;
 }
@@ -257,8 +273,9 @@ int pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t no
         remove_tree(ts_path);
         return r;
     }
+    if ((r = own_dir_at(fd, ".", pl)) < 0) *ret_err = kite_asprintf("setting the group of %s: %s", ts_path, strerror(-r));
     for (size_t i = 0; i < pl->n && r == 0; i++)
-        if ((r = write_file_at(fd, &pl->f[i])) < 0)
+        if ((r = write_file_at(fd, &pl->f[i], pl)) < 0)
             *ret_err = kite_asprintf("writing %s/%s: %s", ts_path, pl->f[i].path, strerror(-r));
     close(fd);
     if (r < 0) {

@@ -251,6 +251,8 @@ struct pods_file {
 struct pods_payload {
     struct pods_file *f;
     size_t n, bytes;
+    bool has_gid;          /* the pod's fsGroup: files and directories get its group (dirs setgid) */
+    gid_t gid;
 };
 void pods_payload_add(struct pods_payload *pl, const char *path, const char *data, size_t len, mode_t mode);
 void pods_payload_release(struct pods_payload *pl);

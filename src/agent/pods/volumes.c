@@ -155,6 +155,12 @@ static int setup_api_volume(struct kite_pods *p, struct pod *pod, json_object *v
             return r;
         }
     }
+    if (pl.has_gid && (chown(dir, (uid_t)-1, pl.gid) < 0 || chmod(dir, 02755) < 0)) {
+        r = -errno;
+        *ret_err = kite_asprintf("setting the group of %s: %s", dir, strerror(-r));
+        pods_payload_release(&pl);
+        return r;
+    }
     r = pods_atomic_write(dir, &pl, kite_now_wall(p->clock), ret_err);
     pods_payload_release(&pl);
     return r < 0 ? r : 0;
