@@ -8,7 +8,9 @@
  * the Node authorizer allows a node for objects its pods refer to), kept while a pod on the
  * node refers to it. A change marks the referring pods for a sync, whose volume setup rewrites
  * the files: a running pod sees an update within about a second. Until an informer has its
- * first list, or without threads (unit tests), the object is read with a GET.
+ * first list, past KITE_PODS_VOLUME_WATCHES_MAX objects, or without threads (unit tests), the
+ * object is read with a GET, and the pod is synced again every KITE_PODS_VOLUME_POLL_NS (the
+ * kubelet's sync period) to see changes.
  *
  * A projected volume's sources are rows of one table: a new kind of source is one function. */
 #include <errno.h>
@@ -147,6 +149,10 @@ static bool vobj_get(struct kite_pods *p, const char *uid, bool secret, const ch
     struct vobj *v = NULL;
     for (size_t i = 0; i < s->n && !v; i++)
         if (strcmp(s->v[i]->key, key) == 0) v = s->v[i];
+    if (!v && s->n >= KITE_PODS_VOLUME_WATCHES_MAX) {
+        pthread_mutex_unlock(&s->lock);
+        return false;
+    }
     if (!v) {
         v = kite_calloc(1, sizeof(*v));
         v->p = p;
@@ -223,6 +229,7 @@ void pods_vobjs_mark_changed(struct kite_pods *p) {
 static int get_object(struct kite_pods *p, struct pod *pod, bool secret, const char *name, json_object **ret,
                       char **ret_err) {
     if (vobj_get(p, pod->uid, secret, pod->ns, name, ret)) return 0;
+    pod->volumes_polled = true;
     return pods_get_object(p, pod->ns, secret, name, ret, ret_err);
 }
 

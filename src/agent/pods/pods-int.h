@@ -75,6 +75,7 @@ struct pod {
     char *sandbox_id;
     char *sandbox_ip;
     bool volumes_ready;    /* every volume set up */
+    bool volumes_polled;   /* an object of its volumes was read by GET, not watched: resync it */
     struct pod_ctr *c;
     size_t nc, n_init;
     bool admitted, rejected;
@@ -264,6 +265,8 @@ int pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t no
  * manager and the Node authorizer allow) while a pod on the node refers to them; a change
  * marks those pods for a sync, which rewrites their files. */
 #define KITE_PODS_VOLUME_MAX_BYTES (4u << 20) /* one volume's files together */
+#define KITE_PODS_VOLUME_WATCHES_MAX 256      /* ConfigMaps and Secrets watched at once */
+#define KITE_PODS_VOLUME_POLL_NS (60 * KITE_NS_PER_SEC) /* resync of a pod whose objects are read by GET */
 struct pods_vobjs;
 /* The volume's plugin directory name ("kubernetes.io~configmap"); *ret_tmpfs: kept in memory.
  * NULL when vol is none of these kinds. */

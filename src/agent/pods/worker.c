@@ -382,7 +382,10 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
  * (its ConfigMap deleted, say) is an event and leaves the running pod its files. */
 static bool ensure_volumes(struct kite_pods *p, struct pod *pod, int64_t now) {
     _cleanup_free_ char *vol = NULL, *err = NULL;
-    if (pods_volumes_setup(p, pod, &vol, &err) < 0) {
+    pod->volumes_polled = false;
+    int r = pods_volumes_setup(p, pod, &vol, &err);
+    if (pod->volumes_polled) pod->next_sync = now + KITE_PODS_VOLUME_POLL_NS; /* not watched: look again */
+    if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("MountVolume.SetUp failed for volume \"%s\" : %s", vol, err);
         ev(p, pod, NULL, "Warning", "FailedMount", m);
         pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
