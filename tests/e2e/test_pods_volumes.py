@@ -8,46 +8,31 @@ import base64
 import json
 import os
 import re
-import shutil
-import subprocess
 import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now
+from conftest import delete_pods_now, runc_up_cluster
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "voltest"
+
+
+def volumes_dir(c):
+    return c.data_dir / "agent" / "pods"
+
+
+def _remove_pods(c):
+    delete_pods_now(c, NS)
+    # the agent removes the pods' volume directories (and unmounts their tmpfs) after their containers
+    vdir = volumes_dir(c)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and vdir.exists() and os.listdir(vdir):
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
-        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
-    work = _workdir(tmp_path_factory, "podsvol")
-    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
-    if not os.path.exists(tar):
-        tar = str(work / "busybox.tar")
-        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS)
-    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    c.start()
-    c.kubectl("create", "namespace", NS)
-    c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
-    c.volumes_dir = c.data_dir / "agent" / "pods"
-    yield c
-    delete_pods_now(c, NS)
-    # the agent removes the pods' volume directories (and unmounts their tmpfs) after their containers
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and c.volumes_dir.exists() and os.listdir(c.volumes_dir):
-        time.sleep(0.1)
-    c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    yield from runc_up_cluster(tmp_path_factory, "podsvol", namespace=NS, before_stop=_remove_pods)
 
 
 def wait(fn, timeout, what, interval=0.3):
@@ -181,7 +166,7 @@ echo "key=$(cat /key/k)"
     assert d["mode"] == "644" and d["mode_key"] == "400" and d["key"] == "admin"
     # on the node too: the secret's directory is a tmpfs of its own
     uid = pod_json(c, "secret-vol")["metadata"]["uid"]
-    d = str(c.volumes_dir / uid / "volumes" / "kubernetes.io~secret" / "sec")
+    d = str(volumes_dir(c) / uid / "volumes" / "kubernetes.io~secret" / "sec")
     with open("/proc/self/mounts") as f:
         assert any(line.split()[1] == d and line.split()[2] == "tmpfs" for line in f), d
 
@@ -224,7 +209,7 @@ def test_configmap_update_reaches_the_running_pod(cluster):
     assert after["sub"] == "blue"
     # the old timestamped directory is gone from the node
     uid = pod_json(c, "cm-live")["metadata"]["uid"]
-    vdir = c.volumes_dir / uid / "volumes" / "kubernetes.io~configmap" / "cfg"
+    vdir = volumes_dir(c) / uid / "volumes" / "kubernetes.io~configmap" / "cfg"
     tsdirs = sorted(n for n in os.listdir(vdir) if n.startswith("..") and n not in ("..data",))
     assert tsdirs == [after["data"]], tsdirs
     # deleted: the pod keeps its files (the kubelet's FailedMount, not an empty volume)
@@ -363,7 +348,7 @@ def test_volumes_removed_with_the_pod(cluster):
           mounts=[{"name": "s", "mountPath": "/s"}, {"name": "cm", "mountPath": "/cm"}])
     wait(lambda: phase(c, "vol-gone") == "Running", 30, "vol-gone running")
     uid = pod_json(c, "vol-gone")["metadata"]["uid"]
-    pod_dir = str(c.volumes_dir / uid)
+    pod_dir = str(volumes_dir(c) / uid)
     sec_dir = os.path.join(pod_dir, "volumes", "kubernetes.io~secret", "s")
 
     def mounted():
@@ -424,7 +409,7 @@ def test_volumes_kept_across_an_agent_restart(cluster):
           volumes=[{"name": "s", "secret": {"secretName": "rs"}}], mounts=[{"name": "s", "mountPath": "/s"}])
     running_log(c, "restart-vol", lambda d: d.get("v") == "one")
     uid = pod_json(c, "restart-vol")["metadata"]["uid"]
-    sec_dir = str(c.volumes_dir / uid / "volumes" / "kubernetes.io~secret" / "s")
+    sec_dir = str(volumes_dir(c) / uid / "volumes" / "kubernetes.io~secret" / "s")
     before = os.readlink(os.path.join(sec_dir, "..data"))
 
     def mounts():
