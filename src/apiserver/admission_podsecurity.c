@@ -288,18 +288,7 @@ static bool significant_update(json_object *pod, json_object *old) {
 }
 
 /* The object at a dotted path ("spec.template"; "" = obj). */
-static json_object *at_path(json_object *obj, const char *path) {
-    char seg[64];
-    while (obj && *path) {
-        size_t n = strcspn(path, ".");
-        if (n >= sizeof seg) return NULL;
-        memcpy(seg, path, n);
-        seg[n] = 0;
-        obj = kite_obj_get(obj, seg);
-        path += n + (path[n] == '.');
-    }
-    return obj;
-}
+static json_object *at_path(json_object *obj, const char *path) { return kite_obj_path(obj, path); }
 
 /* EvaluatePod: enforce (pods only), then audit, then warn when still allowed. */
 static int evaluate(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const struct kite_psa_policy *p,
