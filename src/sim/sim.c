@@ -599,12 +599,18 @@ static void stats_json(struct kite_sim *s, struct kite_buf *b) {
 char *kite_sim_control(struct kite_sim *s, const char *line) {
     _cleanup_free_ char *copy = kite_strdup(line);
     char *save = NULL, *cmd = strtok_r(copy, " \t\r\n", &save);
-    if (!cmd) return kite_strdup("error: empty command (kill, revive, flap, stats)");
+    if (!cmd) return kite_strdup("error: empty command (kill, revive, flap, stats, reset)");
     if (!strcmp(cmd, "stats")) {
         struct kite_buf b = {0};
         stats_json(s, &b);
         size_t len;
         return kite_buf_detach(&b, &len);
+    }
+    if (!strcmp(cmd, "reset")) {
+        /* a benchmark's steady window starts here: the renewal latencies seen so far go */
+        memset(s->hist, 0, sizeof s->hist);
+        s->lag_max_ns = 0;
+        return kite_strdup("ok 0");
     }
     long period = -1;
     if (!strcmp(cmd, "flap")) {
@@ -613,7 +619,7 @@ char *kite_sim_control(struct kite_sim *s, const char *line) {
         period = strtol(p, &end, 10);
         if (*end || period < 0 || period > 86400) return kite_asprintf("error: flap: bad period \"%s\" (0..86400)", p);
     } else if (strcmp(cmd, "kill") && strcmp(cmd, "revive")) {
-        return kite_asprintf("error: unknown command \"%s\" (kill, revive, flap, stats)", cmd);
+        return kite_asprintf("error: unknown command \"%s\" (kill, revive, flap, stats, reset)", cmd);
     }
     /* every name is checked before any node changes */
     size_t n = 0, cap = 16;

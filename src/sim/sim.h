@@ -18,7 +18,8 @@
  *   kill NAME...       the nodes stop (their agent and connection are dropped: a dead machine)
  *   revive NAME...     they start again as a restarted agent would (register, find the Node, report)
  *   flap SECONDS NAME... they die and come back every SECONDS (flap 0 NAME... stops it, alive)
- *   stats              the progress counters as one JSON object */
+ *   stats              the progress counters as one JSON object
+ *   reset              forgets the renewal latencies so far (a benchmark's window starts) */
 #pragma once
 #include <signal.h>
 #include <stdint.h>
