@@ -46,6 +46,7 @@ struct lane {
     void *stack;
     uint32_t node; /* NO_POS: free */
     bool done;
+    bool starting; /* runs a node's first step (its registration) */
     /* a parked wait */
     int fd;
     int64_t deadline_ms; /* < 0: none */
@@ -69,7 +70,12 @@ struct kite_sim {
     uint32_t *heap;
     uint32_t heap_len;
     struct lane *lanes;
-    unsigned nlanes, lanes_busy;
+    unsigned nlanes, lanes_busy, lanes_starting;
+    /* nodes not started yet start in index order, node i not before start0 + i / ramp, and in
+     * at most half the lanes: the started nodes' renewals come first, so a ramp faster than the
+     * server registers nodes slows the ramp rather than starving the leases */
+    uint32_t next_start;
+    int64_t start0;
     ucontext_t loop_ctx;
     struct lane *cur;
     int epfd, ctl_fd;
@@ -472,6 +478,8 @@ static void lane_resume(struct kite_sim *s, struct lane *l);
 static void lane_start(struct kite_sim *s, struct lane *l, uint32_t i) {
     struct sim_node *n = &s->nodes[i];
     l->node = i;
+    l->starting = !n->agent;
+    if (l->starting) s->lanes_starting++;
     l->done = false;
     l->fd = -1;
     n->running = true;
@@ -490,6 +498,8 @@ static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due)
     struct sim_node *n = &s->nodes[i];
     l->node = NO_POS;
     s->lanes_busy--;
+    if (l->starting) s->lanes_starting--;
+    l->starting = false;
     n->running = false;
     if (n->dead) {
         node_stop(s, i);
@@ -528,6 +538,12 @@ static void lane_resume(struct kite_sim *s, struct lane *l) {
         }
     }
     lane_finish(s, l, a->due);
+}
+
+/* The ramp: nodes start one after the other at ramp_per_s, which also spreads their renewals over
+ * the lease period as a real cluster's are. */
+static int64_t start_due(struct kite_sim *s, uint32_t i) {
+    return s->start0 + (s->o.ramp_per_s ? (int64_t)i * KITE_NS_PER_SEC / s->o.ramp_per_s : 0);
 }
 
 static struct lane *free_lane(struct kite_sim *s) {
@@ -744,11 +760,21 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
         struct lane *l;
         while (!stop_deadline && s->heap_len && s->nodes[s->heap[0]].due <= now && (l = free_lane(s)))
             run_node(s, l, heap_pop(s));
+        while (!stop_deadline && s->next_start < s->o.nodes && start_due(s, s->next_start) <= now &&
+               s->lanes_starting < KITE_MAX(1, s->nlanes / 2) && (l = free_lane(s))) {
+            uint32_t i = s->next_start++;
+            struct sim_node *n = &s->nodes[i];
+            if (n->dead || n->agent || n->running || n->heap_pos != NO_POS) continue; /* the control got to it */
+            n->due = now;
+            run_node(s, l, i);
+        }
         if (s->o.progress && now - last_progress >= every) progress(s, now, &last_progress, &last_renewals);
         /* sleep until a node is due, a lane's deadline passes, a socket or the control socket */
         now = mono();
         int64_t wake = last_progress + every;
         if (s->heap_len && s->lanes_busy < s->nlanes) wake = KITE_MIN(wake, s->nodes[s->heap[0]].due);
+        if (s->next_start < s->o.nodes && s->lanes_busy < s->nlanes && s->lanes_starting < KITE_MAX(1, s->nlanes / 2))
+            wake = KITE_MIN(wake, start_due(s, s->next_start));
         for (size_t k = 0; k < s->nflapping; k++) wake = KITE_MIN(wake, s->nodes[s->flapping[k]].flap_next);
         for (unsigned k = 0; k < s->nlanes; k++)
             if (s->lanes[k].node != NO_POS && s->lanes[k].fd >= 0 && s->lanes[k].deadline_ms >= 0)
@@ -822,14 +848,10 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
         if ((r = make_shape(s, k, &err)) < 0) goto fail;
     s->nodes = kite_calloc(o->nodes, sizeof *s->nodes);
     s->heap = kite_calloc(o->nodes, sizeof *s->heap);
-    int64_t now = mono();
+    s->start0 = mono();
     for (uint32_t i = 0; i < o->nodes; i++) {
         s->nodes[i].heap_pos = NO_POS;
         s->nodes[i].lru_prev = s->nodes[i].lru_next = NO_POS;
-        /* the ramp: nodes start one after the other at ramp_per_s, which also spreads their
-         * renewals over the lease period as a real cluster's are */
-        s->nodes[i].due = now + (o->ramp_per_s ? (int64_t)i * KITE_NS_PER_SEC / o->ramp_per_s : 0);
-        heap_push(s, i);
     }
     s->nlanes = o->inflight;
     s->lanes = kite_calloc(s->nlanes, sizeof *s->lanes);
