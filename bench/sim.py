@@ -118,6 +118,22 @@ def run(args, n, tmp):
     return res
 
 
+def print_row(r):
+    """One table row and its summary line, printed as soon as the size is done."""
+    n = r["nodes"]
+    if "cpu" not in r:
+        print(f"{n:>7} (only {r.get('ready', 0)} Ready after {r.get('ramp_s', 0):.0f} s)", flush=True)
+        return
+    print(f"{n:>7} {r['ramp_s']:>7.0f} {r['renewals_s']:>8.1f} {r['renewals_s'] / (n / 10):>8.2f} "
+          f"{r['p50']:>7.1f} {r['p99']:>7.1f} {r['max']:>8.1f} {r['cpu'] * 100:>7.1f}% "
+          f"{r['cpu'] * 100 / (n / 1000):>6.1f}% {r['rss_mib']:>11.0f} {r['sim_kib_node']:>12.1f} "
+          f"{r['sim_cpu'] * 100:>7.1f}% {r['idle'] * 100:>8.2f}% {r['idle0'] * 100:>12.2f}%")
+    print(f"summary: nodes={n} renewals_s={r['renewals_s']:.1f} p99_ms={r['p99']:.1f} max_ms={r['max']:.1f} "
+          f"api_cpu={r['cpu']:.3f} api_rss_mib={r['rss_mib']:.0f} sim_kib_node={r['sim_kib_node']:.1f} "
+          f"sim_cpu={r['sim_cpu']:.3f} idle_cpu={r['idle']:.4f} idle0_cpu={r['idle0']:.4f} failing={r['failing']}",
+          flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kite", default=os.environ.get("KITE") or str(REPO / "build" / "kite"))
@@ -129,36 +145,24 @@ def main():
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kite-bench-sim-"))
-    rows, bad = [], False
+    bad = False
+    print(f"heartbeat capacity, `kite sim` vs `kite up --no-agent` (default timings: renewals every 10 s), "
+          f"{args.window:.0f}-s window")
+    print(f"{'nodes':>7} {'ramp s':>7} {'renew/s':>8} {'of N/10':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
+          f"{'api CPU':>8} {'CPU/1k':>7} {'api RSS MiB':>11} {'sim KiB/node':>12} {'sim CPU':>8} "
+          f"{'idle CPU':>9} {'idle, 0 nodes':>13}", flush=True)
     try:
         for n in [int(x) for x in args.nodes.split()]:
             log(f"N={n}")
             r = run(args, n, tmp)
-            rows.append(r)
             if r.get("ready") != n:
                 bad = True
+            print_row(r)
     finally:
         if args.keep:
             log(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"\nheartbeat capacity, `kite sim` vs `kite up --no-agent` (default timings: renewals every 10 s), "
-          f"{args.window:.0f}-s window")
-    print(f"{'nodes':>7} {'ramp s':>7} {'renew/s':>8} {'of N/10':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
-          f"{'api CPU':>8} {'CPU/1k':>7} {'api RSS MiB':>11} {'sim KiB/node':>12} {'sim CPU':>8} "
-          f"{'idle CPU':>9} {'idle, 0 nodes':>13}")
-    for r in rows:
-        n = r["nodes"]
-        if "cpu" not in r:
-            print(f"{n:>7} (only {r.get('ready', 0)} Ready after {r.get('ramp_s', 0):.0f} s)")
-            continue
-        print(f"{n:>7} {r['ramp_s']:>7.0f} {r['renewals_s']:>8.1f} {r['renewals_s'] / (n / 10):>8.2f} "
-              f"{r['p50']:>7.1f} {r['p99']:>7.1f} {r['max']:>8.1f} {r['cpu'] * 100:>7.1f}% "
-              f"{r['cpu'] * 100 / (n / 1000):>6.1f}% {r['rss_mib']:>11.0f} {r['sim_kib_node']:>12.1f} "
-              f"{r['sim_cpu'] * 100:>7.1f}% {r['idle'] * 100:>8.2f}% {r['idle0'] * 100:>12.2f}%")
-        print(f"summary: nodes={n} renewals_s={r['renewals_s']:.1f} p99_ms={r['p99']:.1f} max_ms={r['max']:.1f} "
-              f"api_cpu={r['cpu']:.3f} api_rss_mib={r['rss_mib']:.0f} sim_kib_node={r['sim_kib_node']:.1f} "
-              f"sim_cpu={r['sim_cpu']:.3f} idle_cpu={r['idle']:.4f} idle0_cpu={r['idle0']:.4f} failing={r['failing']}")
     print("targets (issue #27): renewal p99 < 1 s; a simulated node < 20 KiB (kubemark's hollow node ~220 MB); "
           "idle apiserver < 2% of a core")
     sys.exit(1 if bad else 0)
