@@ -831,7 +831,6 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     for (unsigned z = 0; z < s->ncfg; z++) {
         kite_agent_config_init(&s->cfg[z]);
         if (o->lease_duration_s) s->cfg[z].lease_duration_s = (int32_t)o->lease_duration_s;
-        s->cfg[z].labels = json_object_new_object();
         json_object_object_add(s->cfg[z].labels, "kite.dev/simulated", json_object_new_string("true"));
         if (o->zones) {
             char zone[32];
