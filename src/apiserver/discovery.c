@@ -126,6 +126,10 @@ static void agg_list(struct kite_buf *b, bool core) {
         agg_group(b, g[i]);
         first = false;
     }
+    if (!core) { /* served in-process beside the registry (metrics_api.c) */
+        if (!first) kite_buf_putc(b, ',');
+        metrics_api_discovery_agg(b);
+    }
     kite_buf_puts(b, "]}");
 }
 
@@ -197,6 +201,8 @@ bool handle_discovery(struct req *rq) {
             group_json(&b, g[i]);
             first = false;
         }
+        if (!first) kite_buf_putc(&b, ',');
+        metrics_api_discovery_group(&b);
         kite_buf_puts(&b, "]}");
         send(rq, "application/json", &b);
         return true;
@@ -231,6 +237,7 @@ bool handle_discovery(struct req *rq) {
             }
         }
     }
+    if (metrics_api_discovery(rq)) return true;
     rq->verb = NULL;
     return false;
 }

@@ -77,6 +77,7 @@ struct kite_apiserver {
     struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
     struct kite_pools_state *pools; /* cluster IPs and node ports in use (pools.c); NULL when no kind allocates */
     struct kite_psa_config *psa; /* PodSecurity's default policy and exemptions (admission_podsecurity.c) */
+    struct kite_metrics_api *metrics_api; /* metrics.k8s.io: the agents' scraper and its samples (metrics_api.c) */
 };
 
 #define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
@@ -178,6 +179,49 @@ void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *ou
 /* write.c */
 /* logproxy.c: GET of a connect subresource (a pod's log), proxied to the node's agent. */
 void handle_connect(struct req *rq, const struct kite_subresource *sr);
+/* The node's address as kube-apiserver picks it (InternalIP, Hostname, InternalDNS, ExternalDNS,
+ * ExternalIP) and its agent's port (0 when it reports none). Borrowed from node. */
+const char *apiserver_node_address(json_object *node, int *ret_port);
+
+/* server.c: authorizes rq's route (rq->res, ns, name, verb) or path; replies 403 itself. */
+bool apiserver_authorize(struct req *rq);
+
+/* metrics_api.c: metrics.k8s.io/v1beta1 served in-process (a built-in metrics-server). */
+#define KITE_METRICS_RESOLUTION_NS (15 * KITE_NS_PER_SEC) /* scrape period (--metric-resolution) */
+#define KITE_METRICS_SCRAPE_TIMEOUT_MS 10000              /* one agent's answer, at most (and 0.9 x resolution) */
+#define KITE_METRICS_SCRAPE_PARALLEL 16                   /* agents scraped at once */
+#define KITE_METRICS_SCRAPE_MAX_BYTES (16u << 20)         /* an agent's /metrics/resource answer (-> scrape failed) */
+#define KITE_METRICS_MAX_CONTAINERS 16384                 /* containers kept from one agent's answer */
+struct mapi_ctr {
+    char *ns, *pod, *name;
+    bool has_cpu, has_mem;
+    uint64_t cpu_ns, mem;
+    int64_t cpu_ts, mem_ts, start_ns; /* wall clock ns */
+};
+/* What one scrape of /metrics/resource says. */
+struct mapi_batch {
+    bool node_has_cpu, node_has_mem;
+    uint64_t node_cpu_ns, node_mem;
+    int64_t node_cpu_ts, node_mem_ts;
+    struct mapi_ctr *c;
+    size_t n, cap;
+};
+/* Parses the kubelet's resource metrics text (the series metrics-server reads; a sample without
+ * a timestamp is taken at now_ns) into b (zeroed first by the caller). Returns the samples used,
+ * or -EINVAL on a malformed line. */
+int mapi_parse(const char *text, size_t len, int64_t now_ns, struct mapi_batch *b);
+void mapi_batch_release(struct mapi_batch *b);
+void mapi_format_duration(int64_t ns, char out[64]);
+void mapi_format_cpu(uint64_t nanocores, char out[32]);
+void mapi_format_memory(uint64_t bytes, char out[32]);
+int metrics_api_start(struct kite_apiserver *s, int64_t resolution_ns);
+void metrics_api_stop(struct kite_apiserver *s);
+/* Serves /apis/metrics.k8s.io/v1beta1/...: true when the path is the group's (answered). */
+bool metrics_api_handle(struct req *rq);
+/* Discovery of the group: its aggregated entry, its APIGroup, and /apis/metrics.k8s.io[/v1beta1]. */
+void metrics_api_discovery_agg(struct kite_buf *b);
+void metrics_api_discovery_group(struct kite_buf *b);
+bool metrics_api_discovery(struct req *rq);
 
 void handle_create(struct req *rq);
 void handle_update(struct req *rq);

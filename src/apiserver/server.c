@@ -292,7 +292,7 @@ static enum kite_http_admit admit_head(const struct kite_http_req *hr, void *ud)
     return apiserver_is_public_path(hr->path) ? KITE_HTTP_ADMIT_ANONYMOUS : KITE_HTTP_ADMIT_UNAUTHORIZED;
 }
 
-static bool authorize_request(struct req *rq) {
+bool apiserver_authorize(struct req *rq) {
     struct kite_authz_attrs a = {.user = &rq->user, .verb = rq->verb, .view = rq->srv};
     struct kite_field_selector *fields = NULL;
     if (rq->res) {
@@ -379,7 +379,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     }
     if (strcmp(p, "/metrics") == 0) {
         rq->verb = "get";
-        if (!authorize_request(rq)) return;
+        if (!apiserver_authorize(rq)) return;
         struct kite_buf b = {0};
         metrics_render(s->metrics, &b);
         struct kite_store_stats st;
@@ -396,11 +396,11 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     }
     if (strcmp(p, "/debug/kite/nodes") == 0) {
         rq->verb = "get";
-        if (!authorize_request(rq)) return;
+        if (!apiserver_authorize(rq)) return;
         nodestate_reply(rq);
         return;
     }
-    if (handle_discovery(rq) || handle_openapi(rq)) return;
+    if (handle_discovery(rq) || handle_openapi(rq) || metrics_api_handle(rq)) return;
     if (!kite_startswith(p, "/api/") && !kite_startswith(p, "/apis/")) {
         rq->verb = "get";
         reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
@@ -417,7 +417,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
-    if (!authorize_request(rq)) return;
+    if (!apiserver_authorize(rq)) return;
     if (sr && sr->connect) { /* proxied to a node agent (logproxy.c) */
         handle_connect(rq, sr);
         return;
@@ -682,6 +682,11 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         return fail(ret_error, -EAGAIN, "cannot start the housekeeping thread");
     pthread_setname_np(s->compactor, "housekeeping");
     s->compactor_started = true;
+    if (o->metric_resolution_ns && o->metric_resolution_ns < KITE_NS_PER_SEC) {
+        *ret_error = kite_strdup("--metric-resolution must be at least 1s");
+        return -EINVAL;
+    }
+    if ((r = metrics_api_start(s, o->metric_resolution_ns)) < 0) return fail(ret_error, r, "cannot start the metrics scraper");
     return 0;
 }
 
@@ -720,6 +725,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     pthread_mutex_unlock(&s->mu);
     if (s->compactor_started) pthread_join(s->compactor, NULL);
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
+    metrics_api_stop(s);     /* its scrapes read the caches */
     apiserver_retry_stop(s);
     apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */

@@ -35,6 +35,7 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .audit_log_maxbackup = a->audit_maxbackup,
                                          .disable_http2 = !a->http2,
                                          .node_stale_ns = a->node_stale_ns,
+                                         .metric_resolution_ns = a->metric_resolution_ns,
                                          .watch_queue = (size_t)a->watch_queue,
                                          .watch_queue_bytes = (size_t)a->watch_queue_bytes,
                                          .node_grace_ns = a->node_grace_ns,

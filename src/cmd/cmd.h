@@ -106,6 +106,7 @@ struct apiserver_args {
     bool http2;
     int64_t node_stale_ns, node_grace_ns;
     int64_t watch_queue, watch_queue_bytes;
+    int64_t metric_resolution_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -121,6 +122,9 @@ struct apiserver_args {
                   &(a)->event_ttl_ns),                                                                           \
     FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
                   KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
+    FLAG_DURATION("metric-resolution", "how often the resource metrics API (metrics.k8s.io, kubectl top) scrapes "   \
+                  "each Ready node's agent;\nCPU is the rate between the last two scrapes (at least 1s)", "15s",  \
+                  KITE_NS_PER_SEC, &(a)->metric_resolution_ns),                                                  \
     FLAG_INT("watch-queue-events", "events a watcher may lag behind before it is dropped (410 Expired)", "10000", 1, \
              1000000, &(a)->watch_queue),                                                                         \
     FLAG_INT("watch-queue-bytes", "bytes of objects a watcher may lag behind before it is dropped", "16777216",    \

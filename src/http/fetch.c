@@ -167,8 +167,8 @@ int kite_http_fetch_open(const struct kite_http_fetch_options *o, struct kite_ht
         kite_http_fetch_close(f);
         return r;
     }
-    /* the head arrived in time: the body may take as long as it takes */
-    set_timeouts(f->fd, 0);
+    /* the head arrived in time: the body may take as long as it takes, unless bounded */
+    set_timeouts(f->fd, o->body_timeout_ms > 0 ? o->body_timeout_ms : 0);
     *ret_status = f->hp.status_code;
     *ret = f;
     return 0;

@@ -127,6 +127,7 @@ struct kite_http_fetch_options {
                                        kube-apiserver towards kubelets without
                                        --kubelet-certificate-authority) */
     int timeout_ms;                 /* connect, handshake and the answer's head; 0 = 10 s */
+    int body_timeout_ms;            /* each later read of the body; 0 = none (a followed log) */
 };
 /* Connects, sends the GET and reads the answer's head: 0 with *ret and *ret_status (any HTTP
  * code), or -errno (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EPROTO for TLS or HTTP errors,

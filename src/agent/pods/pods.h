@@ -81,6 +81,15 @@ int kite_pods_log_lookup(struct kite_pods *p, const char *ns, const char *name, 
  * running state changes; NULL unsubscribes. One subscriber. */
 void kite_pods_log_subscribe(struct kite_pods *p, void (*fn)(void *ud), void *ud);
 
+/* The running containers of the node's pods (thread-safe; for the resource metrics): a new
+ * array, free with kite_pods_ctr_refs_free. started_ns: wall clock. */
+struct kite_pods_ctr_ref {
+    char *ns, *pod, *uid, *name, *id;
+    int64_t started_ns;
+};
+int kite_pods_running_containers(struct kite_pods *p, struct kite_pods_ctr_ref **ret, size_t *ret_n);
+void kite_pods_ctr_refs_free(struct kite_pods_ctr_ref *v, size_t n);
+
 /* A runtime whose calls are serialized by a mutex, for sharing one runtime between the pods
  * thread and the node status. inner is borrowed. */
 struct kite_runtime *kite_runtime_locked_new(struct kite_runtime *inner);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent/images/images.h"
+#include "agent/runtime/cgstats.h"
 #include "agent/runtime/ipam.h"
 #include "agent/runtime/net.h"
 #include "agent/runtime/proc.h"
@@ -1301,6 +1302,15 @@ static int rc_import_image(struct kite_runtime *rt, const char *tar_path, char *
     return kite_image_store_import(rc_of(rt)->images, tar_path, ret_names, ret_n, ret_error);
 }
 
+/* The container's cgroup as its meta recorded it at create. */
+static int rc_container_stats(struct kite_runtime *rt, const char *id, struct kite_usage *ret) {
+    json_object *meta = read_meta(rc_of(rt), id);
+    const char *cg = jstr(meta, "cgroup");
+    int r = cg && *cg ? kite_cgroup_usage("", cg, ret) : -ENOENT;
+    json_object_put(meta);
+    return r;
+}
+
 static void rc_free(struct kite_runtime *rt) {
     struct runc_rt *c = rc_of(rt);
     for (size_t i = 0; i < c->n_watches; i++) {
@@ -1341,6 +1351,7 @@ static const struct kite_runtime_ops runc_ops = {
     .exec_sync = rc_exec_sync,
     .events_fd = rc_events_fd,
     .read_events = rc_read_events,
+    .container_stats = rc_container_stats,
     .free = rc_free,
 };
 
