@@ -582,10 +582,20 @@ static void put_meta(struct kite_buf *b, const char *ns, const char *name, json_
     }
     kite_buf_puts(b, ",\"creationTimestamp\":");
     put_time(b, now);
+    /* obj is a cached parse shared between threads: read it, never print it (json-c prints
+     * into the object's own buffer) */
     json_object *labels = kite_obj_get(kite_obj_meta(obj), "labels");
-    if (labels) {
-        kite_buf_puts(b, ",\"labels\":");
-        kite_buf_puts(b, json_object_to_json_string_ext(labels, JSON_C_TO_STRING_NOSLASHESCAPE));
+    if (labels && json_object_is_type(labels, json_type_object)) {
+        kite_buf_puts(b, ",\"labels\":{");
+        bool first = true;
+        json_object_object_foreach(labels, k, v) {
+            if (!first) kite_buf_putc(b, ',');
+            put_str(b, k);
+            kite_buf_putc(b, ':');
+            put_str(b, json_object_get_string(v));
+            first = false;
+        }
+        kite_buf_putc(b, '}');
     }
     kite_buf_putc(b, '}');
 }
