@@ -233,7 +233,8 @@ def test_metrics_api_objects(cluster):
     assert nm["kind"] == "NodeMetrics" and nm["apiVersion"] == "metrics.k8s.io/v1beta1"
     assert nm["metadata"]["labels"]["kubernetes.io/hostname"]
     # the window is the time between two scrapes, about the resolution
-    assert re.fullmatch(r"\d+(\.\d+)?s", nm["window"]) and 0.5 <= float(nm["window"][:-1]) < 10, nm["window"]
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s)", nm["window"])
+    assert m and 0.5 <= float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) < 10, nm["window"]
     pm = wait(lambda: (r := api.get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/two")).status == 200
               and r.json(), 30, "PodMetrics")
     assert pm["kind"] == "PodMetrics" and pm["metadata"]["namespace"] == "default"
