@@ -66,10 +66,17 @@ Test(metrics_api, malformed_lines_are_refused) {
         "container_cpu_usage_seconds_total{container=\"c\n",
         "node_cpu_usage_seconds_total\n",
         "container_cpu_usage_seconds_total{container} 1\n",
+        /* after a container was kept: what was kept goes (a leak the fuzzer found under ASan) */
+        "container_cpu_usage_seconds_total{container=\"c\",namespace=\"n\",pod=\"p\"} 1\nnode_cpu_usage_seconds_total\n",
+        /* no newline at the end, and a NUL inside a line */
+        "container_cpu_usage_seconds_total{container=\"c\"",
+        "node_cpu_usage_seconds_total\0 1\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct mapi_batch b = {0};
-        cr_assert_eq(mapi_parse(bad[i], strlen(bad[i]), 1, &b), -EINVAL, "%s", bad[i]);
+        /* the last one's NUL is inside its line: the whole line is given */
+        size_t len = strlen(bad[i]) + (i == sizeof bad / sizeof *bad - 1 ? 4 : 0);
+        cr_assert_eq(mapi_parse(bad[i], len, 1, &b), -EINVAL, "%s", bad[i]);
         mapi_batch_release(&b);
     }
     /* values that are no counts (NaN, negative) are skipped, other series ignored */
@@ -78,6 +85,18 @@ Test(metrics_api, malformed_lines_are_refused) {
     cr_assert_eq(mapi_parse(t, strlen(t), 1, &b), 0);
     cr_assert(!b.node_has_cpu && !b.node_has_mem);
     mapi_batch_release(&b);
+}
+
+/* A series name that ends the answer, with no value (read past the end, found by the fuzzer):
+ * the text is given without its NUL. */
+Test(metrics_api, name_at_the_very_end) {
+    static const char t[] = "node_cpu_usage_seconds_total 1\ncontainer_cpu_usage_seconds_total";
+    char *exact = malloc(sizeof t - 1);
+    memcpy(exact, t, sizeof t - 1);
+    struct mapi_batch b = {0};
+    cr_assert_eq(mapi_parse(exact, sizeof t - 1, 1, &b), -EINVAL);
+    mapi_batch_release(&b);
+    free(exact);
 }
 
 Test(metrics_api, containers_without_names_are_skipped) {
