@@ -276,3 +276,15 @@ def test_metrics_need_rbac(cluster):
     assert "spin" in p.stdout
     forbidden(viewer.kubectl("top", "pod", "-n", "kube-system"))
     ok(cluster.kubectl("get", "clusterrole", "system:aggregated-metrics-reader", check=False))
+
+
+def test_top_all_namespaces_sorted_and_kubectl_get(cluster):
+    r, head = top(cluster, "pod", "-A", "--sort-by=cpu")
+    assert head == ["NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"], head
+    assert r[0][:2] == ["default", "spin"], r  # the busiest first
+    assert {x[1] for x in r} >= {"spin", "mem", "two"}
+    # the resources by kind, as any other (kubectl get prints a list it is not given as a Table)
+    p = cluster.kubectl("get", "podmetrics.metrics.k8s.io", "-o", "name")
+    assert "podmetrics.metrics.k8s.io/spin" in p.stdout.split(), p.stdout
+    p = cluster.kubectl("get", "nodemetrics", cluster.node, "-o", "json")
+    assert json.loads(p.stdout)["kind"] == "NodeMetrics"
