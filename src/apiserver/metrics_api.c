@@ -274,6 +274,10 @@ static void scrape_all(struct kite_metrics_api *m) {
     m->cycle++;
     for (size_t i = 0; creds && i < cy.n; i++) {
         if (cy.t[i].err < 0) {
+            /* said once when a node that was scraped stops answering, not at every period */
+            if (kite_map_get(&m->nodes, cy.t[i].name))
+                log_warn("metrics", "scraping node %s (%s:%u) failed: %s; its metrics are dropped until it answers",
+                         cy.t[i].name, cy.t[i].host, cy.t[i].port, strerror(-cy.t[i].err));
             log_debug("metrics", "scraping node %s (%s:%u): %s", cy.t[i].name, cy.t[i].host, cy.t[i].port,
                       strerror(-cy.t[i].err));
             continue;
