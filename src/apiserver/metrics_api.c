@@ -20,7 +20,6 @@
 #include "base/map.h"
 #include "pki/pki.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <time.h>
 
