@@ -4,8 +4,6 @@ own counters and timestamps, whatever the scrape timing; a node that is not Read
 answers too much or too slowly, and one that stops answering are left out while the others are
 served. No root needed."""
 import http.server
-import json
-import os
 import socketserver
 import ssl
 import subprocess
@@ -14,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import KITE, Cluster, node_manifest, wait_for
+from conftest import Cluster, node_manifest, wait_for
 
 MiB = 1 << 20
 
