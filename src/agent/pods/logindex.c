@@ -7,8 +7,9 @@
 
 struct log_ctr {
     char *name, *path, *prev_path;
+    char *id; /* the current attempt's container */
     bool running;
-    char *id;           /* the current attempt's container, while it runs (resource metrics) */
+    char *run_id;       /* the same while it runs (resource metrics), and its start */
     int64_t started_ns;
 };
 struct log_pod {
@@ -24,6 +25,7 @@ static void log_pod_free(struct log_pod *lp) {
         free(lp->c[i].path);
         free(lp->c[i].prev_path);
         free(lp->c[i].id);
+        free(lp->c[i].run_id);
     }
     free(lp->c);
     free(lp->uid);
@@ -44,9 +46,10 @@ static struct log_pod *build(const struct pod *pod) {
         lp->c[i].name = kite_strdup(c->name);
         if (c->have_st && c->st.log_path && *c->st.log_path) lp->c[i].path = kite_strdup(c->st.log_path);
         if (c->have_last && c->last.log_path && *c->last.log_path) lp->c[i].prev_path = kite_strdup(c->last.log_path);
+        if (c->id) lp->c[i].id = kite_strdup(c->id);
         lp->c[i].running = c->have_st && (c->st.state == KITE_CONTAINER_RUNNING || c->st.state == KITE_CONTAINER_CREATED);
         if (c->have_st && c->st.state == KITE_CONTAINER_RUNNING && c->st.id) {
-            lp->c[i].id = kite_strdup(c->st.id);
+            lp->c[i].run_id = kite_strdup(c->st.id);
             lp->c[i].started_ns = c->st.started_ns;
         }
     }
@@ -57,7 +60,7 @@ static bool same(const struct log_pod *a, const struct log_pod *b) {
     if (a->nc != b->nc) return false;
     for (size_t i = 0; i < a->nc; i++)
         if (a->c[i].running != b->c[i].running || !kite_streq(a->c[i].path, b->c[i].path) ||
-            !kite_streq(a->c[i].prev_path, b->c[i].prev_path))
+            !kite_streq(a->c[i].prev_path, b->c[i].prev_path) || !kite_streq(a->c[i].id, b->c[i].id))
             return false;
     return true;
 }
@@ -152,11 +155,11 @@ int kite_pods_running_containers(struct kite_pods *p, struct kite_pods_ctr_ref *
     for (size_t i = 0; i < p->n_logs; i++) {
         const struct log_pod *lp = p->logs[i];
         for (size_t k = 0; k < lp->nc; k++) {
-            if (!lp->c[k].id) continue;
+            if (!lp->c[k].run_id) continue;
             if (n == cap) v = kite_realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
             v[n++] = (struct kite_pods_ctr_ref){.ns = kite_strdup(lp->ns), .pod = kite_strdup(lp->name),
                                                 .uid = kite_strdup(lp->uid), .name = kite_strdup(lp->c[k].name),
-                                                .id = kite_strdup(lp->c[k].id), .started_ns = lp->c[k].started_ns};
+                                                .id = kite_strdup(lp->c[k].run_id), .started_ns = lp->c[k].started_ns};
         }
     }
     pthread_mutex_unlock(&p->lock);
@@ -175,3 +178,37 @@ void kite_pods_ctr_refs_free(struct kite_pods_ctr_ref *v, size_t n) {
     }
     free(v);
 }
+
+int kite_pods_container_lookup(struct kite_pods *p, const char *ns, const char *name, const char *container,
+                               char **ret_id) {
+    int r = -ENOENT;
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = p->n_logs; i-- > 0 && r == -ENOENT;) {
+        struct log_pod *lp = p->logs[i];
+        if (strcmp(lp->ns, ns) != 0 || strcmp(lp->name, name) != 0) continue;
+        r = -ESRCH;
+        for (size_t k = 0; k < lp->nc; k++) {
+            if (!container && lp->c[k].id && lp->c[k].running) {
+                *ret_id = kite_strdup(lp->c[k].id);
+                r = 0;
+                break;
+            }
+            if (!container) {
+                r = -ENOTCONN;
+                continue;
+            }
+            if (strcmp(lp->c[k].name, container) != 0) continue;
+            if (!lp->c[k].id || !lp->c[k].running) {
+                r = -ENOTCONN;
+                break;
+            }
+            *ret_id = kite_strdup(lp->c[k].id);
+            r = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+struct kite_runtime *kite_pods_runtime(struct kite_pods *p) { return p->rt; }
