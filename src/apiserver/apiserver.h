@@ -28,6 +28,8 @@ struct kite_apiserver_options {
     const char *pod_security_exempt_usernames;      /* comma-separated, or NULL */
     const char *pod_security_exempt_namespaces;
     const char *pod_security_exempt_runtime_classes;
+    const char *service_account_issuer; /* --service-account-issuer; NULL = https://kubernetes.default.svc.cluster.local */
+    const char *api_audiences;  /* --api-audiences, comma-separated; NULL = the issuer */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */
