@@ -335,8 +335,10 @@ bool apiserver_satoken_authenticate(struct req *rq) {
     rq->user.uid = rq->authn_mem + uid_at;
     rq->user.groups[rq->user.n_groups++] = rq->authn_mem + g1;
     rq->user.groups[rq->user.n_groups++] = rq->authn_mem + g2;
-    for (size_t i = 0; i < n_ex && rq->user.n_extra < KITE_ARRAY_SIZE(rq->user.extra); i++)
-        rq->user.extra[rq->user.n_extra++] = rq->authn_mem + ex[i];
+    for (size_t i = 0; i + 1 < n_ex && 2 * rq->user.n_extra + 1 < KITE_ARRAY_SIZE(rq->user.extra); i += 2) {
+        rq->user.extra[2 * rq->user.n_extra] = rq->authn_mem + ex[i];
+        rq->user.extra[2 * rq->user.n_extra++ + 1] = rq->authn_mem + ex[i + 1];
+    }
     return true;
 }
 

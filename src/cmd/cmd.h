@@ -66,6 +66,8 @@ struct kite_controllers {
     struct kite_csrctl *csrctl;  /* CSR approver and signer */
     char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
     struct kite_epsctl *endpointslices; /* the EndpointSlice controller */
+    struct kite_serviceaccounts *serviceaccounts; /* ServiceAccount `default` and kube-root-ca.crt */
+    char *root_ca;               /* the kubeconfig's CA (PEM): what kube-root-ca.crt publishes */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
