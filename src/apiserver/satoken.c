@@ -9,7 +9,8 @@
  * - A bearer token the static file and the bootstrap tokens did not know is tried as such a
  *   JWT: signature, exp/nbf (go-jose's one minute of leeway), issuer, audience (one of the
  *   server's), then the ServiceAccount and the bound Pod or Secret must still exist with the
- *   uids of the claims (deleted more than the leeway ago counts as gone). The user is
+ *   uids of the claims (deleted more than the leeway ago counts as gone); a token bound to a
+ *   Node (ServiceAccountTokenNodeBinding) needs that Node. The user is
  *   system:serviceaccount:NS:NAME in system:serviceaccounts and system:serviceaccounts:NS.
  *
  * The key is parsed once; the objects are read from the watch cache's parsed records, so an
@@ -297,6 +298,8 @@ bool apiserver_satoken_authenticate(struct req *rq) {
     ok = ok && same_uid(rq->srv, "serviceaccounts", sub.ns, sub.name, sub.uid, now_s);
     ok = ok && (!sub.secret_name || same_uid(rq->srv, "secrets", sub.ns, sub.secret_name, sub.secret_uid, now_s));
     ok = ok && (!sub.pod_name || same_uid(rq->srv, "pods", sub.ns, sub.pod_name, sub.pod_uid, now_s));
+    /* a node claim beside a pod one only informs; alone it binds the token to the Node */
+    ok = ok && (sub.pod_name || !sub.node_name || same_uid(rq->srv, "nodes", NULL, sub.node_name, sub.node_uid, now_s));
     if (!ok) {
         json_object_put(claims);
         return false;
@@ -353,7 +356,7 @@ static void invalid(struct req *rq, const char *name, struct kite_causes *causes
 /* The object ns/name of plural (a new parse, or NULL after answering 404 as a GET would). */
 static json_object *must_get(struct req *rq, const char *plural, const char *name) {
     const struct kite_resource *r = kite_registry_find("", "v1", plural);
-    json_object *o = r && name && *name ? apiserver_lookup(rq->srv, r, rq->ns, name) : NULL;
+    json_object *o = r && name && *name ? apiserver_lookup(rq->srv, r, r->namespaced ? rq->ns : NULL, name) : NULL;
     if (!o) {
         struct status_details d = {.name = name, .kind = plural};
         reply_error_about(rq, 404, "NotFound", &d, "%s \"%s\" not found", plural, name ? name : "");
@@ -424,6 +427,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         const char *plural = NULL;
         if (core && kite_streq(kind, "Pod")) plural = "pods";
         else if (core && kite_streq(kind, "Secret")) plural = "secrets";
+        else if (core && kite_streq(kind, "Node")) plural = "nodes";
         if (!plural) {
             /* schema.FromAPIVersionAndKind(...).String(): "group/version, Kind=K" */
             const char *slash = av ? strchr(av, '/') : NULL;
@@ -433,7 +437,8 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         }
         if (!(bound = must_get(rq, plural, rname))) goto out;
         if (plural[0] == 'p') pod = bound;
-        else secret = bound;
+        else if (plural[0] == 's') secret = bound;
+        else node = bound;
         const char *have = kite_meta_str(bound, "uid");
         if (ruid && *ruid && !kite_streq(ruid, have)) {
             struct status_details d = {.name = rname, .kind = kind};
@@ -463,6 +468,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         if (nn && *nn && nr && (node = apiserver_lookup(rq->srv, nr, NULL, nn)))
             sub.node_name = nn, sub.node_uid = kite_meta_str(node, "uid");
     }
+    if (node && !pod) sub.node_name = kite_meta_str(node, "name"), sub.node_uid = kite_meta_str(node, "uid");
     if (secret) sub.secret_name = kite_meta_str(secret, "name"), sub.secret_uid = kite_meta_str(secret, "uid");
     json_object *auds = kite_obj_get(spec, "audiences");
     if (!auds || !json_object_is_type(auds, json_type_array) || json_object_array_length(auds) == 0) {

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import Api, Cluster, _workdir
+from conftest import Cluster, _workdir, node_manifest
 
 NS = "satest"
 NODE = "node-a"
@@ -28,6 +28,9 @@ def cluster(tmp_path_factory):
     c = Cluster("up", work, extra_args=["--no-agent", "--token-auth-file", str(tokens)]).start()
     c.kubectl("create", "namespace", NS)
     wait(lambda: get(c, "serviceaccount", "default", NS), 20, "the default ServiceAccount")
+    # NS's default ServiceAccount may read everything: a token of it that is refused is refused by authentication
+    c.kubectl("create", "clusterrolebinding", "sa-default-view", "--clusterrole=view",
+              f"--serviceaccount={NS}:default")
     yield c
     c.stop()
 
@@ -177,8 +180,6 @@ def forge(c, cl, header=None, key=None):
 
 def test_bad_tokens_are_401(cluster):
     c = cluster
-    c.kubectl("create", "clusterrolebinding", "sa-default-view", "--clusterrole=view",
-              f"--serviceaccount={NS}:default")
     tok = create_token(c, "default")
     wait(lambda: token_status(c, tok) == 200, 10, "the binding to apply")
     _, cl = claims(tok)
@@ -236,6 +237,22 @@ def test_bound_tokens_end_with_their_object(cluster):
     assert token_status(c, tok) == 200
     c.kubectl("delete", "secret", "anchor", "-n", NS)
     assert token_status(c, tok) == 401
+    # bound to a Node (ServiceAccountTokenNodeBinding)
+    admin = c.api()
+    assert admin.post("/api/v1/nodes", node_manifest("bound-node")).status == 201
+    node_uid = admin.get("/api/v1/nodes/bound-node").json()["metadata"]["uid"]
+    r = admin.post(f"/api/v1/namespaces/{NS}/serviceaccounts/default/token",
+                   token_request({"apiVersion": "v1", "kind": "Node", "name": "bound-node"}))
+    assert r.status == 201, r
+    tok = r.json()["status"]["token"]
+    assert claims(tok)[1]["kubernetes.io"]["node"] == {"name": "bound-node", "uid": node_uid}
+    assert token_status(c, tok) == 200
+    assert admin.delete("/api/v1/nodes/bound-node").status == 200
+    assert token_status(c, tok) == 401
+    r = admin.post(f"/api/v1/namespaces/{NS}/serviceaccounts/default/token",
+                   token_request({"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}))
+    assert r.status == 400 and r.json()["message"] == "cannot bind token to object of type apps/v1, Kind=Deployment"
+    admin.close()
     # refusals as kube-apiserver words them
     p = c.kubectl("create", "token", "default", "-n", NS, "--bound-object-kind", "Pod", "--bound-object-name", "gone",
                   check=False)
