@@ -177,3 +177,30 @@ void kite_satokens_forget_pod(struct kite_satokens *t, const char *pod_uid) {
     }
     pthread_mutex_unlock(&t->lock);
 }
+
+int kite_satoken_source(json_object *pod, json_object *src, unsigned default_mode, struct kite_satoken_req *ret,
+                        const char **ret_path, unsigned *ret_mode, const char **ret_err) {
+    json_object *spec = kite_obj_get(pod, "spec"), *exp = kite_obj_get(src, "expirationSeconds");
+    struct kite_satoken_req r = {.ns = kite_meta_str(pod, "namespace"), .sa = kite_obj_str(spec, "serviceAccountName"),
+                                 .pod_name = kite_meta_str(pod, "name"), .pod_uid = kite_meta_str(pod, "uid"),
+                                 .audience = kite_obj_str(src, "audience")};
+    if (exp && json_object_is_type(exp, json_type_int)) r.expiration_s = json_object_get_int64(exp);
+    const char *path = kite_obj_str(src, "path");
+    if (!r.ns || !*r.ns || !r.pod_name || !r.pod_uid || !*r.pod_uid) {
+        *ret_err = "the pod has no namespace, name or uid to bind a token to";
+        return -EINVAL;
+    }
+    if (!r.sa || !*r.sa) {
+        *ret_err = "the pod has no serviceAccountName";
+        return -EINVAL;
+    }
+    if (!path || !*path) {
+        *ret_err = "serviceAccountToken.path is empty";
+        return -EINVAL;
+    }
+    bool fs_group = kite_obj_get(kite_obj_get(spec, "securityContext"), "fsGroup") != NULL;
+    *ret = r;
+    *ret_path = path;
+    *ret_mode = fs_group ? 0600 : default_mode;
+    return 0;
+}

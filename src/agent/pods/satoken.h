@@ -36,6 +36,14 @@ struct kite_satoken_req {
  * outside the cache's lock. */
 int kite_satokens_get(struct kite_satokens *t, const struct kite_satoken_req *r, char **ret_token,
                       int64_t *ret_refresh_at, char **ret_err);
+/* What a projected volume's serviceAccountToken source (src) of pod asks for, as the kubelet's
+ * projected plugin makes it: the pod's namespace and spec.serviceAccountName, bound to the pod
+ * (metadata name and uid), src's audience and expirationSeconds; *ret_path is src's path, and
+ * *ret_mode the volume's default_mode, or 0600 when the pod sets securityContext.fsGroup (the
+ * kubelet then lets SetVolumeOwnership widen it to 0640). All borrowed from pod and src. 0, or
+ * -EINVAL with *ret_err (static) when the pod or the source lacks what the request needs. */
+int kite_satoken_source(json_object *pod, json_object *src, unsigned default_mode, struct kite_satoken_req *ret,
+                        const char **ret_path, unsigned *ret_mode, const char **ret_err);
 /* Drops the tokens bound to pod_uid (the pod left the node). */
 void kite_satokens_forget_pod(struct kite_satokens *t, const char *pod_uid);
 /* Tokens cached (tests, metrics). */

@@ -139,3 +139,33 @@ Test(pods_satoken, failures) {
     kite_client_free(c);
     json_object_put(f.last_body);
 }
+
+Test(pods_satoken, projected_source) {
+    json_object *pod = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"web-1\",\"namespace\":\"team\",\"uid\":\"uid-1\"},"
+        "\"spec\":{\"serviceAccountName\":\"builder\"}}");
+    json_object *src = json_tokener_parse("{\"path\":\"token\",\"expirationSeconds\":3607,\"audience\":\"vault\"}");
+    struct kite_satoken_req r;
+    const char *path = NULL, *err = NULL;
+    unsigned mode = 0;
+    cr_assert_eq(kite_satoken_source(pod, src, 0644, &r, &path, &mode, &err), 0);
+    cr_assert_str_eq(r.ns, "team");
+    cr_assert_str_eq(r.sa, "builder");
+    cr_assert_str_eq(r.pod_name, "web-1");
+    cr_assert_str_eq(r.pod_uid, "uid-1");
+    cr_assert_str_eq(r.audience, "vault");
+    cr_assert_eq(r.expiration_s, 3607);
+    cr_assert_str_eq(path, "token");
+    cr_assert_eq(mode, 0644);
+    /* fsGroup: 0600, as the kubelet writes it before SetVolumeOwnership */
+    json_object *sc = json_tokener_parse("{\"fsGroup\":2000}");
+    json_object_object_add(json_object_object_get(pod, "spec"), "securityContext", sc);
+    cr_assert_eq(kite_satoken_source(pod, src, 0644, &r, &path, &mode, &err), 0);
+    cr_assert_eq(mode, 0600);
+    /* no ServiceAccount, no path */
+    json_object_object_del(json_object_object_get(pod, "spec"), "serviceAccountName");
+    cr_assert_eq(kite_satoken_source(pod, src, 0644, &r, &path, &mode, &err), -EINVAL);
+    cr_assert_str_eq(err, "the pod has no serviceAccountName");
+    json_object_put(src);
+    json_object_put(pod);
+}
