@@ -38,6 +38,7 @@ struct controller_args {
     double eviction_rate, secondary_rate, unhealthy_threshold;
     int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
     const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
+    const char *root_ca_file;    /* what kube-root-ca.crt publishes (NULL: the kubeconfig's CA) */
     int64_t signing_duration_ns;
     struct flag_list *controllers; /* --controllers (NULL or empty: all) */
     unsigned off;                  /* KITE_CTL_* bits computed from it by controllers_start */

@@ -217,7 +217,14 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     }
     r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
     if (r < 0) return r;
-    if (kc->ca_pem) ret->root_ca = kite_strdup(kc->ca_pem);
+    if (a->root_ca_file && (r = kite_pki_read_file(a->root_ca_file, &ret->root_ca)) < 0) {
+        *ret_error = kite_asprintf("%s: %s", a->root_ca_file, strerror(-r));
+        kite_kubeconfig_free(kc);
+        free(TAKE_PTR(ret->signing_cert));
+        free(TAKE_PTR(ret->signing_key));
+        return r;
+    }
+    if (!ret->root_ca && kc->ca_pem) ret->root_ca = kite_strdup(kc->ca_pem);
     struct kite_client_options co = {.user_agent = "kite-controller-manager"};
     r = kite_client_new(kc, &co, &ret->client);
     /* the election renews on a client of its own (as kube-controller-manager's), which the
@@ -228,6 +235,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     kite_kubeconfig_free(kc);
     if (r < 0) {
         *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
+        free(TAKE_PTR(ret->root_ca));
         return r;
     }
     if (!a->leader_elect) {
@@ -282,6 +290,8 @@ int cmd_controller_manager(int argc, char **argv) {
                  &a.signing_cert_file),
         FLAG_STR("cluster-signing-key-file", "FILE", "key (PEM) of --cluster-signing-cert-file", NULL,
                  &a.signing_key_file),
+        FLAG_STR("root-ca-file", "FILE", "the CA bundle (PEM) published as kube-root-ca.crt in every namespace", NULL,
+                 &a.root_ca_file, .def_note = "the kubeconfig's certificate-authority"),
         FLAG_LIST("controllers", "NAME,...", ctl_help, "*", &ctls),
         FLAG_END};
     int r = flags_parse("controller-manager",

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, _workdir, node_manifest
+from conftest import Cluster, KiteProcess, _workdir, node_manifest
 
 NS = "satest"
 NODE = "node-a"
@@ -110,6 +110,25 @@ def test_deleted_ones_come_back(cluster):
               "-p", '{"data":{"ca.crt":"junk","extra":"x"}}')
     wait(lambda: (o := get(c, "configmap", "kube-root-ca.crt", "sa-churn")) and o["data"] == cm["data"], 20,
          "the CA bundle restored")
+
+
+def test_controller_manager_alone_publishes_its_root_ca_file(fresh_apiserver):
+    """`kite controller-manager --root-ca-file F` against a bare apiserver: F's bundle in every
+    namespace; `--controllers=root-ca-cert-publisher` leaves the ServiceAccounts to nobody."""
+    c = fresh_apiserver
+    bundle = c.workdir / "bundle.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nMIIBdGVzdA==\n-----END CERTIFICATE-----\n")
+    cm = KiteProcess(["controller-manager", "--kubeconfig", str(c.data_dir / "controller-manager.kubeconfig"),
+                      "--leader-elect=false", "--controllers", "root-ca-cert-publisher", "--root-ca-file", str(bundle)],
+                     c.workdir, "cm").start()
+    try:
+        c.kubectl("create", "namespace", "alone")
+        got = wait(lambda: get(c, "configmap", "kube-root-ca.crt", "alone"), 20, "kube-root-ca.crt")
+        assert got["data"] == {"ca.crt": bundle.read_text()}
+        assert get(c, "serviceaccount", "default", "alone") is None
+    finally:
+        cm.stop()
+        cm.check_sanitizers()
 
 
 # ---------------------------------------------------------------- TokenRequest and authentication
