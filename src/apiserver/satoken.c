@@ -477,21 +477,24 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         kite_obj_set(spec, "audiences", auds);
     }
     int64_t now_s = kite_now_wall(rq->srv->clock) / KITE_NS_PER_SEC;
-    json_object *claims = kite_satoken_claims(&sub, t->issuer, auds, now_s, exp);
-    char *jwt = kite_jwt_sign(t->signer, claims);
-    json_object_put(claims);
-    if (!jwt) {
-        reply_error(rq, 500, "InternalError", "failed to generate token");
-        goto out;
+    /* a dry run checks everything and issues nothing (the status stays empty) */
+    if (!kite_streq(kite_http_query(rq->http, "dryRun"), "All")) {
+        json_object *claims = kite_satoken_claims(&sub, t->issuer, auds, now_s, exp);
+        char *jwt = kite_jwt_sign(t->signer, claims);
+        json_object_put(claims);
+        if (!jwt) {
+            reply_error(rq, 500, "InternalError", "failed to generate token");
+            goto out;
+        }
+        json_object *status = json_object_new_object();
+        kite_obj_set(status, "token", json_object_new_string(jwt));
+        explicit_bzero(jwt, strlen(jwt));
+        free(jwt);
+        char ts[21];
+        kite_time_format((now_s + exp) * KITE_NS_PER_SEC, ts);
+        kite_obj_set(status, "expirationTimestamp", json_object_new_string(ts));
+        kite_obj_set(body, "status", status);
     }
-    json_object *status = json_object_new_object();
-    kite_obj_set(status, "token", json_object_new_string(jwt));
-    explicit_bzero(jwt, strlen(jwt));
-    free(jwt);
-    char ts[21];
-    kite_time_format((now_s + exp) * KITE_NS_PER_SEC, ts);
-    kite_obj_set(status, "expirationTimestamp", json_object_new_string(ts));
-    kite_obj_set(body, "status", status);
     kite_obj_set(body, "kind", json_object_new_string("TokenRequest"));
     kite_obj_set(body, "apiVersion", json_object_new_string("authentication.k8s.io/v1"));
     json_object *meta = kite_obj_ensure(body, "metadata");

@@ -350,6 +350,9 @@ def test_python_client_creates_tokens(cluster):
     assert cl["aud"] == [AUDIENCE, "extra"] and cl["exp"] - cl["iat"] == 900
     assert abs(out.status.expiration_timestamp.timestamp() - cl["exp"]) < 1
     assert token_status(cluster, out.status.token) == 200
+    # a dry run issues nothing
+    dry = v1.create_namespaced_service_account_token("default", NS, body, dry_run="All")
+    assert not dry.status or not dry.status.token
 
 
 # ---------------------------------------------------------------- admission
