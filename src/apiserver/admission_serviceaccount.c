@@ -144,6 +144,6 @@ int kite_admission_service_account(const struct kite_admission_attrs *a, struct 
     bool automount = true;
     if (!bool_field(spec, "automountServiceAccountToken", &automount)) bool_field(sa, "automountServiceAccountToken", &automount);
     json_object_put(sa);
-    if (automount && KITE_SA_TOKEN_VOLUME) mount_token(spec);
+    if (automount) mount_token(spec);
     return 0;
 }

@@ -503,10 +503,7 @@ int kite_admission_node_restriction(const struct kite_admission_attrs *a, struct
 int kite_admission_csr_approval(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 int kite_admission_csr_signing(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 int kite_admission_csr_subject_restriction(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
-/* admission_serviceaccount.c: ServiceAccount (mutating). The kube-api-access projected volume
- * is added only while KITE_SA_TOKEN_VOLUME is true: when the node agent serves projected
- * volumes with a serviceAccountToken source. */
-#define KITE_SA_TOKEN_VOLUME false
+/* admission_serviceaccount.c: ServiceAccount (mutating). */
 int kite_admission_service_account(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 /* admission_podsecurity.c: PodSecurity (validating), its configuration from the options. */
 struct kite_psa_config;
