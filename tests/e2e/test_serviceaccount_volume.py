@@ -42,11 +42,13 @@ def pod_json(c, name):
     return json.loads(c.kubectl("get", "pod", name, "-n", NS, "-o", "json").stdout)
 
 
-def mkpod(c, name, script, **spec):
+def mkpod(c, name, script, mounts=None, **spec):
+    ctr = {"name": "c", "image": "busybox", "command": ["sh", "-c", script]}
+    if mounts:
+        ctr["volumeMounts"] = mounts
     c.kubectl("apply", "-n", NS, "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-        "spec": {"nodeName": c.node, "restartPolicy": "Never",
-                 "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", script]}], **spec}}))
+        "spec": {"nodeName": c.node, "restartPolicy": "Never", "containers": [ctr], **spec}}))
 
 
 def logs_when_done(c, name):
@@ -133,3 +135,22 @@ def test_node_token_requests_are_the_agents(cluster):
     assert r.returncode != 0
     assert (f'User "system:node:{c.node}" cannot create resource "serviceaccounts/token" in API group "" in the '
             f'namespace "{NS}"') in r.stderr
+
+
+def test_own_token_source_with_an_audience(cluster):
+    """A projected serviceAccountToken source of the pod's own: its audience, lifetime, path and
+    mode; a token for another audience does not open the API."""
+    c = cluster
+    mkpod(c, "vaulted", "cat /v/vault-token; echo; stat -c %a /v/..data/vault-token",
+          automountServiceAccountToken=False, mounts=[{"name": "v", "mountPath": "/v"}],
+          volumes=[{"name": "v", "projected": {"defaultMode": 0o440, "sources": [
+              {"serviceAccountToken": {"audience": "vault", "expirationSeconds": 1200, "path": "vault-token"}}]}}])
+    spec_patch = pod_json(c, "vaulted")["spec"]
+    assert [v["name"] for v in spec_patch["volumes"]] == ["v"]
+    tok, mode = logs_when_done(c, "vaulted").split()
+    cl = claims(tok)
+    assert cl["aud"] == ["vault"] and cl["exp"] - cl["iat"] == 1200
+    assert cl["kubernetes.io"]["pod"]["name"] == "vaulted"
+    assert mode == "440"
+    assert token_status(c, tok) == 401
+    c.kubectl("delete", "pod", "vaulted", "-n", NS, "--grace-period=0", "--force")
