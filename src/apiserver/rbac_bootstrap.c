@@ -148,7 +148,10 @@ static const struct boot_role ROLES[] = {
      /* the EndpointSlice controller (upstream's endpointslice-controller) */
      RULE(READ, CORE, "\"services\"") ","
      RULE("\"update\"", CORE, "\"services/finalizers\"") ","
-     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
+     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") ","
+     /* the serviceaccount and root-ca-cert-publisher controllers */
+     RULE("\"create\"", CORE, "\"serviceaccounts\"") ","
+     RULE("\"create\",\"update\"", CORE, "\"configmaps\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","

@@ -259,7 +259,7 @@ static void add_group(struct kite_user *u, const char *g) {
 static bool authenticate(struct req *rq) {
     const struct kite_http_user *hu = rq->http->user;
     /* the union authenticator's next member: a token the static file did not know */
-    if (!hu && rq->http->authn_failed && apiserver_bootstrap_token(rq)) {
+    if (!hu && rq->http->authn_failed && (apiserver_bootstrap_token(rq) || apiserver_satoken_authenticate(rq))) {
         add_group(&rq->user, "system:authenticated");
         return apiserver_impersonate(rq);
     }
@@ -286,7 +286,7 @@ static enum kite_http_admit admit_head(const struct kite_http_req *hr, void *ud)
     if (hr->user) return KITE_HTTP_ADMIT_USER;
     if (hr->authn_failed) {
         struct req rq = {.srv = ud, .http = (struct kite_http_req *)hr};
-        bool ok = apiserver_bootstrap_token(&rq);
+        bool ok = apiserver_bootstrap_token(&rq) || apiserver_satoken_authenticate(&rq);
         free(rq.authn_mem);
         return ok ? KITE_HTTP_ADMIT_USER : KITE_HTTP_ADMIT_UNAUTHORIZED;
     }
@@ -619,6 +619,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
 
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
+    if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences, ret_error)) < 0) return r;
     struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt};
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
@@ -756,6 +757,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
     kite_psa_config_free(s->psa);
+    apiserver_satoken_free(s->satoken);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);

@@ -832,6 +832,10 @@ static void handle_action(struct req *rq, const struct kite_subresource *sr) {
         json_object_put(body);
         return;
     }
+    if (sr->token) { /* a ServiceAccount's token: issued, not stored (satoken.c) */
+        apiserver_satoken_issue(rq, body);
+        return;
+    }
     const char *name = kite_meta_str(body, "name");
     if (!name || strcmp(name, rq->name) != 0) {
         reply_error(rq, 400, "BadRequest", "name in URL does not match name in %s object", sr->body_kind);

@@ -43,7 +43,9 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .pod_security_default = a->psa_default,
                                          .pod_security_exempt_usernames = a->psa_exempt_users,
                                          .pod_security_exempt_namespaces = a->psa_exempt_namespaces,
-                                         .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes};
+                                         .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes,
+                                         .service_account_issuer = a->sa_issuer,
+                                         .api_audiences = a->api_audiences};
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;

@@ -39,6 +39,7 @@ struct controller_args {
     double eviction_rate, secondary_rate, unhealthy_threshold;
     int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
     const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
+    const char *root_ca_file;    /* what kube-root-ca.crt publishes (NULL: the kubeconfig's CA) */
     int64_t signing_duration_ns;
     struct flag_list *controllers; /* --controllers (NULL or empty: all) */
     unsigned off;                  /* KITE_CTL_* bits computed from it by controllers_start */
@@ -67,6 +68,8 @@ struct kite_controllers {
     struct kite_csrctl *csrctl;  /* CSR approver and signer */
     char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
     struct kite_epsctl *endpointslices; /* the EndpointSlice controller */
+    struct kite_serviceaccounts *serviceaccounts; /* ServiceAccount `default` and kube-root-ca.crt */
+    char *root_ca;               /* the kubeconfig's CA (PEM): what kube-root-ca.crt publishes */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
@@ -101,6 +104,7 @@ struct kite_apiserver_options;
 struct apiserver_args {
     const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode, *service_cidr;
     const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
+    const char *sa_issuer, *api_audiences;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -154,7 +158,11 @@ struct apiserver_args {
     FLAG_STR("pod-security-exempt-namespaces", "NS,...", "namespaces Pod Security admission does not check", NULL,    \
              &(a)->psa_exempt_namespaces),                                                                       \
     FLAG_STR("pod-security-exempt-runtime-classes", "NAME,...", "runtimeClassNames Pod Security admission does not " \
-             "check", NULL, &(a)->psa_exempt_runtime_classes)
+             "check", NULL, &(a)->psa_exempt_runtime_classes),                                                     \
+    FLAG_STR("service-account-issuer", "URL", "the iss claim of the ServiceAccount tokens it issues, and the one it " \
+             "accepts", "https://kubernetes.default.svc.cluster.local", &(a)->sa_issuer),                          \
+    FLAG_STR("api-audiences", "AUD,...", "audiences a ServiceAccount token must name one of to authenticate, and " \
+             "the default of a TokenRequest", NULL, &(a)->api_audiences, .def_note = "the issuer")
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
 int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 

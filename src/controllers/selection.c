@@ -25,6 +25,8 @@ static const struct {
     {"certificatesigningrequest-signing-controller", "csrsigning", KITE_CTL_CSR_SIGNING},
     {"endpointslice-controller", "endpointslice", KITE_CTL_ENDPOINTSLICE},
     {"clusterrole-aggregation-controller", "clusterrole-aggregation", KITE_CTL_CLUSTERROLE_AGGREGATION},
+    {"serviceaccount-controller", "serviceaccount", KITE_CTL_SERVICEACCOUNT},
+    {"root-ca-certificate-publisher-controller", "root-ca-cert-publisher", KITE_CTL_ROOT_CA_PUBLISHER},
 };
 
 static unsigned bit_of(const char *name) {

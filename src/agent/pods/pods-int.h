@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "agent/pods/pods.h"
+#include "agent/pods/satoken.h"
 #include "base/backoff.h"
 
 #define PODS_LOG "pods"
@@ -76,6 +77,7 @@ struct pod {
     char *sandbox_ip;
     bool volumes_ready;    /* every volume set up */
     bool volumes_polled;   /* an object of its volumes was read by GET, not watched: resync it */
+    int64_t token_refresh_at; /* wall: a projected token of its volumes is due for a refresh (0: none) */
     struct pod_ctr *c;
     size_t nc, n_init;
     bool admitted, rejected;
@@ -206,6 +208,7 @@ struct kite_pods {
     int64_t backoff_base_ns; /* first delay of the restart and pull back-offs (KITE_PODS_BACKOFF_MIN_NS) */
     struct kite_prober *prober;
     struct pods_vobjs *vobjs; /* apivolumes.c */
+    struct kite_satokens *satokens; /* projected ServiceAccount tokens (satoken.c) */
 };
 
 /* status.c: the pod's status as the kubelet generates it; prev (borrowed, may be NULL) gives

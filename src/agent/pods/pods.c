@@ -46,6 +46,8 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     p->alloc_cpu_m = p->alloc_mem_m = p->alloc_pods_m = -1;
     p->prober = pods_prober_new(p->clock, p->rt, prober_wake, p);
     pods_vobjs_init(p);
+    struct kite_satokens_options to = {.client = p->client, .clock = p->clock};
+    p->satokens = kite_satokens_new(&to);
     *ret = p;
     return 0;
 }
@@ -60,6 +62,7 @@ void kite_pods_free(struct kite_pods *p) {
     if (!p) return;
     kite_pods_stop(p);
     pods_vobjs_free(p);
+    kite_satokens_free(p->satokens);
     pods_prober_free(p->prober);
     for (size_t i = 0; i < p->n_pods; i++) pod_free(p->pods[i]);
     free(p->pods);

@@ -383,8 +383,13 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
 static bool ensure_volumes(struct kite_pods *p, struct pod *pod, int64_t now) {
     _cleanup_free_ char *vol = NULL, *err = NULL;
     pod->volumes_polled = false;
+    pod->token_refresh_at = 0;
     int r = pods_volumes_setup(p, pod, &vol, &err);
     if (pod->volumes_polled) pod->next_sync = now + KITE_PODS_VOLUME_POLL_NS; /* not watched: look again */
+    if (pod->token_refresh_at) { /* a projected token is due then (wall): sync again at that moment */
+        int64_t at = now + KITE_MAX(pod->token_refresh_at - kite_now_wall(p->clock), 0);
+        if (!pod->next_sync || at < pod->next_sync) pod->next_sync = at;
+    }
     if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("MountVolume.SetUp failed for volume \"%s\" : %s", vol, err);
         ev(p, pod, NULL, "Warning", "FailedMount", m);
