@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from test_pods_run import NS, cluster, cstatus, events, get, sh, status_of, wait  # noqa: F401
+from test_pods_run import NS, cluster, cstatus, events, get, runc_ids, sh, status_of, wait  # noqa: F401
 
 
 def apply(c, name, spec):
@@ -136,6 +136,20 @@ def test_deleted_pod_publishes_its_end_before_deleted(cluster):
     assert cstatus(ended[-1], "c")["state"]["terminated"]["exitCode"] == 0
 
 
+def test_force_delete_stops_the_container_at_once(cluster):
+    """kubectl delete --force --grace-period=0 of a pod whose container ignores SIGTERM (grace 30):
+    the kubelet gives it at most 1 s more, then SIGKILL; its container is gone within seconds."""
+    c = cluster
+    apply(c, "forced", {"terminationGracePeriodSeconds": 30,
+                        "containers": [sh("c", "trap '' TERM; while true; do sleep 0.2; done")]})
+    st = phase_is(c, "forced", "Running", 20)
+    cid = cstatus(st, "c")["containerID"].split("://")[1]
+    t0 = time.monotonic()
+    c.kubectl("delete", "pod", "-n", NS, "forced", "--force", "--grace-period=0")
+    wait(lambda: cid not in runc_ids(c), 20, "the container removed")
+    assert time.monotonic() - t0 < 8, time.monotonic() - t0
+
+
 # ---- item 4: time limits ----
 
 @pytest.mark.slow
@@ -164,10 +178,10 @@ def test_prestop_hooks_get_the_grace_period_and_run_together(cluster, tmp_path):
 
 
 def test_slow_exec_probe_holds_no_other_pod(cluster):
-    """One pod's exec readiness probe takes 8 s every time; another pod's probe (1 s period) turns
-    Ready within seconds of its file appearing."""
+    """One pod's exec readiness probe takes 8 s every time (and fails); another pod's probe (1 s
+    period) turns Ready within seconds of its file appearing."""
     c = cluster
-    slow = {"exec": {"command": ["sleep", "8"]}, "periodSeconds": 1, "timeoutSeconds": 20}
+    slow = {"exec": {"command": ["sh", "-c", "sleep 8; exit 1"]}, "periodSeconds": 1, "timeoutSeconds": 20}
     apply(c, "slowprobe", {"terminationGracePeriodSeconds": 1,
                            "containers": [sh("c", "exec sleep 3600", readinessProbe=slow)]})
     phase_is(c, "slowprobe", "Running", 20)
