@@ -31,7 +31,17 @@ def delete_now(c, *names):
 
 
 def phase_is(c, name, phase, timeout=30):
-    return wait(lambda: (s := kget(c, name)).get("phase") == phase and s, timeout, f"{name} {phase}")
+    last = {}
+
+    def check():
+        last["status"] = kget(c, name)
+        return last["status"].get("phase") == phase and last["status"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return last["status"]
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {name} {phase}; last status: {json.dumps(last.get('status'))}")
 
 
 # ---- item 3: the kubelet's own status errors ----
@@ -208,12 +218,13 @@ def test_sidecar_pod_runs_2_of_2_in_order(cluster):
     """A sidecar with a startup probe (passing 2 s after it starts) is started, and past its probe,
     before the main container; the pod is Running 2/2; a sidecar that exits is restarted."""
     c = cluster
-    startup = {"exec": {"command": ["test", "-f", "/tmp/up"]}, "periodSeconds": 1, "failureThreshold": 30}
+    startup = {"exec": {"command": ["test", "-f", "/tmp/up"]}, "periodSeconds": 1, "failureThreshold": 30,
+               "timeoutSeconds": 10}  # a loaded machine's runc exec can take over the default 1 s
     side = sh("side", "sleep 2; touch /tmp/up; exec sleep 3600", restartPolicy="Always", startupProbe=startup)
     flaky = sh("flaky", "sleep 3; exit 1", restartPolicy="Always")
     apply(c, "sidecar", {"terminationGracePeriodSeconds": 1, "initContainers": [side, flaky],
                          "containers": [sh("main", "exec sleep 3600")]})
-    st = phase_is(c, "sidecar", "Running", 30)
+    st = phase_is(c, "sidecar", "Running", 60)
     wait(lambda: ready_column(c, "sidecar") in ("2/3", "3/3"), 20, "READY 2/3 or 3/3")
     st = kget(c, "sidecar")
     side_st = cstatus(st, "side", "initContainerStatuses")
@@ -299,7 +310,7 @@ def test_termination_message_from_file_and_fallback_to_logs(cluster):
         sh("logsok", "echo fine; exit 0", terminationMessagePolicy="FallbackToLogsOnError"),
         sh("big", "head -c 5000 /dev/zero | tr '\\0' x > /dev/termination-log; echo -n END >> /dev/termination-log"),
     ]})
-    st = phase_is(c, "tmsg", "Failed", 30)
+    st = phase_is(c, "tmsg", "Failed", 90)  # five containers started one after another
     term = {n: cstatus(st, n)["state"]["terminated"] for n in ("file", "custom", "logs", "logsok", "big")}
     assert term["file"]["message"] == "all done", term["file"]
     assert term["custom"]["message"] == "custom" and term["custom"]["exitCode"] == 3
