@@ -125,6 +125,10 @@ struct req {
     char *yaml_duplicates;     /* a YAML body's repeated keys, as yaml.v2's strict decoding words them (NULL: none) */
 };
 
+/* streamproxy.c: an upgraded connect subresource (exec, attach) handed to the node's agent at
+ * host:port, path (taken) with the request's query. Answers rq (or hands its connection over). */
+void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path);
+
 /* server.c */
 struct kite_wcache *storage_cache(struct kite_apiserver *s, const struct kite_resource *r);
 void reply(struct req *rq, int code, const char *content_type, char *body, size_t len);

@@ -223,6 +223,7 @@ static const char *verb_for(struct req *rq) {
     const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
     if (kite_subresource_is_action(sr)) return strcmp(m, "POST") == 0 ? "create" : NULL;
     /* a connect subresource (a pod's log) is read, nothing else */
+    if (sr && sr->connect && sr->upgrade) return strcmp(m, "GET") == 0 ? "get" : strcmp(m, "POST") == 0 ? "create" : NULL;
     if (sr && sr->connect) return strcmp(m, "GET") == 0 ? "get" : NULL;
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
         if (rq->is_watch || query_true(kite_http_query(rq->http, "watch"))) {
@@ -420,6 +421,13 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         return;
     }
     if (!authorize_request(rq)) return;
+    if (sr && sr->upgrade && strcmp(rq->verb, "get") == 0) {
+        /* a WebSocket's GET starts what a POST creates: both verbs are needed (kube-apiserver
+         * 1.35's AuthorizePodWebsocketUpgradeCreatePermission, on by default) */
+        rq->verb = "create";
+        if (!authorize_request(rq)) return;
+        rq->verb = "get";
+    }
     if (sr && sr->connect) { /* proxied to a node agent (logproxy.c) */
         handle_connect(rq, sr);
         return;
