@@ -27,6 +27,11 @@
 #define KITE_PODS_DEFAULT_GRACE_S 30                          /* terminationGracePeriodSeconds */
 #define KITE_PODS_MAX_PODS 1024                               /* pods tracked by one agent */
 #define KITE_PODS_WORKERS 4                                   /* pods synced at once (worker threads) */
+#define KITE_PODS_HOOK_MIN_GRACE_S 2      /* SIGTERM to SIGKILL after a preStop hook at least (the kubelet's) */
+#define KITE_PODS_TERM_MSG_MAX 4096       /* bytes of terminationMessagePath kept (its end) */
+#define KITE_PODS_TERM_LOG_LINES 80       /* FallbackToLogsOnError: the log's last lines... */
+#define KITE_PODS_TERM_LOG_BYTES 2048     /* ...and of them the last bytes */
+#define KITE_PODS_THREAD_STACK (512 * 1024) /* stack of a hook or probe thread */
 #define KITE_PODS_DNS_MAX_NAMESERVERS 3   /* resolv.conf nameservers kept (the resolver's MAXNS) */
 #define KITE_PODS_DNS_MAX_SEARCHES 32     /* resolv.conf search domains kept (the kubelet's limit) */
 #define KITE_PODS_HOST_FILE_MAX (1u << 20) /* bytes read of the node's /etc/hosts and resolv.conf */

@@ -193,7 +193,10 @@ struct kite_runtime_ops {
     int (*list_sandboxes)(struct kite_runtime *rt, int64_t timeout_ns, struct kite_sandbox_status **ret,
                           size_t *ret_n);
 
-    /* Containers. create: *ret_id a new string; -ENOENT (no such sandbox or image). stop: SIGTERM,
+    /* Containers. create: *ret_id a new string; -ENOENT (no such sandbox or image). A container
+     * whose process cannot be created (no such executable...) is created all the same, as
+     * containerd's: its start then fails with -ENOEXEC and *ret_error, and its status is exited,
+     * code 128, reason "StartError", the error as message. stop: SIGTERM,
      * then SIGKILL after grace_ns; returns once the process is gone (0 also when it was not
      * running). remove stops first. list: sandbox_id NULL = all. */
     int (*create_container)(struct kite_runtime *rt, const char *sandbox_id, const struct kite_container_config *cfg,
