@@ -30,6 +30,7 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_clusterrolebinding,
     &kite_kind_pdb,
     &kite_kind_replicaset,
+    &kite_kind_replicationcontroller,
     &kite_kind_deployment,
     &kite_kind_job,
     &kite_kind_daemonset,

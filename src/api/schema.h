@@ -87,6 +87,8 @@ extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_sc
 extern const struct kite_schema kite_schema_pdb, kite_schema_eviction;
 /* batch/v1 Job, apps/v1 DaemonSet */
 extern const struct kite_schema kite_schema_job, kite_schema_daemonset;
+/* v1 ReplicationController */
+extern const struct kite_schema kite_schema_replicationcontroller;
 /* meta/v1 messages that are not kinds of their own (meta_schema.c): a List's metadata, a
  * Status (errors and delete answers) and the DeleteOptions a delete may carry. */
 extern const struct kite_schema kite_schema_list_meta, kite_schema_status, kite_schema_delete_options;

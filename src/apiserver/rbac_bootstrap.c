@@ -132,6 +132,8 @@ static const struct boot_role ROLES[] = {
       * kind's owner references) */
      RULE("\"create\",\"delete\",\"patch\",\"update\"", CORE, "\"pods\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"replicasets\"") ","
+     RULE(READ ",\"patch\",\"update\"", CORE, "\"replicationcontrollers\"") ","
+     RULE("\"patch\",\"update\"", CORE, "\"replicationcontrollers/status\",\"replicationcontrollers/finalizers\"") ","
      RULE(READ ",\"patch\",\"update\"", "\"apps\"", "\"deployments\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"replicasets/status\",\"deployments/status\",\"replicasets/finalizers\",\"deployments/finalizers\"") ","
      RULE(READ ",\"delete\",\"patch\",\"update\"", "\"*\"", "\"*\"") ","

@@ -27,6 +27,7 @@ struct kite_nsctl;
 struct kite_ctlmgr;
 struct kite_leader;
 struct kite_workloads;
+struct kite_replication;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
 struct controller_args {
@@ -61,6 +62,7 @@ struct kite_controllers {
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
     struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
+    struct kite_replication *replication; /* ReplicationController */
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */

@@ -12,6 +12,7 @@
 #include "controllers/job.h"
 #include "controllers/endpointslice.h"
 #include "controllers/leader.h"
+#include "controllers/replication.h"
 #include "controllers/workloads.h"
 #include "controllers/manager.h"
 #include "pki/pki.h"
@@ -113,6 +114,12 @@ static int start_workloads(struct kite_controllers *c, unsigned off) {
 }
 static void stop_workloads(struct kite_controllers *c) { kite_workloads_stop(TAKE_PTR(c->workloads)); }
 
+static int start_replication(struct kite_controllers *c, unsigned off) {
+    struct kite_replication_options o = {.client = c->client};
+    return kite_replication_start(&o, &c->replication);
+}
+static void stop_replication(struct kite_controllers *c) { kite_replication_stop(TAKE_PTR(c->replication)); }
+
 static int start_jobs(struct kite_controllers *c, unsigned off) {
     struct kite_jobctl_options o = {.client = c->client};
     return kite_jobs_start(&o, &c->jobs);
@@ -155,6 +162,7 @@ static const struct {
     {"the clusterrole aggregation controller", KITE_CTL_CLUSTERROLE_AGGREGATION, start_aggregation, stop_aggregation},
     {"the workload controllers", KITE_CTL_REPLICASET | KITE_CTL_DEPLOYMENT | KITE_CTL_GARBAGE_COLLECTOR,
      start_workloads, stop_workloads},
+    {"the replication controller", KITE_CTL_REPLICATION, start_replication, stop_replication},
     {"the job controller", KITE_CTL_JOB, start_jobs, stop_jobs},
     {"the daemon set controller", KITE_CTL_DAEMONSET, start_daemonsets, stop_daemonsets},
     {"the certificate signing request controller", KITE_CTL_CSR_APPROVING | KITE_CTL_CSR_SIGNING, start_csr, stop_csr},

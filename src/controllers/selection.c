@@ -17,6 +17,7 @@ static const struct {
     {"pod-garbage-collector-controller", "podgc", KITE_CTL_POD_GC},
     {"disruption-controller", "disruption", KITE_CTL_DISRUPTION},
     {"replicaset-controller", "replicaset", KITE_CTL_REPLICASET},
+    {"replicationcontroller-controller", "replicationcontroller", KITE_CTL_REPLICATION},
     {"deployment-controller", "deployment", KITE_CTL_DEPLOYMENT},
     {"garbage-collector-controller", "garbagecollector", KITE_CTL_GARBAGE_COLLECTOR},
     {"job-controller", "job", KITE_CTL_JOB},
