@@ -140,6 +140,7 @@ static const char *const COLLECTIONS[] = {
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
     "/apis/policy/v1/namespaces/team-a/poddisruptionbudgets",
     "/apis/apps/v1/namespaces/team-a/replicasets",
+    "/api/v1/namespaces/team-a/replicationcontrollers",
     "/apis/apps/v1/namespaces/team-a/deployments",
     "/apis/batch/v1/namespaces/team-a/jobs",
     "/apis/apps/v1/namespaces/team-a/daemonsets",
