@@ -143,6 +143,9 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"apps\"", "\"daemonsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
+     /* the StatefulSet controller (upstream's statefulset-controller) */
+     RULE(READ, "\"apps\"", "\"statefulsets\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"statefulsets/status\",\"statefulsets/finalizers\"") ","
      RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") ","
      /* the EndpointSlice controller (upstream's endpointslice-controller) */
      RULE(READ, CORE, "\"services\"") ","

@@ -28,6 +28,7 @@ struct kite_ctlmgr;
 struct kite_leader;
 struct kite_workloads;
 struct kite_replication;
+struct kite_statefulsets;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
 struct controller_args {
@@ -63,6 +64,7 @@ struct kite_controllers {
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
     struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
     struct kite_replication *replication; /* ReplicationController */
+    struct kite_statefulsets *statefulsets;
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */

@@ -13,6 +13,7 @@
 #include "controllers/endpointslice.h"
 #include "controllers/leader.h"
 #include "controllers/replication.h"
+#include "controllers/statefulset.h"
 #include "controllers/workloads.h"
 #include "controllers/manager.h"
 #include "pki/pki.h"
@@ -120,6 +121,12 @@ static int start_replication(struct kite_controllers *c, unsigned off) {
 }
 static void stop_replication(struct kite_controllers *c) { kite_replication_stop(TAKE_PTR(c->replication)); }
 
+static int start_statefulsets(struct kite_controllers *c, unsigned off) {
+    struct kite_stsctl_options o = {.client = c->client};
+    return kite_statefulsets_start(&o, &c->statefulsets);
+}
+static void stop_statefulsets(struct kite_controllers *c) { kite_statefulsets_stop(TAKE_PTR(c->statefulsets)); }
+
 static int start_jobs(struct kite_controllers *c, unsigned off) {
     struct kite_jobctl_options o = {.client = c->client};
     return kite_jobs_start(&o, &c->jobs);
@@ -165,6 +172,7 @@ static const struct {
     {"the replication controller", KITE_CTL_REPLICATION, start_replication, stop_replication},
     {"the job controller", KITE_CTL_JOB, start_jobs, stop_jobs},
     {"the daemon set controller", KITE_CTL_DAEMONSET, start_daemonsets, stop_daemonsets},
+    {"the stateful set controller", KITE_CTL_STATEFULSET, start_statefulsets, stop_statefulsets},
     {"the certificate signing request controller", KITE_CTL_CSR_APPROVING | KITE_CTL_CSR_SIGNING, start_csr, stop_csr},
     {"the endpointslice controller", KITE_CTL_ENDPOINTSLICE, start_endpointslices, stop_endpointslices},
 };

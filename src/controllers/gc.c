@@ -19,6 +19,7 @@ const struct kite_gc_kind KITE_GC_KINDS[] = {
     {"v1", "Pod", "/api/v1", "pods", true},
     {"batch/v1", "Job", "/apis/batch/v1", "jobs", true},
     {"apps/v1", "DaemonSet", "/apis/apps/v1", "daemonsets", true},
+    {"apps/v1", "StatefulSet", "/apis/apps/v1", "statefulsets", true},
 };
 const size_t KITE_GC_N_KINDS = KITE_ARRAY_SIZE(KITE_GC_KINDS);
 

@@ -22,6 +22,7 @@ static const struct {
     {"garbage-collector-controller", "garbagecollector", KITE_CTL_GARBAGE_COLLECTOR},
     {"job-controller", "job", KITE_CTL_JOB},
     {"daemonset-controller", "daemonset", KITE_CTL_DAEMONSET},
+    {"statefulset-controller", "statefulset", KITE_CTL_STATEFULSET},
     {"certificatesigningrequest-approving-controller", "csrapproving", KITE_CTL_CSR_APPROVING},
     {"certificatesigningrequest-signing-controller", "csrsigning", KITE_CTL_CSR_SIGNING},
     {"endpointslice-controller", "endpointslice", KITE_CTL_ENDPOINTSLICE},

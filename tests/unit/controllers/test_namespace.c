@@ -144,6 +144,7 @@ static const char *const COLLECTIONS[] = {
     "/apis/apps/v1/namespaces/team-a/deployments",
     "/apis/batch/v1/namespaces/team-a/jobs",
     "/apis/apps/v1/namespaces/team-a/daemonsets",
+    "/apis/apps/v1/namespaces/team-a/statefulsets",
     "/api/v1/namespaces/team-a/services",
     "/apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices",
 };
