@@ -35,6 +35,8 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_job,
     &kite_kind_daemonset,
     &kite_kind_statefulset,
+    &kite_kind_hpa,
+    &kite_kind_hpa_v1,
     &kite_kind_service,
     &kite_kind_endpointslice,
     &kite_kind_crd,
