@@ -33,6 +33,7 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_replicationcontroller,
     &kite_kind_deployment,
     &kite_kind_job,
+    &kite_kind_cronjob,
     &kite_kind_daemonset,
     &kite_kind_statefulset,
     &kite_kind_hpa,

@@ -143,6 +143,10 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"apps\"", "\"daemonsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
+     /* the CronJob controller (upstream's cronjob-controller) */
+     RULE(READ, "\"batch\"", "\"cronjobs\"") ","
+     RULE("\"patch\",\"update\"", "\"batch\"", "\"cronjobs/status\",\"cronjobs/finalizers\"") ","
+     RULE("\"create\",\"delete\"", "\"batch\"", "\"jobs\"") ","
      /* the StatefulSet controller (upstream's statefulset-controller) */
      RULE(READ, "\"apps\"", "\"statefulsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"statefulsets/status\",\"statefulsets/finalizers\"") ","

@@ -29,6 +29,7 @@ struct kite_leader;
 struct kite_workloads;
 struct kite_replication;
 struct kite_statefulsets;
+struct kite_cronjobs;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
 struct controller_args {
@@ -65,6 +66,7 @@ struct kite_controllers {
     struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
     struct kite_replication *replication; /* ReplicationController */
     struct kite_statefulsets *statefulsets;
+    struct kite_cronjobs *cronjobs;
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */

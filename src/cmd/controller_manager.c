@@ -12,6 +12,7 @@
 #include "controllers/job.h"
 #include "controllers/endpointslice.h"
 #include "controllers/leader.h"
+#include "controllers/cronjob.h"
 #include "controllers/replication.h"
 #include "controllers/statefulset.h"
 #include "controllers/workloads.h"
@@ -127,6 +128,12 @@ static int start_statefulsets(struct kite_controllers *c, unsigned off) {
 }
 static void stop_statefulsets(struct kite_controllers *c) { kite_statefulsets_stop(TAKE_PTR(c->statefulsets)); }
 
+static int start_cronjobs(struct kite_controllers *c, unsigned off) {
+    struct kite_cjctl_options o = {.client = c->client};
+    return kite_cronjobs_start(&o, &c->cronjobs);
+}
+static void stop_cronjobs(struct kite_controllers *c) { kite_cronjobs_stop(TAKE_PTR(c->cronjobs)); }
+
 static int start_jobs(struct kite_controllers *c, unsigned off) {
     struct kite_jobctl_options o = {.client = c->client};
     return kite_jobs_start(&o, &c->jobs);
@@ -171,6 +178,7 @@ static const struct {
      start_workloads, stop_workloads},
     {"the replication controller", KITE_CTL_REPLICATION, start_replication, stop_replication},
     {"the job controller", KITE_CTL_JOB, start_jobs, stop_jobs},
+    {"the cronjob controller", KITE_CTL_CRONJOB, start_cronjobs, stop_cronjobs},
     {"the daemon set controller", KITE_CTL_DAEMONSET, start_daemonsets, stop_daemonsets},
     {"the stateful set controller", KITE_CTL_STATEFULSET, start_statefulsets, stop_statefulsets},
     {"the certificate signing request controller", KITE_CTL_CSR_APPROVING | KITE_CTL_CSR_SIGNING, start_csr, stop_csr},

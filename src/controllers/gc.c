@@ -18,6 +18,7 @@ const struct kite_gc_kind KITE_GC_KINDS[] = {
     {"v1", "ReplicationController", "/api/v1", "replicationcontrollers", true},
     {"v1", "Pod", "/api/v1", "pods", true},
     {"batch/v1", "Job", "/apis/batch/v1", "jobs", true},
+    {"batch/v1", "CronJob", "/apis/batch/v1", "cronjobs", true},
     {"apps/v1", "DaemonSet", "/apis/apps/v1", "daemonsets", true},
     {"apps/v1", "StatefulSet", "/apis/apps/v1", "statefulsets", true},
 };

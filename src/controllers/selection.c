@@ -21,6 +21,7 @@ static const struct {
     {"deployment-controller", "deployment", KITE_CTL_DEPLOYMENT},
     {"garbage-collector-controller", "garbagecollector", KITE_CTL_GARBAGE_COLLECTOR},
     {"job-controller", "job", KITE_CTL_JOB},
+    {"cronjob-controller", "cronjob", KITE_CTL_CRONJOB},
     {"daemonset-controller", "daemonset", KITE_CTL_DAEMONSET},
     {"statefulset-controller", "statefulset", KITE_CTL_STATEFULSET},
     {"certificatesigningrequest-approving-controller", "csrapproving", KITE_CTL_CSR_APPROVING},

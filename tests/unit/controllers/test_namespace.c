@@ -143,6 +143,7 @@ static const char *const COLLECTIONS[] = {
     "/api/v1/namespaces/team-a/replicationcontrollers",
     "/apis/apps/v1/namespaces/team-a/deployments",
     "/apis/batch/v1/namespaces/team-a/jobs",
+    "/apis/batch/v1/namespaces/team-a/cronjobs",
     "/apis/apps/v1/namespaces/team-a/daemonsets",
     "/apis/apps/v1/namespaces/team-a/statefulsets",
     "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
