@@ -43,7 +43,8 @@ MALLOC   :=
 endif
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -fno-strict-aliasing \
             -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) $(DL_PKGS) 2>/dev/null) -MMD -MP
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
+# libwslay: WebSocket framing for exec and attach (src/agent/logs/exec.c); Debian ships no .pc
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lwslay -lpthread -lm
 
 
 # module -> modules it links against, in link order (itself first)

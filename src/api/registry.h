@@ -70,6 +70,10 @@ struct kite_subresource {
      * its query (*ret_node, *ret_path, malloc'ed), or an HTTP code (400, 422) with *ret_msg. */
     int (*connect)(json_object *obj, const char *(*query)(void *qud, const char *name), void *qud, char **ret_node,
                    char **ret_path, char **ret_msg);
+    /* ... an upgraded stream (exec, attach): GET (verb get, and create as kube-apiserver 1.35
+     * checks a WebSocket's) or POST (create), the connection handed to the agent as it is
+     * after the agent's 101; *ret_path has no query: the request's goes along unchanged */
+    bool upgrade;
     /* A view subresource (a workload's scale) is served for get, patch and update in another
      * kind's shape (body_group/body_version/body_kind: "autoscaling", "v1", "Scale"): view()
      * makes it from the object (borrowed; returns a new object), apply() writes what a client

@@ -35,6 +35,7 @@ static void verbs_json(struct kite_buf *b, const struct kite_resource *r) {
 
 static void subresource_verbs_json(struct kite_buf *b, const struct kite_subresource *sr) {
     kite_buf_puts(b, kite_subresource_is_action(sr) ? "[\"create\"]"
+                     : sr->upgrade              ? "[\"create\",\"get\"]"
                      : sr->connect              ? "[\"get\"]"
                      : sr->update_only          ? "[\"update\"]"
                                                 : "[\"get\",\"patch\",\"update\"]");
@@ -54,7 +55,8 @@ static void each_subresource(const struct kite_resource *r, void (*fn)(struct ki
 
 static void agg_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
                             bool first) {
-    bool act = kite_subresource_is_action(sr) || sr->view; /* answers about its body's kind (Binding, Eviction, Scale) */
+    /* answers about its body's kind (Binding, Eviction, Scale; an upgrade's options kind) */
+    bool act = kite_subresource_is_action(sr) || sr->view || (sr->upgrade && sr->body_kind);
     kite_buf_printf(b, "%s{\"subresource\":\"%s\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},\"verbs\":",
                     first ? "" : ",", sr->name, act ? sr->body_group : r->group, act ? sr->body_version : r->version,
                     act ? sr->body_kind : r->kind);
@@ -64,7 +66,8 @@ static void agg_subresource(struct kite_buf *b, const struct kite_resource *r, c
 
 static void legacy_subresource(struct kite_buf *b, const struct kite_resource *r, const struct kite_subresource *sr,
                                bool first) {
-    bool act = kite_subresource_is_action(sr) || sr->view, other_group = act && strcmp(sr->body_group, r->group) != 0;
+    bool act = kite_subresource_is_action(sr) || sr->view || (sr->upgrade && sr->body_kind),
+         other_group = act && strcmp(sr->body_group, r->group) != 0;
     kite_buf_printf(b, ",{\"name\":\"%s/%s\",\"singularName\":\"\",\"namespaced\":%s,", r->plural, sr->name,
                     r->namespaced ? "true" : "false");
     if (other_group) kite_buf_printf(b, "\"group\":\"%s\",\"version\":\"%s\",", sr->body_group, sr->body_version);

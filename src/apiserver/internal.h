@@ -51,6 +51,7 @@ struct kite_apiserver {
     struct kite_storage *storages; /* one per storage folder of the registry's rows */
     size_t n_storages;
     struct kite_http_server *http;
+    struct apiserver_bulk *bulk; /* large bodies' decoding, off the HTTP workers (bulk.c) */
     struct kite_metrics *metrics;
     char *url;
     char *data_dir;
@@ -123,6 +124,10 @@ struct req {
     char *audit_annotations;   /* the audit event's annotations: `"key":"value",...` (admission), or NULL */
     char *yaml_duplicates;     /* a YAML body's repeated keys, as yaml.v2's strict decoding words them (NULL: none) */
 };
+
+/* streamproxy.c: an upgraded connect subresource (exec, attach) handed to the node's agent at
+ * host:port, path (taken) with the request's query. Answers rq (or hands its connection over). */
+void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path);
 
 /* server.c */
 struct kite_wcache *storage_cache(struct kite_apiserver *s, const struct kite_resource *r);
@@ -201,6 +206,15 @@ json_object *parse_apply_body(struct req *rq);
 /* Content-Type ct is the media type want (parameters ignored). */
 bool media_is(const char *ct, const char *want);
 /* The thread that recomputes writes that lost an optimistic-concurrency race. */
+/* bulk.c: requests whose body is at least KITE_BULK_BODY_MIN bytes run their verb on the bulk
+ * threads; offer returns false when there are none (then the caller runs it), true when the
+ * request was queued or answered 429 (the queue is full). */
+#define KITE_BULK_BODY_MIN (256u * 1024)
+#define KITE_BULK_QUEUE_MAX 64u
+#define KITE_BULK_THREADS_MAX 4u
+int apiserver_bulk_start(struct kite_apiserver *s, unsigned threads); /* 0: one per CPU */
+bool apiserver_bulk_offer(struct req *rq, void (*fn)(struct req *));
+void apiserver_bulk_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 int apiserver_retry_start(struct kite_apiserver *s);
 void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Creates an object directly (bootstrap). */

@@ -215,6 +215,12 @@ void handle_connect(struct req *rq, const struct kite_subresource *sr) {
         free(path);
         return;
     }
+    if (sr->upgrade) { /* exec, attach: an upgraded stream (streamproxy.c) */
+        stream_proxy_start(rq, addr, (uint16_t)port, path);
+        json_object_put(node);
+        free(node_name);
+        return;
+    }
     if (atomic_fetch_add(&proxies, 1) >= KITE_PROXY_MAX) {
         atomic_fetch_sub(&proxies, 1);
         reply_error(rq, 429, "TooManyRequests", "too many proxied streams (%d)", KITE_PROXY_MAX);

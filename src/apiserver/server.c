@@ -223,6 +223,7 @@ static const char *verb_for(struct req *rq) {
     const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
     if (kite_subresource_is_action(sr)) return strcmp(m, "POST") == 0 ? "create" : NULL;
     /* a connect subresource (a pod's log) is read, nothing else */
+    if (sr && sr->connect && sr->upgrade) return strcmp(m, "GET") == 0 ? "get" : strcmp(m, "POST") == 0 ? "create" : NULL;
     if (sr && sr->connect) return strcmp(m, "GET") == 0 ? "get" : NULL;
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
         if (rq->is_watch || query_true(kite_http_query(rq->http, "watch"))) {
@@ -361,6 +362,8 @@ static void handle_health(struct req *rq) {
     reply(rq, 200, "text/plain; charset=utf-8", body, len);
 }
 
+static void run_verb(struct req *rq);
+
 static void dispatch(struct kite_http_req *hr, void *ud) {
     struct kite_apiserver *s = ud;
     struct req *rq = kite_calloc(1, sizeof *rq);
@@ -418,6 +421,13 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         return;
     }
     if (!authorize_request(rq)) return;
+    if (sr && sr->upgrade && strcmp(rq->verb, "get") == 0) {
+        /* a WebSocket's GET starts what a POST creates: both verbs are needed (kube-apiserver
+         * 1.35's AuthorizePodWebsocketUpgradeCreatePermission, on by default) */
+        rq->verb = "create";
+        if (!authorize_request(rq)) return;
+        rq->verb = "get";
+    }
     if (sr && sr->connect) { /* proxied to a node agent (logproxy.c) */
         handle_connect(rq, sr);
         return;
@@ -426,6 +436,12 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     const char *inc = kite_http_query(hr, "includeObject");
     rq->table_full_object = inc && strcmp(inc, "Object") == 0;
 
+    if (hr->body_len >= KITE_BULK_BODY_MIN && apiserver_bulk_offer(rq, run_verb)) return;
+    run_verb(rq);
+}
+
+/* The verb's handler: on the HTTP worker, or on a bulk thread for a large body (bulk.c). */
+static void run_verb(struct req *rq) {
     const char *v = rq->verb;
     if (!kite_resource_stored(rq->res)) handle_review(rq);
     else if (strcmp(v, "get") == 0) handle_get(rq);
@@ -635,6 +651,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = ensure_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
     if ((r = apiserver_rbac_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
     if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
+    if ((r = apiserver_bulk_start(s, 0)) < 0) return fail(ret_error, r, "cannot start the bulk decoding threads");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
     _cleanup_free_ char *cp = kite_asprintf("%s/server.crt", pki), *kp = kite_asprintf("%s/server.key", pki);
@@ -720,6 +737,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     pthread_mutex_unlock(&s->mu);
     if (s->compactor_started) pthread_join(s->compactor, NULL);
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
+    apiserver_bulk_stop(s);
     apiserver_retry_stop(s);
     apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */

@@ -176,6 +176,27 @@ static bool tcp_eof(struct conn *c) {
     return ((struct conn_extra *)(c + 1))->tcp_eof;
 }
 
+/* ---- a hijacked connection's tunnel (tunnel.c) ---- */
+
+bool conn_raw_pending(struct conn *c) { return raw_pending(c); }
+bool conn_tcp_eof(struct conn *c) { return tcp_eof(c); }
+
+static bool tun_pending(void *owner) { return raw_pending(owner); }
+static bool tun_eof(void *owner) { return tcp_eof(owner); }
+
+/* The owner is done: the worker frees the connection; the request is answered at last. */
+static void tun_release(void *owner) {
+    struct conn *c = owner;
+    struct kite_http_server *srv = c->w->srv;
+    pthread_mutex_lock(&c->lock);
+    c->tunnel_closed = true;
+    conn_kick(c);
+    pthread_mutex_unlock(&c->lock);
+    pending_done(srv);
+}
+
+const struct tunnel_owner conn_tunnel_owner = {tun_pending, tun_eof, tun_release, NULL};
+
 /* Frees the buffers of a connection between requests (they are reallocated on its next
  * request), so thousands of idle keep-alive connections (node agents) hold no buffers. */
 void conn_trim(struct conn *c) {
@@ -322,6 +343,27 @@ static void dispatch(struct conn *c) {
 static bool collect(struct conn *c) {
     for (;;) {
         pthread_mutex_lock(&c->lock);
+        if (c->upg) {
+            /* kite_http_upgrade: the connection leaves the worker's epoll set for its tunnel */
+            struct upgrade_wait *uw = c->upg;
+            c->upg = NULL;
+            int res = 1;
+            if (c->peer_closed) {
+                res = -ECONNRESET;
+                c->state = C_RESPONDING; /* nothing to send: conn_service frees it */
+            } else {
+                epoll_ctl(c->w->ep, EPOLL_CTL_DEL, c->fd, NULL);
+                c->ep_events = 0;
+                c->state = C_TUNNEL;
+            }
+            pthread_mutex_unlock(&c->lock);
+            if (res < 0) pending_done(c->w->srv);
+            pthread_mutex_lock(&uw->mu);
+            uw->result = res;
+            pthread_cond_signal(&uw->cond);
+            pthread_mutex_unlock(&uw->mu);
+            return true;
+        }
         if (c->defer_fn) {
             void (*fn)(void *) = c->defer_fn;
             void *ud = c->defer_ud;
@@ -390,6 +432,8 @@ void conn_drive(struct conn *c, bool readable) {
         }
         case C_H2:
             h2_drive(c, readable);
+            return;
+        case C_TUNNEL:
             return;
         case C_READING: {
             if (c->in_off < c->in.len) {
@@ -646,6 +690,13 @@ void conn_service(struct worker *w, struct conn *c, bool is_new) {
     }
     if (c->state == C_H2) {
         h2_service(c);
+        return;
+    }
+    if (c->state == C_TUNNEL) {
+        pthread_mutex_lock(&c->lock);
+        bool closed = c->tunnel_closed;
+        pthread_mutex_unlock(&c->lock);
+        if (closed) conn_free(c);
         return;
     }
     if (c->state == C_DISPATCHED) {

@@ -6,7 +6,7 @@
  * the timeout; the body may take as long as it takes (a followed log), and
  * kite_http_fetch_cancel() from another thread shuts the socket down to end a blocked read.
  * Bodies are decoded by http-parser (chunked, Content-Length or up to the close). */
-#include "http/http.h"
+#include "http/http-internal.h"
 
 #include "base/buf.h"
 
@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -39,15 +40,31 @@ struct kite_http_fetch {
     size_t body_off;
     pthread_mutex_t lock; /* a cancel racing the close */
     bool closed;
+    struct kite_buf hdrs;  /* the answer's headers: "name: value" NUL-terminated, one after the other */
+    bool in_value;
 };
 
-static int on_header(http_parser *hp, const char *at, size_t n) {
+static int on_field(http_parser *hp, const char *at, size_t n) {
     struct kite_http_fetch *f = hp->data;
     f->head_bytes += n;
+    if (f->in_value) kite_buf_append(&f->hdrs, "", 1);
+    f->in_value = false;
+    kite_buf_append(&f->hdrs, at, n);
+    return f->head_bytes > FETCH_MAX_HEAD ? -1 : 0;
+}
+static int on_value(http_parser *hp, const char *at, size_t n) {
+    struct kite_http_fetch *f = hp->data;
+    f->head_bytes += n;
+    if (!f->in_value) kite_buf_puts(&f->hdrs, ": ");
+    f->in_value = true;
+    kite_buf_append(&f->hdrs, at, n);
     return f->head_bytes > FETCH_MAX_HEAD ? -1 : 0;
 }
 static int on_headers_complete(http_parser *hp) {
-    ((struct kite_http_fetch *)hp->data)->head_done = true;
+    struct kite_http_fetch *f = hp->data;
+    if (f->in_value) kite_buf_append(&f->hdrs, "", 1);
+    f->in_value = false;
+    f->head_done = true;
     return 0;
 }
 static int on_body(http_parser *hp, const char *at, size_t n) {
@@ -109,7 +126,13 @@ static int pump(struct kite_http_fetch *f) {
     if (n == GNUTLS_E_PREMATURE_TERMINATION) n = 0; /* a close without close_notify is an end too */
     if (n == GNUTLS_E_AGAIN) return -ETIMEDOUT;     /* SO_RCVTIMEO ran out */
     if (n < 0) return -ECONNRESET;
-    http_parser_execute(&f->hp, &f->hs, buf, (size_t)n); /* n == 0 tells the parser of the close */
+    size_t used = http_parser_execute(&f->hp, &f->hs, buf, (size_t)n); /* n == 0 tells the parser of the close */
+    if (f->hp.upgrade) {
+        /* 101: what follows the head is the upgraded protocol's (kite_http_fetch_tunnel) */
+        if (used < (size_t)n) kite_buf_append(&f->body, buf + used, (size_t)n - used);
+        f->done = true;
+        return 0;
+    }
     if (f->hp.http_errno != HPE_OK) return -EPROTO;
     if (n == 0 && !f->done) return -ECONNRESET;
     return 0;
@@ -122,8 +145,8 @@ int kite_http_fetch_open(const struct kite_http_fetch_options *o, struct kite_ht
     f->fd = -1;
     http_parser_init(&f->hp, HTTP_RESPONSE);
     f->hp.data = f;
-    f->hs.on_header_field = on_header;
-    f->hs.on_header_value = on_header;
+    f->hs.on_header_field = on_field;
+    f->hs.on_header_value = on_value;
     f->hs.on_headers_complete = on_headers_complete;
     f->hs.on_body = on_body;
     f->hs.on_message_complete = on_message_complete;
@@ -152,8 +175,10 @@ int kite_http_fetch_open(const struct kite_http_fetch_options *o, struct kite_ht
     }
     if (r == 0) {
         struct kite_buf q = {0};
-        kite_buf_printf(&q, "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: kite\r\nAccept: */*\r\nConnection: close\r\n\r\n",
-                        o->path, o->host, o->port);
+        bool v6 = strchr(o->host, ':');
+        kite_buf_printf(&q, "GET %s HTTP/1.1\r\nHost: %s%s%s:%u\r\nUser-Agent: kite\r\nAccept: */*\r\nConnection: %s\r\n%s\r\n",
+                        o->path, v6 ? "[" : "", o->host, v6 ? "]" : "", o->port, o->upgrade ? "Upgrade" : "close",
+                        o->headers ? o->headers : "");
         for (size_t off = 0; r == 0 && off < q.len;) {
             ssize_t w = gnutls_record_send(f->tls, q.p + off, q.len - off);
             if (w == GNUTLS_E_INTERRUPTED) continue;
@@ -172,6 +197,34 @@ int kite_http_fetch_open(const struct kite_http_fetch_options *o, struct kite_ht
     *ret_status = f->hp.status_code;
     *ret = f;
     return 0;
+}
+
+const char *kite_http_fetch_header(struct kite_http_fetch *f, const char *name) {
+    size_t nl = strlen(name);
+    for (size_t off = 0; f->hdrs.p && off < f->hdrs.len;) {
+        const char *p = f->hdrs.p + off;
+        size_t len = strlen(p);
+        if (len > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (*v == ' ') v++;
+            return v;
+        }
+        off += len + 1;
+    }
+    return NULL;
+}
+
+static bool fetch_pending(void *owner) { (void)owner; return false; }
+
+static void fetch_release(void *owner) { kite_http_fetch_close(owner); }
+
+struct kite_http_tunnel *kite_http_fetch_tunnel(struct kite_http_fetch *f) {
+    if (f->hp.status_code != 101 || !f->hp.upgrade) return NULL;
+    fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) | O_NONBLOCK);
+    struct tunnel_owner o = {fetch_pending, NULL, fetch_release, f};
+    struct kite_http_tunnel *t = tunnel_new(f->fd, f->tls, f->body.p + f->body_off, f->body.len - f->body_off, &o);
+    f->body.len = f->body_off = 0;
+    return t;
 }
 
 ssize_t kite_http_fetch_read(struct kite_http_fetch *f, char *buf, size_t n) {
@@ -204,6 +257,7 @@ void kite_http_fetch_close(struct kite_http_fetch *f) {
     pthread_mutex_unlock(&f->lock);
     if (f->cred) gnutls_certificate_free_credentials(f->cred);
     kite_buf_release(&f->body);
+    kite_buf_release(&f->hdrs);
     pthread_mutex_destroy(&f->lock);
     free(f);
 }

@@ -48,6 +48,15 @@ enum conn_state {
     C_STREAMING,   /* a chunked stream (watch) */
     C_LINGER,      /* answered and closing: write side shut, input drained and dropped */
     C_H2,          /* HTTP/2 (ALPN "h2"): h2.c drives the connection */
+    C_TUNNEL,      /* upgraded (101): a tunnel's thread owns the socket; the worker only frees it */
+};
+
+/* A thread waiting in kite_http_upgrade for the worker to hand the connection over (on the
+ * waiting thread's stack: the worker touches it only under mu, before it signals). */
+struct upgrade_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int result;                   /* 0 waiting; 1 handed over; -errno refused */
 };
 
 struct conn {
@@ -98,6 +107,8 @@ struct conn {
     void (*defer_fn)(void *ud);
     void *defer_ud;
     bool in_handler;              /* the worker is inside the handler / a defer fn for this conn */
+    struct upgrade_wait *upg;     /* kite_http_upgrade asks for the hand-over */
+    bool tunnel_closed;           /* C_TUNNEL: the tunnel's owner is done with it */
     /* mailbox link, under the worker's mb_lock */
     bool in_mb, is_new;
     struct conn *mb_next;
@@ -193,6 +204,24 @@ int conn_read_some(struct conn *c);
 bool conn_tls_pending(struct conn *c);
 /* Closes gracefully: shuts the write side down and drains input for a while (C_LINGER). */
 void conn_linger(struct conn *c);
+
+/* tunnel.c */
+/* A tunnel over a TLS session on fd whose first pre_len input bytes were already read (pre,
+ * copied). pending: more decrypted or raw input is buffered than poll shows; eof: a read
+ * that would block is the end of the peer's stream; release: the owner lets go of fd and tls
+ * (the tunnel never closes or frees them itself). */
+struct tunnel_owner {
+    bool (*pending)(void *owner);
+    bool (*eof)(void *owner);
+    void (*release)(void *owner);
+    void *owner;
+};
+struct kite_http_tunnel *tunnel_new(int fd, gnutls_session_t tls, const char *pre, size_t pre_len,
+                                    const struct tunnel_owner *o);
+/* conn.c: the owner hooks of a hijacked server connection */
+extern const struct tunnel_owner conn_tunnel_owner;
+bool conn_raw_pending(struct conn *c);
+bool conn_tcp_eof(struct conn *c);
 
 /* response.c */
 /* Queues the answer to a request the layer refuses itself; the connection closes after it. */

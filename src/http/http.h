@@ -115,6 +115,46 @@ void kite_http_stream_abort(struct kite_http_stream *s);
  * past wakes at once. */
 void kite_http_stream_wake_at(struct kite_http_stream *s, int64_t mono_ns);
 
+/* Upgrades (101 Switching Protocols, HTTP/1.1 alone; RFC 9110 §7.8): the connection becomes
+ * a tunnel, a byte stream in both directions owned by one thread, which speaks the upgraded
+ * protocol itself (WebSocket). Reads and writes never block: poll the fd (and check pending
+ * first: TLS may hold decrypted bytes poll does not show). A write that returns -EAGAIN must
+ * be repeated with the same bytes at its front once the fd is writable. */
+struct kite_http_tunnel;
+/* Whether r can be upgraded: an HTTP/1.1 request (HTTP/2 has no Upgrade; clients fall back to
+ * HTTP/1.1 for it, as they do with kube-apiserver). */
+bool kite_http_can_upgrade(const struct kite_http_req *r);
+/* Answers r with "101 Switching Protocols" and the headers added with kite_http_add_header
+ * (Upgrade, Connection, Sec-WebSocket-Accept ...) and hands its connection over: 0 and *ret,
+ * or -EPROTO (HTTP/2: r is not answered, answer it), -ECONNRESET (the client left: r needs
+ * no answer), -ESHUTDOWN (the server stops: r was answered 503). Blocks until the
+ * connection's worker let go of it: call it from a thread of your own, never from an HTTP
+ * worker (-EDEADLK, r not answered). The request counts as outstanding until the tunnel is
+ * closed, so kite_http_stop shuts every tunnel's socket down and waits for their closes. */
+int kite_http_upgrade(struct kite_http_req *r, struct kite_http_tunnel **ret);
+/* The socket, for poll. */
+int kite_http_tunnel_fd(struct kite_http_tunnel *t);
+/* Input that can be read now without poll saying so. */
+bool kite_http_tunnel_pending(struct kite_http_tunnel *t);
+/* > 0 bytes read, 0 the peer's stream ended, -EAGAIN nothing now, -ECONNRESET broken. */
+ssize_t kite_http_tunnel_read(struct kite_http_tunnel *t, void *buf, size_t n);
+/* > 0 bytes sent (of the front of buf), -EAGAIN (repeat with the same front bytes once
+ * writable), -ECONNRESET / -EPIPE broken. */
+ssize_t kite_http_tunnel_write(struct kite_http_tunnel *t, const void *buf, size_t n);
+/* Writes all of buf, waiting (poll) at most timeout_ms for the socket: 0, -ETIMEDOUT or -errno. */
+int kite_http_tunnel_write_all(struct kite_http_tunnel *t, const void *buf, size_t n, int timeout_ms);
+/* Shuts the socket down (both ways) from any thread: the owner's poll and reads see the end. */
+void kite_http_tunnel_shutdown(struct kite_http_tunnel *t);
+/* Closes and frees; accepts NULL. */
+void kite_http_tunnel_close(struct kite_http_tunnel *t);
+/* Copies bytes both ways between a and b until either ends, bytes stop moving for idle_ms
+ * (0 = no limit), or stop (may be NULL) turns true. At most buf_bytes per direction wait for
+ * a slow reader: a side that does not read stops the other's reads (flow control, no
+ * unbounded buffer). Returns 0 when a side ended, -ETIMEDOUT when idle, or -errno. Bytes
+ * moved each way are added to *a_to_b and *b_to_a (may be NULL). */
+int kite_http_tunnel_splice(struct kite_http_tunnel *a, struct kite_http_tunnel *b, int idle_ms, size_t buf_bytes,
+                            uint64_t *a_to_b, uint64_t *b_to_a);
+
 /* A streaming HTTPS GET made from inside a server (fetch.c): the API server reading a node
  * agent's endpoint. Blocking; run it on a thread of its own. */
 struct kite_http_fetch;
@@ -127,11 +167,20 @@ struct kite_http_fetch_options {
                                        kube-apiserver towards kubelets without
                                        --kubelet-certificate-authority) */
     int timeout_ms;                 /* connect, handshake and the answer's head; 0 = 10 s */
+    /* an upgrade (kite_http_fetch_tunnel): "Connection: Upgrade" instead of "close", and
+     * headers: extra request header lines, each ending in CRLF ("Upgrade: websocket\r\n...") */
+    bool upgrade;
+    const char *headers;
 };
 /* Connects, sends the GET and reads the answer's head: 0 with *ret and *ret_status (any HTTP
  * code), or -errno (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EPROTO for TLS or HTTP errors,
  * -ECONNRESET). */
 int kite_http_fetch_open(const struct kite_http_fetch_options *o, struct kite_http_fetch **ret, int *ret_status);
+/* A header of the answer (the first of that name, case-insensitive), or NULL. Borrowed. */
+const char *kite_http_fetch_header(struct kite_http_fetch *f, const char *name);
+/* After an answer 101 to an upgrade: the connection as a tunnel (f is freed). NULL when the
+ * answer was not 101 (f stays). */
+struct kite_http_tunnel *kite_http_fetch_tunnel(struct kite_http_fetch *f);
 /* Reads decoded body bytes: > 0, 0 at the end of the body, or -errno. Blocks until bytes come. */
 ssize_t kite_http_fetch_read(struct kite_http_fetch *f, char *buf, size_t n);
 /* Ends a blocked or later read (it returns 0 or an error). Thread-safe; until close. */

@@ -161,6 +161,52 @@ int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *cont
     return 0;
 }
 
+bool kite_http_can_upgrade(const struct kite_http_req *pub) {
+    const struct req *r = (const struct req *)pub;
+    return !r->h2 && r->rp->hp.http_major == 1 && r->rp->hp.http_minor >= 1;
+}
+
+int kite_http_upgrade(struct kite_http_req *pub, struct kite_http_tunnel **ret) {
+    struct req *r = (struct req *)pub;
+    if (!kite_http_can_upgrade(pub)) return -EPROTO;
+    struct conn *c = r->conn;
+    if (tl_worker) return -EDEADLK;
+    struct kite_http_server *srv = c->w->srv;
+    if (atomic_load(&srv->stopping)) {
+        kite_http_respond(pub, 503, NULL, NULL, 0);
+        return -ESHUTDOWN;
+    }
+    struct upgrade_wait uw = {.result = 0};
+    pthread_mutex_init(&uw.mu, NULL);
+    pthread_cond_init(&uw.cond, NULL);
+    pthread_mutex_lock(&c->lock);
+    c->upg = &uw;
+    conn_kick(c);
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(&uw.mu);
+    while (!uw.result) pthread_cond_wait(&uw.cond, &uw.mu);
+    pthread_mutex_unlock(&uw.mu);
+    pthread_mutex_destroy(&uw.mu);
+    pthread_cond_destroy(&uw.cond);
+    if (uw.result < 0) return uw.result;
+    /* the worker let go: this thread owns the connection now */
+    struct tunnel_owner o = conn_tunnel_owner;
+    o.owner = c;
+    struct kite_http_tunnel *t = tunnel_new(c->fd, c->tls, c->in.p + c->in_off, c->in.len - c->in_off, &o);
+    struct kite_buf head = {0};
+    kite_buf_puts(&head, "HTTP/1.1 101 Switching Protocols\r\n");
+    if (r->hdrs.len) kite_buf_append(&head, r->hdrs.p, r->hdrs.len);
+    kite_buf_puts(&head, "\r\n");
+    int e = kite_http_tunnel_write_all(t, head.p, head.len, 10000);
+    kite_buf_release(&head);
+    if (e < 0) {
+        kite_http_tunnel_close(t);
+        return -ECONNRESET;
+    }
+    *ret = t;
+    return 0;
+}
+
 /* Answers a request the layer refuses itself (parse errors, limits) and closes afterwards. */
 void conn_refuse(struct conn *c, const struct refusal *why) {
     struct kite_buf body = {0};

@@ -101,7 +101,7 @@ static void sweep(struct worker *w, int64_t now) {
     bool stopping = atomic_load(&srv->stopping);
     for (struct conn *c = w->conns, *next; c; c = next) {
         next = c->next;
-        if (c->state == C_STREAMING || c->state == C_DISPATCHED) continue;
+        if (c->state == C_STREAMING || c->state == C_DISPATCHED || c->state == C_TUNNEL) continue;
         if (c->state == C_H2) {
             h2_sweep(c, now, stopping);
             continue;
@@ -124,6 +124,8 @@ static void worker_stop_streams(struct worker *w) {
         next = c->next;
         if (c->state == C_H2) {
             h2_stop(c);
+        } else if (c->state == C_TUNNEL) {
+            shutdown(c->fd, SHUT_RDWR); /* the owner sees the end and closes its tunnel */
         } else if (c->state == C_STREAMING) {
             c->rp.keep_alive = false;
             c->close_after = true;

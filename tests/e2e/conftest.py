@@ -465,6 +465,58 @@ def delete_pods_now(c, namespace="default", timeout=40):
     api.close()
 
 
+def needs_containers():
+    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
+        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
+
+
+def busybox_tar(work):
+    """The busybox image the build made (build*/busybox.tar), else one made into work."""
+    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
+    if not os.path.exists(tar):
+        tar = str(work / "busybox.tar")
+        subprocess.run([str(REPO / "scripts" / "make-busybox-image"), tar], check=True, capture_output=True)
+    return tar
+
+
+def runc_up_cluster(tmp_path_factory, name, extra_args=(), images=(), namespace="default",
+                    privileged=False, before_stop=None):
+    """For a module fixture (`yield from`): `kite up` whose agent runs real containers under runc,
+    with short agent periods and the busybox image (and any further image tars) imported; c.node
+    is the agent's node name. privileged labels namespace Pod Security `privileged` (hostPath and
+    hostNetwork pods; kite up enforces baseline elsewhere), as a user would. Teardown deletes the
+    pods with grace 0 (before_stop(c) first, e.g. to delete their controllers), stops the
+    cluster and ends the containers that outlive the agent by design."""
+    needs_containers()
+    work = _workdir(tmp_path_factory, name)
+    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, *extra_args])
+    for tar in (busybox_tar(work), *images):
+        r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    c.start()
+    if namespace != "default":
+        c.kubectl("create", "namespace", namespace)
+    if privileged:
+        c.kubectl("label", "--overwrite", "namespace", namespace, "pod-security.kubernetes.io/enforce=privileged")
+    api = c.api()
+    c.node = wait_for(lambda: next((n for n in api.get("/api/v1/nodes").json().get("items", [])
+                                    if "status" in n), None), 20, what="the agent's node")["metadata"]["name"]
+    yield c
+    if c.proc.alive():
+        if before_stop:
+            before_stop(c)
+        # pods deleted through the API: the agent removes their containers and rootfs mounts
+        delete_pods_now(c, namespace)
+    c.stop()
+    root = str(c.data_dir / "agent" / "runc")
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+    time.sleep(0.5)
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+
+
 # Leases in the default namespace, the ones most tests write.
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 

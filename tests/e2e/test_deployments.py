@@ -5,14 +5,13 @@ returns and `rollout undo` goes back; deleting a Deployment removes its ReplicaS
 foreground and orphan deletes. Needs root, runc, conmon, umoci."""
 import json
 import os
-import shutil
 import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now
+from conftest import busybox_tar, runc_up_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -21,35 +20,15 @@ APPS = f"/apis/apps/v1/namespaces/{NS}"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
-        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
-    work = _workdir(tmp_path_factory, "deploy")
-    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
-    if not os.path.exists(tar):
-        tar = str(work / "busybox.tar")
-        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS)
-    for t in (tar, retagged(tar, work, "v2")):
-        r = subprocess.run([KITE, "images", "import", t, "--root-dir", str(c.data_dir / "agent")],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-    c.start()
-    wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")
-    yield c
-    api = c.api()
-    for d in api.get(f"{APPS}/deployments").json().get("items", []):
-        api.delete(f"{APPS}/deployments/{d['metadata']['name']}")
-    for d in api.get(f"{APPS}/replicasets").json().get("items", []):
-        api.delete(f"{APPS}/replicasets/{d['metadata']['name']}")
-    delete_pods_now(c, NS)
-    c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    time.sleep(0.5)
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    def delete_workloads(c):
+        api = c.api()
+        for kind in ("deployments", "replicasets"):
+            for d in api.get(f"{APPS}/{kind}").json().get("items", []):
+                api.delete(f"{APPS}/{kind}/{d['metadata']['name']}")
+
+    work = tmp_path_factory.mktemp("deploy-images")
+    yield from runc_up_cluster(tmp_path_factory, "deploy", images=[retagged(busybox_tar(work), work, "v2")],
+                               before_stop=delete_workloads)
 
 
 def retagged(tar, work, tag):

@@ -8,14 +8,12 @@ A DaemonSet-owned pod is left alone when the cluster serves DaemonSets (skipped 
 Needs root, runc, conmon and umoci."""
 import os
 import select
-import shutil
-import subprocess
 import time
 import uuid
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now
+from conftest import runc_up_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -26,30 +24,7 @@ BUDGET_MSG = "Cannot evict pod as it would violate the pod's disruption budget."
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
-        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
-    work = _workdir(tmp_path_factory, "drain")
-    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
-    if not os.path.exists(tar):
-        tar = str(work / "busybox.tar")
-        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS)
-    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    c.start()
-    c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
-    yield c
-    if c.proc.alive():
-        delete_pods_now(c, NS)
-    c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    time.sleep(0.5)
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    yield from runc_up_cluster(tmp_path_factory, "drain")
 
 
 def wait(fn, timeout, what):

@@ -18,14 +18,13 @@ Needs root, runc, conmon and umoci."""
 import http.client
 import json
 import os
-import shutil
 import subprocess
 import time
 from datetime import datetime, timezone
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, create_node, wait_for
+from conftest import KITE, create_node, runc_up_cluster, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -35,37 +34,7 @@ INT64_MAX = 9223372036854775807
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
-        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
-    work = _workdir(tmp_path_factory, "overflow")
-    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
-    if not os.path.exists(tar):
-        tar = str(work / "busybox.tar")
-        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, "--event-ttl", "2s"])
-    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    c.start()
-    api = c.api()
-    c.node = wait_for(lambda: next((n for n in api.get("/api/v1/nodes").json().get("items", [])
-                                    if n["metadata"]["name"].islower() and "status" in n), None), 20,
-                      what="the agent's node")["metadata"]["name"]
-    yield c
-    if c.proc.alive():
-        for p in api.get(PODS).json().get("items", []):
-            api.delete(f"{PODS}/{p['metadata']['name']}?gracePeriodSeconds=0")
-        wait_for(lambda: not api.get(PODS).json().get("items"), 40, what="pods gone")
-    root = str(c.data_dir / "agent" / "runc")
-    if c.proc.alive():  # the agent removes the containers (and unmounts their rootfs) after the objects go
-        wait_for(lambda: not runc_ids(c), 30, what="containers removed")
-    c.stop()
-    ids = runc_ids(c)
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    time.sleep(0.5)
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    yield from runc_up_cluster(tmp_path_factory, "overflow", ["--event-ttl", "2s"])
 
 
 def runc_ids(c):

@@ -5,13 +5,11 @@ in CreateContainerConfigError until it appears. Read back with kubectl logs agai
 Needs root, runc, conmon, umoci."""
 import json
 import os
-import shutil
-import subprocess
 import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from conftest import runc_up_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "envtest"
@@ -19,31 +17,8 @@ NS = "envtest"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
-        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
-    work = _workdir(tmp_path_factory, "podsenv")
-    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
-    if not os.path.exists(tar):
-        tar = str(work / "busybox.tar")
-        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=AGENT_FAST_FLAGS + ["--cluster-dns", "10.96.0.10",
-                                                           "--cluster-domain", "cluster.test"])
-    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    c.start()
-    c.kubectl("create", "namespace", NS)
-    c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
-    yield c
-    c.kubectl("delete", "pods", "--all", "-n", NS, "--grace-period=0", "--force", check=False, timeout=60)
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and c.kubectl("get", "pods", "-n", NS, "-o", "name", check=False).stdout:
-        time.sleep(0.5)
-    c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    yield from runc_up_cluster(tmp_path_factory, "podsenv", ["--cluster-dns", "10.96.0.10", "--cluster-domain", "cluster.test"],
+                               namespace=NS)
 
 
 def wait(fn, timeout, what):

@@ -5,13 +5,11 @@ off, a container over its memory limit is OOMKilled, a missing image backs off, 
 graceful, and a restarted agent finds its containers again. Needs root, runc, conmon, umoci."""
 import json
 import os
-import shutil
-import subprocess
 import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, delete_pods_now, runc_list
+from conftest import runc_list, runc_up_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -33,33 +31,7 @@ def default_backoff_cluster(tmp_path_factory):
 
 
 def _cluster(tmp_path_factory, extra):
-    if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
-        pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
-    work = _workdir(tmp_path_factory, "pods")
-    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
-    if not os.path.exists(tar):
-        tar = str(work / "busybox.tar")
-        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, *extra])
-    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    c.start()
-    # hostPath and hostNetwork pods run here: their namespace allows them (kite up enforces
-    # baseline elsewhere), labelled as a user would
-    c.kubectl("label", "--overwrite", "namespace", NS, "pod-security.kubernetes.io/enforce=privileged")
-    c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")["metadata"]["name"]
-    yield c
-    # pods deleted through the API: the agent removes their containers and rootfs mounts
-    delete_pods_now(c, NS)
-    c.stop()
-    # containers outlive the agent by design: end this cluster's own ones
-    root = str(c.data_dir / "agent" / "runc")
-    for cid in runc_ids(c):
-        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    time.sleep(0.5)
-    for cid in runc_ids(c):
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    yield from runc_up_cluster(tmp_path_factory, "pods", extra, namespace=NS, privileged=True)
 
 
 def wait(fn, timeout, what):

@@ -2,7 +2,6 @@
 Service's ready endpoints with nftables (one table of the cluster's own, --proxy-table), from
 pods and from the host; replicas share the load; a Service without endpoints refuses at once;
 a clean stop (and `kite agent --cleanup`) leaves no table. Needs root, runc, conmon, umoci, nft."""
-import json
 import os
 import shutil
 import socket
@@ -11,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from conftest import KITE, runc_up_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -50,30 +49,10 @@ def wait(fn, timeout, what):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     needs_root()
-    work = _workdir(tmp_path_factory, "proxy")
-    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
-    if not os.path.exists(tar):
-        tar = str(work / "busybox.tar")
-        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, "--service-cluster-ip-range", service_cidr()])
-    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    c.start()
-    c.node = wait(lambda: (c.api().get("/api/v1/nodes").json().get("items") or [None])[0], 20, "node")
-    yield c
-    api = c.api()
-    c.kubectl("delete", "deployment", "--all", check=False)
-    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
-        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}?gracePeriodSeconds=0")
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"):
-        time.sleep(0.5)
-    c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    c = None
+    for c in runc_up_cluster(tmp_path_factory, "proxy", ["--service-cluster-ip-range", service_cidr()],
+                             before_stop=lambda c: c.kubectl("delete", "deployment", "--all", check=False)):
+        yield c
     # a clean stop removes the cluster's table
     assert f"table ip {c.proxy_table}\n" not in tables()
 
@@ -164,7 +143,7 @@ def test_node_port_on_the_node_address(cluster):
     c.kubectl("create", "deployment", "np", "--image=busybox", "--", "sh", "-c", SERVE)
     c.kubectl("expose", "deployment", "np", "--type", "NodePort", "--port", "80", "--target-port", "8080")
     port = c.api().get(f"/api/v1/namespaces/{NS}/services/np").json()["spec"]["ports"][0]["nodePort"]
-    node = c.api().get(f"/api/v1/nodes/{c.node['metadata']['name']}").json()
+    node = c.api().get(f"/api/v1/nodes/{c.node}").json()
     ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
     wait(lambda: len(ready_ips(c, "np")) == 1, 60, "one ready endpoint")
     body = wait(lambda: http_get(ip, port)[0], 20, f"an answer from {ip}:{port}")

@@ -62,3 +62,17 @@ int kite_logsrv_start(const struct kite_logsrv_options *o, struct kite_logsrv **
 uint16_t kite_logsrv_port(struct kite_logsrv *s);
 /* Ends streams and the server; accepts NULL. */
 void kite_logsrv_stop(struct kite_logsrv *s);
+
+/* exec.c: `/exec/{namespace}/{pod}/{container}?command=...&stdin=&stdout=&stderr=&tty=` and
+ * `/attach/...` over WebSocket (the API's parameter names, or the kubelet's input, output and
+ * error). Limits: */
+#define KITE_STREAM_MAX_SESSIONS 512          /* exec and attach sessions at once (-> 429) */
+#define KITE_STREAM_IDLE_S (4 * 3600)         /* no byte either way: ended (streamingConnectionIdleTimeout) */
+#define KITE_STREAM_MAX_MESSAGE (1u << 20)    /* a WebSocket message from the client (-> close 1009) */
+#define KITE_STREAM_QUEUE_MAX (256u * 1024)   /* output waiting for the client before the command's is not read */
+#define KITE_STREAM_STDIN_MAX (256u * 1024)   /* stdin waiting for the command before the client is not read */
+#define KITE_STREAM_MAX_PORTS 64              /* ports of one port-forward session (-> 400) */
+struct kite_http_req;
+/* `/portForward/{namespace}/{pod}?ports=P1,P2` when ctr is NULL. */
+void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool attach, const char *ns, const char *pod,
+                        const char *ctr);

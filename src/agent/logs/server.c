@@ -213,6 +213,18 @@ static void handle(struct kite_http_req *r, void *ud) {
         seg[n++][k] = 0;
         p += 1 + k;
     }
+    if (n == 3 && !*p && strcmp(seg[0], "portForward") == 0 && s->pods) {
+        kite_logsrv_stream(r, s->pods, false, seg[1], seg[2], NULL);
+        return;
+    }
+    if (n == 4 && !*p && (strcmp(seg[0], "exec") == 0 || strcmp(seg[0], "attach") == 0)) {
+        if (!s->pods) {
+            reply_text(r, 404, "pod \"%s/%s\" does not exist\n", seg[1], seg[2]);
+            return;
+        }
+        kite_logsrv_stream(r, s->pods, seg[0][0] == 'a', seg[1], seg[2], seg[3]);
+        return;
+    }
     if (n != 4 || *p || strcmp(seg[0], "containerLogs") != 0) {
         reply_text(r, 404, "404 page not found");
         return;

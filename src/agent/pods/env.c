@@ -185,6 +185,30 @@ static void objs_release(struct objs *c) {
     free(c->o);
 }
 
+/* GET of a ConfigMap or Secret: 0 with *ret (a new reference; NULL when not found), or < 0
+ * with *ret_err. */
+int pods_get_object(struct kite_pods *p, const char *ns, bool secret, const char *name, json_object **ret,
+                    char **ret_err) {
+    _cleanup_free_ char *path =
+        kite_asprintf("/api/v1/namespaces/%s/%s/%s", ns, secret ? "secrets" : "configmaps", name);
+    json_object *o = NULL;
+    long code = 0;
+    int r = kite_client_json(p->client, "GET", path, NULL, NULL, &code, &o);
+    if (r < 0 && code != 404) {
+        const char *m = pjs(o, "message");
+        *ret_err = kite_asprintf("failed to get %s %s/%s: %s", secret ? "secret" : "configmap", ns, name,
+                                 m ? m : strerror(-r));
+        json_object_put(o);
+        return r;
+    }
+    if (r < 0) {
+        json_object_put(o);
+        o = NULL;
+    }
+    *ret = o;
+    return 0;
+}
+
 /* The ConfigMap or Secret: 0 with *ret (NULL when not found), or < 0 with *ret_err. */
 static int get_obj(struct kite_pods *p, struct pod *pod, struct objs *c, bool secret, const char *name,
                    json_object **ret, char **ret_err) {
@@ -194,22 +218,9 @@ static int get_obj(struct kite_pods *p, struct pod *pod, struct objs *c, bool se
             *ret = c->o[i];
             return 0;
         }
-    _cleanup_free_ char *path =
-        kite_asprintf("/api/v1/namespaces/%s/%s/%s", pod->ns, secret ? "secrets" : "configmaps", name);
     json_object *o = NULL;
-    long code = 0;
-    int r = kite_client_json(p->client, "GET", path, NULL, NULL, &code, &o);
-    if (r < 0 && code != 404) {
-        const char *m = pjs(o, "message");
-        *ret_err = kite_asprintf("failed to get %s %s/%s: %s", secret ? "secret" : "configmap", pod->ns, name,
-                                 m ? m : strerror(-r));
-        json_object_put(o);
-        return r;
-    }
-    if (r < 0) {
-        json_object_put(o);
-        o = NULL;
-    }
+    int r = pods_get_object(p, pod->ns, secret, name, &o, ret_err);
+    if (r < 0) return r;
     c->keys = kite_realloc(c->keys, (c->n + 1) * sizeof(char *));
     c->o = kite_realloc(c->o, (c->n + 1) * sizeof(json_object *));
     c->keys[c->n] = kite_strdup(key);
@@ -253,7 +264,7 @@ static const char *pod_ip(struct pod *pod) {
 }
 
 /* podFieldSelectorRuntimeValue */
-static int field_value(struct pod *pod, const char *path, char **ret, char **ret_err) {
+int pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_err) {
     static const char *const plain[][2] = {
         {"metadata.name", "metadata.name"},   {"metadata.namespace", "metadata.namespace"},
         {"metadata.uid", "metadata.uid"},     {"spec.nodeName", "spec.nodeName"},
@@ -287,7 +298,7 @@ static int field_value(struct pod *pod, const char *path, char **ret, char **ret
     return -EINVAL;
 }
 
-static json_object *find_ctr(struct pod *pod, const char *name) {
+json_object *pods_find_ctr(struct pod *pod, const char *name) {
     for (size_t i = 0; i < pod->nc; i++)
         if (strcmp(pod->c[i].name, name) == 0) return pod->c[i].spec;
     return NULL;
@@ -382,10 +393,10 @@ static int value_from(struct kite_pods *p, struct pod *pod, json_object *ctr, st
                       char **ret, char **ret_err) {
     json_object *ref;
     *ret = NULL;
-    if ((ref = pj(vf, "fieldRef"))) return field_value(pod, pjs(ref, "fieldPath") ? pjs(ref, "fieldPath") : "", ret, ret_err);
+    if ((ref = pj(vf, "fieldRef"))) return pods_field_value(pod, pjs(ref, "fieldPath") ? pjs(ref, "fieldPath") : "", ret, ret_err);
     if ((ref = pj(vf, "resourceFieldRef"))) {
         const char *cn = pjs(ref, "containerName");
-        json_object *c = cn && *cn ? find_ctr(pod, cn) : ctr;
+        json_object *c = cn && *cn ? pods_find_ctr(pod, cn) : ctr;
         if (!c) {
             *ret_err = kite_asprintf("container %s not found", cn);
             return -ENOENT;

@@ -74,6 +74,16 @@ static int l_exec_sync(struct kite_runtime *rt, const char *id, const char *cons
                        struct kite_exec_result *ret) {
     FWD(exec_sync(IN, id, argv, argc, t, ret));
 }
+/* streams: long-lived, never under the lock (they hold no runtime state between calls) */
+static int l_exec_start(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, bool tty,
+                        bool want_in, bool want_out, bool want_err, struct kite_exec_session *ret, char **err) {
+    if (!L(rt)->in->ops->exec_start) return -ENOTSUP;
+    FWD(exec_start(IN, id, argv, argc, tty, want_in, want_out, want_err, ret, err));
+}
+static int l_attach_socket(struct kite_runtime *rt, const char *id, char **ret_path) {
+    if (!L(rt)->in->ops->attach_socket) return -ENOTSUP;
+    FWD(attach_socket(IN, id, ret_path));
+}
 static int l_events_fd(struct kite_runtime *rt) { FWD(events_fd(IN)); }
 static int l_read_events(struct kite_runtime *rt, struct kite_container_event **v, size_t *n) {
     FWD(read_events(IN, v, n));
@@ -96,7 +106,8 @@ struct kite_runtime *kite_runtime_locked_new(struct kite_runtime *inner) {
         .list_sandboxes = l_list_sandboxes, .create_container = l_create_container,
         .start_container = l_start_container, .stop_container = l_stop_container,
         .remove_container = l_remove_container, .container_status = l_container_status,
-        .list_containers = l_list_containers, .exec_sync = l_exec_sync, .events_fd = l_events_fd,
+        .list_containers = l_list_containers, .exec_sync = l_exec_sync, .exec_start = l_exec_start,
+        .attach_socket = l_attach_socket, .events_fd = l_events_fd,
         .read_events = l_read_events, .free = l_free};
     l->rt.ops = ops;
     l->in = inner;

@@ -7,6 +7,7 @@
 
 struct log_ctr {
     char *name, *path, *prev_path;
+    char *id; /* the current attempt's container */
     bool running;
 };
 struct log_pod {
@@ -21,6 +22,7 @@ static void log_pod_free(struct log_pod *lp) {
         free(lp->c[i].name);
         free(lp->c[i].path);
         free(lp->c[i].prev_path);
+        free(lp->c[i].id);
     }
     free(lp->c);
     free(lp->uid);
@@ -41,6 +43,7 @@ static struct log_pod *build(const struct pod *pod) {
         lp->c[i].name = kite_strdup(c->name);
         if (c->have_st && c->st.log_path && *c->st.log_path) lp->c[i].path = kite_strdup(c->st.log_path);
         if (c->have_last && c->last.log_path && *c->last.log_path) lp->c[i].prev_path = kite_strdup(c->last.log_path);
+        if (c->id) lp->c[i].id = kite_strdup(c->id);
         lp->c[i].running = c->have_st && (c->st.state == KITE_CONTAINER_RUNNING || c->st.state == KITE_CONTAINER_CREATED);
     }
     return lp;
@@ -50,7 +53,7 @@ static bool same(const struct log_pod *a, const struct log_pod *b) {
     if (a->nc != b->nc) return false;
     for (size_t i = 0; i < a->nc; i++)
         if (a->c[i].running != b->c[i].running || !kite_streq(a->c[i].path, b->c[i].path) ||
-            !kite_streq(a->c[i].prev_path, b->c[i].prev_path))
+            !kite_streq(a->c[i].prev_path, b->c[i].prev_path) || !kite_streq(a->c[i].id, b->c[i].id))
             return false;
     return true;
 }
@@ -137,3 +140,37 @@ int kite_pods_log_lookup(struct kite_pods *p, const char *ns, const char *name, 
     pthread_mutex_unlock(&p->lock);
     return r;
 }
+
+int kite_pods_container_lookup(struct kite_pods *p, const char *ns, const char *name, const char *container,
+                               char **ret_id) {
+    int r = -ENOENT;
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = p->n_logs; i-- > 0 && r == -ENOENT;) {
+        struct log_pod *lp = p->logs[i];
+        if (strcmp(lp->ns, ns) != 0 || strcmp(lp->name, name) != 0) continue;
+        r = -ESRCH;
+        for (size_t k = 0; k < lp->nc; k++) {
+            if (!container && lp->c[k].id && lp->c[k].running) {
+                *ret_id = kite_strdup(lp->c[k].id);
+                r = 0;
+                break;
+            }
+            if (!container) {
+                r = -ENOTCONN;
+                continue;
+            }
+            if (strcmp(lp->c[k].name, container) != 0) continue;
+            if (!lp->c[k].id || !lp->c[k].running) {
+                r = -ENOTCONN;
+                break;
+            }
+            *ret_id = kite_strdup(lp->c[k].id);
+            r = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+struct kite_runtime *kite_pods_runtime(struct kite_pods *p) { return p->rt; }

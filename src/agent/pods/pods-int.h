@@ -2,6 +2,7 @@
  * runs on the thread calling kite_pods_step() except the fields under `lock`. */
 #pragma once
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "agent/pods/pods.h"
 #include "base/backoff.h"
@@ -74,6 +75,7 @@ struct pod {
     char *sandbox_id;
     char *sandbox_ip;
     bool volumes_ready;    /* every volume set up */
+    bool volumes_polled;   /* an object of its volumes was read by GET, not watched: resync it */
     struct pod_ctr *c;
     size_t nc, n_init;
     bool admitted, rejected;
@@ -203,6 +205,7 @@ struct kite_pods {
     char *cluster_dns, *cluster_domain; /* NULL = none, cluster.local */
     int64_t backoff_base_ns; /* first delay of the restart and pull back-offs (KITE_PODS_BACKOFF_MIN_NS) */
     struct kite_prober *prober;
+    struct pods_vobjs *vobjs; /* apivolumes.c */
 };
 
 /* status.c: the pod's status as the kubelet generates it; prev (borrowed, may be NULL) gives
@@ -225,7 +228,7 @@ void pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now);
 /* Sends due status patches and final deletes. */
 void pods_status_sync(struct kite_pods *p, int64_t now);
 
-/* volumes.c: emptyDir and hostPath. setup is idempotent (every sync before containers start);
+/* volumes.c: emptyDir, hostPath and the API volumes (apivolumes.c). setup is idempotent (every sync before containers start);
  * on failure *ret_volume and *ret_err name the volume and the reason. mounts: the container's
  * volumeMounts as bind mounts (paths owned by *ret_paths, free with kite_strv_free(paths, n)).
  * teardown removes the pod's directory (tmpfs unmounted first). */
@@ -235,6 +238,57 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
 int pods_volumes_teardown(struct kite_pods *p, const char *uid);
 void pods_volumes_remove_orphans(struct kite_pods *p);
 char *pods_pod_dir(struct kite_pods *p, const char *uid);
+
+/* atomicwriter.c: the kubelet's atomic writer. A payload is a set of files (relative, clean
+ * paths; a later add of the same path replaces it). pods_atomic_write writes it into dir
+ * through a timestamped directory and the ..data symlink: 1 when written, 0 when dir already
+ * held it, < 0 with *ret_err. pods_payload_path_clean: upstream's path checks on the path
+ * cleaned (a new string), NULL with *ret_err. */
+struct pods_file {
+    char *path, *data; /* data is NUL-terminated past len */
+    size_t len;
+    mode_t mode;
+};
+struct pods_payload {
+    struct pods_file *f;
+    size_t n, bytes;
+    bool has_gid;          /* the pod's fsGroup: files and directories get its group (dirs setgid) */
+    gid_t gid;
+};
+void pods_payload_add(struct pods_payload *pl, const char *path, const char *data, size_t len, mode_t mode);
+void pods_payload_release(struct pods_payload *pl);
+char *pods_payload_path_clean(const char *in, char **ret_err);
+int pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t now_wall, char **ret_err);
+
+/* apivolumes.c: configMap, secret, downwardAPI and projected volumes. Their ConfigMaps and
+ * Secrets are watched one by one (a list + watch of the name, as the kubelet's watch-based
+ * manager and the Node authorizer allow) while a pod on the node refers to them; a change
+ * marks those pods for a sync, which rewrites their files. */
+#define KITE_PODS_VOLUME_MAX_BYTES (4u << 20) /* one volume's files together */
+#define KITE_PODS_VOLUME_WATCHES_MAX 256      /* ConfigMaps and Secrets watched at once */
+#define KITE_PODS_VOLUME_POLL_NS (60 * KITE_NS_PER_SEC) /* resync of a pod whose objects are read by GET */
+struct pods_vobjs;
+/* The volume's plugin directory name ("kubernetes.io~configmap"); *ret_tmpfs: kept in memory.
+ * NULL when vol is none of these kinds. */
+const char *pods_api_volume_plugin(json_object *vol, bool *ret_tmpfs);
+/* The volume's files for the pod (*ret_err: the kubelet's MountVolume.SetUp message). */
+int pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *vol, struct pods_payload *ret,
+                            char **ret_err);
+/* fieldpath.FormatMap: a downwardAPI file of labels or annotations (a new string). */
+char *pods_format_map(json_object *m);
+void pods_vobjs_init(struct kite_pods *p);
+void pods_vobjs_stop(struct kite_pods *p);  /* stops every watch (the workers are stopped) */
+void pods_vobjs_free(struct kite_pods *p);
+void pods_vobjs_forget(struct kite_pods *p, const char *uid); /* the pod's references go */
+void pods_vobjs_mark_changed(struct kite_pods *p); /* pods thread: pods whose objects changed get a sync */
+
+/* env.c: field and object lookups shared with the volumes. pods_field_value: a fieldRef's
+ * value; pods_find_ctr: a container's spec by name (NULL = none); pods_get_object: GET of a
+ * ConfigMap or Secret (*ret a new reference, NULL when not found). */
+int pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_err);
+json_object *pods_find_ctr(struct pod *pod, const char *name);
+int pods_get_object(struct kite_pods *p, const char *ns, bool secret, const char *name, json_object **ret,
+                    char **ret_err);
 
 /* env.c: a container's environment (see there). An ordered map of variables: */
 struct pods_env {

@@ -45,6 +45,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     }
     p->alloc_cpu_m = p->alloc_mem_m = p->alloc_pods_m = -1;
     p->prober = pods_prober_new(p->clock, p->rt, prober_wake, p);
+    pods_vobjs_init(p);
     *ret = p;
     return 0;
 }
@@ -58,6 +59,7 @@ static void event_release(struct pod_event *e) {
 void kite_pods_free(struct kite_pods *p) {
     if (!p) return;
     kite_pods_stop(p);
+    pods_vobjs_free(p);
     pods_prober_free(p->prober);
     for (size_t i = 0; i < p->n_pods; i++) pod_free(p->pods[i]);
     free(p->pods);
@@ -493,6 +495,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
         }
         kite_container_events_free(evs, nev);
     }
+    pods_vobjs_mark_changed(p); /* ConfigMaps and Secrets of volumes that changed */
     if (now >= p->next_relist) {
         for (size_t i = 0; i < p->n_pods; i++)
             if (p->pods[i]->busy || pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
@@ -707,5 +710,6 @@ void kite_pods_stop(struct kite_pods *p) {
     pthread_join(p->thread, NULL);
     stop_workers(p);
     pods_prober_stop(p->prober);
+    pods_vobjs_stop(p);
     p->threads = false;
 }

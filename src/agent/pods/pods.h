@@ -77,6 +77,14 @@ void kite_pods_stop(struct kite_pods *p);
  * container, -ENODATA no such attempt (yet). */
 int kite_pods_log_lookup(struct kite_pods *p, const char *ns, const char *name, const char *container, bool previous,
                          char **ret_path, bool *ret_running);
+/* The running container `container` of a pod on the node, for exec and attach (thread-safe):
+ * 0 and *ret_id (new string); -ENOENT no such pod, -ESRCH no such container, -ENOTCONN its
+ * current attempt is not running. container NULL: any running container of the pod (its
+ * network namespace, for port-forward); -ENOTCONN when none runs. */
+int kite_pods_container_lookup(struct kite_pods *p, const char *ns, const char *name, const char *container,
+                               char **ret_id);
+/* The runtime the pods run on (borrowed; safe from any thread). */
+struct kite_runtime *kite_pods_runtime(struct kite_pods *p);
 /* fn(ud) is called (from the pods thread, without locks held) whenever a container's log file or
  * running state changes; NULL unsubscribes. One subscriber. */
 void kite_pods_log_subscribe(struct kite_pods *p, void (*fn)(void *ud), void *ud);

@@ -1,12 +1,15 @@
 /* Pod volumes on the node, as the kubelet's volume manager sets them up before any container
  * starts: emptyDir (a directory under <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>,
- * or a tmpfs for medium Memory, sized by sizeLimit) and hostPath with its type checks
- * (DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice, BlockDevice). Each
- * container's volumeMounts become bind mounts (readOnly, subPath). The pod's directory goes
- * when the pod is removed from the node; a tmpfs is unmounted first.
+ * or a tmpfs for medium Memory, sized by sizeLimit), hostPath with its type checks
+ * (DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice, BlockDevice), and the
+ * configMap, secret, downwardAPI and projected volumes (apivolumes.c: their files; here their
+ * directory, a tmpfs for all but configMap, written again on every sync of the pod by the
+ * atomic writer, which writes nothing when nothing changed). Each container's volumeMounts
+ * become bind mounts (readOnly, subPath; the API volumes always read-only). The pod's
+ * directory goes when the pod is removed from the node; its tmpfs mounts are unmounted first.
  *
- * Other volume kinds (configMap, secret, projected, persistentVolumeClaim...) need the API or
- * a storage driver: the pod waits in ContainerCreating with a FailedMount event naming them. */
+ * Other volume kinds (persistentVolumeClaim...) need a storage driver: the pod waits in
+ * ContainerCreating with a FailedMount event naming them. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +26,9 @@
 #include "base/log.h"
 
 #define EMPTY_DIR_PLUGIN "kubernetes.io~empty-dir"
+/* the plugin directories that may hold a tmpfs */
+static const char *const tmpfs_plugins[] = {EMPTY_DIR_PLUGIN, "kubernetes.io~secret", "kubernetes.io~downward-api",
+                                            "kubernetes.io~projected"};
 
 char *pods_pod_dir(struct kite_pods *p, const char *uid) {
     return p->root_dir ? kite_asprintf("%s/pods/%s", p->root_dir, uid) : NULL;
@@ -123,16 +129,57 @@ static int setup_empty_dir(struct kite_pods *p, struct pod *pod, const char *nam
     return 0;
 }
 
+static char *api_volume_path(struct kite_pods *p, struct pod *pod, const char *plugin, const char *name) {
+    return kite_asprintf("%s/pods/%s/volumes/%s/%s", p->root_dir, pod->uid, plugin, name);
+}
+
+/* A configMap, secret, downwardAPI or projected volume: its directory (a tmpfs mounted once,
+ * room for the files twice while the atomic writer swaps them) and its files as of now. */
+static int setup_api_volume(struct kite_pods *p, struct pod *pod, json_object *v, const char *plugin, bool tmpfs,
+                            char **ret_err) {
+    struct pods_payload pl = {0};
+    int r = pods_api_volume_payload(p, pod, v, &pl, ret_err);
+    if (r < 0) return r;
+    _cleanup_free_ char *dir = api_volume_path(p, pod, plugin, pjs(v, "name"));
+    if ((r = mkdir_p(dir, 0755)) < 0) {
+        *ret_err = kite_asprintf("creating %s: %s", dir, strerror(-r));
+        pods_payload_release(&pl);
+        return r;
+    }
+    if (tmpfs && !is_mountpoint(dir)) {
+        _cleanup_free_ char *opts = kite_asprintf("mode=0755,size=%u", 2 * KITE_PODS_VOLUME_MAX_BYTES + (1u << 20));
+        if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+            r = -errno;
+            *ret_err = kite_asprintf("mounting a tmpfs on %s: %s", dir, strerror(-r));
+            pods_payload_release(&pl);
+            return r;
+        }
+    }
+    if (pl.has_gid && (chown(dir, (uid_t)-1, pl.gid) < 0 || chmod(dir, 02755) < 0)) {
+        r = -errno;
+        *ret_err = kite_asprintf("setting the group of %s: %s", dir, strerror(-r));
+        pods_payload_release(&pl);
+        return r;
+    }
+    r = pods_atomic_write(dir, &pl, kite_now_wall(p->clock), ret_err);
+    pods_payload_release(&pl);
+    return r < 0 ? r : 0;
+}
+
 /* The host path a volume name stands for (a new string), or NULL when the pod has no such
- * volume or its kind is not served here. */
-static char *volume_path(struct kite_pods *p, struct pod *pod, const char *name) {
+ * volume or its kind is not served here. *ret_ro: the kind is always mounted read-only. */
+static char *volume_path(struct kite_pods *p, struct pod *pod, const char *name, bool *ret_ro) {
     json_object *vols = pj(pod->obj, "spec.volumes");
     size_t n = vols && json_object_is_type(vols, json_type_array) ? json_object_array_length(vols) : 0;
+    *ret_ro = false;
     for (size_t i = 0; i < n; i++) {
         json_object *v = json_object_array_get_idx(vols, i);
         if (!kite_streq(pjs(v, "name"), name)) continue;
         if (pj(v, "emptyDir")) return p->root_dir ? empty_dir_path(p, pod, name) : NULL;
         if (pj(v, "hostPath")) return kite_strdup(pjs(v, "hostPath.path"));
+        const char *plugin = pods_api_volume_plugin(v, NULL);
+        *ret_ro = plugin != NULL;
+        if (plugin && p->root_dir) return api_volume_path(p, pod, plugin, name);
         return NULL;
     }
     return NULL;
@@ -147,11 +194,15 @@ int pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, 
         int r = 0;
         char *err = NULL;
         json_object *ed = pj(v, "emptyDir");
-        if (ed && !p->root_dir) {
+        bool tmpfs = false;
+        const char *plugin = pods_api_volume_plugin(v, &tmpfs);
+        if ((ed || plugin) && !p->root_dir) {
             err = kite_strdup("this node has no directory for pod volumes");
             r = -ENOTSUP;
         } else if (ed) {
             r = setup_empty_dir(p, pod, name, ed, &err);
+        } else if (plugin) {
+            r = setup_api_volume(p, pod, v, plugin, tmpfs, &err);
         } else if (pj(v, "hostPath")) {
             const char *path = pjs(v, "hostPath.path");
             if (!path || path[0] != '/') {
@@ -164,7 +215,8 @@ int pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, 
             json_object_object_foreach(v, key, val) {
                 (void)val;
                 if (strcmp(key, "name") == 0) continue;
-                err = kite_asprintf("volume type %s is not supported by this node (emptyDir and hostPath are)", key);
+                err = kite_asprintf("volume type %s is not supported by this node (emptyDir, hostPath, configMap, "
+                                    "secret, downwardAPI and projected are)", key);
                 break;
             }
             if (!err) err = kite_strdup("the volume has no type");
@@ -192,6 +244,59 @@ static bool sub_path_ok(const char *s) {
     return true;
 }
 
+static bool path_within(const char *path, const char *root) {
+    size_t n = strlen(root);
+    return strncmp(path, root, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* The host path of a volume's subPath, its symlinks resolved (the bind mount's source): it must
+ * stay inside the volume, so a symlink a container made in its volume cannot expose the host.
+ * A missing subPath is created as a directory, as the kubelet does. */
+static int sub_path_resolve(const char *vol, const char *sub, char **ret, char **ret_err) {
+    if (!sub_path_ok(sub)) {
+        *ret_err = kite_asprintf("subPath \"%s\" must be a relative path within the volume", sub);
+        return -EINVAL;
+    }
+    _cleanup_free_ char *root = realpath(vol, NULL), *full = kite_asprintf("%s/%s", vol, sub);
+    if (!root) {
+        int e = errno;
+        *ret_err = kite_asprintf("subPath \"%s\": the volume's directory %s: %s", sub, vol, strerror(e));
+        return -e;
+    }
+    /* the deepest part that exists must resolve inside the volume before anything is created */
+    _cleanup_free_ char *probe = kite_strdup(full);
+    char *real = NULL;
+    for (;;) {
+        if ((real = realpath(probe, NULL)) || errno != ENOENT) break;
+        char *slash = strrchr(probe, '/');
+        if (!slash || (size_t)(slash - probe) < strlen(vol)) break;
+        *slash = 0;
+    }
+    bool whole = real && strcmp(probe, full) == 0;
+    if (!real || !path_within(real, root)) {
+        free(real);
+        *ret_err = kite_asprintf("subPath \"%s\" resolves outside its volume", sub);
+        return -EPERM;
+    }
+    if (whole) {
+        *ret = real;
+        return 0;
+    }
+    free(real);
+    int r = mkdir_p(full, 0777);
+    if (r < 0) {
+        *ret_err = kite_asprintf("creating subPath %s: %s", full, strerror(-r));
+        return r;
+    }
+    if (!(real = realpath(full, NULL)) || !path_within(real, root)) {
+        free(real);
+        *ret_err = kite_asprintf("subPath \"%s\" resolves outside its volume", sub);
+        return -EPERM;
+    }
+    *ret = real;
+    return 0;
+}
+
 int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, struct kite_mount **ret,
                         size_t *ret_n, char ***ret_paths, char **ret_err) {
     json_object *vm = pj(ctr, "volumeMounts");
@@ -203,7 +308,8 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
     for (size_t i = 0; i < n; i++) {
         json_object *e = json_object_array_get_idx(vm, i);
         const char *name = pjs(e, "name"), *dst = pjs(e, "mountPath"), *sub = pjs(e, "subPath");
-        char *src = name ? volume_path(p, pod, name) : NULL;
+        bool forced_ro = false;
+        char *src = name ? volume_path(p, pod, name, &forced_ro) : NULL;
         if (!src || !dst) {
             free(src);
             *ret_err = kite_asprintf("volume \"%s\" of container %s is not a volume of the pod this node can mount",
@@ -212,26 +318,25 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
             break;
         }
         if (sub && *sub) {
-            if (!sub_path_ok(sub)) {
-                free(src);
-                *ret_err = kite_asprintf("subPath \"%s\" must be a relative path within the volume", sub);
-                r = -EINVAL;
-                break;
-            }
-            char *full = kite_asprintf("%s/%s", src, sub);
+            char *full = NULL;
+            char *why = NULL;
+            r = sub_path_resolve(src, sub, &full, &why);
             free(src);
-            src = full;
-            struct stat st;
-            if (stat(src, &st) < 0 && (r = mkdir_p(src, 0777)) < 0) {
-                *ret_err = kite_asprintf("creating subPath %s: %s", src, strerror(-r));
-                free(src);
-                break;
+            if (r == -EPERM) { /* the kubelet's words; the detail goes to the log */
+                log_warn(PODS_LOG, "pod %s/%s: %s", pod->ns, pod->name, why);
+                free(why);
+                *ret_err = kite_asprintf("failed to prepare subPath for volumeMount \"%s\" of container \"%s\"", name,
+                                         pjs(ctr, "name"));
+            } else if (r < 0) {
+                *ret_err = why;
             }
+            if (r < 0) break;
+            src = full;
         }
         json_object *ro = pj(e, "readOnly");
         paths[k] = src;
         m[k++] = (struct kite_mount){.host_path = src, .container_path = dst,
-                                     .read_only = ro && json_object_get_boolean(ro)};
+                                     .read_only = forced_ro || (ro && json_object_get_boolean(ro))};
     }
     if (r < 0) {
         kite_strv_free(paths, k);
@@ -244,13 +349,14 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
     return 0;
 }
 
-/* Unmounts the tmpfs emptyDirs of a pod (a directory that is no mount point answers EINVAL). */
-static void unmount_empty_dirs(const char *eds) {
-    DIR *d = opendir(eds);
+/* Unmounts the tmpfs volumes of a pod under one plugin directory (a directory that is no mount
+ * point answers EINVAL). */
+static void unmount_plugin_dir(const char *pd) {
+    DIR *d = opendir(pd);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.') continue;
-        _cleanup_free_ char *path = kite_asprintf("%s/%s", eds, e->d_name);
+        _cleanup_free_ char *path = kite_asprintf("%s/%s", pd, e->d_name);
         if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
             log_warn(PODS_LOG, "unmounting %s: %s", path, strerror(errno));
     }
@@ -263,12 +369,15 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 }
 
 int pods_volumes_teardown(struct kite_pods *p, const char *uid) {
+    pods_vobjs_forget(p, uid);
     _cleanup_free_ char *dir = pods_pod_dir(p, uid);
     if (!dir) return 0;
-    _cleanup_free_ char *eds = kite_asprintf("%s/volumes/" EMPTY_DIR_PLUGIN, dir);
-    /* the tmpfs emptyDirs first: their files go with the mount; FTW_MOUNT below never crosses
+    /* the tmpfs volumes first: their files go with the mount; FTW_MOUNT below never crosses
      * into a mount left behind, so a hostPath bound somewhere under it is never deleted through */
-    unmount_empty_dirs(eds);
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(tmpfs_plugins); i++) {
+        _cleanup_free_ char *pd = kite_asprintf("%s/volumes/%s", dir, tmpfs_plugins[i]);
+        unmount_plugin_dir(pd);
+    }
     if (access(dir, F_OK) < 0) return 0;
     if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0) {
         int e = errno ? errno : EIO;
@@ -279,7 +388,7 @@ int pods_volumes_teardown(struct kite_pods *p, const char *uid) {
 }
 
 /* The volume dirs of pods the agent does not have (a pod deleted from the API while the agent
- * was down): removed as the pod's own would have been, a tmpfs emptyDir unmounted so that its
+ * was down): removed as the pod's own would have been, a tmpfs volume unmounted so that its
  * memory is returned. */
 void pods_volumes_remove_orphans(struct kite_pods *p) {
     _cleanup_free_ char *root = p->root_dir ? kite_asprintf("%s/pods", p->root_dir) : NULL;

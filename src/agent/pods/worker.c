@@ -376,15 +376,20 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
 }
 
 /* Volumes before any container, as the kubelet's WaitForAttachAndMount: a failure leaves the
- * containers in ContainerCreating with a FailedMount event, and is tried again later. */
+ * containers in ContainerCreating with a FailedMount event, and is tried again later. Every
+ * sync sets them up again, which rewrites the files of a configMap, secret, downwardAPI or
+ * projected volume that changed; once the pod's volumes were all set up, a failure there
+ * (its ConfigMap deleted, say) is an event and leaves the running pod its files. */
 static bool ensure_volumes(struct kite_pods *p, struct pod *pod, int64_t now) {
-    if (pod->volumes_ready) return true;
     _cleanup_free_ char *vol = NULL, *err = NULL;
-    if (pods_volumes_setup(p, pod, &vol, &err) < 0) {
+    pod->volumes_polled = false;
+    int r = pods_volumes_setup(p, pod, &vol, &err);
+    if (pod->volumes_polled) pod->next_sync = now + KITE_PODS_VOLUME_POLL_NS; /* not watched: look again */
+    if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("MountVolume.SetUp failed for volume \"%s\" : %s", vol, err);
         ev(p, pod, NULL, "Warning", "FailedMount", m);
         pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
-        return false;
+        return pod->volumes_ready;
     }
     pod->volumes_ready = true;
     return true;

@@ -20,13 +20,18 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <termios.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "agent/images/images.h"
 #include "agent/runtime/ipam.h"
@@ -911,6 +916,112 @@ static int rc_exec_sync(struct kite_runtime *rt, const char *id, const char *con
     return 0;
 }
 
+/* A command with its streams: `runc exec` in the foreground, so runc's exit code is the
+ * command's. With a tty runc wants a terminal of its own (it makes the container's and copies
+ * between the two, resizing the container's on SIGWINCH): the child gets a new session whose
+ * controlling terminal is the slave of a pty this side holds the master of, so a TIOCSWINSZ on
+ * the master reaches the command. */
+static int rc_exec_start(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, bool tty,
+                         bool want_in, bool want_out, bool want_err, struct kite_exec_session *ret, char **ret_error) {
+    struct runc_rt *c = rc_of(rt);
+    if (!argc) return -EINVAL;
+    json_object *meta = read_meta(c, id);
+    if (!meta) return -ENOENT;
+    json_object_put(meta);
+    int code;
+    if (read_exit(c, id, &code, NULL) == 0 || !pid_alive(container_pid(c, id))) return -ENOTCONN;
+    *ret = (struct kite_exec_session){.pid = -1, .pidfd = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .pty_fd = -1};
+    _cleanup_free_ char *rnd = new_id(), *pf_name = kite_asprintf("exec-%s.pid", rnd);
+    char *pid_file = cdir(c, id, pf_name);
+    const char **args = kite_calloc(argc + 10, sizeof(char *));
+    size_t n = 0;
+    args[n++] = c->runc;
+    args[n++] = "--root";
+    args[n++] = c->state;
+    args[n++] = "exec";
+    if (tty) args[n++] = "--tty";
+    args[n++] = "--pid-file";
+    args[n++] = pid_file;
+    args[n++] = id;
+    for (size_t i = 0; i < argc; i++) args[n++] = argv[i];
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, master = -1, e = 0;
+    if (tty) {
+        char slave[128];
+        master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 || ptsname_r(master, slave, sizeof slave) != 0) {
+            e = -errno;
+        } else {
+            struct winsize ws = {.ws_row = 24, .ws_col = 80};
+            ioctl(master, TIOCSWINSZ, &ws);
+            /* opened after setsid and without O_NOCTTY: the child's controlling terminal */
+            posix_spawn_file_actions_addopen(&fa, 0, slave, O_RDWR, 0);
+            posix_spawn_file_actions_adddup2(&fa, 0, 1);
+            posix_spawn_file_actions_adddup2(&fa, 0, 2);
+        }
+    } else {
+        if ((want_in && pipe2(in, O_CLOEXEC) < 0) || (want_out && pipe2(out, O_CLOEXEC) < 0) ||
+            (want_err && pipe2(err, O_CLOEXEC) < 0))
+            e = -errno;
+        if (want_in) posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+        else posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        if (want_out) posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        if (want_err) posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+        else posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    }
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    pid_t pid = -1;
+    if (e == 0) {
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
+        e = -posix_spawn(&pid, c->runc, &fa, &attr, (char *const *)args, environ);
+        posix_spawnattr_destroy(&attr);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    free(args);
+    int child_ends[] = {in[0], out[1], err[1]};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(child_ends); i++)
+        if (child_ends[i] >= 0) close(child_ends[i]);
+    if (e < 0) {
+        int mine[] = {in[1], out[0], err[0], master};
+        for (size_t i = 0; i < KITE_ARRAY_SIZE(mine); i++)
+            if (mine[i] >= 0) close(mine[i]);
+        free(pid_file);
+        if (ret_error) *ret_error = kite_asprintf("starting runc exec: %s", strerror(-e));
+        return e;
+    }
+    int mine[] = {in[1], out[0], err[0], master};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(mine); i++)
+        if (mine[i] >= 0) fcntl(mine[i], F_SETFL, fcntl(mine[i], F_GETFL) | O_NONBLOCK);
+    ret->pid = pid;
+    ret->pidfd = rt_pidfd_open(pid);
+    ret->in_fd = in[1];
+    ret->out_fd = out[0];
+    ret->err_fd = err[0];
+    ret->pty_fd = master;
+    ret->cmd_pid_file = pid_file;
+    return 0;
+}
+
+static int rc_attach_socket(struct kite_runtime *rt, const char *id, char **ret_path) {
+    struct runc_rt *c = rc_of(rt);
+    json_object *meta = read_meta(c, id);
+    if (!meta) return -ENOENT;
+    json_object_put(meta);
+    int code;
+    if (read_exit(c, id, &code, NULL) == 0 || !pid_alive(container_pid(c, id))) return -ENOTCONN;
+    /* conmon's socket is <bundle>/attach, linked from <sockets>/<id> (a short path for
+     * sun_path's 108 bytes) */
+    *ret_path = kite_asprintf("%s/%s/attach", c->sockets, id);
+    return 0;
+}
+
 /* ---- sandboxes --------------------------------------------------------------------------- */
 
 static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_config *cfg, int64_t timeout_ns,
@@ -1339,6 +1450,8 @@ static const struct kite_runtime_ops runc_ops = {
     .container_status = rc_container_status,
     .list_containers = rc_list_containers,
     .exec_sync = rc_exec_sync,
+    .exec_start = rc_exec_start,
+    .attach_socket = rc_attach_socket,
     .events_fd = rc_events_fd,
     .read_events = rc_read_events,
     .free = rc_free,

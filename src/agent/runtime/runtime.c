@@ -3,6 +3,10 @@
 
 #include "base/base.h"
 
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
 void kite_strv_free(char **v, size_t n) {
     if (!v) return;
     for (size_t i = 0; i < n; i++) free(v[i]);
@@ -96,4 +100,27 @@ int kite_runtime_status(struct kite_runtime *rt, char **ret_reason, char **ret_m
 
 void kite_runtime_free(struct kite_runtime *rt) {
     if (rt && rt->ops && rt->ops->free) rt->ops->free(rt);
+}
+
+void kite_exec_session_kill(struct kite_exec_session *s) {
+    if (s->cmd_pid_file) {
+        _cleanup_free_ char *t = NULL;
+        size_t len = 0;
+        int64_t v = 0;
+        if (kite_read_file(s->cmd_pid_file, 64, &t, &len) == 0) {
+            t[strcspn(t, "\n ")] = 0;
+            if (kite_parse_int64(t, &v) == 0 && v > 1) kill((pid_t)v, SIGKILL);
+        }
+    }
+    if (s->pid > 0) kill(s->pid, SIGKILL);
+}
+
+void kite_exec_session_release(struct kite_exec_session *s) {
+    int fds[] = {s->pidfd, s->in_fd, s->out_fd, s->err_fd, s->pty_fd};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(fds); i++)
+        if (fds[i] >= 0) close(fds[i]);
+    s->pidfd = s->in_fd = s->out_fd = s->err_fd = s->pty_fd = -1;
+    if (s->cmd_pid_file) unlink(s->cmd_pid_file);
+    free(s->cmd_pid_file);
+    s->cmd_pid_file = NULL;
 }

@@ -130,6 +130,24 @@ struct kite_exec_result {
     bool truncated;
 };
 
+/* A command started in a running container with its streams (kubectl exec; the CRI's Exec,
+ * served by the agent itself). The process `pid` is the runtime's (runc exec in the
+ * foreground), a child of the caller: its exit code is the command's (128+signal when
+ * killed); wait for it with waitpid. Without a tty, in_fd/out_fd/err_fd are pipe ends (-1
+ * when that stream was not asked for: the command gets /dev/null); with a tty, pty_fd is the
+ * terminal's master for input, output and resize (TIOCSWINSZ) and the other three are -1.
+ * cmd_pid_file is where the runtime wrote the command's own pid (kite_exec_session_kill). */
+struct kite_exec_session {
+    int pid, pidfd;
+    int in_fd, out_fd, err_fd, pty_fd;
+    char *cmd_pid_file;
+};
+/* Kills the command (SIGKILL to the command, then to the runtime's process) so a client that
+ * left does not leave it running; the caller still reaps pid. */
+void kite_exec_session_kill(struct kite_exec_session *s);
+/* Closes the descriptors, removes the pid file, frees the strings (not the process). */
+void kite_exec_session_release(struct kite_exec_session *s);
+
 /* A container's process ended (CRI ContainerEventResponse CONTAINER_STOPPED_EVENT). */
 struct kite_container_event {
     char *container_id, *sandbox_id;
@@ -190,6 +208,15 @@ struct kite_runtime_ops {
      * -ENOTCONN when the container is not running. */
     int (*exec_sync)(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc,
                      int64_t timeout_ns, struct kite_exec_result *ret);
+
+    /* Starts argv in a running container with its streams (see struct kite_exec_session); -ENOENT
+     * unknown container, -ENOTCONN not running, -ENOTSUP (NULL op: the runtime cannot). */
+    int (*exec_start)(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, bool tty,
+                      bool want_in, bool want_out, bool want_err, struct kite_exec_session *ret, char **ret_error);
+    /* The path of the container's attach socket (conmon's: SOCK_SEQPACKET, every packet one
+     * byte naming the stream, 2 stdout or 3 stderr, then its bytes), a new string; -ENOENT,
+     * -ENOTCONN not running, -ENOTSUP (NULL op). */
+    int (*attach_socket)(struct kite_runtime *rt, const char *id, char **ret_path);
 
     /* Events: a file descriptor that polls readable when read_events() has something (owned by
      * the runtime), and read_events() which never blocks: a new array of the container exits

@@ -514,6 +514,79 @@ static bool log_int(const char *(*query)(void *, const char *), void *qud, const
     return true;
 }
 
+/* The container a request names, or the pod's only one (validateContainer upstream): NULL
+ * with *ret_msg when there is none to pick. Borrowed from obj. */
+static const char *pick_container(json_object *obj, const char *ctr, char **ret_msg) {
+    const char *name = STR(obj, "metadata", "name");
+    json_object *spec = OBJ(obj, "spec"), *cs = OBJ(spec, "containers");
+    if (!ctr || !*ctr) {
+        size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
+        if (n == 1) return STR(json_object_array_get_idx(cs, 0), "name");
+        if (n == 0) {
+            *ret_msg = kite_asprintf("a container name must be specified for pod %s", name);
+            return NULL;
+        }
+        struct kite_buf b = {0};
+        static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+        for (size_t k = 0; k < KITE_ARRAY_SIZE(lists); k++) {
+            json_object *l = OBJ(spec, lists[k]);
+            for (size_t i = 0; l && json_object_is_type(l, json_type_array) && i < json_object_array_length(l); i++)
+                kite_buf_printf(&b, "%s%s", b.len ? " " : "", STR(json_object_array_get_idx(l, i), "name"));
+        }
+        *ret_msg = kite_asprintf("a container name must be specified for pod %s, choose one of: [%s]", name, b.p ? b.p : "");
+        kite_buf_release(&b);
+        return NULL;
+    }
+    if (!has_container(cs, ctr) && !has_container(OBJ(spec, "initContainers"), ctr) &&
+        !has_container(OBJ(spec, "ephemeralContainers"), ctr)) {
+        *ret_msg = kite_asprintf("container %s is not valid for pod %s", ctr, name);
+        return NULL;
+    }
+    return ctr;
+}
+
+/* pods/exec and pods/attach (ExecLocation, AttachLocation: streamLocation upstream): the
+ * container, the pod's node and the agent's /exec or /attach path; the request's query goes
+ * along as it came (the command is repeated in it). */
+static int pod_stream(const char *what, json_object *obj, const char *(*query)(void *, const char *), void *qud,
+                      char **ret_node, char **ret_path, char **ret_msg) {
+    const char *name = STR(obj, "metadata", "name"), *ns = STR(obj, "metadata", "namespace");
+    const char *ctr = pick_container(obj, query(qud, "container"), ret_msg);
+    if (!ctr) return 400;
+    const char *node = STR(obj, "spec", "nodeName");
+    if (!node || !*node) {
+        *ret_msg = kite_asprintf("pod %s does not have a host assigned", name);
+        return 400;
+    }
+    *ret_node = kite_strdup(node);
+    *ret_path = kite_asprintf("/%s/%s/%s/%s", what, ns, name, ctr);
+    return 0;
+}
+
+static int pod_exec(json_object *obj, const char *(*query)(void *, const char *), void *qud, char **ret_node,
+                    char **ret_path, char **ret_msg) {
+    return pod_stream("exec", obj, query, qud, ret_node, ret_path, ret_msg);
+}
+
+static int pod_attach(json_object *obj, const char *(*query)(void *, const char *), void *qud, char **ret_node,
+                      char **ret_path, char **ret_msg) {
+    return pod_stream("attach", obj, query, qud, ret_node, ret_path, ret_msg);
+}
+
+/* pods/portforward (PortForwardLocation): the pod's node and the agent's /portForward path. */
+static int pod_portforward(json_object *obj, const char *(*query)(void *, const char *), void *qud, char **ret_node,
+                           char **ret_path, char **ret_msg) {
+    const char *name = STR(obj, "metadata", "name"), *ns = STR(obj, "metadata", "namespace");
+    const char *node = STR(obj, "spec", "nodeName");
+    if (!node || !*node) {
+        *ret_msg = kite_asprintf("pod %s does not have a host assigned", name);
+        return 400;
+    }
+    *ret_node = kite_strdup(node);
+    *ret_path = kite_asprintf("/portForward/%s/%s", ns, name);
+    return 0;
+}
+
 static int pod_log(json_object *obj, const char *(*query)(void *, const char *), void *qud, char **ret_node,
                    char **ret_path, char **ret_msg) {
     const char *name = STR(obj, "metadata", "name"), *ns = STR(obj, "metadata", "namespace");
@@ -635,6 +708,12 @@ static const struct kite_subresource subresources[] = {
      .body_schema = &kite_schema_eviction,
      .guard_group = "policy", .guard_plural = "poddisruptionbudgets", .guard = kite_pdb_evict, .mark = pod_evict_mark},
     {.name = "log", .connect = pod_log},
+    {.name = "exec", .connect = pod_exec, .upgrade = true, .body_group = "", .body_version = "v1",
+     .body_kind = "PodExecOptions"},
+    {.name = "attach", .connect = pod_attach, .upgrade = true, .body_group = "", .body_version = "v1",
+     .body_kind = "PodAttachOptions"},
+    {.name = "portforward", .connect = pod_portforward, .upgrade = true, .body_group = "", .body_version = "v1",
+     .body_kind = "PodPortForwardOptions"},
     {0},
 };
 

@@ -622,16 +622,19 @@ Test(pods, log_index_names_the_current_and_previous_attempts) {
 }
 
 /* A pod deleted from the API while the agent was down: at the first list the agent removes its
- * volume dir, unmounting its tmpfs emptyDir (else the mount and its memory stay). Needs root. */
+ * volume dir, unmounting its tmpfs emptyDir and secret volume (else the mounts and their memory
+ * stay). Needs root. */
 Test(pods, orphaned_pod_volumes_are_unmounted_and_removed) {
     if (geteuid() != 0) cr_skip_test("mounting a tmpfs needs root");
     char root[] = "/tmp/kite-pods-orphan-XXXXXX";
     cr_assert_not_null(mkdtemp(root));
     _cleanup_free_ char *mem = kite_asprintf("%s/pods/gone-uid/volumes/kubernetes.io~empty-dir/mem", root);
+    _cleanup_free_ char *sec = kite_asprintf("%s/pods/gone-uid/volumes/kubernetes.io~secret/s", root);
     _cleanup_free_ char *kept = kite_asprintf("%s/pods/uid-kept", root);
-    _cleanup_free_ char *cmd = kite_asprintf("mkdir -p %s %s", mem, kept);
+    _cleanup_free_ char *cmd = kite_asprintf("mkdir -p %s %s %s", mem, sec, kept);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(mount("tmpfs", mem, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m"), 0, "%s", strerror(errno));
+    cr_assert_eq(mount("tmpfs", sec, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m"), 0, "%s", strerror(errno));
     _cleanup_free_ char *file = kite_asprintf("%s/f", mem);
     FILE *f = fopen(file, "w");
     fputs("x", f);
@@ -647,13 +650,18 @@ Test(pods, orphaned_pod_volumes_are_unmounted_and_removed) {
     add(mkpod("kept", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
     for (int i = 0; i < 5; i++) step();
 
-    bool mounted = false;
+    bool mounted = false, sec_mounted = false;
     FILE *m = fopen("/proc/self/mounts", "r");
     char line[4096];
-    while (fgets(line, sizeof line, m)) mounted |= strstr(line, mem) != NULL;
+    while (fgets(line, sizeof line, m)) {
+        mounted |= strstr(line, mem) != NULL;
+        sec_mounted |= strstr(line, sec) != NULL;
+    }
     fclose(m);
     if (mounted) umount2(mem, MNT_DETACH);
+    if (sec_mounted) umount2(sec, MNT_DETACH);
     cr_assert(!mounted, "the orphan's tmpfs emptyDir is still mounted");
+    cr_assert(!sec_mounted, "the orphan's secret volume is still mounted");
     _cleanup_free_ char *gone = kite_asprintf("%s/pods/gone-uid", root);
     cr_assert_neq(access(gone, F_OK), 0, "the orphan's pod dir is removed");
     cr_assert_eq(access(kept, F_OK), 0, "a known pod's dir stays");

@@ -1,0 +1,407 @@
+"""`kubectl exec`, `exec -it`, `attach` and `cp` end to end with kubectl 1.32's defaults (WebSocket,
+v5.channel.k8s.io; no KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false) and the python client's stream()
+(v4.channel.k8s.io): the API server authorizes pods/exec and pods/attach and hands the upgraded
+connection to the node agent, which runs `runc exec` in the pod's container (pipes, or a pty for
+a tty) or reads conmon's attach socket; port-forward with the python client's framing (kubectl's
+SPDY-over-WebSocket is refused with a clear error). Real runc containers: needs root, runc, conmon and umoci,
+as test_pods_logs.py, whose cluster fixture this module reuses."""
+import hashlib
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import KUBECTL
+from test_pods_logs import cluster, pod, running  # noqa: F401 (the module-scoped runc cluster)
+from test_pods_run import NS, sh, wait  # noqa: F401
+from test_rbac import User
+
+
+@pytest.fixture(scope="module")
+def box(cluster):  # noqa: F811
+    pod(cluster, "box", [sh("main", "echo started; sleep 3600")])
+    running(cluster, "box")
+    return cluster
+
+
+def test_exec_streams_and_exit_code(box):
+    r = box.kubectl("exec", "box", "--", "sh", "-c", "echo out; echo err >&2; exit 3", check=False)
+    assert r.returncode == 3, r
+    assert r.stdout == "out\n"
+    assert "err\n" in r.stderr
+    r = box.kubectl("exec", "box", "--", "true")
+    assert r.stdout == ""
+
+
+def test_exec_stdin(box):
+    r = box.kubectl("exec", "-i", "box", "--", "cat", input="hi\nthere\n", timeout=30)
+    assert r.stdout == "hi\nthere\n"
+    # a large stdin passes whole (flow control through the API server and the agent)
+    blob = "".join(f"line {i:07d}\n" for i in range(200000))  # 2.6 MB
+    r = box.kubectl("exec", "-i", "box", "--", "sh", "-c", "wc -c; md5sum", input=blob, timeout=60)
+    assert r.stdout.split()[0] == str(len(blob))
+
+
+def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None, resize=None):
+    """Runs kubectl with a pseudo-terminal as its stdin/stdout; once it printed READY, resizes the
+    terminal (resize: (rows, cols); kubectl sees SIGWINCH) and types send. Returns (rc, output)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        if rows:
+            import fcntl
+            import struct
+            import termios
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        os.chdir(cwd)
+        os.execvpe(args[0], args, env)
+    out = b""
+    sent = False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if send and not sent and b"READY" in out:
+            if resize:
+                import fcntl
+                import struct
+                import termios
+                fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", resize[0], resize[1], 0, 0))
+                time.sleep(1)
+            os.write(fd, send)
+            sent = True
+    else:
+        os.kill(pid, signal.SIGKILL)
+    _, st = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(st), out.decode(errors="replace")
+
+
+def test_exec_tty(box):
+    env = box.kubectl_env()
+    # stdin is a terminal inside the container, and the client's window size reaches it
+    rc, out = _run_in_pty([KUBECTL, "exec", "-it", "box", "--", "sh", "-c",
+                           "test -t 0 && echo IS-A-TTY; stty size; echo READY; read x; echo got-$x; stty size; exit 5"],
+                          env, str(box.workdir), send=b"abc\r", rows=33, cols=101, resize=(41, 123))
+    assert "IS-A-TTY" in out, out
+    assert "33 101" in out, out
+    assert "got-abc" in out, out
+    assert "41 123" in out.split("got-abc", 1)[1], out  # the resize message (channel 4) reached it
+    assert rc == 5, out
+
+
+def test_exec_killed_when_client_leaves(box):
+    """A command whose client went away does not keep running in the container."""
+    p = box.kubectl_popen("exec", "box", "--", "sleep", "4242")
+    wait(lambda: "sleep 4242" in box.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep running")
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=10)
+    wait(lambda: "sleep 4242" not in box.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep killed")
+
+
+def test_cp_both_ways(box, tmp_path):
+    src = tmp_path / "payload.bin"
+    src.write_bytes(os.urandom(300 * 1024))
+    box.kubectl("cp", str(src), f"{NS}/box:/tmp/payload.bin", "-c", "main", timeout=60)
+    r = box.kubectl("exec", "box", "--", "md5sum", "/tmp/payload.bin")
+    assert r.stdout.split()[0] == hashlib.md5(src.read_bytes()).hexdigest()
+    back = tmp_path / "back.bin"
+    box.kubectl("cp", f"{NS}/box:/tmp/payload.bin", str(back), "-c", "main", timeout=60)
+    assert back.read_bytes() == src.read_bytes()
+
+
+def test_attach(box):
+    c = box
+    pod(c, "ticker", [sh("t", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.3; done")])
+    running(c, "ticker")
+    p = c.kubectl_popen("attach", "ticker")
+    time.sleep(3)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=10)
+    assert "tick-" in out, (out, err)
+    # the container's end is the attach's: kubectl returns by itself
+    pod(c, "short", [sh("s", "sleep 3; for i in 1 2 3; do echo t$i; sleep 0.3; done")], restart="Never")
+    running(c, "short")
+    r = c.kubectl("attach", "short", timeout=30)
+    assert "t1\nt2\nt3\n" in r.stdout, r
+
+
+def test_missing_container_and_pod(box):
+    r = box.kubectl("exec", "box", "-c", "nope", "--", "true", check=False)
+    assert r.returncode != 0
+    assert "container nope is not valid for pod box" in r.stderr, r.stderr
+    r = box.kubectl("exec", "no-such-pod", "--", "true", check=False)
+    assert r.returncode != 0
+    assert 'pods "no-such-pod" not found' in r.stderr, r.stderr
+
+
+def test_exec_needs_create_on_pods_exec(box):
+    """kubectl falls back to SPDY (POST, create) after a refused WebSocket (GET): both are 403 for a user
+    who may only read pods, or who holds get on pods/exec but not create (kube-apiserver 1.35 checks
+    create for a WebSocket upgrade too); a node's credential cannot exec; edit can."""
+    c = box
+    c.kubectl("create", "role", "pod-reader", "--verb=get,list", "--resource=pods")
+    c.kubectl("create", "rolebinding", "reader-pods", "--role=pod-reader", "--user=reader")
+    reader = User(c, "reader")
+    assert reader.kubectl("get", "pod", "box").returncode == 0
+    r = reader.kubectl("exec", "box", "--", "true")
+    assert r.returncode != 0
+    assert 'cannot create resource "pods/exec"' in r.stderr and "Forbidden" in r.stderr, r.stderr
+    c.kubectl("create", "role", "exec-getter", "--verb=get", "--resource=pods,pods/exec")
+    c.kubectl("create", "rolebinding", "getter", "--role=exec-getter", "--user=getter")
+    r = User(c, "getter").kubectl("exec", "box", "--", "true")
+    assert r.returncode != 0 and "Forbidden" in r.stderr, r.stderr
+    r = User(c, "getter").kubectl("attach", "box")
+    assert r.returncode != 0 and 'cannot create resource "pods/attach"' in r.stderr, r.stderr
+    node = User(c, f"system:node:{c.node}", groups=["system:nodes"])
+    safe = c.workdir / "node-user.kubeconfig"  # KUBECONFIG splits at ':'
+    safe.write_text(node.kubeconfig.read_text())
+    node.kubeconfig = safe
+    r = node.kubectl("exec", "box", "--", "true")
+    assert r.returncode != 0 and "Forbidden" in r.stderr, r.stderr
+    c.kubectl("create", "rolebinding", "editor", "--clusterrole=edit", "--user=editor")
+    r = User(c, "editor").kubectl("exec", "box", "--", "echo", "allowed")
+    assert r.returncode == 0 and r.stdout == "allowed\n", r
+
+
+def test_exec_not_upgraded_is_refused(box):
+    """A plain GET (no Upgrade) and a SPDY upgrade are told what is served."""
+    api = box.api()
+    r = api.get(f"/api/v1/namespaces/{NS}/pods/box/exec?command=true&stdout=true")
+    assert r.status == 400 and "Upgrade request required" in r.json()["message"]
+    r = api.request("POST", f"/api/v1/namespaces/{NS}/pods/box/exec?command=true&stdout=true", None,
+                    headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"})
+    assert r.status == 400 and "SPDY/3.1 streams are not served" in r.json()["message"]
+
+
+def test_python_client_exit_code(box):
+    """kubernetes-client/python's e2e test_exit_code, rewritten to the same calls."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+    api = client.CoreV1Api(box.python_api_client())
+    for command, value in ((["false"], 1), (["/bin/sh", "-c", "sleep 1; exit 3"], 3), (["true"], 0),
+                           (["/bin/sh", "-c", "ls /"], 0)):
+        ws = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=command, stderr=True, stdin=False,
+                    stdout=True, tty=False, _preload_content=False)
+        assert ws.returncode is None
+        ws.run_forever(timeout=10)
+        assert ws.returncode == value, command
+        assert ws.returncode == value
+
+
+def test_python_client_pod_apis(box):
+    """kubernetes-client/python's e2e test_pod_apis (its exec part), rewritten to the same calls."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+    from kubernetes.stream.ws_client import ERROR_CHANNEL
+    api = client.CoreV1Api(box.python_api_client())
+    resp = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["/bin/sh", "-c", "for i in $(seq 1 3); do date; done"],
+                  stderr=False, stdin=False, stdout=True, tty=False)
+    assert isinstance(resp, str) and len(resp.splitlines()) == 3
+    resp = stream(api.connect_post_namespaced_pod_exec, "box", NS, command=["uptime"], stderr=False, stdin=False,
+                  stdout=True, tty=False)
+    assert len(resp.splitlines()) == 1
+    resp = stream(api.connect_post_namespaced_pod_exec, "box", NS, command=["/bin/sh"], stderr=True, stdin=True,
+                  stdout=True, tty=False, _preload_content=False)
+    resp.write_stdin("echo test string 1\n")
+    assert resp.readline_stdout(timeout=5) == "test string 1"
+    assert not resp.peek_stderr()
+    resp.write_stdin("echo test string 2 >&2\n")
+    assert resp.readline_stderr(timeout=5) == "test string 2"
+    assert not resp.peek_stdout()
+    resp.write_stdin("exit\n")
+    resp.update(timeout=5)
+    deadline = time.monotonic() + 10
+    line = ""
+    while not line and time.monotonic() < deadline:
+        line = resp.read_channel(ERROR_CHANNEL)
+        if not line:
+            resp.update(timeout=1)
+    assert json.loads(line)["status"] == "Success"
+    resp.update(timeout=5)
+    assert not resp.is_open()
+    # output and the exit code of one call
+    ws = stream(api.connect_get_namespaced_pod_exec, "box", NS, command=["sh", "-c", "echo py-out; exit 7"],
+                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+    ws.run_forever(timeout=20)
+    assert ws.read_stdout() == "py-out\n"
+    assert ws.returncode == 7
+
+
+@pytest.fixture(scope="module")
+def web(box):
+    # httpd on every address, and a second one on the pod's loopback alone (reached only from
+    # inside the pod's network namespace, as the kubelet's port-forward reaches it)
+    pod(box, "web", [sh("httpd", "mkdir -p /www && echo hello-from-the-pod > /www/index.html && "
+                                 "httpd -p 8080 -h /www && httpd -f -p 127.0.0.1:8081 -h /www")])
+    running(box, "web")
+    wait(lambda: "hello" in box.kubectl("exec", "web", "--", "wget", "-qO-", "http://127.0.0.1:8081/",
+                                        check=False).stdout, 15, "httpd answering")
+    return box
+
+
+def test_python_client_portforward_http(web):
+    """kubernetes-client/python's e2e test_portforward_http, rewritten to the same calls (busybox
+    httpd for nginx): urllib through socket.create_connection replaced by pf.socket."""
+    import socket
+    import urllib.request
+    from kubernetes import client
+    from kubernetes.stream import portforward
+    api = client.CoreV1Api(web.python_api_client())
+
+    def kubernetes_create_connection(address, *args, **kwargs):
+        dns_name = address[0]
+        if isinstance(dns_name, bytes):
+            dns_name = dns_name.decode()
+        dns_name = dns_name.split(".")
+        if len(dns_name) != 3 or dns_name[2] != "kubernetes":
+            return socket_create_connection(address, *args, **kwargs)
+        pf = portforward(api.connect_get_namespaced_pod_portforward, dns_name[0], dns_name[1], ports=str(address[1]))
+        return pf.socket(address[1])
+
+    socket_create_connection = socket.create_connection
+    try:
+        socket.create_connection = kubernetes_create_connection
+        for port in (8080, 8081):
+            response = urllib.request.urlopen(f"http://web.{NS}.kubernetes:{port}/", timeout=20)
+            assert response.code == 200
+            assert response.read().decode() == "hello-from-the-pod\n"
+    finally:
+        socket.create_connection = socket_create_connection
+
+
+def test_python_client_portforward_ports_and_errors(web):
+    """Two ports in one session (channels 0/1 and 2/3), and a closed port's error on its error channel."""
+    import select
+    from kubernetes import client
+    from kubernetes.stream import portforward
+    api = client.CoreV1Api(web.python_api_client())
+    pf = portforward(api.connect_get_namespaced_pod_portforward, "web", NS, ports="8080,8081,1236")
+    assert pf.connected
+    for port in (8080, 8081):
+        s = pf.socket(port)
+        s.setblocking(True)
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        data = b""
+        deadline = time.monotonic() + 20
+        # (the pod's side closing one port ends nothing the client sees: the session ends with its last port)
+        while time.monotonic() < deadline and not data.endswith(b"hello-from-the-pod\n"):
+            r, _, _ = select.select([s], [], [], 1)
+            if r:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        assert data.split(b"\r\n", 1)[0].endswith(b" 200 OK"), data
+        assert data.endswith(b"hello-from-the-pod\n"), data
+    s = pf.socket(1236)
+    s.setblocking(True)
+    assert s.recv(1024) == b""
+    assert "connection refused" in (pf.error(1236) or "").lower(), pf.error(1236)
+    assert pf.error(8080) is None
+    # every port's connection ended: so does the session
+    wait(lambda: not pf.connected, 10, "the session to end")
+
+
+def test_kubectl_port_forward_is_refused_clearly(web):
+    """kubectl tunnels SPDY over the WebSocket (SPDY/3.1+portforward.k8s.io) and falls back to SPDY:
+    neither is served, and it says so instead of hanging."""
+    r = web.kubectl("port-forward", "web", "18080:8080", check=False, timeout=30)
+    assert r.returncode != 0
+    assert "SPDY" in r.stderr, r.stderr
+
+
+def _raw_ws(c, path, protocol="v5.channel.k8s.io"):
+    """A WebSocket handshake by hand through the API server (admin cert, HTTP/1.1): the socket after 101."""
+    import base64
+    import socket
+    s = c.identity.ctx.wrap_socket(socket.create_connection(("127.0.0.1", c.port), timeout=20))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocol}\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+    assert b"Sec-WebSocket-Accept: " + accept in head, head
+    assert f"Sec-WebSocket-Protocol: {protocol}".encode() in head, head
+    return s
+
+
+def _rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+def test_client_that_stops_reading_is_not_buffered(box):
+    """`yes` floods stdout to a client that never reads: the agent stops reading the command once
+    KITE_STREAM_QUEUE_MAX waits, the API server once its buffer is full; memory stays flat."""
+    c = box
+    s = _raw_ws(c, f"/api/v1/namespaces/{NS}/pods/box/exec?command=yes&command=flood-marker&stdout=true")
+    time.sleep(2)
+    before = _rss_kib(c.proc.pid)
+    time.sleep(4)
+    after = _rss_kib(c.proc.pid)
+    assert after - before < 32 * 1024, (before, after)
+    s.close()
+    wait(lambda: "flood-marker" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "yes killed")
+
+
+def test_stream_cut_mid_frame(box):
+    """A client that sends half a frame and vanishes: its command is killed, nothing else is hurt."""
+    c = box
+    s = _raw_ws(c, f"/api/v1/namespaces/{NS}/pods/box/exec?command=sleep&command=4343&stdin=true&stdout=true")
+    wait(lambda: "sleep 4343" in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep running")
+    # a masked binary frame announcing 100 bytes on channel 0, of which 3 arrive
+    s.sendall(bytes([0x82, 0x80 | 100]) + os.urandom(4) + b"\x00ab")
+    s.close()
+    wait(lambda: "sleep 4343" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep killed")
+    assert c.kubectl("exec", "box", "--", "echo", "still-fine").stdout == "still-fine\n"
+
+
+def test_discovery_lists_the_stream_subresources(box):
+    res = {r["name"]: r for r in box.api().get("/api/v1").json()["resources"]}
+    for sub, kind in (("exec", "PodExecOptions"), ("attach", "PodAttachOptions"), ("portforward", "PodPortForwardOptions")):
+        assert res[f"pods/{sub}"]["kind"] == kind
+        assert sorted(res[f"pods/{sub}"]["verbs"]) == ["create", "get"]
+    assert res["pods/log"]["verbs"] == ["get"]
+
+
+def test_message_limit_and_port_limit(box):
+    """A WebSocket message past KITE_STREAM_MAX_MESSAGE (1 MiB) closes the stream with 1009 and kills
+    the command; a port-forward of more than KITE_STREAM_MAX_PORTS (64) ports is a 400."""
+    import struct
+    c = box
+    s = _raw_ws(c, f"/api/v1/namespaces/{NS}/pods/box/exec?command=sleep&command=4444&stdin=true&stdout=true")
+    wait(lambda: "sleep 4444" in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep running")
+    s.sendall(bytes([0x82, 0x80 | 127]) + struct.pack(">Q", 2 << 20) + os.urandom(4) + b"\x00" * 1024)
+    got = b""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and len(got) < 4:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    assert got[:1] == b"\x88" and struct.unpack(">H", got[2:4])[0] == 1009, got
+    s.close()
+    wait(lambda: "sleep 4444" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "sleep killed")
+    ports = ",".join(str(p) for p in range(1000, 1065))
+    r = c.api().request("GET", f"/api/v1/namespaces/{NS}/pods/box/portforward?ports={ports}", None,
+                        headers={"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                                 "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+                                 "Sec-WebSocket-Protocol": "v4.channel.k8s.io"})
+    assert r.status == 400 and "at most 64 ports" in r.json()["message"], r.body
