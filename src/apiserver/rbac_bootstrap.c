@@ -135,6 +135,8 @@ static const struct boot_role ROLES[] = {
       * kind's owner references) */
      RULE("\"create\",\"delete\",\"patch\",\"update\"", CORE, "\"pods\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"replicasets\"") ","
+     RULE(READ ",\"patch\",\"update\"", CORE, "\"replicationcontrollers\"") ","
+     RULE("\"patch\",\"update\"", CORE, "\"replicationcontrollers/status\",\"replicationcontrollers/finalizers\"") ","
      RULE(READ ",\"patch\",\"update\"", "\"apps\"", "\"deployments\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"replicasets/status\",\"deployments/status\",\"replicasets/finalizers\",\"deployments/finalizers\"") ","
      RULE(READ ",\"delete\",\"patch\",\"update\"", "\"*\"", "\"*\"") ","
@@ -144,6 +146,13 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"apps\"", "\"daemonsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
+     /* the CronJob controller (upstream's cronjob-controller) */
+     RULE(READ, "\"batch\"", "\"cronjobs\"") ","
+     RULE("\"patch\",\"update\"", "\"batch\"", "\"cronjobs/status\",\"cronjobs/finalizers\"") ","
+     RULE("\"create\",\"delete\"", "\"batch\"", "\"jobs\"") ","
+     /* the StatefulSet controller (upstream's statefulset-controller) */
+     RULE(READ, "\"apps\"", "\"statefulsets\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"statefulsets/status\",\"statefulsets/finalizers\"") ","
      RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") ","
      /* the EndpointSlice controller (upstream's endpointslice-controller) */
      RULE(READ, CORE, "\"services\"") ","

@@ -28,6 +28,9 @@ struct kite_nsctl;
 struct kite_ctlmgr;
 struct kite_leader;
 struct kite_workloads;
+struct kite_replication;
+struct kite_statefulsets;
+struct kite_cronjobs;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
 struct controller_args {
@@ -63,6 +66,9 @@ struct kite_controllers {
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
     struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
+    struct kite_replication *replication; /* ReplicationController */
+    struct kite_statefulsets *statefulsets;
+    struct kite_cronjobs *cronjobs;
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */
@@ -202,6 +208,12 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
     FLAG_FORWARD("proxy-table", FLAG_STRING, "NAME", "the proxy's nftables table (family ip)", "kite-proxy"),    \
     FLAG_FORWARD("masquerade-pod-traffic", FLAG_BOOL, NULL, "masquerade pod traffic leaving the pod network\n"   \
                  "to the node's address", NULL, .def_note = "false; true under kite up"),                        \
+    FLAG_FORWARD("serve-dns", FLAG_BOOL, NULL, "answer the cluster domain's names (Services, pods) on UDP and TCP\n"  \
+                 "port 53 of the pod network's gateway address, forwarding other names;\n"                \
+                 "pods' nameserver when --cluster-dns is not given", NULL,                                 \
+                 .def_note = "false; true under kite up"),                                               \
+    FLAG_FORWARD("dns-upstream-conf", FLAG_STRING, "FILE", "resolv.conf whose nameservers --serve-dns forwards\n" \
+                 "names outside the cluster domain to", "/etc/resolv.conf"),                              \
     FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
                  "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
                  "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \

@@ -12,6 +12,9 @@
 #include "controllers/job.h"
 #include "controllers/endpointslice.h"
 #include "controllers/leader.h"
+#include "controllers/cronjob.h"
+#include "controllers/replication.h"
+#include "controllers/statefulset.h"
 #include "controllers/workloads.h"
 #include "controllers/manager.h"
 #include "controllers/serviceaccounts.h"
@@ -114,6 +117,24 @@ static int start_workloads(struct kite_controllers *c, unsigned off) {
 }
 static void stop_workloads(struct kite_controllers *c) { kite_workloads_stop(TAKE_PTR(c->workloads)); }
 
+static int start_replication(struct kite_controllers *c, unsigned off) {
+    struct kite_replication_options o = {.client = c->client};
+    return kite_replication_start(&o, &c->replication);
+}
+static void stop_replication(struct kite_controllers *c) { kite_replication_stop(TAKE_PTR(c->replication)); }
+
+static int start_statefulsets(struct kite_controllers *c, unsigned off) {
+    struct kite_stsctl_options o = {.client = c->client};
+    return kite_statefulsets_start(&o, &c->statefulsets);
+}
+static void stop_statefulsets(struct kite_controllers *c) { kite_statefulsets_stop(TAKE_PTR(c->statefulsets)); }
+
+static int start_cronjobs(struct kite_controllers *c, unsigned off) {
+    struct kite_cjctl_options o = {.client = c->client};
+    return kite_cronjobs_start(&o, &c->cronjobs);
+}
+static void stop_cronjobs(struct kite_controllers *c) { kite_cronjobs_stop(TAKE_PTR(c->cronjobs)); }
+
 static int start_jobs(struct kite_controllers *c, unsigned off) {
     struct kite_jobctl_options o = {.client = c->client};
     return kite_jobs_start(&o, &c->jobs);
@@ -165,8 +186,11 @@ static const struct {
     {"the clusterrole aggregation controller", KITE_CTL_CLUSTERROLE_AGGREGATION, start_aggregation, stop_aggregation},
     {"the workload controllers", KITE_CTL_REPLICASET | KITE_CTL_DEPLOYMENT | KITE_CTL_GARBAGE_COLLECTOR,
      start_workloads, stop_workloads},
+    {"the replication controller", KITE_CTL_REPLICATION, start_replication, stop_replication},
     {"the job controller", KITE_CTL_JOB, start_jobs, stop_jobs},
+    {"the cronjob controller", KITE_CTL_CRONJOB, start_cronjobs, stop_cronjobs},
     {"the daemon set controller", KITE_CTL_DAEMONSET, start_daemonsets, stop_daemonsets},
+    {"the stateful set controller", KITE_CTL_STATEFULSET, start_statefulsets, stop_statefulsets},
     {"the certificate signing request controller", KITE_CTL_CSR_APPROVING | KITE_CTL_CSR_SIGNING, start_csr, stop_csr},
     {"the endpointslice controller", KITE_CTL_ENDPOINTSLICE, start_endpointslices, stop_endpointslices},
     {"the serviceaccount and root CA publisher controllers", KITE_CTL_SERVICEACCOUNT | KITE_CTL_ROOT_CA_PUBLISHER,
