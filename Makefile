@@ -12,7 +12,8 @@ BUILD    ?= build
 CC       ?= cc
 # libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
 # libnftables: the Service proxy's table (src/agent/proxy)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables
+# ldns: the cluster DNS responder's packets (src/agent/dns)
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables ldns
 # libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
 # its headers only
 DL_PKGS  := libarchive
@@ -248,7 +249,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 # the module sources a target may need; the linker keeps what it uses from the archive
 FUZZ_SRCS    := $(call srcs_of,base) $(call srcs_of,json) \
                 $(filter-out src/api/registry%,$(call srcs_of,api)) src/client/kubeconfig.c \
-                src/http/request.c
+                src/http/request.c src/apiserver/metrics_text.c
 FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SRCS))
 
 .PHONY: fuzz fuzz-build

@@ -83,6 +83,7 @@ static void lead(void *ud) {
         .signing_cert = c->signing_cert,
         .signing_key = c->signing_key,
         .signing_duration_s = c->args.signing_duration_ns / KITE_NS_PER_SEC,
+        .root_ca = c->root_ca,
     };
     c->group = kite_ctl_group_new(c->el.client, NULL);
     for (size_t i = 0; i < KITE_N_CONTROLLERS; i++) {
@@ -135,6 +136,20 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
         free(TAKE_PTR(ret->signing_cert));
         return r;
     }
+    /* what kube-root-ca.crt publishes: --root-ca-file, else the kubeconfig's CA (upstream's default) */
+    if (a->root_ca_file) r = kite_pki_read_file(a->root_ca_file, &ret->root_ca);
+    else {
+        struct kite_kubeconfig *kc = NULL;
+        if ((r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error)) == 0 && kc->ca_pem)
+            ret->root_ca = kite_strdup(kc->ca_pem);
+        kite_kubeconfig_free(kc);
+    }
+    if (r < 0) {
+        if (a->root_ca_file) *ret_error = kite_asprintf("%s: %s", a->root_ca_file, strerror(-r));
+        free(TAKE_PTR(ret->signing_cert));
+        free(TAKE_PTR(ret->signing_key));
+        return r;
+    }
     struct elected_options eo = {
         .kubeconfig = a->kubeconfig, .user_agent = "kite-controller-manager", .lease_name = LEASE_NAME, .log = LOG,
         .leader_elect = a->leader_elect, .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns,
@@ -146,6 +161,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
 void controllers_stop(struct kite_controllers *c) {
     elected_stop(&c->el, unlead, c);
     free(TAKE_PTR(c->signing_cert));
+    free(TAKE_PTR(c->root_ca));
     if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
     free(TAKE_PTR(c->signing_key));
     free(TAKE_PTR(c->on));
@@ -168,6 +184,8 @@ int cmd_controller_manager(int argc, char **argv) {
                  &a.signing_cert_file),
         FLAG_STR("cluster-signing-key-file", "FILE", "key (PEM) of --cluster-signing-cert-file", NULL,
                  &a.signing_key_file),
+        FLAG_STR("root-ca-file", "FILE", "the CA bundle (PEM) published as kube-root-ca.crt in every namespace", NULL,
+                 &a.root_ca_file, .def_note = "the kubeconfig's certificate-authority"),
         FLAG_LIST("controllers", "NAME,...", ctl_help, "*", &ctls),
         FLAG_END};
     int r = flags_parse("controller-manager",

@@ -15,6 +15,7 @@ struct kite_ctl_config {
     int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
     const char *signing_cert, *signing_key;        /* the CSR signer's CA, PEM (NULL: no signer) */
     int64_t signing_duration_s;
+    const char *root_ca;                           /* PEM kube-root-ca.crt publishes (NULL: no publisher) */
 };
 
 /* One controller: a row of KITE_CONTROLLERS (registry.c). Everything per controller derives

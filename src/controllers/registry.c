@@ -5,6 +5,7 @@
 #include "controllers/controllers.h"
 #include "api/policy_rules.h"
 #include "base/base.h"
+#include "controllers/cronjob.h"
 #include "controllers/daemonset.h"
 #include "controllers/deployment.h"
 #include "controllers/disruption.h"
@@ -16,6 +17,8 @@
 #include "controllers/nodelifecycle.h"
 #include "controllers/podgc.h"
 #include "controllers/replicaset.h"
+#include "controllers/serviceaccounts.h"
+#include "controllers/statefulset.h"
 #include "controllers/tainteviction.h"
 
 #include <errno.h>
@@ -57,10 +60,17 @@ static int start_podgc(struct kite_ctl_group *g, const struct kite_ctl_config *c
 }
 
 static int start_disruption(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_dc_run(g); }
-static int start_replicaset(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_rsc_run(g); }
+static int start_replicaset(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) {
+    return kite_rsc_run(g, &KITE_RSC_REPLICASET);
+}
+static int start_replication(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) {
+    return kite_rsc_run(g, &KITE_RSC_REPLICATIONCONTROLLER);
+}
 static int start_deployment(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_deployctl_run(g); }
 static int start_gc(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_gc_run(g); }
 static int start_job(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_jobctl_run(g); }
+static int start_cronjob(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_cjctl_run(g); }
+static int start_statefulset(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_stsctl_run(g); }
 static int start_daemonset(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_dsctl_run(g); }
 static int start_csr_approving(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_csr_approver_run(g); }
 
@@ -74,6 +84,13 @@ static int start_csr_signing(struct kite_ctl_group *g, const struct kite_ctl_con
 
 static int start_endpointslice(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_epsctl_run(g, NULL); }
 static int start_aggregation(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_aggregator_run(g); }
+static int start_serviceaccount(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) {
+    return kite_sactl_run_serviceaccounts(g);
+}
+/* publishes --root-ca-file, else the kubeconfig's CA (none: the controller does nothing) */
+static int start_root_ca(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) {
+    return kite_sactl_run_root_ca(g, cfg->root_ca);
+}
 
 /* ---- the rows ---- */
 
@@ -104,6 +121,11 @@ const struct kite_ctl_desc KITE_CONTROLLERS[] = {
      "[" RULE(READ "," WRITE, "\"apps\"", "\"replicasets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"replicasets/status\",\"replicasets/finalizers\"") ","
      RULE(READ, CORE, "\"pods\"") "," PODS_MAKE "]"},
+    /* v1 ReplicationControllers, on the ReplicaSet controller's core */
+    {"replicationcontroller-controller", "replicationcontroller", start_replication,
+     "[" RULE(READ ",\"patch\",\"update\"", CORE, "\"replicationcontrollers\"") ","
+     RULE("\"patch\",\"update\"", CORE, "\"replicationcontrollers/status\",\"replicationcontrollers/finalizers\"") ","
+     RULE(READ, CORE, "\"pods\"") "," PODS_MAKE "]"},
     {"deployment-controller", "deployment", start_deployment,
      "[" RULE(READ ",\"patch\",\"update\"", "\"apps\"", "\"deployments\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"deployments/status\",\"deployments/finalizers\"") ","
@@ -116,11 +138,19 @@ const struct kite_ctl_desc KITE_CONTROLLERS[] = {
      "[" RULE(READ ",\"patch\",\"update\"", "\"batch\"", "\"jobs\"") ","
      RULE("\"patch\",\"update\"", "\"batch\"", "\"jobs/status\",\"jobs/finalizers\"") ","
      RULE(READ, CORE, "\"pods\"") "," PODS_MAKE "]"},
+    {"cronjob-controller", "cronjob", start_cronjob,
+     "[" RULE(READ, "\"batch\"", "\"cronjobs\"") ","
+     RULE("\"patch\",\"update\"", "\"batch\"", "\"cronjobs/status\",\"cronjobs/finalizers\"") ","
+     RULE(READ ",\"create\",\"delete\"", "\"batch\"", "\"jobs\"") "]"},
     {"daemonset-controller", "daemonset", start_daemonset,
      "[" RULE(READ, "\"apps\"", "\"daemonsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
      RULE(READ, CORE, "\"nodes\"") ","
+     RULE(READ, CORE, "\"pods\"") "," PODS_MAKE "]"},
+    {"statefulset-controller", "statefulset", start_statefulset,
+     "[" RULE(READ, "\"apps\"", "\"statefulsets\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"statefulsets/status\",\"statefulsets/finalizers\"") ","
      RULE(READ, CORE, "\"pods\"") "," PODS_MAKE "]"},
     {"certificatesigningrequest-approving-controller", "csrapproving", start_csr_approving,
      "[" RULE(READ, "\"certificates.k8s.io\"", "\"certificatesigningrequests\"") ","
@@ -140,6 +170,14 @@ const struct kite_ctl_desc KITE_CONTROLLERS[] = {
     {"clusterrole-aggregation-controller", "clusterrole-aggregation", start_aggregation,
      "[" RULE("\"escalate\",\"get\",\"list\",\"patch\",\"update\",\"watch\"", "\"rbac.authorization.k8s.io\"",
               "\"clusterroles\"") "]"},
+    /* the ServiceAccount `default` in every namespace */
+    {"serviceaccount-controller", "serviceaccount", start_serviceaccount,
+     "[" RULE(READ, CORE, "\"namespaces\"") ","
+     RULE(READ ",\"create\"", CORE, "\"serviceaccounts\"") "]"},
+    /* the ConfigMap kube-root-ca.crt in every namespace */
+    {"root-ca-certificate-publisher-controller", "root-ca-cert-publisher", start_root_ca,
+     "[" RULE(READ, CORE, "\"namespaces\"") ","
+     RULE(READ ",\"create\",\"update\"", CORE, "\"configmaps\"") "]"},
 };
 const size_t KITE_N_CONTROLLERS = KITE_ARRAY_SIZE(KITE_CONTROLLERS);
 

@@ -130,16 +130,19 @@ Test(registry, the_collector_watches_every_kind_the_registry_marks_gc_owner) {
 Test(registry, every_start_adds_a_controller_on_shared_informers) {
     const char *cert = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
     struct kite_ctl_config cfg = {.grace_ns = 40 * KITE_NS_PER_SEC, .period_ns = KITE_NS_PER_SEC,
-                                  .signing_cert = cert, .signing_key = cert, .node_cleanup_ns = 0};
+                                  .signing_cert = cert, .signing_key = cert, .node_cleanup_ns = 0,
+                                  .root_ca = cert};
     struct kite_ctl_group *g = kite_ctl_group_new(NULL, NULL);
     for (size_t i = 0; i < KITE_N_CONTROLLERS; i++) {
         size_t before = kite_ctl_group_count(g);
         cr_assert_eq(KITE_CONTROLLERS[i].start(g, &cfg), 0, "%s starts", KITE_CONTROLLERS[i].name);
         cr_assert_gt(kite_ctl_group_count(g), before, "%s adds a controller", KITE_CONTROLLERS[i].name);
     }
-    /* pods, nodes, leases, PDBs, ReplicaSets, Deployments, Jobs, the Jobs' pods, DaemonSets,
-     * Services, EndpointSlices, namespaces, CSRs, ClusterRoles: one stream each */
-    cr_assert_eq(kite_informer_factory_count(kite_ctl_group_informers(g)), 14);
+    /* pods, nodes, leases, PDBs, ReplicaSets, ReplicationControllers, Deployments, Jobs, the
+     * Jobs' pods, CronJobs, DaemonSets, StatefulSets, Services, EndpointSlices, namespaces,
+     * CSRs, ClusterRoles, the `default` ServiceAccounts, the kube-root-ca.crt ConfigMaps: one
+     * stream each */
+    cr_assert_eq(kite_informer_factory_count(kite_ctl_group_informers(g)), 19);
     kite_ctl_group_free(g); /* never started: no informer ran */
 }
 
