@@ -155,3 +155,21 @@ Test(registry, the_node_controllers_share_one_watch_per_collection) {
     cr_assert_eq(kite_informer_factory_count(kite_ctl_group_informers(g)), 3, "nodes, node leases, pods");
     kite_ctl_group_free(g);
 }
+
+/* The serviceaccount and root CA publisher controllers: one core run twice, sharing the
+ * namespaces' stream; the publisher without a CA adds nothing. */
+Test(registry, the_serviceaccount_controllers_share_the_namespaces_stream) {
+    struct kite_ctl_config cfg = {.root_ca = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"};
+    struct kite_ctl_group *g = kite_ctl_group_new(NULL, NULL);
+    cr_assert_eq(KITE_CONTROLLERS[row("serviceaccount-controller")].start(g, &cfg), 0);
+    cr_assert_eq(KITE_CONTROLLERS[row("root-ca-certificate-publisher-controller")].start(g, &cfg), 0);
+    cr_assert_eq(kite_ctl_group_count(g), 2);
+    cr_assert_eq(kite_informer_factory_count(kite_ctl_group_informers(g)), 3,
+                 "namespaces, the default ServiceAccounts, the kube-root-ca.crt ConfigMaps");
+    kite_ctl_group_free(g);
+    struct kite_ctl_config none = {0};
+    g = kite_ctl_group_new(NULL, NULL);
+    cr_assert_eq(KITE_CONTROLLERS[row("root-ca-certificate-publisher-controller")].start(g, &none), 0);
+    cr_assert_eq(kite_ctl_group_count(g), 0);
+    kite_ctl_group_free(g);
+}
