@@ -148,6 +148,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
         if (a->root_ca_file) *ret_error = kite_asprintf("%s: %s", a->root_ca_file, strerror(-r));
         free(TAKE_PTR(ret->signing_cert));
         free(TAKE_PTR(ret->signing_key));
+        free(TAKE_PTR(ret->on));
         return r;
     }
     struct elected_options eo = {
@@ -155,7 +156,13 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
         .leader_elect = a->leader_elect, .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns,
         .retry_period_ns = a->le_retry_ns, .started = lead, .stopped = unlead, .ud = ret,
     };
-    return elected_start(&ret->el, &eo, ret_error);
+    if ((r = elected_start(&ret->el, &eo, ret_error)) < 0) {
+        free(TAKE_PTR(ret->root_ca));
+        free(TAKE_PTR(ret->signing_cert));
+        free(TAKE_PTR(ret->signing_key));
+        free(TAKE_PTR(ret->on));
+    }
+    return r;
 }
 
 void controllers_stop(struct kite_controllers *c) {
