@@ -12,7 +12,8 @@ BUILD    ?= build
 CC       ?= cc
 # libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
 # libnftables: the Service proxy's table (src/agent/proxy)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables
+# zlib: SPDY/3.1 header blocks for port-forward (src/agent/logs/spdy.c)
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables zlib
 # libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
 # its headers only
 DL_PKGS  := libarchive

@@ -2,8 +2,8 @@
 v5.channel.k8s.io; no KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false) and the python client's stream()
 (v4.channel.k8s.io): the API server authorizes pods/exec and pods/attach and hands the upgraded
 connection to the node agent, which runs `runc exec` in the pod's container (pipes, or a pty for
-a tty) or reads conmon's attach socket; port-forward with the python client's framing (kubectl's
-SPDY-over-WebSocket is refused with a clear error). Real runc containers: needs root, runc, conmon and umoci,
+a tty) or reads conmon's attach socket; port-forward with the python client's framing and with
+kubectl's SPDY/3.1 (inside the WebSocket, and plain). Real runc containers: needs root, runc, conmon and umoci,
 as test_pods_logs.py, whose cluster fixture this module reuses."""
 import hashlib
 import json
@@ -314,12 +314,90 @@ def test_python_client_portforward_ports_and_errors(web):
     wait(lambda: not pf.connected, 10, "the session to end")
 
 
-def test_kubectl_port_forward_is_refused_clearly(web):
-    """kubectl tunnels SPDY over the WebSocket (SPDY/3.1+portforward.k8s.io) and falls back to SPDY:
-    neither is served, and it says so instead of hanging."""
-    r = web.kubectl("port-forward", "web", "18080:8080", check=False, timeout=30)
-    assert r.returncode != 0
-    assert "SPDY" in r.stderr, r.stderr
+def _port_forward(c, *args, env=None):
+    """`kubectl port-forward` in the background: the process and the local port it listens on."""
+    import re
+    p = subprocess.Popen([KUBECTL, "port-forward", *args], env={**c.kubectl_env(), **(env or {})},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(c.workdir),
+                         start_new_session=True)
+    line = ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "Forwarding from 127.0.0.1:" not in line:
+        r, _, _ = select.select([p.stdout], [], [], 1)
+        if r:
+            line = p.stdout.readline()
+            if not line:
+                break
+    if "Forwarding from 127.0.0.1:" not in line:
+        p.kill()
+        pytest.fail(f"kubectl port-forward did not start: {line!r} {p.stderr.read()!r}")
+    return p, int(re.search(r"127\.0\.0\.1:(\d+) ->", line).group(1))
+
+
+def _http_get(port, path="/"):
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+
+
+def _agent_threads_and_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _stop(p):
+    os.killpg(p.pid, signal.SIGINT)
+    try:
+        return p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail("kubectl port-forward did not stop on SIGINT")
+
+
+@pytest.mark.parametrize("websocket", [True, False], ids=["spdy-in-websocket", "spdy"])
+def test_kubectl_port_forward(web, websocket):
+    """kubectl 1.32 tunnels SPDY/3.1 inside the WebSocket (SPDY/3.1+portforward.k8s.io) by default;
+    with KUBECTL_PORT_FORWARD_WEBSOCKETS=false it upgrades to SPDY/3.1 itself. Either way: two
+    connections in a row get the pod's answer, a larger body arrives whole, and stopping kubectl
+    ends the streams (the agent's threads and descriptors go back to what they were)."""
+    c = web
+    before = _agent_threads_and_fds(c.proc.pid)
+    env = {} if websocket else {"KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"}
+    p, port = _port_forward(c, "pod/web", "0:8080", env=env)
+    try:
+        for _ in range(2):
+            data = _http_get(port)
+            assert data.split(b"\r\n", 1)[0].endswith(b" 200 OK"), data
+            assert data.endswith(b"hello-from-the-pod\n"), data
+        # a body larger than a SPDY window (64 KiB) and than one read
+        c.kubectl("exec", "web", "--", "sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x > /www/big.txt")
+        data = _http_get(port, "/big.txt")
+        assert data.endswith(b"x" * 300000) and b"x" * 300001 not in data, len(data)
+    finally:
+        out, err = _stop(p)
+    assert "error" not in err.lower(), err
+    wait(lambda: _agent_threads_and_fds(c.proc.pid)[0] <= before[0] and
+         _agent_threads_and_fds(c.proc.pid)[1] <= before[1], 15, f"threads and fds back to {before}")
+
+
+def test_kubectl_port_forward_to_a_closed_port(web):
+    """Nothing listens on the pod's port: the connection gets nothing, kubectl prints the agent's
+    error from the error stream and does not hang."""
+    c = web
+    p, port = _port_forward(c, "pod/web", "0:1236")
+    try:
+        assert _http_get(port) == b""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.2)
+    finally:
+        out, err = _stop(p) if p.poll() is None else p.communicate()
+    assert "error forwarding port 1236" in err and "refused" in err.lower(), err
 
 
 def _raw_ws(c, path, protocol="v5.channel.k8s.io"):
