@@ -182,7 +182,7 @@ def test_exec_not_upgraded_is_refused(box):
     assert r.status == 400 and "Upgrade request required" in r.json()["message"]
     r = api.request("POST", f"/api/v1/namespaces/{NS}/pods/box/exec?command=true&stdout=true", None,
                     headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"})
-    assert r.status == 400 and "SPDY/3.1 streams are not served" in r.json()["message"]
+    assert r.status == 400 and "SPDY/3.1 exec and attach streams are not served" in r.json()["message"], r.body
 
 
 def test_python_client_exit_code(box):
