@@ -387,7 +387,7 @@ def test_kubectl_port_forward(web, websocket):
 
 def test_kubectl_port_forward_to_a_closed_port(web):
     """Nothing listens on the pod's port: the connection gets nothing, kubectl prints the agent's
-    error from the error stream and does not hang."""
+    error from the error stream and ends (1.32 closes the session on a port's error), no hang."""
     c = web
     p, port = _port_forward(c, "pod/web", "0:1236")
     try:
@@ -395,6 +395,7 @@ def test_kubectl_port_forward_to_a_closed_port(web):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and p.poll() is None:
             time.sleep(0.2)
+        assert p.poll() is not None, "kubectl still running after the port's error"
     finally:
         out, err = _stop(p) if p.poll() is None else p.communicate()
     assert "error forwarding port 1236" in err and "refused" in err.lower(), err
