@@ -23,7 +23,7 @@ Test(spdy, header_blocks_round_trip_across_frames) {
     struct kite_spdy_frame f;
     /* what kubectl sends for one forwarded connection, names in any case (written lower) */
     for (int req = 0; req < 3; req++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "%d", req);
         struct kite_spdy_header h[] = {{"StreamType", "error"}, {"Port", "8080"}, {"RequestID", id}};
         kite_spdy_syn_stream(w, &b, (uint32_t)(4 * req + 1), 0, h, 3);
