@@ -58,13 +58,14 @@ DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client http pki api json base
 DEPS_controllers := controllers client pki api json base
+DEPS_sim       := sim agent client http pki api json base
 # cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
 # and kite-agent (the linker takes agent.o, flags.o and signals.o from it)
 DEPS_cmd       := cmd api json base
 # extra modules a module's unit tests may link (test fixtures only), linked before its own (they use base)
 TESTDEPS_http  := pki
 TESTDEPS_client := pki
-MODULES        := base json api store http pki apiserver client agent controllers cmd
+MODULES        := base json api store http pki apiserver client agent sim controllers cmd
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
 objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
@@ -105,8 +106,8 @@ $(BUILD)/tests/%.o: tests/%.c
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
 $(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(MAINS),$(call objs_of,cmd)) \
-               $(call libs_for,agent) $(call libs_for,controllers) $(call libs_for,apiserver) $(call lib_of,pki)
-	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,agent controllers client apiserver http pki store api json base,$(call lib_of,$(m))) $(MALLOC) $(LDLIBS)
+               $(call libs_for,sim) $(call libs_for,controllers) $(call libs_for,apiserver) $(call lib_of,pki)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,sim agent controllers client apiserver http pki store api json base,$(call lib_of,$(m))) $(MALLOC) $(LDLIBS)
 
 # The node agent linked alone (`kite-agent`, the same flags as `kite agent`): every library a
 # process maps costs it the pages it touches (relocations, data, the code run at start), so

@@ -18,3 +18,73 @@ def free_port(who):
         finally:
             s.close()
     sys.exit(f"{who}: no free port")
+
+
+def start_up(kite, workdir, extra=(), who="bench", timeout=120):
+    """Starts `kite up --no-agent` on a fresh data dir under workdir (its log in workdir/up.log)
+    and waits for /readyz. Returns (process, port, data_dir); stop it with stop()."""
+    import os
+    import ssl
+    import subprocess
+    import time
+    import http.client
+    from pathlib import Path
+    workdir = Path(workdir)
+    data = workdir / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    port = free_port(who)
+    log = open(workdir / "up.log", "ab")
+    p = subprocess.Popen([kite, "up", "--no-agent", "--data-dir", str(data), "--listen", f"127.0.0.1:{port}", *extra],
+                         stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    crt, key = data / "pki" / "admin.crt", data / "pki" / "admin.key"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            sys.exit(f"{who}: kite up exited with {p.returncode} (log {workdir / 'up.log'})")
+        if (data / "admin.kubeconfig").exists() and crt.exists():
+            try:
+                ctx.load_cert_chain(str(crt), str(key))
+                c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=5)
+                c.request("GET", "/readyz")
+                r = c.getresponse()
+                ok = r.status == 200 and r.read().strip() == b"ok"
+                c.close()
+                if ok:
+                    return p, port, data
+            except (OSError, ssl.SSLError, http.client.HTTPException):
+                pass
+        time.sleep(0.2)
+    stop(p)
+    sys.exit(f"{who}: kite up not ready after {timeout}s (log {workdir / 'up.log'})")
+
+
+def stop(p, timeout=20):
+    """SIGTERM, then SIGKILL after timeout."""
+    import subprocess
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, seconds."""
+    import os
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0

@@ -81,5 +81,7 @@ void agent_sync_status(struct kite_agent *a, int64_t now);
 void agent_sync_lease(struct kite_agent *a, int64_t now);
 /* Marks the Node as gone: the next step registers again (if registerNode). */
 void agent_node_gone(struct kite_agent *a, const char *why);
+/* Whether a NodeStatus (may be NULL) has Ready=True. */
+bool agent_status_ready(json_object *status);
 /* Equality of two NodeStatus objects ignoring conditions' lastHeartbeatTime and order. */
 bool agent_status_equal(json_object *a, json_object *b);

@@ -458,3 +458,9 @@ uint64_t kite_agent_bytes_sent(struct kite_agent *a) { return kite_client_bytes_
 
 struct kite_client *kite_agent_client(struct kite_agent *a) { return a->client; }
 const char *kite_agent_node_name(struct kite_agent *a) { return a->node_name; }
+
+bool kite_agent_reported_ready(struct kite_agent *a) { return a->registered && agent_status_ready(a->acked_status); }
+bool kite_agent_failing(struct kite_agent *a) {
+    return a->register_failing || a->status_failing || a->lease_failing;
+}
+bool kite_agent_registered(struct kite_agent *a) { return a->registered; }

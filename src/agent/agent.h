@@ -110,6 +110,11 @@ struct kite_agent_stats {
 void kite_agent_get_stats(struct kite_agent *a, struct kite_agent_stats *ret);
 /* Request bytes sent so far (benchmarks). */
 uint64_t kite_agent_bytes_sent(struct kite_agent *a);
+/* Loop-thread views for `kite sim`'s progress line: registered; the last status the server
+ * acknowledged says Ready=True; a registration, status report or lease renewal is failing. */
+bool kite_agent_registered(struct kite_agent *a);
+bool kite_agent_reported_ready(struct kite_agent *a);
+bool kite_agent_failing(struct kite_agent *a);
 /* The node name the agent uses (borrowed). */
 const char *kite_agent_node_name(struct kite_agent *a);
 /* The agent's API client (borrowed; valid until kite_agent_stop): the certificate manager

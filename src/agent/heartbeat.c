@@ -93,7 +93,7 @@ void agent_node_gone(struct kite_agent *a, const char *why) {
     a->lease = NULL;
 }
 
-static bool ready_true(json_object *status) {
+bool agent_status_ready(json_object *status) {
     json_object *conds;
     if (!status || !json_object_object_get_ex(status, "conditions", &conds)) return false;
     for (size_t i = 0; i < json_object_array_length(conds); i++) {
@@ -107,7 +107,7 @@ static bool ready_true(json_object *status) {
 static void schedule_status(struct kite_agent *a, int64_t now) {
     if (a->fast_period) {
         /* fastStatusUpdateOnce: report quickly until the server has seen Ready */
-        if (ready_true(a->acked_status) || now - a->started >= KITE_AGENT_READY_GRACE_NS) {
+        if (agent_status_ready(a->acked_status) || now - a->started >= KITE_AGENT_READY_GRACE_NS) {
             a->fast_period = 0;
         } else {
             a->next_status = now + a->fast_period;

@@ -371,6 +371,8 @@ void nodestate_free(struct kite_nodestate *n);
 void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path);
 /* Computes every node's state; records an event for each change (housekeeping thread). */
 void nodestate_pass(struct kite_apiserver *s);
+/* Classifications the passes made so far (a quiet cluster's pass makes none). */
+uint64_t nodestate_classified(struct kite_apiserver *s);
 /* An eviction of pod (borrowed) refused with code and message: its node drains (Draining)
  * while kubectl drain retries. */
 void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message);

@@ -27,13 +27,21 @@ struct seen {
     int64_t first, last;
     char what[160];
 };
+/* One name's kept state: its Node and Lease as the watch caches last told (references), what
+ * the last pass's classification said, and when time alone could change that. */
 struct prev {
+    char *name;
     enum kite_node_state state;
     char uid[40];
     int64_t recreated;
     char renew[40];     /* the lease's renewTime last seen */
     int64_t renew_seen; /* when this server saw it first (its clock) */
+    struct kite_record *node, *lease;
+    int64_t recheck;    /* wall: classify again then (0: on a change only) */
+    size_t heap_pos;    /* NOT_QUEUED: not in the recheck heap */
+    bool dirty, cordoned;
 };
+#define NOT_QUEUED SIZE_MAX
 struct refused {
     int64_t at;
     char pod[128], why[200];
@@ -42,11 +50,19 @@ struct refused {
 struct kite_nodestate {
     pthread_mutex_t mu;
     struct kite_map seen; /* node name -> struct seen */
-    struct kite_map prev; /* node name -> struct prev (the last pass's) */
+    struct kite_map prev; /* node name -> struct prev */
     struct kite_map refused; /* node name -> struct refused (its pods' latest refused eviction) */
-    struct kite_buf metrics; /* the last pass's kite_node_state lines */
     uint64_t seen_dropped;
     struct kite_node_thresholds t;
+    /* kept up to date from the nodes' and leases' watch caches (sync_locked) */
+    struct kite_wcache *node_cache, *lease_cache;
+    struct kite_watcher *node_w, *lease_w;
+    char *node_prefix, *lease_prefix;
+    bool synced;
+    size_t cordoned; /* Nodes with spec.unschedulable */
+    struct prev **dirty, **unsettled, **heap;
+    size_t n_dirty, cap_dirty, n_unsettled, cap_unsettled, n_heap, cap_heap;
+    uint64_t classified; /* classifications by passes */
 };
 
 struct kite_nodestate *nodestate_new(int64_t stale_ns, int64_t grace_ns) {
@@ -68,14 +84,111 @@ static void free_values(struct kite_map *m) {
     kite_map_release(m);
 }
 
+static void prev_free(struct prev *pv) {
+    kite_record_unref(pv->node);
+    kite_record_unref(pv->lease);
+    free(pv->name);
+    free(pv);
+}
+
 void nodestate_free(struct kite_nodestate *n) {
     if (!n) return;
+    kite_watcher_close(n->node_w);
+    kite_watcher_close(n->lease_w);
     free_values(&n->seen);
-    free_values(&n->prev);
+    const char *k;
+    void *v;
+    for (size_t i = 0; kite_map_next(&n->prev, &i, &k, &v);) prev_free(v);
+    kite_map_release(&n->prev);
     free_values(&n->refused);
-    kite_buf_release(&n->metrics);
+    free(n->node_prefix);
+    free(n->lease_prefix);
+    free(n->dirty);
+    free(n->unsettled);
+    free(n->heap);
     pthread_mutex_destroy(&n->mu);
     free(n);
+}
+
+/* The name's entry, made when missing. */
+static struct prev *prev_of(struct kite_nodestate *ns, const char *name) {
+    struct prev *pv = kite_map_get(&ns->prev, name);
+    if (!pv) {
+        pv = kite_calloc(1, sizeof *pv);
+        pv->name = kite_strdup(name);
+        pv->state = KITE_NODE_NONE;
+        pv->heap_pos = NOT_QUEUED;
+        kite_map_put(&ns->prev, name, pv);
+    }
+    return pv;
+}
+
+static void push_ptr(struct prev ***v, size_t *n, size_t *cap, struct prev *pv) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *v = kite_realloc(*v, *cap * sizeof **v);
+    }
+    (*v)[(*n)++] = pv;
+}
+
+/* Classified again at the next pass. */
+static void mark_dirty(struct kite_nodestate *ns, struct prev *pv) {
+    if (pv->dirty) return;
+    pv->dirty = true;
+    push_ptr(&ns->dirty, &ns->n_dirty, &ns->cap_dirty, pv);
+}
+
+/* ---- the recheck heap: entries by the time their state could change with no event -------- */
+
+static void heap_place(struct kite_nodestate *ns, size_t i, struct prev *pv) {
+    ns->heap[i] = pv;
+    pv->heap_pos = i;
+}
+
+static void heap_sift(struct kite_nodestate *ns, size_t i) {
+    struct prev *pv = ns->heap[i];
+    while (i > 0 && ns->heap[(i - 1) / 2]->recheck > pv->recheck) {
+        heap_place(ns, i, ns->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        int64_t best = pv->recheck;
+        if (l < ns->n_heap && ns->heap[l]->recheck < best) m = l, best = ns->heap[l]->recheck;
+        if (r < ns->n_heap && ns->heap[r]->recheck < best) m = r;
+        if (m == i) break;
+        heap_place(ns, i, ns->heap[m]);
+        i = m;
+    }
+    heap_place(ns, i, pv);
+}
+
+static void heap_remove(struct kite_nodestate *ns, struct prev *pv) {
+    size_t i = pv->heap_pos;
+    if (i == NOT_QUEUED) return;
+    pv->heap_pos = NOT_QUEUED;
+    struct prev *last = ns->heap[--ns->n_heap];
+    if (i == ns->n_heap) return;
+    heap_place(ns, i, last);
+    heap_sift(ns, i);
+}
+
+/* Sets when pv is next classified with no event (0: never). */
+static void set_recheck(struct kite_nodestate *ns, struct prev *pv, int64_t at) {
+    if (!at) {
+        heap_remove(ns, pv);
+        pv->recheck = 0;
+        return;
+    }
+    pv->recheck = at;
+    if (pv->heap_pos == NOT_QUEUED) {
+        if (ns->n_heap == ns->cap_heap) {
+            ns->cap_heap = ns->cap_heap ? 2 * ns->cap_heap : 64;
+            ns->heap = kite_realloc(ns->heap, ns->cap_heap * sizeof *ns->heap);
+        }
+        heap_place(ns, ns->n_heap++, pv);
+    }
+    heap_sift(ns, pv->heap_pos);
 }
 
 void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path) {
@@ -91,8 +204,12 @@ void nodestate_seen(struct kite_apiserver *s, const char *user, const char *meth
         kite_map_put(&n->seen, name, e);
     }
     if (e) {
+        bool first = e->last == 0;
         e->last = now;
         snprintf(e->what, sizeof e->what, "%s %s", method, path);
+        /* an identity with no Node may be an orphan; a first call may date a re-registration */
+        struct prev *pv = first || n->synced ? prev_of(n, name) : kite_map_get(&n->prev, name);
+        if (pv && (first || !pv->node)) mark_dirty(n, pv);
     } else {
         n->seen_dropped++;
     }
@@ -111,19 +228,10 @@ void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int 
         e->at = now;
         snprintf(e->pod, sizeof e->pod, "%s/%s", kite_meta_str(pod, "namespace") ?: "", kite_meta_str(pod, "name") ?: "");
         snprintf(e->why, sizeof e->why, "%d: %s", code, message ? message : "");
+        struct prev *pv = kite_map_get(&n->prev, node);
+        if (pv) mark_dirty(n, pv);
     }
     pthread_mutex_unlock(&n->mu);
-}
-
-/* The node's prev entry (made when missing: a node not seen by a pass yet). */
-static struct prev *prev_of(struct kite_nodestate *ns, const char *name) {
-    struct prev *pv = kite_map_get(&ns->prev, name);
-    if (!pv) {
-        pv = kite_calloc(1, sizeof *pv);
-        pv->state = KITE_NODE_NONE;
-        kite_map_put(&ns->prev, name, pv);
-    }
-    return pv;
 }
 
 /* When this server saw the lease's current renewal, on its own clock (as the node lifecycle
@@ -141,15 +249,126 @@ static int64_t renewal_seen(struct prev *pv, json_object *lease, int64_t now) {
     return pv->renew_seen;
 }
 
-/* ---- one computation over the watch caches ------------------------------------------------ */
+/* ---- kept up to date from the watch caches ------------------------------------------------ */
 
-struct node_row {
-    char *name;
-    enum kite_node_state state;
-    char *evidence;
-    char uid[40];
-    bool has_node;
+struct counts {
+    size_t pods, terminating;
 };
+
+/* When a healthy node's lease expires, as kite_node_classify judges it (0: no lease judged). */
+static int64_t expiry(struct kite_nodestate *ns, struct prev *pv, int64_t now) {
+    if (!pv->lease || !pv->renew_seen || ns->t.grace_ns <= 0) return 0;
+    json_object *d = kite_obj_get(kite_obj_get(record_object(pv->lease), "spec"), "leaseDurationSeconds");
+    int64_t dur = d ? json_object_get_int64(d) * KITE_NS_PER_SEC : 0;
+    int64_t at = pv->renew_seen + (dur > ns->t.grace_ns ? dur : ns->t.grace_ns);
+    return at > now ? at : now + KITE_NS_PER_SEC;
+}
+
+/* One Node or Lease event (or listed object). */
+static void apply(struct kite_nodestate *ns, bool is_node, struct kite_record *rec, bool deleted, int64_t now) {
+    json_object *o = record_object(rec);
+    const char *name = kite_meta_str(o, "name");
+    if (!name) return;
+    struct prev *pv = deleted ? kite_map_get(&ns->prev, name) : prev_of(ns, name);
+    if (!pv) return;
+    if (is_node) {
+        kite_record_unref(pv->node);
+        pv->node = deleted ? NULL : kite_record_ref(rec);
+        json_object *u = deleted ? NULL : kite_obj_get(kite_obj_get(o, "spec"), "unschedulable");
+        bool cordoned = u && json_object_get_boolean(u);
+        if (cordoned && !pv->cordoned) ns->cordoned++;
+        if (!cordoned && pv->cordoned) ns->cordoned--;
+        pv->cordoned = cordoned;
+        const char *uid = deleted ? NULL : kite_meta_str(o, "uid");
+        if (uid) {
+            /* a new object under the same name while its agent kept calling */
+            struct seen *sn = kite_map_get(&ns->seen, name);
+            if (pv->uid[0] && strcmp(pv->uid, uid) != 0 && sn && now - sn->last < ns->t.orphan_window_ns)
+                pv->recreated = now;
+            snprintf(pv->uid, sizeof pv->uid, "%s", uid);
+        }
+        mark_dirty(ns, pv);
+        return;
+    }
+    kite_record_unref(pv->lease);
+    pv->lease = deleted ? NULL : kite_record_ref(rec);
+    if (deleted || !pv->node) {
+        mark_dirty(ns, pv);
+        return;
+    }
+    /* a renewal of a healthy node only moves its expiry: no classification */
+    renewal_seen(pv, o, now);
+    if (pv->state == KITE_NODE_HEALTHY && !pv->dirty) set_recheck(ns, pv, expiry(ns, pv, now));
+    else mark_dirty(ns, pv);
+}
+
+static struct kite_wcache *cache_of(struct kite_apiserver *s, const char *group, const char *plural, const char *nsname,
+                                    char **prefix) {
+    const struct kite_resource *r = kite_registry_find(group, "v1", plural);
+    if (!r) return NULL;
+    free(*prefix);
+    *prefix = kite_object_prefix(r, nsname);
+    return storage_cache(s, r);
+}
+
+/* Lists into the entries, then watches from the list's revision. */
+static int list_and_watch(struct kite_nodestate *ns, struct kite_wcache *c, const char *prefix, bool is_node,
+                          int64_t now, struct kite_watcher **w) {
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    int64_t rev;
+    bool more;
+    int r = kite_wcache_list(c, prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
+    if (r < 0) return r;
+    for (size_t i = 0; i < n; i++) {
+        apply(ns, is_node, recs[i], false, now);
+        kite_record_unref(recs[i]);
+    }
+    free(recs);
+    /* a pass takes what queued in KITE_NODE_STATE_PERIOD_S: room for 150k nodes' renewals */
+    return kite_wcache_watch(c, prefix, rev, 1u << 20, (size_t)256 << 20, NULL, NULL, NULL, w);
+}
+
+static int drain(struct kite_nodestate *ns, struct kite_watcher *w, bool is_node, int64_t now) {
+    struct kite_watch_event evs[64];
+    for (;;) {
+        int k = kite_watcher_next(w, evs, KITE_ARRAY_SIZE(evs));
+        if (k <= 0) return k;
+        for (int i = 0; i < k; i++) {
+            apply(ns, is_node, evs[i].rec, evs[i].type == KITE_EV_DELETED, now);
+            kite_record_unref(evs[i].rec);
+            kite_record_unref(evs[i].prev);
+        }
+    }
+}
+
+/* Brings the entries up to date with the watch caches: O(events since the last call). */
+static void sync_locked(struct kite_apiserver *s, struct kite_nodestate *ns, int64_t now) {
+    if (ns->synced) {
+        if (drain(ns, ns->node_w, true, now) == 0 && drain(ns, ns->lease_w, false, now) == 0) return;
+        /* a watcher fell behind and was dropped: start over from a list */
+        const char *k;
+        void *v;
+        for (size_t i = 0; kite_map_next(&ns->prev, &i, &k, &v);) {
+            struct prev *pv = v;
+            kite_record_unref(TAKE_PTR(pv->node));
+            kite_record_unref(TAKE_PTR(pv->lease));
+            pv->cordoned = false;
+            mark_dirty(ns, pv);
+        }
+        ns->cordoned = 0;
+    }
+    kite_watcher_close(TAKE_PTR(ns->node_w));
+    kite_watcher_close(TAKE_PTR(ns->lease_w));
+    ns->synced = false;
+    if (!ns->node_cache) ns->node_cache = cache_of(s, "", "nodes", NULL, &ns->node_prefix);
+    if (!ns->lease_cache) ns->lease_cache = cache_of(s, "coordination.k8s.io", "leases", "kube-node-lease", &ns->lease_prefix);
+    if (!ns->node_cache || !ns->lease_cache) return;
+    if (list_and_watch(ns, ns->node_cache, ns->node_prefix, true, now, &ns->node_w) < 0 ||
+        list_and_watch(ns, ns->lease_cache, ns->lease_prefix, false, now, &ns->lease_w) < 0)
+        return;
+    ns->synced = true;
+}
 
 static struct kite_record **list(struct kite_apiserver *s, const char *group, const char *plural, const char *ns, size_t *n) {
     const struct kite_resource *r = kite_registry_find(group, "v1", plural);
@@ -163,112 +382,51 @@ static struct kite_record **list(struct kite_apiserver *s, const char *group, co
     return recs;
 }
 
-static void unref_all(struct kite_record **recs, size_t n) {
-    for (size_t i = 0; i < n; i++) kite_record_unref(recs[i]);
-    free(recs);
-}
-
-struct counts {
-    size_t pods, terminating;
-};
-
-/* Computes every node's state; with update, records uid changes (re-registrations) and
- * returns the rows for events and metrics. */
-static struct node_row *compute(struct kite_apiserver *s, int64_t now, bool update, size_t *ret_n) {
-    struct kite_nodestate *ns = s->nodestate;
-    size_t nn, nl, np = 0;
-    struct kite_record **nodes = list(s, "", "nodes", NULL, &nn);
-    struct kite_record **leases = list(s, "coordination.k8s.io", "leases", "kube-node-lease", &nl);
-    struct kite_map lease_by = {0}, node_by = {0}, counts = {0};
-    bool any_cordoned = false;
-    for (size_t i = 0; i < nl; i++) {
-        json_object *o = record_object(leases[i]);
-        if (kite_meta_str(o, "name")) kite_map_put(&lease_by, kite_meta_str(o, "name"), o);
-    }
-    for (size_t i = 0; i < nn; i++) {
-        json_object *o = record_object(nodes[i]);
-        if (kite_meta_str(o, "name")) kite_map_put(&node_by, kite_meta_str(o, "name"), o);
-        json_object *u = kite_obj_get(kite_obj_get(o, "spec"), "unschedulable");
-        if (u && json_object_get_boolean(u)) any_cordoned = true;
-    }
-    /* pods matter only to tell Draining from Cordoned: not read while nothing is cordoned */
-    struct kite_record **pods = any_cordoned ? list(s, "", "pods", NULL, &np) : NULL;
+/* Pods per node: they matter only to tell Draining from Cordoned, so they are listed only
+ * while some node is cordoned. Returns the counts' storage (caller frees after the map). */
+static struct counts *pod_counts(struct kite_apiserver *s, struct kite_map *counts) {
+    size_t np = 0;
+    struct kite_record **pods = list(s, "", "pods", NULL, &np);
     struct counts *cv = np ? kite_calloc(np, sizeof *cv) : NULL;
     size_t ncv = 0;
     for (size_t i = 0; i < np; i++) {
         json_object *o = record_object(pods[i]);
         const char *node = kite_obj_str(kite_obj_get(o, "spec"), "nodeName");
-        if (!node || !*node) continue;
-        struct counts *c = kite_map_get(&counts, node);
-        if (!c) kite_map_put(&counts, node, c = &cv[ncv++]);
-        c->pods++;
-        if (kite_obj_get(kite_obj_meta(o), "deletionTimestamp")) c->terminating++;
-    }
-
-    pthread_mutex_lock(&ns->mu);
-    size_t cap = nn + ns->seen.len, n = 0;
-    struct node_row *rows = kite_calloc(cap ? cap : 1, sizeof *rows);
-    struct kite_buf ev = {0};
-    for (int pass = 0; pass < 2; pass++) {
-        /* first every Node, then identities with no Node */
-        size_t it = 0;
-        const char *name;
-        void *v;
-        for (size_t i = 0; pass == 0 ? i < nn : kite_map_next(&ns->seen, &it, &name, &v); i++) {
-            json_object *node = NULL;
-            if (pass == 0) {
-                node = record_object(nodes[i]);
-                name = kite_meta_str(node, "name");
-                if (!name) continue;
-            } else if (kite_map_get(&node_by, name)) {
-                continue;
-            }
-            struct seen *sn = kite_map_get(&ns->seen, name);
-            json_object *lease = kite_map_get(&lease_by, name);
-            struct prev *pv = node && lease ? prev_of(ns, name) : kite_map_get(&ns->prev, name);
-            struct refused *rf = kite_map_get(&ns->refused, name);
-            const char *uid = node ? kite_meta_str(node, "uid") : NULL;
-            if (update && node && uid && pv && pv->uid[0] && strcmp(pv->uid, uid) != 0 && sn && now - sn->last < ns->t.orphan_window_ns)
-                pv->recreated = now; /* a new object under the same name while its agent kept calling */
-            struct counts *c = kite_map_get(&counts, name);
-            struct kite_node_facts f = {.node = node, .lease = lease,
-                                        .renewed_ns = node && lease ? renewal_seen(pv, lease, now) : 0,
-                                        .refused_ns = rf ? rf->at : 0, .refused_pod = rf ? rf->pod : NULL,
-                                        .refused_why = rf ? rf->why : NULL,
-                                        .seen_first_ns = sn ? sn->first : 0, .seen_last_ns = sn ? sn->last : 0,
-                                        .seen_what = sn ? sn->what : NULL, .pods = c ? c->pods : 0,
-                                        .terminating = c ? c->terminating : 0, .recreated_ns = pv ? pv->recreated : 0};
-            kite_buf_reset(&ev);
-            enum kite_node_state st = kite_node_classify(&f, now, &ns->t, &ev);
-            if (st == KITE_NODE_NONE) continue;
-            struct node_row *r = &rows[n++];
-            r->name = kite_strdup(name);
-            r->state = st;
-            r->evidence = kite_strdup(ev.p ? ev.p : "");
-            r->has_node = node != NULL;
-            snprintf(r->uid, sizeof r->uid, "%s", uid ? uid : "");
+        if (node && *node) {
+            struct counts *c = kite_map_get(counts, node);
+            if (!c) kite_map_put(counts, node, c = &cv[ncv++]);
+            c->pods++;
+            if (kite_obj_get(kite_obj_meta(o), "deletionTimestamp")) c->terminating++;
         }
+        kite_record_unref(pods[i]);
     }
-    kite_buf_release(&ev);
-    pthread_mutex_unlock(&ns->mu);
-    kite_map_release(&lease_by);
-    kite_map_release(&node_by);
-    kite_map_release(&counts);
-    free(cv);
-    unref_all(nodes, nn);
-    unref_all(leases, nl);
-    unref_all(pods, np);
-    *ret_n = n;
-    return rows;
+    free(pods);
+    return cv;
 }
 
-static void rows_free(struct node_row *rows, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        free(rows[i].name);
-        free(rows[i].evidence);
-    }
-    free(rows);
+static enum kite_node_state classify(struct kite_nodestate *ns, struct prev *pv, int64_t now, struct kite_map *counts,
+                                     struct kite_buf *ev) {
+    json_object *node = pv->node ? record_object(pv->node) : NULL;
+    json_object *lease = pv->lease ? record_object(pv->lease) : NULL;
+    struct seen *sn = kite_map_get(&ns->seen, pv->name);
+    struct refused *rf = kite_map_get(&ns->refused, pv->name);
+    struct counts *c = counts ? kite_map_get(counts, pv->name) : NULL;
+    struct kite_node_facts f = {.node = node, .lease = lease,
+                                .renewed_ns = node && lease ? renewal_seen(pv, lease, now) : 0,
+                                .refused_ns = rf ? rf->at : 0, .refused_pod = rf ? rf->pod : NULL,
+                                .refused_why = rf ? rf->why : NULL,
+                                .seen_first_ns = sn ? sn->first : 0, .seen_last_ns = sn ? sn->last : 0,
+                                .seen_what = sn ? sn->what : NULL, .pods = c ? c->pods : 0,
+                                .terminating = c ? c->terminating : 0, .recreated_ns = pv->recreated};
+    return kite_node_classify(&f, now, &ns->t, ev);
 }
+
+struct node_row {
+    char *name;
+    enum kite_node_state state;
+    char *evidence;
+    char uid[40];
+};
 
 static void record_event(struct kite_apiserver *s, const struct node_row *r, int64_t now) {
     const struct kite_resource *er = kite_registry_find("", "v1", "events");
@@ -303,47 +461,84 @@ static void record_event(struct kite_apiserver *s, const struct node_row *r, int
     json_object_put(ev);
 }
 
+/* The periodic pass: classifies only what changed (events since the last pass), what time
+ * could have changed (a healthy node whose lease expiry came; every node in another state,
+ * whose evidence and state move with time) and records an event for each new state. A quiet
+ * cluster of healthy nodes costs the renewals' events and the expiries' heap, not a list. */
 void nodestate_pass(struct kite_apiserver *s) {
     struct kite_nodestate *ns = s->nodestate;
     if (!ns) return;
     int64_t now = kite_now_wall(s->clock);
-    size_t n;
-    struct node_row *rows = compute(s, now, true, &n);
-    struct kite_buf m = {0};
-    struct node_row **changed = kite_calloc(n ? n : 1, sizeof *changed);
-    size_t nch = 0;
     pthread_mutex_lock(&ns->mu);
-    struct kite_map keep = {0};
-    for (size_t i = 0; i < n; i++) {
-        struct prev *pv = kite_map_del(&ns->prev, rows[i].name);
-        if (!pv) pv = kite_calloc(1, sizeof *pv), pv->state = KITE_NODE_NONE;
-        /* first sight of a healthy node is no news; anything else, and every change, is */
-        if (pv->state != rows[i].state && !(pv->state == KITE_NODE_NONE && rows[i].state == KITE_NODE_HEALTHY))
-            changed[nch++] = &rows[i];
-        pv->state = rows[i].state;
-        if (rows[i].uid[0]) snprintf(pv->uid, sizeof pv->uid, "%s", rows[i].uid);
-        kite_map_put(&keep, rows[i].name, pv);
-        kite_buf_printf(&m, "kite_node_state{node=\"%s\",state=\"%s\"} 1\n", rows[i].name, kite_node_state_name(rows[i].state));
-    }
-    /* nodes gone from the report keep their uid (a Node deleted and made again later) */
-    const char *k;
-    void *v;
-    for (size_t it = 0; kite_map_next(&ns->prev, &it, &k, &v);) {
-        struct prev *pv = v;
-        pv->state = KITE_NODE_NONE;
-        kite_map_put(&keep, k, pv);
-    }
-    kite_map_release(&ns->prev);
-    ns->prev = keep;
-    kite_buf_release(&ns->metrics);
-    ns->metrics = m;
+    sync_locked(s, ns, now);
+    bool any_cordoned = ns->cordoned > 0;
     pthread_mutex_unlock(&ns->mu);
+    struct kite_map counts = {0};
+    struct counts *cv = any_cordoned ? pod_counts(s, &counts) : NULL;
+    pthread_mutex_lock(&ns->mu);
+    while (ns->n_heap && ns->heap[0]->recheck <= now) {
+        struct prev *pv = ns->heap[0];
+        set_recheck(ns, pv, 0);
+        mark_dirty(ns, pv);
+    }
+    struct prev **uns = TAKE_PTR(ns->unsettled);
+    size_t nu = ns->n_unsettled;
+    ns->n_unsettled = ns->cap_unsettled = 0;
+    for (size_t i = 0; i < nu; i++) mark_dirty(ns, uns[i]);
+    free(uns);
+    struct prev **todo = TAKE_PTR(ns->dirty);
+    size_t nt = ns->n_dirty;
+    ns->n_dirty = ns->cap_dirty = 0;
+    struct node_row *changed = kite_calloc(nt ? nt : 1, sizeof *changed);
+    size_t nch = 0;
+    struct kite_buf ev = {0};
+    for (size_t i = 0; i < nt; i++) {
+        struct prev *pv = todo[i];
+        pv->dirty = false;
+        kite_buf_reset(&ev);
+        enum kite_node_state st = classify(ns, pv, now, any_cordoned ? &counts : NULL, &ev);
+        ns->classified++;
+        /* first sight of a healthy node is no news; anything else, and every change, is */
+        if (st != KITE_NODE_NONE && st != pv->state && !(pv->state == KITE_NODE_NONE && st == KITE_NODE_HEALTHY)) {
+            struct node_row *r = &changed[nch++];
+            r->name = kite_strdup(pv->name);
+            r->state = st;
+            r->evidence = kite_strdup(ev.p ? ev.p : "");
+            snprintf(r->uid, sizeof r->uid, "%s", pv->node ? pv->uid : "");
+        }
+        pv->state = st;
+        if (st == KITE_NODE_HEALTHY) {
+            set_recheck(ns, pv, expiry(ns, pv, now));
+        } else {
+            set_recheck(ns, pv, 0);
+            if (st != KITE_NODE_NONE) push_ptr(&ns->unsettled, &ns->n_unsettled, &ns->cap_unsettled, pv);
+        }
+    }
+    kite_buf_release(&ev);
+    free(todo);
+    pthread_mutex_unlock(&ns->mu);
+    kite_map_release(&counts);
+    free(cv);
     for (size_t i = 0; i < nch; i++) {
-        log_info("apiserver", "node %s: %s: %s", changed[i]->name, kite_node_state_name(changed[i]->state), changed[i]->evidence);
-        record_event(s, changed[i], now);
+        log_info("apiserver", "node %s: %s: %s", changed[i].name, kite_node_state_name(changed[i].state), changed[i].evidence);
+        record_event(s, &changed[i], now);
+        free(changed[i].name);
+        free(changed[i].evidence);
     }
     free(changed);
-    rows_free(rows, n);
+}
+
+uint64_t nodestate_classified(struct kite_apiserver *s) {
+    struct kite_nodestate *ns = s->nodestate;
+    if (!ns) return 0;
+    pthread_mutex_lock(&ns->mu);
+    uint64_t n = ns->classified;
+    pthread_mutex_unlock(&ns->mu);
+    return n;
+}
+
+static int cmp_prev(const void *a, const void *b) {
+    return strcmp((*(struct prev *const *)a)->name, (*(struct prev *const *)b)->name);
 }
 
 void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b) {
@@ -352,32 +547,70 @@ void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b) {
     kite_buf_puts(b, "# HELP kite_node_state The divergence state of each node (kite nodes), 1 for its one state.\n"
                      "# TYPE kite_node_state gauge\n");
     pthread_mutex_lock(&ns->mu);
-    if (ns->metrics.len) kite_buf_append(b, ns->metrics.p, ns->metrics.len);
+    /* the last pass's states, built when scraped rather than every pass */
+    struct prev **v = kite_calloc(ns->prev.len ? ns->prev.len : 1, sizeof *v);
+    size_t n = 0;
+    const char *k;
+    void *val;
+    for (size_t i = 0; kite_map_next(&ns->prev, &i, &k, &val);)
+        if (((struct prev *)val)->state != KITE_NODE_NONE) v[n++] = val;
+    qsort(v, n, sizeof *v, cmp_prev);
+    for (size_t i = 0; i < n; i++)
+        kite_buf_printf(b, "kite_node_state{node=\"%s\",state=\"%s\"} 1\n", v[i]->name, kite_node_state_name(v[i]->state));
+    free(v);
     kite_buf_printf(b, "# HELP kite_node_identities_dropped_total Calls of node identities past the %d remembered.\n"
                        "# TYPE kite_node_identities_dropped_total counter\nkite_node_identities_dropped_total %llu\n",
                     KITE_NODESEEN_MAX, (unsigned long long)ns->seen_dropped);
     pthread_mutex_unlock(&ns->mu);
 }
 
-/* GET /debug/kite/nodes: {"items":[{"name","state","evidence"}]} computed now. */
+/* GET /debug/kite/nodes: {"items":[{"name","state","evidence"}]} computed now: every Node by
+ * name, then the identities with no Node. */
 void nodestate_reply(struct req *rq) {
-    size_t n;
-    struct node_row *rows = compute(rq->srv, kite_now_wall(rq->srv->clock), false, &n);
+    struct kite_apiserver *s = rq->srv;
+    struct kite_nodestate *ns = s->nodestate;
+    int64_t now = kite_now_wall(s->clock);
+    pthread_mutex_lock(&ns->mu);
+    sync_locked(s, ns, now);
+    bool any_cordoned = ns->cordoned > 0;
+    pthread_mutex_unlock(&ns->mu);
+    struct kite_map counts = {0};
+    struct counts *cv = any_cordoned ? pod_counts(s, &counts) : NULL;
     json_object *out = json_object_new_object(), *items = json_object_new_array();
+    pthread_mutex_lock(&ns->mu);
+    struct prev **v = kite_calloc(ns->prev.len ? ns->prev.len : 1, sizeof *v);
+    size_t n = 0, nodes = 0;
+    const char *k;
+    void *val;
+    for (size_t i = 0; kite_map_next(&ns->prev, &i, &k, &val);)
+        if (((struct prev *)val)->node) v[n++] = val;
+    nodes = n;
+    for (size_t i = 0; kite_map_next(&ns->prev, &i, &k, &val);)
+        if (!((struct prev *)val)->node && kite_map_get(&ns->seen, k)) v[n++] = val;
+    qsort(v, nodes, sizeof *v, cmp_prev);
+    qsort(v + nodes, n - nodes, sizeof *v, cmp_prev);
+    struct kite_buf ev = {0};
     for (size_t i = 0; i < n; i++) {
+        kite_buf_reset(&ev);
+        enum kite_node_state st = classify(ns, v[i], now, any_cordoned ? &counts : NULL, &ev);
+        if (st == KITE_NODE_NONE) continue;
         json_object *it = json_object_new_object();
-        kite_obj_set(it, "name", json_object_new_string(rows[i].name));
-        kite_obj_set(it, "state", json_object_new_string(kite_node_state_name(rows[i].state)));
-        kite_obj_set(it, "evidence", json_object_new_string(rows[i].evidence));
-        kite_obj_set(it, "hasNode", json_object_new_boolean(rows[i].has_node));
+        kite_obj_set(it, "name", json_object_new_string(v[i]->name));
+        kite_obj_set(it, "state", json_object_new_string(kite_node_state_name(st)));
+        kite_obj_set(it, "evidence", json_object_new_string(ev.p ? ev.p : ""));
+        kite_obj_set(it, "hasNode", json_object_new_boolean(v[i]->node != NULL));
         json_object_array_add(items, it);
     }
+    pthread_mutex_unlock(&ns->mu);
+    kite_buf_release(&ev);
+    free(v);
+    kite_map_release(&counts);
+    free(cv);
     kite_obj_set(out, "kind", json_object_new_string("NodeStateList"));
     kite_obj_set(out, "items", items);
     size_t len;
     const char *txt = json_object_to_json_string_length(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
     char *body = kite_strdup(txt);
     json_object_put(out);
-    rows_free(rows, n);
     reply(rq, 200, "application/json", body, len);
 }

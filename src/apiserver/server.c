@@ -741,6 +741,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     apiserver_retry_stop(s);
     apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */
+    nodestate_free(TAKE_PTR(s->nodestate)); /* its watchers too */
     pools_free(s->pools);
     kite_audit_close(s->audit); /* after the last request was answered */
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
@@ -748,7 +749,6 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_store_close(s->store);
     kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
-    nodestate_free(TAKE_PTR(s->nodestate));
     kite_psa_config_free(s->psa);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);

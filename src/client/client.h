@@ -119,6 +119,14 @@ static inline bool kite_client_may_send(struct kite_client *c, const char *metho
     return !c->may_write || !strcmp(method, "GET") || !strcmp(method, "HEAD") || c->may_write(c->may_write_ud);
 }
 
+/* How a thread waits on a socket, when not with poll(2): `kite sim` runs many nodes' requests as
+ * coroutines on one event loop, and its waiter parks the coroutine until fd is ready for events
+ * (POLLIN/POLLOUT: 0) or deadline_ms (monotonic ms, < 0 = none) passes (-ETIMEDOUT). Once set
+ * on a thread, the plain requests (not watches) of every client made by kite_client_new wait
+ * through it on that thread; NULL restores poll(2). */
+typedef int (*kite_client_waiter)(int fd, short events, int64_t deadline_ms, void *ud);
+void kite_client_set_thread_waiter(kite_client_waiter fn, void *ud);
+
 static inline int kite_client_request(struct kite_client *c, const char *method, const char *path,
                                       const char *content_type, const char *body, size_t body_len,
                                       struct kite_response *ret) {

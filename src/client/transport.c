@@ -60,10 +60,19 @@ struct tls_client {
 
 static int64_t now_ms(void) { return kite_now_mono(kite_clock_real()) / KITE_NS_PER_MS; }
 
+static __thread kite_client_waiter thread_waiter;
+static __thread void *thread_waiter_ud;
+
+void kite_client_set_thread_waiter(kite_client_waiter fn, void *ud) {
+    thread_waiter = fn;
+    thread_waiter_ud = ud;
+}
+
 /* Waits until fd is ready for events, the deadline (ms, monotonic; < 0 = none) passes
  * (-ETIMEDOUT) or cancel_fd (-1 = none) becomes readable (-ECANCELED). Errors and hang-ups
  * count as ready: the next read or write reports them. */
 static int wait_fd(int fd, short events, int64_t deadline, int cancel_fd) {
+    if (thread_waiter && cancel_fd < 0) return thread_waiter(fd, events, deadline, thread_waiter_ud);
     struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = cancel_fd, .events = POLLIN}};
     for (;;) {
         int timeout = -1;

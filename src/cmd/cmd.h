@@ -20,6 +20,7 @@ int cmd_images(int argc, char **argv);
 int cmd_controller_manager(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_scheduler(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_client;

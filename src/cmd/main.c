@@ -16,6 +16,7 @@ static const struct cmd COMMANDS[] = {
     {"agent", cmd_agent, "run the node agent against an API server"},
     {"controller-manager", cmd_controller_manager, "run the controllers (namespace) against an API server"},
     {"scheduler", cmd_scheduler, "run the scheduler against an API server"},
+    {"sim", cmd_sim, "run many simulated nodes on the node agent's code, for scale tests"},
     {"kubeconfig", cmd_kubeconfig, "print a kubeconfig for a node identity"},
     {"certs", cmd_certs, "create the CA and certificates in a data dir"},
     {"token", cmd_token, "create and list bootstrap tokens for joining nodes"},

@@ -1,0 +1,930 @@
+/* kite sim's loop (sim.h). One thread: a min-heap of nodes by next due time, a few coroutine
+ * lanes (ucontext) running kite_agent_step(), one epoll set for the lanes' sockets and the
+ * control socket. Per node only what the agent keeps between steps (its struct, the last
+ * acknowledged status and Lease, its client and, while open, its TLS connection) plus this
+ * file's struct sim_node. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/runtime/runtime.h"
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/version.h"
+#include "client/client.h"
+#include "sim/sim.h"
+
+#define SIM_LOG "sim"
+#define NO_POS UINT32_MAX
+#define HIST_BUCKETS 128 /* 4 per octave of microseconds: up to 2^32 us */
+#define CONTROL_MAX_LINE 65536
+
+struct sim_node {
+    struct kite_agent *agent; /* NULL: not started yet, or dead */
+    struct kite_client *client;
+    int64_t due;              /* mono ns the node next has work */
+    int64_t flap_next;        /* mono ns of the next flip; 0 = not flapping */
+    uint32_t heap_pos;        /* NO_POS: not in the heap (running or dead) */
+    uint32_t lru_prev, lru_next; /* open-connection list (NO_POS ends) */
+    uint32_t flap_period_s;
+    bool dead, running, open;
+};
+
+struct lane {
+    ucontext_t ctx;
+    void *stack;
+    uint32_t node; /* NO_POS: free */
+    bool done;
+    bool starting; /* runs a node's first step (its registration) */
+    /* a parked wait */
+    int fd;
+    int64_t deadline_ms; /* < 0: none */
+    int result;
+};
+
+struct shape {
+    char *sysroot;
+    struct kite_runtime *rt;
+    int cpus;
+    uint64_t disk_bytes;
+};
+
+struct kite_sim {
+    struct kite_sim_options o;
+    struct kite_kubeconfig kc; /* server, CA; each node's own cert and key per client */
+    struct kite_agent_config *cfg; /* one per zone (labels differ) */
+    unsigned ncfg;
+    struct shape shapes[KITE_SIM_SHAPES];
+    struct sim_node *nodes;
+    uint32_t *heap;
+    uint32_t heap_len;
+    struct lane *lanes;
+    unsigned nlanes, lanes_busy, lanes_starting;
+    /* nodes not started yet start in index order, node i not before start0 + i / ramp, and in
+     * at most half the lanes: the started nodes' renewals come first, so a ramp faster than the
+     * server registers nodes slows the ramp rather than starving the leases */
+    uint32_t next_start;
+    int64_t start0;
+    ucontext_t loop_ctx;
+    struct lane *cur;
+    int epfd, ctl_fd;
+    uint32_t lru_head, lru_tail;
+    unsigned open_conns;
+    uint32_t *flapping;
+    size_t nflapping, cap_flapping;
+    int name_width;
+    /* counters */
+    unsigned started;
+    uint64_t renewals, patches, registrations, requests, mint_errors;
+    uint64_t hist[HIST_BUCKETS], hist_iv[HIST_BUCKETS];
+    int64_t lag_max_ns;
+    long rss_start_kb;
+};
+
+/* The simulator the loop thread runs (the status source and the lanes find it here). */
+static __thread struct kite_sim *sim_current;
+
+/* ---- time, histogram ---- */
+
+static int64_t mono(void) { return kite_now_mono(kite_clock_real()); }
+
+static unsigned bucket_of(int64_t ns) {
+    double us = (double)ns / 1000.0;
+    if (us < 1) return 0;
+    unsigned b = (unsigned)(log2(us) * 4) + 1;
+    return b >= HIST_BUCKETS ? HIST_BUCKETS - 1 : b;
+}
+/* The upper bound of bucket b, ms. */
+static double bucket_ms(unsigned b) { return b == 0 ? 0.001 : pow(2.0, (double)b / 4.0) / 1000.0; }
+
+static double hist_quantile(const uint64_t *h, double q) {
+    uint64_t total = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) total += h[i];
+    if (!total) return 0;
+    uint64_t want = (uint64_t)ceil(q * (double)total), seen = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+        seen += h[i];
+        if (seen >= want) return bucket_ms(i);
+    }
+    return bucket_ms(HIST_BUCKETS - 1);
+}
+
+static long rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+/* ---- heap of nodes by due time ---- */
+
+static bool heap_less(struct kite_sim *s, uint32_t a, uint32_t b) { return s->nodes[a].due < s->nodes[b].due; }
+
+static void heap_set(struct kite_sim *s, uint32_t pos, uint32_t n) {
+    s->heap[pos] = n;
+    s->nodes[n].heap_pos = pos;
+}
+
+static void heap_up(struct kite_sim *s, uint32_t pos) {
+    uint32_t n = s->heap[pos];
+    while (pos > 0) {
+        uint32_t parent = (pos - 1) / 2;
+        if (!heap_less(s, n, s->heap[parent])) break;
+        heap_set(s, pos, s->heap[parent]);
+        pos = parent;
+    }
+    heap_set(s, pos, n);
+}
+
+static void heap_down(struct kite_sim *s, uint32_t pos) {
+    uint32_t n = s->heap[pos];
+    for (;;) {
+        uint32_t l = 2 * pos + 1, r = l + 1, m = pos;
+        uint32_t best = n;
+        if (l < s->heap_len && heap_less(s, s->heap[l], best)) m = l, best = s->heap[l];
+        if (r < s->heap_len && heap_less(s, s->heap[r], best)) m = r, best = s->heap[r];
+        if (m == pos) break;
+        heap_set(s, pos, best);
+        pos = m;
+    }
+    heap_set(s, pos, n);
+}
+
+static void heap_push(struct kite_sim *s, uint32_t n) {
+    heap_set(s, s->heap_len++, n);
+    heap_up(s, s->heap_len - 1);
+}
+
+static void heap_remove(struct kite_sim *s, uint32_t n) {
+    uint32_t pos = s->nodes[n].heap_pos;
+    if (pos == NO_POS) return;
+    s->nodes[n].heap_pos = NO_POS;
+    uint32_t last = s->heap[--s->heap_len];
+    if (pos == s->heap_len) return;
+    heap_set(s, pos, last);
+    heap_up(s, pos);
+    heap_down(s, s->nodes[last].heap_pos);
+}
+
+static uint32_t heap_pop(struct kite_sim *s) {
+    uint32_t n = s->heap[0];
+    heap_remove(s, n);
+    return n;
+}
+
+/* ---- open connections, least recently used first ---- */
+
+static void lru_unlink(struct kite_sim *s, uint32_t i) {
+    struct sim_node *n = &s->nodes[i];
+    if (!n->open) return;
+    if (n->lru_prev != NO_POS) s->nodes[n->lru_prev].lru_next = n->lru_next;
+    else s->lru_head = n->lru_next;
+    if (n->lru_next != NO_POS) s->nodes[n->lru_next].lru_prev = n->lru_prev;
+    else s->lru_tail = n->lru_prev;
+    n->open = false;
+    s->open_conns--;
+}
+
+static void lru_touch(struct kite_sim *s, uint32_t i) {
+    struct sim_node *n = &s->nodes[i];
+    lru_unlink(s, i);
+    n->lru_prev = s->lru_tail;
+    n->lru_next = NO_POS;
+    if (s->lru_tail != NO_POS) s->nodes[s->lru_tail].lru_next = i;
+    else s->lru_head = i;
+    s->lru_tail = i;
+    n->open = true;
+    s->open_conns++;
+}
+
+/* Closes the least recently used connections beyond the cap (never a running node's). */
+static void lru_trim(struct kite_sim *s) {
+    if (!s->o.connections) return;
+    uint32_t i = s->lru_head;
+    while (s->open_conns > s->o.connections && i != NO_POS) {
+        uint32_t next = s->nodes[i].lru_next;
+        if (!s->nodes[i].running) {
+            kite_client_reset_connections(s->nodes[i].client);
+            lru_unlink(s, i);
+        }
+        i = next;
+    }
+}
+
+/* ---- synthetic machines ---- */
+
+static const struct {
+    int cpus, mem_gib, disk_gib, images;
+    const char *kernel, *os;
+} shape_defs[KITE_SIM_SHAPES] = {
+    {2, 4, 50, 3, "6.1.0-25-amd64", "Debian GNU/Linux 12 (bookworm)"},
+    {4, 8, 100, 6, "6.1.0-25-amd64", "Debian GNU/Linux 12 (bookworm)"},
+    {8, 16, 200, 9, "6.8.0-45-generic", "Ubuntu 24.04.1 LTS"},
+    {16, 32, 200, 12, "6.8.0-45-generic", "Ubuntu 24.04.1 LTS"},
+    {32, 64, 500, 15, "5.14.0-427.el9.x86_64", "Rocky Linux 9.4 (Blue Onyx)"},
+    {64, 128, 1000, 18, "6.1.0-25-amd64", "Debian GNU/Linux 12 (bookworm)"},
+    {96, 256, 2000, 21, "6.6.44-flatcar", "Flatcar Container Linux by Kinvolk 3975.2.0"},
+    {128, 512, 4000, 24, "6.8.0-45-generic", "Ubuntu 24.04.1 LTS"},
+};
+
+static int write_file(const char *root, const char *rel, const char *text) {
+    _cleanup_free_ char *path = kite_asprintf("%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0755) < 0 && errno != EEXIST) return -errno;
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) return -errno;
+    fputs(text, f);
+    return fclose(f) == 0 ? 0 : -errno;
+}
+
+static int make_shape(struct kite_sim *s, unsigned k, char **err) {
+    struct shape *sh = &s->shapes[k];
+    sh->sysroot = kite_asprintf("%s/machine-%u", s->o.machines_dir, k);
+    if (mkdir(sh->sysroot, 0755) < 0 && errno != EEXIST) {
+        *err = kite_asprintf("creating %s: %s", sh->sysroot, strerror(errno));
+        return -errno;
+    }
+    sh->cpus = shape_defs[k].cpus;
+    sh->disk_bytes = (uint64_t)shape_defs[k].disk_gib << 30;
+    long mem_kb = (long)shape_defs[k].mem_gib << 20;
+    _cleanup_free_ char *meminfo = kite_asprintf("MemTotal: %ld kB\nMemFree: %ld kB\nMemAvailable: %ld kB\n", mem_kb,
+                                                 mem_kb / 2, mem_kb * 3 / 4);
+    _cleanup_free_ char *osr = kite_asprintf("PRETTY_NAME=\"%s\"\n", shape_defs[k].os);
+    _cleanup_free_ char *kernel = kite_asprintf("%s\n", shape_defs[k].kernel);
+    _cleanup_free_ char *mid = kite_asprintf("5ca1ab1e00000000000000000000%04x\n", k);
+    _cleanup_free_ char *uuid = kite_asprintf("5ca1ab1e-0000-0000-0000-00000000%04x\n", k);
+    struct { const char *rel, *text; } files[] = {
+        {"proc/meminfo", meminfo},
+        {"proc/loadavg", "0.10 0.20 0.30 2/400 1234\n"},
+        {"proc/sys/kernel/osrelease", kernel},
+        {"proc/sys/kernel/arch", "x86_64\n"},
+        {"proc/sys/kernel/pid_max", "4194304\n"},
+        {"proc/sys/kernel/threads-max", "1000000\n"},
+        {"proc/sys/kernel/random/boot_id", "b007b007-0000-0000-0000-000000000000\n"},
+        {"etc/os-release", osr},
+        {"etc/machine-id", mid},
+        {"sys/class/dmi/id/product_uuid", uuid},
+        {"sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "0\n"},
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(files); i++) {
+        int r = write_file(sh->sysroot, files[i].rel, files[i].text);
+        if (r < 0) {
+            *err = kite_asprintf("writing machine %s/%s: %s", sh->sysroot, files[i].rel, strerror(-r));
+            return r;
+        }
+    }
+    _cleanup_free_ char *version = kite_asprintf("1.7.%u", 10 + k);
+    sh->rt = kite_runtime_fake_new(version);
+    int n = shape_defs[k].images;
+    struct kite_image *imgs = kite_calloc((size_t)n, sizeof *imgs);
+    for (int i = 0; i < n; i++) {
+        imgs[i].names = kite_calloc(2, sizeof(char *));
+        imgs[i].names[0] = kite_asprintf("registry.example/app-%d@sha256:%064x", i, i * 7919 + 1);
+        imgs[i].names[1] = kite_asprintf("registry.example/app-%d:v%d.%u", i, i % 5 + 1, k);
+        imgs[i].n_names = 2;
+        imgs[i].size_bytes = (int64_t)(i + 1) * 12345678 + (int64_t)k * 1000003;
+        imgs[i].id = kite_asprintf("sha256:%064x", i * 7919 + 1);
+    }
+    kite_runtime_fake_set_images(sh->rt, imgs, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        free(imgs[i].names[0]);
+        free(imgs[i].names[1]);
+        free(imgs[i].names);
+        free(imgs[i].id);
+    }
+    free(imgs);
+    return 0;
+}
+
+/* ---- per-node status source: the real setters over the node's machine ---- */
+
+struct status_ctx {
+    struct kite_sim *s;
+    uint32_t i;
+};
+
+static uint32_t node_index(struct kite_sim *s, struct sim_node *n) { return (uint32_t)(n - s->nodes); }
+
+static void node_ip(uint32_t i, char *buf, size_t len) {
+    uint32_t net = i / 254, host = i % 254 + 1;
+    snprintf(buf, len, "10.%u.%u.%u", 64 + net / 256, net % 256, host);
+}
+
+static int src_statfs(const char *path, uint64_t *total, uint64_t *avail, uint64_t *inodes, uint64_t *ifree,
+                      void *ud) {
+    struct status_ctx *c = ud;
+    const struct shape *sh = &c->s->shapes[c->i % KITE_SIM_SHAPES];
+    *total = sh->disk_bytes;
+    *avail = sh->disk_bytes / 10 * 7;
+    *inodes = sh->disk_bytes >> 14;
+    *ifree = *inodes / 10 * 9;
+    return 0;
+}
+
+static int src_route(char *buf, size_t len, void *ud) {
+    struct status_ctx *c = ud;
+    node_ip(c->i, buf, len);
+    return 0;
+}
+
+static int src_cpus(void *ud) {
+    struct status_ctx *c = ud;
+    return c->s->shapes[c->i % KITE_SIM_SHAPES].cpus;
+}
+
+static int node_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+    struct sim_node *n = ud;
+    struct kite_sim *s = sim_current;
+    uint32_t i = node_index(s, n);
+    const struct shape *sh = &s->shapes[i % KITE_SIM_SHAPES];
+    char name[128];
+    kite_sim_node_name(s, i, name, sizeof name);
+    struct kite_ns_config cfg = s->cfg[0].ns;
+    cfg.node_name = name;
+    cfg.root_dir = "/";
+    cfg.kubelet_version = KITE_VERSION;
+    struct status_ctx c = {s, i};
+    struct kite_ns_sources src = {.sysroot = sh->sysroot, .runtime = sh->rt, .statfs = src_statfs,
+                                  .default_route_ip = src_route, .online_cpus = src_cpus, .ud = &c,
+                                  .runtime_ready = true, .pleg_healthy = true};
+    return kite_nodestatus_compute(&cfg, &src, prev, ret, ev);
+}
+
+/* ---- node lifecycle ---- */
+
+void kite_sim_node_name(struct kite_sim *s, unsigned i, char *buf, size_t len) {
+    snprintf(buf, len, "%s-%0*u", s->o.prefix, s->name_width, i);
+}
+
+/* Node index of a name, or -1. */
+static long name_index(struct kite_sim *s, const char *name) {
+    size_t pl = strlen(s->o.prefix);
+    if (strncmp(name, s->o.prefix, pl) || name[pl] != '-' || !name[pl + 1]) return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(name + pl + 1, &end, 10);
+    if (errno || *end || v >= s->o.nodes) return -1;
+    char check[128];
+    kite_sim_node_name(s, (unsigned)v, check, sizeof check);
+    return strcmp(check, name) ? -1 : (long)v;
+}
+
+/* Builds a node's agent and client (its own certificate). Runs in a lane (minting is CPU only). */
+static int node_start(struct kite_sim *s, uint32_t i) {
+    struct sim_node *n = &s->nodes[i];
+    char name[128];
+    kite_sim_node_name(s, i, name, sizeof name);
+    _cleanup_free_ char *cert = NULL, *key = NULL;
+    int r = s->o.mint(s->o.mint_ud, name, &cert, &key);
+    if (r < 0) return r;
+    struct kite_kubeconfig kc = s->kc;
+    kc.cert_pem = cert;
+    kc.cert_len = strlen(cert);
+    kc.key_pem = key;
+    kc.key_len = strlen(key);
+    /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
+    struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
+    if ((r = kite_client_new(&kc, &co, &n->client)) < 0) return r;
+    struct kite_agent_config *cfg = &s->cfg[s->ncfg > 1 ? i % s->ncfg : 0];
+    cfg->node_name = name; /* copied by kite_agent_new */
+    struct kite_agent_options ao = {.config = cfg, .client = n->client, .status_fn = node_status, .status_ud = n,
+                                    .seed = ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ull};
+    _cleanup_free_ char *err = NULL;
+    r = kite_agent_new(&ao, &n->agent, &err);
+    cfg->node_name = NULL;
+    if (r < 0) {
+        kite_client_free(n->client);
+        n->client = NULL;
+        return r;
+    }
+    s->started++;
+    return 0;
+}
+
+static void node_stop(struct kite_sim *s, uint32_t i) {
+    struct sim_node *n = &s->nodes[i];
+    lru_unlink(s, i);
+    if (n->agent) {
+        struct kite_agent_stats st;
+        kite_agent_get_stats(n->agent, &st);
+        s->renewals += st.lease_renewals;
+        s->patches += st.status_patches;
+        s->registrations += st.registrations;
+        s->requests += st.requests;
+        s->started--;
+    }
+    kite_agent_free(n->agent);
+    kite_client_free(n->client);
+    n->agent = NULL;
+    n->client = NULL;
+}
+
+/* ---- lanes ---- */
+
+static int lane_wait(int fd, short events, int64_t deadline_ms, void *ud) {
+    struct kite_sim *s = ud;
+    struct lane *l = s->cur;
+    struct epoll_event ev = {.events = (events & POLLOUT ? EPOLLOUT : 0) | (events & POLLIN ? EPOLLIN : 0),
+                             .data.ptr = l};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) return -errno;
+    l->fd = fd;
+    l->deadline_ms = deadline_ms;
+    l->result = 0;
+    swapcontext(&l->ctx, &s->loop_ctx);
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+    l->fd = -1;
+    return l->result;
+}
+
+static void lane_main(unsigned lo, unsigned hi) {
+    struct kite_sim *s = sim_current;
+    struct lane *l = (struct lane *)(((uintptr_t)hi << 32) | lo);
+    struct sim_node *n = &s->nodes[l->node];
+    int r = 0;
+    if (!n->agent && (r = node_start(s, l->node)) < 0) {
+        s->mint_errors++;
+        char name[128];
+        kite_sim_node_name(s, l->node, name, sizeof name);
+        log_warn(SIM_LOG, "cannot start node %s: %s", name, strerror(-r));
+        n->due = mono() + 5 * KITE_NS_PER_SEC;
+    } else {
+        n->due = kite_agent_step(n->agent);
+    }
+    l->done = true;
+    /* returns to uc_link: the loop */
+}
+
+static void lane_resume(struct kite_sim *s, struct lane *l);
+
+static void lane_start(struct kite_sim *s, struct lane *l, uint32_t i) {
+    struct sim_node *n = &s->nodes[i];
+    l->node = i;
+    l->starting = !n->agent;
+    if (l->starting) s->lanes_starting++;
+    l->done = false;
+    l->fd = -1;
+    n->running = true;
+    s->lanes_busy++;
+    getcontext(&l->ctx);
+    l->ctx.uc_stack.ss_sp = l->stack;
+    l->ctx.uc_stack.ss_size = KITE_SIM_STACK_BYTES;
+    l->ctx.uc_link = &s->loop_ctx;
+    uintptr_t p = (uintptr_t)l;
+    makecontext(&l->ctx, (void (*)(void))lane_main, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
+    lane_resume(s, l);
+}
+
+static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due) {
+    uint32_t i = l->node;
+    struct sim_node *n = &s->nodes[i];
+    l->node = NO_POS;
+    s->lanes_busy--;
+    if (l->starting) s->lanes_starting--;
+    l->starting = false;
+    n->running = false;
+    if (n->dead) {
+        node_stop(s, i);
+        return;
+    }
+    if (n->client && atomic_load(&n->client->requests)) lru_touch(s, i);
+    lru_trim(s);
+    heap_push(s, i);
+    (void)started_due;
+}
+
+/* per-lane: the due time of the step it runs and the node's renewals before it */
+struct lane_acct {
+    int64_t due;
+    uint64_t renewals;
+};
+static struct lane_acct *lane_accts;
+
+static void lane_resume(struct kite_sim *s, struct lane *l) {
+    s->cur = l;
+    swapcontext(&s->loop_ctx, &l->ctx);
+    s->cur = NULL;
+    if (!l->done) return;
+    struct lane_acct *a = &lane_accts[l - s->lanes];
+    struct sim_node *n = &s->nodes[l->node];
+    if (n->agent) {
+        struct kite_agent_stats st;
+        kite_agent_get_stats(n->agent, &st);
+        if (st.lease_renewals > a->renewals) {
+            int64_t lag = mono() - a->due;
+            if (lag < 0) lag = 0;
+            unsigned b = bucket_of(lag);
+            s->hist[b]++;
+            s->hist_iv[b]++;
+            if (lag > s->lag_max_ns) s->lag_max_ns = lag;
+        }
+    }
+    lane_finish(s, l, a->due);
+}
+
+/* The ramp: nodes start one after the other at ramp_per_s, which also spreads their renewals over
+ * the lease period as a real cluster's are. */
+static int64_t start_due(struct kite_sim *s, uint32_t i) {
+    return s->start0 + (s->o.ramp_per_s ? (int64_t)i * KITE_NS_PER_SEC / s->o.ramp_per_s : 0);
+}
+
+static struct lane *free_lane(struct kite_sim *s) {
+    if (s->lanes_busy >= s->nlanes) return NULL;
+    for (unsigned k = 0; k < s->nlanes; k++)
+        if (s->lanes[k].node == NO_POS) return &s->lanes[k];
+    return NULL;
+}
+
+static void run_node(struct kite_sim *s, struct lane *l, uint32_t i) {
+    struct lane_acct *a = &lane_accts[l - s->lanes];
+    a->due = s->nodes[i].due;
+    a->renewals = 0;
+    if (s->nodes[i].agent) {
+        struct kite_agent_stats st;
+        kite_agent_get_stats(s->nodes[i].agent, &st);
+        a->renewals = st.lease_renewals;
+    }
+    lane_start(s, l, i);
+}
+
+/* ---- control ---- */
+
+static void set_dead(struct kite_sim *s, uint32_t i, bool dead) {
+    struct sim_node *n = &s->nodes[i];
+    if (n->dead == dead) return;
+    n->dead = dead;
+    if (dead) {
+        heap_remove(s, i);
+        if (!n->running) node_stop(s, i); /* else when its step returns */
+    } else if (!n->running && n->heap_pos == NO_POS) {
+        n->due = mono();
+        heap_push(s, i);
+    }
+}
+
+static void flapping_add(struct kite_sim *s, uint32_t i) {
+    for (size_t k = 0; k < s->nflapping; k++)
+        if (s->flapping[k] == i) return;
+    if (s->nflapping == s->cap_flapping) {
+        s->cap_flapping = s->cap_flapping ? 2 * s->cap_flapping : 16;
+        s->flapping = kite_realloc(s->flapping, s->cap_flapping * sizeof *s->flapping);
+    }
+    s->flapping[s->nflapping++] = i;
+}
+
+static void flapping_del(struct kite_sim *s, uint32_t i) {
+    for (size_t k = 0; k < s->nflapping; k++)
+        if (s->flapping[k] == i) {
+            s->flapping[k] = s->flapping[--s->nflapping];
+            return;
+        }
+}
+
+static void stats_json(struct kite_sim *s, struct kite_buf *b) {
+    struct kite_sim_stats st;
+    kite_sim_get_stats(s, &st);
+    kite_buf_printf(b,
+                    "{\"nodes\":%u,\"started\":%u,\"registered\":%u,\"ready\":%u,\"failing\":%u,\"dead\":%u,"
+                    "\"renewals\":%llu,\"statusPatches\":%llu,\"registrations\":%llu,\"requests\":%llu,"
+                    "\"renewalP50Ms\":%.3f,\"renewalP99Ms\":%.3f,\"renewalMaxMs\":%.3f,\"rssKiB\":%ld,"
+                    "\"rssStartKiB\":%ld,\"openConnections\":%u}",
+                    st.nodes, st.started, st.registered, st.ready, st.failing, st.dead,
+                    (unsigned long long)st.renewals, (unsigned long long)st.status_patches,
+                    (unsigned long long)st.registrations, (unsigned long long)st.requests, st.renewal_p50_ms,
+                    st.renewal_p99_ms, st.renewal_max_ms, rss_kb(), s->rss_start_kb, s->open_conns);
+}
+
+char *kite_sim_control(struct kite_sim *s, const char *line) {
+    _cleanup_free_ char *copy = kite_strdup(line);
+    char *save = NULL, *cmd = strtok_r(copy, " \t\r\n", &save);
+    if (!cmd) return kite_strdup("error: empty command (kill, revive, flap, stats, reset)");
+    if (!strcmp(cmd, "stats")) {
+        struct kite_buf b = {0};
+        stats_json(s, &b);
+        size_t len;
+        return kite_buf_detach(&b, &len);
+    }
+    if (!strcmp(cmd, "reset")) {
+        /* a benchmark's steady window starts here: the renewal latencies seen so far go */
+        memset(s->hist, 0, sizeof s->hist);
+        s->lag_max_ns = 0;
+        return kite_strdup("ok 0");
+    }
+    long period = -1;
+    if (!strcmp(cmd, "flap")) {
+        char *p = strtok_r(NULL, " \t\r\n", &save), *end = NULL;
+        if (!p) return kite_strdup("error: flap SECONDS NAME...");
+        period = strtol(p, &end, 10);
+        if (*end || period < 0 || period > 86400) return kite_asprintf("error: flap: bad period \"%s\" (0..86400)", p);
+    } else if (strcmp(cmd, "kill") && strcmp(cmd, "revive")) {
+        return kite_asprintf("error: unknown command \"%s\" (kill, revive, flap, stats, reset)", cmd);
+    }
+    /* every name is checked before any node changes */
+    size_t n = 0, cap = 16;
+    uint32_t *idx = kite_calloc(cap, sizeof *idx);
+    for (char *t; (t = strtok_r(NULL, " \t\r\n", &save));) {
+        long i = name_index(s, t);
+        if (i < 0) {
+            free(idx);
+            return kite_asprintf("error: no simulated node \"%s\"", t);
+        }
+        if (n == cap) idx = kite_realloc(idx, (cap *= 2) * sizeof *idx);
+        idx[n++] = (uint32_t)i;
+    }
+    int64_t now = mono();
+    for (size_t k = 0; k < n; k++) {
+        struct sim_node *nd = &s->nodes[idx[k]];
+        if (!strcmp(cmd, "kill")) {
+            set_dead(s, idx[k], true);
+        } else if (!strcmp(cmd, "revive")) {
+            set_dead(s, idx[k], false);
+        } else if (period == 0) {
+            nd->flap_next = 0;
+            flapping_del(s, idx[k]);
+            set_dead(s, idx[k], false);
+        } else {
+            nd->flap_period_s = (uint32_t)period;
+            nd->flap_next = now + period * KITE_NS_PER_SEC;
+            flapping_add(s, idx[k]);
+            set_dead(s, idx[k], true);
+        }
+    }
+    free(idx);
+    return kite_asprintf("ok %zu", n);
+}
+
+static void control_accept(struct kite_sim *s) {
+    int fd = accept4(s->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    /* one short line: read it with a bound on how long a client may take */
+    struct kite_buf b = {0};
+    int64_t deadline = mono() + KITE_NS_PER_SEC;
+    char buf[4096];
+    while (b.len < CONTROL_MAX_LINE && !memchr(b.p ? b.p : "", '\n', b.len)) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int64_t left = (deadline - mono()) / KITE_NS_PER_MS;
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) break;
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r <= 0) break;
+        kite_buf_append(&b, buf, (size_t)r);
+    }
+    kite_buf_putc(&b, 0);
+    char *nl = strchr(b.p, '\n');
+    if (nl) *nl = 0;
+    _cleanup_free_ char *answer = kite_sim_control(s, b.p);
+    kite_buf_release(&b);
+    _cleanup_free_ char *out = kite_asprintf("%s\n", answer);
+    ssize_t w = write(fd, out, strlen(out));
+    (void)w;
+    close(fd);
+}
+
+/* ---- the loop ---- */
+
+void kite_sim_get_stats(struct kite_sim *s, struct kite_sim_stats *st) {
+    *st = (struct kite_sim_stats){.nodes = s->o.nodes, .started = s->started, .renewals = s->renewals,
+                                  .status_patches = s->patches, .registrations = s->registrations,
+                                  .requests = s->requests};
+    for (uint32_t i = 0; i < s->o.nodes; i++) {
+        struct sim_node *n = &s->nodes[i];
+        if (n->dead) st->dead++;
+        if (!n->agent) continue;
+        struct kite_agent_stats as;
+        kite_agent_get_stats(n->agent, &as);
+        st->renewals += as.lease_renewals;
+        st->status_patches += as.status_patches;
+        st->registrations += as.registrations;
+        st->requests += as.requests;
+        if (kite_agent_registered(n->agent)) st->registered++;
+        if (kite_agent_reported_ready(n->agent)) st->ready++;
+        if (kite_agent_failing(n->agent)) st->failing++;
+    }
+    st->renewal_p50_ms = hist_quantile(s->hist, 0.50);
+    st->renewal_p99_ms = hist_quantile(s->hist, 0.99);
+    st->renewal_max_ms = (double)s->lag_max_ns / 1e6;
+}
+
+static void progress(struct kite_sim *s, int64_t now, int64_t *last, uint64_t *last_renewals) {
+    struct kite_sim_stats st;
+    kite_sim_get_stats(s, &st);
+    double dt = (double)(now - *last) / 1e9;
+    long rss = rss_kb();
+    double per_node = st.started ? (double)(rss - s->rss_start_kb) / st.started : 0;
+    fprintf(s->o.progress,
+            "sim: %u/%u registered, %u Ready, %.1f renewals/s, renewal p99 %.1f ms (max %.1f), %u failing, "
+            "%u dead, %u connections, RSS %ld MiB (%.1f KiB/node)\n",
+            st.registered, st.nodes, st.ready, dt > 0 ? (double)(st.renewals - *last_renewals) / dt : 0,
+            hist_quantile(s->hist_iv, 0.99), st.renewal_max_ms, st.failing, st.dead, s->open_conns, rss / 1024,
+            per_node);
+    fflush(s->o.progress);
+    memset(s->hist_iv, 0, sizeof s->hist_iv);
+    *last = now;
+    *last_renewals = st.renewals;
+}
+
+int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
+    sim_current = s;
+    kite_client_set_thread_waiter(lane_wait, s);
+    int64_t every = s->o.progress_every_ns ? s->o.progress_every_ns : 2 * KITE_NS_PER_SEC;
+    int64_t last_progress = mono(), stop_deadline = 0;
+    uint64_t last_renewals = 0;
+    struct epoll_event evs[64];
+    for (;;) {
+        int64_t now = mono();
+        if (*stop && !stop_deadline) stop_deadline = now + 5 * KITE_NS_PER_SEC;
+        if (stop_deadline && (!s->lanes_busy || now >= stop_deadline)) break;
+        for (size_t k = 0; k < s->nflapping; k++) {
+            struct sim_node *n = &s->nodes[s->flapping[k]];
+            if (now < n->flap_next) continue;
+            n->flap_next = now + (int64_t)n->flap_period_s * KITE_NS_PER_SEC;
+            set_dead(s, s->flapping[k], !n->dead);
+        }
+        struct lane *l;
+        while (!stop_deadline && s->heap_len && s->nodes[s->heap[0]].due <= now && (l = free_lane(s)))
+            run_node(s, l, heap_pop(s));
+        while (!stop_deadline && s->next_start < s->o.nodes && start_due(s, s->next_start) <= now &&
+               s->lanes_starting < KITE_MAX(1, s->nlanes / 2) && (l = free_lane(s))) {
+            uint32_t i = s->next_start++;
+            struct sim_node *n = &s->nodes[i];
+            if (n->dead || n->agent || n->running || n->heap_pos != NO_POS) continue; /* the control got to it */
+            n->due = now;
+            run_node(s, l, i);
+        }
+        if (s->o.progress && now - last_progress >= every) progress(s, now, &last_progress, &last_renewals);
+        /* sleep until a node is due, a lane's deadline passes, a socket or the control socket */
+        now = mono();
+        int64_t wake = last_progress + every;
+        if (s->heap_len && s->lanes_busy < s->nlanes) wake = KITE_MIN(wake, s->nodes[s->heap[0]].due);
+        if (s->next_start < s->o.nodes && s->lanes_busy < s->nlanes && s->lanes_starting < KITE_MAX(1, s->nlanes / 2))
+            wake = KITE_MIN(wake, start_due(s, s->next_start));
+        for (size_t k = 0; k < s->nflapping; k++) wake = KITE_MIN(wake, s->nodes[s->flapping[k]].flap_next);
+        for (unsigned k = 0; k < s->nlanes; k++)
+            if (s->lanes[k].node != NO_POS && s->lanes[k].fd >= 0 && s->lanes[k].deadline_ms >= 0)
+                wake = KITE_MIN(wake, s->lanes[k].deadline_ms * KITE_NS_PER_MS);
+        if (stop_deadline) wake = KITE_MIN(wake, now + 100 * KITE_NS_PER_MS);
+        int timeout = wake <= now ? 0 : (int)KITE_MIN((wake - now + KITE_NS_PER_MS - 1) / KITE_NS_PER_MS, 1000);
+        int ne = epoll_wait(s->epfd, evs, 64, timeout);
+        if (ne < 0 && errno != EINTR) return -errno;
+        for (int k = 0; k < ne; k++) {
+            if (evs[k].data.ptr == NULL) {
+                control_accept(s);
+                continue;
+            }
+            l = evs[k].data.ptr;
+            if (l->node == NO_POS || l->fd < 0) continue; /* woken already this round */
+            l->result = 0;
+            l->fd = -2; /* taken: a second event for it this round is skipped */
+            lane_resume(s, l);
+        }
+        int64_t now_ms = mono() / KITE_NS_PER_MS;
+        for (unsigned k = 0; k < s->nlanes; k++) {
+            l = &s->lanes[k];
+            if (l->node == NO_POS || l->fd < 0 || l->deadline_ms < 0 || now_ms < l->deadline_ms) continue;
+            l->result = -ETIMEDOUT;
+            lane_resume(s, l);
+        }
+    }
+    if (s->o.progress) progress(s, mono(), &last_progress, &last_renewals);
+    kite_client_set_thread_waiter(NULL, NULL);
+    return 0;
+}
+
+int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char **ret_err) {
+    char *err = NULL;
+    int r = 0;
+    if (!o->nodes || o->nodes > KITE_SIM_MAX_NODES || o->zones > KITE_SIM_MAX_ZONES || !o->inflight ||
+        o->inflight > KITE_SIM_MAX_INFLIGHT || !o->mint || !o->machines_dir || !o->prefix || !*o->prefix) {
+        if (ret_err) *ret_err = kite_strdup("bad simulator options");
+        return -EINVAL;
+    }
+    struct kite_sim *s = kite_calloc(1, sizeof *s);
+    s->o = *o;
+    s->epfd = s->ctl_fd = -1;
+    s->lru_head = s->lru_tail = NO_POS;
+    s->kc = *o->kc;
+    s->kc.cert_pem = s->kc.key_pem = NULL;
+    s->kc.cert_len = s->kc.key_len = 0;
+    s->kc.token = NULL;
+    s->name_width = 5;
+    for (unsigned v = o->nodes - 1; v >= 100000; v /= 10) s->name_width++;
+    /* one agent configuration per zone: they differ only in the zone label */
+    s->ncfg = o->zones ? o->zones : 1;
+    s->cfg = kite_calloc(s->ncfg, sizeof *s->cfg);
+    for (unsigned z = 0; z < s->ncfg; z++) {
+        kite_agent_config_init(&s->cfg[z]);
+        if (o->lease_duration_s) s->cfg[z].lease_duration_s = (int32_t)o->lease_duration_s;
+        json_object_object_add(s->cfg[z].labels, "kite.dev/simulated", json_object_new_string("true"));
+        if (o->zones) {
+            char zone[32];
+            snprintf(zone, sizeof zone, "zone-%u", z);
+            json_object_object_add(s->cfg[z].labels, "topology.kubernetes.io/zone", json_object_new_string(zone));
+        }
+    }
+    if (mkdir(o->machines_dir, 0755) < 0 && errno != EEXIST) {
+        r = -errno;
+        err = kite_asprintf("creating %s: %s", o->machines_dir, strerror(errno));
+        goto fail;
+    }
+    for (unsigned k = 0; k < KITE_SIM_SHAPES; k++)
+        if ((r = make_shape(s, k, &err)) < 0) goto fail;
+    s->nodes = kite_calloc(o->nodes, sizeof *s->nodes);
+    s->heap = kite_calloc(o->nodes, sizeof *s->heap);
+    s->start0 = mono();
+    for (uint32_t i = 0; i < o->nodes; i++) {
+        s->nodes[i].heap_pos = NO_POS;
+        s->nodes[i].lru_prev = s->nodes[i].lru_next = NO_POS;
+    }
+    s->nlanes = o->inflight;
+    s->lanes = kite_calloc(s->nlanes, sizeof *s->lanes);
+    lane_accts = kite_calloc(s->nlanes, sizeof *lane_accts);
+    for (unsigned k = 0; k < s->nlanes; k++) {
+        s->lanes[k].node = NO_POS;
+        s->lanes[k].fd = -1;
+        s->lanes[k].stack = mmap(NULL, KITE_SIM_STACK_BYTES, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (s->lanes[k].stack == MAP_FAILED) {
+            s->lanes[k].stack = NULL;
+            r = -ENOMEM;
+            err = kite_strdup("cannot map the lanes' stacks");
+            goto fail;
+        }
+    }
+    if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        r = -errno;
+        err = kite_asprintf("epoll: %s", strerror(errno));
+        goto fail;
+    }
+    if (o->control_path) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(o->control_path) >= sizeof sa.sun_path) {
+            r = -ENAMETOOLONG;
+            err = kite_asprintf("control socket path too long (%zu bytes at most): %s", sizeof sa.sun_path - 1,
+                                o->control_path);
+            goto fail;
+        }
+        strcpy(sa.sun_path, o->control_path);
+        unlink(o->control_path);
+        s->ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (s->ctl_fd < 0 || bind(s->ctl_fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s->ctl_fd, 16) < 0) {
+            r = -errno;
+            err = kite_asprintf("control socket %s: %s", o->control_path, strerror(errno));
+            goto fail;
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ctl_fd, &ev);
+    }
+    s->rss_start_kb = rss_kb();
+    *ret = s;
+    return 0;
+fail:
+    if (ret_err) *ret_err = err;
+    else free(err);
+    kite_sim_free(s);
+    return r;
+}
+
+void kite_sim_free(struct kite_sim *s) {
+    if (!s) return;
+    for (uint32_t i = 0; s->nodes && i < s->o.nodes; i++)
+        if (!s->nodes[i].running) node_stop(s, i);
+    /* a lane still parked (its request outlived the stop's grace) keeps its node: leaked with
+     * the process's exit rather than freed under the coroutine */
+    for (unsigned k = 0; s->lanes && k < s->nlanes; k++)
+        if (s->lanes[k].stack) munmap(s->lanes[k].stack, KITE_SIM_STACK_BYTES);
+    free(s->lanes);
+    free(lane_accts);
+    lane_accts = NULL;
+    for (unsigned k = 0; k < KITE_SIM_SHAPES; k++) {
+        free(s->shapes[k].sysroot);
+        kite_runtime_free(s->shapes[k].rt);
+    }
+    for (unsigned z = 0; s->cfg && z < s->ncfg; z++) kite_agent_config_release(&s->cfg[z]);
+    free(s->cfg);
+    if (s->ctl_fd >= 0) {
+        close(s->ctl_fd);
+        if (s->o.control_path) unlink(s->o.control_path);
+    }
+    if (s->epfd >= 0) close(s->epfd);
+    free(s->nodes);
+    free(s->heap);
+    free(s->flapping);
+    free(s);
+}

@@ -1,0 +1,78 @@
+/* Hollow nodes: many node agents in one process on one event loop (`kite sim`).
+ *
+ * Each simulated node is a real struct kite_agent (src/agent: registration, the status setters
+ * fed by a synthetic machine, the change-only status reporter, the lease renewer) with its own
+ * API client presenting its own client certificate (system:node:NAME, O=system:nodes), so the
+ * API server's Node authorizer judges every request. No thread per node: kite_agent_step()
+ * runs as a coroutine on one of a few stacks ("lanes"); when its client would wait on a socket
+ * the coroutine parks (kite_client_set_thread_waiter) and the loop runs other nodes, so up to
+ * `inflight` nodes have requests outstanding at once.
+ *
+ * Machines: nodes take one of KITE_SIM_SHAPES synthetic machines in turn (cpu 2..128, memory
+ * 4..512 GiB, disks, kernels, OS images, 3..24 container images), each a small sysroot written
+ * under machines_dir, and each node its own InternalIP (10.64.0.1, ...) and zone label
+ * (topology.kubernetes.io/zone = zone-K, K < zones).
+ *
+ * Control: a unix stream socket; one command line per connection, one answer line
+ * (`ok N` or `error: WHY`):
+ *   kill NAME...       the nodes stop (their agent and connection are dropped: a dead machine)
+ *   revive NAME...     they start again as a restarted agent would (register, find the Node, report)
+ *   flap SECONDS NAME... they die and come back every SECONDS (flap 0 NAME... stops it, alive)
+ *   stats              the progress counters as one JSON object
+ *   reset              forgets the renewal latencies so far (a benchmark's window starts) */
+#pragma once
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "client/kubeconfig.h"
+
+#define KITE_SIM_SHAPES 8
+#define KITE_SIM_MAX_NODES 1000000
+#define KITE_SIM_MAX_ZONES 1000
+#define KITE_SIM_MAX_INFLIGHT 1024
+#define KITE_SIM_STACK_BYTES (256u << 10) /* one lane's coroutine stack */
+
+/* Mints a node's client certificate and key (PEM, malloc'ed) for CN=system:node:NAME,
+ * O=system:nodes. 0 or -errno. */
+typedef int (*kite_sim_mint_fn)(void *ud, const char *node_name, char **ret_cert_pem, char **ret_key_pem);
+
+struct kite_sim_options {
+    const struct kite_kubeconfig *kc; /* server and CA (borrowed; its credentials are not used) */
+    unsigned nodes;
+    const char *prefix;       /* node names: PREFIX-00000 ... */
+    unsigned zones;           /* 0 = no zone label */
+    unsigned connections;     /* open connections kept at most (least recently used closed
+                                 first); 0 = one per node */
+    unsigned inflight;        /* nodes doing requests at once (lanes) */
+    int64_t lease_duration_s; /* 0 = 40 */
+    unsigned ramp_per_s;      /* nodes started per second; 0 = all at once */
+    kite_sim_mint_fn mint;
+    void *mint_ud;
+    const char *machines_dir; /* where the synthetic machines' sysroots are written */
+    const char *control_path; /* NULL = no control socket */
+    FILE *progress;           /* NULL = no progress lines */
+    int64_t progress_every_ns;/* 0 = 2 s */
+};
+
+struct kite_sim;
+
+/* Builds the simulator (machines written, control socket bound, no node started). *ret_err
+ * (may be NULL) explains failures. */
+int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char **ret_err);
+/* Runs the loop until *stop becomes non-zero (a signal handler sets it), then lets the nodes'
+ * requests in flight finish (5 s at most). 0 or -errno. */
+int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop);
+void kite_sim_free(struct kite_sim *s);
+
+/* Control commands (what the socket runs; exposed for tests): the answer line, malloc'ed. */
+char *kite_sim_control(struct kite_sim *s, const char *line);
+
+struct kite_sim_stats {
+    unsigned nodes, started, registered, ready, failing, dead;
+    uint64_t renewals, status_patches, registrations, requests;
+    double renewal_p50_ms, renewal_p99_ms, renewal_max_ms; /* since the start */
+};
+void kite_sim_get_stats(struct kite_sim *s, struct kite_sim_stats *ret);
+/* Node i's name into buf. */
+void kite_sim_node_name(struct kite_sim *s, unsigned i, char *buf, size_t len);
