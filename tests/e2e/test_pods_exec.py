@@ -421,6 +421,52 @@ def _raw_ws(c, path, protocol="v5.channel.k8s.io"):
     return s
 
 
+def _ws_send(s, payload):
+    """One masked binary WebSocket message."""
+    import struct
+    mask = os.urandom(4)
+    n = len(payload)
+    head = bytes([0x82, 0x80 | n]) if n < 126 else bytes([0x82, 0x80 | 126]) + struct.pack(">H", n)
+    s.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+
+def _ws_recv(s):
+    """One WebSocket frame from the server: (opcode, payload)."""
+    import struct
+
+    def exactly(n):
+        b = b""
+        while len(b) < n:
+            chunk = s.recv(n - len(b))
+            assert chunk, b
+            b += chunk
+        return b
+    b0, b1 = exactly(2)
+    n = b1 & 0x7f
+    if n == 126:
+        n = struct.unpack(">H", exactly(2))[0]
+    elif n == 127:
+        n = struct.unpack(">Q", exactly(8))[0]
+    return b0 & 0x0f, exactly(n)
+
+
+def test_spdy_tunnel_by_hand(web):
+    """SPDY frames are one byte stream across WebSocket messages: a PING split over two messages is
+    echoed; a SPDY/2 frame ends the session with GOAWAY PROTOCOL_ERROR and a close 1002."""
+    import struct
+    s = _raw_ws(web, f"/api/v1/namespaces/{NS}/pods/web/portforward", protocol="SPDY/3.1+portforward.k8s.io")
+    ping = struct.pack(">HHII", 0x8003, 6, 4, 7)
+    _ws_send(s, ping[:5])
+    _ws_send(s, ping[5:])
+    assert _ws_recv(s) == (2, ping)
+    _ws_send(s, struct.pack(">HHII", 0x8002, 6, 4, 9))
+    op, goaway = _ws_recv(s)
+    assert op == 2 and goaway[:8] == struct.pack(">HHI", 0x8003, 7, 8) and goaway[12:16] == b"\0\0\0\x01", goaway
+    op, close = _ws_recv(s)
+    assert op == 8 and struct.unpack(">H", close[:2])[0] == 1002, close
+    s.close()
+
+
 def _rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))

@@ -366,6 +366,19 @@ static bool pair_flush(struct pair *p) {
     return true;
 }
 
+/* Sends what waits, for a few seconds at most. */
+static void drain(struct pfs *s) {
+    int64_t deadline = now() + 5 * KITE_NS_PER_SEC;
+    while (!s->gone && want_write(s)) {
+        flush(s);
+        if (!want_write(s)) break;
+        int64_t ms = (deadline - now()) / KITE_NS_PER_MS;
+        if (ms <= 0) break;
+        struct pollfd p = {.fd = kite_http_tunnel_fd(s->t), .events = POLLOUT};
+        poll(&p, 1, (int)ms);
+    }
+}
+
 void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char *ns, const char *pod) {
     struct pfs s = {.t = t, .ws_mode = ws, .pid = pid, .ns = ns, .pod = pod, .last_active = now()};
     s.sp = kite_spdy_new();
@@ -478,15 +491,11 @@ void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char
         kite_spdy_goaway(&b, s.last_sid, s.fatal ? 1 : 0);
         emit(&s, &b);
         kite_buf_release(&b);
-        if (s.ws_mode) wslay_event_queue_close(s.ws, s.fatal ? 1002 : 1000, NULL, 0);
-        int64_t deadline = now() + 5 * KITE_NS_PER_SEC;
-        while (!s.gone && want_write(&s)) {
-            flush(&s);
-            if (!want_write(&s)) break;
-            int64_t ms = (deadline - now()) / KITE_NS_PER_MS;
-            if (ms <= 0) break;
-            struct pollfd p = {.fd = kite_http_tunnel_fd(t), .events = POLLOUT};
-            poll(&p, 1, (int)ms);
+        drain(&s);
+        /* (libwslay sends control frames before queued messages: the close goes after them) */
+        if (s.ws_mode) {
+            wslay_event_queue_close(s.ws, s.fatal ? 1002 : 1000, NULL, 0);
+            drain(&s);
         }
     }
     while (s.n) drop(&s, s.p[0]);
