@@ -13,7 +13,8 @@ CC       ?= cc
 # libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
 # libnftables: the Service proxy's table (src/agent/proxy)
 # zlib: SPDY/3.1 header blocks for port-forward (src/agent/logs/spdy.c)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables zlib
+# ldns: the cluster DNS responder's packets (src/agent/dns)
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables zlib ldns
 # libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
 # its headers only
 DL_PKGS  := libarchive
@@ -247,7 +248,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 # the module sources a target may need; the linker keeps what it uses from the archive
 FUZZ_SRCS    := $(call srcs_of,base) $(call srcs_of,json) \
                 $(filter-out src/api/registry%,$(call srcs_of,api)) src/client/kubeconfig.c \
-                src/http/request.c
+                src/http/request.c src/apiserver/metrics_text.c
 FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SRCS))
 
 .PHONY: fuzz fuzz-build

@@ -6,6 +6,7 @@
 
 #include "agent/agent.h"
 #include "agent/pods/pods.h"
+#include "agent/dns/dns.h"
 #include "agent/proxy/proxy.h"
 #include "base/backoff.h"
 #include "json/patch.h"
@@ -38,6 +39,8 @@ struct kite_agent {
     char *kubelet_version;
     char *kubeconfig_ca;            /* the kubeconfig's CA (PEM): the log endpoint's client CA by default */
     struct kite_proxy *proxy;       /* Service routing (--proxy-mode nftables) */
+    struct kite_dns *dns;           /* cluster DNS (--serve-dns) */
+    char *dns_addr;                 /* where it answers: the pod network's gateway */
     struct kite_logsrv *logsrv;     /* the log endpoint (started agents with pods) */
     uint64_t rng;
     int64_t report_freq_ns;   /* effective nodeStatusReportFrequency */

@@ -12,6 +12,7 @@
 #include "base/version.h"
 
 #include <sys/stat.h>
+#include "agent/runtime/ipam.h"
 #include "agent/runtime/net.h"
 #include "agent/runtime/runtime.h"
 #include "base/log.h"
@@ -139,11 +140,20 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
                 goto fail;
             }
         }
+        if (c->serve_dns) {
+            /* the node's DNS answers on the pod network's gateway, which every pod reaches
+             * through its default route: pods name it when no --cluster-dns is given */
+            struct kite_cidr cidr;
+            if ((r = kite_cidr_parse(c->pod_cidr ? c->pod_cidr : KITE_NET_POD_CIDR_DEFAULT, &cidr, NULL)) < 0) goto fail;
+            uint32_t gw = kite_cidr_gateway(&cidr);
+            a->dns_addr = kite_asprintf("%u.%u.%u.%u", gw >> 24, (gw >> 16) & 255, (gw >> 8) & 255, gw & 255);
+        }
         /* the pods thread and the node status both call the runtime: serialize them */
         a->locked_rt = kite_runtime_locked_new(a->runtime);
         struct kite_pods_options po = {.client = a->client, .runtime = a->locked_rt, .clock = a->clock,
                                        .node_name = a->node_name, .seed = o->seed, .root_dir = c->root_dir,
-                                       .cluster_dns = c->cluster_dns, .cluster_domain = c->cluster_domain,
+                                       .cluster_dns = c->cluster_dns ? c->cluster_dns : a->dns_addr,
+                                       .cluster_domain = c->cluster_domain,
                                        .backoff_base_ns = c->backoff_base_ns};
         if ((r = kite_pods_new(&po, &a->pods)) < 0) {
             if (ret_err) *ret_err = kite_asprintf("starting the pod workers: %s", strerror(-r));
@@ -189,6 +199,7 @@ void kite_agent_free(struct kite_agent *a) {
     free(a->node_name);
     free(a->kubelet_version);
     free(a->kubeconfig_ca);
+    free(a->dns_addr);
     kite_cancel_release(&a->watch_cancel);
     pthread_cond_destroy(&a->cond);
     pthread_mutex_destroy(&a->lock);
@@ -365,7 +376,8 @@ static int start_logsrv(struct kite_agent *a, char **ret_err) {
     _cleanup_free_ char *listen = kite_asprintf(strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, c->ns.daemon_port);
     const char *sans[] = {c->node_ip ? c->node_ip : "127.0.0.1"};
     struct kite_logsrv_options lo = {.listen = listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
-                                     .node_name = a->node_name, .sans = sans, .n_sans = 1, .pods = a->pods};
+                                     .node_name = a->node_name, .sans = sans, .n_sans = 1, .pods = a->pods,
+                                     .runtime = a->locked_rt};
     if ((r = kite_logsrv_start(&lo, &a->logsrv, ret_err)) < 0) return r;
     a->ns.daemon_port = kite_logsrv_port(a->logsrv);
     log_info(AGENT_LOG, "log endpoint on %s port %d", addr, a->ns.daemon_port);
@@ -406,7 +418,20 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
             return r;
         }
     }
+    if (a->dns_addr) {
+        _cleanup_free_ char *derr = NULL;
+        struct kite_dns_options dopt = {.client = a->client, .listen = a->dns_addr, .domain = a->cfg->cluster_domain,
+                                        .upstream_conf = a->cfg->dns_upstream_conf};
+        if ((r = kite_dns_start(&dopt, &a->dns, &derr)) < 0) {
+            log_error(AGENT_LOG, "cannot start the cluster DNS (--serve-dns=false runs without it): %s",
+                      derr ? derr : strerror(-r));
+            kite_proxy_stop(a->proxy);
+            kite_agent_free(a);
+            return r;
+        }
+    }
     if ((r = -pthread_create(&a->thread, NULL, agent_thread, a)) < 0) {
+        kite_dns_stop(a->dns);
         kite_proxy_stop(a->proxy);
         kite_agent_free(a);
         return r;
@@ -417,6 +442,7 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
         pthread_cond_broadcast(&a->cond);
         pthread_mutex_unlock(&a->lock);
         pthread_join(a->thread, NULL);
+        kite_dns_stop(a->dns);
         kite_proxy_stop(a->proxy);
         kite_agent_free(a);
         return r;
@@ -443,6 +469,8 @@ void kite_agent_stop(struct kite_agent *a) {
         pthread_join(a->watch_thread, NULL);
         pthread_join(a->thread, NULL);
     }
+    kite_dns_stop(a->dns);
+    a->dns = NULL;
     kite_proxy_stop(a->proxy); /* removes its table: a clean stop leaves no rules behind */
     a->proxy = NULL;
     kite_agent_free(a);

@@ -41,6 +41,10 @@ struct kite_agent_config {
     bool proxy;                       /* --proxy-mode nftables: route Services (src/agent/proxy) */
     char *proxy_table;                /* --proxy-table; NULL = KITE_PROXY_TABLE_DEFAULT */
     bool masquerade_pod_traffic;      /* --masquerade-pod-traffic */
+    bool serve_dns;                   /* --serve-dns: cluster DNS on the pod gateway (src/agent/dns);
+                                         pods' nameserver when --cluster-dns is not given */
+    char *dns_upstream_conf;          /* --dns-upstream-conf: resolv.conf naming the resolvers other
+                                         names are forwarded to; NULL = /etc/resolv.conf */
     int64_t backoff_base_ns;          /* --restart-backoff-base: the container restart and image
                                          pull back-offs' first delay; 10 s as the kubelet's */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:

@@ -40,6 +40,7 @@ void kite_agent_config_release(struct kite_agent_config *c) {
     free(c->cluster_domain);
     free(c->pod_bridge);
     free(c->proxy_table);
+    free(c->dns_upstream_conf);
     json_object_put(c->taints);
     json_object_put(c->labels);
     *c = (struct kite_agent_config){0};
@@ -373,6 +374,11 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
         c->proxy_table = kite_strdup(v);
     } else if (kite_streq(name, "masquerade-pod-traffic")) {
         r = parse_bool(where, v, &c->masquerade_pod_traffic, err);
+    } else if (kite_streq(name, "serve-dns")) {
+        r = parse_bool(where, v, &c->serve_dns, err);
+    } else if (kite_streq(name, "dns-upstream-conf")) {
+        free(c->dns_upstream_conf);
+        c->dns_upstream_conf = *v ? kite_strdup(v) : NULL;
     } else if (kite_streq(name, "restart-backoff-base")) {
         if ((r = parse_duration(where, v, &c->backoff_base_ns, err)) == 0 && c->backoff_base_ns < KITE_NS_PER_SEC)
             return fail(err, "%s: must be at least 1s", where);

@@ -81,6 +81,10 @@ struct kite_subresource {
      * update of the object (its `field` alone, and metadata), with the kind's validation. */
     json_object *(*view)(json_object *obj);
     void (*apply)(json_object *obj, json_object *view);
+    /* A token subresource (a ServiceAccount's token) is served for POST alone (verb create):
+     * the server issues a credential for the object, answered 201 as the body's kind with its
+     * status filled in; nothing is stored. */
+    bool token;
 };
 
 /* ---- kinds that are never stored (access reviews) --------------------------------------
@@ -249,7 +253,7 @@ const struct kite_resource *kite_registry_namespaces(void);
 /* The subresource `name` of r ("status" when r has_status), or NULL. */
 const struct kite_subresource *kite_resource_subresource(const struct kite_resource *r, const char *name);
 /* sr is an action (POST) subresource. */
-static inline bool kite_subresource_is_action(const struct kite_subresource *sr) { return sr && (sr->act || sr->deletes); }
+static inline bool kite_subresource_is_action(const struct kite_subresource *sr) { return sr && (sr->act || sr->deletes || sr->token); }
 
 /* r's objects are kept in the store (every kind but the evaluated ones). */
 static inline bool kite_resource_stored(const struct kite_resource *r) { return !r->evaluate; }

@@ -84,9 +84,17 @@ extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_sc
     kite_schema_localsubjectaccessreview, kite_schema_selfsubjectrulesreview, kite_schema_selfsubjectreview,
     kite_schema_role, kite_schema_clusterrole, kite_schema_rolebinding, kite_schema_clusterrolebinding,
     kite_schema_replicaset, kite_schema_deployment, kite_schema_service, kite_schema_endpointslice;
-extern const struct kite_schema kite_schema_pdb, kite_schema_eviction;
+extern const struct kite_schema kite_schema_pdb, kite_schema_eviction, kite_schema_token_request;
 /* batch/v1 Job, apps/v1 DaemonSet */
 extern const struct kite_schema kite_schema_job, kite_schema_daemonset;
+/* v1 ReplicationController */
+extern const struct kite_schema kite_schema_replicationcontroller;
+/* apps/v1 StatefulSet */
+extern const struct kite_schema kite_schema_statefulset;
+/* autoscaling/v2 HorizontalPodAutoscaler */
+extern const struct kite_schema kite_schema_hpa, kite_schema_hpa_v1;
+/* batch/v1 CronJob */
+extern const struct kite_schema kite_schema_cronjob;
 /* meta/v1 messages that are not kinds of their own (meta_schema.c): a List's metadata, a
  * Status (errors and delete answers) and the DeleteOptions a delete may carry. */
 extern const struct kite_schema kite_schema_list_meta, kite_schema_status, kite_schema_delete_options;

@@ -92,6 +92,7 @@ static int spec_requester(const struct kite_admission_attrs *a, struct kite_admi
 
 static const struct kite_admission_plugin PLUGINS[] = {
     {"NamespaceLifecycle", NULL, namespace_lifecycle},
+    {"ServiceAccount", kite_admission_service_account, NULL}, /* admission_serviceaccount.c */
     {"DefaultTolerationSeconds", default_toleration_seconds, NULL},
     {"NodeRestriction", NULL, kite_admission_node_restriction}, /* admission_node.c */
     {"PodSecurity", NULL, kite_admission_pod_security},         /* admission_podsecurity.c */

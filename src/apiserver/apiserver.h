@@ -28,6 +28,9 @@ struct kite_apiserver_options {
     const char *pod_security_exempt_usernames;      /* comma-separated, or NULL */
     const char *pod_security_exempt_namespaces;
     const char *pod_security_exempt_runtime_classes;
+    int64_t metric_resolution_ns; /* --metric-resolution: how often metrics.k8s.io scrapes the agents; 0 = 15 s */
+    const char *service_account_issuer; /* --service-account-issuer; NULL = https://kubernetes.default.svc.cluster.local */
+    const char *api_audiences;  /* --api-audiences, comma-separated; NULL = the issuer */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */

@@ -5,6 +5,7 @@
 #include "base/version.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define AGG_CT "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 #define KITE_VERSION_JSON \
@@ -94,12 +95,12 @@ static size_t groups(const char **out, size_t max) {
     return n;
 }
 
-static void agg_group(struct kite_buf *b, const char *group) {
-    kite_buf_printf(b, "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":null},\"versions\":[{\"version\":\"v1\",\"resources\":[", group);
+/* The resources of one version of a group, as aggregated discovery lists them. */
+static void agg_version(struct kite_buf *b, const char *group, const char *version) {
     bool first = true;
     for (size_t k = 0; kite_resources[k]; k++) {
         const struct kite_resource *r = kite_resources[k];
-        if (strcmp(r->group, group) != 0) continue;
+        if (strcmp(r->group, group) != 0 || strcmp(r->version, version) != 0) continue;
         kite_buf_printf(b, "%s{\"resource\":\"%s\",\"responseKind\":{\"group\":\"%s\",\"version\":\"%s\",\"kind\":\"%s\"},"
                            "\"scope\":\"%s\",\"singularResource\":\"%s\",\"verbs\":",
                         first ? "" : ",", r->plural, r->group, r->version, r->kind, r->namespaced ? "Namespaced" : "Cluster",
@@ -115,7 +116,38 @@ static void agg_group(struct kite_buf *b, const char *group) {
         kite_buf_puts(b, "}");
         first = false;
     }
-    kite_buf_puts(b, "],\"freshness\":\"Current\"}]}");
+}
+
+/* A group's versions, the preferred first (kube's version priority among GA versions: the
+ * highest number first, so autoscaling/v2 before autoscaling/v1). */
+static size_t versions(const char *group, const char **out, size_t max) {
+    size_t n = 0;
+    for (size_t k = 0; kite_resources[k]; k++) {
+        const struct kite_resource *r = kite_resources[k];
+        if (strcmp(r->group, group) != 0) continue;
+        bool seen = false;
+        for (size_t i = 0; i < n; i++) seen |= strcmp(out[i], r->version) == 0;
+        if (seen || n == max) continue;
+        size_t at = n++;
+        while (at > 0 && atoi(out[at - 1] + 1) < atoi(r->version + 1)) {
+            out[at] = out[at - 1];
+            at--;
+        }
+        out[at] = r->version;
+    }
+    return n;
+}
+
+static void agg_group(struct kite_buf *b, const char *group) {
+    kite_buf_printf(b, "{\"metadata\":{\"name\":\"%s\",\"creationTimestamp\":null},\"versions\":[", group);
+    const char *vs[4];
+    size_t nv = versions(group, vs, KITE_ARRAY_SIZE(vs));
+    for (size_t i = 0; i < nv; i++) {
+        kite_buf_printf(b, "%s{\"version\":\"%s\",\"resources\":[", i ? "," : "", vs[i]);
+        agg_version(b, group, vs[i]);
+        kite_buf_puts(b, "],\"freshness\":\"Current\"}");
+    }
+    kite_buf_puts(b, "]}");
 }
 
 static void agg_list(struct kite_buf *b, bool core) {
@@ -129,17 +161,21 @@ static void agg_list(struct kite_buf *b, bool core) {
         agg_group(b, g[i]);
         first = false;
     }
+    if (!core) { /* served in-process beside the registry (metrics_api.c) */
+        if (!first) kite_buf_putc(b, ',');
+        metrics_api_discovery_agg(b);
+    }
     kite_buf_puts(b, "]}");
 }
 
-static void resource_list(struct kite_buf *b, const char *group) {
-    const char *gv = *group ? kite_asprintf("%s/v1", group) : kite_strdup("v1");
+static void resource_list(struct kite_buf *b, const char *group, const char *version) {
+    const char *gv = *group ? kite_asprintf("%s/%s", group, version) : kite_strdup(version);
     kite_buf_printf(b, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"%s\",\"resources\":[", gv);
     free((char *)gv);
     bool first = true;
     for (size_t k = 0; kite_resources[k]; k++) {
         const struct kite_resource *r = kite_resources[k];
-        if (strcmp(r->group, group) != 0) continue;
+        if (strcmp(r->group, group) != 0 || strcmp(r->version, version) != 0) continue;
         kite_buf_printf(b, "%s{\"name\":\"%s\",\"singularName\":\"%s\",\"namespaced\":%s,\"kind\":\"%s\",\"verbs\":",
                         first ? "" : ",", r->plural, r->singular, r->namespaced ? "true" : "false", r->kind);
         verbs_json(b, r);
@@ -153,7 +189,12 @@ static void resource_list(struct kite_buf *b, const char *group) {
 }
 
 static void group_json(struct kite_buf *b, const char *g) {
-    kite_buf_printf(b, "{\"name\":\"%s\",\"versions\":[{\"groupVersion\":\"%s/v1\",\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":\"%s/v1\",\"version\":\"v1\"}}", g, g, g);
+    const char *vs[4];
+    size_t nv = versions(g, vs, KITE_ARRAY_SIZE(vs));
+    kite_buf_printf(b, "{\"name\":\"%s\",\"versions\":[", g);
+    for (size_t i = 0; i < nv; i++)
+        kite_buf_printf(b, "%s{\"groupVersion\":\"%s/%s\",\"version\":\"%s\"}", i ? "," : "", g, vs[i], vs[i]);
+    kite_buf_printf(b, "],\"preferredVersion\":{\"groupVersion\":\"%s/%s\",\"version\":\"%s\"}}", g, vs[0], vs[0]);
 }
 
 static void send(struct req *rq, const char *ctype, struct kite_buf *b) {
@@ -200,24 +241,25 @@ bool handle_discovery(struct req *rq) {
             group_json(&b, g[i]);
             first = false;
         }
+        if (!first) kite_buf_putc(&b, ',');
+        metrics_api_discovery_group(&b);
         kite_buf_puts(&b, "]}");
         send(rq, "application/json", &b);
         return true;
     }
     if (strcmp(p, "/api/v1") == 0 || strcmp(p, "/api/v1/") == 0) {
-        resource_list(&b, "");
+        resource_list(&b, "", "v1");
         send(rq, "application/json", &b);
         return true;
     }
-    /* /apis/GROUP and /apis/GROUP/v1 only: resource paths (every write) have more segments */
+    /* /apis/GROUP and /apis/GROUP/VERSION only: resource paths (every write) have more segments */
     if (kite_startswith(p, "/apis/") && strchr(p + 6, '/') == strrchr(p + 6, '/')) {
         const char *g[16];
         size_t n = groups(g, KITE_ARRAY_SIZE(g));
         for (size_t i = 0; i < n; i++) {
             if (!*g[i]) continue;
-            char a[128], v[128];
+            char a[128];
             snprintf(a, sizeof a, "/apis/%s", g[i]);
-            snprintf(v, sizeof v, "/apis/%s/v1", g[i]);
             if (strcmp(p, a) == 0) {
                 kite_buf_puts(&b, "{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",");
                 struct kite_buf gj = {0};
@@ -227,13 +269,20 @@ bool handle_discovery(struct req *rq) {
                 send(rq, "application/json", &b);
                 return true;
             }
-            if (strcmp(p, v) == 0) {
-                resource_list(&b, g[i]);
-                send(rq, "application/json", &b);
-                return true;
+            const char *vs[4];
+            size_t nv = versions(g[i], vs, KITE_ARRAY_SIZE(vs));
+            for (size_t j = 0; j < nv; j++) {
+                char v[160];
+                snprintf(v, sizeof v, "/apis/%s/%s", g[i], vs[j]);
+                if (strcmp(p, v) == 0) {
+                    resource_list(&b, g[i], vs[j]);
+                    send(rq, "application/json", &b);
+                    return true;
+                }
             }
         }
     }
+    if (metrics_api_discovery(rq)) return true;
     rq->verb = NULL;
     return false;
 }

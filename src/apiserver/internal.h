@@ -78,6 +78,8 @@ struct kite_apiserver {
     struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
     struct kite_pools_state *pools; /* cluster IPs and node ports in use (pools.c); NULL when no kind allocates */
     struct kite_psa_config *psa; /* PodSecurity's default policy and exemptions (admission_podsecurity.c) */
+    struct kite_metrics_api *metrics_api; /* metrics.k8s.io: the agents' scraper and its samples (metrics_api.c) */
+    struct kite_satoken *satoken; /* the service-account token signer and its audiences (satoken.c) */
 };
 
 #define KITE_IMPERSONATE_GROUPS_MAX 32    /* Impersonate-Group headers of one request (-> 400) */
@@ -183,6 +185,49 @@ void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *ou
 /* write.c */
 /* logproxy.c: GET of a connect subresource (a pod's log), proxied to the node's agent. */
 void handle_connect(struct req *rq, const struct kite_subresource *sr);
+/* The node's address as kube-apiserver picks it (InternalIP, Hostname, InternalDNS, ExternalDNS,
+ * ExternalIP) and its agent's port (0 when it reports none). Borrowed from node. */
+const char *apiserver_node_address(json_object *node, int *ret_port);
+
+/* server.c: authorizes rq's route (rq->res, ns, name, verb) or path; replies 403 itself. */
+bool apiserver_authorize(struct req *rq);
+
+/* metrics_api.c: metrics.k8s.io/v1beta1 served in-process (a built-in metrics-server). */
+#define KITE_METRICS_RESOLUTION_NS (15 * KITE_NS_PER_SEC) /* scrape period (--metric-resolution) */
+#define KITE_METRICS_SCRAPE_TIMEOUT_MS 10000              /* one agent's answer, at most (and 0.9 x resolution) */
+#define KITE_METRICS_SCRAPE_PARALLEL 16                   /* agents scraped at once */
+#define KITE_METRICS_SCRAPE_MAX_BYTES (16u << 20)         /* an agent's /metrics/resource answer (-> scrape failed) */
+#define KITE_METRICS_MAX_CONTAINERS 16384                 /* containers kept from one agent's answer */
+struct mapi_ctr {
+    char *ns, *pod, *name;
+    bool has_cpu, has_mem;
+    uint64_t cpu_ns, mem;
+    int64_t cpu_ts, mem_ts, start_ns; /* wall clock ns */
+};
+/* What one scrape of /metrics/resource says. */
+struct mapi_batch {
+    bool node_has_cpu, node_has_mem;
+    uint64_t node_cpu_ns, node_mem;
+    int64_t node_cpu_ts, node_mem_ts;
+    struct mapi_ctr *c;
+    size_t n, cap;
+};
+/* Parses the kubelet's resource metrics text (the series metrics-server reads; a sample without
+ * a timestamp is taken at now_ns) into b (zeroed first by the caller). Returns the samples used,
+ * or -EINVAL on a malformed line. */
+int mapi_parse(const char *text, size_t len, int64_t now_ns, struct mapi_batch *b);
+void mapi_batch_release(struct mapi_batch *b);
+void mapi_format_duration(int64_t ns, char out[64]);
+void mapi_format_cpu(uint64_t nanocores, char out[32]);
+void mapi_format_memory(uint64_t bytes, char out[32]);
+int metrics_api_start(struct kite_apiserver *s, int64_t resolution_ns);
+void metrics_api_stop(struct kite_apiserver *s);
+/* Serves /apis/metrics.k8s.io/v1beta1/...: true when the path is the group's (answered). */
+bool metrics_api_handle(struct req *rq);
+/* Discovery of the group: its aggregated entry, its APIGroup, and /apis/metrics.k8s.io[/v1beta1]. */
+void metrics_api_discovery_agg(struct kite_buf *b);
+void metrics_api_discovery_group(struct kite_buf *b);
+bool metrics_api_discovery(struct req *rq);
 
 void handle_create(struct req *rq);
 void handle_update(struct req *rq);
@@ -329,6 +374,44 @@ int kite_bootstrap_token_check(json_object *secret, const char *id, const char *
  * groups, owned by rq->authn_mem) and returns true; false otherwise (the caller answers 401). */
 bool apiserver_bootstrap_token(struct req *rq);
 
+/* satoken.c: ServiceAccount tokens (the TokenRequest API and their authentication). */
+#define KITE_SATOKEN_ISSUER_DEFAULT "https://kubernetes.default.svc.cluster.local" /* kubeadm's --service-account-issuer */
+#define KITE_SATOKEN_DEFAULT_EXPIRATION_S 3600       /* SetDefaults_TokenRequestSpec */
+#define KITE_SATOKEN_MIN_EXPIRATION_S 600            /* ValidateTokenRequest: at least 10 minutes */
+#define KITE_SATOKEN_MAX_EXPIRATION_S (1LL << 32)    /* ... and at most 2^32 seconds */
+#define KITE_SATOKEN_MAX_BYTES (16 * 1024)           /* a longer bearer token is not tried as a JWT */
+struct kite_pki_signer;
+struct kite_satoken;
+/* Whom a token names (all borrowed; NULL or "" when absent). */
+struct kite_satoken_subject {
+    const char *ns, *name, *uid;               /* the ServiceAccount */
+    const char *pod_name, *pod_uid, *secret_name, *secret_uid, *node_name, *node_uid;
+    const char *jti;
+};
+/* A compact JWS of claims: header {alg, kid} of k, base64url parts. Malloc'ed; NULL when signing failed. */
+char *kite_jwt_sign(const struct kite_pki_signer *k, json_object *claims);
+/* Checks tok's shape (three base64url parts, at most KITE_SATOKEN_MAX_BYTES), that its header's
+ * alg is k's and its signature k's: 0 with the claims (a new object); -EINVAL malformed,
+ * -EBADMSG another algorithm or a signature that does not verify. */
+int kite_jwt_verify(const struct kite_pki_signer *k, const char *tok, json_object **ret_claims);
+/* Upstream's claims for sub (token.Claims plus jti and the node): a new object. audiences borrowed. */
+json_object *kite_satoken_claims(const struct kite_satoken_subject *sub, const char *issuer, json_object *audiences,
+                                 int64_t now_s, int64_t expiration_s);
+/* Judges claims at now_s (go-jose's leeway of 60 s on exp, nbf and iat): 0 with *ret borrowing
+ * from c; -ENOENT another issuer, -ETIME expired, -EAGAIN not valid yet, -EACCES no audience of
+ * the server's, -EINVAL the kubernetes.io claim or the subject malformed. */
+int kite_satoken_check_claims(json_object *c, const char *issuer, const char *const *audiences, size_t n_aud,
+                              int64_t now_s, struct kite_satoken_subject *ret);
+/* Loads (or makes) PKI_DIR/sa.key; issuer and audiences (comma-separated) NULL for the defaults. */
+int apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const char *issuer, const char *audiences,
+                            char **ret_error);
+void apiserver_satoken_free(struct kite_satoken *t); /* NULL is a no-op */
+/* A bearer JWT this server issued that still holds: sets rq->user (owned by rq->authn_mem) and
+ * returns true; false otherwise. */
+bool apiserver_satoken_authenticate(struct req *rq);
+/* POST serviceaccounts/NAME/token: answers the TokenRequest body (taken) with its status. */
+void apiserver_satoken_issue(struct req *rq, json_object *body);
+
 /* audit.c: the audit log (audit.k8s.io/v1 Events at level Metadata, one JSON line each),
  * written by its own thread; a request only appends to a buffer. */
 #define KITE_AUDIT_BUFFER_MAX (16u * 1024 * 1024) /* events waiting for the disk; past it dropped (counted) */
@@ -466,6 +549,8 @@ int kite_admission_node_restriction(const struct kite_admission_attrs *a, struct
 int kite_admission_csr_approval(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 int kite_admission_csr_signing(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 int kite_admission_csr_subject_restriction(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+/* admission_serviceaccount.c: ServiceAccount (mutating). */
+int kite_admission_service_account(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 /* admission_podsecurity.c: PodSecurity (validating), its configuration from the options. */
 struct kite_psa_config;
 int kite_psa_config_new(const struct kite_apiserver_options *o, struct kite_psa_config **ret, char **ret_error);

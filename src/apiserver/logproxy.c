@@ -168,9 +168,7 @@ static void *proxy_thread(void *ud) {
 
 static const char *query_of(void *ud, const char *name) { return kite_http_query(((struct req *)ud)->http, name); }
 
-/* The node's address as kube-apiserver picks it (InternalIP, Hostname, InternalDNS, ExternalDNS,
- * ExternalIP) and its agent's port (0 when it reports none). Borrowed from node. */
-static const char *node_address(json_object *node, int *ret_port) {
+const char *apiserver_node_address(json_object *node, int *ret_port) {
     static const char *const pref[] = {"InternalIP", "Hostname", "InternalDNS", "ExternalDNS", "ExternalIP"};
     json_object *st = kite_obj_get(node, "status"), *addrs = kite_obj_get(st, "addresses");
     json_object *port = kite_obj_get(kite_obj_get(kite_obj_get(st, "daemonEndpoints"), "kubeletEndpoint"), "Port");
@@ -204,7 +202,7 @@ void handle_connect(struct req *rq, const struct kite_subresource *sr) {
     const struct kite_resource *nodes = kite_registry_find("", "v1", "nodes");
     json_object *node = nodes ? apiserver_lookup(s, nodes, NULL, node_name) : NULL;
     int port = 0;
-    const char *addr = node ? node_address(node, &port) : NULL;
+    const char *addr = node ? apiserver_node_address(node, &port) : NULL;
     if (!addr || !port) {
         struct status_details d = {.name = node_name, .kind = "nodes"};
         if (!node) reply_error_about(rq, 404, "NotFound", &d, "nodes \"%s\" not found", node_name);

@@ -71,6 +71,9 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"networking.k8s.io\"", "\"ingresses\",\"ingresses/status\",\"networkpolicies\"") ","
      RULE(READ, "\"coordination.k8s.io\"", "\"leases\"") ","
      RULE(READ, "\"events.k8s.io\"", "\"events\"") "]"},
+    /* metrics-server's: the resource metrics API (kubectl top) for whoever holds view, edit or admin */
+    {"system:aggregated-metrics-reader", "," AGG("admin") "," AGG("edit") "," AGG("view"), NULL,
+     "[" RULE("\"get\",\"list\",\"watch\"", "\"metrics.k8s.io\"", "\"pods\",\"nodes\"") "]"},
     {"system:basic-user", "", NULL,
      "[" RULE("\"create\"", "\"authentication.k8s.io\"", "\"selfsubjectreviews\"") ","
      RULE("\"create\"", "\"authorization.k8s.io\"", "\"selfsubjectaccessreviews\",\"selfsubjectrulesreviews\"") "]"},
@@ -132,6 +135,8 @@ static const struct boot_role ROLES[] = {
       * kind's owner references) */
      RULE("\"create\",\"delete\",\"patch\",\"update\"", CORE, "\"pods\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"replicasets\"") ","
+     RULE(READ ",\"patch\",\"update\"", CORE, "\"replicationcontrollers\"") ","
+     RULE("\"patch\",\"update\"", CORE, "\"replicationcontrollers/status\",\"replicationcontrollers/finalizers\"") ","
      RULE(READ ",\"patch\",\"update\"", "\"apps\"", "\"deployments\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"replicasets/status\",\"deployments/status\",\"replicasets/finalizers\",\"deployments/finalizers\"") ","
      RULE(READ ",\"delete\",\"patch\",\"update\"", "\"*\"", "\"*\"") ","
@@ -141,11 +146,21 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"apps\"", "\"daemonsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"daemonsets/status\",\"daemonsets/finalizers\"") ","
      RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
+     /* the CronJob controller (upstream's cronjob-controller) */
+     RULE(READ, "\"batch\"", "\"cronjobs\"") ","
+     RULE("\"patch\",\"update\"", "\"batch\"", "\"cronjobs/status\",\"cronjobs/finalizers\"") ","
+     RULE("\"create\",\"delete\"", "\"batch\"", "\"jobs\"") ","
+     /* the StatefulSet controller (upstream's statefulset-controller) */
+     RULE(READ, "\"apps\"", "\"statefulsets\"") ","
+     RULE("\"patch\",\"update\"", "\"apps\"", "\"statefulsets/status\",\"statefulsets/finalizers\"") ","
      RULE("\"create\",\"delete\",\"patch\"", CORE, "\"pods\"") ","
      /* the EndpointSlice controller (upstream's endpointslice-controller) */
      RULE(READ, CORE, "\"services\"") ","
      RULE("\"update\"", CORE, "\"services/finalizers\"") ","
-     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") "]"},
+     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", "\"discovery.k8s.io\"", "\"endpointslices\"") ","
+     /* the serviceaccount and root-ca-cert-publisher controllers */
+     RULE("\"create\"", CORE, "\"serviceaccounts\"") ","
+     RULE("\"create\",\"update\"", CORE, "\"configmaps\"") "]"},
     {"system:kube-scheduler", "", NULL,
      "[" EVENTS ","
      RULE("\"create\"", "\"authentication.k8s.io\"", "\"tokenreviews\"") ","

@@ -259,7 +259,7 @@ static void add_group(struct kite_user *u, const char *g) {
 static bool authenticate(struct req *rq) {
     const struct kite_http_user *hu = rq->http->user;
     /* the union authenticator's next member: a token the static file did not know */
-    if (!hu && rq->http->authn_failed && apiserver_bootstrap_token(rq)) {
+    if (!hu && rq->http->authn_failed && (apiserver_bootstrap_token(rq) || apiserver_satoken_authenticate(rq))) {
         add_group(&rq->user, "system:authenticated");
         return apiserver_impersonate(rq);
     }
@@ -286,14 +286,14 @@ static enum kite_http_admit admit_head(const struct kite_http_req *hr, void *ud)
     if (hr->user) return KITE_HTTP_ADMIT_USER;
     if (hr->authn_failed) {
         struct req rq = {.srv = ud, .http = (struct kite_http_req *)hr};
-        bool ok = apiserver_bootstrap_token(&rq);
+        bool ok = apiserver_bootstrap_token(&rq) || apiserver_satoken_authenticate(&rq);
         free(rq.authn_mem);
         return ok ? KITE_HTTP_ADMIT_USER : KITE_HTTP_ADMIT_UNAUTHORIZED;
     }
     return apiserver_is_public_path(hr->path) ? KITE_HTTP_ADMIT_ANONYMOUS : KITE_HTTP_ADMIT_UNAUTHORIZED;
 }
 
-static bool authorize_request(struct req *rq) {
+bool apiserver_authorize(struct req *rq) {
     struct kite_authz_attrs a = {.user = &rq->user, .verb = rq->verb, .view = rq->srv};
     struct kite_field_selector *fields = NULL;
     if (rq->res) {
@@ -382,7 +382,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     }
     if (strcmp(p, "/metrics") == 0) {
         rq->verb = "get";
-        if (!authorize_request(rq)) return;
+        if (!apiserver_authorize(rq)) return;
         struct kite_buf b = {0};
         metrics_render(s->metrics, &b);
         struct kite_store_stats st;
@@ -399,11 +399,11 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     }
     if (strcmp(p, "/debug/kite/nodes") == 0) {
         rq->verb = "get";
-        if (!authorize_request(rq)) return;
+        if (!apiserver_authorize(rq)) return;
         nodestate_reply(rq);
         return;
     }
-    if (handle_discovery(rq) || handle_openapi(rq)) return;
+    if (handle_discovery(rq) || handle_openapi(rq) || metrics_api_handle(rq)) return;
     if (!kite_startswith(p, "/api/") && !kite_startswith(p, "/apis/")) {
         rq->verb = "get";
         reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
@@ -420,12 +420,12 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
-    if (!authorize_request(rq)) return;
+    if (!apiserver_authorize(rq)) return;
     if (sr && sr->upgrade && strcmp(rq->verb, "get") == 0) {
         /* a WebSocket's GET starts what a POST creates: both verbs are needed (kube-apiserver
          * 1.35's AuthorizePodWebsocketUpgradeCreatePermission, on by default) */
         rq->verb = "create";
-        if (!authorize_request(rq)) return;
+        if (!apiserver_authorize(rq)) return;
         rq->verb = "get";
     }
     if (sr && sr->connect) { /* proxied to a node agent (logproxy.c) */
@@ -619,6 +619,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
 
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
+    if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences, ret_error)) < 0) return r;
     struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt};
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
@@ -699,6 +700,11 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         return fail(ret_error, -EAGAIN, "cannot start the housekeeping thread");
     pthread_setname_np(s->compactor, "housekeeping");
     s->compactor_started = true;
+    if (o->metric_resolution_ns && o->metric_resolution_ns < KITE_NS_PER_SEC) {
+        *ret_error = kite_strdup("--metric-resolution must be at least 1s");
+        return -EINVAL;
+    }
+    if ((r = metrics_api_start(s, o->metric_resolution_ns)) < 0) return fail(ret_error, r, "cannot start the metrics scraper");
     return 0;
 }
 
@@ -737,6 +743,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     pthread_mutex_unlock(&s->mu);
     if (s->compactor_started) pthread_join(s->compactor, NULL);
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
+    metrics_api_stop(s);     /* its scrapes read the caches */
     apiserver_bulk_stop(s);
     apiserver_retry_stop(s);
     apiserver_rbac_stop(s);
@@ -750,6 +757,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_store_crypt_free(s->crypt);
     metrics_free(s->metrics);
     kite_psa_config_free(s->psa);
+    apiserver_satoken_free(s->satoken);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);

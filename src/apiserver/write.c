@@ -775,8 +775,12 @@ void run_op(struct write_op *op) {
     op->code = 200;
     managed_finish(op, cobj, owned != NULL, res);
     json_object *meta = kite_obj_meta(res);
-    if (kite_obj_get(meta, "deletionTimestamp") && !finalizers_pending(rq->res, res)) {
-        /* the last finalizer is gone from an object being deleted: delete it now */
+    json_object *dgs = kite_obj_get(meta, "deletionGracePeriodSeconds");
+    if (kite_obj_get(meta, "deletionTimestamp") && !finalizers_pending(rq->res, res) &&
+        finalizers_pending(rq->res, cobj) && (!dgs || json_object_get_int64(dgs) == 0)) {
+        /* the last finalizer is gone from an object being deleted (and its grace period, if it
+         * has one, is over): delete it now, as upstream's ShouldDeleteDuringUpdate. Any other
+         * update of it (a terminating pod's status) is an update. */
         snprintf(op->uid, sizeof op->uid, "%s", kite_obj_str(meta, "uid") ? kite_obj_str(meta, "uid") : "");
         op->kind = OP_DELETE;
         json_object_put(res);
@@ -830,6 +834,10 @@ static void handle_action(struct req *rq, const struct kite_subresource *sr) {
         reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s%s%s)",
                     av, sr->body_group, gl ? "/" : "", sr->body_version);
         json_object_put(body);
+        return;
+    }
+    if (sr->token) { /* a ServiceAccount's token: issued, not stored (satoken.c) */
+        apiserver_satoken_issue(rq, body);
         return;
     }
     const char *name = kite_meta_str(body, "name");

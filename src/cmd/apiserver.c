@@ -35,6 +35,7 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .audit_log_maxbackup = a->audit_maxbackup,
                                          .disable_http2 = !a->http2,
                                          .node_stale_ns = a->node_stale_ns,
+                                         .metric_resolution_ns = a->metric_resolution_ns,
                                          .watch_queue = (size_t)a->watch_queue,
                                          .watch_queue_bytes = (size_t)a->watch_queue_bytes,
                                          .node_grace_ns = a->node_grace_ns,
@@ -42,7 +43,9 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .pod_security_default = a->psa_default,
                                          .pod_security_exempt_usernames = a->psa_exempt_users,
                                          .pod_security_exempt_namespaces = a->psa_exempt_namespaces,
-                                         .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes};
+                                         .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes,
+                                         .service_account_issuer = a->sa_issuer,
+                                         .api_audiences = a->api_audiences};
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;

@@ -28,6 +28,9 @@ struct kite_nsctl;
 struct kite_ctlmgr;
 struct kite_leader;
 struct kite_workloads;
+struct kite_replication;
+struct kite_statefulsets;
+struct kite_cronjobs;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
 struct controller_args {
@@ -39,6 +42,7 @@ struct controller_args {
     double eviction_rate, secondary_rate, unhealthy_threshold;
     int64_t terminated_pod_gc_threshold, pod_gc_orphan_delay_ns;
     const char *signing_cert_file, *signing_key_file; /* the CSR signer's CA (NULL: approve only) */
+    const char *root_ca_file;    /* what kube-root-ca.crt publishes (NULL: the kubeconfig's CA) */
     int64_t signing_duration_ns;
     struct flag_list *controllers; /* --controllers (NULL or empty: all) */
     unsigned off;                  /* KITE_CTL_* bits computed from it by controllers_start */
@@ -62,11 +66,16 @@ struct kite_controllers {
     struct kite_aggregator *aggregator; /* ClusterRole aggregation */
     struct kite_binder *binder;  /* kite up with an agent: binds pods to its node */
     struct kite_workloads *workloads; /* ReplicaSet, Deployment, garbage collector */
+    struct kite_replication *replication; /* ReplicationController */
+    struct kite_statefulsets *statefulsets;
+    struct kite_cronjobs *cronjobs;
     struct kite_jobs *jobs;      /* the job controller */
     struct kite_daemonsets *daemonsets; /* the daemon set controller */
     struct kite_csrctl *csrctl;  /* CSR approver and signer */
     char *signing_cert, *signing_key; /* PEM read at start (the signer's CA) */
     struct kite_epsctl *endpointslices; /* the EndpointSlice controller */
+    struct kite_serviceaccounts *serviceaccounts; /* ServiceAccount `default` and kube-root-ca.crt */
+    char *root_ca;               /* the kubeconfig's CA (PEM): what kube-root-ca.crt publishes */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
 int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
@@ -101,12 +110,14 @@ struct kite_apiserver_options;
 struct apiserver_args {
     const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode, *service_cidr;
     const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
+    const char *sa_issuer, *api_audiences;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
     bool http2;
     int64_t node_stale_ns, node_grace_ns;
     int64_t watch_queue, watch_queue_bytes;
+    int64_t metric_resolution_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -122,6 +133,9 @@ struct apiserver_args {
                   &(a)->event_ttl_ns),                                                                           \
     FLAG_DURATION("node-stale-after", "a node Unknown this long is reported StaleObject (kite nodes)", "1h",        \
                   KITE_NS_PER_SEC, &(a)->node_stale_ns),                                                         \
+    FLAG_DURATION("metric-resolution", "how often the resource metrics API (metrics.k8s.io, kubectl top) scrapes "   \
+                  "each Ready node's agent;\nCPU is the rate between the last two scrapes (at least 1s)", "15s",  \
+                  KITE_NS_PER_SEC, &(a)->metric_resolution_ns),                                                  \
     FLAG_INT("watch-queue-events", "events a watcher may lag behind before it is dropped (410 Expired)", "10000", 1, \
              1000000, &(a)->watch_queue),                                                                         \
     FLAG_INT("watch-queue-bytes", "bytes of objects a watcher may lag behind before it is dropped", "16777216",    \
@@ -150,7 +164,11 @@ struct apiserver_args {
     FLAG_STR("pod-security-exempt-namespaces", "NS,...", "namespaces Pod Security admission does not check", NULL,    \
              &(a)->psa_exempt_namespaces),                                                                       \
     FLAG_STR("pod-security-exempt-runtime-classes", "NAME,...", "runtimeClassNames Pod Security admission does not " \
-             "check", NULL, &(a)->psa_exempt_runtime_classes)
+             "check", NULL, &(a)->psa_exempt_runtime_classes),                                                     \
+    FLAG_STR("service-account-issuer", "URL", "the iss claim of the ServiceAccount tokens it issues, and the one it " \
+             "accepts", "https://kubernetes.default.svc.cluster.local", &(a)->sa_issuer),                          \
+    FLAG_STR("api-audiences", "AUD,...", "audiences a ServiceAccount token must name one of to authenticate, and " \
+             "the default of a TokenRequest", NULL, &(a)->api_audiences, .def_note = "the issuer")
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
 int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
@@ -190,6 +208,12 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
     FLAG_FORWARD("proxy-table", FLAG_STRING, "NAME", "the proxy's nftables table (family ip)", "kite-proxy"),    \
     FLAG_FORWARD("masquerade-pod-traffic", FLAG_BOOL, NULL, "masquerade pod traffic leaving the pod network\n"   \
                  "to the node's address", NULL, .def_note = "false; true under kite up"),                        \
+    FLAG_FORWARD("serve-dns", FLAG_BOOL, NULL, "answer the cluster domain's names (Services, pods) on UDP and TCP\n"  \
+                 "port 53 of the pod network's gateway address, forwarding other names;\n"                \
+                 "pods' nameserver when --cluster-dns is not given", NULL,                                 \
+                 .def_note = "false; true under kite up"),                                               \
+    FLAG_FORWARD("dns-upstream-conf", FLAG_STRING, "FILE", "resolv.conf whose nameservers --serve-dns forwards\n" \
+                 "names outside the cluster domain to", "/etc/resolv.conf"),                              \
     FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
                  "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
                  "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \

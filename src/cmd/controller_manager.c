@@ -12,8 +12,12 @@
 #include "controllers/job.h"
 #include "controllers/endpointslice.h"
 #include "controllers/leader.h"
+#include "controllers/cronjob.h"
+#include "controllers/replication.h"
+#include "controllers/statefulset.h"
 #include "controllers/workloads.h"
 #include "controllers/manager.h"
+#include "controllers/serviceaccounts.h"
 #include "pki/pki.h"
 
 #include <string.h>
@@ -113,6 +117,24 @@ static int start_workloads(struct kite_controllers *c, unsigned off) {
 }
 static void stop_workloads(struct kite_controllers *c) { kite_workloads_stop(TAKE_PTR(c->workloads)); }
 
+static int start_replication(struct kite_controllers *c, unsigned off) {
+    struct kite_replication_options o = {.client = c->client};
+    return kite_replication_start(&o, &c->replication);
+}
+static void stop_replication(struct kite_controllers *c) { kite_replication_stop(TAKE_PTR(c->replication)); }
+
+static int start_statefulsets(struct kite_controllers *c, unsigned off) {
+    struct kite_stsctl_options o = {.client = c->client};
+    return kite_statefulsets_start(&o, &c->statefulsets);
+}
+static void stop_statefulsets(struct kite_controllers *c) { kite_statefulsets_stop(TAKE_PTR(c->statefulsets)); }
+
+static int start_cronjobs(struct kite_controllers *c, unsigned off) {
+    struct kite_cjctl_options o = {.client = c->client};
+    return kite_cronjobs_start(&o, &c->cronjobs);
+}
+static void stop_cronjobs(struct kite_controllers *c) { kite_cronjobs_stop(TAKE_PTR(c->cronjobs)); }
+
 static int start_jobs(struct kite_controllers *c, unsigned off) {
     struct kite_jobctl_options o = {.client = c->client};
     return kite_jobs_start(&o, &c->jobs);
@@ -143,6 +165,15 @@ static int start_endpointslices(struct kite_controllers *c, unsigned off) {
 }
 static void stop_endpointslices(struct kite_controllers *c) { kite_epsctl_stop(TAKE_PTR(c->endpointslices)); }
 
+/* the publisher's CA is the kubeconfig's (upstream's default without --root-ca-file) */
+static int start_serviceaccounts(struct kite_controllers *c, unsigned off) {
+    struct kite_sactl_options o = {.client = c->client,
+                                   .root_ca_pem = off & KITE_CTL_ROOT_CA_PUBLISHER ? NULL : c->root_ca,
+                                   .no_serviceaccounts = off & KITE_CTL_SERVICEACCOUNT};
+    return kite_serviceaccounts_start(&o, &c->serviceaccounts);
+}
+static void stop_serviceaccounts(struct kite_controllers *c) { kite_serviceaccounts_stop(TAKE_PTR(c->serviceaccounts)); }
+
 static const struct {
     const char *what;
     unsigned bits;
@@ -155,10 +186,15 @@ static const struct {
     {"the clusterrole aggregation controller", KITE_CTL_CLUSTERROLE_AGGREGATION, start_aggregation, stop_aggregation},
     {"the workload controllers", KITE_CTL_REPLICASET | KITE_CTL_DEPLOYMENT | KITE_CTL_GARBAGE_COLLECTOR,
      start_workloads, stop_workloads},
+    {"the replication controller", KITE_CTL_REPLICATION, start_replication, stop_replication},
     {"the job controller", KITE_CTL_JOB, start_jobs, stop_jobs},
+    {"the cronjob controller", KITE_CTL_CRONJOB, start_cronjobs, stop_cronjobs},
     {"the daemon set controller", KITE_CTL_DAEMONSET, start_daemonsets, stop_daemonsets},
+    {"the stateful set controller", KITE_CTL_STATEFULSET, start_statefulsets, stop_statefulsets},
     {"the certificate signing request controller", KITE_CTL_CSR_APPROVING | KITE_CTL_CSR_SIGNING, start_csr, stop_csr},
     {"the endpointslice controller", KITE_CTL_ENDPOINTSLICE, start_endpointslices, stop_endpointslices},
+    {"the serviceaccount and root CA publisher controllers", KITE_CTL_SERVICEACCOUNT | KITE_CTL_ROOT_CA_PUBLISHER,
+     start_serviceaccounts, stop_serviceaccounts},
 };
 
 /* Leadership gained: start the controllers (on the elector's thread; they start threads). */
@@ -205,6 +241,14 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     }
     r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
     if (r < 0) return r;
+    if (a->root_ca_file && (r = kite_pki_read_file(a->root_ca_file, &ret->root_ca)) < 0) {
+        *ret_error = kite_asprintf("%s: %s", a->root_ca_file, strerror(-r));
+        kite_kubeconfig_free(kc);
+        free(TAKE_PTR(ret->signing_cert));
+        free(TAKE_PTR(ret->signing_key));
+        return r;
+    }
+    if (!ret->root_ca && kc->ca_pem) ret->root_ca = kite_strdup(kc->ca_pem);
     struct kite_client_options co = {.user_agent = "kite-controller-manager"};
     r = kite_client_new(kc, &co, &ret->client);
     /* the election renews on a client of its own (as kube-controller-manager's), which the
@@ -215,6 +259,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     kite_kubeconfig_free(kc);
     if (r < 0) {
         *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
+        free(TAKE_PTR(ret->root_ca));
         return r;
     }
     if (!a->leader_elect) {
@@ -247,6 +292,7 @@ void controllers_stop(struct kite_controllers *c) {
     kite_client_free(TAKE_PTR(c->client));
     kite_client_free(TAKE_PTR(c->le_client));
     free(TAKE_PTR(c->signing_cert));
+    free(TAKE_PTR(c->root_ca));
     if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
     free(TAKE_PTR(c->signing_key));
 }
@@ -268,6 +314,8 @@ int cmd_controller_manager(int argc, char **argv) {
                  &a.signing_cert_file),
         FLAG_STR("cluster-signing-key-file", "FILE", "key (PEM) of --cluster-signing-cert-file", NULL,
                  &a.signing_key_file),
+        FLAG_STR("root-ca-file", "FILE", "the CA bundle (PEM) published as kube-root-ca.crt in every namespace", NULL,
+                 &a.root_ca_file, .def_note = "the kubeconfig's certificate-authority"),
         FLAG_LIST("controllers", "NAME,...", ctl_help, "*", &ctls),
         FLAG_END};
     int r = flags_parse("controller-manager",

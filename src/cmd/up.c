@@ -70,6 +70,7 @@ int cmd_up(int argc, char **argv) {
     struct kite_agent_config ac;
     kite_agent_config_init(&ac);
     ac.proxy = ac.masquerade_pod_traffic = true; /* a local cluster routes its Services */
+    ac.serve_dns = true;                         /* ... and answers their names */
     r = agent_flags_apply(&fa, config, &ac);
     agent_flag_args_release(&fa);
     if (r != 0) {

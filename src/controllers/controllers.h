@@ -23,6 +23,11 @@ enum {
     KITE_CTL_CSR_SIGNING = 1u << 11,
     KITE_CTL_ENDPOINTSLICE = 1u << 12,
     KITE_CTL_CLUSTERROLE_AGGREGATION = 1u << 13,
+    KITE_CTL_SERVICEACCOUNT = 1u << 14,
+    KITE_CTL_ROOT_CA_PUBLISHER = 1u << 15,
+    KITE_CTL_REPLICATION = 1u << 16,
+    KITE_CTL_STATEFULSET = 1u << 17,
+    KITE_CTL_CRONJOB = 1u << 18,
 };
 /* --controllers (selection.c): names[0..n) as kube-controller-manager reads them ("*", "foo",
  * "-foo"; upstream's names or their short aliases) to the bits of the controllers that are

@@ -15,9 +15,12 @@
 const struct kite_gc_kind KITE_GC_KINDS[] = {
     {"apps/v1", "Deployment", "/apis/apps/v1", "deployments", true},
     {"apps/v1", "ReplicaSet", "/apis/apps/v1", "replicasets", true},
+    {"v1", "ReplicationController", "/api/v1", "replicationcontrollers", true},
     {"v1", "Pod", "/api/v1", "pods", true},
     {"batch/v1", "Job", "/apis/batch/v1", "jobs", true},
+    {"batch/v1", "CronJob", "/apis/batch/v1", "cronjobs", true},
     {"apps/v1", "DaemonSet", "/apis/apps/v1", "daemonsets", true},
+    {"apps/v1", "StatefulSet", "/apis/apps/v1", "statefulsets", true},
 };
 const size_t KITE_GC_N_KINDS = KITE_ARRAY_SIZE(KITE_GC_KINDS);
 

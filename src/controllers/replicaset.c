@@ -11,7 +11,11 @@
 #include <stdlib.h>
 
 #define LOG "replicaset"
-#define COMPONENT "replicaset-controller"
+
+const struct kite_rsc_kind KITE_RSC_REPLICASET = {"apps/v1", "ReplicaSet", "/apis/apps/v1", "replicasets",
+                                                  "replicaset-controller", false};
+const struct kite_rsc_kind KITE_RSC_REPLICATIONCONTROLLER = {"v1", "ReplicationController", "/api/v1",
+                                                             "replicationcontrollers", "replication-controller", true};
 
 enum { ACT_CREATE, ACT_DELETE, ACT_ADOPT, ACT_STATUS };
 
@@ -33,6 +37,7 @@ struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o) {
     struct kite_rsc *c = kite_calloc(1, sizeof *c);
     c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
+    if (!c->o.kind) c->o.kind = &KITE_RSC_REPLICASET;
     c->q.backoff_max_ns = KITE_RSC_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
     return c;
@@ -59,11 +64,24 @@ void kite_rsc_free(struct kite_rsc *c) {
 
 static void enqueue(struct kite_rsc *c, const char *key) { kite_wq_add(&c->q, key, kite_now_mono(c->o.clock)); }
 
-/* The ReplicaSet key a pod's controller reference names, or NULL (malloc'ed). */
-static char *owner_key(json_object *pod) {
+/* Whether the owner's spec.selector (a LabelSelector, or a map for map_selector kinds) selects
+ * labels. */
+static bool selects(struct kite_rsc *c, json_object *owner, json_object *labels) {
+    json_object *sel = kite_obj_get(kite_obj_get(owner, "spec"), "selector");
+    if (!c->o.kind->map_selector) return kite_label_selector_json_matches(sel, labels);
+    if (!sel || !json_object_is_type(sel, json_type_object) || json_object_object_length(sel) == 0) return false;
+    json_object_object_foreach(sel, k, v) {
+        const char *have = kite_obj_str(labels, k);
+        if (!have || !kite_streq(have, json_object_get_string(v))) return false;
+    }
+    return true;
+}
+
+/* The owner key a pod's controller reference names, or NULL (malloc'ed). */
+static char *owner_key(struct kite_rsc *c, json_object *pod) {
     json_object *ref = kite_wl_controller_ref(pod);
-    if (!ref || !kite_streq(kite_obj_str(ref, "kind"), "ReplicaSet") ||
-        !kite_streq(kite_obj_str(ref, "apiVersion"), "apps/v1"))
+    if (!ref || !kite_streq(kite_obj_str(ref, "kind"), c->o.kind->kind) ||
+        !kite_streq(kite_obj_str(ref, "apiVersion"), c->o.kind->api_version))
         return NULL;
     return kite_wl_key(kite_meta_str(pod, "namespace"), kite_obj_str(ref, "name"));
 }
@@ -82,15 +100,14 @@ static void enqueue_selecting(struct kite_rsc *c, json_object *pod) {
     const char *k;
     void *v;
     for (size_t i = 0; kite_map_next(&c->rss.m, &i, &k, &v);)
-        if (kite_streq(kite_meta_str(v, "namespace"), ns) &&
-            kite_label_selector_json_matches(kite_obj_get(kite_obj_get(v, "spec"), "selector"), labels))
+        if (kite_streq(kite_meta_str(v, "namespace"), ns) && selects(c, v, labels))
             enqueue(c, k);
 }
 
 void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
     json_object *old = kite_wl_cache_put(&c->pods, pod);
-    _cleanup_free_ char *key = owner_key(pod);
+    _cleanup_free_ char *key = owner_key(c, pod);
     if (key) {
         struct expect *e = kite_map_get(&c->exp, key);
         if (e && !old && e->add > 0) e->add--;
@@ -100,7 +117,7 @@ void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod) {
         enqueue_selecting(c, pod);
     }
     if (old) {
-        _cleanup_free_ char *okey = owner_key(old);
+        _cleanup_free_ char *okey = owner_key(c, old);
         if (okey && (!key || strcmp(okey, key) != 0)) enqueue(c, okey);
         json_object_put(old);
     }
@@ -110,7 +127,7 @@ void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod) {
 void kite_rsc_pod_delete(struct kite_rsc *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
     json_object_put(kite_wl_cache_del(&c->pods, pod));
-    _cleanup_free_ char *key = owner_key(pod);
+    _cleanup_free_ char *key = owner_key(c, pod);
     if (key) {
         observe_delete(c, key, pod);
         enqueue(c, key);
@@ -230,7 +247,7 @@ static struct expect *expect_set(struct kite_rsc *c, const char *key) {
     return e;
 }
 
-static json_object *pod_from_template(json_object *rs) {
+static json_object *pod_from_template(struct kite_rsc *c, json_object *rs) {
     json_object *tmpl = kite_obj_get(kite_obj_get(rs, "spec"), "template"), *tmeta = kite_obj_meta(tmpl);
     json_object *pod = json_object_new_object(), *meta = json_object_new_object();
     kite_obj_set(pod, "apiVersion", json_object_new_string("v1"));
@@ -244,7 +261,7 @@ static json_object *pod_from_template(json_object *rs) {
         if (v && json_object_deep_copy(v, &cp, NULL) == 0) kite_obj_set(meta, copied[i], cp);
     }
     json_object *refs = json_object_new_array();
-    json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "ReplicaSet", rs));
+    json_object_array_add(refs, kite_wl_new_controller_ref(c->o.kind->api_version, c->o.kind->kind, rs));
     kite_obj_set(meta, "ownerReferences", refs);
     kite_obj_set(pod, "metadata", meta);
     json_object *spec = NULL;
@@ -287,7 +304,7 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
     json_object *rs = kite_wl_cache_get(&c->rss, key);
     if (!rs) return;
     const char *ns = kite_meta_str(rs, "namespace"), *name = kite_meta_str(rs, "name"), *uid = kite_meta_str(rs, "uid");
-    json_object *spec = kite_obj_get(rs, "spec"), *sel = kite_obj_get(spec, "selector");
+    json_object *spec = kite_obj_get(rs, "spec");
     json_object *tlabels = kite_obj_get(kite_obj_meta(kite_obj_get(spec, "template")), "labels");
     int64_t replicas = kite_wl_int(rs, "spec", "replicas"), min_ready = kite_wl_int(rs, "spec", "minReadySeconds");
     bool deleting = kite_wl_deleting(rs);
@@ -301,7 +318,7 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
         json_object *pod = v;
         if (!kite_streq(kite_meta_str(pod, "namespace"), ns)) continue;
         json_object *ref = kite_wl_controller_ref(pod), *labels = kite_obj_get(kite_obj_meta(pod), "labels");
-        bool matches = kite_label_selector_json_matches(sel, labels);
+        bool matches = selects(c, rs, labels);
         _cleanup_free_ char *path = kite_asprintf("%s/%s", pods_path, kite_meta_str(pod, "name"));
         if (ref) {
             if (!kite_streq(kite_obj_str(ref, "uid"), uid)) continue;
@@ -313,7 +330,7 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
         } else {
             if (!matches || deleting || kite_wl_deleting(pod)) continue;
             kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json",
-                              owner_patch(pod, kite_wl_new_controller_ref("apps/v1", "ReplicaSet", rs), NULL));
+                              owner_patch(pod, kite_wl_new_controller_ref(c->o.kind->api_version, c->o.kind->kind, rs), NULL));
         }
         if (!kite_wl_pod_active(pod)) continue;
         if (n == cap) active = kite_realloc(active, (cap *= 2) * sizeof *active);
@@ -326,7 +343,7 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
             int64_t want = KITE_MIN(-diff, KITE_RSC_BURST);
             expect_set(c, key)->add = want;
             for (int64_t i = 0; i < want; i++)
-                kite_ctl_acts_add(acts, ACT_CREATE, key, "POST", pods_path, NULL, pod_from_template(rs));
+                kite_ctl_acts_add(acts, ACT_CREATE, key, "POST", pods_path, NULL, pod_from_template(c, rs));
         } else if (diff > 0) {
             int64_t drop = KITE_MIN(diff, KITE_RSC_BURST);
             kite_rsc_rank(active, n);
@@ -363,7 +380,7 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
         set_int(s, "availableReplicas", available);
         set_int(s, "observedGeneration", gen);
         kite_obj_set(patch, "status", s);
-        _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/replicasets/%s/status", ns, name);
+        _cleanup_free_ char *path = kite_asprintf("%s/namespaces/%s/%s/%s/status", c->o.kind->prefix, ns, c->o.kind->plural, name);
         kite_ctl_acts_add(acts, ACT_STATUS, key, "PATCH", path, "application/merge-patch+json", patch);
     }
 }
@@ -390,10 +407,10 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
         if (e < 0 && ex && ex->add > 0) ex->add--;
         if (e == 0) {
             _cleanup_free_ char *msg = kite_asprintf("Created pod: %s", kite_meta_str(answer, "name"));
-            kite_ctl_event(&o->events, c->o.clock, COMPONENT, "ReplicaSet", ns, rs_name, uid, "Normal", "SuccessfulCreate", msg);
+            kite_ctl_event(&o->events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Normal", "SuccessfulCreate", msg);
         } else {
             _cleanup_free_ char *msg = kite_asprintf("Error creating: %s", strerror(-e));
-            kite_ctl_event(&o->events, c->o.clock, COMPONENT, "ReplicaSet", ns, rs_name, uid, "Warning", "FailedCreate", msg);
+            kite_ctl_event(&o->events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Warning", "FailedCreate", msg);
         }
     } else if (a->kind == ACT_DELETE) {
         const char *pod = strrchr(a->path, '/') + 1;
@@ -403,7 +420,7 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
         }
         if (e == 0) {
             _cleanup_free_ char *msg = kite_asprintf("Deleted pod: %s", pod);
-            kite_ctl_event(&o->events, c->o.clock, COMPONENT, "ReplicaSet", ns, rs_name, uid, "Normal", "SuccessfulDelete", msg);
+            kite_ctl_event(&o->events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Normal", "SuccessfulDelete", msg);
         }
     }
     pthread_mutex_unlock(&c->lock);

@@ -20,9 +20,21 @@
 #define KITE_RSC_RETRY_MAX_NS (1 * KITE_NS_PER_SEC) /* longest back-off of a failed pass */
 #define KITE_RSC_EXPECTATIONS_TTL_S 300   /* unmet expectations are given up after this */
 
+/* The kind one instance keeps pods for: apps/v1 ReplicaSet, or v1 ReplicationController, whose
+ * spec.selector is a map of labels (upstream runs the ReplicaSet controller over a conversion
+ * for it, pkg/controller/replication; here the selector is read as matchLabels). */
+struct kite_rsc_kind {
+    const char *api_version, *kind; /* of the owner references it writes and follows */
+    const char *prefix, *plural;    /* its collection: PREFIX/namespaces/NS/PLURAL */
+    const char *component;          /* the events' source */
+    bool map_selector;
+};
+extern const struct kite_rsc_kind KITE_RSC_REPLICASET, KITE_RSC_REPLICATIONCONTROLLER;
+
 struct kite_rsc_options {
-    struct kite_client *client; /* borrowed */
-    struct kite_clock *clock;   /* NULL = real */
+    struct kite_client *client;       /* borrowed */
+    struct kite_clock *clock;         /* NULL = real */
+    const struct kite_rsc_kind *kind; /* NULL = KITE_RSC_REPLICASET */
 };
 struct kite_rsc;
 struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o);

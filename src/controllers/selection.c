@@ -17,14 +17,19 @@ static const struct {
     {"pod-garbage-collector-controller", "podgc", KITE_CTL_POD_GC},
     {"disruption-controller", "disruption", KITE_CTL_DISRUPTION},
     {"replicaset-controller", "replicaset", KITE_CTL_REPLICASET},
+    {"replicationcontroller-controller", "replicationcontroller", KITE_CTL_REPLICATION},
     {"deployment-controller", "deployment", KITE_CTL_DEPLOYMENT},
     {"garbage-collector-controller", "garbagecollector", KITE_CTL_GARBAGE_COLLECTOR},
     {"job-controller", "job", KITE_CTL_JOB},
+    {"cronjob-controller", "cronjob", KITE_CTL_CRONJOB},
     {"daemonset-controller", "daemonset", KITE_CTL_DAEMONSET},
+    {"statefulset-controller", "statefulset", KITE_CTL_STATEFULSET},
     {"certificatesigningrequest-approving-controller", "csrapproving", KITE_CTL_CSR_APPROVING},
     {"certificatesigningrequest-signing-controller", "csrsigning", KITE_CTL_CSR_SIGNING},
     {"endpointslice-controller", "endpointslice", KITE_CTL_ENDPOINTSLICE},
     {"clusterrole-aggregation-controller", "clusterrole-aggregation", KITE_CTL_CLUSTERROLE_AGGREGATION},
+    {"serviceaccount-controller", "serviceaccount", KITE_CTL_SERVICEACCOUNT},
+    {"root-ca-certificate-publisher-controller", "root-ca-cert-publisher", KITE_CTL_ROOT_CA_PUBLISHER},
 };
 
 static unsigned bit_of(const char *name) {

@@ -121,10 +121,17 @@ static int connect_to(const char *host, uint16_t port, int timeout_ms) {
 static int pump(struct kite_http_fetch *f) {
     char buf[16384];
     ssize_t n;
-    do n = gnutls_record_recv(f->tls, buf, sizeof buf);
-    while (n == GNUTLS_E_INTERRUPTED);
+    /* GNUTLS_E_AGAIN is a timeout only when the socket said so (SO_RCVTIMEO ran out): GnuTLS
+     * also returns it after a TLS 1.3 post-handshake message with no data (the NewSessionTicket
+     * that Go and OpenSSL servers send), and then the answer is still to come */
+    for (;;) {
+        errno = 0;
+        n = gnutls_record_recv(f->tls, buf, sizeof buf);
+        if (n == GNUTLS_E_INTERRUPTED || (n == GNUTLS_E_AGAIN && errno != EAGAIN && errno != EWOULDBLOCK)) continue;
+        break;
+    }
     if (n == GNUTLS_E_PREMATURE_TERMINATION) n = 0; /* a close without close_notify is an end too */
-    if (n == GNUTLS_E_AGAIN) return -ETIMEDOUT;     /* SO_RCVTIMEO ran out */
+    if (n == GNUTLS_E_AGAIN) return -ETIMEDOUT;
     if (n < 0) return -ECONNRESET;
     size_t used = http_parser_execute(&f->hp, &f->hs, buf, (size_t)n); /* n == 0 tells the parser of the close */
     if (f->hp.upgrade) {
@@ -192,8 +199,8 @@ int kite_http_fetch_open(const struct kite_http_fetch_options *o, struct kite_ht
         kite_http_fetch_close(f);
         return r;
     }
-    /* the head arrived in time: the body may take as long as it takes */
-    set_timeouts(f->fd, 0);
+    /* the head arrived in time: the body may take as long as it takes, unless bounded */
+    set_timeouts(f->fd, o->body_timeout_ms > 0 ? o->body_timeout_ms : 0);
     *ret_status = f->hp.status_code;
     *ret = f;
     return 0;

@@ -167,6 +167,7 @@ struct kite_http_fetch_options {
                                        kube-apiserver towards kubelets without
                                        --kubelet-certificate-authority) */
     int timeout_ms;                 /* connect, handshake and the answer's head; 0 = 10 s */
+    int body_timeout_ms;            /* each later read of the body; 0 = none (a followed log) */
     /* an upgrade (kite_http_fetch_tunnel): "Connection: Upgrade" instead of "close", and
      * headers: extra request header lines, each ending in CRLF ("Upgrade: websocket\r\n...") */
     bool upgrade;

@@ -64,3 +64,24 @@ int kite_pki_sign_csr(const char *ca_cert_pem, const char *ca_key_pem, const cha
                       char **ret_cert_pem);
 /* A certificate's validity (unix seconds). */
 int kite_pki_cert_times(const char *cert_pem, int64_t *ret_not_before, int64_t *ret_not_after);
+
+/* ---- the service-account signing key (jws.c) ---- */
+
+/* The key at path (PEM), made on first use: RSA 2048, PKCS#8, mode 0600. *ret_key_pem
+ * malloc'ed. 0 or -errno. */
+int kite_pki_sa_key_ensure(const char *path, char **ret_key_pem);
+/* A key loaded for JWS signatures: RS256 for an RSA key, ES256 for ECDSA P-256 (-EOPNOTSUPP
+ * otherwise, -EINVAL when key_pem is no private key). Safe to share between threads. */
+struct kite_pki_signer;
+int kite_pki_signer_new(const char *key_pem, struct kite_pki_signer **ret);
+void kite_pki_signer_free(struct kite_pki_signer *s); /* NULL is a no-op */
+/* The JWS "alg" ("RS256", "ES256") and "kid" (base64url SHA-256 of the PKIX public key, as
+ * kube-apiserver's keyIDFromPublicKey). Borrowed. */
+const char *kite_pki_signer_alg(const struct kite_pki_signer *s);
+const char *kite_pki_signer_kid(const struct kite_pki_signer *s);
+/* The JWS signature of data (ES256: r||s, 64 bytes), malloc'ed. 0 or -errno. */
+int kite_pki_sign(const struct kite_pki_signer *s, const void *data, size_t len, unsigned char **ret_sig,
+                  size_t *ret_len);
+/* 0 when sig is the key's signature of data, else -EBADMSG. */
+int kite_pki_verify(const struct kite_pki_signer *s, const void *data, size_t len, const unsigned char *sig,
+                    size_t sig_len);

@@ -327,16 +327,16 @@ echo "fs=$(grep ' /p ' /proc/mounts | cut -d' ' -f3)"
     assert d["fs"] == "tmpfs"
 
 
-def test_projected_token_source_is_a_failed_mount(cluster):
+def test_projected_source_not_served_is_a_failed_mount(cluster):
     c = cluster
-    mkpod(c, "proj-token", "true",
-          volumes=[{"name": "tok", "projected": {"sources": [
-              {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]}}],
-          mounts=[{"name": "tok", "mountPath": "/tok"}])
-    msg = 'MountVolume.SetUp failed for volume "tok" : projected source serviceAccountToken is not supported by this node'
-    wait(lambda: any(e["reason"] == "FailedMount" and e["message"] == msg for e in events(c, "proj-token")), 20,
-         "the FailedMount of the token source")
-    assert phase(c, "proj-token") == "Pending"
+    mkpod(c, "proj-bundle", "true",
+          volumes=[{"name": "b", "projected": {"sources": [
+              {"clusterTrustBundle": {"path": "bundle", "name": "x"}}]}}],
+          mounts=[{"name": "b", "mountPath": "/b"}])
+    msg = 'MountVolume.SetUp failed for volume "b" : projected source clusterTrustBundle is not supported by this node'
+    wait(lambda: any(e["reason"] == "FailedMount" and e["message"] == msg for e in events(c, "proj-bundle")), 20,
+         "the FailedMount of the clusterTrustBundle source")
+    assert phase(c, "proj-bundle") == "Pending"
 
 
 def test_volumes_removed_with_the_pod(cluster):

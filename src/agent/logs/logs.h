@@ -47,6 +47,7 @@ void kite_crilog_render(struct kite_crilog *l, const char *line, size_t n, struc
 off_t kite_crilog_tail_offset(int fd, off_t size, int64_t n);
 
 struct kite_pods;
+struct kite_runtime;
 struct kite_logsrv;
 struct kite_logsrv_options {
     const char *listen;                 /* "0.0.0.0:10250"; port 0 = any free one */
@@ -56,6 +57,7 @@ struct kite_logsrv_options {
     const char *const *sans;            /* extra SANs of the self-signed cert (node IPs) */
     size_t n_sans;
     struct kite_pods *pods;             /* borrowed: where the log files are */
+    struct kite_runtime *runtime;       /* borrowed: the containers' usage (/metrics/resource); NULL = none */
 };
 /* Starts the endpoint. 0 or -errno, *ret_err (may be NULL) explains. */
 int kite_logsrv_start(const struct kite_logsrv_options *o, struct kite_logsrv **ret, char **ret_err);

@@ -17,9 +17,12 @@
 #include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "agent/logs/resource.h"
 #include "agent/pods/pods.h"
+#include "agent/runtime/runtime.h"
 #include "api/schema.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -48,6 +51,9 @@ struct follower {
 struct kite_logsrv {
     struct kite_http_server *http;
     struct kite_pods *pods;
+    struct kite_runtime *runtime;
+    char *node_name;
+    long clk_tck;
     struct kite_clock *clock;
     int ino_fd, stop_fd;
     pthread_t thread;
@@ -173,6 +179,52 @@ static void *inotify_thread(void *ud) {
     return NULL;
 }
 
+/* ---- resource metrics ---- */
+
+/* /metrics/resource and /stats/summary: measured now, for each running container of the pods
+ * (a container that ended since the pods thread last published is left out). */
+static void handle_resource(struct kite_logsrv *s, struct kite_http_req *r, bool summary) {
+    struct kite_pods_ctr_ref *refs = NULL;
+    size_t n = 0, k = 0;
+    if (s->pods) kite_pods_running_containers(s->pods, &refs, &n);
+    struct kite_ctr_sample *v = kite_calloc(n ? n : 1, sizeof *v);
+    bool error = false;
+    for (size_t i = 0; i < n; i++) {
+        struct kite_ctr_sample *c = &v[k];
+        int e = s->runtime && s->runtime->ops->container_stats
+                    ? s->runtime->ops->container_stats(s->runtime, refs[i].id, &c->u)
+                    : -EOPNOTSUPP;
+        if (e < 0) {
+            /* gone since the snapshot (-ENOENT) is no error; a runtime that cannot measure is */
+            error |= e != -ENOENT;
+            continue;
+        }
+        c->ns = refs[i].ns;
+        c->pod = refs[i].pod;
+        c->uid = refs[i].uid;
+        c->name = refs[i].name;
+        c->started_ns = refs[i].started_ns;
+        c->ts_ns = kite_now_wall(s->clock);
+        k++;
+    }
+    struct kite_usage node;
+    int64_t node_ts = kite_now_wall(s->clock);
+    bool have_node = kite_node_usage("", s->clk_tck, &node) == 0;
+    struct kite_buf b = {0};
+    if (summary) {
+        struct timespec bt;
+        int64_t boot = clock_gettime(CLOCK_BOOTTIME, &bt) == 0 ? node_ts - kite_sec_to_ns(bt.tv_sec) - bt.tv_nsec : 0;
+        kite_stats_summary_render(s->node_name, boot, have_node ? &node : NULL, node_ts, v, k, &b);
+    } else {
+        kite_resource_metrics_render(have_node ? &node : NULL, node_ts, v, k, error, &b);
+    }
+    free(v);
+    kite_pods_ctr_refs_free(refs, n);
+    size_t len;
+    char *body = kite_buf_detach(&b, &len);
+    kite_http_respond(r, 200, summary ? "application/json" : "text/plain; version=0.0.4; charset=utf-8", body, len);
+}
+
 /* ---- the request ---- */
 
 /* Parses an integer query parameter; false (and answered 400) when malformed. */
@@ -200,6 +252,14 @@ static void handle(struct kite_http_req *r, void *ud) {
     }
     if (strcmp(r->user->name, KITE_PKI_KUBELET_CLIENT_CN) != 0) {
         reply_text(r, 403, "Forbidden (user=%s, verb=get, resource=nodes, subresource=proxy)", r->user->name);
+        return;
+    }
+    if (strcmp(r->path, "/metrics/resource") == 0 || strcmp(r->path, "/stats/summary") == 0) {
+        if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
+            reply_text(r, 405, "405: Method Not Allowed");
+            return;
+        }
+        handle_resource(s, r, strcmp(r->path, "/stats/summary") == 0);
         return;
     }
     /* /containerLogs/{namespace}/{pod}/{container} */
@@ -323,6 +383,9 @@ int kite_logsrv_start(const struct kite_logsrv_options *o, struct kite_logsrv **
     struct kite_logsrv *s = kite_calloc(1, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
     s->pods = o->pods;
+    s->runtime = o->runtime;
+    s->node_name = kite_strdup(o->node_name ? o->node_name : "");
+    s->clk_tck = sysconf(_SC_CLK_TCK);
     s->clock = kite_clock_real();
     s->stop_fd = eventfd(0, EFD_CLOEXEC);
     s->ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -382,6 +445,7 @@ void kite_logsrv_stop(struct kite_logsrv *s) {
     if (s->ino_fd >= 0) close(s->ino_fd);
     if (s->stop_fd >= 0) close(s->stop_fd);
     free(s->f);
+    free(s->node_name);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

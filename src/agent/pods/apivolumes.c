@@ -427,7 +427,30 @@ static int unsupported_source(struct vctx *c, json_object *src, const char *kind
     return -ENOTSUP;
 }
 
-static int token_source(struct vctx *c, json_object *src) { return unsupported_source(c, src, "serviceAccountToken"); }
+/* The kubelet's projected serviceAccountToken: a TokenRequest bound to the pod (satoken.c),
+ * cached until 80% of its life; the pod is synced again when the token is due, which writes the
+ * new one through the atomic writer. */
+static int token_source(struct vctx *c, json_object *src) {
+    struct kite_satoken_req r;
+    const char *path = NULL, *why = NULL;
+    unsigned mode = 0;
+    if (kite_satoken_source(c->pod->obj, src, c->default_mode, &r, &path, &mode, &why) < 0) {
+        add_err(c, kite_strdup(why));
+        return -EINVAL;
+    }
+    char *tok = NULL, *err = NULL;
+    int64_t at = 0;
+    int rc = kite_satokens_get(c->p->satokens, &r, &tok, &at, &err);
+    if (rc < 0) {
+        add_err(c, err);
+        return rc;
+    }
+    add_path(c, path, tok, strlen(tok), (mode_t)mode);
+    explicit_bzero(tok, strlen(tok));
+    free(tok);
+    if (!c->pod->token_refresh_at || at < c->pod->token_refresh_at) c->pod->token_refresh_at = at;
+    return 0;
+}
 static int bundle_source(struct vctx *c, json_object *src) { return unsupported_source(c, src, "clusterTrustBundle"); }
 
 /* A projected volume's sources, one row per kind. */

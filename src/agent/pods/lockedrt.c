@@ -89,6 +89,13 @@ static int l_read_events(struct kite_runtime *rt, struct kite_container_event **
     FWD(read_events(IN, v, n));
 }
 
+/* Reads files only and is thread-safe by contract (as status): not locked, so a scrape of the
+ * resource metrics never waits behind a pod worker's call. */
+static int l_container_stats(struct kite_runtime *rt, const char *id, struct kite_usage *ret) {
+    struct kite_runtime *in = L(rt)->in;
+    return in->ops->container_stats ? in->ops->container_stats(in, id, ret) : -EOPNOTSUPP;
+}
+
 static void l_free(struct kite_runtime *rt) {
     struct locked_rt *l = L(rt);
     pthread_mutex_destroy(&l->lock);
@@ -108,7 +115,7 @@ struct kite_runtime *kite_runtime_locked_new(struct kite_runtime *inner) {
         .remove_container = l_remove_container, .container_status = l_container_status,
         .list_containers = l_list_containers, .exec_sync = l_exec_sync, .exec_start = l_exec_start,
         .attach_socket = l_attach_socket, .events_fd = l_events_fd,
-        .read_events = l_read_events, .free = l_free};
+        .read_events = l_read_events, .container_stats = l_container_stats, .free = l_free};
     l->rt.ops = ops;
     l->in = inner;
     pthread_mutex_init(&l->lock, NULL);

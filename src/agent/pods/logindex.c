@@ -9,6 +9,8 @@ struct log_ctr {
     char *name, *path, *prev_path;
     char *id; /* the current attempt's container */
     bool running;
+    char *run_id;       /* the same while it runs (resource metrics), and its start */
+    int64_t started_ns;
 };
 struct log_pod {
     char *uid, *ns, *name;
@@ -23,6 +25,7 @@ static void log_pod_free(struct log_pod *lp) {
         free(lp->c[i].path);
         free(lp->c[i].prev_path);
         free(lp->c[i].id);
+        free(lp->c[i].run_id);
     }
     free(lp->c);
     free(lp->uid);
@@ -45,6 +48,10 @@ static struct log_pod *build(const struct pod *pod) {
         if (c->have_last && c->last.log_path && *c->last.log_path) lp->c[i].prev_path = kite_strdup(c->last.log_path);
         if (c->id) lp->c[i].id = kite_strdup(c->id);
         lp->c[i].running = c->have_st && (c->st.state == KITE_CONTAINER_RUNNING || c->st.state == KITE_CONTAINER_CREATED);
+        if (c->have_st && c->st.state == KITE_CONTAINER_RUNNING && c->st.id) {
+            lp->c[i].run_id = kite_strdup(c->st.id);
+            lp->c[i].started_ns = c->st.started_ns;
+        }
     }
     return lp;
 }
@@ -139,6 +146,37 @@ int kite_pods_log_lookup(struct kite_pods *p, const char *ns, const char *name, 
     }
     pthread_mutex_unlock(&p->lock);
     return r;
+}
+
+int kite_pods_running_containers(struct kite_pods *p, struct kite_pods_ctr_ref **ret, size_t *ret_n) {
+    struct kite_pods_ctr_ref *v = NULL;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->n_logs; i++) {
+        const struct log_pod *lp = p->logs[i];
+        for (size_t k = 0; k < lp->nc; k++) {
+            if (!lp->c[k].run_id) continue;
+            if (n == cap) v = kite_realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
+            v[n++] = (struct kite_pods_ctr_ref){.ns = kite_strdup(lp->ns), .pod = kite_strdup(lp->name),
+                                                .uid = kite_strdup(lp->uid), .name = kite_strdup(lp->c[k].name),
+                                                .id = kite_strdup(lp->c[k].run_id), .started_ns = lp->c[k].started_ns};
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+void kite_pods_ctr_refs_free(struct kite_pods_ctr_ref *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].ns);
+        free(v[i].pod);
+        free(v[i].uid);
+        free(v[i].name);
+        free(v[i].id);
+    }
+    free(v);
 }
 
 int kite_pods_container_lookup(struct kite_pods *p, const char *ns, const char *name, const char *container,

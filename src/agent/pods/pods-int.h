@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "agent/pods/pods.h"
+#include "agent/pods/satoken.h"
 #include "base/backoff.h"
 
 #define PODS_LOG "pods"
@@ -26,7 +27,13 @@ struct pod_ctr {
     int64_t bo_delay, bo_update; /* CrashLoopBackOff: current delay, mono time it was set */
     int64_t img_delay, img_next; /* image pull back-off */
     bool pulled_event;
-    bool done;             /* init container completed (exit 0) */
+    bool done;             /* init container completed (exit 0); a sidecar: started once */
+    bool sidecar;          /* an init container with restartPolicy Always (runs beside the others) */
+    char *tmsg_id;         /* the attempt whose termination message is in tmsg */
+    char *tmsg;            /* its termination message (file, or logs on error); NULL = none */
+    /* termination: the preStop hook runs on a thread of its own (hook_running), SIGTERM follows
+     * it (term_sent) */
+    bool stop_begun, hook_running, term_sent;
     /* probes (of the current attempt) */
     bool probe_ready;      /* the readiness probe's result */
     bool probe_started;    /* the startup probe succeeded */
@@ -76,16 +83,19 @@ struct pod {
     char *sandbox_ip;
     bool volumes_ready;    /* every volume set up */
     bool volumes_polled;   /* an object of its volumes was read by GET, not watched: resync it */
+    int64_t token_refresh_at; /* wall: a projected token of its volumes is due for a refresh (0: none) */
     struct pod_ctr *c;
     size_t nc, n_init;
     bool admitted, rejected;
     char *reject_reason, *reject_message;
+    bool deadline_exceeded; /* activeDeadlineSeconds passed: Failed, DeadlineExceeded */
     bool finished;         /* the API already had a terminal phase when first seen */
     int64_t start_wall;    /* startTime */
     /* termination */
     bool stopping;         /* SIGTERM sent */
     int64_t stop_at;       /* mono: when SIGTERM was sent */
     int64_t kill_at;       /* mono: SIGKILL after the grace period (from stop_at; shortened as grace_s is) */
+    int64_t kill_floor;    /* mono: not before (a preStop hook ended: KITE_PODS_HOOK_MIN_GRACE_S after it) */
     bool killed;           /* every container and the sandbox stopped */
     bool delete_sent;
     bool removed;          /* containers and sandbox removed (pods gone from the API) */
@@ -192,6 +202,12 @@ struct kite_pods {
     bool list_held;             /* a list is among them: no new syncs until the workers are done */
     struct probe_result *held_probes; /* results held for the same reason */
     size_t n_held_probes;
+    /* preStop hooks (worker.c): each runs on a thread of its own; finished ones are queued under
+     * lock (hook_done), applied by the pods thread (held while their pod is busy) */
+    struct hook_done *hook_done, *held_hooks;
+    size_t n_hook_done, n_held_hooks;
+    size_t n_hooks;        /* under lock: hook threads running */
+    pthread_cond_t hooks_cv;
     bool listed;           /* a full list arrived: unknown sandboxes may be removed */
     bool orphans_done;
     bool recovered;        /* the runtime's sandboxes were read */
@@ -206,6 +222,7 @@ struct kite_pods {
     int64_t backoff_base_ns; /* first delay of the restart and pull back-offs (KITE_PODS_BACKOFF_MIN_NS) */
     struct kite_prober *prober;
     struct pods_vobjs *vobjs; /* apivolumes.c */
+    struct kite_satokens *satokens; /* projected ServiceAccount tokens (satoken.c) */
 };
 
 /* status.c: the pod's status as the kubelet generates it; prev (borrowed, may be NULL) gives
@@ -339,6 +356,19 @@ void pods_logs_publish(struct kite_pods *p, const struct pod *pod);
 void pods_logs_forget(struct kite_pods *p, const char *uid);
 void pods_logs_release(struct kite_pods *p);
 
+/* worker.c: a finished preStop hook. */
+struct hook_done {
+    char *uid, *ctr, *error; /* error: NULL = the hook succeeded */
+};
+void pods_hooks_apply(struct kite_pods *p);
+/* A detached thread with a KITE_PODS_THREAD_STACK stack. 0 or -errno. */
+int pods_thread_spawn(void *(*fn)(void *), void *arg);
+void pods_hooks_wait(struct kite_pods *p);
+void pods_hooks_release(struct kite_pods *p);
+/* The container's termination message (terminationMessagePath's file, or its log's tail under
+ * FallbackToLogsOnError) once its attempt s exited; a new string or NULL. */
+char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
+                               const struct kite_container_status *s);
 /* worker.c */
 void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);
 /* Refreshes the runtime status of the pod's containers; true when something changed. */

@@ -36,6 +36,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     kite_recorder_init(&p->rec, p->client, p->clock, o->component ? o->component : "kite-agent", p->node_name);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work_cv, NULL);
+    pthread_cond_init(&p->hooks_cv, NULL);
     kite_cancel_init(&p->watch_cancel);
     p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (p->wake_fd < 0) {
@@ -46,6 +47,8 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     p->alloc_cpu_m = p->alloc_mem_m = p->alloc_pods_m = -1;
     p->prober = pods_prober_new(p->clock, p->rt, prober_wake, p);
     pods_vobjs_init(p);
+    struct kite_satokens_options to = {.client = p->client, .clock = p->clock};
+    p->satokens = kite_satokens_new(&to);
     *ret = p;
     return 0;
 }
@@ -60,6 +63,7 @@ void kite_pods_free(struct kite_pods *p) {
     if (!p) return;
     kite_pods_stop(p);
     pods_vobjs_free(p);
+    kite_satokens_free(p->satokens);
     pods_prober_free(p->prober);
     for (size_t i = 0; i < p->n_pods; i++) pod_free(p->pods[i]);
     free(p->pods);
@@ -71,7 +75,9 @@ void kite_pods_free(struct kite_pods *p) {
     free(p->held_probes);
     free(p->todo);
     free(p->done);
+    pods_hooks_release(p);
     pthread_cond_destroy(&p->work_cv);
+    pthread_cond_destroy(&p->hooks_cv);
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     json_object_put(p->node_status);
     kite_recorder_release(&p->rec);
@@ -215,7 +221,8 @@ static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
     for (size_t i = 0; i < ni + nr; i++) {
         json_object *spec = i < ni ? json_object_array_get_idx(ics, i) : json_object_array_get_idx(cs, i - ni);
         pod->c[pod->nc] = (struct pod_ctr){.name = kite_strdup(pjs(spec, "name") ? pjs(spec, "name") : ""),
-                                           .init = i < ni, .spec = json_object_get(spec)};
+                                           .init = i < ni, .spec = json_object_get(spec),
+                                           .sidecar = i < ni && kite_streq(pjs(spec, "restartPolicy"), "Always")};
         pod->nc++;
         if (i < ni) pod->n_init++;
     }
@@ -238,6 +245,20 @@ static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
     return pod;
 }
 
+/* Whether an update of the pod asks for a sync: its spec or metadata changed (not only its
+ * status or resourceVersion). As the kubelet's config source, the pod's own status echo from
+ * the watch does not put it back in the queue behind every other pod. */
+static bool differs(json_object *a, json_object *b) {
+    if (!a || !b) return true;
+    if (!json_object_equal(pj(a, "spec"), pj(b, "spec"))) return true;
+    static const char *const keys[] = {"deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+                                       "ownerReferences", "finalizers"};
+    json_object *ma = pj(a, "metadata"), *mb = pj(b, "metadata");
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(keys); i++)
+        if (!json_object_equal(json_object_object_get(ma, keys[i]), json_object_object_get(mb, keys[i]))) return true;
+    return false;
+}
+
 static void apply(struct kite_pods *p, const char *type, json_object *obj) {
     struct pod *pod = find_pod(p, pjs(obj, "metadata.uid"));
     if (kite_streq(type, "DELETED")) {
@@ -247,7 +268,9 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
         }
         return;
     }
+    bool fresh = !pod;
     if (!pod && !(pod = new_pod(p, obj))) return;
+    bool changed = fresh || !pod->in_api || differs(pod->obj, obj);
     if (pod->obj != obj) {
         json_object_put(pod->obj);
         pod->obj = json_object_get(obj);
@@ -262,7 +285,7 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
         if (!pod->deleting || grace < pod->grace_s) pod->grace_s = grace;
         pod->deleting = true;
     }
-    pod->dirty = true;
+    if (changed) pod->dirty = true;
 }
 
 static void apply_node_status(struct kite_pods *p, json_object *ns) {
@@ -400,6 +423,9 @@ static void pod_sync(struct kite_pods *p, struct pod *pod) {
     pods_worker_sync(p, pod, now);
     pods_probes_sync(p, pod);
     pods_status_update(p, pod);
+    /* sent from here, the worker's: a status change does not wait for the pods thread to go
+     * through every other pod's patch */
+    pods_status_send(p, pod, kite_now_mono(p->clock));
 }
 
 bool pods_holds_resources(const struct pod *pod) {
@@ -506,6 +532,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
     int64_t next_probe = INT64_MAX;
     if (!p->threads) next_probe = pods_prober_step(p->prober);
     pods_probe_results(p, now);
+    pods_hooks_apply(p);
     for (size_t i = 0; i < p->n_pods && !p->list_held; i++) {
         struct pod *pod = p->pods[i];
         if (pod->busy || (!pod->dirty && !(pod->next_sync && now >= pod->next_sync))) continue;
@@ -710,6 +737,7 @@ void kite_pods_stop(struct kite_pods *p) {
     pthread_join(p->thread, NULL);
     stop_workers(p);
     pods_prober_stop(p->prober);
+    pods_hooks_wait(p);
     pods_vobjs_stop(p);
     p->threads = false;
 }

@@ -27,6 +27,11 @@
 #define KITE_PODS_DEFAULT_GRACE_S 30                          /* terminationGracePeriodSeconds */
 #define KITE_PODS_MAX_PODS 1024                               /* pods tracked by one agent */
 #define KITE_PODS_WORKERS 4                                   /* pods synced at once (worker threads) */
+#define KITE_PODS_HOOK_MIN_GRACE_S 2      /* SIGTERM to SIGKILL after a preStop hook at least (the kubelet's) */
+#define KITE_PODS_TERM_MSG_MAX 4096       /* bytes of terminationMessagePath kept (its end) */
+#define KITE_PODS_TERM_LOG_LINES 80       /* FallbackToLogsOnError: the log's last lines... */
+#define KITE_PODS_TERM_LOG_BYTES 2048     /* ...and of them the last bytes */
+#define KITE_PODS_THREAD_STACK (512 * 1024) /* stack of a hook or probe thread */
 #define KITE_PODS_DNS_MAX_NAMESERVERS 3   /* resolv.conf nameservers kept (the resolver's MAXNS) */
 #define KITE_PODS_DNS_MAX_SEARCHES 32     /* resolv.conf search domains kept (the kubelet's limit) */
 #define KITE_PODS_HOST_FILE_MAX (1u << 20) /* bytes read of the node's /etc/hosts and resolv.conf */
@@ -88,6 +93,15 @@ struct kite_runtime *kite_pods_runtime(struct kite_pods *p);
 /* fn(ud) is called (from the pods thread, without locks held) whenever a container's log file or
  * running state changes; NULL unsubscribes. One subscriber. */
 void kite_pods_log_subscribe(struct kite_pods *p, void (*fn)(void *ud), void *ud);
+
+/* The running containers of the node's pods (thread-safe; for the resource metrics): a new
+ * array, free with kite_pods_ctr_refs_free. started_ns: wall clock. */
+struct kite_pods_ctr_ref {
+    char *ns, *pod, *uid, *name, *id;
+    int64_t started_ns;
+};
+int kite_pods_running_containers(struct kite_pods *p, struct kite_pods_ctr_ref **ret, size_t *ret_n);
+void kite_pods_ctr_refs_free(struct kite_pods_ctr_ref *v, size_t n);
 
 /* A runtime whose calls are serialized by a mutex, for sharing one runtime between the pods
  * thread and the node status. inner is borrowed. */

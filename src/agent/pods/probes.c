@@ -6,9 +6,10 @@
  * probe holds the other two back until it succeeds; a liveness or startup failure puts the
  * probe on hold until the container is replaced (its id changes).
  *
- * Threads: the probes run on their own thread (kite_pods_start), so a probe waiting for its
- * timeout holds no pod worker back; without threads (unit tests) kite_pods_step runs the due
- * ones itself. The pods thread registers a container's probes when it runs and unregisters
+ * Threads: the prober's thread (kite_pods_start) times the probes and runs each due one on a
+ * thread of its own (an exec probe is a child process with its own deadline), so a probe
+ * waiting for its timeout holds neither a pod worker nor any other probe back; without threads
+ * (unit tests) kite_pods_step runs the due ones itself, one after another. The pods thread registers a container's probes when it runs and unregisters
  * them when it stops; results come back through a queue and wake the pods thread at once, so
  * the status manager sees a readiness flip without waiting for a resync. */
 #include <arpa/inet.h>
@@ -48,6 +49,7 @@ struct probe {
     int result;         /* reported: -1 unknown, 0 failure, 1 success */
     int last, run;      /* last raw result and how many in a row */
     bool on_hold;
+    bool running;       /* a run is under way on its own thread */
 };
 
 struct kite_prober {
@@ -63,6 +65,7 @@ struct kite_prober {
     void *wake_ud;
     bool stopping, started;
     pthread_t thread;
+    size_t n_running;   /* probe threads under way */
 };
 
 static int64_t field_int(json_object *spec, const char *key, int64_t def, int64_t min) {
@@ -393,55 +396,101 @@ static bool held_by_startup(struct kite_prober *p, const struct probe *pr) {
     return s && s->result != 1;
 }
 
+/* A run's result (lock held): thresholds, the reported result, the queue. out is taken. */
+static void record(struct kite_prober *p, const char *cid, enum probe_kind kind, bool ok, char *out) {
+    struct probe *pr = find(p, cid, kind); /* it may have gone meanwhile */
+    if (!pr) {
+        free(out);
+        return;
+    }
+    int raw = ok ? 1 : 0;
+    pr->run = raw == pr->last ? pr->run + 1 : 1;
+    pr->last = raw;
+    int64_t threshold = ok ? field_int(pr->spec, "successThreshold", 1, 1) : field_int(pr->spec, "failureThreshold", 3, 1);
+    bool report = pr->run >= threshold && pr->result != raw;
+    if (report) pr->result = raw;
+    if (report && !ok && kind != PROBE_READINESS) {
+        pr->on_hold = true; /* the container is killed: nothing to probe until it is replaced */
+        pr->run = 0;
+    }
+    if (!ok || report) {
+        /* every failure becomes an Unhealthy event; a change also moves the container's state */
+        p->res = kite_realloc(p->res, (p->n_res + 1) * sizeof(*p->res));
+        p->res[p->n_res++] = (struct probe_result){
+            .pod_uid = kite_strdup(pr->pod_uid), .ctr_name = kite_strdup(pr->ctr_name), .cid = kite_strdup(cid),
+            .kind = kind, .success = ok, .changed = report, .output = out};
+        out = NULL;
+        if (p->wake) p->wake(p->wake_ud);
+    }
+    free(out);
+}
+
+/* One run's snapshot, owned by the thread that runs it. */
+struct probe_job {
+    struct kite_prober *p;
+    char *cid, *ip;
+    json_object *spec, *ports;
+    enum probe_kind kind;
+};
+
+static void *probe_thread(void *ud) {
+    struct probe_job *j = ud;
+    struct kite_prober *p = j->p;
+    char *out = NULL;
+    bool ok = run_probe(p->rt, j->cid, j->spec, j->ports, j->ip, &out);
+    pthread_mutex_lock(&p->lock);
+    json_object_put(j->spec);
+    json_object_put(j->ports);
+    struct probe *pr = find(p, j->cid, j->kind);
+    if (pr) pr->running = false;
+    record(p, j->cid, j->kind, ok, out);
+    p->n_running--;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    free(j->cid);
+    free(j->ip);
+    free(j);
+    return NULL;
+}
+
 int64_t pods_prober_step(struct kite_prober *p) {
     pthread_mutex_lock(&p->lock);
     for (;;) {
         int64_t now = kite_now_mono(p->clock);
         struct probe *due = NULL;
         for (size_t i = 0; i < p->n && !due; i++)
-            if (!p->v[i].on_hold && now >= p->v[i].next && !held_by_startup(p, &p->v[i])) due = &p->v[i];
+            if (!p->v[i].on_hold && !p->v[i].running && now >= p->v[i].next && !held_by_startup(p, &p->v[i]))
+                due = &p->v[i];
         if (!due) break;
         int64_t period = kite_sec_to_ns(field_int(due->spec, "periodSeconds", 10, 1));
         due->next = now + period;
         /* run without the lock: a snapshot of what the probe needs */
-        _cleanup_free_ char *cid = kite_strdup(due->cid), *ip = kite_strdup(due->ip);
-        json_object *spec = json_object_get(due->spec), *ports = json_object_get(due->ports);
-        enum probe_kind kind = due->kind;
-        pthread_mutex_unlock(&p->lock);
+        struct probe_job *j = kite_calloc(1, sizeof(*j));
+        *j = (struct probe_job){.p = p, .cid = kite_strdup(due->cid), .ip = kite_strdup(due->ip),
+                                .spec = json_object_get(due->spec), .ports = json_object_get(due->ports),
+                                .kind = due->kind};
+        if (p->started && !p->stopping) {
+            due->running = true;
+            p->n_running++;
+            if (pods_thread_spawn(probe_thread, j) == 0) continue;
+            due->running = false;
+            p->n_running--;
+        }
+        /* no threads (unit tests, or none to be had): here, one after another */
         char *out = NULL;
-        bool ok = run_probe(p->rt, cid, spec, ports, ip, &out);
+        pthread_mutex_unlock(&p->lock);
+        bool ok = run_probe(p->rt, j->cid, j->spec, j->ports, j->ip, &out);
         pthread_mutex_lock(&p->lock);
-        json_object_put(spec);
-        json_object_put(ports);
-        struct probe *pr = find(p, cid, kind); /* it may have gone meanwhile */
-        if (!pr) {
-            free(out);
-            continue;
-        }
-        int raw = ok ? 1 : 0;
-        pr->run = raw == pr->last ? pr->run + 1 : 1;
-        pr->last = raw;
-        int64_t threshold = ok ? field_int(pr->spec, "successThreshold", 1, 1) : field_int(pr->spec, "failureThreshold", 3, 1);
-        bool report = pr->run >= threshold && pr->result != raw;
-        if (report) pr->result = raw;
-        if (report && !ok && kind != PROBE_READINESS) {
-            pr->on_hold = true; /* the container is killed: nothing to probe until it is replaced */
-            pr->run = 0;
-        }
-        if (!ok || report) {
-            /* every failure becomes an Unhealthy event; a change also moves the container's state */
-            p->res = kite_realloc(p->res, (p->n_res + 1) * sizeof(*p->res));
-            p->res[p->n_res++] = (struct probe_result){
-                .pod_uid = kite_strdup(pr->pod_uid), .ctr_name = kite_strdup(pr->ctr_name), .cid = kite_strdup(cid),
-                .kind = kind, .success = ok, .changed = report, .output = out};
-            out = NULL;
-            if (p->wake) p->wake(p->wake_ud);
-        }
-        free(out);
+        json_object_put(j->spec);
+        json_object_put(j->ports);
+        record(p, j->cid, j->kind, ok, out);
+        free(j->cid);
+        free(j->ip);
+        free(j);
     }
     int64_t next = INT64_MAX;
     for (size_t i = 0; i < p->n; i++)
-        if (!p->v[i].on_hold) next = KITE_MIN(next, p->v[i].next);
+        if (!p->v[i].on_hold && !p->v[i].running) next = KITE_MIN(next, p->v[i].next);
     pthread_mutex_unlock(&p->lock);
     return next;
 }
@@ -494,5 +543,9 @@ void pods_prober_stop(struct kite_prober *p) {
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
+    /* the runs under way end within their timeouts */
+    pthread_mutex_lock(&p->lock);
+    while (p->n_running) pthread_cond_wait(&p->cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
     p->started = false;
 }

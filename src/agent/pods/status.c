@@ -70,12 +70,13 @@ const char *pods_qos_class(json_object *spec) {
 /* ---- phase ---- */
 
 enum pod_phase pods_compute_phase(struct pod *pod) {
-    if (pod->rejected) return PHASE_FAILED;
+    if (pod->rejected || pod->deadline_exceeded) return PHASE_FAILED;
     const char *policy = pods_restart_policy(pod);
     bool no_restart = strcmp(policy, "Never") == 0 || pod->killed;
     for (size_t i = 0; i < pod->n_init; i++) {
         struct pod_ctr *c = &pod->c[i];
         if (c->done) continue;
+        if (c->sidecar) return pod->killed ? PHASE_FAILED : PHASE_PENDING; /* restarted whatever the policy */
         bool failed = c->have_st && c->st.state == KITE_CONTAINER_EXITED && c->st.exit_code != 0;
         if (failed && no_restart) return PHASE_FAILED;
         if (pod->killed) return PHASE_FAILED;
@@ -160,7 +161,13 @@ static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_
         json_object_object_add(state, "waiting", w);
     }
     json_object_object_add(s, "state", state);
-    json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last) : json_object_new_object());
+    /* waiting to run again (CrashLoopBackOff, RunContainerError): the attempt that just exited is
+     * the last state; otherwise the one before the current */
+    bool exited = c->have_st && c->st.state == KITE_CONTAINER_EXITED;
+    if (c->wait_reason && exited)
+        json_object_object_add(s, "lastState", terminated_of(p, &c->st));
+    else
+        json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last) : json_object_new_object());
     json_object_object_add(s, "ready", json_object_new_boolean(pods_ctr_ready(c)));
     json_object_object_add(s, "restartCount", json_object_new_int((int32_t)c->restarts));
     json_object_object_add(s, "started", json_object_new_boolean(pods_ctr_started(c)));
@@ -216,7 +223,8 @@ bool pods_ctr_started(struct pod_ctr *c) {
 bool pods_ctr_ready(struct pod_ctr *c) {
     return pods_ctr_started(c) && (!pj(c->spec, "readinessProbe") || c->probe_ready);
 }
-static bool not_ready(struct pod_ctr *c) { return !pods_ctr_ready(c); }
+/* Of the containers whose readiness makes the pod's: the regular ones and the sidecars. */
+static bool not_ready(struct pod_ctr *c) { return (!c->init || c->sidecar) && !pods_ctr_ready(c); }
 static bool not_done(struct pod_ctr *c) { return !c->done; }
 
 json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall) {
@@ -226,6 +234,9 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
     if (pod->rejected) {
         add_str(st, "reason", pod->reject_reason);
         add_str(st, "message", pod->reject_message);
+    } else if (pod->deadline_exceeded) {
+        add_str(st, "reason", "DeadlineExceeded");
+        add_str(st, "message", "Pod was active on the node longer than the specified deadline");
     }
     json_object *conds = json_object_new_array();
     bool inits_done = true;
@@ -241,7 +252,7 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
             _cleanup_free_ char *m = kite_asprintf("containers with incomplete status: %s", incomplete ? incomplete : "[]");
             add_cond(conds, prev, "Initialized", false, "ContainersNotInitialized", m, now_wall);
         }
-        _cleanup_free_ char *unready = names_list(pod, pod->n_init, pod->nc, not_ready);
+        _cleanup_free_ char *unready = names_list(pod, 0, pod->nc, not_ready);
         bool terminal = ph == PHASE_SUCCEEDED || ph == PHASE_FAILED;
         const char *treason = ph == PHASE_SUCCEEDED ? "PodCompleted" : "PodFailed";
         _cleanup_free_ char *m = unready ? kite_asprintf("containers with unready status: %s", unready) : NULL;
@@ -323,9 +334,14 @@ void pods_status_update(struct kite_pods *p, struct pod *pod) {
     pods_logs_publish(p, pod);
     if (pod->finished || !pod->obj) return;
     json_object *prev = pod->status ? pod->status : pj(pod->obj, "status");
-    /* a terminal phase is final: nothing moves it back (a restarted agent, a late exit) */
-    if (pod->status && terminal_phase(pjs(pod->status, "phase"))) return;
     json_object *st = pods_build_status(p, pod, prev, kite_now_wall(p->clock));
+    /* a terminal phase is final: nothing moves it back (a restarted agent, a late exit); the
+     * containers' states still follow (a pod past its deadline: their ends) */
+    if (pod->status && terminal_phase(pjs(pod->status, "phase")) &&
+        !kite_streq(pjs(pod->status, "phase"), pjs(st, "phase"))) {
+        json_object_put(st);
+        return;
+    }
     if (pod->status && json_object_equal(st, pod->status)) {
         json_object_put(st);
         return;

@@ -370,6 +370,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 int pods_volumes_teardown(struct kite_pods *p, const char *uid) {
     pods_vobjs_forget(p, uid);
+    kite_satokens_forget_pod(p->satokens, uid);
     _cleanup_free_ char *dir = pods_pod_dir(p, uid);
     if (!dir) return 0;
     /* the tmpfs volumes first: their files go with the mount; FTW_MOUNT below never crosses

@@ -4,10 +4,13 @@
  * running and should run under the restart policy, with the kubelet's back-offs. A deleted
  * pod is stopped without waiting: preStop hook, SIGTERM, and SIGKILL by a later sync once the
  * grace period is over. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/logs/logs.h"
 #include "agent/pods/pods-int.h"
 #include "api/podrequests.h"
 #include "api/quantity.h"
@@ -58,10 +61,24 @@ bool pods_refresh(struct kite_pods *p, struct pod *pod) {
         }
         if (!c->have_st || c->st.state != s.state || c->st.exit_code != s.exit_code) changed = true;
         if (s.state == KITE_CONTAINER_EXITED && !c->exit_seen) c->exit_seen = now;
+        if (s.state == KITE_CONTAINER_EXITED) {
+            /* the termination message, read once per attempt, after the runtime's own message */
+            if (!kite_streq(c->tmsg_id, s.id)) {
+                free(c->tmsg);
+                free(c->tmsg_id);
+                c->tmsg = pods_termination_message(p, pod, c, &s);
+                c->tmsg_id = kite_strdup(s.id);
+            }
+            if (c->tmsg && *c->tmsg) {
+                char *m = s.message && *s.message ? kite_asprintf("%s: %s", s.message, c->tmsg) : kite_strdup(c->tmsg);
+                free(s.message);
+                s.message = m;
+            }
+        }
         if (c->have_st) kite_container_status_release(&c->st);
         c->st = s;
         c->have_st = true;
-        if (c->init && s.state == KITE_CONTAINER_EXITED && s.exit_code == 0) c->done = true;
+        if (c->init && !c->sidecar && s.state == KITE_CONTAINER_EXITED && s.exit_code == 0) c->done = true;
     }
     return changed;
 }
@@ -120,21 +137,24 @@ static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
         pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
         return false;
     }
+    /* the pull's error as kubelet 1.32 words it: the ErrImagePull message is the error, the
+     * back-off's message carries it after the reason */
+    _cleanup_free_ char *perr = kite_asprintf("image \"%s\" not found in the node's image store (this node pulls "
+                                              "from no registry: import it with kite images import)", image ? image : "");
     if (c->img_delay && now < c->img_next) {
-        _cleanup_free_ char *m = kite_asprintf("Back-off pulling image \"%s\"", image ? image : "");
-        if (!kite_streq(c->wait_reason, "ImagePullBackOff")) ev(p, pod, c, "Normal", "BackOff", m);
+        _cleanup_free_ char *e = kite_asprintf("Back-off pulling image \"%s\"", image ? image : "");
+        _cleanup_free_ char *m = kite_asprintf("%s: ErrImagePull: %s", e, perr);
+        if (!kite_streq(c->wait_reason, "ImagePullBackOff")) ev(p, pod, c, "Normal", "BackOff", e);
         set_wait(c, "ImagePullBackOff", m);
         pod->next_sync = c->img_next;
         return false;
     }
     _cleanup_free_ char *pulling = kite_asprintf("Pulling image \"%s\"", image ? image : "");
     ev(p, pod, c, "Normal", "Pulling", pulling);
-    _cleanup_free_ char *m = kite_asprintf("Failed to pull image \"%s\": image not found in the node's image store "
-                                           "(this node pulls from no registry: import it with kite images import)",
-                                           image ? image : "");
+    _cleanup_free_ char *m = kite_asprintf("Failed to pull image \"%s\": %s", image ? image : "", perr);
     ev(p, pod, c, "Warning", "Failed", m);
     ev(p, pod, c, "Warning", "Failed", "Error: ErrImagePull");
-    set_wait(c, "ErrImagePull", m);
+    set_wait(c, "ErrImagePull", perr);
     c->img_delay = c->img_delay ? KITE_MIN(2 * c->img_delay, KITE_PODS_BACKOFF_MAX_NS) : p->backoff_base_ns;
     c->img_next = now + c->img_delay;
     /* look again soon: the waiting reason turns to ImagePullBackOff for the back-off's length */
@@ -196,6 +216,85 @@ static char *pod_hostname(struct pod *pod) {
     return kite_strndup(n, KITE_MIN(strlen(n), (size_t)63));
 }
 
+/* ---- termination messages ---- */
+
+static const char *term_msg_path(struct pod_ctr *c) {
+    json_object *v = pj(c->spec, "terminationMessagePath");
+    return v ? json_object_get_string(v) : "/dev/termination-log"; /* the API's default */
+}
+
+/* The host file behind a container attempt's terminationMessagePath, as the kubelet's
+ * pods/<uid>/containers/<name>/<n>; NULL without a root dir. */
+static char *term_msg_file(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, uint32_t attempt) {
+    _cleanup_free_ char *dir = pods_pod_dir(p, pod->uid);
+    return dir ? kite_asprintf("%s/containers/%s/%u", dir, c->name, attempt) : NULL;
+}
+
+/* An empty file every user of the container may write, bind-mounted at terminationMessagePath
+ * (unless a volume is mounted there). */
+static int term_msg_mount(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, uint32_t attempt,
+                          struct kite_mount **mounts, size_t *n, char ***paths, char **ret_err) {
+    const char *tp = term_msg_path(c);
+    _cleanup_free_ char *file = term_msg_file(p, pod, c, attempt);
+    if (!file || !tp || tp[0] != '/') return 0;
+    json_object *vm = pj(c->spec, "volumeMounts");
+    for (size_t i = 0; vm && json_object_is_type(vm, json_type_array) && i < json_object_array_length(vm); i++)
+        if (kite_streq(pjs(json_object_array_get_idx(vm, i), "mountPath"), tp)) return 0;
+    _cleanup_free_ char *dir = kite_strdup(file);
+    *strrchr(dir, '/') = 0;
+    int r = kite_mkdir_p(dir, 0750);
+    int fd = r < 0 ? -1 : open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || fchmod(fd, 0666) < 0) {
+        int e = r < 0 ? -r : errno;
+        if (fd >= 0) close(fd);
+        *ret_err = kite_asprintf("creating the termination message file %s: %s", file, strerror(e));
+        return -e;
+    }
+    close(fd);
+    *mounts = kite_realloc(*mounts, (*n + 1) * sizeof(**mounts));
+    *paths = kite_realloc(*paths, (*n + 1) * sizeof(char *));
+    (*paths)[*n] = TAKE_PTR(file);
+    (*mounts)[*n] = (struct kite_mount){.host_path = (*paths)[*n], .container_path = tp};
+    (*n)++;
+    return 0;
+}
+
+/* The last max bytes of what the container's log holds in its last KITE_PODS_TERM_LOG_LINES
+ * lines, as the kubelet's readLastStringFromContainerLogs. */
+static char *log_tail(const char *path, size_t max) {
+    struct kite_crilog l;
+    struct kite_crilog_options o = {.tail_lines = KITE_PODS_TERM_LOG_LINES};
+    if (!path || !*path || kite_crilog_open(&l, path, &o) < 0) return NULL;
+    struct kite_buf b = {0};
+    while (kite_crilog_read(&l, &b) == 1) {
+    }
+    kite_crilog_close(&l);
+    size_t from = b.len > max ? b.len - max : 0;
+    char *out = b.len ? kite_strndup(b.p + from, b.len - from) : NULL;
+    kite_buf_release(&b);
+    return out;
+}
+
+char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
+                               const struct kite_container_status *s) {
+    bool fallback = kite_streq(pjs(c->spec, "terminationMessagePolicy"), "FallbackToLogsOnError") &&
+                    s->exit_code != 0 && !kite_streq(s->reason, "StartError");
+    _cleanup_free_ char *file = term_msg_file(p, pod, c, s->attempt);
+    char *msg = NULL;
+    int fd = file ? open(file, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        /* its last KITE_PODS_TERM_MSG_MAX bytes, as the kubelet's tail.ReadAtMost */
+        struct stat st;
+        off_t from = fstat(fd, &st) == 0 && st.st_size > KITE_PODS_TERM_MSG_MAX ? st.st_size - KITE_PODS_TERM_MSG_MAX : 0;
+        char buf[KITE_PODS_TERM_MSG_MAX];
+        ssize_t n = pread(fd, buf, sizeof buf, from);
+        close(fd);
+        if (n > 0) msg = kite_strndup(buf, (size_t)n);
+    }
+    if (!msg && fallback) msg = log_tail(s->log_path, KITE_PODS_TERM_LOG_BYTES);
+    return msg;
+}
+
 /* Creates and starts the container's next attempt. */
 static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
     if (!ensure_image(p, pod, c, now)) return false;
@@ -232,7 +331,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     struct kite_security_config sec = {0};
     char *cerr = NULL;
     if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
-        pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0)
+        pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
+        term_msg_mount(p, pod, c, attempt, &mounts, &nmounts, &mount_paths, &merr) < 0)
         cerr = merr;
     else
         cerr = security_of(pod, c, &sec, groups);
@@ -309,6 +409,15 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("Error: %s", err ? err : strerror(-r));
         ev(p, pod, c, "Warning", "Failed", m);
+        /* the process could not start (StartError, exit 128): a container that runs again
+         * waits in RunContainerError, then CrashLoopBackOff; under restartPolicy Never its
+         * terminated state stays, and the pod fails */
+        if (r == -ENOEXEC && (c->sidecar || strcmp(pods_restart_policy(pod), "Always") == 0 ||
+                              strcmp(pods_restart_policy(pod), "OnFailure") == 0))
+        {
+            set_wait(c, "RunContainerError", err ? err : strerror(-r));
+            pod->next_sync = now + 1; /* its first restart is at once, as after any exit */
+        }
         free(err);
     } else {
         _cleanup_free_ char *started = kite_asprintf("Started container %s", c->name);
@@ -383,8 +492,13 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
 static bool ensure_volumes(struct kite_pods *p, struct pod *pod, int64_t now) {
     _cleanup_free_ char *vol = NULL, *err = NULL;
     pod->volumes_polled = false;
+    pod->token_refresh_at = 0;
     int r = pods_volumes_setup(p, pod, &vol, &err);
     if (pod->volumes_polled) pod->next_sync = now + KITE_PODS_VOLUME_POLL_NS; /* not watched: look again */
+    if (pod->token_refresh_at) { /* a projected token is due then (wall): sync again at that moment */
+        int64_t at = now + KITE_MAX(pod->token_refresh_at - kite_now_wall(p->clock), 0);
+        if (!pod->next_sync || at < pod->next_sync) pod->next_sync = at;
+    }
     if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("MountVolume.SetUp failed for volume \"%s\" : %s", vol, err);
         ev(p, pod, NULL, "Warning", "FailedMount", m);
@@ -397,47 +511,188 @@ static bool ensure_volumes(struct kite_pods *p, struct pod *pod, int64_t now) {
 
 static bool ctr_running(struct pod_ctr *c) { return c->have_st && c->st.state == KITE_CONTAINER_RUNNING; }
 
-/* preStop (exec), SIGTERM now and SIGKILL once the grace period is over; the sandbox goes when
- * no container runs any more. */
+/* ---- termination ---- */
+
+/* A preStop hook on a thread of its own: the pod's worker does not wait for it, hooks of
+ * several containers run together, and each has the pod's whole grace period. */
+struct hook_job {
+    struct kite_pods *p;
+    char *uid, *ctr, *cid;
+    char **argv;
+    size_t argc;
+    int64_t timeout;
+};
+
+static void *hook_thread(void *ud) {
+    struct hook_job *j = ud;
+    struct kite_pods *p = j->p;
+    struct kite_exec_result er = {0};
+    int r = p->rt->ops->exec_sync(p->rt, j->cid, (const char *const *)j->argv, j->argc, j->timeout, &er);
+    char *error = NULL;
+    if (r == -ETIMEDOUT)
+        error = kite_asprintf("PreStopHook failed: the hook did not end within the grace period (%llds)",
+                              (long long)(j->timeout / KITE_NS_PER_SEC));
+    else if (r < 0 || er.exit_code != 0)
+        error = kite_asprintf("PreStopHook failed: %s", r < 0 ? strerror(-r) : "non-zero exit code");
+    free(er.output);
+    pthread_mutex_lock(&p->lock);
+    p->hook_done = kite_realloc(p->hook_done, (p->n_hook_done + 1) * sizeof(*p->hook_done));
+    p->hook_done[p->n_hook_done++] = (struct hook_done){.uid = j->uid, .ctr = j->ctr, .error = error};
+    p->n_hooks--;
+    pthread_cond_broadcast(&p->hooks_cv);
+    pthread_mutex_unlock(&p->lock);
+    uint64_t one = 1;
+    if (write(p->wake_fd, &one, sizeof(one)) < 0) {
+    }
+    free(j->cid);
+    kite_strv_free(j->argv, j->argc);
+    free(j);
+    return NULL;
+}
+
+int pods_thread_spawn(void *(*fn)(void *), void *arg) {
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, KITE_PODS_THREAD_STACK);
+    pthread_t t;
+    int r = -pthread_create(&t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    return r;
+}
+
+/* Starts the container's preStop hook; false when it has none to run (or it could not start). */
+static bool hook_start(struct kite_pods *p, struct pod *pod, struct pod_ctr *c) {
+    json_object *hook = pj(c->spec, "lifecycle.preStop.exec.command");
+    if (!hook || !json_object_is_type(hook, json_type_array) || !json_object_array_length(hook) || pod->grace_s <= 0 ||
+        !pod->in_api)
+        return false;
+    struct hook_job *j = kite_calloc(1, sizeof(*j));
+    *j = (struct hook_job){.p = p, .uid = kite_strdup(pod->uid), .ctr = kite_strdup(c->name), .cid = kite_strdup(c->id),
+                           .timeout = kite_sec_to_ns(pod->grace_s)};
+    j->argc = json_object_array_length(hook);
+    j->argv = kite_calloc(j->argc + 1, sizeof(char *));
+    for (size_t i = 0; i < j->argc; i++) j->argv[i] = kite_strdup(json_object_get_string(json_object_array_get_idx(hook, i)));
+    pthread_mutex_lock(&p->lock);
+    p->n_hooks++;
+    pthread_mutex_unlock(&p->lock);
+    if (!p->n_workers || pods_thread_spawn(hook_thread, j) < 0) {
+        /* no threads (unit tests): the hook runs here */
+        hook_thread(j);
+    }
+    c->hook_running = true;
+    return true;
+}
+
+/* A finished hook: its container's SIGTERM follows; after a hook the container has at least
+ * KITE_PODS_HOOK_MIN_GRACE_S to stop (the kubelet's minimumGracePeriodInSeconds). */
+static void hook_finished(struct kite_pods *p, struct hook_done *h) {
+    struct pod *pod = NULL;
+    for (size_t i = 0; i < p->n_pods && !pod; i++)
+        if (strcmp(p->pods[i]->uid, h->uid) == 0) pod = p->pods[i];
+    for (size_t i = 0; pod && i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (strcmp(c->name, h->ctr) != 0 || !c->hook_running) continue;
+        c->hook_running = false;
+        if (h->error) ev(p, pod, c, "Warning", "FailedPreStopHook", h->error);
+        int64_t floor = kite_now_mono(p->clock) + KITE_PODS_HOOK_MIN_GRACE_S * KITE_NS_PER_SEC;
+        if (pod->in_api && pod->grace_s > 0 && floor > pod->kill_floor) pod->kill_floor = floor;
+        pod->dirty = true;
+    }
+    free(h->uid);
+    free(h->ctr);
+    free(h->error);
+}
+
+void pods_hooks_apply(struct kite_pods *p) {
+    pthread_mutex_lock(&p->lock);
+    struct hook_done *v = TAKE_PTR(p->hook_done);
+    size_t n = p->n_hook_done;
+    p->n_hook_done = 0;
+    pthread_mutex_unlock(&p->lock);
+    struct hook_done *held = TAKE_PTR(p->held_hooks);
+    size_t n_held = p->n_held_hooks;
+    p->n_held_hooks = 0;
+    for (size_t k = 0; k < n_held + n; k++) {
+        struct hook_done *h = k < n_held ? &held[k] : &v[k - n_held];
+        struct pod *pod = NULL;
+        for (size_t i = 0; i < p->n_pods && !pod; i++)
+            if (strcmp(p->pods[i]->uid, h->uid) == 0) pod = p->pods[i];
+        if (pod && pod->busy) { /* its worker has it: later */
+            p->held_hooks = kite_realloc(p->held_hooks, (p->n_held_hooks + 1) * sizeof(*p->held_hooks));
+            p->held_hooks[p->n_held_hooks++] = *h;
+            continue;
+        }
+        hook_finished(p, h);
+    }
+    free(held);
+    free(v);
+}
+
+void pods_hooks_wait(struct kite_pods *p) {
+    pthread_mutex_lock(&p->lock);
+    while (p->n_hooks) pthread_cond_wait(&p->hooks_cv, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void pods_hooks_release(struct kite_pods *p) {
+    pods_hooks_wait(p);
+    for (size_t i = 0; i < p->n_hook_done; i++) free(p->hook_done[i].uid), free(p->hook_done[i].ctr), free(p->hook_done[i].error);
+    for (size_t i = 0; i < p->n_held_hooks; i++)
+        free(p->held_hooks[i].uid), free(p->held_hooks[i].ctr), free(p->held_hooks[i].error);
+    free(p->hook_done);
+    free(p->held_hooks);
+    p->hook_done = p->held_hooks = NULL;
+    p->n_hook_done = p->n_held_hooks = 0;
+}
+
+/* The stop of one running container: Killing, its preStop hook, or SIGTERM (after its hook). */
+static void stop_one(struct kite_pods *p, struct pod *pod, struct pod_ctr *c) {
+    if (c->term_sent || c->hook_running) return;
+    if (!c->stop_begun) {
+        c->stop_begun = true;
+        _cleanup_free_ char *m = kite_asprintf("Stopping container %s", c->name);
+        ev(p, pod, c, "Normal", "Killing", m);
+        if (hook_start(p, pod, c)) return;
+    }
+    c->term_sent = true;
+    if (pod->grace_s <= 0) return; /* killed at once */
+    if (strcmp(p->rt->ops->name, "runc") != 0 || c->st.pid <= 0) {
+        p->rt->ops->stop_container(p->rt, c->id, kite_sec_to_ns(pod->grace_s), KITE_PODS_RT_TIMEOUT_NS);
+    } else if (kill(c->st.pid, SIGTERM) < 0 && errno != ESRCH) {
+        log_warn(PODS_LOG, "pod %s/%s: SIGTERM to %s: %s", pod->ns, pod->name, c->name, strerror(errno));
+    }
+}
+
+/* preStop hooks and SIGTERM, SIGKILL once the grace period is over; the sandbox goes when no
+ * container runs any more. The regular containers stop first (their hooks together); the
+ * sidecars after them, the last one first, each once the one after it is gone, as the kubelet
+ * stops restartable init containers. */
 static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
-    bool fake = strcmp(p->rt->ops->name, "runc") != 0;
     if (!pod->stopping) {
         pod->stopping = true;
         pod->stop_at = now;
-        for (size_t i = 0; i < pod->nc; i++) {
-            struct pod_ctr *c = &pod->c[i];
-            set_wait(c, NULL, NULL);
-            if (!ctr_running(c)) continue;
-            _cleanup_free_ char *m = kite_asprintf("Stopping container %s", c->name);
-            ev(p, pod, c, "Normal", "Killing", m);
-            json_object *hook = pj(c->spec, "lifecycle.preStop.exec.command");
-            if (hook && json_object_array_length(hook) > 0 && pod->grace_s > 0) {
-                size_t n = 0;
-                const char *const *argv = strv_of(hook, &n);
-                struct kite_exec_result er = {0};
-                int64_t t = KITE_MIN(kite_sec_to_ns(pod->grace_s), KITE_PODS_RT_TIMEOUT_NS);
-                int r = p->rt->ops->exec_sync(p->rt, c->id, argv, n, t, &er);
-                if (r < 0 || er.exit_code != 0) {
-                    _cleanup_free_ char *hm = kite_asprintf("PreStopHook failed: %s",
-                                                            r < 0 ? strerror(-r) : "non-zero exit code");
-                    ev(p, pod, c, "Warning", "FailedPreStopHook", hm);
-                }
-                free(er.output);
-                free((void *)argv);
-            }
-            if (pod->grace_s <= 0) continue; /* killed below */
-            if (fake || c->st.pid <= 0) {
-                p->rt->ops->stop_container(p->rt, c->id, kite_sec_to_ns(pod->grace_s), KITE_PODS_RT_TIMEOUT_NS);
-            } else if (kill(c->st.pid, SIGTERM) < 0 && errno != ESRCH) {
-                log_warn(PODS_LOG, "pod %s/%s: SIGTERM to %s: %s", pod->ns, pod->name, c->name, strerror(errno));
-            }
-        }
-        pods_refresh(p, pod);
+        for (size_t i = 0; i < pod->nc; i++) set_wait(&pod->c[i], NULL, NULL);
     }
+    bool regular_running = false;
+    for (size_t i = 0; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (c->sidecar || !ctr_running(c)) continue;
+        regular_running = true;
+        stop_one(p, pod, c);
+    }
+    for (size_t i = pod->n_init; !regular_running && i-- > 0;) {
+        struct pod_ctr *c = &pod->c[i];
+        if (!c->sidecar || !ctr_running(c)) continue;
+        stop_one(p, pod, c);
+        break; /* one at a time, from the last */
+    }
+    pods_refresh(p, pod);
     /* the grace as it is now (a DELETE may have shortened it); a pod gone from the API (force
      * deleted) gets at most 1 s more, as the kubelet gives it */
     int64_t grace = pod->in_api ? pod->grace_s : KITE_MIN(pod->grace_s, 1);
     pod->kill_at = kite_sat_add(pod->stop_at, kite_sec_to_ns(grace));
+    if (pod->in_api && grace > 0 && pod->kill_floor > pod->kill_at) pod->kill_at = pod->kill_floor;
     bool running = false;
     for (size_t i = 0; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
@@ -452,6 +707,7 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         for (size_t i = 0; i < pod->nc; i++) running = running || ctr_running(&pod->c[i]);
     }
     if (running) {
+        /* a stopped regular container's exit (the PLEG) moves the sidecars' turn on */
         pod->next_sync = now >= pod->kill_at ? now + KITE_NS_PER_SEC : pod->kill_at;
         return;
     }
@@ -481,18 +737,45 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
     }
 }
 
-void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
-    pod->next_sync = 0;
-    if (pod->deleting || !pod->in_api) {
+/* A failed liveness/startup probe's SIGTERM went unanswered for the grace period: SIGKILL. */
+static void probe_kill_due(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
+    if (!ctr_running(c) || !c->probe_kill_at) return;
+    if (now >= c->probe_kill_at)
+        rt_result(p, pod, "stop_container", p->rt->ops->stop_container(p->rt, c->id, 0, KITE_PODS_RT_TIMEOUT_NS));
+    else if (!pod->next_sync || pod->next_sync > c->probe_kill_at)
+        pod->next_sync = c->probe_kill_at;
+}
+
+/* A sidecar (restartable init container) in the init sequence: started (and past its startup
+ * probe) before the next one; restarted whenever it exits. True when the sequence goes on. */
+static bool sidecar_step(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
+    probe_kill_due(p, pod, c, now);
+    if (!ctr_running(c)) {
+        if (!c->id) start_ctr(p, pod, c, now);
+        else if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) restart_ctr(p, pod, c, now);
+        else if (c->have_st && c->st.state == KITE_CONTAINER_CREATED) {
+            char *err = NULL;
+            if (rt_result(p, pod, "start_container",
+                          p->rt->ops->start_container(p->rt, c->id, KITE_PODS_RT_TIMEOUT_NS, &err)) < 0)
+                pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
+            free(err);
+        }
+    }
+    if (!c->done && pods_ctr_started(c)) c->done = true;
+    return c->done;
+}
+
+static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
+    if (pod->deleting || !pod->in_api || pod->deadline_exceeded) {
         terminate(p, pod, now);
         return;
     }
     if (pod->rejected || pod->finished || pod->killed) return;
     enum pod_phase ph = pods_compute_phase(pod);
     if (ph == PHASE_SUCCEEDED || ph == PHASE_FAILED) {
-        /* the pod is done: its sandbox goes, its containers' records stay */
-        if (pod->sandbox_id) p->rt->ops->stop_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS);
-        pod->killed = true;
+        /* the pod is done: its sidecars stop (last first), then its sandbox goes; its
+         * containers' records stay */
+        terminate(p, pod, now);
         return;
     }
     if (!ensure_sandbox(p, pod, now)) return;
@@ -500,6 +783,10 @@ void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
     const char *policy = pods_restart_policy(pod);
     for (size_t i = 0; i < pod->n_init; i++) {
         struct pod_ctr *c = &pod->c[i];
+        if (c->sidecar) {
+            if (!sidecar_step(p, pod, c, now)) return;
+            continue;
+        }
         if (c->done) continue;
         if (ctr_running(c)) return;
         if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
@@ -512,13 +799,7 @@ void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
     }
     for (size_t i = pod->n_init; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
-        if (ctr_running(c) && c->probe_kill_at) {
-            /* a failed liveness/startup probe's SIGTERM went unanswered for the grace period */
-            if (now >= c->probe_kill_at)
-                rt_result(p, pod, "stop_container", p->rt->ops->stop_container(p->rt, c->id, 0, KITE_PODS_RT_TIMEOUT_NS));
-            else if (!pod->next_sync || pod->next_sync > c->probe_kill_at)
-                pod->next_sync = c->probe_kill_at;
-        }
+        probe_kill_due(p, pod, c, now);
         if (ctr_running(c)) continue;
         if (!c->id) start_ctr(p, pod, c, now);
         else if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
@@ -530,6 +811,29 @@ void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
                 pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
             free(err);
         }
+    }
+    /* the main containers may have just ended the pod (a Job's pod with sidecars) */
+    ph = pods_compute_phase(pod);
+    if (ph == PHASE_SUCCEEDED || ph == PHASE_FAILED) terminate(p, pod, now);
+}
+
+void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
+    pod->next_sync = 0;
+    /* activeDeadlineSeconds, counted from the pod's startTime as the kubelet's */
+    json_object *ad = pj(pod->obj, "spec.activeDeadlineSeconds");
+    if (ad && !pod->deadline_exceeded && !pod->finished && !pod->rejected && !pod->killed && pod->in_api &&
+        !pod->deleting) {
+        int64_t left = kite_sat_add(pod->start_wall, kite_sec_to_ns(json_object_get_int64(ad))) - kite_now_wall(p->clock);
+        if (left <= 0) {
+            pod->deadline_exceeded = true;
+            ev(p, pod, NULL, "Normal", "DeadlineExceeded", "Pod was active on the node longer than the specified deadline");
+        }
+    }
+    sync_running(p, pod, now);
+    if (ad && !pod->deadline_exceeded && !pod->killed && !pod->finished) {
+        int64_t left = kite_sat_add(pod->start_wall, kite_sec_to_ns(json_object_get_int64(ad))) - kite_now_wall(p->clock);
+        int64_t at = now + KITE_MAX(left, 0) + KITE_NS_PER_MS;
+        if (!pod->next_sync || at < pod->next_sync) pod->next_sync = at;
     }
 }
 
@@ -544,9 +848,9 @@ static int64_t started_mono(struct kite_pods *p, const struct kite_container_sta
 void pods_probes_sync(struct kite_pods *p, struct pod *pod) {
     json_object *hn = pj(pod->obj, "spec.hostNetwork");
     const char *ip = hn && json_object_get_boolean(hn) ? pod->host_ip : pod->sandbox_ip;
-    for (size_t i = pod->n_init; i < pod->nc; i++) {
+    for (size_t i = 0; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
-        if (!c->id) continue;
+        if (!c->id || (c->init && !c->sidecar)) continue;
         if (!ctr_running(c) || pod->stopping) {
             pods_prober_remove(p->prober, c->id, NULL);
             continue;
@@ -672,6 +976,8 @@ void pod_free(struct pod *pod) {
         if (c->have_last) kite_container_status_release(&c->last);
         free(c->wait_reason);
         free(c->wait_message);
+        free(c->tmsg);
+        free(c->tmsg_id);
     }
     free(pod->c);
     free(pod->uid);

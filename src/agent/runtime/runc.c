@@ -34,6 +34,7 @@
 extern char **environ;
 
 #include "agent/images/images.h"
+#include "agent/runtime/cgstats.h"
 #include "agent/runtime/ipam.h"
 #include "agent/runtime/net.h"
 #include "agent/runtime/proc.h"
@@ -562,9 +563,10 @@ static int conmon_create(struct runc_rt *c, const char *id, const char *log_path
     json_object *o = json_tokener_parse(buf), *d = NULL;
     int64_t pid = o && json_object_object_get_ex(o, "data", &d) ? json_object_get_int64(d) : -1;
     if (pid <= 0) {
+        /* runc could not start the process (no such executable, a mount that fails...) */
         const char *msg = jstr(o, "message");
-        *ret_error = kite_asprintf("runc create: %s", msg ? msg : buf);
-        e = -EIO;
+        *ret_error = kite_asprintf("OCI runtime create failed: %s", msg ? msg : buf);
+        e = -ENOEXEC;
     }
     json_object_put(o);
     return e;
@@ -701,9 +703,26 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
     if ((r = kite_mkdir_p(dir, 0700)) == 0 && (r = make_rootfs(c, id, img.rootfs, deadline, &err)) == 0)
         r = create_bundle(c, id, config, meta, log_path, deadline, &err);
     json_object_put(config);
-    json_object_put(meta);
     json_object_put(sb);
     kite_image_info_release(&img);
+    if (r == -ENOEXEC) {
+        /* as containerd's: the container exists, its start fails (StartError, exit 128); the
+         * record stays until it is removed, its root goes now */
+        struct rt_run rr;
+        if (runc(c, deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) rt_run_release(&rr);
+        _cleanup_free_ char *rootfs = cdir(c, id, "rootfs"), *upper = cdir(c, id, "upper"), *work = cdir(c, id, "work");
+        umount2(rootfs, MNT_DETACH);
+        kite_rm_rf(rootfs);
+        kite_rm_rf(upper);
+        kite_rm_rf(work);
+        cgroup_remove(cg);
+        json_object_object_add(meta, "start_error", json_object_new_string(err ? err : "the process could not start"));
+        write_meta(c, id, meta);
+        json_object_put(meta);
+        *ret_id = TAKE_PTR(id);
+        return 0;
+    }
+    json_object_put(meta);
     if (r < 0) {
         struct rt_run rr;
         if (runc(c, deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) rt_run_release(&rr);
@@ -721,6 +740,17 @@ static int rc_start_container(struct kite_runtime *rt, const char *id, int64_t t
     json_object *meta = read_meta(c, id);
     if (!meta) return -ENOENT;
     /* the process runs from within `runc start`: a fast one ends before it returns */
+    const char *serr = jstr(meta, "start_error");
+    if (serr) {
+        /* its process could not be created: the start fails, the container has exited (128) */
+        if (ret_error) *ret_error = kite_strdup(serr);
+        if (!jint(meta, "finished")) {
+            json_object_object_add(meta, "finished", json_object_new_int64(now_wall(c)));
+            write_meta(c, id, meta);
+        }
+        json_object_put(meta);
+        return -ENOEXEC;
+    }
     int64_t started = now_wall(c);
     int r = runc_simple(c, deadline_of(timeout_ns), ret_error, (const char *[]){"start", id, NULL});
     if (r == 0) {
@@ -746,6 +776,14 @@ static int fill_status(struct runc_rt *c, const char *id, json_object *meta, str
         .created_ns = jint(meta, "created"),
         .started_ns = jint(meta, "started"),
     };
+    if (jstr(meta, "start_error")) {
+        s->state = KITE_CONTAINER_EXITED;
+        s->exit_code = 128;
+        s->finished_ns = jint(meta, "finished") ? jint(meta, "finished") : s->created_ns;
+        s->reason = kite_strdup("StartError");
+        s->message = kite_strdup(jstr(meta, "start_error"));
+        return 0;
+    }
     int code = 0;
     int64_t mtime = 0;
     int r = read_exit(c, id, &code, &mtime);
@@ -1412,6 +1450,15 @@ static int rc_import_image(struct kite_runtime *rt, const char *tar_path, char *
     return kite_image_store_import(rc_of(rt)->images, tar_path, ret_names, ret_n, ret_error);
 }
 
+/* The container's cgroup as its meta recorded it at create. */
+static int rc_container_stats(struct kite_runtime *rt, const char *id, struct kite_usage *ret) {
+    json_object *meta = read_meta(rc_of(rt), id);
+    const char *cg = jstr(meta, "cgroup");
+    int r = cg && *cg ? kite_cgroup_usage("", cg, ret) : -ENOENT;
+    json_object_put(meta);
+    return r;
+}
+
 static void rc_free(struct kite_runtime *rt) {
     struct runc_rt *c = rc_of(rt);
     for (size_t i = 0; i < c->n_watches; i++) {
@@ -1454,6 +1501,7 @@ static const struct kite_runtime_ops runc_ops = {
     .attach_socket = rc_attach_socket,
     .events_fd = rc_events_fd,
     .read_events = rc_read_events,
+    .container_stats = rc_container_stats,
     .free = rc_free,
 };
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 struct kite_runtime;
+struct kite_usage;
 
 /* Default bound of one runtime call. */
 #define KITE_RT_DEFAULT_TIMEOUT_NS (30 * INT64_C(1000000000))
@@ -192,7 +193,10 @@ struct kite_runtime_ops {
     int (*list_sandboxes)(struct kite_runtime *rt, int64_t timeout_ns, struct kite_sandbox_status **ret,
                           size_t *ret_n);
 
-    /* Containers. create: *ret_id a new string; -ENOENT (no such sandbox or image). stop: SIGTERM,
+    /* Containers. create: *ret_id a new string; -ENOENT (no such sandbox or image). A container
+     * whose process cannot be created (no such executable...) is created all the same, as
+     * containerd's: its start then fails with -ENOEXEC and *ret_error, and its status is exited,
+     * code 128, reason "StartError", the error as message. stop: SIGTERM,
      * then SIGKILL after grace_ns; returns once the process is gone (0 also when it was not
      * running). remove stops first. list: sandbox_id NULL = all. */
     int (*create_container)(struct kite_runtime *rt, const char *sandbox_id, const struct kite_container_config *cfg,
@@ -223,6 +227,11 @@ struct kite_runtime_ops {
      * seen since the last call (free with kite_container_events_free). */
     int (*events_fd)(struct kite_runtime *rt);
     int (*read_events)(struct kite_runtime *rt, struct kite_container_event **ret, size_t *ret_n);
+
+    /* A container's resource usage from its cgroup (CRI ContainerStats; cgstats.h): 0, -ENOENT
+     * when the container or its cgroup is gone. Reads files only, never calls out to the
+     * runtime's processes, and is thread-safe. NULL = the runtime does not measure. */
+    int (*container_stats)(struct kite_runtime *rt, const char *id, struct kite_usage *ret);
 
     /* Releases the runtime (containers keep running); callers use kite_runtime_free(). */
     void (*free)(struct kite_runtime *rt);

@@ -16,7 +16,8 @@ STRUCT(pod_failure_policy, "PodFailurePolicy", FR(1, "rules", pfp_rules));
 STRUCT(success_rule, "SuccessPolicyRule", FK(1, "succeededIndexes", S), FK(2, "succeededCount", I32));
 LIST(success_rules, NULL, success_rule);
 STRUCT(success_policy, "SuccessPolicy", FR(1, "rules", success_rules));
-STRUCT(job_spec, "JobSpec", FK(1, "parallelism", I32), FK(2, "completions", I32), FK(3, "activeDeadlineSeconds", I64),
+/* exported: a CronJob's jobTemplate.spec (cronjob.c) */
+ROOT(kite_schema_job_spec, "JobSpec", FK(1, "parallelism", I32), FK(2, "completions", I32), FK(3, "activeDeadlineSeconds", I64),
        F(11, "podFailurePolicy", pod_failure_policy), F(16, "successPolicy", success_policy), FK(7, "backoffLimit", I32),
        FK(12, "backoffLimitPerIndex", I32), FK(13, "maxFailedIndexes", I32), F(4, "selector", kite_schema_label_selector),
        FK(5, "manualSelector", B), FR(6, "template", kite_schema_pod_template_spec), FK(8, "ttlSecondsAfterFinished", I32),
@@ -29,7 +30,8 @@ STRUCT(job_status, "JobStatus", F(1, "conditions", job_conditions), F(2, "startT
        F(4, "active", I32), F(5, "succeeded", I32), F(6, "failed", I32), FK(11, "terminating", I32),
        F(7, "completedIndexes", S), FK(10, "failedIndexes", S), F(8, "uncountedTerminatedPods", uncounted),
        FK(9, "ready", I32));
-ROOT_DOC(kite_schema_job, "Job", "Job represents the configuration of a single job.", TYPE_META, F(2, "spec", job_spec),
+ROOT_DOC(kite_schema_job, "Job", "Job represents the configuration of a single job.", TYPE_META,
+         F(2, "spec", kite_schema_job_spec),
          F(3, "status", job_status));
 
 static const struct kite_smp_rule rules[] = {META_RULES, TEMPLATE_RULES};

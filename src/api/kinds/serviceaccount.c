@@ -8,9 +8,22 @@ ROOT_DOC(kite_schema_serviceaccount, "ServiceAccount",
     "ServiceAccount binds together: * a name, understood by users, and perhaps by peripheral systems, for an identity * a principal that can be authenticated and authorized * a set of secrets", TYPE_META, F(2, "secrets", sa_secrets),
      F(3, "imagePullSecrets", sa_local_refs), FK(4, "automountServiceAccountToken", B));
 
+/* authentication.k8s.io/v1 TokenRequest, the body of serviceaccounts/token */
+STRUCT(tr_bound_ref, "BoundObjectReference", F(1, "kind", S), F(2, "apiVersion", S), F(3, "name", S), F(4, "uid", S));
+STRUCT(tr_spec, "TokenRequestSpec", F(1, "audiences", SLIST), FK(4, "expirationSeconds", I64),
+       F(3, "boundObjectRef", tr_bound_ref));
+STRUCT(tr_status, "TokenRequestStatus", F(1, "token", S), FK(2, "expirationTimestamp", T));
+ROOT(kite_schema_token_request, "TokenRequest", TYPE_META, F(2, "spec", tr_spec), F(3, "status", tr_status));
+
+static const struct kite_subresource subresources[] = {
+    {.name = "token", .body_group = "authentication.k8s.io", .body_version = "v1", .body_kind = "TokenRequest",
+     .body_schema = &kite_schema_token_request, .token = true},
+    {0},
+};
+
 const struct kite_resource kite_kind_serviceaccount = {
     .schema = &kite_schema_serviceaccount,
     KITE_CORE_V1, .kind = "ServiceAccount", .list_kind = "ServiceAccountList", .plural = "serviceaccounts",
     .singular = "serviceaccount", .short_names = {"sa"}, .namespaced = true, .unconditional_update = true,
-    .smp = &kite_meta_smp_schema,
+    .smp = &kite_meta_smp_schema, .subresources = subresources,
 };

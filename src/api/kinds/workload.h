@@ -6,6 +6,8 @@
 #include "api/kinds/kind.h"
 
 extern const struct kite_schema kite_schema_pod_template_spec, kite_schema_label_selector;
+/* batch/v1 JobSpec (job.c) */
+extern const struct kite_schema kite_schema_job_spec;
 
 /* The Pod's spec defaults on a template (pod.c). */
 void kite_pod_template_defaults(json_object *tmpl);

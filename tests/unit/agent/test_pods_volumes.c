@@ -172,8 +172,8 @@ Test(pods_volumes, projected_sources_together) {
     fails("{\"name\":\"v\",\"projected\":{\"sources\":[{\"configMap\":{\"name\":\"x\"}},{\"secret\":{\"name\":\"y\"}}]}}",
           "[configmap \"x\" not found, secret \"y\" not found]");
     /* a source this node does not serve yet is a failure, never a silently missing file */
-    fails("{\"name\":\"v\",\"projected\":{\"sources\":[{\"serviceAccountToken\":{\"path\":\"token\"}}]}}",
-          "projected source serviceAccountToken is not supported by this node");
+    fails("{\"name\":\"v\",\"projected\":{\"sources\":[{\"clusterTrustBundle\":{\"path\":\"b\",\"name\":\"x\"}}]}}",
+          "projected source clusterTrustBundle is not supported by this node");
 }
 
 Test(pods_volumes, fs_group_and_byte_limit) {

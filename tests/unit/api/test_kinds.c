@@ -315,7 +315,10 @@ Test(kinds, no_two_rows_share_group_version_plural) {
             const struct kite_resource *a = kite_resources[i], *b = kite_resources[j];
             cr_assert(strcmp(a->group, b->group) != 0 || strcmp(a->version, b->version) != 0 || strcmp(a->plural, b->plural) != 0,
                       "%s/%s %s twice", a->group, a->version, a->plural);
-            /* nor a kind in one group (kite_registry_find_kind would find one of them) */
-            if (strcmp(a->group, b->group) == 0) cr_assert_str_neq(a->kind, b->kind, "%s twice in \"%s\"", a->kind, a->group);
+            /* nor a kind in one group (kite_registry_find_kind finds the first), but as another
+             * version served by conversion after the stored one (autoscaling/v1 after v2) */
+            if (strcmp(a->group, b->group) == 0 && !(strcmp(a->version, b->version) != 0 && !a->storage && b->storage &&
+                                                     b->to_storage && strcmp(b->storage, a->plural) == 0))
+                cr_assert_str_neq(a->kind, b->kind, "%s twice in \"%s\"", a->kind, a->group);
         }
 }

@@ -10,8 +10,9 @@ TestSuite(dryrun, .init = api_start, .fini = api_stop, .timeout = 120);
 
 #define PODS "/api/v1/namespaces/default/pods"
 #define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-/* the default tolerations the server adds on create: an update that dropped them would be refused */
-#define POD_TOLERATIONS "\"tolerations\":[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\",\"tolerationSeconds\":300},{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\",\"effect\":\"NoExecute\",\"tolerationSeconds\":300}],"
+/* the default tolerations and ServiceAccount the server adds on create: an update that dropped
+ * them would be refused */
+#define POD_TOLERATIONS "\"serviceAccountName\":\"default\",\"tolerations\":[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\",\"tolerationSeconds\":300},{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\",\"effect\":\"NoExecute\",\"tolerationSeconds\":300}],"
 #define POD(name, extra_meta)                                                                              \
     "{\"metadata\":{\"name\":\"" name "\"" extra_meta "},\"spec\":{" POD_TOLERATIONS "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}"
 

@@ -368,12 +368,21 @@ static void create(const char *path, const char *body) {
     "{\"name\":\"v4\",\"projected\":{\"sources\":[{\"secret\":{\"name\":\"proj-" name "\"}},"                      \
     "{\"configMap\":{\"name\":\"projcm-" name "\"}}]}}" extra "]}}"
 
+/* the ServiceAccount a REF_POD runs as (admission refuses a pod naming a missing one) */
+static void create_ref_sa(const char *pod) {
+    char body[128];
+    snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"sa-%s\"}}", pod);
+    create("/api/v1/namespaces/default/serviceaccounts", body);
+}
+
 static bool has(enum kite_node_ref t, const char *name, const char *node) {
     return kite_node_graph_has(api.srv->node_graph, t, "default", name, node);
 }
 
 Test(node_graph, follows_pods) {
+    create_ref_sa("p1");
     create(PODS, REF_POD("p1", "a", ""));
+    create_ref_sa("p2");
     create(PODS, REF_POD("p2", "", ""));
     struct kite_node_graph *g = api.srv->node_graph;
     cr_assert_eq(kite_node_graph_pod(g, "default", "p1", "a"), KITE_NODE_POD_OWN);
@@ -424,6 +433,7 @@ Test(node_graph, follows_pods) {
 
 /* the graph is rebuilt from the store at start */
 Test(node_graph, rebuilt_at_start) {
+    create_ref_sa("p1");
     create(PODS, REF_POD("p1", "a", ""));
     kite_apiserver_stop(api.srv);
     _cleanup_free_ char *data = kite_asprintf("%s/data", api.dir);
@@ -503,7 +513,9 @@ static void expect_code(const char *method, const char *path, const char *body, 
 
 Test(node_graph, https_as_a_node) {
     create("/api/v1/nodes", "{\"metadata\":{\"name\":\"b\"}}");
+    create_ref_sa("pa");
     create(PODS, REF_POD("pa", "a", ""));
+    create_ref_sa("pb");
     create(PODS, REF_POD("pb", "b", ""));
     create("/api/v1/namespaces/default/secrets", "{\"metadata\":{\"name\":\"vol-pa\"},\"data\":{\"k\":\"dg==\"}}");
     create("/api/v1/namespaces/default/secrets", "{\"metadata\":{\"name\":\"vol-pb\"},\"data\":{\"k\":\"dg==\"}}");

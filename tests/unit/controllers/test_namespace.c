@@ -140,9 +140,13 @@ static const char *const COLLECTIONS[] = {
     "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
     "/apis/policy/v1/namespaces/team-a/poddisruptionbudgets",
     "/apis/apps/v1/namespaces/team-a/replicasets",
+    "/api/v1/namespaces/team-a/replicationcontrollers",
     "/apis/apps/v1/namespaces/team-a/deployments",
     "/apis/batch/v1/namespaces/team-a/jobs",
+    "/apis/batch/v1/namespaces/team-a/cronjobs",
     "/apis/apps/v1/namespaces/team-a/daemonsets",
+    "/apis/apps/v1/namespaces/team-a/statefulsets",
+    "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
     "/api/v1/namespaces/team-a/services",
     "/apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices",
 };

@@ -58,6 +58,6 @@ Test(selection, the_help_names_every_controller_and_each_is_accepted) {
         all |= off;
     }
     free(names);
-    cr_assert_eq(n, 14);
+    cr_assert_eq(n, 19);
     cr_assert_eq(off_of(NAMES("job")), all & ~KITE_CTL_JOB, "every controller is named");
 }

@@ -1,0 +1,374 @@
+/* The StatefulSet controller (statefulset.h). */
+#include "controllers/statefulset.h"
+#include "api/registry.h"
+#include "base/log.h"
+#include "client/informer.h"
+#include "controllers/ctlutil.h"
+#include "controllers/loop.h"
+#include "controllers/workqueue.h"
+#include "controllers/wlutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#define LOG "statefulset"
+#define COMPONENT "statefulset-controller"
+#define REVISION_LABEL "controller-revision-hash"
+
+enum { ACT_CREATE, ACT_DELETE, ACT_STATUS };
+
+struct kite_statefulsets {
+    struct kite_stsctl_options o;
+    pthread_mutex_t lock;
+    struct kite_wl_cache pods, sets;
+    struct kite_wq q;
+    struct kite_ctl_loop loop;
+    struct kite_informer *pods_inf, *sets_inf;
+};
+
+static void enqueue(struct kite_statefulsets *c, const char *key) { kite_wq_add(&c->q, key, kite_now_mono(c->o.clock)); }
+
+/* The StatefulSet key a pod's controller reference names, or NULL (malloc'ed). */
+static char *owner_key(json_object *pod) {
+    json_object *ref = kite_wl_controller_ref(pod);
+    if (!ref || !kite_streq(kite_obj_str(ref, "kind"), "StatefulSet") || !kite_streq(kite_obj_str(ref, "apiVersion"), "apps/v1"))
+        return NULL;
+    return kite_wl_key(kite_meta_str(pod, "namespace"), kite_obj_str(ref, "name"));
+}
+
+static void pod_upsert(struct kite_statefulsets *c, json_object *pod, bool del) {
+    pthread_mutex_lock(&c->lock);
+    json_object *old = del ? kite_wl_cache_del(&c->pods, pod) : kite_wl_cache_put(&c->pods, pod);
+    _cleanup_free_ char *key = owner_key(pod);
+    if (key) enqueue(c, key);
+    json_object_put(old);
+    pthread_mutex_unlock(&c->lock);
+    kite_ctl_loop_kick(&c->loop);
+}
+static void pod_add(void *ud, json_object *o) { pod_upsert(ud, o, false); }
+static void pod_update(void *ud, json_object *old, json_object *o) { pod_upsert(ud, o, false); }
+static void pod_del(void *ud, json_object *o) { pod_upsert(ud, o, true); }
+
+static void set_upsert(struct kite_statefulsets *c, json_object *set, bool del) {
+    pthread_mutex_lock(&c->lock);
+    json_object_put(del ? kite_wl_cache_del(&c->sets, set) : kite_wl_cache_put(&c->sets, set));
+    _cleanup_free_ char *key = kite_wl_key(kite_meta_str(set, "namespace"), kite_meta_str(set, "name"));
+    if (del) kite_wq_forget(&c->q, key);
+    else enqueue(c, key);
+    pthread_mutex_unlock(&c->lock);
+    kite_ctl_loop_kick(&c->loop);
+}
+static void set_add(void *ud, json_object *o) { set_upsert(ud, o, false); }
+static void set_update(void *ud, json_object *old, json_object *o) { set_upsert(ud, o, false); }
+static void set_del(void *ud, json_object *o) { set_upsert(ud, o, true); }
+
+/* The template's revision: NAME-<hash of its JSON> (FNV-1a). */
+static char *revision_of(json_object *set) {
+    const char *s = json_object_to_json_string_ext(kite_obj_get(kite_obj_get(set, "spec"), "template"), JSON_C_TO_STRING_PLAIN);
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) h = (h ^ *p) * 1099511628211ull;
+    return kite_asprintf("%s-%010llx", kite_meta_str(set, "name"), (unsigned long long)(h & 0xffffffffffull));
+}
+
+/* The ordinal of a pod named NAME-N, or -1. */
+static int64_t ordinal_of(const char *set, const char *pod) {
+    size_t n = strlen(set);
+    if (strncmp(pod, set, n) != 0 || pod[n] != '-' || !pod[n + 1]) return -1;
+    char *end;
+    long long v = strtoll(pod + n + 1, &end, 10);
+    return *end || v < 0 || (pod[n + 1] == '0' && pod[n + 2]) ? -1 : v;
+}
+
+static bool running_ready(json_object *pod) {
+    return kite_streq(kite_obj_str(kite_obj_get(pod, "status"), "phase"), "Running") && kite_wl_pod_ready(pod, NULL) &&
+           !kite_wl_deleting(pod);
+}
+
+static bool terminal(json_object *pod) {
+    const char *ph = kite_obj_str(kite_obj_get(pod, "status"), "phase");
+    return kite_streq(ph, "Failed") || kite_streq(ph, "Succeeded");
+}
+
+static const char *revision_label(json_object *pod) {
+    const char *r = kite_obj_str(kite_obj_get(kite_obj_meta(pod), "labels"), REVISION_LABEL);
+    return r ? r : "";
+}
+
+static json_object *copy(json_object *o) {
+    json_object *c = NULL;
+    return o && json_object_deep_copy(o, &c, NULL) == 0 ? c : NULL;
+}
+
+static json_object *new_pod(json_object *set, int64_t ord, const char *rev) {
+    json_object *tmpl = kite_obj_get(kite_obj_get(set, "spec"), "template"), *tmeta = kite_obj_meta(tmpl);
+    _cleanup_free_ char *name = kite_asprintf("%s-%lld", kite_meta_str(set, "name"), (long long)ord);
+    _cleanup_free_ char *idx = kite_asprintf("%lld", (long long)ord);
+    json_object *pod = json_object_new_object(), *meta = json_object_new_object();
+    kite_obj_set(pod, "apiVersion", json_object_new_string("v1"));
+    kite_obj_set(pod, "kind", json_object_new_string("Pod"));
+    kite_obj_set(meta, "name", json_object_new_string(name));
+    kite_obj_set(meta, "namespace", json_object_new_string(kite_meta_str(set, "namespace")));
+    json_object *labels = copy(kite_obj_get(tmeta, "labels"));
+    if (!labels) labels = json_object_new_object();
+    kite_obj_set(labels, "statefulset.kubernetes.io/pod-name", json_object_new_string(name));
+    kite_obj_set(labels, "apps.kubernetes.io/pod-index", json_object_new_string(idx));
+    kite_obj_set(labels, REVISION_LABEL, json_object_new_string(rev));
+    kite_obj_set(meta, "labels", labels);
+    json_object *ann = copy(kite_obj_get(tmeta, "annotations"));
+    if (ann) kite_obj_set(meta, "annotations", ann);
+    json_object *refs = json_object_new_array();
+    json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
+    kite_obj_set(meta, "ownerReferences", refs);
+    kite_obj_set(pod, "metadata", meta);
+    json_object *spec = copy(kite_obj_get(tmpl, "spec"));
+    if (!spec) spec = json_object_new_object();
+    /* the stable network identity: hostname NAME-N in the governing Service's subdomain */
+    kite_obj_set(spec, "hostname", json_object_new_string(name));
+    const char *svc = kite_obj_str(kite_obj_get(set, "spec"), "serviceName");
+    if (svc && *svc) kite_obj_set(spec, "subdomain", json_object_new_string(svc));
+    kite_obj_set(pod, "spec", spec);
+    return pod;
+}
+
+static void set_int(json_object *o, const char *k, int64_t v) { kite_obj_set(o, k, json_object_new_int64(v)); }
+
+static void delete_pod(struct kite_ctl_acts *acts, const char *key, json_object *pod) {
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods/%s", kite_meta_str(pod, "namespace"),
+                                              kite_meta_str(pod, "name"));
+    kite_ctl_acts_add(acts, ACT_DELETE, key, "DELETE", path, NULL, NULL);
+}
+
+/* Plans one StatefulSet's pass (statefulset.h); *next_ns: when to look again (minReadySeconds). */
+static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_acts *acts, int64_t *next_ns) {
+    json_object *set = kite_wl_cache_get(&c->sets, key);
+    if (!set || kite_wl_deleting(set)) return;
+    const char *ns = kite_meta_str(set, "namespace"), *name = kite_meta_str(set, "name"), *uid = kite_meta_str(set, "uid");
+    json_object *spec = kite_obj_get(set, "spec"), *strategy = kite_obj_get(spec, "updateStrategy");
+    int64_t replicas = kite_wl_int(set, "spec", "replicas"), min_ready = kite_wl_int(set, "spec", "minReadySeconds");
+    bool parallel = kite_streq(kite_obj_str(spec, "podManagementPolicy"), "Parallel");
+    bool rolling = !kite_streq(kite_obj_str(strategy, "type"), "OnDelete");
+    json_object *pv = kite_obj_get(kite_obj_get(strategy, "rollingUpdate"), "partition");
+    int64_t partition = pv && json_object_is_type(pv, json_type_int) ? json_object_get_int64(pv) : 0;
+    _cleanup_free_ char *update_rev = revision_of(set);
+    const char *cur = kite_obj_str(kite_obj_get(set, "status"), "currentRevision");
+    _cleanup_free_ char *current_rev = kite_strdup(cur && *cur ? cur : update_rev);
+    _cleanup_free_ char *pods_path = kite_asprintf("/api/v1/namespaces/%s/pods", ns);
+
+    /* the set's pods by ordinal: [0, replicas) wanted, the rest condemned */
+    size_t cap = (size_t)replicas + 1, ncond = 0;
+    json_object **want = kite_calloc(cap, sizeof *want), **condemned = kite_calloc(1, sizeof *condemned);
+    size_t condcap = 1;
+    int64_t count = 0, ready = 0, available = 0, current = 0, updated = 0;
+    const char *k;
+    void *v;
+    for (size_t i = 0; kite_map_next(&c->pods.m, &i, &k, &v);) {
+        json_object *pod = v, *ref = kite_wl_controller_ref(pod);
+        if (!kite_streq(kite_meta_str(pod, "namespace"), ns) || !ref || !kite_streq(kite_obj_str(ref, "uid"), uid)) continue;
+        int64_t ord = ordinal_of(name, kite_meta_str(pod, "name"));
+        if (ord < 0) continue;
+        count++;
+        if (running_ready(pod)) ready++;
+        int64_t wait = -1;
+        if (running_ready(pod) && kite_wl_pod_available(pod, min_ready, kite_now_wall(c->o.clock), &wait)) available++;
+        kite_wl_min(next_ns, wait);
+        if (kite_streq(revision_label(pod), current_rev)) current++;
+        if (kite_streq(revision_label(pod), update_rev)) updated++;
+        if (ord < replicas) {
+            want[ord] = pod;
+        } else {
+            if (ncond == condcap) condemned = kite_realloc(condemned, (condcap *= 2) * sizeof *condemned);
+            condemned[ncond++] = pod;
+        }
+    }
+
+    bool blocked = false; /* OrderedReady: a pod not Running and Ready holds the later ones back */
+    for (int64_t ord = 0; ord < replicas; ord++) {
+        json_object *pod = want[ord];
+        if (pod && terminal(pod) && !kite_wl_deleting(pod)) { /* failed: made again once gone */
+            delete_pod(acts, key, pod);
+            pod = NULL;
+            if (!parallel) {
+                blocked = true;
+                break;
+            }
+            continue;
+        }
+        if (!pod) {
+            kite_ctl_acts_add(acts, ACT_CREATE, key, "POST", pods_path, NULL, new_pod(set, ord, update_rev));
+            if (!parallel) {
+                blocked = true;
+                break;
+            }
+            continue;
+        }
+        if (!running_ready(pod) && !parallel) {
+            blocked = true;
+            break;
+        }
+    }
+
+    /* the condemned: all at once (Parallel), else the highest first, one at a time, once every
+     * wanted pod is Running and Ready */
+    bool any_deleting = false;
+    for (size_t i = 0; i < ncond; i++) any_deleting |= kite_wl_deleting(condemned[i]);
+    if (parallel) {
+        for (size_t i = 0; i < ncond; i++)
+            if (!kite_wl_deleting(condemned[i])) delete_pod(acts, key, condemned[i]);
+    } else if (!blocked && !any_deleting && ncond) {
+        size_t hi = 0;
+        for (size_t i = 1; i < ncond; i++)
+            if (ordinal_of(name, kite_meta_str(condemned[i], "name")) > ordinal_of(name, kite_meta_str(condemned[hi], "name")))
+                hi = i;
+        delete_pod(acts, key, condemned[hi]);
+        blocked = true;
+    }
+
+    /* RollingUpdate: with every wanted pod Running and Ready, the highest-ordinal pod at or
+     * above the partition still on another revision is replaced */
+    bool all_ready = true;
+    for (int64_t ord = 0; ord < replicas; ord++) all_ready &= want[ord] && running_ready(want[ord]);
+    if (rolling && !blocked && all_ready && !any_deleting) {
+        for (int64_t ord = replicas - 1; ord >= partition && ord >= 0; ord--) {
+            if (!kite_streq(revision_label(want[ord]), update_rev)) {
+                delete_pod(acts, key, want[ord]);
+                break;
+            }
+        }
+    }
+    free(want);
+    free(condemned);
+
+    /* the update is complete once every wanted pod runs the new revision */
+    const char *status_current = current_rev;
+    if (updated == replicas && count == replicas) status_current = update_rev, current = updated;
+    json_object *st = kite_obj_get(set, "status");
+    int64_t gen = kite_wl_int(set, "metadata", "generation");
+    if (!st || kite_wl_int(set, "status", "replicas") != count || kite_wl_int(set, "status", "readyReplicas") != ready ||
+        kite_wl_int(set, "status", "availableReplicas") != available ||
+        kite_wl_int(set, "status", "currentReplicas") != current || kite_wl_int(set, "status", "updatedReplicas") != updated ||
+        kite_wl_int(set, "status", "observedGeneration") != gen ||
+        !kite_streq(kite_obj_str(st, "currentRevision"), status_current) ||
+        !kite_streq(kite_obj_str(st, "updateRevision"), update_rev)) {
+        json_object *patch = json_object_new_object(), *s = json_object_new_object();
+        set_int(s, "observedGeneration", gen);
+        set_int(s, "replicas", count);
+        set_int(s, "readyReplicas", ready);
+        set_int(s, "availableReplicas", available);
+        set_int(s, "currentReplicas", current);
+        set_int(s, "updatedReplicas", updated);
+        kite_obj_set(s, "currentRevision", json_object_new_string(status_current));
+        kite_obj_set(s, "updateRevision", json_object_new_string(update_rev));
+        kite_obj_set(patch, "status", s);
+        _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/statefulsets/%s/status", ns, name);
+        kite_ctl_acts_add(acts, ACT_STATUS, key, "PATCH", path, "application/merge-patch+json", patch);
+    }
+}
+
+struct outcome {
+    struct kite_statefulsets *c;
+    struct kite_ctl_acts events;
+    bool retry;
+};
+
+static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *answer) {
+    struct outcome *o = ud;
+    struct kite_statefulsets *c = o->c;
+    const char *slash = strchr(a->key, '/');
+    _cleanup_free_ char *ns = kite_strndup(a->key, slash ? (size_t)(slash - a->key) : 0);
+    const char *set = slash ? slash + 1 : a->key;
+    pthread_mutex_lock(&c->lock);
+    json_object *obj = kite_wl_cache_get(&c->sets, a->key);
+    _cleanup_free_ char *uid = obj ? kite_strdup(kite_meta_str(obj, "uid")) : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (a->kind == ACT_CREATE && e == 0) {
+        _cleanup_free_ char *msg = kite_asprintf("create Pod %s in StatefulSet %s successful", kite_meta_str(answer, "name"), set);
+        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Normal", "SuccessfulCreate", msg);
+    } else if (a->kind == ACT_CREATE && e != -EEXIST) {
+        _cleanup_free_ char *msg = kite_asprintf("create Pod %s in StatefulSet %s failed error: %s",
+                                                 kite_meta_str(a->body, "name"), set, strerror(-e));
+        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Warning", "FailedCreate", msg);
+    } else if (a->kind == ACT_DELETE && e == 0) {
+        _cleanup_free_ char *msg = kite_asprintf("delete Pod %s in StatefulSet %s successful", strrchr(a->path, '/') + 1, set);
+        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Normal", "SuccessfulDelete", msg);
+    }
+    /* a pod that exists already (a cache behind its create) or is gone already is no failure */
+    if (e < 0 && e != -ENOENT && e != -EEXIST) {
+        o->retry = true;
+        log_debug(LOG, "%s %s: %s", a->method, a->path, strerror(-e));
+    }
+}
+
+static int64_t step(void *ud) {
+    struct kite_statefulsets *c = ud;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        char *key = kite_wq_pop_due(&c->q, kite_now_mono(c->o.clock));
+        if (!key) {
+            int64_t next = kite_wq_next(&c->q, kite_now_mono(c->o.clock));
+            pthread_mutex_unlock(&c->lock);
+            return next;
+        }
+        struct kite_ctl_acts acts = {0};
+        int64_t next_ns = -1;
+        sync(c, key, &acts, &next_ns);
+        if (next_ns >= 0) kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + next_ns);
+        pthread_mutex_unlock(&c->lock);
+        struct outcome o = {.c = c};
+        kite_ctl_acts_run(c->o.client, &acts, heard, &o);
+        kite_ctl_acts_run(c->o.client, &o.events, NULL, NULL);
+        kite_ctl_acts_release(&acts);
+        kite_ctl_acts_release(&o.events);
+        pthread_mutex_lock(&c->lock);
+        if (o.retry) kite_wq_add_backoff(&c->q, key, kite_now_mono(c->o.clock));
+        else kite_wq_forget(&c->q, key);
+        pthread_mutex_unlock(&c->lock);
+        free(key);
+    }
+}
+
+static bool pending(void *ud) {
+    struct kite_statefulsets *c = ud;
+    pthread_mutex_lock(&c->lock);
+    bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
+    pthread_mutex_unlock(&c->lock);
+    return due;
+}
+
+int kite_statefulsets_start(const struct kite_stsctl_options *o, struct kite_statefulsets **ret) {
+    struct kite_statefulsets *c = kite_calloc(1, sizeof *c);
+    c->o = *o;
+    if (!c->o.clock) c->o.clock = kite_clock_real();
+    c->q.backoff_max_ns = KITE_STS_RETRY_MAX_NS;
+    pthread_mutex_init(&c->lock, NULL);
+    kite_ctl_loop_init(&c->loop, step, pending, c);
+    int r;
+    struct kite_informer_options io = {.client = o->client, .path = "/apis/apps/v1/statefulsets", .name = "inf-sts",
+                                       .n_handlers = 1};
+    io.handlers[0] = (struct kite_informer_handlers){.add = set_add, .update = set_update, .del = set_del, .ud = c};
+    if ((r = kite_informer_start(&io, &c->sets_inf)) < 0) goto fail;
+    io.path = "/api/v1/pods";
+    io.name = "inf-sts-pods";
+    io.handlers[0] = (struct kite_informer_handlers){.add = pod_add, .update = pod_update, .del = pod_del, .ud = c};
+    if ((r = kite_informer_start(&io, &c->pods_inf)) < 0) goto fail;
+    struct kite_informer *wait[] = {c->sets_inf, c->pods_inf};
+    if ((r = kite_ctl_loop_run(&c->loop, "statefulset", wait, 2)) < 0) goto fail;
+    *ret = c;
+    return 0;
+fail:
+    kite_statefulsets_stop(c);
+    return r;
+}
+
+void kite_statefulsets_stop(struct kite_statefulsets *c) {
+    if (!c) return;
+    kite_ctl_loop_join(&c->loop);
+    kite_informer_stop(c->pods_inf);
+    kite_informer_stop(c->sets_inf);
+    kite_ctl_loop_stop(&c->loop);
+    kite_wl_cache_release(&c->pods);
+    kite_wl_cache_release(&c->sets);
+    kite_wq_release(&c->q);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}

@@ -1,0 +1,29 @@
+/* The StatefulSet controller (k8s.io/kubernetes pkg/controller/statefulset): pods NAME-0 ..
+ * NAME-(replicas-1), each with its ordinal's stable name, hostname and the Service's subdomain
+ * (spec.serviceName), so a headless Service gives every pod its own DNS name.
+ *   OrderedReady: pods are created one at a time in ordinal order, each once the one before is
+ *   Running and Ready; removed one at a time from the highest ordinal, once all are Ready.
+ *   Parallel: created and removed all at once.
+ *   RollingUpdate: once every pod is Running and Ready, the pod of the highest ordinal >=
+ *   spec.updateStrategy.rollingUpdate.partition whose revision is not the template's is
+ *   deleted, and recreated from the new template; one at a time. OnDelete: pods are replaced
+ *   from the new template only when deleted.
+ * A pod that failed (or succeeded) is deleted and made again. Revisions are the template's hash
+ * (the pods' controller-revision-hash label, status.currentRevision/updateRevision); no
+ * ControllerRevision objects are written, so a pod recreated below the partition gets the new
+ * template. Only pods the set controls are counted (no adoption of orphans).
+ * Runs on informers of its own for StatefulSets and pods and a runner (loop.h). */
+#pragma once
+#include "base/clock.h"
+#include "client/client.h"
+
+#define KITE_STS_RETRY_MAX_NS (1 * KITE_NS_PER_SEC) /* longest back-off of a failed pass */
+
+struct kite_stsctl_options {
+    struct kite_client *client; /* borrowed */
+    struct kite_clock *clock;   /* NULL = real */
+};
+struct kite_statefulsets;
+int kite_statefulsets_start(const struct kite_stsctl_options *o, struct kite_statefulsets **ret);
+/* Stops the runner and the informers. NULL is a no-op. */
+void kite_statefulsets_stop(struct kite_statefulsets *s);

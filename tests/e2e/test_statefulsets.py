@@ -1,0 +1,180 @@
+"""apps/v1 StatefulSet under `kite up`: stable names NAME-0..N-1 created in order (OrderedReady:
+each once the one before is Ready) and removed from the highest; Parallel creates them at once;
+a headless Service gives each its DNS name (NAME-0.SVC.NS.svc.cluster.local, from a pod);
+RollingUpdate with a partition replaces only the ordinals at or above it; volumeClaimTemplates
+are refused (422); kubectl get sts / get all. Needs root, runc, conmon, umoci, nft."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from test_service_proxy import ROOT, SERVE, needs_root, service_cidr, wait
+
+NS = "default"
+APPS = f"/apis/apps/v1/namespaces/{NS}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    needs_root()
+    work = _workdir(tmp_path_factory, "sts")
+    tar = os.path.join(os.path.dirname(KITE), "busybox.tar")
+    if not os.path.exists(tar):
+        tar = str(work / "busybox.tar")
+        subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
+    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, "--service-cluster-ip-range", service_cidr()])
+    r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    c.start()
+    yield c
+    api = c.api()
+    c.kubectl("delete", "statefulset", "--all", "--cascade=orphan", check=False)
+    for p in api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items", []):
+        api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}?gracePeriodSeconds=0")
+    wait(lambda: not api.get(f"/api/v1/namespaces/{NS}/pods").json().get("items"), 60, "pods gone")
+    c.stop()
+
+
+def sts(name, replicas, policy="OrderedReady", readiness=None, service=None):
+    ctr = {"name": "c", "image": "busybox", "command": ["sh", "-c", SERVE]}
+    if readiness:
+        ctr["readinessProbe"] = {"exec": {"command": readiness}, "periodSeconds": 1}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "serviceName": service or name, "podManagementPolicy": policy,
+                     "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"terminationGracePeriodSeconds": 0, "containers": [ctr]}}}}
+
+
+def pods(c, app):
+    items = c.api().get(f"/api/v1/namespaces/{NS}/pods?labelSelector=app%3D{app}").json()["items"]
+    return {p["metadata"]["name"]: p for p in items}
+
+
+def ready(p):
+    return any(x["type"] == "Ready" and x["status"] == "True" for x in p.get("status", {}).get("conditions", []))
+
+
+def watch_order(c, app, done, timeout):
+    """Polls the set's pods until done(pods); returns every distinct set of names seen."""
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ps = pods(c, app)
+        names = sorted(n for n, p in ps.items() if not p["metadata"].get("deletionTimestamp"))
+        if not seen or seen[-1] != names:
+            seen.append(names)
+        if done(ps):
+            return seen
+        time.sleep(0.1)
+    pytest.fail(f"timed out; seen {seen}")
+
+
+def test_ordered_creation_dns_names_and_ordered_removal(cluster):
+    c = cluster
+    c.api().ok("POST", f"/api/v1/namespaces/{NS}/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"clusterIP": "None", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 8080}]}})
+    c.api().ok("POST", f"{APPS}/statefulsets", sts("web", 3))
+    seen = watch_order(c, "web", lambda ps: len(ps) == 3 and all(ready(p) for p in ps.values()), 90)
+    # only ever a prefix of the ordinals, one more at a time
+    for names in seen:
+        assert names == [f"web-{i}" for i in range(len(names))], seen
+    ps = pods(c, "web")
+    # each later pod was created once the one before was Ready
+    for i in (1, 2):
+        prev = next(x for x in ps[f"web-{i-1}"]["status"]["conditions"] if x["type"] == "Ready")
+        assert ps[f"web-{i}"]["metadata"]["creationTimestamp"] >= prev["lastTransitionTime"], ps
+    p0 = ps["web-0"]
+    assert p0["spec"]["hostname"] == "web-0" and p0["spec"]["subdomain"] == "web"
+    assert p0["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == "web-0"
+    assert p0["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "0"
+    ref = p0["metadata"]["ownerReferences"][0]
+    assert ref["kind"] == "StatefulSet" and ref["name"] == "web" and ref["controller"]
+    st = wait(lambda: (s := c.api().get(f"{APPS}/statefulsets/web").json()["status"]).get("readyReplicas") == 3 and s,
+              30, "status")
+    assert st["replicas"] == 3 and st["currentRevision"] == st["updateRevision"] and st["updatedReplicas"] == 3, st
+    out = c.kubectl("get", "sts", "web").stdout.splitlines()
+    assert out[0].split() == ["NAME", "READY", "AGE"] and out[1].split()[:2] == ["web", "3/3"], out
+    assert "statefulset.apps/web" in c.kubectl("get", "all").stdout
+
+    # the headless Service's per-pod names resolve from a pod, and reach that pod
+    ip1 = ps["web-1"]["status"]["podIP"]
+    c.api().ok("POST", f"/api/v1/namespaces/{NS}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sts-client"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "command": [
+            "sh", "-c", "nslookup web-1.web.default.svc.cluster.local; echo ---; wget -qO- http://web-2.web:8080"]}]}})
+    wait(lambda: c.api().get(f"/api/v1/namespaces/{NS}/pods/sts-client").json()["status"].get("phase")
+         in ("Succeeded", "Failed"), 60, "client done")
+    lookup, body = c.kubectl("logs", "sts-client").stdout.split("---\n")
+    assert f"Address: {ip1}" in lookup, lookup
+    assert body.strip() == "web-2", body
+
+    # scaled down: the highest ordinal goes first
+    c.kubectl("scale", "sts", "web", "--replicas=1")
+    seen = watch_order(c, "web", lambda ps: list(ps) == ["web-0"], 60)
+    assert all(names == [f"web-{i}" for i in range(len(names))] for names in seen), seen
+
+
+def test_ordered_ready_waits_parallel_does_not(cluster):
+    c = cluster
+    never = ["false"]
+    c.api().ok("POST", f"{APPS}/statefulsets", sts("par", 3, "Parallel", readiness=never))
+    c.api().ok("POST", f"{APPS}/statefulsets", sts("ord", 3, "OrderedReady", readiness=never))
+    wait(lambda: len(pods(c, "par")) == 3, 30, "three Parallel pods though none is Ready")
+    wait(lambda: pods(c, "ord").get("ord-0", {}).get("status", {}).get("phase") == "Running", 30, "ord-0 running")
+    time.sleep(3)  # a second pod would come at once: the controller acts on every status change
+    assert list(pods(c, "ord")) == ["ord-0"]
+    for n in ("par", "ord"):
+        c.kubectl("delete", "sts", n, "--cascade=background")
+    wait(lambda: not pods(c, "par") and not pods(c, "ord"), 60, "collected")
+
+
+def test_rolling_update_with_partition(cluster):
+    c = cluster
+    c.api().ok("POST", f"{APPS}/statefulsets", sts("roll", 3, "Parallel"))
+    wait(lambda: len(ps := pods(c, "roll")) == 3 and all(ready(p) for p in ps.values()), 60, "three ready")
+    before = {n: p["metadata"]["labels"]["controller-revision-hash"] for n, p in pods(c, "roll").items()}
+    assert len(set(before.values())) == 1
+    c.kubectl("patch", "sts", "roll", "--type=merge", "-p", json.dumps({"spec": {
+        "updateStrategy": {"rollingUpdate": {"partition": 2}},
+        "template": {"metadata": {"annotations": {"rev": "2"}}}}}))
+    upd = wait(lambda: (s := c.api().get(f"{APPS}/statefulsets/roll").json()["status"]).get("updatedReplicas") == 1
+               and s.get("readyReplicas") == 3 and s, 60, "roll-2 updated")
+    ps = pods(c, "roll")
+    assert ps["roll-2"]["metadata"]["labels"]["controller-revision-hash"] == upd["updateRevision"] != before["roll-2"]
+    assert ps["roll-2"]["metadata"]["annotations"]["rev"] == "2"
+    for n in ("roll-0", "roll-1"):
+        assert ps[n]["metadata"]["labels"]["controller-revision-hash"] == before[n], ps[n]["metadata"]
+    assert upd["currentRevision"] == before["roll-0"] and upd["currentReplicas"] == 2, upd
+    c.kubectl("patch", "sts", "roll", "--type=merge", "-p", '{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}')
+    st = wait(lambda: (s := c.api().get(f"{APPS}/statefulsets/roll").json()["status"]).get("updatedReplicas") == 3
+              and s.get("readyReplicas") == 3 and s, 90, "all updated")
+    assert st["currentRevision"] == st["updateRevision"], st
+
+
+def test_validation(cluster):
+    api = cluster.api()
+    bad = sts("claims", 1)
+    bad["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"},
+                                            "spec": {"accessModes": ["ReadWriteOnce"],
+                                                     "resources": {"requests": {"storage": "1Gi"}}}}]
+    r = api.post(f"{APPS}/statefulsets", bad)
+    assert r.status == 422, r.body
+    assert "spec.volumeClaimTemplates: Forbidden: not supported" in r.json()["message"], r.json()
+    bad = sts("pmp", 1, "Sometimes")
+    r = api.post(f"{APPS}/statefulsets", bad)
+    assert r.status == 422 and 'spec.podManagementPolicy: Unsupported value: "Sometimes"' in r.json()["message"]
+    # defaults, and the fields an update may not change
+    made = api.ok("POST", f"{APPS}/statefulsets", {**sts("dflt", 0), "spec": {
+        k: v for k, v in sts("dflt", 0)["spec"].items() if k != "podManagementPolicy"}})
+    assert made["spec"]["podManagementPolicy"] == "OrderedReady"
+    assert made["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    made["spec"]["serviceName"] = "other"
+    del made["metadata"]["resourceVersion"]  # the controller may have written its status since
+    r = api.put(f"{APPS}/statefulsets/dflt", made)
+    assert r.status == 422 and "spec: Forbidden: updates to statefulset spec for fields other than" in r.json()["message"]
+    api.delete(f"{APPS}/statefulsets/dflt")
