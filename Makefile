@@ -12,8 +12,9 @@ BUILD    ?= build
 CC       ?= cc
 # libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
 # libnftables: the Service proxy's table (src/agent/proxy)
+# zlib: SPDY/3.1 header blocks for port-forward (src/agent/logs/spdy.c)
 # ldns: the cluster DNS responder's packets (src/agent/dns)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables ldns
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables zlib ldns
 # libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
 # its headers only
 DL_PKGS  := libarchive

@@ -2,7 +2,8 @@
  * for the same upgrade with its kubelet-client certificate and, once the agent answered 101,
  * answers the client with the agent's 101 and copies bytes both ways (kube-apiserver's
  * UpgradeAwareHandler). The WebSocket and its channels are the agent's business: this side
- * never parses a frame, so every subprotocol the agent speaks passes.
+ * never parses a frame, so every subprotocol the agent speaks passes, and so does a plain
+ * SPDY/3.1 upgrade (port-forward's: the agent refuses it for exec and attach).
  *
  * One thread per stream, which copies (kite_http_tunnel_splice: at most
  * KITE_STREAM_PROXY_BUFFER bytes per direction wait for a slow reader). Limits:
@@ -95,7 +96,8 @@ static void *stream_thread(void *ud) {
         sproxy_free(p);
         return NULL;
     }
-    static const char *const pass[] = {"Upgrade", "Connection", "Sec-WebSocket-Accept", "Sec-WebSocket-Protocol"};
+    static const char *const pass[] = {"Upgrade", "Connection", "Sec-WebSocket-Accept", "Sec-WebSocket-Protocol",
+                                       "X-Stream-Protocol-Version"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(pass); i++) {
         const char *v = kite_http_fetch_header(f, pass[i]);
         if (v) kite_http_add_header(p->rq->http, pass[i], v);
@@ -121,16 +123,14 @@ static void *stream_thread(void *ud) {
 
 void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path) {
     const char *up = kite_http_header(rq->http, "Upgrade");
-    if (!up || strcasecmp(up, "websocket") != 0) {
-        if (up && strncasecmp(up, "SPDY/", 5) == 0)
-            reply_error(rq, 400, "BadRequest", "SPDY/3.1 streams are not served: upgrade to a WebSocket "
-                                               "(v5.channel.k8s.io, as kubectl 1.30+ does by default)");
-        else reply_error(rq, 400, "BadRequest", "Upgrade request required");
+    bool spdy = up && strcasecmp(up, "SPDY/3.1") == 0; /* the agent serves it for port-forward alone */
+    if (!up || (strcasecmp(up, "websocket") != 0 && !spdy)) {
+        reply_error(rq, 400, "BadRequest", "Upgrade request required");
         free(path);
         return;
     }
     if (!kite_http_can_upgrade(rq->http)) {
-        reply_error(rq, 400, "BadRequest", "a WebSocket upgrade needs HTTP/1.1");
+        reply_error(rq, 400, "BadRequest", "an upgrade (WebSocket, SPDY/3.1) needs HTTP/1.1");
         free(path);
         return;
     }
@@ -149,7 +149,11 @@ void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *p
     free(path);
     /* the client's WebSocket handshake, for the agent to answer */
     struct kite_buf h = {0};
-    kite_buf_puts(&h, "Upgrade: websocket\r\n");
+    kite_buf_puts(&h, spdy ? "Upgrade: SPDY/3.1\r\n" : "Upgrade: websocket\r\n");
+    const char *vers[16];
+    size_t nv = kite_http_header_all(rq->http, "X-Stream-Protocol-Version", vers, KITE_ARRAY_SIZE(vers));
+    for (size_t i = 0; i < KITE_MIN(nv, KITE_ARRAY_SIZE(vers)); i++)
+        if (!strpbrk(vers[i], "\r\n")) kite_buf_printf(&h, "X-Stream-Protocol-Version: %s\r\n", vers[i]);
     static const char *const fwd[] = {"Sec-WebSocket-Key", "Sec-WebSocket-Version"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(fwd); i++) {
         const char *v = kite_http_header(rq->http, fwd[i]);

@@ -2,8 +2,8 @@
 v5.channel.k8s.io; no KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false) and the python client's stream()
 (v4.channel.k8s.io): the API server authorizes pods/exec and pods/attach and hands the upgraded
 connection to the node agent, which runs `runc exec` in the pod's container (pipes, or a pty for
-a tty) or reads conmon's attach socket; port-forward with the python client's framing (kubectl's
-SPDY-over-WebSocket is refused with a clear error). Real runc containers: needs root, runc, conmon and umoci,
+a tty) or reads conmon's attach socket; port-forward with the python client's framing and with
+kubectl's SPDY/3.1 (inside the WebSocket, and plain). Real runc containers: needs root, runc, conmon and umoci,
 as test_pods_logs.py, whose cluster fixture this module reuses."""
 import hashlib
 import json
@@ -182,7 +182,7 @@ def test_exec_not_upgraded_is_refused(box):
     assert r.status == 400 and "Upgrade request required" in r.json()["message"]
     r = api.request("POST", f"/api/v1/namespaces/{NS}/pods/box/exec?command=true&stdout=true", None,
                     headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"})
-    assert r.status == 400 and "SPDY/3.1 streams are not served" in r.json()["message"]
+    assert r.status == 400 and "SPDY/3.1 exec and attach streams are not served" in r.json()["message"], r.body
 
 
 def test_python_client_exit_code(box):
@@ -314,12 +314,91 @@ def test_python_client_portforward_ports_and_errors(web):
     wait(lambda: not pf.connected, 10, "the session to end")
 
 
-def test_kubectl_port_forward_is_refused_clearly(web):
-    """kubectl tunnels SPDY over the WebSocket (SPDY/3.1+portforward.k8s.io) and falls back to SPDY:
-    neither is served, and it says so instead of hanging."""
-    r = web.kubectl("port-forward", "web", "18080:8080", check=False, timeout=30)
-    assert r.returncode != 0
-    assert "SPDY" in r.stderr, r.stderr
+def _port_forward(c, *args, env=None):
+    """`kubectl port-forward` in the background: the process and the local port it listens on."""
+    import re
+    p = subprocess.Popen([KUBECTL, "port-forward", *args], env={**c.kubectl_env(), **(env or {})},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(c.workdir),
+                         start_new_session=True)
+    line = ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "Forwarding from 127.0.0.1:" not in line:
+        r, _, _ = select.select([p.stdout], [], [], 1)
+        if r:
+            line = p.stdout.readline()
+            if not line:
+                break
+    if "Forwarding from 127.0.0.1:" not in line:
+        p.kill()
+        pytest.fail(f"kubectl port-forward did not start: {line!r} {p.stderr.read()!r}")
+    return p, int(re.search(r"127\.0\.0\.1:(\d+) ->", line).group(1))
+
+
+def _http_get(port, path="/"):
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+
+
+def _agent_threads_and_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _stop(p):
+    os.killpg(p.pid, signal.SIGINT)
+    try:
+        return p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail("kubectl port-forward did not stop on SIGINT")
+
+
+@pytest.mark.parametrize("websocket", [True, False], ids=["spdy-in-websocket", "spdy"])
+def test_kubectl_port_forward(web, websocket):
+    """kubectl 1.32 tunnels SPDY/3.1 inside the WebSocket (SPDY/3.1+portforward.k8s.io) by default;
+    with KUBECTL_PORT_FORWARD_WEBSOCKETS=false it upgrades to SPDY/3.1 itself. Either way: two
+    connections in a row get the pod's answer, a larger body arrives whole, and stopping kubectl
+    ends the streams (the agent's threads and descriptors go back to what they were)."""
+    c = web
+    before = _agent_threads_and_fds(c.proc.pid)
+    env = {} if websocket else {"KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"}
+    p, port = _port_forward(c, "pod/web", "0:8080", env=env)
+    try:
+        for _ in range(2):
+            data = _http_get(port)
+            assert data.split(b"\r\n", 1)[0].endswith(b" 200 OK"), data
+            assert data.endswith(b"hello-from-the-pod\n"), data
+        # a body larger than a SPDY window (64 KiB) and than one read
+        c.kubectl("exec", "web", "--", "sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x > /www/big.txt")
+        data = _http_get(port, "/big.txt")
+        assert data.endswith(b"x" * 300000) and b"x" * 300001 not in data, len(data)
+    finally:
+        out, err = _stop(p)
+    assert "error" not in err.lower(), err
+    wait(lambda: _agent_threads_and_fds(c.proc.pid)[0] <= before[0] and
+         _agent_threads_and_fds(c.proc.pid)[1] <= before[1], 15, f"threads and fds back to {before}")
+
+
+def test_kubectl_port_forward_to_a_closed_port(web):
+    """Nothing listens on the pod's port: the connection gets nothing, kubectl prints the agent's
+    error from the error stream and ends (1.32 closes the session on a port's error), no hang."""
+    c = web
+    p, port = _port_forward(c, "pod/web", "0:1236")
+    try:
+        assert _http_get(port) == b""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.2)
+        assert p.poll() is not None, "kubectl still running after the port's error"
+    finally:
+        out, err = _stop(p) if p.poll() is None else p.communicate()
+    assert "error forwarding port 1236" in err and "refused" in err.lower(), err
 
 
 def _raw_ws(c, path, protocol="v5.channel.k8s.io"):
@@ -340,6 +419,52 @@ def _raw_ws(c, path, protocol="v5.channel.k8s.io"):
     assert b"Sec-WebSocket-Accept: " + accept in head, head
     assert f"Sec-WebSocket-Protocol: {protocol}".encode() in head, head
     return s
+
+
+def _ws_send(s, payload):
+    """One masked binary WebSocket message."""
+    import struct
+    mask = os.urandom(4)
+    n = len(payload)
+    head = bytes([0x82, 0x80 | n]) if n < 126 else bytes([0x82, 0x80 | 126]) + struct.pack(">H", n)
+    s.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+
+def _ws_recv(s):
+    """One WebSocket frame from the server: (opcode, payload)."""
+    import struct
+
+    def exactly(n):
+        b = b""
+        while len(b) < n:
+            chunk = s.recv(n - len(b))
+            assert chunk, b
+            b += chunk
+        return b
+    b0, b1 = exactly(2)
+    n = b1 & 0x7f
+    if n == 126:
+        n = struct.unpack(">H", exactly(2))[0]
+    elif n == 127:
+        n = struct.unpack(">Q", exactly(8))[0]
+    return b0 & 0x0f, exactly(n)
+
+
+def test_spdy_tunnel_by_hand(web):
+    """SPDY frames are one byte stream across WebSocket messages: a PING split over two messages is
+    echoed; a SPDY/2 frame ends the session with GOAWAY PROTOCOL_ERROR and a close 1002."""
+    import struct
+    s = _raw_ws(web, f"/api/v1/namespaces/{NS}/pods/web/portforward", protocol="SPDY/3.1+portforward.k8s.io")
+    ping = struct.pack(">HHII", 0x8003, 6, 4, 7)
+    _ws_send(s, ping[:5])
+    _ws_send(s, ping[5:])
+    assert _ws_recv(s) == (2, ping)
+    _ws_send(s, struct.pack(">HHII", 0x8002, 6, 4, 9))
+    op, goaway = _ws_recv(s)
+    assert op == 2 and goaway[:8] == struct.pack(">HHI", 0x8003, 7, 8) and goaway[12:16] == b"\0\0\0\x01", goaway
+    op, close = _ws_recv(s)
+    assert op == 8 and struct.unpack(">H", close[:2])[0] == 1002, close
+    s.close()
 
 
 def _rss_kib(pid):

@@ -10,7 +10,8 @@
  * output is read only while less than KITE_STREAM_QUEUE_MAX bytes wait for the client, and the
  * client is read only while less than KITE_STREAM_STDIN_MAX bytes wait for the command's stdin.
  * No byte moving either way for KITE_STREAM_IDLE_S ends the session, as the kubelet's
- * streamingConnectionIdleTimeout. SPDY/3.1 is not served (the answer says so). */
+ * streamingConnectionIdleTimeout. Port-forward also speaks SPDY/3.1 (pfspdy.c); exec and attach
+ * over SPDY are not served (the answer says so). */
 #include "agent/logs/logs.h"
 
 #include <ctype.h>
@@ -33,6 +34,7 @@
 #include <unistd.h>
 #include <wslay/wslay.h>
 
+#include "agent/logs/pfspdy.h"
 #include "agent/logs/wsch.h"
 #include "agent/pods/pods.h"
 #include "base/base.h"
@@ -56,6 +58,7 @@ struct session {
     struct kite_http_req *r;
     struct kite_pods *pods;
     bool attach, pf;
+    int spdy; /* port-forward over SPDY/3.1: 1 inside a WebSocket, 2 on the connection (pfspdy.h) */
     struct pf_port *ports;
     size_t n_ports;
     char *ns, *pod, *ctr;
@@ -457,7 +460,7 @@ static void run_pf(struct session *s) {
 
 /* A socket in the network namespace of process pid, connecting to 127.0.0.1:port (without
  * waiting): the kubelet's port-forward reaches the pod's loopback too. -errno. */
-static int pf_dial(pid_t pid, uint16_t port) {
+int kite_pf_dial(pid_t pid, uint16_t port) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
     int target = open(path, O_RDONLY | O_CLOEXEC), self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -505,8 +508,25 @@ static void *pf_thread(struct session *s) {
         session_free(s);
         return NULL;
     }
+    if (s->spdy) {
+        pid_t pid = st.pid;
+        kite_container_status_release(&st);
+        kite_http_add_header(s->r, "Connection", "Upgrade");
+        if (s->spdy == 1) {
+            kite_http_add_header(s->r, "Upgrade", "websocket");
+            kite_http_add_header(s->r, "Sec-WebSocket-Accept", s->accept);
+            kite_http_add_header(s->r, "Sec-WebSocket-Protocol", KITE_PF_SPDY_WS_PROTOCOL);
+        } else {
+            kite_http_add_header(s->r, "Upgrade", "SPDY/3.1");
+            kite_http_add_header(s->r, "X-Stream-Protocol-Version", KITE_PF_SPDY_PROTOCOL);
+        }
+        if (kite_http_upgrade(s->r, &s->t) == 0) kite_pf_spdy_run(s->t, s->spdy == 1, pid, s->ns, s->pod);
+        kite_http_tunnel_close(s->t);
+        session_free(s);
+        return NULL;
+    }
     for (size_t i = 0; i < s->n_ports; i++) {
-        int fd = pf_dial(st.pid, s->ports[i].port);
+        int fd = kite_pf_dial(st.pid, s->ports[i].port);
         s->ports[i].fd = fd < 0 ? -1 : fd;
         s->ports[i].connecting = fd >= 0;
     }
@@ -640,27 +660,47 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
         return;
     }
     const char *up = kite_http_header(r, "Upgrade");
-    if (!up || strcasecmp(up, "websocket") != 0) {
+    int spdy = 0;
+    if (pf && up && strcasecmp(up, "SPDY/3.1") == 0) {
+        /* the plain SPDY upgrade (kubectl before 1.31, or its fallback) */
+        const char *offers[8];
+        size_t n_off = kite_http_header_all(r, "X-Stream-Protocol-Version", offers, KITE_ARRAY_SIZE(offers));
+        bool ok = n_off == 0; /* no offer: the one protocol there is, as the kubelet's handshake */
+        for (size_t i = 0; i < KITE_MIN(n_off, KITE_ARRAY_SIZE(offers)); i++)
+            if (offers[i] && strstr(offers[i], KITE_PF_SPDY_PROTOCOL)) ok = true;
+        if (!ok) {
+            reply_text(r, 403, "unable to upgrade: unable to negotiate protocol: server accepts [%s]", KITE_PF_SPDY_PROTOCOL);
+            return;
+        }
+        if (!kite_http_can_upgrade(r)) {
+            reply_text(r, 400, "a SPDY upgrade needs HTTP/1.1");
+            return;
+        }
+        spdy = 2;
+    } else if (!up || strcasecmp(up, "websocket") != 0) {
         if (up && strncasecmp(up, "SPDY/", 5) == 0)
-            reply_text(r, 400, "SPDY/3.1 streams are not served by this node; upgrade to a WebSocket (kubectl 1.30+ does by default)");
+            reply_text(r, 400, "SPDY/3.1 exec and attach streams are not served by this node; upgrade to a WebSocket "
+                               "(kubectl 1.30+ does by default)");
         else reply_text(r, 400, "Upgrade request required");
         return;
     }
     const char *key = kite_http_header(r, "Sec-WebSocket-Key");
     const char *ver = kite_http_header(r, "Sec-WebSocket-Version");
-    if (!key || !*key || !ver || strcmp(ver, "13") != 0 || !kite_http_can_upgrade(r)) {
+    if (!spdy && (!key || !*key || !ver || strcmp(ver, "13") != 0 || !kite_http_can_upgrade(r))) {
         reply_text(r, 400, "a WebSocket upgrade needs HTTP/1.1, Sec-WebSocket-Key and Sec-WebSocket-Version 13");
         return;
     }
     const char *offers[8];
-    size_t n_off = kite_http_header_all(r, "Sec-WebSocket-Protocol", offers, KITE_ARRAY_SIZE(offers));
+    size_t n_off = spdy ? 0 : kite_http_header_all(r, "Sec-WebSocket-Protocol", offers, KITE_ARRAY_SIZE(offers));
     enum kite_wsch_proto proto = kite_wsch_select(offers, KITE_MIN(n_off, KITE_ARRAY_SIZE(offers)));
-    if (proto == KITE_WSCH_NONE && pf) {
-        reply_text(r, 400, "no supported WebSocket subprotocol: offer v4.channel.k8s.io (SPDY over WebSocket, "
-                           "SPDY/3.1+portforward.k8s.io, is not served)");
+    /* SPDY inside the WebSocket (kubectl 1.31+), preferred as kube-apiserver does */
+    for (size_t i = 0; pf && !spdy && i < KITE_MIN(n_off, KITE_ARRAY_SIZE(offers)); i++)
+        if (offers[i] && strstr(offers[i], KITE_PF_SPDY_WS_PROTOCOL)) spdy = 1;
+    if (proto == KITE_WSCH_NONE && !spdy && pf) {
+        reply_text(r, 400, "no supported WebSocket subprotocol: offer " KITE_PF_SPDY_WS_PROTOCOL " or v4.channel.k8s.io");
         return;
     }
-    if (proto == KITE_WSCH_NONE) {
+    if (proto == KITE_WSCH_NONE && !spdy) {
         reply_text(r, 400, "no supported WebSocket subprotocol: offer v5.channel.k8s.io, v4.channel.k8s.io, "
                            "v3.channel.k8s.io, v2.channel.k8s.io, channel.k8s.io or base64.channel.k8s.io");
         return;
@@ -671,7 +711,8 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
     s->attach = attach;
     s->pf = pf;
     s->proto = proto;
-    kite_ws_accept(key, s->accept);
+    s->spdy = spdy;
+    if (key) kite_ws_accept(key, s->accept);
     s->want_in = flag(r, "stdin", "input");
     s->want_out = flag(r, "stdout", "output");
     s->want_err = flag(r, "stderr", "error");
@@ -706,12 +747,12 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
                 }
             }
         if (bad) reply_text(r, 400, "invalid port: %s (1 to 65535; at most %d ports)", bad, KITE_STREAM_MAX_PORTS);
-        else if (!s->n_ports) reply_text(r, 400, "query parameter \"port\" is required");
+        else if (!s->n_ports && !spdy) reply_text(r, 400, "query parameter \"port\" is required");
         for (int k = 0; k < 2; k++) {
             for (size_t i = 0; i < n[k]; i++) free(v[k][i]);
             free(v[k]);
         }
-        if (bad || !s->n_ports) {
+        if (bad || (!s->n_ports && !spdy)) { /* (SPDY's ports come in its streams' headers) */
             session_free(s);
             return;
         }

@@ -33,8 +33,10 @@ static void *echo_thread(void *ud) {
         if (n <= 0) break;
         if (kite_http_tunnel_write_all(t, buf, (size_t)n, 5000) < 0) break;
     }
-    kite_http_tunnel_close(t);
+    /* counted before the close: stop returns once the close is done, and the test reads the
+     * count right after */
     atomic_fetch_add(&tunnels_closed, 1);
+    kite_http_tunnel_close(t);
     return NULL;
 }
 
