@@ -38,11 +38,12 @@ def wait(fn, timeout, what):
     pytest.fail(f"timed out waiting for {what}; last: {last!r}")
 
 
-def owner(kind="StatefulSet", name="web-ss"):
-    # A controller kite does not serve: kubectl drain counts the pod as managed (no --force), and
-    # the garbage collector leaves it, as it watches no such owners (an owner of a kind it does
-    # watch, e.g. a ReplicaSet that does not exist, gets its dependents collected, as upstream)
-    return [{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": str(uuid.uuid4()), "controller": True}]
+def owner(kind="Widget", name="web-w", api_version="example.com/v1"):
+    # A controller of a kind kite does not serve: kubectl drain counts the pod as managed (no
+    # --force), and the garbage collector leaves it, as it watches no such owners (an owner of a
+    # kind it does watch - a StatefulSet or ReplicaSet that does not exist - gets its dependents
+    # collected, as upstream)
+    return [{"apiVersion": api_version, "kind": kind, "name": name, "uid": str(uuid.uuid4()), "controller": True}]
 
 
 def make_pod(c, name, labels=None, volumes=None, owners=None):
