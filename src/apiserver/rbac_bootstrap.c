@@ -71,6 +71,9 @@ static const struct boot_role ROLES[] = {
      RULE(READ, "\"networking.k8s.io\"", "\"ingresses\",\"ingresses/status\",\"networkpolicies\"") ","
      RULE(READ, "\"coordination.k8s.io\"", "\"leases\"") ","
      RULE(READ, "\"events.k8s.io\"", "\"events\"") "]"},
+    /* metrics-server's: the resource metrics API (kubectl top) for whoever holds view, edit or admin */
+    {"system:aggregated-metrics-reader", "," AGG("admin") "," AGG("edit") "," AGG("view"), NULL,
+     "[" RULE("\"get\",\"list\",\"watch\"", "\"metrics.k8s.io\"", "\"pods\",\"nodes\"") "]"},
     {"system:basic-user", "", NULL,
      "[" RULE("\"create\"", "\"authentication.k8s.io\"", "\"selfsubjectreviews\"") ","
      RULE("\"create\"", "\"authorization.k8s.io\"", "\"selfsubjectaccessreviews\",\"selfsubjectrulesreviews\"") "]"},

@@ -253,9 +253,6 @@ def test_python_client_reads_metrics(cluster):
     assert [n["metadata"]["name"] for n in nodes["items"]] == [cluster.node]
 
 
-@pytest.mark.xfail(reason="found at the last merge: a user bound to view in a namespace is still refused "
-                          "kubectl top (system:aggregated-metrics-reader's rules aggregated into view); cause "
-                          "not found yet", strict=False)
 def test_metrics_need_rbac(cluster):
     nobody = User(cluster, "top-nobody")
     p = forbidden(nobody.kubectl("top", "pod", "-n", "default"))
