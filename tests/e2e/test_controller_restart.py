@@ -210,6 +210,7 @@ def test_deposed_leader_writes_nothing(audited_apiserver, rounds):
             assert cm.stop() == 0
 
 
+@pytest.mark.slow  # over 30 s under ASan: the slow tier (make test-slow, CI)
 def test_paused_sole_leader_rejudges_nodes_afresh(audited_apiserver):
     """The only controller-manager frozen past its renew deadline and every node's grace keeps
     its lease (nobody else wants it), but what it knew is stale: it stops its controllers,

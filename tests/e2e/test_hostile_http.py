@@ -453,6 +453,7 @@ def test_memory_capped_run(capped_apiserver):
     assert worst["h2"] < GET_MAX_S, f"another client's GET took {worst['h2']:.2f} s (peak memory {cg.peak() >> 20} MiB)"
 
 
+@pytest.mark.slow  # over 30 s under ASan: the slow tier (make test-slow, CI)
 def test_memory_capped_run_gets_stay_fast_under_yaml_bodies(capped_apiserver):
     """The same run with YAML bodies of 60,000 keys each (parsing and validation that once held
     both HTTP workers for a minute, then seconds each at a load of 14): another client's GET is
