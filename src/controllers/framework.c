@@ -127,6 +127,7 @@ struct kite_ctl_reconcile {
     pthread_mutex_t mu;
     struct kite_wq wq;
     int64_t next_resync; /* monotonic ns; 0: none */
+    bool listed;         /* the first list was delivered (its objects came as upserts) */
 };
 
 void *kite_ctl_reconcile_ud(struct kite_ctl_reconcile *q) { return q->r.ud; }
@@ -164,8 +165,16 @@ static void primary_changed(void *core, json_object *obj, uintptr_t tag) {
 }
 
 static void primary_synced(void *core, uintptr_t tag) {
-    /* a new list: what was missed across the gap is looked at again */
-    enqueue_all(core);
+    struct kite_ctl_reconcile *q = core;
+    /* The first list's objects were each queued as they came, and the loop may already have
+     * synced one and put it in back-off (the informer reads as synced before this runs): queueing
+     * it again now would undo its back-off. A later list: what was missed across the gap is
+     * looked at again. */
+    if (!q->listed) {
+        q->listed = true;
+        return;
+    }
+    enqueue_all(q);
 }
 
 static bool rec_pending(void *core) {
