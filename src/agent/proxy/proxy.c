@@ -32,14 +32,27 @@ struct kite_proxy {
     pthread_t thread;
 };
 
-int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err) {
+struct nft_ctx *kite_proxy_nft_new(void) {
     struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
-    if (!nft) return -ENOMEM;
+    if (!nft) return NULL;
     nft_ctx_buffer_output(nft);
     nft_ctx_buffer_error(nft);
-    nft_ctx_set_dry_run(nft, dry_run);
+    return nft;
+}
+
+int kite_proxy_nft_exec(struct nft_ctx *nft, const char *script, char **ret_err) {
     int r = nft_run_cmd_from_buffer(nft, script) == 0 ? 0 : -EIO;
-    if (r < 0 && ret_err) *ret_err = kite_strdup(nft_ctx_get_error_buffer(nft));
+    const char *e = nft_ctx_get_error_buffer(nft); /* read: the buffers start empty next time */
+    (void)nft_ctx_get_output_buffer(nft);
+    if (r < 0 && ret_err) *ret_err = kite_strdup(e ? e : "");
+    return r;
+}
+
+int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err) {
+    struct nft_ctx *nft = kite_proxy_nft_new();
+    if (!nft) return -ENOMEM;
+    nft_ctx_set_dry_run(nft, dry_run);
+    int r = kite_proxy_nft_exec(nft, script, ret_err);
     nft_ctx_free(nft);
     return r;
 }
@@ -94,6 +107,9 @@ static void sl_synced(void *ud) { on_synced(ud, &((struct kite_proxy *)ud)->slic
 
 static void *sync_thread(void *ud) {
     struct kite_proxy *p = ud;
+    /* one libnftables context for every sync: less to set up per transaction */
+    struct nft_ctx *nft = kite_proxy_nft_new();
+    if (!nft) abort();
     pthread_mutex_lock(&p->lock);
     for (;;) {
         /* the first sync waits for both lists: a ruleset from half the objects would reject
@@ -111,7 +127,7 @@ static void *sync_thread(void *ud) {
         p->full = false;
         pthread_mutex_unlock(&p->lock);
         _cleanup_free_ char *err = NULL;
-        int r = script ? kite_proxy_nft_run(script, false, &err) : 0;
+        int r = script ? kite_proxy_nft_exec(nft, script, &err) : 0;
         pthread_mutex_lock(&p->lock);
         if (r < 0) {
             log_error(PROXY_LOG, "nftables (%s sync): %s", full ? "full" : "partial", err ? err : "failed");
@@ -126,6 +142,7 @@ static void *sync_thread(void *ud) {
         pthread_cond_broadcast(&p->cond);
     }
     pthread_mutex_unlock(&p->lock);
+    nft_ctx_free(nft);
     return NULL;
 }
 

@@ -47,6 +47,12 @@ char *kite_proxy_cleanup_script(const char *table);
  * committed). 0, or -EIO with *ret_err (may be
  * NULL) = libnftables' error output. */
 int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err);
+/* A libnftables context for kite_proxy_nft_exec (free with nft_ctx_free), or NULL. Kept across
+ * runs by the sync thread: a fresh context per transaction costs more at thousands of chains. */
+struct nft_ctx;
+struct nft_ctx *kite_proxy_nft_new(void);
+/* Runs a script in one transaction on a context of kite_proxy_nft_new; as kite_proxy_nft_run. */
+int kite_proxy_nft_exec(struct nft_ctx *nft, const char *script, char **ret_err);
 
 struct kite_proxy_options {
     struct kite_client *client; /* borrowed: must outlive the proxy */
