@@ -410,7 +410,8 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
         struct kite_proxy_options po = {.client = a->client,
                                         .rules = {.table = a->cfg->proxy_table, .node_name = a->node_name,
                                                   .pod_cidr = a->cfg->pod_cidr ? a->cfg->pod_cidr : KITE_NET_POD_CIDR_DEFAULT,
-                                                  .masquerade_pod_traffic = a->cfg->masquerade_pod_traffic}};
+                                                  .masquerade_pod_traffic = a->cfg->masquerade_pod_traffic,
+                                                  .local_dns = a->dns_addr}};
         if ((r = kite_proxy_start(&po, &a->proxy, &err)) < 0) {
             log_error(AGENT_LOG, "cannot start the Service proxy (--proxy-mode none runs without it): %s",
                       err ? err : strerror(-r));

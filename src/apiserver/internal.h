@@ -278,6 +278,9 @@ struct kite_pools *pools_op_iface(struct kite_pools_op *op);
 void pools_op_end(struct kite_pools_op *op);
 /* Creates default/kubernetes (the range's first address, port 443 to the server's port) when missing. */
 int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
+/* The Service kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address, unless one
+ * exists (--kube-dns-service, on under kite up). */
+int pools_bootstrap_kube_dns(struct kite_apiserver *s);
 
 /* admission.c: the admission chain (mutating plugins, then validating ones). */
 #define KITE_NOT_READY_TOLERATION_S 300   /* DefaultTolerationSeconds, as kube-apiserver's defaults */

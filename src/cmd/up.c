@@ -77,6 +77,12 @@ int cmd_up(int argc, char **argv) {
         kite_agent_config_release(&ac);
         return r;
     }
+    /* the kube-dns Service, as kubeadm makes it: pods name its ClusterIP in their resolv.conf,
+     * and each node's proxy routes it to the node's own DNS responder */
+    o.kube_dns_service = true;
+    char dns_ip[16];
+    if (ac.proxy && ac.serve_dns && !ac.cluster_dns && kite_service_cidr_dns_ip(o.service_cidr, dns_ip) == 0)
+        ac.cluster_dns = kite_strdup(dns_ip);
     struct kite_apiserver *s;
     _cleanup_free_ char *start_err = NULL;
     if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {

@@ -19,7 +19,7 @@
 
 struct kite_proxy {
     struct kite_proxy_ruleset_options rules;
-    char *table, *node, *cidr;
+    char *table, *node, *cidr, *dns;
     struct kite_informer *svc_inf, *slice_inf;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -162,8 +162,10 @@ int kite_proxy_start(const struct kite_proxy_options *o, struct kite_proxy **ret
     p->table = kite_strdup(o->rules.table ? o->rules.table : KITE_PROXY_TABLE_DEFAULT);
     p->node = o->rules.node_name ? kite_strdup(o->rules.node_name) : NULL;
     p->cidr = o->rules.pod_cidr ? kite_strdup(o->rules.pod_cidr) : NULL;
+    p->dns = o->rules.local_dns ? kite_strdup(o->rules.local_dns) : NULL;
     p->rules = (struct kite_proxy_ruleset_options){.table = p->table, .node_name = p->node, .pod_cidr = p->cidr,
-                                                    .masquerade_pod_traffic = o->rules.masquerade_pod_traffic};
+                                                    .masquerade_pod_traffic = o->rules.masquerade_pod_traffic,
+                                                    .local_dns = p->dns};
     p->services = json_object_new_object();
     p->slices = json_object_new_object();
     p->changed = json_object_new_object();
@@ -226,6 +228,7 @@ void kite_proxy_stop(struct kite_proxy *p) {
     free(p->table);
     free(p->node);
     free(p->cidr);
+    free(p->dns);
     free(p);
 }
 

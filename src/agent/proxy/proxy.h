@@ -22,6 +22,9 @@ struct kite_proxy_ruleset_options {
     const char *node_name; /* endpoints on this node are "local" (traffic policies) */
     const char *pod_cidr;  /* the pod network (CIDR) */
     bool masquerade_pod_traffic; /* masquerade pod traffic leaving the pod network */
+    /* this node's DNS responder (IPv4, port 53; NULL = none): the Service kube-system/kube-dns
+     * goes there while it has no endpoints of its own (no DNS pods), as NodeLocal DNSCache */
+    const char *local_dns;
 };
 
 /* The pure part: services and slices (json objects keyed by anything, values the API

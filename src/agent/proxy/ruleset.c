@@ -225,6 +225,13 @@ static void service_rules(struct part *out, const struct kite_proxy_ruleset_opti
         uint64_t K = hash_of("%s/%s/%s/%d/%s", ns, name, proto, port, pname ? pname : "");
         struct ep *eps = NULL;
         size_t n = endpoints_of(svc, sp, index, &eps, o->node_name);
+        /* the cluster DNS Service without DNS pods: this node's responder, on its port 53 */
+        if (!n && o->local_dns && plain_ipv4(o->local_dns) && name_eq(ns, "kube-system") && name_eq(name, "kube-dns") &&
+            port == 53 && strcmp(proto, "sctp") != 0) {
+            eps = kite_calloc(1, sizeof *eps);
+            eps[0] = (struct ep){.ip = o->local_dns, .port = 53, .local = true};
+            n = 1;
+        }
         uint64_t *eph = kite_calloc(n ? n : 1, sizeof *eph);
         kite_buf_printf(b, "  # %s/%s:%d\n", ns, name, port);
         for (size_t j = 0; j < n; j++) {

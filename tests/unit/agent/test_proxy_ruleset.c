@@ -314,3 +314,39 @@ Test(proxy_ruleset, partial_syncs_leave_the_kernel_as_a_full_sync) {
     json_object_put(svcs);
     json_object_put(slices);
 }
+
+Test(proxy_ruleset, kube_dns_goes_to_the_node_responder_without_dns_pods) {
+    struct kite_proxy_ruleset_options o = OPTS;
+    o.local_dns = "10.88.0.1";
+    const char *spec = "{\"clusterIP\":\"10.96.0.10\",\"ports\":[{\"name\":\"dns\",\"port\":53,\"protocol\":\"UDP\"},"
+                       "{\"name\":\"dns-tcp\",\"port\":53,\"protocol\":\"TCP\"}]}";
+    json_object *svcs = json_object_new_object();
+    _cleanup_free_ char *t = kite_asprintf("{\"metadata\":{\"namespace\":\"kube-system\",\"name\":\"kube-dns\"},\"spec\":%s}", spec);
+    json_object_object_add(svcs, "kube-system/kube-dns", parse(t));
+    json_object_object_add(svcs, "default/kube-dns", svc("kube-dns", spec)); /* another namespace's: not */
+    json_object *slices = json_object_new_object();
+    _cleanup_free_ char *s = kite_proxy_ruleset(&o, svcs, slices, NULL);
+    if (geteuid() == 0) {
+        char *err = NULL;
+        cr_expect_eq(kite_proxy_nft_run(s, true, &err), 0, "nftables refused:\n%s\n%s", err ? err : "", s);
+        free(err);
+    }
+    cr_assert(strstr(s, "10.96.0.10 . udp . 53 : goto svc-"), "%s", s);
+    cr_assert(strstr(s, "10.96.0.10 . tcp . 53 : goto svc-"), "%s", s);
+    cr_assert(strstr(s, "meta l4proto udp dnat to 10.88.0.1:53"), "%s", s);
+    cr_assert(strstr(s, "meta l4proto tcp dnat to 10.88.0.1:53"), "%s", s);
+    cr_assert(strstr(s, "set no-ep { type ipv4_addr . inet_proto . inet_service; elements = { 10.96.0.10 . udp . 53, "
+                        "10.96.0.10 . tcp . 53 }; }"), "default/kube-dns has no endpoints:\n%s", s);
+    /* DNS pods of its own (endpoints): those, not the node's responder */
+    json_object_object_add(slices, "kube-system/kube-dns-x",
+                           parse("{\"metadata\":{\"namespace\":\"kube-system\",\"name\":\"kube-dns-x\",\"labels\":"
+                                 "{\"kubernetes.io/service-name\":\"kube-dns\"}},\"addressType\":\"IPv4\",\"ports\":"
+                                 "[{\"name\":\"dns\",\"port\":5353,\"protocol\":\"UDP\"}],\"endpoints\":"
+                                 "[{\"addresses\":[\"10.88.0.9\"],\"conditions\":{\"ready\":true}}]}"));
+    _cleanup_free_ char *s2 = kite_proxy_ruleset(&o, svcs, slices, NULL);
+    cr_assert(strstr(s2, "meta l4proto udp dnat to 10.88.0.9:5353"), "%s", s2);
+    cr_assert_null(strstr(s2, "meta l4proto udp dnat to 10.88.0.1:53"), "%s", s2);
+    cr_assert(strstr(s2, "meta l4proto tcp dnat to 10.88.0.1:53"), "the TCP port has no endpoint of its own:\n%s", s2);
+    json_object_put(svcs);
+    json_object_put(slices);
+}
