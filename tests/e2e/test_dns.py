@@ -214,6 +214,12 @@ def test_records_from_the_host(cluster):
     assert ask(c.dns, "10-1-2-3.default.pod.cluster.local")[1][0][3] == "10.1.2.3"
     # other names: the upstream's answer, relayed
     assert ask(c.dns, OUTSIDE[0]) == (0, [(OUTSIDE[0], 1, 60, OUTSIDE[1])])
+    # asked again: from the responder's cache (kubeadm's `cache 30`: the TTL capped at 30 s),
+    # over TCP too; the upstream was asked once
+    for tcp in (False, True):
+        rc, ans = ask(c.dns, OUTSIDE[0], tcp=tcp)
+        assert rc == 0 and len(ans) == 1 and ans[0][3] == OUTSIDE[1] and ans[0][2] <= 30, ans
+    assert c.upstream.names.count(OUTSIDE[0]) == 1, c.upstream.names
     assert ask(c.dns, "nothing.example")[0] == 3
     assert OUTSIDE[0] in c.upstream.names and not any("cluster.local" in n for n in c.upstream.names)
 

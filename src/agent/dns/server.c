@@ -48,6 +48,7 @@ struct kite_dns {
     size_t nup;
     struct pending pend[KITE_DNS_PENDING_MAX];
     int npend;
+    struct kite_dns_cache *cache; /* forwarded answers (the serving thread's) */
     bool stopping;
     pthread_t thread;
 };
@@ -156,6 +157,8 @@ static void on_udp(struct kite_dns *d, uint8_t *buf) {
     uint8_t *a = NULL;
     size_t an = 0;
     int r = local_answer(d, buf, (size_t)n, KITE_DNS_UDP_MAX, &a, &an);
+    if (r == KITE_DNS_FORWARD && kite_dns_cache_get(d->cache, buf, (size_t)n, now_ms(), &a, &an) == 0)
+        r = KITE_DNS_ANSWERED;
     if (r == KITE_DNS_ANSWERED) reply_udp(d, &from, flen, a, an);
     else if (r == KITE_DNS_FORWARD) forward_udp(d, &from, flen, buf, (size_t)n);
     free(a);
@@ -168,6 +171,7 @@ static void on_upstream(struct kite_dns *d, int i, uint8_t *buf) {
     /* an answer whose id is not the query's is no answer to it (a stray or spoofed packet) */
     if (n >= 12 && memcmp(buf, p->query, 2) == 0) {
         reply_udp(d, &p->client, p->clen, buf, (size_t)n);
+        kite_dns_cache_put(d->cache, buf, (size_t)n, now_ms());
         pending_drop(d, i);
         return;
     }
@@ -229,9 +233,11 @@ static void on_tcp(struct kite_dns *d, uint8_t *buf) {
         uint8_t *a = NULL;
         size_t an = 0;
         int r = local_answer(d, buf, n, MSG_MAX, &a, &an);
+        if (r == KITE_DNS_FORWARD && kite_dns_cache_get(d->cache, buf, n, now_ms(), &a, &an) == 0) r = KITE_DNS_ANSWERED;
         if (r == KITE_DNS_FORWARD) {
             if (forward_tcp(d, buf, n, up, &an)) {
                 a = memdup(up, an);
+                kite_dns_cache_put(d->cache, a, an, now_ms());
                 r = KITE_DNS_ANSWERED;
             } else {
                 r = kite_dns_servfail(buf, n, &a, &an) == 0 ? KITE_DNS_ANSWERED : -EBADMSG;
@@ -331,6 +337,7 @@ int kite_dns_start(const struct kite_dns_options *o, struct kite_dns **ret, char
     d->slices = json_object_new_object();
     d->zone = (struct kite_dns_zone){.domain = d->domain, .services = d->services, .slices = d->slices};
     pthread_mutex_init(&d->lock, NULL);
+    d->cache = kite_dns_cache_new(0);
     int r;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(o->port ? o->port : KITE_DNS_PORT)};
     if (!o->listen || inet_pton(AF_INET, o->listen, &sa.sin_addr) != 1) {
@@ -384,6 +391,7 @@ void kite_dns_stop(struct kite_dns *d) {
     for (size_t i = 0; i < d->nup; i++) free(d->up[i]);
     json_object_put(d->services);
     json_object_put(d->slices);
+    kite_dns_cache_free(d->cache);
     pthread_mutex_destroy(&d->lock);
     free(d->domain);
     free(d);
