@@ -40,7 +40,7 @@ struct kite_dns {
     struct kite_informer *svc_inf, *slice_inf;
     pthread_mutex_t lock;
     json_object *services, *slices; /* under lock */
-    int synced;
+    bool svc_synced, slices_synced; /* each informer delivered its first list, under lock */
     int udp, tcp, wake;
     char *up[KITE_DNS_UPSTREAMS_MAX];
     struct sockaddr_storage upaddr[KITE_DNS_UPSTREAMS_MAX];
@@ -79,12 +79,13 @@ static void svc_del(void *ud, json_object *o) { changed(ud, ((struct kite_dns *)
 static void sl_add(void *ud, json_object *o) { changed(ud, ((struct kite_dns *)ud)->slices, o, false); }
 static void sl_upd(void *ud, json_object *old, json_object *o) { sl_add(ud, o); }
 static void sl_del(void *ud, json_object *o) { changed(ud, ((struct kite_dns *)ud)->slices, o, true); }
-static void on_synced(void *ud) {
-    struct kite_dns *d = ud;
+static void on_synced(struct kite_dns *d, bool *flag) {
     pthread_mutex_lock(&d->lock);
-    d->synced++;
+    *flag = true; /* a flag per informer: one that lists again does not count twice */
     pthread_mutex_unlock(&d->lock);
 }
+static void svc_synced(void *ud) { on_synced(ud, &((struct kite_dns *)ud)->svc_synced); }
+static void sl_synced(void *ud) { on_synced(ud, &((struct kite_dns *)ud)->slices_synced); }
 
 /* The zone's answer (KITE_DNS_ANSWERED), KITE_DNS_FORWARD, or -EBADMSG. Before both informers
  * delivered their first list a cluster name gets SERVFAIL (the client retries), not an
@@ -92,7 +93,7 @@ static void on_synced(void *ud) {
 static int local_answer(struct kite_dns *d, const uint8_t *q, size_t n, size_t max, uint8_t **ret, size_t *ret_len) {
     pthread_mutex_lock(&d->lock);
     int r = kite_dns_answer(&d->zone, q, n, max, ret, ret_len);
-    bool synced = d->synced >= 2;
+    bool synced = d->svc_synced && d->slices_synced;
     pthread_mutex_unlock(&d->lock);
     if (r == KITE_DNS_ANSWERED && !synced) {
         free(*ret);
@@ -356,12 +357,12 @@ int kite_dns_start(const struct kite_dns_options *o, struct kite_dns **ret, char
     read_upstreams(d, o->upstream_conf ? o->upstream_conf : KITE_DNS_UPSTREAM_CONF, o->listen);
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/services", .name = "dns-svc", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = svc_add, .update = svc_upd, .del = svc_del,
-                                                     .synced = on_synced, .ud = d};
+                                                     .synced = svc_synced, .ud = d};
     if ((r = kite_informer_start(&io, &d->svc_inf)) < 0) goto fail;
     io.path = "/apis/discovery.k8s.io/v1/endpointslices";
     io.name = "dns-slices";
     io.handlers[0] = (struct kite_informer_handlers){.add = sl_add, .update = sl_upd, .del = sl_del,
-                                                     .synced = on_synced, .ud = d};
+                                                     .synced = sl_synced, .ud = d};
     if ((r = kite_informer_start(&io, &d->slice_inf)) < 0) goto fail;
     if ((r = -pthread_create(&d->thread, NULL, serve, d)) < 0) goto fail;
     log_info(DNS_LOG, "answering %s on %s:%d (UDP and TCP), forwarding other names to %zu upstream(s)", d->domain,
