@@ -145,7 +145,9 @@ Test(proxy_ruleset, headless_external_name_and_no_masquerade_flag) {
     json_object_object_add(svcs, "default/e", svc("e", "{\"type\":\"ExternalName\",\"externalName\":\"x.example\"}"));
     struct kite_proxy_ruleset_options o = OPTS;
     o.masquerade_pod_traffic = false;
-    _cleanup_free_ char *s = kite_proxy_ruleset(&o, svcs, json_object_new_object(), NULL);
+    json_object *none = json_object_new_object();
+    _cleanup_free_ char *s = kite_proxy_ruleset(&o, svcs, none, NULL);
+    json_object_put(none);
     cr_assert_null(strstr(s, "chain svc-"), "%s", s);
     cr_assert_null(strstr(s, "ip daddr != 10.88.0.0/16 masquerade"), "%s", s);
     json_object_put(svcs);
