@@ -331,17 +331,6 @@ int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port) {
 
 /* ---- the kube-dns Service -------------------------------------------------------------------- */
 
-int kite_service_cidr_dns_ip(const char *cidr, char out[16]) {
-    uint32_t base;
-    unsigned prefix;
-    if (parse_cidr(cidr ? cidr : KITE_SERVICE_CIDR_DEFAULT, &base, &prefix) < 0 ||
-        prefix < KITE_SERVICE_CIDR_PREFIX_MIN || prefix > KITE_SERVICE_CIDR_PREFIX_MAX)
-        return -EINVAL;
-    struct in_addr a = {.s_addr = htonl(base + KITE_KUBE_DNS_OFFSET)};
-    inet_ntop(AF_INET, &a, out, 16);
-    return 0;
-}
-
 int pools_bootstrap_kube_dns(struct kite_apiserver *s) {
     struct kite_pools_state *st = s->pools;
     const struct kite_resource *r = st ? st->res : NULL;
@@ -349,6 +338,9 @@ int pools_bootstrap_kube_dns(struct kite_apiserver *s) {
     _cleanup_free_ char *key = kite_object_key(r, "kube-system", "kube-dns");
     struct kite_record *cur = kite_wcache_get(st->cache, key);
     if (cur) { /* made before, or by the cluster's user: kept as it is */
+        const char *cip = kite_obj_path_str(record_object(cur), "spec.clusterIP"); /* borrowed */
+        struct in_addr a;
+        if (cip && inet_pton(AF_INET, cip, &a) == 1) snprintf(s->kube_dns_ip, sizeof s->kube_dns_ip, "%s", cip);
         kite_record_unref(cur);
         return 0;
     }
@@ -374,5 +366,8 @@ int pools_bootstrap_kube_dns(struct kite_apiserver *s) {
     json_object *o = json_tokener_parse(text);
     int e = apiserver_create_sync(s, r, o);
     json_object_put(o);
+    if (e == 0) snprintf(s->kube_dns_ip, sizeof s->kube_dns_ip, "%s", ip);
     return e == -EEXIST ? 0 : e;
 }
+
+const char *kite_apiserver_kube_dns_ip(struct kite_apiserver *s) { return s->kube_dns_ip[0] ? s->kube_dns_ip : NULL; }
