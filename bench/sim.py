@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Heartbeat capacity with simulated nodes: `kite sim` against `kite up --no-agent`.
 
-usage: sim.py [--kite PATH] [--nodes "1000 10000"] [--window 60] [--idle 30] [--ramp 200] [--keep]
+usage: sim.py [--kite PATH] [--nodes "1000 10000"] [--window 60] [--idle 30] [--ramp 200] [--connections K] [--keep]
 
 For each N: a fresh `kite up --no-agent` (bench/benchlib.py), its idle CPU with no node measured
 over --idle seconds (the baseline), then `kite sim --nodes N` at default timings (lease 40 s,
@@ -11,7 +11,9 @@ renewal period has passed, a steady window of --window seconds: renewals/s (vs t
 the renewal latency p50/p99/max over the window (from when a node's renewal was due to its answer,
 so a simulator or server falling behind shows), the apiserver's CPU (utime + stime) and RSS, and
 the simulator's RSS per node (over its RSS before any node started; the target is < 20 KiB, a
-kubemark hollow node costs ~220 MB). Then the simulator stops and the apiserver's CPU over --idle
+kubemark hollow node costs ~220 MB). --connections K: the nodes share K connections (`kite sim
+--connections`, impersonating each node); 0 (the default): one connection per node with its own
+certificate. Then the simulator stops and the apiserver's CPU over --idle
 seconds with N nodes and no writes (inside the grace period: no controller writes either), next to
 the no-node baseline.
 
@@ -71,7 +73,7 @@ def run(args, n, tmp):
         slog = open(work / "sim.log", "ab")
         sim = subprocess.Popen([args.kite, "sim", "--kubeconfig", str(data / "admin.kubeconfig"), "--data-dir", str(data),
                                 "--nodes", str(n), "--ramp", str(args.ramp), "--control", str(ctl),
-                                "--progress-every", "5s"], stdout=slog, stderr=slog, stdin=subprocess.DEVNULL,
+                                "--progress-every", "5s", "--connections", str(args.connections)], stdout=slog, stderr=slog, stdin=subprocess.DEVNULL,
                                start_new_session=True)
         slog.close()
         try:
@@ -142,12 +144,14 @@ def main():
     ap.add_argument("--idle", type=float, default=30)
     ap.add_argument("--ramp", type=int, default=200)
     ap.add_argument("--ready-timeout", type=float, default=300, help="seconds past the ramp for every node to be Ready")
+    ap.add_argument("--connections", type=int, default=0, help="shared connections (0: one per node)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kite-bench-sim-"))
     bad = False
     print(f"heartbeat capacity, `kite sim` vs `kite up --no-agent` (default timings: renewals every 10 s), "
-          f"{args.window:.0f}-s window")
+          f"{args.window:.0f}-s window, "
+          f"{f'{args.connections} shared connections' if args.connections else 'one connection per node'}")
     print(f"{'nodes':>7} {'ramp s':>7} {'renew/s':>8} {'of N/10':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
           f"{'api CPU':>8} {'CPU/1k':>7} {'api RSS MiB':>11} {'sim KiB/node':>12} {'sim CPU':>8} "
           f"{'idle CPU':>9} {'idle, 0 nodes':>13}", flush=True)

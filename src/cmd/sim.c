@@ -29,7 +29,7 @@ int cmd_sim(int argc, char **argv) {
     const char *kubeconfig = NULL, *data_dir = NULL, *prefix = "sim", *control = NULL;
     int64_t nodes = 0, pods = 0, zones = 0, conns = 0, inflight = 64, lease = 40, ramp = 200, every = 2 * KITE_NS_PER_SEC;
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server's address and CA (its credentials are not used)",
+        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server's address and CA (its credentials only with --connections)",
                  NULL, &kubeconfig, .required = true),
         FLAG_STR("data-dir", "DIR", "the cluster's data dir: its pki/ CA signs each node's client certificate", NULL,
                  &data_dir, .required = true),
@@ -38,15 +38,16 @@ int cmd_sim(int argc, char **argv) {
         FLAG_STR("name-prefix", "P", "node names are P-00000, P-00001, ...", "sim", &prefix),
         FLAG_INT("zones", "spread the nodes over Z zones (label topology.kubernetes.io/zone=zone-K); 0: no label", "0",
                  0, KITE_SIM_MAX_ZONES, &zones),
-        FLAG_INT("connections", "TLS connections kept open at most, least recently used closed first (each carries one\n"
-                 "node's certificate); 0: one kept-alive connection per node",
-                 "0", 0, KITE_SIM_MAX_NODES, &conns),
+        FLAG_INT("connections", "K shared connections, one per lane (K nodes with requests at once, overriding\n"
+                 "--inflight): the kubeconfig's credentials impersonate each node (system:node:NAME, group\n"
+                 "system:nodes); 0: one kept-alive connection per node with its own certificate",
+                 "0", 0, KITE_SIM_MAX_INFLIGHT, &conns),
         FLAG_INT("inflight", "nodes with requests outstanding at once (coroutine lanes of 256 KiB stack each)", "64", 1,
                  KITE_SIM_MAX_INFLIGHT, &inflight),
         FLAG_INT("lease-duration", "nodeLeaseDurationSeconds: leases renewed every quarter of it", "40", 1, 3600, &lease),
         FLAG_INT("ramp", "nodes started per second (their renewals then spread over the lease period)", "200", 1,
                  1000000, &ramp),
-        FLAG_STR("control", "PATH", "the control socket (kill, revive, flap, stats; README)", NULL, &control,
+        FLAG_STR("control", "PATH", "the control socket (kill, revive, flap, partition, heal, slow, stats; README)", NULL, &control,
                  .def_note = "DATA_DIR/sim-PREFIX.sock"),
         FLAG_DURATION("progress-every", "interval of the progress line on stderr", "2s", 100 * KITE_NS_PER_MS, &every),
         FLAG_END,

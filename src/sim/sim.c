@@ -32,13 +32,23 @@
 
 struct sim_node {
     struct kite_agent *agent; /* NULL: not started yet, or dead */
-    struct kite_client *client;
+    struct kite_client *client; /* a struct sim_client */
     int64_t due;              /* mono ns the node next has work */
     int64_t flap_next;        /* mono ns of the next flip; 0 = not flapping */
     uint32_t heap_pos;        /* NO_POS: not in the heap (running or dead) */
-    uint32_t lru_prev, lru_next; /* open-connection list (NO_POS ends) */
     uint32_t flap_period_s;
-    bool dead, running, open;
+    uint32_t slow_ms;         /* each request waits this long before it is sent */
+    bool dead, running, partitioned;
+};
+
+/* A node's client: its requests go out on its own connection (own, with the node's certificate)
+ * or on the connection of the lane running it (shared mode: as the node, by impersonation);
+ * a partitioned node's fail without leaving, a slow node's wait first. */
+struct sim_client {
+    struct kite_client base;
+    struct kite_sim *s;
+    struct kite_client *own; /* NULL in shared mode */
+    uint32_t node;
 };
 
 struct lane {
@@ -47,6 +57,7 @@ struct lane {
     uint32_t node; /* NO_POS: free */
     bool done;
     bool starting; /* runs a node's first step (its registration) */
+    bool sleeping; /* parked until deadline_ms only (a slow node's request) */
     /* a parked wait */
     int fd;
     int64_t deadline_ms; /* < 0: none */
@@ -79,8 +90,7 @@ struct kite_sim {
     ucontext_t loop_ctx;
     struct lane *cur;
     int epfd, ctl_fd;
-    uint32_t lru_head, lru_tail;
-    unsigned open_conns;
+    struct kite_client **pool; /* shared mode: one connection per lane */
     uint32_t *flapping;
     size_t nflapping, cap_flapping;
     int name_width;
@@ -185,45 +195,6 @@ static uint32_t heap_pop(struct kite_sim *s) {
     uint32_t n = s->heap[0];
     heap_remove(s, n);
     return n;
-}
-
-/* ---- open connections, least recently used first ---- */
-
-static void lru_unlink(struct kite_sim *s, uint32_t i) {
-    struct sim_node *n = &s->nodes[i];
-    if (!n->open) return;
-    if (n->lru_prev != NO_POS) s->nodes[n->lru_prev].lru_next = n->lru_next;
-    else s->lru_head = n->lru_next;
-    if (n->lru_next != NO_POS) s->nodes[n->lru_next].lru_prev = n->lru_prev;
-    else s->lru_tail = n->lru_prev;
-    n->open = false;
-    s->open_conns--;
-}
-
-static void lru_touch(struct kite_sim *s, uint32_t i) {
-    struct sim_node *n = &s->nodes[i];
-    lru_unlink(s, i);
-    n->lru_prev = s->lru_tail;
-    n->lru_next = NO_POS;
-    if (s->lru_tail != NO_POS) s->nodes[s->lru_tail].lru_next = i;
-    else s->lru_head = i;
-    s->lru_tail = i;
-    n->open = true;
-    s->open_conns++;
-}
-
-/* Closes the least recently used connections beyond the cap (never a running node's). */
-static void lru_trim(struct kite_sim *s) {
-    if (!s->o.connections) return;
-    uint32_t i = s->lru_head;
-    while (s->open_conns > s->o.connections && i != NO_POS) {
-        uint32_t next = s->nodes[i].lru_next;
-        if (!s->nodes[i].running) {
-            kite_client_reset_connections(s->nodes[i].client);
-            lru_unlink(s, i);
-        }
-        i = next;
-    }
 }
 
 /* ---- synthetic machines ---- */
@@ -388,22 +359,81 @@ static long name_index(struct kite_sim *s, const char *name) {
     return strcmp(check, name) ? -1 : (long)v;
 }
 
-/* Builds a node's agent and client (its own certificate). Runs in a lane (minting is CPU only). */
+static void lane_sleep(struct kite_sim *s, int64_t deadline_ms);
+
+static int simc_request(struct kite_client *base, const char *method, const char *path, const char *content_type,
+                        const char *body, size_t body_len, struct kite_response *ret) {
+    struct sim_client *c = (struct sim_client *)base;
+    struct kite_sim *s = c->s;
+    struct sim_node *n = &s->nodes[c->node];
+    if (n->slow_ms && s->cur) lane_sleep(s, mono() / KITE_NS_PER_MS + n->slow_ms);
+    atomic_fetch_add(&base->requests, 1);
+    if (n->partitioned || n->dead) return -ENETUNREACH; /* nothing leaves the machine */
+    struct kite_client *t = c->own;
+    if (!t) {
+        if (!s->cur) return -EINVAL;
+        t = s->pool[s->cur - s->lanes];
+        char name[128], hdr[256];
+        kite_sim_node_name(s, c->node, name, sizeof name);
+        snprintf(hdr, sizeof hdr, "Impersonate-User: system:node:%s\r\nImpersonate-Group: system:nodes\r\n", name);
+        kite_client_set_extra_headers(t, hdr);
+    }
+    uint64_t sent = atomic_load(&t->bytes_sent);
+    int r = t->ops->request(t, method, path, content_type, body, body_len, ret);
+    atomic_fetch_add(&base->bytes_sent, atomic_load(&t->bytes_sent) - sent);
+    return r;
+}
+
+static int simc_watch(struct kite_client *base, const char *path, kite_watch_fn fn, void *ud,
+                      struct kite_cancel *cancel) {
+    return -EOPNOTSUPP; /* simulated nodes watch nothing themselves (the loop feeds them) */
+}
+
+static void simc_reset(struct kite_client *base) {
+    struct sim_client *c = (struct sim_client *)base;
+    if (c->own) kite_client_reset_connections(c->own);
+    else if (c->s->cur) kite_client_reset_connections(c->s->pool[c->s->cur - c->s->lanes]);
+}
+
+static void simc_free(struct kite_client *base) {
+    struct sim_client *c = (struct sim_client *)base;
+    kite_client_free(c->own);
+    free(c);
+}
+
+static const struct kite_client_ops simc_ops = {simc_request, simc_watch, simc_reset, simc_free};
+
+/* Builds a node's agent and client (its own certificate, or a share of the lanes' connections).
+ * Runs in a lane (minting is CPU only). */
 static int node_start(struct kite_sim *s, uint32_t i) {
     struct sim_node *n = &s->nodes[i];
     char name[128];
     kite_sim_node_name(s, i, name, sizeof name);
-    _cleanup_free_ char *cert = NULL, *key = NULL;
-    int r = s->o.mint(s->o.mint_ud, name, &cert, &key);
-    if (r < 0) return r;
-    struct kite_kubeconfig kc = s->kc;
-    kc.cert_pem = cert;
-    kc.cert_len = strlen(cert);
-    kc.key_pem = key;
-    kc.key_len = strlen(key);
-    /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
-    struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
-    if ((r = kite_client_new(&kc, &co, &n->client)) < 0) return r;
+    struct sim_client *c = kite_calloc(1, sizeof *c);
+    c->base.ops = &simc_ops;
+    c->s = s;
+    c->node = i;
+    int r;
+    if (!s->pool) {
+        _cleanup_free_ char *cert = NULL, *key = NULL;
+        if ((r = s->o.mint(s->o.mint_ud, name, &cert, &key)) < 0) {
+            free(c);
+            return r;
+        }
+        struct kite_kubeconfig kc = s->kc;
+        kc.token = NULL;
+        kc.cert_pem = cert;
+        kc.cert_len = strlen(cert);
+        kc.key_pem = key;
+        kc.key_len = strlen(key);
+        /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
+        struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
+        if ((r = kite_client_new(&kc, &co, &c->own)) < 0) {
+            free(c);
+            return r;
+        }
+    }
+    n->client = &c->base;
     struct kite_agent_config *cfg = &s->cfg[s->ncfg > 1 ? i % s->ncfg : 0];
     cfg->node_name = name; /* copied by kite_agent_new */
     struct kite_agent_options ao = {.config = cfg, .client = n->client, .status_fn = node_status, .status_ud = n,
@@ -422,7 +452,6 @@ static int node_start(struct kite_sim *s, uint32_t i) {
 
 static void node_stop(struct kite_sim *s, uint32_t i) {
     struct sim_node *n = &s->nodes[i];
-    lru_unlink(s, i);
     if (n->agent) {
         struct kite_agent_stats st;
         kite_agent_get_stats(n->agent, &st);
@@ -453,6 +482,17 @@ static int lane_wait(int fd, short events, int64_t deadline_ms, void *ud) {
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
     l->fd = -1;
     return l->result;
+}
+
+/* Parks the running lane until deadline_ms (monotonic ms). */
+static void lane_sleep(struct kite_sim *s, int64_t deadline_ms) {
+    struct lane *l = s->cur;
+    l->sleeping = true;
+    l->fd = -1;
+    l->deadline_ms = deadline_ms;
+    swapcontext(&l->ctx, &s->loop_ctx);
+    l->sleeping = false;
+    s->cur = l;
 }
 
 static void lane_main(unsigned lo, unsigned hi) {
@@ -505,8 +545,6 @@ static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due)
         node_stop(s, i);
         return;
     }
-    if (n->client && atomic_load(&n->client->requests)) lru_touch(s, i);
-    lru_trim(s);
     heap_push(s, i);
     (void)started_due;
 }
@@ -567,6 +605,8 @@ static void run_node(struct kite_sim *s, struct lane *l, uint32_t i) {
 
 /* ---- control ---- */
 
+#define COMMANDS "kill, revive, flap, partition, heal, slow, stats, reset"
+
 static void set_dead(struct kite_sim *s, uint32_t i, bool dead) {
     struct sim_node *n = &s->nodes[i];
     if (n->dead == dead) return;
@@ -598,24 +638,28 @@ static void flapping_del(struct kite_sim *s, uint32_t i) {
         }
 }
 
+/* Connections the simulator keeps: the lanes' in shared mode, else one per started node. */
+static unsigned open_connections(struct kite_sim *s) { return s->pool ? s->nlanes : s->started; }
+
 static void stats_json(struct kite_sim *s, struct kite_buf *b) {
     struct kite_sim_stats st;
     kite_sim_get_stats(s, &st);
     kite_buf_printf(b,
                     "{\"nodes\":%u,\"started\":%u,\"registered\":%u,\"ready\":%u,\"failing\":%u,\"dead\":%u,"
+                    "\"partitioned\":%u,\"slow\":%u,"
                     "\"renewals\":%llu,\"statusPatches\":%llu,\"registrations\":%llu,\"requests\":%llu,"
                     "\"renewalP50Ms\":%.3f,\"renewalP99Ms\":%.3f,\"renewalMaxMs\":%.3f,\"rssKiB\":%ld,"
                     "\"rssStartKiB\":%ld,\"openConnections\":%u}",
-                    st.nodes, st.started, st.registered, st.ready, st.failing, st.dead,
+                    st.nodes, st.started, st.registered, st.ready, st.failing, st.dead, st.partitioned, st.slow,
                     (unsigned long long)st.renewals, (unsigned long long)st.status_patches,
                     (unsigned long long)st.registrations, (unsigned long long)st.requests, st.renewal_p50_ms,
-                    st.renewal_p99_ms, st.renewal_max_ms, rss_kb(), s->rss_start_kb, s->open_conns);
+                    st.renewal_p99_ms, st.renewal_max_ms, rss_kb(), s->rss_start_kb, open_connections(s));
 }
 
 char *kite_sim_control(struct kite_sim *s, const char *line) {
     _cleanup_free_ char *copy = kite_strdup(line);
     char *save = NULL, *cmd = strtok_r(copy, " \t\r\n", &save);
-    if (!cmd) return kite_strdup("error: empty command (kill, revive, flap, stats, reset)");
+    if (!cmd) return kite_strdup("error: empty command (" COMMANDS ")");
     if (!strcmp(cmd, "stats")) {
         struct kite_buf b = {0};
         stats_json(s, &b);
@@ -628,14 +672,20 @@ char *kite_sim_control(struct kite_sim *s, const char *line) {
         s->lag_max_ns = 0;
         return kite_strdup("ok 0");
     }
-    long period = -1;
+    long period = -1, slow_ms = -1;
     if (!strcmp(cmd, "flap")) {
         char *p = strtok_r(NULL, " \t\r\n", &save), *end = NULL;
         if (!p) return kite_strdup("error: flap SECONDS NAME...");
         period = strtol(p, &end, 10);
         if (*end || period < 0 || period > 86400) return kite_asprintf("error: flap: bad period \"%s\" (0..86400)", p);
-    } else if (strcmp(cmd, "kill") && strcmp(cmd, "revive")) {
-        return kite_asprintf("error: unknown command \"%s\" (kill, revive, flap, stats, reset)", cmd);
+    } else if (!strcmp(cmd, "slow")) {
+        char *p = strtok_r(NULL, " \t\r\n", &save), *end = NULL;
+        if (!p) return kite_strdup("error: slow MILLISECONDS NAME...");
+        slow_ms = strtol(p, &end, 10);
+        if (*end || slow_ms < 0 || slow_ms > KITE_SIM_MAX_SLOW_MS)
+            return kite_asprintf("error: slow: bad delay \"%s\" (0..%d ms)", p, KITE_SIM_MAX_SLOW_MS);
+    } else if (strcmp(cmd, "kill") && strcmp(cmd, "revive") && strcmp(cmd, "partition") && strcmp(cmd, "heal")) {
+        return kite_asprintf("error: unknown command \"%s\" (" COMMANDS ")", cmd);
     }
     /* every name is checked before any node changes */
     size_t n = 0, cap = 16;
@@ -656,6 +706,14 @@ char *kite_sim_control(struct kite_sim *s, const char *line) {
             set_dead(s, idx[k], true);
         } else if (!strcmp(cmd, "revive")) {
             set_dead(s, idx[k], false);
+        } else if (!strcmp(cmd, "partition")) {
+            nd->partitioned = true;
+            /* its kept-alive connection goes quiet as well: closed, not reused afterwards */
+            if (nd->client && !nd->running) kite_client_reset_connections(nd->client);
+        } else if (!strcmp(cmd, "heal")) {
+            nd->partitioned = false;
+        } else if (slow_ms >= 0) {
+            nd->slow_ms = (uint32_t)slow_ms;
         } else if (period == 0) {
             nd->flap_next = 0;
             flapping_del(s, idx[k]);
@@ -706,6 +764,8 @@ void kite_sim_get_stats(struct kite_sim *s, struct kite_sim_stats *st) {
     for (uint32_t i = 0; i < s->o.nodes; i++) {
         struct sim_node *n = &s->nodes[i];
         if (n->dead) st->dead++;
+        if (n->partitioned) st->partitioned++;
+        if (n->slow_ms) st->slow++;
         if (!n->agent) continue;
         struct kite_agent_stats as;
         kite_agent_get_stats(n->agent, &as);
@@ -732,7 +792,7 @@ static void progress(struct kite_sim *s, int64_t now, int64_t *last, uint64_t *l
             "sim: %u/%u registered, %u Ready, %.1f renewals/s, renewal p99 %.1f ms (max %.1f), %u failing, "
             "%u dead, %u connections, RSS %ld MiB (%.1f KiB/node)\n",
             st.registered, st.nodes, st.ready, dt > 0 ? (double)(st.renewals - *last_renewals) / dt : 0,
-            hist_quantile(s->hist_iv, 0.99), st.renewal_max_ms, st.failing, st.dead, s->open_conns, rss / 1024,
+            hist_quantile(s->hist_iv, 0.99), st.renewal_max_ms, st.failing, st.dead, open_connections(s), rss / 1024,
             per_node);
     fflush(s->o.progress);
     memset(s->hist_iv, 0, sizeof s->hist_iv);
@@ -777,7 +837,8 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
             wake = KITE_MIN(wake, start_due(s, s->next_start));
         for (size_t k = 0; k < s->nflapping; k++) wake = KITE_MIN(wake, s->nodes[s->flapping[k]].flap_next);
         for (unsigned k = 0; k < s->nlanes; k++)
-            if (s->lanes[k].node != NO_POS && s->lanes[k].fd >= 0 && s->lanes[k].deadline_ms >= 0)
+            if (s->lanes[k].node != NO_POS && (s->lanes[k].fd >= 0 || s->lanes[k].sleeping) &&
+                s->lanes[k].deadline_ms >= 0)
                 wake = KITE_MIN(wake, s->lanes[k].deadline_ms * KITE_NS_PER_MS);
         if (stop_deadline) wake = KITE_MIN(wake, now + 100 * KITE_NS_PER_MS);
         int timeout = wake <= now ? 0 : (int)KITE_MIN((wake - now + KITE_NS_PER_MS - 1) / KITE_NS_PER_MS, 1000);
@@ -797,7 +858,8 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
         int64_t now_ms = mono() / KITE_NS_PER_MS;
         for (unsigned k = 0; k < s->nlanes; k++) {
             l = &s->lanes[k];
-            if (l->node == NO_POS || l->fd < 0 || l->deadline_ms < 0 || now_ms < l->deadline_ms) continue;
+            if (l->node == NO_POS || (l->fd < 0 && !l->sleeping) || l->deadline_ms < 0 || now_ms < l->deadline_ms)
+                continue;
             l->result = -ETIMEDOUT;
             lane_resume(s, l);
         }
@@ -811,18 +873,14 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     char *err = NULL;
     int r = 0;
     if (!o->nodes || o->nodes > KITE_SIM_MAX_NODES || o->zones > KITE_SIM_MAX_ZONES || !o->inflight ||
-        o->inflight > KITE_SIM_MAX_INFLIGHT || !o->mint || !o->machines_dir || !o->prefix || !*o->prefix) {
+        o->inflight > KITE_SIM_MAX_INFLIGHT || o->connections > KITE_SIM_MAX_INFLIGHT || !o->mint || !o->machines_dir || !o->prefix || !*o->prefix) {
         if (ret_err) *ret_err = kite_strdup("bad simulator options");
         return -EINVAL;
     }
     struct kite_sim *s = kite_calloc(1, sizeof *s);
     s->o = *o;
     s->epfd = s->ctl_fd = -1;
-    s->lru_head = s->lru_tail = NO_POS;
     s->kc = *o->kc;
-    s->kc.cert_pem = s->kc.key_pem = NULL;
-    s->kc.cert_len = s->kc.key_len = 0;
-    s->kc.token = NULL;
     s->name_width = 5;
     for (unsigned v = o->nodes - 1; v >= 100000; v /= 10) s->name_width++;
     /* one agent configuration per zone: they differ only in the zone label */
@@ -850,9 +908,25 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     s->start0 = mono();
     for (uint32_t i = 0; i < o->nodes; i++) {
         s->nodes[i].heap_pos = NO_POS;
-        s->nodes[i].lru_prev = s->nodes[i].lru_next = NO_POS;
     }
-    s->nlanes = o->inflight;
+    s->nlanes = o->connections ? o->connections : o->inflight;
+    if (o->connections) {
+        /* shared mode: each lane's connection carries the kubeconfig's own credentials and
+         * impersonates the node it runs */
+        if (!o->kc->token && !(o->kc->cert_pem && o->kc->key_pem)) {
+            r = -EINVAL;
+            err = kite_strdup("shared connections impersonate the nodes: the kubeconfig needs credentials allowed "
+                              "to impersonate users and groups (an admin's)");
+            goto fail;
+        }
+        s->pool = kite_calloc(s->nlanes, sizeof *s->pool);
+        struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
+        for (unsigned k = 0; k < s->nlanes; k++)
+            if ((r = kite_client_new(&s->kc, &co, &s->pool[k])) < 0) {
+                err = kite_strdup("cannot use the kubeconfig's server, CA or credentials");
+                goto fail;
+            }
+    }
     s->lanes = kite_calloc(s->nlanes, sizeof *s->lanes);
     lane_accts = kite_calloc(s->nlanes, sizeof *lane_accts);
     for (unsigned k = 0; k < s->nlanes; k++) {
@@ -910,6 +984,8 @@ void kite_sim_free(struct kite_sim *s) {
     for (unsigned k = 0; s->lanes && k < s->nlanes; k++)
         if (s->lanes[k].stack) munmap(s->lanes[k].stack, KITE_SIM_STACK_BYTES);
     free(s->lanes);
+    for (unsigned k = 0; s->pool && k < s->nlanes; k++) kite_client_free(s->pool[k]);
+    free(s->pool);
     free(lane_accts);
     lane_accts = NULL;
     for (unsigned k = 0; k < KITE_SIM_SHAPES; k++) {

@@ -13,11 +13,21 @@
  * under machines_dir, and each node its own InternalIP (10.64.0.1, ...) and zone label
  * (topology.kubernetes.io/zone = zone-K, K < zones).
  *
+ * Connections: one per node with its own certificate (connections = 0; each node's TLS session
+ * costs ~18 KiB), or `connections` shared ones, one per lane, that carry the kubeconfig's own
+ * credentials and send each node's requests as the node (Impersonate-User system:node:NAME,
+ * Impersonate-Group system:nodes): the API server authorizes the impersonation, then the Node
+ * authorizer judges the request as the node's, as it would the node's own certificate.
+ *
  * Control: a unix stream socket; one command line per connection, one answer line
  * (`ok N` or `error: WHY`):
  *   kill NAME...       the nodes stop (their agent and connection are dropped: a dead machine)
  *   revive NAME...     they start again as a restarted agent would (register, find the Node, report)
  *   flap SECONDS NAME... they die and come back every SECONDS (flap 0 NAME... stops it, alive)
+ *   partition NAME...  the nodes lose the network: their agents run on, every request fails
+ *                      without leaving the machine (-ENETUNREACH), their connections closed
+ *   heal NAME...       their network is back
+ *   slow MS NAME...    each of their requests waits MS ms before it is sent (slow 0: normal)
  *   stats              the progress counters as one JSON object
  *   reset              forgets the renewal latencies so far (a benchmark's window starts) */
 #pragma once
@@ -31,6 +41,7 @@
 #define KITE_SIM_MAX_NODES 1000000
 #define KITE_SIM_MAX_ZONES 1000
 #define KITE_SIM_MAX_INFLIGHT 1024
+#define KITE_SIM_MAX_SLOW_MS 600000
 #define KITE_SIM_STACK_BYTES (256u << 10) /* one lane's coroutine stack */
 
 /* Mints a node's client certificate and key (PEM, malloc'ed) for CN=system:node:NAME,
@@ -42,8 +53,8 @@ struct kite_sim_options {
     unsigned nodes;
     const char *prefix;       /* node names: PREFIX-00000 ... */
     unsigned zones;           /* 0 = no zone label */
-    unsigned connections;     /* open connections kept at most (least recently used closed
-                                 first); 0 = one per node */
+    unsigned connections;     /* shared connections, one per lane (then the lanes, overriding
+                                 inflight); 0 = one per node, with its own certificate */
     unsigned inflight;        /* nodes doing requests at once (lanes) */
     int64_t lease_duration_s; /* 0 = 40 */
     unsigned ramp_per_s;      /* nodes started per second; 0 = all at once */
@@ -69,7 +80,7 @@ void kite_sim_free(struct kite_sim *s);
 char *kite_sim_control(struct kite_sim *s, const char *line);
 
 struct kite_sim_stats {
-    unsigned nodes, started, registered, ready, failing, dead;
+    unsigned nodes, started, registered, ready, failing, dead, partitioned, slow;
     uint64_t renewals, status_patches, registrations, requests;
     double renewal_p50_ms, renewal_p99_ms, renewal_max_ms; /* since the start */
 };
