@@ -34,7 +34,9 @@ int cmd_sim(int argc, char **argv) {
         FLAG_STR("data-dir", "DIR", "the cluster's data dir: its pki/ CA signs each node's client certificate", NULL,
                  &data_dir, .required = true),
         FLAG_INT("nodes", "number of simulated nodes", NULL, 1, KITE_SIM_MAX_NODES, &nodes, .required = true),
-        FLAG_INT("pods-per-node", "pods per node (only 0: simulated pods are not implemented yet)", "0", 0, 0, &pods),
+        FLAG_INT("pods-per-node", "M > 0: each node runs the agent's pod manager on a fake runtime (pods bound to it\n"
+                 "start and report Running) and admits M pods (maxPods); 0: pods bound to it stay Pending",
+                 "0", 0, KITE_SIM_MAX_PODS_PER_NODE, &pods),
         FLAG_STR("name-prefix", "P", "node names are P-00000, P-00001, ...", "sim", &prefix),
         FLAG_INT("zones", "spread the nodes over Z zones (label topology.kubernetes.io/zone=zone-K); 0: no label", "0",
                  0, KITE_SIM_MAX_ZONES, &zones),
@@ -84,7 +86,7 @@ int cmd_sim(int argc, char **argv) {
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *machines = kite_asprintf("%s/sim-%s", data_dir, prefix);
     _cleanup_free_ char *ctl = control ? kite_strdup(control) : kite_asprintf("%s/sim-%s.sock", data_dir, prefix);
     struct kite_sim_options so = {.kc = kc, .nodes = (unsigned)nodes, .prefix = prefix, .zones = (unsigned)zones,
-                                  .connections = (unsigned)conns, .inflight = (unsigned)inflight,
+                                  .connections = (unsigned)conns, .inflight = (unsigned)inflight, .pods_per_node = (unsigned)pods,
                                   .lease_duration_s = lease, .ramp_per_s = (unsigned)ramp, .mint = mint, .mint_ud = pki, .machines_dir = machines,
                                   .control_path = ctl, .progress = stderr, .progress_every_ns = every};
     struct kite_sim *s = NULL;

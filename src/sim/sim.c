@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,11 +20,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/pods/pods.h"
 #include "agent/runtime/runtime.h"
+#include "api/registry.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "client/client.h"
+#include "client/informer.h"
+#include <sys/eventfd.h>
 #include "sim/sim.h"
 
 #define SIM_LOG "sim"
@@ -39,6 +45,17 @@ struct sim_node {
     uint32_t flap_period_s;
     uint32_t slow_ms;         /* each request waits this long before it is sent */
     bool dead, running, partitioned;
+    bool kick;                /* a pod event came while it ran: due again at once */
+    bool ran;                 /* started before (a revived node) */
+    struct kite_pods *pods;   /* --pods-per-node: its pods on its own fake runtime */
+    struct kite_runtime *rt;
+};
+
+/* A pod event for node `node`, from the pod informer's thread to the loop. */
+struct pod_ev {
+    uint32_t node;
+    const char *type;
+    json_object *pod;
 };
 
 /* A node's client: its requests go out on its own connection (own, with the node's certificate)
@@ -67,6 +84,8 @@ struct lane {
 struct shape {
     char *sysroot;
     struct kite_runtime *rt;
+    struct kite_image *imgs; /* what its runtime has (and each node's pod runtime) */
+    size_t n_imgs;
     int cpus;
     uint64_t disk_bytes;
 };
@@ -91,6 +110,14 @@ struct kite_sim {
     struct lane *cur;
     int epfd, ctl_fd;
     struct kite_client **pool; /* shared mode: one connection per lane */
+    /* pods_per_node: one informer on every pod, its events queued for the loop */
+    struct kite_client *pods_client;
+    char *pods_root; /* the pods' volumes, <machines_dir>/pods/<uid> (uids differ across nodes) */
+    struct kite_informer *pods_inf;
+    pthread_mutex_t ev_lock;
+    struct pod_ev *evq;
+    size_t n_evq, cap_evq;
+    int ev_fd;
     uint32_t *flapping;
     size_t nflapping, cap_flapping;
     int name_width;
@@ -265,9 +292,15 @@ static int make_shape(struct kite_sim *s, unsigned k, char **err) {
     }
     _cleanup_free_ char *version = kite_asprintf("1.7.%u", 10 + k);
     sh->rt = kite_runtime_fake_new(version);
-    int n = shape_defs[k].images;
+    int n = shape_defs[k].images + 1;
     struct kite_image *imgs = kite_calloc((size_t)n, sizeof *imgs);
-    for (int i = 0; i < n; i++) {
+    /* one image every machine has: a workload can run on any simulated node */
+    imgs[0].names = kite_calloc(1, sizeof(char *));
+    imgs[0].names[0] = kite_strdup(KITE_SIM_COMMON_IMAGE);
+    imgs[0].n_names = 1;
+    imgs[0].size_bytes = 7654321;
+    imgs[0].id = kite_asprintf("sha256:%064x", 0x5ca1ab1e);
+    for (int i = 1; i < n; i++) {
         imgs[i].names = kite_calloc(2, sizeof(char *));
         imgs[i].names[0] = kite_asprintf("registry.example/app-%d@sha256:%064x", i, i * 7919 + 1);
         imgs[i].names[1] = kite_asprintf("registry.example/app-%d:v%d.%u", i, i % 5 + 1, k);
@@ -276,13 +309,8 @@ static int make_shape(struct kite_sim *s, unsigned k, char **err) {
         imgs[i].id = kite_asprintf("sha256:%064x", i * 7919 + 1);
     }
     kite_runtime_fake_set_images(sh->rt, imgs, (size_t)n);
-    for (int i = 0; i < n; i++) {
-        free(imgs[i].names[0]);
-        free(imgs[i].names[1]);
-        free(imgs[i].names);
-        free(imgs[i].id);
-    }
-    free(imgs);
+    sh->imgs = imgs;
+    sh->n_imgs = (size_t)n;
     return 0;
 }
 
@@ -333,6 +361,8 @@ static int node_status(void *ud, json_object *prev, json_object **ret, struct ki
     cfg.node_name = name;
     cfg.root_dir = "/";
     cfg.kubelet_version = KITE_VERSION;
+    /* allocatable (admission) and the InternalIP (pods' hostIP) as the server acknowledged them */
+    if (n->pods && prev) kite_pods_node_status(n->pods, prev);
     struct status_ctx c = {s, i};
     struct kite_ns_sources src = {.sysroot = sh->sysroot, .runtime = sh->rt, .statfs = src_statfs,
                                   .default_route_ip = src_route, .online_cpus = src_cpus, .ud = &c,
@@ -360,6 +390,99 @@ static long name_index(struct kite_sim *s, const char *name) {
 }
 
 static void lane_sleep(struct kite_sim *s, int64_t deadline_ms);
+static void heap_push(struct kite_sim *s, uint32_t n);
+static void heap_remove(struct kite_sim *s, uint32_t n);
+
+/* ---- pods (--pods-per-node) ---- */
+
+/* Informer thread: queues the events of pods bound to simulated nodes for the loop. */
+static void pods_enqueue(struct kite_sim *s, const char *type, json_object *pod) {
+    const char *node = kite_obj_str_at(pod, "spec", "nodeName");
+    long i = node ? name_index(s, node) : -1;
+    if (i < 0) return;
+    pthread_mutex_lock(&s->ev_lock);
+    if (s->n_evq == s->cap_evq) {
+        s->cap_evq = s->cap_evq ? 2 * s->cap_evq : 64;
+        s->evq = kite_realloc(s->evq, s->cap_evq * sizeof *s->evq);
+    }
+    s->evq[s->n_evq++] = (struct pod_ev){(uint32_t)i, type, json_object_get(pod)};
+    pthread_mutex_unlock(&s->ev_lock);
+    uint64_t one = 1;
+    ssize_t w = write(s->ev_fd, &one, sizeof one);
+    (void)w; /* a full counter is still readable */
+}
+static void on_pod_add(void *ud, json_object *o) { pods_enqueue(ud, "ADDED", o); }
+static void on_pod_update(void *ud, json_object *old, json_object *o) { pods_enqueue(ud, "MODIFIED", o); }
+static void on_pod_del(void *ud, json_object *o) { pods_enqueue(ud, "DELETED", o); }
+
+/* A node has work at once (a pod event): moved to the front of the heap, or due again as soon
+ * as the step it runs returns. */
+static void node_kick(struct kite_sim *s, uint32_t i, int64_t now) {
+    struct sim_node *n = &s->nodes[i];
+    if (n->running) {
+        n->kick = true;
+    } else if (n->heap_pos != NO_POS && n->due > now) {
+        heap_remove(s, i);
+        n->due = now;
+        heap_push(s, i);
+    }
+}
+
+static void pods_drain(struct kite_sim *s) {
+    uint64_t v;
+    ssize_t rd = read(s->ev_fd, &v, sizeof v);
+    (void)rd;
+    pthread_mutex_lock(&s->ev_lock);
+    struct pod_ev *q = TAKE_PTR(s->evq);
+    size_t n = s->n_evq;
+    s->n_evq = s->cap_evq = 0;
+    pthread_mutex_unlock(&s->ev_lock);
+    int64_t now = mono();
+    for (size_t k = 0; k < n; k++) {
+        struct sim_node *nd = &s->nodes[q[k].node];
+        if (nd->pods) { /* a node not running has no pods: a revived one lists them (node_pods_start) */
+            kite_pods_pod_event(nd->pods, q[k].type, q[k].pod);
+            node_kick(s, q[k].node, now);
+        }
+        json_object_put(q[k].pod);
+    }
+    free(q);
+}
+
+/* The node's pod manager on a fresh fake runtime (a restarted machine runs no container). The
+ * pods already bound to it come from the informer's cache, read whole (O(pods)) only when the
+ * node ran before: a node's first start has none (the scheduler binds to Ready nodes only). */
+static void node_pods_start(struct kite_sim *s, uint32_t i, const char *name, bool again) {
+    struct sim_node *n = &s->nodes[i];
+    char version[32];
+    snprintf(version, sizeof version, "1.7.%u", 10 + i % KITE_SIM_SHAPES);
+    n->rt = kite_runtime_fake_new(version);
+    const struct shape *sh = &s->shapes[i % KITE_SIM_SHAPES];
+    kite_runtime_fake_set_images(n->rt, sh->imgs, sh->n_imgs);
+    struct kite_pods_options po = {.client = n->client, .runtime = n->rt, .node_name = name, .component = "kite-sim",
+                                   .root_dir = s->pods_root,
+                                   .seed = ((uint64_t)i + 7) * 0x9e3779b97f4a7c15ull};
+    if (kite_pods_new(&po, &n->pods) < 0) {
+        kite_runtime_free(n->rt);
+        n->rt = NULL;
+        n->pods = NULL;
+        return;
+    }
+    json_object *items = json_object_new_array();
+    if (again) {
+        size_t nk = 0;
+        char **keys = kite_informer_keys(s->pods_inf, &nk);
+        for (size_t k = 0; k < nk; k++) {
+            json_object *o = kite_informer_get(s->pods_inf, keys[k]);
+            if (o && kite_streq(kite_obj_str_at(o, "spec", "nodeName"), name)) json_object_array_add(items, o);
+            else json_object_put(o);
+            free(keys[k]);
+        }
+        free(keys);
+    }
+    kite_pods_pod_list(n->pods, items);
+    json_object_put(items);
+}
 
 static int simc_request(struct kite_client *base, const char *method, const char *path, const char *content_type,
                         const char *body, size_t body_len, struct kite_response *ret) {
@@ -434,6 +557,7 @@ static int node_start(struct kite_sim *s, uint32_t i) {
         }
     }
     n->client = &c->base;
+    if (s->o.pods_per_node) node_pods_start(s, i, name, n->ran);
     struct kite_agent_config *cfg = &s->cfg[s->ncfg > 1 ? i % s->ncfg : 0];
     cfg->node_name = name; /* copied by kite_agent_new */
     struct kite_agent_options ao = {.config = cfg, .client = n->client, .status_fn = node_status, .status_ud = n,
@@ -442,10 +566,15 @@ static int node_start(struct kite_sim *s, uint32_t i) {
     r = kite_agent_new(&ao, &n->agent, &err);
     cfg->node_name = NULL;
     if (r < 0) {
+        kite_pods_free(n->pods);
+        kite_runtime_free(n->rt);
+        n->pods = NULL;
+        n->rt = NULL;
         kite_client_free(n->client);
         n->client = NULL;
         return r;
     }
+    n->ran = true;
     s->started++;
     return 0;
 }
@@ -462,8 +591,12 @@ static void node_stop(struct kite_sim *s, uint32_t i) {
         s->started--;
     }
     kite_agent_free(n->agent);
+    kite_pods_free(n->pods);
+    kite_runtime_free(n->rt);
     kite_client_free(n->client);
     n->agent = NULL;
+    n->pods = NULL;
+    n->rt = NULL;
     n->client = NULL;
 }
 
@@ -508,6 +641,7 @@ static void lane_main(unsigned lo, unsigned hi) {
         n->due = mono() + 5 * KITE_NS_PER_SEC;
     } else {
         n->due = kite_agent_step(n->agent);
+        if (n->pods) n->due = KITE_MIN(n->due, kite_pods_step(n->pods));
     }
     l->done = true;
     /* returns to uc_link: the loop */
@@ -544,6 +678,10 @@ static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due)
     if (n->dead) {
         node_stop(s, i);
         return;
+    }
+    if (n->kick) {
+        n->kick = false;
+        n->due = mono();
     }
     heap_push(s, i);
     (void)started_due;
@@ -849,6 +987,10 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
                 control_accept(s);
                 continue;
             }
+            if (evs[k].data.ptr == &s->ev_fd) {
+                pods_drain(s);
+                continue;
+            }
             l = evs[k].data.ptr;
             if (l->node == NO_POS || l->fd < 0) continue; /* woken already this round */
             l->result = 0;
@@ -873,14 +1015,22 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     char *err = NULL;
     int r = 0;
     if (!o->nodes || o->nodes > KITE_SIM_MAX_NODES || o->zones > KITE_SIM_MAX_ZONES || !o->inflight ||
-        o->inflight > KITE_SIM_MAX_INFLIGHT || o->connections > KITE_SIM_MAX_INFLIGHT || !o->mint || !o->machines_dir || !o->prefix || !*o->prefix) {
+        o->inflight > KITE_SIM_MAX_INFLIGHT || o->connections > KITE_SIM_MAX_INFLIGHT || o->pods_per_node > KITE_SIM_MAX_PODS_PER_NODE || !o->mint || !o->machines_dir || !o->prefix || !*o->prefix) {
         if (ret_err) *ret_err = kite_strdup("bad simulator options");
+        return -EINVAL;
+    }
+    if ((o->connections || o->pods_per_node) && !o->kc->token && !(o->kc->cert_pem && o->kc->key_pem)) {
+        if (ret_err)
+            *ret_err = kite_strdup("shared connections (impersonating the nodes) and the pod watch need the kubeconfig's "
+                                   "credentials, allowed to impersonate users and groups and to watch pods (an admin's)");
         return -EINVAL;
     }
     struct kite_sim *s = kite_calloc(1, sizeof *s);
     s->o = *o;
     s->epfd = s->ctl_fd = -1;
     s->kc = *o->kc;
+    s->ev_fd = -1;
+    pthread_mutex_init(&s->ev_lock, NULL);
     s->name_width = 5;
     for (unsigned v = o->nodes - 1; v >= 100000; v /= 10) s->name_width++;
     /* one agent configuration per zone: they differ only in the zone label */
@@ -889,6 +1039,7 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     for (unsigned z = 0; z < s->ncfg; z++) {
         kite_agent_config_init(&s->cfg[z]);
         if (o->lease_duration_s) s->cfg[z].lease_duration_s = (int32_t)o->lease_duration_s;
+        if (o->pods_per_node) s->cfg[z].ns.max_pods = (int)o->pods_per_node;
         json_object_object_add(s->cfg[z].labels, "kite.dev/simulated", json_object_new_string("true"));
         if (o->zones) {
             char zone[32];
@@ -913,12 +1064,6 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     if (o->connections) {
         /* shared mode: each lane's connection carries the kubeconfig's own credentials and
          * impersonates the node it runs */
-        if (!o->kc->token && !(o->kc->cert_pem && o->kc->key_pem)) {
-            r = -EINVAL;
-            err = kite_strdup("shared connections impersonate the nodes: the kubeconfig needs credentials allowed "
-                              "to impersonate users and groups (an admin's)");
-            goto fail;
-        }
         s->pool = kite_calloc(s->nlanes, sizeof *s->pool);
         struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
         for (unsigned k = 0; k < s->nlanes; k++)
@@ -965,6 +1110,35 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ctl_fd, &ev);
     }
+    if (o->pods_per_node) {
+        /* the pods' volumes are real (tmpfs mounts for token and secret volumes): in a mount
+         * namespace of the simulator's own they go with it, whatever state its pods are in */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+            r = -errno;
+            err = kite_asprintf("--pods-per-node: a mount namespace of its own for the pods' volumes: %s (needs "
+                                "root, before any thread)", strerror(errno));
+            goto fail;
+        }
+        /* one watch on every pod, its events handed to the nodes they are bound to */
+        s->ev_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        s->pods_root = kite_strdup(o->machines_dir);
+        struct kite_client_options co = {.timeout_ms = 30000, .user_agent = "kite-sim"};
+        if (s->ev_fd < 0 || kite_client_new(&s->kc, &co, &s->pods_client) < 0) {
+            r = -EINVAL;
+            err = kite_strdup("cannot make the pod watch's client");
+            goto fail;
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->ev_fd};
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ev_fd, &ev);
+        struct kite_informer_options io = {.client = s->pods_client, .path = "/api/v1/pods", .name = "sim-pods",
+                                           .n_handlers = 1};
+        io.handlers[0] = (struct kite_informer_handlers){.add = on_pod_add, .update = on_pod_update,
+                                                         .del = on_pod_del, .ud = s};
+        if ((r = kite_informer_start(&io, &s->pods_inf)) < 0) {
+            err = kite_asprintf("starting the pod watch: %s", strerror(-r));
+            goto fail;
+        }
+    }
     s->rss_start_kb = rss_kb();
     *ret = s;
     return 0;
@@ -977,6 +1151,13 @@ fail:
 
 void kite_sim_free(struct kite_sim *s) {
     if (!s) return;
+    kite_informer_stop(s->pods_inf); /* no handler runs after it */
+    for (size_t k = 0; k < s->n_evq; k++) json_object_put(s->evq[k].pod);
+    free(s->evq);
+    kite_client_free(s->pods_client);
+    free(s->pods_root);
+    if (s->ev_fd >= 0) close(s->ev_fd);
+    pthread_mutex_destroy(&s->ev_lock);
     for (uint32_t i = 0; s->nodes && i < s->o.nodes; i++)
         if (!s->nodes[i].running) node_stop(s, i);
     /* a lane still parked (its request outlived the stop's grace) keeps its node: leaked with
@@ -989,6 +1170,8 @@ void kite_sim_free(struct kite_sim *s) {
     free(lane_accts);
     lane_accts = NULL;
     for (unsigned k = 0; k < KITE_SIM_SHAPES; k++) {
+        for (size_t i = 0; i < s->shapes[k].n_imgs; i++) kite_image_release(&s->shapes[k].imgs[i]);
+        free(s->shapes[k].imgs);
         free(s->shapes[k].sysroot);
         kite_runtime_free(s->shapes[k].rt);
     }

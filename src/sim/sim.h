@@ -42,6 +42,8 @@
 #define KITE_SIM_MAX_ZONES 1000
 #define KITE_SIM_MAX_INFLIGHT 1024
 #define KITE_SIM_MAX_SLOW_MS 600000
+#define KITE_SIM_COMMON_IMAGE "registry.example/web:1.0" /* on every machine (pods run it) */
+#define KITE_SIM_MAX_PODS_PER_NODE 1024 /* KITE_PODS_MAX_PODS */
 #define KITE_SIM_STACK_BYTES (256u << 10) /* one lane's coroutine stack */
 
 /* Mints a node's client certificate and key (PEM, malloc'ed) for CN=system:node:NAME,
@@ -56,6 +58,8 @@ struct kite_sim_options {
     unsigned connections;     /* shared connections, one per lane (then the lanes, overriding
                                  inflight); 0 = one per node, with its own certificate */
     unsigned inflight;        /* nodes doing requests at once (lanes) */
+    unsigned pods_per_node;   /* > 0: each node runs the pod manager on a fake runtime and
+                                 admits this many pods (maxPods); 0 = pods bound stay Pending */
     int64_t lease_duration_s; /* 0 = 40 */
     unsigned ramp_per_s;      /* nodes started per second; 0 = all at once */
     kite_sim_mint_fn mint;
