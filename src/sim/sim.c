@@ -51,7 +51,8 @@ struct sim_node {
     struct kite_runtime *rt;
 };
 
-/* A pod event for node `node`, from the pod informer's thread to the loop. */
+/* A pod event (type, pod) or a Node watch event (type NULL, the event) for node `node`, from
+ * the watch threads to the loop. */
 struct pod_ev {
     uint32_t node;
     const char *type;
@@ -118,6 +119,11 @@ struct kite_sim {
     struct pod_ev *evq;
     size_t n_evq, cap_evq;
     int ev_fd;
+    /* the Node watch: what others write to the nodes (Unknown conditions, deletions) */
+    struct kite_client *watch_client;
+    pthread_t watch_thread;
+    bool watching;
+    struct kite_cancel watch_cancel;
     uint32_t *flapping;
     size_t nflapping, cap_flapping;
     int name_width;
@@ -396,10 +402,7 @@ static void heap_remove(struct kite_sim *s, uint32_t n);
 /* ---- pods (--pods-per-node) ---- */
 
 /* Informer thread: queues the events of pods bound to simulated nodes for the loop. */
-static void pods_enqueue(struct kite_sim *s, const char *type, json_object *pod) {
-    const char *node = kite_obj_str_at(pod, "spec", "nodeName");
-    long i = node ? name_index(s, node) : -1;
-    if (i < 0) return;
+static void ev_push(struct kite_sim *s, long i, const char *type, json_object *pod) {
     pthread_mutex_lock(&s->ev_lock);
     if (s->n_evq == s->cap_evq) {
         s->cap_evq = s->cap_evq ? 2 * s->cap_evq : 64;
@@ -410,6 +413,50 @@ static void pods_enqueue(struct kite_sim *s, const char *type, json_object *pod)
     uint64_t one = 1;
     ssize_t w = write(s->ev_fd, &one, sizeof one);
     (void)w; /* a full counter is still readable */
+}
+
+static void pods_enqueue(struct kite_sim *s, const char *type, json_object *pod) {
+    const char *node = kite_obj_str_at(pod, "spec", "nodeName");
+    long i = node ? name_index(s, node) : -1;
+    if (i >= 0) ev_push(s, i, type, pod);
+}
+
+/* Watch thread: a simulated node's agent hears of its Node as a kubelet's informer would, but
+ * only of what it did not write itself, to keep no copy of every Node: a deletion, or a Ready
+ * condition other than True (the node lifecycle controller's Unknown), which its next status
+ * report then corrects. */
+static int on_node_event(json_object *ev, void *ud) {
+    struct kite_sim *s = ud;
+    const char *type = json_object_get_string(json_object_object_get(ev, "type"));
+    json_object *obj = json_object_object_get(ev, "object");
+    const char *name = kite_obj_str_at(obj, "metadata", "name");
+    long i = name ? name_index(s, name) : -1;
+    if (i < 0) return 0;
+    bool forward = kite_streq(type, "DELETED");
+    if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) {
+        json_object *conds = NULL, *st = json_object_object_get(obj, "status");
+        bool ready = false;
+        if (json_object_object_get_ex(st, "conditions", &conds))
+            for (size_t k = 0; k < json_object_array_length(conds); k++) {
+                json_object *c = json_object_array_get_idx(conds, k);
+                if (kite_streq(json_object_get_string(json_object_object_get(c, "type")), "Ready"))
+                    ready = kite_streq(json_object_get_string(json_object_object_get(c, "status")), "True");
+            }
+        forward = conds && !ready;
+    }
+    if (forward) ev_push(s, i, NULL, ev);
+    return 0;
+}
+
+static void *node_watch_thread(void *ud) {
+    struct kite_sim *s = ud;
+    const char *path = "/api/v1/nodes?watch=true&labelSelector=kite.dev%2Fsimulated%3Dtrue";
+    while (!kite_cancel_fired(&s->watch_cancel)) {
+        int r = kite_client_watch(s->watch_client, path, on_node_event, s, &s->watch_cancel);
+        if (r == -ECANCELED) break;
+        kite_cancel_wait(&s->watch_cancel, KITE_NS_PER_SEC); /* the server ended it, or failed */
+    }
+    return NULL;
 }
 static void on_pod_add(void *ud, json_object *o) { pods_enqueue(ud, "ADDED", o); }
 static void on_pod_update(void *ud, json_object *old, json_object *o) { pods_enqueue(ud, "MODIFIED", o); }
@@ -440,7 +487,12 @@ static void pods_drain(struct kite_sim *s) {
     int64_t now = mono();
     for (size_t k = 0; k < n; k++) {
         struct sim_node *nd = &s->nodes[q[k].node];
-        if (nd->pods) { /* a node not running has no pods: a revived one lists them (node_pods_start) */
+        if (!q[k].type) { /* a Node watch event */
+            if (nd->agent) {
+                kite_agent_node_event(nd->agent, q[k].pod);
+                node_kick(s, q[k].node, now);
+            }
+        } else if (nd->pods) { /* a node not running has no pods: a revived one lists them (node_pods_start) */
             kite_pods_pod_event(nd->pods, q[k].type, q[k].pod);
             node_kick(s, q[k].node, now);
         }
@@ -1031,6 +1083,7 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     s->kc = *o->kc;
     s->ev_fd = -1;
     pthread_mutex_init(&s->ev_lock, NULL);
+    kite_cancel_init(&s->watch_cancel);
     s->name_width = 5;
     for (unsigned v = o->nodes - 1; v >= 100000; v /= 10) s->name_width++;
     /* one agent configuration per zone: they differ only in the zone label */
@@ -1110,6 +1163,14 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ctl_fd, &ev);
     }
+    s->ev_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->ev_fd < 0) {
+        r = -errno;
+        err = kite_asprintf("eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    struct epoll_event eev = {.events = EPOLLIN, .data.ptr = &s->ev_fd};
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ev_fd, &eev);
     if (o->pods_per_node) {
         /* the pods' volumes are real (tmpfs mounts for token and secret volumes): in a mount
          * namespace of the simulator's own they go with it, whatever state its pods are in */
@@ -1120,16 +1181,13 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
             goto fail;
         }
         /* one watch on every pod, its events handed to the nodes they are bound to */
-        s->ev_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         s->pods_root = kite_strdup(o->machines_dir);
         struct kite_client_options co = {.timeout_ms = 30000, .user_agent = "kite-sim"};
-        if (s->ev_fd < 0 || kite_client_new(&s->kc, &co, &s->pods_client) < 0) {
+        if (kite_client_new(&s->kc, &co, &s->pods_client) < 0) {
             r = -EINVAL;
             err = kite_strdup("cannot make the pod watch's client");
             goto fail;
         }
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->ev_fd};
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ev_fd, &ev);
         struct kite_informer_options io = {.client = s->pods_client, .path = "/api/v1/pods", .name = "sim-pods",
                                            .n_handlers = 1};
         io.handlers[0] = (struct kite_informer_handlers){.add = on_pod_add, .update = on_pod_update,
@@ -1139,6 +1197,15 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
             goto fail;
         }
     }
+    if (o->kc->token || (o->kc->cert_pem && o->kc->key_pem)) {
+        struct kite_client_options co = {.timeout_ms = 30000, .user_agent = "kite-sim"};
+        if (kite_client_new(&s->kc, &co, &s->watch_client) == 0 &&
+            pthread_create(&s->watch_thread, NULL, node_watch_thread, s) == 0)
+            s->watching = true;
+    }
+    if (!s->watching)
+        log_warn(SIM_LOG, "no Node watch (the kubeconfig has no credentials of its own): nodes will not correct "
+                          "conditions others set");
     s->rss_start_kb = rss_kb();
     *ret = s;
     return 0;
@@ -1152,6 +1219,12 @@ fail:
 void kite_sim_free(struct kite_sim *s) {
     if (!s) return;
     kite_informer_stop(s->pods_inf); /* no handler runs after it */
+    if (s->watching) {
+        kite_cancel_fire(&s->watch_cancel);
+        pthread_join(s->watch_thread, NULL);
+    }
+    kite_client_free(s->watch_client);
+    kite_cancel_release(&s->watch_cancel);
     for (size_t k = 0; k < s->n_evq; k++) json_object_put(s->evq[k].pod);
     free(s->evq);
     kite_client_free(s->pods_client);
