@@ -88,6 +88,7 @@ def test_all_nodes_ready(sim):
     assert st["registered"] == NODES and st["ready"] == NODES and st["failing"] == 0
 
 
+@pytest.mark.slow  # a plain wait; the failure test watches the other nodes too
 def test_no_false_unknown_over_a_grace_period(sim):
     c, _, _ = sim
     deadline = time.monotonic() + GRACE + MONITOR
