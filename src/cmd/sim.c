@@ -29,18 +29,19 @@ int cmd_sim(int argc, char **argv) {
     const char *kubeconfig = NULL, *data_dir = NULL, *prefix = "sim", *control = NULL;
     int64_t nodes = 0, pods = 0, zones = 0, conns = 0, inflight = 64, lease = 40, ramp = 200, every = 2 * KITE_NS_PER_SEC;
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server's address and CA (its credentials only with --connections)",
+        FLAG_STR("kubeconfig", "FILE", "the API server's address and CA; its credentials (an admin's) watch Nodes and pods\n"
+                 "and, with --connections, impersonate the nodes",
                  NULL, &kubeconfig, .required = true),
         FLAG_STR("data-dir", "DIR", "the cluster's data dir: its pki/ CA signs each node's client certificate", NULL,
                  &data_dir, .required = true),
         FLAG_INT("nodes", "number of simulated nodes", NULL, 1, KITE_SIM_MAX_NODES, &nodes, .required = true),
-        FLAG_INT("pods-per-node", "M > 0: each node runs the agent's pod manager on a fake runtime (pods bound to it\n"
-                 "start and report Running) and admits M pods (maxPods); 0: pods bound to it stay Pending",
+        FLAG_INT("pods-per-node", "N > 0: each node runs the agent's pod manager on a fake runtime (pods bound to it\n"
+                 "start and report Running) and admits N pods (maxPods); 0: pods bound to it stay Pending",
                  "0", 0, KITE_SIM_MAX_PODS_PER_NODE, &pods),
         FLAG_STR("name-prefix", "P", "node names are P-00000, P-00001, ...", "sim", &prefix),
         FLAG_INT("zones", "spread the nodes over Z zones (label topology.kubernetes.io/zone=zone-K); 0: no label", "0",
                  0, KITE_SIM_MAX_ZONES, &zones),
-        FLAG_INT("connections", "K shared connections, one per lane (K nodes with requests at once, overriding\n"
+        FLAG_INT("connections", "N shared connections, one per lane (N nodes with requests at once, overriding\n"
                  "--inflight): the kubeconfig's credentials impersonate each node (system:node:NAME, group\n"
                  "system:nodes); 0: one kept-alive connection per node with its own certificate",
                  "0", 0, KITE_SIM_MAX_INFLIGHT, &conns),
