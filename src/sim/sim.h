@@ -1,15 +1,23 @@
 /* Hollow nodes: many node agents in one process on one event loop (`kite sim`).
  *
  * Each simulated node is a real struct kite_agent (src/agent: registration, the status setters
- * fed by a synthetic machine, the change-only status reporter, the lease renewer) with its own
- * API client presenting its own client certificate (system:node:NAME, O=system:nodes), so the
- * API server's Node authorizer judges every request. No thread per node: kite_agent_step()
- * runs as a coroutine on one of a few stacks ("lanes"); when its client would wait on a socket
- * the coroutine parks (kite_client_set_thread_waiter) and the loop runs other nodes, so up to
- * `inflight` nodes have requests outstanding at once.
+ * fed by a synthetic machine, the change-only status reporter, the lease renewer and, with
+ * pods_per_node, the pod manager on a fake runtime of its own) whose requests are the node's
+ * (system:node:NAME, group system:nodes), so the API server's Node authorizer judges every
+ * request. No thread per node: kite_agent_step() and kite_pods_step() run as a coroutine on one
+ * of a few stacks ("lanes"); when its client would wait on a socket the coroutine parks
+ * (kite_client_set_thread_waiter) and the loop runs other nodes, so up to `inflight` nodes have
+ * requests outstanding at once. Two watch threads feed the loop: every pod (pods_per_node: each
+ * bound pod's events go to its node's pod manager) and every simulated Node (a deletion or a
+ * Ready condition other than True, written by someone else, goes to the node's agent, which
+ * corrects it as the kubelet does); both use the kubeconfig's own credentials.
+ *
+ * Per node the simulator keeps its struct sim_node, a struct sim_client, the agent (its last
+ * acknowledged status and Lease serialized) and, with a connection of its own, a TLS session
+ * and credentials: ~8 KiB with shared connections, ~60 KiB without (BENCHMARKS.md).
  *
  * Machines: nodes take one of KITE_SIM_SHAPES synthetic machines in turn (cpu 2..128, memory
- * 4..512 GiB, disks, kernels, OS images, 3..24 container images), each a small sysroot written
+ * 4..512 GiB, disks, kernels, OS images, 3..24 container images plus KITE_SIM_COMMON_IMAGE), each a small sysroot written
  * under machines_dir, and each node its own InternalIP (10.64.0.1, ...) and zone label
  * (topology.kubernetes.io/zone = zone-K, K < zones).
  *
