@@ -17,7 +17,8 @@ certificate. Then the simulator stops and the apiserver's CPU over --idle
 seconds with N nodes and no writes (inside the grace period: no controller writes either), next to
 the no-node baseline.
 
-Prints a table and a "summary:" line per N. Exit 1 when a run did not get every node Ready.
+At the end of the window, the nodes whose Ready condition is not True (the node lifecycle
+controller's false Unknown: every node is alive). Prints a table and a "summary:" line per N. Exit 1 when a run did not get every node Ready.
 """
 import argparse
 import json
@@ -59,6 +60,17 @@ def cpu_over(pid, seconds):
     c0, t0 = benchlib.cpu_seconds(pid), time.monotonic()
     time.sleep(seconds)
     return (benchlib.cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+
+
+def not_ready(data):
+    """Nodes whose Ready condition is not True (the node lifecycle controller's false Unknown)."""
+    out = subprocess.run(["kubectl", "--kubeconfig", str(data / "admin.kubeconfig"), "get", "nodes", "-o",
+                          "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}"],
+                         capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        log(f"kubectl get nodes: {out.stderr.strip()}")
+        return -1
+    return sum(1 for ln in out.stdout.split("\n") if ln.strip() and ln.strip() != "True")
 
 
 def run(args, n, tmp):
@@ -112,6 +124,7 @@ def run(args, n, tmp):
             res["failing"] = s1["failing"]
             res["sim_kib_node"] = (s1["rssKiB"] - s1["rssStartKiB"]) / n
             res["sim_rss_mib"] = s1["rssKiB"] / 1024
+            res["not_ready"] = not_ready(data)
         finally:
             benchlib.stop(sim)
         res["idle"] = cpu_over(up.pid, args.idle)
@@ -129,10 +142,11 @@ def print_row(r):
     print(f"{n:>7} {r['ramp_s']:>7.0f} {r['renewals_s']:>8.1f} {r['renewals_s'] / (n / 10):>8.2f} "
           f"{r['p50']:>7.1f} {r['p99']:>7.1f} {r['max']:>8.1f} {r['cpu'] * 100:>7.1f}% "
           f"{r['cpu'] * 100 / (n / 1000):>6.1f}% {r['rss_mib']:>11.0f} {r['sim_kib_node']:>12.1f} "
-          f"{r['sim_cpu'] * 100:>7.1f}% {r['idle'] * 100:>8.2f}% {r['idle0'] * 100:>12.2f}%")
+          f"{r['sim_cpu'] * 100:>7.1f}% {r['idle'] * 100:>8.2f}% {r['idle0'] * 100:>12.2f}% {r['not_ready']:>9}")
     print(f"summary: nodes={n} renewals_s={r['renewals_s']:.1f} p99_ms={r['p99']:.1f} max_ms={r['max']:.1f} "
           f"api_cpu={r['cpu']:.3f} api_rss_mib={r['rss_mib']:.0f} sim_kib_node={r['sim_kib_node']:.1f} "
-          f"sim_cpu={r['sim_cpu']:.3f} idle_cpu={r['idle']:.4f} idle0_cpu={r['idle0']:.4f} failing={r['failing']}",
+          f"sim_cpu={r['sim_cpu']:.3f} idle_cpu={r['idle']:.4f} idle0_cpu={r['idle0']:.4f} failing={r['failing']} "
+          f"not_ready={r['not_ready']}",
           flush=True)
 
 
@@ -154,7 +168,7 @@ def main():
           f"{f'{args.connections} shared connections' if args.connections else 'one connection per node'}")
     print(f"{'nodes':>7} {'ramp s':>7} {'renew/s':>8} {'of N/10':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
           f"{'api CPU':>8} {'CPU/1k':>7} {'api RSS MiB':>11} {'sim KiB/node':>12} {'sim CPU':>8} "
-          f"{'idle CPU':>9} {'idle, 0 nodes':>13}", flush=True)
+          f"{'idle CPU':>9} {'idle, 0 nodes':>13} {'not Ready':>9}", flush=True)
     try:
         for n in [int(x) for x in args.nodes.split()]:
             log(f"N={n}")
