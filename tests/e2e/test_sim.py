@@ -139,6 +139,7 @@ def cond_ready(c, names):
     return out
 
 
+@pytest.mark.slow  # waits out the grace period (over 40 s)
 def test_failures_are_detected_without_false_positives(sim):
     c, _, ctl = sim
     killed = ["hollow-00003", "hollow-00150"]        # 1% of the nodes
