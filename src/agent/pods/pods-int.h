@@ -366,6 +366,8 @@ void pods_hooks_wait(struct kite_pods *p);
 void pods_hooks_release(struct kite_pods *p);
 /* The container's termination message (terminationMessagePath's file, or its log's tail under
  * FallbackToLogsOnError) once its attempt s exited; a new string or NULL. */
+/* A sysctl name with '.' separators (the kubelet's NormalizeName); a new string. */
+char *pods_sysctl_normalize(const char *name);
 char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
                                const struct kite_container_status *s);
 /* worker.c */
