@@ -81,6 +81,7 @@ struct pod {
     int64_t grace_s;       /* grace period of the stop */
     char *sandbox_id;
     char *sandbox_ip;
+    char *old_sandbox_id; /* the sandbox before (its holder ended): its containers' records */
     bool volumes_ready;    /* every volume set up */
     bool volumes_polled;   /* an object of its volumes was read by GET, not watched: resync it */
     int64_t token_refresh_at; /* wall: a projected token of its volumes is due for a refresh (0: none) */

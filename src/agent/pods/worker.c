@@ -542,6 +542,33 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     return true;
 }
 
+/* The sandbox's holder has ended under a pod that runs (the kubelet's PodSandboxChanged): its
+ * containers are stopped and the sandbox stopped, kept for their records until the pod goes;
+ * PodReadyToStartContainers turns False, and the next sync makes a new sandbox whose containers
+ * start again (under restartPolicy Never with a container started, the pod fails instead, as the
+ * kubelet creates no new sandbox then). False when it was gone. */
+static bool ctr_running(struct pod_ctr *c);
+static bool sandbox_alive(struct kite_pods *p, struct pod *pod, int64_t now) {
+    struct kite_sandbox_status s = {0};
+    int r = p->rt->ops->sandbox_status(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS, &s);
+    bool ready = r == 0 ? s.state == KITE_SANDBOX_READY : r != -ENOENT;
+    if (r == 0) kite_sandbox_status_release(&s);
+    if (ready) return true;
+    log_info(PODS_LOG, "pod %s/%s: sandbox %s is gone", pod->ns, pod->name, pod->sandbox_id);
+    ev(p, pod, NULL, "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.");
+    for (size_t i = 0; i < pod->nc; i++)
+        if (ctr_running(&pod->c[i]))
+            rt_result(p, pod, "stop_container", p->rt->ops->stop_container(p->rt, pod->c[i].id, 0, KITE_PODS_RT_TIMEOUT_NS));
+    rt_result(p, pod, "stop_sandbox", p->rt->ops->stop_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS));
+    if (pod->old_sandbox_id) p->rt->ops->remove_sandbox(p->rt, pod->old_sandbox_id, KITE_PODS_RT_TIMEOUT_NS);
+    free(pod->old_sandbox_id);
+    pod->old_sandbox_id = pod->sandbox_id;
+    pod->sandbox_id = NULL;
+    pods_refresh(p, pod);
+    pod->next_sync = now + 1;
+    return false;
+}
+
 /* Volumes before any container, as the kubelet's WaitForAttachAndMount: a failure leaves the
  * containers in ContainerCreating with a FailedMount event, and is tried again later. Every
  * sync sets them up again, which rewrites the files of a configMap, secret, downwardAPI or
@@ -779,6 +806,10 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         struct kite_sandbox_status sb = {0};
         bool have_sb = pod->sandbox_id &&
                        p->rt->ops->sandbox_status(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS, &sb) == 0;
+        if (pod->old_sandbox_id && p->rt->ops->remove_sandbox(p->rt, pod->old_sandbox_id, KITE_PODS_RT_TIMEOUT_NS) == 0) {
+            free(pod->old_sandbox_id);
+            pod->old_sandbox_id = NULL;
+        }
         if (pod->sandbox_id &&
             p->rt->ops->remove_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS) < 0) {
             if (have_sb) kite_sandbox_status_release(&sb);
@@ -836,6 +867,8 @@ static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
         terminate(p, pod, now);
         return;
     }
+    if (pod->sandbox_id && !sandbox_alive(p, pod, now)) return;
+    if (!pod->sandbox_id && pod->old_sandbox_id && strcmp(pods_restart_policy(pod), "Never") == 0) return;
     if (!ensure_sandbox(p, pod, now)) return;
     if (!ensure_volumes(p, pod, now)) return;
     const char *policy = pods_restart_policy(pod);
@@ -1095,6 +1128,7 @@ void pod_free(struct pod *pod) {
     json_object_put(pod->obj);
     free(pod->sandbox_id);
     free(pod->sandbox_ip);
+    free(pod->old_sandbox_id);
     free(pod->host_ip);
     free(pod->reject_reason);
     free(pod->reject_message);

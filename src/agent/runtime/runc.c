@@ -1168,6 +1168,10 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
     if (r == 0) {
         json_object_object_add(meta, "started", json_object_new_int64(now_wall(c)));
         write_meta(c, id, meta);
+        /* its end is an event too (the sandbox is gone) */
+        pthread_mutex_lock(&c->mu);
+        watch_container(c, id);
+        pthread_mutex_unlock(&c->mu);
     }
     /* plugged in before run_sandbox returns: the pod's containers start with their address */
     if (r == 0 && host_if) {
