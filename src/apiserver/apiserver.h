@@ -41,6 +41,7 @@ struct kite_apiserver_options {
     int64_t metric_resolution_ns; /* --metric-resolution: how often metrics.k8s.io scrapes the agents; 0 = 15 s */
     const char *service_account_issuer; /* --service-account-issuer; NULL = https://kubernetes.default.svc.cluster.local */
     const char *api_audiences;  /* --api-audiences, comma-separated; NULL = the issuer */
+    int64_t service_account_max_token_expiration_s; /* a TokenRequest asking longer gets this; 0 = none */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */
