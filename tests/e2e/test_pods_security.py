@@ -29,6 +29,11 @@ def run(c, name, script, ctr_sc=None, pod_sc=None, wait_done=True, image="busybo
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}))
     if not wait_done:
         return None
+    return done(c, name)
+
+
+def done(c, name):
+    """The logs of pod name (created by run) once it has ended."""
     wait(lambda: status_of(c, name).get("phase") in ("Succeeded", "Failed") or
          (status_of(c, name).get("containerStatuses") or [{}])[0].get("state", {}).get("waiting", {}).get("message"),
          30, f"{name} done")
@@ -98,25 +103,28 @@ def test_run_as_non_root(cluster):
     assert out.strip() == "1001"
 
 
-def image_with_user(c, tmp_path, tag, user):
-    """busybox:<tag>, the busybox image whose config says User: user, imported into the node."""
-    d = tmp_path / f"img-{tag}"
+def images_with_users(c, tmp_path, users):
+    """busybox:<tag> for each tag: user of users, the busybox image whose config says User: user,
+    imported into the node in one tarball."""
+    d = tmp_path / "img-users"
     d.mkdir()
     subprocess.run(["tar", "-C", str(d), "-xf", busybox_tar(tmp_path)], check=True)
-    subprocess.run(["umoci", "config", "--image", f"{d}:latest", "--tag", tag, "--config.user", user],
-                   check=True, capture_output=True)
+    for tag, user in users.items():
+        subprocess.run(["umoci", "config", "--image", f"{d}:latest", "--tag", tag, "--config.user", user],
+                       check=True, capture_output=True)
     idx = json.load(open(d / "index.json"))
     idx["manifests"] = [m for m in idx["manifests"]
-                        if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag]
+                        if m.get("annotations", {}).get("org.opencontainers.image.ref.name") in users]
     for m in idx["manifests"]:
-        m["annotations"]["io.containerd.image.name"] = f"docker.io/library/busybox:{tag}"
+        m["annotations"]["io.containerd.image.name"] = "docker.io/library/busybox:" + \
+            m["annotations"]["org.opencontainers.image.ref.name"]
     json.dump(idx, open(d / "index.json", "w"))
-    tar = str(tmp_path / f"busybox-{tag}.tar")
+    tar = str(tmp_path / "busybox-users.tar")
     subprocess.run(["tar", "-C", str(d), "-cf", tar, "."], check=True)
     r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    return f"busybox:{tag}"
+    return {tag: f"busybox:{tag}" for tag in users}
 
 
 def refused(c, name):
@@ -126,37 +134,42 @@ def refused(c, name):
     return uid, w
 
 
+@pytest.mark.slow  # five image variants imported, eight pods: over 10 s under ASan
 def test_image_user(cluster, tmp_path):
     """The image's User runs the container when the securityContext names none (resolved in the
     image's /etc/passwd), and runAsNonRoot is checked against it as the kubelet does."""
     c = cluster
-    named = image_with_user(c, tmp_path, "nobody", "nobody")
-    numeric = image_with_user(c, tmp_path, "uid1234", "1234")
-    pair = image_with_user(c, tmp_path, "pair", "1234:nogroup")
-    out = run(c, "imguser", "id -u; id -g; id -G", image=named)
-    assert out.split() == ["65534", "65534", "65534"], out
-    out = run(c, "imguid", "id -u; id -g", image=numeric)
-    assert out.split() == ["1234", "0"], out  # not in /etc/passwd: group 0
-    out = run(c, "imgpair", "id -u; id -g", image=pair)
-    assert out.split() == ["1234", "65534"], out
+    img = images_with_users(c, tmp_path, {"nobody": "nobody", "uid1234": "1234", "pair": "1234:nogroup",
+                                          "root0": "0:0", "ghost": "ghost"})
+    named, numeric, pair, root, ghost = (img[t] for t in ("nobody", "uid1234", "pair", "root0", "ghost"))
+    # every pod at once, then their answers
+    run(c, "imguser", "id -u; id -g; id -G", image=named, wait_done=False)
+    run(c, "imguid", "id -u; id -g", image=numeric, wait_done=False)
+    run(c, "imgpair", "id -u; id -g", image=pair, wait_done=False)
     # runAsUser wins over the image's user; its group is the one /etc/passwd gives the uid
-    out = run(c, "imgoverride", "id -u; id -g", image=named, ctr_sc={"runAsUser": 0})
-    assert out.split() == ["0", "0"], out
+    run(c, "imgoverride", "id -u; id -g", image=named, ctr_sc={"runAsUser": 0}, wait_done=False)
     # runAsNonRoot: a numeric non-root image user passes, a name cannot be verified
-    out = run(c, "imgnonroot", "id -u", image=numeric, pod_sc={"runAsNonRoot": True})
-    assert out.strip() == "1234", out
+    run(c, "imgnonroot", "id -u", image=numeric, pod_sc={"runAsNonRoot": True}, wait_done=False)
     run(c, "imgnamed", "id -u", image=named, pod_sc={"runAsNonRoot": True}, wait_done=False)
+    run(c, "imgroot", "id -u", image=root, ctr_sc={"runAsNonRoot": True}, wait_done=False)
+    # a user the image's /etc/passwd does not list: the runtime cannot create the container
+    run(c, "imgghost", "id -u", image=ghost, wait_done=False)
+    out = done(c, "imguser")
+    assert out.split() == ["65534", "65534", "65534"], out
+    out = done(c, "imguid")
+    assert out.split() == ["1234", "0"], out  # not in /etc/passwd: group 0
+    out = done(c, "imgpair")
+    assert out.split() == ["1234", "65534"], out
+    out = done(c, "imgoverride")
+    assert out.split() == ["0", "0"], out
+    out = done(c, "imgnonroot")
+    assert out.strip() == "1234", out
     uid, w = refused(c, "imgnamed")
     assert w["reason"] == "CreateContainerConfigError"
     assert w["message"] == ("container has runAsNonRoot and image has non-numeric user (nobody), cannot verify "
                             f"user is non-root (pod: \"imgnamed_{NS}({uid})\", container: c)")
-    root = image_with_user(c, tmp_path, "root0", "0:0")
-    run(c, "imgroot", "id -u", image=root, ctr_sc={"runAsNonRoot": True}, wait_done=False)
     uid, w = refused(c, "imgroot")
     assert w["message"] == f"container has runAsNonRoot and image will run as root (pod: \"imgroot_{NS}({uid})\", container: c)"
-    # a user the image's /etc/passwd does not list: the runtime cannot create the container
-    ghost = image_with_user(c, tmp_path, "ghost", "ghost")
-    run(c, "imgghost", "id -u", image=ghost, wait_done=False)
     _, w = refused(c, "imgghost")
     assert w["reason"] == "CreateContainerError" and "no users found" in w["message"], w
 
@@ -173,32 +186,33 @@ def test_seccomp(cluster):
     needs no capability, fails); Localhost loads <agent root>/seccomp/<localhostProfile>."""
     c = cluster
     probe = "grep ^Seccomp: /proc/self/status; unshare -U true 2>/dev/null && echo unshared || echo refused"
-    out = run(c, "sc-none", probe)
-    assert out.split() == ["Seccomp:", "0", "unshared"], out
-    out = run(c, "sc-unconf", probe, ctr_sc={"seccompProfile": {"type": "Unconfined"}})
-    assert out.split() == ["Seccomp:", "0", "unshared"], out
-    out = run(c, "sc-default", probe + "; mkdir /tmp/d && echo made", ctr_sc={"seccompProfile": {"type": "RuntimeDefault"}})
-    assert out.split() == ["Seccomp:", "2", "refused", "made"], out
-    # the pod's profile for every container; the container's wins
-    out = run(c, "sc-pod", probe, pod_sc={"seccompProfile": {"type": "RuntimeDefault"}})
-    assert out.split() == ["Seccomp:", "2", "refused"], out
-    out = run(c, "sc-podctr", probe, pod_sc={"seccompProfile": {"type": "RuntimeDefault"}},
-              ctr_sc={"seccompProfile": {"type": "Unconfined"}})
-    assert out.split() == ["Seccomp:", "0", "unshared"], out
-    # a privileged container runs unconfined, as containerd runs it
-    out = run(c, "sc-priv", probe, ctr_sc={"privileged": True, "seccompProfile": {"type": "RuntimeDefault"}})
-    assert out.split() == ["Seccomp:", "0", "unshared"], out
-    # Localhost: a profile that allows all but mkdir (EACCES)
     d = c.data_dir / "agent" / "seccomp" / "profiles"
     d.mkdir(parents=True, exist_ok=True)
+    # Localhost: a profile that allows all but mkdir (EACCES)
     (d / "no-mkdir.json").write_text(json.dumps({
         "defaultAction": "SCMP_ACT_ALLOW",
         "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]}))
-    out = run(c, "sc-local", "mkdir /tmp/d 2>&1 || echo refused; unshare -U true && echo unshared",
-              ctr_sc={"seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/no-mkdir.json"}})
-    assert "Permission denied" in out and "refused" in out and "unshared" in out, out
+    rd, unconf = {"seccompProfile": {"type": "RuntimeDefault"}}, {"seccompProfile": {"type": "Unconfined"}}
+    cases = {  # name: (script, container's securityContext, pod's, expected words)
+        "sc-none": (probe, None, None, ["Seccomp:", "0", "unshared"]),
+        "sc-unconf": (probe, unconf, None, ["Seccomp:", "0", "unshared"]),
+        "sc-default": (probe + "; mkdir /tmp/d && echo made", rd, None, ["Seccomp:", "2", "refused", "made"]),
+        # the pod's profile for every container; the container's wins
+        "sc-pod": (probe, None, rd, ["Seccomp:", "2", "refused"]),
+        "sc-podctr": (probe, unconf, rd, ["Seccomp:", "0", "unshared"]),
+        # a privileged container runs unconfined, as containerd runs it
+        "sc-priv": (probe, {"privileged": True, **rd}, None, ["Seccomp:", "0", "unshared"]),
+        "sc-local": ("mkdir /tmp/d 2>/dev/null || echo refused; unshare -U true && echo unshared",
+                     {"seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/no-mkdir.json"}}, None,
+                     ["refused", "unshared"]),
+    }
+    for name, (script, csc, psc, _) in cases.items():
+        run(c, name, script, ctr_sc=csc, pod_sc=psc, wait_done=False)
     run(c, "sc-missing", "true", wait_done=False,
         ctr_sc={"seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/absent.json"}})
+    for name, (_, _, _, want) in cases.items():
+        out = done(c, name)
+        assert out.split() == want, (name, out)
     w = waiting(c, "sc-missing")
     assert w["reason"] == "CreateContainerError", w
     assert "cannot load seccomp profile" in w["message"] and "profiles/absent.json" in w["message"], w
