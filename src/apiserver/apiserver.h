@@ -42,6 +42,7 @@ struct kite_apiserver_options {
     const char *service_account_issuer; /* --service-account-issuer; NULL = https://kubernetes.default.svc.cluster.local */
     const char *api_audiences;  /* --api-audiences, comma-separated; NULL = the issuer */
     bool kube_dns_service;      /* create kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address (kite up) */
+    int64_t service_account_max_token_expiration_s; /* a TokenRequest asking longer gets this; 0 = none */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */

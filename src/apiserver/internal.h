@@ -409,7 +409,7 @@ int kite_satoken_check_claims(json_object *c, const char *issuer, const char *co
                               int64_t now_s, struct kite_satoken_subject *ret);
 /* Loads (or makes) PKI_DIR/sa.key; issuer and audiences (comma-separated) NULL for the defaults. */
 int apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const char *issuer, const char *audiences,
-                            char **ret_error);
+                            int64_t max_expiration_s, char **ret_error);
 void apiserver_satoken_free(struct kite_satoken *t); /* NULL is a no-op */
 /* A bearer JWT this server issued that still holds: sets rq->user (owned by rq->authn_mem) and
  * returns true; false otherwise. */

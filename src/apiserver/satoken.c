@@ -35,6 +35,7 @@ struct kite_satoken {
     char *issuer;
     char **audiences;
     size_t n_audiences;
+    int64_t max_expiration_s; /* --service-account-max-token-expiration; 0 = none */
 };
 
 /* ---- JWS compact serialization ---------------------------------------------------------- */
@@ -199,7 +200,7 @@ int kite_satoken_check_claims(json_object *c, const char *issuer, const char *co
 /* ---- the signer ------------------------------------------------------------------------------ */
 
 int apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const char *issuer, const char *audiences,
-                            char **ret_error) {
+                            int64_t max_expiration_s, char **ret_error) {
     _cleanup_free_ char *path = kite_asprintf("%s/sa.key", pki_dir), *pem = NULL;
     int r = kite_pki_sa_key_ensure(path, &pem);
     if (r < 0) {
@@ -216,6 +217,7 @@ int apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const
         return r;
     }
     t->issuer = kite_strdup(issuer && *issuer ? issuer : KITE_SATOKEN_ISSUER_DEFAULT);
+    t->max_expiration_s = max_expiration_s;
     /* --api-audiences defaults to the issuer, as kube-apiserver's */
     _cleanup_free_ char *list = kite_strdup(audiences && *audiences ? audiences : t->issuer);
     char *save = NULL;
@@ -413,6 +415,14 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         invalid(rq, rq->name, &causes);
         json_object_put(body);
         return;
+    }
+    if (t->max_expiration_s > 0 && exp > t->max_expiration_s) {
+        /* kube-apiserver's --service-account-max-token-expiration: the token is made shorter */
+        _cleanup_free_ char *w = kite_asprintf("requested expiration of %lld seconds shortened to %lld seconds",
+                                               (long long)exp, (long long)t->max_expiration_s);
+        reply_add_warning(rq, w);
+        exp = t->max_expiration_s;
+        kite_obj_set(spec, "expirationSeconds", json_object_new_int64(exp));
     }
     json_object *sa = must_get(rq, "serviceaccounts", rq->name), *pod = NULL, *secret = NULL, *node = NULL;
     if (!sa) goto out;

@@ -619,7 +619,8 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
 
     _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
-    if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences, ret_error)) < 0) return r;
+    if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences,
+                                     o->service_account_max_token_expiration_s, ret_error)) < 0) return r;
     struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt};
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);

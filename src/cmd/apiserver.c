@@ -45,7 +45,12 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .pod_security_exempt_namespaces = a->psa_exempt_namespaces,
                                          .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes,
                                          .service_account_issuer = a->sa_issuer,
-                                         .api_audiences = a->api_audiences};
+                                         .api_audiences = a->api_audiences,
+                                         .service_account_max_token_expiration_s = a->sa_max_exp_ns / KITE_NS_PER_SEC};
+    if (a->sa_max_exp_ns / KITE_NS_PER_SEC > (INT64_C(1) << 32)) {
+        fprintf(stderr, "kite: --service-account-max-token-expiration: must be between 1 hour and 2^32 seconds\n");
+        return 2;
+    }
     o->controller_roles = controller_roles(&o->n_controller_roles);
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {

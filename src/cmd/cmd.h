@@ -125,6 +125,7 @@ struct apiserver_args {
     const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode, *service_cidr;
     const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
     const char *sa_issuer, *api_audiences;
+    int64_t sa_max_exp_ns; /* 0 = none */
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -182,7 +183,9 @@ struct apiserver_args {
     FLAG_STR("service-account-issuer", "URL", "the iss claim of the ServiceAccount tokens it issues, and the one it " \
              "accepts", "https://kubernetes.default.svc.cluster.local", &(a)->sa_issuer),                          \
     FLAG_STR("api-audiences", "AUD,...", "audiences a ServiceAccount token must name one of to authenticate, and " \
-             "the default of a TokenRequest", NULL, &(a)->api_audiences, .def_note = "the issuer")
+             "the default of a TokenRequest", NULL, &(a)->api_audiences, .def_note = "the issuer"),                    \
+    FLAG_DURATION("service-account-max-token-expiration", "a TokenRequest asking longer gets a token of this "      \
+                  "lifetime (at most 2^32s)", NULL, 3600 * KITE_NS_PER_SEC, &(a)->sa_max_exp_ns, .def_note = "none")
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
 int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 

@@ -3,9 +3,11 @@ missing executable (StartError, exit 128: Failed under restartPolicy Never, RunC
 then CrashLoopBackOff otherwise), lastState of the attempt that just exited, preStop hooks with
 the pod's grace period (together, off the pod workers), a slow exec probe holding no other pod's
 readiness, sidecar containers (order, restarts, READY 2/2, a Job-style pod completing, reverse
-stop), activeDeadlineSeconds, termination messages (file and FallbackToLogsOnError) and the
+stop), activeDeadlineSeconds, termination messages (file and FallbackToLogsOnError, 4 KiB each
+and 12 KiB a pod), a sandbox that dies under its pod (PodReadyToStartContainers) and the
 image pull error in ImagePullBackOff. Needs root, runc, conmon and umoci (the fixture skips)."""
 import json
+import subprocess
 import time
 
 import pytest
@@ -318,8 +320,60 @@ def test_termination_message_from_file_and_fallback_to_logs(cluster):
     assert term["custom"]["message"] == "custom" and term["custom"]["exitCode"] == 3
     assert term["logs"]["message"] == "first\nit broke\n", term["logs"]
     assert "message" not in term["logsok"], term["logsok"]
-    assert len(term["big"]["message"]) == 4096 and term["big"]["message"].endswith("xEND"), len(term["big"]["message"])
+    # the file's last 4,096 bytes, of which the pod's 12 KiB shared by its 5 containers keeps
+    # the first 2,457, as the kubelet's status manager
+    assert term["big"]["message"] == "x" * (12288 // 5), len(term["big"]["message"])
     delete_now(c, "tmsg")
+
+
+def test_termination_message_of_one_container_keeps_4096_bytes(cluster):
+    c = cluster
+    apply(c, "tmsg1", {"restartPolicy": "Never", "containers": [
+        sh("big", "head -c 5000 /dev/zero | tr '\\0' x > /dev/termination-log; echo -n END >> /dev/termination-log")]})
+    st = phase_is(c, "tmsg1", "Succeeded", 30)
+    msg = cstatus(st, "big")["state"]["terminated"]["message"]
+    assert len(msg) == 4096 and msg.endswith("xEND"), len(msg)
+    delete_now(c, "tmsg1")
+
+
+def sandbox_of(c, st, ctr):
+    """The runc id of the sandbox (pause holder) of the container ctr of pod status st."""
+    cid = cstatus(st, ctr)["containerID"].split("://", 1)[1]
+    meta = json.load(open(c.data_dir / "agent" / "containers" / cid / "meta.json"))
+    return meta["sandbox_id"]
+
+
+def cond_of(st, t):
+    return next((x for x in st.get("conditions", []) if x["type"] == t), {})
+
+
+def test_sandbox_gone_recreated_or_pod_failed(cluster):
+    """The sandbox's holder killed under a running pod: PodReadyToStartContainers turns False
+    (SandboxChanged), the containers are killed; under restartPolicy Always a new sandbox runs
+    them again, under Never the pod fails."""
+    c = cluster
+    loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
+    apply(c, "sbgone", {"terminationGracePeriodSeconds": 1, "containers": [sh("c", loop)]})
+    apply(c, "sbnever", {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [sh("c", loop)]})
+    st = phase_is(c, "sbgone", "Running", 30)
+    st2 = phase_is(c, "sbnever", "Running", 30)
+    assert cond_of(st, "PodReadyToStartContainers")["status"] == "True"
+    before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+    root = str(c.data_dir / "agent" / "runc")
+    for sb in (sandbox_of(c, st, "c"), sandbox_of(c, st2, "c")):
+        subprocess.run(["runc", "--root", root, "kill", sb, "KILL"], check=True)
+    st2 = phase_is(c, "sbnever", "Failed", 30)
+    assert cond_of(st2, "PodReadyToStartContainers")["status"] == "False", st2["conditions"]
+    assert cstatus(st2, "c")["state"]["terminated"]["exitCode"] == 137, cstatus(st2, "c")
+    st = wait(lambda: (lambda s: cstatus(s, "c").get("restartCount") == 1 and cstatus(s, "c")["state"].get("running")
+                       and s)(kget(c, "sbgone")), 40, "sbgone running again")
+    ready = cond_of(st, "PodReadyToStartContainers")
+    assert ready["status"] == "True" and ready["lastTransitionTime"] >= before, ready  # it was False meanwhile
+    assert cstatus(st, "c")["lastState"]["terminated"]["exitCode"] == 137, cstatus(st, "c")
+    assert st["podIP"], st
+    assert any(e["reason"] == "SandboxChanged" for e in events(c, "sbgone"))
+    assert any(e["reason"] == "SandboxChanged" for e in events(c, "sbnever"))
+    delete_now(c, "sbgone", "sbnever")
 
 
 def test_image_pull_backoff_message_carries_the_error(cluster):

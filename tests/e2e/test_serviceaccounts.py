@@ -25,7 +25,8 @@ def cluster(tmp_path_factory):
     work = _workdir(tmp_path_factory, "satoken")
     tokens = work / "tokens.csv"
     tokens.write_text(f'{NODE_TOKEN},system:node:{NODE},4001,"system:nodes"\n')
-    c = Cluster("up", work, extra_args=["--no-agent", "--token-auth-file", str(tokens)]).start()
+    c = Cluster("up", work, extra_args=["--no-agent", "--token-auth-file", str(tokens),
+                                       "--service-account-max-token-expiration", "2h"]).start()
     c.kubectl("create", "namespace", NS)
     wait(lambda: get(c, "serviceaccount", "default", NS), 20, "the default ServiceAccount")
     # NS's default ServiceAccount may read everything: a token of it that is refused is refused by authentication
@@ -154,6 +155,25 @@ def test_create_token_claims(cluster):
             'may not specify a duration less than 10 minutes') in p.stderr
     p = c.kubectl("create", "token", "nosuch", "-n", NS, check=False)
     assert p.returncode != 0 and 'serviceaccounts "nosuch" not found' in p.stderr
+
+
+def test_token_expiration_capped_by_max_token_expiration(cluster):
+    """--service-account-max-token-expiration 2h: a longer TokenRequest gets a 2 h token, with
+    kube-apiserver's warning; the limit of 2^32 s still refuses."""
+    c = cluster
+    p = c.kubectl("create", "token", "default", "-n", NS, "--duration", "48h")
+    _, cl = claims(p.stdout.strip())
+    assert cl["exp"] - cl["iat"] == 7200, cl
+    assert "requested expiration of 172800 seconds shortened to 7200 seconds" in p.stderr, p.stderr
+    api = c.api()
+    r = api.post(f"/api/v1/namespaces/{NS}/serviceaccounts/default/token", token_request(exp=10800))
+    assert r.status == 201, r
+    assert r.json()["spec"]["expirationSeconds"] == 7200
+    assert "shortened to 7200 seconds" in r.headers.get("warning", ""), r.headers
+    r = api.post(f"/api/v1/namespaces/{NS}/serviceaccounts/default/token", token_request(exp=1 << 33))
+    assert r.status == 422, r
+    _, cl = claims(create_token(c, "default", "--duration", "90m"))
+    assert cl["exp"] - cl["iat"] == 5400
 
 
 def test_token_authenticates_and_rbac_applies(cluster):

@@ -19,6 +19,7 @@ struct kite_image_info {
     char **env, **entrypoint, **cmd;
     size_t n_env, n_entrypoint, n_cmd;
     char *working_dir; /* NULL when the image sets none */
+    char *user;        /* the config's User ("1000", "app", "1000:50"); NULL when it sets none */
 };
 void kite_image_info_release(struct kite_image_info *info);
 

@@ -33,6 +33,7 @@ void kite_image_info_release(struct kite_image_info *info) {
     kite_strv_free(info->entrypoint, info->n_entrypoint);
     kite_strv_free(info->cmd, info->n_cmd);
     free(info->working_dir);
+    free(info->user);
     *info = (struct kite_image_info){0};
 }
 
@@ -601,6 +602,8 @@ int kite_image_store_get(const char *dir, const char *name, struct kite_image_in
         if (json_object_object_get_ex(config, "Cmd", &v)) ret->cmd = strv_from(v, &ret->n_cmd);
         const char *wd = jstr(config, "WorkingDir");
         if (wd && *wd) ret->working_dir = kite_strdup(wd);
+        const char *user = jstr(config, "User");
+        if (user && *user) ret->user = kite_strdup(user);
     }
     json_object_put(c);
     struct stat st;

@@ -81,6 +81,7 @@ struct pod {
     int64_t grace_s;       /* grace period of the stop */
     char *sandbox_id;
     char *sandbox_ip;
+    char *old_sandbox_id; /* the sandbox before (its holder ended): its containers' records */
     bool volumes_ready;    /* every volume set up */
     bool volumes_polled;   /* an object of its volumes was read by GET, not watched: resync it */
     int64_t token_refresh_at; /* wall: a projected token of its volumes is due for a refresh (0: none) */
@@ -366,6 +367,8 @@ void pods_hooks_wait(struct kite_pods *p);
 void pods_hooks_release(struct kite_pods *p);
 /* The container's termination message (terminationMessagePath's file, or its log's tail under
  * FallbackToLogsOnError) once its attempt s exited; a new string or NULL. */
+/* A sysctl name with '.' separators (the kubelet's NormalizeName); a new string. */
+char *pods_sysctl_normalize(const char *name);
 char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
                                const struct kite_container_status *s);
 /* worker.c */

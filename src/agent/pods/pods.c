@@ -406,6 +406,8 @@ static struct pod *pod_of_container(struct kite_pods *p, const char *id) {
     for (size_t i = 0; id && i < p->n_pods; i++)
         for (size_t j = 0; !p->pods[i]->busy && j < p->pods[i]->nc; j++)
             if (kite_streq(p->pods[i]->c[j].id, id)) return p->pods[i];
+    for (size_t i = 0; id && i < p->n_pods; i++) /* its sandbox's holder */
+        if (!p->pods[i]->busy && kite_streq(p->pods[i]->sandbox_id, id)) return p->pods[i];
     return NULL;
 }
 

@@ -29,6 +29,7 @@
 #define KITE_PODS_WORKERS 4                                   /* pods synced at once (worker threads) */
 #define KITE_PODS_HOOK_MIN_GRACE_S 2      /* SIGTERM to SIGKILL after a preStop hook at least (the kubelet's) */
 #define KITE_PODS_TERM_MSG_MAX 4096       /* bytes of terminationMessagePath kept (its end) */
+#define KITE_PODS_TERM_MSG_POD_MAX 12288  /* ...and of all a pod's, shared evenly (each message's start) */
 #define KITE_PODS_TERM_LOG_LINES 80       /* FallbackToLogsOnError: the log's last lines... */
 #define KITE_PODS_TERM_LOG_BYTES 2048     /* ...and of them the last bytes */
 #define KITE_PODS_THREAD_STACK (512 * 1024) /* stack of a hook or probe thread */

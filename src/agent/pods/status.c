@@ -104,12 +104,20 @@ static void add_time(json_object *o, const char *k, int64_t wall) {
     add_str(o, k, ts);
 }
 
-static json_object *terminated_of(struct kite_pods *p, const struct kite_container_status *s) {
+/* A terminated state; its message cut to max bytes (its start, not splitting a UTF-8
+ * character), as the kubelet's status manager shares KITE_PODS_TERM_MSG_POD_MAX among a pod's
+ * containers. */
+static json_object *terminated_of(struct kite_pods *p, const struct kite_container_status *s, size_t max) {
     json_object *t = json_object_new_object();
     json_object_object_add(t, "exitCode", json_object_new_int(s->exit_code));
     if (s->signal) json_object_object_add(t, "signal", json_object_new_int(s->signal));
     add_str(t, "reason", s->oom_killed ? "OOMKilled" : s->reason ? s->reason : s->exit_code == 0 ? "Completed" : "Error");
-    if (s->message && *s->message) add_str(t, "message", s->message);
+    size_t len = s->message ? strlen(s->message) : 0;
+    if (len > max) {
+        len = max;
+        while (len > 0 && ((unsigned char)s->message[len] & 0xC0) == 0x80) len--;
+    }
+    if (len) json_object_object_add(t, "message", json_object_new_string_len(s->message, (int)len));
     if (s->started_ns) add_time(t, "startedAt", s->started_ns);
     if (s->finished_ns) add_time(t, "finishedAt", s->finished_ns);
     _cleanup_free_ char *cid = kite_asprintf("%s%s", p->rt_prefix, s->id);
@@ -121,6 +129,7 @@ static json_object *terminated_of(struct kite_pods *p, const struct kite_contain
 
 static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, bool inits_done) {
     json_object *s = json_object_new_object(), *state = json_object_new_object();
+    size_t msg_max = KITE_PODS_TERM_MSG_POD_MAX / (pod->nc ? pod->nc : 1);
     add_str(s, "name", c->name);
     add_str(s, "image", pjs(c->spec, "image"));
     add_str(s, "imageID", c->have_st && c->st.image_id ? c->st.image_id : "");
@@ -140,7 +149,7 @@ static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_
         json_object_object_add(state, "running", r);
     } else if (c->have_st && c->st.state == KITE_CONTAINER_EXITED) {
         json_object_put(state);
-        state = terminated_of(p, &c->st);
+        state = terminated_of(p, &c->st, msg_max);
     } else {
         json_object *w = json_object_new_object();
         add_str(w, "reason", c->init || !inits_done ? "PodInitializing" : "ContainerCreating");
@@ -151,13 +160,12 @@ static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_
      * the last state; otherwise the one before the current */
     bool exited = c->have_st && c->st.state == KITE_CONTAINER_EXITED;
     if (c->wait_reason && exited)
-        json_object_object_add(s, "lastState", terminated_of(p, &c->st));
+        json_object_object_add(s, "lastState", terminated_of(p, &c->st, msg_max));
     else
-        json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last) : json_object_new_object());
+        json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last, msg_max) : json_object_new_object());
     json_object_object_add(s, "ready", json_object_new_boolean(pods_ctr_ready(c)));
     json_object_object_add(s, "restartCount", json_object_new_int((int32_t)c->restarts));
     json_object_object_add(s, "started", json_object_new_boolean(pods_ctr_started(c)));
-    (void)pod;
     return s;
 }
 

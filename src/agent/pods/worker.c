@@ -4,6 +4,8 @@
  * running and should run under the restart policy, with the kubelet's back-offs. A deleted
  * pod is stopped without waiting: preStop hook, SIGTERM, and SIGKILL by a later sync once the
  * grace period is over. */
+#include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -114,13 +116,14 @@ static int64_t limit_milli(json_object *ctr, const char *name) {
 
 /* The image: present in the store, or "pulled" (there is no registry yet: an image not in the
  * store is a failed pull), with the kubelet's image back-off. */
-static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
+static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now, char **ret_user) {
     const char *image = pjs(c->spec, "image");
     const char *policy = pjs(c->spec, "imagePullPolicy");
     struct kite_image img = {0};
     int r = image ? p->rt->ops->image_status(p->rt, image, &img) : -EINVAL;
     rt_result(p, pod, "image_status", r);
     if (r == 0) {
+        *ret_user = TAKE_PTR(img.user);
         kite_image_release(&img);
         c->img_delay = 0;
         if (!c->pulled_event) {
@@ -172,9 +175,29 @@ static json_object *sc(struct pod *pod, struct pod_ctr *c, const char *field) {
     return v ? v : pj(pod->obj, pp);
 }
 
-/* The container's securityContext over the pod's, as the kubelet resolves it; the image's user
- * is taken as root. NULL, or the CreateContainerConfigError message. */
-static char *security_of(struct pod *pod, struct pod_ctr *c, struct kite_security_config *sec, uint32_t *groups) {
+/* The image's user as the CRI's ImageStatus gives it: *uid for a numeric one ("1000",
+ * "1000:50"), else false with the name in *name; none is root. */
+static bool image_uid(const char *user, int64_t *uid, const char **name) {
+    *uid = 0;
+    *name = NULL;
+    if (!user || !*user) return true;
+    size_t n = strcspn(user, ":");
+    char *end = NULL;
+    errno = 0;
+    long long v = n && isdigit((unsigned char)user[0]) ? strtoll(user, &end, 10) : -1;
+    if (v < 0 || errno || end != user + n) {
+        *name = user;
+        return false;
+    }
+    *uid = v;
+    return true;
+}
+
+/* The container's securityContext over the pod's, as the kubelet resolves it, runAsNonRoot
+ * checked against runAsUser or else the image's user (image_user: its config's User, NULL =
+ * root), as the kubelet's verifyRunAsNonRoot. NULL, or the CreateContainerConfigError message. */
+static char *security_of(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, const char *image_user,
+                         struct kite_security_config *sec, uint32_t *groups, char **localhost) {
     json_object *v;
     if ((v = sc(pod, c, "runAsUser"))) sec->has_uid = true, sec->uid = (uint32_t)json_object_get_int64(v);
     if ((v = sc(pod, c, "runAsGroup"))) sec->has_gid = true, sec->gid = (uint32_t)json_object_get_int64(v);
@@ -192,13 +215,35 @@ static char *security_of(struct pod *pod, struct pod_ctr *c, struct kite_securit
     sec->no_new_privs = v && !json_object_get_boolean(v);
     sec->cap_add = strv_of(pj(c->spec, "securityContext.capabilities.add"), &sec->n_cap_add);
     sec->cap_drop = strv_of(pj(c->spec, "securityContext.capabilities.drop"), &sec->n_cap_drop);
+    sec->proc_unmasked = kite_streq(pjs(c->spec, "securityContext.procMount"), "Unmasked");
+    /* seccompProfile: Unconfined when none is set (the kubelet without --seccomp-default) */
+    json_object *sp = sc(pod, c, "seccompProfile");
+    const char *st = pjs(sp, "type");
+    if (kite_streq(st, "RuntimeDefault")) sec->seccomp = KITE_SECCOMP_RUNTIME_DEFAULT;
+    else if (kite_streq(st, "Localhost")) {
+        const char *lp = pjs(sp, "localhostProfile");
+        if (!lp || !*lp || lp[0] == '/' || strstr(lp, ".."))
+            return kite_asprintf("invalid localhostProfile \"%s\": a path relative to the seccomp profile root without \"..\"",
+                                 lp ? lp : "");
+        if (!p->root_dir) return kite_strdup("no seccomp profile root on this node (the agent runs without a root dir)");
+        sec->seccomp = KITE_SECCOMP_LOCALHOST;
+        *localhost = kite_asprintf("%s/seccomp/%s", p->root_dir, lp);
+        sec->seccomp_localhost = *localhost;
+    }
     if (json_object_get_boolean(sc(pod, c, "runAsNonRoot"))) {
         if (sec->has_uid && sec->uid == 0)
             return kite_asprintf("container's runAsUser breaks non-root policy (pod: \"%s_%s(%s)\", container: %s)",
                                  pod->name, pod->ns, pod->uid, c->name);
-        if (!sec->has_uid)
+        int64_t iuid;
+        const char *iname;
+        bool numeric = image_uid(image_user, &iuid, &iname);
+        if (!sec->has_uid && numeric && iuid == 0)
             return kite_asprintf("container has runAsNonRoot and image will run as root (pod: \"%s_%s(%s)\", container: %s)",
                                  pod->name, pod->ns, pod->uid, c->name);
+        if (!sec->has_uid && !numeric)
+            return kite_asprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is "
+                                 "non-root (pod: \"%s_%s(%s)\", container: %s)",
+                                 iname, pod->name, pod->ns, pod->uid, c->name);
     }
     return NULL;
 }
@@ -297,7 +342,8 @@ char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_
 
 /* Creates and starts the container's next attempt. */
 static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now) {
-    if (!ensure_image(p, pod, c, now)) return false;
+    _cleanup_free_ char *image_user = NULL;
+    if (!ensure_image(p, pod, c, now, &image_user)) return false;
     struct pods_env penv = {0};
     char *env_err = NULL;
     _cleanup_free_ char *hostname = pod_hostname(pod);
@@ -330,12 +376,13 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     uint32_t groups[KITE_PODS_MAX_GROUPS];
     struct kite_security_config sec = {0};
     char *cerr = NULL;
+    _cleanup_free_ char *seccomp_file = NULL;
     if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
         pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
         term_msg_mount(p, pod, c, attempt, &mounts, &nmounts, &mount_paths, &merr) < 0)
         cerr = merr;
     else
-        cerr = security_of(pod, c, &sec, groups);
+        cerr = security_of(p, pod, c, image_user, &sec, groups, &seccomp_file);
     if (cerr) {
         kite_strv_free(cmd, ncmd);
         kite_strv_free(args, nargs);
@@ -460,12 +507,23 @@ static bool should_restart(const char *policy, int code) {
 static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (pod->sandbox_id) return true;
     json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    /* the pod's sysctls (admitted: the safe set) */
+    json_object *sv = pj(pod->obj, "spec.securityContext.sysctls");
+    size_t nsys = sv && json_object_is_type(sv, json_type_array) ? json_object_array_length(sv) : 0;
+    char **sys = kite_calloc(nsys + 1, sizeof(char *));
+    for (size_t i = 0; i < nsys; i++) {
+        json_object *x = json_object_array_get_idx(sv, i);
+        _cleanup_free_ char *n = pods_sysctl_normalize(pjs(x, "name") ?: "");
+        sys[i] = kite_asprintf("%s=%s", n, pjs(x, "value") ?: "");
+    }
     struct kite_sandbox_config cfg = {.uid = pod->uid, .name = pod->name, .ns = pod->ns,
                                       .host_network = hn && json_object_get_boolean(hn),
-                                      .hostname = pjs(pod->obj, "spec.hostname")};
+                                      .hostname = pjs(pod->obj, "spec.hostname"),
+                                      .sysctls = (const char *const *)sys, .n_sysctls = nsys};
     char *id = NULL, *err = NULL;
     int r = rt_result(p, pod, "run_sandbox",
                       p->rt->ops->run_sandbox(p->rt, &cfg, KITE_PODS_RT_TIMEOUT_NS, &id, &err));
+    kite_strv_free(sys, nsys);
     if (r < 0) {
         _cleanup_free_ char *m = kite_asprintf("Failed to create pod sandbox: %s", err ? err : strerror(-r));
         ev(p, pod, NULL, "Warning", "FailedCreatePodSandBox", m);
@@ -482,6 +540,33 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     }
     kite_sandbox_status_release(&s);
     return true;
+}
+
+/* The sandbox's holder has ended under a pod that runs (the kubelet's PodSandboxChanged): its
+ * containers are stopped and the sandbox stopped, kept for their records until the pod goes;
+ * PodReadyToStartContainers turns False, and the next sync makes a new sandbox whose containers
+ * start again (under restartPolicy Never with a container started, the pod fails instead, as the
+ * kubelet creates no new sandbox then). False when it was gone. */
+static bool ctr_running(struct pod_ctr *c);
+static bool sandbox_alive(struct kite_pods *p, struct pod *pod, int64_t now) {
+    struct kite_sandbox_status s = {0};
+    int r = p->rt->ops->sandbox_status(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS, &s);
+    bool ready = r == 0 ? s.state == KITE_SANDBOX_READY : r != -ENOENT;
+    if (r == 0) kite_sandbox_status_release(&s);
+    if (ready) return true;
+    log_info(PODS_LOG, "pod %s/%s: sandbox %s is gone", pod->ns, pod->name, pod->sandbox_id);
+    ev(p, pod, NULL, "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.");
+    for (size_t i = 0; i < pod->nc; i++)
+        if (ctr_running(&pod->c[i]))
+            rt_result(p, pod, "stop_container", p->rt->ops->stop_container(p->rt, pod->c[i].id, 0, KITE_PODS_RT_TIMEOUT_NS));
+    rt_result(p, pod, "stop_sandbox", p->rt->ops->stop_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS));
+    if (pod->old_sandbox_id) p->rt->ops->remove_sandbox(p->rt, pod->old_sandbox_id, KITE_PODS_RT_TIMEOUT_NS);
+    free(pod->old_sandbox_id);
+    pod->old_sandbox_id = pod->sandbox_id;
+    pod->sandbox_id = NULL;
+    pods_refresh(p, pod);
+    pod->next_sync = now + 1;
+    return false;
 }
 
 /* Volumes before any container, as the kubelet's WaitForAttachAndMount: a failure leaves the
@@ -721,6 +806,10 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         struct kite_sandbox_status sb = {0};
         bool have_sb = pod->sandbox_id &&
                        p->rt->ops->sandbox_status(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS, &sb) == 0;
+        if (pod->old_sandbox_id && p->rt->ops->remove_sandbox(p->rt, pod->old_sandbox_id, KITE_PODS_RT_TIMEOUT_NS) == 0) {
+            free(pod->old_sandbox_id);
+            pod->old_sandbox_id = NULL;
+        }
         if (pod->sandbox_id &&
             p->rt->ops->remove_sandbox(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS) < 0) {
             if (have_sb) kite_sandbox_status_release(&sb);
@@ -778,6 +867,8 @@ static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
         terminate(p, pod, now);
         return;
     }
+    if (pod->sandbox_id && !sandbox_alive(p, pod, now)) return;
+    if (!pod->sandbox_id && pod->old_sandbox_id && strcmp(pods_restart_policy(pod), "Never") == 0) return;
     if (!ensure_sandbox(p, pod, now)) return;
     if (!ensure_volumes(p, pod, now)) return;
     const char *policy = pods_restart_policy(pod);
@@ -932,8 +1023,59 @@ void pods_probe_results(struct kite_pods *p, int64_t now) {
 }
 
 /* Node admission: the pod's requests must fit allocatable minus what admitted pods request. */
+/* The kubelet's safe sysctls (pkg/kubelet/sysctl/safe_sysctls.go of 1.32), each namespaced:
+ * allowed to every pod. Others are refused (no --allowed-unsafe-sysctls yet). */
+static const struct {
+    const char *name;
+    bool net; /* else ipc */
+} safe_sysctls[] = {
+    {"kernel.shm_rmid_forced", false},         {"net.ipv4.ip_local_port_range", true},
+    {"net.ipv4.tcp_syncookies", true},         {"net.ipv4.ping_group_range", true},
+    {"net.ipv4.ip_unprivileged_port_start", true}, {"net.ipv4.ip_local_reserved_ports", true},
+    {"net.ipv4.tcp_keepalive_time", true},     {"net.ipv4.tcp_fin_timeout", true},
+    {"net.ipv4.tcp_keepalive_intvl", true},    {"net.ipv4.tcp_keepalive_probes", true},
+    {"net.ipv4.tcp_rmem", true},               {"net.ipv4.tcp_wmem", true},
+};
+
+/* "net/ipv4/tcp_syncookies" -> "net.ipv4.tcp_syncookies" (a new string), as the kubelet's
+ * NormalizeName: a name whose first separator is '/' has its '/' and '.' swapped. */
+char *pods_sysctl_normalize(const char *name) {
+    char *n = kite_strdup(name);
+    size_t i = strcspn(n, "./");
+    if (n[i] != '/') return n;
+    for (char *q = n; *q; q++) *q = *q == '/' ? '.' : *q == '.' ? '/' : *q;
+    return n;
+}
+
+/* The pod's sysctls as the kubelet's sysctl admission checks them: NULL, or why not. */
+static char *sysctls_forbidden(struct pod *pod) {
+    json_object *v = pj(pod->obj, "spec.securityContext.sysctls");
+    bool host_net = json_object_get_boolean(pj(pod->obj, "spec.hostNetwork"));
+    bool host_ipc = json_object_get_boolean(pj(pod->obj, "spec.hostIPC"));
+    for (size_t i = 0; v && json_object_is_type(v, json_type_array) && i < json_object_array_length(v); i++) {
+        _cleanup_free_ char *n = pods_sysctl_normalize(pjs(json_object_array_get_idx(v, i), "name") ?: "");
+        size_t k = 0;
+        while (k < KITE_ARRAY_SIZE(safe_sysctls) && strcmp(safe_sysctls[k].name, n) != 0) k++;
+        if (k == KITE_ARRAY_SIZE(safe_sysctls)) return kite_asprintf("forbidden sysctl: \"%s\" not allowlisted", n);
+        if (safe_sysctls[k].net ? host_net : host_ipc)
+            return kite_asprintf("forbidden sysctl: \"%s\" not allowed with host %s enabled", n,
+                                 safe_sysctls[k].net ? "net" : "ipc");
+    }
+    return NULL;
+}
+
 void pods_admit(struct kite_pods *p, struct pod *pod) {
     pod->admitted = true;
+    char *forbidden = sysctls_forbidden(pod);
+    if (forbidden) {
+        pod->rejected = true;
+        pod->reject_reason = kite_strdup("SysctlForbidden");
+        pod->reject_message = kite_asprintf("Pod was rejected: %s", forbidden);
+        ev(p, pod, NULL, "Warning", pod->reject_reason, forbidden);
+        log_info(PODS_LOG, "pod %s/%s rejected: %s", pod->ns, pod->name, forbidden);
+        free(forbidden);
+        return;
+    }
     if (p->alloc_pods_m < 0 && p->alloc_cpu_m < 0 && p->alloc_mem_m < 0) return;
     struct kite_pod_requests r;
     kite_pod_requests(pod->obj, false, &r);
@@ -986,6 +1128,7 @@ void pod_free(struct pod *pod) {
     json_object_put(pod->obj);
     free(pod->sandbox_id);
     free(pod->sandbox_ip);
+    free(pod->old_sandbox_id);
     free(pod->host_ip);
     free(pod->reject_reason);
     free(pod->reject_message);

@@ -347,6 +347,7 @@ struct oci_in {
     bool readonly_root, host_network;
     pid_t join_pid; /* 0 = new namespaces (a pause holder) */
     const struct kite_container_config *cfg;
+    const struct kite_security_config *sec; /* NULL = cfg's */
     const char *pause_bin;
 };
 
@@ -429,10 +430,11 @@ void kite_oci_apply_security(struct json_object *spec, const struct kite_securit
     json_object_object_add(proc, "noNewPrivileges", json_object_new_boolean(sec->no_new_privs && !sec->privileged));
     json_object *root = json_object_object_get(spec, "root");
     if (root && sec->readonly_root) json_object_object_add(root, "readonly", json_object_new_boolean(1));
-    if (!sec->privileged) {
+    if (!sec->privileged && !sec->proc_unmasked) {
         json_object_object_add(linux_, "maskedPaths", strs(masked, KITE_ARRAY_SIZE(masked)));
         json_object_object_add(linux_, "readonlyPaths", strs(ro, KITE_ARRAY_SIZE(ro)));
-    } else {
+    }
+    if (sec->privileged) {
         /* privileged: /sys writable as the CRI mounts it */
         json_object *mounts = json_object_object_get(spec, "mounts");
         for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++) {
@@ -514,7 +516,7 @@ static json_object *oci_config(const struct oci_in *in) {
     json_object_object_add(linux_, "resources", res);
     json_object_object_add(o, "linux", linux_);
     static const struct kite_security_config none = {0};
-    kite_oci_apply_security(o, cfg ? &cfg->sec : &none);
+    kite_oci_apply_security(o, in->sec ? in->sec : cfg ? &cfg->sec : &none);
     return o;
 }
 
@@ -684,7 +686,17 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
         if (ret_error) *ret_error = kite_strdup("no command: neither the container nor the image gives one");
         return -EINVAL;
     }
-    struct oci_in in = {.args = args,
+    /* the user: runAsUser or the image's, resolved in the image's root as containerd does */
+    struct kite_security_config sec;
+    _cleanup_free_ uint32_t *gids = NULL;
+    if ((r = kite_oci_resolve_user(img.rootfs, img.user, &cfg->sec, &sec, &gids, ret_error)) < 0) {
+        json_object_put(args);
+        json_object_put(meta);
+        json_object_put(sb);
+        kite_image_info_release(&img);
+        return r;
+    }
+    struct oci_in in = {.args = args, .sec = &sec,
                         .env = env_merge(img.env, img.n_env, cfg->env, cfg->n_env),
                         .cwd = cfg->working_dir && *cfg->working_dir ? cfg->working_dir : img.working_dir ? img.working_dir : "/",
                         .cgroup = cg,
@@ -692,6 +704,13 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
                         .join_pid = pause,
                         .cfg = cfg};
     json_object *config = oci_config(&in);
+    if ((r = kite_oci_apply_seccomp(config, &sec, ret_error)) < 0) {
+        json_object_put(config);
+        json_object_put(meta);
+        json_object_put(sb);
+        kite_image_info_release(&img);
+        return r;
+    }
     json_object_object_add(meta, "id", json_object_new_string(id));
     json_object_object_add(meta, "sandbox_id", json_object_new_string(sandbox_id));
     json_object_object_add(meta, "name", json_object_new_string(cfg->name));
@@ -1129,6 +1148,17 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
                         .hostname = cfg->host_network ? NULL : cfg->hostname && *cfg->hostname ? cfg->hostname : cfg->name,
                         .pause_bin = c->pause_bin};
     json_object *config = oci_config(&in);
+    if (cfg->n_sysctls) {
+        /* the pod's sysctls, in the namespaces its containers join */
+        json_object *sys = json_object_new_object();
+        for (size_t i = 0; i < cfg->n_sysctls; i++) {
+            const char *eq = strchr(cfg->sysctls[i], '=');
+            if (!eq) continue;
+            _cleanup_free_ char *k = kite_strndup(cfg->sysctls[i], (size_t)(eq - cfg->sysctls[i]));
+            json_object_object_add(sys, k, json_object_new_string(eq + 1));
+        }
+        json_object_object_add(json_object_object_get(config, "linux"), "sysctl", sys);
+    }
     json_object_object_add(meta, "id", json_object_new_string(id));
     json_object_object_add(meta, "sandbox_id", json_object_new_string(id));
     json_object_object_add(meta, "pause", json_object_new_boolean(1));
@@ -1138,6 +1168,10 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
     if (r == 0) {
         json_object_object_add(meta, "started", json_object_new_int64(now_wall(c)));
         write_meta(c, id, meta);
+        /* its end is an event too (the sandbox is gone) */
+        pthread_mutex_lock(&c->mu);
+        watch_container(c, id);
+        pthread_mutex_unlock(&c->mu);
     }
     /* plugged in before run_sandbox returns: the pod's containers start with their address */
     if (r == 0 && host_if) {
@@ -1417,6 +1451,9 @@ static int rc_image_status(struct kite_runtime *rt, const char *name, struct kit
             r = 0;
         }
     kite_images_free(v, n);
+    struct kite_image_info info = {0};
+    if (r == 0 && kite_image_store_get(c->images, name, &info) == 0 && info.user) ret->user = TAKE_PTR(info.user);
+    kite_image_info_release(&info);
     return r;
 }
 

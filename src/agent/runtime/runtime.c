@@ -17,6 +17,7 @@ void kite_image_release(struct kite_image *img) {
     if (!img) return;
     kite_strv_free(img->names, img->n_names);
     free(img->id);
+    free(img->user);
     *img = (struct kite_image){0};
 }
 
@@ -33,6 +34,7 @@ struct kite_image *kite_images_dup(const struct kite_image *v, size_t n) {
         out[i].size_bytes = v[i].size_bytes;
         out[i].n_names = v[i].n_names;
         out[i].id = v[i].id ? kite_strdup(v[i].id) : NULL;
+        out[i].user = v[i].user ? kite_strdup(v[i].user) : NULL;
         if (v[i].n_names) out[i].names = kite_calloc(v[i].n_names, sizeof(char *));
         for (size_t j = 0; j < v[i].n_names; j++) out[i].names[j] = kite_strdup(v[i].names[j]);
     }

@@ -10,8 +10,7 @@
  *
  * Not done yet (later steps of "pods run for real"): IPv6 pod addresses, NAT or routes off the
  * node for pod traffic (the pod network stays on this machine), image pulls from registries (images are imported from
- * OCI layout tarballs), the image config's User (containers run as root), seccomp and AppArmor
- * profiles, container stdin/tty/attach and port forwarding, log rotation, and an event for
+ * OCI layout tarballs), AppArmor profiles, container stdin/tty/attach and port forwarding, log rotation, and an event for
  * exits that happened while no runtime instance was running (a restarted agent relists). */
 #pragma once
 #include <stdbool.h>
@@ -34,6 +33,7 @@ struct kite_image {
     size_t n_names;
     int64_t size_bytes;
     char *id;
+    char *user; /* image_status only: the config's User (CRI's uid or username); NULL = none (root) */
 };
 
 /* A pod sandbox to run (CRI PodSandboxConfig, the parts kite uses). Strings are borrowed. */
@@ -43,6 +43,8 @@ struct kite_sandbox_config {
     const char *hostname; /* NULL = the pod name; ignored with host_network */
     const char *cgroup_parent; /* absolute; NULL = /kite/pod<uid> */
     const char *log_dir;  /* NULL = <root>/logs/<ns>_<name>_<uid> */
+    const char *const *sysctls; /* "name=value", set in the sandbox's namespaces */
+    size_t n_sysctls;
 };
 
 enum kite_sandbox_state { KITE_SANDBOX_READY, KITE_SANDBOX_NOTREADY };
@@ -76,6 +78,9 @@ struct kite_security_config {
     bool no_new_privs;  /* allowPrivilegeEscalation: false */
     const char *const *cap_add, *const *cap_drop; /* "NET_ADMIN" or "CAP_NET_ADMIN"; "ALL" */
     size_t n_cap_add, n_cap_drop;
+    bool proc_unmasked; /* procMount: Unmasked: no masked or read-only /proc paths */
+    enum kite_seccomp { KITE_SECCOMP_UNCONFINED, KITE_SECCOMP_RUNTIME_DEFAULT, KITE_SECCOMP_LOCALHOST } seccomp;
+    const char *seccomp_localhost; /* Localhost: the profile file (absolute) */
 };
 
 /* Sets process.user, the capabilities, noNewPrivileges, root.readonly and the masked and
@@ -83,6 +88,25 @@ struct kite_security_config {
  * containerd's CRI does for sec. */
 struct json_object;
 void kite_oci_apply_security(struct json_object *spec, const struct kite_security_config *sec);
+
+/* Adds linux.seccomp to spec (its capabilities set) as containerd's CRI does for sec: nothing
+ * when privileged or Unconfined; containerd's default profile for RuntimeDefault (an allow list,
+ * widened by the capabilities the container holds; the rest fails with EPERM); for Localhost the
+ * profile file, in the Docker/containerd format. 0, or -errno with *ret_error (a missing or bad
+ * profile file). */
+int kite_oci_apply_seccomp(struct json_object *spec, const struct kite_security_config *sec, char **ret_error);
+/* containerd's default profile for spec's bounding capabilities, as linux.seccomp. */
+struct json_object *kite_oci_default_seccomp(struct json_object *spec);
+
+/* The process user as containerd's CRI resolves it against root (the image's unpacked root):
+ * runAsUser, else the image's User ("uid", "name", "uid:gid", "name:group", names looked up in
+ * the root's /etc/passwd and /etc/group, links resolved inside the root), else root; the group
+ * runAsGroup, else the user's in /etc/passwd (0 when it lists none); the additional groups the
+ * primary one, those /etc/group lists the user in and sec's, sorted. *out is sec with these
+ * (has_uid and has_gid set); out->groups is *ret_groups, a new array the caller frees. 0, or
+ * -ENOENT with *ret_error (a user or group name the root does not list). */
+int kite_oci_resolve_user(const char *root, const char *image_user, const struct kite_security_config *sec,
+                          struct kite_security_config *out, uint32_t **ret_groups, char **ret_error);
 
 struct kite_container_config {
     const char *name;

@@ -273,8 +273,8 @@ Test(nodestatus, images_sorted_capped_and_names_truncated) {
     char *n_tie_b[] = {"b-tie:1"};
     char *n_tie_a[] = {"a-tie:1"};
     struct kite_image imgs[] = {
-        {n_small, 1, 100, NULL}, {n_big, 7, 900000000, NULL}, {n_mid, 2, 5000, NULL}, {n_tie_b, 1, 700, NULL},
-        {n_tie_a, 1, 700, NULL},
+        {n_small, 1, 100, NULL, NULL}, {n_big, 7, 900000000, NULL, NULL}, {n_mid, 2, 5000, NULL, NULL}, {n_tie_b, 1, 700, NULL, NULL},
+        {n_tie_a, 1, 700, NULL, NULL},
     };
     kite_runtime_fake_set_images(e.rt, imgs, KITE_ARRAY_SIZE(imgs));
     json_object *st = run(&e, NULL);

@@ -74,7 +74,7 @@ static void setup(void) {
     cl = kite_client_fake_new(handler, NULL, NULL);
     rt = kite_runtime_fake_new("1.0");
     char *names[] = {"docker.io/library/busybox:latest"};
-    struct kite_image img = {names, 1, 1000, "sha256:abc"};
+    struct kite_image img = {names, 1, 1000, "sha256:abc", NULL};
     kite_runtime_fake_set_images(rt, &img, 1);
     struct kite_pods_options o = {.client = cl, .runtime = rt, .clock = &clk.clock, .node_name = "n1", .seed = 1};
     cr_assert_eq(kite_pods_new(&o, &P), 0);

@@ -29,7 +29,7 @@ Test(runtime, fake_version_images_and_errors) {
 
     /* the fake copies what it is given: the caller's arrays may go away */
     char *names[] = {kite_strdup("a:1"), kite_strdup("a@sha256:00")};
-    struct kite_image in[] = {{names, 2, 42, NULL}};
+    struct kite_image in[] = {{names, 2, 42, NULL, NULL}};
     kite_runtime_fake_set_images(rt, in, 1);
     free(names[0]);
     free(names[1]);
@@ -68,7 +68,7 @@ static char *run_pod(struct kite_runtime *rt) {
 static struct kite_runtime *fake_with_busybox(void) {
     struct kite_runtime *rt = kite_runtime_fake_new("1.0");
     char *names[] = {"docker.io/library/busybox:latest"};
-    struct kite_image img = {names, 1, 1000, "sha256:ab"};
+    struct kite_image img = {names, 1, 1000, "sha256:ab", NULL};
     kite_runtime_fake_set_images(rt, &img, 1);
     return rt;
 }
