@@ -46,6 +46,18 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes,
                                          .service_account_issuer = a->sa_issuer,
                                          .api_audiences = a->api_audiences};
+    if (a->etcd_servers) {
+        if (a->store) {
+            fprintf(stderr, "kite: --etcd-servers and --store name two stores: give one\n");
+            return 2;
+        }
+        o->store_url = kite_asprintf("etcd:%s", a->etcd_servers); /* lives as long as the process */
+    }
+    o->etcd_cafile = a->etcd_cafile;
+    o->etcd_certfile = a->etcd_certfile;
+    o->etcd_keyfile = a->etcd_keyfile;
+    o->etcd_prefix = a->etcd_prefix;
+    o->etcd_timeout_ms = (int)(a->etcd_timeout_ns / 1000000);
     o->controller_roles = controller_roles(&o->n_controller_roles);
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {

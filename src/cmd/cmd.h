@@ -125,6 +125,8 @@ struct apiserver_args {
     const char *data_dir, *listen, *store, *tokens, *audit_path, *authz_mode, *service_cidr;
     const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
     const char *sa_issuer, *api_audiences;
+    const char *etcd_servers, *etcd_prefix, *etcd_cafile, *etcd_certfile, *etcd_keyfile;
+    int64_t etcd_timeout_ns;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -138,6 +140,14 @@ struct apiserver_args {
              .required = true),                                                                                  \
     FLAG_STR("listen", "HOST:PORT", "address to serve HTTPS on", "127.0.0.1:6443", &(a)->listen),                 \
     FLAG_STR("store", "URL", "store URL", NULL, &(a)->store, .def_note = "sqlite:DATA_DIR/kite.db"),              \
+    FLAG_STR("etcd-servers", "URL,...", "etcd v3 members to store in instead of SQLite (http://HOST:PORT or "     \
+             "https://HOST:PORT)", NULL, &(a)->etcd_servers),                                                     \
+    FLAG_STR("etcd-prefix", "PREFIX", "the prefix of every key in etcd", "/registry", &(a)->etcd_prefix),         \
+    FLAG_STR("etcd-cafile", "FILE", "CA certificates (PEM) that sign the etcd members'", NULL, &(a)->etcd_cafile),\
+    FLAG_STR("etcd-certfile", "FILE", "client certificate (PEM) for etcd", NULL, &(a)->etcd_certfile),             \
+    FLAG_STR("etcd-keyfile", "FILE", "client key (PEM) for etcd", NULL, &(a)->etcd_keyfile),                       \
+    FLAG_DURATION("etcd-healthcheck-timeout", "how long an etcd member may leave a keepalive unanswered before the " \
+                  "apiserver\nmoves to another", "2s", KITE_NS_PER_SEC / 1000, &(a)->etcd_timeout_ns),            \
     FLAG_BOOLEAN("force-recover", "open a store found damaged (older than its acknowledged revision, failing its "  \
               "integrity check) anyway, accepting the loss", &(a)->force_recover),                                \
     FLAG_STR("token-auth-file", "FILE", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", NULL,       \
