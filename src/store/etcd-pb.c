@@ -32,7 +32,7 @@ void pb_end(struct kite_buf *b, size_t mark) {
     size_t len = b->len - mark;
     struct kite_buf v = {0};
     pb_put_varint(&v, len);
-    kite_buf_reserve(b, v.len);
+    kite_buf_grow(b, v.len);
     memmove(b->p + mark + v.len, b->p + mark, len);
     memcpy(b->p + mark, v.p, v.len);
     b->len += v.len;
