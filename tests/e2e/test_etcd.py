@@ -1,0 +1,274 @@
+"""kite apiserver on etcd (--etcd-servers): a real etcd (Debian's etcd-server) on 127.0.0.1, the
+API served from it with kube-apiserver's key layout and etcd's revisions as resourceVersions, two
+apiservers over one etcd seeing each other's writes, and /readyz following etcd's health.
+
+Skipped when etcd or etcdctl is not installed (scripts/install-deps installs them)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Cluster, free_port, wait_for
+
+ETCD = shutil.which("etcd")
+ETCDCTL = shutil.which("etcdctl")
+pytestmark = pytest.mark.skipif(not ETCD or not ETCDCTL,
+                                reason="etcd is not installed: scripts/install-deps installs Debian's etcd-server "
+                                       "and etcd-client")
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+class Etcd:
+    """etcd members on 127.0.0.1, one process each, their data and logs in workdir. tls: a dict
+    of PEM paths (ca, cert, key) served on the client and peer ports."""
+
+    def __init__(self, workdir, n=1, tls=None):
+        self.workdir = Path(workdir)
+        self.tls = tls
+        scheme = "https" if tls else "http"
+        self.members = [{"name": f"m{i}", "client": free_port(), "peer": free_port(), "proc": None}
+                        for i in range(n)]
+        self.scheme = scheme
+        self.cluster = ",".join(f"{m['name']}={scheme}://127.0.0.1:{m['peer']}" for m in self.members)
+
+    def url(self, m):
+        return f"{self.scheme}://127.0.0.1:{m['client']}"
+
+    @property
+    def endpoints(self):
+        return ",".join(self.url(m) for m in self.members)
+
+    def start_member(self, m, state="new"):
+        args = [ETCD, "--name", m["name"], "--data-dir", str(self.workdir / m["name"]),
+                "--listen-client-urls", self.url(m), "--advertise-client-urls", self.url(m),
+                "--listen-peer-urls", f"{self.scheme}://127.0.0.1:{m['peer']}",
+                "--initial-advertise-peer-urls", f"{self.scheme}://127.0.0.1:{m['peer']}",
+                "--initial-cluster", self.cluster, "--initial-cluster-state", state,
+                "--initial-cluster-token", f"kite-{self.members[0]['client']}"]
+        if self.tls:
+            t = self.tls
+            args += ["--cert-file", t["cert"], "--key-file", t["key"], "--trusted-ca-file", t["ca"],
+                     "--client-cert-auth", "--peer-cert-file", t["cert"], "--peer-key-file", t["key"],
+                     "--peer-trusted-ca-file", t["ca"], "--peer-client-cert-auth"]
+        log = open(self.workdir / f"etcd-{m['name']}.log", "ab")
+        m["proc"] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+
+    def start(self):
+        for m in self.members:
+            self.start_member(m)
+        wait_for(lambda: self.ctl("endpoint", "health", check=False).returncode == 0, 20, 0.2, "etcd healthy")
+        return self
+
+    def ctl(self, *args, check=True, endpoints=None):
+        cmd = [ETCDCTL, "--endpoints", endpoints or self.endpoints, "--command-timeout", "5s"]
+        if self.tls:
+            cmd += ["--cacert", self.tls["ca"], "--cert", self.tls["cert"], "--key", self.tls["key"]]
+        p = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=20,
+                           env={**os.environ, "ETCDCTL_API": "3"})
+        if check:
+            assert p.returncode == 0, (args, p.stdout, p.stderr)
+        return p
+
+    def stop(self):
+        for m in self.members:
+            if m["proc"] and m["proc"].poll() is None:
+                m["proc"].kill()
+                m["proc"].wait(timeout=10)
+
+
+def apiserver_on(etcd, workdir, pki_from=None, extra=()):
+    """A kite apiserver storing in etcd; pki_from: another's data dir whose pki/ it copies (the same
+    cluster CA and signing keys, as kubeadm's control-plane join)."""
+    data = Path(workdir) / "data"
+    if pki_from:
+        shutil.copytree(Path(pki_from) / "pki", data / "pki")
+    return Cluster("apiserver", workdir, extra_args=["--etcd-servers", etcd.endpoints, *extra])
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory):
+    e = Etcd(tmp_path_factory.mktemp("etcd")).start()
+    yield e
+    e.stop()
+
+
+@pytest.fixture(scope="module")
+def pair(etcd, tmp_path_factory):
+    """Two kite apiservers, A and B, over the module's etcd."""
+    a = apiserver_on(etcd, tmp_path_factory.mktemp("apiserver-a")).start()
+    b = apiserver_on(etcd, tmp_path_factory.mktemp("apiserver-b"), pki_from=a.data_dir).start()
+    yield a, b
+    b.stop()
+    a.stop()
+
+
+def cm(name, data=None, rv=None):
+    o = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data or {"k": "v"}}
+    if rv:
+        o["metadata"]["resourceVersion"] = rv
+    return o
+
+
+def etcd_kv(etcd, key):
+    out = json.loads(etcd.ctl("get", key, "-w", "json").stdout)
+    return out.get("kvs", [None])[0], out["header"]["revision"]
+
+
+def test_crud_with_etcd_revisions(etcd, pair):
+    a, _ = pair
+    api = a.api()
+    try:
+        created = api.ok("POST", CMS, cm("e2e-etcd-1"))
+        rv = created["metadata"]["resourceVersion"]
+        kv, _ = etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-1")
+        # resourceVersion is etcd's mod_revision; create_revision == mod_revision on create
+        assert kv is not None and str(kv["mod_revision"]) == rv and kv["create_revision"] == kv["mod_revision"], kv
+        import base64
+        stored = json.loads(base64.b64decode(kv["value"]))
+        assert stored["kind"] == "ConfigMap" and stored["data"] == {"k": "v"}, stored  # JSON values
+        assert api.ok("GET", f"{CMS}/e2e-etcd-1")["metadata"]["resourceVersion"] == rv
+        names = [i["metadata"]["name"] for i in api.ok("GET", CMS)["items"]]
+        assert "e2e-etcd-1" in names
+        # create again: 409 AlreadyExists (the Txn's create_revision == 0 compare fails)
+        r = api.post(CMS, cm("e2e-etcd-1"))
+        assert r.status == 409 and r.json()["reason"] == "AlreadyExists", r
+        # update at the current revision: a new mod_revision, version 2
+        updated = api.ok("PUT", f"{CMS}/e2e-etcd-1", cm("e2e-etcd-1", {"k": "v2"}, rv))
+        rv2 = updated["metadata"]["resourceVersion"]
+        kv, _ = etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-1")
+        assert str(kv["mod_revision"]) == rv2 and int(rv2) > int(rv) and kv["version"] == 2, kv
+        # update at the old revision: 409 Conflict (mod_revision compare), the object unchanged
+        r = api.put(f"{CMS}/e2e-etcd-1", cm("e2e-etcd-1", {"k": "stale"}, rv))
+        assert r.status == 409 and r.json()["reason"] == "Conflict", r
+        assert api.ok("GET", f"{CMS}/e2e-etcd-1")["data"] == {"k": "v2"}
+        # delete with a stale precondition: 409; with the current one: gone from etcd
+        r = api.request("DELETE", f"{CMS}/e2e-etcd-1", body=({"preconditions": {"resourceVersion": rv}}))
+        assert r.status == 409, r
+        api.ok("DELETE", f"{CMS}/e2e-etcd-1", body=({"preconditions": {"resourceVersion": rv2}}))
+        assert etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-1")[0] is None
+        assert api.get(f"{CMS}/e2e-etcd-1").status == 404
+    finally:
+        api.close()
+
+
+def test_kube_apiserver_key_layout(etcd, pair):
+    a, _ = pair
+    a.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "e2e-etcd-node"}}))
+    keys = etcd.ctl("get", "--prefix", "/registry/minions/", "--keys-only").stdout.split()
+    assert "/registry/minions/e2e-etcd-node" in keys, keys
+    keys = etcd.ctl("get", "--prefix", "/registry/services/specs/", "--keys-only").stdout.split()
+    assert "/registry/services/specs/default/kubernetes" in keys, keys
+    assert etcd.ctl("get", "--prefix", "/registry/nodes/", "--keys-only").stdout.split() == []
+    # and the API lists them from there
+    assert "e2e-etcd-node" in a.kubectl("get", "nodes", "-o", "name").stdout
+    assert "kubernetes" in a.kubectl("get", "services", "-o", "name").stdout
+
+
+def test_write_on_a_is_seen_by_a_watch_on_b(pair):
+    a, b = pair
+    api_a, api_b = a.api(), b.api()
+    try:
+        rv = api_b.ok("GET", CMS)["metadata"]["resourceVersion"]
+        got = {}
+
+        def watch():
+            got["r"] = api_b.get(f"{CMS}?watch=true&timeoutSeconds=3&resourceVersion={rv}")
+
+        t = threading.Thread(target=watch)
+        t.start()
+        time.sleep(0.5)
+        made = api_a.ok("POST", CMS, cm("e2e-etcd-ab"))
+        t.join()
+        r = got["r"]
+        assert r.status == 200, r
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        mine = [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in evs
+                if e["object"]["metadata"]["name"] == "e2e-etcd-ab"]
+        assert mine == [("ADDED", made["metadata"]["resourceVersion"])], evs
+        # and B serves it (its cache fed by its own etcd watch); an update on B with A's
+        # resourceVersion succeeds, one with a stale revision conflicts
+        assert api_b.ok("GET", f"{CMS}/e2e-etcd-ab")["metadata"]["uid"] == made["metadata"]["uid"]
+        api_b.ok("PUT", f"{CMS}/e2e-etcd-ab", cm("e2e-etcd-ab", {"k": "b"}, made["metadata"]["resourceVersion"]))
+        r = api_a.put(f"{CMS}/e2e-etcd-ab", cm("e2e-etcd-ab", {"k": "a"}, made["metadata"]["resourceVersion"]))
+        assert r.status == 409, r
+    finally:
+        api_a.close()
+        api_b.close()
+
+
+def test_writes_by_other_etcd_clients_reach_the_caches(etcd, pair):
+    a, _ = pair
+    # as kube-apiserver stores objects: JSON without metadata.resourceVersion
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "e2e-etcd-ext", "namespace": "default", "uid": "6c9b7d1e-0000-4000-8000-000000000001",
+        "creationTimestamp": "2026-01-01T00:00:00Z"}, "data": {"from": "etcdctl"}}
+    etcd.ctl("put", "/registry/configmaps/default/e2e-etcd-ext", json.dumps(obj))
+    kv, _ = etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-ext")
+    api = a.api()
+    try:
+        wait_for(lambda: api.get(f"{CMS}/e2e-etcd-ext").status == 200, 5, 0.05, "the etcdctl put served")
+        got = api.ok("GET", f"{CMS}/e2e-etcd-ext")
+        assert got["data"] == {"from": "etcdctl"} and got["metadata"]["resourceVersion"] == str(kv["mod_revision"]), got
+        listed = [i for i in api.ok("GET", CMS)["items"] if i["metadata"]["name"] == "e2e-etcd-ext"]
+        assert listed[0]["metadata"]["resourceVersion"] == str(kv["mod_revision"]), listed
+        etcd.ctl("del", "/registry/configmaps/default/e2e-etcd-ext")
+        wait_for(lambda: api.get(f"{CMS}/e2e-etcd-ext").status == 404, 5, 0.05, "the etcdctl delete served")
+    finally:
+        api.close()
+
+
+def test_compacted_revisions_answer_410(etcd, pair):
+    a, b = pair
+    api, api_b = a.api(), b.api()
+    try:
+        old = api.ok("POST", CMS, cm("e2e-etcd-c1"))["metadata"]["resourceVersion"]
+        new = api.ok("POST", CMS, cm("e2e-etcd-c2"))["metadata"]["resourceVersion"]
+        etcd.ctl("compaction", new)
+        # a list at a compacted revision: 410 Expired, read from etcd
+        r = api.get(f"{CMS}?resourceVersion={old}&resourceVersionMatch=Exact")
+        assert r.status == 410 and r.json()["reason"] == "Expired", r
+        # at the compaction revision itself it still reads
+        items = api.ok("GET", f"{CMS}?resourceVersion={new}&resourceVersionMatch=Exact")["items"]
+        assert {"e2e-etcd-c1", "e2e-etcd-c2"} <= {i["metadata"]["name"] for i in items}
+        # a watch from before B's cache was loaded (B started on a store A had filled): 410, the
+        # client relists, as with kube-apiserver's cacher after a restart
+        r = api_b.get(f"{CMS}?watch=true&timeoutSeconds=1&resourceVersion=2")
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        assert r.status == 200 and evs[0]["type"] == "ERROR" and evs[0]["object"]["code"] == 410, (r, evs)
+        # A, whose cache holds every change since etcd's first revision, still serves it
+        r = api.get(f"{CMS}?watch=true&timeoutSeconds=1&resourceVersion=2")
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        assert r.status == 200 and "e2e-etcd-c1" in {e["object"]["metadata"].get("name") for e in evs}, evs
+    finally:
+        api.close()
+        api_b.close()
+
+
+def test_readyz_follows_etcd(etcd, pair):
+    """etcd stopped (SIGSTOP: no answer to the keepalive): /readyz fails its etcd check within the
+    health-check timeout, writes fail instead of hanging; etcd back: ready again and writes work."""
+    a, _ = pair
+    api = a.api()
+    proc = etcd.members[0]["proc"]
+    try:
+        proc.send_signal(signal.SIGSTOP)
+        wait_for(lambda: api.get("/readyz").status == 500, 8, 0.1, "/readyz failing")
+        r = api.get("/readyz?verbose")
+        assert r.status == 500 and b"[-]etcd failed" in r.body and b"[+]ping ok" in r.body, r
+        assert api.get("/readyz/etcd").status == 500
+        proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: api.get("/readyz").status == 200, 10, 0.1, "/readyz ok again")
+        assert b"[+]etcd ok" in api.get("/readyz?verbose").body
+        api.ok("POST", CMS, cm("e2e-etcd-after"))
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        api.close()
