@@ -51,6 +51,7 @@ struct grpc_conn {
     pthread_t thread;
     bool started;
     _Atomic bool dead, stopping;
+    _Atomic bool ready; /* the server's SETTINGS came: it speaks HTTP/2 */
     struct call *calls;
     int64_t timeout_ns, last_recv_ns, ping_ns;
 };
@@ -175,6 +176,13 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
         k->message = kite_asprintf("HTTP status %.*s", (int)valuelen, value);
         k->status = GRPC_UNKNOWN;
     }
+    return 0;
+}
+
+static int on_frame(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
+    (void)h2;
+    struct grpc_conn *c = ud;
+    if (frame->hd.type == NGHTTP2_SETTINGS) c->ready = true;
     return 0;
 }
 
@@ -391,6 +399,7 @@ int grpc_conn_open(const char *host, const char *port, bool https, const struct 
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
         nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_close);
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame);
         if (nghttp2_session_client_new(&c->h2, cbs, c) != 0) r = -ENOMEM;
         nghttp2_session_callbacks_del(cbs);
     }
@@ -402,6 +411,11 @@ int grpc_conn_open(const char *host, const char *port, bool https, const struct 
         nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0, 64 * 1024 * 1024);
         if (pthread_create(&c->thread, NULL, conn_main, c) != 0) r = -EAGAIN;
         else c->started = true;
+    }
+    /* a peer that accepts the connection but does not speak HTTP/2 (or nothing at all) is no member */
+    for (int64_t deadline = now_ns() + c->timeout_ns; r == 0 && !c->ready;) {
+        if (c->dead || now_ns() > deadline) r = c->dead ? -ECONNRESET : -ETIMEDOUT;
+        else usleep(1000);
     }
     if (r < 0) {
         if (ret_error && !*ret_error) *ret_error = kite_asprintf("cannot talk to %s: %s", c->authority, strerror(-r));

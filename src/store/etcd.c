@@ -119,6 +119,7 @@ struct etcd_store {
     size_t cur;             /* eps[cur] is (or was last) connected */
     _Atomic bool watching;  /* the watch on conn is running */
     _Atomic bool healthy;   /* the last Status probe found a leader */
+    _Atomic bool resync;    /* the watch was compacted: reload before watching again */
     char *health_error;     /* why not (under p_mu) */
 
     pthread_mutex_t sub_mu;
@@ -309,13 +310,19 @@ static void sync_done(void *ud, int status, const char *message) {
     pthread_mutex_unlock(&sc->mu);
 }
 
-/* One call on the current connection; status as grpc_done_cb's, -ENOTCONN when there is none. */
-static int call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
-                     char **ret_msg) {
+/* One call on c (NULL: the current connection); status as grpc_done_cb's, -ENOTCONN when there
+ * is none. */
+static int call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, const struct kite_buf *req,
+                   struct kite_buf *resp, char **ret_msg) {
     struct sync_call sc = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    pthread_rwlock_rdlock(&s->conn_lock);
-    int r = s->conn ? grpc_call_start(s->conn, path, req->p, req->len, false, sync_msg, sync_done, &sc) : -ENOTCONN;
-    pthread_rwlock_unlock(&s->conn_lock);
+    int r;
+    if (c) {
+        r = grpc_call_start(c, path, req->p, req->len, false, sync_msg, sync_done, &sc);
+    } else {
+        pthread_rwlock_rdlock(&s->conn_lock);
+        r = s->conn ? grpc_call_start(s->conn, path, req->p, req->len, false, sync_msg, sync_done, &sc) : -ENOTCONN;
+        pthread_rwlock_unlock(&s->conn_lock);
+    }
     if (r < 0) return r;
     pthread_mutex_lock(&sc.mu);
     while (!sc.done) pthread_cond_wait(&sc.cond, &sc.mu);
@@ -324,6 +331,11 @@ static int call_once(struct etcd_store *s, const char *path, const struct kite_b
     else free(sc.message);
     *resp = sc.resp;
     return sc.status;
+}
+
+static int call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
+                     char **ret_msg) {
+    return call_on(s, NULL, path, req, resp, ret_msg);
 }
 
 /* A call that is safe to repeat (a read, a compaction): retried while the connection is being
@@ -359,6 +371,32 @@ static int read_errno(int st, const char *msg) {
 }
 
 /* ---- the watch: applying changes ---- */
+
+/* Hands evs (revision order; the live map already changed) to every subscriber whose prefix
+ * covers some, marks rev applied, releases sub_mu (held since before the live map changed), drops
+ * the events' references and wakes the completions. */
+static void fan_out_unlock(struct etcd_store *s, struct kite_store_event *evs, size_t n, int64_t rev) {
+    if (n) {
+        struct kite_store_event *mine = kite_calloc(n, sizeof *mine);
+        for (size_t i = 0; i < s->nsubs; i++) {
+            size_t m = 0;
+            for (size_t j = 0; j < n; j++)
+                if (kite_startswith(evs[j].rec->key, s->subs[i].prefix)) mine[m++] = evs[j];
+            if (m) s->subs[i].cb(s->subs[i].ud, mine, m);
+        }
+        free(mine);
+    }
+    if (rev > s->applied_rev) s->applied_rev = rev;
+    pthread_mutex_unlock(&s->sub_mu);
+    for (size_t i = 0; i < n; i++) {
+        kite_record_unref(evs[i].rec);
+        kite_record_unref(evs[i].prev); /* the live map's reference it displaced */
+    }
+    free(evs);
+    pthread_mutex_lock(&s->p_mu);
+    pthread_cond_signal(&s->p_cond);
+    pthread_mutex_unlock(&s->p_mu);
+}
 
 static void apply_events(struct etcd_store *s, struct pb_reader evs_r) {
     struct kite_store_event *evs = NULL;
@@ -400,26 +438,7 @@ static void apply_events(struct etcd_store *s, struct pb_reader evs_r) {
         evs[n++] = ev;
     }
     pthread_rwlock_unlock(&s->live_lock);
-    if (n) {
-        struct kite_store_event *mine = kite_calloc(n, sizeof *mine);
-        for (size_t i = 0; i < s->nsubs; i++) {
-            size_t m = 0;
-            for (size_t j = 0; j < n; j++)
-                if (kite_startswith(evs[j].rec->key, s->subs[i].prefix)) mine[m++] = evs[j];
-            if (m) s->subs[i].cb(s->subs[i].ud, mine, m);
-        }
-        free(mine);
-        if (evs[n - 1].rev > s->applied_rev) s->applied_rev = evs[n - 1].rev;
-    }
-    pthread_mutex_unlock(&s->sub_mu);
-    for (size_t i = 0; i < n; i++) {
-        kite_record_unref(evs[i].rec);
-        kite_record_unref(evs[i].prev); /* the live map's reference it displaced */
-    }
-    free(evs);
-    pthread_mutex_lock(&s->p_mu);
-    pthread_cond_signal(&s->p_cond);
-    pthread_mutex_unlock(&s->p_mu);
+    fan_out_unlock(s, evs, n, n ? evs[n - 1].rev : 0);
 }
 
 static void watch_msg(void *ud, const unsigned char *msg, size_t len) {
@@ -440,11 +459,12 @@ static void watch_msg(void *ud, const unsigned char *msg, size_t len) {
     }
     if (canceled) {
         if (compact) {
-            /* the changes since the last applied revision are gone: this apiserver's caches
-             * cannot be brought up to date from the watch (Limits: restart it) */
+            /* the changes since the last applied revision are gone: the supervisor reads
+             * everything again and hands the subscribers the difference (resync) */
             if (compact > s->compact_rev) s->compact_rev = compact;
-            log_error("store", "etcd: the watch from revision %lld was compacted (at %lld): restart this apiserver",
-                      (long long)s->applied_rev + 1, (long long)compact);
+            log_warn("store", "etcd: the watch from revision %lld was compacted (at %lld): reading everything again",
+                     (long long)s->applied_rev + 1, (long long)compact);
+            s->resync = true;
         } else {
             log_warn("store", "etcd: the watch was canceled: %.*s", (int)reason_len, reason ? (const char *)reason : "");
         }
@@ -678,6 +698,73 @@ static void *completer_main(void *arg) {
     return NULL;
 }
 
+static int cmp_ev(const void *a, const void *b) {
+    const struct kite_store_event *x = a, *y = b;
+    return x->rev < y->rev ? -1 : x->rev > y->rev;
+}
+
+/* After a compacted watch: reads every key at the current revision R on c and hands the
+ * subscribers what changed since the last applied revision, as events in revision order (a
+ * changed key at its mod_revision, which is past the applied revision; a key gone as a DELETE at
+ * R, when it went is no longer known). Then the watch goes on from R. */
+static int resync(struct etcd_store *s, struct grpc_conn *c) {
+    _cleanup_free_ char *k = kite_asprintf("%s/", s->prefix);
+    _cleanup_free_ char *end = range_end(k);
+    struct kite_buf req = {0}, resp = {0};
+    encode_range(&req, k, strlen(k), end, 0, 0);
+    char *msg = NULL;
+    int st = call_on(s, c, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+    kite_buf_release(&req);
+    free(msg);
+    if (st != GRPC_OK) {
+        kite_buf_release(&resp);
+        return -EIO;
+    }
+    struct kite_map fresh = {0};
+    int64_t rev = 0;
+    struct pb_reader rd = pb_reader(resp.p, resp.len);
+    struct pb_field f;
+    while (pb_next(&rd, &f) > 0) {
+        if (f.field == F_HEADER && f.wire == 2) rev = header_rev(&f);
+        if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
+        struct kv kv;
+        kv_parse(f.data, f.len, &kv);
+        struct kite_record *rec = kv_record(s, &kv);
+        if (rec) kite_record_unref(kite_map_put(&fresh, rec->key, rec));
+    }
+    kite_buf_release(&resp);
+    struct kite_store_event *evs = NULL;
+    size_t n = 0, cap = 0;
+    const char *key;
+    void *v;
+    pthread_mutex_lock(&s->sub_mu);
+    pthread_rwlock_wrlock(&s->live_lock);
+    for (size_t it = 0; kite_map_next(&fresh, &it, &key, &v);) {
+        struct kite_record *rec = v, *old = kite_map_get(&s->live, key);
+        if (old && old->mod_rev == rec->mod_rev) {
+            kite_record_unref(rec);
+            continue;
+        }
+        kite_map_put(&s->live, rec->key, rec);
+        if (n == cap) evs = kite_realloc(evs, (cap = cap ? 2 * cap : 16) * sizeof *evs);
+        evs[n++] = (struct kite_store_event){old ? KITE_WRITE_UPDATE : KITE_WRITE_CREATE, rec->mod_rev,
+                                             kite_record_ref(rec), old};
+    }
+    for (size_t it = 0; kite_map_next(&s->live, &it, &key, &v);) {
+        if (kite_map_get(&fresh, key)) continue;
+        if (n == cap) evs = kite_realloc(evs, (cap = cap ? 2 * cap : 16) * sizeof *evs);
+        evs[n++] = (struct kite_store_event){KITE_WRITE_DELETE, rev, record_tombstone(v, rev), v};
+    }
+    for (size_t i = 0; i < n; i++)
+        if (evs[i].type == KITE_WRITE_DELETE) kite_map_del(&s->live, evs[i].rec->key);
+    pthread_rwlock_unlock(&s->live_lock);
+    kite_map_release(&fresh);
+    if (n > 1) qsort(evs, n, sizeof *evs, cmp_ev);
+    fan_out_unlock(s, evs, n, rev);
+    log_info("store", "etcd: resynchronized at revision %lld: %zu changes", (long long)rev, n);
+    return 0;
+}
+
 /* ---- the supervisor: connections, the backlog, health ---- */
 
 /* Fails backlogged writes that waited too long (all of them when stopping). Under p_mu. */
@@ -787,7 +874,9 @@ static void *supervisor_main(void *arg) {
             grpc_conn_close(old);
             struct grpc_conn *c = NULL;
             char *err = NULL;
-            if (connect_any(s, false, &c, &err) == 0 && watch_start(s, c) == 0) {
+            int r = connect_any(s, false, &c, &err);
+            if (r == 0 && s->resync && (r = resync(s, c)) == 0) s->resync = false;
+            if (r == 0 && (r = watch_start(s, c)) == 0) {
                 pthread_rwlock_wrlock(&s->conn_lock);
                 s->conn = c;
                 pthread_rwlock_unlock(&s->conn_lock);
@@ -798,8 +887,8 @@ static void *supervisor_main(void *arg) {
             } else {
                 grpc_conn_close(c);
                 set_health(s, false, kite_asprintf("no member answers: %s", err ? err : "?"));
-                usleep(200 * 1000);
             }
+            usleep(100 * 1000); /* at most 10 attempts a second */
             free(err);
         } else if (kite_now_mono(kite_clock_real()) - last_probe > KITE_NS_PER_SEC) {
             char *why = NULL;

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -82,6 +83,78 @@ class Etcd:
             if m["proc"] and m["proc"].poll() is None:
                 m["proc"].kill()
                 m["proc"].wait(timeout=10)
+
+
+class Proxy:
+    """A TCP forwarder from a port of its own to target (an etcd member): cut() closes every
+    connection through it and refuses new ones (accepted and closed at once) until resume()."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.port = free_port()
+        self.socks = []
+        self.lock = threading.Lock()
+        self.open = False
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", self.port))
+        self.listener.listen(16)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def resume(self):
+        with self.lock:
+            self.open = True
+        return self
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if not self.open:
+                    c.close()
+                    continue
+                u = socket.create_connection(("127.0.0.1", self.target))
+                self.socks += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            self.open = False
+            for x in self.socks:
+                try:
+                    x.shutdown(socket.SHUT_RDWR)
+                    x.close()
+                except OSError:
+                    pass
+            self.socks = []
+
+    def close(self):
+        self.cut()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
 
 
 def apiserver_on(etcd, workdir, pki_from=None, extra=()):
@@ -251,6 +324,45 @@ def test_compacted_revisions_answer_410(etcd, pair):
     finally:
         api.close()
         api_b.close()
+
+
+def test_a_watch_compacted_away_is_resynchronized(etcd, pair, tmp_path):
+    """C reaches etcd through a proxy; while the proxy is down A updates, deletes and creates, and
+    etcd is compacted past C's watch. When C reconnects its watch is refused (compacted): it reads
+    everything again and its caches, and its watchers, get the difference."""
+    a, _ = pair
+    proxy = Proxy(etcd.members[0]["client"]).resume()
+    c = Cluster("apiserver", tmp_path, extra_args=["--etcd-servers", f"http://127.0.0.1:{proxy.port}",
+                                                   "--etcd-healthcheck-timeout", "1s"])
+    shutil.copytree(a.data_dir / "pki", c.data_dir / "pki")
+    c.start()
+    api, api_c = a.api(), c.api()
+    try:
+        api.ok("POST", CMS, cm("e2e-etcd-r1"))
+        api.ok("POST", CMS, cm("e2e-etcd-r2"))
+        wait_for(lambda: api_c.get(f"{CMS}/e2e-etcd-r2").status == 200, 5, 0.05, "C has r2")
+        rv_before = api_c.ok("GET", CMS)["metadata"]["resourceVersion"]
+        proxy.cut()
+        wait_for(lambda: api_c.get("/readyz").status == 500, 8, 0.1, "C not ready")
+        api.ok("PATCH", f"{CMS}/e2e-etcd-r1", {"data": {"k": "changed"}}, ctype="application/merge-patch+json")
+        api.ok("DELETE", f"{CMS}/e2e-etcd-r2")
+        made = api.ok("POST", CMS, cm("e2e-etcd-r3"))
+        etcd.ctl("compaction", made["metadata"]["resourceVersion"])
+        proxy.resume()
+        wait_for(lambda: api_c.get("/readyz").status == 200, 10, 0.1, "C ready again")
+        wait_for(lambda: api_c.get(f"{CMS}/e2e-etcd-r3").status == 200, 5, 0.05, "C has r3")
+        assert api_c.ok("GET", f"{CMS}/e2e-etcd-r1")["data"] == {"k": "changed"}
+        assert api_c.get(f"{CMS}/e2e-etcd-r2").status == 404
+        r = api_c.get(f"{CMS}?watch=true&timeoutSeconds=1&resourceVersion={rv_before}")
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        got = sorted((e["type"], e["object"]["metadata"]["name"]) for e in evs)
+        assert got == [("ADDED", "e2e-etcd-r3"), ("DELETED", "e2e-etcd-r2"), ("MODIFIED", "e2e-etcd-r1")], evs
+        assert "resynchronized" in c.proc.log_path.read_text()
+    finally:
+        api.close()
+        api_c.close()
+        c.stop()
+        proxy.close()
 
 
 def test_readyz_follows_etcd(etcd, pair):
