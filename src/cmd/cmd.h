@@ -21,6 +21,7 @@ int cmd_controller_manager(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_scheduler(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_store(int argc, char **argv);
 
 /* A component that runs only while it holds the Lease kube-system/<lease_name> (elected.c):
  * the controller-manager and the scheduler. */

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Cluster, free_port, wait_for
+from conftest import KITE, Cluster, free_port, wait_for
 
 ETCD = shutil.which("etcd")
 ETCDCTL = shutil.which("etcdctl")
@@ -384,6 +384,58 @@ def test_readyz_follows_etcd(etcd, pair):
     finally:
         proc.send_signal(signal.SIGCONT)
         api.close()
+
+
+@pytest.mark.slow
+def test_store_copy_sqlite_to_etcd_and_back(etcd, tmp_path):
+    """kite store copy: a stopped SQLite cluster's objects into etcd (under a prefix of their own),
+    served from there by an apiserver with the same pki; into a store that has objects: refused;
+    back into a new SQLite file: the same objects."""
+    src = Cluster("apiserver", tmp_path / "sqlite").start()
+    api = src.api()
+    made = api.ok("POST", CMS, cm("e2e-etcd-copied", {"k": "from-sqlite"}))
+    api.close()
+    src.stop()
+    db = src.data_dir / "kite.db"
+    to = f"etcd:{etcd.endpoints}"
+
+    def copy(*args):
+        return subprocess.run([KITE, "store", "copy", *args], capture_output=True, text=True, timeout=60)
+
+    p = copy("--from", f"sqlite:{db}", "--to", to, "--etcd-prefix", "/copied")
+    assert p.returncode == 0, p.stderr
+    assert "copied" in p.stdout and "resourceVersions changed" in p.stdout, p.stdout
+    keys = etcd.ctl("get", "--prefix", "/copied/", "--keys-only").stdout.split()
+    assert "/copied/configmaps/default/e2e-etcd-copied" in keys and "/copied/minions/" not in keys, keys
+    assert "/copied/services/specs/default/kubernetes" in keys, keys
+    # again: the destination is not empty
+    p = copy("--from", f"sqlite:{db}", "--to", to, "--etcd-prefix", "/copied")
+    assert p.returncode == 1 and "holds objects already" in p.stderr, (p.stdout, p.stderr)
+    dst = Cluster("apiserver", tmp_path / "on-etcd", extra_args=["--etcd-servers", etcd.endpoints,
+                                                                  "--etcd-prefix", "/copied"])
+    shutil.copytree(src.data_dir / "pki", dst.data_dir / "pki")
+    dst.start()
+    api = dst.api()
+    try:
+        got = api.ok("GET", f"{CMS}/e2e-etcd-copied")
+        assert got["data"] == {"k": "from-sqlite"} and got["metadata"]["uid"] == made["metadata"]["uid"], got
+        n_etcd = len(api.ok("GET", "/api/v1/namespaces")["items"])
+    finally:
+        api.close()
+        dst.stop()
+    back = tmp_path / "back.db"
+    p = copy("--from", to, "--to", f"sqlite:{back}", "--etcd-prefix", "/copied")
+    assert p.returncode == 0, p.stderr
+    again = Cluster("apiserver", tmp_path / "back", extra_args=["--store", f"sqlite:{back}"])
+    shutil.copytree(src.data_dir / "pki", again.data_dir / "pki")
+    again.start()
+    api = again.api()
+    try:
+        assert api.ok("GET", f"{CMS}/e2e-etcd-copied")["data"] == {"k": "from-sqlite"}
+        assert len(api.ok("GET", "/api/v1/namespaces")["items"]) == n_etcd
+    finally:
+        api.close()
+        again.stop()
 
 
 def make_tls(d):
