@@ -627,7 +627,9 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if (mkdir(pki, 0700) < 0 && errno != EEXIST) return fail(ret_error, -errno, "cannot create %s", pki);
     if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return fail(ret_error, r, "cannot create the certificates in %s", pki);
 
-    _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
+    _cleanup_free_ char *url = o->store_url      ? kite_strdup(o->store_url)
+                               : o->etcd_servers ? kite_asprintf("etcd:%s", o->etcd_servers)
+                                                 : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
     if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences, ret_error)) < 0) return r;
     struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt,

@@ -51,7 +51,7 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
             fprintf(stderr, "kite: --etcd-servers and --store name two stores: give one\n");
             return 2;
         }
-        o->store_url = kite_asprintf("etcd:%s", a->etcd_servers); /* lives as long as the process */
+        o->etcd_servers = a->etcd_servers;
     }
     o->etcd_cafile = a->etcd_cafile;
     o->etcd_certfile = a->etcd_certfile;

@@ -134,7 +134,8 @@ struct etcd_store {
     struct epending *ready;    /* answered, by wait_rev */
     struct epending *backlog;  /* not yet sent (no connection) */
     size_t inflight;
-    bool stopping;
+    _Atomic bool stopping;
+    _Atomic bool draining; /* closing, the connection gone: answered writes fire without their event */
     pthread_t completer, supervisor;
     bool threads_started;
 
@@ -664,7 +665,7 @@ static void *completer_main(void *arg) {
     pthread_mutex_lock(&s->p_mu);
     for (;;) {
         struct epending *batch = NULL, **tail = &batch;
-        while (s->ready && s->ready->wait_rev <= s->applied_rev) {
+        while (s->ready && (s->ready->wait_rev <= s->applied_rev || s->draining)) {
             struct epending *p = s->ready;
             s->ready = p->next;
             p->next = NULL;
@@ -1079,8 +1080,11 @@ static int etcd_history(struct kite_store *b, const char *prefix, int64_t from_r
 
 static int etcd_health(struct kite_store *b, char **ret_why) {
     struct etcd_store *s = es(b);
+    pthread_rwlock_rdlock(&s->conn_lock);
+    bool connected = s->conn != NULL;
+    pthread_rwlock_unlock(&s->conn_lock);
     pthread_mutex_lock(&s->p_mu);
-    bool ok = s->healthy && s->conn && s->watching;
+    bool ok = s->healthy && connected && s->watching;
     if (!ok && ret_why) *ret_why = kite_strdup(s->health_error ? s->health_error : "not connected");
     pthread_mutex_unlock(&s->p_mu);
     return ok ? 0 : -EIO;
@@ -1102,6 +1106,7 @@ static void etcd_close(struct kite_store *b) {
     pthread_rwlock_unlock(&s->conn_lock);
     grpc_conn_close(c);
     pthread_mutex_lock(&s->p_mu);
+    s->draining = true;
     backlog_expire_locked(s);
     pthread_cond_broadcast(&s->p_cond);
     pthread_mutex_unlock(&s->p_mu);
