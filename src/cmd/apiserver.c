@@ -58,6 +58,7 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
     o->etcd_keyfile = a->etcd_keyfile;
     o->etcd_prefix = a->etcd_prefix;
     o->etcd_timeout_ms = (int)(a->etcd_timeout_ns / 1000000);
+    o->compact_interval_s = a->etcd_compaction_ns / KITE_NS_PER_SEC;
     o->controller_roles = controller_roles(&o->n_controller_roles);
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {

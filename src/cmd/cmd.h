@@ -127,7 +127,7 @@ struct apiserver_args {
     const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
     const char *sa_issuer, *api_audiences;
     const char *etcd_servers, *etcd_prefix, *etcd_cafile, *etcd_certfile, *etcd_keyfile;
-    int64_t etcd_timeout_ns;
+    int64_t etcd_timeout_ns, etcd_compaction_ns;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -149,6 +149,8 @@ struct apiserver_args {
     FLAG_STR("etcd-keyfile", "FILE", "client key (PEM) for etcd", NULL, &(a)->etcd_keyfile),                       \
     FLAG_DURATION("etcd-healthcheck-timeout", "how long an etcd member may leave a keepalive unanswered before the " \
                   "apiserver\nmoves to another", "2s", KITE_NS_PER_SEC / 1000, &(a)->etcd_timeout_ns),            \
+    FLAG_DURATION("etcd-compaction-interval", "how often the store's history is compacted (on etcd, by one apiserver " \
+                  "at a time)", "5m", KITE_NS_PER_SEC, &(a)->etcd_compaction_ns),                                 \
     FLAG_BOOLEAN("force-recover", "open a store found damaged (older than its acknowledged revision, failing its "  \
               "integrity check) anyway, accepting the loss", &(a)->force_recover),                                \
     FLAG_STR("token-auth-file", "FILE", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", NULL,       \

@@ -43,6 +43,7 @@
 #include "base/log.h"
 #include "store/etcd-grpc.h"
 #include "store/etcd-pb.h"
+#include <stdio.h>
 #include <unistd.h>
 
 /* How long a write not yet sent waits for a connection before it fails with -EIO. */
@@ -60,7 +61,7 @@ enum {
     F_RANGE_RESP_KVS = 2, F_RANGE_RESP_MORE = 3,
     F_PUT_KEY = 1, F_PUT_VALUE = 2, F_PUT_PREV_KV = 4, F_PUT_RESP_PREV_KV = 2,
     F_DEL_KEY = 1, F_DEL_PREV_KV = 3, F_DEL_RESP_PREV_KVS = 3,
-    F_CMP_RESULT = 1, F_CMP_TARGET = 2, F_CMP_KEY = 3, F_CMP_CREATE_REV = 5, F_CMP_MOD_REV = 6,
+    F_CMP_RESULT = 1, F_CMP_TARGET = 2, F_CMP_KEY = 3, F_CMP_VERSION = 4, F_CMP_CREATE_REV = 5, F_CMP_MOD_REV = 6,
     CMP_EQUAL = 0, CMP_GREATER = 1, CMP_TARGET_CREATE = 1, CMP_TARGET_MOD = 2,
     F_TXN_COMPARE = 1, F_TXN_SUCCESS = 2, F_TXN_FAILURE = 3,
     F_TXN_RESP_SUCCEEDED = 2, F_TXN_RESP_RESPONSES = 3,
@@ -128,6 +129,7 @@ struct etcd_store {
     pthread_rwlock_t live_lock;
     struct kite_map live;
     _Atomic int64_t applied_rev, compact_rev, snap_rev;
+    int64_t compact_version; /* compact_rev_key's version last seen (compact_claim; the housekeeping thread) */
 
     pthread_mutex_t p_mu;
     pthread_cond_t p_cond, sup_cond;
@@ -997,9 +999,67 @@ static void etcd_stats(struct kite_store *b, struct kite_store_stats *ret) {
                                      .rejected = s->n_rejected, .commits_failed = s->n_commits_failed};
 }
 
+/* kube-apiserver's key for taking turns at compaction (at etcd's root, outside the prefix, so
+ * kite and kube-apiservers sharing an etcd take turns with each other too). */
+#define COMPACT_KEY "compact_rev_key"
+
+/* Claims this round of compaction: Txn(version(compact_rev_key) == the version last seen) puts
+ * rev there; the apiserver whose compare holds compacts, the others learn the new version and sit
+ * this round out (kube-apiserver's compactor). 1 = claimed, 0 = another apiserver's turn. */
+static int compact_claim(struct etcd_store *s, int64_t rev) {
+    struct kite_buf req = {0}, resp = {0};
+    size_t m = pb_begin(&req, F_TXN_COMPARE);
+    /* result EQUAL (0) and target VERSION (0) are proto3 zeros; the version oneof is present */
+    pb_put_bytes(&req, F_CMP_KEY, COMPACT_KEY, strlen(COMPACT_KEY));
+    pb_put_varint(&req, (uint64_t)F_CMP_VERSION << 3);
+    pb_put_varint(&req, (uint64_t)s->compact_version);
+    pb_end(&req, m);
+    char val[24];
+    int vl = snprintf(val, sizeof val, "%lld", (long long)rev);
+    m = pb_begin(&req, F_TXN_SUCCESS);
+    size_t p = pb_begin(&req, F_OP_PUT);
+    pb_put_bytes(&req, F_PUT_KEY, COMPACT_KEY, strlen(COMPACT_KEY));
+    pb_put_bytes(&req, F_PUT_VALUE, val, (size_t)vl);
+    pb_end(&req, p);
+    pb_end(&req, m);
+    m = pb_begin(&req, F_TXN_FAILURE);
+    p = pb_begin(&req, F_OP_RANGE);
+    encode_range(&req, COMPACT_KEY, strlen(COMPACT_KEY), NULL, 0, 0);
+    pb_end(&req, p);
+    pb_end(&req, m);
+    char *msg = NULL;
+    int st = call_retry(s, "/etcdserverpb.KV/Txn", &req, &resp, &msg);
+    kite_buf_release(&req);
+    free(msg);
+    if (st != GRPC_OK) {
+        kite_buf_release(&resp);
+        return -EIO;
+    }
+    bool ok = false;
+    struct kv kv = {0};
+    struct pb_reader r = pb_reader(resp.p, resp.len);
+    struct pb_field f, g, h;
+    while (pb_next(&r, &f) > 0) {
+        if (f.field == F_TXN_RESP_SUCCEEDED && f.wire == 0) ok = f.u;
+        if (f.field != F_TXN_RESP_RESPONSES || f.wire != 2) continue;
+        struct pb_reader o = pb_sub(&f);
+        while (pb_next(&o, &g) > 0) {
+            if (g.field != F_OP_RANGE || g.wire != 2) continue;
+            struct pb_reader q = pb_sub(&g);
+            while (pb_next(&q, &h) > 0)
+                if (h.field == F_RANGE_RESP_KVS && h.wire == 2) kv_parse(h.data, h.len, &kv);
+        }
+    }
+    kite_buf_release(&resp);
+    s->compact_version = ok ? s->compact_version + 1 : kv.version;
+    return ok;
+}
+
 static int etcd_compact(struct kite_store *b, int64_t rev) {
     struct etcd_store *s = es(b);
     if (rev <= s->compact_rev) return 0;
+    int claimed = compact_claim(s, rev);
+    if (claimed <= 0) return claimed; /* another apiserver compacts this round */
     struct kite_buf req = {0}, resp = {0};
     pb_put_uint(&req, F_COMPACT_REVISION, (uint64_t)rev);
     char *msg = NULL;
@@ -1008,7 +1068,7 @@ static int etcd_compact(struct kite_store *b, int64_t rev) {
     kite_buf_release(&resp);
     int r = read_errno(st, msg);
     free(msg);
-    if (r == -ENODATA) r = 0; /* already compacted there (by another apiserver) */
+    if (r == -ENODATA) r = 0; /* already compacted there */
     if (r == 0 && rev > s->compact_rev) s->compact_rev = rev;
     return r;
 }
