@@ -86,6 +86,8 @@ struct epending {
     enum kite_write_type type;
     char *key;   /* kite's key */
     struct kite_record *val; /* CREATE/UPDATE: the key and the caller's value (the completion's record) */
+    char *sent;              /* CREATE/UPDATE: the value bytes as sent (sealed when encrypted) */
+    size_t sent_len;
     char *msg;   /* the encoded TxnRequest */
     size_t msg_len;
     int64_t expect;
@@ -134,6 +136,7 @@ struct etcd_store {
     pthread_mutex_t p_mu;
     pthread_cond_t p_cond, sup_cond;
     struct epending *ready;    /* answered, by wait_rev */
+    struct epending *unknown;  /* sent, the answer lost: to be read back (supervisor) */
     struct epending *backlog;  /* not yet sent (no connection) */
     size_t inflight;
     _Atomic bool stopping;
@@ -585,6 +588,18 @@ static void txn_done(void *ud, int status, const char *message) {
     struct epending *p = ud;
     struct etcd_store *s = p->s;
     if (status == GRPC_OK) txn_result(s, p);
+    if (status != GRPC_OK && p->type != KITE_WRITE_DELETE && !s->stopping && status != GRPC_INVALID_ARGUMENT &&
+        status != GRPC_FAILED_PRECONDITION) {
+        /* sent, and the answer lost (a member killed, a timeout under a leader change): never sent
+         * again; the supervisor reads the key back to find out whether it was applied */
+        log_warn("store", "etcd: the answer to a write of %s was lost (%d: %s): reading it back", p->key, status, message);
+        pthread_mutex_lock(&s->p_mu);
+        p->next = s->unknown;
+        s->unknown = p;
+        pthread_cond_signal(&s->sup_cond);
+        pthread_mutex_unlock(&s->p_mu);
+        return;
+    }
     if (status != GRPC_OK || p->err == -EIO) {
         /* sent, and not answered (or refused): the outcome is unknown, and the write is not repeated */
         if (!s->stopping) log_warn("store", "etcd: a write of %s failed, its outcome unknown (%d: %s)", p->key, status, message);
@@ -610,6 +625,7 @@ static int send_txn(struct etcd_store *s, struct epending *p) {
 
 static void pending_free(struct epending *p) {
     free(p->key);
+    free(p->sent);
     free(p->msg);
     kite_record_unref(p->val);
     kite_record_unref(p->rec);
@@ -639,7 +655,12 @@ static int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_wr
     p->s = s;
     p->type = w->type;
     p->key = kite_strdup(w->key);
-    if (!del) p->val = record_alloc(w->key, strlen(w->key), w->value ? w->value : "", w->len);
+    if (!del) {
+        p->val = record_alloc(w->key, strlen(w->key), w->value ? w->value : "", w->len);
+        p->sent = kite_malloc(len + 1);
+        memcpy(p->sent, val, len);
+        p->sent_len = len;
+    }
     p->expect = w->expect_mod_rev;
     p->cb = cb;
     p->ud = ud;
@@ -861,6 +882,61 @@ static void set_health(struct etcd_store *s, bool ok, char *why) {
     pthread_mutex_unlock(&s->p_mu);
 }
 
+/* The writes whose answer was lost: each key read back; one holding exactly the bytes the write
+ * sent (with a new mod_revision past its compare) was applied by it, and completes as a success at
+ * that revision; otherwise it fails -EIO (unknown: the client reads the object). A read that cannot
+ * be made now is tried again on the next round, for up to ETCD_BACKLOG_MS. */
+static void read_back(struct etcd_store *s) {
+    pthread_mutex_lock(&s->p_mu);
+    struct epending *list = TAKE_PTR(s->unknown);
+    pthread_mutex_unlock(&s->p_mu);
+    while (list) {
+        struct epending *p = list;
+        list = p->next;
+        p->next = NULL;
+        _cleanup_free_ char *ekey = key_to_etcd(s, p->key);
+        struct kite_buf req = {0}, resp = {0};
+        encode_range(&req, ekey, strlen(ekey), NULL, 0, 0);
+        char *msg = NULL;
+        int st = call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+        kite_buf_release(&req);
+        free(msg);
+        bool late = kite_now_mono(kite_clock_real()) - p->queued_ns > (int64_t)ETCD_BACKLOG_MS * 1000000;
+        if (st != GRPC_OK && !late && !s->stopping) {
+            kite_buf_release(&resp);
+            pthread_mutex_lock(&s->p_mu);
+            p->next = s->unknown;
+            s->unknown = p;
+            pthread_mutex_unlock(&s->p_mu);
+            continue;
+        }
+        struct kv kv = {0};
+        struct pb_reader r = pb_reader(resp.p, resp.len);
+        struct pb_field f;
+        while (st == GRPC_OK && pb_next(&r, &f) > 0)
+            if (f.field == F_RANGE_RESP_KVS && f.wire == 2) kv_parse(f.data, f.len, &kv);
+        bool applied = kv.present && kv.mod_rev > p->expect && kv.value_len == p->sent_len &&
+                       memcmp(kv.value, p->sent, p->sent_len) == 0 &&
+                       (p->type != KITE_WRITE_CREATE || kv.version == 1);
+        if (applied) {
+            p->err = 0;
+            p->rev = p->wait_rev = kv.mod_rev;
+            p->rec = kite_record_new(p->key, p->val->value, p->val->len, kv.create_rev, kv.mod_rev, kv.version);
+            log_info("store", "etcd: the write of %s was applied (revision %lld)", p->key, (long long)kv.mod_rev);
+        } else {
+            log_warn("store", "etcd: the write of %s is not found applied: its outcome stays unknown", p->key);
+            p->err = -EIO;
+            p->rev = s->applied_rev;
+            p->wait_rev = 0;
+            s->n_commits_failed++;
+        }
+        kite_buf_release(&resp);
+        pthread_mutex_lock(&s->p_mu);
+        ready_locked(s, p);
+        pthread_mutex_unlock(&s->p_mu);
+    }
+}
+
 static void *supervisor_main(void *arg) {
     struct etcd_store *s = arg;
     int64_t last_probe = 0;
@@ -868,6 +944,7 @@ static void *supervisor_main(void *arg) {
     while (!s->stopping) {
         backlog_expire_locked(s);
         bool dead = !s->conn || grpc_conn_dead(s->conn) || !s->watching;
+        bool unknown = s->unknown != NULL;
         pthread_mutex_unlock(&s->p_mu);
         if (dead) {
             /* replace the connection: the next member, the watch resumed from the applied revision */
@@ -893,6 +970,8 @@ static void *supervisor_main(void *arg) {
             }
             usleep(100 * 1000); /* at most 10 attempts a second */
             free(err);
+        } else if (unknown) {
+            read_back(s);
         } else if (kite_now_mono(kite_clock_real()) - last_probe > KITE_NS_PER_SEC) {
             char *why = NULL;
             last_probe = kite_now_mono(kite_clock_real());
@@ -1168,6 +1247,14 @@ static void etcd_close(struct kite_store *b) {
     pthread_mutex_lock(&s->p_mu);
     s->draining = true;
     backlog_expire_locked(s);
+    while (s->unknown) {
+        struct epending *p = s->unknown;
+        s->unknown = p->next;
+        p->err = -EIO;
+        p->rev = s->applied_rev;
+        p->wait_rev = 0;
+        ready_locked(s, p);
+    }
     pthread_cond_broadcast(&s->p_cond);
     pthread_mutex_unlock(&s->p_mu);
     if (s->threads_started) pthread_join(s->completer, NULL);
