@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KITE, Cluster, free_port, wait_for
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, free_port, node_name_of_machine, wait_for
 
 ETCD = shutil.which("etcd")
 ETCDCTL = shutil.which("etcdctl")
@@ -413,6 +413,25 @@ def test_apiservers_take_turns_at_compaction(etcd, pair, tmp_path):
         api.close()
         c2.stop()
         c1.stop()
+
+
+def test_kite_up_over_an_external_etcd(etcd, tmp_path):
+    """`kite up --etcd-servers`: a single node whose control plane stores in etcd (its own prefix);
+    the agent's Node is Ready and lives under <prefix>/minions/."""
+    c = Cluster("up", tmp_path, extra_args=["--etcd-servers", etcd.endpoints, "--etcd-prefix", "/up",
+                                            *AGENT_FAST_FLAGS])
+    c.start()
+    try:
+        node = node_name_of_machine()
+        wait_for(lambda: "True" in c.kubectl("get", "node", node, "-o",
+                                             "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+                                             check=False).stdout, 20, 0.2, "the node Ready")
+        keys = etcd.ctl("get", "--prefix", "/up/minions/", "--keys-only").stdout.split()
+        assert f"/up/minions/{node}" in keys, keys
+        assert etcd.ctl("get", "--prefix", "/up/leases/kube-node-lease/", "--keys-only").stdout.split(), \
+            "the node's Lease is in etcd"
+    finally:
+        c.stop()
 
 
 @pytest.mark.slow
