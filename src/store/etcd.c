@@ -220,6 +220,8 @@ static int64_t header_rev(const struct pb_field *f) {
 static struct kite_record *kv_record(struct etcd_store *s, const struct kv *kv) {
     _cleanup_free_ char *k = key_from_etcd(s, kv->key, kv->key_len);
     if (!k) return NULL;
+    /* kube-apiserver's protobuf envelope: not what the API server here reads */
+    if (kv->value_len >= 4 && memcmp(kv->value, "k8s\0", 4) == 0) return NULL;
     struct kite_record *rec = record_from_row(s->crypt, k, strlen(k), kv->value, kv->value_len);
     if (!rec) return NULL;
     rec->create_rev = kv->create_rev;
@@ -433,7 +435,7 @@ static void apply_events(struct etcd_store *s, struct pb_reader evs_r) {
         } else {
             struct kite_record *rec = kv_record(s, &kv);
             if (!rec) {
-                log_warn("store", "etcd: the value of %s does not open: left out", k);
+                log_warn("store", "etcd: the value of %s does not open (sealed with another key, or protobuf): left out", k);
                 continue;
             }
             kite_map_put(&s->live, rec->key, rec);
@@ -1351,7 +1353,7 @@ static int load(struct etcd_store *s, char **ret_error) {
         kite_record_unref(kite_map_put(&s->live, rec->key, rec));
     }
     kite_buf_release(&resp);
-    if (bad) log_warn("store", "etcd: %zu values under %s do not open (another encryption key?): left out", bad, k);
+    if (bad) log_warn("store", "etcd: %zu values under %s do not open (another encryption key, or protobuf): left out", bad, k);
     s->snap_rev = s->applied_rev;
     return 0;
 }
