@@ -59,7 +59,8 @@ enum {
     F_KV_KEY = 1, F_KV_CREATE = 2, F_KV_MOD = 3, F_KV_VERSION = 4, F_KV_VALUE = 5,
     F_RANGE_KEY = 1, F_RANGE_END = 2, F_RANGE_LIMIT = 3, F_RANGE_REVISION = 4,
     F_RANGE_RESP_KVS = 2, F_RANGE_RESP_MORE = 3,
-    F_PUT_KEY = 1, F_PUT_VALUE = 2, F_PUT_PREV_KV = 4, F_PUT_RESP_PREV_KV = 2,
+    F_PUT_KEY = 1, F_PUT_VALUE = 2, F_PUT_LEASE = 3, F_PUT_PREV_KV = 4, F_PUT_RESP_PREV_KV = 2,
+    F_LEASE_TTL = 1, F_LEASE_RESP_ID = 2,
     F_DEL_KEY = 1, F_DEL_PREV_KV = 3, F_DEL_RESP_PREV_KVS = 3,
     F_CMP_RESULT = 1, F_CMP_TARGET = 2, F_CMP_KEY = 3, F_CMP_VERSION = 4, F_CMP_CREATE_REV = 5, F_CMP_MOD_REV = 6,
     CMP_EQUAL = 0, CMP_GREATER = 1, CMP_TARGET_CREATE = 1, CMP_TARGET_MOD = 2,
@@ -132,6 +133,8 @@ struct etcd_store {
     struct kite_map live;
     _Atomic int64_t applied_rev, compact_rev, snap_rev;
     int64_t compact_version; /* compact_rev_key's version last seen (compact_claim; the housekeeping thread) */
+    pthread_mutex_t lease_mu; /* the lease shared by writes with a TTL (lease_for) */
+    int64_t lease_id, lease_ttl, lease_from;
 
     pthread_mutex_t p_mu;
     pthread_cond_t p_cond, sup_cond;
@@ -246,7 +249,7 @@ static char *range_end(const char *p) {
 }
 
 static void encode_txn(struct kite_buf *b, enum kite_write_type type, const char *ekey, const char *value, size_t len,
-                       int64_t expect) {
+                       int64_t expect, int64_t lease) {
     size_t ek = strlen(ekey);
     size_t m = pb_begin(b, F_TXN_COMPARE);
     if (type == KITE_WRITE_CREATE) {
@@ -280,6 +283,7 @@ static void encode_txn(struct kite_buf *b, enum kite_write_type type, const char
         size_t p = pb_begin(b, F_OP_PUT);
         pb_put_bytes(b, F_PUT_KEY, ekey, ek);
         pb_put_bytes(b, F_PUT_VALUE, value, len);
+        pb_put_uint(b, F_PUT_LEASE, (uint64_t)lease);
         pb_put_uint(b, F_PUT_PREV_KV, 1);
         pb_end(b, p);
     }
@@ -635,6 +639,41 @@ static void pending_free(struct epending *p) {
     free(p);
 }
 
+/* A lease for a key to expire about ttl seconds from now: as kube-apiserver's lease manager, one
+ * lease serves every such write of a window of min(60 s, ttl/20) and is granted for ttl plus that
+ * window. Granting is one round trip, once per window; when it fails the key gets no lease (the
+ * API server's TTL clean-up deletes it then). */
+static int64_t lease_for(struct etcd_store *s, int64_t ttl) {
+    int64_t reuse_ns = KITE_MIN(60, ttl / 20) * KITE_NS_PER_SEC, now = kite_now_mono(kite_clock_real());
+    pthread_mutex_lock(&s->lease_mu);
+    if (s->lease_id && s->lease_ttl == ttl && now < s->lease_from + reuse_ns) {
+        int64_t id = s->lease_id;
+        pthread_mutex_unlock(&s->lease_mu);
+        return id;
+    }
+    struct kite_buf req = {0}, resp = {0};
+    pb_put_uint(&req, F_LEASE_TTL, (uint64_t)(ttl + reuse_ns / KITE_NS_PER_SEC));
+    char *msg = NULL;
+    int st = call_once(s, "/etcdserverpb.Lease/LeaseGrant", &req, &resp, &msg);
+    int64_t id = 0;
+    struct pb_reader r = pb_reader(resp.p, resp.len);
+    struct pb_field f;
+    while (st == GRPC_OK && pb_next(&r, &f) > 0)
+        if (f.field == F_LEASE_RESP_ID && f.wire == 0) id = (int64_t)f.u;
+    if (id) {
+        s->lease_id = id;
+        s->lease_ttl = ttl;
+        s->lease_from = now;
+    } else if (!s->stopping) {
+        log_warn("store", "etcd: cannot grant a lease (%d: %s): keys written without one", st, msg ? msg : "");
+    }
+    pthread_mutex_unlock(&s->lease_mu);
+    kite_buf_release(&req);
+    kite_buf_release(&resp);
+    free(msg);
+    return id;
+}
+
 static int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud) {
     struct etcd_store *s = es(b);
     if (!kite_startswith(w->key, "/registry/")) return -EINVAL;
@@ -669,7 +708,7 @@ static int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_wr
     p->queued_ns = kite_now_mono(kite_clock_real());
     _cleanup_free_ char *ekey = key_to_etcd(s, w->key);
     struct kite_buf m = {0};
-    encode_txn(&m, w->type, ekey, val, len, w->expect_mod_rev);
+    encode_txn(&m, w->type, ekey, val, len, w->expect_mod_rev, del || w->ttl_s <= 0 ? 0 : lease_for(s, w->ttl_s));
     p->msg = kite_buf_detach(&m, &p->msg_len);
     if (send_txn(s, p) < 0) {
         /* not sent: it waits for the next connection */
@@ -1275,6 +1314,7 @@ static void etcd_close(struct kite_store *b) {
     pthread_rwlock_destroy(&s->live_lock);
     pthread_mutex_destroy(&s->sub_mu);
     pthread_mutex_destroy(&s->p_mu);
+    pthread_mutex_destroy(&s->lease_mu);
     pthread_cond_destroy(&s->p_cond);
     pthread_cond_destroy(&s->sup_cond);
     free(s);
@@ -1374,6 +1414,7 @@ static int etcd_open(const char *target, const struct kite_store_options *opts, 
     pthread_rwlock_init(&s->live_lock, NULL);
     pthread_mutex_init(&s->sub_mu, NULL);
     pthread_mutex_init(&s->p_mu, NULL);
+    pthread_mutex_init(&s->lease_mu, NULL);
     pthread_cond_init(&s->p_cond, NULL);
     pthread_cond_init(&s->sup_cond, NULL);
     s->healthy = true;

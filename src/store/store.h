@@ -138,6 +138,10 @@ struct kite_write {
     const char *value;
     size_t len;             /* copied on submit; ignored for DELETE */
     int64_t expect_mod_rev; /* UPDATE/DELETE: 0 = unconditional, else must equal the key's mod_rev */
+    /* CREATE/UPDATE: > 0 lets the backend expire the key about this many seconds after the write
+     * (etcd: a lease shared by the writes of a short window, as kube-apiserver's for Events); the
+     * SQLite backend ignores it (the API server's TTL clean-up deletes such objects there) */
+    int64_t ttl_s;
 };
 
 /* Completion: err 0, or -EEXIST (CREATE of existing key), -ENOENT (UPDATE/DELETE of missing

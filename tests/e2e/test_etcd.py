@@ -373,6 +373,29 @@ def test_a_watch_compacted_away_is_resynchronized(etcd, pair, tmp_path):
         proxy.close()
 
 
+def test_events_get_a_shared_etcd_lease(etcd, pair):
+    """Events are stored with an etcd lease for --event-ttl (1 h) plus the reuse window (60 s), one
+    lease shared by the events of that window, as kube-apiserver does."""
+    a, _ = pair
+    api = a.api()
+    try:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # recent: the TTL clean-up leaves them
+        for name in ("e2e-etcd-ev1", "e2e-etcd-ev2"):
+            api.ok("POST", "/api/v1/namespaces/default/events", {
+                "apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+                "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": "default"},
+                "reason": "Test", "message": "m", "type": "Normal",
+                "firstTimestamp": now, "lastTimestamp": now, "count": 1})
+        leases = [etcd_kv(etcd, f"/registry/events/default/{n}")[0].get("lease") for n in ("e2e-etcd-ev1", "e2e-etcd-ev2")]
+        assert leases[0] and leases[0] == leases[1], leases
+        ttl = json.loads(etcd.ctl("lease", "timetolive", format(int(leases[0]), "x"), "-w", "json").stdout)
+        assert ttl["granted-ttl"] == 3600 + 60 and 3600 < ttl["ttl"] <= 3660, ttl
+        # other kinds get none
+        assert not etcd_kv(etcd, "/registry/services/specs/default/kubernetes")[0].get("lease")
+    finally:
+        api.close()
+
+
 def test_readyz_follows_etcd(etcd, pair):
     """etcd stopped (SIGSTOP: no answer to the keepalive): /readyz fails its etcd check within the
     health-check timeout, writes fail instead of hanging; etcd back: ready again and writes work."""
