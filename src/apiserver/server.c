@@ -632,7 +632,23 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
                                                  : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
     if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences, ret_error)) < 0) return r;
+    /* kinds with a TTL (Events): the store may expire them itself (etcd leases) */
+    const char *ttl_prefixes[8] = {0};
+    _cleanup_free_ char *ttl_buf = NULL;
+    struct kite_buf tb = {0};
+    size_t n_ttl = 0;
+    for (size_t k = 0; kite_resources[k] && n_ttl < KITE_ARRAY_SIZE(ttl_prefixes) - 1; k++)
+        if (kite_resources[k]->last_seen) {
+            kite_buf_printf(&tb, "/registry/%s/", kite_resources[k]->storage ? kite_resources[k]->storage
+                                                                            : kite_resources[k]->plural);
+            kite_buf_putc(&tb, 0);
+            n_ttl++;
+        }
+    ttl_buf = kite_buf_detach(&tb, NULL);
+    for (size_t i = 0, off = 0; i < n_ttl; off += strlen(ttl_buf + off) + 1, i++) ttl_prefixes[i] = ttl_buf + off;
     struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt,
+                                    .ttl_prefixes = ttl_prefixes,
+                                    .ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S,
                                     .etcd_cafile = o->etcd_cafile, .etcd_certfile = o->etcd_certfile,
                                     .etcd_keyfile = o->etcd_keyfile, .etcd_prefix = o->etcd_prefix,
                                     .etcd_timeout_ms = o->etcd_timeout_ms};

@@ -541,9 +541,7 @@ void submit(struct write_op *op, enum kite_write_type type, json_object *obj, in
         op_free(op);
         return;
     }
-    struct kite_write w = {.type = type, .key = op->key, .value = bytes, .len = len, .expect_mod_rev = expect,
-                           /* kinds with a TTL (Events): the store may expire them itself */
-                           .ttl_s = rq->res->last_seen ? rq->srv->event_ttl_s : 0};
+    struct kite_write w = {.type = type, .key = op->key, .value = bytes, .len = len, .expect_mod_rev = expect};
     op->submitted_ns = kite_now_mono(op->srv->clock);
     int r = kite_store_submit(rq->srv->store, &w, write_done, op);
     if (r == -EAGAIN) op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");

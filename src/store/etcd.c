@@ -133,6 +133,9 @@ struct etcd_store {
     struct kite_map live;
     _Atomic int64_t applied_rev, compact_rev, snap_rev;
     int64_t compact_version; /* compact_rev_key's version last seen (compact_claim; the housekeeping thread) */
+    char **ttl_prefixes; /* kite keys under them get a lease of ttl_s (kite_store_options) */
+    size_t n_ttl_prefixes;
+    int64_t ttl_s;
     pthread_mutex_t lease_mu; /* the lease shared by writes with a TTL (lease_for) */
     int64_t lease_id, lease_ttl, lease_from;
 
@@ -708,7 +711,10 @@ static int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_wr
     p->queued_ns = kite_now_mono(kite_clock_real());
     _cleanup_free_ char *ekey = key_to_etcd(s, w->key);
     struct kite_buf m = {0};
-    encode_txn(&m, w->type, ekey, val, len, w->expect_mod_rev, del || w->ttl_s <= 0 ? 0 : lease_for(s, w->ttl_s));
+    bool ttl = false;
+    for (size_t i = 0; !del && s->ttl_s > 0 && i < s->n_ttl_prefixes; i++)
+        ttl = ttl || kite_startswith(w->key, s->ttl_prefixes[i]);
+    encode_txn(&m, w->type, ekey, val, len, w->expect_mod_rev, ttl ? lease_for(s, s->ttl_s) : 0);
     p->msg = kite_buf_detach(&m, &p->msg_len);
     if (send_txn(s, p) < 0) {
         /* not sent: it waits for the next connection */
@@ -1308,6 +1314,8 @@ static void etcd_close(struct kite_store *b) {
     free((char *)s->tls.cafile);
     free((char *)s->tls.certfile);
     free((char *)s->tls.keyfile);
+    for (size_t i = 0; i < s->n_ttl_prefixes; i++) free(s->ttl_prefixes[i]);
+    free(s->ttl_prefixes);
     free(s->prefix);
     free(s->health_error);
     pthread_rwlock_destroy(&s->conn_lock);
@@ -1410,6 +1418,10 @@ static int etcd_open(const char *target, const struct kite_store_options *opts, 
     s->tls.certfile = opts->etcd_certfile ? kite_strdup(opts->etcd_certfile) : NULL;
     s->tls.keyfile = opts->etcd_keyfile ? kite_strdup(opts->etcd_keyfile) : NULL;
     s->timeout_ms = opts->etcd_timeout_ms > 0 ? opts->etcd_timeout_ms : ETCD_TIMEOUT_MS_DEFAULT;
+    s->ttl_s = opts->ttl_s;
+    while (opts->ttl_prefixes && opts->ttl_prefixes[s->n_ttl_prefixes]) s->n_ttl_prefixes++;
+    s->ttl_prefixes = kite_calloc(s->n_ttl_prefixes + 1, sizeof *s->ttl_prefixes);
+    for (size_t i = 0; i < s->n_ttl_prefixes; i++) s->ttl_prefixes[i] = kite_strdup(opts->ttl_prefixes[i]);
     pthread_rwlock_init(&s->conn_lock, NULL);
     pthread_rwlock_init(&s->live_lock, NULL);
     pthread_mutex_init(&s->sub_mu, NULL);

@@ -108,6 +108,12 @@ struct kite_store_options {
      * prefix ("/registry" when NULL), and the connect/keepalive timeout (0 = 2 s). */
     const char *etcd_cafile, *etcd_certfile, *etcd_keyfile, *etcd_prefix;
     int etcd_timeout_ms;
+    /* Keys under these prefixes (NULL-terminated; borrowed) may be expired by the backend about
+     * ttl_s seconds after their last write (etcd: a lease shared by the writes of a short window,
+     * as kube-apiserver's for Events). The SQLite backend ignores it: the API server's TTL
+     * clean-up deletes such objects there (and on etcd when no lease could be granted). */
+    const char *const *ttl_prefixes;
+    int64_t ttl_s;
 };
 
 /* Opens (creating if needed) the store at url: "sqlite:/path/to/file.db" (parent dir must
@@ -138,10 +144,6 @@ struct kite_write {
     const char *value;
     size_t len;             /* copied on submit; ignored for DELETE */
     int64_t expect_mod_rev; /* UPDATE/DELETE: 0 = unconditional, else must equal the key's mod_rev */
-    /* CREATE/UPDATE: > 0 lets the backend expire the key about this many seconds after the write
-     * (etcd: a lease shared by the writes of a short window, as kube-apiserver's for Events); the
-     * SQLite backend ignores it (the API server's TTL clean-up deletes such objects there) */
-    int64_t ttl_s;
 };
 
 /* Completion: err 0, or -EEXIST (CREATE of existing key), -ENOENT (UPDATE/DELETE of missing

@@ -459,8 +459,8 @@ def test_kite_up_over_an_external_etcd(etcd, tmp_path):
                                              check=False).stdout, 20, 0.2, "the node Ready")
         keys = etcd.ctl("get", "--prefix", "/up/minions/", "--keys-only").stdout.split()
         assert f"/up/minions/{node}" in keys, keys
-        assert etcd.ctl("get", "--prefix", "/up/leases/kube-node-lease/", "--keys-only").stdout.split(), \
-            "the node's Lease is in etcd"
+        wait_for(lambda: etcd.ctl("get", "--prefix", "/up/leases/kube-node-lease/", "--keys-only").stdout.split(),
+                 10, 0.2, "the node's Lease in etcd")
     finally:
         c.stop()
 
