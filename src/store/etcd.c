@@ -37,840 +37,9 @@
  * Locks, in nesting order: conn_lock (rwlock over the current connection; never held while a
  * callback of it runs: see etcd-grpc.c), then the connection's own mutex; on the I/O thread,
  * sub_mu then live_lock; p_mu (pending completions and the backlog) is a leaf. */
-#include "store/store-int.h"
+#include "store/etcd-int.h"
 
-#include "base/clock.h"
-#include "base/log.h"
-#include "store/etcd-grpc.h"
-#include "store/etcd-pb.h"
-#include <stdio.h>
-#include <unistd.h>
-
-/* How long a write not yet sent waits for a connection before it fails with -EIO. */
-#define ETCD_BACKLOG_MS 10000
-/* Default for connecting, the TLS handshake, and a connection's keepalive (--etcd-healthcheck-timeout). */
-#define ETCD_TIMEOUT_MS_DEFAULT 2000
-#define ETCD_ENDPOINTS_MAX 16
-
-/* field numbers (etcdserverpb rpc.proto, mvccpb kv.proto) */
-enum {
-    F_HEADER = 1,
-    F_HEADER_REVISION = 3,
-    F_KV_KEY = 1, F_KV_CREATE = 2, F_KV_MOD = 3, F_KV_VERSION = 4, F_KV_VALUE = 5,
-    F_RANGE_KEY = 1, F_RANGE_END = 2, F_RANGE_LIMIT = 3, F_RANGE_REVISION = 4,
-    F_RANGE_RESP_KVS = 2, F_RANGE_RESP_MORE = 3,
-    F_PUT_KEY = 1, F_PUT_VALUE = 2, F_PUT_LEASE = 3, F_PUT_PREV_KV = 4, F_PUT_RESP_PREV_KV = 2,
-    F_LEASE_TTL = 1, F_LEASE_RESP_ID = 2,
-    F_DEL_KEY = 1, F_DEL_PREV_KV = 3, F_DEL_RESP_PREV_KVS = 3,
-    F_CMP_RESULT = 1, F_CMP_TARGET = 2, F_CMP_KEY = 3, F_CMP_VERSION = 4, F_CMP_CREATE_REV = 5, F_CMP_MOD_REV = 6,
-    CMP_EQUAL = 0, CMP_GREATER = 1, CMP_TARGET_CREATE = 1, CMP_TARGET_MOD = 2,
-    F_TXN_COMPARE = 1, F_TXN_SUCCESS = 2, F_TXN_FAILURE = 3,
-    F_TXN_RESP_SUCCEEDED = 2, F_TXN_RESP_RESPONSES = 3,
-    F_OP_RANGE = 1, F_OP_PUT = 2, F_OP_DELETE = 3,
-    F_WATCH_CREATE = 1,
-    F_WC_KEY = 1, F_WC_RANGE_END = 2, F_WC_START_REV = 3, F_WC_PROGRESS_NOTIFY = 4,
-    F_WR_CREATED = 3, F_WR_CANCELED = 4, F_WR_COMPACT_REV = 5, F_WR_CANCEL_REASON = 6, F_WR_EVENTS = 11,
-    F_EV_TYPE = 1, F_EV_KV = 2, EV_DELETE = 1,
-    F_COMPACT_REVISION = 1,
-    F_STATUS_LEADER = 4, F_STATUS_ERRORS = 8,
-};
-
-struct endpoint {
-    char *host, *port;
-    bool https;
-};
-
-/* A write from submit to completion. */
-struct epending {
-    struct epending *next;
-    struct etcd_store *s;
-    enum kite_write_type type;
-    char *key;   /* kite's key */
-    struct kite_record *val; /* CREATE/UPDATE: the key and the caller's value (the completion's record) */
-    char *sent;              /* CREATE/UPDATE: the value bytes as sent (sealed when encrypted) */
-    size_t sent_len;
-    char *msg;   /* the encoded TxnRequest */
-    size_t msg_len;
-    int64_t expect;
-    kite_write_cb cb;
-    void *ud;
-    int64_t queued_ns;
-    /* the response */
-    struct kite_buf resp;
-    /* the result, fired once wait_rev <= applied_rev */
-    int err;
-    int64_t rev, wait_rev;
-    struct kite_record *rec;
-};
-
-struct esub {
-    char *prefix;
-    kite_store_batch_cb cb;
-    void *ud;
-};
-
-struct etcd_store {
-    struct kite_store base;
-    struct kite_store_crypt *crypt;
-    char *prefix; /* etcd key prefix without the trailing '/' */
-    struct endpoint eps[ETCD_ENDPOINTS_MAX];
-    size_t n_eps;
-    struct grpc_tls tls;
-    int timeout_ms;
-
-    pthread_rwlock_t conn_lock;
-    struct grpc_conn *conn; /* NULL while none is up */
-    size_t cur;             /* eps[cur] is (or was last) connected */
-    _Atomic bool watching;  /* the watch on conn is running */
-    _Atomic bool healthy;   /* the last Status probe found a leader */
-    _Atomic bool resync;    /* the watch was compacted: reload before watching again */
-    char *health_error;     /* why not (under p_mu) */
-
-    pthread_mutex_t sub_mu;
-    struct esub subs[KITE_STORE_SUBSCRIBERS_MAX];
-    size_t nsubs;
-    pthread_rwlock_t live_lock;
-    struct kite_map live;
-    _Atomic int64_t applied_rev, compact_rev, snap_rev;
-    int64_t compact_version; /* compact_rev_key's version last seen (compact_claim; the housekeeping thread) */
-    char **ttl_prefixes; /* kite keys under them get a lease of ttl_s (kite_store_options) */
-    size_t n_ttl_prefixes;
-    int64_t ttl_s;
-    pthread_mutex_t lease_mu; /* the lease shared by writes with a TTL (lease_for) */
-    int64_t lease_id, lease_ttl, lease_from;
-
-    pthread_mutex_t p_mu;
-    pthread_cond_t p_cond, sup_cond;
-    struct epending *ready;    /* answered, by wait_rev */
-    struct epending *unknown;  /* sent, the answer lost: to be read back (supervisor) */
-    struct epending *backlog;  /* not yet sent (no connection) */
-    size_t inflight;
-    _Atomic bool stopping;
-    _Atomic bool draining; /* closing, the connection gone: answered writes fire without their event */
-    pthread_t completer, supervisor;
-    bool threads_started;
-
-    _Atomic uint64_t n_writes, n_failed, n_rejected, n_commits_failed;
-};
-
-static struct etcd_store *es(struct kite_store *b) { return (struct etcd_store *)b; }
-
-/* ---- keys ---- */
-
-static const struct {
-    const char *kite, *etcd;
-} key_map[] = {
-    {"/registry/nodes/", "/minions/"},
-    {"/registry/services/", "/services/specs/"},
-    {"/registry/endpoints/", "/services/endpoints/"},
-};
-
-/* kite's key or prefix -> etcd's (caller frees). */
-static char *key_to_etcd(struct etcd_store *s, const char *k) {
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(key_map); i++)
-        if (kite_startswith(k, key_map[i].kite))
-            return kite_asprintf("%s%s%s", s->prefix, key_map[i].etcd, k + strlen(key_map[i].kite));
-    if (kite_startswith(k, "/registry/") || strcmp(k, "/registry") == 0)
-        return kite_asprintf("%s%s", s->prefix, k + strlen("/registry"));
-    return kite_asprintf("%s%s", s->prefix, k);
-}
-
-/* etcd's key -> kite's (caller frees), NULL when outside the prefix. */
-static char *key_from_etcd(struct etcd_store *s, const unsigned char *k, size_t len) {
-    size_t pl = strlen(s->prefix);
-    if (len <= pl || memcmp(k, s->prefix, pl) != 0 || k[pl] != '/' || memchr(k, 0, len)) return NULL;
-    const char *rest = (const char *)k + pl;
-    size_t rl = len - pl;
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(key_map); i++) {
-        size_t el = strlen(key_map[i].etcd);
-        if (rl >= el && memcmp(rest, key_map[i].etcd, el) == 0)
-            return kite_asprintf("%s%.*s", key_map[i].kite, (int)(rl - el), rest + el);
-    }
-    return kite_asprintf("/registry%.*s", (int)rl, rest);
-}
-
-/* ---- messages ---- */
-
-struct kv {
-    const unsigned char *key, *value;
-    size_t key_len, value_len;
-    int64_t create_rev, mod_rev, version;
-    bool present;
-};
-
-static int kv_parse(const unsigned char *p, size_t len, struct kv *kv) {
-    struct pb_reader r = pb_reader(p, len);
-    struct pb_field f;
-    int n;
-    *kv = (struct kv){.present = true, .key = (const unsigned char *)"", .value = (const unsigned char *)""};
-    while ((n = pb_next(&r, &f)) > 0) {
-        if (f.field == F_KV_KEY && f.wire == 2) kv->key = f.data, kv->key_len = f.len;
-        else if (f.field == F_KV_VALUE && f.wire == 2) kv->value = f.data, kv->value_len = f.len;
-        else if (f.field == F_KV_CREATE && f.wire == 0) kv->create_rev = (int64_t)f.u;
-        else if (f.field == F_KV_MOD && f.wire == 0) kv->mod_rev = (int64_t)f.u;
-        else if (f.field == F_KV_VERSION && f.wire == 0) kv->version = (int64_t)f.u;
-    }
-    return n;
-}
-
-static int64_t header_rev(const struct pb_field *f) {
-    struct pb_reader r = pb_sub(f);
-    struct pb_field h;
-    while (pb_next(&r, &h) > 0)
-        if (h.field == F_HEADER_REVISION && h.wire == 0) return (int64_t)h.u;
-    return 0;
-}
-
-/* A record of a key-value from etcd (value opened when sealed); NULL when the key is not the
- * store's or the value does not open. */
-static struct kite_record *kv_record(struct etcd_store *s, const struct kv *kv) {
-    _cleanup_free_ char *k = key_from_etcd(s, kv->key, kv->key_len);
-    if (!k) return NULL;
-    /* kube-apiserver's protobuf envelope: not what the API server here reads */
-    if (kv->value_len >= 4 && memcmp(kv->value, "k8s\0", 4) == 0) return NULL;
-    struct kite_record *rec = record_from_row(s->crypt, k, strlen(k), kv->value, kv->value_len);
-    if (!rec) return NULL;
-    rec->create_rev = kv->create_rev;
-    rec->mod_rev = kv->mod_rev;
-    rec->version = kv->version;
-    return rec;
-}
-
-/* RangeRequest of [key, end) (end NULL: the one key), at rev (0: latest), at most limit. */
-static void encode_range(struct kite_buf *b, const char *key, size_t key_len, const char *end, int64_t limit,
-                         int64_t rev) {
-    pb_put_bytes(b, F_RANGE_KEY, key, key_len);
-    if (end) pb_put_bytes(b, F_RANGE_END, end, strlen(end));
-    pb_put_uint(b, F_RANGE_LIMIT, (uint64_t)limit);
-    pb_put_uint(b, F_RANGE_REVISION, (uint64_t)rev);
-}
-
-/* The end of the range of keys starting with p ("\0" when none: every key after p). */
-static char *range_end(const char *p) {
-    char *e = prefix_end(p);
-    return e ? e : kite_strdup("\0");
-}
-
-static void encode_txn(struct kite_buf *b, enum kite_write_type type, const char *ekey, const char *value, size_t len,
-                       int64_t expect, int64_t lease) {
-    size_t ek = strlen(ekey);
-    size_t m = pb_begin(b, F_TXN_COMPARE);
-    if (type == KITE_WRITE_CREATE) {
-        /* create_revision == 0: the key does not exist (proto3 leaves the zero fields out) */
-        pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
-        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
-        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
-        /* the target_union oneof's member, present although 0 */
-        pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
-        pb_put_varint(b, 0);
-    } else if (expect) {
-        pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
-        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_MOD);
-        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
-        pb_put_uint(b, F_CMP_MOD_REV, (uint64_t)expect);
-    } else {
-        pb_put_uint(b, F_CMP_RESULT, CMP_GREATER);
-        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
-        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
-        pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
-        pb_put_varint(b, 0);
-    }
-    pb_end(b, m);
-    m = pb_begin(b, F_TXN_SUCCESS);
-    if (type == KITE_WRITE_DELETE) {
-        size_t d = pb_begin(b, F_OP_DELETE);
-        pb_put_bytes(b, F_DEL_KEY, ekey, ek);
-        pb_put_uint(b, F_DEL_PREV_KV, 1);
-        pb_end(b, d);
-    } else {
-        size_t p = pb_begin(b, F_OP_PUT);
-        pb_put_bytes(b, F_PUT_KEY, ekey, ek);
-        pb_put_bytes(b, F_PUT_VALUE, value, len);
-        pb_put_uint(b, F_PUT_LEASE, (uint64_t)lease);
-        pb_put_uint(b, F_PUT_PREV_KV, 1);
-        pb_end(b, p);
-    }
-    pb_end(b, m);
-    m = pb_begin(b, F_TXN_FAILURE);
-    size_t r = pb_begin(b, F_OP_RANGE);
-    encode_range(b, ekey, ek, NULL, 0, 0);
-    pb_end(b, r);
-    pb_end(b, m);
-}
-
-/* ---- synchronous calls (reads, compaction, probes), retried across failover ---- */
-
-struct sync_call {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool done;
-    int status;
-    char *message;
-    struct kite_buf resp;
-};
-
-static void sync_msg(void *ud, const unsigned char *msg, size_t len) {
-    struct sync_call *sc = ud;
-    kite_buf_reset(&sc->resp);
-    kite_buf_append(&sc->resp, msg, len);
-}
-
-static void sync_done(void *ud, int status, const char *message) {
-    struct sync_call *sc = ud;
-    pthread_mutex_lock(&sc->mu);
-    sc->status = status;
-    sc->message = kite_strdup(message);
-    sc->done = true;
-    pthread_cond_signal(&sc->cond);
-    pthread_mutex_unlock(&sc->mu);
-}
-
-/* One call on c (NULL: the current connection); status as grpc_done_cb's, -ENOTCONN when there
- * is none. */
-static int call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, const struct kite_buf *req,
-                   struct kite_buf *resp, char **ret_msg) {
-    struct sync_call sc = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    int r;
-    if (c) {
-        r = grpc_call_start(c, path, req->p, req->len, false, sync_msg, sync_done, &sc);
-    } else {
-        pthread_rwlock_rdlock(&s->conn_lock);
-        r = s->conn ? grpc_call_start(s->conn, path, req->p, req->len, false, sync_msg, sync_done, &sc) : -ENOTCONN;
-        pthread_rwlock_unlock(&s->conn_lock);
-    }
-    if (r < 0) return r;
-    pthread_mutex_lock(&sc.mu);
-    while (!sc.done) pthread_cond_wait(&sc.cond, &sc.mu);
-    pthread_mutex_unlock(&sc.mu);
-    if (ret_msg) *ret_msg = sc.message;
-    else free(sc.message);
-    *resp = sc.resp;
-    return sc.status;
-}
-
-static int call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
-                     char **ret_msg) {
-    return call_on(s, NULL, path, req, resp, ret_msg);
-}
-
-/* A call that is safe to repeat (a read, a compaction): retried while the connection is being
- * replaced, for up to twice the time a failover takes. */
-static int call_retry(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
-                      char **ret_msg) {
-    int64_t deadline = kite_now_mono(kite_clock_real()) + (int64_t)s->timeout_ms * 1000000 * 2 * (int64_t)s->n_eps + 5 * KITE_NS_PER_SEC;
-    for (;;) {
-        char *msg = NULL;
-        *resp = (struct kite_buf){0};
-        int st = call_once(s, path, req, resp, &msg);
-        bool again = st == -ENOTCONN || st == -ECONNRESET || st == GRPC_UNAVAILABLE;
-        if (!again || kite_now_mono(kite_clock_real()) > deadline || s->stopping) {
-            if (ret_msg) *ret_msg = msg;
-            else free(msg);
-            return st;
-        }
-        free(msg);
-        kite_buf_release(resp);
-        pthread_mutex_lock(&s->p_mu);
-        pthread_cond_signal(&s->sup_cond);
-        pthread_mutex_unlock(&s->p_mu);
-        usleep(50 * 1000);
-    }
-}
-
-/* gRPC status of a read -> errno (store.h's meanings). */
-static int read_errno(int st, const char *msg) {
-    if (st == GRPC_OK) return 0;
-    if (st == GRPC_OUT_OF_RANGE && msg && strstr(msg, "compacted")) return -ENODATA;
-    if (st == GRPC_OUT_OF_RANGE && msg && strstr(msg, "future")) return -ERANGE;
-    return -EIO;
-}
-
-/* ---- the watch: applying changes ---- */
-
-/* Hands evs (revision order; the live map already changed) to every subscriber whose prefix
- * covers some, marks rev applied, releases sub_mu (held since before the live map changed), drops
- * the events' references and wakes the completions. */
-static void fan_out_unlock(struct etcd_store *s, struct kite_store_event *evs, size_t n, int64_t rev) {
-    if (n) {
-        struct kite_store_event *mine = kite_calloc(n, sizeof *mine);
-        for (size_t i = 0; i < s->nsubs; i++) {
-            size_t m = 0;
-            for (size_t j = 0; j < n; j++)
-                if (kite_startswith(evs[j].rec->key, s->subs[i].prefix)) mine[m++] = evs[j];
-            if (m) s->subs[i].cb(s->subs[i].ud, mine, m);
-        }
-        free(mine);
-    }
-    if (rev > s->applied_rev) s->applied_rev = rev;
-    pthread_mutex_unlock(&s->sub_mu);
-    for (size_t i = 0; i < n; i++) {
-        kite_record_unref(evs[i].rec);
-        kite_record_unref(evs[i].prev); /* the live map's reference it displaced */
-    }
-    free(evs);
-    pthread_mutex_lock(&s->p_mu);
-    pthread_cond_signal(&s->p_cond);
-    pthread_mutex_unlock(&s->p_mu);
-}
-
-static void apply_events(struct etcd_store *s, struct pb_reader evs_r) {
-    struct kite_store_event *evs = NULL;
-    size_t n = 0, cap = 0;
-    struct pb_field f;
-    pthread_mutex_lock(&s->sub_mu);
-    pthread_rwlock_wrlock(&s->live_lock);
-    while (pb_next(&evs_r, &f) > 0) {
-        if (f.field != F_WR_EVENTS || f.wire != 2) continue;
-        struct pb_reader er = pb_sub(&f);
-        struct pb_field g;
-        int type = 0;
-        struct kv kv = {0};
-        while (pb_next(&er, &g) > 0) {
-            if (g.field == F_EV_TYPE && g.wire == 0) type = (int)g.u;
-            else if (g.field == F_EV_KV && g.wire == 2) kv_parse(g.data, g.len, &kv);
-        }
-        if (!kv.present) continue;
-        _cleanup_free_ char *k = key_from_etcd(s, kv.key, kv.key_len);
-        if (!k) continue;
-        struct kite_record *prev = kite_map_get(&s->live, k);
-        struct kite_store_event ev = {.rev = kv.mod_rev, .prev = prev};
-        if (type == EV_DELETE) {
-            if (!prev) continue;
-            kite_map_del(&s->live, k);
-            ev.type = KITE_WRITE_DELETE;
-            ev.rec = record_tombstone(prev, kv.mod_rev);
-        } else {
-            struct kite_record *rec = kv_record(s, &kv);
-            if (!rec) {
-                log_warn("store", "etcd: the value of %s does not open (sealed with another key, or protobuf): left out", k);
-                continue;
-            }
-            kite_map_put(&s->live, rec->key, rec);
-            ev.type = prev ? KITE_WRITE_UPDATE : KITE_WRITE_CREATE;
-            ev.rec = kite_record_ref(rec);
-        }
-        if (n == cap) evs = kite_realloc(evs, (cap = cap ? 2 * cap : 8) * sizeof *evs);
-        evs[n++] = ev;
-    }
-    pthread_rwlock_unlock(&s->live_lock);
-    fan_out_unlock(s, evs, n, n ? evs[n - 1].rev : 0);
-}
-
-static void watch_msg(void *ud, const unsigned char *msg, size_t len) {
-    struct etcd_store *s = ud;
-    struct pb_reader r = pb_reader(msg, len);
-    struct pb_field f;
-    int64_t hrev = 0, compact = 0;
-    bool created = false, canceled = false, events = false;
-    const unsigned char *reason = NULL;
-    size_t reason_len = 0;
-    while (pb_next(&r, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) hrev = header_rev(&f);
-        else if (f.field == F_WR_CREATED && f.wire == 0) created = f.u;
-        else if (f.field == F_WR_CANCELED && f.wire == 0) canceled = f.u;
-        else if (f.field == F_WR_COMPACT_REV && f.wire == 0) compact = (int64_t)f.u;
-        else if (f.field == F_WR_CANCEL_REASON && f.wire == 2) reason = f.data, reason_len = f.len;
-        else if (f.field == F_WR_EVENTS) events = true;
-    }
-    if (canceled) {
-        if (compact) {
-            /* the changes since the last applied revision are gone: the supervisor reads
-             * everything again and hands the subscribers the difference (resync) */
-            if (compact > s->compact_rev) s->compact_rev = compact;
-            log_warn("store", "etcd: the watch from revision %lld was compacted (at %lld): reading everything again",
-                     (long long)s->applied_rev + 1, (long long)compact);
-            s->resync = true;
-        } else {
-            log_warn("store", "etcd: the watch was canceled: %.*s", (int)reason_len, reason ? (const char *)reason : "");
-        }
-        s->watching = false;
-        return;
-    }
-    if (events) {
-        apply_events(s, pb_reader(msg, len));
-    } else if (!created && hrev > s->applied_rev) {
-        /* a progress notification: every change up to hrev was sent */
-        pthread_mutex_lock(&s->sub_mu);
-        if (hrev > s->applied_rev) s->applied_rev = hrev;
-        pthread_mutex_unlock(&s->sub_mu);
-        pthread_mutex_lock(&s->p_mu);
-        pthread_cond_signal(&s->p_cond);
-        pthread_mutex_unlock(&s->p_mu);
-    }
-}
-
-static void watch_done(void *ud, int status, const char *message) {
-    struct etcd_store *s = ud;
-    if (!s->stopping) log_warn("store", "etcd: the watch ended (%d: %s)", status, message);
-    s->watching = false;
-    pthread_mutex_lock(&s->p_mu);
-    pthread_cond_signal(&s->sup_cond);
-    pthread_mutex_unlock(&s->p_mu);
-}
-
-static int watch_start(struct etcd_store *s, struct grpc_conn *c) {
-    struct kite_buf b = {0};
-    _cleanup_free_ char *k = kite_asprintf("%s/", s->prefix);
-    _cleanup_free_ char *end = range_end(k);
-    size_t m = pb_begin(&b, F_WATCH_CREATE);
-    pb_put_bytes(&b, F_WC_KEY, k, strlen(k));
-    pb_put_bytes(&b, F_WC_RANGE_END, end, strlen(end));
-    pb_put_uint(&b, F_WC_START_REV, (uint64_t)s->applied_rev + 1);
-    pb_put_uint(&b, F_WC_PROGRESS_NOTIFY, 1);
-    pb_end(&b, m);
-    s->watching = true;
-    int r = grpc_call_start(c, "/etcdserverpb.Watch/Watch", b.p, b.len, true, watch_msg, watch_done, s);
-    if (r < 0) s->watching = false;
-    kite_buf_release(&b);
-    return r < 0 ? r : 0;
-}
-
-/* ---- writes ---- */
-
-/* Queues p's completion (by wait_rev) for the completion thread. Under p_mu. */
-static void ready_locked(struct etcd_store *s, struct epending *p) {
-    struct epending **pp = &s->ready;
-    while (*pp && (*pp)->wait_rev <= p->wait_rev) pp = &(*pp)->next;
-    p->next = *pp;
-    *pp = p;
-    pthread_cond_signal(&s->p_cond);
-}
-
-static void txn_msg(void *ud, const unsigned char *msg, size_t len) {
-    struct epending *p = ud;
-    kite_buf_reset(&p->resp);
-    kite_buf_append(&p->resp, msg, len);
-}
-
-/* The result of an answered Txn (p->resp): err, rev, rec, wait_rev. */
-static void txn_result(struct etcd_store *s, struct epending *p) {
-    struct pb_reader r = pb_reader(p->resp.p, p->resp.len);
-    struct pb_field f;
-    bool ok = false;
-    struct kv kv = {0};
-    p->err = -EIO;
-    while (pb_next(&r, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) p->rev = header_rev(&f);
-        else if (f.field == F_TXN_RESP_SUCCEEDED && f.wire == 0) ok = f.u;
-        else if (f.field == F_TXN_RESP_RESPONSES && f.wire == 2) {
-            /* ResponseOp { response_range | response_put | response_delete_range } */
-            struct pb_reader o = pb_sub(&f);
-            struct pb_field g, h;
-            while (pb_next(&o, &g) > 0) {
-                if (g.wire != 2) continue;
-                struct pb_reader q = pb_sub(&g);
-                unsigned want = g.field == F_OP_RANGE ? F_RANGE_RESP_KVS
-                                : g.field == F_OP_PUT ? F_PUT_RESP_PREV_KV : F_DEL_RESP_PREV_KVS;
-                while (pb_next(&q, &h) > 0)
-                    if (h.field == want && h.wire == 2 && !kv.present) kv_parse(h.data, h.len, &kv);
-            }
-        }
-    }
-    if (!p->rev) return;
-    if (ok) {
-        p->err = 0;
-        p->wait_rev = p->rev;
-        if (p->type == KITE_WRITE_DELETE) {
-            /* the DeleteRange's prev_kv: the version deleted */
-            struct kite_record *last = kv.present ? kv_record(s, &kv) : NULL;
-            if (!last) last = record_alloc(p->key, strlen(p->key), "", 0);
-            p->rec = record_tombstone(last, p->rev);
-            kite_record_unref(last);
-        } else {
-            /* the Put's prev_kv: create_revision and version of the version it replaced */
-            p->rec = kite_record_new(p->key, p->val->value, p->val->len, kv.present ? kv.create_rev : p->rev, p->rev,
-                                     kv.present ? kv.version + 1 : 1);
-        }
-        return;
-    }
-    /* the compare failed; the failure branch read the key */
-    if (!kv.present) {
-        p->err = p->type == KITE_WRITE_CREATE ? -EEXIST : -ENOENT;
-        return;
-    }
-    p->rec = kv_record(s, &kv);
-    p->wait_rev = kv.mod_rev;
-    p->err = p->type == KITE_WRITE_CREATE ? -EEXIST : -ESTALE;
-}
-
-static void txn_done(void *ud, int status, const char *message) {
-    struct epending *p = ud;
-    struct etcd_store *s = p->s;
-    if (status == GRPC_OK) txn_result(s, p);
-    if (status != GRPC_OK && p->type != KITE_WRITE_DELETE && !s->stopping && status != GRPC_INVALID_ARGUMENT &&
-        status != GRPC_FAILED_PRECONDITION) {
-        /* sent, and the answer lost (a member killed, a timeout under a leader change): never sent
-         * again; the supervisor reads the key back to find out whether it was applied */
-        log_warn("store", "etcd: the answer to a write of %s was lost (%d: %s): reading it back", p->key, status, message);
-        pthread_mutex_lock(&s->p_mu);
-        p->next = s->unknown;
-        s->unknown = p;
-        pthread_cond_signal(&s->sup_cond);
-        pthread_mutex_unlock(&s->p_mu);
-        return;
-    }
-    if (status != GRPC_OK || p->err == -EIO) {
-        /* sent, and not answered (or refused): the outcome is unknown, and the write is not repeated */
-        if (!s->stopping) log_warn("store", "etcd: a write of %s failed, its outcome unknown (%d: %s)", p->key, status, message);
-        p->err = -EIO;
-        p->wait_rev = 0;
-        s->n_commits_failed++;
-    }
-    if (p->err) p->rev = s->applied_rev;
-    pthread_mutex_lock(&s->p_mu);
-    ready_locked(s, p);
-    pthread_mutex_unlock(&s->p_mu);
-}
-
-/* Sends p on the current connection: 0, or -ENOTCONN (nothing was sent). */
-static int send_txn(struct etcd_store *s, struct epending *p) {
-    pthread_rwlock_rdlock(&s->conn_lock);
-    int r = s->conn && s->watching ? grpc_call_start(s->conn, "/etcdserverpb.KV/Txn", p->msg, p->msg_len, false,
-                                                     txn_msg, txn_done, p)
-                                   : -ENOTCONN;
-    pthread_rwlock_unlock(&s->conn_lock);
-    return r < 0 ? r : 0;
-}
-
-static void pending_free(struct epending *p) {
-    free(p->key);
-    free(p->sent);
-    free(p->msg);
-    kite_record_unref(p->val);
-    kite_record_unref(p->rec);
-    kite_buf_release(&p->resp);
-    free(p);
-}
-
-/* A lease for a key to expire about ttl seconds from now: as kube-apiserver's lease manager, one
- * lease serves every such write of a window of min(60 s, ttl/20) and is granted for ttl plus that
- * window. Granting is one round trip, once per window; when it fails the key gets no lease (the
- * API server's TTL clean-up deletes it then). */
-static int64_t lease_for(struct etcd_store *s, int64_t ttl) {
-    int64_t reuse_ns = KITE_MIN(60, ttl / 20) * KITE_NS_PER_SEC, now = kite_now_mono(kite_clock_real());
-    pthread_mutex_lock(&s->lease_mu);
-    if (s->lease_id && s->lease_ttl == ttl && now < s->lease_from + reuse_ns) {
-        int64_t id = s->lease_id;
-        pthread_mutex_unlock(&s->lease_mu);
-        return id;
-    }
-    struct kite_buf req = {0}, resp = {0};
-    pb_put_uint(&req, F_LEASE_TTL, (uint64_t)(ttl + reuse_ns / KITE_NS_PER_SEC));
-    char *msg = NULL;
-    int st = call_once(s, "/etcdserverpb.Lease/LeaseGrant", &req, &resp, &msg);
-    int64_t id = 0;
-    struct pb_reader r = pb_reader(resp.p, resp.len);
-    struct pb_field f;
-    while (st == GRPC_OK && pb_next(&r, &f) > 0)
-        if (f.field == F_LEASE_RESP_ID && f.wire == 0) id = (int64_t)f.u;
-    if (id) {
-        s->lease_id = id;
-        s->lease_ttl = ttl;
-        s->lease_from = now;
-    } else if (!s->stopping) {
-        log_warn("store", "etcd: cannot grant a lease (%d: %s): keys written without one", st, msg ? msg : "");
-    }
-    pthread_mutex_unlock(&s->lease_mu);
-    kite_buf_release(&req);
-    kite_buf_release(&resp);
-    free(msg);
-    return id;
-}
-
-static int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud) {
-    struct etcd_store *s = es(b);
-    if (!kite_startswith(w->key, "/registry/")) return -EINVAL;
-    bool del = w->type == KITE_WRITE_DELETE;
-    _cleanup_free_ char *sealed = NULL;
-    const char *val = del ? "" : w->value ? w->value : "";
-    size_t len = del ? 0 : w->len;
-    if (!del && crypt_applies(s->crypt, w->key)) {
-        int r = crypt_seal(s->crypt, w->key, val, len, &sealed, &len);
-        if (r < 0) return r;
-        val = sealed;
-    }
-    pthread_mutex_lock(&s->p_mu);
-    int r = s->stopping ? -ESHUTDOWN : s->inflight >= KITE_STORE_QUEUE_MAX ? -EAGAIN : 0;
-    if (r == 0) s->inflight++;
-    pthread_mutex_unlock(&s->p_mu);
-    if (r == -EAGAIN) s->n_rejected++;
-    if (r < 0) return r;
-    struct epending *p = kite_calloc(1, sizeof *p);
-    p->s = s;
-    p->type = w->type;
-    p->key = kite_strdup(w->key);
-    if (!del) {
-        p->val = record_alloc(w->key, strlen(w->key), w->value ? w->value : "", w->len);
-        p->sent = kite_malloc(len + 1);
-        memcpy(p->sent, val, len);
-        p->sent_len = len;
-    }
-    p->expect = w->expect_mod_rev;
-    p->cb = cb;
-    p->ud = ud;
-    p->queued_ns = kite_now_mono(kite_clock_real());
-    _cleanup_free_ char *ekey = key_to_etcd(s, w->key);
-    struct kite_buf m = {0};
-    bool ttl = false;
-    for (size_t i = 0; !del && s->ttl_s > 0 && i < s->n_ttl_prefixes; i++)
-        ttl = ttl || kite_startswith(w->key, s->ttl_prefixes[i]);
-    encode_txn(&m, w->type, ekey, val, len, w->expect_mod_rev, ttl ? lease_for(s, s->ttl_s) : 0);
-    p->msg = kite_buf_detach(&m, &p->msg_len);
-    if (send_txn(s, p) < 0) {
-        /* not sent: it waits for the next connection */
-        pthread_mutex_lock(&s->p_mu);
-        struct epending **pp = &s->backlog;
-        while (*pp) pp = &(*pp)->next;
-        *pp = p;
-        pthread_cond_signal(&s->sup_cond);
-        pthread_mutex_unlock(&s->p_mu);
-    }
-    return 0;
-}
-
-/* The completion thread: fires every answered write whose revision the watch has applied (so
- * its subscribers have the event), in revision order; failures without a record at once. */
-static void *completer_main(void *arg) {
-    struct etcd_store *s = arg;
-    pthread_mutex_lock(&s->p_mu);
-    for (;;) {
-        struct epending *batch = NULL, **tail = &batch;
-        while (s->ready && (s->ready->wait_rev <= s->applied_rev || s->draining)) {
-            struct epending *p = s->ready;
-            s->ready = p->next;
-            p->next = NULL;
-            *tail = p;
-            tail = &p->next;
-        }
-        if (!batch) {
-            if (s->stopping && !s->inflight) break;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 100 * 1000000;
-            if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&s->p_cond, &s->p_mu, &ts);
-            continue;
-        }
-        pthread_mutex_unlock(&s->p_mu);
-        size_t n = 0;
-        while (batch) {
-            struct epending *p = batch;
-            batch = p->next;
-            if (p->err == 0) s->n_writes++;
-            else s->n_failed++;
-            p->cb(p->ud, p->err, p->rev, p->rec);
-            pending_free(p);
-            n++;
-        }
-        pthread_mutex_lock(&s->p_mu);
-        s->inflight -= n;
-    }
-    pthread_mutex_unlock(&s->p_mu);
-    return NULL;
-}
-
-static int cmp_ev(const void *a, const void *b) {
-    const struct kite_store_event *x = a, *y = b;
-    return x->rev < y->rev ? -1 : x->rev > y->rev;
-}
-
-/* After a compacted watch: reads every key at the current revision R on c and hands the
- * subscribers what changed since the last applied revision, as events in revision order (a
- * changed key at its mod_revision, which is past the applied revision; a key gone as a DELETE at
- * R, when it went is no longer known). Then the watch goes on from R. */
-static int resync(struct etcd_store *s, struct grpc_conn *c) {
-    _cleanup_free_ char *k = kite_asprintf("%s/", s->prefix);
-    _cleanup_free_ char *end = range_end(k);
-    struct kite_buf req = {0}, resp = {0};
-    encode_range(&req, k, strlen(k), end, 0, 0);
-    char *msg = NULL;
-    int st = call_on(s, c, "/etcdserverpb.KV/Range", &req, &resp, &msg);
-    kite_buf_release(&req);
-    free(msg);
-    if (st != GRPC_OK) {
-        kite_buf_release(&resp);
-        return -EIO;
-    }
-    struct kite_map fresh = {0};
-    int64_t rev = 0;
-    struct pb_reader rd = pb_reader(resp.p, resp.len);
-    struct pb_field f;
-    while (pb_next(&rd, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) rev = header_rev(&f);
-        if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
-        struct kv kv;
-        kv_parse(f.data, f.len, &kv);
-        struct kite_record *rec = kv_record(s, &kv);
-        if (rec) kite_record_unref(kite_map_put(&fresh, rec->key, rec));
-    }
-    kite_buf_release(&resp);
-    struct kite_store_event *evs = NULL;
-    size_t n = 0, cap = 0;
-    const char *key;
-    void *v;
-    pthread_mutex_lock(&s->sub_mu);
-    pthread_rwlock_wrlock(&s->live_lock);
-    for (size_t it = 0; kite_map_next(&fresh, &it, &key, &v);) {
-        struct kite_record *rec = v, *old = kite_map_get(&s->live, key);
-        if (old && old->mod_rev == rec->mod_rev) {
-            kite_record_unref(rec);
-            continue;
-        }
-        kite_map_put(&s->live, rec->key, rec);
-        if (n == cap) evs = kite_realloc(evs, (cap = cap ? 2 * cap : 16) * sizeof *evs);
-        evs[n++] = (struct kite_store_event){old ? KITE_WRITE_UPDATE : KITE_WRITE_CREATE, rec->mod_rev,
-                                             kite_record_ref(rec), old};
-    }
-    for (size_t it = 0; kite_map_next(&s->live, &it, &key, &v);) {
-        if (kite_map_get(&fresh, key)) continue;
-        if (n == cap) evs = kite_realloc(evs, (cap = cap ? 2 * cap : 16) * sizeof *evs);
-        evs[n++] = (struct kite_store_event){KITE_WRITE_DELETE, rev, record_tombstone(v, rev), v};
-    }
-    for (size_t i = 0; i < n; i++)
-        if (evs[i].type == KITE_WRITE_DELETE) kite_map_del(&s->live, evs[i].rec->key);
-    pthread_rwlock_unlock(&s->live_lock);
-    kite_map_release(&fresh);
-    if (n > 1) qsort(evs, n, sizeof *evs, cmp_ev);
-    fan_out_unlock(s, evs, n, rev);
-    log_info("store", "etcd: resynchronized at revision %lld: %zu changes", (long long)rev, n);
-    return 0;
-}
-
-/* ---- the supervisor: connections, the backlog, health ---- */
-
-/* Fails backlogged writes that waited too long (all of them when stopping). Under p_mu. */
-static void backlog_expire_locked(struct etcd_store *s) {
-    int64_t now = kite_now_mono(kite_clock_real());
-    for (struct epending **pp = &s->backlog; *pp;) {
-        struct epending *p = *pp;
-        if (!s->stopping && now - p->queued_ns < (int64_t)ETCD_BACKLOG_MS * 1000000) {
-            pp = &p->next;
-            continue;
-        }
-        *pp = p->next;
-        p->err = -EIO;
-        p->rev = s->applied_rev;
-        p->wait_rev = 0;
-        ready_locked(s, p);
-    }
-}
-
-static void backlog_send(struct etcd_store *s) {
-    pthread_mutex_lock(&s->p_mu);
-    struct epending *list = TAKE_PTR(s->backlog);
-    pthread_mutex_unlock(&s->p_mu);
-    while (list) {
-        struct epending *p = list;
-        list = p->next;
-        p->next = NULL;
-        if (send_txn(s, p) < 0) {
-            pthread_mutex_lock(&s->p_mu);
-            p->next = s->backlog;
-            s->backlog = p;
-            pthread_mutex_unlock(&s->p_mu);
-        }
-    }
-}
+/* ---- the supervisor: connections, health ---- */
 
 /* Connects to the first member that answers, starting after the current one (or at it: first). */
 static int connect_any(struct etcd_store *s, bool first, struct grpc_conn **ret, char **ret_error) {
@@ -898,7 +67,7 @@ static int connect_any(struct etcd_store *s, bool first, struct grpc_conn **ret,
 static int probe(struct etcd_store *s, char **ret_why) {
     struct kite_buf req = {0}, resp = {0};
     char *msg = NULL;
-    int st = call_once(s, "/etcdserverpb.Maintenance/Status", &req, &resp, &msg);
+    int st = etcd_call_once(s, "/etcdserverpb.Maintenance/Status", &req, &resp, &msg);
     int r = 0;
     if (st != GRPC_OK) {
         *ret_why = st < 0 ? kite_asprintf("no connection to a member: %s", strerror(-st)) : kite_asprintf("%s", msg);
@@ -929,67 +98,12 @@ static void set_health(struct etcd_store *s, bool ok, char *why) {
     pthread_mutex_unlock(&s->p_mu);
 }
 
-/* The writes whose answer was lost: each key read back; one holding exactly the bytes the write
- * sent (with a new mod_revision past its compare) was applied by it, and completes as a success at
- * that revision; otherwise it fails -EIO (unknown: the client reads the object). A read that cannot
- * be made now is tried again on the next round, for up to ETCD_BACKLOG_MS. */
-static void read_back(struct etcd_store *s) {
-    pthread_mutex_lock(&s->p_mu);
-    struct epending *list = TAKE_PTR(s->unknown);
-    pthread_mutex_unlock(&s->p_mu);
-    while (list) {
-        struct epending *p = list;
-        list = p->next;
-        p->next = NULL;
-        _cleanup_free_ char *ekey = key_to_etcd(s, p->key);
-        struct kite_buf req = {0}, resp = {0};
-        encode_range(&req, ekey, strlen(ekey), NULL, 0, 0);
-        char *msg = NULL;
-        int st = call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
-        kite_buf_release(&req);
-        free(msg);
-        bool late = kite_now_mono(kite_clock_real()) - p->queued_ns > (int64_t)ETCD_BACKLOG_MS * 1000000;
-        if (st != GRPC_OK && !late && !s->stopping) {
-            kite_buf_release(&resp);
-            pthread_mutex_lock(&s->p_mu);
-            p->next = s->unknown;
-            s->unknown = p;
-            pthread_mutex_unlock(&s->p_mu);
-            continue;
-        }
-        struct kv kv = {0};
-        struct pb_reader r = pb_reader(resp.p, resp.len);
-        struct pb_field f;
-        while (st == GRPC_OK && pb_next(&r, &f) > 0)
-            if (f.field == F_RANGE_RESP_KVS && f.wire == 2) kv_parse(f.data, f.len, &kv);
-        bool applied = kv.present && kv.mod_rev > p->expect && kv.value_len == p->sent_len &&
-                       memcmp(kv.value, p->sent, p->sent_len) == 0 &&
-                       (p->type != KITE_WRITE_CREATE || kv.version == 1);
-        if (applied) {
-            p->err = 0;
-            p->rev = p->wait_rev = kv.mod_rev;
-            p->rec = kite_record_new(p->key, p->val->value, p->val->len, kv.create_rev, kv.mod_rev, kv.version);
-            log_info("store", "etcd: the write of %s was applied (revision %lld)", p->key, (long long)kv.mod_rev);
-        } else {
-            log_warn("store", "etcd: the write of %s is not found applied: its outcome stays unknown", p->key);
-            p->err = -EIO;
-            p->rev = s->applied_rev;
-            p->wait_rev = 0;
-            s->n_commits_failed++;
-        }
-        kite_buf_release(&resp);
-        pthread_mutex_lock(&s->p_mu);
-        ready_locked(s, p);
-        pthread_mutex_unlock(&s->p_mu);
-    }
-}
-
 static void *supervisor_main(void *arg) {
     struct etcd_store *s = arg;
     int64_t last_probe = 0;
     pthread_mutex_lock(&s->p_mu);
     while (!s->stopping) {
-        backlog_expire_locked(s);
+        etcd_backlog_expire_locked(s);
         bool dead = !s->conn || grpc_conn_dead(s->conn) || !s->watching;
         bool unknown = s->unknown != NULL;
         pthread_mutex_unlock(&s->p_mu);
@@ -1002,14 +116,14 @@ static void *supervisor_main(void *arg) {
             struct grpc_conn *c = NULL;
             char *err = NULL;
             int r = connect_any(s, false, &c, &err);
-            if (r == 0 && s->resync && (r = resync(s, c)) == 0) s->resync = false;
-            if (r == 0 && (r = watch_start(s, c)) == 0) {
+            if (r == 0 && s->resync && (r = etcd_resync(s, c)) == 0) s->resync = false;
+            if (r == 0 && (r = etcd_watch_start(s, c)) == 0) {
                 pthread_rwlock_wrlock(&s->conn_lock);
                 s->conn = c;
                 pthread_rwlock_unlock(&s->conn_lock);
                 log_info("store", "etcd: connected to %s:%s, watching from revision %lld", s->eps[s->cur].host,
                          s->eps[s->cur].port, (long long)s->applied_rev + 1);
-                backlog_send(s);
+                etcd_backlog_send(s);
                 last_probe = 0;
             } else {
                 grpc_conn_close(c);
@@ -1018,7 +132,7 @@ static void *supervisor_main(void *arg) {
             usleep(100 * 1000); /* at most 10 attempts a second */
             free(err);
         } else if (unknown) {
-            read_back(s);
+            etcd_read_back(s);
         } else if (kite_now_mono(kite_clock_real()) - last_probe > KITE_NS_PER_SEC) {
             char *why = NULL;
             last_probe = kite_now_mono(kite_clock_real());
@@ -1074,22 +188,22 @@ static int etcd_range(struct kite_store *b, const char *prefix, int64_t at_rev, 
     *ret_n = 0;
     if (ret_more) *ret_more = false;
     if (at_rev && at_rev > s->applied_rev) return -ERANGE;
-    _cleanup_free_ char *ep = key_to_etcd(s, prefix);
-    _cleanup_free_ char *end = range_end(ep);
+    _cleanup_free_ char *ep = etcd_key_out(s, prefix);
+    _cleanup_free_ char *end = etcd_range_end(ep);
     _cleanup_free_ char *from = NULL;
     if (start_after && strcmp(start_after, prefix) >= 0) {
-        _cleanup_free_ char *ek = key_to_etcd(s, start_after);
+        _cleanup_free_ char *ek = etcd_key_out(s, start_after);
         from = kite_malloc(strlen(ek) + 2);
         memcpy(from, ek, strlen(ek) + 1);
         from[strlen(ek) + 1] = 0; /* the key right after start_after: start_after + "\0" */
     }
     struct kite_buf req = {0}, resp = {0};
-    encode_range(&req, from ? from : ep, from ? strlen(from) + 1 : strlen(ep), end, (int64_t)limit,
+    etcd_encode_range(&req, from ? from : ep, from ? strlen(from) + 1 : strlen(ep), end, (int64_t)limit,
                  at_rev ? at_rev : s->applied_rev);
     char *msg = NULL;
-    int st = call_retry(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+    int st = etcd_call_retry(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
     kite_buf_release(&req);
-    int r = read_errno(st, msg);
+    int r = etcd_read_errno(st, msg);
     free(msg);
     if (r < 0) {
         kite_buf_release(&resp);
@@ -1103,8 +217,8 @@ static int etcd_range(struct kite_store *b, const char *prefix, int64_t at_rev, 
         if (f.field == F_RANGE_RESP_MORE && f.wire == 0 && ret_more) *ret_more = f.u;
         if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
         struct kv kv;
-        kv_parse(f.data, f.len, &kv);
-        struct kite_record *rec = kv_record(s, &kv);
+        etcd_kv_parse(f.data, f.len, &kv);
+        struct kite_record *rec = etcd_kv_record(s, &kv);
         if (!rec || !kite_startswith(rec->key, prefix)) {
             kite_record_unref(rec);
             continue;
@@ -1150,11 +264,11 @@ static int compact_claim(struct etcd_store *s, int64_t rev) {
     pb_end(&req, m);
     m = pb_begin(&req, F_TXN_FAILURE);
     p = pb_begin(&req, F_OP_RANGE);
-    encode_range(&req, COMPACT_KEY, strlen(COMPACT_KEY), NULL, 0, 0);
+    etcd_encode_range(&req, COMPACT_KEY, strlen(COMPACT_KEY), NULL, 0, 0);
     pb_end(&req, p);
     pb_end(&req, m);
     char *msg = NULL;
-    int st = call_retry(s, "/etcdserverpb.KV/Txn", &req, &resp, &msg);
+    int st = etcd_call_retry(s, "/etcdserverpb.KV/Txn", &req, &resp, &msg);
     kite_buf_release(&req);
     free(msg);
     if (st != GRPC_OK) {
@@ -1173,7 +287,7 @@ static int compact_claim(struct etcd_store *s, int64_t rev) {
             if (g.field != F_OP_RANGE || g.wire != 2) continue;
             struct pb_reader q = pb_sub(&g);
             while (pb_next(&q, &h) > 0)
-                if (h.field == F_RANGE_RESP_KVS && h.wire == 2) kv_parse(h.data, h.len, &kv);
+                if (h.field == F_RANGE_RESP_KVS && h.wire == 2) etcd_kv_parse(h.data, h.len, &kv);
         }
     }
     kite_buf_release(&resp);
@@ -1189,10 +303,10 @@ static int etcd_compact(struct kite_store *b, int64_t rev) {
     struct kite_buf req = {0}, resp = {0};
     pb_put_uint(&req, F_COMPACT_REVISION, (uint64_t)rev);
     char *msg = NULL;
-    int st = call_retry(s, "/etcdserverpb.KV/Compact", &req, &resp, &msg);
+    int st = etcd_call_retry(s, "/etcdserverpb.KV/Compact", &req, &resp, &msg);
     kite_buf_release(&req);
     kite_buf_release(&resp);
-    int r = read_errno(st, msg);
+    int r = etcd_read_errno(st, msg);
     free(msg);
     if (r == -ENODATA) r = 0; /* already compacted there */
     if (r == 0 && rev > s->compact_rev) s->compact_rev = rev;
@@ -1293,14 +407,14 @@ static void etcd_close(struct kite_store *b) {
     grpc_conn_close(c);
     pthread_mutex_lock(&s->p_mu);
     s->draining = true;
-    backlog_expire_locked(s);
+    etcd_backlog_expire_locked(s);
     while (s->unknown) {
         struct epending *p = s->unknown;
         s->unknown = p->next;
         p->err = -EIO;
         p->rev = s->applied_rev;
         p->wait_rev = 0;
-        ready_locked(s, p);
+        etcd_ready_locked(s, p);
     }
     pthread_cond_broadcast(&s->p_cond);
     pthread_mutex_unlock(&s->p_mu);
@@ -1371,11 +485,11 @@ static int parse_endpoints(struct etcd_store *s, const char *target, char **ret_
 /* Loads every key under the prefix (one Range at the current revision). */
 static int load(struct etcd_store *s, char **ret_error) {
     _cleanup_free_ char *k = kite_asprintf("%s/", s->prefix);
-    _cleanup_free_ char *end = range_end(k);
+    _cleanup_free_ char *end = etcd_range_end(k);
     struct kite_buf req = {0}, resp = {0};
-    encode_range(&req, k, strlen(k), end, 0, 0);
+    etcd_encode_range(&req, k, strlen(k), end, 0, 0);
     char *msg = NULL;
-    int st = call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+    int st = etcd_call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
     kite_buf_release(&req);
     if (st != GRPC_OK) {
         *ret_error = kite_asprintf("etcd %s:%s: cannot read %s: %s", s->eps[s->cur].host, s->eps[s->cur].port, k,
@@ -1389,11 +503,11 @@ static int load(struct etcd_store *s, char **ret_error) {
     struct pb_field f;
     size_t bad = 0;
     while (pb_next(&rd, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) s->applied_rev = header_rev(&f);
+        if (f.field == F_HEADER && f.wire == 2) s->applied_rev = etcd_header_rev(&f);
         if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
         struct kv kv;
-        kv_parse(f.data, f.len, &kv);
-        struct kite_record *rec = kv_record(s, &kv);
+        etcd_kv_parse(f.data, f.len, &kv);
+        struct kite_record *rec = etcd_kv_record(s, &kv);
         if (!rec) {
             bad++;
             continue;
@@ -1435,13 +549,13 @@ static int etcd_open(const char *target, const struct kite_store_options *opts, 
     if (r == 0 && (r = connect_any(s, true, &c, ret_error)) < 0) r = -EIO;
     if (r == 0) {
         s->conn = c;
-        if ((r = load(s, ret_error)) == 0 && (r = watch_start(s, c)) < 0) {
+        if ((r = load(s, ret_error)) == 0 && (r = etcd_watch_start(s, c)) < 0) {
             *ret_error = kite_asprintf("etcd: cannot start the watch: %s", strerror(-r));
             r = -EIO;
         }
     }
     if (r == 0) {
-        if (pthread_create(&s->completer, NULL, completer_main, s) != 0) {
+        if (pthread_create(&s->completer, NULL, etcd_completer_main, s) != 0) {
             r = -EAGAIN;
         } else if (pthread_create(&s->supervisor, NULL, supervisor_main, s) != 0) {
             pthread_mutex_lock(&s->p_mu);
