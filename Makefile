@@ -256,7 +256,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 # the module sources a target may need; the linker keeps what it uses from the archive
 FUZZ_SRCS    := $(call srcs_of,base) $(call srcs_of,json) \
                 $(filter-out src/api/registry%,$(call srcs_of,api)) src/client/kubeconfig.c \
-                src/http/request.c src/apiserver/metrics_text.c
+                src/http/request.c src/apiserver/metrics_text.c src/store/etcd-pb.c
 FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_SRCS))
 
 .PHONY: fuzz fuzz-build

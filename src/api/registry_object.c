@@ -202,6 +202,18 @@ char *kite_object_encode(json_object *obj, size_t *ret_len) {
 void kite_object_render(const char *data, size_t len, int64_t rev, struct kite_buf *out) {
     const char *p = memmem(data, len, PLACEHOLDER, sizeof PLACEHOLDER - 1);
     if (!p) {
+        /* written by another writer of the store (kube-apiserver leaves resourceVersion out of
+         * what it stores in etcd): decoded, given its resourceVersion, encoded again */
+        json_object *o = kite_object_decode(data, len, rev);
+        if (o && kite_obj_get(o, "metadata")) {
+            size_t n;
+            char *enc = kite_object_encode(o, &n);
+            json_object_put(o);
+            kite_object_render(enc, n, rev, out);
+            free(enc);
+            return;
+        }
+        if (o) json_object_put(o);
         kite_buf_append(out, data, len);
         return;
     }

@@ -14,6 +14,10 @@ struct kite_apiserver_options {
     const char *data_dir;      /* holds pki/, the SQLite store, admin.kubeconfig, controller-manager.kubeconfig */
     const char *listen;        /* "127.0.0.1:6443" */
     const char *store_url;     /* NULL = "sqlite:<data_dir>/kite.db" */
+    const char *etcd_servers;  /* "URL,URL": the store is "etcd:<etcd_servers>" (store_url NULL) */
+    /* the etcd backend's TLS files, key prefix and keepalive timeout (kite_store_options) */
+    const char *etcd_cafile, *etcd_certfile, *etcd_keyfile, *etcd_prefix;
+    int etcd_timeout_ms;
     const char *token_file;    /* --token-auth-file, optional */
     unsigned threads;          /* 0 = number of CPUs */
     unsigned max_connections;  /* open client connections at most; 0 = the http default */

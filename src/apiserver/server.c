@@ -336,30 +336,40 @@ static void handle_plain(struct req *rq, int code, const char *ctype, const char
 }
 
 /* /healthz, /livez, /readyz: "ok", or with ?verbose the checks one per line as
- * kube-apiserver prints them. Every check here holds while the process serves. */
+ * kube-apiserver prints them. Every check but "etcd" holds while the process serves; "etcd" is
+ * the store's (kite_store_health: an etcd member with a leader is connected; SQLite: always). */
 static void handle_health(struct req *rq) {
     static const char *const checks[] = {"ping", "log", "etcd", "informer-sync", "poststarthook/start-kite-watch-cache"};
     const char *p = rq->http->path, *name = strrchr(p, '/');
     bool single = name && name != p && strchr(p + 1, '/');
+    _cleanup_free_ char *why = NULL;
+    bool etcd_ok = kite_store_health(rq->srv->store, &why) == 0;
     if (single) {
         for (size_t i = 0; i < KITE_ARRAY_SIZE(checks); i++)
             if (strcmp(p + strcspn(p + 1, "/") + 2, checks[i]) == 0) {
-                handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
+                if (strcmp(checks[i], "etcd") == 0 && !etcd_ok)
+                    handle_plain(rq, 500, "text/plain; charset=utf-8", "internal server error: etcd: not healthy");
+                else
+                    handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
                 return;
             }
         reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
     if (!kite_http_query(rq->http, "verbose")) {
-        handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
+        if (etcd_ok) handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
+        else handle_plain(rq, 500, "text/plain; charset=utf-8", "[-]etcd failed: reason withheld\nhealthz check failed\n");
         return;
     }
     struct kite_buf b = {0};
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(checks); i++) kite_buf_printf(&b, "[+]%s ok\n", checks[i]);
-    kite_buf_printf(&b, "%s check passed\n", p + 1);
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(checks); i++) {
+        if (strcmp(checks[i], "etcd") == 0 && !etcd_ok) kite_buf_printf(&b, "[-]etcd failed: %s\n", why ? why : "not healthy");
+        else kite_buf_printf(&b, "[+]%s ok\n", checks[i]);
+    }
+    kite_buf_printf(&b, "%s check %s\n", p + 1, etcd_ok ? "passed" : "failed");
     size_t len;
     char *body = kite_buf_detach(&b, &len);
-    reply(rq, 200, "text/plain; charset=utf-8", body, len);
+    reply(rq, etcd_ok ? 200 : 500, "text/plain; charset=utf-8", body, len);
 }
 
 static void run_verb(struct req *rq);
@@ -617,11 +627,32 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if (mkdir(pki, 0700) < 0 && errno != EEXIST) return fail(ret_error, -errno, "cannot create %s", pki);
     if ((r = kite_pki_ensure(pki, NULL, 0)) < 0) return fail(ret_error, r, "cannot create the certificates in %s", pki);
 
-    _cleanup_free_ char *url = o->store_url ? kite_strdup(o->store_url) : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
+    _cleanup_free_ char *url = o->store_url      ? kite_strdup(o->store_url)
+                               : o->etcd_servers ? kite_asprintf("etcd:%s", o->etcd_servers)
+                                                 : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
     if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences,
                                      o->service_account_max_token_expiration_s, ret_error)) < 0) return r;
-    struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt};
+    /* kinds with a TTL (Events): the store may expire them itself (etcd leases) */
+    const char *ttl_prefixes[8] = {0};
+    _cleanup_free_ char *ttl_buf = NULL;
+    struct kite_buf tb = {0};
+    size_t n_ttl = 0;
+    for (size_t k = 0; kite_resources[k] && n_ttl < KITE_ARRAY_SIZE(ttl_prefixes) - 1; k++)
+        if (kite_resources[k]->last_seen) {
+            kite_buf_printf(&tb, "/registry/%s/", kite_resources[k]->storage ? kite_resources[k]->storage
+                                                                            : kite_resources[k]->plural);
+            kite_buf_putc(&tb, 0);
+            n_ttl++;
+        }
+    ttl_buf = kite_buf_detach(&tb, NULL);
+    for (size_t i = 0, off = 0; i < n_ttl; off += strlen(ttl_buf + off) + 1, i++) ttl_prefixes[i] = ttl_buf + off;
+    struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt,
+                                    .ttl_prefixes = ttl_prefixes,
+                                    .ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S,
+                                    .etcd_cafile = o->etcd_cafile, .etcd_certfile = o->etcd_certfile,
+                                    .etcd_keyfile = o->etcd_keyfile, .etcd_prefix = o->etcd_prefix,
+                                    .etcd_timeout_ms = o->etcd_timeout_ms};
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
     s->metrics = metrics_new();

@@ -51,6 +51,19 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
         fprintf(stderr, "kite: --service-account-max-token-expiration: must be between 1 hour and 2^32 seconds\n");
         return 2;
     }
+    if (a->etcd_servers) {
+        if (a->store) {
+            fprintf(stderr, "kite: --etcd-servers and --store name two stores: give one\n");
+            return 2;
+        }
+        o->etcd_servers = a->etcd_servers;
+    }
+    o->etcd_cafile = a->etcd_cafile;
+    o->etcd_certfile = a->etcd_certfile;
+    o->etcd_keyfile = a->etcd_keyfile;
+    o->etcd_prefix = a->etcd_prefix;
+    o->etcd_timeout_ms = (int)(a->etcd_timeout_ns / 1000000);
+    o->compact_interval_s = a->etcd_compaction_ns / KITE_NS_PER_SEC;
     o->controller_roles = controller_roles(&o->n_controller_roles);
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {

@@ -21,6 +21,7 @@ int cmd_controller_manager(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_scheduler(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_store(int argc, char **argv);
 
 /* A component that runs only while it holds the Lease kube-system/<lease_name> (elected.c):
  * the controller-manager and the scheduler. */
@@ -126,6 +127,8 @@ struct apiserver_args {
     const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
     const char *sa_issuer, *api_audiences;
     int64_t sa_max_exp_ns; /* 0 = none */
+    const char *etcd_servers, *etcd_prefix, *etcd_cafile, *etcd_certfile, *etcd_keyfile;
+    int64_t etcd_timeout_ns, etcd_compaction_ns;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
     bool force_recover;
@@ -139,6 +142,16 @@ struct apiserver_args {
              .required = true),                                                                                  \
     FLAG_STR("listen", "HOST:PORT", "address to serve HTTPS on", "127.0.0.1:6443", &(a)->listen),                 \
     FLAG_STR("store", "URL", "store URL", NULL, &(a)->store, .def_note = "sqlite:DATA_DIR/kite.db"),              \
+    FLAG_STR("etcd-servers", "URL,...", "etcd v3 members to store in instead of SQLite (http://HOST:PORT or "     \
+             "https://HOST:PORT)", NULL, &(a)->etcd_servers),                                                     \
+    FLAG_STR("etcd-prefix", "PREFIX", "the prefix of every key in etcd", "/registry", &(a)->etcd_prefix),         \
+    FLAG_STR("etcd-cafile", "FILE", "CA certificates (PEM) that sign the etcd members'", NULL, &(a)->etcd_cafile),\
+    FLAG_STR("etcd-certfile", "FILE", "client certificate (PEM) for etcd", NULL, &(a)->etcd_certfile),             \
+    FLAG_STR("etcd-keyfile", "FILE", "client key (PEM) for etcd", NULL, &(a)->etcd_keyfile),                       \
+    FLAG_DURATION("etcd-healthcheck-timeout", "how long an etcd member may leave a keepalive unanswered before the " \
+                  "apiserver\nmoves to another", "2s", KITE_NS_PER_SEC / 1000, &(a)->etcd_timeout_ns),            \
+    FLAG_DURATION("etcd-compaction-interval", "how often the store's history is compacted (on etcd, by one apiserver " \
+                  "at a time)", "5m", KITE_NS_PER_SEC, &(a)->etcd_compaction_ns),                                 \
     FLAG_BOOLEAN("force-recover", "open a store found damaged (older than its acknowledged revision, failing its "  \
               "integrity check) anyway, accepting the loss", &(a)->force_recover),                                \
     FLAG_STR("token-auth-file", "FILE", "static bearer tokens: CSV token,user,uid,\"group1,group2\"", NULL,       \

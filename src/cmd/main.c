@@ -22,6 +22,7 @@ static const struct cmd COMMANDS[] = {
     {"token", cmd_token, "create and list bootstrap tokens for joining nodes"},
     {"images", cmd_images, "import, list and remove the node's container images"},
     {"nodes", cmd_nodes, "list every node's state (divergences between machines and Node objects)"},
+    {"store", cmd_store, "copy every object from one store into another (SQLite, etcd)"},
     {"version", cmd_version, "print the version"},
 };
 

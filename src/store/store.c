@@ -7,6 +7,7 @@
 
 static const struct kite_store_ops *const backends[] = {
     &kite_store_sqlite_ops,
+    &kite_store_etcd_ops,
 };
 
 int kite_store_open(const char *url, const struct kite_store_options *opts, struct kite_store **ret,
@@ -19,7 +20,7 @@ int kite_store_open(const char *url, const struct kite_store_options *opts, stru
         if (!url[strlen(scheme)]) break;
         return backends[i]->open(url + strlen(scheme), opts ? opts : &defaults, ret, ret_error);
     }
-    if (ret_error) *ret_error = kite_asprintf("store url \"%s\": not \"sqlite:PATH\"", url ? url : "");
+    if (ret_error) *ret_error = kite_asprintf("store url \"%s\": not \"sqlite:PATH\" or \"etcd:URL,...\"", url ? url : "");
     return -EINVAL;
 }
 
@@ -28,6 +29,10 @@ void kite_store_close(struct kite_store *s) {
 }
 
 int64_t kite_store_rev(struct kite_store *s) { return s->ops->rev(s); }
+int kite_store_health(struct kite_store *s, char **ret_why) {
+    if (ret_why) *ret_why = NULL;
+    return s->ops->health ? s->ops->health(s, ret_why) : 0;
+}
 int64_t kite_store_applied_rev(struct kite_store *s) { return s->ops->applied_rev(s); }
 int64_t kite_store_compacted_rev(struct kite_store *s) { return s->ops->compacted_rev(s); }
 

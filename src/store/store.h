@@ -104,10 +104,21 @@ struct kite_store_options {
      * integrity check, an unreadable marker) anyway, accepting the loss: the revision counter is
      * raised to the acknowledged one so revisions still never go backwards. */
     bool force_recover;
+    /* The etcd backend (etcd.c): TLS files (PEM; a CA file makes bare endpoints https), the key
+     * prefix ("/registry" when NULL), and the connect/keepalive timeout (0 = 2 s). */
+    const char *etcd_cafile, *etcd_certfile, *etcd_keyfile, *etcd_prefix;
+    int etcd_timeout_ms;
+    /* Keys under these prefixes (NULL-terminated; borrowed) may be expired by the backend about
+     * ttl_s seconds after their last write (etcd: a lease shared by the writes of a short window,
+     * as kube-apiserver's for Events). The SQLite backend ignores it: the API server's TTL
+     * clean-up deletes such objects there (and on etcd when no lease could be granted). */
+    const char *const *ttl_prefixes;
+    int64_t ttl_s;
 };
 
 /* Opens (creating if needed) the store at url: "sqlite:/path/to/file.db" (parent dir must
- * exist). opts may be NULL (defaults). Checks the store (see KITE_STORE_MARKER_INTERVAL_MS; SQLite's
+ * exist), or "etcd:URL,URL,..." (etcd v3 members, each http://HOST:PORT or https://HOST:PORT; see
+ * etcd.c). opts may be NULL (defaults). Checks the store (see KITE_STORE_MARKER_INTERVAL_MS; SQLite's
  * quick_check), loads the latest version of every live key into memory and starts the writer
  * thread. On failure *ret_error (optional) gets a message naming the file and the cause (caller
  * frees) and the return is -EINVAL for a bad url, -EUCLEAN for a damaged store, -EROFS, -EACCES,
@@ -241,7 +252,15 @@ struct kite_store_ops {
                               kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
                               size_t *ret_n, int64_t *ret_rev);
     int (*history)(struct kite_store *s, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);
+    /* kite_store_health; NULL = always healthy (an embedded store that is open) */
+    int (*health)(struct kite_store *s, char **ret_why);
 };
 
 /* The embedded SQLite backend (sqlite.c). */
 extern const struct kite_store_ops kite_store_sqlite_ops;
+/* The etcd v3 backend (etcd.c). */
+extern const struct kite_store_ops kite_store_etcd_ops;
+
+/* Whether the store can serve writes now (the /readyz "etcd" check): 0, or -EIO with *ret_why
+ * (optional; caller frees) saying why not. */
+int kite_store_health(struct kite_store *s, char **ret_why);

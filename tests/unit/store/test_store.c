@@ -93,7 +93,7 @@ Test(store, errors) {
     /* invalid writes */
     struct kite_write bad = { KITE_WRITE_CREATE, "", "x", 1, 0 };
     cr_assert_eq(kite_store_write(s, &bad, NULL, NULL), -EINVAL);
-    cr_assert_eq(kite_store_open("etcd://x", NULL, &(struct kite_store *){0}, NULL), -EINVAL);
+    cr_assert_eq(kite_store_open("nosuch://x", NULL, &(struct kite_store *){0}, NULL), -EINVAL);
     tstore_cleanup(&t);
 }
 
@@ -776,8 +776,17 @@ Test(store, open_errors_name_the_file) {
     err = NULL;
 
     /* A bad url. */
-    cr_assert_eq(kite_store_open("etcd://x", NULL, &s, &err), -EINVAL);
-    cr_assert(err && strstr(err, "etcd://x"), "%s", err ? err : "no message");
+    cr_assert_eq(kite_store_open("nosuch://x", NULL, &s, &err), -EINVAL);
+    cr_assert(err && strstr(err, "nosuch://x"), "%s", err ? err : "no message");
+    free(err);
+    /* etcd: a bad endpoint is named; no member answering is -EIO naming the last one tried */
+    err = NULL;
+    cr_assert_eq(kite_store_open("etcd:http://127.0.0.1:port", NULL, &s, &err), -EINVAL);
+    cr_assert(err && strstr(err, "127.0.0.1:port"), "%s", err ? err : "no message");
+    free(err);
+    err = NULL;
+    cr_assert_eq(kite_store_open("etcd:http://127.0.0.1:1,127.0.0.1:2", NULL, &s, &err), -EIO);
+    cr_assert(err && strstr(err, "127.0.0.1:2") && strstr(err, "refused"), "%s", err ? err : "no message");
     free(err);
     tstore_cleanup(&t);
 }

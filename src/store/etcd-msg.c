@@ -1,0 +1,226 @@
+/* The etcd backend: kite keys to etcd keys, etcd messages, synchronous calls (etcd-int.h). */
+#include "store/etcd-int.h"
+
+/* ---- keys ---- */
+
+static const struct {
+    const char *kite, *etcd;
+} key_map[] = {
+    {"/registry/nodes/", "/minions/"},
+    {"/registry/services/", "/services/specs/"},
+    {"/registry/endpoints/", "/services/endpoints/"},
+};
+
+/* kite's key or prefix -> etcd's (caller frees). */
+char *etcd_key_out(struct etcd_store *s, const char *k) {
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(key_map); i++)
+        if (kite_startswith(k, key_map[i].kite))
+            return kite_asprintf("%s%s%s", s->prefix, key_map[i].etcd, k + strlen(key_map[i].kite));
+    if (kite_startswith(k, "/registry/") || strcmp(k, "/registry") == 0)
+        return kite_asprintf("%s%s", s->prefix, k + strlen("/registry"));
+    return kite_asprintf("%s%s", s->prefix, k);
+}
+
+/* etcd's key -> kite's (caller frees), NULL when outside the prefix. */
+char *etcd_key_in(struct etcd_store *s, const unsigned char *k, size_t len) {
+    size_t pl = strlen(s->prefix);
+    if (len <= pl || memcmp(k, s->prefix, pl) != 0 || k[pl] != '/' || memchr(k, 0, len)) return NULL;
+    const char *rest = (const char *)k + pl;
+    size_t rl = len - pl;
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(key_map); i++) {
+        size_t el = strlen(key_map[i].etcd);
+        if (rl >= el && memcmp(rest, key_map[i].etcd, el) == 0)
+            return kite_asprintf("%s%.*s", key_map[i].kite, (int)(rl - el), rest + el);
+    }
+    return kite_asprintf("/registry%.*s", (int)rl, rest);
+}
+
+/* ---- messages ---- */
+
+
+int etcd_kv_parse(const unsigned char *p, size_t len, struct kv *kv) {
+    struct pb_reader r = pb_reader(p, len);
+    struct pb_field f;
+    int n;
+    *kv = (struct kv){.present = true, .key = (const unsigned char *)"", .value = (const unsigned char *)""};
+    while ((n = pb_next(&r, &f)) > 0) {
+        if (f.field == F_KV_KEY && f.wire == 2) kv->key = f.data, kv->key_len = f.len;
+        else if (f.field == F_KV_VALUE && f.wire == 2) kv->value = f.data, kv->value_len = f.len;
+        else if (f.field == F_KV_CREATE && f.wire == 0) kv->create_rev = (int64_t)f.u;
+        else if (f.field == F_KV_MOD && f.wire == 0) kv->mod_rev = (int64_t)f.u;
+        else if (f.field == F_KV_VERSION && f.wire == 0) kv->version = (int64_t)f.u;
+    }
+    return n;
+}
+
+int64_t etcd_header_rev(const struct pb_field *f) {
+    struct pb_reader r = pb_sub(f);
+    struct pb_field h;
+    while (pb_next(&r, &h) > 0)
+        if (h.field == F_HEADER_REVISION && h.wire == 0) return (int64_t)h.u;
+    return 0;
+}
+
+/* A record of a key-value from etcd (value opened when sealed); NULL when the key is not the
+ * store's or the value does not open. */
+struct kite_record *etcd_kv_record(struct etcd_store *s, const struct kv *kv) {
+    _cleanup_free_ char *k = etcd_key_in(s, kv->key, kv->key_len);
+    if (!k) return NULL;
+    /* kube-apiserver's protobuf envelope: not what the API server here reads */
+    if (kv->value_len >= 4 && memcmp(kv->value, "k8s\0", 4) == 0) return NULL;
+    struct kite_record *rec = record_from_row(s->crypt, k, strlen(k), kv->value, kv->value_len);
+    if (!rec) return NULL;
+    rec->create_rev = kv->create_rev;
+    rec->mod_rev = kv->mod_rev;
+    rec->version = kv->version;
+    return rec;
+}
+
+/* RangeRequest of [key, end) (end NULL: the one key), at rev (0: latest), at most limit. */
+void etcd_encode_range(struct kite_buf *b, const char *key, size_t key_len, const char *end, int64_t limit,
+                         int64_t rev) {
+    pb_put_bytes(b, F_RANGE_KEY, key, key_len);
+    if (end) pb_put_bytes(b, F_RANGE_END, end, strlen(end));
+    pb_put_uint(b, F_RANGE_LIMIT, (uint64_t)limit);
+    pb_put_uint(b, F_RANGE_REVISION, (uint64_t)rev);
+}
+
+/* The end of the range of keys starting with p ("\0" when none: every key after p). */
+char *etcd_range_end(const char *p) {
+    char *e = prefix_end(p);
+    return e ? e : kite_strdup("\0");
+}
+
+void etcd_encode_txn(struct kite_buf *b, enum kite_write_type type, const char *ekey, const char *value, size_t len,
+                       int64_t expect, int64_t lease) {
+    size_t ek = strlen(ekey);
+    size_t m = pb_begin(b, F_TXN_COMPARE);
+    if (type == KITE_WRITE_CREATE) {
+        /* create_revision == 0: the key does not exist (proto3 leaves the zero fields out) */
+        pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
+        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
+        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
+        /* the target_union oneof's member, present although 0 */
+        pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
+        pb_put_varint(b, 0);
+    } else if (expect) {
+        pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
+        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_MOD);
+        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
+        pb_put_uint(b, F_CMP_MOD_REV, (uint64_t)expect);
+    } else {
+        pb_put_uint(b, F_CMP_RESULT, CMP_GREATER);
+        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
+        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
+        pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
+        pb_put_varint(b, 0);
+    }
+    pb_end(b, m);
+    m = pb_begin(b, F_TXN_SUCCESS);
+    if (type == KITE_WRITE_DELETE) {
+        size_t d = pb_begin(b, F_OP_DELETE);
+        pb_put_bytes(b, F_DEL_KEY, ekey, ek);
+        pb_put_uint(b, F_DEL_PREV_KV, 1);
+        pb_end(b, d);
+    } else {
+        size_t p = pb_begin(b, F_OP_PUT);
+        pb_put_bytes(b, F_PUT_KEY, ekey, ek);
+        pb_put_bytes(b, F_PUT_VALUE, value, len);
+        pb_put_uint(b, F_PUT_LEASE, (uint64_t)lease);
+        pb_put_uint(b, F_PUT_PREV_KV, 1);
+        pb_end(b, p);
+    }
+    pb_end(b, m);
+    m = pb_begin(b, F_TXN_FAILURE);
+    size_t r = pb_begin(b, F_OP_RANGE);
+    etcd_encode_range(b, ekey, ek, NULL, 0, 0);
+    pb_end(b, r);
+    pb_end(b, m);
+}
+
+/* ---- synchronous calls (reads, compaction, probes), retried across failover ---- */
+
+struct sync_call {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool done;
+    int status;
+    char *message;
+    struct kite_buf resp;
+};
+
+static void sync_msg(void *ud, const unsigned char *msg, size_t len) {
+    struct sync_call *sc = ud;
+    kite_buf_reset(&sc->resp);
+    kite_buf_append(&sc->resp, msg, len);
+}
+
+static void sync_done(void *ud, int status, const char *message) {
+    struct sync_call *sc = ud;
+    pthread_mutex_lock(&sc->mu);
+    sc->status = status;
+    sc->message = kite_strdup(message);
+    sc->done = true;
+    pthread_cond_signal(&sc->cond);
+    pthread_mutex_unlock(&sc->mu);
+}
+
+/* One call on c (NULL: the current connection); status as grpc_done_cb's, -ENOTCONN when there
+ * is none. */
+int etcd_call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, const struct kite_buf *req,
+                   struct kite_buf *resp, char **ret_msg) {
+    struct sync_call sc = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    int r;
+    if (c) {
+        r = grpc_call_start(c, path, req->p, req->len, false, sync_msg, sync_done, &sc);
+    } else {
+        pthread_rwlock_rdlock(&s->conn_lock);
+        r = s->conn ? grpc_call_start(s->conn, path, req->p, req->len, false, sync_msg, sync_done, &sc) : -ENOTCONN;
+        pthread_rwlock_unlock(&s->conn_lock);
+    }
+    if (r < 0) return r;
+    pthread_mutex_lock(&sc.mu);
+    while (!sc.done) pthread_cond_wait(&sc.cond, &sc.mu);
+    pthread_mutex_unlock(&sc.mu);
+    if (ret_msg) *ret_msg = sc.message;
+    else free(sc.message);
+    *resp = sc.resp;
+    return sc.status;
+}
+
+int etcd_call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
+                     char **ret_msg) {
+    return etcd_call_on(s, NULL, path, req, resp, ret_msg);
+}
+
+/* A call that is safe to repeat (a read, a compaction): retried while the connection is being
+ * replaced, for up to twice the time a failover takes. */
+int etcd_call_retry(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
+                      char **ret_msg) {
+    int64_t deadline = kite_now_mono(kite_clock_real()) + (int64_t)s->timeout_ms * 1000000 * 2 * (int64_t)s->n_eps + 5 * KITE_NS_PER_SEC;
+    for (;;) {
+        char *msg = NULL;
+        *resp = (struct kite_buf){0};
+        int st = etcd_call_once(s, path, req, resp, &msg);
+        bool again = st == -ENOTCONN || st == -ECONNRESET || st == GRPC_UNAVAILABLE;
+        if (!again || kite_now_mono(kite_clock_real()) > deadline || s->stopping) {
+            if (ret_msg) *ret_msg = msg;
+            else free(msg);
+            return st;
+        }
+        free(msg);
+        kite_buf_release(resp);
+        pthread_mutex_lock(&s->p_mu);
+        pthread_cond_signal(&s->sup_cond);
+        pthread_mutex_unlock(&s->p_mu);
+        usleep(50 * 1000);
+    }
+}
+
+/* gRPC status of a read -> errno (store.h's meanings). */
+int etcd_read_errno(int st, const char *msg) {
+    if (st == GRPC_OK) return 0;
+    if (st == GRPC_OUT_OF_RANGE && msg && strstr(msg, "compacted")) return -ENODATA;
+    if (st == GRPC_OUT_OF_RANGE && msg && strstr(msg, "future")) return -ERANGE;
+    return -EIO;
+}

@@ -1,0 +1,624 @@
+"""kite apiserver on etcd (--etcd-servers): a real etcd (Debian's etcd-server) on 127.0.0.1, the
+API served from it with kube-apiserver's key layout and etcd's revisions as resourceVersions, two
+apiservers over one etcd seeing each other's writes, and /readyz following etcd's health.
+
+Skipped when etcd or etcdctl is not installed (scripts/install-deps installs them)."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, free_port, node_name_of_machine, wait_for
+
+ETCD = shutil.which("etcd")
+ETCDCTL = shutil.which("etcdctl")
+pytestmark = pytest.mark.skipif(not ETCD or not ETCDCTL,
+                                reason="etcd is not installed: scripts/install-deps installs Debian's etcd-server "
+                                       "and etcd-client")
+
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+class Etcd:
+    """etcd members on 127.0.0.1, one process each, their data and logs in workdir. tls: a dict
+    of PEM paths (ca, cert, key) served on the client and peer ports."""
+
+    def __init__(self, workdir, n=1, tls=None):
+        self.workdir = Path(workdir)
+        self.tls = tls
+        scheme = "https" if tls else "http"
+        self.members = [{"name": f"m{i}", "client": free_port(), "peer": free_port(), "proc": None}
+                        for i in range(n)]
+        self.scheme = scheme
+        self.cluster = ",".join(f"{m['name']}={scheme}://127.0.0.1:{m['peer']}" for m in self.members)
+
+    def url(self, m):
+        return f"{self.scheme}://127.0.0.1:{m['client']}"
+
+    @property
+    def endpoints(self):
+        return ",".join(self.url(m) for m in self.members)
+
+    def start_member(self, m, state="new"):
+        args = [ETCD, "--name", m["name"], "--data-dir", str(self.workdir / m["name"]),
+                "--listen-client-urls", self.url(m), "--advertise-client-urls", self.url(m),
+                "--listen-peer-urls", f"{self.scheme}://127.0.0.1:{m['peer']}",
+                "--initial-advertise-peer-urls", f"{self.scheme}://127.0.0.1:{m['peer']}",
+                "--initial-cluster", self.cluster, "--initial-cluster-state", state,
+                "--initial-cluster-token", f"kite-{self.members[0]['client']}"]
+        if self.tls:
+            t = self.tls
+            args += ["--cert-file", t["cert"], "--key-file", t["key"], "--trusted-ca-file", t["ca"],
+                     "--client-cert-auth", "--peer-cert-file", t["cert"], "--peer-key-file", t["key"],
+                     "--peer-trusted-ca-file", t["ca"], "--peer-client-cert-auth"]
+        log = open(self.workdir / f"etcd-{m['name']}.log", "ab")
+        m["proc"] = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+
+    def start(self):
+        for m in self.members:
+            self.start_member(m)
+        wait_for(lambda: self.ctl("endpoint", "health", check=False).returncode == 0, 20, 0.2, "etcd healthy")
+        return self
+
+    def ctl(self, *args, check=True, endpoints=None):
+        cmd = [ETCDCTL, "--endpoints", endpoints or self.endpoints, "--command-timeout", "5s"]
+        if self.tls:
+            cmd += ["--cacert", self.tls["ca"], "--cert", self.tls["cert"], "--key", self.tls["key"]]
+        p = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=20,
+                           env={**os.environ, "ETCDCTL_API": "3"})
+        if check:
+            assert p.returncode == 0, (args, p.stdout, p.stderr)
+        return p
+
+    def stop(self):
+        for m in self.members:
+            if m["proc"] and m["proc"].poll() is None:
+                m["proc"].kill()
+                m["proc"].wait(timeout=10)
+
+
+class Proxy:
+    """A TCP forwarder from a port of its own to target (an etcd member): cut() closes every
+    connection through it and refuses new ones (accepted and closed at once) until resume()."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.port = free_port()
+        self.socks = []
+        self.lock = threading.Lock()
+        self.open = False
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", self.port))
+        self.listener.listen(16)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def resume(self):
+        with self.lock:
+            self.open = True
+        return self
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if not self.open:
+                    c.close()
+                    continue
+                u = socket.create_connection(("127.0.0.1", self.target))
+                self.socks += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            self.open = False
+            for x in self.socks:
+                try:
+                    x.shutdown(socket.SHUT_RDWR)
+                    x.close()
+                except OSError:
+                    pass
+            self.socks = []
+
+    def close(self):
+        self.cut()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+
+
+def apiserver_on(etcd, workdir, pki_from=None, extra=()):
+    """A kite apiserver storing in etcd; pki_from: another's data dir whose pki/ it copies (the same
+    cluster CA and signing keys, as kubeadm's control-plane join)."""
+    data = Path(workdir) / "data"
+    if pki_from:
+        shutil.copytree(Path(pki_from) / "pki", data / "pki")
+    return Cluster("apiserver", workdir, extra_args=["--etcd-servers", etcd.endpoints, *extra])
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory):
+    e = Etcd(tmp_path_factory.mktemp("etcd")).start()
+    yield e
+    e.stop()
+
+
+@pytest.fixture(scope="module")
+def pair(etcd, tmp_path_factory):
+    """Two kite apiservers, A and B, over the module's etcd."""
+    a = apiserver_on(etcd, tmp_path_factory.mktemp("apiserver-a")).start()
+    b = apiserver_on(etcd, tmp_path_factory.mktemp("apiserver-b"), pki_from=a.data_dir).start()
+    yield a, b
+    b.stop()
+    a.stop()
+
+
+def cm(name, data=None, rv=None):
+    o = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data or {"k": "v"}}
+    if rv:
+        o["metadata"]["resourceVersion"] = rv
+    return o
+
+
+def etcd_kv(etcd, key):
+    out = json.loads(etcd.ctl("get", key, "-w", "json").stdout)
+    return out.get("kvs", [None])[0], out["header"]["revision"]
+
+
+def test_crud_with_etcd_revisions(etcd, pair):
+    a, _ = pair
+    api = a.api()
+    try:
+        created = api.ok("POST", CMS, cm("e2e-etcd-1"))
+        rv = created["metadata"]["resourceVersion"]
+        kv, _ = etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-1")
+        # resourceVersion is etcd's mod_revision; create_revision == mod_revision on create
+        assert kv is not None and str(kv["mod_revision"]) == rv and kv["create_revision"] == kv["mod_revision"], kv
+        import base64
+        stored = json.loads(base64.b64decode(kv["value"]))
+        assert stored["kind"] == "ConfigMap" and stored["data"] == {"k": "v"}, stored  # JSON values
+        assert api.ok("GET", f"{CMS}/e2e-etcd-1")["metadata"]["resourceVersion"] == rv
+        names = [i["metadata"]["name"] for i in api.ok("GET", CMS)["items"]]
+        assert "e2e-etcd-1" in names
+        # create again: 409 AlreadyExists (the Txn's create_revision == 0 compare fails)
+        r = api.post(CMS, cm("e2e-etcd-1"))
+        assert r.status == 409 and r.json()["reason"] == "AlreadyExists", r
+        # update at the current revision: a new mod_revision, version 2
+        updated = api.ok("PUT", f"{CMS}/e2e-etcd-1", cm("e2e-etcd-1", {"k": "v2"}, rv))
+        rv2 = updated["metadata"]["resourceVersion"]
+        kv, _ = etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-1")
+        assert str(kv["mod_revision"]) == rv2 and int(rv2) > int(rv) and kv["version"] == 2, kv
+        # update at the old revision: 409 Conflict (mod_revision compare), the object unchanged
+        r = api.put(f"{CMS}/e2e-etcd-1", cm("e2e-etcd-1", {"k": "stale"}, rv))
+        assert r.status == 409 and r.json()["reason"] == "Conflict", r
+        assert api.ok("GET", f"{CMS}/e2e-etcd-1")["data"] == {"k": "v2"}
+        # delete with a stale precondition: 409; with the current one: gone from etcd
+        r = api.request("DELETE", f"{CMS}/e2e-etcd-1", body=({"preconditions": {"resourceVersion": rv}}))
+        assert r.status == 409, r
+        api.ok("DELETE", f"{CMS}/e2e-etcd-1", body=({"preconditions": {"resourceVersion": rv2}}))
+        assert etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-1")[0] is None
+        assert api.get(f"{CMS}/e2e-etcd-1").status == 404
+    finally:
+        api.close()
+
+
+def test_kube_apiserver_key_layout(etcd, pair):
+    a, _ = pair
+    a.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "e2e-etcd-node"}}))
+    keys = etcd.ctl("get", "--prefix", "/registry/minions/", "--keys-only").stdout.split()
+    assert "/registry/minions/e2e-etcd-node" in keys, keys
+    keys = etcd.ctl("get", "--prefix", "/registry/services/specs/", "--keys-only").stdout.split()
+    assert "/registry/services/specs/default/kubernetes" in keys, keys
+    assert etcd.ctl("get", "--prefix", "/registry/nodes/", "--keys-only").stdout.split() == []
+    # and the API lists them from there
+    assert "e2e-etcd-node" in a.kubectl("get", "nodes", "-o", "name").stdout
+    assert "kubernetes" in a.kubectl("get", "services", "-o", "name").stdout
+
+
+def test_write_on_a_is_seen_by_a_watch_on_b(pair):
+    a, b = pair
+    api_a, api_b = a.api(), b.api()
+    try:
+        rv = api_b.ok("GET", CMS)["metadata"]["resourceVersion"]
+        got = {}
+
+        def watch():
+            got["r"] = api_b.get(f"{CMS}?watch=true&timeoutSeconds=3&resourceVersion={rv}")
+
+        t = threading.Thread(target=watch)
+        t.start()
+        time.sleep(0.5)
+        made = api_a.ok("POST", CMS, cm("e2e-etcd-ab"))
+        t.join()
+        r = got["r"]
+        assert r.status == 200, r
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        mine = [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in evs
+                if e["object"]["metadata"]["name"] == "e2e-etcd-ab"]
+        assert mine == [("ADDED", made["metadata"]["resourceVersion"])], evs
+        # and B serves it (its cache fed by its own etcd watch); an update on B with A's
+        # resourceVersion succeeds, one with a stale revision conflicts
+        assert api_b.ok("GET", f"{CMS}/e2e-etcd-ab")["metadata"]["uid"] == made["metadata"]["uid"]
+        api_b.ok("PUT", f"{CMS}/e2e-etcd-ab", cm("e2e-etcd-ab", {"k": "b"}, made["metadata"]["resourceVersion"]))
+        r = api_a.put(f"{CMS}/e2e-etcd-ab", cm("e2e-etcd-ab", {"k": "a"}, made["metadata"]["resourceVersion"]))
+        assert r.status == 409, r
+    finally:
+        api_a.close()
+        api_b.close()
+
+
+def test_writes_by_other_etcd_clients_reach_the_caches(etcd, pair):
+    a, _ = pair
+    # as kube-apiserver stores objects: JSON without metadata.resourceVersion
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "e2e-etcd-ext", "namespace": "default", "uid": "6c9b7d1e-0000-4000-8000-000000000001",
+        "creationTimestamp": "2026-01-01T00:00:00Z"}, "data": {"from": "etcdctl"}}
+    etcd.ctl("put", "/registry/configmaps/default/e2e-etcd-ext", json.dumps(obj))
+    kv, _ = etcd_kv(etcd, "/registry/configmaps/default/e2e-etcd-ext")
+    api = a.api()
+    try:
+        wait_for(lambda: api.get(f"{CMS}/e2e-etcd-ext").status == 200, 5, 0.05, "the etcdctl put served")
+        got = api.ok("GET", f"{CMS}/e2e-etcd-ext")
+        assert got["data"] == {"from": "etcdctl"} and got["metadata"]["resourceVersion"] == str(kv["mod_revision"]), got
+        listed = [i for i in api.ok("GET", CMS)["items"] if i["metadata"]["name"] == "e2e-etcd-ext"]
+        assert listed[0]["metadata"]["resourceVersion"] == str(kv["mod_revision"]), listed
+        etcd.ctl("del", "/registry/configmaps/default/e2e-etcd-ext")
+        wait_for(lambda: api.get(f"{CMS}/e2e-etcd-ext").status == 404, 5, 0.05, "the etcdctl delete served")
+        # a value in kube-apiserver's protobuf envelope is left out, not served as a broken object
+        subprocess.run([ETCDCTL, "--endpoints", etcd.endpoints, "put", "/registry/configmaps/default/e2e-etcd-pb"],
+                       input=b"k8s\x00\x0a\x0c\x0a\x02v1\x12\x06Secret", check=True, capture_output=True,
+                       env={**os.environ, "ETCDCTL_API": "3"})
+        api.ok("POST", CMS, cm("e2e-etcd-after-pb"))  # its revision is past the protobuf put's
+        assert api.get(f"{CMS}/e2e-etcd-pb").status == 404
+        assert "e2e-etcd-pb" not in {i["metadata"].get("name") for i in api.ok("GET", CMS)["items"]}
+        assert "protobuf): left out" in a.proc.log_path.read_text()
+    finally:
+        api.close()
+
+
+def test_compacted_revisions_answer_410(etcd, pair):
+    a, b = pair
+    api, api_b = a.api(), b.api()
+    try:
+        old = api.ok("POST", CMS, cm("e2e-etcd-c1"))["metadata"]["resourceVersion"]
+        new = api.ok("POST", CMS, cm("e2e-etcd-c2"))["metadata"]["resourceVersion"]
+        etcd.ctl("compaction", new)
+        # a list at a compacted revision: 410 Expired, read from etcd
+        r = api.get(f"{CMS}?resourceVersion={old}&resourceVersionMatch=Exact")
+        assert r.status == 410 and r.json()["reason"] == "Expired", r
+        # at the compaction revision itself it still reads
+        items = api.ok("GET", f"{CMS}?resourceVersion={new}&resourceVersionMatch=Exact")["items"]
+        assert {"e2e-etcd-c1", "e2e-etcd-c2"} <= {i["metadata"]["name"] for i in items}
+        # a watch from before B's cache was loaded (B started on a store A had filled): 410, the
+        # client relists, as with kube-apiserver's cacher after a restart
+        r = api_b.get(f"{CMS}?watch=true&timeoutSeconds=1&resourceVersion=2")
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        assert r.status == 200 and evs[0]["type"] == "ERROR" and evs[0]["object"]["code"] == 410, (r, evs)
+        # A, whose cache holds every change since etcd's first revision, still serves it
+        r = api.get(f"{CMS}?watch=true&timeoutSeconds=1&resourceVersion=2")
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        assert r.status == 200 and "e2e-etcd-c1" in {e["object"]["metadata"].get("name") for e in evs}, evs
+    finally:
+        api.close()
+        api_b.close()
+
+
+def test_a_watch_compacted_away_is_resynchronized(etcd, pair, tmp_path):
+    """C reaches etcd through a proxy; while the proxy is down A updates, deletes and creates, and
+    etcd is compacted past C's watch. When C reconnects its watch is refused (compacted): it reads
+    everything again and its caches, and its watchers, get the difference."""
+    a, _ = pair
+    proxy = Proxy(etcd.members[0]["client"]).resume()
+    c = Cluster("apiserver", tmp_path, extra_args=["--etcd-servers", f"http://127.0.0.1:{proxy.port}",
+                                                   "--etcd-healthcheck-timeout", "1s"])
+    shutil.copytree(a.data_dir / "pki", c.data_dir / "pki")
+    c.start()
+    api, api_c = a.api(), c.api()
+    try:
+        api.ok("POST", CMS, cm("e2e-etcd-r1"))
+        api.ok("POST", CMS, cm("e2e-etcd-r2"))
+        wait_for(lambda: api_c.get(f"{CMS}/e2e-etcd-r2").status == 200, 5, 0.05, "C has r2")
+        rv_before = api_c.ok("GET", CMS)["metadata"]["resourceVersion"]
+        proxy.cut()
+        wait_for(lambda: api_c.get("/readyz").status == 500, 8, 0.1, "C not ready")
+        api.ok("PATCH", f"{CMS}/e2e-etcd-r1", {"data": {"k": "changed"}}, ctype="application/merge-patch+json")
+        api.ok("DELETE", f"{CMS}/e2e-etcd-r2")
+        made = api.ok("POST", CMS, cm("e2e-etcd-r3"))
+        etcd.ctl("compaction", made["metadata"]["resourceVersion"])
+        proxy.resume()
+        wait_for(lambda: api_c.get("/readyz").status == 200, 10, 0.1, "C ready again")
+        wait_for(lambda: api_c.get(f"{CMS}/e2e-etcd-r3").status == 200, 5, 0.05, "C has r3")
+        assert api_c.ok("GET", f"{CMS}/e2e-etcd-r1")["data"] == {"k": "changed"}
+        assert api_c.get(f"{CMS}/e2e-etcd-r2").status == 404
+        r = api_c.get(f"{CMS}?watch=true&timeoutSeconds=1&resourceVersion={rv_before}")
+        evs = [json.loads(line) for line in r.body.splitlines() if line.strip()]
+        got = sorted((e["type"], e["object"]["metadata"]["name"]) for e in evs)
+        assert got == [("ADDED", "e2e-etcd-r3"), ("DELETED", "e2e-etcd-r2"), ("MODIFIED", "e2e-etcd-r1")], evs
+        assert "resynchronized" in c.proc.log_path.read_text()
+    finally:
+        api.close()
+        api_c.close()
+        c.stop()
+        proxy.close()
+
+
+def test_events_get_a_shared_etcd_lease(etcd, pair):
+    """Events are stored with an etcd lease for --event-ttl (1 h) plus the reuse window (60 s), one
+    lease shared by the events of that window, as kube-apiserver does."""
+    a, _ = pair
+    api = a.api()
+    try:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # recent: the TTL clean-up leaves them
+        for name in ("e2e-etcd-ev1", "e2e-etcd-ev2"):
+            api.ok("POST", "/api/v1/namespaces/default/events", {
+                "apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+                "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": "default"},
+                "reason": "Test", "message": "m", "type": "Normal",
+                "firstTimestamp": now, "lastTimestamp": now, "count": 1})
+        leases = [etcd_kv(etcd, f"/registry/events/default/{n}")[0].get("lease") for n in ("e2e-etcd-ev1", "e2e-etcd-ev2")]
+        assert leases[0] and leases[0] == leases[1], leases
+        ttl = json.loads(etcd.ctl("lease", "timetolive", format(int(leases[0]), "x"), "-w", "json").stdout)
+        assert ttl["granted-ttl"] == 3600 + 60 and 3600 < ttl["ttl"] <= 3660, ttl
+        # other kinds get none
+        assert not etcd_kv(etcd, "/registry/services/specs/default/kubernetes")[0].get("lease")
+    finally:
+        api.close()
+
+
+def test_readyz_follows_etcd(etcd, pair):
+    """etcd stopped (SIGSTOP: no answer to the keepalive): /readyz fails its etcd check within the
+    health-check timeout, writes fail instead of hanging; etcd back: ready again and writes work."""
+    a, _ = pair
+    api = a.api()
+    proc = etcd.members[0]["proc"]
+    try:
+        proc.send_signal(signal.SIGSTOP)
+        wait_for(lambda: api.get("/readyz").status == 500, 8, 0.1, "/readyz failing")
+        r = api.get("/readyz?verbose")
+        assert r.status == 500 and b"[-]etcd failed" in r.body and b"[+]ping ok" in r.body, r
+        assert api.get("/readyz/etcd").status == 500
+        proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: api.get("/readyz").status == 200, 10, 0.1, "/readyz ok again")
+        assert b"[+]etcd ok" in api.get("/readyz?verbose").body
+        api.ok("POST", CMS, cm("e2e-etcd-after"))
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        api.close()
+
+
+def test_apiservers_take_turns_at_compaction(etcd, pair, tmp_path):
+    """Two apiservers compacting every second take turns on kube-apiserver's compact_rev_key
+    (a compare-and-swap on its version): every compaction etcd ran was claimed there first."""
+    a, _ = pair
+    log = etcd.workdir / "etcd-m0.log"
+    before = log.read_text().count("finished scheduled compaction")
+    v0 = json.loads(etcd.ctl("get", "compact_rev_key", "-w", "json").stdout).get("kvs", [{"version": 0}])[0]["version"]
+    flags = ["--etcd-compaction-interval", "1s"]
+    c1 = apiserver_on(etcd, tmp_path / "c1", pki_from=a.data_dir, extra=flags).start()
+    c2 = apiserver_on(etcd, tmp_path / "c2", pki_from=a.data_dir, extra=flags).start()
+    api = c1.api()
+    try:
+        for i in range(4):
+            api.ok("POST", CMS, cm(f"e2e-etcd-t{i}"))
+            time.sleep(0.4)
+
+        def key():
+            kvs = json.loads(etcd.ctl("get", "compact_rev_key", "-w", "json").stdout).get("kvs")
+            return kvs and kvs[0]["version"] - v0 >= 2 and kvs[0]
+
+        kv = wait_for(key, 5, 0.2, "two rounds of compaction claimed")
+        ran = log.read_text().count("finished scheduled compaction") - before
+        assert 1 <= ran <= kv["version"] - v0, (ran, kv)
+    finally:
+        api.close()
+        c2.stop()
+        c1.stop()
+
+
+def test_kite_up_over_an_external_etcd(etcd, tmp_path):
+    """`kite up --etcd-servers`: a single node whose control plane stores in etcd (its own prefix);
+    the agent's Node is Ready and lives under <prefix>/minions/."""
+    # without the cluster DNS: its port 53 on the pod gateway is not what this test is about
+    c = Cluster("up", tmp_path, extra_args=["--etcd-servers", etcd.endpoints, "--etcd-prefix", "/up",
+                                            "--serve-dns=false", *AGENT_FAST_FLAGS])
+    c.start()
+    try:
+        node = node_name_of_machine()
+        wait_for(lambda: "True" in c.kubectl("get", "node", node, "-o",
+                                             "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+                                             check=False).stdout, 20, 0.2, "the node Ready")
+        keys = etcd.ctl("get", "--prefix", "/up/minions/", "--keys-only").stdout.split()
+        assert f"/up/minions/{node}" in keys, keys
+        wait_for(lambda: etcd.ctl("get", "--prefix", "/up/leases/kube-node-lease/", "--keys-only").stdout.split(),
+                 10, 0.2, "the node's Lease in etcd")
+    finally:
+        c.stop()
+
+
+@pytest.mark.slow
+def test_store_copy_sqlite_to_etcd_and_back(etcd, tmp_path):
+    """kite store copy: a stopped SQLite cluster's objects into etcd (under a prefix of their own),
+    served from there by an apiserver with the same pki; into a store that has objects: refused;
+    back into a new SQLite file: the same objects."""
+    src = Cluster("apiserver", tmp_path / "sqlite").start()
+    api = src.api()
+    made = api.ok("POST", CMS, cm("e2e-etcd-copied", {"k": "from-sqlite"}))
+    api.close()
+    src.stop()
+    db = src.data_dir / "kite.db"
+    to = f"etcd:{etcd.endpoints}"
+
+    def copy(*args):
+        return subprocess.run([KITE, "store", "copy", *args], capture_output=True, text=True, timeout=60)
+
+    p = copy("--from", f"sqlite:{db}", "--to", to, "--etcd-prefix", "/copied")
+    assert p.returncode == 0, p.stderr
+    assert "copied" in p.stdout and "resourceVersions changed" in p.stdout, p.stdout
+    keys = etcd.ctl("get", "--prefix", "/copied/", "--keys-only").stdout.split()
+    assert "/copied/configmaps/default/e2e-etcd-copied" in keys and "/copied/minions/" not in keys, keys
+    assert "/copied/services/specs/default/kubernetes" in keys, keys
+    # again: the destination is not empty
+    p = copy("--from", f"sqlite:{db}", "--to", to, "--etcd-prefix", "/copied")
+    assert p.returncode == 1 and "holds objects already" in p.stderr, (p.stdout, p.stderr)
+    dst = Cluster("apiserver", tmp_path / "on-etcd", extra_args=["--etcd-servers", etcd.endpoints,
+                                                                  "--etcd-prefix", "/copied"])
+    shutil.copytree(src.data_dir / "pki", dst.data_dir / "pki")
+    dst.start()
+    api = dst.api()
+    try:
+        got = api.ok("GET", f"{CMS}/e2e-etcd-copied")
+        assert got["data"] == {"k": "from-sqlite"} and got["metadata"]["uid"] == made["metadata"]["uid"], got
+        n_etcd = len(api.ok("GET", "/api/v1/namespaces")["items"])
+    finally:
+        api.close()
+        dst.stop()
+    back = tmp_path / "back.db"
+    p = copy("--from", to, "--to", f"sqlite:{back}", "--etcd-prefix", "/copied")
+    assert p.returncode == 0, p.stderr
+    again = Cluster("apiserver", tmp_path / "back", extra_args=["--store", f"sqlite:{back}"])
+    shutil.copytree(src.data_dir / "pki", again.data_dir / "pki")
+    again.start()
+    api = again.api()
+    try:
+        assert api.ok("GET", f"{CMS}/e2e-etcd-copied")["data"] == {"k": "from-sqlite"}
+        assert len(api.ok("GET", "/api/v1/namespaces")["items"]) == n_etcd
+    finally:
+        api.close()
+        again.stop()
+
+
+def make_tls(d):
+    """A CA and one certificate (server and client use, IP SAN 127.0.0.1) for every member and the
+    apiserver, with openssl."""
+    d = Path(d)
+    ext = d / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n"
+                   "keyUsage=digitalSignature,keyEncipherment\n")
+
+    def run(*a):
+        subprocess.run(["openssl", *a], check=True, capture_output=True, cwd=str(d))
+
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+        "-out", "ca.pem", "-days", "2", "-subj", "/CN=e2e-etcd-ca")
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "member.key",
+        "-out", "member.csr", "-subj", "/CN=e2e-etcd-member")
+    run("x509", "-req", "-in", "member.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", "member.pem", "-days", "2", "-extfile", str(ext))
+    return {"ca": str(d / "ca.pem"), "cert": str(d / "member.pem"), "key": str(d / "member.key")}
+
+
+def leader_of(etcd):
+    out = json.loads(etcd.ctl("endpoint", "status", "-w", "json").stdout)
+    for st in out:
+        if st["Status"]["header"]["member_id"] == st["Status"]["leader"]:
+            port = int(st["Endpoint"].rsplit(":", 1)[1])
+            return next(m for m in etcd.members if m["client"] == port)
+    raise AssertionError(f"no leader: {out}")
+
+
+@pytest.mark.slow
+def test_leader_killed_under_writers_loses_no_acknowledged_write(tmp_path):
+    """A 3-member etcd cluster with TLS; an apiserver knowing all three; 32 writers creating
+    ConfigMaps; the etcd leader SIGKILLed. Every write answered 201 is in etcd and served; writes
+    started 5 s after the kill all succeed; the apiserver's /readyz recovers."""
+    tls = make_tls(tmp_path)
+    etcd = Etcd(tmp_path / "etcd", n=3, tls=tls)
+    (tmp_path / "etcd").mkdir()
+    etcd.start()
+    a = Cluster("apiserver", tmp_path / "a", extra_args=[
+        "--etcd-servers", etcd.endpoints, "--etcd-cafile", tls["ca"], "--etcd-certfile", tls["cert"],
+        "--etcd-keyfile", tls["key"], "--etcd-healthcheck-timeout", "1s"])
+    try:
+        a.start()
+        stop = threading.Event()
+        results = []  # (name, status, rv, started, ended)
+        lock = threading.Lock()
+
+        def writer(i):
+            api = a.api()
+            n = 0
+            while not stop.is_set():
+                name = f"w{i}-{n}"
+                n += 1
+                t0 = time.monotonic()
+                try:
+                    r = api.post(CMS, cm(name))
+                    status, rv = r.status, (r.json()["metadata"]["resourceVersion"] if r.status == 201 else None)
+                except Exception:  # a connection the server closed mid-write: not acknowledged
+                    api.close()
+                    api = a.api()
+                    status, rv = -1, None
+                with lock:
+                    results.append((name, status, rv, t0, time.monotonic()))
+            api.close()
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(32)]
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        victim = leader_of(etcd)
+        killed_at = time.monotonic()
+        victim["proc"].kill()
+        victim["proc"].wait()
+        time.sleep(8)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        acked = {name: rv for name, status, rv, _, _ in results if status == 201}
+        before = [r for r in results if r[3] < killed_at]
+        late = [r for r in results if r[3] >= killed_at + 5]
+        assert len(before) > 50 and len(late) > 50, (len(before), len(late))
+        failed_late = [r for r in late if r[1] != 201]
+        assert not failed_late, failed_late[:10]
+        assert max(r[4] - r[3] for r in late) < 5, "a write after the failover took 5 s or more"
+        # every acknowledged write is in etcd, at the revision the client was given
+        live = [m for m in etcd.members if m is not victim]
+        eps = ",".join(etcd.url(m) for m in live)
+        out = json.loads(etcd.ctl("get", "--prefix", "/registry/configmaps/default/w", "-w", "json",
+                                  endpoints=eps).stdout)
+        import base64
+        stored = {base64.b64decode(kv["key"]).decode().rsplit("/", 1)[1]: str(kv["mod_revision"])
+                  for kv in out.get("kvs", [])}
+        lost = [n for n, rv in acked.items() if stored.get(n) != rv]
+        assert not lost, f"{len(lost)} acknowledged writes lost: {lost[:10]}"
+        api = a.api()
+        try:
+            wait_for(lambda: api.get("/readyz").status == 200, 10, 0.1, "/readyz ok after the failover")
+            served = {i["metadata"]["name"] for i in api.ok("GET", CMS)["items"]}
+            assert set(acked) <= served
+        finally:
+            api.close()
+    finally:
+        a.stop()
+        etcd.stop()
