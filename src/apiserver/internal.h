@@ -61,6 +61,8 @@ struct kite_apiserver {
     pthread_cond_t cond;
     bool stopping;
     int64_t compact_interval_s;
+    struct apiserver_expiry *expiry; /* per storage (housekeeping.c) */
+    uint64_t expiry_scans;           /* folders listed by expiry */
     int64_t event_ttl_s;
     size_t watch_queue, watch_queue_bytes; /* a watcher's bounds (watch.c); 0 = the defaults */
     /* write retries (write.c) */
@@ -445,6 +447,7 @@ void *housekeeping_main(void *ud);
 /* The expiry part of a pass, now, on the caller's thread: for tests, whose fake clock does not
  * move the thread's real-time wake-ups. Safe while the thread runs (both delete conditionally). */
 void apiserver_housekeeping_once(struct kite_apiserver *s);
+void apiserver_expiry_free(struct kite_apiserver *s);
 
 /* nodestate.c: the divergence report (`kite nodes`) */
 #define KITE_NODE_STATE_PERIOD_S 2 /* how often node states are computed for /metrics and events */

@@ -405,8 +405,9 @@ static struct counts *pod_counts(struct kite_apiserver *s, struct kite_map *coun
     return cv;
 }
 
+/* The node's state now; *next (optional) gets when time alone could change it (0: never). */
 static enum kite_node_state classify(struct kite_nodestate *ns, struct prev *pv, int64_t now, struct kite_map *counts,
-                                     struct kite_buf *ev) {
+                                     struct kite_buf *ev, int64_t *next) {
     json_object *node = pv->node ? record_object(pv->node) : NULL;
     json_object *lease = pv->lease ? record_object(pv->lease) : NULL;
     struct seen *sn = kite_map_get(&ns->seen, pv->name);
@@ -419,6 +420,7 @@ static enum kite_node_state classify(struct kite_nodestate *ns, struct prev *pv,
                                 .seen_first_ns = sn ? sn->first : 0, .seen_last_ns = sn ? sn->last : 0,
                                 .seen_what = sn ? sn->what : NULL, .pods = c ? c->pods : 0,
                                 .terminating = c ? c->terminating : 0, .recreated_ns = pv->recreated};
+    if (next) *next = kite_node_next_change(&f, now, &ns->t);
     return kite_node_classify(&f, now, &ns->t, ev);
 }
 
@@ -477,7 +479,8 @@ void nodestate_pass(struct kite_apiserver *s) {
         struct prev *pv = todo[i];
         pv->dirty = false;
         kite_buf_reset(&ev);
-        enum kite_node_state st = classify(ns, pv, now, any_cordoned ? &counts : NULL, &ev);
+        int64_t next = 0;
+        enum kite_node_state st = classify(ns, pv, now, any_cordoned ? &counts : NULL, &ev, &next);
         ns->classified++;
         /* first sight of a healthy node is no news; anything else, and every change, is */
         if (st != KITE_NODE_NONE && st != pv->state && !(pv->state == KITE_NODE_NONE && st == KITE_NODE_HEALTHY)) {
@@ -490,9 +493,15 @@ void nodestate_pass(struct kite_apiserver *s) {
         pv->state = st;
         if (st == KITE_NODE_HEALTHY) {
             set_recheck(ns, pv, expiry(ns, pv, now));
-        } else {
+        } else if (st == KITE_NODE_CORDONED || st == KITE_NODE_DRAINING) {
+            /* its pods' count moves with no event of the Node or Lease: judged at every pass */
             set_recheck(ns, pv, 0);
-            if (st != KITE_NODE_NONE) push_ptr(&ns->unsettled, &ns->n_unsettled, &ns->cap_unsettled, pv);
+            push_ptr(&ns->unsettled, &ns->n_unsettled, &ns->cap_unsettled, pv);
+        } else {
+            /* the others move with time only where a threshold is crossed (a lease
+             * expiring, Unknown turning stale, a window closing): judged again then, so a
+             * cluster of 150k silent nodes costs nothing between those instants */
+            set_recheck(ns, pv, next);
         }
     }
     kite_buf_release(&ev);
@@ -573,7 +582,7 @@ void nodestate_reply(struct req *rq) {
     struct kite_buf ev = {0};
     for (size_t i = 0; i < n; i++) {
         kite_buf_reset(&ev);
-        enum kite_node_state st = classify(ns, v[i], now, any_cordoned ? &counts : NULL, &ev);
+        enum kite_node_state st = classify(ns, v[i], now, any_cordoned ? &counts : NULL, &ev, NULL);
         if (st == KITE_NODE_NONE) continue;
         json_object *it = json_object_new_object();
         kite_obj_set(it, "name", json_object_new_string(v[i]->name));

@@ -749,6 +749,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */
     nodestate_free(TAKE_PTR(s->nodestate)); /* its watchers too */
+    apiserver_expiry_free(s);
     pools_free(s->pools);
     kite_audit_close(s->audit); /* after the last request was answered */
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
