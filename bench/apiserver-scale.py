@@ -153,7 +153,19 @@ def main():
         created = float(full.until("created")[1])
         full.until("renew-start")
         log(f"populated {a.nodes} nodes and leases in {created:.1f} s")
-        time.sleep(5)  # the node-state pass and the store's marker settle
+        # Nothing renews the leases: 50 s (the grace) after its last renewal each node turns
+        # LeaseExpired (one event each, apiserver/nodestate.c). Idle is what follows that.
+        t_end = time.monotonic()
+        time.sleep(60)
+        settle = 60.0
+        while settle < 180:
+            c, t = cpu_seconds(pid), time.monotonic()
+            time.sleep(5)
+            settle += time.monotonic() - t
+            if 100 * (cpu_seconds(pid) - c) / (time.monotonic() - t) < 5:
+                break
+        settle = time.monotonic() - t_end
+        log(f"settled {settle:.0f} s after the populate")
         c0, t0 = cpu_seconds(pid), time.monotonic()
         perf = Perf(pid, perf_out("idle")) if perf_out("idle") else None
         time.sleep(a.idle_seconds)
@@ -183,7 +195,7 @@ def main():
              f"{hot_us:.1f} us CPU each, {hot_cpu:.0f}% CPU", "1.00"),
             (f"populate {a.nodes} Nodes + Leases, s", f"{created:.1f}", f"{2 * a.nodes / created:.0f} creates/s", ""),
             (f"idle with {a.nodes} nodes stored, % of a core over {a.idle_seconds:.0f} s", f"{idle_cpu:.2f}",
-             "target < 2", "PASS" if idle_cpu < 2 else "FAIL"),
+             f"after every lease expired ({settle:.0f} s after the populate); target < 2", "PASS" if idle_cpu < 2 else "FAIL"),
             ("apiserver memory per node beyond stored bytes, B", f"{per_node:.0f}",
              f"RssAnon +{(anon1 - anon0) / 1024:.0f} MiB, stored {stored / 2**20:.0f} MiB ({keys} keys); target < 2048",
              "PASS" if per_node < 2048 else "FAIL"),

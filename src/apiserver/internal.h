@@ -266,6 +266,10 @@ int apiserver_retry_start(struct kite_apiserver *s);
 void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Creates an object directly (bootstrap). */
 int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
+/* The same without waiting: cb as kite_store_submit's (-EAGAIN when the store's queue is full,
+ * -EEXIST when the object exists, and cb is then not called). */
+int apiserver_create_submit(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
+                            void *ud);
 
 /* pools.c: the values the server hands out (registry.h, kite_pools). */
 struct kite_pools_state;
