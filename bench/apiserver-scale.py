@@ -2,7 +2,7 @@
 """The API server with many nodes stored: idle cost, cost per write, memory per node.
 
 usage: apiserver-scale.py [--kite PATH] [--tool build/node-leases] [--nodes 150000] [--hot 64]
-                          [--conns 64] [--seconds 15] [--idle-seconds 60] [--perf PHASE] [--keep]
+                          [--conns 64] [--seconds 15] [--idle-seconds 60] [--grace 50s] [--perf PHASE,...] [--keep]
 
 One `kite apiserver` (static token, system:masters) on a fresh data dir, driven by
 bench/node-leases.c (HTTP/1.1 keep-alive TLS connections, unconditional lease PUTs back to back):
@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--idle-seconds", type=float, default=60)
     ap.add_argument("--perf", default="")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--grace", default="50s", help="the apiserver's --node-monitor-grace-period (1h: the idle "
+                    "phase's nodes stay Healthy, no LeaseExpired transition and event per node)")
     a = ap.parse_args()
     src = REPO / "bench/node-leases.c"
     if not Path(a.tool).exists() or Path(a.tool).stat().st_mtime < src.stat().st_mtime:
@@ -125,7 +127,7 @@ def main():
     token = secrets.token_hex(12)
     (work / "tokens.csv").write_text(f'{token},bench,1000,"system:masters"\n')
     api_p = subprocess.Popen([a.kite, "apiserver", "--data-dir", str(work / "api"), "--listen", f"127.0.0.1:{port}",
-                              "--token-auth-file", str(work / "tokens.csv")],
+                              "--token-auth-file", str(work / "tokens.csv"), "--node-monitor-grace-period", a.grace],
                              stdout=open(work / "apiserver.log", "w"), stderr=subprocess.STDOUT)
     rows = []
     try:
@@ -159,8 +161,9 @@ def main():
         # Nothing renews the leases: 50 s (the grace) after its last renewal each node turns
         # LeaseExpired (one event each, apiserver/nodestate.c). Idle is what follows that.
         t_end = time.monotonic()
-        time.sleep(60)
-        settle = 60.0
+        wait = 60 if a.grace == "50s" else 10
+        time.sleep(wait)
+        settle = float(wait)
         while settle < 180:
             c, t = cpu_seconds(pid), time.monotonic()
             time.sleep(5)

@@ -40,6 +40,8 @@ struct prev {
     int64_t lease_dur;  /* the lease's spec.leaseDurationSeconds, ns */
     struct kite_record *node, *lease;
     int64_t recheck;    /* wall: classify again then (0: on a change only) */
+    int64_t heap_at;    /* its place in the heap: at most recheck (a renewal moves recheck later
+                           without a sift; the entry is placed again when it comes up) */
     size_t heap_pos;    /* NOT_QUEUED: not in the recheck heap */
     bool dirty, cordoned;
 };
@@ -149,15 +151,15 @@ static void heap_place(struct kite_nodestate *ns, size_t i, struct prev *pv) {
 
 static void heap_sift(struct kite_nodestate *ns, size_t i) {
     struct prev *pv = ns->heap[i];
-    while (i > 0 && ns->heap[(i - 1) / 2]->recheck > pv->recheck) {
+    while (i > 0 && ns->heap[(i - 1) / 2]->heap_at > pv->heap_at) {
         heap_place(ns, i, ns->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        int64_t best = pv->recheck;
-        if (l < ns->n_heap && ns->heap[l]->recheck < best) m = l, best = ns->heap[l]->recheck;
-        if (r < ns->n_heap && ns->heap[r]->recheck < best) m = r;
+        int64_t best = pv->heap_at;
+        if (l < ns->n_heap && ns->heap[l]->heap_at < best) m = l, best = ns->heap[l]->heap_at;
+        if (r < ns->n_heap && ns->heap[r]->heap_at < best) m = r;
         if (m == i) break;
         heap_place(ns, i, ns->heap[m]);
         i = m;
@@ -183,6 +185,9 @@ static void set_recheck(struct kite_nodestate *ns, struct prev *pv, int64_t at) 
         return;
     }
     pv->recheck = at;
+    /* later than its place: left there (a renewal costs no sift through 150k entries) */
+    if (pv->heap_pos != NOT_QUEUED && at >= pv->heap_at) return;
+    pv->heap_at = at;
     if (pv->heap_pos == NOT_QUEUED) {
         if (ns->n_heap == ns->cap_heap) {
             ns->cap_heap = ns->cap_heap ? 2 * ns->cap_heap : 64;
@@ -521,8 +526,13 @@ void nodestate_pass(struct kite_apiserver *s) {
     struct kite_map counts = {0};
     struct counts *cv = any_cordoned ? pod_counts(s, &counts) : NULL;
     pthread_mutex_lock(&ns->mu);
-    while (ns->n_heap && ns->heap[0]->recheck <= now) {
+    while (ns->n_heap && ns->heap[0]->heap_at <= now) {
         struct prev *pv = ns->heap[0];
+        if (pv->recheck > now) { /* renewed since it was placed: placed again at its time */
+            pv->heap_at = pv->recheck;
+            heap_sift(ns, 0);
+            continue;
+        }
         set_recheck(ns, pv, 0);
         mark_dirty(ns, pv);
     }
