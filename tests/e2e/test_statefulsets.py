@@ -73,6 +73,7 @@ def watch_order(c, app, done, timeout):
     pytest.fail(f"timed out; seen {seen}")
 
 
+@pytest.mark.slow
 def test_ordered_creation_dns_names_and_ordered_removal(cluster):
     c = cluster
     c.api().ok("POST", f"/api/v1/namespaces/{NS}/services", {
