@@ -7,7 +7,8 @@
  *   node-leases PORT TOKEN NODES CONNS INTERVAL_MS STOP
  *
  * Commands on stdin, one a line: "mark" prints "mark MONO_NS RENEWALS" (renewals acknowledged so
- * far); "stop" makes STOP nodes spread evenly over the names stop renewing at once and prints
+ * far); "pause" holds every renewal until "resume" (NODE_LEASES_PAUSED=1 in the environment starts
+ * paused: the objects are created, nothing more is written); "stop" makes STOP nodes spread evenly over the names stop renewing at once and prints
  * "stop-at MONO_NS"; "quit" (or EOF) ends the renewals. stdout, one line each as it happens:
  * "created SECONDS", "renew-start MONO_NS", the answers above, then at the end "stopped NAME
  * LAST_ACK_MONO_NS" per stopped node (the answer to its last renewal), "gap NAME MAX_GAP_MS" per
@@ -21,6 +22,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,7 +39,7 @@
 
 static int port, n_nodes, n_conns, n_stop;
 static int64_t interval_ns, t0, stop_at, gaps_from; /* stop_at, gaps_from, quit: set by main, read by the workers */
-static int quit;
+static int quit, paused;
 static const char *token;
 static gnutls_certificate_credentials_t creds;
 static pthread_barrier_t created, go;
@@ -259,6 +261,11 @@ static void *worker(void *ud) {
     for (int64_t k = 0;; k++) {
         for (int i = c->idx; i < n_nodes; i += n_conns) {
             if (__atomic_load_n(&quit, __ATOMIC_ACQUIRE)) return NULL;
+            if (__atomic_load_n(&paused, __ATOMIC_ACQUIRE)) {
+                sleep_until(mono() + NS / 20);
+                i -= n_conns;
+                continue;
+            }
             int64_t due = t0 + (int64_t)i * interval_ns / n_nodes + k * interval_ns;
             struct node *d = &nodes[i];
             int64_t now = mono(), stop = __atomic_load_n(&stop_at, __ATOMIC_ACQUIRE);
@@ -316,6 +323,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "node-leases: bad arguments\n");
         return 2;
     }
+    signal(SIGPIPE, SIG_IGN); /* a connection the server closed (idle while paused) is reconnected */
+    const char *p = getenv("NODE_LEASES_PAUSED");
+    paused = p && strcmp(p, "1") == 0;
     gnutls_global_init();
     gnutls_certificate_allocate_credentials(&creds);
     nodes = calloc((size_t)n_nodes, sizeof *nodes);
@@ -351,6 +361,12 @@ int main(int argc, char **argv) {
             int64_t now = mono();
             __atomic_store_n(&stop_at, now, __ATOMIC_RELEASE);
             printf("stop-at %lld\n", (long long)now);
+        } else if (strncmp(line, "pause", 5) == 0) {
+            __atomic_store_n(&paused, 1, __ATOMIC_RELEASE);
+            printf("paused %lld\n", (long long)mono());
+        } else if (strncmp(line, "resume", 6) == 0) {
+            __atomic_store_n(&paused, 0, __ATOMIC_RELEASE);
+            printf("resumed %lld\n", (long long)mono());
         } else if (strncmp(line, "quit", 4) == 0) {
             break;
         }

@@ -175,3 +175,30 @@ enum kite_node_state kite_node_classify(const struct kite_node_facts *f, int64_t
     kite_buf_release(&scratch);
     return s;
 }
+
+static void later(int64_t at, int64_t now, int64_t *best) {
+    if (at > now && (!*best || at < *best)) *best = at;
+}
+
+/* Every comparison with now in kite_node_classify, as the instant it flips. */
+int64_t kite_node_next_change(const struct kite_node_facts *f, int64_t now, const struct kite_node_thresholds *t) {
+    int64_t best = 0;
+    if (!f->node) {
+        if (f->seen_last_ns) later(f->seen_last_ns + t->orphan_window_ns + 1, now, &best);
+        return best;
+    }
+    json_object *ready = condition(f->node, "Ready");
+    int64_t since = time_of(str(ready, "lastTransitionTime"));
+    int64_t created = time_of(str(kite_obj_meta(f->node), "creationTimestamp"));
+    if (since) later(since + t->stale_ns, now, &best);
+    if (f->lease && f->renewed_ns && t->grace_ns > 0) {
+        json_object *d = kite_obj_get(kite_obj_get(f->lease, "spec"), "leaseDurationSeconds");
+        int64_t dur = d ? json_object_get_int64(d) * KITE_NS_PER_SEC : 0;
+        later(f->renewed_ns + (dur > t->grace_ns ? dur : t->grace_ns), now, &best);
+        later(f->renewed_ns + t->stale_ns, now, &best);
+    }
+    if (f->recreated_ns) later(f->recreated_ns + t->rereg_window_ns, now, &best);
+    if (created) later(created + t->rereg_window_ns, now, &best);
+    if (f->refused_ns) later(f->refused_ns + t->drain_window_ns, now, &best);
+    return best;
+}

@@ -65,3 +65,7 @@ struct kite_node_thresholds {
  * of text, may be NULL). */
 enum kite_node_state kite_node_classify(const struct kite_node_facts *f, int64_t now_ns,
                                         const struct kite_node_thresholds *t, struct kite_buf *evidence);
+/* The earliest wall time after now_ns at which kite_node_classify could answer differently for
+ * the same facts (a threshold of t crossed by time alone), or 0 when none can: a node's state is
+ * judged again then, not at every pass. */
+int64_t kite_node_next_change(const struct kite_node_facts *f, int64_t now_ns, const struct kite_node_thresholds *t);

@@ -35,7 +35,8 @@ struct kite_apiserver_options {
     int64_t node_grace_ns;     /* a lease unrenewed this long is reported LeaseExpired; 0 = default (50 s) */
     const char *service_cidr;     /* --service-cluster-ip-range; NULL = KITE_SERVICE_CIDR_DEFAULT */
     size_t watch_queue;        /* events a watcher may lag behind; 0 = KITE_WATCH_QUEUE (10,000) */
-    size_t watch_queue_bytes;  /* bytes of objects it may lag behind; 0 = KITE_WATCH_QUEUE_BYTES (16 MiB) */
+    size_t watch_queue_bytes;
+    unsigned max_requests_inflight; /* seats of requests in flight (inflight.c); 0 = KITE_MAX_REQUESTS_INFLIGHT_DEFAULT */  /* bytes of objects it may lag behind; 0 = KITE_WATCH_QUEUE_BYTES (16 MiB) */
     const char *pod_security_default; /* --pod-security-default: "LEVEL[:VERSION]"; NULL = privileged:latest */
     const char *pod_security_exempt_usernames;      /* comma-separated, or NULL */
     const char *pod_security_exempt_namespaces;

@@ -53,6 +53,7 @@ struct kite_apiserver {
     size_t n_storages;
     struct kite_http_server *http;
     struct apiserver_bulk *bulk; /* large bodies' decoding, off the HTTP workers (bulk.c) */
+    struct apiserver_inflight *inflight; /* the bound on requests in flight (inflight.c) */
     struct kite_metrics *metrics;
     char *url;
     char *data_dir;
@@ -62,6 +63,8 @@ struct kite_apiserver {
     pthread_cond_t cond;
     bool stopping;
     int64_t compact_interval_s;
+    struct apiserver_expiry *expiry; /* per storage (housekeeping.c) */
+    uint64_t expiry_scans;           /* folders listed by expiry */
     int64_t event_ttl_s;
     size_t watch_queue, watch_queue_bytes; /* a watcher's bounds (watch.c); 0 = the defaults */
     /* write retries (write.c) */
@@ -103,6 +106,8 @@ struct req {
     const struct kite_resource *res;
     char *group, *version, *ns, *name, *sub;
     const char *verb;          /* Kubernetes verb, for authz and metrics */
+    unsigned seats;            /* held in the in-flight bound until answered (inflight.c) */
+    int inflight_class;        /* enum inflight_class */
     bool is_watch;
     /* who */
     struct kite_user user;
@@ -261,10 +266,25 @@ bool media_is(const char *ct, const char *want);
 int apiserver_bulk_start(struct kite_apiserver *s, unsigned threads); /* 0: one per CPU */
 bool apiserver_bulk_offer(struct req *rq, void (*fn)(struct req *));
 void apiserver_bulk_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
+/* inflight.c: the bound on requests in flight, nodes ahead of the rest. */
+#define KITE_MAX_REQUESTS_INFLIGHT_DEFAULT 600 /* kube-apiserver's total: --max-requests-inflight 400 + --max-mutating-requests-inflight 200 */
+enum inflight_class { INFLIGHT_EXEMPT, INFLIGHT_SYSTEM, INFLIGHT_WORKLOAD, INFLIGHT_CLASSES };
+int apiserver_inflight_start(struct kite_apiserver *s, unsigned max);
+void apiserver_inflight_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
+/* Takes the routed request's seats; false once it was answered 429. */
+bool apiserver_inflight_admit(struct req *rq);
+void apiserver_inflight_release(struct req *rq); /* req_free's */
+/* Runs fn(rq) on the list threads when rq is a workload list (true), else false. */
+bool apiserver_inflight_offer(struct req *rq, void (*fn)(struct req *));
+void apiserver_inflight_metrics(struct kite_apiserver *s, struct kite_buf *b);
 int apiserver_retry_start(struct kite_apiserver *s);
 void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Creates an object directly (bootstrap). */
 int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
+/* The same without waiting: cb as kite_store_submit's (-EAGAIN when the store's queue is full,
+ * -EEXIST when the object exists, and cb is then not called). */
+int apiserver_create_submit(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
+                            void *ud);
 
 /* pools.c: the values the server hands out (registry.h, kite_pools). */
 struct kite_pools_state;
@@ -450,6 +470,7 @@ void *housekeeping_main(void *ud);
 /* The expiry part of a pass, now, on the caller's thread: for tests, whose fake clock does not
  * move the thread's real-time wake-ups. Safe while the thread runs (both delete conditionally). */
 void apiserver_housekeeping_once(struct kite_apiserver *s);
+void apiserver_expiry_free(struct kite_apiserver *s);
 
 /* nodestate.c: the divergence report (`kite nodes`) */
 #define KITE_NODE_STATE_PERIOD_S 2 /* how often node states are computed for /metrics and events */

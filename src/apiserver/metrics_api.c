@@ -77,7 +77,21 @@ struct kite_metrics_api {
     bool stop;
     struct kite_map nodes; /* name -> struct node_state */
     int64_t cycle;
+    /* the scrape thread's own: the Ready nodes with an agent endpoint, kept from the nodes'
+     * watch cache (O(changes) per cycle, not a list and a parse of every Node) */
+    struct kite_map targets; /* name -> struct endpoint */
+    struct kite_watcher *w;
 };
+
+struct endpoint {
+    char *host;
+    uint16_t port;
+};
+
+static void endpoint_free(struct endpoint *e) {
+    if (e) free(e->host);
+    free(e);
+}
 
 static void pod_state_free(struct pod_state *p) {
     for (size_t i = 0; p && i < p->n; i++) free(p->c[i].name);
@@ -236,19 +250,77 @@ static void *scrape_worker(void *ud) {
     }
 }
 
-static void scrape_all(struct kite_metrics_api *m) {
+/* One Node as listed or changed: its endpoint is kept while it is Ready with one. The record's
+ * parse is used when another reader made it, else a parse of its own is dropped at once (keeping
+ * one per Node would hold a tree for each of 150k nodes). */
+static void target_apply(struct kite_metrics_api *m, struct kite_record *rec, bool deleted) {
+    json_object *o = kite_record_cache(rec), *own = o ? NULL : record_parse(rec);
+    if (!o) o = own;
+    const char *name = kite_meta_str(o, "name");
+    struct target t = {0};
+    if (name && !deleted && node_target(o, &t)) {
+        struct endpoint *e = kite_calloc(1, sizeof *e);
+        e->host = TAKE_PTR(t.host);
+        e->port = t.port;
+        endpoint_free(kite_map_put(&m->targets, name, e));
+    } else if (name) {
+        endpoint_free(kite_map_del(&m->targets, name));
+    }
+    free(t.name);
+    json_object_put(own);
+}
+
+static void targets_clear(struct kite_metrics_api *m) {
+    const char *k;
+    void *v;
+    for (size_t i = 0; kite_map_next(&m->targets, &i, &k, &v);) endpoint_free(v);
+    kite_map_release(&m->targets);
+}
+
+/* Brings the targets up to date: the watch's events since the last cycle, or a list and a new
+ * watch at the first cycle and after the watcher fell behind. */
+static void targets_sync(struct kite_metrics_api *m) {
     struct kite_apiserver *s = m->srv;
     const struct kite_resource *nodes = kite_registry_find("", "v1", "nodes");
+    if (!nodes) return;
+    struct kite_wcache *c = storage_cache(s, nodes);
+    if (m->w) {
+        struct kite_watch_event evs[64];
+        int k;
+        while ((k = kite_watcher_next(m->w, evs, KITE_ARRAY_SIZE(evs))) > 0)
+            for (int i = 0; i < k; i++) {
+                target_apply(m, evs[i].rec, evs[i].type == KITE_EV_DELETED);
+                kite_record_unref(evs[i].rec);
+                kite_record_unref(evs[i].prev);
+            }
+        if (k == 0) return;
+        kite_watcher_close(TAKE_PTR(m->w));
+        targets_clear(m);
+    }
     struct kite_record **recs = NULL;
     size_t nrec = 0;
+    int64_t rev = 0;
     _cleanup_free_ char *prefix = kite_object_prefix(nodes, NULL);
-    if (kite_wcache_list(storage_cache(s, nodes), prefix, NULL, 0, NULL, NULL, &recs, &nrec, NULL, NULL) < 0) nrec = 0;
-    struct cycle cy = {.t = kite_calloc(nrec ? nrec : 1, sizeof *cy.t), .clock = s->clock};
+    if (kite_wcache_list(c, prefix, NULL, 0, NULL, NULL, &recs, &nrec, &rev, NULL) < 0) return;
     for (size_t i = 0; i < nrec; i++) {
-        if (node_target(record_object(recs[i]), &cy.t[cy.n])) cy.n++;
+        target_apply(m, recs[i], false);
         kite_record_unref(recs[i]);
     }
     free(recs);
+    /* a cycle takes what queued in one resolution: room for 150k nodes' status reports */
+    if (kite_wcache_watch(c, prefix, rev, 1u << 20, (size_t)256 << 20, NULL, NULL, NULL, &m->w) < 0) m->w = NULL;
+}
+
+static void scrape_all(struct kite_metrics_api *m) {
+    struct kite_apiserver *s = m->srv;
+    targets_sync(m);
+    struct cycle cy = {.t = kite_calloc(m->targets.len ? m->targets.len : 1, sizeof *cy.t), .clock = s->clock};
+    const char *tk;
+    void *tv;
+    for (size_t i = 0; kite_map_next(&m->targets, &i, &tk, &tv);) {
+        const struct endpoint *e = tv;
+        cy.t[cy.n++] = (struct target){.name = kite_strdup(tk), .host = kite_strdup(e->host), .port = e->port};
+    }
     _cleanup_free_ char *cp = kite_asprintf("%s/pki/kubelet-client.crt", s->data_dir),
                         *kp = kite_asprintf("%s/pki/kubelet-client.key", s->data_dir), *cert = NULL, *key = NULL;
     bool creds = cy.n && kite_pki_read_file(cp, &cert) == 0 && kite_pki_read_file(kp, &key) == 0;
@@ -351,6 +423,8 @@ void metrics_api_stop(struct kite_apiserver *s) {
     void *v;
     for (size_t i = 0; kite_map_next(&m->nodes, &i, &k, &v);) node_state_free(v);
     kite_map_release(&m->nodes);
+    kite_watcher_close(m->w);
+    targets_clear(m);
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cond);
     free(m);

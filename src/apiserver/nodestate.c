@@ -37,8 +37,11 @@ struct prev {
     int64_t recreated;
     char renew[40];     /* the lease's renewTime last seen */
     int64_t renew_seen; /* when this server saw it first (its clock) */
+    int64_t lease_dur;  /* the lease's spec.leaseDurationSeconds, ns */
     struct kite_record *node, *lease;
     int64_t recheck;    /* wall: classify again then (0: on a change only) */
+    int64_t heap_at;    /* its place in the heap: at most recheck (a renewal moves recheck later
+                           without a sift; the entry is placed again when it comes up) */
     size_t heap_pos;    /* NOT_QUEUED: not in the recheck heap */
     bool dirty, cordoned;
 };
@@ -148,15 +151,15 @@ static void heap_place(struct kite_nodestate *ns, size_t i, struct prev *pv) {
 
 static void heap_sift(struct kite_nodestate *ns, size_t i) {
     struct prev *pv = ns->heap[i];
-    while (i > 0 && ns->heap[(i - 1) / 2]->recheck > pv->recheck) {
+    while (i > 0 && ns->heap[(i - 1) / 2]->heap_at > pv->heap_at) {
         heap_place(ns, i, ns->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        int64_t best = pv->recheck;
-        if (l < ns->n_heap && ns->heap[l]->recheck < best) m = l, best = ns->heap[l]->recheck;
-        if (r < ns->n_heap && ns->heap[r]->recheck < best) m = r;
+        int64_t best = pv->heap_at;
+        if (l < ns->n_heap && ns->heap[l]->heap_at < best) m = l, best = ns->heap[l]->heap_at;
+        if (r < ns->n_heap && ns->heap[r]->heap_at < best) m = r;
         if (m == i) break;
         heap_place(ns, i, ns->heap[m]);
         i = m;
@@ -182,6 +185,9 @@ static void set_recheck(struct kite_nodestate *ns, struct prev *pv, int64_t at) 
         return;
     }
     pv->recheck = at;
+    /* later than its place: left there (a renewal costs no sift through 150k entries) */
+    if (pv->heap_pos != NOT_QUEUED && at >= pv->heap_at) return;
+    pv->heap_at = at;
     if (pv->heap_pos == NOT_QUEUED) {
         if (ns->n_heap == ns->cap_heap) {
             ns->cap_heap = ns->cap_heap ? 2 * ns->cap_heap : 64;
@@ -235,6 +241,15 @@ void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int 
     pthread_mutex_unlock(&n->mu);
 }
 
+/* The record's parse: the one another reader attached, else one of the caller's own (*own, which
+ * it puts). Attaching one here would keep a parsed tree (25 KB for a Node, 9 KB for a Lease) for
+ * every node the cluster has. */
+static json_object *parsed(struct kite_record *rec, json_object **own) {
+    json_object *o = kite_record_cache(rec);
+    *own = o ? NULL : record_parse(rec);
+    return o ? o : *own;
+}
+
 /* When this server saw the lease's current renewal, on its own clock (as the node lifecycle
  * controller's probe time, so an agent's skewed clock does not count); the first sight of a
  * lease (a new node, or this server just started) takes its renewTime, at most now. */
@@ -259,15 +274,14 @@ struct counts {
 /* When a healthy node's lease expires, as kite_node_classify judges it (0: no lease judged). */
 static int64_t expiry(struct kite_nodestate *ns, struct prev *pv, int64_t now) {
     if (!pv->lease || !pv->renew_seen || ns->t.grace_ns <= 0) return 0;
-    json_object *d = kite_obj_get(kite_obj_get(record_object(pv->lease), "spec"), "leaseDurationSeconds");
-    int64_t dur = d ? json_object_get_int64(d) * KITE_NS_PER_SEC : 0;
+    int64_t dur = pv->lease_dur;
     int64_t at = pv->renew_seen + (dur > ns->t.grace_ns ? dur : ns->t.grace_ns);
     return at > now ? at : now + KITE_NS_PER_SEC;
 }
 
 /* One Node or Lease event (or listed object). */
-static void apply(struct kite_nodestate *ns, bool is_node, struct kite_record *rec, bool deleted, int64_t now) {
-    json_object *o = record_object(rec);
+static void apply_parsed(struct kite_nodestate *ns, bool is_node, struct kite_record *rec, json_object *o, bool deleted,
+                         int64_t now) {
     const char *name = kite_meta_str(o, "name");
     if (!name) return;
     struct prev *pv = deleted ? kite_map_get(&ns->prev, name) : prev_of(ns, name);
@@ -293,6 +307,8 @@ static void apply(struct kite_nodestate *ns, bool is_node, struct kite_record *r
     }
     kite_record_unref(pv->lease);
     pv->lease = deleted ? NULL : kite_record_ref(rec);
+    json_object *d = deleted ? NULL : kite_obj_get(kite_obj_get(o, "spec"), "leaseDurationSeconds");
+    pv->lease_dur = d ? json_object_get_int64(d) * KITE_NS_PER_SEC : 0;
     if (deleted || !pv->node) {
         mark_dirty(ns, pv);
         return;
@@ -301,6 +317,12 @@ static void apply(struct kite_nodestate *ns, bool is_node, struct kite_record *r
     renewal_seen(pv, o, now);
     if (pv->state == KITE_NODE_HEALTHY && !pv->dirty) set_recheck(ns, pv, expiry(ns, pv, now));
     else mark_dirty(ns, pv);
+}
+
+static void apply(struct kite_nodestate *ns, bool is_node, struct kite_record *rec, bool deleted, int64_t now) {
+    json_object *own;
+    apply_parsed(ns, is_node, rec, parsed(rec, &own), deleted, now);
+    json_object_put(own);
 }
 
 static struct kite_wcache *cache_of(struct kite_apiserver *s, const char *group, const char *plural, const char *nsname,
@@ -405,10 +427,12 @@ static struct counts *pod_counts(struct kite_apiserver *s, struct kite_map *coun
     return cv;
 }
 
+/* The node's state now; *next (optional) gets when time alone could change it (0: never). */
 static enum kite_node_state classify(struct kite_nodestate *ns, struct prev *pv, int64_t now, struct kite_map *counts,
-                                     struct kite_buf *ev) {
-    json_object *node = pv->node ? record_object(pv->node) : NULL;
-    json_object *lease = pv->lease ? record_object(pv->lease) : NULL;
+                                     struct kite_buf *ev, int64_t *next) {
+    json_object *own_node = NULL, *own_lease = NULL;
+    json_object *node = pv->node ? parsed(pv->node, &own_node) : NULL;
+    json_object *lease = pv->lease ? parsed(pv->lease, &own_lease) : NULL;
     struct seen *sn = kite_map_get(&ns->seen, pv->name);
     struct refused *rf = kite_map_get(&ns->refused, pv->name);
     struct counts *c = counts ? kite_map_get(counts, pv->name) : NULL;
@@ -419,7 +443,11 @@ static enum kite_node_state classify(struct kite_nodestate *ns, struct prev *pv,
                                 .seen_first_ns = sn ? sn->first : 0, .seen_last_ns = sn ? sn->last : 0,
                                 .seen_what = sn ? sn->what : NULL, .pods = c ? c->pods : 0,
                                 .terminating = c ? c->terminating : 0, .recreated_ns = pv->recreated};
-    return kite_node_classify(&f, now, &ns->t, ev);
+    if (next) *next = kite_node_next_change(&f, now, &ns->t);
+    enum kite_node_state st = kite_node_classify(&f, now, &ns->t, ev);
+    json_object_put(own_node);
+    json_object_put(own_lease);
+    return st;
 }
 
 struct node_row {
@@ -429,7 +457,34 @@ struct node_row {
     char uid[40];
 };
 
-static void record_event(struct kite_apiserver *s, const struct node_row *r, int64_t now) {
+/* The events of one pass, written together: a pass that finds 150k nodes silent at once (a
+ * network partition, a simulator stopped) sends them as the store's group commits take them,
+ * not one write and one fsync after another (minutes). */
+#define EVENTS_INFLIGHT 1024
+struct event_batch {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    size_t pending;
+    uint64_t failed;
+    int last_err;
+};
+
+static void event_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
+    struct event_batch *b = ud;
+    pthread_mutex_lock(&b->mu);
+    if (err < 0) b->failed++, b->last_err = err;
+    b->pending--;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void batch_wait(struct event_batch *b, size_t below) {
+    pthread_mutex_lock(&b->mu);
+    while (b->pending > below) pthread_cond_wait(&b->cond, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void record_event(struct kite_apiserver *s, const struct node_row *r, int64_t now, struct event_batch *b) {
     const struct kite_resource *er = kite_registry_find("", "v1", "events");
     if (!er) return;
     struct kite_event_spec es = {.ns = "default", .kind = "Node", .obj_name = r->name, .uid = r->uid,
@@ -437,7 +492,21 @@ static void record_event(struct kite_apiserver *s, const struct node_row *r, int
                                  .reason = kite_node_state_name(r->state), .message = r->evidence,
                                  .component = "kite-apiserver", .wall_ns = now};
     json_object *ev = kite_event_build(&es);
-    int e = apiserver_create_sync(s, er, ev);
+    batch_wait(b, EVENTS_INFLIGHT - 1);
+    pthread_mutex_lock(&b->mu);
+    b->pending++;
+    pthread_mutex_unlock(&b->mu);
+    int e = apiserver_create_submit(s, er, ev, event_done, b);
+    if (e == -EAGAIN) { /* the store's queue is full: wait for this one */
+        pthread_mutex_lock(&b->mu);
+        b->pending--;
+        pthread_mutex_unlock(&b->mu);
+        e = apiserver_create_sync(s, er, ev);
+    } else if (e < 0) {
+        pthread_mutex_lock(&b->mu);
+        b->pending--;
+        pthread_mutex_unlock(&b->mu);
+    }
     if (e < 0) log_warn("apiserver", "node %s: cannot record its %s event: %s", r->name, kite_node_state_name(r->state), strerror(-e));
     json_object_put(ev);
 }
@@ -457,8 +526,13 @@ void nodestate_pass(struct kite_apiserver *s) {
     struct kite_map counts = {0};
     struct counts *cv = any_cordoned ? pod_counts(s, &counts) : NULL;
     pthread_mutex_lock(&ns->mu);
-    while (ns->n_heap && ns->heap[0]->recheck <= now) {
+    while (ns->n_heap && ns->heap[0]->heap_at <= now) {
         struct prev *pv = ns->heap[0];
+        if (pv->recheck > now) { /* renewed since it was placed: placed again at its time */
+            pv->heap_at = pv->recheck;
+            heap_sift(ns, 0);
+            continue;
+        }
         set_recheck(ns, pv, 0);
         mark_dirty(ns, pv);
     }
@@ -477,7 +551,8 @@ void nodestate_pass(struct kite_apiserver *s) {
         struct prev *pv = todo[i];
         pv->dirty = false;
         kite_buf_reset(&ev);
-        enum kite_node_state st = classify(ns, pv, now, any_cordoned ? &counts : NULL, &ev);
+        int64_t next = 0;
+        enum kite_node_state st = classify(ns, pv, now, any_cordoned ? &counts : NULL, &ev, &next);
         ns->classified++;
         /* first sight of a healthy node is no news; anything else, and every change, is */
         if (st != KITE_NODE_NONE && st != pv->state && !(pv->state == KITE_NODE_NONE && st == KITE_NODE_HEALTHY)) {
@@ -490,9 +565,15 @@ void nodestate_pass(struct kite_apiserver *s) {
         pv->state = st;
         if (st == KITE_NODE_HEALTHY) {
             set_recheck(ns, pv, expiry(ns, pv, now));
-        } else {
+        } else if (st == KITE_NODE_CORDONED || st == KITE_NODE_DRAINING) {
+            /* its pods' count moves with no event of the Node or Lease: judged at every pass */
             set_recheck(ns, pv, 0);
-            if (st != KITE_NODE_NONE) push_ptr(&ns->unsettled, &ns->n_unsettled, &ns->cap_unsettled, pv);
+            push_ptr(&ns->unsettled, &ns->n_unsettled, &ns->cap_unsettled, pv);
+        } else {
+            /* the others move with time only where a threshold is crossed (a lease
+             * expiring, Unknown turning stale, a window closing): judged again then, so a
+             * cluster of 150k silent nodes costs nothing between those instants */
+            set_recheck(ns, pv, next);
         }
     }
     kite_buf_release(&ev);
@@ -500,12 +581,19 @@ void nodestate_pass(struct kite_apiserver *s) {
     pthread_mutex_unlock(&ns->mu);
     kite_map_release(&counts);
     free(cv);
+    struct event_batch b = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
     for (size_t i = 0; i < nch; i++) {
         log_info("apiserver", "node %s: %s: %s", changed[i].name, kite_node_state_name(changed[i].state), changed[i].evidence);
-        record_event(s, &changed[i], now);
+        record_event(s, &changed[i], now, &b);
         free(changed[i].name);
         free(changed[i].evidence);
     }
+    batch_wait(&b, 0);
+    if (b.failed)
+        log_warn("apiserver", "%llu node state events could not be recorded: %s", (unsigned long long)b.failed,
+                 strerror(-b.last_err));
+    pthread_mutex_destroy(&b.mu);
+    pthread_cond_destroy(&b.cond);
     free(changed);
 }
 
@@ -573,7 +661,7 @@ void nodestate_reply(struct req *rq) {
     struct kite_buf ev = {0};
     for (size_t i = 0; i < n; i++) {
         kite_buf_reset(&ev);
-        enum kite_node_state st = classify(ns, v[i], now, any_cordoned ? &counts : NULL, &ev);
+        enum kite_node_state st = classify(ns, v[i], now, any_cordoned ? &counts : NULL, &ev, NULL);
         if (st == KITE_NODE_NONE) continue;
         json_object *it = json_object_new_object();
         kite_obj_set(it, "name", json_object_new_string(v[i]->name));

@@ -38,6 +38,7 @@ const char *req_resource_label(const struct req *rq) {
 
 void req_free(struct req *rq) {
     if (!rq) return;
+    apiserver_inflight_release(rq);
     free(rq->group);
     free(rq->version);
     free(rq->ns);
@@ -402,6 +403,7 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
                         (unsigned long long)st.commits_failed);
         kite_audit_metrics(s->audit, &b);
         nodestate_metrics(s, &b);
+        apiserver_inflight_metrics(s, &b);
         size_t len;
         char *body = kite_buf_detach(&b, &len);
         reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
@@ -442,11 +444,12 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         handle_connect(rq, sr);
         return;
     }
-    if (!negotiate(rq)) return;
+    if (!negotiate(rq) || !apiserver_inflight_admit(rq)) return;
     const char *inc = kite_http_query(hr, "includeObject");
     rq->table_full_object = inc && strcmp(inc, "Object") == 0;
 
     if (hr->body_len >= KITE_BULK_BODY_MIN && apiserver_bulk_offer(rq, run_verb)) return;
+    if (apiserver_inflight_offer(rq, run_verb)) return;
     run_verb(rq);
 }
 
@@ -685,6 +688,8 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = apiserver_rbac_bootstrap(s, o->controller_roles, o->n_controller_roles)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
     if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
     if ((r = apiserver_bulk_start(s, 0)) < 0) return fail(ret_error, r, "cannot start the bulk decoding threads");
+    if ((r = apiserver_inflight_start(s, o->max_requests_inflight)) < 0)
+        return fail(ret_error, r, "cannot start the list threads");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
     _cleanup_free_ char *cp = kite_asprintf("%s/server.crt", pki), *kp = kite_asprintf("%s/server.key", pki);
@@ -779,10 +784,12 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
     metrics_api_stop(s);     /* its scrapes read the caches */
     apiserver_bulk_stop(s);
+    apiserver_inflight_stop(s);
     apiserver_retry_stop(s);
     apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */
     nodestate_free(TAKE_PTR(s->nodestate)); /* its watchers too */
+    apiserver_expiry_free(s);
     pools_free(s->pools);
     kite_audit_close(s->audit); /* after the last request was answered */
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);

@@ -39,7 +39,10 @@ struct watch {
 
 static bool matches(struct watch *w, struct kite_record *rec) {
     struct req *rq = w->rq;
-    if (rq->name && !kite_streq(kite_meta_str(record_object(rec), "name"), rq->name)) return false;
+    if (rq->name) { /* the key's last segment is the name: no parse of every object watched */
+        const char *slash = strrchr(rec->key, '/');
+        if (!kite_streq(slash ? slash + 1 : rec->key, rq->name)) return false;
+    }
     if (!w->ls && !w->fs) return true;
     return object_matches(rq->res, record_object(rec), w->ls, w->fs);
 }

@@ -926,7 +926,9 @@ void handle_patch(struct req *rq) {
     run_op(op);
 }
 
-int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj) {
+/* apiserver_create_sync's and apiserver_create_submit's body: cb NULL waits for the write. */
+static int create_direct(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
+                         void *ud) {
     json_object *o = deep_copy(obj);
     json_object *meta = kite_obj_ensure(o, "metadata");
     char uid[37];
@@ -945,5 +947,14 @@ int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *
     _cleanup_free_ char *bytes = kite_object_encode(o, &len);
     json_object_put(o);
     struct kite_write w = {.type = KITE_WRITE_CREATE, .key = key, .value = bytes, .len = len};
-    return kite_store_write(s->store, &w, NULL, NULL);
+    return cb ? kite_store_submit(s->store, &w, cb, ud) : kite_store_write(s->store, &w, NULL, NULL);
+}
+
+int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj) {
+    return create_direct(s, r, obj, NULL, NULL);
+}
+
+int apiserver_create_submit(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
+                            void *ud) {
+    return create_direct(s, r, obj, cb, ud);
 }

@@ -38,6 +38,7 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .metric_resolution_ns = a->metric_resolution_ns,
                                          .watch_queue = (size_t)a->watch_queue,
                                          .watch_queue_bytes = (size_t)a->watch_queue_bytes,
+                                         .max_requests_inflight = (unsigned)a->max_inflight,
                                          .node_grace_ns = a->node_grace_ns,
                                          .service_cidr = a->service_cidr,
                                          .pod_security_default = a->psa_default,

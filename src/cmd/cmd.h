@@ -136,6 +136,7 @@ struct apiserver_args {
     int64_t node_stale_ns, node_grace_ns;
     int64_t watch_queue, watch_queue_bytes;
     int64_t metric_resolution_ns;
+    int64_t max_inflight;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -171,6 +172,9 @@ struct apiserver_args {
     FLAG_DURATION("node-monitor-grace-period", "a node whose lease went unrenewed this long (or its duration, if " \
                   "longer) is\nreported LeaseExpired until a controller marks it (kite nodes); kite up's node "   \
                   "lifecycle\ncontroller uses it too", "50s", KITE_NS_PER_SEC, &(a)->node_grace_ns),              \
+    FLAG_INT("max-requests-inflight", "seats of the requests in flight (a list of N objects takes N/100, at most "  \
+             "10; watches none);\nthe nodes' requests (system:nodes) get the last quarter, past the rest "            \
+             "others get 429", "600", 1, 1000000, &(a)->max_inflight),                                             \
     FLAG_INT("max-connections", "client connections served at once; more wait in the listen backlog", NULL, 1,    \
              MAX_CONNECTIONS, &(a)->max_conns,                                                                   \
              .def_note = "the open-file limit, raised to its hard limit, less 512"),                              \

@@ -1,7 +1,8 @@
 /* The watch cache (wcache.h).
  *
- * State: a skip list of the current records ordered by key (get O(log n); list O(log n + k),
- * so paginating 50k keys never sorts), a ring of the last events (at most ring_cap of them and
+ * State: a skip list of the current records ordered by key (list O(log n + k), so paginating
+ * 50k keys never sorts) and a hash index of the same nodes (get and the update of an existing
+ * key O(1): a write's cost does not grow with the number of objects), a ring of the last events (at most ring_cap of them and
  * hist_max bytes), `rev` (the newest applied revision) and `floor` (every event with a revision
  * above it is in the ring).
  *
@@ -75,6 +76,11 @@ struct kite_wcache {
     struct node *head;
     int height;
     size_t count;
+    /* the same nodes by key's hash (open addressing, linear probing, cap a power of two, at most
+     * half full): a get and the update of an existing key cost a hash and a strcmp instead of a
+     * skip-list descent through ~17 nodes on cold cache lines (150k keys) */
+    struct node **slots;
+    size_t slot_cap;
     uint64_t rng;
     struct kite_watch_event *ring;
     size_t ring_cap, ring_start, ring_len;
@@ -132,20 +138,70 @@ static struct node *seek(struct kite_wcache *c, const char *key, bool inclusive,
     return x;
 }
 
+/* ---- the hash index ---- */
+
+static size_t slot_of(const struct kite_wcache *c, const char *key) {
+    return (size_t)kite_hash(key, strlen(key)) & (c->slot_cap - 1);
+}
+
+static void index_add(struct kite_wcache *c, struct node *n);
+
+static void index_grow(struct kite_wcache *c) {
+    struct node **old = c->slots;
+    size_t old_cap = c->slot_cap;
+    c->slot_cap = old_cap ? 2 * old_cap : 64;
+    c->slots = kite_calloc(c->slot_cap, sizeof(*c->slots));
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i]) index_add(c, old[i]);
+    free(old);
+}
+
+/* n's key is not in the index yet; count is updated by the caller. */
+static void index_add(struct kite_wcache *c, struct node *n) {
+    if (2 * (c->count + 1) > c->slot_cap) index_grow(c);
+    size_t i = slot_of(c, n->rec->key);
+    while (c->slots[i]) i = (i + 1) & (c->slot_cap - 1);
+    c->slots[i] = n;
+}
+
+static size_t index_pos(const struct kite_wcache *c, const char *key) {
+    if (!c->slot_cap) return SIZE_MAX;
+    for (size_t i = slot_of(c, key);; i = (i + 1) & (c->slot_cap - 1)) {
+        if (!c->slots[i]) return SIZE_MAX;
+        if (strcmp(c->slots[i]->rec->key, key) == 0) return i;
+    }
+}
+
+/* Removes slot i, moving later entries of its probe run back (no tombstones). */
+static void index_del_at(struct kite_wcache *c, size_t i) {
+    size_t mask = c->slot_cap - 1;
+    c->slots[i] = NULL;
+    for (size_t j = (i + 1) & mask; c->slots[j]; j = (j + 1) & mask) {
+        size_t home = slot_of(c, c->slots[j]->rec->key);
+        /* j's entry may move to i when i lies cyclically in [home, j) */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            c->slots[i] = c->slots[j];
+            c->slots[j] = NULL;
+            i = j;
+        }
+    }
+}
+
 static struct node *find(struct kite_wcache *c, const char *key) {
-    struct node *n = seek(c, key, false, NULL)->next[0];
-    return n && strcmp(n->rec->key, key) == 0 ? n : NULL;
+    size_t i = index_pos(c, key);
+    return i == SIZE_MAX ? NULL : c->slots[i];
 }
 
 /* Returns the record rec replaced (the caller's reference), or NULL. */
 static struct kite_record *skip_put(struct kite_wcache *c, struct kite_record *rec) {
-    struct node *update[SKIP_LEVELS];
-    struct node *n = seek(c, rec->key, false, update)->next[0];
-    if (n && strcmp(n->rec->key, rec->key) == 0) {
+    struct node *n = find(c, rec->key);
+    if (n) { /* the same key: the node stays where it is */
         struct kite_record *old = n->rec;
         n->rec = kite_record_ref(rec);
         return old;
     }
+    struct node *update[SKIP_LEVELS];
+    seek(c, rec->key, false, update);
     int h = random_height(c);
     for (int l = c->height; l < h; l++) update[l] = c->head;
     if (h > c->height) c->height = h;
@@ -154,12 +210,16 @@ static struct kite_record *skip_put(struct kite_wcache *c, struct kite_record *r
         n->next[l] = update[l]->next[l];
         update[l]->next[l] = n;
     }
+    index_add(c, n);
     c->count++;
     return NULL;
 }
 
 /* Returns the removed record (the caller's reference), or NULL. */
 static struct kite_record *skip_del(struct kite_wcache *c, const char *key) {
+    size_t at = index_pos(c, key);
+    if (at == SIZE_MAX) return NULL;
+    index_del_at(c, at);
     struct node *update[SKIP_LEVELS];
     struct node *n = seek(c, key, false, update)->next[0];
     if (!n || strcmp(n->rec->key, key) != 0) return NULL;
@@ -388,6 +448,16 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
         }
         if (h > c->height) c->height = h;
     }
+    if (n) { /* the index, sized once */
+        c->slot_cap = 64;
+        while (c->slot_cap < 2 * n) c->slot_cap *= 2;
+        c->slots = kite_calloc(c->slot_cap, sizeof(*c->slots));
+        for (struct node *x = c->head->next[0]; x; x = x->next[0]) {
+            size_t i = slot_of(c, x->rec->key);
+            while (c->slots[i]) i = (i + 1) & (c->slot_cap - 1);
+            c->slots[i] = x;
+        }
+    }
     c->count = n;
     free(recs);
     c->rev = rev;
@@ -410,6 +480,7 @@ void kite_wcache_free(struct kite_wcache *c) {
         free(n);
     }
     for (size_t i = 0; i < c->ring_len; i++) event_release(ring_at(c, i));
+    free(c->slots);
     free(c->ring);
     free(c->batch);
     free(c->evicted.v);

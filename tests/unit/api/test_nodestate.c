@@ -115,3 +115,41 @@ Test(nodestate, lease_and_refused_evictions) {
     json_object_put(lease40);
     json_object_put(lease90);
 }
+
+/* When time alone changes the state: the classification just before that instant is the same as
+ * now, at it the state moves; with no threshold ahead, 0. */
+Test(nodestate, next_change_is_when_the_state_moves) {
+    const struct kite_node_thresholds t = {.stale_ns = 3600 * S, .orphan_window_ns = 60 * S, .rereg_window_ns = 600 * S,
+                                           .rereg_slack_ns = 10 * S, .grace_ns = 50 * S};
+    /* Ready Unknown since 10 min ago: Unreachable, StaleObject 50 min from now */
+    json_object *unk = node("Unknown", "NodeStatusUnknown", "2030-01-02T02:54:05Z", false, "2030-01-01T00:00:00Z");
+    struct kite_node_facts f = {.node = unk};
+    int64_t next = kite_node_next_change(&f, NOW, &t);
+    cr_assert_eq(next, NOW + 50 * 60 * S);
+    cr_assert_eq(kite_node_classify(&f, next - 1, &t, NULL), KITE_NODE_UNREACHABLE);
+    cr_assert_eq(kite_node_classify(&f, next, &t, NULL), KITE_NODE_STALE_OBJECT);
+    cr_assert_eq(kite_node_next_change(&f, next, &t), 0, "no threshold after StaleObject");
+    json_object_put(unk);
+
+    /* Ready True, lease (duration 40 s) renewed 30 s ago: Healthy, expired at the grace (50 s) */
+    json_object *ok = node("True", "KubeletReady", "2030-01-01T00:00:00Z", false, "2030-01-01T00:00:00Z");
+    json_object *lease = json_tokener_parse("{\"spec\":{\"leaseDurationSeconds\":40}}");
+    f = (struct kite_node_facts){.node = ok, .lease = lease, .renewed_ns = NOW - 30 * S};
+    next = kite_node_next_change(&f, NOW, &t);
+    cr_assert_eq(next, NOW + 20 * S);
+    cr_assert_eq(kite_node_classify(&f, next - 1, &t, NULL), KITE_NODE_HEALTHY);
+    cr_assert_eq(kite_node_classify(&f, next, &t, NULL), KITE_NODE_LEASE_EXPIRED);
+    /* LeaseExpired: the next is StaleObject, an hour after the renewal */
+    next = kite_node_next_change(&f, next, &t);
+    cr_assert_eq(next, NOW - 30 * S + 3600 * S);
+    cr_assert_eq(kite_node_classify(&f, next - 1, &t, NULL), KITE_NODE_LEASE_EXPIRED);
+    cr_assert_eq(kite_node_classify(&f, next, &t, NULL), KITE_NODE_STALE_OBJECT);
+    json_object_put(lease);
+    json_object_put(ok);
+
+    /* no Node, its credential called 5 s ago: OrphanMachine until the window closes */
+    f = (struct kite_node_facts){.seen_first_ns = NOW - 100 * S, .seen_last_ns = NOW - 5 * S};
+    next = kite_node_next_change(&f, NOW, &t);
+    cr_assert_eq(kite_node_classify(&f, next - 1, &t, NULL), KITE_NODE_ORPHAN_MACHINE);
+    cr_assert_eq(kite_node_classify(&f, next, &t, NULL), KITE_NODE_NONE);
+}

@@ -96,6 +96,10 @@ Test(nodestate, a_quiet_pass_classifies_nothing) {
     cr_assert_str_eq(state_of(rep, "n15"), "LeaseExpired");
     cr_assert_str_eq(state_of(rep, "n2"), "Healthy");
     json_object_put(rep);
+    /* an expired node is judged again when a threshold of time comes, not at every pass */
+    api_advance_s(10);
+    n = pass();
+    cr_assert_eq(n, 1, "only the cordoned node is judged again, got %llu", (unsigned long long)n);
 
     /* a renewal brings an expired node back */
     renew(15, false);

@@ -119,6 +119,55 @@ Test(wcache, many_keys_sorted) {
     tstore_cleanup(&t);
 }
 
+static void expect_get(struct kite_wcache *c, int i, const char *want) {
+    char key[32];
+    snprintf(key, sizeof(key), "/h/%05d", i);
+    struct kite_record *r = kite_wcache_get(c, key);
+    if (!want) {
+        cr_assert_null(r, "%s still there", key);
+        return;
+    }
+    cr_assert_not_null(r, "%s missing", key);
+    cr_assert_str_eq(r->value, want, "%s", key);
+    kite_record_unref(r);
+}
+
+/* The hash index beside the skip list: gets after creates, updates, deletes (whose slots are
+ * refilled from their probe runs) and re-creates, from a cache filled live and from one loaded
+ * from the store. */
+Test(wcache, index_follows_every_change) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_wcache *c;
+    cr_assert_eq(kite_wcache_new(t.s, "/h/", 0, &c), 0);
+    enum { N = 3000 };
+    int oks = 0;
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "/h/%05d", (i * 7919) % N);
+        struct kite_write w = { KITE_WRITE_CREATE, key, "a", 1, 0 };
+        cr_assert_eq(kite_store_submit(t.s, &w, count_ok, &oks), 0);
+    }
+    put_ok(t.s, KITE_WRITE_CREATE, "/h/sync", "v");
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "/h/%05d", i);
+        if (i % 3 == 0) put_ok(t.s, KITE_WRITE_DELETE, key, NULL);
+        else if (i % 3 == 1) put_ok(t.s, KITE_WRITE_UPDATE, key, "b");
+    }
+    for (int i = 0; i < N; i += 6) {
+        snprintf(key, sizeof(key), "/h/%05d", i);
+        put_ok(t.s, KITE_WRITE_CREATE, key, "c");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < N; i++)
+            expect_get(c, i, i % 6 == 0 ? "c" : i % 3 == 0 ? NULL : i % 3 == 1 ? "b" : "a");
+        cr_assert_eq(kite_wcache_count(c), (size_t)(N - N / 3 + N / 6 + 1));
+        kite_wcache_free(c);
+        if (pass == 0) cr_assert_eq(kite_wcache_new(t.s, "/h/", 0, &c), 0); /* the index of a loaded cache */
+    }
+    tstore_cleanup(&t);
+}
+
 struct nctx {
     pthread_mutex_t mu;
     int notified;
