@@ -678,3 +678,25 @@ def test_kubectl_debug_target(box):
     assert rc == 0 or rc == 7, (rc, out)
     # its output is in its log, as a container's
     assert "TTY-42" in c.kubectl("logs", "dbgme", "-c", name).stdout
+
+
+def test_kubectl_debug_node(box, tmp_path):
+    """`kubectl debug node/NAME -it --image=busybox`: a pod on that node in the host's pid, ipc and
+    network namespaces with the host's root at /host (in a namespace Pod Security lets do so)."""
+    c = box
+    c.kubectl("create", "namespace", "nodedebug")
+    c.kubectl("label", "namespace", "nodedebug", "pod-security.kubernetes.io/enforce=privileged")
+    wait(lambda: c.kubectl("get", "serviceaccount", "default", "-n", "nodedebug", check=False).returncode == 0, 20,
+         "nodedebug's default ServiceAccount")
+    marker = tmp_path / "host-marker"
+    marker.write_text("on-the-host\n")
+    script = (f"cat /host{marker}; ps -o args | grep -c '[k]ite up' | sed s/^/KITE-PROCS-/; "
+              "echo HOSTNAME-$(hostname); exit\r").encode()
+    rc, out = _run_in_pty([KUBECTL, "debug", f"node/{c.node}", "-n", "nodedebug", "-it", "--image=busybox"],
+                          c.kubectl_env(), str(c.workdir), ready=b"command prompt", send=script, timeout=60)
+    assert "on-the-host" in out, out                       # the host's root at /host
+    assert "KITE-PROCS-0" not in out and "KITE-PROCS-" in out, out  # the host's processes (hostPID)
+    assert f"HOSTNAME-{os.uname().nodename}" in out, out    # the host's UTS and network (hostNetwork)
+    pods = c.api().ok("GET", "/api/v1/namespaces/nodedebug/pods")["items"]
+    assert len(pods) == 1 and pods[0]["spec"]["hostPID"] and pods[0]["spec"]["nodeName"] == c.node, pods
+    c.kubectl("delete", "namespace", "nodedebug", "--wait=false")

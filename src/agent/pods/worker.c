@@ -470,9 +470,11 @@ static bool should_restart(const char *policy, int code) {
 
 static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (pod->sandbox_id) return true;
-    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    json_object *hn = pj(pod->obj, "spec.hostNetwork"), *hp = pj(pod->obj, "spec.hostPID"), *hi = pj(pod->obj, "spec.hostIPC");
     struct kite_sandbox_config cfg = {.uid = pod->uid, .name = pod->name, .ns = pod->ns,
                                       .host_network = hn && json_object_get_boolean(hn),
+                                      .host_pid = hp && json_object_get_boolean(hp),
+                                      .host_ipc = hi && json_object_get_boolean(hi),
                                       .hostname = pjs(pod->obj, "spec.hostname")};
     char *id = NULL, *err = NULL;
     int r = rt_result(p, pod, "run_sandbox",

@@ -344,7 +344,7 @@ static void add_ns(json_object *nss, const char *type, const char *path) {
 struct oci_in {
     json_object *args, *env;
     const char *cwd, *hostname, *cgroup;
-    bool readonly_root, host_network;
+    bool readonly_root, host_network, host_pid, host_ipc;
     pid_t join_pid; /* 0 = new namespaces (a pause holder) */
     pid_t pid_ns_pid; /* 0 = a pid namespace of its own, else that process's */
     const struct kite_container_config *cfg;
@@ -476,7 +476,7 @@ static json_object *oci_config(const struct oci_in *in) {
 
     json_object *linux_ = json_object_new_object(), *nss = json_object_new_array(), *res = json_object_new_object();
     _cleanup_free_ char *pidns = in->pid_ns_pid ? kite_asprintf("/proc/%d/ns/pid", in->pid_ns_pid) : NULL;
-    add_ns(nss, "pid", pidns);
+    if (!in->host_pid || pidns) add_ns(nss, "pid", pidns);
     add_ns(nss, "mount", NULL);
     _cleanup_free_ char *net = NULL, *ipc = NULL, *uts = NULL;
     if (in->join_pid) {
@@ -484,7 +484,7 @@ static json_object *oci_config(const struct oci_in *in) {
         ipc = kite_asprintf("/proc/%d/ns/ipc", in->join_pid);
         uts = kite_asprintf("/proc/%d/ns/uts", in->join_pid);
     }
-    add_ns(nss, "ipc", ipc);
+    if (!in->host_ipc) add_ns(nss, "ipc", ipc);
     if (!in->host_network) {
         add_ns(nss, "network", net);
         add_ns(nss, "uts", uts);
@@ -698,6 +698,8 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
                         .cwd = cfg->working_dir && *cfg->working_dir ? cfg->working_dir : img.working_dir ? img.working_dir : "/",
                         .cgroup = cg,
                         .host_network = json_object_get_boolean(json_object_object_get(sb, "host_network")),
+                        .host_pid = json_object_get_boolean(json_object_object_get(sb, "host_pid")),
+                        .host_ipc = json_object_get_boolean(json_object_object_get(sb, "host_ipc")),
                         .join_pid = pause,
                         .cfg = cfg};
     if (cfg->pid_ns_of) {
@@ -1135,6 +1137,8 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
     json_object_object_add(sb, "name", json_object_new_string(cfg->name));
     json_object_object_add(sb, "ns", json_object_new_string(cfg->ns));
     json_object_object_add(sb, "host_network", json_object_new_boolean(cfg->host_network));
+    json_object_object_add(sb, "host_pid", json_object_new_boolean(cfg->host_pid));
+    json_object_object_add(sb, "host_ipc", json_object_new_boolean(cfg->host_ipc));
     json_object_object_add(sb, "cgroup_parent", json_object_new_string(parent));
     json_object_object_add(sb, "log_dir", json_object_new_string(log_dir));
     json_object_object_add(sb, "created", json_object_new_int64(now_wall(c)));

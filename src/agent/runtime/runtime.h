@@ -40,6 +40,7 @@ struct kite_image {
 struct kite_sandbox_config {
     const char *uid, *name, *ns;
     bool host_network;    /* share the host's network (and UTS) namespace */
+    bool host_pid, host_ipc; /* the containers share the host's pid, ipc namespace (hostPID, hostIPC) */
     const char *hostname; /* NULL = the pod name; ignored with host_network */
     const char *cgroup_parent; /* absolute; NULL = /kite/pod<uid> */
     const char *log_dir;  /* NULL = <root>/logs/<ns>_<name>_<uid> */

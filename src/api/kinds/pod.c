@@ -20,8 +20,14 @@ STRUCT(container, "Container", FR(1, "name", S), F(2, "image", S), F(3, "command
     F(12, "lifecycle", RAW), F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S),
     F(14, "imagePullPolicy", S), F(15, "securityContext", RAW), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
 LIST(containers, NULL, container);
-/* the volume sources are not transcribed */
-STRUCT_PARTIAL(volume, "Volume", FR(1, "name", S));
+/* EphemeralContainerCommon has Container's fields and numbers; inline in JSON */
+STRUCT_PARTIAL(ephemeral_container, "EphemeralContainer", FI(1, "ephemeralContainerCommon", container),
+    F(2, "targetContainerName", S));
+LIST(ephemeral_containers, NULL, ephemeral_container);
+/* of the volume sources only hostPath is transcribed (a protobuf write drops the others) */
+STRUCT(host_path_source, "HostPathVolumeSource", FR(1, "path", S), FK(2, "type", S));
+STRUCT_PARTIAL(volume_source, "VolumeSource", F(1, "hostPath", host_path_source));
+STRUCT_PARTIAL(volume, "Volume", FR(1, "name", S), FI(2, "volumeSource", volume_source));
 LIST(volumes, NULL, volume);
 STRUCT(local_ref, "LocalObjectReference", F(1, "name", S));
 LIST(local_refs, NULL, local_ref);
@@ -31,7 +37,7 @@ LIST(tolerations, NULL, toleration);
 STRUCT(host_alias, "HostAlias", FR(1, "ip", S), F(2, "hostnames", SLIST));
 LIST(host_aliases, NULL, host_alias);
 STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", containers), FR(2, "containers", containers),
-    F(34, "ephemeralContainers", RAW), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
+    F(34, "ephemeralContainers", ephemeral_containers), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
     FK(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
     F(9, "serviceAccount", S), FK(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
     F(12, "hostPID", B), F(13, "hostIPC", B), FK(27, "shareProcessNamespace", B), F(14, "securityContext", RAW),
