@@ -610,6 +610,9 @@ def test_ephemeral_containers_subresource(box):
     refused(_ephemeral(c, "eph", "main"), 'spec.ephemeralContainers[0].name: Duplicate value: "main"')
     refused(_ephemeral(c, "eph", "dbg", targetContainerName="nope"),
             'spec.ephemeralContainers[0].targetContainerName: Not found: "nope"')
+    # Pod Security judges the added container (kite up's baseline: no privileged one)
+    r = api.patch(base + "/ephemeralcontainers", _ephemeral(c, "eph", "priv", securityContext={"privileged": True}))
+    assert r.status == 403 and 'violates PodSecurity "baseline:latest": privileged' in r.json()["message"], r.body
     # kubectl debug's patch: the new container with its defaults; spec's other fields untouched
     ok = api.ok("PATCH", base + "/ephemeralcontainers", {**_ephemeral(c, "eph", "dbg", targetContainerName="main"),
                                                          "metadata": {"labels": {"through": "eph"}}},
