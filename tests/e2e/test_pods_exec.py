@@ -667,9 +667,10 @@ def test_kubectl_debug_target(box):
     pod(c, "dbgme", [sh("app", "exec sleep 4343")])
     running(c, "dbgme")
     rc, out = _run_in_pty([KUBECTL, "debug", "-it", "dbgme", "--image=busybox", "--target=app", "--", "sh"],
-                          c.kubectl_env(), str(c.workdir), ready=b"command prompt",
-                          send=b"ps -o pid,args; test -t 0 && echo TTY-$((6*7)); exit 7\r", timeout=60)
+                          c.kubectl_env(), str(c.workdir), ready=b"command prompt", rows=33, cols=101,
+                          send=b"ps -o pid,args; test -t 0 && echo TTY-$((6*7)); stty size; exit 7\r", timeout=60)
     assert "TTY-42" in out, out
+    assert "33 101" in out.split("TTY-42", 1)[1], out  # kubectl's window size reached conmon's terminal
     assert "sleep 4343" in out, out  # the target's process, seen from the debug container
     pod_obj = c.api().ok("GET", f"/api/v1/namespaces/{NS}/pods/dbgme")
     ec = pod_obj["spec"]["ephemeralContainers"]

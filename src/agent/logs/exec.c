@@ -148,9 +148,13 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 static void resize(struct session *s, const char *data, size_t len) {
     uint16_t w, h;
     if (s->ctl_path && kite_wsch_parse_resize(data, len, &w, &h) == 0) {
-        /* conmon's control fifo: "1 HEIGHT WIDTH\n" resizes the container's terminal */
+        /* conmon's control fifo: "1 HEIGHT WIDTH\n" resizes the container's terminal. conmon
+         * (2.1) acts on the first line of what one read gives it, so a message goes only once
+         * the one before was read (kubectl attach sends its size + 1, then its size, at once) */
         int fd = open(s->ctl_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0) {
+            int unread = 0;
+            for (int i = 0; i < 50 && ioctl(fd, FIONREAD, &unread) == 0 && unread > 0; i++) usleep(2000);
             char line[32];
             int n = snprintf(line, sizeof line, "1 %u %u\n", (unsigned)h, (unsigned)w);
             if (write(fd, line, (size_t)n) < 0) { /* conmon gone: nothing to resize */ }
