@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Heartbeat capacity with simulated nodes: `kite sim` against `kite up --no-agent`.
 
-usage: sim.py [--kite PATH] [--nodes "1000 10000"] [--window 60] [--idle 30] [--ramp 200] [--keep]
+usage: sim.py [--kite PATH] [--nodes "1000 10000"] [--window 60] [--idle 30] [--ramp 200] [--connections K] [--keep]
 
 For each N: a fresh `kite up --no-agent` (bench/benchlib.py), its idle CPU with no node measured
 over --idle seconds (the baseline), then `kite sim --nodes N` at default timings (lease 40 s,
@@ -11,11 +11,14 @@ renewal period has passed, a steady window of --window seconds: renewals/s (vs t
 the renewal latency p50/p99/max over the window (from when a node's renewal was due to its answer,
 so a simulator or server falling behind shows), the apiserver's CPU (utime + stime) and RSS, and
 the simulator's RSS per node (over its RSS before any node started; the target is < 20 KiB, a
-kubemark hollow node costs ~220 MB). Then the simulator stops and the apiserver's CPU over --idle
+kubemark hollow node costs ~220 MB). --connections K: the nodes share K connections (`kite sim
+--connections`, impersonating each node); 0 (the default): one connection per node with its own
+certificate. Then the simulator stops and the apiserver's CPU over --idle
 seconds with N nodes and no writes (inside the grace period: no controller writes either), next to
 the no-node baseline.
 
-Prints a table and a "summary:" line per N. Exit 1 when a run did not get every node Ready.
+At the end of the window, the nodes whose Ready condition is not True (the node lifecycle
+controller's false Unknown: every node is alive). Prints a table and a "summary:" line per N. Exit 1 when a run did not get every node Ready.
 """
 import argparse
 import json
@@ -59,6 +62,17 @@ def cpu_over(pid, seconds):
     return (benchlib.cpu_seconds(pid) - c0) / (time.monotonic() - t0)
 
 
+def not_ready(data):
+    """Nodes whose Ready condition is not True (the node lifecycle controller's false Unknown)."""
+    out = subprocess.run(["kubectl", "--kubeconfig", str(data / "admin.kubeconfig"), "get", "nodes", "-o",
+                          "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}"],
+                         capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        log(f"kubectl get nodes: {out.stderr.strip()}")
+        return -1
+    return sum(1 for ln in out.stdout.split("\n") if ln.strip() and ln.strip() != "True")
+
+
 def run(args, n, tmp):
     work = tmp / f"n{n}"
     work.mkdir(parents=True)
@@ -71,7 +85,7 @@ def run(args, n, tmp):
         slog = open(work / "sim.log", "ab")
         sim = subprocess.Popen([args.kite, "sim", "--kubeconfig", str(data / "admin.kubeconfig"), "--data-dir", str(data),
                                 "--nodes", str(n), "--ramp", str(args.ramp), "--control", str(ctl),
-                                "--progress-every", "5s"], stdout=slog, stderr=slog, stdin=subprocess.DEVNULL,
+                                "--progress-every", "5s", "--connections", str(args.connections)], stdout=slog, stderr=slog, stdin=subprocess.DEVNULL,
                                start_new_session=True)
         slog.close()
         try:
@@ -110,6 +124,7 @@ def run(args, n, tmp):
             res["failing"] = s1["failing"]
             res["sim_kib_node"] = (s1["rssKiB"] - s1["rssStartKiB"]) / n
             res["sim_rss_mib"] = s1["rssKiB"] / 1024
+            res["not_ready"] = not_ready(data)
         finally:
             benchlib.stop(sim)
         res["idle"] = cpu_over(up.pid, args.idle)
@@ -127,10 +142,11 @@ def print_row(r):
     print(f"{n:>7} {r['ramp_s']:>7.0f} {r['renewals_s']:>8.1f} {r['renewals_s'] / (n / 10):>8.2f} "
           f"{r['p50']:>7.1f} {r['p99']:>7.1f} {r['max']:>8.1f} {r['cpu'] * 100:>7.1f}% "
           f"{r['cpu'] * 100 / (n / 1000):>6.1f}% {r['rss_mib']:>11.0f} {r['sim_kib_node']:>12.1f} "
-          f"{r['sim_cpu'] * 100:>7.1f}% {r['idle'] * 100:>8.2f}% {r['idle0'] * 100:>12.2f}%")
+          f"{r['sim_cpu'] * 100:>7.1f}% {r['idle'] * 100:>8.2f}% {r['idle0'] * 100:>12.2f}% {r['not_ready']:>9}")
     print(f"summary: nodes={n} renewals_s={r['renewals_s']:.1f} p99_ms={r['p99']:.1f} max_ms={r['max']:.1f} "
           f"api_cpu={r['cpu']:.3f} api_rss_mib={r['rss_mib']:.0f} sim_kib_node={r['sim_kib_node']:.1f} "
-          f"sim_cpu={r['sim_cpu']:.3f} idle_cpu={r['idle']:.4f} idle0_cpu={r['idle0']:.4f} failing={r['failing']}",
+          f"sim_cpu={r['sim_cpu']:.3f} idle_cpu={r['idle']:.4f} idle0_cpu={r['idle0']:.4f} failing={r['failing']} "
+          f"not_ready={r['not_ready']}",
           flush=True)
 
 
@@ -142,15 +158,17 @@ def main():
     ap.add_argument("--idle", type=float, default=30)
     ap.add_argument("--ramp", type=int, default=200)
     ap.add_argument("--ready-timeout", type=float, default=300, help="seconds past the ramp for every node to be Ready")
+    ap.add_argument("--connections", type=int, default=0, help="shared connections (0: one per node)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kite-bench-sim-"))
     bad = False
     print(f"heartbeat capacity, `kite sim` vs `kite up --no-agent` (default timings: renewals every 10 s), "
-          f"{args.window:.0f}-s window")
+          f"{args.window:.0f}-s window, "
+          f"{f'{args.connections} shared connections' if args.connections else 'one connection per node'}")
     print(f"{'nodes':>7} {'ramp s':>7} {'renew/s':>8} {'of N/10':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
           f"{'api CPU':>8} {'CPU/1k':>7} {'api RSS MiB':>11} {'sim KiB/node':>12} {'sim CPU':>8} "
-          f"{'idle CPU':>9} {'idle, 0 nodes':>13}", flush=True)
+          f"{'idle CPU':>9} {'idle, 0 nodes':>13} {'not Ready':>9}", flush=True)
     try:
         for n in [int(x) for x in args.nodes.split()]:
             log(f"N={n}")

@@ -34,7 +34,7 @@ struct kite_agent {
     bool own_runtime;
     struct kite_runtime *locked_rt; /* runtime shared by node status and the pods thread */
     struct kite_pods *pods;         /* the pods bound to the node (NULL with a custom status_fn) */
-    json_object *pods_fed;          /* acked_status last handed to pods */
+    uint64_t pods_fed_gen;          /* acked_gen last handed to pods */
     char *node_name;
     char *kubelet_version;
     char *kubeconfig_ca;            /* the kubeconfig's CA (PEM): the log endpoint's client CA by default */
@@ -60,11 +60,17 @@ struct kite_agent {
     bool ever_registered;
     int64_t next_register, next_status, next_lease;
     struct kite_backoff reg_backoff, status_backoff, lease_backoff;
-    json_object *acked_status; /* last status the server acknowledged */
+    /* The last status the server acknowledged and the last Lease it returned, kept serialized
+     * (a NodeStatus as a json-c tree costs ~30 KiB, a node's whole state in `kite sim` under 20);
+     * parsed when a sync needs them. */
+    char *acked_status;        /* NULL = none */
+    bool acked_ready;          /* it says Ready=True */
+    uint64_t acked_gen;        /* changes of it */
     int64_t last_report;       /* mono time of the last successful PATCH; 0 = none */
     int64_t started;
     int64_t fast_period;       /* 0 = fast updates over */
-    json_object *lease;        /* last Lease the server returned; NULL = GET/POST next */
+    char *lease;               /* without uid, creationTimestamp, managedFields (not sent back);
+                                  NULL = GET/POST next */
     bool status_failing, lease_failing, register_failing;
     bool force_report;         /* next status sync sends a full report */
     json_object *server_node;  /* latest Node from the watch, consumed by step (under lock) */
@@ -83,6 +89,12 @@ void agent_sync_status(struct kite_agent *a, int64_t now);
 void agent_sync_lease(struct kite_agent *a, int64_t now);
 /* Marks the Node as gone: the next step registers again (if registerNode). */
 void agent_node_gone(struct kite_agent *a, const char *why);
+/* The acknowledged status parsed (a new reference; NULL when none), and its replacement
+ * (st borrowed; NULL = none). */
+json_object *agent_acked_status(struct kite_agent *a);
+void agent_set_acked_status(struct kite_agent *a, json_object *st);
+/* Forgets the Lease: the next renewal GETs or POSTs it. */
+void agent_forget_lease(struct kite_agent *a);
 /* Whether a NodeStatus (may be NULL) has Ready=True. */
 bool agent_status_ready(json_object *status);
 /* Equality of two NodeStatus objects ignoring conditions' lastHeartbeatTime and order. */

@@ -187,12 +187,11 @@ void kite_agent_free(struct kite_agent *a) {
     kite_pods_free(a->pods);
     kite_runtime_free(a->locked_rt);
     free(a->runtime_error);
-    json_object_put(a->pods_fed);
     if (a->own_client) kite_client_free(a->client);
     if (a->own_runtime) kite_runtime_free(a->runtime);
     if (a->bridge_fd >= 0) close(a->bridge_fd);
-    json_object_put(a->acked_status);
-    json_object_put(a->lease);
+    free(a->acked_status);
+    free(a->lease);
     json_object_put(a->server_node);
     free(a->node_uid);
     free(a->deleted_uid);
@@ -240,10 +239,8 @@ int64_t kite_agent_step(struct kite_agent *a) {
     pthread_mutex_unlock(&a->lock);
     if (server && a->registered) {
         json_object *meta = json_object_object_get(server, "metadata"), *st = json_object_object_get(server, "status");
-        if (kite_streq(json_object_get_string(json_object_object_get(meta, "uid")), a->node_uid) && st) {
-            json_object_put(a->acked_status);
-            a->acked_status = json_object_get(st);
-        }
+        if (kite_streq(json_object_get_string(json_object_object_get(meta, "uid")), a->node_uid) && st)
+            agent_set_acked_status(a, st);
     }
     json_object_put(server);
     /* a late DELETED for a Node we already replaced must not unregister the new one */
@@ -273,8 +270,7 @@ int64_t kite_agent_step(struct kite_agent *a) {
         a->last_report = now; /* the registration carried a full status */
         a->next_lease = now;  /* create or re-own the lease at once */
         a->next_status = now + a->fast_period;
-        json_object_put(a->lease);
-        a->lease = NULL;
+        agent_forget_lease(a);
         if (again && a->cfg->register_node) {
             _cleanup_free_ char *msg =
                 kite_asprintf("Node %s was re-registered after its Node object was deleted (new uid %s)", a->node_name,
@@ -284,11 +280,12 @@ int64_t kite_agent_step(struct kite_agent *a) {
     }
     if (a->registered && now >= a->next_lease) agent_sync_lease(a, now);
     if (a->registered && now >= a->next_status) agent_sync_status(a, now);
-    if (a->pods && a->acked_status && a->acked_status != a->pods_fed) {
+    if (a->pods && a->acked_status && a->acked_gen != a->pods_fed_gen) {
         /* allocatable (admission) and the InternalIP (hostIP) for the pods */
-        kite_pods_node_status(a->pods, a->acked_status);
-        json_object_put(a->pods_fed); /* a reference: a freed address could come back */
-        a->pods_fed = json_object_get(a->acked_status);
+        json_object *st = agent_acked_status(a);
+        if (st) kite_pods_node_status(a->pods, st);
+        json_object_put(st);
+        a->pods_fed_gen = a->acked_gen;
     }
     if (!a->registered) return a->next_register;
     return KITE_MIN(a->next_lease, a->next_status);
@@ -410,7 +407,8 @@ int kite_agent_start(const struct kite_agent_options *o, struct kite_agent **ret
         struct kite_proxy_options po = {.client = a->client,
                                         .rules = {.table = a->cfg->proxy_table, .node_name = a->node_name,
                                                   .pod_cidr = a->cfg->pod_cidr ? a->cfg->pod_cidr : KITE_NET_POD_CIDR_DEFAULT,
-                                                  .masquerade_pod_traffic = a->cfg->masquerade_pod_traffic}};
+                                                  .masquerade_pod_traffic = a->cfg->masquerade_pod_traffic,
+                                                  .local_dns = a->dns_addr}};
         if ((r = kite_proxy_start(&po, &a->proxy, &err)) < 0) {
             log_error(AGENT_LOG, "cannot start the Service proxy (--proxy-mode none runs without it): %s",
                       err ? err : strerror(-r));
@@ -487,7 +485,7 @@ uint64_t kite_agent_bytes_sent(struct kite_agent *a) { return kite_client_bytes_
 struct kite_client *kite_agent_client(struct kite_agent *a) { return a->client; }
 const char *kite_agent_node_name(struct kite_agent *a) { return a->node_name; }
 
-bool kite_agent_reported_ready(struct kite_agent *a) { return a->registered && agent_status_ready(a->acked_status); }
+bool kite_agent_reported_ready(struct kite_agent *a) { return a->registered && a->acked_ready; }
 bool kite_agent_failing(struct kite_agent *a) {
     return a->register_failing || a->status_failing || a->lease_failing;
 }

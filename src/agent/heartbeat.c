@@ -89,7 +89,22 @@ void agent_node_gone(struct kite_agent *a, const char *why) {
     a->registered = false;
     a->next_register = now;
     kite_backoff_reset(&a->reg_backoff);
-    json_object_put(a->lease);
+    agent_forget_lease(a);
+}
+
+json_object *agent_acked_status(struct kite_agent *a) {
+    return a->acked_status ? json_tokener_parse(a->acked_status) : NULL;
+}
+
+void agent_set_acked_status(struct kite_agent *a, json_object *st) {
+    free(a->acked_status);
+    a->acked_status = st ? kite_strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN)) : NULL;
+    a->acked_ready = agent_status_ready(st);
+    a->acked_gen++;
+}
+
+void agent_forget_lease(struct kite_agent *a) {
+    free(a->lease);
     a->lease = NULL;
 }
 
@@ -107,7 +122,7 @@ bool agent_status_ready(json_object *status) {
 static void schedule_status(struct kite_agent *a, int64_t now) {
     if (a->fast_period) {
         /* fastStatusUpdateOnce: report quickly until the server has seen Ready */
-        if (agent_status_ready(a->acked_status) || now - a->started >= KITE_AGENT_READY_GRACE_NS) {
+        if (a->acked_ready || now - a->started >= KITE_AGENT_READY_GRACE_NS) {
             a->fast_period = 0;
         } else {
             a->next_status = now + a->fast_period;
@@ -127,27 +142,31 @@ static json_object *wrap_status(json_object *status) {
 void agent_sync_status(struct kite_agent *a, int64_t now) {
     json_object *status = NULL;
     struct kite_ns_events ev = {0};
-    int r = a->status_fn(a->status_ud, a->acked_status, &status, &ev);
+    json_object *acked = agent_acked_status(a);
+    int r = a->status_fn(a->status_ud, acked, &status, &ev);
     if (r < 0) {
         log_warn(AGENT_LOG, "computing node status: %s", strerror(-r));
         kite_ns_events_release(&ev);
+        json_object_put(acked);
         schedule_status(a, now);
         return;
     }
     agent_post_events(a, &ev);
     kite_ns_events_release(&ev);
-    bool changed = !agent_status_equal(a->acked_status, status);
+    bool changed = !agent_status_equal(acked, status);
     bool due = a->force_report || a->last_report == 0 || now - a->last_report >= a->report_freq_ns;
     if (!changed && !due) {
         json_object_put(status);
+        json_object_put(acked);
         schedule_status(a, now);
         return;
     }
     /* Between full reports, conditions that did not change keep the heartbeat the server
      * has, so a change patch carries only what changed (the lease is the liveness signal). */
-    if (!due) keep_heartbeats(status, a->acked_status);
-    json_object *from = wrap_status(a->acked_status ? a->acked_status : NULL), *to = wrap_status(status), *patch = NULL;
+    if (!due) keep_heartbeats(status, acked);
+    json_object *from = wrap_status(acked), *to = wrap_status(status), *patch = NULL;
     r = kite_smp_diff(from, to, agent_node_schema(), &patch);
+    json_object_put(acked);
     json_object_put(from);
     json_object_put(to);
     json_object_put(status);
@@ -162,9 +181,9 @@ void agent_sync_status(struct kite_agent *a, int64_t now) {
         json_object *resp = NULL;
         r = kite_client_json(a->client, "PATCH", path, "application/strategic-merge-patch+json", patch, &code, &resp);
         if (r == 0) {
-            json_object *st = json_object_object_get(resp, "status");
-            json_object_put(a->acked_status);
-            a->acked_status = st ? json_object_get(st) : json_object_new_object();
+            json_object *st = json_object_object_get(resp, "status"), *empty = st ? NULL : json_object_new_object();
+            agent_set_acked_status(a, st ? st : empty);
+            json_object_put(empty);
             json_object_put(resp);
             break;
         }
@@ -263,13 +282,15 @@ void agent_sync_lease(struct kite_agent *a, int64_t now) {
     _cleanup_free_ char *coll = kite_asprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", LEASE_NS);
     _cleanup_free_ char *item = kite_asprintf("%s/%s", coll, a->node_name);
     enum lease_op op = a->lease ? L_PUT : L_GET;
+    json_object *lease = a->lease ? json_tokener_parse(a->lease) : NULL;
+    if (!lease) op = L_GET;
     int r = -EIO;
     long code = 0;
     for (int i = 0; i < KITE_AGENT_LEASE_RETRIES; i++) {
         json_object *resp = NULL, *body = NULL;
         switch (op) {
         case L_PUT:
-            body = build_lease(a, a->lease);
+            body = build_lease(a, lease);
             r = kite_client_json(a->client, "PUT", item, NULL, body, &code, &resp);
             break;
         case L_GET:
@@ -282,8 +303,12 @@ void agent_sync_lease(struct kite_agent *a, int64_t now) {
         }
         json_object_put(body);
         if (r == 0 && resp) {
-            json_object_put(a->lease);
-            a->lease = TAKE_PTR(resp);
+            json_object_put(lease);
+            lease = TAKE_PTR(resp);
+            json_object *meta = json_object_object_get(lease, "metadata");
+            json_object_object_del(meta, "uid"); /* build_lease sends none of them back */
+            json_object_object_del(meta, "creationTimestamp");
+            json_object_object_del(meta, "managedFields");
             if (op != L_GET) break; /* written */
             op = L_PUT;             /* fetched: now renew it */
             r = -EAGAIN;
@@ -293,16 +318,22 @@ void agent_sync_lease(struct kite_agent *a, int64_t now) {
         if (code == 409) {
             op = L_GET; /* someone else wrote it (or it exists): re-read */
         } else if (code == 404) {
-            if (op == L_PUT && !node_still_there(a)) return;
+            if (op == L_PUT && !node_still_there(a)) {
+                json_object_put(lease);
+                return;
+            }
             op = L_POST;
         } else if (i > 0 && code == 0) {
             kite_client_reset_connections(a->client); /* onRepeatedHeartbeatFailure */
         }
         if (op != L_PUT) {
-            json_object_put(a->lease);
-            a->lease = NULL;
+            json_object_put(lease);
+            lease = NULL;
         }
     }
+    free(a->lease);
+    a->lease = lease ? kite_strdup(json_object_to_json_string_ext(lease, JSON_C_TO_STRING_PLAIN)) : NULL;
+    json_object_put(lease);
     int64_t interval = a->cfg->lease_duration_s * KITE_NS_PER_SEC / 4; /* nodeLeaseRenewIntervalFraction */
     if (r < 0) {
         if (!a->lease_failing)

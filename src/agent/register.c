@@ -139,8 +139,9 @@ static void take_node(struct kite_agent *a, json_object *node) {
     const char *uid = kite_obj_str_at(node, "metadata", "uid");
     free(a->node_uid);
     a->node_uid = kite_strdup(uid ? uid : "");
-    json_object_put(a->acked_status);
-    a->acked_status = status_of(node);
+    json_object *st = status_of(node);
+    agent_set_acked_status(a, st);
+    json_object_put(st);
 }
 
 int agent_register(struct kite_agent *a) {

@@ -41,10 +41,13 @@ struct kite_apiserver_options {
     int64_t metric_resolution_ns; /* --metric-resolution: how often metrics.k8s.io scrapes the agents; 0 = 15 s */
     const char *service_account_issuer; /* --service-account-issuer; NULL = https://kubernetes.default.svc.cluster.local */
     const char *api_audiences;  /* --api-audiences, comma-separated; NULL = the issuer */
+    bool kube_dns_service;      /* create kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address (kite up) */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */
 #define KITE_SERVICE_CIDR_PREFIX_MAX 28
+/* the cluster DNS Service's address: the range's 10th, as kubeadm picks it (10.96.0.10) */
+#define KITE_KUBE_DNS_OFFSET 10
 #define KITE_NODE_PORT_RANGE_FIRST 30000 /* kube-apiserver's --service-node-port-range default */
 #define KITE_NODE_PORT_RANGE_LAST 32767
 
@@ -58,3 +61,5 @@ uint16_t kite_apiserver_port(struct kite_apiserver *s);
 /* The https://host:port URL clients should use. Borrowed. */
 const char *kite_apiserver_url(struct kite_apiserver *s);
 void kite_apiserver_stop(struct kite_apiserver *s);
+/* The ClusterIP of kube-system/kube-dns made or found at start (kube_dns_service), or NULL. */
+const char *kite_apiserver_kube_dns_ip(struct kite_apiserver *s);

@@ -45,6 +45,7 @@ struct kite_storage {           /* one per storage folder (events shares one bet
 
 struct kite_apiserver {
     bool always_allow;          /* --authorization-mode=AlwaysAllow */
+    char kube_dns_ip[16];       /* kube-system/kube-dns's ClusterIP once made or found; "" = none */
     struct kite_clock *clock;   /* every timestamp and timer (a fake one in unit tests) */
     struct kite_store *store;
     struct kite_store_crypt *crypt; /* encryption at rest of the encrypted kinds */
@@ -278,6 +279,10 @@ struct kite_pools *pools_op_iface(struct kite_pools_op *op);
 void pools_op_end(struct kite_pools_op *op);
 /* Creates default/kubernetes (the range's first address, port 443 to the server's port) when missing. */
 int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
+/* The Service kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address, unless one
+ * exists (kube_dns_service, on under kite up); its ClusterIP (made, or the existing one's IPv4
+ * address) in s->kube_dns_ip. */
+int pools_bootstrap_kube_dns(struct kite_apiserver *s);
 
 /* admission.c: the admission chain (mutating plugins, then validating ones). */
 #define KITE_NOT_READY_TOLERATION_S 300   /* DefaultTolerationSeconds, as kube-apiserver's defaults */

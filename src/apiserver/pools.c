@@ -328,3 +328,46 @@ int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port) {
     json_object_put(o);
     return e == -EEXIST ? 0 : e;
 }
+
+/* ---- the kube-dns Service -------------------------------------------------------------------- */
+
+int pools_bootstrap_kube_dns(struct kite_apiserver *s) {
+    struct kite_pools_state *st = s->pools;
+    const struct kite_resource *r = st ? st->res : NULL;
+    if (!r || strcmp(r->plural, "services") != 0) return 0;
+    _cleanup_free_ char *key = kite_object_key(r, "kube-system", "kube-dns");
+    struct kite_record *cur = kite_wcache_get(st->cache, key);
+    if (cur) { /* made before, or by the cluster's user: kept as it is */
+        const char *cip = kite_obj_path_str(record_object(cur), "spec.clusterIP"); /* borrowed */
+        struct in_addr a;
+        if (cip && inet_pton(AF_INET, cip, &a) == 1) snprintf(s->kube_dns_ip, sizeof s->kube_dns_ip, "%s", cip);
+        kite_record_unref(cur);
+        return 0;
+    }
+    struct pool *p = &st->pools[KITE_POOL_SERVICE_IP];
+    pthread_mutex_lock(&st->mu);
+    bool taken = in_use(p, KITE_KUBE_DNS_OFFSET);
+    pthread_mutex_unlock(&st->mu);
+    char ip[INET_ADDRSTRLEN];
+    struct in_addr a = {.s_addr = htonl(p->base + KITE_KUBE_DNS_OFFSET)};
+    inet_ntop(AF_INET, &a, ip, sizeof ip);
+    if (taken) {
+        log_warn("apiserver", "cannot create the kube-dns Service: its address %s is held by another Service", ip);
+        return 0;
+    }
+    /* as kubeadm's CoreDNS addon has it (less the metrics port: nothing serves it here) */
+    _cleanup_free_ char *text = kite_asprintf(
+        "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"kube-dns\",\"namespace\":\"kube-system\","
+        "\"labels\":{\"k8s-app\":\"kube-dns\",\"kubernetes.io/cluster-service\":\"true\",\"kubernetes.io/name\":\"CoreDNS\"}},"
+        "\"spec\":{\"clusterIP\":\"%s\",\"selector\":{\"k8s-app\":\"kube-dns\"},\"ports\":[{\"name\":\"dns\",\"port\":53,"
+        "\"protocol\":\"UDP\",\"targetPort\":53},{\"name\":\"dns-tcp\",\"port\":53,\"protocol\":\"TCP\",\"targetPort\":53}],"
+        "\"type\":\"ClusterIP\",\"sessionAffinity\":\"None\"}}",
+        ip);
+    json_object *o = json_tokener_parse(text);
+    int e = apiserver_create_sync(s, r, o);
+    json_object_put(o);
+    if (e == 0) snprintf(s->kube_dns_ip, sizeof s->kube_dns_ip, "%s", ip);
+    return e == -EEXIST ? 0 : e;
+}
+
+const char *kite_apiserver_kube_dns_ip(struct kite_apiserver *s) { return s->kube_dns_ip[0] ? s->kube_dns_ip : NULL; }

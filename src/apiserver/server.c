@@ -678,6 +678,8 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     s->url = listen_host_url(o->listen, kite_http_port(s->http));
     if ((r = pools_bootstrap_kubernetes(s, kite_http_port(s->http))) < 0)
         return fail(ret_error, r, "cannot create the kubernetes Service in %s", url);
+    if (o->kube_dns_service && (r = pools_bootstrap_kube_dns(s)) < 0)
+        return fail(ret_error, r, "cannot create the kube-dns Service in %s", url);
 
     /* admin.kubeconfig: the cluster admin (O=system:masters) */
     _cleanup_free_ char *kc = kite_pki_kubeconfig("kite", s->url, ca, acert, akey, NULL);

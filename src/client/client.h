@@ -101,6 +101,12 @@ int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_o
  * cannot be used, -ENOTSUP for another transport or plain http. */
 int kite_client_set_certificate(struct kite_client *c, const char *cert_pem, const char *key_pem);
 
+/* Headers sent with every later request of a client made by kite_client_new (and watch), after
+ * its own: complete lines, each ending in "\r\n" (copied; NULL or "" = none). `kite sim`'s
+ * shared connections send Impersonate-User/-Group with it, one node at a time per connection.
+ * -ENOTSUP for another transport. */
+int kite_client_set_extra_headers(struct kite_client *c, const char *headers);
+
 /* A fake transport for tests: each request goes to handler (which fills ret->status and
  * ret->body with malloc'ed bytes, or returns -errno to simulate a transport error); watch
  * calls watch_handler (NULL = -EOPNOTSUPP). Counts bytes as method + path + body. */

@@ -46,6 +46,7 @@ struct tls_client {
     char *prefix;      /* path of the server URL, "" or "/x" (no trailing slash) */
     char *auth_header; /* "Authorization: Bearer ...\r\n" or NULL */
     char *user_agent;
+    char *extra_headers; /* kite_client_set_extra_headers's, or NULL */
     /* Credentials of new connections; replaced by kite_client_set_certificate (a rotated
      * client certificate), the old ones kept in retired until the client is freed because
      * open watch connections still use them. */
@@ -304,6 +305,7 @@ static void build_request(struct tls_client *c, struct kite_buf *b, const char *
     kite_buf_printf(b, "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n", method, c->prefix, path,
                     c->authority, c->user_agent);
     if (c->auth_header) kite_buf_puts(b, c->auth_header);
+    if (c->extra_headers) kite_buf_puts(b, c->extra_headers);
     if (body) {
         if (content_type) kite_buf_printf(b, "Content-Type: %s\r\n", content_type);
         kite_buf_printf(b, "Content-Length: %zu\r\n", body_len);
@@ -456,6 +458,7 @@ static void tls_free(struct kite_client *base) {
         free(c->auth_header);
     }
     free(c->user_agent);
+    free(c->extra_headers);
     free(c);
 }
 
@@ -535,6 +538,17 @@ int kite_client_set_certificate(struct kite_client *base, const char *cert_pem, 
     c->cred = cred;
     pthread_mutex_unlock(&c->cred_lock);
     tls_reset(base); /* the next request handshakes with the new certificate */
+    return 0;
+}
+
+int kite_client_set_extra_headers(struct kite_client *base, const char *headers) {
+    if (base->ops != &tls_ops) return -ENOTSUP;
+    struct tls_client *c = (struct tls_client *)base;
+    char *copy = headers && *headers ? kite_strdup(headers) : NULL;
+    pthread_mutex_lock(&c->lock);
+    free(c->extra_headers);
+    c->extra_headers = copy;
+    pthread_mutex_unlock(&c->lock);
     return 0;
 }
 

@@ -29,24 +29,28 @@ int cmd_sim(int argc, char **argv) {
     const char *kubeconfig = NULL, *data_dir = NULL, *prefix = "sim", *control = NULL;
     int64_t nodes = 0, pods = 0, zones = 0, conns = 0, inflight = 64, lease = 40, ramp = 200, every = 2 * KITE_NS_PER_SEC;
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server's address and CA (its credentials are not used)",
+        FLAG_STR("kubeconfig", "FILE", "the API server's address and CA; its credentials (an admin's) watch Nodes and pods\n"
+                 "and, with --connections, impersonate the nodes",
                  NULL, &kubeconfig, .required = true),
         FLAG_STR("data-dir", "DIR", "the cluster's data dir: its pki/ CA signs each node's client certificate", NULL,
                  &data_dir, .required = true),
         FLAG_INT("nodes", "number of simulated nodes", NULL, 1, KITE_SIM_MAX_NODES, &nodes, .required = true),
-        FLAG_INT("pods-per-node", "pods per node (only 0: simulated pods are not implemented yet)", "0", 0, 0, &pods),
+        FLAG_INT("pods-per-node", "N > 0: each node runs the agent's pod manager on a fake runtime (pods bound to it\n"
+                 "start and report Running) and admits N pods (maxPods); 0: pods bound to it stay Pending",
+                 "0", 0, KITE_SIM_MAX_PODS_PER_NODE, &pods),
         FLAG_STR("name-prefix", "P", "node names are P-00000, P-00001, ...", "sim", &prefix),
         FLAG_INT("zones", "spread the nodes over Z zones (label topology.kubernetes.io/zone=zone-K); 0: no label", "0",
                  0, KITE_SIM_MAX_ZONES, &zones),
-        FLAG_INT("connections", "TLS connections kept open at most, least recently used closed first (each carries one\n"
-                 "node's certificate); 0: one kept-alive connection per node",
-                 "0", 0, KITE_SIM_MAX_NODES, &conns),
+        FLAG_INT("connections", "N shared connections, one per lane (N nodes with requests at once, overriding\n"
+                 "--inflight): the kubeconfig's credentials impersonate each node (system:node:NAME, group\n"
+                 "system:nodes); 0: one kept-alive connection per node with its own certificate",
+                 "0", 0, KITE_SIM_MAX_INFLIGHT, &conns),
         FLAG_INT("inflight", "nodes with requests outstanding at once (coroutine lanes of 256 KiB stack each)", "64", 1,
                  KITE_SIM_MAX_INFLIGHT, &inflight),
         FLAG_INT("lease-duration", "nodeLeaseDurationSeconds: leases renewed every quarter of it", "40", 1, 3600, &lease),
         FLAG_INT("ramp", "nodes started per second (their renewals then spread over the lease period)", "200", 1,
                  1000000, &ramp),
-        FLAG_STR("control", "PATH", "the control socket (kill, revive, flap, stats; README)", NULL, &control,
+        FLAG_STR("control", "PATH", "the control socket (kill, revive, flap, partition, heal, slow, stats; README)", NULL, &control,
                  .def_note = "DATA_DIR/sim-PREFIX.sock"),
         FLAG_DURATION("progress-every", "interval of the progress line on stderr", "2s", 100 * KITE_NS_PER_MS, &every),
         FLAG_END,
@@ -83,7 +87,7 @@ int cmd_sim(int argc, char **argv) {
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *machines = kite_asprintf("%s/sim-%s", data_dir, prefix);
     _cleanup_free_ char *ctl = control ? kite_strdup(control) : kite_asprintf("%s/sim-%s.sock", data_dir, prefix);
     struct kite_sim_options so = {.kc = kc, .nodes = (unsigned)nodes, .prefix = prefix, .zones = (unsigned)zones,
-                                  .connections = (unsigned)conns, .inflight = (unsigned)inflight,
+                                  .connections = (unsigned)conns, .inflight = (unsigned)inflight, .pods_per_node = (unsigned)pods,
                                   .lease_duration_s = lease, .ramp_per_s = (unsigned)ramp, .mint = mint, .mint_ud = pki, .machines_dir = machines,
                                   .control_path = ctl, .progress = stderr, .progress_every_ns = every};
     struct kite_sim *s = NULL;

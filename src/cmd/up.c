@@ -77,6 +77,7 @@ int cmd_up(int argc, char **argv) {
         kite_agent_config_release(&ac);
         return r;
     }
+    o.kube_dns_service = true; /* the kube-dns Service, as kubeadm makes it */
     struct kite_apiserver *s;
     _cleanup_free_ char *start_err = NULL;
     if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {
@@ -89,6 +90,11 @@ int cmd_up(int argc, char **argv) {
         return 1;
     }
     log_info("up", "apiserver serving on %s; kubectl: KUBECONFIG=%s/admin.kubeconfig", kite_apiserver_url(s), data_dir);
+    /* pods name the kube-dns ClusterIP in their resolv.conf, and each node's proxy routes it to the
+     * node's own DNS responder; without that Service (its address held by another) they name
+     * the responder's address */
+    if (ac.proxy && ac.serve_dns && !ac.cluster_dns && kite_apiserver_kube_dns_ip(s))
+        ac.cluster_dns = kite_strdup(kite_apiserver_kube_dns_ip(s));
 
     struct kite_controllers ctl = {0};
     /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */

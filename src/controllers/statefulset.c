@@ -2,6 +2,7 @@
 #include "controllers/statefulset.h"
 #include "api/registry.h"
 #include "base/log.h"
+#include "controllers/controllers.h"
 #include "controllers/ctlutil.h"
 #include "controllers/framework.h"
 #include "controllers/workqueue.h"
@@ -15,7 +16,7 @@
 #define COMPONENT "statefulset-controller"
 #define REVISION_LABEL "controller-revision-hash"
 
-enum { ACT_CREATE, ACT_DELETE, ACT_STATUS };
+enum { ACT_CREATE, ACT_DELETE, ACT_STATUS, ACT_ADOPT };
 
 struct kite_statefulsets {
     struct kite_stsctl_options o;
@@ -34,11 +35,29 @@ static char *owner_key(json_object *pod) {
     return kite_wl_key(kite_meta_str(pod, "namespace"), kite_obj_str(ref, "name"));
 }
 
+static int64_t ordinal_of(const char *set, const char *pod);
+
+/* A pod a StatefulSet may adopt (ClaimPods with isMemberOf): no controller, not being deleted,
+ * named SET-N and selected by the set's selector, in its namespace. */
+static bool adoptable(json_object *set, json_object *pod) {
+    return !kite_wl_controller_ref(pod) && !kite_wl_deleting(pod) && !kite_wl_deleting(set) &&
+           kite_streq(kite_meta_str(pod, "namespace"), kite_meta_str(set, "namespace")) &&
+           ordinal_of(kite_meta_str(set, "name"), kite_meta_str(pod, "name")) >= 0 &&
+           kite_label_selector_json_matches(kite_obj_get(kite_obj_get(set, "spec"), "selector"),
+                                            kite_obj_get(kite_obj_meta(pod), "labels"));
+}
+
 static void pod_upsert(struct kite_statefulsets *c, json_object *pod, bool del) {
     pthread_mutex_lock(&c->lock);
     json_object *old = del ? kite_wl_cache_del(&c->pods, pod) : kite_wl_cache_put(&c->pods, pod);
     _cleanup_free_ char *key = owner_key(pod);
     if (key) enqueue(c, key);
+    else if (!del) { /* an orphan: the set it is a member of may adopt it */
+        const char *k;
+        void *v;
+        for (size_t i = 0; kite_map_next(&c->sets.m, &i, &k, &v);)
+            if (adoptable(v, pod)) enqueue(c, k);
+    }
     json_object_put(old);
     pthread_mutex_unlock(&c->lock);
 }
@@ -66,6 +85,7 @@ static char *revision_of(json_object *set) {
 
 /* The ordinal of a pod named NAME-N, or -1. */
 static int64_t ordinal_of(const char *set, const char *pod) {
+    if (!set || !pod) return -1;
     size_t n = strlen(set);
     if (strncmp(pod, set, n) != 0 || pod[n] != '-' || !pod[n + 1]) return -1;
     char *end;
@@ -157,7 +177,17 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
     void *v;
     for (size_t i = 0; kite_map_next(&c->pods.m, &i, &k, &v);) {
         json_object *pod = v, *ref = kite_wl_controller_ref(pod);
-        if (!kite_streq(kite_meta_str(pod, "namespace"), ns) || !ref || !kite_streq(kite_obj_str(ref, "uid"), uid)) continue;
+        if (!ref && adoptable(set, pod)) { /* adopted (its ownerReferences patched), and counted as the set's */
+            json_object *patch = json_object_new_object(), *meta = json_object_new_object(), *refs = json_object_new_array();
+            json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
+            kite_obj_set(meta, "ownerReferences", refs);
+            kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(pod, "uid"))); /* this pod, not a namesake */
+            kite_obj_set(patch, "metadata", meta);
+            _cleanup_free_ char *path = kite_asprintf("%s/%s", pods_path, kite_meta_str(pod, "name"));
+            kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json", patch);
+        } else if (!kite_streq(kite_meta_str(pod, "namespace"), ns) || !ref || !kite_streq(kite_obj_str(ref, "uid"), uid)) {
+            continue;
+        }
         int64_t ord = ordinal_of(name, kite_meta_str(pod, "name"));
         if (ord < 0) continue;
         count++;

@@ -11,7 +11,9 @@
  * A pod that failed (or succeeded) is deleted and made again. Revisions are the template's hash
  * (the pods' controller-revision-hash label, status.currentRevision/updateRevision); no
  * ControllerRevision objects are written, so a pod recreated below the partition gets the new
- * template. Only pods the set controls are counted (no adoption of orphans).
+ * template. Pods without a controller that are members by name (SET-N) and match the selector
+ * are adopted (their ownerReferences patched, with the pod's uid as precondition, as ClaimPods
+ * with isMemberOf); pods the set controls are counted, other pods are left alone (no release).
  * Runs on the framework (framework.h): StatefulSets and pods feed it. */
 #pragma once
 #include "base/clock.h"

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,11 +20,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/pods/pods.h"
 #include "agent/runtime/runtime.h"
+#include "api/registry.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "client/client.h"
+#include "client/informer.h"
+#include <sys/eventfd.h>
 #include "sim/sim.h"
 
 #define SIM_LOG "sim"
@@ -32,13 +38,35 @@
 
 struct sim_node {
     struct kite_agent *agent; /* NULL: not started yet, or dead */
-    struct kite_client *client;
+    struct kite_client *client; /* a struct sim_client */
     int64_t due;              /* mono ns the node next has work */
     int64_t flap_next;        /* mono ns of the next flip; 0 = not flapping */
     uint32_t heap_pos;        /* NO_POS: not in the heap (running or dead) */
-    uint32_t lru_prev, lru_next; /* open-connection list (NO_POS ends) */
     uint32_t flap_period_s;
-    bool dead, running, open;
+    uint32_t slow_ms;         /* each request waits this long before it is sent */
+    bool dead, running, partitioned;
+    bool kick;                /* a pod event came while it ran: due again at once */
+    bool ran;                 /* started before (a revived node) */
+    struct kite_pods *pods;   /* --pods-per-node: its pods on its own fake runtime */
+    struct kite_runtime *rt;
+};
+
+/* A pod event (type, pod) or a Node watch event (type NULL, the event) for node `node`, from
+ * the watch threads to the loop. */
+struct pod_ev {
+    uint32_t node;
+    const char *type;
+    json_object *pod;
+};
+
+/* A node's client: its requests go out on its own connection (own, with the node's certificate)
+ * or on the connection of the lane running it (shared mode: as the node, by impersonation);
+ * a partitioned node's fail without leaving, a slow node's wait first. */
+struct sim_client {
+    struct kite_client base;
+    struct kite_sim *s;
+    struct kite_client *own; /* NULL in shared mode */
+    uint32_t node;
 };
 
 struct lane {
@@ -47,6 +75,7 @@ struct lane {
     uint32_t node; /* NO_POS: free */
     bool done;
     bool starting; /* runs a node's first step (its registration) */
+    bool sleeping; /* parked until deadline_ms only (a slow node's request) */
     /* a parked wait */
     int fd;
     int64_t deadline_ms; /* < 0: none */
@@ -56,6 +85,8 @@ struct lane {
 struct shape {
     char *sysroot;
     struct kite_runtime *rt;
+    struct kite_image *imgs; /* what its runtime has (and each node's pod runtime) */
+    size_t n_imgs;
     int cpus;
     uint64_t disk_bytes;
 };
@@ -79,8 +110,20 @@ struct kite_sim {
     ucontext_t loop_ctx;
     struct lane *cur;
     int epfd, ctl_fd;
-    uint32_t lru_head, lru_tail;
-    unsigned open_conns;
+    struct kite_client **pool; /* shared mode: one connection per lane */
+    /* pods_per_node: one informer on every pod, its events queued for the loop */
+    struct kite_client *pods_client;
+    char *pods_root; /* the pods' volumes, <machines_dir>/pods/<uid> (uids differ across nodes) */
+    struct kite_informer *pods_inf;
+    pthread_mutex_t ev_lock;
+    struct pod_ev *evq;
+    size_t n_evq, cap_evq;
+    int ev_fd;
+    /* the Node watch: what others write to the nodes (Unknown conditions, deletions) */
+    struct kite_client *watch_client;
+    pthread_t watch_thread;
+    bool watching;
+    struct kite_cancel watch_cancel;
     uint32_t *flapping;
     size_t nflapping, cap_flapping;
     int name_width;
@@ -187,45 +230,6 @@ static uint32_t heap_pop(struct kite_sim *s) {
     return n;
 }
 
-/* ---- open connections, least recently used first ---- */
-
-static void lru_unlink(struct kite_sim *s, uint32_t i) {
-    struct sim_node *n = &s->nodes[i];
-    if (!n->open) return;
-    if (n->lru_prev != NO_POS) s->nodes[n->lru_prev].lru_next = n->lru_next;
-    else s->lru_head = n->lru_next;
-    if (n->lru_next != NO_POS) s->nodes[n->lru_next].lru_prev = n->lru_prev;
-    else s->lru_tail = n->lru_prev;
-    n->open = false;
-    s->open_conns--;
-}
-
-static void lru_touch(struct kite_sim *s, uint32_t i) {
-    struct sim_node *n = &s->nodes[i];
-    lru_unlink(s, i);
-    n->lru_prev = s->lru_tail;
-    n->lru_next = NO_POS;
-    if (s->lru_tail != NO_POS) s->nodes[s->lru_tail].lru_next = i;
-    else s->lru_head = i;
-    s->lru_tail = i;
-    n->open = true;
-    s->open_conns++;
-}
-
-/* Closes the least recently used connections beyond the cap (never a running node's). */
-static void lru_trim(struct kite_sim *s) {
-    if (!s->o.connections) return;
-    uint32_t i = s->lru_head;
-    while (s->open_conns > s->o.connections && i != NO_POS) {
-        uint32_t next = s->nodes[i].lru_next;
-        if (!s->nodes[i].running) {
-            kite_client_reset_connections(s->nodes[i].client);
-            lru_unlink(s, i);
-        }
-        i = next;
-    }
-}
-
 /* ---- synthetic machines ---- */
 
 static const struct {
@@ -294,9 +298,15 @@ static int make_shape(struct kite_sim *s, unsigned k, char **err) {
     }
     _cleanup_free_ char *version = kite_asprintf("1.7.%u", 10 + k);
     sh->rt = kite_runtime_fake_new(version);
-    int n = shape_defs[k].images;
+    int n = shape_defs[k].images + 1;
     struct kite_image *imgs = kite_calloc((size_t)n, sizeof *imgs);
-    for (int i = 0; i < n; i++) {
+    /* one image every machine has: a workload can run on any simulated node */
+    imgs[0].names = kite_calloc(1, sizeof(char *));
+    imgs[0].names[0] = kite_strdup(KITE_SIM_COMMON_IMAGE);
+    imgs[0].n_names = 1;
+    imgs[0].size_bytes = 7654321;
+    imgs[0].id = kite_asprintf("sha256:%064x", 0x5ca1ab1e);
+    for (int i = 1; i < n; i++) {
         imgs[i].names = kite_calloc(2, sizeof(char *));
         imgs[i].names[0] = kite_asprintf("registry.example/app-%d@sha256:%064x", i, i * 7919 + 1);
         imgs[i].names[1] = kite_asprintf("registry.example/app-%d:v%d.%u", i, i % 5 + 1, k);
@@ -305,13 +315,8 @@ static int make_shape(struct kite_sim *s, unsigned k, char **err) {
         imgs[i].id = kite_asprintf("sha256:%064x", i * 7919 + 1);
     }
     kite_runtime_fake_set_images(sh->rt, imgs, (size_t)n);
-    for (int i = 0; i < n; i++) {
-        free(imgs[i].names[0]);
-        free(imgs[i].names[1]);
-        free(imgs[i].names);
-        free(imgs[i].id);
-    }
-    free(imgs);
+    sh->imgs = imgs;
+    sh->n_imgs = (size_t)n;
     return 0;
 }
 
@@ -362,6 +367,8 @@ static int node_status(void *ud, json_object *prev, json_object **ret, struct ki
     cfg.node_name = name;
     cfg.root_dir = "/";
     cfg.kubelet_version = KITE_VERSION;
+    /* allocatable (admission) and the InternalIP (pods' hostIP) as the server acknowledged them */
+    if (n->pods && prev) kite_pods_node_status(n->pods, prev);
     struct status_ctx c = {s, i};
     struct kite_ns_sources src = {.sysroot = sh->sysroot, .runtime = sh->rt, .statfs = src_statfs,
                                   .default_route_ip = src_route, .online_cpus = src_cpus, .ud = &c,
@@ -388,22 +395,221 @@ static long name_index(struct kite_sim *s, const char *name) {
     return strcmp(check, name) ? -1 : (long)v;
 }
 
-/* Builds a node's agent and client (its own certificate). Runs in a lane (minting is CPU only). */
+static void lane_sleep(struct kite_sim *s, int64_t deadline_ms);
+static void heap_push(struct kite_sim *s, uint32_t n);
+static void heap_remove(struct kite_sim *s, uint32_t n);
+
+/* ---- pods (--pods-per-node) ---- */
+
+/* Informer thread: queues the events of pods bound to simulated nodes for the loop. */
+static void ev_push(struct kite_sim *s, long i, const char *type, json_object *pod) {
+    pthread_mutex_lock(&s->ev_lock);
+    if (s->n_evq == s->cap_evq) {
+        s->cap_evq = s->cap_evq ? 2 * s->cap_evq : 64;
+        s->evq = kite_realloc(s->evq, s->cap_evq * sizeof *s->evq);
+    }
+    s->evq[s->n_evq++] = (struct pod_ev){(uint32_t)i, type, json_object_get(pod)};
+    pthread_mutex_unlock(&s->ev_lock);
+    uint64_t one = 1;
+    ssize_t w = write(s->ev_fd, &one, sizeof one);
+    (void)w; /* a full counter is still readable */
+}
+
+static void pods_enqueue(struct kite_sim *s, const char *type, json_object *pod) {
+    const char *node = kite_obj_str_at(pod, "spec", "nodeName");
+    long i = node ? name_index(s, node) : -1;
+    if (i >= 0) ev_push(s, i, type, pod);
+}
+
+/* Watch thread: a simulated node's agent hears of its Node as a kubelet's informer would, but
+ * only of what it did not write itself, to keep no copy of every Node: a deletion, or a Ready
+ * condition other than True (the node lifecycle controller's Unknown), which its next status
+ * report then corrects. */
+static int on_node_event(json_object *ev, void *ud) {
+    struct kite_sim *s = ud;
+    const char *type = json_object_get_string(json_object_object_get(ev, "type"));
+    json_object *obj = json_object_object_get(ev, "object");
+    const char *name = kite_obj_str_at(obj, "metadata", "name");
+    long i = name ? name_index(s, name) : -1;
+    if (i < 0) return 0;
+    bool forward = kite_streq(type, "DELETED");
+    if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) {
+        json_object *conds = NULL, *st = json_object_object_get(obj, "status");
+        bool ready = false;
+        if (json_object_object_get_ex(st, "conditions", &conds))
+            for (size_t k = 0; k < json_object_array_length(conds); k++) {
+                json_object *c = json_object_array_get_idx(conds, k);
+                if (kite_streq(json_object_get_string(json_object_object_get(c, "type")), "Ready"))
+                    ready = kite_streq(json_object_get_string(json_object_object_get(c, "status")), "True");
+            }
+        forward = conds && !ready;
+    }
+    if (forward) ev_push(s, i, NULL, ev);
+    return 0;
+}
+
+static void *node_watch_thread(void *ud) {
+    struct kite_sim *s = ud;
+    const char *path = "/api/v1/nodes?watch=true&labelSelector=kite.dev%2Fsimulated%3Dtrue";
+    while (!kite_cancel_fired(&s->watch_cancel)) {
+        int r = kite_client_watch(s->watch_client, path, on_node_event, s, &s->watch_cancel);
+        if (r == -ECANCELED) break;
+        kite_cancel_wait(&s->watch_cancel, KITE_NS_PER_SEC); /* the server ended it, or failed */
+    }
+    return NULL;
+}
+static void on_pod_add(void *ud, json_object *o) { pods_enqueue(ud, "ADDED", o); }
+static void on_pod_update(void *ud, json_object *old, json_object *o) { pods_enqueue(ud, "MODIFIED", o); }
+static void on_pod_del(void *ud, json_object *o) { pods_enqueue(ud, "DELETED", o); }
+
+/* A node has work at once (a pod event): moved to the front of the heap, or due again as soon
+ * as the step it runs returns. */
+static void node_kick(struct kite_sim *s, uint32_t i, int64_t now) {
+    struct sim_node *n = &s->nodes[i];
+    if (n->running) {
+        n->kick = true;
+    } else if (n->heap_pos != NO_POS && n->due > now) {
+        heap_remove(s, i);
+        n->due = now;
+        heap_push(s, i);
+    }
+}
+
+static void pods_drain(struct kite_sim *s) {
+    uint64_t v;
+    ssize_t rd = read(s->ev_fd, &v, sizeof v);
+    (void)rd;
+    pthread_mutex_lock(&s->ev_lock);
+    struct pod_ev *q = TAKE_PTR(s->evq);
+    size_t n = s->n_evq;
+    s->n_evq = s->cap_evq = 0;
+    pthread_mutex_unlock(&s->ev_lock);
+    int64_t now = mono();
+    for (size_t k = 0; k < n; k++) {
+        struct sim_node *nd = &s->nodes[q[k].node];
+        if (!q[k].type) { /* a Node watch event */
+            if (nd->agent) {
+                kite_agent_node_event(nd->agent, q[k].pod);
+                node_kick(s, q[k].node, now);
+            }
+        } else if (nd->pods) { /* a node not running has no pods: a revived one lists them (node_pods_start) */
+            kite_pods_pod_event(nd->pods, q[k].type, q[k].pod);
+            node_kick(s, q[k].node, now);
+        }
+        json_object_put(q[k].pod);
+    }
+    free(q);
+}
+
+/* The node's pod manager on a fresh fake runtime (a restarted machine runs no container). The
+ * pods already bound to it come from the informer's cache, read whole (O(pods)) only when the
+ * node ran before: a node's first start has none (the scheduler binds to Ready nodes only). */
+static void node_pods_start(struct kite_sim *s, uint32_t i, const char *name, bool again) {
+    struct sim_node *n = &s->nodes[i];
+    char version[32];
+    snprintf(version, sizeof version, "1.7.%u", 10 + i % KITE_SIM_SHAPES);
+    n->rt = kite_runtime_fake_new(version);
+    const struct shape *sh = &s->shapes[i % KITE_SIM_SHAPES];
+    kite_runtime_fake_set_images(n->rt, sh->imgs, sh->n_imgs);
+    struct kite_pods_options po = {.client = n->client, .runtime = n->rt, .node_name = name, .component = "kite-sim",
+                                   .root_dir = s->pods_root,
+                                   .seed = ((uint64_t)i + 7) * 0x9e3779b97f4a7c15ull};
+    if (kite_pods_new(&po, &n->pods) < 0) {
+        kite_runtime_free(n->rt);
+        n->rt = NULL;
+        n->pods = NULL;
+        return;
+    }
+    json_object *items = json_object_new_array();
+    if (again) {
+        size_t nk = 0;
+        char **keys = kite_informer_keys(s->pods_inf, &nk);
+        for (size_t k = 0; k < nk; k++) {
+            json_object *o = kite_informer_get(s->pods_inf, keys[k]);
+            if (o && kite_streq(kite_obj_str_at(o, "spec", "nodeName"), name)) json_object_array_add(items, o);
+            else json_object_put(o);
+            free(keys[k]);
+        }
+        free(keys);
+    }
+    kite_pods_pod_list(n->pods, items);
+    json_object_put(items);
+}
+
+static int simc_request(struct kite_client *base, const char *method, const char *path, const char *content_type,
+                        const char *body, size_t body_len, struct kite_response *ret) {
+    struct sim_client *c = (struct sim_client *)base;
+    struct kite_sim *s = c->s;
+    struct sim_node *n = &s->nodes[c->node];
+    if (n->slow_ms && s->cur) lane_sleep(s, mono() / KITE_NS_PER_MS + n->slow_ms);
+    atomic_fetch_add(&base->requests, 1);
+    if (n->partitioned || n->dead) return -ENETUNREACH; /* nothing leaves the machine */
+    struct kite_client *t = c->own;
+    if (!t) {
+        if (!s->cur) return -EINVAL;
+        t = s->pool[s->cur - s->lanes];
+        char name[128], hdr[256];
+        kite_sim_node_name(s, c->node, name, sizeof name);
+        snprintf(hdr, sizeof hdr, "Impersonate-User: system:node:%s\r\nImpersonate-Group: system:nodes\r\n", name);
+        kite_client_set_extra_headers(t, hdr);
+    }
+    uint64_t sent = atomic_load(&t->bytes_sent);
+    int r = t->ops->request(t, method, path, content_type, body, body_len, ret);
+    atomic_fetch_add(&base->bytes_sent, atomic_load(&t->bytes_sent) - sent);
+    return r;
+}
+
+static int simc_watch(struct kite_client *base, const char *path, kite_watch_fn fn, void *ud,
+                      struct kite_cancel *cancel) {
+    return -EOPNOTSUPP; /* simulated nodes watch nothing themselves (the loop feeds them) */
+}
+
+static void simc_reset(struct kite_client *base) {
+    struct sim_client *c = (struct sim_client *)base;
+    if (c->own) kite_client_reset_connections(c->own);
+    else if (c->s->cur) kite_client_reset_connections(c->s->pool[c->s->cur - c->s->lanes]);
+}
+
+static void simc_free(struct kite_client *base) {
+    struct sim_client *c = (struct sim_client *)base;
+    kite_client_free(c->own);
+    free(c);
+}
+
+static const struct kite_client_ops simc_ops = {simc_request, simc_watch, simc_reset, simc_free};
+
+/* Builds a node's agent and client (its own certificate, or a share of the lanes' connections).
+ * Runs in a lane (minting is CPU only). */
 static int node_start(struct kite_sim *s, uint32_t i) {
     struct sim_node *n = &s->nodes[i];
     char name[128];
     kite_sim_node_name(s, i, name, sizeof name);
-    _cleanup_free_ char *cert = NULL, *key = NULL;
-    int r = s->o.mint(s->o.mint_ud, name, &cert, &key);
-    if (r < 0) return r;
-    struct kite_kubeconfig kc = s->kc;
-    kc.cert_pem = cert;
-    kc.cert_len = strlen(cert);
-    kc.key_pem = key;
-    kc.key_len = strlen(key);
-    /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
-    struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
-    if ((r = kite_client_new(&kc, &co, &n->client)) < 0) return r;
+    struct sim_client *c = kite_calloc(1, sizeof *c);
+    c->base.ops = &simc_ops;
+    c->s = s;
+    c->node = i;
+    int r;
+    if (!s->pool) {
+        _cleanup_free_ char *cert = NULL, *key = NULL;
+        if ((r = s->o.mint(s->o.mint_ud, name, &cert, &key)) < 0) {
+            free(c);
+            return r;
+        }
+        struct kite_kubeconfig kc = s->kc;
+        kc.token = NULL;
+        kc.cert_pem = cert;
+        kc.cert_len = strlen(cert);
+        kc.key_pem = key;
+        kc.key_len = strlen(key);
+        /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
+        struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
+        if ((r = kite_client_new(&kc, &co, &c->own)) < 0) {
+            free(c);
+            return r;
+        }
+    }
+    n->client = &c->base;
+    if (s->o.pods_per_node) node_pods_start(s, i, name, n->ran);
     struct kite_agent_config *cfg = &s->cfg[s->ncfg > 1 ? i % s->ncfg : 0];
     cfg->node_name = name; /* copied by kite_agent_new */
     struct kite_agent_options ao = {.config = cfg, .client = n->client, .status_fn = node_status, .status_ud = n,
@@ -412,17 +618,21 @@ static int node_start(struct kite_sim *s, uint32_t i) {
     r = kite_agent_new(&ao, &n->agent, &err);
     cfg->node_name = NULL;
     if (r < 0) {
+        kite_pods_free(n->pods);
+        kite_runtime_free(n->rt);
+        n->pods = NULL;
+        n->rt = NULL;
         kite_client_free(n->client);
         n->client = NULL;
         return r;
     }
+    n->ran = true;
     s->started++;
     return 0;
 }
 
 static void node_stop(struct kite_sim *s, uint32_t i) {
     struct sim_node *n = &s->nodes[i];
-    lru_unlink(s, i);
     if (n->agent) {
         struct kite_agent_stats st;
         kite_agent_get_stats(n->agent, &st);
@@ -433,8 +643,12 @@ static void node_stop(struct kite_sim *s, uint32_t i) {
         s->started--;
     }
     kite_agent_free(n->agent);
+    kite_pods_free(n->pods);
+    kite_runtime_free(n->rt);
     kite_client_free(n->client);
     n->agent = NULL;
+    n->pods = NULL;
+    n->rt = NULL;
     n->client = NULL;
 }
 
@@ -455,6 +669,17 @@ static int lane_wait(int fd, short events, int64_t deadline_ms, void *ud) {
     return l->result;
 }
 
+/* Parks the running lane until deadline_ms (monotonic ms). */
+static void lane_sleep(struct kite_sim *s, int64_t deadline_ms) {
+    struct lane *l = s->cur;
+    l->sleeping = true;
+    l->fd = -1;
+    l->deadline_ms = deadline_ms;
+    swapcontext(&l->ctx, &s->loop_ctx);
+    l->sleeping = false;
+    s->cur = l;
+}
+
 static void lane_main(unsigned lo, unsigned hi) {
     struct kite_sim *s = sim_current;
     struct lane *l = (struct lane *)(((uintptr_t)hi << 32) | lo);
@@ -468,6 +693,7 @@ static void lane_main(unsigned lo, unsigned hi) {
         n->due = mono() + 5 * KITE_NS_PER_SEC;
     } else {
         n->due = kite_agent_step(n->agent);
+        if (n->pods) n->due = KITE_MIN(n->due, kite_pods_step(n->pods));
     }
     l->done = true;
     /* returns to uc_link: the loop */
@@ -505,8 +731,10 @@ static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due)
         node_stop(s, i);
         return;
     }
-    if (n->client && atomic_load(&n->client->requests)) lru_touch(s, i);
-    lru_trim(s);
+    if (n->kick) {
+        n->kick = false;
+        n->due = mono();
+    }
     heap_push(s, i);
     (void)started_due;
 }
@@ -567,6 +795,8 @@ static void run_node(struct kite_sim *s, struct lane *l, uint32_t i) {
 
 /* ---- control ---- */
 
+#define COMMANDS "kill, revive, flap, partition, heal, slow, stats, reset"
+
 static void set_dead(struct kite_sim *s, uint32_t i, bool dead) {
     struct sim_node *n = &s->nodes[i];
     if (n->dead == dead) return;
@@ -598,24 +828,28 @@ static void flapping_del(struct kite_sim *s, uint32_t i) {
         }
 }
 
+/* Connections the simulator keeps: the lanes' in shared mode, else one per started node. */
+static unsigned open_connections(struct kite_sim *s) { return s->pool ? s->nlanes : s->started; }
+
 static void stats_json(struct kite_sim *s, struct kite_buf *b) {
     struct kite_sim_stats st;
     kite_sim_get_stats(s, &st);
     kite_buf_printf(b,
                     "{\"nodes\":%u,\"started\":%u,\"registered\":%u,\"ready\":%u,\"failing\":%u,\"dead\":%u,"
+                    "\"partitioned\":%u,\"slow\":%u,"
                     "\"renewals\":%llu,\"statusPatches\":%llu,\"registrations\":%llu,\"requests\":%llu,"
                     "\"renewalP50Ms\":%.3f,\"renewalP99Ms\":%.3f,\"renewalMaxMs\":%.3f,\"rssKiB\":%ld,"
                     "\"rssStartKiB\":%ld,\"openConnections\":%u}",
-                    st.nodes, st.started, st.registered, st.ready, st.failing, st.dead,
+                    st.nodes, st.started, st.registered, st.ready, st.failing, st.dead, st.partitioned, st.slow,
                     (unsigned long long)st.renewals, (unsigned long long)st.status_patches,
                     (unsigned long long)st.registrations, (unsigned long long)st.requests, st.renewal_p50_ms,
-                    st.renewal_p99_ms, st.renewal_max_ms, rss_kb(), s->rss_start_kb, s->open_conns);
+                    st.renewal_p99_ms, st.renewal_max_ms, rss_kb(), s->rss_start_kb, open_connections(s));
 }
 
 char *kite_sim_control(struct kite_sim *s, const char *line) {
     _cleanup_free_ char *copy = kite_strdup(line);
     char *save = NULL, *cmd = strtok_r(copy, " \t\r\n", &save);
-    if (!cmd) return kite_strdup("error: empty command (kill, revive, flap, stats, reset)");
+    if (!cmd) return kite_strdup("error: empty command (" COMMANDS ")");
     if (!strcmp(cmd, "stats")) {
         struct kite_buf b = {0};
         stats_json(s, &b);
@@ -628,14 +862,20 @@ char *kite_sim_control(struct kite_sim *s, const char *line) {
         s->lag_max_ns = 0;
         return kite_strdup("ok 0");
     }
-    long period = -1;
+    long period = -1, slow_ms = -1;
     if (!strcmp(cmd, "flap")) {
         char *p = strtok_r(NULL, " \t\r\n", &save), *end = NULL;
         if (!p) return kite_strdup("error: flap SECONDS NAME...");
         period = strtol(p, &end, 10);
         if (*end || period < 0 || period > 86400) return kite_asprintf("error: flap: bad period \"%s\" (0..86400)", p);
-    } else if (strcmp(cmd, "kill") && strcmp(cmd, "revive")) {
-        return kite_asprintf("error: unknown command \"%s\" (kill, revive, flap, stats, reset)", cmd);
+    } else if (!strcmp(cmd, "slow")) {
+        char *p = strtok_r(NULL, " \t\r\n", &save), *end = NULL;
+        if (!p) return kite_strdup("error: slow MILLISECONDS NAME...");
+        slow_ms = strtol(p, &end, 10);
+        if (*end || slow_ms < 0 || slow_ms > KITE_SIM_MAX_SLOW_MS)
+            return kite_asprintf("error: slow: bad delay \"%s\" (0..%d ms)", p, KITE_SIM_MAX_SLOW_MS);
+    } else if (strcmp(cmd, "kill") && strcmp(cmd, "revive") && strcmp(cmd, "partition") && strcmp(cmd, "heal")) {
+        return kite_asprintf("error: unknown command \"%s\" (" COMMANDS ")", cmd);
     }
     /* every name is checked before any node changes */
     size_t n = 0, cap = 16;
@@ -656,6 +896,14 @@ char *kite_sim_control(struct kite_sim *s, const char *line) {
             set_dead(s, idx[k], true);
         } else if (!strcmp(cmd, "revive")) {
             set_dead(s, idx[k], false);
+        } else if (!strcmp(cmd, "partition")) {
+            nd->partitioned = true;
+            /* its kept-alive connection goes quiet as well: closed, not reused afterwards */
+            if (nd->client && !nd->running) kite_client_reset_connections(nd->client);
+        } else if (!strcmp(cmd, "heal")) {
+            nd->partitioned = false;
+        } else if (slow_ms >= 0) {
+            nd->slow_ms = (uint32_t)slow_ms;
         } else if (period == 0) {
             nd->flap_next = 0;
             flapping_del(s, idx[k]);
@@ -706,6 +954,8 @@ void kite_sim_get_stats(struct kite_sim *s, struct kite_sim_stats *st) {
     for (uint32_t i = 0; i < s->o.nodes; i++) {
         struct sim_node *n = &s->nodes[i];
         if (n->dead) st->dead++;
+        if (n->partitioned) st->partitioned++;
+        if (n->slow_ms) st->slow++;
         if (!n->agent) continue;
         struct kite_agent_stats as;
         kite_agent_get_stats(n->agent, &as);
@@ -732,7 +982,7 @@ static void progress(struct kite_sim *s, int64_t now, int64_t *last, uint64_t *l
             "sim: %u/%u registered, %u Ready, %.1f renewals/s, renewal p99 %.1f ms (max %.1f), %u failing, "
             "%u dead, %u connections, RSS %ld MiB (%.1f KiB/node)\n",
             st.registered, st.nodes, st.ready, dt > 0 ? (double)(st.renewals - *last_renewals) / dt : 0,
-            hist_quantile(s->hist_iv, 0.99), st.renewal_max_ms, st.failing, st.dead, s->open_conns, rss / 1024,
+            hist_quantile(s->hist_iv, 0.99), st.renewal_max_ms, st.failing, st.dead, open_connections(s), rss / 1024,
             per_node);
     fflush(s->o.progress);
     memset(s->hist_iv, 0, sizeof s->hist_iv);
@@ -777,7 +1027,8 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
             wake = KITE_MIN(wake, start_due(s, s->next_start));
         for (size_t k = 0; k < s->nflapping; k++) wake = KITE_MIN(wake, s->nodes[s->flapping[k]].flap_next);
         for (unsigned k = 0; k < s->nlanes; k++)
-            if (s->lanes[k].node != NO_POS && s->lanes[k].fd >= 0 && s->lanes[k].deadline_ms >= 0)
+            if (s->lanes[k].node != NO_POS && (s->lanes[k].fd >= 0 || s->lanes[k].sleeping) &&
+                s->lanes[k].deadline_ms >= 0)
                 wake = KITE_MIN(wake, s->lanes[k].deadline_ms * KITE_NS_PER_MS);
         if (stop_deadline) wake = KITE_MIN(wake, now + 100 * KITE_NS_PER_MS);
         int timeout = wake <= now ? 0 : (int)KITE_MIN((wake - now + KITE_NS_PER_MS - 1) / KITE_NS_PER_MS, 1000);
@@ -786,6 +1037,10 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
         for (int k = 0; k < ne; k++) {
             if (evs[k].data.ptr == NULL) {
                 control_accept(s);
+                continue;
+            }
+            if (evs[k].data.ptr == &s->ev_fd) {
+                pods_drain(s);
                 continue;
             }
             l = evs[k].data.ptr;
@@ -797,7 +1052,8 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
         int64_t now_ms = mono() / KITE_NS_PER_MS;
         for (unsigned k = 0; k < s->nlanes; k++) {
             l = &s->lanes[k];
-            if (l->node == NO_POS || l->fd < 0 || l->deadline_ms < 0 || now_ms < l->deadline_ms) continue;
+            if (l->node == NO_POS || (l->fd < 0 && !l->sleeping) || l->deadline_ms < 0 || now_ms < l->deadline_ms)
+                continue;
             l->result = -ETIMEDOUT;
             lane_resume(s, l);
         }
@@ -811,18 +1067,23 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     char *err = NULL;
     int r = 0;
     if (!o->nodes || o->nodes > KITE_SIM_MAX_NODES || o->zones > KITE_SIM_MAX_ZONES || !o->inflight ||
-        o->inflight > KITE_SIM_MAX_INFLIGHT || !o->mint || !o->machines_dir || !o->prefix || !*o->prefix) {
+        o->inflight > KITE_SIM_MAX_INFLIGHT || o->connections > KITE_SIM_MAX_INFLIGHT || o->pods_per_node > KITE_SIM_MAX_PODS_PER_NODE || !o->mint || !o->machines_dir || !o->prefix || !*o->prefix) {
         if (ret_err) *ret_err = kite_strdup("bad simulator options");
+        return -EINVAL;
+    }
+    if ((o->connections || o->pods_per_node) && !o->kc->token && !(o->kc->cert_pem && o->kc->key_pem)) {
+        if (ret_err)
+            *ret_err = kite_strdup("shared connections (impersonating the nodes) and the pod watch need the kubeconfig's "
+                                   "credentials, allowed to impersonate users and groups and to watch pods (an admin's)");
         return -EINVAL;
     }
     struct kite_sim *s = kite_calloc(1, sizeof *s);
     s->o = *o;
     s->epfd = s->ctl_fd = -1;
-    s->lru_head = s->lru_tail = NO_POS;
     s->kc = *o->kc;
-    s->kc.cert_pem = s->kc.key_pem = NULL;
-    s->kc.cert_len = s->kc.key_len = 0;
-    s->kc.token = NULL;
+    s->ev_fd = -1;
+    pthread_mutex_init(&s->ev_lock, NULL);
+    kite_cancel_init(&s->watch_cancel);
     s->name_width = 5;
     for (unsigned v = o->nodes - 1; v >= 100000; v /= 10) s->name_width++;
     /* one agent configuration per zone: they differ only in the zone label */
@@ -831,6 +1092,7 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     for (unsigned z = 0; z < s->ncfg; z++) {
         kite_agent_config_init(&s->cfg[z]);
         if (o->lease_duration_s) s->cfg[z].lease_duration_s = (int32_t)o->lease_duration_s;
+        if (o->pods_per_node) s->cfg[z].ns.max_pods = (int)o->pods_per_node;
         json_object_object_add(s->cfg[z].labels, "kite.dev/simulated", json_object_new_string("true"));
         if (o->zones) {
             char zone[32];
@@ -850,9 +1112,19 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     s->start0 = mono();
     for (uint32_t i = 0; i < o->nodes; i++) {
         s->nodes[i].heap_pos = NO_POS;
-        s->nodes[i].lru_prev = s->nodes[i].lru_next = NO_POS;
     }
-    s->nlanes = o->inflight;
+    s->nlanes = o->connections ? o->connections : o->inflight;
+    if (o->connections) {
+        /* shared mode: each lane's connection carries the kubeconfig's own credentials and
+         * impersonates the node it runs */
+        s->pool = kite_calloc(s->nlanes, sizeof *s->pool);
+        struct kite_client_options co = {.timeout_ms = 10000, .user_agent = "kite-sim"};
+        for (unsigned k = 0; k < s->nlanes; k++)
+            if ((r = kite_client_new(&s->kc, &co, &s->pool[k])) < 0) {
+                err = kite_strdup("cannot use the kubeconfig's server, CA or credentials");
+                goto fail;
+            }
+    }
     s->lanes = kite_calloc(s->nlanes, sizeof *s->lanes);
     lane_accts = kite_calloc(s->nlanes, sizeof *lane_accts);
     for (unsigned k = 0; k < s->nlanes; k++) {
@@ -891,6 +1163,49 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ctl_fd, &ev);
     }
+    s->ev_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->ev_fd < 0) {
+        r = -errno;
+        err = kite_asprintf("eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    struct epoll_event eev = {.events = EPOLLIN, .data.ptr = &s->ev_fd};
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ev_fd, &eev);
+    if (o->pods_per_node) {
+        /* the pods' volumes are real (tmpfs mounts for token and secret volumes): in a mount
+         * namespace of the simulator's own they go with it, whatever state its pods are in */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+            r = -errno;
+            err = kite_asprintf("--pods-per-node: a mount namespace of its own for the pods' volumes: %s (needs "
+                                "root, before any thread)", strerror(errno));
+            goto fail;
+        }
+        /* one watch on every pod, its events handed to the nodes they are bound to */
+        s->pods_root = kite_strdup(o->machines_dir);
+        struct kite_client_options co = {.timeout_ms = 30000, .user_agent = "kite-sim"};
+        if (kite_client_new(&s->kc, &co, &s->pods_client) < 0) {
+            r = -EINVAL;
+            err = kite_strdup("cannot make the pod watch's client");
+            goto fail;
+        }
+        struct kite_informer_options io = {.client = s->pods_client, .path = "/api/v1/pods", .name = "sim-pods",
+                                           .n_handlers = 1};
+        io.handlers[0] = (struct kite_informer_handlers){.add = on_pod_add, .update = on_pod_update,
+                                                         .del = on_pod_del, .ud = s};
+        if ((r = kite_informer_start(&io, &s->pods_inf)) < 0) {
+            err = kite_asprintf("starting the pod watch: %s", strerror(-r));
+            goto fail;
+        }
+    }
+    if (o->kc->token || (o->kc->cert_pem && o->kc->key_pem)) {
+        struct kite_client_options co = {.timeout_ms = 30000, .user_agent = "kite-sim"};
+        if (kite_client_new(&s->kc, &co, &s->watch_client) == 0 &&
+            pthread_create(&s->watch_thread, NULL, node_watch_thread, s) == 0)
+            s->watching = true;
+    }
+    if (!s->watching)
+        log_warn(SIM_LOG, "no Node watch (the kubeconfig has no credentials of its own): nodes will not correct "
+                          "conditions others set");
     s->rss_start_kb = rss_kb();
     *ret = s;
     return 0;
@@ -903,6 +1218,19 @@ fail:
 
 void kite_sim_free(struct kite_sim *s) {
     if (!s) return;
+    kite_informer_stop(s->pods_inf); /* no handler runs after it */
+    if (s->watching) {
+        kite_cancel_fire(&s->watch_cancel);
+        pthread_join(s->watch_thread, NULL);
+    }
+    kite_client_free(s->watch_client);
+    kite_cancel_release(&s->watch_cancel);
+    for (size_t k = 0; k < s->n_evq; k++) json_object_put(s->evq[k].pod);
+    free(s->evq);
+    kite_client_free(s->pods_client);
+    free(s->pods_root);
+    if (s->ev_fd >= 0) close(s->ev_fd);
+    pthread_mutex_destroy(&s->ev_lock);
     for (uint32_t i = 0; s->nodes && i < s->o.nodes; i++)
         if (!s->nodes[i].running) node_stop(s, i);
     /* a lane still parked (its request outlived the stop's grace) keeps its node: leaked with
@@ -910,9 +1238,13 @@ void kite_sim_free(struct kite_sim *s) {
     for (unsigned k = 0; s->lanes && k < s->nlanes; k++)
         if (s->lanes[k].stack) munmap(s->lanes[k].stack, KITE_SIM_STACK_BYTES);
     free(s->lanes);
+    for (unsigned k = 0; s->pool && k < s->nlanes; k++) kite_client_free(s->pool[k]);
+    free(s->pool);
     free(lane_accts);
     lane_accts = NULL;
     for (unsigned k = 0; k < KITE_SIM_SHAPES; k++) {
+        for (size_t i = 0; i < s->shapes[k].n_imgs; i++) kite_image_release(&s->shapes[k].imgs[i]);
+        free(s->shapes[k].imgs);
         free(s->shapes[k].sysroot);
         kite_runtime_free(s->shapes[k].rt);
     }

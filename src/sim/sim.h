@@ -1,23 +1,41 @@
 /* Hollow nodes: many node agents in one process on one event loop (`kite sim`).
  *
  * Each simulated node is a real struct kite_agent (src/agent: registration, the status setters
- * fed by a synthetic machine, the change-only status reporter, the lease renewer) with its own
- * API client presenting its own client certificate (system:node:NAME, O=system:nodes), so the
- * API server's Node authorizer judges every request. No thread per node: kite_agent_step()
- * runs as a coroutine on one of a few stacks ("lanes"); when its client would wait on a socket
- * the coroutine parks (kite_client_set_thread_waiter) and the loop runs other nodes, so up to
- * `inflight` nodes have requests outstanding at once.
+ * fed by a synthetic machine, the change-only status reporter, the lease renewer and, with
+ * pods_per_node, the pod manager on a fake runtime of its own) whose requests are the node's
+ * (system:node:NAME, group system:nodes), so the API server's Node authorizer judges every
+ * request. No thread per node: kite_agent_step() and kite_pods_step() run as a coroutine on one
+ * of a few stacks ("lanes"); when its client would wait on a socket the coroutine parks
+ * (kite_client_set_thread_waiter) and the loop runs other nodes, so up to `inflight` nodes have
+ * requests outstanding at once. Two watch threads feed the loop: every pod (pods_per_node: each
+ * bound pod's events go to its node's pod manager) and every simulated Node (a deletion or a
+ * Ready condition other than True, written by someone else, goes to the node's agent, which
+ * corrects it as the kubelet does); both use the kubeconfig's own credentials.
+ *
+ * Per node the simulator keeps its struct sim_node, a struct sim_client, the agent (its last
+ * acknowledged status and Lease serialized) and, with a connection of its own, a TLS session
+ * and credentials: ~8 KiB with shared connections, ~60 KiB without (BENCHMARKS.md).
  *
  * Machines: nodes take one of KITE_SIM_SHAPES synthetic machines in turn (cpu 2..128, memory
- * 4..512 GiB, disks, kernels, OS images, 3..24 container images), each a small sysroot written
+ * 4..512 GiB, disks, kernels, OS images, 3..24 container images plus KITE_SIM_COMMON_IMAGE), each a small sysroot written
  * under machines_dir, and each node its own InternalIP (10.64.0.1, ...) and zone label
  * (topology.kubernetes.io/zone = zone-K, K < zones).
+ *
+ * Connections: one per node with its own certificate (connections = 0; each node's TLS session
+ * costs ~18 KiB), or `connections` shared ones, one per lane, that carry the kubeconfig's own
+ * credentials and send each node's requests as the node (Impersonate-User system:node:NAME,
+ * Impersonate-Group system:nodes): the API server authorizes the impersonation, then the Node
+ * authorizer judges the request as the node's, as it would the node's own certificate.
  *
  * Control: a unix stream socket; one command line per connection, one answer line
  * (`ok N` or `error: WHY`):
  *   kill NAME...       the nodes stop (their agent and connection are dropped: a dead machine)
  *   revive NAME...     they start again as a restarted agent would (register, find the Node, report)
  *   flap SECONDS NAME... they die and come back every SECONDS (flap 0 NAME... stops it, alive)
+ *   partition NAME...  the nodes lose the network: their agents run on, every request fails
+ *                      without leaving the machine (-ENETUNREACH), their connections closed
+ *   heal NAME...       their network is back
+ *   slow MS NAME...    each of their requests waits MS ms before it is sent (slow 0: normal)
  *   stats              the progress counters as one JSON object
  *   reset              forgets the renewal latencies so far (a benchmark's window starts) */
 #pragma once
@@ -31,6 +49,9 @@
 #define KITE_SIM_MAX_NODES 1000000
 #define KITE_SIM_MAX_ZONES 1000
 #define KITE_SIM_MAX_INFLIGHT 1024
+#define KITE_SIM_MAX_SLOW_MS 600000
+#define KITE_SIM_COMMON_IMAGE "registry.example/web:1.0" /* on every machine (pods run it) */
+#define KITE_SIM_MAX_PODS_PER_NODE 1024 /* KITE_PODS_MAX_PODS */
 #define KITE_SIM_STACK_BYTES (256u << 10) /* one lane's coroutine stack */
 
 /* Mints a node's client certificate and key (PEM, malloc'ed) for CN=system:node:NAME,
@@ -42,9 +63,11 @@ struct kite_sim_options {
     unsigned nodes;
     const char *prefix;       /* node names: PREFIX-00000 ... */
     unsigned zones;           /* 0 = no zone label */
-    unsigned connections;     /* open connections kept at most (least recently used closed
-                                 first); 0 = one per node */
+    unsigned connections;     /* shared connections, one per lane (then the lanes, overriding
+                                 inflight); 0 = one per node, with its own certificate */
     unsigned inflight;        /* nodes doing requests at once (lanes) */
+    unsigned pods_per_node;   /* > 0: each node runs the pod manager on a fake runtime and
+                                 admits this many pods (maxPods); 0 = pods bound stay Pending */
     int64_t lease_duration_s; /* 0 = 40 */
     unsigned ramp_per_s;      /* nodes started per second; 0 = all at once */
     kite_sim_mint_fn mint;
@@ -69,7 +92,7 @@ void kite_sim_free(struct kite_sim *s);
 char *kite_sim_control(struct kite_sim *s, const char *line);
 
 struct kite_sim_stats {
-    unsigned nodes, started, registered, ready, failing, dead;
+    unsigned nodes, started, registered, ready, failing, dead, partitioned, slow;
     uint64_t renewals, status_patches, registrations, requests;
     double renewal_p50_ms, renewal_p99_ms, renewal_max_ms; /* since the start */
 };

@@ -304,8 +304,14 @@ def pod_network_flags():
     """A pod bridge and CIDR of this test's own, so that test agents' pods never share an address
     or a bridge with each other, with another xdist worker's or with a `make up` cluster (kite0,
     10.88.0.0/16)."""
-    n, pid = next(_POD_NETS), os.getpid()
-    return ["--pod-bridge", f"kt{pid % 100000}n{n}", "--pod-cidr", f"10.{_pod_net_octet()}.{n % 256}.0/24"]
+    pid, octet = os.getpid(), _pod_net_octet()
+    # a bridge a killed run left behind keeps its address: a subnet in use on this host is skipped
+    used = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True).stdout
+    for _ in range(256):
+        n = next(_POD_NETS)
+        if f" 10.{octet}.{n % 256}.1/" not in used:
+            break
+    return ["--pod-bridge", f"kt{pid % 100000}n{n}", "--pod-cidr", f"10.{octet}.{n % 256}.0/24"]
 
 
 class Cluster:

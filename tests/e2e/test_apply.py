@@ -34,6 +34,7 @@ def cm_yaml(name, data, labels=None):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_two_managers_conflict_force_and_removal(apiserver):
     # apply creates the object; the manager owns exactly what it applied
     p = apply(apiserver, "mgr-a", cm_yaml("ssa1", {"k1": "a", "k2": "b"}, labels={"app": "x"}))

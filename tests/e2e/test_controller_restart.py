@@ -94,7 +94,7 @@ NODE_FLAGS = ["--node-monitor-grace-period", f"{GRACE}s", "--node-startup-grace-
               "--node-monitor-period", "1s"]
 WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 ROUNDS = 20  # the issue's count, in `make test-slow` (CI); `make test` runs SHORT_ROUNDS
-SHORT_ROUNDS = 4
+SHORT_ROUNDS = 2
 PAUSES = 6
 
 

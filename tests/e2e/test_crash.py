@@ -10,6 +10,8 @@ import ssl
 import threading
 import time
 
+import pytest
+
 from conftest import Cluster
 
 NS = "default"
@@ -232,6 +234,7 @@ def test_sigkill_durability_and_watch_resume(tmp_path):
         cluster.stop()
 
 
+@pytest.mark.slow
 def test_concurrent_unconditional_updates_same_object(fresh_apiserver):
     """PUT without metadata.resourceVersion is an unconditional update for leases (and nodes):
     kube-apiserver retries its compare-and-swap internally, so concurrent writers never see 409 and

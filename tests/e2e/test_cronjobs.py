@@ -70,8 +70,6 @@ def test_defaults_validation_and_columns(cluster):
         in r.json()["message"]
 
 
-@pytest.mark.xfail(strict=True, reason="kubectl sends the Job as protobuf, and the pod schema's securityContext "
-                   "(RAW in src/api/kinds/pod.c) cannot be read from protobuf yet")
 def test_create_job_from_cronjob(cluster):
     c = cluster
     c.kubectl("create", "job", "by-hand", "--from=cronjob/nightly")

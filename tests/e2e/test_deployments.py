@@ -107,6 +107,7 @@ def deploy_state(c, name):
     return c.api().get(f"{APPS}/deployments/{name}").json()
 
 
+@pytest.mark.slow
 def test_deployment_rolls_a_new_image_and_undo_goes_back(cluster):
     c = cluster
     d = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},

@@ -60,7 +60,18 @@ def parse(msg):
     return flags & 0xF, out
 
 
-def ask(server, name, qtype=1):
+def ask(server, name, qtype=1, tcp=False):
+    if tcp:
+        with socket.create_connection((server, 53), timeout=3) as s:
+            q = query(name, qtype)
+            s.sendall(struct.pack(">H", len(q)) + q)
+            data = b""
+            while len(data) < 2 or len(data) < 2 + struct.unpack(">H", data[:2])[0]:
+                chunk = s.recv(65535)
+                if not chunk:
+                    break
+                data += chunk
+            return parse(data[2:])
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(3)
         s.sendto(query(name, qtype), (server, 53))
@@ -112,7 +123,8 @@ def cluster(tmp_path_factory):
     if not os.path.exists(tar):
         tar = str(work / "busybox.tar")
         subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, "--service-cluster-ip-range", service_cidr(),
+    cidr = service_cidr()
+    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, "--service-cluster-ip-range", cidr,
                                         "--dns-upstream-conf", str(conf)])
     r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
                        capture_output=True, text=True, timeout=60)
@@ -120,6 +132,9 @@ def cluster(tmp_path_factory):
     c.start()
     c.upstream = up
     c.dns = dns_address(c.proc.args[c.proc.args.index("--pod-cidr") + 1])
+    # the kube-dns Service's address: the service range's 10th, as kubeadm's 10.96.0.10
+    net = cidr.split("/")[0].split(".")
+    c.kube_dns = ".".join(net[:3] + [str(int(net[3]) + 10)])
     yield c
     api = c.api()
     for kind in ("deployment", "service", "pod"):
@@ -158,12 +173,29 @@ def test_deployment_and_service_by_name_from_a_pod(cluster):
     out = run_pod(c, "client", "cat /etc/resolv.conf; echo ---; nslookup web.default.svc.cluster.local; echo ---; "
                                "wget -qO- http://web; echo; echo ---; wget -qO- web.default.svc.cluster.local")
     resolv, ns_out, short, full = out.split("---\n")
-    assert f"nameserver {c.dns}" in resolv and "ndots:5" in resolv, resolv
+    # the kube-dns Service's ClusterIP, routed by the node's proxy to its own responder
+    assert f"nameserver {c.kube_dns}" in resolv and "ndots:5" in resolv, resolv
     assert "search default.svc.cluster.local svc.cluster.local cluster.local" in resolv, resolv
     assert f"Address: {cip}" in ns_out, ns_out
     # the short name through the search path, then the full name, reach the Deployment's pod
     assert short.strip() == pod, out
     assert full.strip() == pod, out
+
+
+def test_kube_dns_service_routes_to_the_node_responder(cluster):
+    c = cluster
+    svc = c.api().get("/api/v1/namespaces/kube-system/services/kube-dns").json()
+    assert svc["spec"]["clusterIP"] == c.kube_dns, svc
+    assert svc["metadata"]["labels"]["k8s-app"] == "kube-dns", svc["metadata"]
+    assert sorted((p["name"], p["protocol"], p["port"]) for p in svc["spec"]["ports"]) == \
+        [("dns", "UDP", 53), ("dns-tcp", "TCP", 53)], svc["spec"]["ports"]
+    # from the host through the ClusterIP (the proxy's output hook), UDP and TCP
+    rc, ans = wait(lambda: (r := ask(c.kube_dns, "kube-dns.kube-system.svc.cluster.local"))[1] and r, 30,
+                   "an answer through the kube-dns ClusterIP")
+    assert rc == 0 and ans == [("kube-dns.kube-system.svc.cluster.local", 1, 30, c.kube_dns)], ans
+    kcip = c.api().get("/api/v1/namespaces/default/services/kubernetes").json()["spec"]["clusterIP"]
+    assert ask(c.kube_dns, "kubernetes.default.svc.cluster.local", tcp=True) == \
+        (0, [("kubernetes.default.svc.cluster.local", 1, 30, kcip)])
 
 
 def test_records_from_the_host(cluster):
@@ -182,6 +214,12 @@ def test_records_from_the_host(cluster):
     assert ask(c.dns, "10-1-2-3.default.pod.cluster.local")[1][0][3] == "10.1.2.3"
     # other names: the upstream's answer, relayed
     assert ask(c.dns, OUTSIDE[0]) == (0, [(OUTSIDE[0], 1, 60, OUTSIDE[1])])
+    # asked again: from the responder's cache (kubeadm's `cache 30`: the TTL capped at 30 s),
+    # over TCP too; the upstream was asked once
+    for tcp in (False, True):
+        rc, ans = ask(c.dns, OUTSIDE[0], tcp=tcp)
+        assert rc == 0 and len(ans) == 1 and ans[0][3] == OUTSIDE[1] and ans[0][2] <= 30, ans
+    assert c.upstream.names.count(OUTSIDE[0]) == 1, c.upstream.names
     assert ask(c.dns, "nothing.example")[0] == 3
     assert OUTSIDE[0] in c.upstream.names and not any("cluster.local" in n for n in c.upstream.names)
 

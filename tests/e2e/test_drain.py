@@ -110,6 +110,7 @@ def test_drain_evicts_all(cluster):
     c.kubectl("uncordon", c.node)
 
 
+@pytest.mark.slow
 def test_drain_waits_on_budget(cluster):
     c = cluster
     make_pod(c, "guarded-1", {"app": "guarded"})

@@ -444,6 +444,7 @@ def _capped_run(c, cg, yaml_writers, many_keys=False):
     return worst
 
 
+@pytest.mark.slow
 def test_memory_capped_run(capped_apiserver):
     """In a 1 GiB memory cgroup the server lives through both attacks (no OOM kill), answers every
     body (no 5xx: 401 to the anonymous streams; 413, 422 or 429 to the YAML bodies) and another

@@ -3,6 +3,8 @@ default); events that happened recently stay."""
 import json
 import time
 
+import pytest
+
 from conftest import Cluster
 
 EVENTS = "/api/v1/namespaces/default/events"
@@ -35,6 +37,7 @@ def test_events_expire_after_ttl(tmp_path):
         c.stop()
 
 
+@pytest.mark.slow
 def test_apiserver_flags_are_checked_the_same_by_apiserver_and_up(tmp_path):
     """kite up takes every apiserver flag, and both refuse bad values before starting."""
     import subprocess

@@ -101,6 +101,7 @@ def test_namespaces_are_not_deleted_as_a_collection(cluster):
     assert api.get("/api/v1/namespaces/default").status == 200
 
 
+@pytest.mark.slow
 def test_deletecollection_answers_what_it_deleted(cluster):
     api = cluster.api()
     leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases"

@@ -277,6 +277,7 @@ def test_agent_restart_keeps_containers(cluster):
     assert runc_ids(c) <= before, (before, runc_ids(c))
 
 
+@pytest.mark.slow
 def test_volumes(cluster, tmp_path):
     """emptyDir shared from an init container to the main one, a tmpfs emptyDir (medium Memory),
     hostPath DirectoryOrCreate, readOnly and subPath mounts; the pod's volume dir goes with it."""

@@ -400,6 +400,7 @@ def test_volume_byte_budget(cluster):
     assert phase(c, "too-big") == "Pending"
 
 
+@pytest.mark.slow
 def test_volumes_kept_across_an_agent_restart(cluster):
     """Restarted, the agent finds the running pod's volumes as they were (its tmpfs mounted once,
     ..data unchanged) and watches its Secret again. Runs last: it restarts the cluster."""

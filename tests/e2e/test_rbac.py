@@ -111,6 +111,7 @@ def test_clusterrolebinding_to_edit_for_a_group(cluster):
     forbidden(bob.kubectl("create", "configmap", "c2", "-n", "crb-a", "--from-literal=a=b"))
 
 
+@pytest.mark.slow
 def test_aggregation_extends_view(cluster):
     ensure_ns(cluster, "agg")
     erin = User(cluster, "erin")
@@ -149,6 +150,7 @@ def test_role_ref_is_immutable(cluster):
                     '{"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"gina"}]}')
 
 
+@pytest.mark.slow
 def test_escalation_is_refused(cluster):
     ensure_ns(cluster, "esc", "esc-other")
     carol = User(cluster, "carol")
@@ -185,6 +187,7 @@ def test_escalation_is_refused(cluster):
     forbidden(ivan.kubectl("create", "rolebinding", "ivan-admin", "--clusterrole=admin", "--user=ivan", "-n", "esc-other"))
 
 
+@pytest.mark.slow
 def test_bootstrap_roles_are_listed_and_restored(cluster):
     out = cluster.kubectl("get", "clusterroles").stdout
     assert out.splitlines()[0].split() == ["NAME", "CREATED", "AT"], out
@@ -222,6 +225,7 @@ def test_bootstrap_roles_are_listed_and_restored(cluster):
                     '{"subjects":[{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:authenticated"}]}')
 
 
+@pytest.mark.slow
 def test_controllers_run_as_themselves(cluster):
     """The in-process controllers use controller-manager.kubeconfig: not admin, yet they empty a
     deleted namespace (configmaps, roles, bindings) with only their role."""

@@ -102,6 +102,7 @@ def client_pod(c, name, ip, port):
     return c.kubectl("logs", name).stdout.strip()
 
 
+@pytest.mark.slow
 def test_cluster_ip_from_host_and_pod_balances_and_refuses_without_endpoints(cluster):
     c = cluster
     c.kubectl("create", "deployment", "web", "--image=busybox", "--", "sh", "-c", SERVE)
@@ -152,6 +153,7 @@ def test_node_port_on_the_node_address(cluster):
     assert http_get("127.0.0.1", port, timeout=2)[0] is None
 
 
+@pytest.mark.slow
 def test_agent_cleanup_removes_only_its_table():
     needs_root()
     mine, other = f"kite-proxy-t{os.getpid()}", f"other-t{os.getpid()}"

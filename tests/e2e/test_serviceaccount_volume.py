@@ -104,6 +104,7 @@ def test_pod_reads_its_token_ca_and_namespace(cluster):
     wait(lambda: token_status(c, tok) == 401, 20, "the token to die with its pod")
 
 
+@pytest.mark.slow
 def test_automount_off(cluster):
     c = cluster
     c.kubectl("create", "serviceaccount", "quiet", "-n", NS)

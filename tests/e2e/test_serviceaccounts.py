@@ -227,6 +227,7 @@ def test_bad_tokens_are_401(cluster):
     assert p.returncode != 0 and "Unauthorized" in p.stderr
 
 
+@pytest.mark.slow
 def test_bound_tokens_end_with_their_object(cluster):
     c = cluster
     c.kubectl("apply", "-n", NS, "-f", "-", input=json.dumps({

@@ -109,6 +109,7 @@ def watchers_open(api):
     return int(m.group(1)) if m else 0
 
 
+@pytest.mark.slow
 def test_slow_watcher_is_cut_off_without_slowing_others(small_queue):
     c = small_queue
     api = c.api()

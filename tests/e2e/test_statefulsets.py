@@ -73,6 +73,7 @@ def watch_order(c, app, done, timeout):
     pytest.fail(f"timed out; seen {seen}")
 
 
+@pytest.mark.slow
 def test_ordered_creation_dns_names_and_ordered_removal(cluster):
     c = cluster
     c.api().ok("POST", f"/api/v1/namespaces/{NS}/services", {
@@ -154,6 +155,34 @@ def test_rolling_update_with_partition(cluster):
     st = wait(lambda: (s := c.api().get(f"{APPS}/statefulsets/roll").json()["status"]).get("updatedReplicas") == 3
               and s.get("readyReplicas") == 3 and s, 90, "all updated")
     assert st["currentRevision"] == st["updateRevision"], st
+
+
+def test_adopts_its_orphaned_pods(cluster):
+    c = cluster
+    c.api().ok("POST", f"{APPS}/statefulsets", sts("adopt", 2, "Parallel"))
+    wait(lambda: len(ps := pods(c, "adopt")) == 2 and all(ready(p) for p in ps.values()), 60, "two ready")
+    uids = {n: p["metadata"]["uid"] for n, p in pods(c, "adopt").items()}
+    c.kubectl("delete", "sts", "adopt", "--cascade=orphan")
+    wait(lambda: all(not p["metadata"].get("ownerReferences") for p in pods(c, "adopt").values()), 30, "orphaned pods")
+    # a pod that is not a member by name (the set's name, a dash, an ordinal) stays an orphan
+    c.api().ok("POST", f"/api/v1/namespaces/{NS}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "adopt-x", "labels": {"app": "adopt"}},
+        "spec": {"terminationGracePeriodSeconds": 0,
+                 "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", SERVE]}]}})
+    made = c.api().ok("POST", f"{APPS}/statefulsets", sts("adopt", 2, "Parallel"))
+    ps = wait(lambda: (ps := pods(c, "adopt")) and all(
+        (p["metadata"].get("ownerReferences") or [{}])[0].get("uid") == made["metadata"]["uid"]
+        for n, p in ps.items() if n != "adopt-x") and ps, 30, "the pods adopted")
+    # the same pods (not made again), now the new set's, counted in its status
+    assert {n: p["metadata"]["uid"] for n, p in ps.items() if n != "adopt-x"} == uids, ps.keys()
+    ref = ps["adopt-0"]["metadata"]["ownerReferences"][0]
+    assert ref["kind"] == "StatefulSet" and ref["controller"] is True and ref["blockOwnerDeletion"] is True, ref
+    assert not ps["adopt-x"]["metadata"].get("ownerReferences"), ps["adopt-x"]["metadata"]
+    wait(lambda: c.api().get(f"{APPS}/statefulsets/adopt").json().get("status", {}).get("readyReplicas") == 2, 30,
+         "the set counting its adopted pods")
+    c.kubectl("delete", "sts", "adopt", "--cascade=background")
+    c.kubectl("delete", "pod", "adopt-x", "--grace-period=0", "--force")
+    wait(lambda: not pods(c, "adopt"), 60, "collected")
 
 
 def test_validation(cluster):

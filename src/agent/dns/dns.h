@@ -26,6 +26,8 @@
 #define KITE_DNS_FORWARD_TIMEOUT_MS 2000 /* per upstream tried, in order */
 #define KITE_DNS_UPSTREAMS_MAX 3   /* nameservers read from the upstream resolv.conf */
 #define KITE_DNS_UPSTREAM_CONF "/etc/resolv.conf"
+#define KITE_DNS_CACHE_MAX 10000   /* forwarded answers kept (CoreDNS's cache holds 9,984 per kind) */
+#define KITE_DNS_CACHE_TTL_MAX 30  /* seconds a forwarded answer is kept at most: kubeadm's `cache 30` */
 
 struct kite_dns_zone {
     const char *domain;     /* the cluster domain, no trailing dot ("cluster.local") */
@@ -46,6 +48,21 @@ int kite_dns_answer(const struct kite_dns_zone *z, const uint8_t *query, size_t 
                     uint8_t **ret_reply, size_t *ret_len);
 /* A SERVFAIL answer to query (e.g. no upstream answered); -EBADMSG if it is no query. */
 int kite_dns_servfail(const uint8_t *query, size_t len, uint8_t **ret_reply, size_t *ret_len);
+
+/* The cache of forwarded answers (cache.c): an answer (wire format, at most KITE_DNS_UDP_MAX
+ * bytes) is kept for the smallest TTL of its answer records, a negative one (NXDOMAIN, NODATA)
+ * for its SOA's negative TTL, both capped at KITE_DNS_CACHE_TTL_MAX; errors, truncated answers
+ * and negative ones without an SOA are not kept. At most max entries (0 = KITE_DNS_CACHE_MAX):
+ * when full, the expired ones go, or one other. Not thread-safe. */
+struct kite_dns_cache;
+struct kite_dns_cache *kite_dns_cache_new(size_t max);
+void kite_dns_cache_free(struct kite_dns_cache *c);
+void kite_dns_cache_put(struct kite_dns_cache *c, const uint8_t *answer, size_t len, int64_t now_ms);
+/* The kept answer to query, with the query's id, flags RD/CD and question and the TTLs counted
+ * down (*ret malloc'ed), or -ENOENT (none, or expired), -EBADMSG for no query. */
+int kite_dns_cache_get(struct kite_dns_cache *c, const uint8_t *query, size_t qlen, int64_t now_ms, uint8_t **ret,
+                       size_t *ret_len);
+size_t kite_dns_cache_len(struct kite_dns_cache *c);
 
 /* The nameservers of a resolv.conf's text (IPv4 and IPv6 addresses as written), at most
  * KITE_DNS_UPSTREAMS_MAX, skipping `skip` (the responder's own address; may be NULL).

@@ -40,7 +40,7 @@ struct kite_dns {
     struct kite_informer *svc_inf, *slice_inf;
     pthread_mutex_t lock;
     json_object *services, *slices; /* under lock */
-    int synced;
+    bool svc_synced, slices_synced; /* each informer delivered its first list, under lock */
     int udp, tcp, wake;
     char *up[KITE_DNS_UPSTREAMS_MAX];
     struct sockaddr_storage upaddr[KITE_DNS_UPSTREAMS_MAX];
@@ -48,6 +48,7 @@ struct kite_dns {
     size_t nup;
     struct pending pend[KITE_DNS_PENDING_MAX];
     int npend;
+    struct kite_dns_cache *cache; /* forwarded answers (the serving thread's) */
     bool stopping;
     pthread_t thread;
 };
@@ -78,12 +79,13 @@ static void svc_del(void *ud, json_object *o) { changed(ud, ((struct kite_dns *)
 static void sl_add(void *ud, json_object *o) { changed(ud, ((struct kite_dns *)ud)->slices, o, false); }
 static void sl_upd(void *ud, json_object *old, json_object *o) { sl_add(ud, o); }
 static void sl_del(void *ud, json_object *o) { changed(ud, ((struct kite_dns *)ud)->slices, o, true); }
-static void on_synced(void *ud) {
-    struct kite_dns *d = ud;
+static void on_synced(struct kite_dns *d, bool *flag) {
     pthread_mutex_lock(&d->lock);
-    d->synced++;
+    *flag = true; /* a flag per informer: one that lists again does not count twice */
     pthread_mutex_unlock(&d->lock);
 }
+static void svc_synced(void *ud) { on_synced(ud, &((struct kite_dns *)ud)->svc_synced); }
+static void sl_synced(void *ud) { on_synced(ud, &((struct kite_dns *)ud)->slices_synced); }
 
 /* The zone's answer (KITE_DNS_ANSWERED), KITE_DNS_FORWARD, or -EBADMSG. Before both informers
  * delivered their first list a cluster name gets SERVFAIL (the client retries), not an
@@ -91,7 +93,7 @@ static void on_synced(void *ud) {
 static int local_answer(struct kite_dns *d, const uint8_t *q, size_t n, size_t max, uint8_t **ret, size_t *ret_len) {
     pthread_mutex_lock(&d->lock);
     int r = kite_dns_answer(&d->zone, q, n, max, ret, ret_len);
-    bool synced = d->synced >= 2;
+    bool synced = d->svc_synced && d->slices_synced;
     pthread_mutex_unlock(&d->lock);
     if (r == KITE_DNS_ANSWERED && !synced) {
         free(*ret);
@@ -156,6 +158,8 @@ static void on_udp(struct kite_dns *d, uint8_t *buf) {
     uint8_t *a = NULL;
     size_t an = 0;
     int r = local_answer(d, buf, (size_t)n, KITE_DNS_UDP_MAX, &a, &an);
+    if (r == KITE_DNS_FORWARD && kite_dns_cache_get(d->cache, buf, (size_t)n, now_ms(), &a, &an) == 0)
+        r = KITE_DNS_ANSWERED;
     if (r == KITE_DNS_ANSWERED) reply_udp(d, &from, flen, a, an);
     else if (r == KITE_DNS_FORWARD) forward_udp(d, &from, flen, buf, (size_t)n);
     free(a);
@@ -168,6 +172,7 @@ static void on_upstream(struct kite_dns *d, int i, uint8_t *buf) {
     /* an answer whose id is not the query's is no answer to it (a stray or spoofed packet) */
     if (n >= 12 && memcmp(buf, p->query, 2) == 0) {
         reply_udp(d, &p->client, p->clen, buf, (size_t)n);
+        kite_dns_cache_put(d->cache, buf, (size_t)n, now_ms());
         pending_drop(d, i);
         return;
     }
@@ -229,9 +234,11 @@ static void on_tcp(struct kite_dns *d, uint8_t *buf) {
         uint8_t *a = NULL;
         size_t an = 0;
         int r = local_answer(d, buf, n, MSG_MAX, &a, &an);
+        if (r == KITE_DNS_FORWARD && kite_dns_cache_get(d->cache, buf, n, now_ms(), &a, &an) == 0) r = KITE_DNS_ANSWERED;
         if (r == KITE_DNS_FORWARD) {
             if (forward_tcp(d, buf, n, up, &an)) {
                 a = memdup(up, an);
+                kite_dns_cache_put(d->cache, a, an, now_ms());
                 r = KITE_DNS_ANSWERED;
             } else {
                 r = kite_dns_servfail(buf, n, &a, &an) == 0 ? KITE_DNS_ANSWERED : -EBADMSG;
@@ -331,6 +338,7 @@ int kite_dns_start(const struct kite_dns_options *o, struct kite_dns **ret, char
     d->slices = json_object_new_object();
     d->zone = (struct kite_dns_zone){.domain = d->domain, .services = d->services, .slices = d->slices};
     pthread_mutex_init(&d->lock, NULL);
+    d->cache = kite_dns_cache_new(0);
     int r;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(o->port ? o->port : KITE_DNS_PORT)};
     if (!o->listen || inet_pton(AF_INET, o->listen, &sa.sin_addr) != 1) {
@@ -349,12 +357,12 @@ int kite_dns_start(const struct kite_dns_options *o, struct kite_dns **ret, char
     read_upstreams(d, o->upstream_conf ? o->upstream_conf : KITE_DNS_UPSTREAM_CONF, o->listen);
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/services", .name = "dns-svc", .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = svc_add, .update = svc_upd, .del = svc_del,
-                                                     .synced = on_synced, .ud = d};
+                                                     .synced = svc_synced, .ud = d};
     if ((r = kite_informer_start(&io, &d->svc_inf)) < 0) goto fail;
     io.path = "/apis/discovery.k8s.io/v1/endpointslices";
     io.name = "dns-slices";
     io.handlers[0] = (struct kite_informer_handlers){.add = sl_add, .update = sl_upd, .del = sl_del,
-                                                     .synced = on_synced, .ud = d};
+                                                     .synced = sl_synced, .ud = d};
     if ((r = kite_informer_start(&io, &d->slice_inf)) < 0) goto fail;
     if ((r = -pthread_create(&d->thread, NULL, serve, d)) < 0) goto fail;
     log_info(DNS_LOG, "answering %s on %s:%d (UDP and TCP), forwarding other names to %zu upstream(s)", d->domain,
@@ -384,6 +392,7 @@ void kite_dns_stop(struct kite_dns *d) {
     for (size_t i = 0; i < d->nup; i++) free(d->up[i]);
     json_object_put(d->services);
     json_object_put(d->slices);
+    kite_dns_cache_free(d->cache);
     pthread_mutex_destroy(&d->lock);
     free(d->domain);
     free(d);

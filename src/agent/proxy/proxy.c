@@ -1,5 +1,8 @@
 /* The proxy's informers and sync thread: handlers keep the Services and EndpointSlices in
- * two maps and wake the thread, which builds the ruleset and runs it as one transaction. */
+ * two maps, note which Services changed (a slice names its Service by label) and wake the
+ * thread. The first sync, once both informers have listed, writes the whole table; later ones
+ * rewrite only the changed Services' chains and elements, each in one transaction. A partial
+ * sync that fails is followed by a full one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <nftables/libnftables.h>
@@ -16,72 +19,130 @@
 
 struct kite_proxy {
     struct kite_proxy_ruleset_options rules;
-    char *table, *node, *cidr;
+    char *table, *node, *cidr, *dns;
     struct kite_informer *svc_inf, *slice_inf;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     json_object *services, *slices; /* key -> object, under lock */
-    bool dirty, stopping;
-    int synced; /* informers that delivered their first list */
-    unsigned long syncs;
+    json_object *changed;           /* Service keys changed since the last sync, under lock */
+    json_object *state;             /* what each Service owns in the table (sync thread only) */
+    bool dirty, stopping, full;     /* full: the next sync writes the whole table */
+    bool svc_synced, slices_synced; /* each informer delivered its first list */
+    unsigned long syncs, full_syncs;
     pthread_t thread;
 };
 
-int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err) {
+struct nft_ctx *kite_proxy_nft_new(void) {
     struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
-    if (!nft) return -ENOMEM;
+    if (!nft) return NULL;
     nft_ctx_buffer_output(nft);
     nft_ctx_buffer_error(nft);
-    nft_ctx_set_dry_run(nft, dry_run);
+    return nft;
+}
+
+int kite_proxy_nft_exec(struct nft_ctx *nft, const char *script, char **ret_err) {
     int r = nft_run_cmd_from_buffer(nft, script) == 0 ? 0 : -EIO;
-    if (r < 0 && ret_err) *ret_err = kite_strdup(nft_ctx_get_error_buffer(nft));
+    const char *e = nft_ctx_get_error_buffer(nft); /* read: the buffers start empty next time */
+    (void)nft_ctx_get_output_buffer(nft);
+    if (r < 0 && ret_err) *ret_err = kite_strdup(e ? e : "");
+    return r;
+}
+
+int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err) {
+    struct nft_ctx *nft = kite_proxy_nft_new();
+    if (!nft) return -ENOMEM;
+    nft_ctx_set_dry_run(nft, dry_run);
+    int r = kite_proxy_nft_exec(nft, script, ret_err);
     nft_ctx_free(nft);
     return r;
 }
 
-static void changed(struct kite_proxy *p, json_object *map, json_object *obj, bool del) {
+/* the key of the Service a slice belongs to (its kubernetes.io/service-name label), or NULL */
+static char *slice_service(json_object *sl) {
+    json_object *md = NULL, *labels = NULL, *name = NULL, *ns = NULL;
+    if (!sl || !json_object_object_get_ex(sl, "metadata", &md) || !json_object_object_get_ex(md, "namespace", &ns) ||
+        !json_object_object_get_ex(md, "labels", &labels) ||
+        !json_object_object_get_ex(labels, "kubernetes.io/service-name", &name))
+        return NULL;
+    return kite_asprintf("%s/%s", json_object_get_string(ns), json_object_get_string(name));
+}
+
+/* obj stored under its key in map (or removed); the Service keys in touched[] marked changed */
+static void changed(struct kite_proxy *p, json_object *map, json_object *obj, bool del, char *touched[2]) {
     _cleanup_free_ char *key = kite_informer_key(obj);
     if (!key) return;
     pthread_mutex_lock(&p->lock);
     if (del) json_object_object_del(map, key);
     else json_object_object_add(map, key, json_object_get(obj));
+    for (int i = 0; i < 2; i++)
+        if (touched[i]) json_object_object_add(p->changed, touched[i], NULL);
     p->dirty = true;
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }
 
-static void svc_add(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->services, o, false); }
-static void svc_upd(void *ud, json_object *old, json_object *o) { svc_add(ud, o); }
-static void svc_del(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->services, o, true); }
-static void sl_add(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->slices, o, false); }
-static void sl_upd(void *ud, json_object *old, json_object *o) { sl_add(ud, o); }
-static void sl_del(void *ud, json_object *o) { changed(ud, ((struct kite_proxy *)ud)->slices, o, true); }
-static void on_synced(void *ud) {
-    struct kite_proxy *p = ud;
+static void svc_change(struct kite_proxy *p, json_object *o, bool del) {
+    _cleanup_free_ char *key = kite_informer_key(o);
+    changed(p, p->services, o, del, (char *[2]){key, NULL});
+}
+static void sl_change(struct kite_proxy *p, json_object *old, json_object *o, bool del) {
+    _cleanup_free_ char *a = slice_service(old), *b = slice_service(o); /* a slice may change owner */
+    changed(p, p->slices, o, del, (char *[2]){a, b});
+}
+static void svc_add(void *ud, json_object *o) { svc_change(ud, o, false); }
+static void svc_upd(void *ud, json_object *old, json_object *o) { svc_change(ud, o, false); }
+static void svc_del(void *ud, json_object *o) { svc_change(ud, o, true); }
+static void sl_add(void *ud, json_object *o) { sl_change(ud, NULL, o, false); }
+static void sl_upd(void *ud, json_object *old, json_object *o) { sl_change(ud, old, o, false); }
+static void sl_del(void *ud, json_object *o) { sl_change(ud, NULL, o, true); }
+static void on_synced(struct kite_proxy *p, bool *flag) {
     pthread_mutex_lock(&p->lock);
-    p->synced++;
+    *flag = true; /* a flag per informer: one that lists again does not count twice */
     p->dirty = true;
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }
+static void svc_synced(void *ud) { on_synced(ud, &((struct kite_proxy *)ud)->svc_synced); }
+static void sl_synced(void *ud) { on_synced(ud, &((struct kite_proxy *)ud)->slices_synced); }
 
 static void *sync_thread(void *ud) {
     struct kite_proxy *p = ud;
+    /* one libnftables context for every sync: less to set up per transaction */
+    struct nft_ctx *nft = kite_proxy_nft_new();
+    if (!nft) abort();
     pthread_mutex_lock(&p->lock);
     for (;;) {
         /* the first sync waits for both lists: a ruleset from half the objects would reject
          * Services whose slices are not read yet */
-        while (!p->stopping && (!p->dirty || p->synced < 2)) pthread_cond_wait(&p->cond, &p->lock);
+        while (!p->stopping && (!p->dirty || !p->svc_synced || !p->slices_synced))
+            pthread_cond_wait(&p->cond, &p->lock);
         if (p->stopping) break;
         p->dirty = false;
-        _cleanup_free_ char *script = kite_proxy_ruleset(&p->rules, p->services, p->slices);
+        bool full = p->full;
+        _cleanup_free_ char *script = full ? kite_proxy_ruleset(&p->rules, p->services, p->slices, p->state)
+                                           : kite_proxy_ruleset_partial(&p->rules, p->services, p->slices,
+                                                                        p->changed, p->state);
+        json_object_put(p->changed);
+        p->changed = json_object_new_object();
+        p->full = false;
         pthread_mutex_unlock(&p->lock);
         _cleanup_free_ char *err = NULL;
-        if (kite_proxy_nft_run(script, false, &err) < 0) log_error(PROXY_LOG, "nftables: %s", err ? err : "failed");
+        int r = script ? kite_proxy_nft_exec(nft, script, &err) : 0;
         pthread_mutex_lock(&p->lock);
-        p->syncs++;
+        if (r < 0) {
+            log_error(PROXY_LOG, "nftables (%s sync): %s", full ? "full" : "partial", err ? err : "failed");
+            /* the table is behind the state now: the next sync (a retry soon) writes it whole */
+            p->full = p->dirty = true;
+            pthread_mutex_unlock(&p->lock);
+            usleep(full ? 1000000 : 0);
+            pthread_mutex_lock(&p->lock);
+        }
+        if (script) p->syncs++;
+        if (script && full) p->full_syncs++;
+        pthread_cond_broadcast(&p->cond);
     }
     pthread_mutex_unlock(&p->lock);
+    nft_ctx_free(nft);
     return NULL;
 }
 
@@ -101,10 +162,15 @@ int kite_proxy_start(const struct kite_proxy_options *o, struct kite_proxy **ret
     p->table = kite_strdup(o->rules.table ? o->rules.table : KITE_PROXY_TABLE_DEFAULT);
     p->node = o->rules.node_name ? kite_strdup(o->rules.node_name) : NULL;
     p->cidr = o->rules.pod_cidr ? kite_strdup(o->rules.pod_cidr) : NULL;
+    p->dns = o->rules.local_dns ? kite_strdup(o->rules.local_dns) : NULL;
     p->rules = (struct kite_proxy_ruleset_options){.table = p->table, .node_name = p->node, .pod_cidr = p->cidr,
-                                                    .masquerade_pod_traffic = o->rules.masquerade_pod_traffic};
+                                                    .masquerade_pod_traffic = o->rules.masquerade_pod_traffic,
+                                                    .local_dns = p->dns};
     p->services = json_object_new_object();
     p->slices = json_object_new_object();
+    p->changed = json_object_new_object();
+    p->state = json_object_new_object();
+    p->full = true;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
     /* the host routes pod and service traffic; bridged replies pass the ip hooks (conntrack
@@ -120,12 +186,12 @@ int kite_proxy_start(const struct kite_proxy_options *o, struct kite_proxy **ret
     struct kite_informer_options io = {.client = o->client, .path = "/api/v1/services", .name = "proxy-svc",
                                        .n_handlers = 1};
     io.handlers[0] = (struct kite_informer_handlers){.add = svc_add, .update = svc_upd, .del = svc_del,
-                                                     .synced = on_synced, .ud = p};
+                                                     .synced = svc_synced, .ud = p};
     if ((r = kite_informer_start(&io, &p->svc_inf)) < 0) goto fail_thread;
     io.path = "/apis/discovery.k8s.io/v1/endpointslices";
     io.name = "proxy-slices";
     io.handlers[0] = (struct kite_informer_handlers){.add = sl_add, .update = sl_upd, .del = sl_del,
-                                                     .synced = on_synced, .ud = p};
+                                                     .synced = sl_synced, .ud = p};
     if ((r = kite_informer_start(&io, &p->slice_inf)) < 0) goto fail_thread;
     *ret = p;
     return 0;
@@ -155,17 +221,21 @@ void kite_proxy_stop(struct kite_proxy *p) {
     if (kite_proxy_nft_run(script, false, &err) < 0) log_error(PROXY_LOG, "removing table %s: %s", p->table, err ? err : "");
     json_object_put(p->services);
     json_object_put(p->slices);
+    json_object_put(p->changed);
+    json_object_put(p->state);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
     free(p->table);
     free(p->node);
     free(p->cidr);
+    free(p->dns);
     free(p);
 }
 
-unsigned long kite_proxy_syncs(struct kite_proxy *p) {
+unsigned long kite_proxy_syncs(struct kite_proxy *p, unsigned long *ret_full) {
     pthread_mutex_lock(&p->lock);
     unsigned long n = p->syncs;
+    if (ret_full) *ret_full = p->full_syncs;
     pthread_mutex_unlock(&p->lock);
     return n;
 }

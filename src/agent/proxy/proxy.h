@@ -22,12 +22,27 @@ struct kite_proxy_ruleset_options {
     const char *node_name; /* endpoints on this node are "local" (traffic policies) */
     const char *pod_cidr;  /* the pod network (CIDR) */
     bool masquerade_pod_traffic; /* masquerade pod traffic leaving the pod network */
+    /* this node's DNS responder (IPv4, port 53; NULL = none): the Service kube-system/kube-dns
+     * goes there while it has no endpoints of its own (no DNS pods), as NodeLocal DNSCache */
+    const char *local_dns;
 };
 
 /* The pure part: services and slices (json objects keyed by anything, values the API
  * objects; borrowed) -> an nftables script (malloc'ed) that replaces the table atomically
- * when run as one buffer: it creates the table if missing, deletes it, and declares it again. */
-char *kite_proxy_ruleset(const struct kite_proxy_ruleset_options *o, json_object *services, json_object *slices);
+ * when run as one buffer: it creates the table if missing, deletes it, and declares it again.
+ * state (NULL: not kept) is emptied and filled with what each Service (by its key in
+ * services) owns in the table: its chains, sets and map elements. */
+char *kite_proxy_ruleset(const struct kite_proxy_ruleset_options *o, json_object *services, json_object *slices,
+                         json_object *state);
+/* A partial sync: only the Services under the keys of changed ("namespace/name" -> anything;
+ * a key not in services is a deleted Service) are rewritten, from what state says they owned,
+ * in one script meant to run as one transaction: their map elements that left or changed are
+ * deleted, their chains flushed, the chains and sets they no longer have deleted, their
+ * chains declared again and their new elements added. state is updated as if the script ran;
+ * a script that fails leaves the table behind state (the caller then runs a full sync).
+ * NULL when there is nothing to write. */
+char *kite_proxy_ruleset_partial(const struct kite_proxy_ruleset_options *o, json_object *services,
+                                 json_object *slices, json_object *changed, json_object *state);
 
 /* The script that removes the table (and succeeds when it is absent). */
 char *kite_proxy_cleanup_script(const char *table);
@@ -35,6 +50,12 @@ char *kite_proxy_cleanup_script(const char *table);
  * committed). 0, or -EIO with *ret_err (may be
  * NULL) = libnftables' error output. */
 int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err);
+/* A libnftables context for kite_proxy_nft_exec (free with nft_ctx_free), or NULL. Kept across
+ * runs by the sync thread: a fresh context per transaction costs more at thousands of chains. */
+struct nft_ctx;
+struct nft_ctx *kite_proxy_nft_new(void);
+/* Runs a script in one transaction on a context of kite_proxy_nft_new; as kite_proxy_nft_run. */
+int kite_proxy_nft_exec(struct nft_ctx *nft, const char *script, char **ret_err);
 
 struct kite_proxy_options {
     struct kite_client *client; /* borrowed: must outlive the proxy */
@@ -46,5 +67,6 @@ struct kite_proxy;
 int kite_proxy_start(const struct kite_proxy_options *o, struct kite_proxy **ret, char **ret_err);
 /* Stops the threads and removes the table. NULL is a no-op. */
 void kite_proxy_stop(struct kite_proxy *p);
-/* Syncs done so far (benchmarks, tests). */
-unsigned long kite_proxy_syncs(struct kite_proxy *p);
+/* Syncs that wrote to the kernel so far, and (ret_full, may be NULL) how many of them wrote
+ * the whole table (benchmarks, tests). */
+unsigned long kite_proxy_syncs(struct kite_proxy *p, unsigned long *ret_full);

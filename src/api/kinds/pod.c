@@ -13,12 +13,33 @@ STRUCT(resources, "ResourceRequirements", F(1, "limits", RLIST), F(2, "requests"
 STRUCT(volume_mount, "VolumeMount", FR(1, "name", S), F(2, "readOnly", B), FK(7, "recursiveReadOnly", S), FR(3, "mountPath", S),
     F(4, "subPath", S), FK(5, "mountPropagation", S), F(6, "subPathExpr", S));
 LIST(volume_mounts, NULL, volume_mount);
+/* the security contexts, transcribed whole: kubectl writes pod templates as protobuf (`kubectl
+ * create job --from=cronjob/x`), and a RAW field cannot be read from protobuf */
+STRUCT(se_linux_options, "SELinuxOptions", F(1, "user", S), F(2, "role", S), F(3, "type", S), F(4, "level", S));
+STRUCT(windows_options, "WindowsSecurityContextOptions", FK(1, "gmsaCredentialSpecName", S),
+    FK(2, "gmsaCredentialSpec", S), FK(3, "runAsUserName", S), FK(4, "hostProcess", B));
+STRUCT(seccomp_profile, "SeccompProfile", FR(1, "type", S), FK(2, "localhostProfile", S));
+STRUCT(app_armor_profile, "AppArmorProfile", FR(1, "type", S), FK(2, "localhostProfile", S));
+STRUCT(capabilities, "Capabilities", F(1, "add", SLIST), F(2, "drop", SLIST));
+STRUCT(container_security_context, "SecurityContext", F(1, "capabilities", capabilities), FK(2, "privileged", B),
+    F(3, "seLinuxOptions", se_linux_options), F(10, "windowsOptions", windows_options), FK(4, "runAsUser", I64),
+    FK(8, "runAsGroup", I64), FK(5, "runAsNonRoot", B), FK(6, "readOnlyRootFilesystem", B),
+    FK(7, "allowPrivilegeEscalation", B), FK(9, "procMount", S), F(11, "seccompProfile", seccomp_profile),
+    F(12, "appArmorProfile", app_armor_profile));
+LIST(int64s, NULL, I64);
+STRUCT(sysctl, "Sysctl", FR(1, "name", S), FR(2, "value", S));
+LIST(sysctls, NULL, sysctl);
+STRUCT(pod_security_context, "PodSecurityContext", F(1, "seLinuxOptions", se_linux_options),
+    F(8, "windowsOptions", windows_options), FK(2, "runAsUser", I64), FK(6, "runAsGroup", I64), FK(3, "runAsNonRoot", B),
+    F(4, "supplementalGroups", int64s), FK(12, "supplementalGroupsPolicy", S), FK(5, "fsGroup", I64),
+    F(7, "sysctls", sysctls), FK(9, "fsGroupChangePolicy", S), F(10, "seccompProfile", seccomp_profile),
+    F(11, "appArmorProfile", app_armor_profile), FK(13, "seLinuxChangePolicy", S));
 STRUCT(container, "Container", FR(1, "name", S), F(2, "image", S), F(3, "command", SLIST), F(4, "args", SLIST),
     F(5, "workingDir", S), F(6, "ports", container_ports), F(19, "envFrom", RAW), F(7, "env", env_vars),
     F(8, "resources", resources), F(23, "resizePolicy", RAW), FK(24, "restartPolicy", S), F(9, "volumeMounts", volume_mounts),
     F(21, "volumeDevices", RAW), F(10, "livenessProbe", RAW), F(11, "readinessProbe", RAW), F(22, "startupProbe", RAW),
     F(12, "lifecycle", RAW), F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S),
-    F(14, "imagePullPolicy", S), F(15, "securityContext", RAW), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
+    F(14, "imagePullPolicy", S), F(15, "securityContext", container_security_context), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
 LIST(containers, NULL, container);
 /* EphemeralContainerCommon has Container's fields and numbers; inline in JSON */
 STRUCT_PARTIAL(ephemeral_container, "EphemeralContainer", FI(1, "ephemeralContainerCommon", container),
@@ -40,7 +61,7 @@ STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", co
     F(34, "ephemeralContainers", ephemeral_containers), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
     FK(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
     F(9, "serviceAccount", S), FK(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
-    F(12, "hostPID", B), F(13, "hostIPC", B), FK(27, "shareProcessNamespace", B), F(14, "securityContext", RAW),
+    F(12, "hostPID", B), F(13, "hostIPC", B), FK(27, "shareProcessNamespace", B), F(14, "securityContext", pod_security_context),
     F(15, "imagePullSecrets", local_refs), F(16, "hostname", S), F(17, "subdomain", S), F(18, "affinity", RAW),
     F(19, "schedulerName", S), F(22, "tolerations", tolerations), F(23, "hostAliases", host_aliases),
     F(24, "priorityClassName", S), FK(25, "priority", I32), F(26, "dnsConfig", RAW), F(28, "readinessGates", RAW),

@@ -201,3 +201,145 @@ Test(dns, upstreams_from_resolv_conf) {
     cr_expect_str_eq(up[2], "192.0.2.2");
     for (size_t i = 0; i < n; i++) free(up[i]);
 }
+
+/* ---- the cache of forwarded answers ---- */
+
+static uint8_t *wire_of(ldns_pkt *p, size_t *n) {
+    uint8_t *w = NULL;
+    cr_assert_eq(ldns_pkt2wire(&w, p, n), LDNS_STATUS_OK);
+    return w;
+}
+
+static uint8_t *query_wire(const char *name, ldns_rr_type t, uint16_t id, size_t *n) {
+    ldns_pkt *q = NULL;
+    cr_assert_eq(ldns_pkt_query_new_frm_str(&q, name, t, LDNS_RR_CLASS_IN, LDNS_RD), LDNS_STATUS_OK);
+    ldns_pkt_set_id(q, id);
+    uint8_t *w = wire_of(q, n);
+    ldns_pkt_free(q);
+    return w;
+}
+
+/* an upstream's answer to name: rcode, and records given as zone-file lines (NULL-ended) */
+static uint8_t *answer_wire(const char *name, ldns_rr_type t, uint16_t id, ldns_pkt_rcode rc, const char *const answers[],
+                            const char *const authority[], size_t *n) {
+    ldns_pkt *a = NULL;
+    cr_assert_eq(ldns_pkt_query_new_frm_str(&a, name, t, LDNS_RR_CLASS_IN, LDNS_RD), LDNS_STATUS_OK);
+    ldns_pkt_set_id(a, id);
+    ldns_pkt_set_qr(a, true);
+    ldns_pkt_set_ra(a, true);
+    ldns_pkt_set_rcode(a, (uint8_t)rc);
+    for (size_t i = 0; answers && answers[i]; i++) {
+        ldns_rr *rr = NULL;
+        cr_assert_eq(ldns_rr_new_frm_str(&rr, answers[i], 0, NULL, NULL), LDNS_STATUS_OK, "%s", answers[i]);
+        ldns_pkt_push_rr(a, LDNS_SECTION_ANSWER, rr);
+    }
+    for (size_t i = 0; authority && authority[i]; i++) {
+        ldns_rr *rr = NULL;
+        cr_assert_eq(ldns_rr_new_frm_str(&rr, authority[i], 0, NULL, NULL), LDNS_STATUS_OK, "%s", authority[i]);
+        ldns_pkt_push_rr(a, LDNS_SECTION_AUTHORITY, rr);
+    }
+    uint8_t *w = wire_of(a, n);
+    ldns_pkt_free(a);
+    return w;
+}
+
+/* the cached answer to (name, t) at now_ms, parsed, or NULL */
+static ldns_pkt *cached(struct kite_dns_cache *c, const char *name, ldns_rr_type t, uint16_t id, int64_t now) {
+    size_t qn = 0, an = 0;
+    _cleanup_free_ uint8_t *q = query_wire(name, t, id, &qn);
+    uint8_t *a = NULL;
+    if (kite_dns_cache_get(c, q, qn, now, &a, &an) < 0) return NULL;
+    ldns_pkt *p = NULL;
+    cr_assert_eq(ldns_wire2pkt(&p, a, an), LDNS_STATUS_OK);
+    free(a);
+    return p;
+}
+
+Test(dns, cache_keeps_answers_for_their_ttl_capped_at_30_s) {
+    struct kite_dns_cache *c = kite_dns_cache_new(0);
+    size_t n = 0;
+    _cleanup_free_ uint8_t *a = answer_wire("Host.Example.", LDNS_RR_TYPE_A, 7, LDNS_RCODE_NOERROR,
+                                            (const char *[]){"host.example. 300 IN A 192.0.2.1", NULL}, NULL, &n);
+    kite_dns_cache_put(c, a, n, 1000);
+    cr_assert_eq(kite_dns_cache_len(c), 1);
+    /* 10 s later, another client, other letters' case: its id and question, TTL 30 - 10 */
+    ldns_pkt *p = cached(c, "hOST.example.", LDNS_RR_TYPE_A, 99, 11000);
+    cr_assert_not_null(p);
+    cr_assert_eq(ldns_pkt_id(p), 99);
+    cr_assert_eq(ldns_pkt_get_rcode(p), LDNS_RCODE_NOERROR);
+    char *qn = ldns_rdf2str(ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(p), 0)));
+    cr_assert_str_eq(qn, "hOST.example.");
+    free(qn);
+    cr_assert_eq(ldns_pkt_ancount(p), 1);
+    cr_assert_eq(ldns_rr_ttl(ldns_rr_list_rr(ldns_pkt_answer(p), 0)), 20);
+    ldns_pkt_free(p);
+    /* another type is another entry */
+    cr_assert_null(cached(c, "host.example.", LDNS_RR_TYPE_AAAA, 1, 11000));
+    /* past 30 s: gone */
+    cr_assert_null(cached(c, "host.example.", LDNS_RR_TYPE_A, 1, 31001));
+    cr_assert_eq(kite_dns_cache_len(c), 0);
+    /* a record's TTL below 30 s bounds the entry, and counts down */
+    _cleanup_free_ uint8_t *b = answer_wire("short.example.", LDNS_RR_TYPE_A, 8, LDNS_RCODE_NOERROR,
+                                            (const char *[]){"short.example. 5 IN A 192.0.2.2", NULL}, NULL, &n);
+    kite_dns_cache_put(c, b, n, 0);
+    p = cached(c, "short.example.", LDNS_RR_TYPE_A, 2, 3000);
+    cr_assert_not_null(p);
+    cr_assert_eq(ldns_rr_ttl(ldns_rr_list_rr(ldns_pkt_answer(p), 0)), 2);
+    ldns_pkt_free(p);
+    cr_assert_null(cached(c, "short.example.", LDNS_RR_TYPE_A, 2, 5000));
+    kite_dns_cache_free(c);
+}
+
+Test(dns, cache_keeps_negative_answers_by_their_soa) {
+    struct kite_dns_cache *c = kite_dns_cache_new(0);
+    size_t n = 0;
+    static const char *const soa[] = {"example. 3600 IN SOA ns.example. host.example. 1 7200 900 1209600 10", NULL};
+    _cleanup_free_ uint8_t *nx = answer_wire("nope.example.", LDNS_RR_TYPE_A, 7, LDNS_RCODE_NXDOMAIN, NULL, soa, &n);
+    kite_dns_cache_put(c, nx, n, 0);
+    ldns_pkt *p = cached(c, "nope.example.", LDNS_RR_TYPE_A, 3, 4000);
+    cr_assert_not_null(p);
+    cr_assert_eq(ldns_pkt_get_rcode(p), LDNS_RCODE_NXDOMAIN);
+    cr_assert_eq(ldns_pkt_nscount(p), 1);
+    ldns_pkt_free(p);
+    /* the SOA's minimum (10 s) bounds it, not its TTL */
+    cr_assert_null(cached(c, "nope.example.", LDNS_RR_TYPE_A, 3, 10000));
+    /* NODATA likewise */
+    _cleanup_free_ uint8_t *nd = answer_wire("host.example.", LDNS_RR_TYPE_AAAA, 7, LDNS_RCODE_NOERROR, NULL, soa, &n);
+    kite_dns_cache_put(c, nd, n, 0);
+    p = cached(c, "host.example.", LDNS_RR_TYPE_AAAA, 3, 1000);
+    cr_assert_not_null(p);
+    cr_assert_eq(ldns_pkt_ancount(p), 0);
+    ldns_pkt_free(p);
+    /* not kept: a negative answer without SOA, SERVFAIL, REFUSED, a truncated answer */
+    _cleanup_free_ uint8_t *bare = answer_wire("bare.example.", LDNS_RR_TYPE_A, 7, LDNS_RCODE_NXDOMAIN, NULL, NULL, &n);
+    kite_dns_cache_put(c, bare, n, 0);
+    _cleanup_free_ uint8_t *sf = answer_wire("sf.example.", LDNS_RR_TYPE_A, 7, LDNS_RCODE_SERVFAIL, NULL, soa, &n);
+    kite_dns_cache_put(c, sf, n, 0);
+    _cleanup_free_ uint8_t *rf = answer_wire("rf.example.", LDNS_RR_TYPE_A, 7, LDNS_RCODE_REFUSED, NULL, soa, &n);
+    kite_dns_cache_put(c, rf, n, 0);
+    _cleanup_free_ uint8_t *tc = answer_wire("tc.example.", LDNS_RR_TYPE_A, 7, LDNS_RCODE_NOERROR,
+                                             (const char *[]){"tc.example. 300 IN A 192.0.2.3", NULL}, NULL, &n);
+    tc[2] |= 0x02; /* TC */
+    kite_dns_cache_put(c, tc, n, 0);
+    /* (the expired NXDOMAIN went when it was asked for) */
+    cr_assert_eq(kite_dns_cache_len(c), 1, "only the NODATA with an SOA is kept: %zu", kite_dns_cache_len(c));
+    kite_dns_cache_free(c);
+}
+
+Test(dns, cache_is_bounded) {
+    struct kite_dns_cache *c = kite_dns_cache_new(3);
+    size_t n = 0;
+    for (int i = 0; i < 5; i++) {
+        _cleanup_free_ char *name = kite_asprintf("h%d.example.", i);
+        _cleanup_free_ char *rr = kite_asprintf("%s 300 IN A 192.0.2.%d", name, i + 1);
+        _cleanup_free_ uint8_t *a = answer_wire(name, LDNS_RR_TYPE_A, 7, LDNS_RCODE_NOERROR,
+                                                (const char *[]){rr, NULL}, NULL, &n);
+        kite_dns_cache_put(c, a, n, i);
+        cr_assert_leq(kite_dns_cache_len(c), 3);
+    }
+    /* the newest is there */
+    ldns_pkt *p = cached(c, "h4.example.", LDNS_RR_TYPE_A, 1, 10);
+    cr_assert_not_null(p);
+    ldns_pkt_free(p);
+    kite_dns_cache_free(c);
+}

@@ -58,6 +58,28 @@ Test(protobuf, field_numbers_match_generated_proto) {
         {&kite_schema_node, "metadata.managedFields.subresource", 8},
         /* core/v1 */
         {&kite_schema_node, "spec.podCIDR", 1},
+        /* the security contexts (kubectl writes pod templates as protobuf) */
+        {&kite_schema_pod, "spec.securityContext", 14},
+        {&kite_schema_pod, "spec.securityContext.windowsOptions", 8},
+        {&kite_schema_pod, "spec.securityContext.windowsOptions.hostProcess", 4},
+        {&kite_schema_pod, "spec.securityContext.runAsGroup", 6},
+        {&kite_schema_pod, "spec.securityContext.supplementalGroups", 4},
+        {&kite_schema_pod, "spec.securityContext.supplementalGroupsPolicy", 12},
+        {&kite_schema_pod, "spec.securityContext.fsGroup", 5},
+        {&kite_schema_pod, "spec.securityContext.sysctls.value", 2},
+        {&kite_schema_pod, "spec.securityContext.seccompProfile.localhostProfile", 2},
+        {&kite_schema_pod, "spec.securityContext.appArmorProfile", 11},
+        {&kite_schema_pod, "spec.securityContext.seLinuxChangePolicy", 13},
+        {&kite_schema_pod, "spec.containers.securityContext", 15},
+        {&kite_schema_pod, "spec.containers.securityContext.capabilities.drop", 2},
+        {&kite_schema_pod, "spec.containers.securityContext.seLinuxOptions.level", 4},
+        {&kite_schema_pod, "spec.containers.securityContext.windowsOptions", 10},
+        {&kite_schema_pod, "spec.containers.securityContext.runAsUser", 4},
+        {&kite_schema_pod, "spec.containers.securityContext.runAsGroup", 8},
+        {&kite_schema_pod, "spec.containers.securityContext.allowPrivilegeEscalation", 7},
+        {&kite_schema_pod, "spec.containers.securityContext.procMount", 9},
+        {&kite_schema_pod, "spec.containers.securityContext.seccompProfile", 11},
+        {&kite_schema_pod, "spec.containers.securityContext.appArmorProfile", 12},
         {&kite_schema_service, "spec.clusterIPs", 18},
         {&kite_schema_service, "spec.ports.targetPort", 4},
         {&kite_schema_service, "spec.ports.appProtocol", 6},
@@ -257,6 +279,19 @@ Test(protobuf, every_kind_round_trips) {
                "\"reason\":\"Error\",\"startedAt\":\"2024-01-01T00:00:00Z\",\"finishedAt\":\"2024-01-01T00:00:01Z\","
                "\"containerID\":\"runc://x\"}},\"lastState\":{},\"ready\":false,\"restartCount\":0,\"image\":\"busybox\","
                "\"imageID\":\"\",\"containerID\":\"runc://x\",\"started\":true}],\"qosClass\":\"Burstable\"}}");
+    /* security contexts, zero values included (runAsUser 0 is root, not absent) */
+    round_trip("{" META("Pod", "v1") "," OMETA ",\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\","
+               "\"securityContext\":{\"capabilities\":{\"add\":[\"NET_ADMIN\"],\"drop\":[\"ALL\"]},\"privileged\":false,"
+               "\"seLinuxOptions\":{\"level\":\"s0:c1\"},\"runAsUser\":0,\"runAsGroup\":1000,\"runAsNonRoot\":false,"
+               "\"readOnlyRootFilesystem\":true,\"allowPrivilegeEscalation\":false,\"procMount\":\"Default\","
+               "\"seccompProfile\":{\"type\":\"RuntimeDefault\"},\"appArmorProfile\":{\"type\":\"Localhost\","
+               "\"localhostProfile\":\"p\"}}}],\"securityContext\":{\"runAsUser\":1000,\"runAsNonRoot\":true,"
+               "\"supplementalGroups\":[0,5,4000000000],\"fsGroup\":2000,\"sysctls\":[{\"name\":\"net.ipv4.ping_group_range\","
+               "\"value\":\"0 0\"}],\"fsGroupChangePolicy\":\"OnRootMismatch\",\"windowsOptions\":{\"hostProcess\":false,"
+               "\"runAsUserName\":\"u\"},\"supplementalGroupsPolicy\":\"Merge\",\"seccompProfile\":{\"type\":\"Localhost\","
+               "\"localhostProfile\":\"x.json\"}}}}");
+    round_trip("{" META("Pod", "v1") "," OMETA ",\"spec\":{\"containers\":[{\"name\":\"c\",\"securityContext\":{}}],"
+               "\"securityContext\":{}}}");
     round_trip("{" META("Event", "v1") "," OMETA ",\"involvedObject\":{\"kind\":\"Node\",\"name\":\"n1\",\"uid\":\"n1\"},"
                "\"reason\":\"Starting\",\"message\":\"m\",\"source\":{\"component\":\"kubelet\",\"host\":\"n1\"},"
                "\"firstTimestamp\":\"2024-01-01T00:00:00Z\",\"lastTimestamp\":\"2024-01-01T00:00:05Z\",\"count\":2,"

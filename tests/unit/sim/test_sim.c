@@ -92,6 +92,48 @@ Test(sim, control) {
     sim_done(s);
 }
 
+static unsigned stat_of(struct kite_sim *s, const char *key) {
+    char *js = kite_sim_control(s, "stats");
+    json_object *o = json_tokener_parse(js);
+    cr_assert_not_null(o, "%s", js);
+    unsigned v = (unsigned)json_object_get_int(json_object_object_get(o, key));
+    json_object_put(o);
+    free(js);
+    return v;
+}
+
+Test(sim, network_controls) {
+    struct kite_sim *s = sim_make(10);
+    expect(s, "partition p-00001 p-00002", "ok 2");
+    cr_assert_eq(stat_of(s, "partitioned"), 2);
+    expect(s, "heal p-00001", "ok 1");
+    cr_assert_eq(stat_of(s, "partitioned"), 1);
+    expect(s, "partition p-00003 nope", "error: no simulated node \"nope\"");
+    cr_assert_eq(stat_of(s, "partitioned"), 1);
+    expect(s, "slow 1500 p-00004 p-00005 p-00006", "ok 3");
+    cr_assert_eq(stat_of(s, "slow"), 3);
+    expect(s, "slow 0 p-00004", "ok 1");
+    cr_assert_eq(stat_of(s, "slow"), 2);
+    expect(s, "slow -1 p-00004", "error: slow: bad delay");
+    expect(s, "slow 600001 p-00004", "error: slow: bad delay");
+    expect(s, "slow", "error: slow MILLISECONDS NAME...");
+    cr_assert_eq(stat_of(s, "slow"), 2);
+    cr_assert_eq(dead(s), 0); /* partitioned and slow nodes still run */
+    sim_done(s);
+}
+
+Test(sim, shared_connections_need_credentials) {
+    /* impersonating the nodes takes credentials of the simulator's own */
+    static struct kite_kubeconfig kc = {.server = "https://127.0.0.1:1"};
+    struct kite_sim_options o = {.kc = &kc, .nodes = 3, .prefix = "p", .inflight = 4, .connections = 2,
+                                 .mint = no_mint, .machines_dir = "/tmp/kite-test-sim-noneed"};
+    struct kite_sim *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(kite_sim_new(&o, &s, &err), -EINVAL);
+    cr_assert(err && strstr(err, "impersonate"), "%s", err ? err : "");
+    free(err);
+}
+
 Test(sim, machines) {
     struct kite_sim *s = sim_make(3);
     char path[256];
