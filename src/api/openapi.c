@@ -194,6 +194,7 @@ static void define_struct(struct gen *g, const struct kite_schema *s, const char
     if (depth > MAX_DEPTH) return;
     struct kite_buf fpath = {0};
     for (const struct kite_schema_field *f = s->fields; f && f->name; f++) {
+        if (f->flags & KITE_SCHEMA_INLINE) continue; /* its fields are the parent's (preserved unknown) */
         fpath.len = 0;
         kite_buf_printf(&fpath, "%s%s%s", path, *path ? "." : "", f->name);
         json_object *prop = value_schema(g, f->schema, pkg, fpath.p, depth + 1);

@@ -307,6 +307,12 @@ static int decode_message(struct dec *d, const struct kite_schema *s, struct rd 
         }
         const struct kite_schema *fs = f->schema;
         json_object *v = NULL;
+        if (f->flags & KITE_SCHEMA_INLINE) { /* an embedded struct: its fields are into's */
+            struct rd sub;
+            if (wt != WT_LEN) return fail(d, -EINVAL, "proto: wrong wireType = %u for field %s", wt, f->name);
+            if (read_len(d, &r, &sub) < 0 || decode_message(d, fs, sub, depth + 1, into) < 0) return d->code;
+            continue;
+        }
         if (fs->type == KITE_SCHEMA_MAP || fs->type == KITE_SCHEMA_LIST) {
             json_object *c = NULL;
             bool map = fs->type == KITE_SCHEMA_MAP;
@@ -594,7 +600,20 @@ struct numbered {
     unsigned number;
     const struct kite_schema *schema;
     json_object *value;
+    bool inl; /* an inline struct: value is the parent object */
 };
+
+/* k is a field of one of s's inline structs. */
+static bool inline_field(const struct kite_schema *s, const char *k) {
+    for (const struct kite_schema_field *g = s->fields; g && g->name; g++) {
+        if (!(g->flags & KITE_SCHEMA_INLINE)) continue;
+        for (const struct kite_schema_field *h = g->schema->fields; h && h->name; h++)
+            if (strcmp(h->name, k) == 0) return true;
+    }
+    return false;
+}
+
+static int encode_fields(const struct kite_schema *s, json_object *obj, struct kite_buf *b, int depth, bool lenient);
 
 static int by_number(const void *a, const void *b) {
     unsigned x = ((const struct numbered *)a)->number, y = ((const struct numbered *)b)->number;
@@ -602,22 +621,42 @@ static int by_number(const void *a, const void *b) {
 }
 
 static int encode_message(const struct kite_schema *s, json_object *obj, struct kite_buf *b, int depth) {
+    return encode_fields(s, obj, b, depth, false);
+}
+
+/* obj's fields s lists (lenient: obj's others are another struct's, its parent's, else a field
+ * s does not know fails); an inline struct of s takes its fields from obj too. */
+static int encode_fields(const struct kite_schema *s, json_object *obj, struct kite_buf *b, int depth, bool lenient) {
     /* the schemas are trees without cycles (RAW is never walked): depth is theirs, bounded */
-    size_t n = (size_t)json_object_object_length(obj), k = 0;
-    struct numbered *f = kite_calloc(n ? n : 1, sizeof *f);
+    size_t n = (size_t)json_object_object_length(obj), k = 0, n_inl = 0;
+    for (const struct kite_schema_field *g = s->fields; g && g->name; g++) n_inl += (g->flags & KITE_SCHEMA_INLINE) != 0;
+    struct numbered *f = kite_calloc(n + n_inl + 1, sizeof *f);
     int r = 0;
     json_object_object_foreach(obj, key, val) {
         const struct kite_schema_field *g = s->fields;
-        while (g && g->name && strcmp(g->name, key) != 0) g++;
+        while (g && g->name && (strcmp(g->name, key) != 0 || (g->flags & KITE_SCHEMA_INLINE))) g++;
         if (!g || !g->name) {
+            if (lenient || inline_field(s, key)) continue;
             r = -ENOTSUP; /* a field kite's schema does not know: JSON carries it, protobuf cannot */
             break;
         }
         if (!g->number || !val) continue;
-        f[k++] = (struct numbered){g->number, g->schema, val};
+        f[k++] = (struct numbered){g->number, g->schema, val, false};
     }
+    /* an embedded struct is written even empty, as Go's generated code does */
+    for (const struct kite_schema_field *g = s->fields; r == 0 && g && g->name; g++)
+        if (g->flags & KITE_SCHEMA_INLINE) f[k++] = (struct numbered){g->number, g->schema, obj, true};
     if (r == 0) qsort(f, k, sizeof *f, by_number);
-    for (size_t i = 0; i < k && r == 0; i++) r = encode_value(f[i].schema, f[i].number, f[i].value, b, depth);
+    for (size_t i = 0; i < k && r == 0; i++) {
+        if (!f[i].inl) {
+            r = encode_value(f[i].schema, f[i].number, f[i].value, b, depth);
+            continue;
+        }
+        struct kite_buf sub = {0};
+        r = encode_fields(f[i].schema, obj, &sub, depth + 1, true);
+        if (r == 0) put_bytes(b, f[i].number, sub.p ? sub.p : "", sub.len);
+        kite_buf_release(&sub);
+    }
     free(f);
     return r;
 }

@@ -58,6 +58,11 @@ struct kite_schema {
                                     the Go field is a pointer (a zero gracePeriodSeconds is data) */
 #define KITE_SCHEMA_REQUIRED 2u  /* required in Kubernetes' OpenAPI (a Go field without omitempty
                                     that is not a pointer); implies KEEP_ZERO */
+#define KITE_SCHEMA_INLINE 4u    /* a Go struct embedded inline (an EphemeralContainer's
+                                    EphemeralContainerCommon): in JSON its fields are the parent's,
+                                    in protobuf a message of their own at this field's number. Only
+                                    the protobuf codec looks into it: its parent is
+                                    KITE_SCHEMA_PARTIAL, for the other walkers */
 
 struct kite_schema_field {
     const char *name;

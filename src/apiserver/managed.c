@@ -211,8 +211,14 @@ static void set_managed(json_object *obj, json_object *arr) {
 static void scope_of(const struct write_op *op, struct kite_fs_scope *sc) {
     const struct kite_resource *r = op->rq->res;
     *sc = (struct kite_fs_scope){.schema = r->schema, .smp = r->smp};
-    if (op->sub && op->sub->field) sc->only = op->sub->field;
-    else if (r->has_status) sc->skip = "status";
+    if (op->sub && op->sub->field) {
+        /* a dotted field (pods/ephemeralcontainers' spec.ephemeralContainers): its top-level
+         * field, where the field sets start (held until this thread's next call) */
+        static __thread char top[64];
+        const char *f = op->sub->field;
+        snprintf(top, sizeof top, "%.*s", (int)strcspn(f, "."), f);
+        sc->only = top;
+    } else if (r->has_status) sc->skip = "status";
 }
 
 /* ---- the request's manager ----------------------------------------------------------- */

@@ -250,6 +250,22 @@ static void copy_field(json_object *dst, json_object *src, const char *k) {
     else json_object_object_del(dst, k);
 }
 
+/* copy_field of a dotted path ("spec.ephemeralContainers": the one field of spec a
+ * subresource writes); the objects on the way are made in dst where src has them. */
+static void copy_path(json_object *dst, json_object *src, const char *path) {
+    const char *dot = strchr(path, '.');
+    if (!dot) {
+        copy_field(dst, src, path);
+        return;
+    }
+    char seg[64];
+    snprintf(seg, sizeof seg, "%.*s", (int)KITE_MIN((size_t)(dot - path), sizeof seg - 1), path);
+    json_object *s = kite_obj_get(src, seg), *d = kite_obj_get(dst, seg);
+    if (!json_object_is_type(s, json_type_object)) s = NULL;
+    if (!s && !json_object_is_type(d, json_type_object)) return; /* neither has it */
+    copy_path(kite_obj_ensure(dst, seg), s, dot + 1);
+}
+
 /* Builds the object to store from the client's new object and the current one. Takes
  * ownership of obj; returns the result (new ref) or NULL after replying. */
 static json_object *prepare_update(struct write_op *op, json_object *obj, json_object *cur) {
@@ -279,7 +295,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
         /* a subresource write changes its field and metadata, nothing else (nodes/status
          * never changes spec; namespaces/finalize only spec) */
         res = deep_copy_unmanaged(cur);
-        copy_field(res, obj, op->sub->field);
+        copy_path(res, obj, op->sub->field);
         kite_obj_set(res, "metadata", json_object_get(meta));
         json_object_put(obj);
         if (kite_streq(op->sub->name, "status"))
@@ -289,7 +305,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
         res = obj;
         if (rq->res->has_status) copy_field(res, cur, "status");
         for (const struct kite_subresource *sr = rq->res->subresources; sr && sr->name; sr++)
-            if (sr->field && !sr->view) copy_field(res, cur, sr->field); /* e.g. a namespace's spec.finalizers: finalize only */
+            if (sr->field && !sr->view) copy_path(res, cur, sr->field); /* e.g. a namespace's spec.finalizers: finalize only */
     }
     meta = kite_obj_meta(res);
     static const char *const immutable[] = {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",

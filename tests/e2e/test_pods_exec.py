@@ -18,7 +18,7 @@ import pytest
 
 from conftest import KUBECTL
 from test_pods_logs import cluster, pod, running  # noqa: F401 (the module-scoped runc cluster)
-from test_pods_run import NS, sh, wait  # noqa: F401
+from test_pods_run import NS, sh, status_of, wait  # noqa: F401
 from test_rbac import User
 
 
@@ -47,8 +47,8 @@ def test_exec_stdin(box):
     assert r.stdout.split()[0] == str(len(blob))
 
 
-def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None, resize=None):
-    """Runs kubectl with a pseudo-terminal as its stdin/stdout; once it printed READY, resizes the
+def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None, resize=None, ready=b"READY"):
+    """Runs kubectl with a pseudo-terminal as its stdin/stdout; once it printed `ready`, resizes the
     terminal (resize: (rows, cols); kubectl sees SIGWINCH) and types send. Returns (rc, output)."""
     pid, fd = pty.fork()
     if pid == 0:
@@ -72,7 +72,7 @@ def _run_in_pty(args, env, cwd, send=None, timeout=30, rows=None, cols=None, res
             if not chunk:
                 break
             out += chunk
-        if send and not sent and b"READY" in out:
+        if send and not sent and ready in out:
             if resize:
                 import fcntl
                 import struct
@@ -122,8 +122,6 @@ def test_cp_both_ways(box, tmp_path):
     assert back.read_bytes() == src.read_bytes()
 
 
-@pytest.mark.xfail(reason="under the ASan build in the parallel suite kubectl attach's WebSocket upgrade is "
-                          "refused and kubectl falls back to SPDY (cause not found yet; passes alone)", strict=False)
 def test_attach(box):
     c = box
     pod(c, "ticker", [sh("t", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.3; done")])
@@ -135,11 +133,49 @@ def test_attach(box):
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=10)
     assert "tick-" in out, (out, err)
-    # the container's end is the attach's: kubectl returns by itself
-    pod(c, "short", [sh("s", "sleep 3; for i in 1 2 3; do echo t$i; sleep 0.3; done")], restart="Never")
+    # the container's end is the attach's: kubectl returns by itself. The container waits for the
+    # test to say go once the attach is seen to be under way (a fixed sleep before its last lines
+    # lost the race under load: the container had ended before kubectl attached, and the agent's
+    # "not running" answer sent kubectl to SPDY)
+    pod(c, "short", [sh("s", "while [ ! -e /tmp/go ]; do echo waiting; sleep 0.3; done; "
+                              "for i in 1 2 3; do echo t$i; sleep 0.3; done")], restart="Never")
     running(c, "short")
-    r = c.kubectl("attach", "short", timeout=30)
-    assert "t1\nt2\nt3\n" in r.stdout, r
+    p = c.kubectl_popen("attach", "short")
+    try:
+        first = p.stdout.readline()
+        assert first == "waiting\n", (first, p.stderr.read() if p.poll() is not None else "")
+        c.kubectl("exec", "short", "--", "touch", "/tmp/go")
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 0, (out, err)
+    assert "t1\nt2\nt3\n" in out, (out, err)
+
+
+def test_attach_to_a_stopped_container_says_so(box):
+    """kubectl tries SPDY after a WebSocket upgrade is answered anything but 101, and reports the
+    SPDY answer: the agent gives the container's state there too, not only "SPDY is not served"."""
+    c = box
+    pod(c, "half", [sh("gone", "exit 0"), sh("stays", "sleep 3600")], restart="Never")
+    wait(lambda: (s := status_of(c, "half")) and s.get("phase") == "Running" and
+         any(x.get("state", {}).get("terminated") for x in s.get("containerStatuses", [])), 30, "gone ended")
+    r = c.kubectl("attach", "half", "-c", "gone", check=False, timeout=30)
+    assert r.returncode != 0
+    assert 'container "gone" in pod "half" is not running' in r.stderr, r.stderr
+
+
+def test_attach_stdin(box):
+    """kubectl attach -i to a container started with stdin: its stdin is the client's; with
+    stdinOnce the end of the client's input is the end of the container's."""
+    c = box
+    pod(c, "reader", [sh("r", "echo ready; while read l; do echo got-$l; done; echo eof", stdin=True, stdinOnce=True)],
+        restart="Never")
+    running(c, "reader")
+    wait(lambda: "ready" in c.kubectl("logs", "reader", check=False).stdout, 30, "reader's output")
+    r = c.kubectl("attach", "-i", "reader", input="one\ntwo\n", timeout=30)
+    assert "got-one\ngot-two\neof\n" in r.stdout, r
+    assert c.kubectl("logs", "reader").stdout == "ready\ngot-one\ngot-two\neof\n"
 
 
 def test_missing_container_and_pod(box):
@@ -535,3 +571,136 @@ def test_message_limit_and_port_limit(box):
                                  "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
                                  "Sec-WebSocket-Protocol": "v4.channel.k8s.io"})
     assert r.status == 400 and "at most 64 ports" in r.json()["message"], r.body
+
+
+# ---- kubectl debug: ephemeral containers ----
+
+def _ephemeral(c, pod_name, name, **extra):
+    return {"spec": {"ephemeralContainers": [{"name": name, "image": "busybox", "command": ["sh"],
+                                              "stdin": True, "tty": True, **extra}]}}
+
+
+def test_ephemeral_containers_subresource(box):
+    """pods/ephemeralcontainers: read as the Pod; a strategic merge patch adds ephemeral containers
+    and nothing else; kube-apiserver's validation (no ports, probes or resources; unique names; a
+    target among the pod's containers; none removed or changed; none on create)."""
+    c = box
+    pod(c, "eph", [sh("main", "sleep 3600")])
+    api = c.api()
+    base = f"/api/v1/namespaces/{NS}/pods/eph"
+    got = api.ok("GET", base + "/ephemeralcontainers")
+    assert got["kind"] == "Pod" and got["metadata"]["name"] == "eph"
+
+    def refused(body, *needles, method="PATCH"):
+        r = api.request(method, base + "/ephemeralcontainers", body=json.dumps(body),
+                        ctype="application/strategic-merge-patch+json" if method == "PATCH" else "application/json")
+        assert r.status == 422, (r.status, r.body)
+        st = r.json()
+        assert st["reason"] == "Invalid", st
+        for n in needles:
+            assert n in st["message"], st["message"]
+        return st
+
+    refused(_ephemeral(c, "eph", "dbg", ports=[{"containerPort": 80}]),
+            "spec.ephemeralContainers[0].ports: Forbidden: cannot be set for an Ephemeral Container")
+    refused(_ephemeral(c, "eph", "dbg", readinessProbe={"exec": {"command": ["true"]}}),
+            "spec.ephemeralContainers[0].readinessProbe: Forbidden")
+    refused(_ephemeral(c, "eph", "dbg", resources={"limits": {"cpu": "1"}}),
+            "spec.ephemeralContainers[0].resources: Forbidden")
+    refused(_ephemeral(c, "eph", "main"), 'spec.ephemeralContainers[0].name: Duplicate value: "main"')
+    refused(_ephemeral(c, "eph", "dbg", targetContainerName="nope"),
+            'spec.ephemeralContainers[0].targetContainerName: Not found: "nope"')
+    # Pod Security judges the added container (kite up's baseline: no privileged one)
+    r = api.patch(base + "/ephemeralcontainers", _ephemeral(c, "eph", "priv", securityContext={"privileged": True}))
+    assert r.status == 403 and 'violates PodSecurity "baseline:latest": privileged' in r.json()["message"], r.body
+    # kubectl debug's patch: the new container with its defaults; spec's other fields untouched
+    ok = api.ok("PATCH", base + "/ephemeralcontainers", {**_ephemeral(c, "eph", "dbg", targetContainerName="main"),
+                                                         "metadata": {"labels": {"through": "eph"}}},
+                ctype="application/strategic-merge-patch+json")
+    ec = ok["spec"]["ephemeralContainers"]
+    assert [e["name"] for e in ec] == ["dbg"] and ec[0]["terminationMessagePolicy"] == "File", ec
+    assert ok["spec"]["containers"][0]["name"] == "main"
+    # a second one merges by name beside the first
+    ok = api.ok("PATCH", base + "/ephemeralcontainers", {"spec": {
+        "$setElementOrder/ephemeralContainers": [{"name": "dbg"}, {"name": "dbg2"}],
+        "ephemeralContainers": [{"name": "dbg2", "image": "busybox", "command": ["true"]}]}},
+        ctype="application/strategic-merge-patch+json")
+    assert [e["name"] for e in ok["spec"]["ephemeralContainers"]] == ["dbg", "dbg2"]
+    # removed or changed: refused
+    cur = api.ok("GET", base + "/ephemeralcontainers")
+    cur["spec"]["ephemeralContainers"] = cur["spec"]["ephemeralContainers"][:1]
+    refused(cur, 'existing ephemeral containers "dbg2" may not be removed', method="PUT")
+    cur = api.ok("GET", base + "/ephemeralcontainers")
+    cur["spec"]["ephemeralContainers"][0]["image"] = "other"
+    refused(cur, 'existing ephemeral containers "dbg" may not be changed', method="PUT")
+    # through the subresource nothing but the ephemeral containers changes in spec
+    cur = api.ok("GET", base + "/ephemeralcontainers")
+    cur["spec"]["activeDeadlineSeconds"] = 5
+    cur["spec"]["ephemeralContainers"].append({"name": "dbg3", "image": "busybox", "command": ["true"]})
+    put = api.ok("PUT", base + "/ephemeralcontainers", cur)
+    assert "activeDeadlineSeconds" not in put["spec"] and len(put["spec"]["ephemeralContainers"]) == 3
+    # the pod's own writes keep them as they are
+    api.ok("PATCH", base, {"spec": {"ephemeralContainers": None}, "metadata": {"labels": {"x": "y"}}},
+           ctype="application/strategic-merge-patch+json")
+    assert len(api.ok("GET", base)["spec"]["ephemeralContainers"]) == 3
+    # none on create
+    r = api.post(f"/api/v1/namespaces/{NS}/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "eph-new"},
+                                                   "spec": {"containers": [{"name": "a", "image": "busybox"}],
+                                                            "ephemeralContainers": [{"name": "d", "image": "busybox"}]}})
+    assert r.status == 422 and "spec.ephemeralContainers: Forbidden: cannot be set on create" in r.json()["message"], r.body
+    # the agent runs them, once each: the shell on its terminal waits, `true` ends and is not run again
+
+    def states(s):
+        return {x["name"]: next(iter(x["state"]), "") for x in s.get("ephemeralContainerStatuses", [])}
+    st = wait(lambda: (s := status_of(c, "eph")) and states(s) == {"dbg": "running", "dbg2": "terminated",
+                                                                   "dbg3": "terminated"} and s,
+              30, "the ephemeral containers ran")
+    assert all(x["restartCount"] == 0 and x["ready"] is False for x in st["ephemeralContainerStatuses"])
+    assert st["phase"] == "Running" and [x["name"] for x in st["containerStatuses"]] == ["main"]
+
+
+def test_kubectl_debug_target(box):
+    """`kubectl debug -it POD --image=busybox --target=CTR -- sh`: kubectl 1.32 patches
+    pods/ephemeralcontainers, waits for the container to run and attaches to its terminal; the
+    shell sees the target container's processes (its pid namespace)."""
+    c = box
+    pod(c, "dbgme", [sh("app", "exec sleep 4343")])
+    running(c, "dbgme")
+    rc, out = _run_in_pty([KUBECTL, "debug", "-it", "dbgme", "--image=busybox", "--target=app", "--", "sh"],
+                          c.kubectl_env(), str(c.workdir), ready=b"command prompt", rows=33, cols=101,
+                          send=b"ps -o pid,args; test -t 0 && echo TTY-$((6*7)); stty size; exit 7\r", timeout=60)
+    assert "TTY-42" in out, out
+    assert "33 101" in out.split("TTY-42", 1)[1], out  # kubectl's window size reached conmon's terminal
+    assert "sleep 4343" in out, out  # the target's process, seen from the debug container
+    pod_obj = c.api().ok("GET", f"/api/v1/namespaces/{NS}/pods/dbgme")
+    ec = pod_obj["spec"]["ephemeralContainers"]
+    assert len(ec) == 1 and ec[0]["targetContainerName"] == "app" and ec[0]["tty"] and ec[0]["stdin"], ec
+    name = ec[0]["name"]
+    st = wait(lambda: next((x for x in status_of(c, "dbgme").get("ephemeralContainerStatuses", [])
+                            if x["state"].get("terminated")), None), 30, "debug container ended")
+    assert st["name"] == name and st["state"]["terminated"]["exitCode"] == 7, st
+    assert rc == 0 or rc == 7, (rc, out)
+    # its output is in its log, as a container's
+    assert "TTY-42" in c.kubectl("logs", "dbgme", "-c", name).stdout
+
+
+def test_kubectl_debug_node(box, tmp_path):
+    """`kubectl debug node/NAME -it --image=busybox`: a pod on that node in the host's pid, ipc and
+    network namespaces with the host's root at /host (in a namespace Pod Security lets do so)."""
+    c = box
+    c.kubectl("create", "namespace", "nodedebug")
+    c.kubectl("label", "namespace", "nodedebug", "pod-security.kubernetes.io/enforce=privileged")
+    wait(lambda: c.kubectl("get", "serviceaccount", "default", "-n", "nodedebug", check=False).returncode == 0, 20,
+         "nodedebug's default ServiceAccount")
+    marker = tmp_path / "host-marker"
+    marker.write_text("on-the-host\n")
+    script = (f"cat /host{marker}; ps -o args | grep -c '[k]ite up' | sed s/^/KITE-PROCS-/; "
+              "echo HOSTNAME-$(hostname); exit\r").encode()
+    rc, out = _run_in_pty([KUBECTL, "debug", f"node/{c.node}", "-n", "nodedebug", "-it", "--image=busybox"],
+                          c.kubectl_env(), str(c.workdir), ready=b"command prompt", send=script, timeout=60)
+    assert "on-the-host" in out, out                       # the host's root at /host
+    assert "KITE-PROCS-0" not in out and "KITE-PROCS-" in out, out  # the host's processes (hostPID)
+    assert f"HOSTNAME-{os.uname().nodename}" in out, out    # the host's UTS and network (hostNetwork)
+    pods = c.api().ok("GET", "/api/v1/namespaces/nodedebug/pods")["items"]
+    assert len(pods) == 1 and pods[0]["spec"]["hostPID"] and pods[0]["spec"]["nodeName"] == c.node, pods
+    c.kubectl("delete", "namespace", "nodedebug", "--wait=false")

@@ -72,6 +72,8 @@ struct session {
     wslay_event_context_ptr ws;
     struct kite_exec_session ex;
     int attach_fd;
+    char *ctl_path;            /* attach to a terminal: conmon's control fifo (resize) */
+    bool attach_in_shut;       /* attach: the end of the client's stdin passed on */
     struct kite_buf stdin_buf;
     size_t stdin_off;
     bool stdin_eof;            /* the client closed stdin (v5): close it once written */
@@ -96,6 +98,7 @@ static void session_free(struct session *s) {
     free(s->ns);
     free(s->pod);
     free(s->ctr);
+    free(s->ctl_path);
     for (size_t i = 0; i < s->argc; i++) free(s->argv[i]);
     free(s->argv);
     kite_buf_release(&s->stdin_buf);
@@ -144,6 +147,21 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 
 static void resize(struct session *s, const char *data, size_t len) {
     uint16_t w, h;
+    if (s->ctl_path && kite_wsch_parse_resize(data, len, &w, &h) == 0) {
+        /* conmon's control fifo: "1 HEIGHT WIDTH\n" resizes the container's terminal. conmon
+         * (2.1) acts on the first line of what one read gives it, so a message goes only once
+         * the one before was read (kubectl attach sends its size + 1, then its size, at once) */
+        int fd = open(s->ctl_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) {
+            int unread = 0;
+            for (int i = 0; i < 50 && ioctl(fd, FIONREAD, &unread) == 0 && unread > 0; i++) usleep(2000);
+            char line[32];
+            int n = snprintf(line, sizeof line, "1 %u %u\n", (unsigned)h, (unsigned)w);
+            if (write(fd, line, (size_t)n) < 0) { /* conmon gone: nothing to resize */ }
+            close(fd);
+        }
+        return;
+    }
     if (s->ex.pty_fd < 0 || kite_wsch_parse_resize(data, len, &w, &h) < 0) return;
     struct winsize ws = {.ws_row = h, .ws_col = w};
     ioctl(s->ex.pty_fd, TIOCSWINSZ, &ws);
@@ -234,6 +252,12 @@ static void pump_in(struct session *s) {
         if (s->stdin_eof && !s->attach && s->ex.in_fd >= 0) {
             close(s->ex.in_fd);
             s->ex.in_fd = -1;
+        }
+        /* attached: conmon closes the container's stdin at the end of ours, unless it is to
+         * stay open (stdinOnce false) */
+        if (s->stdin_eof && s->attach && !s->attach_in_shut && s->attach_fd >= 0) {
+            shutdown(s->attach_fd, SHUT_WR);
+            s->attach_in_shut = true;
         }
     }
 }
@@ -541,23 +565,22 @@ static void *pf_thread(struct session *s) {
     return NULL;
 }
 
+/* The running container of an exec or attach (*ret_id), or false after answering why not. */
+static bool lookup_container(struct kite_http_req *r, struct kite_pods *pods, const char *ns, const char *pod,
+                             const char *ctr, char **ret_id) {
+    int e = kite_pods_container_lookup(pods, ns, pod, ctr, ret_id);
+    if (e == -ENOENT) reply_text(r, 404, "pod \"%s/%s\" does not exist\n", ns, pod);
+    else if (e == -ESRCH) reply_text(r, 404, "container \"%s\" not found in pod \"%s/%s\"\n", ctr, ns, pod);
+    else if (e == -ENOTCONN) reply_text(r, 400, "container \"%s\" in pod \"%s\" is not running\n", ctr, pod);
+    return e == 0;
+}
+
 static void *session_thread(void *ud) {
     struct session *s = ud;
     if (s->pf) return pf_thread(s);
     char *id = NULL;
-    int e = kite_pods_container_lookup(s->pods, s->ns, s->pod, s->ctr, &id);
-    if (e == -ENOENT) {
-        reply_text(s->r, 404, "pod \"%s/%s\" does not exist\n", s->ns, s->pod);
-        session_free(s);
-        return NULL;
-    }
-    if (e == -ESRCH) {
-        reply_text(s->r, 404, "container \"%s\" not found in pod \"%s/%s\"\n", s->ctr, s->ns, s->pod);
-        session_free(s);
-        return NULL;
-    }
-    if (e == -ENOTCONN) {
-        reply_text(s->r, 400, "container \"%s\" in pod \"%s\" is not running\n", s->ctr, s->pod);
+    int e;
+    if (!lookup_container(s->r, s->pods, s->ns, s->pod, s->ctr, &id)) {
         session_free(s);
         return NULL;
     }
@@ -577,6 +600,9 @@ static void *session_thread(void *ud) {
                 if (s->attach_fd < 0 || connect(s->attach_fd, (struct sockaddr *)&sa, sizeof sa) < 0) e = -errno;
             }
             if (e < 0) err = kite_asprintf("connecting to the attach socket %s: %s", sock, strerror(-e));
+            /* conmon's control fifo is beside its attach socket */
+            if (e == 0 && s->tty && strrchr(sock, '/'))
+                s->ctl_path = kite_asprintf("%.*s/ctl", (int)(strrchr(sock, '/') - sock), sock);
         }
     } else {
         e = rt->ops->exec_start ? rt->ops->exec_start(rt, id, (const char *const *)s->argv, s->argc, s->tty, s->want_in,
@@ -678,10 +704,14 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
         }
         spdy = 2;
     } else if (!up || strcasecmp(up, "websocket") != 0) {
-        if (up && strncasecmp(up, "SPDY/", 5) == 0)
+        char *id = NULL;
+        /* kubectl tries SPDY after a WebSocket upgrade was answered anything but 101: what it
+         * reports is this answer, so a container that cannot be reached says why here too */
+        if (up && strncasecmp(up, "SPDY/", 5) == 0 && (pf || lookup_container(r, pods, ns, pod, ctr, &id)))
             reply_text(r, 400, "SPDY/3.1 exec and attach streams are not served by this node; upgrade to a WebSocket "
                                "(kubectl 1.30+ does by default)");
-        else reply_text(r, 400, "Upgrade request required");
+        else if (!up || strncasecmp(up, "SPDY/", 5) != 0) reply_text(r, 400, "Upgrade request required");
+        free(id);
         return;
     }
     const char *key = kite_http_header(r, "Sec-WebSocket-Key");

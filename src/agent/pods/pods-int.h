@@ -14,6 +14,7 @@
 struct pod_ctr {
     char *name;
     bool init;
+    bool ephemeral;        /* spec.ephemeralContainers: started once, never restarted, after c[n_main) */
     json_object *spec;     /* the container's spec (reference held) */
     char *id;              /* current container (latest attempt); NULL = none yet */
     char *prev_id;         /* the one before, kept for its lastState */
@@ -70,6 +71,11 @@ void pods_prober_stop(struct kite_prober *p);
 const char *pods_probe_kind_name(enum probe_kind k); /* "Liveness" */
 const char *pods_probe_field(enum probe_kind k);     /* "livenessProbe" */
 
+/* pods.c: the ephemeral containers of pod->obj's spec not yet in pod->c, added after the others
+ * (the pods thread, while no worker has the pod). */
+struct pod;
+void pods_ephemeral_sync(struct pod *pod);
+
 enum pod_phase { PHASE_PENDING, PHASE_RUNNING, PHASE_SUCCEEDED, PHASE_FAILED };
 const char *pods_phase_name(enum pod_phase ph);
 
@@ -87,6 +93,7 @@ struct pod {
     int64_t token_refresh_at; /* wall: a projected token of its volumes is due for a refresh (0: none) */
     struct pod_ctr *c;
     size_t nc, n_init;
+    size_t n_main;         /* c[0..n_main): init and regular containers; then the ephemeral ones */
     bool admitted, rejected;
     char *reject_reason, *reject_message;
     bool deadline_exceeded; /* activeDeadlineSeconds passed: Failed, DeadlineExceeded */

@@ -202,6 +202,20 @@ static bool recover(struct kite_pods *p, struct pod *pod) {
     return true;
 }
 
+void pods_ephemeral_sync(struct pod *pod) {
+    json_object *ecs = pj(pod->obj, "spec.ephemeralContainers");
+    size_t n = ecs && json_object_is_type(ecs, json_type_array) ? json_object_array_length(ecs) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *spec = json_object_array_get_idx(ecs, i);
+        const char *name = pjs(spec, "name");
+        bool known = false;
+        for (size_t k = pod->n_main; k < pod->nc && !known; k++) known = kite_streq(pod->c[k].name, name);
+        if (known || !name) continue;
+        pod->c = kite_realloc(pod->c, (pod->nc + 1) * sizeof(*pod->c));
+        pod->c[pod->nc++] = (struct pod_ctr){.name = kite_strdup(name), .ephemeral = true, .spec = json_object_get(spec)};
+    }
+}
+
 static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
     const char *uid = pjs(obj, "metadata.uid"), *ns = pjs(obj, "metadata.namespace"), *name = pjs(obj, "metadata.name");
     if (!uid || !ns || !name || p->n_pods >= KITE_PODS_MAX_PODS) return NULL;
@@ -226,6 +240,8 @@ static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
         pod->nc++;
         if (i < ni) pod->n_init++;
     }
+    pod->n_main = pod->nc;
+    pods_ephemeral_sync(pod);
     const char *phase = pjs(obj, "status.phase");
     int64_t st = 0;
     if (pjs(obj, "status.startTime") && kite_time_parse(pjs(obj, "status.startTime"), &st) == 0) pod->start_wall = st;
@@ -274,6 +290,7 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
     if (pod->obj != obj) {
         json_object_put(pod->obj);
         pod->obj = json_object_get(obj);
+        pods_ephemeral_sync(pod);
     }
     pod->in_api = true;
     if (pj(obj, "metadata.deletionTimestamp")) {

@@ -69,7 +69,7 @@ enum pod_phase pods_compute_phase(struct pod *pod) {
         return PHASE_PENDING;
     }
     size_t running = 0, waiting = 0, succeeded = 0, failed = 0, n = 0;
-    for (size_t i = pod->n_init; i < pod->nc; i++) {
+    for (size_t i = pod->n_init; i < pod->n_main; i++) {
         struct pod_ctr *c = &pod->c[i];
         n++;
         if (c->have_st && c->st.state == KITE_CONTAINER_RUNNING) running++;
@@ -163,7 +163,7 @@ static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_
         json_object_object_add(s, "lastState", terminated_of(p, &c->st, msg_max));
     else
         json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last, msg_max) : json_object_new_object());
-    json_object_object_add(s, "ready", json_object_new_boolean(pods_ctr_ready(c)));
+    json_object_object_add(s, "ready", json_object_new_boolean(!c->ephemeral && pods_ctr_ready(c)));
     json_object_object_add(s, "restartCount", json_object_new_int((int32_t)c->restarts));
     json_object_object_add(s, "started", json_object_new_boolean(pods_ctr_started(c)));
     return s;
@@ -236,7 +236,7 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
     bool inits_done = true;
     for (size_t i = 0; i < pod->n_init; i++) inits_done = inits_done && pod->c[i].done;
     bool any_started = false;
-    for (size_t i = pod->n_init; i < pod->nc; i++) any_started = any_started || pod->c[i].id;
+    for (size_t i = pod->n_init; i < pod->n_main; i++) any_started = any_started || pod->c[i].id;
     if (!pod->rejected) {
         add_cond(conds, prev, "PodReadyToStartContainers", pod->sandbox_id && !pod->killed, NULL, NULL, now_wall);
         _cleanup_free_ char *incomplete = names_list(pod, 0, pod->n_init, not_done);
@@ -246,7 +246,7 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
             _cleanup_free_ char *m = kite_asprintf("containers with incomplete status: %s", incomplete ? incomplete : "[]");
             add_cond(conds, prev, "Initialized", false, "ContainersNotInitialized", m, now_wall);
         }
-        _cleanup_free_ char *unready = names_list(pod, 0, pod->nc, not_ready);
+        _cleanup_free_ char *unready = names_list(pod, 0, pod->n_main, not_ready);
         bool terminal = ph == PHASE_SUCCEEDED || ph == PHASE_FAILED;
         const char *treason = ph == PHASE_SUCCEEDED ? "PodCompleted" : "PodFailed";
         _cleanup_free_ char *m = unready ? kite_asprintf("containers with unready status: %s", unready) : NULL;
@@ -281,12 +281,15 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
     }
     if (pod->start_wall) add_time(st, "startTime", pod->start_wall);
     if (!pod->rejected) {
-        json_object *ics = json_object_new_array(), *cs = json_object_new_array();
+        json_object *ics = json_object_new_array(), *cs = json_object_new_array(), *ecs = json_object_new_array();
         for (size_t i = 0; i < pod->nc; i++)
-            json_object_array_add(pod->c[i].init ? ics : cs, ctr_status(p, pod, &pod->c[i], inits_done));
+            json_object_array_add(pod->c[i].ephemeral ? ecs : pod->c[i].init ? ics : cs,
+                                  ctr_status(p, pod, &pod->c[i], inits_done));
         if (pod->n_init) json_object_object_add(st, "initContainerStatuses", ics);
         else json_object_put(ics);
         json_object_object_add(st, "containerStatuses", cs);
+        if (pod->nc > pod->n_main) json_object_object_add(st, "ephemeralContainerStatuses", ecs);
+        else json_object_put(ecs);
     }
     add_str(st, "qosClass", pods_qos_class(pj(pod->obj, "spec")));
     return st;

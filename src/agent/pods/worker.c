@@ -20,7 +20,9 @@
 
 static void ev(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, const char *type, const char *reason,
                const char *message) {
-    _cleanup_free_ char *fp = c ? kite_asprintf("spec.%s{%s}", c->init ? "initContainers" : "containers", c->name) : NULL;
+    _cleanup_free_ char *fp =
+        c ? kite_asprintf("spec.%s{%s}", c->ephemeral ? "ephemeralContainers" : c->init ? "initContainers" : "containers", c->name)
+          : NULL;
     kite_recorder_pod_event(&p->rec, pod->obj, fp, type, reason, message);
 }
 
@@ -405,6 +407,15 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem, .mounts = mounts, .n_mounts = nmounts,
         .cpu_quota_us = cpu_quota_us(cpu), .cpu_period_us = cpu_quota_us(cpu) ? KITE_CPU_PERIOD_US : 0,
         .cpu_shares = cpu_req ? KITE_MAX(KITE_MIN(cpu_req, KITE_CPU_MAX_SHARES * 1000 / 1024) * 1024 / 1000, 2) : 0};
+    /* stdin and tty as the spec asks (attach reads and writes them); an ephemeral container
+     * joins the pid namespace of its targetContainerName */
+    json_object *si = pj(c->spec, "stdin"), *so = pj(c->spec, "stdinOnce"), *tt = pj(c->spec, "tty");
+    cfg.stdin_open = si && json_object_get_boolean(si);
+    cfg.stdin_once = so && json_object_get_boolean(so);
+    cfg.tty = tt && json_object_get_boolean(tt);
+    const char *target = c->ephemeral ? pjs(c->spec, "targetContainerName") : NULL;
+    for (size_t i = 0; target && *target && i < pod->n_main; i++)
+        if (kite_streq(pod->c[i].name, target)) cfg.pid_ns_of = pod->c[i].id ? pod->c[i].id : "";
     char *id = NULL, *err = NULL;
     int r = rt_result(p, pod, "create_container", p->rt->ops->create_container(p->rt, pod->sandbox_id, &cfg,
                                                                               KITE_PODS_RT_TIMEOUT_NS, &id, &err));
@@ -506,7 +517,7 @@ static bool should_restart(const char *policy, int code) {
 
 static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (pod->sandbox_id) return true;
-    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    json_object *hn = pj(pod->obj, "spec.hostNetwork"), *hp = pj(pod->obj, "spec.hostPID"), *hi = pj(pod->obj, "spec.hostIPC");
     /* the pod's sysctls (admitted: the safe set) */
     json_object *sv = pj(pod->obj, "spec.securityContext.sysctls");
     size_t nsys = sv && json_object_is_type(sv, json_type_array) ? json_object_array_length(sv) : 0;
@@ -518,6 +529,8 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     }
     struct kite_sandbox_config cfg = {.uid = pod->uid, .name = pod->name, .ns = pod->ns,
                                       .host_network = hn && json_object_get_boolean(hn),
+                                      .host_pid = hp && json_object_get_boolean(hp),
+                                      .host_ipc = hi && json_object_get_boolean(hi),
                                       .hostname = pjs(pod->obj, "spec.hostname"),
                                       .sysctls = (const char *const *)sys, .n_sysctls = nsys};
     char *id = NULL, *err = NULL;
@@ -888,7 +901,7 @@ static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
         start_ctr(p, pod, c, now);
         return;
     }
-    for (size_t i = pod->n_init; i < pod->nc; i++) {
+    for (size_t i = pod->n_init; i < pod->n_main; i++) {
         struct pod_ctr *c = &pod->c[i];
         probe_kill_due(p, pod, c, now);
         if (ctr_running(c)) continue;
@@ -902,6 +915,11 @@ static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
                 pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
             free(err);
         }
+    }
+    /* ephemeral containers (kubectl debug): started once, in the running pod, never again */
+    for (size_t i = pod->n_main; i < pod->nc; i++) {
+        struct pod_ctr *c = &pod->c[i];
+        if (!c->id) start_ctr(p, pod, c, now);
     }
     /* the main containers may have just ended the pod (a Job's pod with sidecars) */
     ph = pods_compute_phase(pod);

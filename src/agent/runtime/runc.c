@@ -344,8 +344,9 @@ static void add_ns(json_object *nss, const char *type, const char *path) {
 struct oci_in {
     json_object *args, *env;
     const char *cwd, *hostname, *cgroup;
-    bool readonly_root, host_network;
+    bool readonly_root, host_network, host_pid, host_ipc;
     pid_t join_pid; /* 0 = new namespaces (a pause holder) */
+    pid_t pid_ns_pid; /* 0 = a pid namespace of its own, else that process's */
     const struct kite_container_config *cfg;
     const struct kite_security_config *sec; /* NULL = cfg's */
     const char *pause_bin;
@@ -448,7 +449,7 @@ void kite_oci_apply_security(struct json_object *spec, const struct kite_securit
 static json_object *oci_config(const struct oci_in *in) {
     json_object *o = json_object_new_object(), *proc = json_object_new_object();
     json_object_object_add(o, "ociVersion", json_object_new_string("1.0.2"));
-    json_object_object_add(proc, "terminal", json_object_new_boolean(0));
+    json_object_object_add(proc, "terminal", json_object_new_boolean(in->cfg && in->cfg->tty));
     json_object_object_add(proc, "args", in->args);
     json_object_object_add(proc, "env", in->env);
     json_object_object_add(proc, "cwd", json_object_new_string(in->cwd));
@@ -476,7 +477,8 @@ static json_object *oci_config(const struct oci_in *in) {
     json_object_object_add(o, "mounts", mounts);
 
     json_object *linux_ = json_object_new_object(), *nss = json_object_new_array(), *res = json_object_new_object();
-    add_ns(nss, "pid", NULL);
+    _cleanup_free_ char *pidns = in->pid_ns_pid ? kite_asprintf("/proc/%d/ns/pid", in->pid_ns_pid) : NULL;
+    if (!in->host_pid || pidns) add_ns(nss, "pid", pidns);
     add_ns(nss, "mount", NULL);
     _cleanup_free_ char *net = NULL, *ipc = NULL, *uts = NULL;
     if (in->join_pid) {
@@ -484,7 +486,7 @@ static json_object *oci_config(const struct oci_in *in) {
         ipc = kite_asprintf("/proc/%d/ns/ipc", in->join_pid);
         uts = kite_asprintf("/proc/%d/ns/uts", in->join_pid);
     }
-    add_ns(nss, "ipc", ipc);
+    if (!in->host_ipc) add_ns(nss, "ipc", ipc);
     if (!in->host_network) {
         add_ns(nss, "network", net);
         add_ns(nss, "uts", uts);
@@ -522,7 +524,8 @@ static json_object *oci_config(const struct oci_in *in) {
 
 /* Starts conmon on the bundle (conmon runs `runc create`) and waits for the container's pid on
  * conmon's sync pipe. */
-static int conmon_create(struct runc_rt *c, const char *id, const char *log_path, int64_t deadline, char **ret_error) {
+static int conmon_create(struct runc_rt *c, const char *id, const char *log_path, const struct kite_container_config *cfg,
+                         int64_t deadline, char **ret_error) {
     _cleanup_free_ char *bundle = cdir(c, id, NULL), *pidfile = cdir(c, id, "pidfile"),
                         *cpid = cdir(c, id, "conmon.pid"), *log = kite_asprintf("k8s-file:%s", log_path),
                         *rootarg = kite_asprintf("--root=%s", c->state);
@@ -531,7 +534,13 @@ static int conmon_create(struct runc_rt *c, const char *id, const char *log_path
     const char *argv[] = {c->conmon, "--api-version", "1", "-c", id, "-u", id, "-n", id, "-r", c->runc,
                           "-b", bundle, "-p", pidfile, "-P", cpid, "-l", log, "--exit-dir", c->exits,
                           "-0", bundle, "--socket-dir-path", c->sockets, "--runtime-arg", rootarg,
-                          "--log-level", "error", "--syslog", NULL};
+                          "--log-level", "error", "--syslog", NULL, NULL, NULL, NULL};
+    /* stdin held open for attach (left open after an attach ends unless stdinOnce), and a
+     * terminal: conmon makes the console and relays it on its attach socket */
+    size_t na = KITE_ARRAY_SIZE(argv) - 4;
+    if (cfg && cfg->stdin_open) argv[na++] = "-i";
+    if (cfg && cfg->stdin_open && !cfg->stdin_once) argv[na++] = "--leave-stdin-open";
+    if (cfg && cfg->tty) argv[na++] = "-t";
     const char *env[] = {"_OCI_SYNCPIPE=3", NULL};
     /* conmon writes its "oom" marker into its working directory: the bundle */
     struct rt_run r = {.argv = argv, .env = env, .pass_fd = p[1], .cwd = bundle, .discard_output = true, .deadline = deadline};
@@ -629,7 +638,7 @@ static void destroy_bundle(struct runc_rt *c, const char *id) {
 
 /* Common to containers and pause holders: bundle + conmon + meta. */
 static int create_bundle(struct runc_rt *c, const char *id, json_object *config, json_object *meta, const char *log_path,
-                         int64_t deadline, char **ret_error) {
+                         const struct kite_container_config *cfg, int64_t deadline, char **ret_error) {
     _cleanup_free_ char *cfgp = cdir(c, id, "config.json");
     int r = write_json(cfgp, config);
     if (r < 0) return r;
@@ -638,7 +647,7 @@ static int create_bundle(struct runc_rt *c, const char *id, json_object *config,
     if ((r = kite_mkdir_p(logdir, 0755)) < 0) return r;
     json_object_object_add(meta, "created", json_object_new_int64(now_wall(c)));
     write_meta(c, id, meta);
-    return conmon_create(c, id, log_path, deadline, ret_error);
+    return conmon_create(c, id, log_path, cfg, deadline, ret_error);
 }
 
 static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, const struct kite_container_config *cfg,
@@ -701,8 +710,22 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
                         .cwd = cfg->working_dir && *cfg->working_dir ? cfg->working_dir : img.working_dir ? img.working_dir : "/",
                         .cgroup = cg,
                         .host_network = json_object_get_boolean(json_object_object_get(sb, "host_network")),
+                        .host_pid = json_object_get_boolean(json_object_object_get(sb, "host_pid")),
+                        .host_ipc = json_object_get_boolean(json_object_object_get(sb, "host_ipc")),
                         .join_pid = pause,
                         .cfg = cfg};
+    if (cfg->pid_ns_of) {
+        in.pid_ns_pid = valid_id(cfg->pid_ns_of) ? container_pid(c, cfg->pid_ns_of) : 0;
+        if (!pid_alive(in.pid_ns_pid)) {
+            json_object_put(in.args);
+            json_object_put(in.env);
+            json_object_put(meta);
+            json_object_put(sb);
+            kite_image_info_release(&img);
+            if (ret_error) *ret_error = kite_strdup("the target container is not running (its pid namespace is joined)");
+            return -ENOTCONN;
+        }
+    }
     json_object *config = oci_config(&in);
     if ((r = kite_oci_apply_seccomp(config, &sec, ret_error)) < 0) {
         json_object_put(config);
@@ -720,7 +743,7 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
     json_object_object_add(meta, "log_path", json_object_new_string(log_path));
     json_object_object_add(meta, "cgroup", json_object_new_string(cg));
     if ((r = kite_mkdir_p(dir, 0700)) == 0 && (r = make_rootfs(c, id, img.rootfs, deadline, &err)) == 0)
-        r = create_bundle(c, id, config, meta, log_path, deadline, &err);
+        r = create_bundle(c, id, config, meta, log_path, cfg, deadline, &err);
     json_object_put(config);
     json_object_put(sb);
     kite_image_info_release(&img);
@@ -1133,6 +1156,8 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
     json_object_object_add(sb, "name", json_object_new_string(cfg->name));
     json_object_object_add(sb, "ns", json_object_new_string(cfg->ns));
     json_object_object_add(sb, "host_network", json_object_new_boolean(cfg->host_network));
+    json_object_object_add(sb, "host_pid", json_object_new_boolean(cfg->host_pid));
+    json_object_object_add(sb, "host_ipc", json_object_new_boolean(cfg->host_ipc));
     json_object_object_add(sb, "cgroup_parent", json_object_new_string(parent));
     json_object_object_add(sb, "log_dir", json_object_new_string(log_dir));
     json_object_object_add(sb, "created", json_object_new_int64(now_wall(c)));
@@ -1163,7 +1188,7 @@ static int rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_con
     json_object_object_add(meta, "sandbox_id", json_object_new_string(id));
     json_object_object_add(meta, "pause", json_object_new_boolean(1));
     json_object_object_add(meta, "cgroup", json_object_new_string(cg));
-    if (r == 0) r = create_bundle(c, id, config, meta, pause_log, deadline, &err);
+    if (r == 0) r = create_bundle(c, id, config, meta, pause_log, NULL, deadline, &err);
     if (r == 0) r = runc_simple(c, deadline, &err, (const char *[]){"start", id, NULL});
     if (r == 0) {
         json_object_object_add(meta, "started", json_object_new_int64(now_wall(c)));

@@ -40,6 +40,7 @@ struct kite_image {
 struct kite_sandbox_config {
     const char *uid, *name, *ns;
     bool host_network;    /* share the host's network (and UTS) namespace */
+    bool host_pid, host_ipc; /* the containers share the host's pid, ipc namespace (hostPID, hostIPC) */
     const char *hostname; /* NULL = the pod name; ignored with host_network */
     const char *cgroup_parent; /* absolute; NULL = /kite/pod<uid> */
     const char *log_dir;  /* NULL = <root>/logs/<ns>_<name>_<uid> */
@@ -126,6 +127,12 @@ struct kite_container_config {
     int64_t pids_limit;
     const char *log_path; /* relative to the sandbox's log dir; NULL = <name>/<attempt>.log */
     struct kite_security_config sec; /* the container's securityContext over the pod's */
+    /* stdin: the container's stdin stays open for attach (conmon -i), closed when the first
+     * attach ends with stdin_once; tty: its stdio is a terminal (conmon -t) */
+    bool stdin_open, stdin_once, tty;
+    /* a running container of the sandbox whose pid namespace this one joins (an ephemeral
+     * container's targetContainerName); NULL = a pid namespace of its own */
+    const char *pid_ns_of;
 };
 
 enum kite_container_state {

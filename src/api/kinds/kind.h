@@ -41,6 +41,8 @@ extern const struct kite_smp_schema kite_meta_smp_schema;
 #define FK(num, n, s) {n, &s, num, KITE_SCHEMA_KEEP_ZERO}
 /* a field OpenAPI lists as required (no omitempty, not a pointer: kept zero too) */
 #define FR(num, n, s) {n, &s, num, KITE_SCHEMA_KEEP_ZERO | KITE_SCHEMA_REQUIRED}
+/* an inline struct (KITE_SCHEMA_INLINE): n names it, no JSON key */
+#define FI(num, n, s) {n, &s, num, KITE_SCHEMA_INLINE}
 
 /* An object (struct) schema `name` with Go name `go` and the given fields: all of the Go
  * struct's (a field not listed is unknown, dropped from writes; else STRUCT_PARTIAL). */

@@ -41,8 +41,14 @@ STRUCT(container, "Container", FR(1, "name", S), F(2, "image", S), F(3, "command
     F(12, "lifecycle", RAW), F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S),
     F(14, "imagePullPolicy", S), F(15, "securityContext", container_security_context), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
 LIST(containers, NULL, container);
-/* the volume sources are not transcribed */
-STRUCT_PARTIAL(volume, "Volume", FR(1, "name", S));
+/* EphemeralContainerCommon has Container's fields and numbers; inline in JSON */
+STRUCT_PARTIAL(ephemeral_container, "EphemeralContainer", FI(1, "ephemeralContainerCommon", container),
+    F(2, "targetContainerName", S));
+LIST(ephemeral_containers, NULL, ephemeral_container);
+/* of the volume sources only hostPath is transcribed (a protobuf write drops the others) */
+STRUCT(host_path_source, "HostPathVolumeSource", FR(1, "path", S), FK(2, "type", S));
+STRUCT_PARTIAL(volume_source, "VolumeSource", F(1, "hostPath", host_path_source));
+STRUCT_PARTIAL(volume, "Volume", FR(1, "name", S), FI(2, "volumeSource", volume_source));
 LIST(volumes, NULL, volume);
 STRUCT(local_ref, "LocalObjectReference", F(1, "name", S));
 LIST(local_refs, NULL, local_ref);
@@ -52,7 +58,7 @@ LIST(tolerations, NULL, toleration);
 STRUCT(host_alias, "HostAlias", FR(1, "ip", S), F(2, "hostnames", SLIST));
 LIST(host_aliases, NULL, host_alias);
 STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", containers), FR(2, "containers", containers),
-    F(34, "ephemeralContainers", RAW), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
+    F(34, "ephemeralContainers", ephemeral_containers), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
     FK(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
     F(9, "serviceAccount", S), FK(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
     F(12, "hostPID", B), F(13, "hostIPC", B), FK(27, "shareProcessNamespace", B), F(14, "securityContext", pod_security_context),
@@ -212,6 +218,8 @@ static void pod_defaults(json_object *obj) {
         json_object *cs = OBJ(spec, lists[l]);
         for (size_t i = 0; i < arr_len(cs); i++) container_defaults(json_object_array_get_idx(cs, i), host_network);
     }
+    json_object *ecs = OBJ(spec, "ephemeralContainers");
+    for (size_t i = 0; i < arr_len(ecs); i++) container_defaults(json_object_array_get_idx(ecs, i), false);
     json_object *status = kite_obj_ensure(obj, "status");
     DEFAULT(status, "phase", json_object_new_string("Pending"));
     DEFAULT(status, "qosClass", json_object_new_string(qos_class(obj)));
@@ -376,6 +384,9 @@ static void validate_update(json_object *obj, json_object *old_stored, struct ki
             else json_object_object_del(ctr, "image");
         }
     }
+    /* ephemeral containers change through their subresource alone (validate_ephemeral) */
+    if (OBJ(ospec, "ephemeralContainers")) kite_obj_set(munged, "ephemeralContainers", json_object_get(OBJ(ospec, "ephemeralContainers")));
+    else json_object_object_del(munged, "ephemeralContainers");
     static const char *const copied[] = {"activeDeadlineSeconds", "tolerations", "schedulingGates", NULL};
     for (size_t i = 0; copied[i]; i++) {
         json_object *nv = OBJ(munged, copied[i]), *ov = OBJ(ospec, copied[i]);
@@ -409,12 +420,64 @@ static void validate_update(json_object *obj, json_object *old_stored, struct ki
     json_object_put(old);
 }
 
+/* validateEphemeralContainers and ValidatePodEphemeralContainersUpdate: the containers of old
+ * stay as they were, and each one added has a name no other container of the pod has, targets
+ * (targetContainerName) one of the pod's init or regular containers, and sets none of the
+ * fields an ephemeral container cannot have (ports, probes, lifecycle, resources...). seen:
+ * the names of the init and regular containers. */
+static void validate_ephemeral(json_object *spec, json_object *ospec, json_object *seen, struct kite_causes *c) {
+    json_object *ecs = OBJ(spec, "ephemeralContainers"), *oecs = OBJ(ospec, "ephemeralContainers");
+    for (size_t i = 0; i < arr_len(oecs); i++) {
+        json_object *oe = json_object_array_get_idx(oecs, i), *ne = NULL;
+        for (size_t j = 0; j < arr_len(ecs) && !ne; j++)
+            if (kite_streq(STR(json_object_array_get_idx(ecs, j), "name"), STR(oe, "name"))) ne = json_object_array_get_idx(ecs, j);
+        if (!ne)
+            kite_causes_add(c, "FieldValueForbidden", "spec.ephemeralContainers",
+                            "Forbidden: existing ephemeral containers \"%s\" may not be removed\n", STR(oe, "name"));
+        else if (!kite_json_equal(ne, oe))
+            kite_causes_add(c, "FieldValueForbidden", "spec.ephemeralContainers",
+                            "Forbidden: existing ephemeral containers \"%s\" may not be changed\n", STR(oe, "name"));
+    }
+    json_object *regular = NULL; /* the names of the init and regular containers alone */
+    json_object_deep_copy(seen, &regular, NULL);
+    validate_containers(ecs, "ephemeralContainers", seen, c);
+    static const char *const forbidden[] = {"ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
+                                            "resizePolicy", "restartPolicy"};
+    char field[128];
+    for (size_t i = 0; i < arr_len(ecs); i++) {
+        json_object *ec = json_object_array_get_idx(ecs, i);
+        for (size_t k = 0; k < KITE_ARRAY_SIZE(forbidden); k++) {
+            json_object *v = OBJ(ec, forbidden[k]);
+            if (!v || (json_object_is_type(v, json_type_array) && !arr_len(v))) continue;
+            snprintf(field, sizeof field, "spec.ephemeralContainers[%zu].%s", i, forbidden[k]);
+            kite_causes_add(c, "FieldValueForbidden", field, "Forbidden: cannot be set for an Ephemeral Container");
+        }
+        json_object *res = OBJ(ec, "resources");
+        json_object *lim = OBJ(res, "limits"), *req = OBJ(res, "requests");
+        if ((is_obj(lim) && json_object_object_length(lim) > 0) || (is_obj(req) && json_object_object_length(req) > 0) ||
+            arr_len(OBJ(res, "claims"))) {
+            snprintf(field, sizeof field, "spec.ephemeralContainers[%zu].resources", i);
+            kite_causes_add(c, "FieldValueForbidden", field, "Forbidden: cannot be set for an Ephemeral Container");
+        }
+        const char *target = STR(ec, "targetContainerName");
+        if (*target && !json_object_object_get_ex(regular, target, NULL)) {
+            snprintf(field, sizeof field, "spec.ephemeralContainers[%zu].targetContainerName", i);
+            kite_causes_add(c, "FieldValueNotFound", field, "Not found: \"%s\"", target);
+        }
+    }
+    json_object_put(regular);
+}
+
 static void pod_validate(json_object *obj, json_object *old, struct kite_causes *c) {
     json_object *spec = OBJ(obj, "spec");
     json_object *seen = json_object_new_object(); /* container names, init and regular: one namespace */
     validate_containers(OBJ(spec, "initContainers"), "initContainers", seen, c);
     if (!arr_len(OBJ(spec, "containers"))) kite_causes_add(c, "FieldValueRequired", "spec.containers", "Required value");
     validate_containers(OBJ(spec, "containers"), "containers", seen, c);
+    if (!old && arr_len(OBJ(spec, "ephemeralContainers")))
+        kite_causes_add(c, "FieldValueForbidden", "spec.ephemeralContainers", "Forbidden: cannot be set on create");
+    else if (old && !kite_json_equal(OBJ(spec, "ephemeralContainers"), OBJ(old, "spec", "ephemeralContainers")))
+        validate_ephemeral(spec, OBJ(old, "spec"), seen, c);
     json_object_put(seen);
     static const char *const restart[] = {"Always", "OnFailure", "Never", NULL};
     static const char *const dns[] = {"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None", NULL};
@@ -729,6 +792,8 @@ static const struct kite_subresource subresources[] = {
      .body_schema = &kite_schema_eviction,
      .guard_group = "policy", .guard_plural = "poddisruptionbudgets", .guard = kite_pdb_evict, .mark = pod_evict_mark},
     {.name = "log", .connect = pod_log},
+    /* kubectl debug's: a write changes spec.ephemeralContainers alone (validate_ephemeral) */
+    {.name = "ephemeralcontainers", .field = "spec.ephemeralContainers"},
     {.name = "exec", .connect = pod_exec, .upgrade = true, .body_group = "", .body_version = "v1",
      .body_kind = "PodExecOptions"},
     {.name = "attach", .connect = pod_attach, .upgrade = true, .body_group = "", .body_version = "v1",

@@ -509,3 +509,38 @@ Test(protobuf, non_finite_double_refused) {
     expect_refused(&s, inf_body, sizeof inf_body - 1, -EINVAL, "unsupported value");
     expect_json(decode_ok(&s, ok_body, sizeof ok_body - 1), "{\"f\":1.5}");
 }
+
+/* An EphemeralContainer embeds EphemeralContainerCommon (Container's fields and numbers): inline
+ * in JSON, field 1 of its own in protobuf, then targetContainerName (2). A pod with one is read
+ * by protobuf clients (kubectl debug watches the pod so). */
+Test(protobuf, ephemeral_container_inline_struct) {
+    const char *json = "{" META("Pod", "v1") "," OMETA ",\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"busybox\"}],"
+                       "\"ephemeralContainers\":[{\"name\":\"dbg\",\"image\":\"busybox\",\"targetContainerName\":\"app\"}]}}";
+    round_trip(json);
+    json_object *in = parse(json);
+    struct kite_buf b = {0};
+    cr_assert_eq(kite_pb_encode_any(in, &b), 0);
+    /* PodSpec field 34 (tag 0x92 0x02), {1: {1 "dbg", 2 "busybox"}, 2 "app"} */
+    static const unsigned char want[] = {0x92, 0x02, 0x15, 0x0a, 0x0e, 0x0a, 0x03, 'd', 'b', 'g', 0x12, 0x07, 'b', 'u', 's',
+                                         'y', 'b', 'o', 'x', 0x12, 0x03, 'a', 'p', 'p'};
+    cr_expect(memmem(b.p, b.len, want, sizeof want) != NULL, "the EphemeralContainer's bytes");
+    kite_buf_release(&b);
+    json_object_put(in);
+}
+
+/* A Volume embeds its VolumeSource (field 2, inline in JSON): a hostPath volume (kubectl debug
+ * node's /host) passes both ways; the other sources are not transcribed. */
+Test(protobuf, volume_source_inline_host_path) {
+    round_trip("{" META("Pod", "v1") "," OMETA ",\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\","
+               "\"volumeMounts\":[{\"name\":\"host-root\",\"mountPath\":\"/host\"}]}],"
+               "\"volumes\":[{\"name\":\"host-root\",\"hostPath\":{\"path\":\"/\",\"type\":\"\"}}],\"hostPID\":true}}");
+    json_object *in = parse("{" META("Pod", "v1") "," OMETA ",\"spec\":{\"containers\":[{\"name\":\"c\"}],"
+                            "\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/\"}}]}}");
+    struct kite_buf b = {0};
+    cr_assert_eq(kite_pb_encode_any(in, &b), 0);
+    /* PodSpec field 1: {1 "h", 2 {1 {1 "/"}}} */
+    static const unsigned char want[] = {0x0a, 0x0a, 0x0a, 0x01, 'h', 0x12, 0x05, 0x0a, 0x03, 0x0a, 0x01, '/'};
+    cr_expect(memmem(b.p, b.len, want, sizeof want) != NULL, "the Volume's bytes");
+    kite_buf_release(&b);
+    json_object_put(in);
+}
