@@ -18,6 +18,7 @@
 
 #define KITE_PODS_RT_TIMEOUT_NS (10 * KITE_NS_PER_SEC)        /* one runtime call of a pod worker */
 #define KITE_PODS_RELIST_NS (10 * KITE_NS_PER_SEC)            /* PLEG relist (safety net) */
+#define KITE_PODS_POST_START_CHECK_NS KITE_NS_PER_SEC        /* a started container is looked at again */
 #define KITE_PODS_STATUS_RESYNC_NS (10 * KITE_NS_PER_SEC)     /* status manager resync */
 #define KITE_PODS_BACKOFF_MIN_NS (10 * KITE_NS_PER_SEC)       /* CrashLoopBackOff / image back-off */
 #define KITE_PODS_BACKOFF_MAX_NS (300 * KITE_NS_PER_SEC)

@@ -482,6 +482,14 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         ev(p, pod, c, "Normal", "Started", started);
     }
     pods_refresh(p, pod);
+    /* A process that ended before the runtime watched it sends no exit event, and the relist
+     * (10 s) finds nothing new once the refresh above saw the exit: the pod is synced again at
+     * once then, and a second after any start in case it ends between that refresh and the
+     * watch (the kubelet's PLEG relists every second). */
+    if (r == 0) {
+        int64_t at = c->have_st && c->st.state == KITE_CONTAINER_EXITED ? now + 1 : now + KITE_PODS_POST_START_CHECK_NS;
+        if (!pod->next_sync || at < pod->next_sync) pod->next_sync = at;
+    }
     return r == 0;
 }
 

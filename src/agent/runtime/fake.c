@@ -422,6 +422,7 @@ static int fake_read_events(struct kite_runtime *rt, struct kite_container_event
         struct fcontainer *c = &f->containers[i];
         if (c->st.state != KITE_CONTAINER_EXITED || c->reported) continue;
         c->reported = true;
+        if (c->script.no_exit_event) continue;
         v = kite_realloc(v, (n + 1) * sizeof(*v));
         v[n++] = (struct kite_container_event){.container_id = kite_strdup(c->st.id), .sandbox_id = kite_strdup(c->st.sandbox_id),
                                                .exit_code = c->st.exit_code, .oom_killed = c->st.oom_killed,

@@ -333,6 +333,7 @@ struct kite_fake_script {
     int exit_code;
     bool oom;               /* the exit is an OOM kill (code 137) */
     bool ignore_sigterm;    /* stop waits the whole grace period, then kills (137) */
+    bool no_exit_event;     /* the exit sends no event (as one that ended before runc's watch began) */
     const char *exec_output;
     int exec_exit_code;
 };

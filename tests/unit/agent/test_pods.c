@@ -215,6 +215,20 @@ Test(pods, crash_loop_backoff_grows) {
     cr_assert_geq(count("POST", "/events"), 1);
 }
 
+/* A container that ended before the runtime watched it sends no exit event, and the relist finds
+ * nothing new once the worker's own refresh saw the exit: the pod is synced again at once, not
+ * after the relist's 10 s (a pod whose init container or first attempt ended at once waited there
+ * for good). */
+Test(pods, an_exit_without_event_is_acted_on) {
+    add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"busybox\"}]", NULL));
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = 0, .exit_code = 3, .no_exit_event = true});
+    step();
+    advance(1); /* well before the relist */
+    step();
+    json_object *c = cs(last_status("a"), "containerStatuses", 0);
+    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 1, "restarted without an exit event");
+}
+
 /* An exit is reported as it is before the worker acts on it (the kubelet's syncPod sets the
  * status first): the terminated state of the first attempt reaches the API even though the
  * restart follows in the same sync. */
