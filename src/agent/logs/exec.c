@@ -592,13 +592,24 @@ static void *session_thread(void *ud) {
         e = rt->ops->attach_socket ? rt->ops->attach_socket(rt, id, &sock) : -ENOTSUP;
         if (e == 0) {
             struct sockaddr_un sa = {.sun_family = AF_UNIX};
-            if (strlen(sock) >= sizeof sa.sun_path) {
-                e = -ENAMETOOLONG;
-            } else {
+            /* past sun_path's 108 bytes (a deep data dir), the socket is reached through its
+             * directory's descriptor, as conmon binds it */
+            int dfd = -1;
+            const char *slash = strrchr(sock, '/');
+            if (strlen(sock) >= sizeof sa.sun_path && slash) {
+                _cleanup_free_ char *dir = kite_strndup(sock, (size_t)(slash - sock));
+                dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd >= 0) snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, slash + 1);
+            } else if (strlen(sock) < sizeof sa.sun_path) {
                 memcpy(sa.sun_path, sock, strlen(sock) + 1);
+            }
+            if (!sa.sun_path[0]) {
+                e = dfd < 0 && strlen(sock) >= sizeof sa.sun_path ? -ENAMETOOLONG : -ENOENT;
+            } else {
                 s->attach_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
                 if (s->attach_fd < 0 || connect(s->attach_fd, (struct sockaddr *)&sa, sizeof sa) < 0) e = -errno;
             }
+            if (dfd >= 0) close(dfd);
             if (e < 0) err = kite_asprintf("connecting to the attach socket %s: %s", sock, strerror(-e));
             /* conmon's control fifo is beside its attach socket */
             if (e == 0 && s->tty && strrchr(sock, '/'))
