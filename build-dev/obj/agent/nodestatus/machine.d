@@ -1,8 +1,0 @@
-build-dev/obj/agent/nodestatus/machine.o: src/agent/nodestatus/machine.c \
- src/agent/nodestatus/internal.h src/agent/nodestatus/nodestatus.h \
- src/base/clock.h src/base/base.h src/base/buf.h
-src/agent/nodestatus/internal.h:
-src/agent/nodestatus/nodestatus.h:
-src/base/clock.h:
-src/base/base.h:
-src/base/buf.h:

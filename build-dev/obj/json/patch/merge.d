@@ -1,8 +1,0 @@
-build-dev/obj/json/patch/merge.o: src/json/patch/merge.c \
- src/json/patch/internal.h src/base/buf.h src/base/base.h src/base/map.h \
- src/json/patch.h
-src/json/patch/internal.h:
-src/base/buf.h:
-src/base/base.h:
-src/base/map.h:
-src/json/patch.h:
