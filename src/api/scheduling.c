@@ -33,6 +33,24 @@ json_object *kite_find_untolerated_taint(json_object *taints, json_object *tols,
     return NULL;
 }
 
+bool kite_tolerations_tolerate(json_object *tols, const char *key, const char *effect) {
+    json_object *taint = json_object_new_object();
+    kite_obj_set(taint, "key", json_object_new_string(key));
+    kite_obj_set(taint, "effect", json_object_new_string(effect));
+    bool ok = kite_tolerations_find(tols, taint) != NULL;
+    json_object_put(taint);
+    return ok;
+}
+
+bool kite_tolerations_cover(json_object *tols, const char *key, const char *effect) {
+    for (size_t i = 0; i < alen(tols); i++) {
+        json_object *t = json_object_array_get_idx(tols, i);
+        const char *k = kite_obj_str(t, "key"), *e = kite_obj_str(t, "effect");
+        if ((!k || !*k || kite_streq(k, key)) && (!e || !*e || kite_streq(e, effect))) return true;
+    }
+    return false;
+}
+
 /* strconv.ParseInt(s, 10, 64): an optional sign, then decimal digits only, in range */
 static bool go_int64(const char *s, int64_t *ret) {
     if (!s) return false;

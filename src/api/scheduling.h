@@ -15,6 +15,12 @@ json_object *kite_tolerations_find(json_object *tolerations, json_object *taint)
 /* FindMatchingUntoleratedTaint: the first taint for which filter (NULL: every taint) holds and
  * no toleration tolerates it, or NULL. */
 json_object *kite_find_untolerated_taint(json_object *taints, json_object *tolerations, bool (*filter)(json_object *taint));
+/* TolerationsTolerateTaint for a taint of that key and effect and no value (the scheduler's
+ * NodeUnschedulable filter asks it of node.kubernetes.io/unschedulable:NoSchedule). */
+bool kite_tolerations_tolerate(json_object *tolerations, const char *key, const char *effect);
+/* The DefaultTolerationSeconds admission plugin's own rule: some toleration's key is key or
+ * empty and its effect is effect or empty, whatever its operator and value say. */
+bool kite_tolerations_cover(json_object *tolerations, const char *key, const char *effect);
 
 /* One NodeSelectorRequirement against a label's value (NULL: the label is absent): In, NotIn
  * (a non-empty values list), Exists, DoesNotExist (no values), Gt, Lt (exactly one value; the

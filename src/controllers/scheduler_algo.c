@@ -68,15 +68,6 @@ static void reject(struct kite_sched_verdict *v, const char *filter, bool unreso
     else free(reason);
 }
 
-static bool tolerates_key(json_object *tols, const char *key) {
-    json_object *taint = json_object_new_object();
-    kite_obj_set(taint, "key", json_object_new_string(key));
-    kite_obj_set(taint, "effect", json_object_new_string("NoSchedule"));
-    bool ok = kite_tolerations_find(tols, taint) != NULL;
-    json_object_put(taint);
-    return ok;
-}
-
 /* ---- filters: each returns true when the node passes ---- */
 
 struct fctx {
@@ -88,7 +79,7 @@ struct fctx {
 
 static bool f_unschedulable(const struct fctx *c, struct kite_sched_verdict *v) {
     json_object *u = kite_obj_get(c->nspec, "unschedulable");
-    if (!u || !json_object_get_boolean(u) || tolerates_key(c->tols, "node.kubernetes.io/unschedulable")) return true;
+    if (!u || !json_object_get_boolean(u) || kite_tolerations_tolerate(c->tols, "node.kubernetes.io/unschedulable", "NoSchedule")) return true;
     reject(v, "NodeUnschedulable", true, kite_strdup(R_UNSCHEDULABLE));
     return false;
 }
@@ -115,7 +106,8 @@ static bool f_ready(const struct fctx *c, struct kite_sched_verdict *v) {
     if (kite_streq(status, "True")) return true;
     /* what the node lifecycle controller taints such a node with: a pod tolerating that (a
      * DaemonSet's) may go there, as it could once the taint is on */
-    if (tolerates_key(c->tols, kite_streq(status, "False") ? "node.kubernetes.io/not-ready" : "node.kubernetes.io/unreachable"))
+    if (kite_tolerations_tolerate(c->tols, kite_streq(status, "False") ? "node.kubernetes.io/not-ready" : "node.kubernetes.io/unreachable",
+                                  "NoSchedule"))
         return true;
     reject(v, "NodeReady", true, kite_strdup(R_NOT_READY));
     return false;

@@ -1,7 +1,9 @@
 /* Pod (core/v1). */
 #include "api/disruption.h"
+#include "base/gotime.h"
 #include "api/kinds/kind.h"
 #include "api/quantity.h"
+#include "api/scheduling.h"
 
 /* ---- core/v1 Pod ----------------------------------------------------------------------------- */
 STRUCT(container_port, "ContainerPort", F(1, "name", S), F(2, "hostPort", I32), FR(3, "containerPort", I32), F(4, "protocol", S),
@@ -226,24 +228,15 @@ static void pod_defaults(json_object *obj) {
 }
 
 /* DefaultTolerationSeconds: a pod that tolerates neither taint (no toleration of the key, or
- * of every key, with that effect or every effect) is evicted that long after its node
- * becomes not ready or unreachable. */
-static bool tolerates(json_object *tols, const char *key) {
-    for (size_t i = 0; i < arr_len(tols); i++) {
-        json_object *t = json_object_array_get_idx(tols, i);
-        const char *k = STR(t, "key"), *e = STR(t, "effect");
-        if ((!*k || strcmp(k, key) == 0) && (!*e || strcmp(e, "NoExecute") == 0)) return true;
-    }
-    return false;
-}
-
+ * of every key, with NoExecute or every effect: kite_tolerations_cover) is evicted that long
+ * after its node becomes not ready or unreachable. */
 static void pod_default_tolerations(json_object *obj, int64_t not_ready_s, int64_t unreachable_s) {
     static const char *const keys[] = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"};
     int64_t secs[] = {not_ready_s, unreachable_s};
     json_object *spec = kite_obj_ensure(obj, "spec");
     for (size_t i = 0; i < 2; i++) {
         json_object *tols = OBJ(spec, "tolerations");
-        if (tolerates(tols, keys[i])) continue;
+        if (kite_tolerations_cover(tols, keys[i], "NoExecute")) continue;
         if (!tols || !json_object_is_type(tols, json_type_array)) {
             tols = json_object_new_array();
             kite_obj_set(spec, "tolerations", tols);
@@ -712,7 +705,7 @@ static int pod_log(json_object *obj, const char *(*query)(void *, const char *),
         *ret_msg = kite_strdup("PodLogOptions \"\" is invalid: : Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
         return 422;
     }
-    if (since_time && kite_schema_parse_time(since_time, &sec, &nsec) < 0) {
+    if (since_time && kite_gotime_parse(since_time, false, &sec, &nsec, NULL) < 0) {
         *ret_msg = kite_asprintf("parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot parse", since_time);
         return 400;
     }

@@ -122,3 +122,54 @@ Test(scheduling, node_selector_terms) {
     }
     json_object_put(node);
 }
+
+/* TolerationsTolerateTaint on a value-less taint, as the scheduler's NodeUnschedulable filter
+ * builds it ({Key: TaintNodeUnschedulable, Effect: NoSchedule}). */
+Test(scheduling, tolerations_tolerate_key_and_effect) {
+    static const struct {
+        const char *tols;
+        bool want;
+    } cases[] = {
+        {"[{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]", true},
+        {"[{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"Exists\"}]", true},
+        {"[{\"operator\":\"Exists\"}]", true},
+        {"[{\"key\":\"node.kubernetes.io/unschedulable\"}]", true}, /* Equal: "" == "" */
+        {"[{\"key\":\"node.kubernetes.io/unschedulable\",\"value\":\"x\"}]", false},
+        {"[{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"Exists\",\"effect\":\"NoExecute\"}]", false},
+        {"[{\"key\":\"other\",\"operator\":\"Exists\"}]", false},
+        {"[]", false},
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++) {
+        json_object *tols = J(cases[i].tols);
+        cr_expect_eq(kite_tolerations_tolerate(tols, "node.kubernetes.io/unschedulable", "NoSchedule"), cases[i].want,
+                     "case %zu: %s", i, cases[i].tols);
+        json_object_put(tols);
+    }
+    cr_assert_not(kite_tolerations_tolerate(NULL, "a", "NoSchedule"));
+}
+
+/* DefaultTolerationSeconds: (Key == key || Key == "") && (Effect == NoExecute || Effect == "");
+ * operator and value are not looked at (upstream's admission plugin). */
+Test(scheduling, tolerations_cover_default_toleration_seconds) {
+    static const struct {
+        const char *tols;
+        bool want;
+    } cases[] = {
+        {"[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\"}]", true},
+        {"[{\"key\":\"node.kubernetes.io/not-ready\"}]", true},
+        {"[{\"operator\":\"Exists\"}]", true},
+        {"[{\"effect\":\"NoExecute\"}]", true},
+        /* a value that ToleratesTaint would refuse still counts here */
+        {"[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Equal\",\"value\":\"x\",\"effect\":\"NoExecute\"}]", true},
+        {"[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]", false},
+        {"[{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":\"Exists\"}]", false},
+        {"[]", false},
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++) {
+        json_object *tols = J(cases[i].tols);
+        cr_expect_eq(kite_tolerations_cover(tols, "node.kubernetes.io/not-ready", "NoExecute"), cases[i].want, "case %zu: %s", i,
+                     cases[i].tols);
+        json_object_put(tols);
+    }
+    cr_assert_not(kite_tolerations_cover(NULL, "a", "NoExecute"));
+}
