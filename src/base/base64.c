@@ -30,28 +30,30 @@ char *kite_base64_encode(const void *data, size_t len, bool url) {
     return b.p;
 }
 
-static int value(char c) {
+static int value(char c, bool url) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
     if (c >= 'a' && c <= 'z') return c - 'a' + 26;
     if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (url) return c == '-' ? 62 : c == '_' ? 63 : -1;
     return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-/* Checks and decodes s without '\r' and '\n' (Go's decoder skips them); at[k] is the offset in
- * the input of the k-th byte kept, for the error. */
-static int decode_std(const char *s, const size_t *at, size_t n, struct kite_buf *out, size_t *ret_bad) {
+/* Checks and decodes s without '\r' and '\n' (Go's decoder skips them), StdEncoding or (url)
+ * RawURLEncoding; at[k] is the offset in the input of the k-th byte kept, for the error. */
+static int decode_go(const char *s, const size_t *at, size_t n, bool url, struct kite_buf *out, size_t *ret_bad) {
     size_t bad = n;
     bool pad = false;
     for (size_t i = 0; i < n && bad == n; i++) {
-        if (s[i] == '=') {
+        if (s[i] == '=' && !url) {
             /* padding: only the last one or two bytes of the last quantum */
             if (i % 4 < 2 || (n - i) > 2 || n % 4) bad = i;
             pad = true;
-        } else if (value(s[i]) < 0 || pad) {
-            bad = i;
+        } else if (value(s[i], url) < 0 || pad) {
+            bad = i; /* RawURLEncoding has no padding: '=' is a bad byte */
         }
     }
-    if (bad == n && n % 4) bad = n - n % 4; /* a quantum cut short */
+    /* a quantum cut short: padded input has none, unpadded input none of one byte */
+    if (bad == n && n % 4 && (!url || n % 4 == 1)) bad = n - n % 4;
     if (bad < n) {
         if (ret_bad) *ret_bad = at ? at[bad] : bad;
         return -EINVAL;
@@ -59,7 +61,7 @@ static int decode_std(const char *s, const size_t *at, size_t n, struct kite_buf
     for (size_t i = 0; out && i < n; i += 4) {
         int v[4];
         size_t npad = 0;
-        for (int j = 0; j < 4; j++) v[j] = s[i + j] == '=' ? (npad++, 0) : value(s[i + j]);
+        for (size_t j = 0; j < 4; j++) v[j] = i + j >= n || s[i + j] == '=' ? (npad++, 0) : value(s[i + j], url);
         uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         char d[3] = {(char)(w >> 16), (char)(w >> 8 & 255), (char)(w & 255)};
         kite_buf_append(out, d, 3 - npad);
@@ -67,8 +69,8 @@ static int decode_std(const char *s, const size_t *at, size_t n, struct kite_buf
     return 0;
 }
 
-int kite_base64_decode_std(const char *s, size_t n, struct kite_buf *out, size_t *ret_bad) {
-    if (!memchr(s, '\n', n) && !memchr(s, '\r', n)) return decode_std(s, NULL, n, out, ret_bad);
+static int decode_skipping_newlines(const char *s, size_t n, bool url, struct kite_buf *out, size_t *ret_bad) {
+    if (!memchr(s, '\n', n) && !memchr(s, '\r', n)) return decode_go(s, NULL, n, url, out, ret_bad);
     char *kept = kite_malloc(n + 1);
     size_t *at = kite_malloc((n + 1) * sizeof *at), k = 0;
     for (size_t i = 0; i < n; i++)
@@ -77,10 +79,18 @@ int kite_base64_decode_std(const char *s, size_t n, struct kite_buf *out, size_t
             kept[k++] = s[i];
         }
     at[k] = n;
-    int r = decode_std(kept, at, k, out, ret_bad);
+    int r = decode_go(kept, at, k, url, out, ret_bad);
     free(kept);
     free(at);
     return r;
+}
+
+int kite_base64_decode_std(const char *s, size_t n, struct kite_buf *out, size_t *ret_bad) {
+    return decode_skipping_newlines(s, n, false, out, ret_bad);
+}
+
+int kite_base64_decode_rawurl(const char *s, size_t n, struct kite_buf *out, size_t *ret_bad) {
+    return decode_skipping_newlines(s, n, true, out, ret_bad);
 }
 
 int kite_base64_decode(const char *in, char **ret, size_t *ret_len) {
@@ -103,7 +113,7 @@ int kite_base64_decode(const char *in, char **ret, size_t *ret_len) {
     while (r == 0 && o % 4) canon[o++] = '=';
     struct kite_buf b = {0};
     kite_buf_grow(&b, o / 4 * 3 + 1); /* all of it at once: no reallocation leaves a copy behind */
-    if (r == 0) r = decode_std(canon, NULL, o, &b, NULL);
+    if (r == 0) r = decode_go(canon, NULL, o, false, &b, NULL);
     explicit_bzero(canon, n + 4);
     free(canon);
     if (r < 0) {

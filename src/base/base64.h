@@ -17,6 +17,9 @@ char *kite_base64_encode(const void *data, size_t len, bool url);
  * out (NULL: only checks). -EINVAL with *ret_bad (may be NULL) the offset Go's
  * CorruptInputError names ("illegal base64 data at input byte N"). */
 int kite_base64_decode_std(const char *s, size_t n, struct kite_buf *out, size_t *ret_bad);
+/* Go's RawURLEncoding.DecodeString (JWT parts): URL alphabet, no padding ('=' is a bad byte),
+ * '\r' and '\n' skipped; otherwise as kite_base64_decode_std. */
+int kite_base64_decode_rawurl(const char *s, size_t n, struct kite_buf *out, size_t *ret_bad);
 
 /* Tolerant, for what people paste: either alphabet, padding optional, whitespace ignored
  * (kubeconfig data fields are often wrapped), into a new NUL-terminated buffer (*ret_len may be

@@ -2,8 +2,7 @@
  * immutable once marked so. Stored encrypted (the store's encryption at rest covers
  * /registry/secrets/, see apiserver_options.encryption_key). */
 #include "api/kinds/data.h"
-
-#include <gnutls/gnutls.h>
+#include "base/base64.h"
 
 ROOT_DOC(kite_schema_secret, "Secret",
     "Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes.", TYPE_META, FK(5, "immutable", B), F(2, "data", kite_schema_bytes_map),
@@ -23,13 +22,9 @@ static void defaults(json_object *obj) {
     json_object *data = kite_obj_ensure(obj, "data");
     json_object_object_foreach(sd, k, v) {
         const char *s = v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-        gnutls_datum_t in = {(unsigned char *)s, (unsigned)strlen(s)}, out = {0};
-        if (gnutls_base64_encode2(&in, &out) == 0) {
-            kite_obj_set(data, k, json_object_new_string_len((const char *)out.data, (int)out.size));
-            gnutls_free(out.data);
-        } else if (!*s) {
-            kite_obj_set(data, k, json_object_new_string(""));
-        }
+        char *enc = kite_base64_encode(s, strlen(s), false);
+        kite_obj_set(data, k, json_object_new_string(enc));
+        free(enc);
     }
     json_object_object_del(obj, "stringData");
 }

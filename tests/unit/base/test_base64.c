@@ -87,3 +87,27 @@ Test(base64, decode_std_is_go_strict) {
         kite_buf_release(&b);
     }
 }
+
+/* Go's RawURLEncoding.DecodeString, as JWT parts are read: no padding, the URL alphabet, the
+ * offset of CorruptInputError as Go reports it. */
+Test(base64, decode_rawurl_is_go_strict) {
+    struct { const char *in, *out; size_t bad; } cases[] = {
+        {"YWI", "ab", 0},      {"YQ", "a", 0},       {"YWJj", "abc", 0},   {"-__-", "\xfb\xff\xfe", 0}, {"", "", 0},
+        {"YW\nI", "ab", 0},    {"YWI=", NULL, 3},    {"Y", NULL, 0},       {"YWJjZ", NULL, 4},          {"+//+", NULL, 0},
+        {"YQ==", NULL, 2},     {"YW\r\nJ$", NULL, 5},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct kite_buf b = {0};
+        size_t bad = 999;
+        int r = kite_base64_decode_rawurl(cases[i].in, strlen(cases[i].in), &b, &bad);
+        if (cases[i].out) {
+            cr_assert_eq(r, 0, "case %zu", i);
+            cr_assert_eq(b.len, strlen(cases[i].out), "case %zu", i);
+            cr_assert(b.len == 0 || memcmp(b.p, cases[i].out, b.len) == 0, "case %zu", i);
+        } else {
+            cr_assert_eq(r, -EINVAL, "case %zu", i);
+            cr_assert_eq(bad, cases[i].bad, "case %zu: %zu", i, bad);
+        }
+        kite_buf_release(&b);
+    }
+}
