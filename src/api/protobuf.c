@@ -1,6 +1,7 @@
 /* Kubernetes' protobuf wire format through the typed schemas (protobuf.h): a decoder that walks
  * a message with its schema and builds the json-c tree, and an encoder that walks the tree. */
 #include "api/protobuf.h"
+#include "base/gotime.h"
 #include "base/base64.h"
 #include "json/parse.h"
 
@@ -121,7 +122,7 @@ static int decode_time(struct dec *d, const struct kite_schema *s, struct rd r, 
     }
     bool micro = s->type == KITE_SCHEMA_MICROTIME;
     char out[32];
-    if (kite_schema_format_time(sec, micro ? nsec : 0, micro, out) < 0)
+    if (kite_gotime_format(sec, micro ? nsec : 0, micro, out) < 0)
         return fail(d, -EINVAL, "time out of range: %lld seconds, %d nanoseconds", (long long)sec, (int)nsec);
     *ret = json_object_new_string(out);
     return 0;
@@ -518,7 +519,7 @@ static int encode_value(const struct kite_schema *s, unsigned num, json_object *
     case KITE_SCHEMA_MICROTIME: {
         int64_t sec;
         int32_t nsec;
-        if (!json_object_is_type(v, json_type_string) || kite_schema_parse_time(json_object_get_string(v), &sec, &nsec) < 0)
+        if (!json_object_is_type(v, json_type_string) || kite_gotime_parse(json_object_get_string(v), false, &sec, &nsec, NULL) < 0)
             return -ENOTSUP;
         if (s->type == KITE_SCHEMA_TIME) nsec = 0;
         else nsec -= nsec % 1000;

@@ -41,16 +41,6 @@ struct walk {
     bool unstructured;      /* words errors as the unstructured converter (kite_schema_check_unstructured) */
 };
 
-/* ---- time (Go's layouts: base/gotime.c) ----------------------------------------------- */
-
-int kite_schema_parse_time(const char *s, int64_t *ret_sec, int32_t *ret_nsec) {
-    return kite_gotime_parse(s, false, ret_sec, ret_nsec, NULL);
-}
-
-int kite_schema_format_time(int64_t sec, int32_t nsec, bool micro, char out[32]) {
-    return kite_gotime_format(sec, nsec, micro, out);
-}
-
 /* ---- messages ------------------------------------------------------------------------- */
 
 static void go_type_name(const struct kite_schema *s, struct kite_buf *b) {

@@ -133,11 +133,3 @@ int kite_schema_check_unstructured(const struct kite_schema *s, json_object *obj
 size_t kite_schema_unknown_fields(const struct kite_schema *s, json_object *obj, bool drop,
                                   void (*found)(void *ud, const char *path), void *ud);
 
-/* RFC 3339 as Go's time.Parse(time.RFC3339, s) takes it (a fraction of any length allowed):
- * four-digit year, days within the month, Z or a ±hh:mm offset. 0 and the instant (seconds
- * since the epoch and nanoseconds: years 0..9999 do not fit int64 nanoseconds), or -EINVAL.
- * Years 0..9999 only (in UTC too: Go cannot print others). */
-int kite_schema_parse_time(const char *s, int64_t *ret_sec, int32_t *ret_nsec);
-/* The instant as Kubernetes writes it: "2006-01-02T15:04:05Z" (Time) or with six fractional
- * digits (MicroTime); out holds 32 bytes. -EINVAL outside years 0..9999. */
-int kite_schema_format_time(int64_t sec, int32_t nsec, bool micro, char out[32]);

@@ -17,6 +17,7 @@
  * nodestate.c, this file names the kinds it reads (Node, Pod). */
 #include "apiserver/internal.h"
 
+#include "base/clock.h"
 #include "base/map.h"
 #include "pki/pki.h"
 
@@ -434,11 +435,8 @@ void metrics_api_stop(struct kite_apiserver *s) {
 
 /* metav1.Time */
 static void put_time(struct kite_buf *b, int64_t ns) {
-    time_t t = (time_t)(ns / KITE_NS_PER_SEC);
-    struct tm tm;
-    char s[32];
-    gmtime_r(&t, &tm);
-    strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char s[21];
+    kite_time_format(ns, s);
     kite_buf_printf(b, "\"%s\"", s);
 }
 

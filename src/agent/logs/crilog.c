@@ -6,6 +6,7 @@
  * raw lines from the end of the file, limitBytes cuts the output at that many bytes, even
  * mid-line, and sinceSeconds drops lines older than the instant. */
 #include "agent/logs/logs.h"
+#include "base/gotime.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,7 +73,7 @@ static void emit(struct kite_crilog *l, struct kite_buf *out, const char *p, siz
 /* Go's RFC3339Nano in UTC: the fraction without trailing zeros, none when zero. */
 static void format_ts(int64_t sec, int32_t nsec, char out[64]) {
     char base[32];
-    kite_schema_format_time(sec, 0, false, base); /* "2006-01-02T15:04:05Z" */
+    kite_gotime_format(sec, 0, false, base); /* "2006-01-02T15:04:05Z" */
     base[strlen(base) - 1] = 0;
     if (!nsec) {
         snprintf(out, 64, "%sZ", base);
@@ -103,7 +104,7 @@ void kite_crilog_render(struct kite_crilog *l, const char *line, size_t n, struc
     ts[fl[0]] = 0;
     int64_t sec;
     int32_t nsec;
-    if (kite_schema_parse_time(ts, &sec, &nsec) < 0) return;
+    if (kite_gotime_parse(ts, false, &sec, &nsec, NULL) < 0) return;
     /* the tag may carry more after ':' (CRI's "F:..." form); its first letter decides */
     bool partial = f[2][0] == 'P';
     if (l->o.since_ns && kite_time_add(kite_sec_to_ns(sec), nsec) < l->o.since_ns) return;

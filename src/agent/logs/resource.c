@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "base/clock.h"
 
 static int64_t ms(int64_t ns) { return ns / 1000000; }
 
@@ -126,11 +127,8 @@ void kite_resource_metrics_render(const struct kite_usage *node, int64_t node_ts
 
 /* RFC 3339 with seconds, as metav1.Time. */
 static void rfc3339(struct kite_buf *b, int64_t ns) {
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tm;
-    char s[32];
-    gmtime_r(&t, &tm);
-    strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char s[21];
+    kite_time_format(ns, s);
     kite_buf_printf(b, "\"%s\"", s);
 }
 

@@ -10,6 +10,7 @@
  * reports the attempt no longer running, after which what conmon still flushes is read for
  * KITE_LOGS_DRAIN_NS (a timer of the HTTP layer, not a poll). */
 #include "agent/logs/logs.h"
+#include "base/gotime.h"
 
 #include <poll.h>
 #include <stdarg.h>
@@ -304,7 +305,7 @@ static void handle(struct kite_http_req *r, void *ud) {
     if (since_time) {
         int64_t sec;
         int32_t nsec;
-        if (kite_schema_parse_time(since_time, &sec, &nsec) < 0) {
+        if (kite_gotime_parse(since_time, false, &sec, &nsec, NULL) < 0) {
             reply_text(r, 400, "invalid sinceTime: %s", since_time);
             return;
         }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "api/schema.h"
+#include "base/gotime.h"
 #include "json/parse.h"
 
 struct schema_case {
@@ -179,14 +180,14 @@ Test(schema, canonical_forms) {
 Test(schema, parse_time) {
     int64_t sec;
     int32_t ns;
-    cr_assert_eq(kite_schema_parse_time("1970-01-01T00:00:01Z", &sec, &ns), 0);
+    cr_assert_eq(kite_gotime_parse("1970-01-01T00:00:01Z", false, &sec, &ns, NULL), 0);
     cr_assert(sec == 1 && ns == 0);
-    cr_assert_eq(kite_schema_parse_time("2000-02-29T12:00:00.25+12:00", &sec, &ns), 0);
+    cr_assert_eq(kite_gotime_parse("2000-02-29T12:00:00.25+12:00", false, &sec, &ns, NULL), 0);
     cr_assert(sec == 951782400 && ns == 250000000, "%lld %d", (long long)sec, ns);
-    cr_assert_eq(kite_schema_parse_time("0000-01-01T00:00:00Z", &sec, &ns), 0);
+    cr_assert_eq(kite_gotime_parse("0000-01-01T00:00:00Z", false, &sec, &ns, NULL), 0);
     cr_assert_eq(sec, INT64_C(-62167219200));
-    cr_assert_eq(kite_schema_parse_time("1900-02-29T00:00:00Z", &sec, &ns), -EINVAL); /* not a leap year */
-    cr_assert_eq(kite_schema_parse_time("2024-01-01T00:00:00.Z", &sec, &ns), -EINVAL);
-    cr_assert_eq(kite_schema_parse_time("2024-01-01T00:00:00+24:00", &sec, &ns), -EINVAL);
-    cr_assert_eq(kite_schema_parse_time(" 2024-01-01T00:00:00Z", &sec, &ns), -EINVAL);
+    cr_assert_eq(kite_gotime_parse("1900-02-29T00:00:00Z", false, &sec, &ns, NULL), -EINVAL); /* not a leap year */
+    cr_assert_eq(kite_gotime_parse("2024-01-01T00:00:00.Z", false, &sec, &ns, NULL), -EINVAL);
+    cr_assert_eq(kite_gotime_parse("2024-01-01T00:00:00+24:00", false, &sec, &ns, NULL), -EINVAL);
+    cr_assert_eq(kite_gotime_parse(" 2024-01-01T00:00:00Z", false, &sec, &ns, NULL), -EINVAL);
 }
