@@ -33,3 +33,7 @@ int64_t kite_backoff_exp(int64_t base_ns, int64_t max_ns, unsigned failures) {
     for (unsigned i = 0; i < failures && d < max_ns; i++) d *= 2;
     return KITE_MIN(d, max_ns);
 }
+
+int64_t kite_backoff_step(int64_t prev_ns, int64_t base_ns, int64_t max_ns) {
+    return prev_ns > 0 ? KITE_MIN(kite_sat_mul(prev_ns, 2), max_ns) : base_ns;
+}

@@ -160,7 +160,7 @@ static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
     ev(p, pod, c, "Warning", "Failed", m);
     ev(p, pod, c, "Warning", "Failed", "Error: ErrImagePull");
     set_wait(c, "ErrImagePull", perr);
-    c->img_delay = c->img_delay ? KITE_MIN(2 * c->img_delay, KITE_PODS_BACKOFF_MAX_NS) : p->backoff_base_ns;
+    c->img_delay = kite_backoff_step(c->img_delay, p->backoff_base_ns, KITE_PODS_BACKOFF_MAX_NS);
     c->img_next = now + c->img_delay;
     /* look again soon: the waiting reason turns to ImagePullBackOff for the back-off's length */
     pod->next_sync = now + KITE_PODS_PULL_RECHECK_NS;
@@ -512,7 +512,7 @@ static void restart_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
         if (!pod->next_sync || at < pod->next_sync) pod->next_sync = at;
         return;
     }
-    c->bo_delay = c->bo_delay ? KITE_MIN(2 * c->bo_delay, KITE_PODS_BACKOFF_MAX_NS) : p->backoff_base_ns;
+    c->bo_delay = kite_backoff_step(c->bo_delay, p->backoff_base_ns, KITE_PODS_BACKOFF_MAX_NS);
     c->bo_update = now;
     start_ctr(p, pod, c, now);
 }

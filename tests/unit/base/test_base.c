@@ -231,3 +231,14 @@ Test(gotime, kite_time_parse_is_as_strict_as_go) {
     cr_assert_str_eq(err, "parsing time \"2026-13-02T15:42:26Z\": month out of range");
     free(err);
 }
+
+/* flowcontrol.Backoff.Next without jitter: initial, then doubled, capped at the maximum (the
+ * kubelet's 10 s doubling to 300 s crash-loop back-off). */
+Test(backoff, step_doubles_each_item_to_the_cap) {
+    int64_t d = 0, want[] = {10, 20, 40, 80, 160, 300, 300};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        d = kite_backoff_step(d, 10 * KITE_NS_PER_SEC, 300 * KITE_NS_PER_SEC);
+        cr_assert_eq(d, want[i] * KITE_NS_PER_SEC, "step %zu", i);
+    }
+    cr_assert_eq(kite_backoff_step(INT64_MAX / 2 + 1, 1, INT64_MAX), INT64_MAX, "saturates");
+}
