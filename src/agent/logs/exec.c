@@ -36,6 +36,7 @@
 
 #include "agent/logs/pfspdy.h"
 #include "agent/logs/wsch.h"
+#include "agent/logs/wstunnel.h"
 #include "agent/pods/pods.h"
 #include "base/base.h"
 #include "base/clock.h"
@@ -115,34 +116,12 @@ static void session_free(struct session *s) {
 
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *ud) {
     struct session *s = ud;
-    ssize_t k = kite_http_tunnel_read(s->t, buf, len);
-    if (k > 0) {
-        s->last_active = kite_now_mono(kite_clock_real());
-        return k;
-    }
-    if (k == -EAGAIN) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    s->client_gone = true;
-    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-    return -1;
+    return kite_ws_tunnel_io(ctx, s->t, buf, NULL, len, &s->last_active, &s->client_gone);
 }
 
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *ud) {
     struct session *s = ud;
-    ssize_t k = kite_http_tunnel_write(s->t, data, len);
-    if (k >= 0) {
-        s->last_active = kite_now_mono(kite_clock_real());
-        return k;
-    }
-    if (k == -EAGAIN) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    s->client_gone = true;
-    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-    return -1;
+    return kite_ws_tunnel_io(ctx, s->t, NULL, data, len, &s->last_active, &s->client_gone);
 }
 
 static void resize(struct session *s, const char *data, size_t len) {

@@ -26,6 +26,7 @@
 
 #include "agent/logs/logs.h"
 #include "agent/logs/spdy.h"
+#include "agent/logs/wstunnel.h"
 #include "base/base.h"
 #include "base/clock.h"
 #include "http/http.h"
@@ -70,34 +71,12 @@ static int64_t now(void) { return kite_now_mono(kite_clock_real()); }
 
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *ud) {
     struct pfs *s = ud;
-    ssize_t k = kite_http_tunnel_read(s->t, buf, len);
-    if (k > 0) {
-        s->last_active = now();
-        return k;
-    }
-    if (k == -EAGAIN) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    s->gone = true;
-    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-    return -1;
+    return kite_ws_tunnel_io(ctx, s->t, buf, NULL, len, &s->last_active, &s->gone);
 }
 
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *ud) {
     struct pfs *s = ud;
-    ssize_t k = kite_http_tunnel_write(s->t, data, len);
-    if (k >= 0) {
-        s->last_active = now();
-        return k;
-    }
-    if (k == -EAGAIN) {
-        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        return -1;
-    }
-    s->gone = true;
-    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-    return -1;
+    return kite_ws_tunnel_io(ctx, s->t, NULL, data, len, &s->last_active, &s->gone);
 }
 
 static void ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *ud) {

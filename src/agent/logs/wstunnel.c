@@ -1,0 +1,23 @@
+/* wslay over an HTTP tunnel (wstunnel.h). */
+#include "agent/logs/wstunnel.h"
+
+#include <errno.h>
+
+#include "base/clock.h"
+#include "http/http.h"
+
+ssize_t kite_ws_tunnel_io(wslay_event_context_ptr ctx, struct kite_http_tunnel *t, uint8_t *in, const uint8_t *out, size_t len,
+                          int64_t *last_active, bool *gone) {
+    ssize_t k = in ? kite_http_tunnel_read(t, in, len) : kite_http_tunnel_write(t, out, len);
+    if (in ? k > 0 : k >= 0) {
+        *last_active = kite_now_mono(kite_clock_real());
+        return k;
+    }
+    if (k == -EAGAIN) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    *gone = true; /* the end of the stream, or an error */
+    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+    return -1;
+}

@@ -1,0 +1,15 @@
+/* libwslay's recv and send callbacks over an upgraded HTTP tunnel, for the exec, attach and
+ * port-forward sessions: the bytes moved mark the session active, a tunnel that would block
+ * asks wslay to wait, and a closed or failed one marks the client gone. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <wslay/wslay.h>
+
+struct kite_http_tunnel;
+
+/* Reads into in (in != NULL: the recv callback) or writes out (the send callback), len bytes at
+ * most: what the callback returns. */
+ssize_t kite_ws_tunnel_io(wslay_event_context_ptr ctx, struct kite_http_tunnel *t, uint8_t *in, const uint8_t *out, size_t len,
+                          int64_t *last_active, bool *gone);
