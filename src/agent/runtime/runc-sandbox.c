@@ -1,0 +1,223 @@
+/* The runc runtime: sandboxes (the pause holder) and their network (runc-int.h). */
+#include "agent/runtime/runc-int.h"
+
+/* ---- sandboxes --------------------------------------------------------------------------- */
+
+int kite_rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_config *cfg, int64_t timeout_ns,
+                          char **ret_id, char **ret_error) {
+    struct runc_rt *c = kite_rc_of(rt);
+    int64_t deadline = kite_rc_deadline_of(timeout_ns);
+    if (!cfg || !cfg->uid || !*cfg->uid || !cfg->name || !cfg->ns || strchr(cfg->uid, '/') || strchr(cfg->name, '/') ||
+        strchr(cfg->ns, '/'))
+        return -EINVAL;
+    if (access(c->pause_bin, X_OK) < 0) {
+        if (ret_error) *ret_error = kite_asprintf("pause binary %s: %s (install busybox-static)", c->pause_bin, strerror(errno));
+        return -ENOENT;
+    }
+    _cleanup_free_ char *id = kite_rc_new_id(), *sdir = kite_asprintf("%s/%s", c->sandboxes, id), *dir = kite_rc_cdir(c, id, NULL),
+                        *rootfs = kite_rc_cdir(c, id, "rootfs");
+    _cleanup_free_ char *parent = cfg->cgroup_parent ? kite_strdup(cfg->cgroup_parent)
+                                                     : kite_asprintf("%s/pod%s", c->cgroup_root, cfg->uid);
+    _cleanup_free_ char *cg = kite_asprintf("%s/%s", parent, id);
+    _cleanup_free_ char *log_dir = cfg->log_dir ? kite_strdup(cfg->log_dir)
+                                                : kite_asprintf("%s/%s_%s_%s", c->logs, cfg->ns, cfg->name, cfg->uid);
+    _cleanup_free_ char *pause_log = kite_asprintf("%s/pause.log", sdir), *err = NULL;
+    int r;
+    if ((r = kite_mkdir_p(sdir, 0700)) < 0 || (r = kite_mkdir_p(rootfs, 0755)) < 0 || (r = kite_mkdir_p(log_dir, 0755)) < 0) {
+        if (ret_error) *ret_error = kite_asprintf("creating the sandbox dirs: %s", strerror(-r));
+        return r;
+    }
+    /* the address is taken (durably) before anything runs, so a full CIDR costs no container
+     * and a crash from here on leaves an owner the next start can match to its sandbox */
+    char ip[KITE_IPAM_ADDR_LEN] = "";
+    _cleanup_free_ char *host_if = NULL;
+    uint32_t addr = 0;
+    if (!cfg->host_network) {
+        pthread_mutex_lock(&c->mu);
+        r = kite_ipam_allocate(c->ipam, id, &addr, &err);
+        pthread_mutex_unlock(&c->mu);
+        if (r < 0) {
+            kite_rm_rf(sdir);
+            kite_rm_rf(dir);
+            if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_asprintf("allocating an address: %s", strerror(-r));
+            return r;
+        }
+        kite_ipv4_format(addr, ip);
+        host_if = kite_asprintf("kv%.12s", id);
+    }
+    json_object *sb = json_object_new_object();
+    json_object_object_add(sb, "id", json_object_new_string(id));
+    json_object_object_add(sb, "uid", json_object_new_string(cfg->uid));
+    if (host_if) {
+        json_object_object_add(sb, "ip", json_object_new_string(ip));
+        json_object_object_add(sb, "host_if", json_object_new_string(host_if));
+    }
+    json_object_object_add(sb, "name", json_object_new_string(cfg->name));
+    json_object_object_add(sb, "ns", json_object_new_string(cfg->ns));
+    json_object_object_add(sb, "host_network", json_object_new_boolean(cfg->host_network));
+    json_object_object_add(sb, "host_pid", json_object_new_boolean(cfg->host_pid));
+    json_object_object_add(sb, "host_ipc", json_object_new_boolean(cfg->host_ipc));
+    json_object_object_add(sb, "cgroup_parent", json_object_new_string(parent));
+    json_object_object_add(sb, "log_dir", json_object_new_string(log_dir));
+    json_object_object_add(sb, "created", json_object_new_int64(kite_rc_now_wall(c)));
+    _cleanup_free_ char *sbp = kite_asprintf("%s/sandbox.json", sdir);
+    r = kite_rc_write_json(sbp, sb);
+    json_object_put(sb);
+    json_object *args = json_object_new_array(), *env = json_object_new_array(), *meta = json_object_new_object();
+    json_object_array_add(args, json_object_new_string("/sleep"));
+    json_object_array_add(args, json_object_new_string("2147483647"));
+    json_object_array_add(env, json_object_new_string("PATH=/"));
+    struct oci_in in = {.args = args, .env = env, .cwd = "/", .cgroup = cg, .readonly_root = true,
+                        .host_network = cfg->host_network,
+                        .hostname = cfg->host_network ? NULL : cfg->hostname && *cfg->hostname ? cfg->hostname : cfg->name,
+                        .pause_bin = c->pause_bin};
+    json_object *config = kite_rc_oci_config(&in);
+    if (cfg->n_sysctls) {
+        /* the pod's sysctls, in the namespaces its containers join */
+        json_object *sys = json_object_new_object();
+        for (size_t i = 0; i < cfg->n_sysctls; i++) {
+            const char *eq = strchr(cfg->sysctls[i], '=');
+            if (!eq) continue;
+            _cleanup_free_ char *k = kite_strndup(cfg->sysctls[i], (size_t)(eq - cfg->sysctls[i]));
+            json_object_object_add(sys, k, json_object_new_string(eq + 1));
+        }
+        json_object_object_add(json_object_object_get(config, "linux"), "sysctl", sys);
+    }
+    json_object_object_add(meta, "id", json_object_new_string(id));
+    json_object_object_add(meta, "sandbox_id", json_object_new_string(id));
+    json_object_object_add(meta, "pause", json_object_new_boolean(1));
+    json_object_object_add(meta, "cgroup", json_object_new_string(cg));
+    if (r == 0) r = kite_rc_create_bundle(c, id, config, meta, pause_log, NULL, deadline, &err);
+    if (r == 0) r = kite_rc_runc_simple(c, deadline, &err, (const char *[]){"start", id, NULL});
+    if (r == 0) {
+        json_object_object_add(meta, "started", json_object_new_int64(kite_rc_now_wall(c)));
+        kite_rc_write_meta(c, id, meta);
+        /* its end is an event too (the sandbox is gone) */
+        pthread_mutex_lock(&c->mu);
+        kite_rc_watch_container(c, id);
+        pthread_mutex_unlock(&c->mu);
+    }
+    /* plugged in before run_sandbox returns: the pod's containers start with their address */
+    if (r == 0 && host_if) {
+        pthread_mutex_lock(&c->mu);
+        r = kite_net_bridge_ensure(c->bridge, kite_cidr_gateway(&c->cidr), c->cidr.prefix, &err);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (r == 0 && host_if)
+        r = kite_net_attach(c->bridge, host_if, kite_rc_container_pid(c, id), addr, c->cidr.prefix, kite_cidr_gateway(&c->cidr), &err);
+    json_object_put(config);
+    json_object_put(meta);
+    if (r < 0) {
+        struct rt_run rr;
+        if (kite_rc_runc(c, kite_rc_deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) rt_run_release(&rr);
+        kite_rc_destroy_bundle(c, id);
+        kite_rm_rf(sdir);
+        kite_rc_cgroup_remove(cg);
+        if (host_if) {
+            kite_net_detach(host_if);
+            pthread_mutex_lock(&c->mu);
+            kite_ipam_release(c->ipam, id);
+            pthread_mutex_unlock(&c->mu);
+        }
+        if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_strdup(strerror(-r));
+        return r;
+    }
+    *ret_id = TAKE_PTR(id);
+    return 0;
+}
+
+int kite_rc_stop_sandbox(struct kite_runtime *rt, const char *id, int64_t timeout_ns) {
+    struct runc_rt *c = kite_rc_of(rt);
+    int64_t deadline = kite_rc_deadline_of(timeout_ns);
+    json_object *sb = kite_rc_read_sandbox(c, id);
+    if (!sb) return -ENOENT;
+    json_object_put(sb);
+    size_t n = 0;
+    char **ids = kite_rc_list_ids(c, &n);
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        json_object *meta = kite_rc_read_meta(c, ids[i]);
+        if (meta && kite_streq(kite_rc_jstr(meta, "sandbox_id"), id) && strcmp(ids[i], id) != 0) r = kite_rc_stop_by_id(c, ids[i], 0, deadline);
+        json_object_put(meta);
+    }
+    kite_strv_free(ids, n);
+    return r < 0 ? r : kite_rc_stop_by_id(c, id, 0, deadline);
+}
+
+int kite_rc_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t timeout_ns) {
+    struct runc_rt *c = kite_rc_of(rt);
+    int64_t deadline = kite_rc_deadline_of(timeout_ns);
+    json_object *sb = kite_rc_read_sandbox(c, id);
+    if (!sb) return -ENOENT;
+    size_t n = 0;
+    char **ids = kite_rc_list_ids(c, &n);
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        json_object *meta = kite_rc_read_meta(c, ids[i]);
+        if (meta && kite_streq(kite_rc_jstr(meta, "sandbox_id"), id) && strcmp(ids[i], id) != 0) r = kite_rc_remove_by_id(c, ids[i], deadline);
+        json_object_put(meta);
+    }
+    kite_strv_free(ids, n);
+    if (r == 0) r = kite_rc_remove_by_id(c, id, deadline);
+    if (r == -ENOENT) r = 0;
+    if (r == 0 && kite_rc_jstr(sb, "host_if")) {
+        /* the veth went with the holder's namespace unless something else holds it; the
+         * address is free once the sandbox is gone */
+        kite_net_detach(kite_rc_jstr(sb, "host_if"));
+        pthread_mutex_lock(&c->mu);
+        r = kite_ipam_release(c->ipam, id);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (r == 0) {
+        _cleanup_free_ char *sdir = kite_asprintf("%s/%s", c->sandboxes, id);
+        kite_rm_rf(sdir);
+        /* the pod cgroup goes with its last sandbox */
+        kite_rc_cgroup_remove(kite_rc_jstr(sb, "cgroup_parent"));
+    }
+    json_object_put(sb);
+    return r;
+}
+
+static void fill_sandbox(struct runc_rt *c, const char *id, json_object *sb, struct kite_sandbox_status *s) {
+    int code;
+    bool ready = kite_rc_read_exit(c, id, &code, NULL) < 0 && kite_rc_pid_alive(kite_rc_container_pid(c, id));
+    *s = (struct kite_sandbox_status){
+        .id = kite_strdup(id),
+        .uid = kite_strdup(kite_rc_jstr(sb, "uid") ? kite_rc_jstr(sb, "uid") : ""),
+        .name = kite_strdup(kite_rc_jstr(sb, "name") ? kite_rc_jstr(sb, "name") : ""),
+        .ns = kite_strdup(kite_rc_jstr(sb, "ns") ? kite_rc_jstr(sb, "ns") : ""),
+        .log_dir = kite_strdup(kite_rc_jstr(sb, "log_dir") ? kite_rc_jstr(sb, "log_dir") : ""),
+        .state = ready ? KITE_SANDBOX_READY : KITE_SANDBOX_NOTREADY,
+        .host_network = json_object_get_boolean(json_object_object_get(sb, "host_network")),
+        .created_ns = kite_rc_jint(sb, "created"),
+        .ip = kite_strdup(kite_rc_jstr(sb, "ip") ? kite_rc_jstr(sb, "ip") : ""),
+    };
+}
+
+int kite_rc_sandbox_status(struct kite_runtime *rt, const char *id, int64_t timeout_ns, struct kite_sandbox_status *ret) {
+    struct runc_rt *c = kite_rc_of(rt);
+    json_object *sb = kite_rc_read_sandbox(c, id);
+    if (!sb) return -ENOENT;
+    fill_sandbox(c, id, sb, ret);
+    json_object_put(sb);
+    return 0;
+}
+
+int kite_rc_list_sandboxes(struct kite_runtime *rt, int64_t timeout_ns, struct kite_sandbox_status **ret, size_t *ret_n) {
+    struct runc_rt *c = kite_rc_of(rt);
+    DIR *d = opendir(c->sandboxes);
+    struct kite_sandbox_status *v = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        json_object *sb = kite_rc_read_sandbox(c, e->d_name);
+        if (!sb) continue;
+        v = kite_realloc(v, (n + 1) * sizeof(*v));
+        fill_sandbox(c, e->d_name, sb, &v[n++]);
+        json_object_put(sb);
+    }
+    if (d) closedir(d);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
