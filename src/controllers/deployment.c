@@ -399,6 +399,13 @@ struct plan {
     const char *key, *ns, *name, *uid;
     struct kite_ctl_acts acts, events;
     int64_t surge, unavailable, desired;
+    json_object *spec;
+    bool recreate;
+    /* the Deployment's ReplicaSets: all (the new one first), the new one or NULL, the old ones
+     * and their newest revision */
+    struct rsv *all, *nrs, *old;
+    size_t n, n_old;
+    int64_t max_old;
 };
 
 static void scale_rs(struct plan *p, json_object *rs, int64_t from, int64_t to) {
@@ -565,28 +572,20 @@ static void annotate(struct plan *p, const char *kind_path, const char *name, co
     kite_ctl_acts_add(&p->acts, ACT_OTHER, p->key, "PATCH", path, "application/merge-patch+json", patch);
 }
 
-static void sync(struct kite_deployctl *c, const char *key, struct plan *p, int64_t *next_ns) {
-    json_object *d = kite_wl_cache_get(&c->ds, key);
-    if (!d) return;
-    p->c = c, p->d = d, p->key = key;
-    p->ns = kite_meta_str(d, "namespace"), p->name = kite_meta_str(d, "name"), p->uid = kite_meta_str(d, "uid");
-    json_object *spec = kite_obj_get(d, "spec"), *sel = kite_obj_get(spec, "selector"), *tmpl = kite_obj_get(spec, "template");
-    json_object *strat = kite_obj_get(spec, "strategy"), *ru = kite_obj_get(strat, "rollingUpdate");
-    bool recreate = kite_streq(kite_obj_str(strat, "type"), "Recreate");
-    p->desired = kite_wl_int(d, "spec", "replicas");
-    if (recreate) p->surge = 0, p->unavailable = 0;
-    else kite_deployctl_fenceposts(kite_obj_get(ru, "maxSurge"), kite_obj_get(ru, "maxUnavailable"), p->desired, &p->surge, &p->unavailable);
-
-    size_t n = 0, cap = 8;
-    struct rsv *all = kite_calloc(cap, sizeof *all);
+/* ClaimReplicaSets: the ReplicaSets of the Deployment's namespace it controls, an orphan its
+ * selector matches adopted on the way; into p->all, p->n. */
+static void claim_replicasets(struct plan *p) {
+    json_object *d = p->d, *sel = kite_obj_get(p->spec, "selector");
+    size_t cap = 8;
+    p->all = kite_calloc(cap, sizeof *p->all);
     const char *k;
     void *v;
-    for (size_t i = 0; kite_map_next(&c->rss.m, &i, &k, &v);) {
+    for (size_t i = 0; kite_map_next(&p->c->rss.m, &i, &k, &v);) {
         json_object *rs = v;
         if (!kite_streq(kite_meta_str(rs, "namespace"), p->ns)) continue;
         json_object *ref = kite_wl_controller_ref(rs);
         if (ref && !kite_streq(kite_obj_str(ref, "uid"), p->uid)) continue;
-        if (!ref) { /* adopt an orphan the selector matches (ClaimReplicaSets) */
+        if (!ref) { /* adopt an orphan the selector matches */
             if (kite_wl_deleting(d) || kite_wl_deleting(rs) ||
                 !kite_label_selector_json_matches(sel, kite_obj_get(kite_obj_meta(rs), "labels")))
                 continue;
@@ -596,10 +595,10 @@ static void sync(struct kite_deployctl *c, const char *key, struct plan *p, int6
             kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(rs, "uid")));
             kite_obj_set(patch, "metadata", meta);
             _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/replicasets/%s", p->ns, kite_meta_str(rs, "name"));
-            kite_ctl_acts_add(&p->acts, ACT_OTHER, key, "PATCH", path, "application/strategic-merge-patch+json", patch);
+            kite_ctl_acts_add(&p->acts, ACT_OTHER, p->key, "PATCH", path, "application/strategic-merge-patch+json", patch);
         }
-        if (n == cap) all = kite_realloc(all, (cap *= 2) * sizeof *all);
-        struct rsv *r = &all[n++];
+        if (p->n == cap) p->all = kite_realloc(p->all, (cap *= 2) * sizeof *p->all);
+        struct rsv *r = &p->all[p->n++];
         *r = (struct rsv){.rs = rs, .revision = revision_of(rs)};
         const char *ct = kite_meta_str(rs, "creationTimestamp");
         if (ct) kite_time_parse(ct, &r->created);
@@ -607,113 +606,163 @@ static void sync(struct kite_deployctl *c, const char *key, struct plan *p, int6
         r->cur.available = kite_wl_int(rs, "status", "availableReplicas");
         r->want = r->cur;
     }
-    qsort(all, n, sizeof *all, by_created);
-    /* the new ReplicaSet (the oldest of equal ones, as FindNewReplicaSet) and the old ones */
-    struct rsv *nrs = NULL;
-    for (size_t i = 0; i < n && !nrs; i++)
-        if (same_template(kite_obj_get(kite_obj_get(all[i].rs, "spec"), "template"), tmpl)) nrs = &all[i];
-    if (nrs && nrs != &all[0]) { /* keep old ones contiguous: new first */
-        struct rsv t = *nrs;
-        memmove(&all[1], &all[0], (size_t)(nrs - all) * sizeof *all);
-        all[0] = t;
-        nrs = &all[0];
-    } else if (nrs) {
-        nrs = &all[0];
-    }
-    struct rsv *old = nrs ? all + 1 : all;
-    size_t n_old = nrs ? n - 1 : n;
-    int64_t max_old = 0;
-    for (size_t i = 0; i < n_old; i++) max_old = KITE_MAX(max_old, old[i].revision);
-    const char *created = NULL;
-    char hash[16], rs_name[320];
+}
 
-    bool act = !kite_wl_deleting(d) && !json_object_get_boolean(kite_obj_get(spec, "paused"));
-    if (act) {
+/* FindNewReplicaSet (the oldest of those with the Deployment's template) and FindOldReplicaSets:
+ * p->all sorted by age with the new one moved first, p->old the rest, p->max_old their newest
+ * revision. */
+static void find_new_and_old(struct plan *p) {
+    json_object *tmpl = kite_obj_get(p->spec, "template");
+    qsort(p->all, p->n, sizeof *p->all, by_created);
+    p->nrs = NULL;
+    for (size_t i = 0; i < p->n && !p->nrs; i++)
+        if (same_template(kite_obj_get(kite_obj_get(p->all[i].rs, "spec"), "template"), tmpl)) p->nrs = &p->all[i];
+    if (p->nrs && p->nrs != &p->all[0]) { /* keep old ones contiguous: new first */
+        struct rsv t = *p->nrs;
+        memmove(&p->all[1], &p->all[0], (size_t)(p->nrs - p->all) * sizeof *p->all);
+        p->all[0] = t;
+    }
+    if (p->nrs) p->nrs = &p->all[0];
+    p->old = p->nrs ? p->all + 1 : p->all;
+    p->n_old = p->nrs ? p->n - 1 : p->n;
+    p->max_old = 0;
+    for (size_t i = 0; i < p->n_old; i++) p->max_old = KITE_MAX(p->max_old, p->old[i].revision);
+}
+
+/* The rolling update's next sizes (want), from the current ones: the new ReplicaSet's into
+ * *nrs, the old ones' into p->old[].want when old_want. */
+static void rolling_step(struct plan *p, struct kite_deployctl_rs *nrs, bool old_want) {
+    struct kite_deployctl_rs *olds = p->n_old ? kite_calloc(p->n_old, sizeof *olds) : NULL;
+    for (size_t i = 0; i < p->n_old; i++) olds[i] = p->old[i].cur;
+    kite_deployctl_rolling_step(p->desired, p->surge, p->unavailable, nrs, olds, p->n_old);
+    for (size_t i = 0; old_want && i < p->n_old; i++) p->old[i].want = olds[i];
+    free(olds);
+}
+
+/* getNewReplicaSet with createIfNotExisted: the ReplicaSet of the template's hash, at the size
+ * the strategy starts it with, its revision one past the old ones'; its name into rs_name. */
+static void create_new_rs(struct plan *p, char rs_name[320]) {
+    json_object *cc = kite_obj_get(kite_obj_get(p->d, "status"), "collisionCount");
+    char hash[16];
+    kite_deployctl_template_hash(kite_obj_get(p->spec, "template"), cc ? json_object_get_int64(cc) : -1, hash);
+    int64_t start = p->desired;
+    if (!p->recreate) {
+        struct kite_deployctl_rs fresh = {0};
+        rolling_step(p, &fresh, false);
+        start = fresh.replicas;
+    }
+    json_object *rs = new_rs(p->d, hash, start, p->max_old + 1, p->surge);
+    snprintf(rs_name, 320, "%s", kite_meta_str(rs, "name"));
+    _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/replicasets", p->ns);
+    kite_ctl_acts_add(&p->acts, ACT_CREATE_RS, p->key, "POST", path, NULL, rs);
+    if (start > 0) {
+        _cleanup_free_ char *msg = kite_asprintf("Scaled up replica set %s from 0 to %lld", rs_name, (long long)start);
+        kite_ctl_event(&p->events, p->c->o.clock, COMPONENT, "Deployment", p->ns, p->name, p->uid, "Normal", "ScalingReplicaSet", msg);
+    }
+    annotate(p, "deployments", p->name, REVISION, str_int(p->max_old + 1));
+}
+
+/* The revision annotations once the new ReplicaSet exists: an old template again (rollout
+ * undo) becomes the newest revision, and the Deployment names the new one's. */
+static void sync_revision(struct plan *p) {
+    int64_t next = p->max_old + 1;
+    if (p->nrs->revision < next) annotate(p, "replicasets", kite_meta_str(p->nrs->rs, "name"), REVISION, str_int(next));
+    const char *drev = kite_obj_str(kite_obj_get(kite_obj_meta(p->d), "annotations"), REVISION);
+    if (!drev || strtoll(drev, NULL, 10) != KITE_MAX(p->nrs->revision, next))
+        annotate(p, "deployments", p->name, REVISION, str_int(KITE_MAX(p->nrs->revision, next)));
+}
+
+/* rolloutRecreate and rolloutRolling: the sizes every ReplicaSet should have now (want). */
+static void rollout(struct plan *p, bool old_active, bool may_create) {
+    if (!p->recreate) {
+        rolling_step(p, &p->nrs->want, true);
+    } else if (old_active) { /* the old ones go first, all of them */
+        for (size_t i = 0; i < p->n_old; i++) p->old[i].want.replicas = 0;
+    } else if (may_create) {
+        p->nrs->want.replicas = p->desired;
+    }
+}
+
+/* Every ReplicaSet whose wanted size differs is scaled; whether any was. */
+static bool scale_to_want(struct plan *p) {
+    bool changed = false;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->all[i].want.replicas != p->all[i].cur.replicas) {
+            scale_rs(p, p->all[i].rs, p->all[i].cur.replicas, p->all[i].want.replicas);
+            changed = true;
+        }
+    return changed;
+}
+
+/* cleanupDeployment: old ReplicaSets with no pods past revisionHistoryLimit, oldest revision
+ * first. */
+static void cleanup_history(struct plan *p) {
+    int64_t limit = kite_obj_get(p->spec, "revisionHistoryLimit") ? kite_wl_int(p->d, "spec", "revisionHistoryLimit") : 10;
+    struct rsv *dead = p->n_old ? kite_calloc(p->n_old, sizeof *dead) : NULL;
+    size_t nd = 0;
+    for (size_t i = 0; i < p->n_old; i++)
+        if (p->old[i].cur.replicas == 0 && kite_wl_int(p->old[i].rs, "status", "replicas") == 0 && !kite_wl_deleting(p->old[i].rs))
+            dead[nd++] = p->old[i];
+    if (nd) qsort(dead, nd, sizeof *dead, by_revision);
+    for (size_t i = 0; (int64_t)(nd - i) > limit; i++) {
+        _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/replicasets/%s", p->ns, kite_meta_str(dead[i].rs, "name"));
+        kite_ctl_acts_add(&p->acts, ACT_OTHER, p->key, "DELETE", path, NULL, NULL);
+    }
+    free(dead);
+}
+
+/* A paused Deployment (sync's scale): no rollout, but a change of replicas scales what runs
+ * proportionally, newest first. */
+static void scale_paused(struct plan *p) {
+    struct kite_deployctl_rs *sizes = kite_calloc(p->n, sizeof *sizes);
+    int64_t sum = 0, n_active = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        sizes[i] = p->all[i].cur;
+        sum += sizes[i].replicas, n_active += sizes[i].replicas > 0;
+    }
+    int64_t allowed = n_active > 1 ? p->desired + (p->recreate ? 0 : p->surge) : p->desired;
+    if (sum != allowed) {
+        kite_deployctl_proportional(allowed, sizes, p->n);
+        for (size_t i = 0; i < p->n; i++)
+            if (sizes[i].replicas != p->all[i].cur.replicas) scale_rs(p, p->all[i].rs, p->all[i].cur.replicas, sizes[i].replicas);
+    }
+    free(sizes);
+}
+
+static void sync(struct kite_deployctl *c, const char *key, struct plan *p, int64_t *next_ns) {
+    json_object *d = kite_wl_cache_get(&c->ds, key);
+    if (!d) return;
+    p->c = c, p->d = d, p->key = key;
+    p->ns = kite_meta_str(d, "namespace"), p->name = kite_meta_str(d, "name"), p->uid = kite_meta_str(d, "uid");
+    p->spec = kite_obj_get(d, "spec");
+    json_object *strat = kite_obj_get(p->spec, "strategy"), *ru = kite_obj_get(strat, "rollingUpdate");
+    p->recreate = kite_streq(kite_obj_str(strat, "type"), "Recreate");
+    p->desired = kite_wl_int(d, "spec", "replicas");
+    if (p->recreate) p->surge = 0, p->unavailable = 0;
+    else kite_deployctl_fenceposts(kite_obj_get(ru, "maxSurge"), kite_obj_get(ru, "maxUnavailable"), p->desired, &p->surge, &p->unavailable);
+
+    claim_replicasets(p);
+    find_new_and_old(p);
+    const char *created = NULL;
+    char rs_name[320];
+    bool deleting = kite_wl_deleting(d), paused = json_object_get_boolean(kite_obj_get(p->spec, "paused"));
+    if (!deleting && !paused) {
         bool old_active = false;
-        for (size_t i = 0; i < n_old; i++) old_active |= old[i].cur.replicas > 0;
-        bool may_create = !recreate || (!old_active && !old_pods_running(c, old, n_old));
-        if (!nrs && may_create) {
-            json_object *cc = kite_obj_get(kite_obj_get(d, "status"), "collisionCount");
-            kite_deployctl_template_hash(tmpl, cc ? json_object_get_int64(cc) : -1, hash);
-            int64_t start;
-            if (recreate) {
-                start = p->desired;
-            } else {
-                struct kite_deployctl_rs fresh = {0};
-                struct kite_deployctl_rs *olds = n_old ? kite_calloc(n_old, sizeof *olds) : NULL;
-                for (size_t i = 0; i < n_old; i++) olds[i] = old[i].cur;
-                kite_deployctl_rolling_step(p->desired, p->surge, p->unavailable, &fresh, olds, n_old);
-                start = fresh.replicas;
-                free(olds);
-            }
-            json_object *rs = new_rs(d, hash, start, max_old + 1, p->surge);
-            snprintf(rs_name, sizeof rs_name, "%s", kite_meta_str(rs, "name"));
+        for (size_t i = 0; i < p->n_old; i++) old_active |= p->old[i].cur.replicas > 0;
+        bool may_create = !p->recreate || (!old_active && !old_pods_running(c, p->old, p->n_old));
+        if (!p->nrs && may_create) {
+            create_new_rs(p, rs_name);
             created = rs_name;
-            _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/replicasets", p->ns);
-            kite_ctl_acts_add(&p->acts, ACT_CREATE_RS, key, "POST", path, NULL, rs);
-            if (start > 0) {
-                _cleanup_free_ char *msg = kite_asprintf("Scaled up replica set %s from 0 to %lld", rs_name, (long long)start);
-                kite_ctl_event(&p->events, c->o.clock, COMPONENT, "Deployment", p->ns, p->name, p->uid, "Normal", "ScalingReplicaSet", msg);
-            }
-            annotate(p, "deployments", p->name, REVISION, str_int(max_old + 1));
-        } else if (nrs) {
-            if (nrs->revision < max_old + 1) /* an old template again (rollout undo): it becomes the newest revision */
-                annotate(p, "replicasets", kite_meta_str(nrs->rs, "name"), REVISION, str_int(max_old + 1));
-            const char *drev = kite_obj_str(kite_obj_get(kite_obj_meta(d), "annotations"), REVISION);
-            if (!drev || strtoll(drev, NULL, 10) != KITE_MAX(nrs->revision, max_old + 1))
-                annotate(p, "deployments", p->name, REVISION, str_int(KITE_MAX(nrs->revision, max_old + 1)));
-            if (recreate) {
-                if (old_active) {
-                    for (size_t i = 0; i < n_old; i++) old[i].want.replicas = 0;
-                } else if (may_create) {
-                    nrs->want.replicas = p->desired;
-                }
-            } else {
-                struct kite_deployctl_rs *olds = n_old ? kite_calloc(n_old, sizeof *olds) : NULL;
-                for (size_t i = 0; i < n_old; i++) olds[i] = old[i].cur;
-                kite_deployctl_rolling_step(p->desired, p->surge, p->unavailable, &nrs->want, olds, n_old);
-                for (size_t i = 0; i < n_old; i++) old[i].want = olds[i];
-                free(olds);
-            }
-            bool changed = false;
-            for (size_t i = 0; i < n; i++)
-                if (all[i].want.replicas != all[i].cur.replicas) {
-                    scale_rs(p, all[i].rs, all[i].cur.replicas, all[i].want.replicas);
-                    changed = true;
-                }
-            /* cleanupDeployment: old ReplicaSets with no pods past revisionHistoryLimit, oldest revision first */
-            if (!changed && kite_wl_int(nrs->rs, "status", "availableReplicas") == p->desired) {
-                int64_t limit = kite_obj_get(spec, "revisionHistoryLimit") ? kite_wl_int(d, "spec", "revisionHistoryLimit") : 10;
-                struct rsv *dead = n_old ? kite_calloc(n_old, sizeof *dead) : NULL;
-                size_t nd = 0;
-                for (size_t i = 0; i < n_old; i++)
-                    if (old[i].cur.replicas == 0 && kite_wl_int(old[i].rs, "status", "replicas") == 0 && !kite_wl_deleting(old[i].rs))
-                        dead[nd++] = old[i];
-                if (nd) qsort(dead, nd, sizeof *dead, by_revision);
-                for (size_t i = 0; (int64_t)(nd - i) > limit; i++) {
-                    _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/replicasets/%s", p->ns, kite_meta_str(dead[i].rs, "name"));
-                    kite_ctl_acts_add(&p->acts, ACT_OTHER, key, "DELETE", path, NULL, NULL);
-                }
-                free(dead);
-            }
+        } else if (p->nrs) {
+            sync_revision(p);
+            rollout(p, old_active, may_create);
+            if (!scale_to_want(p) && kite_wl_int(p->nrs->rs, "status", "availableReplicas") == p->desired) cleanup_history(p);
         }
+    } else if (!deleting && p->n) {
+        scale_paused(p);
     }
-    if (!act && !kite_wl_deleting(d) && n) {
-        /* paused: no rollout, but a change of replicas scales what runs (newest first) */
-        struct kite_deployctl_rs *sizes = kite_calloc(n, sizeof *sizes);
-        for (size_t i = 0; i < n; i++) sizes[i] = all[i].cur;
-        int64_t sum = 0, n_active = 0;
-        for (size_t i = 0; i < n; i++) sum += sizes[i].replicas, n_active += sizes[i].replicas > 0;
-        int64_t allowed = n_active > 1 ? p->desired + (recreate ? 0 : p->surge) : p->desired;
-        if (sum != allowed) {
-            kite_deployctl_proportional(allowed, sizes, n);
-            for (size_t i = 0; i < n; i++)
-                if (sizes[i].replicas != all[i].cur.replicas) scale_rs(p, all[i].rs, all[i].cur.replicas, sizes[i].replicas);
-        }
-        free(sizes);
-    }
-    status(p, all, n, nrs, created, next_ns);
-    free(all);
+    status(p, p->all, p->n, p->nrs, created, next_ns);
+    free(p->all);
 }
 
 struct outcome {
