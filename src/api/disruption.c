@@ -9,17 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_object *get(json_object *o, const char *k) {
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v)) return NULL;
-    return json_object_is_type(v, json_type_null) ? NULL : v;
-}
 static int64_t int_at(json_object *o, const char *k) {
-    json_object *v = get(o, k);
+    json_object *v = kite_obj_get(o, k);
     return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
 }
 static const char *str_at(json_object *o, const char *k) {
-    json_object *v = get(o, k);
+    json_object *v = kite_obj_get(o, k);
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
@@ -45,8 +40,8 @@ int kite_pdb_scaled(json_object *v, int32_t total, bool round_up, int32_t *ret) 
 }
 
 int kite_pdb_expected(json_object *pdb, int32_t npods, int32_t *ret_expected, int32_t *ret_desired) {
-    json_object *spec = get(pdb, "spec");
-    json_object *maxu = get(spec, "maxUnavailable"), *mina = get(spec, "minAvailable");
+    json_object *spec = kite_obj_get(pdb, "spec");
+    json_object *maxu = kite_obj_get(spec, "maxUnavailable"), *mina = kite_obj_get(spec, "minAvailable");
     int32_t desired = 0, v;
     if (maxu) {
         if (kite_pdb_scaled(maxu, npods, true, &v) < 0) return -EINVAL;
@@ -76,26 +71,26 @@ static bool in_values(json_object *values, const char *v) {
 }
 
 bool kite_pdb_selects(json_object *pdb, json_object *pod) {
-    json_object *sel = get(get(pdb, "spec"), "selector");
+    json_object *sel = kite_obj_get(kite_obj_get(pdb, "spec"), "selector");
     if (!sel || !json_object_is_type(sel, json_type_object)) return false;
-    if (strcmp(str_at(get(pdb, "metadata"), "namespace"), str_at(get(pod, "metadata"), "namespace")) != 0) return false;
-    json_object *labels = get(get(pod, "metadata"), "labels");
-    json_object *ml = get(sel, "matchLabels");
+    if (strcmp(str_at(kite_obj_get(pdb, "metadata"), "namespace"), str_at(kite_obj_get(pod, "metadata"), "namespace")) != 0) return false;
+    json_object *labels = kite_obj_get(kite_obj_get(pod, "metadata"), "labels");
+    json_object *ml = kite_obj_get(sel, "matchLabels");
     if (ml && json_object_is_type(ml, json_type_object)) {
         json_object_object_foreach(ml, k, v) {
-            json_object *have = get(labels, k);
+            json_object *have = kite_obj_get(labels, k);
             if (!have || !v || !json_object_is_type(v, json_type_string) || !json_object_is_type(have, json_type_string) ||
                 strcmp(json_object_get_string(have), json_object_get_string(v)) != 0)
                 return false;
         }
     }
-    json_object *exprs = get(sel, "matchExpressions");
+    json_object *exprs = kite_obj_get(sel, "matchExpressions");
     for (size_t i = 0; exprs && json_object_is_type(exprs, json_type_array) && i < json_object_array_length(exprs); i++) {
         json_object *e = json_object_array_get_idx(exprs, i);
         const char *op = str_at(e, "operator");
-        json_object *hv = get(labels, str_at(e, "key"));
+        json_object *hv = kite_obj_get(labels, str_at(e, "key"));
         const char *have = hv && json_object_is_type(hv, json_type_string) ? json_object_get_string(hv) : NULL;
-        json_object *values = get(e, "values");
+        json_object *values = kite_obj_get(e, "values");
         bool ok = false;
         if (strcmp(op, "In") == 0) ok = in_values(values, have);
         else if (strcmp(op, "NotIn") == 0) ok = !in_values(values, have);
@@ -107,7 +102,7 @@ bool kite_pdb_selects(json_object *pdb, json_object *pod) {
 }
 
 static json_object *condition(json_object *obj_status, const char *type) {
-    json_object *conds = get(obj_status, "conditions");
+    json_object *conds = kite_obj_get(obj_status, "conditions");
     for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (strcmp(str_at(c, "type"), type) == 0) return c;
@@ -116,13 +111,13 @@ static json_object *condition(json_object *obj_status, const char *type) {
 }
 
 bool kite_pdb_pod_ready(json_object *pod) {
-    return strcmp(str_at(condition(get(pod, "status"), "Ready"), "status"), "True") == 0;
+    return strcmp(str_at(condition(kite_obj_get(pod, "status"), "Ready"), "status"), "True") == 0;
 }
 
 void kite_pdb_set_condition(json_object *status, int64_t now_ns) {
     bool allowed = int_at(status, "disruptionsAllowed") > 0;
     const char *st = allowed ? "True" : "False";
-    json_object *conds = get(status, "conditions");
+    json_object *conds = kite_obj_get(status, "conditions");
     if (!conds || !json_object_is_type(conds, json_type_array)) {
         conds = json_object_new_array();
         json_object_object_add(status, "conditions", conds);
@@ -133,7 +128,7 @@ void kite_pdb_set_condition(json_object *status, int64_t now_ns) {
         json_object_object_add(c, "type", json_object_new_string("DisruptionAllowed"));
         json_object_array_add(conds, c);
     }
-    if (strcmp(str_at(c, "status"), st) != 0 || !get(c, "lastTransitionTime")) {
+    if (strcmp(str_at(c, "status"), st) != 0 || !kite_obj_get(c, "lastTransitionTime")) {
         char ts[21];
         kite_time_format(now_ns, ts);
         json_object_object_add(c, "lastTransitionTime", json_object_new_string(ts));
@@ -156,9 +151,9 @@ static void refuse(struct kite_guard_verdict *v, int code, const char *msg, char
 void kite_pdb_evict(json_object *pod, json_object *const *pdbs, size_t n, int64_t now_ns, bool dry_run,
                     struct kite_guard_verdict *ret) {
     *ret = (struct kite_guard_verdict){.update = SIZE_MAX};
-    const char *phase = str_at(get(pod, "status"), "phase");
+    const char *phase = str_at(kite_obj_get(pod, "status"), "phase");
     bool terminal = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
-    bool deleting = get(get(pod, "metadata"), "deletionTimestamp") != NULL;
+    bool deleting = kite_obj_get(kite_obj_get(pod, "metadata"), "deletionTimestamp") != NULL;
     /* a terminal pod, one being deleted or one not started has disrupted nothing yet: no
      * budget is asked, but a pending pod must not have become healthy meanwhile */
     if (terminal || deleting || strcmp(phase, "Pending") == 0) {
@@ -176,23 +171,23 @@ void kite_pdb_evict(json_object *pod, json_object *const *pdbs, size_t n, int64_
         return;
     }
     if (!matches) return;
-    json_object *pdb = pdbs[found], *st = get(pdb, "status");
-    const char *name = str_at(get(pdb, "metadata"), "name");
+    json_object *pdb = pdbs[found], *st = kite_obj_get(pdb, "status");
+    const char *name = str_at(kite_obj_get(pdb, "metadata"), "name");
     if (!kite_pdb_pod_ready(pod)) {
         /* an unhealthy pod counts in neither currentHealthy nor desiredHealthy: deleting it
          * disrupts nothing the budget guards, when the policy or the budget's state says so */
-        if (strcmp(str_at(get(pdb, "spec"), "unhealthyPodEvictionPolicy"), "AlwaysAllow") == 0 ||
+        if (strcmp(str_at(kite_obj_get(pdb, "spec"), "unhealthyPodEvictionPolicy"), "AlwaysAllow") == 0 ||
             (int_at(st, "currentHealthy") >= int_at(st, "desiredHealthy") && int_at(st, "desiredHealthy") > 0)) {
             ret->pin = true;
             return;
         }
     }
-    if (int_at(st, "observedGeneration") < int_at(get(pdb, "metadata"), "generation")) {
+    if (int_at(st, "observedGeneration") < int_at(kite_obj_get(pdb, "metadata"), "generation")) {
         refuse(ret, 429, BUDGET_MSG, kite_asprintf("The disruption budget %s is still being processed by the server.", name));
         return;
     }
     int64_t allowed = int_at(st, "disruptionsAllowed");
-    json_object *disrupted = get(st, "disruptedPods");
+    json_object *disrupted = kite_obj_get(st, "disruptedPods");
     if (allowed < 0) {
         refuse(ret, 403, "pdb disruptions allowed is negative", NULL);
         return;
@@ -213,14 +208,14 @@ void kite_pdb_evict(json_object *pod, json_object *const *pdbs, size_t n, int64_
     else ns = json_object_new_object();
     json_object_object_add(ns, "disruptionsAllowed", json_object_new_int64(allowed - 1));
     if (allowed - 1 == 0) kite_pdb_set_condition(ns, now_ns);
-    json_object *dp = get(ns, "disruptedPods");
+    json_object *dp = kite_obj_get(ns, "disruptedPods");
     if (!dp || !json_object_is_type(dp, json_type_object)) {
         dp = json_object_new_object();
         json_object_object_add(ns, "disruptedPods", dp);
     }
     char ts[21];
     kite_time_format(now_ns, ts);
-    json_object_object_add(dp, str_at(get(pod, "metadata"), "name"), json_object_new_string(ts));
+    json_object_object_add(dp, str_at(kite_obj_get(pod, "metadata"), "name"), json_object_new_string(ts));
     ret->update = found;
     ret->status = ns;
 }

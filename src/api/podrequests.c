@@ -7,7 +7,6 @@
 #define NONZERO_CPU_M 100
 #define NONZERO_MEM_M (INT64_C(200) * 1024 * 1024 * 1000)
 
-static size_t alen(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 
 /* A quantity of a resource list in milli-units; false when absent or malformed. */
 static bool quantity(json_object *list, const char *name, int64_t *ret) {
@@ -35,11 +34,11 @@ static void maxr(struct kite_pod_requests *a, const struct kite_pod_requests *b)
 void kite_pod_requests(json_object *pod, bool nonzero, struct kite_pod_requests *ret) {
     json_object *spec = kite_obj_get(pod, "spec"), *cs = kite_obj_get(spec, "containers"), *ics = kite_obj_get(spec, "initContainers");
     struct kite_pod_requests sum = {0}, init_max = {0}, sidecars = {0}, r;
-    for (size_t i = 0; i < alen(cs); i++) {
+    for (size_t i = 0; i < kite_array_len(cs); i++) {
         container_req(json_object_array_get_idx(cs, i), nonzero, &r);
         add(&sum, &r);
     }
-    for (size_t i = 0; i < alen(ics); i++) {
+    for (size_t i = 0; i < kite_array_len(ics); i++) {
         json_object *c = json_object_array_get_idx(ics, i);
         container_req(c, nonzero, &r);
         if (kite_streq(kite_obj_str(c, "restartPolicy"), "Always")) {

@@ -9,6 +9,7 @@
 #include "api/schema.h"
 #include "api/table.h"
 #include "api/validation.h"
+#include "json/obj.h"
 #include "json/patch.h"
 
 #include <json-c/json.h>
@@ -291,24 +292,6 @@ json_object *kite_object_decode(const char *data, size_t len, int64_t rev);
 char *kite_object_key(const struct kite_resource *r, const char *ns, const char *name);
 /* Prefix for a list: /registry/<storage>/ or /registry/<storage>/<ns>/ when ns is set. */
 char *kite_object_prefix(const struct kite_resource *r, const char *ns);
-
-/* Small accessors (borrowed results; NULL/"" when absent). */
-json_object *kite_obj_get(json_object *obj, const char *k);
-/* The member at a path of keys (kite_obj_at(o, "spec", "nodeName"): the keys up to the first
- * NULL), or NULL when a step is missing or not an object; _str: a string member, or NULL. */
-#define kite_obj_at(o, ...) kite_obj_at_(o, __VA_ARGS__, (const char *)NULL)
-#define kite_obj_str_at(o, ...) kite_obj_str_at_(o, __VA_ARGS__, (const char *)NULL)
-json_object *kite_obj_at_(json_object *obj, ...);
-const char *kite_obj_str_at_(json_object *obj, ...);
-/* The same with a dotted path ("spec.nodeName"; keys without dots, 127 bytes at most). */
-json_object *kite_obj_path(json_object *obj, const char *dotted);
-const char *kite_obj_path_str(json_object *obj, const char *dotted);
-json_object *kite_obj_meta(json_object *obj);
-const char *kite_obj_str(json_object *obj, const char *k);
-const char *kite_meta_str(json_object *obj, const char *k);
-/* Sets obj[k] = v (takes ownership of v); creates the object member. */
-void kite_obj_set(json_object *obj, const char *k, json_object *v);
-json_object *kite_obj_ensure(json_object *obj, const char *k);
 
 /* Random RFC 4122 v4 UUID. out must hold 37 bytes. */
 void kite_uuid4(char out[37]);

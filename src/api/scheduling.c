@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static size_t alen(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 
 bool kite_toleration_tolerates(json_object *tol, json_object *taint) {
     const char *effect = kite_obj_str(tol, "effect"), *key = kite_obj_str(tol, "key"), *op = kite_obj_str(tol, "operator");
@@ -20,13 +19,13 @@ bool kite_toleration_tolerates(json_object *tol, json_object *taint) {
 }
 
 json_object *kite_tolerations_find(json_object *tols, json_object *taint) {
-    for (size_t i = 0; i < alen(tols); i++)
+    for (size_t i = 0; i < kite_array_len(tols); i++)
         if (kite_toleration_tolerates(json_object_array_get_idx(tols, i), taint)) return json_object_array_get_idx(tols, i);
     return NULL;
 }
 
 json_object *kite_find_untolerated_taint(json_object *taints, json_object *tols, bool (*filter)(json_object *taint)) {
-    for (size_t i = 0; i < alen(taints); i++) {
+    for (size_t i = 0; i < kite_array_len(taints); i++) {
         json_object *t = json_object_array_get_idx(taints, i);
         if ((!filter || filter(t)) && !kite_tolerations_find(tols, t)) return t;
     }
@@ -43,7 +42,7 @@ bool kite_tolerations_tolerate(json_object *tols, const char *key, const char *e
 }
 
 bool kite_tolerations_cover(json_object *tols, const char *key, const char *effect) {
-    for (size_t i = 0; i < alen(tols); i++) {
+    for (size_t i = 0; i < kite_array_len(tols); i++) {
         json_object *t = json_object_array_get_idx(tols, i);
         const char *k = kite_obj_str(t, "key"), *e = kite_obj_str(t, "effect");
         if ((!k || !*k || kite_streq(k, key)) && (!e || !*e || kite_streq(e, effect))) return true;
@@ -66,7 +65,7 @@ static bool go_int64(const char *s, int64_t *ret) {
 }
 
 static bool in_values(json_object *values, const char *s) {
-    for (size_t i = 0; s && i < alen(values); i++)
+    for (size_t i = 0; s && i < kite_array_len(values); i++)
         if (kite_streq(json_object_get_string(json_object_array_get_idx(values, i)), s)) return true;
     return false;
 }
@@ -74,7 +73,7 @@ static bool in_values(json_object *values, const char *s) {
 bool kite_node_selector_requirement_matches(json_object *req, const char *value) {
     const char *op = kite_obj_str(req, "operator");
     json_object *values = kite_obj_get(req, "values");
-    size_t n = alen(values);
+    size_t n = kite_array_len(values);
     if (kite_streq(op, "In")) return n && in_values(values, value);
     if (kite_streq(op, "NotIn")) return n && !in_values(values, value);
     if (kite_streq(op, "Exists")) return !n && value;
@@ -90,24 +89,24 @@ bool kite_node_selector_requirement_matches(json_object *req, const char *value)
 
 bool kite_node_selector_term_matches(json_object *term, json_object *node, const char *name) {
     json_object *exprs = kite_obj_get(term, "matchExpressions"), *fields = kite_obj_get(term, "matchFields");
-    if (!alen(exprs) && !alen(fields)) return false;
+    if (!kite_array_len(exprs) && !kite_array_len(fields)) return false;
     json_object *labels = node ? kite_obj_get(kite_obj_meta(node), "labels") : NULL;
-    for (size_t i = 0; node && i < alen(exprs); i++) {
+    for (size_t i = 0; node && i < kite_array_len(exprs); i++) {
         json_object *e = json_object_array_get_idx(exprs, i);
         if (!kite_node_selector_requirement_matches(e, kite_obj_str(labels, kite_obj_str(e, "key")))) return false;
     }
-    for (size_t i = 0; i < alen(fields); i++) {
+    for (size_t i = 0; i < kite_array_len(fields); i++) {
         json_object *f = json_object_array_get_idx(fields, i);
         const char *op = kite_obj_str(f, "operator");
         if (!kite_streq(kite_obj_str(f, "key"), "metadata.name") || !(kite_streq(op, "In") || kite_streq(op, "NotIn")) ||
-            alen(kite_obj_get(f, "values")) != 1 || !kite_node_selector_requirement_matches(f, name))
+            kite_array_len(kite_obj_get(f, "values")) != 1 || !kite_node_selector_requirement_matches(f, name))
             return false;
     }
     return true;
 }
 
 bool kite_node_selector_terms_match(json_object *terms, json_object *node, const char *name) {
-    for (size_t i = 0; i < alen(terms); i++)
+    for (size_t i = 0; i < kite_array_len(terms); i++)
         if (kite_node_selector_term_matches(json_object_array_get_idx(terms, i), node, name)) return true;
     return false;
 }

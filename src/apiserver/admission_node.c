@@ -113,7 +113,6 @@ static bool json_same(json_object *a, json_object *b) {
 }
 
 static size_t obj_len(json_object *o) { return o && json_object_is_type(o, json_type_object) ? (size_t)json_object_object_length(o) : 0; }
-static size_t arr_len(json_object *o) { return o && json_object_is_type(o, json_type_array) ? json_object_array_length(o) : 0; }
 
 /* as labels.Equals: absent and empty are the same */
 static bool maps_equal(json_object *x, json_object *y) {
@@ -129,7 +128,7 @@ static bool maps_equal(json_object *x, json_object *y) {
 /* absent and empty lists are the same taints: a client that drops empty lists cannot write the one
  * without the other */
 static bool lists_equal(json_object *x, json_object *y) {
-    if (!arr_len(x) || !arr_len(y)) return arr_len(x) == arr_len(y);
+    if (!kite_array_len(x) || !kite_array_len(y)) return kite_array_len(x) == kite_array_len(y);
     return json_object_equal(x, y);
 }
 

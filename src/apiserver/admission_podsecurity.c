@@ -263,9 +263,6 @@ static const char *image_at(json_object *list, size_t i) {
     return s ? s : "";
 }
 
-static size_t len_of(json_object *a) {
-    return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
-}
 
 /* isSignificantPodUpdate: an image changed, or an ephemeral container added or changed */
 static bool significant_update(json_object *pod, json_object *old) {
@@ -273,16 +270,16 @@ static bool significant_update(json_object *pod, json_object *old) {
     static const char *const lists[] = {"containers", "initContainers"};
     for (size_t l = 0; l < 2; l++) {
         json_object *n = kite_obj_get(spec, lists[l]), *o = kite_obj_get(ospec, lists[l]);
-        if (len_of(n) != len_of(o)) return true;
-        for (size_t i = 0; i < len_of(n); i++)
+        if (kite_array_len(n) != kite_array_len(o)) return true;
+        for (size_t i = 0; i < kite_array_len(n); i++)
             if (strcmp(image_at(n, i), image_at(o, i)) != 0) return true;
     }
     json_object *ne = kite_obj_get(spec, "ephemeralContainers"), *oe = kite_obj_get(ospec, "ephemeralContainers");
-    for (size_t i = 0; i < len_of(ne); i++) {
+    for (size_t i = 0; i < kite_array_len(ne); i++) {
         const char *name = kite_obj_str(json_object_array_get_idx(ne, i), "name");
         size_t j = 0;
-        while (j < len_of(oe) && !kite_streq(kite_obj_str(json_object_array_get_idx(oe, j), "name"), name)) j++;
-        if (j == len_of(oe) || strcmp(image_at(ne, i), image_at(oe, j)) != 0) return true;
+        while (j < kite_array_len(oe) && !kite_streq(kite_obj_str(json_object_array_get_idx(oe, j), "name"), name)) j++;
+        if (j == kite_array_len(oe) || strcmp(image_at(ne, i), image_at(oe, j)) != 0) return true;
     }
     return false;
 }

@@ -25,7 +25,6 @@
 #define TOKEN_EXPIRATION_S 3607 /* WarnOnlyBoundTokenExpirationSeconds */
 #define ROOT_CA_CONFIGMAP "kube-root-ca.crt"
 
-static size_t alen(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 
 static bool is_pod(const struct kite_admission_attrs *a) {
     return a->op == KITE_ADMIT_CREATE && !a->sub && a->obj && a->res->pod_template && !*a->res->pod_template;
@@ -77,10 +76,10 @@ static json_object *token_volume(const char *name) {
 }
 
 static void mount_into(json_object *ctrs, const char *vol) {
-    for (size_t i = 0; i < alen(ctrs); i++) {
+    for (size_t i = 0; i < kite_array_len(ctrs); i++) {
         json_object *c = json_object_array_get_idx(ctrs, i), *mounts = kite_obj_get(c, "volumeMounts");
         bool has = false;
-        for (size_t j = 0; j < alen(mounts) && !has; j++)
+        for (size_t j = 0; j < kite_array_len(mounts) && !has; j++)
             has = kite_streq(kite_obj_str(json_object_array_get_idx(mounts, j), "mountPath"), TOKEN_MOUNT_PATH);
         if (has) continue;
         if (!mounts || !json_object_is_type(mounts, json_type_array)) kite_obj_set(c, "volumeMounts", mounts = json_object_new_array());
@@ -95,7 +94,7 @@ static void mount_into(json_object *ctrs, const char *vol) {
 /* mountServiceAccountToken: nothing when a volume of the kind is there already */
 static void mount_token(json_object *spec) {
     json_object *vols = kite_obj_get(spec, "volumes");
-    for (size_t i = 0; i < alen(vols); i++) {
+    for (size_t i = 0; i < kite_array_len(vols); i++) {
         const char *n = kite_obj_str(json_object_array_get_idx(vols, i), "name");
         if (n && kite_startswith(n, TOKEN_VOLUME_PREFIX)) return;
     }
@@ -136,7 +135,7 @@ int kite_admission_service_account(const struct kite_admission_attrs *a, struct 
                                 name, name);
     }
     json_object *pull = kite_obj_get(sa, "imagePullSecrets");
-    if (alen(pull) && !alen(kite_obj_get(spec, "imagePullSecrets"))) {
+    if (kite_array_len(pull) && !kite_array_len(kite_obj_get(spec, "imagePullSecrets"))) {
         json_object *copy = NULL;
         json_object_deep_copy(pull, &copy, NULL);
         kite_obj_set(spec, "imagePullSecrets", copy);

@@ -47,7 +47,6 @@ static const struct { const char *source, *path[2]; } SECRET_VOLUMES[] = {
 };
 static const char *const CONTAINER_LISTS[] = {"containers", "initContainers", "ephemeralContainers"};
 
-static size_t arr_len(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 
 static void ref(kite_node_ref_fn fn, void *ud, enum kite_node_ref t, const char *name) {
     if (name && *name) fn(t, name, ud);
@@ -58,19 +57,19 @@ void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud) {
     if (!spec) return;
     ref(fn, ud, KITE_NODE_REF_SERVICEACCOUNT, kite_obj_str(spec, "serviceAccountName"));
     json_object *ips = kite_obj_get(spec, "imagePullSecrets");
-    for (size_t i = 0; i < arr_len(ips); i++)
+    for (size_t i = 0; i < kite_array_len(ips); i++)
         ref(fn, ud, KITE_NODE_REF_SECRET, kite_obj_str(json_object_array_get_idx(ips, i), "name"));
     for (size_t l = 0; l < KITE_ARRAY_SIZE(CONTAINER_LISTS); l++) {
         json_object *cs = kite_obj_get(spec, CONTAINER_LISTS[l]);
-        for (size_t i = 0; i < arr_len(cs); i++) {
+        for (size_t i = 0; i < kite_array_len(cs); i++) {
             json_object *c = json_object_array_get_idx(cs, i);
             json_object *env = kite_obj_get(c, "env"), *from = kite_obj_get(c, "envFrom");
-            for (size_t j = 0; j < arr_len(env); j++) {
+            for (size_t j = 0; j < kite_array_len(env); j++) {
                 json_object *e = json_object_array_get_idx(env, j);
                 ref(fn, ud, KITE_NODE_REF_SECRET, kite_obj_str_at(e, "valueFrom", "secretKeyRef", "name"));
                 ref(fn, ud, KITE_NODE_REF_CONFIGMAP, kite_obj_str_at(e, "valueFrom", "configMapKeyRef", "name"));
             }
-            for (size_t j = 0; j < arr_len(from); j++) {
+            for (size_t j = 0; j < kite_array_len(from); j++) {
                 json_object *e = json_object_array_get_idx(from, j);
                 ref(fn, ud, KITE_NODE_REF_SECRET, kite_obj_str_at(e, "secretRef", "name", NULL));
                 ref(fn, ud, KITE_NODE_REF_CONFIGMAP, kite_obj_str_at(e, "configMapRef", "name", NULL));
@@ -79,7 +78,7 @@ void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud) {
     }
     json_object *vols = kite_obj_get(spec, "volumes");
     const char *pod_name = kite_meta_str(pod, "name");
-    for (size_t i = 0; i < arr_len(vols); i++) {
+    for (size_t i = 0; i < kite_array_len(vols); i++) {
         json_object *v = json_object_array_get_idx(vols, i);
         for (size_t k = 0; k < KITE_ARRAY_SIZE(SECRET_VOLUMES); k++)
             ref(fn, ud, KITE_NODE_REF_SECRET,
@@ -93,7 +92,7 @@ void kite_node_graph_pod_refs(json_object *pod, kite_node_ref_fn fn, void *ud) {
                 ref(fn, ud, KITE_NODE_REF_PVC, claim);
         }
         json_object *srcs = kite_obj_get(kite_obj_get(v, "projected"), "sources");
-        for (size_t j = 0; j < arr_len(srcs); j++) {
+        for (size_t j = 0; j < kite_array_len(srcs); j++) {
             json_object *s = json_object_array_get_idx(srcs, j);
             ref(fn, ud, KITE_NODE_REF_SECRET, kite_obj_str_at(s, "secret", "name", NULL));
             ref(fn, ud, KITE_NODE_REF_CONFIGMAP, kite_obj_str_at(s, "configMap", "name", NULL));

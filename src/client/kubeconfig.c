@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/base64.h"
+#include "json/obj.h"
 #include "api/yaml.h"
 
 static int read_blob(const char *path, const char *base_dir, char **ret, size_t *ret_len) {
@@ -45,19 +46,13 @@ static int read_blob(const char *path, const char *base_dir, char **ret, size_t 
     return 0;
 }
 
-static const char *str_field(json_object *o, const char *key) {
-    json_object *v;
-    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string)) return NULL;
-    return json_object_get_string(v);
-}
-
 /* Finds {name: NAME, <kind>: {...}} in root[list]. */
 static json_object *named(json_object *root, const char *list, const char *kind, const char *name) {
     json_object *a;
     if (!json_object_object_get_ex(root, list, &a) || !json_object_is_type(a, json_type_array)) return NULL;
     for (size_t i = 0; i < json_object_array_length(a); i++) {
         json_object *e = json_object_array_get_idx(a, i), *inner;
-        if (kite_streq(str_field(e, "name"), name) && json_object_object_get_ex(e, kind, &inner) &&
+        if (kite_streq(kite_obj_str(e, "name"), name) && json_object_object_get_ex(e, kind, &inner) &&
             json_object_is_type(inner, json_type_object))
             return inner;
     }
@@ -67,7 +62,7 @@ static json_object *named(json_object *root, const char *list, const char *kind,
 /* Reads a "<x>-data" (base64) or "<x>" (path) pair; neither = not set. */
 static int data_or_file(json_object *o, const char *data_key, const char *file_key, const char *base_dir,
                         char **ret, size_t *ret_len, char **ret_err) {
-    const char *d = str_field(o, data_key), *f = str_field(o, file_key);
+    const char *d = kite_obj_str(o, data_key), *f = kite_obj_str(o, file_key);
     int r;
     if (d && *d) {
         if (strlen(d) > KITE_KUBECONFIG_MAX_BLOB * 2) r = -EFBIG;
@@ -111,15 +106,15 @@ int kite_kubeconfig_from_json(json_object *root, const char *context, const char
                               struct kite_kubeconfig **ret, char **ret_err) {
     struct kite_kubeconfig *k = kite_calloc(1, sizeof(*k));
     if (!json_object_is_type(root, json_type_object)) FAIL(-EINVAL, "not a mapping");
-    const char *ctx_name = context ? context : str_field(root, "current-context");
+    const char *ctx_name = context ? context : kite_obj_str(root, "current-context");
     if (!ctx_name || !*ctx_name) FAIL(-EINVAL, "current-context is not set");
     json_object *ctx = named(root, "contexts", "context", ctx_name);
     if (!ctx) FAIL(-ENOENT, "context \"%s\" not found", ctx_name);
     k->context = kite_strdup(ctx_name);
-    const char *cluster_name = str_field(ctx, "cluster"), *user_name = str_field(ctx, "user");
+    const char *cluster_name = kite_obj_str(ctx, "cluster"), *user_name = kite_obj_str(ctx, "user");
     json_object *cluster = cluster_name ? named(root, "clusters", "cluster", cluster_name) : NULL;
     if (!cluster) FAIL(-ENOENT, "context \"%s\": cluster \"%s\" not found", ctx_name, cluster_name ? cluster_name : "");
-    const char *server = str_field(cluster, "server");
+    const char *server = kite_obj_str(cluster, "server");
     if (!server || !*server) FAIL(-EINVAL, "cluster \"%s\": server is not set", cluster_name);
     if (!kite_startswith(server, "https://") && !kite_startswith(server, "http://"))
         FAIL(-EINVAL, "cluster \"%s\": server \"%s\" is not an http(s) URL", cluster_name, server);
@@ -145,7 +140,7 @@ int kite_kubeconfig_from_json(json_object *root, const char *context, const char
         if (r < 0) goto err;
         if (!k->cert_pem != !k->key_pem)
             FAIL(-EINVAL, "user \"%s\": client certificate and key must be given together", user_name);
-        const char *tok = str_field(user, "token"), *tokfile = str_field(user, "tokenFile");
+        const char *tok = kite_obj_str(user, "token"), *tokfile = kite_obj_str(user, "tokenFile");
         if (tok && *tok) {
             k->token = kite_strdup(tok);
         } else if (tokfile && *tokfile) {
@@ -187,7 +182,7 @@ int kite_kubeconfig_load(const char *path, const char *context, struct kite_kube
 static void absolutize(json_object *inner, const char *dir) {
     static const char *const keys[] = {"certificate-authority", "client-certificate", "client-key", "tokenFile"};
     for (size_t i = 0; dir && i < KITE_ARRAY_SIZE(keys); i++) {
-        const char *v = str_field(inner, keys[i]);
+        const char *v = kite_obj_str(inner, keys[i]);
         if (!v || !*v || v[0] == '/') continue;
         _cleanup_free_ char *abs = kite_asprintf("%s/%s", dir, v);
         json_object_object_add(inner, keys[i], json_object_new_string(abs));
@@ -196,15 +191,15 @@ static void absolutize(json_object *inner, const char *dir) {
 
 /* Adds root's entries to merged where merged has none of that name yet (the first file wins). */
 static void merge_into(json_object *merged, json_object *root, const char *dir) {
-    const char *cur = str_field(root, "current-context");
-    const char *have = str_field(merged, "current-context");
+    const char *cur = kite_obj_str(root, "current-context");
+    const char *have = kite_obj_str(merged, "current-context");
     if ((!have || !*have) && cur && *cur) json_object_object_add(merged, "current-context", json_object_new_string(cur));
     static const char *const lists[][2] = {{"contexts", "context"}, {"clusters", "cluster"}, {"users", "user"}};
     for (size_t l = 0; l < KITE_ARRAY_SIZE(lists); l++) {
         json_object *a = json_object_object_get(root, lists[l][0]), *to = json_object_object_get(merged, lists[l][0]);
         for (size_t i = 0; json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
             json_object *e = json_object_array_get_idx(a, i), *copy = NULL, *inner;
-            const char *name = str_field(e, "name");
+            const char *name = kite_obj_str(e, "name");
             if (!name || named(merged, lists[l][0], lists[l][1], name)) continue;
             if (json_object_deep_copy(e, &copy, NULL) < 0) continue;
             if (json_object_object_get_ex(copy, lists[l][1], &inner)) absolutize(inner, dir);
@@ -266,7 +261,7 @@ int kite_kubeconfig_load_default(const char *path, const char *context, struct k
 static bool drop_named(json_object *root, const char *list, const char *name) {
     json_object *a = json_object_object_get(root, list);
     for (size_t i = 0; json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++)
-        if (kite_streq(str_field(json_object_array_get_idx(a, i), "name"), name)) {
+        if (kite_streq(kite_obj_str(json_object_array_get_idx(a, i), "name"), name)) {
             json_object_array_del_idx(a, i, 1);
             return true;
         }
@@ -337,10 +332,10 @@ static int edit_file(const char *file, const char *name, const char *server, jso
         json_object_array_add(json_object_object_get(root, "contexts"), entry(name, "context", ctx));
         json_object_object_add(root, "current-context", json_object_new_string(name));
         changed = true;
-    } else if (ours && kite_streq(str_field(ours, "server"), server)) {
+    } else if (ours && kite_streq(kite_obj_str(ours, "server"), server)) {
         /* only entries still pointing at this cluster: a later cluster may have taken the name */
         for (size_t i = 0; i < KITE_ARRAY_SIZE(lists); i++) drop_named(root, lists[i], name);
-        if (kite_streq(str_field(root, "current-context"), name))
+        if (kite_streq(kite_obj_str(root, "current-context"), name))
             json_object_object_add(root, "current-context", json_object_new_string(""));
         changed = true;
     }
@@ -372,10 +367,10 @@ int kite_kubeconfig_merge_cluster(const char *from, const char *name, char **ret
         if (ret_err) *ret_err = kite_asprintf("%s: %s", from, yerr ? yerr : strerror(-r));
         return r;
     }
-    const char *cur = str_field(src, "current-context");
+    const char *cur = kite_obj_str(src, "current-context");
     json_object *ctx = cur ? named(src, "contexts", "context", cur) : NULL;
-    json_object *cluster = ctx ? named(src, "clusters", "cluster", str_field(ctx, "cluster")) : NULL;
-    json_object *user = ctx ? named(src, "users", "user", str_field(ctx, "user")) : NULL;
+    json_object *cluster = ctx ? named(src, "clusters", "cluster", kite_obj_str(ctx, "cluster")) : NULL;
+    json_object *user = ctx ? named(src, "users", "user", kite_obj_str(ctx, "user")) : NULL;
     _cleanup_free_ char *dir = kite_strdup(from);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;

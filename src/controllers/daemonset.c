@@ -22,7 +22,6 @@
 
 /* ---- eligibility (pkg/controller/daemon/util, component-helpers nodeaffinity) ---- */
 
-static size_t alen(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 
 static json_object *required_terms(json_object *pod) {
     json_object *na = kite_obj_get(kite_obj_get(kite_obj_get(pod, "spec"), "affinity"), "nodeAffinity");
@@ -53,7 +52,7 @@ bool kite_ds_should_run(json_object *pod, json_object *node, bool *ret_continue)
     }
     bool run = fits, stay = fits;
     json_object *taints = kite_obj_get(kite_obj_get(node, "spec"), "taints"), *tols = kite_obj_get(spec, "tolerations");
-    for (size_t i = 0; i < alen(taints); i++) {
+    for (size_t i = 0; i < kite_array_len(taints); i++) {
         json_object *t = json_object_array_get_idx(taints, i);
         const char *effect = kite_obj_str(t, "effect");
         if (kite_tolerations_find(tols, t)) continue;
@@ -97,7 +96,7 @@ static void add_tolerations(json_object *spec) {
     for (size_t i = 0; i < KITE_ARRAY_SIZE(DAEMON_TOLERATIONS); i++) {
         if (DAEMON_TOLERATIONS[i].host_network_only && !host_network) continue;
         bool have = false;
-        for (size_t j = 0; j < alen(tols) && !have; j++) {
+        for (size_t j = 0; j < kite_array_len(tols) && !have; j++) {
             json_object *t = json_object_array_get_idx(tols, j);
             have = kite_streq(kite_obj_str(t, "key"), DAEMON_TOLERATIONS[i].key) &&
                    kite_streq(kite_obj_str(t, "effect"), DAEMON_TOLERATIONS[i].effect);
@@ -249,7 +248,7 @@ static struct dstate *state(struct kite_dsctl *c, const char *key) {
 
 static char *owner_key(json_object *pod) {
     json_object *refs = kite_obj_get(kite_obj_meta(pod), "ownerReferences");
-    for (size_t i = 0; i < alen(refs); i++) {
+    for (size_t i = 0; i < kite_array_len(refs); i++) {
         json_object *r = json_object_array_get_idx(refs, i), *ctl = kite_obj_get(r, "controller");
         if (ctl && json_object_get_boolean(ctl) && kite_streq(kite_obj_str(r, "kind"), "DaemonSet") &&
             kite_streq(kite_obj_str(r, "apiVersion"), "apps/v1"))
@@ -331,12 +330,12 @@ static const char *pod_node(json_object *pod) {
     const char *n = kite_obj_str(kite_obj_get(pod, "spec"), "nodeName");
     if (n && *n) return n;
     json_object *terms = required_terms(pod);
-    for (size_t i = 0; i < alen(terms); i++) {
+    for (size_t i = 0; i < kite_array_len(terms); i++) {
         json_object *fields = kite_obj_get(json_object_array_get_idx(terms, i), "matchFields");
-        for (size_t j = 0; j < alen(fields); j++) {
+        for (size_t j = 0; j < kite_array_len(fields); j++) {
             json_object *f = json_object_array_get_idx(fields, j), *vals = kite_obj_get(f, "values");
             if (kite_streq(kite_obj_str(f, "key"), "metadata.name") && kite_streq(kite_obj_str(f, "operator"), "In") &&
-                alen(vals) == 1)
+                kite_array_len(vals) == 1)
                 return json_object_get_string(json_object_array_get_idx(vals, 0));
         }
     }
@@ -552,7 +551,7 @@ static void snapshot(struct kite_dsctl *c, const char *key, struct dstate *ds, s
         if (!owner || strcmp(owner, key) != 0) continue;
         json_object *refs = kite_obj_get(kite_obj_meta(v), "ownerReferences");
         bool mine = false;
-        for (size_t i = 0; i < alen(refs); i++)
+        for (size_t i = 0; i < kite_array_len(refs); i++)
             mine |= kite_streq(kite_obj_str(json_object_array_get_idx(refs, i), "uid"), uid);
         if (!mine) continue;
         s->pods = kite_realloc(s->pods, (s->npods + 1) * sizeof *s->pods);

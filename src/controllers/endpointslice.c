@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-static size_t arr_n(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }
 static const char *str(json_object *o, const char *k) {
     const char *s = kite_obj_str(o, k);
     return s ? s : "";
@@ -18,7 +17,7 @@ static json_object *jstr(const char *s) { return json_object_new_string(s); }
 
 bool kite_eps_pod_included(json_object *pod) {
     json_object *status = kite_obj_get(pod, "status");
-    if (!*str(status, "podIP") && !arr_n(kite_obj_get(status, "podIPs"))) return false;
+    if (!*str(status, "podIP") && !kite_array_len(kite_obj_get(status, "podIPs"))) return false;
     const char *phase = str(status, "phase"), *policy = str(kite_obj_get(pod, "spec"), "restartPolicy");
     if (strcmp(policy, "Never") == 0) return strcmp(phase, "Failed") != 0 && strcmp(phase, "Succeeded") != 0;
     if (strcmp(policy, "OnFailure") == 0) return strcmp(phase, "Succeeded") != 0;
@@ -27,7 +26,7 @@ bool kite_eps_pod_included(json_object *pod) {
 
 static bool pod_ready(json_object *pod) {
     json_object *conds = kite_obj_get(kite_obj_get(pod, "status"), "conditions");
-    for (size_t i = 0; i < arr_n(conds); i++) {
+    for (size_t i = 0; i < kite_array_len(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (strcmp(str(c, "type"), "Ready") == 0) return strcmp(str(c, "status"), "True") == 0;
     }
@@ -50,7 +49,7 @@ static const char *pod_ip(json_object *pod) {
     json_object *status = kite_obj_get(pod, "status");
     if (*str(status, "podIP")) return str(status, "podIP");
     json_object *ips = kite_obj_get(status, "podIPs");
-    return arr_n(ips) ? str(json_object_array_get_idx(ips, 0), "ip") : "";
+    return kite_array_len(ips) ? str(json_object_array_get_idx(ips, 0), "ip") : "";
 }
 
 json_object *kite_eps_endpoint(json_object *svc, json_object *pod, const char *zone) {
@@ -89,9 +88,9 @@ static int64_t find_port(json_object *pod, json_object *sp) {
     static const char *const lists[] = {"containers", "initContainers"};
     for (size_t l = 0; l < KITE_ARRAY_SIZE(lists); l++) {
         json_object *cs = kite_obj_get(kite_obj_get(pod, "spec"), lists[l]);
-        for (size_t i = 0; i < arr_n(cs); i++) {
+        for (size_t i = 0; i < kite_array_len(cs); i++) {
             json_object *ports = kite_obj_get(json_object_array_get_idx(cs, i), "ports");
-            for (size_t j = 0; j < arr_n(ports); j++) {
+            for (size_t j = 0; j < kite_array_len(ports); j++) {
                 json_object *p = json_object_array_get_idx(ports, j);
                 const char *pp = *str(p, "protocol") ? str(p, "protocol") : "TCP";
                 if (strcmp(str(p, "name"), name) == 0 && strcmp(pp, proto) == 0)
@@ -105,7 +104,7 @@ static int64_t find_port(json_object *pod, json_object *sp) {
 json_object *kite_eps_ports(json_object *svc, json_object *pod) {
     json_object *out = json_object_new_array();
     json_object *sports = kite_obj_get(kite_obj_get(svc, "spec"), "ports");
-    for (size_t i = 0; i < arr_n(sports); i++) {
+    for (size_t i = 0; i < kite_array_len(sports); i++) {
         json_object *sp = json_object_array_get_idx(sports, i);
         int64_t port = find_port(pod, sp);
         if (port < 0) continue;
@@ -251,7 +250,7 @@ static json_object *new_slice(json_object *svc, json_object *ports) {
     kite_obj_set(meta, "ownerReferences", owner_refs(svc));
     kite_obj_set(s, "addressType", jstr("IPv4"));
     kite_obj_set(s, "endpoints", json_object_new_array());
-    if (ports && arr_n(ports)) kite_obj_set(s, "ports", json_object_get(ports));
+    if (ports && kite_array_len(ports)) kite_obj_set(s, "ports", json_object_get(ports));
     return s;
 }
 
@@ -260,7 +259,7 @@ static const char *ep_id(json_object *ep) {
     json_object *ref = kite_obj_get(ep, "targetRef");
     if (ref && *str(ref, "name")) return str(ref, "name");
     json_object *a = kite_obj_get(ep, "addresses");
-    return arr_n(a) ? json_object_get_string(json_object_array_get_idx(a, 0)) : "";
+    return kite_array_len(a) ? json_object_get_string(json_object_array_get_idx(a, 0)) : "";
 }
 
 static int64_t group_find(struct group *g, const char *name) {
@@ -282,7 +281,7 @@ static bool meta_differs(json_object *slice, json_object *svc) {
 
 static bool owned_by(json_object *slice, json_object *svc) {
     json_object *refs = kite_obj_get(kite_obj_meta(slice), "ownerReferences");
-    for (size_t i = 0; i < arr_n(refs); i++) {
+    for (size_t i = 0; i < kite_array_len(refs); i++) {
         json_object *r = json_object_array_get_idx(refs, i);
         if (strcmp(str(r, "kind"), "Service") == 0 && strcmp(str(r, "uid"), str(kite_obj_meta(svc), "uid")) == 0) return true;
     }
@@ -299,7 +298,7 @@ static void finish_slice(struct work_slice *w, json_object *svc, struct kite_eps
     kite_obj_set(meta, "labels", slice_labels(svc));
     kite_obj_set(meta, "ownerReferences", owner_refs(svc));
     kite_obj_set(w->obj, "endpoints", json_object_get(w->eps));
-    if (w->g && arr_n(w->g->ports)) kite_obj_set(w->obj, "ports", json_object_get(w->g->ports));
+    if (w->g && kite_array_len(w->g->ports)) kite_obj_set(w->obj, "ports", json_object_get(w->g->ports));
     else json_object_object_del(w->obj, "ports");
     push(&out->update, &out->n_update, json_object_get(w->obj));
 }
@@ -347,7 +346,7 @@ void kite_eps_reconcile(json_object *svc, json_object *const *pods, size_t n_pod
         json_object_put(empty);
         w->eps = json_object_new_array();
         json_object *have = kite_obj_get(w->obj, "endpoints");
-        for (size_t j = 0; j < arr_n(have); j++) {
+        for (size_t j = 0; j < kite_array_len(have); j++) {
             json_object *ep = json_object_array_get_idx(have, j);
             int64_t at = group_find(w->g, ep_id(ep));
             if (at < 0 || json_object_array_length(w->eps) >= max) {
@@ -391,7 +390,7 @@ void kite_eps_reconcile(json_object *svc, json_object *const *pods, size_t n_pod
     if (total == 0) {
         ssize_t keep = -1;
         for (size_t i = 0; i < n_slices && keep < 0; i++)
-            if (!arr_n(kite_obj_get(slices[i], "ports")) && !arr_n(kite_obj_get(slices[i], "endpoints"))) keep = (ssize_t)i;
+            if (!kite_array_len(kite_obj_get(slices[i], "ports")) && !kite_array_len(kite_obj_get(slices[i], "endpoints"))) keep = (ssize_t)i;
         if (keep < 0 && n_slices) {
             keep = 0;
             ws[0].changed = true;

@@ -22,8 +22,6 @@
 #define IMAGE_MIN_THRESHOLD (23 * MB)
 #define IMAGE_MAX_CONTAINER_THRESHOLD (1000 * MB)
 
-static bool is_array(json_object *a) { return a && json_object_is_type(a, json_type_array); }
-static size_t alen(json_object *a) { return is_array(a) ? json_object_array_length(a) : 0; }
 
 /* A quantity field of a resource list: cpu in millicores, others in whole units rounded up,
  * capped at KITE_SCHED_QUANTITY_MAX so that a node's sums of its pods' requests stay exact
@@ -100,7 +98,7 @@ static bool f_taints(const struct fctx *c, struct kite_sched_verdict *v) {
 static bool f_ready(const struct fctx *c, struct kite_sched_verdict *v) {
     json_object *conds = kite_obj_get(kite_obj_get(c->ni->node, "status"), "conditions");
     const char *status = NULL;
-    for (size_t i = 0; i < alen(conds); i++)
+    for (size_t i = 0; i < kite_array_len(conds); i++)
         if (kite_streq(kite_obj_str(json_object_array_get_idx(conds, i), "type"), "Ready"))
             status = kite_obj_str(json_object_array_get_idx(conds, i), "status");
     if (kite_streq(status, "True")) return true;

@@ -9,20 +9,17 @@
 
 #include "agent/dns/dns.h"
 #include "base/base.h"
+#include "json/obj.h"
 
 #define SVC_LABEL "kubernetes.io/service-name"
 #define MAX_LABELS 8 /* labels of a name below the domain that can mean something */
 
-static json_object *jget(json_object *o, const char *key) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 static const char *jstr(json_object *o, const char *key) {
-    json_object *v = jget(o, key);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    const char *s = kite_obj_str(o, key);
+    return s ? s : "";
 }
 static bool jbool(json_object *o, const char *key, bool dflt) {
-    json_object *v = jget(o, key);
+    json_object *v = kite_obj_get(o, key);
     return v && json_object_is_type(v, json_type_boolean) ? json_object_get_boolean(v) : dflt;
 }
 
@@ -92,11 +89,11 @@ static ldns_rr *soa(const char *domain) {
 
 static json_object *service(const struct kite_dns_zone *z, const char *ns, const char *name) {
     _cleanup_free_ char *key = kite_asprintf("%s/%s", ns, name);
-    return jget(z->services, key);
+    return kite_obj_get(z->services, key);
 }
 
 static bool headless(json_object *svc) {
-    const char *cip = jstr(jget(svc, "spec"), "clusterIP");
+    const char *cip = jstr(kite_obj_get(svc, "spec"), "clusterIP");
     return !*cip || strcmp(cip, "None") == 0;
 }
 
@@ -116,19 +113,19 @@ static void endpoint_label(json_object *ep, const char *addr, char *out, size_t 
  * of the Service; stops when fn returns false. */
 typedef bool (*ep_fn)(struct q *q, json_object *slice, json_object *ep, const char *addr, void *ud);
 static void each_endpoint(struct q *q, json_object *svc, const char *ns, const char *name, ep_fn fn, void *ud) {
-    bool all = jbool(jget(svc, "spec"), "publishNotReadyAddresses", false);
+    bool all = jbool(kite_obj_get(svc, "spec"), "publishNotReadyAddresses", false);
     json_object_object_foreach(q->z->slices, key, sl) {
         (void)key;
-        json_object *meta = jget(sl, "metadata");
-        if (strcmp(jstr(meta, "namespace"), ns) != 0 || strcmp(jstr(jget(meta, "labels"), SVC_LABEL), name) != 0 ||
+        json_object *meta = kite_obj_get(sl, "metadata");
+        if (strcmp(jstr(meta, "namespace"), ns) != 0 || strcmp(jstr(kite_obj_get(meta, "labels"), SVC_LABEL), name) != 0 ||
             strcmp(jstr(sl, "addressType"), "IPv4") != 0)
             continue;
-        json_object *eps = jget(sl, "endpoints");
+        json_object *eps = kite_obj_get(sl, "endpoints");
         size_t n = json_object_is_type(eps, json_type_array) ? json_object_array_length(eps) : 0;
         for (size_t i = 0; i < n; i++) {
             json_object *ep = json_object_array_get_idx(eps, i);
-            if (!all && !jbool(jget(ep, "conditions"), "ready", true)) continue;
-            json_object *addrs = jget(ep, "addresses");
+            if (!all && !jbool(kite_obj_get(ep, "conditions"), "ready", true)) continue;
+            json_object *addrs = kite_obj_get(ep, "addresses");
             size_t na = json_object_is_type(addrs, json_type_array) ? json_object_array_length(addrs) : 0;
             for (size_t j = 0; j < na; j++) {
                 const char *a = json_object_get_string(json_object_array_get_idx(addrs, j));
@@ -164,13 +161,13 @@ struct srv {
 };
 /* the slice's port of that name and protocol, or 0 */
 static int slice_port(json_object *sl, const char *pname, const char *proto) {
-    json_object *ports = jget(sl, "ports");
+    json_object *ports = kite_obj_get(sl, "ports");
     size_t n = json_object_is_type(ports, json_type_array) ? json_object_array_length(ports) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *p = json_object_array_get_idx(ports, i);
         const char *pr = jstr(p, "protocol");
         if (strcasecmp(jstr(p, "name"), pname) == 0 && strcasecmp(*pr ? pr : "TCP", proto) == 0)
-            return json_object_get_int(jget(p, "port"));
+            return json_object_get_int(kite_obj_get(p, "port"));
     }
     return 0;
 }
@@ -199,7 +196,7 @@ static void answer_srv(struct q *q, json_object *svc, const char *ns, const char
                        const char *proto) {
     const char *d = q->z->domain;
     if (!headless(svc)) {
-        json_object *ports = jget(jget(svc, "spec"), "ports");
+        json_object *ports = kite_obj_get(kite_obj_get(svc, "spec"), "ports");
         size_t n = json_object_is_type(ports, json_type_array) ? json_object_array_length(ports) : 0;
         _cleanup_free_ char *target = kite_asprintf("%s.%s.svc.%s.", name, ns, d);
         int matched = 0;
@@ -208,17 +205,17 @@ static void answer_srv(struct q *q, json_object *svc, const char *ns, const char
             const char *pn = jstr(p, "name"), *pr = jstr(p, "protocol");
             if (!*pn) continue; /* SRV records are for named ports */
             if (port_name && (strcasecmp(pn, port_name) != 0 || strcasecmp(*pr ? pr : "TCP", proto) != 0)) continue;
-            add_srv(q, 100, json_object_get_int(jget(p, "port")), target);
+            add_srv(q, 100, json_object_get_int(kite_obj_get(p, "port")), target);
             matched++;
         }
         ldns_rdf *t = matched ? dname(target) : NULL;
         if (t) {
-            add_a(q, LDNS_SECTION_ADDITIONAL, t, jstr(jget(svc, "spec"), "clusterIP"));
+            add_a(q, LDNS_SECTION_ADDITIONAL, t, jstr(kite_obj_get(svc, "spec"), "clusterIP"));
             ldns_rdf_deep_free(t);
         }
         return;
     }
-    json_object *ports = jget(jget(svc, "spec"), "ports");
+    json_object *ports = kite_obj_get(kite_obj_get(svc, "spec"), "ports");
     size_t n = json_object_is_type(ports, json_type_array) ? json_object_array_length(ports) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *p = json_object_array_get_idx(ports, i);
@@ -237,7 +234,7 @@ static void answer_srv(struct q *q, json_object *svc, const char *ns, const char
 static bool any_service_in(const struct kite_dns_zone *z, const char *ns) {
     json_object_object_foreach(z->services, key, svc) {
         (void)key;
-        if (strcmp(jstr(jget(svc, "metadata"), "namespace"), ns) == 0) return true;
+        if (strcmp(jstr(kite_obj_get(svc, "metadata"), "namespace"), ns) == 0) return true;
     }
     return false;
 }
@@ -276,7 +273,7 @@ static int answer_cluster(struct q *q, char **l, int n) {
     const char *name = l[n - 3];
     json_object *svc = service(q->z, ns, name);
     if (!svc) return LDNS_RCODE_NXDOMAIN;
-    json_object *spec = jget(svc, "spec");
+    json_object *spec = kite_obj_get(svc, "spec");
     if (n == 3) {
         if (strcmp(jstr(spec, "type"), "ExternalName") == 0) {
             _cleanup_free_ char *t = kite_asprintf("%s.", jstr(spec, "externalName"));
@@ -313,8 +310,8 @@ struct ptr {
 static bool ep_ptr(struct q *q, json_object *sl, json_object *ep, const char *addr, void *ud) {
     struct ptr *p = ud;
     if (strcmp(addr, p->ip) != 0 || !*jstr(ep, "hostname")) return true;
-    json_object *meta = jget(sl, "metadata");
-    p->target = kite_asprintf("%s.%s.%s.svc.%s.", jstr(ep, "hostname"), jstr(jget(meta, "labels"), SVC_LABEL),
+    json_object *meta = kite_obj_get(sl, "metadata");
+    p->target = kite_asprintf("%s.%s.%s.svc.%s.", jstr(ep, "hostname"), jstr(kite_obj_get(meta, "labels"), SVC_LABEL),
                               jstr(meta, "namespace"), q->z->domain);
     return false;
 }
@@ -329,8 +326,8 @@ static bool answer_ptr(struct q *q, char **l, int n) {
     struct ptr p = {.ip = ip};
     json_object_object_foreach(q->z->services, key, svc) {
         (void)key;
-        json_object *meta = jget(svc, "metadata");
-        if (strcmp(jstr(jget(svc, "spec"), "clusterIP"), ip) == 0) {
+        json_object *meta = kite_obj_get(svc, "metadata");
+        if (strcmp(jstr(kite_obj_get(svc, "spec"), "clusterIP"), ip) == 0) {
             p.target = kite_asprintf("%s.%s.svc.%s.", jstr(meta, "name"), jstr(meta, "namespace"), q->z->domain);
             break;
         }

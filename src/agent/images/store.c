@@ -19,6 +19,7 @@
 #include "agent/runtime/runtime.h"
 #include "agent/images/libarchive.h"
 #include "base/base.h"
+#include "json/obj.h"
 
 #define ANNOT_FULL_NAME "io.containerd.image.name"
 #define ANNOT_REF_NAME "org.opencontainers.image.ref.name"
@@ -123,12 +124,6 @@ static int write_index(const char *dir, json_object *idx) {
     return kite_write_file_atomic(p, s, strlen(s), 0644, false);
 }
 
-static const char *jstr(json_object *o, const char *key) {
-    json_object *v = NULL;
-    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string)) return NULL;
-    return json_object_get_string(v);
-}
-
 /* ---- import ----------------------------------------------------------------------------- */
 
 /* Copies the current entry to path while hashing; compares with want_hex. */
@@ -177,7 +172,7 @@ static int copy_blob(struct archive *a, const char *path, const char *want_hex, 
 
 /* A blob present in the store with the descriptor's size. */
 static int check_blob(const char *dir, json_object *desc, const char **ret_hex, char **ret_error) {
-    const char *digest = jstr(desc, "digest"), *hex = digest_hex(digest);
+    const char *digest = kite_obj_str(desc, "digest"), *hex = digest_hex(digest);
     if (!hex) {
         *ret_error = errf("descriptor digest %s: only sha256 digests are supported", digest ? digest : "(none)");
         return -EBADMSG;
@@ -364,7 +359,7 @@ static int unpack(const char *dir, const char *mhex, json_object *manifest, char
 static char *entry_name(json_object *desc) {
     json_object *ann = NULL;
     json_object_object_get_ex(desc, "annotations", &ann);
-    const char *full = jstr(ann, ANNOT_FULL_NAME), *ref = jstr(ann, ANNOT_REF_NAME);
+    const char *full = kite_obj_str(ann, ANNOT_FULL_NAME), *ref = kite_obj_str(ann, ANNOT_REF_NAME);
     if (full) return kite_image_normalize(full);
     /* a ref.name that is a whole reference (skopeo writes those); a bare tag names nothing */
     if (ref && (strchr(ref, '/') || strchr(ref, ':'))) return kite_image_normalize(ref);
@@ -454,7 +449,7 @@ int kite_image_store_import(const char *dir, const char *tar_path, char ***ret_n
     if (!(idx = read_index(dir, &r))) goto out;
     for (size_t i = 0; i < json_object_array_length(mans); i++) {
         json_object *desc = json_object_array_get_idx(mans, i);
-        const char *mt = jstr(desc, "mediaType");
+        const char *mt = kite_obj_str(desc, "mediaType");
         if (mt && strcmp(mt, MT_MANIFEST) != 0 && strcmp(mt, MT_DOCKER_MANIFEST) != 0) {
             err = errf("index entry %zu: media type %s is not supported (image indexes are not)", i, mt);
             r = -EOPNOTSUPP;
@@ -557,7 +552,7 @@ int kite_image_store_resolve(const char *dir, const char *name, char **ret_id) {
     int r = 0;
     json_object *idx = read_index(dir, &r);
     if (!idx) return r;
-    const char *id = jstr(idx, norm);
+    const char *id = kite_obj_str(idx, norm);
     /* a digest names its image too */
     if (!id && digest_hex(name)) {
         json_object_object_foreach(idx, k, val) {
@@ -588,7 +583,7 @@ int kite_image_store_get(const char *dir, const char *name, struct kite_image_in
     _cleanup_free_ char *mp = kite_asprintf("%s/blobs/sha256/%s", dir, id + 7);
     json_object *m = read_json(mp, &r), *cfgd = NULL;
     if (!m) return r;
-    const char *chex = json_object_object_get_ex(m, "config", &cfgd) ? digest_hex(jstr(cfgd, "digest")) : NULL;
+    const char *chex = json_object_object_get_ex(m, "config", &cfgd) ? digest_hex(kite_obj_str(cfgd, "digest")) : NULL;
     _cleanup_free_ char *cp = chex ? kite_asprintf("%s/blobs/sha256/%s", dir, chex) : NULL;
     json_object_put(m);
     if (!cp) return -EBADMSG;
@@ -600,9 +595,9 @@ int kite_image_store_get(const char *dir, const char *name, struct kite_image_in
         if (json_object_object_get_ex(config, "Env", &v)) ret->env = strv_from(v, &ret->n_env);
         if (json_object_object_get_ex(config, "Entrypoint", &v)) ret->entrypoint = strv_from(v, &ret->n_entrypoint);
         if (json_object_object_get_ex(config, "Cmd", &v)) ret->cmd = strv_from(v, &ret->n_cmd);
-        const char *wd = jstr(config, "WorkingDir");
+        const char *wd = kite_obj_str(config, "WorkingDir");
         if (wd && *wd) ret->working_dir = kite_strdup(wd);
-        const char *user = jstr(config, "User");
+        const char *user = kite_obj_str(config, "User");
         if (user && *user) ret->user = kite_strdup(user);
     }
     json_object_put(c);
@@ -626,11 +621,11 @@ static void gc(const char *dir, json_object *idx) {
         int r = 0;
         json_object *m = read_json(mp, &r), *cfg = NULL, *layers = NULL;
         if (!m) continue;
-        if (json_object_object_get_ex(m, "config", &cfg) && digest_hex(jstr(cfg, "digest")))
-            json_object_object_add(keep, digest_hex(jstr(cfg, "digest")), NULL);
+        if (json_object_object_get_ex(m, "config", &cfg) && digest_hex(kite_obj_str(cfg, "digest")))
+            json_object_object_add(keep, digest_hex(kite_obj_str(cfg, "digest")), NULL);
         if (json_object_object_get_ex(m, "layers", &layers) && json_object_is_type(layers, json_type_array))
             for (size_t i = 0; i < json_object_array_length(layers); i++) {
-                const char *h = digest_hex(jstr(json_object_array_get_idx(layers, i), "digest"));
+                const char *h = digest_hex(kite_obj_str(json_object_array_get_idx(layers, i), "digest"));
                 if (h) json_object_object_add(keep, h, NULL);
             }
         json_object_put(m);

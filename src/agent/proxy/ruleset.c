@@ -25,21 +25,14 @@
 
 #define SVC_LABEL "kubernetes.io/service-name"
 
-static const char *jstr(json_object *o, const char *path) { return kite_obj_path_str(o, path); }
-
-static json_object *jget(json_object *o, const char *key) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 /* a condition: absent = dflt */
 static bool jbool(json_object *o, const char *key, bool dflt) {
-    json_object *v = jget(o, key);
+    json_object *v = kite_obj_get(o, key);
     return v && json_object_is_type(v, json_type_boolean) ? json_object_get_boolean(v) : dflt;
 }
 
 static const char *proto_of(json_object *port) {
-    const char *p = jstr(port, "protocol");
+    const char *p = kite_obj_path_str(port, "protocol");
     if (!p || strcmp(p, "TCP") == 0) return "tcp";
     if (strcmp(p, "UDP") == 0) return "udp";
     if (strcmp(p, "SCTP") == 0) return "sctp";
@@ -139,11 +132,11 @@ static json_object *index_slices(json_object *slices) {
     json_object *idx = json_object_new_object();
     json_object_object_foreach(slices, key, sl) {
         (void)key;
-        json_object *owner = jget(jget(jget(sl, "metadata"), "labels"), SVC_LABEL); /* a dotted key: no jstr */
-        const char *ns = jstr(sl, "metadata.namespace");
-        if (!owner || !ns || !name_eq(jstr(sl, "addressType"), "IPv4")) continue;
+        json_object *owner = kite_obj_get(kite_obj_get(kite_obj_get(sl, "metadata"), "labels"), SVC_LABEL); /* a dotted key: no jstr */
+        const char *ns = kite_obj_path_str(sl, "metadata.namespace");
+        if (!owner || !ns || !name_eq(kite_obj_path_str(sl, "addressType"), "IPv4")) continue;
         _cleanup_free_ char *k = kite_asprintf("%s/%s", ns, json_object_get_string(owner));
-        json_object *arr = jget(idx, k);
+        json_object *arr = kite_obj_get(idx, k);
         if (!arr) json_object_object_add(idx, k, arr = json_object_new_array());
         json_object_array_add(arr, json_object_get(sl));
     }
@@ -153,31 +146,31 @@ static json_object *index_slices(json_object *slices) {
 /* the endpoints of one Service port: ready ones, or serving-terminating ones when none is ready */
 static size_t endpoints_of(json_object *svc, json_object *sport, json_object *index, struct ep **ret,
                            const char *node) {
-    const char *pname = jstr(sport, "name"), *proto = jstr(sport, "protocol");
+    const char *pname = kite_obj_path_str(sport, "name"), *proto = kite_obj_path_str(sport, "protocol");
     struct ep *ready = NULL, *term = NULL;
     size_t nr = 0, nt = 0;
-    _cleanup_free_ char *k = kite_asprintf("%s/%s", jstr(svc, "metadata.namespace"), jstr(svc, "metadata.name"));
-    json_object *mine = jget(index, k);
+    _cleanup_free_ char *k = kite_asprintf("%s/%s", kite_obj_path_str(svc, "metadata.namespace"), kite_obj_path_str(svc, "metadata.name"));
+    json_object *mine = kite_obj_get(index, k);
     for (size_t si = 0; mine && si < json_object_array_length(mine); si++) {
         json_object *sl = json_object_array_get_idx(mine, si);
         int port = 0;
-        json_object *ports = jget(sl, "ports");
+        json_object *ports = kite_obj_get(sl, "ports");
         for (size_t i = 0; ports && i < json_object_array_length(ports); i++) {
             json_object *p = json_object_array_get_idx(ports, i);
-            if (name_eq(jstr(p, "name"), pname) && name_eq(jstr(p, "protocol") ? jstr(p, "protocol") : "TCP",
+            if (name_eq(kite_obj_path_str(p, "name"), pname) && name_eq(kite_obj_path_str(p, "protocol") ? kite_obj_path_str(p, "protocol") : "TCP",
                                                            proto ? proto : "TCP"))
-                port = json_object_get_int(jget(p, "port"));
+                port = json_object_get_int(kite_obj_get(p, "port"));
         }
         if (port <= 0 || port > 65535) continue;
-        json_object *eps = jget(sl, "endpoints");
+        json_object *eps = kite_obj_get(sl, "endpoints");
         for (size_t i = 0; eps && i < json_object_array_length(eps); i++) {
-            json_object *e = json_object_array_get_idx(eps, i), *cond = jget(e, "conditions");
-            json_object *addrs = jget(e, "addresses");
+            json_object *e = json_object_array_get_idx(eps, i), *cond = kite_obj_get(e, "conditions");
+            json_object *addrs = kite_obj_get(e, "addresses");
             const char *ip = addrs && json_object_array_length(addrs)
                                  ? json_object_get_string(json_object_array_get_idx(addrs, 0)) : NULL;
             if (!plain_ipv4(ip)) continue;
             bool r = jbool(cond, "ready", true), s = jbool(cond, "serving", r), t = jbool(cond, "terminating", false);
-            struct ep x = {.ip = ip, .port = port, .local = node && name_eq(jstr(e, "nodeName"), node)};
+            struct ep x = {.ip = ip, .port = port, .local = node && name_eq(kite_obj_path_str(e, "nodeName"), node)};
             if (r) {
                 ready = kite_realloc(ready, (nr + 1) * sizeof *ready);
                 ready[nr++] = x;
@@ -202,24 +195,24 @@ static size_t endpoints_of(json_object *svc, json_object *sport, json_object *in
 static void service_rules(struct part *out, const struct kite_proxy_ruleset_options *o, json_object *svc,
                           json_object *index) {
     struct kite_buf *b = &out->body;
-    json_object *spec = jget(svc, "spec");
-    const char *cip = jstr(spec, "clusterIP"), *type = jstr(spec, "type");
-    const char *ns = jstr(svc, "metadata.namespace"), *name = jstr(svc, "metadata.name");
+    json_object *spec = kite_obj_get(svc, "spec");
+    const char *cip = kite_obj_path_str(spec, "clusterIP"), *type = kite_obj_path_str(spec, "type");
+    const char *ns = kite_obj_path_str(svc, "metadata.namespace"), *name = kite_obj_path_str(svc, "metadata.name");
     if (type && strcmp(type, "ExternalName") == 0) return;
     if (!plain_ipv4(cip)) return; /* headless ("None") or not yet allocated */
-    bool itp_local = name_eq(jstr(spec, "internalTrafficPolicy"), "Local");
-    bool etp_local = name_eq(jstr(spec, "externalTrafficPolicy"), "Local");
+    bool itp_local = name_eq(kite_obj_path_str(spec, "internalTrafficPolicy"), "Local");
+    bool etp_local = name_eq(kite_obj_path_str(spec, "externalTrafficPolicy"), "Local");
     int affinity = 0;
-    if (name_eq(jstr(spec, "sessionAffinity"), "ClientIP")) {
-        json_object *t = jget(jget(jget(spec, "sessionAffinityConfig"), "clientIP"), "timeoutSeconds");
+    if (name_eq(kite_obj_path_str(spec, "sessionAffinity"), "ClientIP")) {
+        json_object *t = kite_obj_get(kite_obj_get(kite_obj_get(spec, "sessionAffinityConfig"), "clientIP"), "timeoutSeconds");
         affinity = t ? json_object_get_int(t) : KITE_PROXY_AFFINITY_TIMEOUT_DEFAULT;
         if (affinity <= 0) affinity = KITE_PROXY_AFFINITY_TIMEOUT_DEFAULT;
     }
-    json_object *ports = jget(spec, "ports");
+    json_object *ports = kite_obj_get(spec, "ports");
     for (size_t i = 0; ports && i < json_object_array_length(ports); i++) {
         json_object *sp = json_object_array_get_idx(ports, i);
-        const char *proto = proto_of(sp), *pname = jstr(sp, "name");
-        int port = json_object_get_int(jget(sp, "port")), np = json_object_get_int(jget(sp, "nodePort"));
+        const char *proto = proto_of(sp), *pname = kite_obj_path_str(sp, "name");
+        int port = json_object_get_int(kite_obj_get(sp, "port")), np = json_object_get_int(kite_obj_get(sp, "nodePort"));
         if (!proto || port <= 0 || port > 65535) continue;
         if (np <= 0 || np > 65535) np = 0;
         uint64_t K = hash_of("%s/%s/%s/%d/%s", ns, name, proto, port, pname ? pname : "");
@@ -279,8 +272,8 @@ static void service_rules(struct part *out, const struct kite_proxy_ruleset_opti
 static json_object *build_part(struct part *p, const struct kite_proxy_ruleset_options *o, json_object *services,
                                const char *key, json_object *index) {
     part_init(p);
-    json_object *svc = jget(services, key);
-    if (svc && jstr(svc, "metadata.namespace") && jstr(svc, "metadata.name")) service_rules(p, o, svc, index);
+    json_object *svc = kite_obj_get(services, key);
+    if (svc && kite_obj_path_str(svc, "metadata.namespace") && kite_obj_path_str(svc, "metadata.name")) service_rules(p, o, svc, index);
     json_object *st = json_object_new_object();
     json_object_object_add(st, "chains", json_object_get(p->chains));
     json_object_object_add(st, "sets", json_object_get(p->sets));
@@ -396,8 +389,8 @@ char *kite_proxy_ruleset_partial(const struct kite_proxy_ruleset_options *o, jso
         any = true;
         struct part p;
         json_object *st = build_part(&p, o, services, key, index);
-        json_object *old = jget(state, key);
-        json_object *oc = jget(old, "chains"), *os = jget(old, "sets"), *oe = jget(old, "elems");
+        json_object *old = kite_obj_get(state, key);
+        json_object *oc = kite_obj_get(old, "chains"), *os = kite_obj_get(old, "sets"), *oe = kite_obj_get(old, "elems");
         /* elements: those that left or changed go, those that came or changed are added */
         for (size_t i = 0; oe && i < json_object_array_length(oe); i++) {
             const char *e = json_object_get_string(json_object_array_get_idx(oe, i));
@@ -419,7 +412,7 @@ char *kite_proxy_ruleset_partial(const struct kite_proxy_ruleset_options *o, jso
             if (!arr_has(p.sets, s)) kite_buf_printf(&gone, "delete set ip %s %s\n", t, s);
         }
         kite_buf_append(&body, p.body.p ? p.body.p : "", p.body.len);
-        if (jget(services, key)) json_object_object_add(state, key, st);
+        if (kite_obj_get(services, key)) json_object_object_add(state, key, st);
         else {
             json_object_object_del(state, key);
             json_object_put(st);

@@ -36,10 +36,10 @@ void kite_rc_unwatch(struct runc_rt *c, const char *id) {
 /* Records what is known at an exit: the OOM flag (the cgroup goes with `runc delete`) and the
  * finish time. Idempotent. */
 void kite_rc_record_exit(struct runc_rt *c, const char *id, json_object *meta, int64_t finished) {
-    if (kite_rc_jint(meta, "finished")) return;
+    if (kite_obj_int(meta, "finished")) return;
     pthread_mutex_lock(&c->mu);
-    finished = KITE_MAX(finished, kite_rc_jint(meta, "started"));
-    const char *cg = kite_rc_jstr(meta, "cgroup");
+    finished = KITE_MAX(finished, kite_obj_int(meta, "started"));
+    const char *cg = kite_obj_str(meta, "cgroup");
     _cleanup_free_ char *oomf = kite_rc_cdir(c, id, "oom");
     bool oom = (cg && kite_rc_cgroup_oom_kills(cg) > 0) || access(oomf, F_OK) == 0;
     json_object_object_add(meta, "oom", json_object_new_boolean(oom));
@@ -80,10 +80,10 @@ static void push_event(struct kite_container_event **v, size_t *n, struct runc_r
     *v = kite_realloc(*v, (*n + 1) * sizeof(**v));
     (*v)[(*n)++] = (struct kite_container_event){
         .container_id = kite_strdup(id),
-        .sandbox_id = kite_strdup(kite_rc_jstr(meta, "sandbox_id") ? kite_rc_jstr(meta, "sandbox_id") : ""),
+        .sandbox_id = kite_strdup(kite_obj_str(meta, "sandbox_id") ? kite_obj_str(meta, "sandbox_id") : ""),
         .exit_code = code,
         .oom_killed = json_object_get_boolean(json_object_object_get(meta, "oom")),
-        .finished_ns = kite_rc_jint(meta, "finished"),
+        .finished_ns = kite_obj_int(meta, "finished"),
     };
     pthread_mutex_lock(&c->mu);
     kite_rc_unwatch(c, id);

@@ -32,6 +32,7 @@ extern char **environ;
 #include "agent/runtime/runtime.h"
 #include "base/base.h"
 #include "base/clock.h"
+#include "json/obj.h"
 
 /* How long after its process ended conmon may take to write the exit file. */
 #define RC_EXIT_FILE_WAIT_NS (2 * KITE_NS_PER_SEC)
@@ -105,8 +106,6 @@ int kite_rc_create_bundle(struct runc_rt *c, const char *id, json_object *config
                          const struct kite_container_config *cfg, int64_t deadline, char **ret_error);
 int64_t kite_rc_deadline_of(int64_t timeout_ns);
 void kite_rc_destroy_bundle(struct runc_rt *c, const char *id);
-int64_t kite_rc_jint(json_object *o, const char *k);
-const char *kite_rc_jstr(json_object *o, const char *k);
 char **kite_rc_list_ids(struct runc_rt *c, size_t *ret_n);
 char *kite_rc_new_id(void);
 int64_t kite_rc_now_wall(struct runc_rt *c);

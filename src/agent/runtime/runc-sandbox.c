@@ -137,7 +137,7 @@ int kite_rc_stop_sandbox(struct kite_runtime *rt, const char *id, int64_t timeou
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++) {
         json_object *meta = kite_rc_read_meta(c, ids[i]);
-        if (meta && kite_streq(kite_rc_jstr(meta, "sandbox_id"), id) && strcmp(ids[i], id) != 0) r = kite_rc_stop_by_id(c, ids[i], 0, deadline);
+        if (meta && kite_streq(kite_obj_str(meta, "sandbox_id"), id) && strcmp(ids[i], id) != 0) r = kite_rc_stop_by_id(c, ids[i], 0, deadline);
         json_object_put(meta);
     }
     kite_strv_free(ids, n);
@@ -154,16 +154,16 @@ int kite_rc_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t time
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++) {
         json_object *meta = kite_rc_read_meta(c, ids[i]);
-        if (meta && kite_streq(kite_rc_jstr(meta, "sandbox_id"), id) && strcmp(ids[i], id) != 0) r = kite_rc_remove_by_id(c, ids[i], deadline);
+        if (meta && kite_streq(kite_obj_str(meta, "sandbox_id"), id) && strcmp(ids[i], id) != 0) r = kite_rc_remove_by_id(c, ids[i], deadline);
         json_object_put(meta);
     }
     kite_strv_free(ids, n);
     if (r == 0) r = kite_rc_remove_by_id(c, id, deadline);
     if (r == -ENOENT) r = 0;
-    if (r == 0 && kite_rc_jstr(sb, "host_if")) {
+    if (r == 0 && kite_obj_str(sb, "host_if")) {
         /* the veth went with the holder's namespace unless something else holds it; the
          * address is free once the sandbox is gone */
-        kite_net_detach(kite_rc_jstr(sb, "host_if"));
+        kite_net_detach(kite_obj_str(sb, "host_if"));
         pthread_mutex_lock(&c->mu);
         r = kite_ipam_release(c->ipam, id);
         pthread_mutex_unlock(&c->mu);
@@ -172,7 +172,7 @@ int kite_rc_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t time
         _cleanup_free_ char *sdir = kite_asprintf("%s/%s", c->sandboxes, id);
         kite_rm_rf(sdir);
         /* the pod cgroup goes with its last sandbox */
-        kite_rc_cgroup_remove(kite_rc_jstr(sb, "cgroup_parent"));
+        kite_rc_cgroup_remove(kite_obj_str(sb, "cgroup_parent"));
     }
     json_object_put(sb);
     return r;
@@ -183,14 +183,14 @@ static void fill_sandbox(struct runc_rt *c, const char *id, json_object *sb, str
     bool ready = kite_rc_read_exit(c, id, &code, NULL) < 0 && kite_rc_pid_alive(kite_rc_container_pid(c, id));
     *s = (struct kite_sandbox_status){
         .id = kite_strdup(id),
-        .uid = kite_strdup(kite_rc_jstr(sb, "uid") ? kite_rc_jstr(sb, "uid") : ""),
-        .name = kite_strdup(kite_rc_jstr(sb, "name") ? kite_rc_jstr(sb, "name") : ""),
-        .ns = kite_strdup(kite_rc_jstr(sb, "ns") ? kite_rc_jstr(sb, "ns") : ""),
-        .log_dir = kite_strdup(kite_rc_jstr(sb, "log_dir") ? kite_rc_jstr(sb, "log_dir") : ""),
+        .uid = kite_strdup(kite_obj_str(sb, "uid") ? kite_obj_str(sb, "uid") : ""),
+        .name = kite_strdup(kite_obj_str(sb, "name") ? kite_obj_str(sb, "name") : ""),
+        .ns = kite_strdup(kite_obj_str(sb, "ns") ? kite_obj_str(sb, "ns") : ""),
+        .log_dir = kite_strdup(kite_obj_str(sb, "log_dir") ? kite_obj_str(sb, "log_dir") : ""),
         .state = ready ? KITE_SANDBOX_READY : KITE_SANDBOX_NOTREADY,
         .host_network = json_object_get_boolean(json_object_object_get(sb, "host_network")),
-        .created_ns = kite_rc_jint(sb, "created"),
-        .ip = kite_strdup(kite_rc_jstr(sb, "ip") ? kite_rc_jstr(sb, "ip") : ""),
+        .created_ns = kite_obj_int(sb, "created"),
+        .ip = kite_strdup(kite_obj_str(sb, "ip") ? kite_obj_str(sb, "ip") : ""),
     };
 }
 

@@ -90,18 +90,6 @@ int kite_rc_write_json(const char *path, json_object *o) {
     return kite_write_file_atomic(path, s, strlen(s), 0644, false);
 }
 
-const char *kite_rc_jstr(json_object *o, const char *k) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-               ? json_object_get_string(v)
-               : NULL;
-}
-
-int64_t kite_rc_jint(json_object *o, const char *k) {
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
-}
-
 char *kite_rc_cdir(struct runc_rt *c, const char *id, const char *file) {
     return file ? kite_asprintf("%s/%s/%s", c->containers, id, file) : kite_asprintf("%s/%s", c->containers, id);
 }
@@ -216,7 +204,7 @@ static int conmon_create(struct runc_rt *c, const char *id, const char *log_path
     int64_t pid = o && json_object_object_get_ex(o, "data", &d) ? json_object_get_int64(d) : -1;
     if (pid <= 0) {
         /* runc could not start the process (no such executable, a mount that fails...) */
-        const char *msg = kite_rc_jstr(o, "message");
+        const char *msg = kite_obj_str(o, "message");
         *ret_error = kite_asprintf("OCI runtime create failed: %s", msg ? msg : buf);
         e = -ENOEXEC;
     }
@@ -316,9 +304,9 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
         return r;
     }
     _cleanup_free_ char *id = kite_rc_new_id(), *dir = kite_rc_cdir(c, id, NULL);
-    _cleanup_free_ char *cg = kite_asprintf("%s/%s", kite_rc_jstr(sb, "cgroup_parent"), id);
+    _cleanup_free_ char *cg = kite_asprintf("%s/%s", kite_obj_str(sb, "cgroup_parent"), id);
     _cleanup_free_ char *rel = cfg->log_path ? kite_strdup(cfg->log_path) : kite_asprintf("%s/%u.log", cfg->name, cfg->attempt);
-    _cleanup_free_ char *log_path = kite_asprintf("%s/%s", kite_rc_jstr(sb, "log_dir"), rel);
+    _cleanup_free_ char *log_path = kite_asprintf("%s/%s", kite_obj_str(sb, "log_dir"), rel);
     json_object *args = json_object_new_array(), *meta = json_object_new_object();
     if (cfg->n_command)
         for (size_t i = 0; i < cfg->n_command; i++) json_object_array_add(args, json_object_new_string(cfg->command[i]));
@@ -423,11 +411,11 @@ static int rc_start_container(struct kite_runtime *rt, const char *id, int64_t t
     json_object *meta = kite_rc_read_meta(c, id);
     if (!meta) return -ENOENT;
     /* the process runs from within `runc start`: a fast one ends before it returns */
-    const char *serr = kite_rc_jstr(meta, "start_error");
+    const char *serr = kite_obj_str(meta, "start_error");
     if (serr) {
         /* its process could not be created: the start fails, the container has exited (128) */
         if (ret_error) *ret_error = kite_strdup(serr);
-        if (!kite_rc_jint(meta, "finished")) {
+        if (!kite_obj_int(meta, "finished")) {
             json_object_object_add(meta, "finished", json_object_new_int64(kite_rc_now_wall(c)));
             kite_rc_write_meta(c, id, meta);
         }
@@ -450,21 +438,21 @@ static int rc_start_container(struct kite_runtime *rt, const char *id, int64_t t
 static int fill_status(struct runc_rt *c, const char *id, json_object *meta, struct kite_container_status *s) {
     *s = (struct kite_container_status){
         .id = kite_strdup(id),
-        .sandbox_id = kite_strdup(kite_rc_jstr(meta, "sandbox_id") ? kite_rc_jstr(meta, "sandbox_id") : ""),
-        .name = kite_strdup(kite_rc_jstr(meta, "name") ? kite_rc_jstr(meta, "name") : ""),
-        .image = kite_strdup(kite_rc_jstr(meta, "image") ? kite_rc_jstr(meta, "image") : ""),
-        .image_id = kite_strdup(kite_rc_jstr(meta, "image_id") ? kite_rc_jstr(meta, "image_id") : ""),
-        .log_path = kite_strdup(kite_rc_jstr(meta, "log_path") ? kite_rc_jstr(meta, "log_path") : ""),
-        .attempt = (uint32_t)kite_rc_jint(meta, "attempt"),
-        .created_ns = kite_rc_jint(meta, "created"),
-        .started_ns = kite_rc_jint(meta, "started"),
+        .sandbox_id = kite_strdup(kite_obj_str(meta, "sandbox_id") ? kite_obj_str(meta, "sandbox_id") : ""),
+        .name = kite_strdup(kite_obj_str(meta, "name") ? kite_obj_str(meta, "name") : ""),
+        .image = kite_strdup(kite_obj_str(meta, "image") ? kite_obj_str(meta, "image") : ""),
+        .image_id = kite_strdup(kite_obj_str(meta, "image_id") ? kite_obj_str(meta, "image_id") : ""),
+        .log_path = kite_strdup(kite_obj_str(meta, "log_path") ? kite_obj_str(meta, "log_path") : ""),
+        .attempt = (uint32_t)kite_obj_int(meta, "attempt"),
+        .created_ns = kite_obj_int(meta, "created"),
+        .started_ns = kite_obj_int(meta, "started"),
     };
-    if (kite_rc_jstr(meta, "start_error")) {
+    if (kite_obj_str(meta, "start_error")) {
         s->state = KITE_CONTAINER_EXITED;
         s->exit_code = 128;
-        s->finished_ns = kite_rc_jint(meta, "finished") ? kite_rc_jint(meta, "finished") : s->created_ns;
+        s->finished_ns = kite_obj_int(meta, "finished") ? kite_obj_int(meta, "finished") : s->created_ns;
         s->reason = kite_strdup("StartError");
-        s->message = kite_strdup(kite_rc_jstr(meta, "start_error"));
+        s->message = kite_strdup(kite_obj_str(meta, "start_error"));
         return 0;
     }
     int code = 0;
@@ -476,7 +464,7 @@ static int fill_status(struct runc_rt *c, const char *id, json_object *meta, str
         s->state = KITE_CONTAINER_EXITED;
         s->exit_code = code;
         s->signal = code > 128 && code < 128 + 65 ? code - 128 : 0;
-        s->finished_ns = kite_rc_jint(meta, "finished");
+        s->finished_ns = kite_obj_int(meta, "finished");
         s->oom_killed = json_object_get_boolean(json_object_object_get(meta, "oom"));
         s->reason = kite_strdup(s->oom_killed ? "OOMKilled" : code == 0 ? "Completed" : "Error");
         return 0;
@@ -563,7 +551,7 @@ int kite_rc_remove_by_id(struct runc_rt *c, const char *id, int64_t deadline) {
         kite_rc_unwatch(c, id);
         pthread_mutex_unlock(&c->mu);
         kite_rc_destroy_bundle(c, id);
-        if (kite_rc_jstr(meta, "cgroup")) kite_rc_cgroup_remove(kite_rc_jstr(meta, "cgroup"));
+        if (kite_obj_str(meta, "cgroup")) kite_rc_cgroup_remove(kite_obj_str(meta, "cgroup"));
     }
     json_object_put(meta);
     return r;
@@ -598,7 +586,7 @@ static int rc_list_containers(struct kite_runtime *rt, const char *sandbox_id, i
     for (size_t i = 0; i < n_ids; i++) {
         json_object *meta = kite_rc_read_meta(c, ids[i]);
         if (meta && !json_object_get_boolean(json_object_object_get(meta, "pause")) &&
-            (!sandbox_id || kite_streq(kite_rc_jstr(meta, "sandbox_id"), sandbox_id)))
+            (!sandbox_id || kite_streq(kite_obj_str(meta, "sandbox_id"), sandbox_id)))
             fill_status(c, ids[i], meta, &v[n++]);
         json_object_put(meta);
     }
@@ -831,7 +819,7 @@ static int rc_remove_image(struct kite_runtime *rt, const char *name) {
         char **ids = kite_rc_list_ids(c, &n_ids);
         for (size_t i = 0; i < n_ids; i++) {
             json_object *meta = kite_rc_read_meta(c, ids[i]);
-            if (kite_streq(kite_rc_jstr(meta, "image_id"), id)) r = -EBUSY;
+            if (kite_streq(kite_obj_str(meta, "image_id"), id)) r = -EBUSY;
             json_object_put(meta);
         }
         kite_strv_free(ids, n_ids);
@@ -847,7 +835,7 @@ static int rc_import_image(struct kite_runtime *rt, const char *tar_path, char *
 /* The container's cgroup as its meta recorded it at create. */
 static int rc_container_stats(struct kite_runtime *rt, const char *id, struct kite_usage *ret) {
     json_object *meta = kite_rc_read_meta(kite_rc_of(rt), id);
-    const char *cg = kite_rc_jstr(meta, "cgroup");
+    const char *cg = kite_obj_str(meta, "cgroup");
     int r = cg && *cg ? kite_cgroup_usage("", cg, ret) : -ENOENT;
     json_object_put(meta);
     return r;
@@ -966,7 +954,7 @@ int kite_runtime_runc_new(const struct kite_runc_options *o, struct kite_runtime
     for (size_t i = 0; i < n; i++) {
         int code;
         json_object *meta = kite_rc_read_meta(c, ids[i]);
-        if (meta && kite_rc_jint(meta, "started") && kite_rc_read_exit(c, ids[i], &code, NULL) < 0 && kite_rc_pid_alive(kite_rc_container_pid(c, ids[i])))
+        if (meta && kite_obj_int(meta, "started") && kite_rc_read_exit(c, ids[i], &code, NULL) < 0 && kite_rc_pid_alive(kite_rc_container_pid(c, ids[i])))
             kite_rc_watch_container(c, ids[i]);
         json_object_put(meta);
     }

@@ -86,26 +86,14 @@ extern const struct kite_schema kite_schema_object_meta, kite_schema_object_ref;
 
 /* ---- small JSON readers: absent or mistyped fields read as empty ---- */
 
-/* Follows NULL-terminated keys; NULL when any step is missing. */
-static inline json_object *at(json_object *o, ...) {
-    va_list ap;
-    va_start(ap, o);
-    for (const char *k; o && (k = va_arg(ap, const char *));) {
-        json_object *n = NULL;
-        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &n)) n = NULL;
-        o = n;
-    }
-    va_end(ap);
-    return o;
-}
+/* Over json/obj.h: the member at NULL-terminated keys (NULL when a step is missing), a string
+ * ("" when absent), an array's length. */
 static inline const char *str_of(json_object *o) {
     return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : "";
 }
-#define STR(o, ...) str_of(at(o, __VA_ARGS__, (const char *)NULL))
-#define OBJ(o, ...) at(o, __VA_ARGS__, (const char *)NULL)
-static inline size_t arr_len(json_object *a) {
-    return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
-}
+#define STR(o, ...) str_of(kite_obj_at(o, __VA_ARGS__))
+#define OBJ(o, ...) kite_obj_at(o, __VA_ARGS__)
+static inline size_t arr_len(json_object *a) { return kite_array_len(a); }
 static inline int64_t int_of(json_object *o) {
     return o && (json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double)) ? json_object_get_int64(o) : 0;
 }
