@@ -269,12 +269,18 @@ static void drain_close(struct session *s) {
     drain(s);
 }
 
-/* The session after the upgrade: until the command ends or the client leaves. */
-static void run(struct session *s) {
+/* The WebSocket on the upgraded tunnel, the session active from now; false: no memory. */
+static bool ws_start(struct session *s) {
     struct wslay_event_callbacks cb = {.recv_callback = ws_recv, .send_callback = ws_send, .on_msg_recv_callback = on_msg};
-    if (wslay_event_context_server_init(&s->ws, &cb, s) != 0) return;
+    if (wslay_event_context_server_init(&s->ws, &cb, s) != 0) return false;
     wslay_event_config_set_max_recv_msg_length(s->ws, KITE_STREAM_MAX_MESSAGE);
     s->last_active = kite_now_mono(kite_clock_real());
+    return true;
+}
+
+/* The session after the upgrade: until the command ends or the client leaves. */
+static void run(struct session *s) {
+    if (!ws_start(s)) return;
     int out_fd = s->attach ? s->attach_fd : s->ex.pty_fd >= 0 ? s->ex.pty_fd : s->ex.out_fd;
     int err_fd = s->attach ? -1 : s->ex.pty_fd >= 0 ? -1 : s->ex.err_fd;
     s->out_open = out_fd >= 0;
@@ -349,17 +355,7 @@ static void run(struct session *s) {
 /* ---- port-forward ---- */
 
 /* The client's bytes for port p, written as far as the connection takes them. false: broken. */
-static bool pf_flush(struct pf_port *p) {
-    while (p->out_off < p->out.len) {
-        ssize_t n = send(p->fd, p->out.p + p->out_off, p->out.len - p->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
-        if (n <= 0) return false;
-        p->out_off += (size_t)n;
-    }
-    kite_buf_reset(&p->out);
-    p->out_off = 0;
-    return true;
-}
+static bool pf_flush(struct pf_port *p) { return kite_pf_flush(p->fd, &p->out, &p->out_off); }
 
 static void pf_fail(struct session *s, size_t i, int err) {
     struct pf_port *p = &s->ports[i];
@@ -378,10 +374,7 @@ static void pf_close(struct pf_port *p) {
 
 /* Every port's connection until they all ended or the client left. */
 static void run_pf(struct session *s) {
-    struct wslay_event_callbacks cb = {.recv_callback = ws_recv, .send_callback = ws_send, .on_msg_recv_callback = on_msg};
-    if (wslay_event_context_server_init(&s->ws, &cb, s) != 0) return;
-    wslay_event_config_set_max_recv_msg_length(s->ws, KITE_STREAM_MAX_MESSAGE);
-    s->last_active = kite_now_mono(kite_clock_real());
+    if (!ws_start(s)) return;
     /* each channel's first message names its port (little-endian), as the kubelet's */
     for (size_t i = 0; i < s->n_ports; i++) {
         uint8_t le[2] = {(uint8_t)(s->ports[i].port & 0xff), (uint8_t)(s->ports[i].port >> 8)};

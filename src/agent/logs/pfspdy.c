@@ -330,15 +330,8 @@ static void frames(struct pfs *s) {
 
 /* The client's bytes for p, written as far as the connection takes them; its FIN once all are. */
 static bool pair_flush(struct pair *p) {
-    while (p->out_off < p->out.len) {
-        ssize_t n = send(p->fd, p->out.p + p->out_off, p->out.len - p->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
-        if (n <= 0) return false;
-        p->out_off += (size_t)n;
-    }
-    kite_buf_reset(&p->out);
-    p->out_off = 0;
-    if (p->client_fin && !p->shut_wr) {
+    if (!kite_pf_flush(p->fd, &p->out, &p->out_off)) return false;
+    if (p->out.len == 0 && p->client_fin && !p->shut_wr) {
         shutdown(p->fd, SHUT_WR);
         p->shut_wr = true;
     }
