@@ -34,6 +34,19 @@ int rt_wait_fd(int fd, int64_t deadline) {
     }
 }
 
+int rt_spawn(pid_t *ret_pid, const char *path, const posix_spawn_file_actions_t *fa, char *const *argv, char *const *envp) {
+    /* a default signal mask: runc and conmon must see the signals the agent blocks */
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
+    int r = posix_spawn(ret_pid, path, fa, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
+    return -r;
+}
+
 int rt_run(struct rt_run *c) {
     int out[2] = {-1, -1};
     if (!c->discard_output && pipe2(out, O_CLOEXEC) < 0) return -errno;
@@ -58,15 +71,7 @@ int rt_run(struct rt_run *c) {
     memcpy(envp, environ, n_env * sizeof(char *));
     for (size_t i = 0; i < n_extra; i++) envp[n_env + i] = (char *)c->env[i];
     pid_t pid;
-    /* a default signal mask: runc and conmon must see the signals the agent blocks */
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
-    int r = posix_spawn(&pid, c->argv[0], &fa, &attr, (char *const *)c->argv, envp);
-    posix_spawnattr_destroy(&attr);
+    int r = -rt_spawn(&pid, c->argv[0], &fa, (char *const *)c->argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     free(envp);
     if (out[1] >= 0) close(out[1]);

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <spawn.h>
 #include <sys/types.h>
 
 /* A timed-out child given SIGTERM first gets this long before SIGKILL. */
@@ -26,6 +27,9 @@ struct rt_run {
 
 /* 0 when the child ran (its code in status), -ETIMEDOUT, or -errno from spawning. */
 int rt_run(struct rt_run *c);
+/* posix_spawn in a new session with a default signal mask (runc and conmon must see the signals
+ * the agent blocks): 0 or -errno. */
+int rt_spawn(pid_t *ret_pid, const char *path, const posix_spawn_file_actions_t *fa, char *const *argv, char *const *envp);
 void rt_run_release(struct rt_run *c);
 int rt_pidfd_open(pid_t pid);
 int64_t rt_mono_ns(void);

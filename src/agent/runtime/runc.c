@@ -596,15 +596,23 @@ static int rc_list_containers(struct kite_runtime *rt, const char *sandbox_id, i
     return 0;
 }
 
-static int rc_exec_sync(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, int64_t timeout_ns,
-                        struct kite_exec_result *ret) {
-    struct runc_rt *c = kite_rc_of(rt);
+/* Whether a command may run in container id: -EINVAL (no command), -ENOENT (no such
+ * container), -ENOTCONN (it is not running), or 0. */
+static int exec_target(struct runc_rt *c, const char *id, size_t argc) {
     if (!argc) return -EINVAL;
     json_object *meta = kite_rc_read_meta(c, id);
     if (!meta) return -ENOENT;
     json_object_put(meta);
     int code;
     if (kite_rc_read_exit(c, id, &code, NULL) == 0 || !kite_rc_pid_alive(kite_rc_container_pid(c, id))) return -ENOTCONN;
+    return 0;
+}
+
+static int rc_exec_sync(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, int64_t timeout_ns,
+                        struct kite_exec_result *ret) {
+    struct runc_rt *c = kite_rc_of(rt);
+    int e0 = exec_target(c, id, argc);
+    if (e0 < 0) return e0;
     const char **args = kite_calloc(argc + 8, sizeof(char *));
     size_t n = 0;
     args[n++] = c->runc;
@@ -633,12 +641,8 @@ static int rc_exec_sync(struct kite_runtime *rt, const char *id, const char *con
 static int rc_exec_start(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, bool tty,
                          bool want_in, bool want_out, bool want_err, struct kite_exec_session *ret, char **ret_error) {
     struct runc_rt *c = kite_rc_of(rt);
-    if (!argc) return -EINVAL;
-    json_object *meta = kite_rc_read_meta(c, id);
-    if (!meta) return -ENOENT;
-    json_object_put(meta);
-    int code;
-    if (kite_rc_read_exit(c, id, &code, NULL) == 0 || !kite_rc_pid_alive(kite_rc_container_pid(c, id))) return -ENOTCONN;
+    int e0 = exec_target(c, id, argc);
+    if (e0 < 0) return e0;
     *ret = (struct kite_exec_session){.pid = -1, .pidfd = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .pty_fd = -1};
     _cleanup_free_ char *rnd = kite_rc_new_id(), *pf_name = kite_asprintf("exec-%s.pid", rnd);
     char *pid_file = kite_rc_cdir(c, id, pf_name);
@@ -682,16 +686,7 @@ static int rc_exec_start(struct kite_runtime *rt, const char *id, const char *co
     }
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     pid_t pid = -1;
-    if (e == 0) {
-        posix_spawnattr_t attr;
-        posix_spawnattr_init(&attr);
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
-        e = -posix_spawn(&pid, c->runc, &fa, &attr, (char *const *)args, environ);
-        posix_spawnattr_destroy(&attr);
-    }
+    if (e == 0) e = rt_spawn(&pid, c->runc, &fa, (char *const *)args, environ);
     posix_spawn_file_actions_destroy(&fa);
     free(args);
     int child_ends[] = {in[0], out[1], err[1]};
