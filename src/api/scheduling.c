@@ -110,3 +110,16 @@ bool kite_node_selector_terms_match(json_object *terms, json_object *node, const
         if (kite_node_selector_term_matches(json_object_array_get_idx(terms, i), node, name)) return true;
     return false;
 }
+
+bool kite_pod_node_affinity_matches(json_object *pod, json_object *node, const char *name) {
+    json_object *spec = kite_obj_get(pod, "spec"), *sel = kite_obj_get(spec, "nodeSelector");
+    if (node && sel && json_object_is_type(sel, json_type_object)) {
+        json_object *labels = kite_obj_get(kite_obj_meta(node), "labels");
+        json_object_object_foreach(sel, k, v) {
+            const char *have = kite_obj_str(labels, k);
+            if (!have || !kite_streq(have, json_object_get_string(v))) return false;
+        }
+    }
+    json_object *req = kite_obj_path(spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution");
+    return !req || kite_node_selector_terms_match(kite_obj_get(req, "nodeSelectorTerms"), node, name);
+}

@@ -33,3 +33,9 @@ bool kite_node_selector_requirement_matches(json_object *req, const char *value)
 bool kite_node_selector_term_matches(json_object *term, json_object *node, const char *name);
 /* nodeSelectorTerms ORed (an empty list matches nothing). */
 bool kite_node_selector_terms_match(json_object *terms, json_object *node, const char *name);
+/* GetRequiredNodeAffinity(pod).Match(node), as the scheduler's NodeAffinity filter and the
+ * DaemonSet controller judge a node: every spec.nodeSelector label present on the node with that
+ * value, and the required node affinity's terms (no required affinity: every node; one without
+ * terms: none). node NULL: only the node's name is known, spec.nodeSelector and label
+ * expressions are not judged (matchFields alone). */
+bool kite_pod_node_affinity_matches(json_object *pod, json_object *node, const char *name);

@@ -20,36 +20,17 @@
 #define IDLE_NS (300 * KITE_NS_PER_SEC)
 #define HASH_LABEL "controller-revision-hash"
 
-/* ---- eligibility (pkg/controller/daemon/util, component-helpers nodeaffinity) ---- */
-
-
-static json_object *required_terms(json_object *pod) {
-    json_object *na = kite_obj_get(kite_obj_get(kite_obj_get(pod, "spec"), "affinity"), "nodeAffinity");
-    json_object *req = kite_obj_get(na, "requiredDuringSchedulingIgnoredDuringExecution");
-    return req ? kite_obj_get(req, "nodeSelectorTerms") : NULL;
-}
-
-static bool affinity(json_object *pod, json_object *node, const char *name) {
-    json_object *terms = required_terms(pod);
-    return !terms || kite_node_selector_terms_match(terms, node, name);
-}
+/* ---- eligibility (pkg/controller/daemon/util, component-helpers nodeaffinity: api/scheduling.h) ---- */
 
 bool kite_node_affinity_matches(json_object *pod, json_object *node) {
-    return affinity(pod, node, kite_meta_str(node, "name"));
+    return kite_pod_node_affinity_matches(pod, node, kite_meta_str(node, "name"));
 }
 
-bool kite_node_affinity_allows_name(json_object *pod, const char *node) { return affinity(pod, NULL, node); }
+bool kite_node_affinity_allows_name(json_object *pod, const char *node) { return kite_pod_node_affinity_matches(pod, NULL, node); }
 
 bool kite_ds_should_run(json_object *pod, json_object *node, bool *ret_continue) {
-    json_object *spec = kite_obj_get(pod, "spec"), *sel = kite_obj_get(spec, "nodeSelector");
-    json_object *labels = kite_obj_get(kite_obj_meta(node), "labels");
-    bool fits = affinity(pod, node, kite_meta_str(node, "name"));
-    if (sel && json_object_is_type(sel, json_type_object)) {
-        json_object_object_foreach(sel, k, v) {
-            const char *have = kite_obj_str(labels, k);
-            if (!have || !kite_streq(have, json_object_get_string(v))) fits = false;
-        }
-    }
+    json_object *spec = kite_obj_get(pod, "spec");
+    bool fits = kite_node_affinity_matches(pod, node);
     bool run = fits, stay = fits;
     json_object *taints = kite_obj_get(kite_obj_get(node, "spec"), "taints"), *tols = kite_obj_get(spec, "tolerations");
     for (size_t i = 0; i < kite_array_len(taints); i++) {
@@ -329,7 +310,7 @@ struct sync {
 static const char *pod_node(json_object *pod) {
     const char *n = kite_obj_str(kite_obj_get(pod, "spec"), "nodeName");
     if (n && *n) return n;
-    json_object *terms = required_terms(pod);
+    json_object *terms = kite_obj_path(pod, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
     for (size_t i = 0; i < kite_array_len(terms); i++) {
         json_object *fields = kite_obj_get(json_object_array_get_idx(terms, i), "matchFields");
         for (size_t j = 0; j < kite_array_len(fields); j++) {

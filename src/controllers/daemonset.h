@@ -40,8 +40,8 @@ bool kite_ds_should_run(json_object *pod, json_object *node, bool *ret_continue)
 /* The daemon pod the controller makes for node from ds's template (new object): daemon
  * tolerations added, pinned to node, owned by ds, labelled with hash. */
 json_object *kite_ds_new_pod(json_object *ds, const char *node, const char *hash);
-/* Whether pod's required node affinity lets it run on node (no requirement, or a term that node
- * meets); only terms on the field metadata.name and on the node's labels are read. */
+/* Whether pod's nodeSelector and required node affinity let it run on node
+ * (kite_pod_node_affinity_matches, api/scheduling.h). */
 bool kite_node_affinity_matches(json_object *pod, json_object *node);
 /* The same knowing only the node's name: terms on labels are taken as met (is a pod pinned to
  * another node). */

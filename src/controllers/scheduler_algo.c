@@ -112,17 +112,7 @@ static bool f_ready(const struct fctx *c, struct kite_sched_verdict *v) {
 }
 
 static bool f_affinity(const struct fctx *c, struct kite_sched_verdict *v) {
-    json_object *sel = kite_obj_get(c->spec, "nodeSelector"), *labels = kite_obj_get(kite_obj_meta(c->ni->node), "labels");
-    bool ok = true;
-    if (sel && json_object_is_type(sel, json_type_object)) {
-        json_object_object_foreach(sel, k, val) {
-            if (!kite_streq(kite_obj_str(labels, k), json_object_get_string(val))) ok = false;
-        }
-    }
-    json_object *req = kite_obj_get(kite_obj_get(kite_obj_get(c->spec, "affinity"), "nodeAffinity"),
-                                    "requiredDuringSchedulingIgnoredDuringExecution");
-    if (ok && req && !json_object_is_type(req, json_type_null))
-        ok = kite_node_selector_terms_match(kite_obj_get(req, "nodeSelectorTerms"), c->ni->node, kite_meta_str(c->ni->node, "name"));
+    bool ok = kite_pod_node_affinity_matches(c->pod, c->ni->node, kite_meta_str(c->ni->node, "name"));
     if (!ok) reject(v, "NodeAffinity", true, kite_strdup(R_AFFINITY));
     return ok;
 }

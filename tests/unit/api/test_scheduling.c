@@ -173,3 +173,39 @@ Test(scheduling, tolerations_cover_default_toleration_seconds) {
     }
     cr_assert_not(kite_tolerations_cover(NULL, "a", "NoExecute"));
 }
+
+/* GetRequiredNodeAffinity(pod).Match(node): spec.nodeSelector ANDed with the required terms; a
+ * required affinity without terms matches no node (the DaemonSet copy let every node pass). */
+Test(scheduling, pod_node_affinity_matches) {
+    json_object *node = J("{\"metadata\":{\"name\":\"n1\",\"labels\":{\"disk\":\"ssd\",\"cores\":\"16\",\"empty\":\"\"}}}");
+    static const struct {
+        const char *pod;
+        bool want, want_name_only;
+    } cases[] = {
+        {"{}", true, true},
+        {"{\"spec\":{}}", true, true},
+        {"{\"spec\":{\"nodeSelector\":{\"disk\":\"ssd\"}}}", true, true},
+        {"{\"spec\":{\"nodeSelector\":{\"disk\":\"hdd\"}}}", false, true},
+        {"{\"spec\":{\"nodeSelector\":{\"missing\":\"\"}}}", false, true}, /* an absent label is not "" */
+        {"{\"spec\":{\"nodeSelector\":{\"empty\":\"\"}}}", true, true},
+        {"{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{}}}}}", false, false},
+        {"{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":["
+         "{\"matchExpressions\":[{\"key\":\"cores\",\"operator\":\"Gt\",\"values\":[\"8\"]}]}]}}}}}", true, true},
+        {"{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":["
+         "{\"matchExpressions\":[{\"key\":\"cores\",\"operator\":\"Gt\",\"values\":[\"12abc\"]}]}]}}}}}", false, true},
+        {"{\"spec\":{\"nodeSelector\":{\"disk\":\"ssd\"},\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+         "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n2\"]}]}]}}}}}",
+         false, false},
+        {"{\"spec\":{\"nodeSelector\":{\"disk\":\"hdd\"},\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+         "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}}}}}",
+         false, true},
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++) {
+        json_object *pod = J(cases[i].pod);
+        cr_expect_eq(kite_pod_node_affinity_matches(pod, node, "n1"), cases[i].want, "case %zu: %s", i, cases[i].pod);
+        cr_expect_eq(kite_pod_node_affinity_matches(pod, NULL, "n1"), cases[i].want_name_only, "case %zu by name: %s", i,
+                     cases[i].pod);
+        json_object_put(pod);
+    }
+    json_object_put(node);
+}
