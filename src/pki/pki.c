@@ -165,6 +165,24 @@ static int save_pair(const char *dir, const char *base, gnutls_x509_crt_t crt,
     return rc < 0 ? rc : write_file(cp, cpem, 0644);
 }
 
+/* The certificate and key as PEM (malloc'ed), both released: 0, or a GnuTLS error with nothing
+ * returned. */
+static int take_pem_pair(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, char **ret_cert_pem, char **ret_key_pem) {
+    char *cpem = NULL, *kpem = NULL;
+    int rc = crt_to_pem(crt, &cpem);
+    if (rc >= 0)
+        rc = key_to_pem(key, &kpem);
+    gnutls_x509_crt_deinit(crt);
+    gnutls_x509_privkey_deinit(key);
+    if (rc < 0) {
+        free(cpem);
+        return rc;
+    }
+    *ret_cert_pem = cpem;
+    *ret_key_pem = kpem;
+    return 0;
+}
+
 struct cert_spec {
     const char *cn;
     const char *const *orgs;
@@ -400,19 +418,7 @@ int kite_pki_issue_client(const char *dir, const char *cn, const char *const *or
     gnutls_x509_privkey_deinit(ca_key);
     if (rc < 0)
         return rc;
-    char *cpem = NULL, *kpem = NULL;
-    rc = crt_to_pem(crt, &cpem);
-    if (rc >= 0)
-        rc = key_to_pem(key, &kpem);
-    gnutls_x509_crt_deinit(crt);
-    gnutls_x509_privkey_deinit(key);
-    if (rc < 0) {
-        free(cpem);
-        return rc;
-    }
-    *ret_cert_pem = cpem;
-    *ret_key_pem = kpem;
-    return 0;
+    return take_pem_pair(crt, key, ret_cert_pem, ret_key_pem);
 }
 
 static void put_base64(struct kite_buf *b, const char *s) { kite_base64_append(b, s, strlen(s), false); }
@@ -466,17 +472,5 @@ int kite_pki_self_signed(const char *cn, const char *const *sans, size_t n_sans,
     int rc = issue(&sp, NULL, NULL, &crt, &key);
     if (rc < 0)
         return rc;
-    char *cpem = NULL, *kpem = NULL;
-    rc = crt_to_pem(crt, &cpem);
-    if (rc >= 0)
-        rc = key_to_pem(key, &kpem);
-    gnutls_x509_crt_deinit(crt);
-    gnutls_x509_privkey_deinit(key);
-    if (rc < 0) {
-        free(cpem);
-        return rc;
-    }
-    *ret_cert_pem = cpem;
-    *ret_key_pem = kpem;
-    return 0;
+    return take_pem_pair(crt, key, ret_cert_pem, ret_key_pem);
 }
