@@ -34,6 +34,8 @@ extern char **environ;
 #include "base/clock.h"
 #include "json/obj.h"
 
+extern char **environ;
+
 /* How long after its process ended conmon may take to write the exit file. */
 #define RC_EXIT_FILE_WAIT_NS (2 * KITE_NS_PER_SEC)
 #define RC_META_MAX (64 * 1024)
@@ -95,7 +97,7 @@ json_object *kite_rc_oci_config(const struct oci_in *in);
 int kite_rc_list_sandboxes(struct kite_runtime *rt, int64_t timeout_ns, struct kite_sandbox_status **ret, size_t *ret_n);
 int kite_rc_remove_sandbox(struct kite_runtime *rt, const char *id, int64_t timeout_ns);
 int kite_rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_config *cfg, int64_t timeout_ns,
-                          char **ret_id, char **ret_error);
+                        char **ret_id, char **ret_error);
 int kite_rc_sandbox_status(struct kite_runtime *rt, const char *id, int64_t timeout_ns, struct kite_sandbox_status *ret);
 int kite_rc_stop_sandbox(struct kite_runtime *rt, const char *id, int64_t timeout_ns);
 
@@ -103,7 +105,7 @@ int kite_rc_stop_sandbox(struct kite_runtime *rt, const char *id, int64_t timeou
 char *kite_rc_cdir(struct runc_rt *c, const char *id, const char *file);
 pid_t kite_rc_container_pid(struct runc_rt *c, const char *id);
 int kite_rc_create_bundle(struct runc_rt *c, const char *id, json_object *config, json_object *meta, const char *log_path,
-                         const struct kite_container_config *cfg, int64_t deadline, char **ret_error);
+                          const struct kite_container_config *cfg, int64_t deadline, char **ret_error);
 int64_t kite_rc_deadline_of(int64_t timeout_ns);
 void kite_rc_destroy_bundle(struct runc_rt *c, const char *id);
 char **kite_rc_list_ids(struct runc_rt *c, size_t *ret_n);

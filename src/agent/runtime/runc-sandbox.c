@@ -4,7 +4,7 @@
 /* ---- sandboxes --------------------------------------------------------------------------- */
 
 int kite_rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_config *cfg, int64_t timeout_ns,
-                          char **ret_id, char **ret_error) {
+                        char **ret_id, char **ret_error) {
     struct runc_rt *c = kite_rc_of(rt);
     int64_t deadline = kite_rc_deadline_of(timeout_ns);
     if (!cfg || !cfg->uid || !*cfg->uid || !cfg->name || !cfg->ns || strchr(cfg->uid, '/') || strchr(cfg->name, '/') ||

@@ -267,7 +267,7 @@ void kite_rc_destroy_bundle(struct runc_rt *c, const char *id) {
 
 /* Common to containers and pause holders: bundle + conmon + meta. */
 int kite_rc_create_bundle(struct runc_rt *c, const char *id, json_object *config, json_object *meta, const char *log_path,
-                         const struct kite_container_config *cfg, int64_t deadline, char **ret_error) {
+                          const struct kite_container_config *cfg, int64_t deadline, char **ret_error) {
     _cleanup_free_ char *cfgp = kite_rc_cdir(c, id, "config.json");
     int r = kite_rc_write_json(cfgp, config);
     if (r < 0) return r;
