@@ -189,6 +189,10 @@ void table_end(struct kite_buf *out);
 void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 
 /* write.c */
+/* logproxy.c: the API server's kubelet-client certificate and key (DATA_DIR/pki/kubelet-client.*,
+ * PEM, malloc'ed), with which it reaches agents: 0, or -errno and *ret_path (may be NULL) the
+ * file that could not be read (malloc'ed). */
+int kite_apiserver_kubelet_client(const char *data_dir, char **ret_cert, char **ret_key, char **ret_path);
 /* logproxy.c: GET of a connect subresource (a pod's log), proxied to the node's agent. */
 void handle_connect(struct req *rq, const struct kite_subresource *sr);
 /* The node's address as kube-apiserver picks it (InternalIP, Hostname, InternalDNS, ExternalDNS,

@@ -103,13 +103,30 @@ static void relay_error(struct proxy *p, int code) {
     kite_buf_release(&b);
 }
 
+int kite_apiserver_kubelet_client(const char *data_dir, char **ret_cert, char **ret_key, char **ret_path) {
+    static const char *const files[] = {"%s/pki/kubelet-client.crt", "%s/pki/kubelet-client.key"};
+    char *pem[2] = {NULL, NULL};
+    for (size_t i = 0; i < 2; i++) {
+        char *path = kite_asprintf(files[i], data_dir);
+        int r = kite_pki_read_file(path, &pem[i]);
+        if (r < 0) {
+            free(pem[0]);
+            if (ret_path) *ret_path = path;
+            else free(path);
+            return r;
+        }
+        free(path);
+    }
+    *ret_cert = pem[0];
+    *ret_key = pem[1];
+    return 0;
+}
+
 static void *proxy_thread(void *ud) {
     struct proxy *p = ud;
     const char *data_dir = p->rq->srv->data_dir;
-    _cleanup_free_ char *cp = kite_asprintf("%s/pki/kubelet-client.crt", data_dir),
-                        *kp = kite_asprintf("%s/pki/kubelet-client.key", data_dir), *cert = NULL, *key = NULL;
-    int r = kite_pki_read_file(cp, &cert);
-    if (r == 0) r = kite_pki_read_file(kp, &key);
+    _cleanup_free_ char *cp = NULL, *cert = NULL, *key = NULL;
+    int r = kite_apiserver_kubelet_client(data_dir, &cert, &key, &cp);
     if (r < 0) {
         struct req *rq = TAKE_PTR(p->rq);
         reply_error(rq, 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));

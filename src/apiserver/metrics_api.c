@@ -322,9 +322,8 @@ static void scrape_all(struct kite_metrics_api *m) {
         const struct endpoint *e = tv;
         cy.t[cy.n++] = (struct target){.name = kite_strdup(tk), .host = kite_strdup(e->host), .port = e->port};
     }
-    _cleanup_free_ char *cp = kite_asprintf("%s/pki/kubelet-client.crt", s->data_dir),
-                        *kp = kite_asprintf("%s/pki/kubelet-client.key", s->data_dir), *cert = NULL, *key = NULL;
-    bool creds = cy.n && kite_pki_read_file(cp, &cert) == 0 && kite_pki_read_file(kp, &key) == 0;
+    _cleanup_free_ char *cert = NULL, *key = NULL;
+    bool creds = cy.n && kite_apiserver_kubelet_client(s->data_dir, &cert, &key, NULL) == 0;
     if (creds) {
         cy.cert = cert;
         cy.key = key;

@@ -57,10 +57,8 @@ static void sproxy_free(struct sproxy *p) {
 static void *stream_thread(void *ud) {
     struct sproxy *p = ud;
     const char *data_dir = p->rq->srv->data_dir;
-    _cleanup_free_ char *cp = kite_asprintf("%s/pki/kubelet-client.crt", data_dir),
-                        *kp = kite_asprintf("%s/pki/kubelet-client.key", data_dir), *cert = NULL, *key = NULL;
-    int r = kite_pki_read_file(cp, &cert);
-    if (r == 0) r = kite_pki_read_file(kp, &key);
+    _cleanup_free_ char *cp = NULL, *cert = NULL, *key = NULL;
+    int r = kite_apiserver_kubelet_client(data_dir, &cert, &key, &cp);
     if (r < 0) {
         reply_error(TAKE_PTR(p->rq), 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));
         sproxy_free(p);
