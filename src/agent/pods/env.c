@@ -351,6 +351,18 @@ static void invalid_keys_event(struct kite_pods *p, struct pod *pod, char **bad,
     kite_recorder_pod_event(&p->rec, pod->obj, NULL, "Warning", "InvalidEnvironmentVariableNames", m);
 }
 
+/* The ConfigMap or Secret ref names: 1 with *ret; 0 when it is absent but optional; -ENOENT
+ * with the kubelet's message when it is absent; or get_obj's error. */
+static int get_ref(struct kite_pods *p, struct pod *pod, struct objs *cache, bool secret, json_object *ref, const char *name,
+                   json_object **ret, char **ret_err) {
+    int r = get_obj(p, pod, cache, secret, name, ret, ret_err);
+    if (r < 0) return r;
+    if (*ret) return 1;
+    if (opt(ref)) return 0;
+    *ret_err = kite_asprintf("%s \"%s\" not found", secret ? "secret" : "configmap", name);
+    return -ENOENT;
+}
+
 static int env_from(struct kite_pods *p, struct pod *pod, struct objs *cache, json_object *ef, struct pods_env *tmp,
                     char **ret_err) {
     bool secret = pj(ef, "secretRef") != NULL;
@@ -358,13 +370,8 @@ static int env_from(struct kite_pods *p, struct pod *pod, struct objs *cache, js
     const char *name = pjs(ref, "name");
     if (!ref || !name) return 0;
     json_object *o = NULL;
-    int r = get_obj(p, pod, cache, secret, name, &o, ret_err);
-    if (r < 0) return r;
-    if (!o) {
-        if (opt(ref)) return 0;
-        *ret_err = kite_asprintf("%s \"%s\" not found", secret ? "secret" : "configmap", name);
-        return -ENOENT;
-    }
+    int r = get_ref(p, pod, cache, secret, ref, name, &o, ret_err);
+    if (r <= 0) return r;
     const char *prefix = pjs(ef, "prefix") ? pjs(ef, "prefix") : "";
     char **bad = NULL;
     size_t nbad = 0;
@@ -409,13 +416,8 @@ static int value_from(struct kite_pods *p, struct pod *pod, json_object *ctr, st
     if (!ref) return 0;
     const char *name = pjs(ref, "name") ? pjs(ref, "name") : "", *key = pjs(ref, "key") ? pjs(ref, "key") : "";
     json_object *o = NULL;
-    int r = get_obj(p, pod, cache, secret, name, &o, ret_err);
-    if (r < 0) return r;
-    if (!o) {
-        if (opt(ref)) return 0;
-        *ret_err = kite_asprintf("%s \"%s\" not found", secret ? "secret" : "configmap", name);
-        return -ENOENT;
-    }
+    int r = get_ref(p, pod, cache, secret, ref, name, &o, ret_err);
+    if (r <= 0) return r;
     char *v = secret ? secret_value(o, key) : (cm_value(o, key) ? kite_strdup(cm_value(o, key)) : NULL);
     if (!v) {
         if (opt(ref)) return 0;
