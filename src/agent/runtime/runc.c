@@ -596,10 +596,9 @@ static int rc_list_containers(struct kite_runtime *rt, const char *sandbox_id, i
     return 0;
 }
 
-/* Whether a command may run in container id: -EINVAL (no command), -ENOENT (no such
- * container), -ENOTCONN (it is not running), or 0. */
-static int exec_target(struct runc_rt *c, const char *id, size_t argc) {
-    if (!argc) return -EINVAL;
+/* Whether container id runs (a command may run in it, its terminal be attached): -ENOENT (no
+ * such container), -ENOTCONN (it is not running), or 0. */
+static int running(struct runc_rt *c, const char *id) {
     json_object *meta = kite_rc_read_meta(c, id);
     if (!meta) return -ENOENT;
     json_object_put(meta);
@@ -611,7 +610,8 @@ static int exec_target(struct runc_rt *c, const char *id, size_t argc) {
 static int rc_exec_sync(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, int64_t timeout_ns,
                         struct kite_exec_result *ret) {
     struct runc_rt *c = kite_rc_of(rt);
-    int e0 = exec_target(c, id, argc);
+    if (!argc) return -EINVAL;
+    int e0 = running(c, id);
     if (e0 < 0) return e0;
     const char **args = kite_calloc(argc + 8, sizeof(char *));
     size_t n = 0;
@@ -641,7 +641,8 @@ static int rc_exec_sync(struct kite_runtime *rt, const char *id, const char *con
 static int rc_exec_start(struct kite_runtime *rt, const char *id, const char *const *argv, size_t argc, bool tty,
                          bool want_in, bool want_out, bool want_err, struct kite_exec_session *ret, char **ret_error) {
     struct runc_rt *c = kite_rc_of(rt);
-    int e0 = exec_target(c, id, argc);
+    if (!argc) return -EINVAL;
+    int e0 = running(c, id);
     if (e0 < 0) return e0;
     *ret = (struct kite_exec_session){.pid = -1, .pidfd = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .pty_fd = -1};
     _cleanup_free_ char *rnd = kite_rc_new_id(), *pf_name = kite_asprintf("exec-%s.pid", rnd);
@@ -715,11 +716,8 @@ static int rc_exec_start(struct kite_runtime *rt, const char *id, const char *co
 
 static int rc_attach_socket(struct kite_runtime *rt, const char *id, char **ret_path) {
     struct runc_rt *c = kite_rc_of(rt);
-    json_object *meta = kite_rc_read_meta(c, id);
-    if (!meta) return -ENOENT;
-    json_object_put(meta);
-    int code;
-    if (kite_rc_read_exit(c, id, &code, NULL) == 0 || !kite_rc_pid_alive(kite_rc_container_pid(c, id))) return -ENOTCONN;
+    int e = running(c, id);
+    if (e < 0) return e;
     /* conmon's socket is <bundle>/attach, linked from <sockets>/<id> (a short path for
      * sun_path's 108 bytes) */
     *ret_path = kite_asprintf("%s/%s/attach", c->sockets, id);
