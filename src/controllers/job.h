@@ -22,7 +22,8 @@
 #define KITE_JOB_TRACKING_FINALIZER "batch.kubernetes.io/job-tracking"
 #define KITE_JOB_BACKOFF_NS (10 * KITE_NS_PER_SEC)     /* DefaultJobPodFailureBackOff */
 #define KITE_JOB_BACKOFF_MAX_NS (360 * KITE_NS_PER_SEC) /* the documented cap: six minutes */
-#define KITE_JOB_RETRY_NS KITE_NS_PER_SEC               /* a failed request: synced again after this */
+#define KITE_JOB_RETRY_NS KITE_NS_PER_SEC               /* a failed request: synced again after this, */
+#define KITE_JOB_RETRY_MAX_NS (10 * KITE_NS_PER_SEC)    /* doubling per failure to this */
 #define KITE_JOB_EXPECT_NS (300 * KITE_NS_PER_SEC)      /* a created pod not seen after this is forgotten */
 
 struct kite_jobctl_options {
