@@ -41,7 +41,7 @@ void kite_jobctl_pod_upsert(struct kite_jobctl *c, json_object *pod);
 void kite_jobctl_pod_delete(struct kite_jobctl *c, json_object *pod);
 /* The jobs list was delivered: a pod whose Job is not known is an orphan from now on. */
 void kite_jobctl_jobs_synced(struct kite_jobctl *c);
-/* Syncs the Jobs due now; returns ns until the next is due (an idle interval when none). */
+/* Syncs the Jobs due now; returns ns until the next is due (-1 when none). */
 int64_t kite_jobctl_step(struct kite_jobctl *c);
 bool kite_jobctl_pending(struct kite_jobctl *c);
 
