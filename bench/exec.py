@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exec round trips and port-forward throughput through the API server and the agent.
 
-usage: exec.py [--kite PATH] [--kubectl-execs 30] [--ws-execs 200] [--mib 100] [--rounds 3] [--keep]
+usage: exec.py [--kite PATH] [--kubectl-execs 30] [--ws-execs 200] [--mib 100] [--rounds 5] [--keep]
 
 Starts `kite up` (apiserver, controllers and agent in one process; its own pod bridge and CIDR)
 on a temp dir with the busybox image imported, and one busybox pod running `httpd` on port 8080
@@ -157,7 +157,7 @@ def main():
     ap.add_argument("--kubectl-execs", type=int, default=30)
     ap.add_argument("--ws-execs", type=int, default=200)
     ap.add_argument("--mib", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     for tool in ("runc", "conmon", "umoci", "kubectl"):
@@ -230,35 +230,33 @@ def main():
                 break
             time.sleep(0.5)
 
-        # 1. exec round trips
-        kt = []
-        for _ in range(a.kubectl_execs):
-            t0 = time.monotonic()
-            r = subprocess.run(["kubectl", "exec", "web", "--", "true"], env=env, capture_output=True)
-            kt.append((time.monotonic() - t0) * 1000)
-            if r.returncode != 0:
-                log(f"kubectl exec failed: {r.stderr.decode()[-500:]}")
-                sys.exit(1)
-        wt = []
-        for _ in range(a.ws_execs):
-            t0 = time.monotonic()
-            out, status = ws_exec(port, ctx, ["true"])
-            wt.append((time.monotonic() - t0) * 1000)
-            if not status or b'"Success"' not in status:
-                log(f"raw exec: status {status!r}")
-                sys.exit(1)
-        # baseline: `runc exec` of the same command in the same container, by hand (the agent's own step)
+        # 1. exec round trips, interleaved with the baseline (`runc exec` of the same command in the
+        # same container by hand: the agent's own step) so that all see the same machine load
         st, p = api.req("GET", f"{PODS}/web")
         cid = p["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
-        rt = []
-        for _ in range(a.kubectl_execs):
-            t0 = time.monotonic()
-            r = subprocess.run(["runc", "--root", str(data / "agent" / "runc"), "exec", "--env", "PATH=/bin:/usr/bin",
-                                cid, "true"], capture_output=True)
-            rt.append((time.monotonic() - t0) * 1000)
-            if r.returncode != 0:
-                log(f"runc exec failed: {r.stderr.decode()[-500:]}")
-                sys.exit(1)
+        kt, wt, rt = [], [], []
+        for i in range(max(a.kubectl_execs, a.ws_execs)):
+            if i < a.kubectl_execs:
+                t0 = time.monotonic()
+                r = subprocess.run(["kubectl", "exec", "web", "--", "true"], env=env, capture_output=True)
+                kt.append((time.monotonic() - t0) * 1000)
+                if r.returncode != 0:
+                    log(f"kubectl exec failed: {r.stderr.decode()[-500:]}")
+                    sys.exit(1)
+                t0 = time.monotonic()
+                r = subprocess.run(["runc", "--root", str(data / "agent" / "runc"), "exec", "--env",
+                                    "PATH=/bin:/usr/bin", cid, "true"], capture_output=True)
+                rt.append((time.monotonic() - t0) * 1000)
+                if r.returncode != 0:
+                    log(f"runc exec failed: {r.stderr.decode()[-500:]}")
+                    sys.exit(1)
+            if i < a.ws_execs:
+                t0 = time.monotonic()
+                out, status = ws_exec(port, ctx, ["true"])
+                wt.append((time.monotonic() - t0) * 1000)
+                if not status or b'"Success"' not in status:
+                    log(f"raw exec: status {status!r}")
+                    sys.exit(1)
         print(f"baseline, runc exec of true by hand: p50 {pct(rt, 50):.0f} ms, p99 {pct(rt, 99):.0f} ms ({len(rt)} runs)")
         print(f"kubectl exec -- true: p50 {pct(kt, 50):.0f} ms, p99 {pct(kt, 99):.0f} ms ({len(kt)} runs)")
         print(f"WebSocket exec of true (by hand): p50 {pct(wt, 50):.1f} ms, p99 {pct(wt, 99):.1f} ms ({len(wt)} runs)")
