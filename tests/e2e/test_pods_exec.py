@@ -769,10 +769,23 @@ def test_300_concurrent_exec_sessions_and_the_agent_limit(box):
     c = box
     n_exec, limit = 300, 512
     exec_path = (f"/api/v1/namespaces/{NS}/pods/box/exec?command=sh&command=-c"
-                 "&command=read+x%3B+echo+out-%24x%3B+exit+%24((x+%25+7))&stdin=true&stdout=true")
+                 "&command=echo+ready%3B+read+x%3B+echo+out-%24x%3B+exit+%24((x+%25+7))&stdin=true&stdout=true")
+
+    def open_ready(i):
+        """One session, returned once its command runs (it said so): at most 16 start at a time."""
+        code, s, body = _ws_try(c, exec_path, "v5.channel.k8s.io")
+        if code != 101:
+            return code, None, body
+        got = b""
+        while got != b"ready\n":
+            op, payload = _ws_recv(s)
+            assert op == 2 and payload[:1] == b"\x01", (op, payload)
+            got += payload[1:]
+        return code, s, None
+
     with ThreadPoolExecutor(16) as pool:
-        opened = list(pool.map(lambda i: _ws_try(c, exec_path, "v5.channel.k8s.io"), range(n_exec)))
-    assert all(code == 101 for code, _, _ in opened), [b for code, _, b in opened if code != 101][:3]
+        opened = list(pool.map(open_ready, range(n_exec)))
+    assert all(code == 101 for code, _, _ in opened), [b.get("message") for code, _, b in opened if code != 101][:3]
     socks = [s for _, s, _ in opened]
     pf_path = f"/api/v1/namespaces/{NS}/pods/box/portforward"
     pfs = []
