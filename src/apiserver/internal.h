@@ -293,10 +293,22 @@ struct kite_pools_op;
  * *ret_error (malloc'ed). */
 int pools_start(struct kite_apiserver *s, const char *service_cidr, char **ret_error);
 void pools_free(struct kite_pools_state *st);
-/* A write's reservations (NULL when nothing allocates); pools_op_end releases them. */
-struct kite_pools_op *pools_op_new(struct kite_apiserver *s);
+/* Seconds between repair passes over the shared bitmaps (kube-apiserver's repair interval). */
+#define KITE_POOLS_REPAIR_S 180
+/* A write's reservations (NULL when nothing allocates); pools_op_end releases them. A dry run
+ * reads the shared bitmaps and writes nothing. */
+struct kite_pools_op *pools_op_new(struct kite_apiserver *s, bool dry_run);
 struct kite_pools *pools_op_iface(struct kite_pools_op *op);
+/* The write replaces old (borrowed) with obj (NULL: deletes it): what old holds and obj does not
+ * is released once the write is stored. Again on each recompute. */
+void pools_op_replaced(struct kite_pools_op *op, json_object *old, json_object *obj);
+/* The write was stored as rec: its values are the object's, what it let go is released (blocks
+ * on the store: not on its writer thread). */
+void pools_op_commit(struct kite_pools_op *op, struct kite_record *rec);
 void pools_op_end(struct kite_pools_op *op);
+/* rec (an object of r) was deleted by this server outside a write op (deletecollection): its
+ * values are released soon (any thread). */
+void pools_release_record(struct kite_apiserver *s, const struct kite_resource *r, struct kite_record *rec);
 /* Creates default/kubernetes (the range's first address, port 443 to the server's port) when missing. */
 int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
 /* The Service kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address, unless one

@@ -278,6 +278,142 @@ def test_write_on_a_is_seen_by_a_watch_on_b(pair):
         api_b.close()
 
 
+SVCS = "/api/v1/namespaces/default/services"
+
+
+def svc(name, cluster_ip=None, node_port=False):
+    spec = {"ports": [{"port": 80, "protocol": "TCP"}], "type": "NodePort" if node_port else "ClusterIP"}
+    if cluster_ip:
+        spec["clusterIP"] = cluster_ip
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+
+
+def range_bits(etcd, key):
+    """The offsets set in the RangeAllocation at key (bit i of its big-endian data = the range's
+    i-th usable value), and its range."""
+    import base64
+    kv, _ = etcd_kv(etcd, key)
+    assert kv, f"{key} is not in etcd"
+    o = json.loads(base64.b64decode(kv["value"]))
+    assert o["kind"] == "RangeAllocation" and o["apiVersion"] == "v1", o
+    bits = bin(int.from_bytes(base64.b64decode(o.get("data") or ""), "big"))[2:][::-1]
+    return {i for i, c in enumerate(bits) if c == "1"}, o["range"]
+
+
+def ip_offset(ip):
+    """10.96.0.0/12's i-th usable address (the network address is not one) -> i."""
+    a = [int(x) for x in ip.split(".")]
+    return ((a[0] << 24 | a[1] << 16 | a[2] << 8 | a[3]) - (10 << 24 | 96 << 16)) - 1
+
+
+def create_services_concurrently(servers, prefix, per_server, node_port=False):
+    """per_server Services through each server at once (a thread per request batch of 10);
+    returns {name: spec} of every one created, asserting each got 201."""
+    out, errors, lock = {}, [], threading.Lock()
+
+    def worker(server, names):
+        api = server.api()
+        try:
+            for name in names:
+                r = api.post(SVCS, svc(name, node_port=node_port))
+                with lock:
+                    if r.status == 201:
+                        out[name] = r.json()["spec"]
+                    else:
+                        errors.append((name, r.status, r.body[:300]))
+        finally:
+            api.close()
+
+    threads = []
+    for si, server in enumerate(servers):
+        names = [f"{prefix}-{si}-{i}" for i in range(per_server)]
+        for k in range(0, per_server, 10):
+            threads.append(threading.Thread(target=worker, args=(server, names[k:k + 10])))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:5]
+    return out
+
+
+@pytest.mark.slow
+def test_two_apiservers_allocating_at_once_give_distinct_cluster_ips(etcd, pair):
+    """100 Services through A and 100 through B at the same time (20 clients): 200 distinct
+    cluster IPs, each marked in the shared RangeAllocation etcd holds; then 40 NodePort Services
+    the same way: distinct node ports, marked in theirs."""
+    a, b = pair
+    made = create_services_concurrently([a, b], "e2e-alloc", 100)
+    ips = [spec["clusterIP"] for spec in made.values()]
+    assert len(ips) == 200 and len(set(ips)) == 200, sorted(ips)
+    bits, rng = range_bits(etcd, "/registry/ranges/serviceips")
+    assert rng == "10.96.0.0/12"
+    assert {ip_offset(ip) for ip in ips} <= bits
+    ports = create_services_concurrently([a, b], "e2e-np", 20, node_port=True)
+    nps = [spec["ports"][0]["nodePort"] for spec in ports.values()]
+    assert len(nps) == 40 and len(set(nps)) == 40, sorted(nps)
+    pbits, prng = range_bits(etcd, "/registry/ranges/servicenodeports")
+    assert prng == "30000-32767" and {p - 30000 for p in nps} <= pbits
+
+
+def test_shared_allocations_across_two_apiservers(etcd, pair):
+    """10 Services through each of A and B at once get distinct addresses, all marked in the
+    shared bitmap; a delete through B releases its address before it answers, so A hands it out
+    again at once and B then refuses it; a create that fails leaves nothing set."""
+    a, b = pair
+    made = create_services_concurrently([a, b], "e2e-share", 10)
+    ips = [spec["clusterIP"] for spec in made.values()]
+    assert len(set(ips)) == 20, sorted(ips)
+    assert {ip_offset(ip) for ip in ips} <= range_bits(etcd, "/registry/ranges/serviceips")[0]
+    api_a, api_b = a.api(), b.api()
+    try:
+        name, spec = next(iter(made.items()))
+        api_b.ok("DELETE", f"{SVCS}/{name}")
+        assert ip_offset(spec["clusterIP"]) not in range_bits(etcd, "/registry/ranges/serviceips")[0]
+        again = api_a.ok("POST", SVCS, svc("e2e-share-again", spec["clusterIP"]))
+        assert again["spec"]["clusterIP"] == spec["clusterIP"]
+        r = api_b.post(SVCS, svc("e2e-share-dup", spec["clusterIP"]))
+        assert r.status == 422 and "provided IP is already allocated" in r.body.decode(), r
+        # a create refused by validation after its allocation leaves the address free, for B too
+        free_ip = "10.96.0.77"
+        assert ip_offset(free_ip) not in range_bits(etcd, "/registry/ranges/serviceips")[0]
+        bad = svc("e2e-share-bad", free_ip)
+        bad["spec"]["ports"][0]["port"] = 70000
+        assert api_a.post(SVCS, bad).status == 422
+        assert api_b.ok("POST", SVCS, svc("e2e-share-77", free_ip))["spec"]["clusterIP"] == free_ip
+        # a dry run takes nothing
+        assert api_a.ok("POST", f"{SVCS}?dryRun=All", svc("e2e-share-dry", "10.96.0.78"))["spec"]["clusterIP"] == "10.96.0.78"
+        assert ip_offset("10.96.0.78") not in range_bits(etcd, "/registry/ranges/serviceips")[0]
+        # a node port let go by an update (NodePort -> ClusterIP) is released
+        np = api_a.ok("POST", SVCS, svc("e2e-share-np", node_port=True))
+        port = np["spec"]["ports"][0]["nodePort"]
+        assert port - 30000 in range_bits(etcd, "/registry/ranges/servicenodeports")[0]
+        np["spec"]["type"] = "ClusterIP"
+        api_b.ok("PUT", f"{SVCS}/e2e-share-np", np)
+        assert port - 30000 not in range_bits(etcd, "/registry/ranges/servicenodeports")[0]
+    finally:
+        api_a.close()
+        api_b.close()
+
+
+def test_a_missing_allocation_bitmap_is_rebuilt_from_the_services(etcd, pair, tmp_path):
+    """The repair pass at start: with /registry/ranges/serviceips gone, an apiserver starting over
+    the store writes it again from the Services stored there."""
+    a, _ = pair
+    api = a.api()
+    try:
+        made = api.ok("POST", SVCS, svc("e2e-repair"))["spec"]["clusterIP"]
+    finally:
+        api.close()
+    etcd.ctl("del", "/registry/ranges/serviceips")
+    c = apiserver_on(etcd, tmp_path / "c", pki_from=a.data_dir).start()
+    try:
+        bits, _ = range_bits(etcd, "/registry/ranges/serviceips")
+        assert ip_offset(made) in bits and ip_offset("10.96.0.1") in bits, sorted(bits)[:20]
+    finally:
+        c.stop()
+
+
 def test_writes_by_other_etcd_clients_reach_the_caches(etcd, pair):
     a, _ = pair
     # as kube-apiserver stores objects: JSON without metadata.resourceVersion
