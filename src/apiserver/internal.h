@@ -81,6 +81,7 @@ struct kite_apiserver {
     struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
     struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
     struct kite_pools_state *pools; /* cluster IPs and node ports in use (pools.c); NULL when no kind allocates */
+    struct apiserver_leases *leases; /* this server's leases and the kubernetes endpoints (leases.c); NULL when off */
     struct kite_psa_config *psa; /* PodSecurity's default policy and exemptions (admission_podsecurity.c) */
     struct kite_metrics_api *metrics_api; /* metrics.k8s.io: the agents' scraper and its samples (metrics_api.c) */
     struct kite_satoken *satoken; /* the service-account token signer and its audiences (satoken.c) */
@@ -315,6 +316,15 @@ int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
  * exists (kube_dns_service, on under kite up); its ClusterIP (made, or the existing one's IPv4
  * address) in s->kube_dns_ip. */
 int pools_bootstrap_kube_dns(struct kite_apiserver *s);
+
+/* leases.c: this server's master and identity leases, and default/kubernetes's Endpoints and
+ * EndpointSlices listing every server whose master lease is live. advertise: the address to list
+ * (NULL or a wildcard: the host's first non-loopback IPv4 address). */
+struct apiserver_leases;
+int apiserver_leases_start(struct kite_apiserver *s, const char *advertise, unsigned port, int64_t ttl_s,
+                           struct apiserver_leases **ret, char **ret_error);
+/* Deletes the master lease and lists the others once more. NULL ok. */
+void apiserver_leases_stop(struct apiserver_leases *l);
 
 /* admission.c: the admission chain (mutating plugins, then validating ones). */
 #define KITE_NOT_READY_TOLERATION_S 300   /* DefaultTolerationSeconds, as kube-apiserver's defaults */
