@@ -1,9 +1,12 @@
-"""The Service allocators' shared state on the embedded store: the same RangeAllocation bitmaps
-kube-apiserver keeps in etcd (/registry/ranges/serviceips, /registry/ranges/servicenodeports),
-written through the store interface on SQLite as on etcd (test_etcd.py covers two apiservers)."""
+"""What an apiserver keeps in the store for the Services it serves, on the embedded store: the
+same RangeAllocation bitmaps kube-apiserver keeps in etcd (/registry/ranges/serviceips,
+/registry/ranges/servicenodeports) and the kubernetes Service's endpoints from its master lease
+(test_etcd.py covers two apiservers on etcd)."""
 import base64
 import json
 import sqlite3
+
+from conftest import Cluster
 
 SVCS = "/api/v1/namespaces/default/services"
 
@@ -57,3 +60,21 @@ def test_allocations_are_kept_in_range_allocation_bitmaps(fresh_apiserver):
         assert r.status == 422 and "provided IP is already allocated" in r.body.decode(), r
     finally:
         api.close()
+
+
+def test_advertise_address_and_no_endpoint_reconciler(tmp_path):
+    slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes"
+    c = Cluster("apiserver", tmp_path / "adv", extra_args=["--advertise-address", "10.1.2.3"]).start()
+    try:
+        items = c.api().ok("GET", slices)["items"]
+        assert [(i["endpoints"][0]["addresses"], i["ports"][0]["port"]) for i in items] == [(["10.1.2.3"], c.port)], items
+        leases = c.api().ok("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector="
+                                   "apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver")["items"]
+        assert len(leases) == 1 and leases[0]["spec"]["leaseDurationSeconds"] == 3600, leases
+    finally:
+        c.stop()
+    c = Cluster("apiserver", tmp_path / "none", extra_args=["--endpoint-reconciler-type", "none"]).start()
+    try:
+        assert c.api().ok("GET", slices)["items"] == []
+    finally:
+        c.stop()
