@@ -152,6 +152,8 @@ struct apiserver_args {
     int64_t watch_queue, watch_queue_bytes;
     int64_t metric_resolution_ns;
     int64_t max_inflight;
+    const char *advertise_address, *endpoint_reconciler;
+    int64_t endpoint_lease_ttl_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -201,6 +203,13 @@ struct apiserver_args {
     FLAG_STR("authorization-mode", "MODES", "Node,RBAC (with system:masters allowed everything), or AlwaysAllow "  \
              "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode),                                      \
     FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true"), \
+    FLAG_STR("advertise-address", "IP", "the address the kubernetes Service's endpoints give for this apiserver", NULL, \
+             &(a)->advertise_address, .def_note = "the --listen host; for 0.0.0.0 the host's first IPv4 address"),    \
+    FLAG_STR("endpoint-reconciler-type", "TYPE", "lease: every apiserver keeps a master lease and the kubernetes "      \
+             "Service lists\nthose alive; none: no endpoints", "lease", &(a)->endpoint_reconciler),                   \
+    FLAG_DURATION("endpoint-lease-ttl", "an apiserver whose master lease went unrenewed this long leaves the "        \
+                  "kubernetes\nService's endpoints (renewed every third of it)", "15s", KITE_NS_PER_SEC,              \
+                  &(a)->endpoint_lease_ttl_ns),                                                                    \
     FLAG_STR("service-cluster-ip-range", "CIDR", "IPv4 range Services' cluster IPs are allocated from (prefix /12 to " \
              "/28); its\nfirst address is the kubernetes Service's", "10.96.0.0/12", &(a)->service_cidr),        \
     FLAG_STR("pod-security-default", "LEVEL[:VERSION]", "the Pod Security level (privileged, baseline, restricted; "  \
