@@ -116,12 +116,12 @@ static void session_free(struct session *s) {
 
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *ud) {
     struct session *s = ud;
-    return kite_ws_tunnel_io(ctx, s->t, buf, NULL, len, &s->last_active, &s->client_gone);
+    return kite_ws_tunnel_io(ctx, s->t, buf, NULL, len, false, &s->last_active, &s->client_gone);
 }
 
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *ud) {
     struct session *s = ud;
-    return kite_ws_tunnel_io(ctx, s->t, NULL, data, len, &s->last_active, &s->client_gone);
+    return kite_ws_tunnel_io(ctx, s->t, NULL, data, len, flags & WSLAY_MSG_MORE, &s->last_active, &s->client_gone);
 }
 
 static void resize(struct session *s, const char *data, size_t len) {

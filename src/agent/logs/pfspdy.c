@@ -71,12 +71,12 @@ static int64_t now(void) { return kite_now_mono(kite_clock_real()); }
 
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *ud) {
     struct pfs *s = ud;
-    return kite_ws_tunnel_io(ctx, s->t, buf, NULL, len, &s->last_active, &s->gone);
+    return kite_ws_tunnel_io(ctx, s->t, buf, NULL, len, false, &s->last_active, &s->gone);
 }
 
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *ud) {
     struct pfs *s = ud;
-    return kite_ws_tunnel_io(ctx, s->t, NULL, data, len, &s->last_active, &s->gone);
+    return kite_ws_tunnel_io(ctx, s->t, NULL, data, len, flags & WSLAY_MSG_MORE, &s->last_active, &s->gone);
 }
 
 static void ws_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *ud) {

@@ -8,8 +8,8 @@
 #include "http/http.h"
 
 ssize_t kite_ws_tunnel_io(wslay_event_context_ptr ctx, struct kite_http_tunnel *t, uint8_t *in, const uint8_t *out, size_t len,
-                          int64_t *last_active, bool *gone) {
-    ssize_t k = in ? kite_http_tunnel_read(t, in, len) : kite_http_tunnel_write(t, out, len);
+                          bool more, int64_t *last_active, bool *gone) {
+    ssize_t k = in ? kite_http_tunnel_read(t, in, len) : kite_http_tunnel_write_more(t, out, len, more);
     if (in ? k > 0 : k >= 0) {
         *last_active = kite_now_mono(kite_clock_real());
         return k;
