@@ -248,6 +248,11 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                  .def_note = "false; true under kite up"),                                               \
     FLAG_FORWARD("dns-upstream-conf", FLAG_STRING, "FILE", "resolv.conf whose nameservers --serve-dns forwards\n" \
                  "names outside the cluster domain to", "/etc/resolv.conf"),                              \
+    FLAG_FORWARD("allowed-unsafe-sysctls", FLAG_STRING, "NAMES",                                               \
+                 "comma-separated sysctls (or NAME* prefixes), each namespaced (kernel.shm*,\n"              \
+                 "kernel.msg*, kernel.sem, fs.mqueue.*, net.*), that pods may set beyond the safe set", NULL),  \
+    FLAG_FORWARD("seccomp-default", FLAG_BOOL, NULL,                                                             \
+                 "run containers whose securityContext names no seccomp profile under RuntimeDefault", "false"), \
     FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
                  "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
                  "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \
