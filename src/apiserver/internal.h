@@ -407,6 +407,12 @@ bool apiserver_bootstrap_token(struct req *rq);
 #define KITE_SATOKEN_MAX_BYTES (16 * 1024)           /* a longer bearer token is not tried as a JWT */
 struct kite_pki_signer;
 struct kite_satoken;
+/* kube-apiserver's --service-account-extend-token-expiration: a token bound to a pod, asked for
+ * KITE_SATOKEN_WARN_ONLY_S with only the server's audiences, is valid KITE_SATOKEN_EXTENDED_S
+ * and carries kubernetes.io.warnafter (its use after that is logged as stale). */
+#define KITE_SATOKEN_WARN_ONLY_S 3607
+#define KITE_SATOKEN_EXTENDED_S (365LL * 24 * 3600)
+void apiserver_satoken_set_extend(struct kite_satoken *t, bool on);
 /* Whom a token names (all borrowed; NULL or "" when absent). */
 struct kite_satoken_subject {
     const char *ns, *name, *uid;               /* the ServiceAccount */
