@@ -266,7 +266,22 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
     json_object **revs = kite_calloc(revcap, sizeof *revs);
     for (size_t i = 0; kite_map_next(&c->revs.m, &i, &k, &v);) {
         json_object *ref = kite_wl_controller_ref(v);
-        if (!ref || !kite_streq(kite_meta_str(v, "namespace"), ns) || !kite_streq(kite_obj_str(ref, "uid"), uid)) continue;
+        if (!kite_streq(kite_meta_str(v, "namespace"), ns)) continue;
+        if (!ref && !kite_wl_deleting(v) &&
+            kite_label_selector_json_matches(kite_obj_get(spec, "selector"), kite_obj_get(kite_obj_meta(v), "labels"))) {
+            /* an orphaned revision the set selects (its set deleted with --cascade=orphan and made
+             * again): adopted, as ClaimControllerRevisions */
+            json_object *patch = json_object_new_object(), *meta = json_object_new_object(), *refs = json_object_new_array();
+            json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
+            kite_obj_set(meta, "ownerReferences", refs);
+            kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(v, "uid")));
+            kite_obj_set(patch, "metadata", meta);
+            _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions/%s", ns,
+                                                      kite_meta_str(v, "name"));
+            kite_ctl_acts_add(acts, ACT_REVISION, key, "PATCH", path, "application/strategic-merge-patch+json", patch);
+        } else if (!ref || !kite_streq(kite_obj_str(ref, "uid"), uid)) {
+            continue;
+        }
         if (nrevs == revcap) revs = kite_realloc(revs, (revcap *= 2) * sizeof *revs);
         revs[nrevs++] = v;
     }

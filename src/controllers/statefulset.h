@@ -14,7 +14,7 @@
  * kubectl rollout undo sends back and numbered in order; a template equal to an older revision's
  * renumbers that one as the newest. A pod made again below the partition gets the current
  * revision's template. Revisions neither current, updated nor any pod's beyond
- * revisionHistoryLimit are deleted, the oldest first. Pods without a controller that are members by name (SET-N) and match the selector
+ * revisionHistoryLimit are deleted, the oldest first; orphaned revisions it selects are adopted. Pods without a controller that are members by name (SET-N) and match the selector
  * are adopted (their ownerReferences patched, with the pod's uid as precondition, as ClaimPods
  * with isMemberOf); pods the set controls are counted, other pods are left alone (no release).
  * Runs on the framework (framework.h): StatefulSets, pods and ControllerRevisions feed it. */

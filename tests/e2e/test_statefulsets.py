@@ -285,6 +285,17 @@ def test_controller_revisions_rollout_history_undo_status(cluster):
     r4 = s["status"]["updateRevision"]
     wait(lambda: sorted((r["revision"], n) for n, r in revisions(c, "hist").items()) ==
          [(4, r2), (5, r3), (6, r4)], 10, "the oldest revision deleted")
+    # orphaned (the set deleted with --cascade=orphan), the revisions are adopted by the set made
+    # again, and its history goes on from them
+    c.kubectl("delete", "sts", "hist", "--cascade=orphan")
+    wait(lambda: all(not r["metadata"].get("ownerReferences") for r in revisions(c, "hist").values()), 30,
+         "orphaned revisions")
+    spec["spec"]["template"]["metadata"]["annotations"] = {"rev": "four"}
+    again = c.api().ok("POST", f"{APPS}/statefulsets", spec)
+    wait(lambda: all((r["metadata"].get("ownerReferences") or [{}])[0].get("uid") == again["metadata"]["uid"]
+                     for r in revisions(c, "hist").values()), 30, "revisions adopted")
+    s = rollout()
+    assert s["status"]["updateRevision"] == r4 and revisions(c, "hist")[r4]["revision"] == 6, s["status"]
     # the set's revisions go with it
     c.kubectl("delete", "sts", "hist", "--cascade=background")
     wait(lambda: not pods(c, "hist") and not revisions(c, "hist"), 60, "pods and revisions collected")
