@@ -237,33 +237,33 @@ def test_sysctls(cluster):
     (kernel.msg*, net.core.somaxconn), are set in its namespaces; any other makes the agent
     refuse the pod (SysctlForbidden) as the kubelet's sysctl admission does."""
     c = cluster
-    out = run(c, "sysctl-ok", "cat /proc/sys/net/ipv4/ip_local_port_range /proc/sys/kernel/shm_rmid_forced",
-              pod_sc={"sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "2000 3000"},
-                                  {"name": "kernel/shm_rmid_forced", "value": "1"}]})
-    assert out.split() == ["2000", "3000", "1"], out
+    run(c, "sysctl-ok", "cat /proc/sys/net/ipv4/ip_local_port_range /proc/sys/kernel/shm_rmid_forced", wait_done=False,
+        pod_sc={"sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "2000 3000"},
+                            {"name": "kernel/shm_rmid_forced", "value": "1"}]})
     # the allowed unsafe ones: a name and a prefix, in the pod's own network and IPC namespaces
-    out = run(c, "sysctl-unsafe", "cat /proc/sys/net/core/somaxconn /proc/sys/kernel/msgmax /proc/sys/kernel/msgmnb",
-              pod_sc={"sysctls": [{"name": "net.core.somaxconn", "value": "1234"},
-                                  {"name": "kernel.msgmax", "value": "65000"},
-                                  {"name": "kernel/msgmnb", "value": "65001"}]})
-    assert out.split() == ["1234", "65000", "65001"], out
-    assert open("/proc/sys/net/core/somaxconn").read().strip() != "1234"  # not the host's
+    run(c, "sysctl-unsafe", "cat /proc/sys/net/core/somaxconn /proc/sys/kernel/msgmax /proc/sys/kernel/msgmnb",
+        wait_done=False, pod_sc={"sysctls": [{"name": "net.core.somaxconn", "value": "1234"},
+                                             {"name": "kernel.msgmax", "value": "65000"},
+                                             {"name": "kernel/msgmnb", "value": "65001"}]})
     run(c, "sysctl-bad", "true", wait_done=False,
         pod_sc={"sysctls": [{"name": "net.ipv4.tcp_syncookies", "value": "1"},
                             {"name": "kernel.sem", "value": "250 32000 32 128"}]})
-    st = wait(lambda: status_of(c, "sysctl-bad").get("phase") == "Failed" and status_of(c, "sysctl-bad"), 30,
-              "sysctl-bad refused")
-    assert st["reason"] == "SysctlForbidden", st
-    assert st["message"] == 'Pod was rejected: forbidden sysctl: "kernel.sem" not allowlisted', st
     # an allowed IPC sysctl with the host's IPC namespace
     c.kubectl("create", "-n", NS, "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sysctl-hostipc"},
         "spec": {"nodeName": c.node, "restartPolicy": "Never", "hostIPC": True,
                  "securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "65000"}]},
                  "containers": [{"name": "c", "image": "busybox", "imagePullPolicy": "Never", "command": ["true"]}]}}))
-    st = wait(lambda: status_of(c, "sysctl-hostipc").get("phase") == "Failed" and status_of(c, "sysctl-hostipc"), 30,
-              "sysctl-hostipc refused")
-    assert st["message"] == 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowed with host ipc enabled', st
+    out = done(c, "sysctl-ok")
+    assert out.split() == ["2000", "3000", "1"], out
+    out = done(c, "sysctl-unsafe")
+    assert out.split() == ["1234", "65000", "65001"], out
+    assert open("/proc/sys/net/core/somaxconn").read().strip() != "1234"  # not the host's
+    for name, want in (("sysctl-bad", 'forbidden sysctl: "kernel.sem" not allowlisted'),
+                       ("sysctl-hostipc", 'forbidden sysctl: "kernel.msgmax" not allowed with host ipc enabled')):
+        st = wait(lambda: status_of(c, name).get("phase") == "Failed" and status_of(c, name), 30, f"{name} refused")
+        assert st["reason"] == "SysctlForbidden", st
+        assert st["message"] == f"Pod was rejected: {want}", st
 
 
 def apparmor_enabled():
