@@ -165,7 +165,7 @@ def run(args, n, tmp, out):
         api = Api(port, data)
         samples = []  # (monotonic, requests, shed, renewals)
         stop_sampling = threading.Event()
-        base = {"req": 0.0, "shed": 0.0}
+        base = {"req": 0.0, "shed": 0.0, "last_req": 0.0, "last_shed": 0.0}
 
         def sampler():
             sapi = Api(port, data)
@@ -177,9 +177,10 @@ def run(args, n, tmp, out):
                 except (OSError, ValueError, KeyError):
                     ren = None
                 if c is not None:
-                    # counters start over with the new process: carry the old totals
-                    if samples and samples[-1][1] is not None and c[0] + base["req"] < samples[-1][1]:
-                        base["req"], base["shed"] = samples[-1][1], samples[-1][2]
+                    # counters start over with the new process: carry the old process's totals
+                    if c[0] + base["req"] < base["last_req"]:
+                        base["req"], base["shed"] = base["last_req"], base["last_shed"]
+                    base["last_req"], base["last_shed"] = c[0] + base["req"], c[1] + base["shed"]
                     samples.append((t, c[0] + base["req"], c[1] + base["shed"], ren))
                 else:
                     samples.append((t, None, None, ren))
