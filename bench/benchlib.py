@@ -101,15 +101,17 @@ def plot(png, title, xlabel, ylabel, data, columns, y2=None, y2label=None, logx=
     if not shutil.which("gnuplot"):
         print(f"(no gnuplot: {png} not drawn; apt-get install gnuplot-nox)", file=sys.stderr, flush=True)
         return False
+    def q(x):  # a gnuplot single-quoted string
+        return "'" + str(x).replace("'", "''") + "'"
     lines = [f"set terminal pngcairo size 900,500" if _has_cairo() else "set terminal png size 900,500",
-             f"set output '{png}'", f"set title '{title}'", f"set xlabel '{xlabel}'", f"set ylabel '{ylabel}'",
+             f"set output {q(png)}", f"set title {q(title)}", f"set xlabel {q(xlabel)}", f"set ylabel {q(ylabel)}",
              "set grid", "set key left top", "set ytics nomirror"]
     if logx:
         lines.append("set logscale x")
-    plots = [f"'{data}' using 1:{c} with linespoints title '{t}'" for c, t in columns]
+    plots = [f"{q(data)} using 1:{c} with linespoints title {q(t)}" for c, t in columns]
     if y2:
-        lines += ["set y2tics", f"set y2label '{y2label or ''}'"]
-        plots += [f"'{data}' using 1:{c} axes x1y2 with linespoints title '{t}'" for c, t in y2]
+        lines += ["set y2tics", f"set y2label {q(y2label or '')}"]
+        plots += [f"{q(data)} using 1:{c} axes x1y2 with linespoints title {q(t)}" for c, t in y2]
     lines.append("plot " + ", ".join(plots))
     r = subprocess.run(["gnuplot"], input="\n".join(lines) + "\n", text=True, capture_output=True)
     if r.returncode != 0:
