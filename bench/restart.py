@@ -188,7 +188,7 @@ def run(args, n, tmp, out):
 
         th = threading.Thread(target=sampler, daemon=True)
         th.start()
-        time.sleep(5)
+        time.sleep(20)  # two renewal periods of the steady state (the ramp bunches the renewals)
         control(ctl, "reset")
         t_down = time.monotonic()
         log(f"N={n}: stopping the apiserver ({'SIGKILL' if args.kill else 'SIGTERM'})")
