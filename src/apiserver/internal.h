@@ -179,6 +179,12 @@ void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out
 json_object *record_object(struct kite_record *rec);
 /* A parse of the record the caller owns (an empty object if the bytes do not parse). */
 json_object *record_parse(const struct kite_record *rec);
+/* metadata.labels of a stored object, parsed alone (*ret NULL when it has none); -EINVAL when a
+ * quick scan cannot find them reliably (the caller parses the whole object). */
+int record_labels(const struct kite_record *rec, json_object **ret);
+/* object_matches on a record, parsing only its labels when a label selector is all there is. */
+bool record_matches(const struct kite_resource *r, struct kite_record *rec, const struct kite_label_selector *ls,
+                    const struct kite_field_selector *fs);
 bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
 bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs);
