@@ -75,7 +75,7 @@ objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
 lib_of  = $(BUILD)/lib/libkite_$(1).a
 libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
 
-.PHONY: FORCE all install check-layers deps test test-slow test-unit test-e2e test-e2e-asan test-e2e-asan-slow test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
+.PHONY: FORCE all install check-layers deps test test-slow test-unit test-e2e test-e2e-asan test-e2e-asan-slow test-scale test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
 all: deps $(BUILD)/kite $(BUILD)/kite-agent $(BUILD)/kubectl-kite
 
 deps:
@@ -158,6 +158,12 @@ E2E_PREP = mkdir -p $(E2E_TMP); awk '$$2 ~ "^$(E2E_TMP)/" {print $$2}' /proc/mou
 test-e2e: all $(BUILD)/busybox.tar
 	@$(E2E_PREP)
 	KITE=$(abspath $(BUILD)/kite) $(PYTEST_E2E) --basetemp=$(E2E_TMP)/$(BUILD) tests/e2e
+
+# Runs that need the machine to themselves (tests marked scale: 10,000 simulated nodes against
+# kite up); every other target skips them.
+test-scale: all
+	@$(E2E_PREP)
+	KITE=$(abspath $(BUILD)/kite) KITE_SCALE_TESTS=1 /usr/bin/python3 -m pytest -q --basetemp=$(E2E_TMP)/scale -m scale tests/e2e
 
 # DESIGN.md's dependency rules (the DEPS_* lines above), checked on includes and on the symbols
 # each module's archive takes from the others: a violation fails the build of `make test`

@@ -675,6 +675,17 @@ def assert_status_body(resp, code, reason=None):
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test that cannot be made short (a real minute-long outage, "
                             "upstream's default back-offs); `make test` leaves it out, `make test-slow` (CI) runs it")
+    config.addinivalue_line("markers", "scale: a run that needs the machine to itself (10,000 simulated nodes); "
+                            "skipped unless KITE_SCALE_TESTS=1 (`make test-scale`)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("KITE_SCALE_TESTS") == "1":
+        return
+    skip = pytest.mark.skip(reason="needs the machine to itself: KITE_SCALE_TESTS=1 (make test-scale)")
+    for item in items:
+        if "scale" in item.keywords:
+            item.add_marker(skip)
 
 
 # ---------------------------------------------------------------- failure reporting

@@ -65,7 +65,7 @@ def not_ready_events(c):
     return [ln for ln in out.split("\n") if ln.strip()]
 
 
-@pytest.mark.slow  # 10,000 nodes: ~2 minutes of ramp, then a 2-minute hold
+@pytest.mark.scale  # 10,000 nodes: ~2 minutes of ramp, then a 2-minute hold
 def test_ten_thousand_simulated_nodes_ready_without_false_unknown(tmp_path_factory):
     workdir = _workdir(tmp_path_factory, "simscale")
     c = Cluster("up", workdir, extra_args=["--no-agent"]).start()
