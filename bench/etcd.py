@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import free_port  # noqa: E402
+from benchlib import cpu_seconds, free_port  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
@@ -227,9 +227,12 @@ def main():
         only = [r for r in (a.only.split(",") if a.only else rows) if r in rows]
         runs = {r: [] for r in only}
         put = BENCH / "lease-put.lua"
+        cpu = {r: [] for r in only}  # per round: (kite, etcd) CPU seconds
+        kites = {"etcd": [], "x1": [a1], "x2": [a1, a2], "sqlite": [sq]}
         for rnd in range(a.rounds):
             for r in only:
                 log(f"round {rnd + 1}/{a.rounds}: {rows[r]}")
+                c0 = (sum(cpu_seconds(k.proc.pid) for k in kites[r]), cpu_seconds(etcd.pid))
                 if r == "etcd":
                     res = wrk(curl, BENCH / "etcd-put.lua", a.connections, a.threads, a.seconds, env)
                 elif r == "x1":
@@ -242,28 +245,35 @@ def main():
                 log(f"  {res[0]:.0f} req/s, p50 {res[1]:.2f} ms, p99 {res[2]:.2f} ms, non-2xx {res[3]}, "
                     f"errors {res[4]}")
                 runs[r].append(res)
+                cpu[r].append((sum(cpu_seconds(k.proc.pid) for k in kites[r]) - c0[0], cpu_seconds(etcd.pid) - c0[1]))
         med = {}
         for r, rs in runs.items():
             s = sorted(rs, key=lambda x: x[0])
             m = s[(len(s) - 1) // 2]
             med[r] = (m[0], m[1], m[2], sum(x[3] for x in rs), sum(x[4] for x in rs))
+            # CPU per request over all rounds (requests = req/s x seconds)
+            n = sum(x[0] for x in rs) * a.seconds
+            med[r] += (sum(c[0] for c in cpu[r]) / n * 1e6 if n else 0, sum(c[1] for c in cpu[r]) / n * 1e6 if n else 0)
         base = med.get("etcd", (0,))[0]
         print(f"wrk: {a.threads} threads, {a.connections} keep-alive connections, {a.seconds}s each, "
               f"{a.rounds} interleaved rounds (median shown); {a.leases} leases, values {vbytes} B; "
               f"etcd {subprocess.run(['etcd', '--version'], capture_output=True, text=True).stdout.split()[2]}, "
               f"one member, fsync on")
-        print(f"{'':28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'vs etcd':>8} {'non-2xx':>8} {'errors':>7}  rounds")
+        print(f"{'':28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'vs etcd':>8} {'non-2xx':>8} {'errors':>7} "
+              f"{'kite us/req':>11} {'etcd us/req':>11}  rounds")
         for r in only:
-            rps, p50, p99, non2xx, errs = med[r]
+            rps, p50, p99, non2xx, errs, kus, eus = med[r]
             ratio = f"{rps / base:.2f}x" if base else "-"
-            print(f"{rows[r]:28} {rps:8.0f} {p50:8.2f} {p99:8.2f} {ratio:>8} {non2xx:8d} {errs:7d}  "
-                  + " / ".join(f"{x[0]:.0f}" for x in runs[r]))
+            print(f"{rows[r]:28} {rps:8.0f} {p50:8.2f} {p99:8.2f} {ratio:>8} {non2xx:8d} {errs:7d} "
+                  f"{kus:11.0f} {eus:11.0f}  " + " / ".join(f"{x[0]:.0f}" for x in runs[r]))
+        print("(us/req: CPU time of the kite apiservers and of etcd per request, over all rounds)")
         if base and "x1" in med:
             ok = "met" if med["x1"][0] >= TARGET * base else "NOT met"
             print(f"target kite/etcd >= {TARGET}x etcd's own put rate: {ok} "
                   f"(1 apiserver {med['x1'][0] / base:.2f}x"
                   + (f", 2 apiservers {med['x2'][0] / base:.2f}x" if "x2" in med else "") + ")")
-        print("summary: " + " ".join(f"{r}_rps={med[r][0]:.0f} {r}_p99_ms={med[r][2]:.2f}" for r in only)
+        print("summary: " + " ".join(f"{r}_rps={med[r][0]:.0f} {r}_p99_ms={med[r][2]:.2f} {r}_kite_us={med[r][5]:.0f} "
+                                     f"{r}_etcd_us={med[r][6]:.0f}" for r in only)
               + (f" x1_ratio={med['x1'][0] / base:.2f}" if base and "x1" in med else ""))
     finally:
         procs.stop_all()
