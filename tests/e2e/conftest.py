@@ -373,6 +373,19 @@ def store_args(store, data_dir, extra_args):
     return ["--etcd-servers", WorkerEtcd.endpoint(), "--etcd-prefix", prefix]
 
 
+def etcd_range(endpoint, prefix):
+    """Every key and value under prefix in the etcd at endpoint (its JSON gateway), as bytes pairs."""
+    import urllib.request
+    end = bytearray(prefix.encode())
+    end[-1] += 1
+    body = json.dumps({"key": base64.b64encode(prefix.encode()).decode(),
+                       "range_end": base64.b64encode(bytes(end)).decode()}).encode()
+    req = urllib.request.Request(endpoint + "/v3/kv/range", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT) as r:
+        kvs = json.loads(r.read()).get("kvs", [])
+    return [(base64.b64decode(kv["key"]), base64.b64decode(kv.get("value", ""))) for kv in kvs]
+
+
 def skip_on_etcd(store=None, why=""):
     """Skips the calling test when its clusters store in etcd (why: what it tests that etcd has not)."""
     if (store or TEST_STORE) == "etcd":
@@ -484,6 +497,16 @@ class Cluster:
         if self.pod_bridge and os.path.exists(f"/sys/class/net/{self.pod_bridge}"):
             subprocess.run(["ip", "link", "del", self.pod_bridge], capture_output=True)
         return r
+
+    def store_bytes(self):
+        """What the cluster's store holds, raw: the SQLite files' bytes, or every key and value
+        under the cluster's etcd prefix."""
+        args = self.proc.args
+        if "--etcd-servers" in args:
+            endpoint = args[args.index("--etcd-servers") + 1].split(",")[0]
+            prefix = args[args.index("--etcd-prefix") + 1] if "--etcd-prefix" in args else "/registry"
+            return b"".join(k + b"\n" + v + b"\n" for k, v in etcd_range(endpoint, prefix.rstrip("/") + "/"))
+        return b"".join(f.read_bytes() for f in sorted(self.data_dir.glob("kite.db*")))
 
     # -- clients
     def api(self, token=None, with_client_cert=True):

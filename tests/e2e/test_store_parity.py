@@ -7,11 +7,12 @@ Skipped when etcd is not installed."""
 import base64
 import json
 import re
+import subprocess
 from urllib.parse import quote
 
 import pytest
 
-from conftest import ETCD_BIN, ETCD_MISSING, LEASES, Cluster, _workdir
+from conftest import ETCD_BIN, ETCD_MISSING, LEASES, Cluster, _workdir, free_port
 
 pytestmark = pytest.mark.skipif(not ETCD_BIN, reason=ETCD_MISSING)
 
@@ -217,3 +218,18 @@ def test_reads_and_watches_at_an_old_revision(pair):
         answers[s] = got
     for i, (a, b) in enumerate(zip(answers["sqlite"], answers["etcd"])):
         assert a == b, f"probe {i}:\n sqlite: {a}\n etcd:   {b}"
+
+
+@pytest.mark.parametrize("store", ["sqlite", "etcd"])
+def test_values_sealed_under_another_key_are_refused(tmp_path, store):
+    """Secrets sealed under another encryption key: the apiserver refuses to start on both stores
+    (on etcd it started and served the API without them, as if they had been deleted)."""
+    c = Cluster("apiserver", tmp_path, store=store).start()
+    c.api().ok("POST", "/api/v1/namespaces/default/secrets",
+               {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    c.stop()
+    (c.data_dir / "pki" / "encryption.key").write_bytes(b"\x01" * 32)
+    args = list(c.proc.args)
+    args[args.index("--listen") + 1] = f"127.0.0.1:{free_port()}"
+    p = subprocess.run(args, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and "do not open with this encryption key" in p.stderr, p
