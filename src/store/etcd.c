@@ -34,8 +34,9 @@
  * Threads: the connection's I/O thread (response and watch callbacks: applies events, runs the
  * subscribers), the completion thread (write callbacks, in revision order once applied), the
  * supervisor (reconnects, restarts the watch, sends the backlog, probes Status for health).
- * Locks, in nesting order: conn_lock (rwlock over the current connection; never held while a
- * callback of it runs: see etcd-grpc.c), then the connection's own mutex; on the I/O thread,
+ * Locks, in nesting order: conn_lock (rwlock over the current connection; held for reading by a
+ * thread starting a call, which sends it itself and may so run a stream's done callback: no
+ * callback takes conn_lock; see etcd-grpc.c), then the connection's own mutex; on the I/O thread,
  * sub_mu then live_lock; p_mu (pending completions and the backlog) is a leaf. */
 #include "store/etcd-int.h"
 
