@@ -46,10 +46,16 @@ struct kite_apiserver_options {
     int64_t metric_resolution_ns; /* --metric-resolution: how often metrics.k8s.io scrapes the agents; 0 = 15 s */
     const char *service_account_issuer; /* --service-account-issuer; NULL = https://kubernetes.default.svc.cluster.local */
     const char *api_audiences;  /* --api-audiences, comma-separated; NULL = the issuer */
+    const char *advertise_address; /* --advertise-address; NULL = the --listen host */
+    int64_t endpoint_lease_ttl_s;   /* a master lease unrenewed this long is dropped; 0 = KITE_ENDPOINT_LEASE_TTL_S */
+    bool no_endpoint_reconciler;    /* --endpoint-reconciler-type=none */
     bool kube_dns_service;      /* create kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address (kite up) */
     int64_t service_account_max_token_expiration_s; /* a TokenRequest asking longer gets this; 0 = none */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
+/* kube-apiserver's master lease TTL: the kubernetes Service drops a server this long after its
+ * last renewal (renewed every third of it) */
+#define KITE_ENDPOINT_LEASE_TTL_S 15
 #define KITE_SERVICE_CIDR_PREFIX_MIN 12 /* kube-apiserver refuses larger IPv4 service ranges */
 #define KITE_SERVICE_CIDR_PREFIX_MAX 28
 /* the cluster DNS Service's address: the range's 10th, as kubeadm picks it (10.96.0.10) */

@@ -463,6 +463,7 @@ static void collection_done(void *ud, int err, int64_t rev, struct kite_record *
     struct collection_op *c = it->c;
     pthread_mutex_lock(&c->mu);
     if (err == 0) c->deleted[it->i] = true;
+    if (err == 0 && !it->marked) pools_release_record(c->rq->srv, c->rq->res, rec);
     if (err == 0 && it->marked && rec) { /* answered as the delete left it (deletionTimestamp), as kube-apiserver */
         kite_record_unref(c->recs[it->i]);
         c->recs[it->i] = kite_record_ref(rec);

@@ -81,6 +81,7 @@ struct kite_apiserver {
     struct rbac_index *rbac;    /* the RBAC authorizer's index (authz_rbac.c) */
     struct kite_nodestate *nodestate; /* node identities seen and the divergence report (nodestate.c) */
     struct kite_pools_state *pools; /* cluster IPs and node ports in use (pools.c); NULL when no kind allocates */
+    struct apiserver_leases *leases; /* this server's leases and the kubernetes endpoints (leases.c); NULL when off */
     struct kite_psa_config *psa; /* PodSecurity's default policy and exemptions (admission_podsecurity.c) */
     struct kite_metrics_api *metrics_api; /* metrics.k8s.io: the agents' scraper and its samples (metrics_api.c) */
     struct kite_satoken *satoken; /* the service-account token signer and its audiences (satoken.c) */
@@ -293,16 +294,37 @@ struct kite_pools_op;
  * *ret_error (malloc'ed). */
 int pools_start(struct kite_apiserver *s, const char *service_cidr, char **ret_error);
 void pools_free(struct kite_pools_state *st);
-/* A write's reservations (NULL when nothing allocates); pools_op_end releases them. */
-struct kite_pools_op *pools_op_new(struct kite_apiserver *s);
+/* Seconds between repair passes over the shared bitmaps (kube-apiserver's repair interval). */
+#define KITE_POOLS_REPAIR_S 180
+/* A write's reservations (NULL when nothing allocates); pools_op_end releases them. A dry run
+ * reads the shared bitmaps and writes nothing. */
+struct kite_pools_op *pools_op_new(struct kite_apiserver *s, bool dry_run);
 struct kite_pools *pools_op_iface(struct kite_pools_op *op);
+/* The write replaces old (borrowed) with obj (NULL: deletes it): what old holds and obj does not
+ * is released once the write is stored. Again on each recompute. */
+void pools_op_replaced(struct kite_pools_op *op, json_object *old, json_object *obj);
+/* The write was stored as rec: its values are the object's, what it let go is released (blocks
+ * on the store: not on its writer thread). */
+void pools_op_commit(struct kite_pools_op *op, struct kite_record *rec);
 void pools_op_end(struct kite_pools_op *op);
+/* rec (an object of r) was deleted by this server outside a write op (deletecollection): its
+ * values are released soon (any thread). */
+void pools_release_record(struct kite_apiserver *s, const struct kite_resource *r, struct kite_record *rec);
 /* Creates default/kubernetes (the range's first address, port 443 to the server's port) when missing. */
 int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
 /* The Service kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address, unless one
  * exists (kube_dns_service, on under kite up); its ClusterIP (made, or the existing one's IPv4
  * address) in s->kube_dns_ip. */
 int pools_bootstrap_kube_dns(struct kite_apiserver *s);
+
+/* leases.c: this server's master and identity leases, and default/kubernetes's Endpoints and
+ * EndpointSlices listing every server whose master lease is live. advertise: the address to list
+ * (NULL or a wildcard: the host's first non-loopback IPv4 address). */
+struct apiserver_leases;
+int apiserver_leases_start(struct kite_apiserver *s, const char *advertise, unsigned port, int64_t ttl_s,
+                           struct apiserver_leases **ret, char **ret_error);
+/* Deletes the master lease and lists the others once more. NULL ok. */
+void apiserver_leases_stop(struct apiserver_leases *l);
 
 /* admission.c: the admission chain (mutating plugins, then validating ones). */
 #define KITE_NOT_READY_TOLERATION_S 300   /* DefaultTolerationSeconds, as kube-apiserver's defaults */

@@ -717,6 +717,16 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         return fail(ret_error, r, "cannot create the kubernetes Service in %s", url);
     if (o->kube_dns_service && (r = pools_bootstrap_kube_dns(s)) < 0)
         return fail(ret_error, r, "cannot create the kube-dns Service in %s", url);
+    if (!o->no_endpoint_reconciler) {
+        _cleanup_free_ char *host = NULL;
+        if (!o->advertise_address) { /* the --listen host, as kube-apiserver's --bind-address */
+            const char *colon = strrchr(o->listen, ':');
+            host = colon ? kite_strndup(o->listen, (size_t)(colon - o->listen)) : kite_strdup("");
+        }
+        if ((r = apiserver_leases_start(s, o->advertise_address ? o->advertise_address : host, kite_http_port(s->http),
+                                        o->endpoint_lease_ttl_s, &s->leases, ret_error)) < 0)
+            return r;
+    }
 
     /* admin.kubeconfig: the cluster admin (O=system:masters) */
     _cleanup_free_ char *kc = kite_pki_kubeconfig("kite", s->url, ca, acert, akey, NULL);
@@ -776,6 +786,7 @@ const char *kite_apiserver_url(struct kite_apiserver *s) { return s->url; }
 
 void kite_apiserver_stop(struct kite_apiserver *s) {
     if (!s) return;
+    apiserver_leases_stop(TAKE_PTR(s->leases)); /* the others drop this server from the endpoints at once */
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
     pthread_cond_broadcast(&s->cond);

@@ -132,7 +132,7 @@ static bool validate(struct write_op *op, json_object *obj, json_object *old) {
     struct req *rq = op->rq;
     struct kite_causes c = {0};
     if (rq->res->allocate && !op->sub) {
-        if (!op->pools) op->pools = pools_op_new(op->srv);
+        if (!op->pools) op->pools = pools_op_new(op->srv, op->dry_run);
         if (op->pools) rq->res->allocate(obj, old, pools_op_iface(op->pools), &c);
     }
     kite_validate_object_meta(kite_obj_meta(obj), rq->res->namespaced, rq->res->name_rule, &c);
@@ -480,6 +480,7 @@ static void write_finish(void *ud) {
     int err = op->done_err;
     struct kite_record *rec = op->done_rec;
     if (err == 0) {
+        pools_op_commit(op->pools, rec);
         reply_done(op, rec);
         op_free(op);
         return;
@@ -512,6 +513,10 @@ static void write_failed(struct write_op *op, int err) {
 void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
             struct kite_record *cur) {
     struct req *rq = op->rq;
+    if (cur && !op->dry_run && rq->res->held && op->srv->pools) {
+        if (!op->pools) op->pools = pools_op_new(op->srv, false);
+        pools_op_replaced(op->pools, record_object(cur), type == KITE_WRITE_DELETE ? NULL : obj);
+    }
     size_t len = 0;
     _cleanup_free_ char *bytes = obj ? kite_object_encode(obj, &len) : NULL;
     /* Freed here, on the thread that built it, rather than kept on the new record for the next

@@ -72,3 +72,4 @@ void kite_informer_factory_free(struct kite_informer_factory *f) {
 }
 
 size_t kite_informer_factory_count(const struct kite_informer_factory *f) { return f->n; }
+const char *kite_informer_factory_path(const struct kite_informer_factory *f, size_t i) { return i < f->n ? f->e[i].path : NULL; }

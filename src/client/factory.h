@@ -23,3 +23,5 @@ void kite_informer_factory_halt(struct kite_informer_factory *f);
 void kite_informer_factory_free(struct kite_informer_factory *f);
 /* How many informers (list + watch streams) it holds. */
 size_t kite_informer_factory_count(const struct kite_informer_factory *f);
+/* The collection of informer i (i < count), as asked for ("/api/v1/pods"). */
+const char *kite_informer_factory_path(const struct kite_informer_factory *f, size_t i);

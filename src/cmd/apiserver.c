@@ -59,6 +59,15 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
         }
         o->etcd_servers = a->etcd_servers;
     }
+    o->advertise_address = a->advertise_address;
+    o->endpoint_lease_ttl_s = a->endpoint_lease_ttl_ns / KITE_NS_PER_SEC;
+    const char *ert = a->endpoint_reconciler ? a->endpoint_reconciler : "lease";
+    if (strcmp(ert, "none") == 0) {
+        o->no_endpoint_reconciler = true;
+    } else if (strcmp(ert, "lease") != 0) {
+        fprintf(stderr, "kite: --endpoint-reconciler-type: \"%s\": kite has lease or none\n", ert);
+        return 2;
+    }
     o->etcd_cafile = a->etcd_cafile;
     o->etcd_certfile = a->etcd_certfile;
     o->etcd_keyfile = a->etcd_keyfile;

@@ -32,13 +32,17 @@ struct elected {
     struct kite_client *le_client; /* the election's own (NULL without) */
     struct kite_leader *leader;    /* NULL without leader election */
 };
-struct elected_options {
-    const char *kubeconfig, *user_agent, *lease_name;
-    const char *log; /* the component's name in the log */
+/* What its flags set: --kubeconfig and the election's. */
+struct elected_args {
+    const char *kubeconfig;
     bool leader_elect;
-    int64_t lease_duration_ns, renew_deadline_ns, retry_period_ns;
+    int64_t le_duration_ns, le_renew_ns, le_retry_ns;
+};
+/* Who the component is, and what it does on gaining and losing the Lease. */
+struct elected_component {
+    const char *user_agent, *lease_name;
+    const char *log; /* the component's name in the log */
     void (*started)(void *ud), (*stopped)(void *ud); /* on the elector's thread */
-    void *ud;
 };
 /* The election's flags, kube-controller-manager's and kube-scheduler's (desc: what
  * --leader-elect does). */
@@ -51,21 +55,34 @@ struct elected_options {
     FLAG_DURATION("leader-elect-retry-period", "time between attempts to acquire or renew", "2s", KITE_NS_PER_MS,    \
                   retry_ns)
 /* The durations' rule (client-go's): 0, or -EINVAL after a message on stderr naming cmd. */
-int elected_check(const char *cmd, const struct elected_options *o);
-/* Makes the clients; without leader election calls started at once, else starts the election.
- * 0, or -errno with *ret_error (malloc'ed). */
-int elected_start(struct elected *e, const struct elected_options *o, char **ret_error);
+int elected_check(const char *cmd, const struct elected_args *a);
+/* Makes the clients; without leader election calls started(ud) at once, else starts the
+ * election. 0, or -errno with *ret_error (malloc'ed). */
+int elected_start(struct elected *e, const struct elected_args *a, const struct elected_component *c, void *ud,
+                  char **ret_error);
 /* Stops the election (stopped runs if leading) or calls stopped; frees the clients. */
 void elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud);
+/* The command of an elected component (kite controller-manager, kite scheduler), one start-up
+ * for both: --kubeconfig, the election's flags (elect_desc: what --leader-elect does) and the
+ * component's own (FLAG_END-terminated), the durations' check, start(ud), running until
+ * SIGINT or SIGTERM, stop(ud). Returns the exit status. */
+struct flag;
+struct elected_cmd {
+    const char *cmd, *summary, *elect_desc, *log;
+    struct elected_args *args; /* the flags' targets (leader_elect defaults to true) */
+    const struct flag *own;
+    int (*start)(void *ud, char **ret_error); /* 0, or -errno with *ret_error (malloc'ed) */
+    void (*stop)(void *ud);
+    void *ud;
+};
+int elected_main(const struct elected_cmd *c, int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_ctl_group;
 /* kite controller-manager's flags (kite up runs with the defaults, without leader election). */
 struct flag_list;
 struct controller_args {
-    const char *kubeconfig;
-    bool leader_elect;
-    int64_t le_duration_ns, le_renew_ns, le_retry_ns;
+    struct elected_args el;
     int64_t grace_ns, startup_grace_ns, period_ns, large_cluster;
     int64_t node_cleanup_ns; /* --node-cleanup-after; 0: off */
     double eviction_rate, secondary_rate, unhealthy_threshold;
@@ -101,9 +118,7 @@ const struct kite_apiserver_role *controller_roles(size_t *n);
 
 /* The scheduler, run by kite scheduler and in-process by kite up (scheduler.c). */
 struct scheduler_args {
-    const char *kubeconfig;
-    bool leader_elect;
-    int64_t le_duration_ns, le_renew_ns, le_retry_ns;
+    struct elected_args el;
 };
 struct kite_scheduler_proc {
     struct scheduler_args args;
@@ -137,6 +152,8 @@ struct apiserver_args {
     int64_t watch_queue, watch_queue_bytes;
     int64_t metric_resolution_ns;
     int64_t max_inflight;
+    const char *advertise_address, *endpoint_reconciler;
+    int64_t endpoint_lease_ttl_ns;
 };
 #define APISERVER_FLAGS(a)                                                                                       \
     FLAG_STR("data-dir", "DIR", "directory for the store, certificates and kubeconfigs", NULL, &(a)->data_dir,   \
@@ -186,6 +203,13 @@ struct apiserver_args {
     FLAG_STR("authorization-mode", "MODES", "Node,RBAC (with system:masters allowed everything), or AlwaysAllow "  \
              "(every request; for benchmarks)", "Node,RBAC", &(a)->authz_mode),                                      \
     FLAG_BOOLEAN("http2", "offer HTTP/2 (ALPN h2); false serves every client HTTP/1.1", &(a)->http2, .def = "true"), \
+    FLAG_STR("advertise-address", "IP", "the address the kubernetes Service's endpoints give for this apiserver", NULL, \
+             &(a)->advertise_address, .def_note = "the --listen host; for 0.0.0.0 the host's first IPv4 address"),    \
+    FLAG_STR("endpoint-reconciler-type", "TYPE", "lease: every apiserver keeps a master lease and the kubernetes "      \
+             "Service lists\nthose alive; none: no endpoints", "lease", &(a)->endpoint_reconciler),                   \
+    FLAG_DURATION("endpoint-lease-ttl", "an apiserver whose master lease went unrenewed this long leaves the "        \
+                  "kubernetes\nService's endpoints (renewed every third of it)", "15s", KITE_NS_PER_SEC,              \
+                  &(a)->endpoint_lease_ttl_ns),                                                                    \
     FLAG_STR("service-cluster-ip-range", "CIDR", "IPv4 range Services' cluster IPs are allocated from (prefix /12 to " \
              "/28); its\nfirst address is the kubernetes Service's", "10.96.0.0/12", &(a)->service_cidr),        \
     FLAG_STR("pod-security-default", "LEVEL[:VERSION]", "the Pod Security level (privileged, baseline, restricted; "  \

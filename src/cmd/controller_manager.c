@@ -23,8 +23,6 @@
 #define LEASE_NAME "kube-controller-manager"
 
 #define CONTROLLER_FLAGS(a)                                                                                      \
-    LEADER_ELECT_FLAGS("run the controllers only while holding the Lease kube-system/kube-controller-manager",        \
-                       &(a)->leader_elect, &(a)->le_duration_ns, &(a)->le_renew_ns, &(a)->le_retry_ns),               \
     FLAG_DURATION("node-monitor-grace-period", "how long a node may go unrenewed before it is marked Unknown",    \
                   KITE_NLC_GRACE_DEFAULT, KITE_NS_PER_SEC, &(a)->grace_ns),                                      \
     FLAG_DURATION("node-startup-grace-period", "how long a new node may go without posting status",               \
@@ -47,9 +45,9 @@
 
 void controller_args_defaults(struct controller_args *a) {
     *a = (struct controller_args){
-        .le_duration_ns = KITE_LEADER_LEASE_DURATION_NS,
-        .le_renew_ns = KITE_LEADER_RENEW_DEADLINE_NS,
-        .le_retry_ns = KITE_LEADER_RETRY_PERIOD_NS,
+        .el = {.le_duration_ns = KITE_LEADER_LEASE_DURATION_NS,
+               .le_renew_ns = KITE_LEADER_RENEW_DEADLINE_NS,
+               .le_retry_ns = KITE_LEADER_RETRY_PERIOD_NS},
         .grace_ns = 50 * KITE_NS_PER_SEC,
         .startup_grace_ns = 60 * KITE_NS_PER_SEC,
         .period_ns = 5 * KITE_NS_PER_SEC,
@@ -140,7 +138,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     if (a->root_ca_file) r = kite_pki_read_file(a->root_ca_file, &ret->root_ca);
     else {
         struct kite_kubeconfig *kc = NULL;
-        if ((r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error)) == 0 && kc->ca_pem)
+        if ((r = kite_kubeconfig_load(a->el.kubeconfig, NULL, &kc, ret_error)) == 0 && kc->ca_pem)
             ret->root_ca = kite_strdup(kc->ca_pem);
         kite_kubeconfig_free(kc);
     }
@@ -151,12 +149,9 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
         free(TAKE_PTR(ret->on));
         return r;
     }
-    struct elected_options eo = {
-        .kubeconfig = a->kubeconfig, .user_agent = "kite-controller-manager", .lease_name = LEASE_NAME, .log = LOG,
-        .leader_elect = a->leader_elect, .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns,
-        .retry_period_ns = a->le_retry_ns, .started = lead, .stopped = unlead, .ud = ret,
-    };
-    if ((r = elected_start(&ret->el, &eo, ret_error)) < 0) {
+    static const struct elected_component component = {
+        .user_agent = "kite-controller-manager", .lease_name = LEASE_NAME, .log = LOG, .started = lead, .stopped = unlead};
+    if ((r = elected_start(&ret->el, &a->el, &component, ret, ret_error)) < 0) {
         free(TAKE_PTR(ret->root_ca));
         free(TAKE_PTR(ret->signing_cert));
         free(TAKE_PTR(ret->signing_key));
@@ -174,44 +169,39 @@ void controllers_stop(struct kite_controllers *c) {
     free(TAKE_PTR(c->on));
 }
 
-int cmd_controller_manager(int argc, char **argv) {
+struct cmd {
     struct controller_args a;
-    controller_args_defaults(&a);
-    a.leader_elect = true;
+    struct kite_controllers c;
+};
+static int start(void *ud, char **ret_error) {
+    struct cmd *m = ud;
+    return controllers_start(&m->a, &m->c, ret_error);
+}
+static void stop(void *ud) { controllers_stop(&((struct cmd *)ud)->c); }
+
+int cmd_controller_manager(int argc, char **argv) {
+    struct cmd m = {0};
+    controller_args_defaults(&m.a);
     struct flag_list ctls __attribute__((cleanup(flag_list_release))) = {0};
-    a.controllers = &ctls;
+    m.a.controllers = &ctls;
     _cleanup_free_ char *ctl_help = kite_asprintf("controllers to run: '*' all, 'foo' foo, '-foo' not foo; names "
                                                   "as kube-controller-manager's (or their short forms): %s",
                                                   kite_controllers_names());
     const struct flag flags[] = {
-        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &a.kubeconfig,
-                 .required = true),
-        CONTROLLER_FLAGS(&a),
+        CONTROLLER_FLAGS(&m.a),
         FLAG_STR("cluster-signing-cert-file", "FILE", "CA certificate (PEM) the CSR signer signs with", NULL,
-                 &a.signing_cert_file),
+                 &m.a.signing_cert_file),
         FLAG_STR("cluster-signing-key-file", "FILE", "key (PEM) of --cluster-signing-cert-file", NULL,
-                 &a.signing_key_file),
+                 &m.a.signing_key_file),
         FLAG_STR("root-ca-file", "FILE", "the CA bundle (PEM) published as kube-root-ca.crt in every namespace", NULL,
-                 &a.root_ca_file, .def_note = "the kubeconfig's certificate-authority"),
+                 &m.a.root_ca_file, .def_note = "the kubeconfig's certificate-authority"),
         FLAG_LIST("controllers", "NAME,...", ctl_help, "*", &ctls),
         FLAG_END};
-    int r = flags_parse("controller-manager",
-                        "Runs kite's controllers (--controllers names them), each on shared informers with a runner\n"
-                        "of its own, against an API server.",
-                        flags, argc, argv, NULL, NULL);
-    if (r != 0) return r > 0 ? 0 : 2;
-    struct elected_options eo = {.leader_elect = a.leader_elect, .lease_duration_ns = a.le_duration_ns,
-                                 .renew_deadline_ns = a.le_renew_ns, .retry_period_ns = a.le_retry_ns};
-    if (elected_check("controller-manager", &eo) < 0) return 2;
-    struct kite_controllers c = {0};
-    _cleanup_free_ char *err = NULL;
-    if ((r = controllers_start(&a, &c, &err)) < 0) {
-        log_error(LOG, "cannot start: %s", err ? err : strerror(-r));
-        return 1;
-    }
-    log_info(LOG, "running against %s", a.kubeconfig);
-    kite_wait_for_signal();
-    log_info(LOG, "shutting down");
-    controllers_stop(&c);
-    return 0;
+    struct elected_cmd ec = {
+        .cmd = "controller-manager",
+        .summary = "Runs kite's controllers (--controllers names them), each on shared informers with a runner\n"
+                   "of its own, against an API server.",
+        .elect_desc = "run the controllers only while holding the Lease kube-system/kube-controller-manager",
+        .log = LOG, .args = &m.a.el, .own = flags, .start = start, .stop = stop, .ud = &m};
+    return elected_main(&ec, argc, argv);
 }

@@ -1,8 +1,9 @@
 /* A component that runs only while it holds a Lease (controller-manager, scheduler): its
- * clients and its election, one wiring for both (cmd.h). */
+ * command's start-up, its clients and its election, one wiring for both (cmd.h). */
 #include "base/log.h"
 #include "client/kubeconfig.h"
 #include "cmd/cmd.h"
+#include "cmd/flags.h"
 #include "controllers/leader.h"
 
 #include <stdio.h>
@@ -11,10 +12,10 @@
 
 #define LEASE_NS "kube-system"
 
-int elected_check(const char *cmd, const struct elected_options *o) {
+int elected_check(const char *cmd, const struct elected_args *a) {
     /* client-go's checks: the leader must give up before a candidate may take over */
-    if (o->leader_elect && (o->lease_duration_ns <= o->renew_deadline_ns ||
-                            (double)o->renew_deadline_ns <= KITE_LEADER_JITTER * (double)o->retry_period_ns)) {
+    if (a->leader_elect && (a->le_duration_ns <= a->le_renew_ns ||
+                            (double)a->le_renew_ns <= KITE_LEADER_JITTER * (double)a->le_retry_ns)) {
         fprintf(stderr, "kite %s: --leader-elect-lease-duration must be greater than "
                         "--leader-elect-renew-deadline, and that greater than %.1f x --leader-elect-retry-period\n",
                 cmd, KITE_LEADER_JITTER);
@@ -23,9 +24,10 @@ int elected_check(const char *cmd, const struct elected_options *o) {
     return 0;
 }
 
-int elected_start(struct elected *e, const struct elected_options *o, char **ret_error) {
+int elected_start(struct elected *e, const struct elected_args *a, const struct elected_component *o, void *ud,
+                  char **ret_error) {
     struct kite_kubeconfig *kc = NULL;
-    int r = kite_kubeconfig_load(o->kubeconfig, NULL, &kc, ret_error);
+    int r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
     if (r < 0) return r;
     struct kite_client_options co = {.user_agent = o->user_agent};
     r = kite_client_new(kc, &co, &e->client);
@@ -33,15 +35,15 @@ int elected_start(struct elected *e, const struct elected_options *o, char **ret
      * component's client does not hold back */
     _cleanup_free_ char *le_agent = kite_asprintf("%s/leader-election", o->user_agent);
     struct kite_client_options leo = {.user_agent = le_agent};
-    if (r == 0 && o->leader_elect && (r = kite_client_new(kc, &leo, &e->le_client)) < 0)
+    if (r == 0 && a->leader_elect && (r = kite_client_new(kc, &leo, &e->le_client)) < 0)
         kite_client_free(TAKE_PTR(e->client));
     kite_kubeconfig_free(kc);
     if (r < 0) {
-        *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", o->kubeconfig, strerror(-r));
+        *ret_error = kite_asprintf("%s: cannot use its server or credentials: %s", a->kubeconfig, strerror(-r));
         return r;
     }
-    if (!o->leader_elect) {
-        o->started(o->ud);
+    if (!a->leader_elect) {
+        o->started(ud);
         return 0;
     }
     /* client-go's identity: the hostname and something unique to this process */
@@ -51,8 +53,8 @@ int elected_start(struct elected *e, const struct elected_options *o, char **ret
     _cleanup_free_ char *id = kite_asprintf("%s_%016llx", host, (unsigned long long)salt);
     struct kite_leader_options lo = {
         .client = e->le_client, .gated = e->client, .ns = LEASE_NS, .name = o->lease_name, .identity = id,
-        .lease_duration_ns = o->lease_duration_ns, .renew_deadline_ns = o->renew_deadline_ns,
-        .retry_period_ns = o->retry_period_ns, .started = o->started, .stopped = o->stopped, .ud = o->ud,
+        .lease_duration_ns = a->le_duration_ns, .renew_deadline_ns = a->le_renew_ns,
+        .retry_period_ns = a->le_retry_ns, .started = o->started, .stopped = o->stopped, .ud = ud,
     };
     if ((r = kite_leader_start(&lo, &e->leader)) < 0) {
         *ret_error = kite_asprintf("cannot start leader election: %s", strerror(-r));
@@ -69,4 +71,32 @@ void elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud) {
     else stopped(ud);
     kite_client_free(TAKE_PTR(e->client));
     kite_client_free(TAKE_PTR(e->le_client));
+}
+
+#define MAX_OWN_FLAGS 32
+
+int elected_main(const struct elected_cmd *c, int argc, char **argv) {
+    struct elected_args *a = c->args;
+    a->leader_elect = true;
+    struct flag flags[MAX_OWN_FLAGS + 6] = {
+        FLAG_STR("kubeconfig", "FILE", "kubeconfig with the API server address and credentials", NULL, &a->kubeconfig,
+                 .required = true),
+        LEADER_ELECT_FLAGS(c->elect_desc, &a->leader_elect, &a->le_duration_ns, &a->le_renew_ns, &a->le_retry_ns),
+    };
+    size_t n = 5;
+    for (const struct flag *f = c->own; f && f->name && n < MAX_OWN_FLAGS + 5; f++) flags[n++] = *f;
+    flags[n] = (struct flag)FLAG_END;
+    int r = flags_parse(c->cmd, c->summary, flags, argc, argv, NULL, NULL);
+    if (r != 0) return r > 0 ? 0 : 2;
+    if (elected_check(c->cmd, a) < 0) return 2;
+    _cleanup_free_ char *err = NULL;
+    if ((r = c->start(c->ud, &err)) < 0) {
+        log_error(c->log, "cannot start: %s", err ? err : strerror(-r));
+        return 1;
+    }
+    log_info(c->log, "running against %s", a->kubeconfig);
+    kite_wait_for_signal();
+    log_info(c->log, "shutting down");
+    c->stop(c->ud);
+    return 0;
 }

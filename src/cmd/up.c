@@ -99,7 +99,7 @@ int cmd_up(int argc, char **argv) {
     struct kite_controllers ctl = {0};
     /* the controllers run as themselves (system:kube-controller-manager), with what RBAC gives them */
     _cleanup_free_ char *ctl_kc = kite_asprintf("%s/controller-manager.kubeconfig", data_dir), *ctl_err = NULL;
-    cargs.kubeconfig = ctl_kc;
+    cargs.el.kubeconfig = ctl_kc;
     /* the signer has the data dir's CA, as kube-controller-manager's --cluster-signing-*-file */
     _cleanup_free_ char *ca_crt = kite_asprintf("%s/pki/ca.crt", data_dir), *ca_key = kite_asprintf("%s/pki/ca.key", data_dir);
     cargs.signing_cert_file = ca_crt;
@@ -111,7 +111,7 @@ int cmd_up(int argc, char **argv) {
     /* the scheduler, as itself (system:kube-scheduler): nodes are candidates only once they exist */
     struct kite_scheduler_proc sched = {0};
     _cleanup_free_ char *sched_kc = kite_asprintf("%s/scheduler.kubeconfig", data_dir), *sched_err = NULL;
-    struct scheduler_args sargs = {.kubeconfig = sched_kc}; /* one, in-process: no election */
+    struct scheduler_args sargs = {.el.kubeconfig = sched_kc}; /* one, in-process: no election */
     if ((r = scheduler_start(&sargs, &sched, &sched_err)) < 0)
         log_error("up", "cannot start the scheduler: %s", sched_err ? sched_err : strerror(-r));
 

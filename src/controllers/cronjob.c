@@ -23,6 +23,7 @@ struct kite_cronjobs {
     pthread_mutex_t lock;
     struct kite_wl_cache jobs, cjs;
     struct kite_wq q;
+    struct kite_ctl_keyed k;
 };
 
 static void enqueue_at(struct kite_cronjobs *c, const char *key, int64_t in_ns) {
@@ -247,15 +248,13 @@ static void sync(struct kite_cronjobs *c, const char *key, struct kite_ctl_acts 
     free(bad);
 }
 
-struct outcome {
-    struct kite_cronjobs *c;
-    struct kite_ctl_acts events;
-    bool retry;
-};
+static void plan(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns) {
+    sync(ud, key, acts, again_ns);
+}
 
-static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *answer) {
-    struct outcome *o = ud;
-    struct kite_cronjobs *c = o->c;
+static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
+                  struct kite_ctl_acts *events) {
+    struct kite_cronjobs *c = ud;
     const char *slash = strchr(a->key, '/');
     _cleanup_free_ char *ns = kite_strndup(a->key, slash ? (size_t)(slash - a->key) : 0);
     const char *cj = slash ? slash + 1 : a->key;
@@ -265,58 +264,26 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
     pthread_mutex_unlock(&c->lock);
     if (a->kind == ACT_CREATE && e == 0) {
         _cleanup_free_ char *msg = kite_asprintf("Created job %s", kite_meta_str(answer, "name"));
-        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "CronJob", ns, cj, uid, "Normal", "SuccessfulCreate", msg);
+        kite_ctl_event(events, c->o.clock, COMPONENT, "CronJob", ns, cj, uid, "Normal", "SuccessfulCreate", msg);
     } else if (a->kind == ACT_CREATE && e != -EEXIST) {
         _cleanup_free_ char *msg = kite_asprintf("Error creating job: %s", strerror(-e));
-        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "CronJob", ns, cj, uid, "Warning", "FailedCreate", msg);
+        kite_ctl_event(events, c->o.clock, COMPONENT, "CronJob", ns, cj, uid, "Warning", "FailedCreate", msg);
     } else if (a->kind == ACT_DELETE && e == 0) {
         const char *job = strrchr(a->path, '/') + 1;
         _cleanup_free_ char *jn = kite_strndup(job, strcspn(job, "?"));
         _cleanup_free_ char *msg = kite_asprintf("Deleted job %s", jn);
-        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "CronJob", ns, cj, uid, "Normal", "SuccessfulDelete", msg);
+        kite_ctl_event(events, c->o.clock, COMPONENT, "CronJob", ns, cj, uid, "Normal", "SuccessfulDelete", msg);
     }
     /* a Job that exists already was made for this schedule time; one gone is gone */
     if (e < 0 && e != -ENOENT && e != -EEXIST) {
-        o->retry = true;
         log_debug(LOG, "%s %s: %s", a->method, a->path, strerror(-e));
+        return true;
     }
+    return false;
 }
 
-static int64_t step(void *ud) {
-    struct kite_cronjobs *c = ud;
-    for (;;) {
-        pthread_mutex_lock(&c->lock);
-        char *key = kite_wq_pop_due(&c->q, kite_now_mono(c->o.clock));
-        if (!key) {
-            int64_t next = kite_wq_next(&c->q, kite_now_mono(c->o.clock));
-            pthread_mutex_unlock(&c->lock);
-            return next;
-        }
-        struct kite_ctl_acts acts = {0};
-        int64_t next_ns = -1;
-        sync(c, key, &acts, &next_ns);
-        if (next_ns >= 0) enqueue_at(c, key, next_ns);
-        pthread_mutex_unlock(&c->lock);
-        struct outcome o = {.c = c};
-        kite_ctl_acts_run(c->o.client, &acts, heard, &o);
-        kite_ctl_acts_run(c->o.client, &o.events, NULL, NULL);
-        kite_ctl_acts_release(&acts);
-        kite_ctl_acts_release(&o.events);
-        pthread_mutex_lock(&c->lock);
-        if (o.retry) kite_wq_add_backoff(&c->q, key, kite_now_mono(c->o.clock));
-        else kite_wq_forget(&c->q, key);
-        pthread_mutex_unlock(&c->lock);
-        free(key);
-    }
-}
-
-static bool pending(void *ud) {
-    struct kite_cronjobs *c = ud;
-    pthread_mutex_lock(&c->lock);
-    bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
-    pthread_mutex_unlock(&c->lock);
-    return due;
-}
+static int64_t step(void *ud) { return kite_ctl_keyed_step(&((struct kite_cronjobs *)ud)->k); }
+static bool pending(void *ud) { return kite_ctl_keyed_pending(&((struct kite_cronjobs *)ud)->k); }
 
 static void free_core(void *ud) {
     struct kite_cronjobs *c = ud;
@@ -333,6 +300,8 @@ int kite_cjctl_run(struct kite_ctl_group *g) {
     if (!c->o.clock) c->o.clock = kite_clock_real();
     c->q.backoff_max_ns = KITE_CJ_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
+    c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .client = c->o.client, .ud = c,
+                                   .plan = plan, .heard = heard};
     static const struct kite_ctl_feed feeds[] = {
         {.path = "/apis/batch/v1/cronjobs", .upsert = cj_add, .del = cj_del},
         {.path = "/apis/batch/v1/jobs", .upsert = job_add, .del = job_del},

@@ -11,13 +11,13 @@
 #include "controllers/controllers.h"
 #include "controllers/ctlutil.h"
 #include "controllers/loop.h"
+#include "controllers/workqueue.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define COMPONENT "daemonset-controller"
-#define IDLE_NS (300 * KITE_NS_PER_SEC)
 #define HASH_LABEL "controller-revision-hash"
 
 /* ---- eligibility (pkg/controller/daemon/util, component-helpers nodeaffinity) ---- */
@@ -191,7 +191,6 @@ static void names_release(struct names *s) {
 
 struct dstate {
     json_object *ds;      /* own copy; NULL: gone */
-    int64_t due;          /* mono ns; -1 not queued */
     struct names created; /* node names a pod was created for, not yet seen */
     int64_t created_at;
 };
@@ -200,14 +199,20 @@ struct kite_dsctl {
     struct kite_dsctl_options o;
     pthread_mutex_t lock;
     struct kite_map sets, nodes, pods; /* "ns/name" -> dstate; name -> node copy; "ns/name" -> pod copy */
-    bool kicked;
+    struct kite_wq q;                  /* the DaemonSets' keys */
+    struct kite_ctl_keyed k;
 };
+
+static bool work(void *ud, const char *key, int64_t *again_ns);
 
 struct kite_dsctl *kite_dsctl_new(const struct kite_dsctl_options *o) {
     struct kite_dsctl *c = kite_calloc(1, sizeof *c);
     c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
     pthread_mutex_init(&c->lock, NULL);
+    c->q.backoff_base_ns = KITE_DS_RETRY_NS;
+    c->q.backoff_max_ns = KITE_DS_RETRY_MAX_NS;
+    c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .ud = c, .work = work};
     return c;
 }
 
@@ -227,21 +232,17 @@ void kite_dsctl_free(struct kite_dsctl *c) {
     kite_map_release(&c->sets);
     kite_map_release(&c->nodes);
     kite_map_release(&c->pods);
+    kite_wq_release(&c->q);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
-static void queue(struct kite_dsctl *c, struct dstate *s, int64_t in_ns) {
-    int64_t at = kite_now_mono(c->o.clock) + KITE_MAX(in_ns, 0);
-    if (s->due < 0 || at < s->due) s->due = at;
-    c->kicked = true;
-}
+static void queue(struct kite_dsctl *c, const char *key) { kite_ctl_keyed_add(&c->k, key, 0); }
 
 static struct dstate *state(struct kite_dsctl *c, const char *key) {
     struct dstate *s = kite_map_get(&c->sets, key);
     if (!s) {
         s = kite_calloc(1, sizeof *s);
-        s->due = -1;
         kite_map_put(&c->sets, key, s);
     }
     return s;
@@ -265,7 +266,7 @@ void kite_dsctl_ds_upsert(struct kite_dsctl *c, json_object *ds) {
     struct dstate *s = state(c, key);
     json_object_put(s->ds);
     s->ds = copy(ds);
-    queue(c, s, 0);
+    queue(c, key);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -275,13 +276,14 @@ void kite_dsctl_ds_delete(struct kite_dsctl *c, json_object *ds) {
     pthread_mutex_lock(&c->lock);
     struct dstate *s = kite_map_get(&c->sets, key);
     if (s) dstate_free(kite_map_del(&c->sets, key)); /* its pods are the garbage collector's */
+    kite_wq_forget(&c->q, key);
     pthread_mutex_unlock(&c->lock);
 }
 
 static void all_sets(struct kite_dsctl *c) {
     const char *k;
     void *v;
-    for (size_t it = 0; kite_map_next(&c->sets, &it, &k, &v);) queue(c, v, 0);
+    for (size_t it = 0; kite_map_next(&c->sets, &it, &k, &v);) queue(c, k);
 }
 
 static void node_changed(struct kite_dsctl *c, json_object *node, bool gone) {
@@ -300,19 +302,13 @@ static void pod_changed(struct kite_dsctl *c, json_object *pod, bool gone) {
     if (!owner || !key) return; /* not a daemon pod */
     pthread_mutex_lock(&c->lock);
     json_object_put(gone ? kite_map_del(&c->pods, key) : kite_map_put(&c->pods, key, copy(pod)));
-    struct dstate *s = kite_map_get(&c->sets, owner);
-    if (s) queue(c, s, 0);
+    if (kite_map_get(&c->sets, owner)) queue(c, owner);
     pthread_mutex_unlock(&c->lock);
 }
 void kite_dsctl_pod_upsert(struct kite_dsctl *c, json_object *pod) { pod_changed(c, pod, false); }
 void kite_dsctl_pod_delete(struct kite_dsctl *c, json_object *pod) { pod_changed(c, pod, true); }
 
-bool kite_dsctl_pending(struct kite_dsctl *c) {
-    pthread_mutex_lock(&c->lock);
-    bool k = c->kicked;
-    pthread_mutex_unlock(&c->lock);
-    return k;
-}
+bool kite_dsctl_pending(struct kite_dsctl *c) { return kite_ctl_keyed_pending(&c->k); }
 
 /* ---- one daemon set's sync (syncDaemonSet, manage, rollingUpdate, updateDaemonSetStatus) ---- */
 
@@ -323,6 +319,7 @@ struct sync {
     size_t nnodes, npods;
     struct names created; /* in: awaited; out: to await */
     int64_t now, requeue;
+    bool failed; /* a request failed: the set is synced again after its back-off */
     struct kite_ctl_acts events;
 };
 
@@ -439,7 +436,7 @@ static void sync_ds(struct sync *s) {
             if (kite_streq(kite_meta_str(s->nodes[j], "name"), node)) n = &pn[j];
         if (!n || deleting(p)) continue; /* a pod of a node gone is the pod GC's */
         if (n->n < KITE_ARRAY_SIZE(n->pods)) n->pods[n->n++] = p;
-        else if (delete_pod(s, p) < 0) s->requeue = KITE_DS_RETRY_NS;
+        else if (delete_pod(s, p) < 0) s->failed = true;
     }
     int64_t desired = 0, current = 0, misscheduled = 0, nready = 0, navailable = 0, updated = 0, unavailable_now = 0;
     int64_t min_ready = 0;
@@ -451,7 +448,7 @@ static void sync_ds(struct sync *s) {
         if (!n->stay) { /* its pods may not stay: they go */
             if (n->n) misscheduled++;
             for (size_t j = 0; j < n->n; j++)
-                if (delete_pod(s, n->pods[j]) < 0) s->requeue = KITE_DS_RETRY_NS;
+                if (delete_pod(s, n->pods[j]) < 0) s->failed = true;
             n->n = 0;
             continue;
         }
@@ -459,7 +456,7 @@ static void sync_ds(struct sync *s) {
         size_t keep = 0;
         for (size_t j = 0; j < n->n; j++) {
             if (kite_streq(phase(n->pods[j]), "Failed")) {
-                if (delete_pod(s, n->pods[j]) < 0) s->requeue = KITE_DS_RETRY_NS;
+                if (delete_pod(s, n->pods[j]) < 0) s->failed = true;
                 ndeletes++;
             } else {
                 n->pods[keep++] = n->pods[j];
@@ -467,9 +464,9 @@ static void sync_ds(struct sync *s) {
         }
         n->n = keep;
         for (; n->n > 1; n->n--) /* one per node: the extras go */
-            if (delete_pod(s, n->pods[n->n - 1]) < 0) s->requeue = KITE_DS_RETRY_NS;
+            if (delete_pod(s, n->pods[n->n - 1]) < 0) s->failed = true;
         if (!n->n && n->run && !names_has(&s->created, name) && create_pod(s, name, hash) < 0)
-            s->requeue = KITE_DS_RETRY_NS;
+            s->failed = true;
         bool scheduled = n->n || names_has(&s->created, name);
         if (!n->run) { /* may stay, is not wanted (a NoSchedule taint came) */
             if (scheduled) misscheduled++;
@@ -507,7 +504,7 @@ static void sync_ds(struct sync *s) {
                 if (pass == 0 && avail) continue;
                 if (pass == 1 && (!avail || budget <= 0)) continue;
                 if (delete_pod(s, p) < 0) {
-                    s->requeue = KITE_DS_RETRY_NS;
+                    s->failed = true;
                     continue;
                 }
                 n->n = 0;
@@ -530,7 +527,7 @@ static void sync_ds(struct sync *s) {
         kite_obj_set(body, "status", json_object_get(st));
         _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/daemonsets/%s/status",
                                                   kite_meta_str(s->ds, "namespace"), kite_meta_str(s->ds, "name"));
-        if (kite_client_json(s->c->o.client, "PUT", path, NULL, body, NULL, NULL) < 0) s->requeue = KITE_DS_RETRY_NS;
+        if (kite_client_json(s->c->o.client, "PUT", path, NULL, body, NULL, NULL) < 0) s->failed = true;
         json_object_put(body);
     }
     json_object_put(st);
@@ -577,48 +574,37 @@ static void sync_release(struct sync *s) {
     kite_ctl_acts_release(&s->events);
 }
 
-int64_t kite_dsctl_step(struct kite_dsctl *c) {
+/* One DaemonSet's pass (the keyed runner's work): what it needs taken under the lock, its
+ * requests made without it, the nodes it awaits pods on kept under the lock again. */
+static bool work(void *ud, const char *key, int64_t *again_ns) {
+    struct kite_dsctl *c = ud;
+    struct sync s;
     pthread_mutex_lock(&c->lock);
-    c->kicked = false;
-    int64_t now = kite_now_mono(c->o.clock), next = IDLE_NS;
-    struct names due = {0};
-    const char *k;
-    void *v;
-    for (size_t it = 0; kite_map_next(&c->sets, &it, &k, &v);) {
-        struct dstate *ds = v;
-        if (ds->due < 0) continue;
-        if (ds->due <= now) names_add(&due, k);
-        else next = KITE_MIN(next, ds->due - now);
+    struct dstate *ds = kite_map_get(&c->sets, key);
+    if (!ds || !ds->ds) {
+        pthread_mutex_unlock(&c->lock);
+        return false;
     }
+    snapshot(c, key, ds, &s);
     pthread_mutex_unlock(&c->lock);
-    for (size_t i = 0; i < due.n; i++) {
-        struct sync s;
-        pthread_mutex_lock(&c->lock);
-        struct dstate *ds = kite_map_get(&c->sets, due.v[i]);
-        if (!ds || !ds->ds || ds->due < 0 || ds->due > now) {
-            pthread_mutex_unlock(&c->lock);
-            continue;
-        }
-        ds->due = -1;
-        snapshot(c, due.v[i], ds, &s);
-        pthread_mutex_unlock(&c->lock);
-        if (!deleting(s.ds)) sync_ds(&s);
-        kite_ctl_acts_run(c->o.client, &s.events, NULL, NULL);
-        pthread_mutex_lock(&c->lock);
-        ds = kite_map_get(&c->sets, due.v[i]);
-        if (ds) {
-            if (s.created.n > ds->created.n) ds->created_at = kite_now_mono(c->o.clock);
-            names_release(&ds->created);
-            ds->created = s.created;
-            s.created = (struct names){0};
-            if (s.requeue >= 0) queue(c, ds, s.requeue);
-        }
-        pthread_mutex_unlock(&c->lock);
-        sync_release(&s);
+    if (!deleting(s.ds)) sync_ds(&s);
+    kite_ctl_acts_run(c->o.client, &s.events, NULL, NULL);
+    pthread_mutex_lock(&c->lock);
+    ds = kite_map_get(&c->sets, key);
+    if (ds) {
+        if (s.created.n > ds->created.n) ds->created_at = kite_now_mono(c->o.clock);
+        names_release(&ds->created);
+        ds->created = s.created;
+        s.created = (struct names){0};
+        *again_ns = s.requeue;
     }
-    names_release(&due);
-    return next;
+    bool failed = ds && s.failed; /* a set gone meanwhile is not tried again */
+    pthread_mutex_unlock(&c->lock);
+    sync_release(&s);
+    return failed;
 }
+
+int64_t kite_dsctl_step(struct kite_dsctl *c) { return kite_ctl_keyed_step(&c->k); }
 
 /* ---- on the framework: DaemonSets, nodes and pods feed it ---- */
 KITE_CTL_FEED(kite_dsctl_ds_upsert, struct kite_dsctl)

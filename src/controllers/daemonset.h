@@ -12,7 +12,8 @@
 #include "base/clock.h"
 #include "client/client.h"
 
-#define KITE_DS_RETRY_NS KITE_NS_PER_SEC               /* a failed request: synced again after this */
+#define KITE_DS_RETRY_NS KITE_NS_PER_SEC               /* a failed request: synced again after this, */
+#define KITE_DS_RETRY_MAX_NS (10 * KITE_NS_PER_SEC)    /* doubling per failure to this */
 #define KITE_DS_EXPECT_NS (300 * KITE_NS_PER_SEC)      /* a created pod not seen after this is forgotten */
 #define KITE_DS_FAILED_BACKOFF_NS (10 * KITE_NS_PER_SEC) /* a failed daemon pod is replaced after this */
 

@@ -28,13 +28,22 @@ struct kite_deployctl {
     pthread_mutex_t lock;
     struct kite_wl_cache ds, rss, pods;
     struct kite_wq q;
+    struct kite_ctl_keyed k;
 };
+
+static void plan(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns);
+static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
+                  struct kite_ctl_acts *events);
 
 struct kite_deployctl *kite_deployctl_new(const struct kite_deployctl_options *o) {
     struct kite_deployctl *c = kite_calloc(1, sizeof *c);
     c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
     pthread_mutex_init(&c->lock, NULL);
+    c->q.backoff_base_ns = KITE_DEPLOYCTL_RETRY_NS;
+    c->q.backoff_max_ns = KITE_DEPLOYCTL_RETRY_MAX_NS;
+    c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .client = c->o.client, .ud = c,
+                                   .plan = plan, .heard = heard};
     return c;
 }
 
@@ -716,35 +725,35 @@ static void sync(struct kite_deployctl *c, const char *key, struct plan *p, int6
     free(all);
 }
 
-struct outcome {
-    struct kite_deployctl *c;
-    const char *key;
-    bool retry;
-};
+static void plan(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns) {
+    struct plan p = {0};
+    sync(ud, key, &p, again_ns);
+    *acts = p.acts, *events = p.events;
+}
 
 /* A ReplicaSet of that name that is not this template's (a hash collision): the Deployment's
  * status.collisionCount goes up, and the next hash differs (upstream's getNewReplicaSet). */
-static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *answer) {
-    struct outcome *o = ud;
-    if (e == 0 || e == -ENOENT) return;
-    o->retry = true;
+static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
+                  struct kite_ctl_acts *events) {
+    struct kite_deployctl *c = ud;
+    if (e == 0 || e == -ENOENT) return false;
     if (a->kind != ACT_CREATE_RS || e != -EEXIST) {
         log_debug(LOG, "%s %s: %s", a->method, a->path, strerror(-e));
-        return;
+        return true;
     }
     _cleanup_free_ char *path = kite_asprintf("%s/%s", a->path, kite_meta_str(a->body, "name"));
     json_object *cur = NULL, *d = NULL;
-    if (kite_client_json(o->c->o.client, "GET", path, NULL, NULL, NULL, &cur) == 0) {
+    if (kite_client_json(c->o.client, "GET", path, NULL, NULL, NULL, &cur) == 0) {
         json_object *ref = kite_wl_controller_ref(cur);
         json_object *owner = kite_wl_controller_ref(a->body);
         bool ours = ref && kite_streq(kite_obj_str(ref, "uid"), kite_obj_str(owner, "uid")) &&
                     same_template(kite_obj_get(kite_obj_get(cur, "spec"), "template"),
                                   kite_obj_get(kite_obj_get(a->body, "spec"), "template"));
         if (!ours) {
-            pthread_mutex_lock(&o->c->lock);
-            json_object *cd = kite_wl_cache_get(&o->c->ds, o->key);
+            pthread_mutex_lock(&c->lock);
+            json_object *cd = kite_wl_cache_get(&c->ds, key);
             if (cd) json_object_deep_copy(cd, &d, NULL);
-            pthread_mutex_unlock(&o->c->lock);
+            pthread_mutex_unlock(&c->lock);
         }
     }
     if (d) {
@@ -754,47 +763,16 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
         kite_obj_set(patch, "status", st);
         _cleanup_free_ char *dpath = kite_asprintf("/apis/apps/v1/namespaces/%s/deployments/%s/status", kite_meta_str(d, "namespace"),
                                                    kite_meta_str(d, "name"));
-        kite_client_json(o->c->o.client, "PATCH", dpath, "application/merge-patch+json", patch, NULL, NULL);
+        kite_client_json(c->o.client, "PATCH", dpath, "application/merge-patch+json", patch, NULL, NULL);
         json_object_put(patch);
         json_object_put(d);
     }
     json_object_put(cur);
+    return true;
 }
 
-int64_t kite_deployctl_step(struct kite_deployctl *c) {
-    for (;;) {
-        pthread_mutex_lock(&c->lock);
-        char *key = kite_wq_pop_due(&c->q, kite_now_mono(c->o.clock));
-        if (!key) {
-            int64_t next = kite_wq_next(&c->q, kite_now_mono(c->o.clock));
-            pthread_mutex_unlock(&c->lock);
-            return next;
-        }
-        struct plan p = {0};
-        int64_t next_ns = -1;
-        sync(c, key, &p, &next_ns);
-        if (next_ns >= 0) kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + next_ns);
-        pthread_mutex_unlock(&c->lock);
-        struct outcome o = {.c = c, .key = key};
-        kite_ctl_acts_run(c->o.client, &p.acts, heard, &o);
-        kite_ctl_acts_run(c->o.client, &p.events, NULL, NULL);
-        kite_ctl_acts_release(&p.acts);
-        kite_ctl_acts_release(&p.events);
-        if (o.retry) {
-            pthread_mutex_lock(&c->lock);
-            kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + KITE_DEPLOYCTL_RETRY_NS);
-            pthread_mutex_unlock(&c->lock);
-        }
-        free(key);
-    }
-}
-
-bool kite_deployctl_pending(struct kite_deployctl *c) {
-    pthread_mutex_lock(&c->lock);
-    bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
-    pthread_mutex_unlock(&c->lock);
-    return due;
-}
+int64_t kite_deployctl_step(struct kite_deployctl *c) { return kite_ctl_keyed_step(&c->k); }
+bool kite_deployctl_pending(struct kite_deployctl *c) { return kite_ctl_keyed_pending(&c->k); }
 
 /* ---- on the framework: Deployments, ReplicaSets and pods feed it ---- */
 KITE_CTL_FEED(kite_deployctl_deployment_upsert, struct kite_deployctl)

@@ -14,7 +14,8 @@
 #include "base/clock.h"
 #include "client/client.h"
 
-#define KITE_DEPLOYCTL_RETRY_NS (1 * KITE_NS_PER_SEC)
+#define KITE_DEPLOYCTL_RETRY_NS (1 * KITE_NS_PER_SEC)      /* a failed pass: looked at again after this, */
+#define KITE_DEPLOYCTL_RETRY_MAX_NS (10 * KITE_NS_PER_SEC) /* doubling per failure to this */
 
 struct kite_deployctl_options {
     struct kite_client *client; /* borrowed */

@@ -117,6 +117,79 @@ void kite_ctl_group_free(struct kite_ctl_group *g) {
     free(g);
 }
 
+/* ---- the keyed runner ---- */
+
+void kite_ctl_keyed_add(const struct kite_ctl_keyed *k, const char *key, int64_t in_ns) {
+    kite_wq_add(k->wq, key, kite_now_mono(k->clock) + KITE_MAX(in_ns, (int64_t)0));
+}
+
+bool kite_ctl_keyed_pending(const struct kite_ctl_keyed *k) {
+    pthread_mutex_lock(k->lock);
+    bool due = kite_wq_due(k->wq, kite_now_mono(k->clock));
+    pthread_mutex_unlock(k->lock);
+    return due;
+}
+
+struct outcome {
+    const struct kite_ctl_keyed *k;
+    const char *key;
+    struct kite_ctl_acts events;
+    bool failed;
+};
+
+static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *answer) {
+    struct outcome *o = ud;
+    bool failed = o->k->heard ? o->k->heard(o->k->ud, o->key, a, e, answer, &o->events) : e < 0 && e != -ENOENT && e != -EEXIST;
+    o->failed |= failed;
+}
+
+/* The plan form's work: plan under the lock, the requests and events without it. */
+static bool plan_and_act(const struct kite_ctl_keyed *k, const char *key, int64_t *again_ns) {
+    struct kite_ctl_acts acts = {0};
+    struct outcome o = {.k = k, .key = key};
+    pthread_mutex_lock(k->lock);
+    k->plan(k->ud, key, &acts, &o.events, again_ns);
+    pthread_mutex_unlock(k->lock);
+    kite_ctl_acts_run(k->client, &acts, heard, &o);
+    kite_ctl_acts_run(k->client, &o.events, NULL, NULL);
+    kite_ctl_acts_release(&acts);
+    kite_ctl_acts_release(&o.events);
+    return o.failed;
+}
+
+int64_t kite_ctl_keyed_step(const struct kite_ctl_keyed *k) {
+    struct kite_map done = {0}; /* the keys worked on in this step */
+    int64_t next;
+    for (;;) {
+        pthread_mutex_lock(k->lock);
+        char *key = kite_wq_pop_due(k->wq, kite_now_mono(k->clock));
+        if (key && kite_map_get(&done, key)) {
+            /* due again at once: the next step runs it (the runner's loop sees it pending) */
+            kite_wq_add(k->wq, key, kite_now_mono(k->clock));
+            free(key);
+            key = NULL;
+        }
+        if (!key) {
+            next = kite_wq_next(k->wq, kite_now_mono(k->clock));
+            pthread_mutex_unlock(k->lock);
+            break;
+        }
+        pthread_mutex_unlock(k->lock);
+        kite_map_put(&done, key, (void *)1);
+        int64_t again = -1;
+        bool failed = k->work ? k->work(k->ud, key, &again) : plan_and_act(k, key, &again);
+        pthread_mutex_lock(k->lock);
+        int64_t now = kite_now_mono(k->clock);
+        if (failed) kite_wq_add_backoff(k->wq, key, now);
+        else kite_wq_forget(k->wq, key);
+        if (again >= 0) kite_wq_add(k->wq, key, now + again);
+        pthread_mutex_unlock(k->lock);
+        free(key);
+    }
+    kite_map_release(&done);
+    return next;
+}
+
 /* ---- reconcilers ---- */
 
 struct kite_ctl_reconcile {
@@ -179,10 +252,15 @@ static void primary_synced(void *core, uintptr_t tag) {
 
 static bool rec_pending(void *core) {
     struct kite_ctl_reconcile *q = core;
-    pthread_mutex_lock(&q->mu);
-    bool due = kite_wq_due(&q->wq, kite_now_mono(q->clock));
-    pthread_mutex_unlock(&q->mu);
-    return due;
+    struct kite_ctl_keyed k = {.lock = &q->mu, .wq = &q->wq, .clock = q->clock};
+    return kite_ctl_keyed_pending(&k);
+}
+
+static bool rec_work(void *core, const char *key, int64_t *again_ns) {
+    struct kite_ctl_reconcile *q = core;
+    int64_t r = q->r.sync(q->r.ud, key, kite_informer_get(q->inf, key));
+    if (r > 0) *again_ns = r;
+    return r < 0;
 }
 
 static int64_t rec_step(void *core) {
@@ -192,26 +270,10 @@ static int64_t rec_step(void *core) {
         enqueue_all(q);
         q->next_resync = now + q->r.resync_ns;
     }
-    for (;;) {
-        pthread_mutex_lock(&q->mu);
-        char *key = kite_wq_pop_due(&q->wq, kite_now_mono(q->clock));
-        pthread_mutex_unlock(&q->mu);
-        if (!key) break;
-        int64_t r = q->r.sync(q->r.ud, key, kite_informer_get(q->inf, key));
-        pthread_mutex_lock(&q->mu);
-        now = kite_now_mono(q->clock);
-        if (r < 0) kite_wq_add_backoff(&q->wq, key, now);
-        else kite_wq_forget(&q->wq, key);
-        if (r > 0) kite_wq_add(&q->wq, key, now + r);
-        pthread_mutex_unlock(&q->mu);
-        free(key);
-    }
-    pthread_mutex_lock(&q->mu);
-    now = kite_now_mono(q->clock);
-    int64_t next = kite_wq_next(&q->wq, now);
-    pthread_mutex_unlock(&q->mu);
+    struct kite_ctl_keyed k = {.lock = &q->mu, .wq = &q->wq, .clock = q->clock, .ud = q, .work = rec_work};
+    int64_t next = kite_ctl_keyed_step(&k);
     if (q->r.resync_ns > 0) {
-        int64_t to_resync = KITE_MAX(q->next_resync - now, (int64_t)0);
+        int64_t to_resync = KITE_MAX(q->next_resync - kite_now_mono(q->clock), (int64_t)0);
         if (next < 0 || to_resync < next) next = to_resync;
     }
     return next;

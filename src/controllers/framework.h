@@ -17,6 +17,10 @@
 #include "base/clock.h"
 #include "client/client.h"
 #include "client/factory.h"
+#include "controllers/ctlutil.h"
+#include "controllers/workqueue.h"
+
+#include <pthread.h>
 
 #define KITE_CTL_MAX_FEEDS 20 /* collections one controller watches */
 
@@ -71,6 +75,36 @@ size_t kite_ctl_group_count(const struct kite_ctl_group *g);
     static int64_t prefix##_step_core(void *core) { return prefix##_step((type *)core); }   \
     static bool prefix##_pending_core(void *core) { return prefix##_pending((type *)core); } \
     static void prefix##_free_core(void *core) { prefix##_free((type *)core); }
+
+/* ---- the keyed runner: one step over a controller's own work queue ---- */
+/* A controller that keeps its own caches (fed by its feeds) and a keyed work queue under its
+ * own lock steps with kite_ctl_keyed_step: each key due is popped under the lock and worked on,
+ * then forgotten (a success) or queued again after its own back-off (a failure: wq's
+ * backoff_base_ns doubling to backoff_max_ns); a key added again while it was worked on runs
+ * once more after. The work is either
+ *  - work (the whole of it, called without the lock: it locks what it reads), or
+ *  - plan, called under the lock: the requests key needs (acts, made in order once the lock is
+ *    dropped, each answer told to heard, also without the lock) and the events to post after
+ *    them; heard returns true when the answer fails the key (NULL: any error but -ENOENT and
+ *    -EEXIST does).
+ * *again_ns >= 0 (both forms; it starts at -1) queues the key again that much later. Each key
+ * runs at most once per step: one due again at once ends the step with 0. */
+struct kite_ctl_keyed {
+    pthread_mutex_t *lock;    /* guards wq (and what plan reads) */
+    struct kite_wq *wq;
+    struct kite_clock *clock;
+    struct kite_client *client; /* the requests' (plan) */
+    void *ud;
+    bool (*work)(void *ud, const char *key, int64_t *again_ns); /* true: the key failed */
+    void (*plan)(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns);
+    bool (*heard)(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
+                  struct kite_ctl_acts *events);
+};
+/* ns until the next key is due (0: one is due now), or -1 when the queue is empty. */
+int64_t kite_ctl_keyed_step(const struct kite_ctl_keyed *k);
+bool kite_ctl_keyed_pending(const struct kite_ctl_keyed *k);
+/* Queues key in_ns from now (the caller holds k->lock). */
+void kite_ctl_keyed_add(const struct kite_ctl_keyed *k, const char *key, int64_t in_ns);
 
 /* ---- reconcilers: a keyed work queue over one collection ---- */
 #define KITE_CTL_RECONCILE_BACKOFF_BASE_NS KITE_NS_PER_SEC

@@ -12,13 +12,13 @@
 #include "controllers/controllers.h"
 #include "controllers/ctlutil.h"
 #include "controllers/loop.h"
+#include "controllers/workqueue.h"
 
 #include <pthread.h>
 #include <stdio.h>
 
 #define LOG "job-controller"
 #define COMPONENT "job-controller"
-#define IDLE_NS (300 * KITE_NS_PER_SEC)
 #define UID_LABEL "batch.kubernetes.io/controller-uid"
 
 struct names {
@@ -28,7 +28,6 @@ struct names {
 
 struct jstate {
     json_object *job; /* own copy; NULL: not known (its pods are orphans once jobs are synced) */
-    int64_t due;      /* mono ns it is synced at; -1: not queued */
     struct names created; /* pods created, not yet seen */
     int64_t created_at;
     struct names deleted; /* pods deleted, not yet seen going */
@@ -42,8 +41,12 @@ struct kite_jobctl {
     pthread_mutex_t lock;
     struct kite_map jobs; /* "ns/name" -> struct jstate */
     struct kite_map pods; /* "ns/name" -> own copy */
-    bool jobs_synced, kicked;
+    struct kite_wq q;     /* the Jobs' keys */
+    struct kite_ctl_keyed k;
+    bool jobs_synced;
 };
+
+static bool work(void *ud, const char *key, int64_t *again_ns);
 
 static void names_add(struct names *s, const char *n) {
     s->v = kite_realloc(s->v, (s->n + 1) * sizeof *s->v);
@@ -65,6 +68,9 @@ struct kite_jobctl *kite_jobctl_new(const struct kite_jobctl_options *o) {
     c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
     pthread_mutex_init(&c->lock, NULL);
+    c->q.backoff_base_ns = KITE_JOB_RETRY_NS;
+    c->q.backoff_max_ns = KITE_JOB_RETRY_MAX_NS;
+    c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .ud = c, .work = work};
     return c;
 }
 
@@ -84,6 +90,7 @@ void kite_jobctl_free(struct kite_jobctl *c) {
     for (size_t it = 0; kite_map_next(&c->pods, &it, &k, &v);) json_object_put(v);
     kite_map_release(&c->jobs);
     kite_map_release(&c->pods);
+    kite_wq_release(&c->q);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -98,17 +105,12 @@ static struct jstate *state(struct kite_jobctl *c, const char *key) {
     struct jstate *s = kite_map_get(&c->jobs, key);
     if (!s) {
         s = kite_calloc(1, sizeof *s);
-        s->due = -1;
         kite_map_put(&c->jobs, key, s);
     }
     return s;
 }
 
-static void queue(struct kite_jobctl *c, struct jstate *s, int64_t in_ns) {
-    int64_t at = kite_now_mono(c->o.clock) + KITE_MAX(in_ns, 0);
-    if (s->due < 0 || at < s->due) s->due = at;
-    c->kicked = true;
-}
+static void queue(struct kite_jobctl *c, const char *key) { kite_ctl_keyed_add(&c->k, key, 0); }
 
 /* The Job a pod belongs to: its controller reference of kind Job ("ns/name"; malloc'ed). */
 static char *owner_key(json_object *pod) {
@@ -130,7 +132,7 @@ void kite_jobctl_job_upsert(struct kite_jobctl *c, json_object *job) {
     struct jstate *s = state(c, key);
     json_object_put(s->job);
     s->job = copy(job);
-    queue(c, s, 0);
+    queue(c, key);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -140,7 +142,7 @@ void kite_jobctl_job_delete(struct kite_jobctl *c, json_object *job) {
     pthread_mutex_lock(&c->lock);
     struct jstate *s = state(c, key);
     json_object_put(TAKE_PTR(s->job));
-    queue(c, s, 0); /* its pods' finalizers go */
+    queue(c, key); /* its pods' finalizers go */
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -149,7 +151,10 @@ static void pod_changed(struct kite_jobctl *c, json_object *pod, bool gone) {
     if (!key) return;
     pthread_mutex_lock(&c->lock);
     json_object_put(gone ? kite_map_del(&c->pods, key) : kite_map_put(&c->pods, key, copy(pod)));
-    if (owner) queue(c, state(c, owner), 0);
+    if (owner) {
+        state(c, owner);
+        queue(c, owner);
+    }
     pthread_mutex_unlock(&c->lock);
 }
 void kite_jobctl_pod_upsert(struct kite_jobctl *c, json_object *pod) { pod_changed(c, pod, false); }
@@ -161,16 +166,11 @@ void kite_jobctl_jobs_synced(struct kite_jobctl *c) {
     const char *k;
     void *v;
     for (size_t it = 0; kite_map_next(&c->jobs, &it, &k, &v);)
-        if (!((struct jstate *)v)->job) queue(c, v, 0);
+        if (!((struct jstate *)v)->job) queue(c, k);
     pthread_mutex_unlock(&c->lock);
 }
 
-bool kite_jobctl_pending(struct kite_jobctl *c) {
-    pthread_mutex_lock(&c->lock);
-    bool k = c->kicked;
-    pthread_mutex_unlock(&c->lock);
-    return k;
-}
+bool kite_jobctl_pending(struct kite_jobctl *c) { return kite_ctl_keyed_pending(&c->k); }
 
 int64_t kite_job_backoff_ns(int failures) {
     return failures <= 0 ? 0 : kite_backoff_exp(KITE_JOB_BACKOFF_NS, KITE_JOB_BACKOFF_MAX_NS, (unsigned)failures - 1);
@@ -188,6 +188,7 @@ struct sync {
     struct names created, deleted, finalized; /* in: as kept; out: as to keep */
     int failures;
     int64_t last_failure, now, requeue; /* requeue: ns, -1 none */
+    bool failed; /* a request failed: the Job is synced again after its back-off */
     struct kite_ctl_acts events;
 };
 
@@ -395,7 +396,7 @@ static json_object *pod_by_uid(struct sync *s, const char *uid) {
 /* A Job gone or being deleted lets go of its pods (their finalizers). */
 static void release_pods(struct sync *s) {
     for (size_t i = 0; i < s->npods; i++)
-        if (has_finalizer(s->pods[i]) && remove_finalizer(s, s->pods[i]) < 0) s->requeue = KITE_JOB_RETRY_NS;
+        if (has_finalizer(s->pods[i]) && remove_finalizer(s, s->pods[i]) < 0) s->failed = true;
 }
 
 static int cmp_finish(const void *a, const void *b) {
@@ -441,7 +442,7 @@ static void count_finished(struct sync *s, json_object *status, bool success_end
         json_object *p = s->pods[i];
         if (!has_finalizer(p) || !(succeeded(p) || failed(p))) continue;
         if (remove_finalizer(s, p) < 0) {
-            s->requeue = KITE_JOB_RETRY_NS;
+            s->failed = true;
             continue;
         }
         kite_obj_set(kite_obj_meta(p), "finalizers", json_object_new_array()); /* as it now is */
@@ -471,7 +472,7 @@ static void sync_job(struct sync *s) {
     bool finished = status_cond(status, "Complete") || status_cond(status, "Failed");
     bool success_ending = status_cond(status, "SuccessCriteriaMet");
     if (record_finished(s, status, success_ending) < 0) {
-        s->requeue = KITE_JOB_RETRY_NS;
+        s->failed = true;
         goto out;
     }
     json_object_put(before);
@@ -546,7 +547,7 @@ static void sync_job(struct sync *s) {
     json_object *target = status_cond_obj(status, success_ending ? "SuccessCriteriaMet" : "FailureTarget");
     if (target && kite_streq(kite_obj_str(target, "status"), "True")) {
         for (size_t i = 0; i < nactive; i++)
-            if (delete_pod(s, active[i]) < 0) s->requeue = KITE_JOB_RETRY_NS;
+            if (delete_pod(s, active[i]) < 0) s->failed = true;
         nterminating += nactive;
         nactive = 0, ready = 0;
         bool left = nterminating > 0 || unseen > 0 || json_object_array_length(uncounted_list(status, "succeeded")) ||
@@ -573,7 +574,7 @@ static void sync_job(struct sync *s) {
         if (have > want) {
             for (size_t i = nactive; i-- > 0 && have > want;) {
                 if (delete_pod(s, active[i]) < 0) {
-                    s->requeue = KITE_JOB_RETRY_NS;
+                    s->failed = true;
                     break;
                 }
                 have--, nactive--;
@@ -585,7 +586,7 @@ static void sync_job(struct sync *s) {
             } else {
                 for (; have < want; have++)
                     if (create_pod(s) < 0) {
-                        s->requeue = KITE_JOB_RETRY_NS;
+                        s->failed = true;
                         break;
                     }
             }
@@ -604,7 +605,7 @@ write:
     /* the counters are written even when 0, as upstream's status carries them */
     if (!kite_obj_get(status, "succeeded")) kite_obj_set(status, "succeeded", json_object_new_int(0));
     if (!kite_obj_get(status, "failed")) kite_obj_set(status, "failed", json_object_new_int(0));
-    if (!kite_json_equal(status, before) && put_status(s, status) < 0) s->requeue = KITE_JOB_RETRY_NS;
+    if (!kite_json_equal(status, before) && put_status(s, status) < 0) s->failed = true;
 out:
     json_object_put(before);
     json_object_put(status);
@@ -673,57 +674,46 @@ static void sync_release(struct sync *s) {
     kite_ctl_acts_release(&s->events);
 }
 
-int64_t kite_jobctl_step(struct kite_jobctl *c) {
+/* One Job's pass (the keyed runner's work): what it needs taken under the lock, its requests
+ * made without it, what it awaits now kept under the lock again. */
+static bool work(void *ud, const char *key, int64_t *again_ns) {
+    struct kite_jobctl *c = ud;
+    struct sync s;
     pthread_mutex_lock(&c->lock);
-    c->kicked = false;
-    int64_t now = kite_now_mono(c->o.clock), next = IDLE_NS;
-    /* the keys due now */
-    struct names due = {0};
-    const char *k;
-    void *v;
-    for (size_t it = 0; kite_map_next(&c->jobs, &it, &k, &v);) {
-        struct jstate *js = v;
-        if (js->due < 0) continue;
-        if (js->due <= now) names_add(&due, k);
-        else next = KITE_MIN(next, js->due - now);
+    struct jstate *js = kite_map_get(&c->jobs, key);
+    if (!js) {
+        pthread_mutex_unlock(&c->lock);
+        return false;
     }
+    snapshot(c, key, js, &s);
     pthread_mutex_unlock(&c->lock);
-    for (size_t i = 0; i < due.n; i++) {
-        struct sync s;
-        pthread_mutex_lock(&c->lock);
-        struct jstate *js = kite_map_get(&c->jobs, due.v[i]);
-        if (!js || js->due < 0 || js->due > now) {
-            pthread_mutex_unlock(&c->lock);
-            continue;
-        }
-        js->due = -1;
-        snapshot(c, due.v[i], js, &s);
-        pthread_mutex_unlock(&c->lock);
-        sync_one(&s);
-        kite_ctl_acts_run(c->o.client, &s.events, NULL, NULL);
-        pthread_mutex_lock(&c->lock);
-        js = state(c, due.v[i]);
-        /* what it awaits now (the still-awaited and the newly created or deleted pods), the
-         * back-off record, and the Job as its last status write left it */
-        if (s.created.n > js->created.n) js->created_at = kite_now_mono(c->o.clock);
-        names_release(&js->created);
-        names_release(&js->deleted);
-        names_release(&js->finalized);
-        js->created = s.created, js->deleted = s.deleted, js->finalized = s.finalized;
-        s.created = s.deleted = s.finalized = (struct names){0};
-        js->failures = s.failures, js->last_failure = s.last_failure;
-        if (s.job && js->job && kite_ctl_rv(s.job) > kite_ctl_rv(js->job)) {
-            json_object_put(js->job);
-            js->job = json_object_get(s.job);
-        }
-        if (s.requeue >= 0) queue(c, js, s.requeue);
-        if (!js->job && !s.npods && js->due < 0) jstate_free(kite_map_del(&c->jobs, due.v[i]));
-        pthread_mutex_unlock(&c->lock);
-        sync_release(&s);
+    sync_one(&s);
+    kite_ctl_acts_run(c->o.client, &s.events, NULL, NULL);
+    pthread_mutex_lock(&c->lock);
+    js = state(c, key);
+    /* what it awaits now (the still-awaited and the newly created or deleted pods), the
+     * back-off record, and the Job as its last status write left it */
+    if (s.created.n > js->created.n) js->created_at = kite_now_mono(c->o.clock);
+    names_release(&js->created);
+    names_release(&js->deleted);
+    names_release(&js->finalized);
+    js->created = s.created, js->deleted = s.deleted, js->finalized = s.finalized;
+    s.created = s.deleted = s.finalized = (struct names){0};
+    js->failures = s.failures, js->last_failure = s.last_failure;
+    if (s.job && js->job && kite_ctl_rv(s.job) > kite_ctl_rv(js->job)) {
+        json_object_put(js->job);
+        js->job = json_object_get(s.job);
     }
-    names_release(&due);
-    return next;
+    *again_ns = s.requeue;
+    bool failed = s.failed;
+    if (!js->job && !s.npods && !failed && s.requeue < 0 && !kite_wq_queued(&c->q, key))
+        jstate_free(kite_map_del(&c->jobs, key));
+    pthread_mutex_unlock(&c->lock);
+    sync_release(&s);
+    return failed;
 }
+
+int64_t kite_jobctl_step(struct kite_jobctl *c) { return kite_ctl_keyed_step(&c->k); }
 
 /* ---- on the framework: Jobs and the pods they made feed it ---- */
 KITE_CTL_FEED(kite_jobctl_job_upsert, struct kite_jobctl)

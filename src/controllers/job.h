@@ -22,7 +22,8 @@
 #define KITE_JOB_TRACKING_FINALIZER "batch.kubernetes.io/job-tracking"
 #define KITE_JOB_BACKOFF_NS (10 * KITE_NS_PER_SEC)     /* DefaultJobPodFailureBackOff */
 #define KITE_JOB_BACKOFF_MAX_NS (360 * KITE_NS_PER_SEC) /* the documented cap: six minutes */
-#define KITE_JOB_RETRY_NS KITE_NS_PER_SEC               /* a failed request: synced again after this */
+#define KITE_JOB_RETRY_NS KITE_NS_PER_SEC               /* a failed request: synced again after this, */
+#define KITE_JOB_RETRY_MAX_NS (10 * KITE_NS_PER_SEC)    /* doubling per failure to this */
 #define KITE_JOB_EXPECT_NS (300 * KITE_NS_PER_SEC)      /* a created pod not seen after this is forgotten */
 
 struct kite_jobctl_options {
@@ -40,7 +41,7 @@ void kite_jobctl_pod_upsert(struct kite_jobctl *c, json_object *pod);
 void kite_jobctl_pod_delete(struct kite_jobctl *c, json_object *pod);
 /* The jobs list was delivered: a pod whose Job is not known is an orphan from now on. */
 void kite_jobctl_jobs_synced(struct kite_jobctl *c);
-/* Syncs the Jobs due now; returns ns until the next is due (an idle interval when none). */
+/* Syncs the Jobs due now; returns ns until the next is due (-1 when none). */
 int64_t kite_jobctl_step(struct kite_jobctl *c);
 bool kite_jobctl_pending(struct kite_jobctl *c);
 

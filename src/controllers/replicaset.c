@@ -32,7 +32,12 @@ struct kite_rsc {
     struct kite_wl_cache pods, rss;
     struct kite_map exp; /* rs key -> struct expect */
     struct kite_wq q;
+    struct kite_ctl_keyed k;
 };
+
+static void plan(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns);
+static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
+                  struct kite_ctl_acts *events);
 
 struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o) {
     struct kite_rsc *c = kite_calloc(1, sizeof *c);
@@ -41,6 +46,8 @@ struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o) {
     if (!c->o.kind) c->o.kind = &KITE_RSC_REPLICASET;
     c->q.backoff_max_ns = KITE_RSC_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
+    c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .client = c->o.client, .ud = c,
+                                   .plan = plan, .heard = heard};
     return c;
 }
 
@@ -386,17 +393,13 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
     }
 }
 
-struct outcome {
-    struct kite_rsc *c;
-    struct kite_ctl_acts events;
-    bool retry;
-};
+static void plan(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns) {
+    sync(ud, key, acts, again_ns);
+}
 
-/* The answer to one request: a failed create or delete will not be seen, so it is no longer
- * expected (upstream's CreationObserved / DeletionObserved on error). */
-static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *answer) {
-    struct outcome *o = ud;
-    struct kite_rsc *c = o->c;
+static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
+                  struct kite_ctl_acts *events) {
+    struct kite_rsc *c = ud;
     const char *slash = strchr(a->key, '/');
     const char *rs_ns = a->key, *rs_name = slash ? slash + 1 : a->key;
     _cleanup_free_ char *ns = kite_strndup(rs_ns, slash ? (size_t)(slash - rs_ns) : 0);
@@ -408,10 +411,10 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
         if (e < 0 && ex && ex->add > 0) ex->add--;
         if (e == 0) {
             _cleanup_free_ char *msg = kite_asprintf("Created pod: %s", kite_meta_str(answer, "name"));
-            kite_ctl_event(&o->events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Normal", "SuccessfulCreate", msg);
+            kite_ctl_event(events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Normal", "SuccessfulCreate", msg);
         } else {
             _cleanup_free_ char *msg = kite_asprintf("Error creating: %s", strerror(-e));
-            kite_ctl_event(&o->events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Warning", "FailedCreate", msg);
+            kite_ctl_event(events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Warning", "FailedCreate", msg);
         }
     } else if (a->kind == ACT_DELETE) {
         const char *pod = strrchr(a->path, '/') + 1;
@@ -421,49 +424,19 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
         }
         if (e == 0) {
             _cleanup_free_ char *msg = kite_asprintf("Deleted pod: %s", pod);
-            kite_ctl_event(&o->events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Normal", "SuccessfulDelete", msg);
+            kite_ctl_event(events, c->o.clock, c->o.kind->component, c->o.kind->kind, ns, rs_name, uid, "Normal", "SuccessfulDelete", msg);
         }
     }
     pthread_mutex_unlock(&c->lock);
     if (e < 0 && e != -ENOENT) {
-        o->retry = true;
         log_debug(LOG, "%s %s: %s", a->method, a->path, strerror(-e));
+        return true;
     }
+    return false;
 }
 
-int64_t kite_rsc_step(struct kite_rsc *c) {
-    for (;;) {
-        pthread_mutex_lock(&c->lock);
-        char *key = kite_wq_pop_due(&c->q, kite_now_mono(c->o.clock));
-        if (!key) {
-            int64_t next = kite_wq_next(&c->q, kite_now_mono(c->o.clock));
-            pthread_mutex_unlock(&c->lock);
-            return next;
-        }
-        struct kite_ctl_acts acts = {0};
-        int64_t next_ns = -1;
-        sync(c, key, &acts, &next_ns);
-        if (next_ns >= 0) kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + next_ns);
-        pthread_mutex_unlock(&c->lock);
-        struct outcome o = {.c = c};
-        kite_ctl_acts_run(c->o.client, &acts, heard, &o);
-        kite_ctl_acts_run(c->o.client, &o.events, NULL, NULL);
-        kite_ctl_acts_release(&acts);
-        kite_ctl_acts_release(&o.events);
-        pthread_mutex_lock(&c->lock);
-        if (o.retry) kite_wq_add_backoff(&c->q, key, kite_now_mono(c->o.clock));
-        else kite_wq_forget(&c->q, key);
-        pthread_mutex_unlock(&c->lock);
-        free(key);
-    }
-}
-
-bool kite_rsc_pending(struct kite_rsc *c) {
-    pthread_mutex_lock(&c->lock);
-    bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
-    pthread_mutex_unlock(&c->lock);
-    return due;
-}
+int64_t kite_rsc_step(struct kite_rsc *c) { return kite_ctl_keyed_step(&c->k); }
+bool kite_rsc_pending(struct kite_rsc *c) { return kite_ctl_keyed_pending(&c->k); }
 
 /* ---- on the framework: ReplicaSets and pods feed it ---- */
 KITE_CTL_FEED(kite_rsc_rs_upsert, struct kite_rsc)

@@ -23,6 +23,7 @@ struct kite_statefulsets {
     pthread_mutex_t lock;
     struct kite_wl_cache pods, sets;
     struct kite_wq q;
+    struct kite_ctl_keyed k;
 };
 
 static void enqueue(struct kite_statefulsets *c, const char *key) { kite_wq_add(&c->q, key, kite_now_mono(c->o.clock)); }
@@ -288,15 +289,13 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
     }
 }
 
-struct outcome {
-    struct kite_statefulsets *c;
-    struct kite_ctl_acts events;
-    bool retry;
-};
+static void plan(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns) {
+    sync(ud, key, acts, again_ns);
+}
 
-static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *answer) {
-    struct outcome *o = ud;
-    struct kite_statefulsets *c = o->c;
+static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
+                  struct kite_ctl_acts *events) {
+    struct kite_statefulsets *c = ud;
     const char *slash = strchr(a->key, '/');
     _cleanup_free_ char *ns = kite_strndup(a->key, slash ? (size_t)(slash - a->key) : 0);
     const char *set = slash ? slash + 1 : a->key;
@@ -306,57 +305,25 @@ static void heard(void *ud, const struct kite_ctl_act *a, int e, json_object *an
     pthread_mutex_unlock(&c->lock);
     if (a->kind == ACT_CREATE && e == 0) {
         _cleanup_free_ char *msg = kite_asprintf("create Pod %s in StatefulSet %s successful", kite_meta_str(answer, "name"), set);
-        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Normal", "SuccessfulCreate", msg);
+        kite_ctl_event(events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Normal", "SuccessfulCreate", msg);
     } else if (a->kind == ACT_CREATE && e != -EEXIST) {
         _cleanup_free_ char *msg = kite_asprintf("create Pod %s in StatefulSet %s failed error: %s",
                                                  kite_meta_str(a->body, "name"), set, strerror(-e));
-        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Warning", "FailedCreate", msg);
+        kite_ctl_event(events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Warning", "FailedCreate", msg);
     } else if (a->kind == ACT_DELETE && e == 0) {
         _cleanup_free_ char *msg = kite_asprintf("delete Pod %s in StatefulSet %s successful", strrchr(a->path, '/') + 1, set);
-        kite_ctl_event(&o->events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Normal", "SuccessfulDelete", msg);
+        kite_ctl_event(events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Normal", "SuccessfulDelete", msg);
     }
     /* a pod that exists already (a cache behind its create) or is gone already is no failure */
     if (e < 0 && e != -ENOENT && e != -EEXIST) {
-        o->retry = true;
         log_debug(LOG, "%s %s: %s", a->method, a->path, strerror(-e));
+        return true;
     }
+    return false;
 }
 
-static int64_t step(void *ud) {
-    struct kite_statefulsets *c = ud;
-    for (;;) {
-        pthread_mutex_lock(&c->lock);
-        char *key = kite_wq_pop_due(&c->q, kite_now_mono(c->o.clock));
-        if (!key) {
-            int64_t next = kite_wq_next(&c->q, kite_now_mono(c->o.clock));
-            pthread_mutex_unlock(&c->lock);
-            return next;
-        }
-        struct kite_ctl_acts acts = {0};
-        int64_t next_ns = -1;
-        sync(c, key, &acts, &next_ns);
-        if (next_ns >= 0) kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + next_ns);
-        pthread_mutex_unlock(&c->lock);
-        struct outcome o = {.c = c};
-        kite_ctl_acts_run(c->o.client, &acts, heard, &o);
-        kite_ctl_acts_run(c->o.client, &o.events, NULL, NULL);
-        kite_ctl_acts_release(&acts);
-        kite_ctl_acts_release(&o.events);
-        pthread_mutex_lock(&c->lock);
-        if (o.retry) kite_wq_add_backoff(&c->q, key, kite_now_mono(c->o.clock));
-        else kite_wq_forget(&c->q, key);
-        pthread_mutex_unlock(&c->lock);
-        free(key);
-    }
-}
-
-static bool pending(void *ud) {
-    struct kite_statefulsets *c = ud;
-    pthread_mutex_lock(&c->lock);
-    bool due = kite_wq_due(&c->q, kite_now_mono(c->o.clock));
-    pthread_mutex_unlock(&c->lock);
-    return due;
-}
+static int64_t step(void *ud) { return kite_ctl_keyed_step(&((struct kite_statefulsets *)ud)->k); }
+static bool pending(void *ud) { return kite_ctl_keyed_pending(&((struct kite_statefulsets *)ud)->k); }
 
 static void free_core(void *ud) {
     struct kite_statefulsets *c = ud;
@@ -373,6 +340,8 @@ int kite_stsctl_run(struct kite_ctl_group *g) {
     if (!c->o.clock) c->o.clock = kite_clock_real();
     c->q.backoff_max_ns = KITE_STS_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
+    c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .client = c->o.client, .ud = c,
+                                   .plan = plan, .heard = heard};
     static const struct kite_ctl_feed feeds[] = {
         {.path = "/apis/apps/v1/statefulsets", .upsert = set_add, .del = set_del},
         {.path = "/api/v1/pods", .upsert = pod_add, .del = pod_del},

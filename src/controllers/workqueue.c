@@ -40,6 +40,8 @@ int64_t kite_wq_next(const struct kite_wq *q, int64_t now) {
 
 bool kite_wq_due(const struct kite_wq *q, int64_t now) { return kite_wq_next(q, now) == 0; }
 
+bool kite_wq_queued(const struct kite_wq *q, const char *key) { return kite_map_get(&q->items, key) != NULL; }
+
 unsigned kite_wq_failures(const struct kite_wq *q, const char *key) {
     return (unsigned)(uintptr_t)kite_map_get(&q->failures, key);
 }

@@ -26,6 +26,8 @@ char *kite_wq_pop_due(struct kite_wq *q, int64_t now);
 /* ns from now to the next key's time (0 when one is due), or -1 when empty. */
 int64_t kite_wq_next(const struct kite_wq *q, int64_t now);
 bool kite_wq_due(const struct kite_wq *q, int64_t now);
+/* Whether key is queued. */
+bool kite_wq_queued(const struct kite_wq *q, const char *key);
 /* Queues key at now + its back-off (capped at backoff_max_ns), and counts the failure. */
 void kite_wq_add_backoff(struct kite_wq *q, const char *key, int64_t now);
 /* Clears key's failures: its next back-off is the base again. */

@@ -141,6 +141,11 @@ ssize_t kite_http_tunnel_read(struct kite_http_tunnel *t, void *buf, size_t n);
 /* > 0 bytes sent (of the front of buf), -EAGAIN (repeat with the same front bytes once
  * writable), -ECONNRESET / -EPIPE broken. */
 ssize_t kite_http_tunnel_write(struct kite_http_tunnel *t, const void *buf, size_t n);
+/* The same, where more says bytes follow at once (a WebSocket frame's header before its
+ * payload, libwslay's WSLAY_MSG_MORE): up to 32 such bytes are held and go in the TLS record of
+ * the next write, not in a record (and a send) of their own. Their count is returned at once;
+ * the next write's return counts its own bytes only. */
+ssize_t kite_http_tunnel_write_more(struct kite_http_tunnel *t, const void *buf, size_t n, bool more);
 /* Writes all of buf, waiting (poll) at most timeout_ms for the socket: 0, -ETIMEDOUT or -errno. */
 int kite_http_tunnel_write_all(struct kite_http_tunnel *t, const void *buf, size_t n, int timeout_ms);
 /* Shuts the socket down (both ways) from any thread: the owner's poll and reads see the end. */

@@ -18,6 +18,10 @@ struct kite_http_tunnel {
     char *pre;                /* input read before the hand-over, from pre_off */
     size_t pre_len, pre_off;
     size_t send_pending;      /* bytes of a write that returned -EAGAIN */
+    uint8_t stage[32];        /* bytes held for the next write's record (kite_http_tunnel_write_more) */
+    size_t stage_len;
+    char *combo;              /* that record: stage + the front of the next write */
+    size_t combo_len;
     struct tunnel_owner o;
 };
 
@@ -80,6 +84,28 @@ ssize_t kite_http_tunnel_write(struct kite_http_tunnel *t, const void *buf, size
     return k;
 }
 
+ssize_t kite_http_tunnel_write_more(struct kite_http_tunnel *t, const void *buf, size_t n, bool more) {
+    if (!t->send_pending && more && t->stage_len + n <= sizeof t->stage) {
+        memcpy(t->stage + t->stage_len, buf, n);
+        t->stage_len += n;
+        return (ssize_t)n;
+    }
+    if (!t->stage_len) return kite_http_tunnel_write(t, buf, n);
+    if (!t->send_pending) { /* (a repeat after -EAGAIN completes the record made before) */
+        if (!t->combo) t->combo = kite_malloc(TUNNEL_RECORD);
+        size_t take = KITE_MIN(n, TUNNEL_RECORD - t->stage_len);
+        memcpy(t->combo, t->stage, t->stage_len);
+        memcpy(t->combo + t->stage_len, buf, take);
+        t->combo_len = t->stage_len + take;
+    }
+    ssize_t k = kite_http_tunnel_write(t, t->combo, t->combo_len);
+    if (k < 0) return k;
+    /* a record is written whole: the held bytes went, and k - stage_len of buf's */
+    ssize_t own = k - (ssize_t)t->stage_len;
+    t->stage_len = 0;
+    return own;
+}
+
 int kite_http_tunnel_write_all(struct kite_http_tunnel *t, const void *buf, size_t n, int timeout_ms) {
     const char *p = buf;
     int64_t deadline = http_now_ns() + (int64_t)timeout_ms * KITE_NS_PER_MS;
@@ -104,6 +130,7 @@ void kite_http_tunnel_shutdown(struct kite_http_tunnel *t) { shutdown(t->fd, SHU
 void kite_http_tunnel_close(struct kite_http_tunnel *t) {
     if (!t) return;
     free(t->pre);
+    free(t->combo);
     t->o.release(t->o.owner);
     free(t);
 }

@@ -59,6 +59,10 @@ def test_bad_values_get_one_message_and_exit_2(tmp_path):
         (["agent", "--kubeconfig", "k", "--no-such-flag"], "kite agent: unknown flag --no-such-flag"),
         (["version", "--bogus"], "kite version: unknown flag --bogus"),
         (["apiserver", "--data-dir", d, "stray"], 'kite apiserver: unexpected argument "stray"'),
+        (["apiserver", "--data-dir", d, "--endpoint-reconciler-type", "master-count"],
+         'kite: --endpoint-reconciler-type: "master-count": kite has lease or none'),
+        (["apiserver", "--data-dir", d, "--endpoint-lease-ttl", "100ms"],
+         'kite apiserver: --endpoint-lease-ttl: "100ms" is not a duration of at least 1s'),
     ]
     for args, says in cases:
         p = kite(*args)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, free_port, node_name_of_machine, wait_for
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, KiteProcess, free_port, node_name_of_machine, pod_network_flags, wait_for
 
 ETCD = shutil.which("etcd")
 ETCDCTL = shutil.which("etcdctl")
@@ -278,6 +278,142 @@ def test_write_on_a_is_seen_by_a_watch_on_b(pair):
         api_b.close()
 
 
+SVCS = "/api/v1/namespaces/default/services"
+
+
+def svc(name, cluster_ip=None, node_port=False):
+    spec = {"ports": [{"port": 80, "protocol": "TCP"}], "type": "NodePort" if node_port else "ClusterIP"}
+    if cluster_ip:
+        spec["clusterIP"] = cluster_ip
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+
+
+def range_bits(etcd, key):
+    """The offsets set in the RangeAllocation at key (bit i of its big-endian data = the range's
+    i-th usable value), and its range."""
+    import base64
+    kv, _ = etcd_kv(etcd, key)
+    assert kv, f"{key} is not in etcd"
+    o = json.loads(base64.b64decode(kv["value"]))
+    assert o["kind"] == "RangeAllocation" and o["apiVersion"] == "v1", o
+    bits = bin(int.from_bytes(base64.b64decode(o.get("data") or ""), "big"))[2:][::-1]
+    return {i for i, c in enumerate(bits) if c == "1"}, o["range"]
+
+
+def ip_offset(ip):
+    """10.96.0.0/12's i-th usable address (the network address is not one) -> i."""
+    a = [int(x) for x in ip.split(".")]
+    return ((a[0] << 24 | a[1] << 16 | a[2] << 8 | a[3]) - (10 << 24 | 96 << 16)) - 1
+
+
+def create_services_concurrently(servers, prefix, per_server, node_port=False):
+    """per_server Services through each server at once (a thread per request batch of 10);
+    returns {name: spec} of every one created, asserting each got 201."""
+    out, errors, lock = {}, [], threading.Lock()
+
+    def worker(server, names):
+        api = server.api()
+        try:
+            for name in names:
+                r = api.post(SVCS, svc(name, node_port=node_port))
+                with lock:
+                    if r.status == 201:
+                        out[name] = r.json()["spec"]
+                    else:
+                        errors.append((name, r.status, r.body[:300]))
+        finally:
+            api.close()
+
+    threads = []
+    for si, server in enumerate(servers):
+        names = [f"{prefix}-{si}-{i}" for i in range(per_server)]
+        for k in range(0, per_server, 10):
+            threads.append(threading.Thread(target=worker, args=(server, names[k:k + 10])))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:5]
+    return out
+
+
+@pytest.mark.slow
+def test_two_apiservers_allocating_at_once_give_distinct_cluster_ips(etcd, pair):
+    """100 Services through A and 100 through B at the same time (20 clients): 200 distinct
+    cluster IPs, each marked in the shared RangeAllocation etcd holds; then 40 NodePort Services
+    the same way: distinct node ports, marked in theirs."""
+    a, b = pair
+    made = create_services_concurrently([a, b], "e2e-alloc", 100)
+    ips = [spec["clusterIP"] for spec in made.values()]
+    assert len(ips) == 200 and len(set(ips)) == 200, sorted(ips)
+    bits, rng = range_bits(etcd, "/registry/ranges/serviceips")
+    assert rng == "10.96.0.0/12"
+    assert {ip_offset(ip) for ip in ips} <= bits
+    ports = create_services_concurrently([a, b], "e2e-np", 20, node_port=True)
+    nps = [spec["ports"][0]["nodePort"] for spec in ports.values()]
+    assert len(nps) == 40 and len(set(nps)) == 40, sorted(nps)
+    pbits, prng = range_bits(etcd, "/registry/ranges/servicenodeports")
+    assert prng == "30000-32767" and {p - 30000 for p in nps} <= pbits
+
+
+def test_shared_allocations_across_two_apiservers(etcd, pair):
+    """10 Services through each of A and B at once get distinct addresses, all marked in the
+    shared bitmap; a delete through B releases its address before it answers, so A hands it out
+    again at once and B then refuses it; a create that fails leaves nothing set."""
+    a, b = pair
+    made = create_services_concurrently([a, b], "e2e-share", 10)
+    ips = [spec["clusterIP"] for spec in made.values()]
+    assert len(set(ips)) == 20, sorted(ips)
+    assert {ip_offset(ip) for ip in ips} <= range_bits(etcd, "/registry/ranges/serviceips")[0]
+    api_a, api_b = a.api(), b.api()
+    try:
+        name, spec = next(iter(made.items()))
+        api_b.ok("DELETE", f"{SVCS}/{name}")
+        assert ip_offset(spec["clusterIP"]) not in range_bits(etcd, "/registry/ranges/serviceips")[0]
+        again = api_a.ok("POST", SVCS, svc("e2e-share-again", spec["clusterIP"]))
+        assert again["spec"]["clusterIP"] == spec["clusterIP"]
+        r = api_b.post(SVCS, svc("e2e-share-dup", spec["clusterIP"]))
+        assert r.status == 422 and "provided IP is already allocated" in r.body.decode(), r
+        # a create refused by validation after its allocation leaves the address free, for B too
+        free_ip = "10.96.0.77"
+        assert ip_offset(free_ip) not in range_bits(etcd, "/registry/ranges/serviceips")[0]
+        bad = svc("e2e-share-bad", free_ip)
+        bad["spec"]["ports"][0]["port"] = 70000
+        assert api_a.post(SVCS, bad).status == 422
+        assert api_b.ok("POST", SVCS, svc("e2e-share-77", free_ip))["spec"]["clusterIP"] == free_ip
+        # a dry run takes nothing
+        assert api_a.ok("POST", f"{SVCS}?dryRun=All", svc("e2e-share-dry", "10.96.0.78"))["spec"]["clusterIP"] == "10.96.0.78"
+        assert ip_offset("10.96.0.78") not in range_bits(etcd, "/registry/ranges/serviceips")[0]
+        # a node port let go by an update (NodePort -> ClusterIP) is released
+        np = api_a.ok("POST", SVCS, svc("e2e-share-np", node_port=True))
+        port = np["spec"]["ports"][0]["nodePort"]
+        assert port - 30000 in range_bits(etcd, "/registry/ranges/servicenodeports")[0]
+        np["spec"]["type"] = "ClusterIP"
+        api_b.ok("PUT", f"{SVCS}/e2e-share-np", np)
+        assert port - 30000 not in range_bits(etcd, "/registry/ranges/servicenodeports")[0]
+    finally:
+        api_a.close()
+        api_b.close()
+
+
+def test_a_missing_allocation_bitmap_is_rebuilt_from_the_services(etcd, pair, tmp_path):
+    """The repair pass at start: with /registry/ranges/serviceips gone, an apiserver starting over
+    the store writes it again from the Services stored there."""
+    a, _ = pair
+    api = a.api()
+    try:
+        made = api.ok("POST", SVCS, svc("e2e-repair"))["spec"]["clusterIP"]
+    finally:
+        api.close()
+    etcd.ctl("del", "/registry/ranges/serviceips")
+    c = apiserver_on(etcd, tmp_path / "c", pki_from=a.data_dir).start()
+    try:
+        bits, _ = range_bits(etcd, "/registry/ranges/serviceips")
+        assert ip_offset(made) in bits and ip_offset("10.96.0.1") in bits, sorted(bits)[:20]
+    finally:
+        c.stop()
+
+
 def test_writes_by_other_etcd_clients_reach_the_caches(etcd, pair):
     a, _ = pair
     # as kube-apiserver stores objects: JSON without metadata.resourceVersion
@@ -437,8 +573,11 @@ def test_apiservers_take_turns_at_compaction(etcd, pair, tmp_path):
             kvs = json.loads(etcd.ctl("get", "compact_rev_key", "-w", "json").stdout).get("kvs")
             return kvs and kvs[0]["version"] - v0 >= 2 and kvs[0]
 
-        kv = wait_for(key, 5, 0.2, "two rounds of compaction claimed")
+        wait_for(key, 5, 0.2, "two rounds of compaction claimed")
+        # counted before the claims are read again: a round claimed and run in between (the
+        # apiservers' lease renewals keep the revision moving) is then in both
         ran = log.read_text().count("finished scheduled compaction") - before
+        kv = key()
         assert 1 <= ran <= kv["version"] - v0, (ran, kv)
     finally:
         api.close()
@@ -621,4 +760,185 @@ def test_leader_killed_under_writers_loses_no_acknowledged_write(tmp_path):
             api.close()
     finally:
         a.stop()
+        etcd.stop()
+
+
+# ---- several apiservers behind a load balancer, as a kubeadm HA control plane -----------------
+
+HAPROXY = shutil.which("haproxy") or (os.path.exists("/usr/sbin/haproxy") and "/usr/sbin/haproxy")
+LEASE_TTL = 3  # --endpoint-lease-ttl of the HA cluster's apiservers
+
+
+class Haproxy:
+    """Debian's haproxy in TCP mode on a port of its own, in front of apiservers (TLS passes
+    through: clients check the apiservers' certificate, whose SAN 127.0.0.1 fits), with health
+    checks every 500 ms; a backend marked down has its sessions shut."""
+
+    def __init__(self, workdir, ports):
+        self.workdir = Path(workdir)
+        self.port = free_port()
+        servers = "\n".join(f"    server s{i} 127.0.0.1:{p} check inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions"
+                            for i, p in enumerate(ports))
+        self.cfg = self.workdir / "haproxy.cfg"
+        self.cfg.write_text(f"""global
+    maxconn 4096
+defaults
+    mode tcp
+    timeout connect 2s
+    timeout client 1h
+    timeout server 1h
+    retries 2
+    option redispatch
+frontend apiservers
+    bind 127.0.0.1:{self.port}
+    default_backend apiservers
+backend apiservers
+    balance roundrobin
+{servers}
+""")
+        self.proc = None
+
+    def start(self):
+        log = open(self.workdir / "haproxy.log", "ab")
+        self.proc = subprocess.Popen([HAPROXY, "-db", "-f", str(self.cfg)], stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=log, start_new_session=True)
+        log.close()
+
+        def up():
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_for(up, 10, 0.1, "haproxy listening")
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    def kubeconfig(self, src, direct_port, dest):
+        """src (a kubeconfig naming https://127.0.0.1:direct_port) written to dest naming haproxy."""
+        text = Path(src).read_text()
+        assert f"https://127.0.0.1:{direct_port}" in text, text[:300]
+        Path(dest).write_text(text.replace(f"https://127.0.0.1:{direct_port}", f"https://127.0.0.1:{self.port}"))
+        return dest
+
+
+def kubernetes_endpoints(api):
+    """(address, port) of every endpoint the kubernetes Service's EndpointSlices list."""
+    out = set()
+    sl = api.ok("GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+                       "?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes")
+    for s in sl["items"]:
+        for p in s.get("ports") or []:
+            for e in s.get("endpoints") or []:
+                for a in e["addresses"]:
+                    out.add((a, p["port"]))
+    return out
+
+
+def node_ready(node):
+    return next((c["status"] for c in node.get("status", {}).get("conditions", []) if c["type"] == "Ready"), None)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAPROXY, reason="haproxy is not installed: scripts/install-deps installs Debian's haproxy")
+def test_ha_control_plane_behind_haproxy_survives_an_apiserver(tmp_path):
+    """A 3-member etcd cluster with TLS; apiservers A and B (B with A's pki/) behind haproxy; a
+    controller-manager, a scheduler and 2 agents all through haproxy. Both apiservers hold an
+    identity Lease and are listed by the kubernetes Service; a write through A is seen by a watch
+    on B; A SIGKILLed: the Service drops A within its lease, the nodes stay Ready (their lease
+    renewals reach B through haproxy) and the control plane keeps working (a pod is scheduled)."""
+    tls = make_tls(tmp_path)
+    (tmp_path / "etcd").mkdir()
+    etcd = Etcd(tmp_path / "etcd", n=3, tls=tls)
+    procs, clusters = [], []
+    etcd.start()
+    try:
+        flags = ["--etcd-servers", etcd.endpoints, "--etcd-cafile", tls["ca"], "--etcd-certfile", tls["cert"],
+                 "--etcd-keyfile", tls["key"], "--endpoint-lease-ttl", f"{LEASE_TTL}s"]
+        a = Cluster("apiserver", tmp_path / "a", extra_args=flags)
+        clusters.append(a)
+        a.start()
+        shutil.copytree(a.data_dir / "pki", tmp_path / "b" / "data" / "pki")
+        b = Cluster("apiserver", tmp_path / "b", extra_args=flags)
+        clusters.append(b)
+        b.start()
+        lb = Haproxy(tmp_path, [a.port, b.port]).start()
+        procs.append(lb)
+        cm_kc = lb.kubeconfig(a.data_dir / "controller-manager.kubeconfig", a.port, tmp_path / "cm.kubeconfig")
+        sched_kc = lb.kubeconfig(a.data_dir / "scheduler.kubeconfig", a.port, tmp_path / "sched.kubeconfig")
+        procs.append(KiteProcess(["controller-manager", "--kubeconfig", str(cm_kc), "--node-monitor-grace-period", "6s",
+                                  "--node-monitor-period", "1s"], tmp_path, "controller-manager").start())
+        procs.append(KiteProcess(["scheduler", "--kubeconfig", str(sched_kc)], tmp_path, "scheduler").start())
+        nodes = ["e2e-ha-n1", "e2e-ha-n2"]
+        for n in nodes:
+            p = subprocess.run([KITE, "kubeconfig", "--data-dir", str(a.data_dir), "--node", n], capture_output=True,
+                               text=True, timeout=20)
+            assert p.returncode == 0, p.stderr
+            (tmp_path / f"{n}.direct").write_text(p.stdout)
+            kc = lb.kubeconfig(tmp_path / f"{n}.direct", a.port, tmp_path / f"{n}.kubeconfig")
+            procs.append(KiteProcess(["agent", "--kubeconfig", str(kc), "--node-name", n, "--root-dir",
+                                      str(tmp_path / f"root-{n}"), "--port", "0", *pod_network_flags(),
+                                      *AGENT_FAST_FLAGS], tmp_path, f"agent-{n}").start())
+        api_b = b.api()
+        api_a = a.api()
+        wait_for(lambda: all(node_ready(api_b.ok("GET", f"/api/v1/nodes/{n}")) == "True"
+                             if api_b.get(f"/api/v1/nodes/{n}").status == 200 else False for n in nodes),
+                 40, 0.5, "both nodes Ready")
+        # every apiserver: an identity lease and an endpoint of the kubernetes Service
+        ids = api_b.ok("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+                              "?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver")["items"]
+        assert len(ids) == 2 and all(i["metadata"]["name"].startswith("apiserver-") for i in ids), ids
+        wait_for(lambda: kubernetes_endpoints(api_b) == {("127.0.0.1", a.port), ("127.0.0.1", b.port)}, 10, 0.2,
+                 "the kubernetes Service lists A and B")
+
+        # a write through A is seen by a watch on B
+        rv = api_b.ok("GET", CMS)["metadata"]["resourceVersion"]
+        got = {}
+        t = threading.Thread(target=lambda: got.setdefault(
+            "r", b.api().get(f"{CMS}?watch=true&timeoutSeconds=3&resourceVersion={rv}")))
+        t.start()
+        time.sleep(0.5)
+        made = api_a.ok("POST", CMS, cm("e2e-ha-ab"))
+        t.join()
+        evs = [json.loads(line) for line in got["r"].body.splitlines() if line.strip()]
+        assert ("ADDED", made["metadata"]["resourceVersion"]) in [
+            (e["type"], e["object"]["metadata"]["resourceVersion"]) for e in evs
+            if e["object"]["metadata"]["name"] == "e2e-ha-ab"], evs
+        api_a.close()
+
+        # A dies
+        a.kill9()
+        killed = time.monotonic()
+        wait_for(lambda: kubernetes_endpoints(api_b) == {("127.0.0.1", b.port)}, LEASE_TTL + 5, 0.2,
+                 "the kubernetes Service drops A")
+        dropped = time.monotonic() - killed
+        assert dropped <= LEASE_TTL + 2, dropped
+        # the nodes stay Ready past the controller-manager's grace period, their leases renewed
+        # through haproxy by B
+        renewed = {n: api_b.ok("GET", f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{n}")
+                   ["spec"]["renewTime"] for n in nodes}
+        end = time.monotonic() + 9
+        while time.monotonic() < end:
+            for n in nodes:
+                assert node_ready(api_b.ok("GET", f"/api/v1/nodes/{n}")) == "True", n
+            time.sleep(0.5)
+        for n in nodes:
+            lease = api_b.ok("GET", f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{n}")
+            assert lease["spec"]["renewTime"] > renewed[n], (n, lease["spec"], renewed[n])
+        # the scheduler (through haproxy, now to B) still binds pods
+        api_b.ok("POST", "/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "e2e-ha-pod"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        wait_for(lambda: api_b.ok("GET", "/api/v1/namespaces/default/pods/e2e-ha-pod")["spec"].get("nodeName") in nodes,
+                 20, 0.2, "the pod scheduled after A's death")
+        api_b.close()
+    finally:
+        for p in reversed(procs):
+            p.stop()
+        for c in clusters:
+            c.stop()
         etcd.stop()

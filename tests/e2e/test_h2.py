@@ -128,3 +128,73 @@ def test_kill_switch_serves_http11(h1_only):
     r = subprocess.run(["kubectl", "get", "ns", "-o", "name"], env=h1_only.kubectl_env(), capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0 and "namespace/default" in r.stdout.split(), r.stderr
+
+
+@pytest.fixture(scope="module")
+def pod_on_a_node(apiserver, api):
+    """A pod bound to a node whose agent port answers nothing (connection refused): what an exec
+    reaches is told by its answer (400 before the agent is dialled, 500 "error dialing backend" after)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    api.ok("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "h2-node"}})
+    node = api.ok("GET", "/api/v1/nodes/h2-node")
+    node["status"] = {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                      "daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}
+    api.ok("PUT", "/api/v1/nodes/h2-node/status", node)
+    api.ok("POST", "/api/v1/namespaces/default/pods",
+           {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "h2-pod"},
+            "spec": {"nodeName": "h2-node", "containers": [{"name": "c", "image": "busybox"}]}})
+    return port
+
+
+EXEC = "/api/v1/namespaces/default/pods/h2-pod/exec?command=true&stdout=true"
+WS_HEADERS = ["-H", "Connection: Upgrade", "-H", "Upgrade: websocket", "-H", "Sec-WebSocket-Version: 13",
+              "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "-H", "Sec-WebSocket-Protocol: v5.channel.k8s.io"]
+
+
+def test_exec_over_h2_is_answered_as_kube_apiserver_does(apiserver, pod_on_a_node):
+    """HTTP/2 has no Upgrade. An exec request over h2 without upgrade headers is answered at once,
+    400 "Upgrade request required" as kube-apiserver's UpgradeAwareHandler; one carrying the
+    HTTP/1.1 connection headers (Connection, Upgrade) is malformed in HTTP/2 (RFC 9113 8.2.2) and
+    its stream is reset with PROTOCOL_ERROR, as Go's HTTP/2 server does; neither hangs, and the
+    connection serves other streams. The same upgrade over HTTP/1.1 goes on to the node's agent."""
+    r = curl_h2(apiserver, "-X", "POST", "-w", "\n%{http_version} %{http_code}", url(apiserver, EXEC))
+    body, _, tail = r.stdout.rpartition("\n")
+    assert tail == "2 400", (tail, r.stderr)
+    st = json.loads(body)
+    assert st["kind"] == "Status" and st["reason"] == "BadRequest" and st["message"] == "Upgrade request required", st
+    # the WebSocket handshake's headers over h2 (nghttp sends them as given)
+    t0 = time.monotonic()
+    r = subprocess.run(["nghttp", "-v", "-H", "connection: Upgrade", "-H", "upgrade: websocket",
+                        "--cert", str(apiserver.data_dir / "pki" / "admin.crt"),
+                        "--key", str(apiserver.data_dir / "pki" / "admin.key"), url(apiserver, EXEC)],
+                       capture_output=True, text=True, timeout=30) if shutil.which("nghttp") else None
+    if r is not None:
+        assert time.monotonic() - t0 < 10
+        assert "The negotiated protocol: h2" in r.stdout, r.stdout[-3000:]
+        assert "recv RST_STREAM" in r.stdout and "PROTOCOL_ERROR" in r.stdout, r.stdout[-3000:]
+    r = curl_h2(apiserver, "-w", "\n%{http_version} %{http_code}", url(apiserver, "/version"))
+    assert r.stdout.rpartition("\n")[2] == "2 200"  # the server goes on
+    # over HTTP/1.1 the upgrade is taken to the agent (here: nobody listens)
+    r = subprocess.run(["curl", "-sS", "--http1.1", "--cacert", str(apiserver.data_dir / "pki" / "ca.crt"),
+                        "--cert", str(apiserver.data_dir / "pki" / "admin.crt"),
+                        "--key", str(apiserver.data_dir / "pki" / "admin.key"), *WS_HEADERS,
+                        "-w", "\n%{http_version} %{http_code}", url(apiserver, EXEC)],
+                       capture_output=True, text=True, timeout=30)
+    body, _, tail = r.stdout.rpartition("\n")
+    assert tail == "1.1 500", (tail, r.stderr)
+    assert f"error dialing backend: dial tcp 127.0.0.1:{pod_on_a_node}: connect: connection refused" in body, body
+
+
+def test_kubectl_execs_over_http11_beside_h2(apiserver, pod_on_a_node):
+    """kubectl 1.32 speaks HTTP/2 to the apiserver for its GETs and opens its exec stream over a
+    connection of its own that negotiates HTTP/1.1 (the WebSocket dialer offers no h2; the SPDY
+    fallback asks for http/1.1): its exec reaches the agent's dial, not the h2 answer (400)."""
+    env = {**apiserver.kubectl_env(), "GODEBUG": "http2debug=1"}
+    r = subprocess.run(["kubectl", "exec", "h2-pod", "--", "true"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "http2: Transport creating client conn" in r.stderr, r.stderr[-2000:]  # the GET of the pod: h2
+    assert "error dialing backend" in r.stderr and "Upgrade request required" not in r.stderr, r.stderr[-2000:]

@@ -57,6 +57,30 @@ def test_get_lease(apiserver, api):
         api.delete("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/e2e-lease-node")
 
 
+def test_get_configmaps_secrets_serviceaccounts_columns(apiserver, api):
+    """kubectl get cm / secret / sa print upstream's columns (DATA, TYPE, SECRETS), counted."""
+    ns = "/api/v1/namespaces/default"
+    api.ok("POST", f"{ns}/configmaps", {"metadata": {"name": "cols-cm"}, "data": {"a": "1", "b": "2"},
+                                         "binaryData": {"c": "AA=="}})
+    api.ok("POST", f"{ns}/secrets", {"metadata": {"name": "cols-s"}, "type": "Opaque", "stringData": {"k": "v"}})
+    api.ok("POST", f"{ns}/serviceaccounts", {"metadata": {"name": "cols-sa"}, "secrets": [{"name": "cols-s"}]})
+    try:
+        cases = [("cm", "cols-cm", ["NAME", "DATA", "AGE"], {"DATA": "3"}),
+                 ("secret", "cols-s", ["NAME", "TYPE", "DATA", "AGE"], {"TYPE": "Opaque", "DATA": "1"}),
+                 ("sa", "cols-sa", ["NAME", "SECRETS", "AGE"], {"SECRETS": "1"})]
+        for res, name, want_headers, want in cases:
+            out = apiserver.kubectl("get", res, name).stdout
+            headers, rows = parse_table(out)
+            assert headers == want_headers, out
+            assert rows[0]["NAME"] == name and AGE_RE.match(rows[0]["AGE"]), out
+            for k, v in want.items():
+                assert rows[0][k] == v, out
+    finally:
+        api.delete(f"{ns}/configmaps/cols-cm")
+        api.delete(f"{ns}/secrets/cols-s")
+        api.delete(f"{ns}/serviceaccounts/cols-sa")
+
+
 @pytest.mark.parametrize("api_path", ["/api/v1/namespaces/default/events",
                                       "/apis/events.k8s.io/v1/namespaces/default/events"])
 def test_get_events_all_namespaces(apiserver, api, api_path):

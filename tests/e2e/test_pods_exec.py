@@ -523,6 +523,14 @@ def test_client_that_stops_reading_is_not_buffered(box):
     time.sleep(4)
     after = _rss_kib(c.proc.pid)
     assert after - before < 32 * 1024, (before, after)
+    # held back, not dropped: once the client reads, the flood flows again, whole lines in order
+    got = b""
+    while len(got) < (1 << 20):
+        op, payload = _ws_recv(s)
+        assert op == 2 and payload[:1] == b"\x01", (op, payload[:20])
+        got += payload[1:]
+    lines = got.split(b"\n")[1:-1]  # (the first and last may be cut at a message's edge)
+    assert lines and set(lines) == {b"flood-marker"}, set(lines)
     s.close()
     wait(lambda: "flood-marker" not in c.kubectl("exec", "box", "--", "ps", "-o", "args").stdout, 15, "yes killed")
 
@@ -670,6 +678,8 @@ def test_kubectl_debug_target(box):
                           c.kubectl_env(), str(c.workdir), ready=b"command prompt", rows=33, cols=101,
                           send=b"ps -o pid,args; test -t 0 && echo TTY-$((6*7)); stty size; exit 7\r", timeout=60)
     assert "TTY-42" in out, out
+    # kubectl watches the pod as protobuf: every field of it decodes (no "unable to decode watch event")
+    assert "unable to decode" not in out, out
     # the starting window size is not asserted: kubectl's first resize races the shell's start (as
     # for exec -it, whose test checks a resize of the running terminal)
     assert "sleep 4343" in out, out  # the target's process, seen from the debug container
@@ -700,8 +710,116 @@ def test_kubectl_debug_node(box, tmp_path):
     rc, out = _run_in_pty([KUBECTL, "debug", f"node/{c.node}", "-n", "nodedebug", "-it", "--image=busybox"],
                           c.kubectl_env(), str(c.workdir), ready=b"command prompt", send=script, timeout=60)
     assert "on-the-host" in out, out                       # the host's root at /host
+    assert "unable to decode" not in out, out
     assert "KITE-PROCS-0" not in out and "KITE-PROCS-" in out, out  # the host's processes (hostPID)
     assert f"HOSTNAME-{os.uname().nodename}" in out, out    # the host's UTS and network (hostNetwork)
     pods = c.api().ok("GET", "/api/v1/namespaces/nodedebug/pods")["items"]
     assert len(pods) == 1 and pods[0]["spec"]["hostPID"] and pods[0]["spec"]["nodeName"] == c.node, pods
     c.kubectl("delete", "namespace", "nodedebug", "--wait=false")
+
+
+def _ws_try(c, path, protocol):
+    """A WebSocket handshake through the API server that may be refused: (status code, the socket
+    after a 101 or None, the answer's body when refused)."""
+    import base64
+    import socket
+    s = c.identity.ctx.wrap_socket(socket.create_connection(("127.0.0.1", c.port), timeout=60))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocol}\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        assert chunk, head
+        head += chunk
+    code = int(head.split(b" ", 2)[1])
+    if code == 101:
+        return code, s, None
+    length = next((int(l.split(b":", 1)[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+    body = b""
+    while len(body) < length:
+        chunk = s.recv(length - len(body))
+        if not chunk:
+            break
+        body += chunk
+    s.close()
+    return code, None, json.loads(body)
+
+
+def _ws_drain(s):
+    """Reads an exec's WebSocket to its close: (stdout bytes, the channel-3 Status)."""
+    out, status = b"", None
+    while True:
+        op, payload = _ws_recv(s)
+        if op == 8:
+            return out, status
+        if op == 2 and payload[:1] == b"\x01":
+            out += payload[1:]
+        elif op == 2 and payload[:1] == b"\x03":
+            status = json.loads(payload[1:])
+
+
+@pytest.mark.slow
+def test_300_concurrent_exec_sessions_and_the_agent_limit(box):
+    """300 exec sessions open at once against one agent (each a `runc exec` waiting on its stdin)
+    all get their output and exit code; with them open, port-forward sessions fill the agent to
+    KITE_STREAM_MAX_SESSIONS (512) and the next upgrade is answered 429 TooManyRequests (a Status,
+    at once), and one session ended makes room again."""
+    from concurrent.futures import ThreadPoolExecutor
+    c = box
+    n_exec, limit = 300, 512
+    exec_path = (f"/api/v1/namespaces/{NS}/pods/box/exec?command=sh&command=-c"
+                 "&command=echo+ready%3B+read+x%3B+echo+out-%24x%3B+exit+%24((x+%25+7))&stdin=true&stdout=true")
+
+    def open_ready(i):
+        """One session, returned once its command runs (it said so): at most 16 start at a time."""
+        code, s, body = _ws_try(c, exec_path, "v5.channel.k8s.io")
+        if code != 101:
+            return code, None, body
+        got = b""
+        while got != b"ready\n":
+            op, payload = _ws_recv(s)
+            assert op == 2 and payload[:1] == b"\x01", (op, payload)
+            got += payload[1:]
+        return code, s, None
+
+    with ThreadPoolExecutor(16) as pool:
+        opened = list(pool.map(open_ready, range(n_exec)))
+    assert all(code == 101 for code, _, _ in opened), [b.get("message") for code, _, b in opened if code != 101][:3]
+    socks = [s for _, s, _ in opened]
+    pf_path = f"/api/v1/namespaces/{NS}/pods/box/portforward"
+    pfs = []
+    try:
+        # every exec holds its session: fill the rest of the agent's sessions with port-forwards
+        with ThreadPoolExecutor(16) as pool:
+            more = list(pool.map(lambda i: _ws_try(c, pf_path, "SPDY/3.1+portforward.k8s.io"), range(limit - n_exec)))
+        pfs = [s for code, s, _ in more if code == 101]
+        assert len(pfs) == limit - n_exec, [b for code, _, b in more if code != 101][:3]
+        t0 = time.monotonic()
+        code, s, body = _ws_try(c, pf_path, "SPDY/3.1+portforward.k8s.io")
+        assert code == 429 and s is None, (code, body)
+        assert body["kind"] == "Status" and body["code"] == 429 and body["reason"] == "TooManyRequests", body
+        assert "too many exec and attach sessions on this node (512)" in body["message"], body
+        assert time.monotonic() - t0 < 10
+        # the execs answer, each its own line and exit code (their stdin on channel 0)
+        for i, s in enumerate(socks):
+            _ws_send(s, b"\x00" + f"{i}\n".encode())
+        results = [_ws_drain(s) for s in socks]
+        for i, (out, status) in enumerate(results):
+            assert out == f"out-{i}\n".encode(), (i, out)
+            if i % 7:
+                assert status["status"] == "Failure" and status["reason"] == "NonZeroExitCode", status
+                assert status["details"]["causes"] == [{"reason": "ExitCode", "message": str(i % 7)}], status
+            else:
+                assert status["status"] == "Success", status
+        for s in socks:
+            s.close()
+        socks = []
+        # their sessions ended: room again
+        code, s, body = wait(lambda: (r := _ws_try(c, pf_path, "SPDY/3.1+portforward.k8s.io"))[0] == 101 and r,
+                             20, "a session accepted once others ended")
+        s.close()
+    finally:
+        for s in socks + pfs:
+            s.close()
+    assert c.kubectl("exec", "box", "--", "echo", "still-fine").stdout == "still-fine\n"

@@ -216,7 +216,15 @@ def test_malformed_protobuf_refused(api):
     for body, code, words in cases:
         r = api.post("/api/v1/namespaces/default/configmaps", body, ctype=PB)
         assert r.status == code and words in r.json()["message"], (body, r)
-    # a field kite keeps untyped (a probe) cannot be read from protobuf: 415, send JSON
-    pod = envelope("v1", "Pod", fld(1, fld(1, "p")) + fld(2, fld(2, fld(1, "c") + fld(10, b""))))
+    # a field kite keeps untyped (a node's configSource) cannot be read from protobuf: 415, send JSON
+    node = envelope("v1", "Node", fld(1, fld(1, "pb-node")) + fld(2, fld(6, b"")))
+    r = api.post("/api/v1/nodes", node, ctype=PB)
+    assert r.status == 415 and "configSource" in r.json()["message"], r
+    # a pod's probes are typed: a livenessProbe (Container 10: {1 ProbeHandler {1 exec {1 command}}, 4
+    # periodSeconds}) is read from protobuf
+    probe = fld(1, fld(1, fld(1, "cat") + fld(1, "/tmp/ok"))) + fld(4, 7)
+    pod = envelope("v1", "Pod", fld(1, fld(1, "p")) + fld(2, fld(2, fld(1, "c") + fld(2, "busybox") + fld(10, probe))))
     r = api.post("/api/v1/namespaces/default/pods", pod, ctype=PB)
-    assert r.status == 415 and "livenessProbe" in r.json()["message"], r
+    assert r.status == 201, r
+    assert r.json()["spec"]["containers"][0]["livenessProbe"]["exec"] == {"command": ["cat", "/tmp/ok"]}, r.json()
+    assert r.json()["spec"]["containers"][0]["livenessProbe"]["periodSeconds"] == 7

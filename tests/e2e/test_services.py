@@ -44,7 +44,11 @@ def test_kubernetes_service(cluster):
     assert s["spec"]["clusterIP"] == "10.96.0.1" and s["spec"]["clusterIPs"] == ["10.96.0.1"]
     assert s["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": cluster.port}]
     assert "selector" not in s["spec"]
-    assert slices_of(cluster, "kubernetes") == []  # no selector: not the controller's
+    # no selector: not the EndpointSlice controller's; the apiserver's lease reconciler lists itself
+    sl = slices_of(cluster, "kubernetes")
+    assert [(x["metadata"]["name"], [e["addresses"] for e in x["endpoints"]], x["ports"][0]["port"]) for x in sl] == \
+        [("kubernetes", [["127.0.0.1"]], cluster.port)], sl
+    assert "endpointslice.kubernetes.io/managed-by" not in sl[0]["metadata"]["labels"]
 
 
 def test_defaults_and_allocation(cluster):

@@ -86,7 +86,7 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
 
 static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *ud) {
     struct pfs *s = ud;
-    ssize_t k = kite_http_tunnel_write(s->t, data, len);
+    ssize_t k = kite_http_tunnel_write_more(s->t, data, len, flags & WSLAY_MSG_MORE);
     if (k >= 0) {
         s->last_active = now();
         return k;

@@ -23,8 +23,8 @@ extern const struct kite_smp_schema kite_meta_smp_schema;
  * every field whose type a client relies on, with its number in their generated.proto files
  * (F(number, "jsonName", schema); FK where a zero value read from protobuf is kept: Go's JSON has no
  * omitempty for the field, or the Go field is a pointer, whose presence is data). Parts kite does not interpret and that have many
- * shapes (probes, affinity, volume sources, security contexts) are RAW: only their strings are
- * checked. Go struct names are the ones Go's decoder prints in its errors. */
+ * shapes (a Node's configSource, a CRD's schema) are RAW: only their strings are checked, and
+ * they cannot go through protobuf. Go struct names are the ones Go's decoder prints in its errors. */
 #define S kite_schema_string
 #define I32 kite_schema_int32
 #define I64 kite_schema_int64

@@ -1,18 +1,61 @@
 /* Pod (core/v1). */
 #include "api/disruption.h"
 #include "api/kinds/kind.h"
+#include "api/kinds/workload.h"
 #include "api/quantity.h"
 
 /* ---- core/v1 Pod ----------------------------------------------------------------------------- */
+/* Every field of the Pod of k8s.io/api v0.32 is transcribed with its number in generated.proto, so
+ * that a pod (and a pod template) goes through protobuf without loss: clients that watch pods as
+ * protobuf (kubectl debug, kubectl's waits) read what JSON readers read. */
+STRUCT(local_ref, "LocalObjectReference", F(1, "name", S));
+LIST(local_refs, NULL, local_ref);
+#define label_selector kite_schema_label_selector
 STRUCT(container_port, "ContainerPort", F(1, "name", S), F(2, "hostPort", I32), FR(3, "containerPort", I32), F(4, "protocol", S),
     F(5, "hostIP", S));
 LIST(container_ports, NULL, container_port);
-STRUCT(env_var, "EnvVar", FR(1, "name", S), F(2, "value", S), F(3, "valueFrom", RAW));
+STRUCT(object_field_selector, "ObjectFieldSelector", F(1, "apiVersion", S), FR(2, "fieldPath", S));
+STRUCT(resource_field_selector, "ResourceFieldSelector", F(1, "containerName", S), FR(2, "resource", S), F(3, "divisor", Q));
+/* the selectors embed LocalObjectReference (inline in JSON): partial, as every struct with an inline one */
+STRUCT_PARTIAL(configmap_key_selector, "ConfigMapKeySelector", FI(1, "localObjectReference", local_ref), FR(2, "key", S),
+    FK(3, "optional", B));
+STRUCT_PARTIAL(secret_key_selector, "SecretKeySelector", FI(1, "localObjectReference", local_ref), FR(2, "key", S),
+    FK(3, "optional", B));
+STRUCT(env_var_source, "EnvVarSource", F(1, "fieldRef", object_field_selector), F(2, "resourceFieldRef", resource_field_selector),
+    F(3, "configMapKeyRef", configmap_key_selector), F(4, "secretKeyRef", secret_key_selector));
+STRUCT(env_var, "EnvVar", FR(1, "name", S), F(2, "value", S), F(3, "valueFrom", env_var_source));
 LIST(env_vars, NULL, env_var);
-STRUCT(resources, "ResourceRequirements", F(1, "limits", RLIST), F(2, "requests", RLIST), F(3, "claims", RAW));
+STRUCT_PARTIAL(configmap_env_source, "ConfigMapEnvSource", FI(1, "localObjectReference", local_ref), FK(2, "optional", B));
+STRUCT_PARTIAL(secret_env_source, "SecretEnvSource", FI(1, "localObjectReference", local_ref), FK(2, "optional", B));
+STRUCT(env_from_source, "EnvFromSource", F(1, "prefix", S), F(2, "configMapRef", configmap_env_source),
+    F(3, "secretRef", secret_env_source));
+LIST(env_from_sources, NULL, env_from_source);
+STRUCT(resource_claim, "ResourceClaim", FR(1, "name", S), F(2, "request", S));
+LIST(resource_claims, NULL, resource_claim);
+STRUCT(resources, "ResourceRequirements", F(1, "limits", RLIST), F(2, "requests", RLIST), F(3, "claims", resource_claims));
+STRUCT(resize_policy, "ContainerResizePolicy", FR(1, "resourceName", S), FR(2, "restartPolicy", S));
+LIST(resize_policies, NULL, resize_policy);
 STRUCT(volume_mount, "VolumeMount", FR(1, "name", S), F(2, "readOnly", B), FK(7, "recursiveReadOnly", S), FR(3, "mountPath", S),
     F(4, "subPath", S), FK(5, "mountPropagation", S), F(6, "subPathExpr", S));
 LIST(volume_mounts, NULL, volume_mount);
+STRUCT(volume_device, "VolumeDevice", FR(1, "name", S), FR(2, "devicePath", S));
+LIST(volume_devices, NULL, volume_device);
+STRUCT(exec_action, "ExecAction", F(1, "command", SLIST));
+STRUCT(http_header, "HTTPHeader", FR(1, "name", S), FR(2, "value", S));
+LIST(http_headers, NULL, http_header);
+STRUCT(http_get_action, "HTTPGetAction", F(1, "path", S), FR(2, "port", kite_schema_int_or_string), F(3, "host", S),
+    F(4, "scheme", S), F(5, "httpHeaders", http_headers));
+STRUCT(tcp_socket_action, "TCPSocketAction", FR(1, "port", kite_schema_int_or_string), F(2, "host", S));
+STRUCT(grpc_action, "GRPCAction", FR(1, "port", I32), FK(2, "service", S));
+STRUCT(sleep_action, "SleepAction", FR(1, "seconds", I64));
+STRUCT(probe_handler, "ProbeHandler", F(1, "exec", exec_action), F(2, "httpGet", http_get_action),
+    F(3, "tcpSocket", tcp_socket_action), F(4, "grpc", grpc_action));
+STRUCT_PARTIAL(probe, "Probe", FI(1, "handler", probe_handler), F(2, "initialDelaySeconds", I32), F(3, "timeoutSeconds", I32),
+    F(4, "periodSeconds", I32), F(5, "successThreshold", I32), F(6, "failureThreshold", I32),
+    FK(7, "terminationGracePeriodSeconds", I64));
+STRUCT(lifecycle_handler, "LifecycleHandler", F(1, "exec", exec_action), F(2, "httpGet", http_get_action),
+    F(3, "tcpSocket", tcp_socket_action), F(4, "sleep", sleep_action));
+STRUCT(lifecycle, "Lifecycle", F(1, "postStart", lifecycle_handler), F(2, "preStop", lifecycle_handler));
 /* the security contexts, transcribed whole: kubectl writes pod templates as protobuf (`kubectl
  * create job --from=cronjob/x`), and a RAW field cannot be read from protobuf */
 STRUCT(se_linux_options, "SELinuxOptions", F(1, "user", S), F(2, "role", S), F(3, "type", S), F(4, "level", S));
@@ -35,39 +78,157 @@ STRUCT(pod_security_context, "PodSecurityContext", F(1, "seLinuxOptions", se_lin
     F(7, "sysctls", sysctls), FK(9, "fsGroupChangePolicy", S), F(10, "seccompProfile", seccomp_profile),
     F(11, "appArmorProfile", app_armor_profile), FK(13, "seLinuxChangePolicy", S));
 STRUCT(container, "Container", FR(1, "name", S), F(2, "image", S), F(3, "command", SLIST), F(4, "args", SLIST),
-    F(5, "workingDir", S), F(6, "ports", container_ports), F(19, "envFrom", RAW), F(7, "env", env_vars),
-    F(8, "resources", resources), F(23, "resizePolicy", RAW), FK(24, "restartPolicy", S), F(9, "volumeMounts", volume_mounts),
-    F(21, "volumeDevices", RAW), F(10, "livenessProbe", RAW), F(11, "readinessProbe", RAW), F(22, "startupProbe", RAW),
-    F(12, "lifecycle", RAW), F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S),
-    F(14, "imagePullPolicy", S), F(15, "securityContext", container_security_context), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
+    F(5, "workingDir", S), F(6, "ports", container_ports), F(19, "envFrom", env_from_sources), F(7, "env", env_vars),
+    F(8, "resources", resources), F(23, "resizePolicy", resize_policies), FK(24, "restartPolicy", S),
+    F(9, "volumeMounts", volume_mounts), F(21, "volumeDevices", volume_devices), F(10, "livenessProbe", probe),
+    F(11, "readinessProbe", probe), F(22, "startupProbe", probe), F(12, "lifecycle", lifecycle),
+    F(13, "terminationMessagePath", S), F(20, "terminationMessagePolicy", S), F(14, "imagePullPolicy", S),
+    F(15, "securityContext", container_security_context), F(16, "stdin", B), F(17, "stdinOnce", B), F(18, "tty", B));
 LIST(containers, NULL, container);
 /* EphemeralContainerCommon has Container's fields and numbers; inline in JSON */
 STRUCT_PARTIAL(ephemeral_container, "EphemeralContainer", FI(1, "ephemeralContainerCommon", container),
     F(2, "targetContainerName", S));
 LIST(ephemeral_containers, NULL, ephemeral_container);
-/* of the volume sources only hostPath is transcribed (a protobuf write drops the others) */
+/* the volume sources, the in-tree ones of old included */
 STRUCT(host_path_source, "HostPathVolumeSource", FR(1, "path", S), FK(2, "type", S));
-STRUCT_PARTIAL(volume_source, "VolumeSource", F(1, "hostPath", host_path_source));
+STRUCT(empty_dir_source, "EmptyDirVolumeSource", F(1, "medium", S), FK(2, "sizeLimit", Q));
+STRUCT(gce_pd_source, "GCEPersistentDiskVolumeSource", FR(1, "pdName", S), F(2, "fsType", S), F(3, "partition", I32),
+    F(4, "readOnly", B));
+STRUCT(aws_ebs_source, "AWSElasticBlockStoreVolumeSource", FR(1, "volumeID", S), F(2, "fsType", S), F(3, "partition", I32),
+    F(4, "readOnly", B));
+STRUCT(git_repo_source, "GitRepoVolumeSource", FR(1, "repository", S), F(2, "revision", S), F(3, "directory", S));
+STRUCT(key_to_path, "KeyToPath", FR(1, "key", S), FR(2, "path", S), FK(3, "mode", I32));
+LIST(keys_to_paths, NULL, key_to_path);
+STRUCT(secret_source, "SecretVolumeSource", F(1, "secretName", S), F(2, "items", keys_to_paths), FK(3, "defaultMode", I32),
+    FK(4, "optional", B));
+STRUCT(nfs_source, "NFSVolumeSource", FR(1, "server", S), FR(2, "path", S), F(3, "readOnly", B));
+STRUCT(iscsi_source, "ISCSIVolumeSource", FR(1, "targetPortal", S), FR(2, "iqn", S), FR(3, "lun", I32),
+    F(4, "iscsiInterface", S), F(5, "fsType", S), F(6, "readOnly", B), F(7, "portals", SLIST), F(8, "chapAuthDiscovery", B),
+    F(11, "chapAuthSession", B), F(10, "secretRef", local_ref), FK(12, "initiatorName", S));
+STRUCT(glusterfs_source, "GlusterfsVolumeSource", FR(1, "endpoints", S), FR(2, "path", S), F(3, "readOnly", B));
+STRUCT(pvc_source, "PersistentVolumeClaimVolumeSource", FR(1, "claimName", S), F(2, "readOnly", B));
+STRUCT(rbd_source, "RBDVolumeSource", FR(1, "monitors", SLIST), FR(2, "image", S), F(3, "fsType", S), F(4, "pool", S),
+    F(5, "user", S), F(6, "keyring", S), F(7, "secretRef", local_ref), F(8, "readOnly", B));
+STRUCT(flex_source, "FlexVolumeSource", FR(1, "driver", S), F(2, "fsType", S), F(3, "secretRef", local_ref),
+    F(4, "readOnly", B), F(5, "options", SMAP));
+STRUCT(cinder_source, "CinderVolumeSource", FR(1, "volumeID", S), F(2, "fsType", S), F(3, "readOnly", B),
+    F(4, "secretRef", local_ref));
+STRUCT(cephfs_source, "CephFSVolumeSource", FR(1, "monitors", SLIST), F(2, "path", S), F(3, "user", S), F(4, "secretFile", S),
+    F(5, "secretRef", local_ref), F(6, "readOnly", B));
+STRUCT(flocker_source, "FlockerVolumeSource", F(1, "datasetName", S), F(2, "datasetUUID", S));
+STRUCT(downward_file, "DownwardAPIVolumeFile", FR(1, "path", S), F(2, "fieldRef", object_field_selector),
+    F(3, "resourceFieldRef", resource_field_selector), FK(4, "mode", I32));
+LIST(downward_files, NULL, downward_file);
+STRUCT(downward_source, "DownwardAPIVolumeSource", F(1, "items", downward_files), FK(2, "defaultMode", I32));
+STRUCT(fc_source, "FCVolumeSource", F(1, "targetWWNs", SLIST), FK(2, "lun", I32), F(3, "fsType", S), F(4, "readOnly", B),
+    F(5, "wwids", SLIST));
+STRUCT(azure_file_source, "AzureFileVolumeSource", FR(1, "secretName", S), FR(2, "shareName", S), F(3, "readOnly", B));
+STRUCT_PARTIAL(configmap_source, "ConfigMapVolumeSource", FI(1, "localObjectReference", local_ref),
+    F(2, "items", keys_to_paths), FK(3, "defaultMode", I32), FK(4, "optional", B));
+STRUCT(vsphere_source, "VsphereVirtualDiskVolumeSource", FR(1, "volumePath", S), F(2, "fsType", S),
+    F(3, "storagePolicyName", S), F(4, "storagePolicyID", S));
+STRUCT(quobyte_source, "QuobyteVolumeSource", FR(1, "registry", S), FR(2, "volume", S), F(3, "readOnly", B), F(4, "user", S),
+    F(5, "group", S), F(6, "tenant", S));
+STRUCT(azure_disk_source, "AzureDiskVolumeSource", FR(1, "diskName", S), FR(2, "diskURI", S), FK(3, "cachingMode", S),
+    FK(4, "fsType", S), FK(5, "readOnly", B), FK(6, "kind", S));
+STRUCT(photon_source, "PhotonPersistentDiskVolumeSource", FR(1, "pdID", S), F(2, "fsType", S));
+STRUCT_PARTIAL(secret_projection, "SecretProjection", FI(1, "localObjectReference", local_ref), F(2, "items", keys_to_paths),
+    FK(4, "optional", B));
+STRUCT(downward_projection, "DownwardAPIProjection", F(1, "items", downward_files));
+STRUCT_PARTIAL(configmap_projection, "ConfigMapProjection", FI(1, "localObjectReference", local_ref),
+    F(2, "items", keys_to_paths), FK(4, "optional", B));
+STRUCT(sa_token_projection, "ServiceAccountTokenProjection", F(1, "audience", S), FK(2, "expirationSeconds", I64),
+    FR(3, "path", S));
+STRUCT(trust_bundle_projection, "ClusterTrustBundleProjection", FK(1, "name", S), FK(2, "signerName", S),
+    F(3, "labelSelector", label_selector), FK(5, "optional", B), FR(4, "path", S));
+STRUCT(volume_projection, "VolumeProjection", F(1, "secret", secret_projection), F(2, "downwardAPI", downward_projection),
+    F(3, "configMap", configmap_projection), F(4, "serviceAccountToken", sa_token_projection),
+    F(5, "clusterTrustBundle", trust_bundle_projection));
+LIST(volume_projections, NULL, volume_projection);
+STRUCT(projected_source, "ProjectedVolumeSource", F(1, "sources", volume_projections), FK(2, "defaultMode", I32));
+STRUCT(portworx_source, "PortworxVolumeSource", FR(1, "volumeID", S), F(2, "fsType", S), F(3, "readOnly", B));
+STRUCT(scaleio_source, "ScaleIOVolumeSource", FR(1, "gateway", S), FR(2, "system", S), FR(3, "secretRef", local_ref),
+    F(4, "sslEnabled", B), F(5, "protectionDomain", S), F(6, "storagePool", S), F(7, "storageMode", S),
+    F(8, "volumeName", S), F(9, "fsType", S), F(10, "readOnly", B));
+STRUCT(storageos_source, "StorageOSVolumeSource", F(1, "volumeName", S), F(2, "volumeNamespace", S), F(3, "fsType", S),
+    F(4, "readOnly", B), F(5, "secretRef", local_ref));
+STRUCT(csi_source, "CSIVolumeSource", FR(1, "driver", S), FK(2, "readOnly", B), FK(3, "fsType", S),
+    F(4, "volumeAttributes", SMAP), F(5, "nodePublishSecretRef", local_ref));
+STRUCT(volume_resources, "VolumeResourceRequirements", F(1, "limits", RLIST), F(2, "requests", RLIST));
+STRUCT(typed_local_ref, "TypedLocalObjectReference", FK(1, "apiGroup", S), FR(2, "kind", S), FR(3, "name", S));
+STRUCT(typed_ref, "TypedObjectReference", FK(1, "apiGroup", S), FR(2, "kind", S), FR(3, "name", S), FK(4, "namespace", S));
+STRUCT(pvc_spec, "PersistentVolumeClaimSpec", F(1, "accessModes", SLIST), F(4, "selector", label_selector),
+    F(2, "resources", volume_resources), F(3, "volumeName", S), FK(5, "storageClassName", S), FK(6, "volumeMode", S),
+    F(7, "dataSource", typed_local_ref), F(8, "dataSourceRef", typed_ref), FK(9, "volumeAttributesClassName", S));
+STRUCT(pvc_template, "PersistentVolumeClaimTemplate", F(1, "metadata", kite_schema_object_meta), FR(2, "spec", pvc_spec));
+STRUCT(ephemeral_source, "EphemeralVolumeSource", F(1, "volumeClaimTemplate", pvc_template));
+STRUCT(image_source, "ImageVolumeSource", F(1, "reference", S), F(2, "pullPolicy", S));
+STRUCT(volume_source, "VolumeSource", F(1, "hostPath", host_path_source), F(2, "emptyDir", empty_dir_source),
+    F(3, "gcePersistentDisk", gce_pd_source), F(4, "awsElasticBlockStore", aws_ebs_source), F(5, "gitRepo", git_repo_source),
+    F(6, "secret", secret_source), F(7, "nfs", nfs_source), F(8, "iscsi", iscsi_source), F(9, "glusterfs", glusterfs_source),
+    F(10, "persistentVolumeClaim", pvc_source), F(11, "rbd", rbd_source), F(12, "flexVolume", flex_source),
+    F(13, "cinder", cinder_source), F(14, "cephfs", cephfs_source), F(15, "flocker", flocker_source),
+    F(16, "downwardAPI", downward_source), F(17, "fc", fc_source), F(18, "azureFile", azure_file_source),
+    F(19, "configMap", configmap_source), F(20, "vsphereVolume", vsphere_source), F(21, "quobyte", quobyte_source),
+    F(22, "azureDisk", azure_disk_source), F(23, "photonPersistentDisk", photon_source), F(26, "projected", projected_source),
+    F(24, "portworxVolume", portworx_source), F(25, "scaleIO", scaleio_source), F(27, "storageos", storageos_source),
+    F(28, "csi", csi_source), F(29, "ephemeral", ephemeral_source), F(30, "image", image_source));
 STRUCT_PARTIAL(volume, "Volume", FR(1, "name", S), FI(2, "volumeSource", volume_source));
 LIST(volumes, NULL, volume);
-STRUCT(local_ref, "LocalObjectReference", F(1, "name", S));
-LIST(local_refs, NULL, local_ref);
 STRUCT(toleration, "Toleration", F(1, "key", S), F(2, "operator", S), F(3, "value", S), F(4, "effect", S),
     FK(5, "tolerationSeconds", I64));
 LIST(tolerations, NULL, toleration);
 STRUCT(host_alias, "HostAlias", FR(1, "ip", S), F(2, "hostnames", SLIST));
 LIST(host_aliases, NULL, host_alias);
+STRUCT(node_selector_requirement, "NodeSelectorRequirement", FR(1, "key", S), FR(2, "operator", S), F(3, "values", SLIST));
+LIST(node_selector_requirements, NULL, node_selector_requirement);
+STRUCT(node_selector_term, "NodeSelectorTerm", F(1, "matchExpressions", node_selector_requirements),
+    F(2, "matchFields", node_selector_requirements));
+LIST(node_selector_terms, NULL, node_selector_term);
+STRUCT(node_selector, "NodeSelector", FR(1, "nodeSelectorTerms", node_selector_terms));
+STRUCT(preferred_term, "PreferredSchedulingTerm", FR(1, "weight", I32), FR(2, "preference", node_selector_term));
+LIST(preferred_terms, NULL, preferred_term);
+STRUCT(node_affinity, "NodeAffinity", F(1, "requiredDuringSchedulingIgnoredDuringExecution", node_selector),
+    F(2, "preferredDuringSchedulingIgnoredDuringExecution", preferred_terms));
+STRUCT(pod_affinity_term, "PodAffinityTerm", F(1, "labelSelector", label_selector), F(2, "namespaces", SLIST),
+    FR(3, "topologyKey", S), F(4, "namespaceSelector", label_selector), F(5, "matchLabelKeys", SLIST),
+    F(6, "mismatchLabelKeys", SLIST));
+LIST(pod_affinity_terms, NULL, pod_affinity_term);
+STRUCT(weighted_term, "WeightedPodAffinityTerm", FR(1, "weight", I32), FR(2, "podAffinityTerm", pod_affinity_term));
+LIST(weighted_terms, NULL, weighted_term);
+STRUCT(pod_affinity, "PodAffinity", F(1, "requiredDuringSchedulingIgnoredDuringExecution", pod_affinity_terms),
+    F(2, "preferredDuringSchedulingIgnoredDuringExecution", weighted_terms));
+STRUCT(pod_anti_affinity, "PodAntiAffinity", F(1, "requiredDuringSchedulingIgnoredDuringExecution", pod_affinity_terms),
+    F(2, "preferredDuringSchedulingIgnoredDuringExecution", weighted_terms));
+STRUCT(affinity, "Affinity", F(1, "nodeAffinity", node_affinity), F(2, "podAffinity", pod_affinity),
+    F(3, "podAntiAffinity", pod_anti_affinity));
+STRUCT(dns_option, "PodDNSConfigOption", F(1, "name", S), FK(2, "value", S));
+LIST(dns_options, NULL, dns_option);
+STRUCT(dns_config, "PodDNSConfig", F(1, "nameservers", SLIST), F(2, "searches", SLIST), F(3, "options", dns_options));
+STRUCT(readiness_gate, "PodReadinessGate", FR(1, "conditionType", S));
+LIST(readiness_gates, NULL, readiness_gate);
+STRUCT(spread_constraint, "TopologySpreadConstraint", FR(1, "maxSkew", I32), FR(2, "topologyKey", S),
+    FR(3, "whenUnsatisfiable", S), F(4, "labelSelector", label_selector), FK(5, "minDomains", I32),
+    FK(6, "nodeAffinityPolicy", S), FK(7, "nodeTaintsPolicy", S), F(8, "matchLabelKeys", SLIST));
+LIST(spread_constraints, NULL, spread_constraint);
+STRUCT(pod_os, "PodOS", FR(1, "name", S));
+STRUCT(scheduling_gate, "PodSchedulingGate", FR(1, "name", S));
+LIST(scheduling_gates, NULL, scheduling_gate);
+STRUCT(pod_resource_claim, "PodResourceClaim", FR(1, "name", S), FK(3, "resourceClaimName", S),
+    FK(4, "resourceClaimTemplateName", S));
+LIST(pod_resource_claims, NULL, pod_resource_claim);
 STRUCT(pod_spec, "PodSpec", F(1, "volumes", volumes), F(20, "initContainers", containers), FR(2, "containers", containers),
     F(34, "ephemeralContainers", ephemeral_containers), F(3, "restartPolicy", S), FK(4, "terminationGracePeriodSeconds", I64),
     FK(5, "activeDeadlineSeconds", I64), F(6, "dnsPolicy", S), F(7, "nodeSelector", SMAP), F(8, "serviceAccountName", S),
     F(9, "serviceAccount", S), FK(21, "automountServiceAccountToken", B), F(10, "nodeName", S), F(11, "hostNetwork", B),
     F(12, "hostPID", B), F(13, "hostIPC", B), FK(27, "shareProcessNamespace", B), F(14, "securityContext", pod_security_context),
-    F(15, "imagePullSecrets", local_refs), F(16, "hostname", S), F(17, "subdomain", S), F(18, "affinity", RAW),
+    F(15, "imagePullSecrets", local_refs), F(16, "hostname", S), F(17, "subdomain", S), F(18, "affinity", affinity),
     F(19, "schedulerName", S), F(22, "tolerations", tolerations), F(23, "hostAliases", host_aliases),
-    F(24, "priorityClassName", S), FK(25, "priority", I32), F(26, "dnsConfig", RAW), F(28, "readinessGates", RAW),
+    F(24, "priorityClassName", S), FK(25, "priority", I32), F(26, "dnsConfig", dns_config), F(28, "readinessGates", readiness_gates),
     FK(29, "runtimeClassName", S), FK(30, "enableServiceLinks", B), FK(31, "preemptionPolicy", S), F(32, "overhead", RLIST),
-    F(33, "topologySpreadConstraints", RAW), FK(35, "setHostnameAsFQDN", B), F(36, "os", RAW), FK(37, "hostUsers", B),
-    F(38, "schedulingGates", RAW), F(39, "resourceClaims", RAW));
+    F(33, "topologySpreadConstraints", spread_constraints), FK(35, "setHostnameAsFQDN", B), F(36, "os", pod_os),
+    FK(37, "hostUsers", B), F(38, "schedulingGates", scheduling_gates), F(39, "resourceClaims", pod_resource_claims),
+    F(40, "resources", resources));
 STRUCT(pod_condition, "PodCondition", FR(1, "type", S), FR(2, "status", S), F(3, "lastProbeTime", T),
     F(4, "lastTransitionTime", T), F(5, "reason", S), F(6, "message", S));
 LIST(pod_conditions, NULL, pod_condition);
@@ -81,16 +242,28 @@ STRUCT(state_terminated, "ContainerStateTerminated", FR(1, "exitCode", I32), F(2
     F(4, "message", S), F(5, "startedAt", T), F(6, "finishedAt", T), F(7, "containerID", S));
 STRUCT(container_state, "ContainerState", F(1, "waiting", state_waiting), F(2, "running", state_running),
     F(3, "terminated", state_terminated));
-/* volumeMounts, user and allocatedResourcesStatus are not transcribed */
-STRUCT_PARTIAL(container_status, "ContainerStatus", FR(1, "name", S), F(2, "state", container_state),
+STRUCT(volume_mount_status, "VolumeMountStatus", FR(1, "name", S), FR(2, "mountPath", S), F(3, "readOnly", B),
+    FK(4, "recursiveReadOnly", S));
+LIST(volume_mount_statuses, NULL, volume_mount_status);
+STRUCT(linux_container_user, "LinuxContainerUser", FR(1, "uid", I64), FR(2, "gid", I64), F(3, "supplementalGroups", int64s));
+STRUCT(container_user, "ContainerUser", F(1, "linux", linux_container_user));
+STRUCT(resource_health, "ResourceHealth", FR(1, "resourceID", S), F(2, "health", S));
+LIST(resource_healths, NULL, resource_health);
+STRUCT(resource_status, "ResourceStatus", FR(1, "name", S), F(2, "resources", resource_healths));
+LIST(resource_statuses, NULL, resource_status);
+STRUCT(container_status, "ContainerStatus", FR(1, "name", S), F(2, "state", container_state),
     F(3, "lastState", container_state), FR(4, "ready", B), FR(5, "restartCount", I32), FR(6, "image", S), FR(7, "imageID", S),
-    F(8, "containerID", S), FK(9, "started", B), F(10, "allocatedResources", RLIST), F(11, "resources", resources));
+    F(8, "containerID", S), FK(9, "started", B), F(10, "allocatedResources", RLIST), F(11, "resources", resources),
+    F(12, "volumeMounts", volume_mount_statuses), F(13, "user", container_user),
+    F(14, "allocatedResourcesStatus", resource_statuses));
 LIST(container_statuses, NULL, container_status);
-/* resourceClaimStatuses is not transcribed */
-STRUCT_PARTIAL(pod_status_schema, "PodStatus", F(1, "phase", S), F(2, "conditions", pod_conditions), F(3, "message", S), F(4, "reason", S),
+STRUCT(pod_claim_status, "PodResourceClaimStatus", FR(1, "name", S), FK(2, "resourceClaimName", S));
+LIST(pod_claim_statuses, NULL, pod_claim_status);
+STRUCT(pod_status_schema, "PodStatus", F(1, "phase", S), F(2, "conditions", pod_conditions), F(3, "message", S), F(4, "reason", S),
     F(11, "nominatedNodeName", S), F(5, "hostIP", S), F(16, "hostIPs", host_ips), F(6, "podIP", S), F(12, "podIPs", pod_ips),
     F(7, "startTime", T), F(10, "initContainerStatuses", container_statuses), F(8, "containerStatuses", container_statuses),
-    F(9, "qosClass", S), F(13, "ephemeralContainerStatuses", container_statuses), F(14, "resize", S));
+    F(9, "qosClass", S), F(13, "ephemeralContainerStatuses", container_statuses), F(14, "resize", S),
+    F(15, "resourceClaimStatuses", pod_claim_statuses));
 ROOT_DOC(kite_schema_pod, "Pod",
     "Pod is a collection of containers that can run on a host. This resource is created by clients and scheduled onto hosts.", TYPE_META, F(2, "spec", pod_spec), F(3, "status", pod_status_schema));
 

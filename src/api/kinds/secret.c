@@ -76,9 +76,30 @@ static void validate(json_object *obj, json_object *old, struct kite_causes *c) 
     kite_data_immutable_validate(obj, old, frozen, c);
 }
 
+/* printSecret: its type and the keys of data */
+static json_object *secret_type(const struct kite_table_row *r) { return cell_str(STR(r->obj, "type")); }
+static json_object *secret_data(const struct kite_table_row *r) {
+    json_object *d = OBJ(r->obj, "data");
+    return json_object_new_int64(d && json_object_is_type(d, json_type_object) ? json_object_object_length(d) : 0);
+}
+static const struct kite_table_column secret_cols[] = {
+    COL_NAME,
+    {"Type", secret_type, "string", "",
+     "Used to facilitate programmatic handling of secret data. More info: "
+     "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+     0},
+    {"Data", secret_data, "string", "",
+     "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The "
+     "serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly "
+     "non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+     0},
+    COL_AGE,
+};
+static const struct kite_table_printer printer = TABLE_PRINTER(secret_cols);
+
 const struct kite_resource kite_kind_secret = {
     .schema = &kite_schema_secret,
     KITE_CORE_V1, .kind = "Secret", .list_kind = "SecretList", .plural = "secrets", .singular = "secret",
     .namespaced = true, .unconditional_update = true, .encrypted = true, .smp = &kite_meta_smp_schema,
-    .fields = fields, .defaults = defaults, .validate = validate,
+    .fields = fields, .defaults = defaults, .validate = validate, .table = &printer,
 };

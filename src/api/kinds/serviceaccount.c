@@ -21,9 +21,27 @@ static const struct kite_subresource subresources[] = {
     {0},
 };
 
+/* printServiceAccount: how many secrets it lists */
+static json_object *sa_secret_count(const struct kite_table_row *r) { return json_object_new_int64((int64_t)arr_len(OBJ(r->obj, "secrets"))); }
+static const struct kite_table_column sa_cols[] = {
+    COL_NAME,
+    {"Secrets", sa_secret_count, "string", "",
+     "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed "
+     "to use. Pods are only limited to this list if this service account has a "
+     "\"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The "
+     "\"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to "
+     "isolate access to mounted secrets. This field should not be used to find auto-generated service account token "
+     "secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or "
+     "service account token secrets can be manually created. More info: "
+     "https://kubernetes.io/docs/concepts/configuration/secret",
+     0},
+    COL_AGE,
+};
+static const struct kite_table_printer printer = TABLE_PRINTER(sa_cols);
+
 const struct kite_resource kite_kind_serviceaccount = {
     .schema = &kite_schema_serviceaccount,
     KITE_CORE_V1, .kind = "ServiceAccount", .list_kind = "ServiceAccountList", .plural = "serviceaccounts",
     .singular = "serviceaccount", .short_names = {"sa"}, .namespaced = true, .unconditional_update = true,
-    .smp = &kite_meta_smp_schema, .subresources = subresources,
+    .smp = &kite_meta_smp_schema, .subresources = subresources, .table = &printer,
 };

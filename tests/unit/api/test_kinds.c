@@ -322,3 +322,18 @@ Test(kinds, no_two_rows_share_group_version_plural) {
                 cr_assert_str_neq(a->kind, b->kind, "%s twice in \"%s\"", a->kind, a->group);
         }
 }
+
+/* Registry completeness: every row has its schema; every kind kept in the store (and writable)
+ * has its strategic-merge schema and a table printer as upstream's (kubectl get prints its
+ * columns); a kind that holds a pod template owns what it makes, for the garbage collector
+ * (gc_owner: the controllers' GC list derives from it). */
+Test(kinds, every_row_is_whole) {
+    for (size_t i = 0; kite_resources[i]; i++) {
+        const struct kite_resource *r = kite_resources[i];
+        cr_assert_not_null(r->schema, "%s has a schema", r->plural);
+        if (!kite_resource_stored(r) || r->read_only) continue;
+        cr_assert_not_null(r->smp, "%s has a strategic-merge schema", r->plural);
+        cr_assert_not_null(r->table, "%s has a table printer", r->plural);
+        if (r->pod_template && *r->pod_template) cr_assert(r->gc_owner, "%s owns the objects it makes", r->plural);
+    }
+}

@@ -250,6 +250,24 @@ Test(table, other_kinds) {
          "[\"s\",\"ClusterIP\",\"None\",\"<none>\",\"80/TCP\",\"24h\",\"<none>\"]"},
     };
     CHECK_ROWS("Service", svc);
+    /* printConfigMap, printSecret, printServiceAccount: key and list counts as numbers */
+#define CM_META "\"metadata\":{\"name\":\"c\",\"creationTimestamp\":\"2026-12-01T09:56:45Z\"}"
+    static const struct row_case cm[] = {
+        {"{" CM_META ",\"data\":{\"a\":\"1\",\"b\":\"2\"},\"binaryData\":{\"c\":\"AA==\"}}", "[\"c\",3,\"24h\"]"},
+        {"{" CM_META "}", "[\"c\",0,\"24h\"]"},
+    };
+    CHECK_ROWS("ConfigMap", cm);
+    static const struct row_case secret[] = {
+        {"{" CM_META ",\"type\":\"kubernetes.io/tls\",\"data\":{\"tls.crt\":\"AA==\",\"tls.key\":\"AA==\"}}",
+         "[\"c\",\"kubernetes.io/tls\",2,\"24h\"]"},
+        {"{" CM_META ",\"type\":\"Opaque\"}", "[\"c\",\"Opaque\",0,\"24h\"]"},
+    };
+    CHECK_ROWS("Secret", secret);
+    static const struct row_case sa[] = {
+        {"{" CM_META ",\"secrets\":[{\"name\":\"t\"}]}", "[\"c\",1,\"24h\"]"},
+        {"{" CM_META "}", "[\"c\",0,\"24h\"]"},
+    };
+    CHECK_ROWS("ServiceAccount", sa);
     static const struct row_case def[] = {
         {"{\"metadata\":{\"name\":\"x\",\"creationTimestamp\":\"2026-12-02T09:54:15Z\"}}", "[\"x\",\"2m30s\"]"},
     };

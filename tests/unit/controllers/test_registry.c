@@ -173,3 +173,61 @@ Test(registry, the_serviceaccount_controllers_share_the_namespaces_stream) {
     cr_assert_eq(kite_ctl_group_count(g), 0);
     kite_ctl_group_free(g);
 }
+
+/* Whether rules (a PolicyRule array) grant verb on group/resource (or "*" for either). */
+static bool has(json_object *list, const char *want) {
+    for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+        const char *s = json_object_get_string(json_object_array_get_idx(list, i));
+        if (!strcmp(s, want) || !strcmp(s, "*")) return true;
+    }
+    return false;
+}
+static bool grants(json_object *rules, const char *verb, const char *group, const char *resource) {
+    for (size_t i = 0; i < json_object_array_length(rules); i++) {
+        json_object *r = json_object_array_get_idx(rules, i);
+        if (kite_obj_get(r, "resourceNames")) continue; /* a list or watch names no object */
+        if (has(kite_obj_get(r, "verbs"), verb) && has(kite_obj_get(r, "apiGroups"), group) &&
+            has(kite_obj_get(r, "resources"), resource))
+            return true;
+    }
+    return false;
+}
+
+/* Each row's RBAC is whole: every collection its start watches (the informers it adds), the
+ * row's rules let it list and watch. A row that watched a new kind without a rule for it would
+ * be forbidden on a real cluster's RBAC and never sync. */
+Test(registry, every_row_may_list_and_watch_what_it_watches) {
+    const char *cert = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
+    struct kite_ctl_config cfg = {.grace_ns = 40 * KITE_NS_PER_SEC, .period_ns = KITE_NS_PER_SEC, .signing_cert = cert,
+                                  .signing_key = cert, .node_cleanup_ns = KITE_NS_PER_SEC, .root_ca = cert};
+    size_t checked = 0;
+    for (size_t i = 0; i < KITE_N_CONTROLLERS; i++) {
+        const struct kite_ctl_desc *d = &KITE_CONTROLLERS[i];
+        struct kite_ctl_group *g = kite_ctl_group_new(NULL, NULL);
+        cr_assert_eq(d->start(g, &cfg), 0, "%s starts", d->name);
+        json_object *rules = json_tokener_parse(d->rbac);
+        const struct kite_informer_factory *f = kite_ctl_group_informers(g);
+        cr_assert_gt(kite_informer_factory_count(f), 0, "%s watches something", d->name);
+        for (size_t k = 0; k < kite_informer_factory_count(f); k++) {
+            /* /api/v1/<res>, /apis/<group>/<version>/<res>, either with namespaces/<ns>/ before <res> */
+            char path[256], *save = NULL;
+            snprintf(path, sizeof path, "%s", kite_informer_factory_path(f, k));
+            char *seg[8] = {0};
+            size_t n = 0;
+            for (char *t = strtok_r(path, "/", &save); t && n < 8; t = strtok_r(NULL, "/", &save)) seg[n++] = t;
+            bool core = n >= 3 && !strcmp(seg[0], "api");
+            const char *group = core ? "" : n >= 4 ? seg[1] : NULL;
+            size_t at = core ? 2 : 3;
+            if (n > at + 2 && !strcmp(seg[at], "namespaces")) at += 2;
+            cr_assert(group && at < n, "%s: %s is a collection", d->name, kite_informer_factory_path(f, k));
+            const char *res = seg[at];
+            cr_assert(grants(rules, "list", group, res) && grants(rules, "watch", group, res),
+                      "%s watches %s but its rules do not let it list and watch %s in \"%s\"", d->name,
+                      kite_informer_factory_path(f, k), res, group);
+            checked++;
+        }
+        json_object_put(rules);
+        kite_ctl_group_free(g);
+    }
+    cr_assert_geq(checked, 30);
+}

@@ -157,3 +157,53 @@ Test(tunnel, stop_ends_an_open_tunnel) {
     cr_assert_leq(k, 0);
     kite_http_tunnel_close(t);
 }
+
+/* Bytes written with more = true (a WebSocket frame's header) go in the record of the next
+ * write: the peer reads header and payload as one record (one read), and a stream of such
+ * frames, far more than the socket buffers hold (writes that would block included), arrives
+ * whole and in order. */
+Test(tunnel, held_bytes_go_with_the_next_write) {
+    struct kite_http_tunnel *t = open_echo();
+    cr_assert_eq(kite_http_tunnel_write_more(t, "HDR!", 4, true), 4);
+    cr_assert_eq(kite_http_tunnel_write_more(t, "payload", 7, false), 7);
+    char b[64];
+    ssize_t k;
+    while ((k = kite_http_tunnel_read(t, b, sizeof b)) == -EAGAIN) {
+        struct pollfd p = {.fd = kite_http_tunnel_fd(t), .events = POLLIN};
+        if (!kite_http_tunnel_pending(t)) cr_assert_gt(poll(&p, 1, 5000), 0);
+    }
+    cr_assert_eq(k, 11, "one record of 11 bytes, read %zd", k); /* the echo's one read, one write */
+    cr_assert(memcmp(b, "HDR!payload", 11) == 0);
+    /* 4 MiB of 2-byte headers each followed by 1022 bytes */
+    size_t frames = 4096, total = frames * 1024, got = 0, f = 0, part = 0;
+    char *want = malloc(total), *dst = malloc(total);
+    for (size_t i = 0; i < total; i++) want[i] = (char)(i * 13 + 5);
+    while (got < total) {
+        if (f < frames) {
+            const char *p = want + f * 1024;
+            ssize_t w = part == 0 ? kite_http_tunnel_write_more(t, p, 2, true)
+                                  : kite_http_tunnel_write_more(t, p + part, 1024 - part, false);
+            if (w > 0) {
+                part += (size_t)w;
+                if (part == 1024) {
+                    part = 0;
+                    f++;
+                }
+            } else {
+                cr_assert_eq(w, -EAGAIN);
+            }
+        }
+        k = kite_http_tunnel_read(t, dst + got, total - got);
+        if (k > 0) got += (size_t)k;
+        else cr_assert_eq(k, -EAGAIN);
+        if (k == -EAGAIN && !kite_http_tunnel_pending(t)) {
+            struct pollfd p = {.fd = kite_http_tunnel_fd(t), .events = POLLIN | (f < frames ? POLLOUT : 0)};
+            poll(&p, 1, 1000);
+        }
+    }
+    cr_assert(memcmp(want, dst, total) == 0);
+    free(want);
+    free(dst);
+    kite_http_tunnel_close(t);
+    while (atomic_load(&tunnels_closed) < 1) usleep(1000);
+}
