@@ -75,7 +75,7 @@ objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
 lib_of  = $(BUILD)/lib/libkite_$(1).a
 libs_for = $(foreach m,$(DEPS_$(1)),$(call lib_of,$(m)))
 
-.PHONY: FORCE all install check-layers deps test test-slow test-unit test-e2e test-e2e-asan test-e2e-asan-slow test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
+.PHONY: FORCE all install check-layers deps test test-slow test-unit test-e2e test-e2e-etcd test-e2e-asan test-e2e-asan-slow test-scale test-e2e-tsan soak asan bench up clean fmt $(addprefix test-,$(MODULES))
 all: deps $(BUILD)/kite $(BUILD)/kite-agent $(BUILD)/kubectl-kite
 
 deps:
@@ -159,6 +159,18 @@ test-e2e: all $(BUILD)/busybox.tar
 	@$(E2E_PREP)
 	KITE=$(abspath $(BUILD)/kite) $(PYTEST_E2E) --basetemp=$(E2E_TMP)/$(BUILD) tests/e2e
 
+# Runs that need the machine to themselves (tests marked scale: 10,000 simulated nodes against
+# kite up); every other target skips them.
+test-scale: all
+	@$(E2E_PREP)
+	KITE=$(abspath $(BUILD)/kite) KITE_SCALE_TESTS=1 /usr/bin/python3 -m pytest -q --basetemp=$(E2E_TMP)/scale -m scale tests/e2e
+
+# Every e2e test against the plain build, each cluster stored in a real etcd (KITE_TEST_STORE=etcd:
+# one etcd per worker, tests/e2e/conftest.py); tests of what only SQLite has skip with the reason.
+test-e2e-etcd: all $(BUILD)/busybox.tar
+	@$(E2E_PREP)
+	KITE_TEST_STORE=etcd KITE=$(abspath $(BUILD)/kite) $(PYTEST_E2E) --basetemp=$(E2E_TMP)/$(BUILD)-etcd tests/e2e
+
 # DESIGN.md's dependency rules (the DEPS_* lines above), checked on includes and on the symbols
 # each module's archive takes from the others: a violation fails the build of `make test`
 check-layers: all
@@ -210,12 +222,13 @@ test: deps
 
 # The rest of the tests, which CI runs after `make test`: the unit and e2e tests against the plain
 # build (an optimized build times and races differently), and the e2e ones marked slow under the
-# sanitizers.
+# sanitizers, and the whole e2e suite once more with every cluster on etcd.
 test-slow: deps
 	$(MAKE) -j$(NPROC) all
 	$(MAKE) check-layers
 	$(MAKE) -j$(NPROC) test-unit
 	$(MAKE) test-e2e
+	$(MAKE) test-e2e-etcd
 	$(MAKE) test-e2e-asan-slow
 
 bench: all

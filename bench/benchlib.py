@@ -20,9 +20,10 @@ def free_port(who):
     sys.exit(f"{who}: no free port")
 
 
-def start_up(kite, workdir, extra=(), who="bench", timeout=120):
+def start_up(kite, workdir, extra=(), who="bench", timeout=120, port=None):
     """Starts `kite up --no-agent` on a fresh data dir under workdir (its log in workdir/up.log)
-    and waits for /readyz. Returns (process, port, data_dir); stop it with stop()."""
+    and waits for /readyz. Returns (process, port, data_dir); stop it with stop(). With port, on
+    that port (a restart: the data dir under workdir is reused)."""
     import os
     import ssl
     import subprocess
@@ -32,7 +33,7 @@ def start_up(kite, workdir, extra=(), who="bench", timeout=120):
     workdir = Path(workdir)
     data = workdir / "data"
     data.mkdir(parents=True, exist_ok=True)
-    port = free_port(who)
+    port = port or free_port(who)
     log = open(workdir / "up.log", "ab")
     p = subprocess.Popen([kite, "up", "--no-agent", "--data-dir", str(data), "--listen", f"127.0.0.1:{port}", *extra],
                          stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -88,3 +89,38 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def plot(png, title, xlabel, ylabel, data, columns, y2=None, y2label=None, logx=False):
+    """Writes a PNG line plot of the whitespace-separated table `data` (its first column x) with
+    gnuplot: columns is [(column number, title)], y2 the same for the right axis. Without
+    gnuplot (Debian gnuplot-nox) the plot is skipped with a message; returns whether it was made."""
+    import shutil
+    import subprocess
+    import sys
+    if not shutil.which("gnuplot"):
+        print(f"(no gnuplot: {png} not drawn; apt-get install gnuplot-nox)", file=sys.stderr, flush=True)
+        return False
+    def q(x):  # a gnuplot single-quoted string
+        return "'" + str(x).replace("'", "''") + "'"
+    lines = [f"set terminal pngcairo size 900,500" if _has_cairo() else "set terminal png size 900,500",
+             f"set output {q(png)}", f"set title {q(title)}", f"set xlabel {q(xlabel)}", f"set ylabel {q(ylabel)}",
+             "set grid", "set key left top", "set ytics nomirror"]
+    if logx:
+        lines.append("set logscale x")
+    plots = [f"{q(data)} using 1:{c} with linespoints title {q(t)}" for c, t in columns]
+    if y2:
+        lines += ["set y2tics", f"set y2label {q(y2label or '')}"]
+        plots += [f"{q(data)} using 1:{c} axes x1y2 with linespoints title {q(t)}" for c, t in y2]
+    lines.append("plot " + ", ".join(plots))
+    r = subprocess.run(["gnuplot"], input="\n".join(lines) + "\n", text=True, capture_output=True)
+    if r.returncode != 0:
+        print(f"gnuplot failed for {png}: {r.stderr.strip()}", file=sys.stderr, flush=True)
+        return False
+    return True
+
+
+def _has_cairo():
+    import subprocess
+    r = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
+    return "pngcairo" in (r.stdout + r.stderr)

@@ -3,7 +3,7 @@
 Ready=Unknown seen by a watcher.
 
 usage: detect.py [--kite PATH] [--tool build/node-leases] [--nodes 1000] [--stop 100] [--grace 50]
-                 [--interval S] [--conns 8] [--window 20] [--floor 100] [--keep]
+                 [--interval S] [--conns 8] [--window 20] [--floor 100] [--out DIR] [--keep]
 
 Starts `kite apiserver` (static token, system:masters) on a temp data dir; bench/node-leases.c
 creates --nodes Nodes (Ready=True, as a kubelet registers) and their Leases in kube-node-lease and
@@ -220,6 +220,7 @@ def main():
     ap.add_argument("--window", type=float, default=20)
     ap.add_argument("--floor", type=int, default=100)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--out", default=str(REPO / "build" / "bench"), help="where the .dat and .png go")
     a = ap.parse_args()
     interval = a.interval or (10.0 if a.grace >= 25 else 0.4 * a.grace)
     work = Path(tempfile.mkdtemp(prefix="kite-detect."))
@@ -366,6 +367,18 @@ def main():
         per_k = a.nodes / 1000
         target = a.grace + 1
         p50, p99, mx = pct(lat, 50), pct(lat, 99), max(lat) if lat else float("nan")
+        # the detection times' distribution, next to the grace: DIR/detect-N-G.dat and .png
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        dat = out / f"detect-{a.nodes}-{a.grace:g}.dat"
+        with open(dat, "w") as f:
+            f.write("# renewals_stop_to_unknown_s fraction_of_stopped_nodes grace_s\n")
+            for i, v in enumerate(sorted(lat)):
+                f.write(f"{v:.3f} {(i + 1) / len(lat):.4f} {a.grace:g}\n")
+        benchlib.plot(out / f"detect-{a.nodes}-{a.grace:g}.png",
+                      f"{a.stop} of {a.nodes} nodes stop renewing: time to Ready=Unknown (grace {a.grace:g} s)",
+                      "seconds from the last renewal's answer to Unknown seen", "fraction of the stopped nodes", dat,
+                      [(2, "detected")])
         ok = bool(lat) and p99 <= target and not missed and not fps and not fp_final and cm_alive
         print(f"{a.nodes} nodes, grace {a.grace:g} s, renewals every {interval:g} s "
               f"({a.nodes / interval:.0f}/s wanted, {rate:.0f}/s achieved in the steady window; "

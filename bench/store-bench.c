@@ -2,24 +2,27 @@
  *
  * Build (from the repo root, after `make build/lib/libkite_store.a build/lib/libkite_base.a`):
  *   cc -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc -o build/store-bench bench/store-bench.c \
- *      build/lib/libkite_store.a build/lib/libkite_base.a -lsqlite3 -lpthread
- * Run: build/store-bench [dir] [seconds]   (dir defaults to a fresh directory under /tmp)
+ *      build/lib/libkite_store.a build/lib/libkite_base.a -lsqlite3 -lgnutls -lnghttp2 -lpthread -lm
+ * Run: build/store-bench [dir] [seconds] [keys]   (dir defaults to a fresh directory under /tmp,
+ *      keys to 10,000)
  *
- * (a) 64 submitter threads each do blocking 400-byte UPDATEs of random keys among 10,000,
+ * (a) 64 submitter threads each do blocking 400-byte UPDATEs of random keys among `keys`,
  *     for `seconds`: durable updates/s, p50/p99 latency, the average group-commit batch.
  * (b) the baseline: appends of 400-byte records to a plain file, fdatasync per batch, batched
  *     with the average batch size (a) achieved, for the same number of records. */
 #include "store/store.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #define THREADS 64
-#define KEYS 10000
+static int KEYS = 10000;
 #define VALUE_LEN 400
 #define MAX_SAMPLES (1 << 22)
 
@@ -40,7 +43,7 @@ static void *submitter(void *arg) {
     char key[64];
     while (!stop) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        snprintf(key, sizeof(key), "/registry/pods/default/pod-%05d", (int)(x % KEYS));
+        snprintf(key, sizeof(key), "/registry/pods/default/pod-%07d", (int)(x % (uint64_t)KEYS));
         struct kite_write w = { KITE_WRITE_UPDATE, key, value, VALUE_LEN, 0 };
         int64_t t0 = now_ns();
         int r = kite_store_write(store, &w, NULL, NULL);
@@ -59,7 +62,7 @@ static void *creator(void *arg) {
     int t = (int)(intptr_t)arg;
     char key[64];
     for (int i = t; i < KEYS; i += THREADS) {
-        snprintf(key, sizeof(key), "/registry/pods/default/pod-%05d", i);
+        snprintf(key, sizeof(key), "/registry/pods/default/pod-%07d", i);
         struct kite_write w = { KITE_WRITE_CREATE, key, value, VALUE_LEN, 0 };
         int r = kite_store_write(store, &w, NULL, NULL);
         if (r < 0 && r != -EEXIST) {
@@ -68,6 +71,35 @@ static void *creator(void *arg) {
         }
     }
     return NULL;
+}
+
+/* CPU seconds (user + system) of this process's thread named `name`, -1 when there is none. */
+static double thread_cpu(const char *name) {
+    DIR *d = opendir("/proc/self/task");
+    double ret = -1;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], comm[64] = "", stat[1024];
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (!fgets(comm, sizeof(comm), f)) comm[0] = 0;
+        fclose(f);
+        comm[strcspn(comm, "\n")] = 0;
+        if (strcmp(comm, name) != 0) continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+        if (!(f = fopen(path, "r"))) continue;
+        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+        fclose(f);
+        stat[n] = 0;
+        const char *p = strrchr(stat, ')');
+        unsigned long ut = 0, st = 0;
+        /* after the comm: state, then fields 4..13, then utime (14) and stime (15) */
+        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+            ret = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    }
+    if (d) closedir(d);
+    return ret;
 }
 
 static int cmp64(const void *a, const void *b) {
@@ -79,6 +111,8 @@ int main(int argc, char **argv) {
     char tmpl[] = "/tmp/store-bench-XXXXXX";
     const char *dir = argc > 1 && argv[1][0] ? argv[1] : mkdtemp(tmpl);
     double secs = argc > 2 ? atof(argv[2]) : 5;
+    if (argc > 3) KEYS = atoi(argv[3]);
+    if (KEYS < 1) KEYS = 1;
     memset(value, 'v', sizeof(value));
     lat_ns = malloc(MAX_SAMPLES * sizeof(*lat_ns));
     char url[600], path[512];
@@ -97,6 +131,9 @@ int main(int argc, char **argv) {
 
     struct kite_store_stats st0, st1;
     kite_store_stats(store, &st0);
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    double w0 = thread_cpu("store-writer");
     int64_t t0 = now_ns();
     for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, submitter, (void *)(intptr_t)(t + 1));
     struct timespec d = { (time_t)secs, (long)((secs - (time_t)secs) * 1e9) };
@@ -104,6 +141,8 @@ int main(int argc, char **argv) {
     stop = 1;
     for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
     int64_t t1 = now_ns();
+    getrusage(RUSAGE_SELF, &ru1);
+    double w1 = thread_cpu("store-writer");
     kite_store_stats(store, &st1);
     size_t n = KITE_MIN(atomic_load(&nlat), (size_t)MAX_SAMPLES);
     qsort(lat_ns, n, sizeof(*lat_ns), cmp64);
@@ -113,6 +152,10 @@ int main(int argc, char **argv) {
     printf("store: %d threads, %d-byte updates over %d keys, %.1f s\n", THREADS, VALUE_LEN, KEYS, (t1 - t0) / 1e9);
     printf("store: %.0f durable updates/s, p50 %.2f ms, p99 %.2f ms, %.1f writes per batch (%.0f fsyncs/s)\n", rate,
            lat_ns[n / 2] / 1e6, lat_ns[n * 99 / 100] / 1e6, avg_batch, batches / ((t1 - t0) / 1e9));
+    double cpu = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                 (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+    printf("store: CPU %.1f us per write (all threads, submitters included), the writer thread's %.1f us\n",
+           writes ? cpu * 1e6 / writes : 0, writes && w0 >= 0 ? (w1 - w0) * 1e6 / writes : 0);
     kite_store_close(store);
 
     /* (b) baseline: the same records appended to a file, one fdatasync per batch. */

@@ -154,7 +154,9 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
                                        .node_name = a->node_name, .seed = o->seed, .root_dir = c->root_dir,
                                        .cluster_dns = c->cluster_dns ? c->cluster_dns : a->dns_addr,
                                        .cluster_domain = c->cluster_domain,
-                                       .backoff_base_ns = c->backoff_base_ns};
+                                       .backoff_base_ns = c->backoff_base_ns,
+                                       .allowed_unsafe_sysctls = c->allowed_unsafe_sysctls,
+                                       .seccomp_default = c->seccomp_default};
         if ((r = kite_pods_new(&po, &a->pods)) < 0) {
             if (ret_err) *ret_err = kite_asprintf("starting the pod workers: %s", strerror(-r));
             goto fail;

@@ -45,6 +45,10 @@ struct kite_agent_config {
                                          pods' nameserver when --cluster-dns is not given */
     char *dns_upstream_conf;          /* --dns-upstream-conf: resolv.conf naming the resolvers other
                                          names are forwarded to; NULL = /etc/resolv.conf */
+    char *allowed_unsafe_sysctls;     /* --allowed-unsafe-sysctls / allowedUnsafeSysctls: comma-separated
+                                         names and NAME* patterns, each namespaced; NULL = none */
+    bool seccomp_default;             /* --seccomp-default / seccompDefault: RuntimeDefault for
+                                         containers whose securityContext names no profile */
     int64_t backoff_base_ns;          /* --restart-backoff-base: the container restart and image
                                          pull back-offs' first delay; 10 s as the kubelet's */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:

@@ -41,6 +41,7 @@ void kite_agent_config_release(struct kite_agent_config *c) {
     free(c->pod_bridge);
     free(c->proxy_table);
     free(c->dns_upstream_conf);
+    free(c->allowed_unsafe_sysctls);
     json_object_put(c->taints);
     json_object_put(c->labels);
     *c = (struct kite_agent_config){0};
@@ -229,6 +230,8 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
             if ((r = parse_int(where, s, 0, 65535, &i, err)) == 0) c->ns.daemon_port = (int)i;
         } else if (kite_streq(key, "registerNode")) {
             r = parse_bool(where, s, &c->register_node, err);
+        } else if (kite_streq(key, "seccompDefault")) {
+            r = parse_bool(where, s, &c->seccomp_default, err);
         } else if (kite_streq(key, "podCIDR")) {
             r = parse_cidr(where, s, &c->pod_cidr, err);
         } else if (kite_streq(key, "clusterDomain")) {
@@ -306,6 +309,38 @@ static int parse_taints(struct kite_agent_config *c, const char *where, const ch
     return 0;
 }
 
+/* --allowed-unsafe-sysctls: every name or NAME* pattern must be one the kubelet knows to be
+ * namespaced (its NewAllowlist), with the kubelet's messages. */
+static int set_unsafe_sysctls(struct kite_agent_config *c, const char *where, const char *v, char **err) {
+    _cleanup_free_ char *list = kite_strdup(v);
+    struct kite_buf norm = {0};
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ') t++;
+        size_t n = strlen(t);
+        while (n && t[n - 1] == ' ') t[--n] = 0;
+        if (!n) continue;
+        _cleanup_free_ char *name = kite_pods_sysctl_normalize(t);
+        if (!kite_pods_sysctl_pattern_valid(name)) {
+            kite_buf_release(&norm);
+            return fail(err, "%s: sysctl \"%s\" must have at most 253 characters and match regex %s", where, t,
+                        KITE_SYSCTL_PATTERN_RE);
+        }
+        size_t star = strcspn(name, "*");
+        _cleanup_free_ char *prefix = kite_strndup(name, star);
+        if (!kite_pods_sysctl_namespace(prefix)) {
+            kite_buf_release(&norm);
+            return fail(err, "%s: the sysctls \"%s\" are not known to be namespaced", where, prefix);
+        }
+        if (norm.len) kite_buf_putc(&norm, ',');
+        kite_buf_puts(&norm, name);
+    }
+    free(c->allowed_unsafe_sysctls);
+    c->allowed_unsafe_sysctls = norm.len ? kite_buf_detach(&norm, NULL) : NULL;
+    kite_buf_release(&norm);
+    return 0;
+}
+
 /* an nftables identifier kite writes unquoted */
 static bool valid_table(const char *v) {
     size_t n = strlen(v);
@@ -379,6 +414,10 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
     } else if (kite_streq(name, "dns-upstream-conf")) {
         free(c->dns_upstream_conf);
         c->dns_upstream_conf = *v ? kite_strdup(v) : NULL;
+    } else if (kite_streq(name, "allowed-unsafe-sysctls")) {
+        return set_unsafe_sysctls(c, where, v, err);
+    } else if (kite_streq(name, "seccomp-default")) {
+        r = parse_bool(where, v, &c->seccomp_default, err);
     } else if (kite_streq(name, "restart-backoff-base")) {
         if ((r = parse_duration(where, v, &c->backoff_base_ns, err)) == 0 && c->backoff_base_ns < KITE_NS_PER_SEC)
             return fail(err, "%s: must be at least 1s", where);

@@ -65,6 +65,8 @@ static const struct {
      "that can accept a name or number."},
     {KITE_SCHEMA_RAW, "FieldsV1", META_PKG ".FieldsV1", "object", NULL,
      "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format."},
+    {KITE_SCHEMA_RAW, "RawExtension", "io.k8s.apimachinery.pkg.runtime.RawExtension", "object", NULL,
+     "RawExtension is used to hold extensions in external versions."},
 };
 
 struct gen {

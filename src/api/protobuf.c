@@ -173,7 +173,7 @@ static int decode_value(struct dec *d, const struct kite_schema *s, const char *
     *ret = NULL;
     bool varint = s->type == KITE_SCHEMA_INT32 || s->type == KITE_SCHEMA_INT64 || s->type == KITE_SCHEMA_BOOL;
     unsigned want = varint ? WT_VARINT : s->type == KITE_SCHEMA_FLOAT ? WT_FIXED64 : WT_LEN;
-    if (s->type == KITE_SCHEMA_RAW && s != &kite_schema_fields_v1)
+    if (s->type == KITE_SCHEMA_RAW && s != &kite_schema_fields_v1 && s != &kite_schema_raw_extension)
         return fail(d, -ENOTSUP, "the field %s cannot be read from protobuf by this server; send the object as application/json", name);
     if (wt != want) return fail(d, -EINVAL, "proto: wrong wireType = %u for field %s", wt, name);
     uint64_t v;
@@ -210,7 +210,7 @@ static int decode_value(struct dec *d, const struct kite_schema *s, const char *
         return 0;
     }
     case KITE_SCHEMA_INT_OR_STRING: return decode_int_or_string(d, sub, ret);
-    case KITE_SCHEMA_RAW: { /* FieldsV1: the JSON text */
+    case KITE_SCHEMA_RAW: { /* FieldsV1, RawExtension: the JSON text */
         struct rd raw;
         if (decode_wrapped_bytes(d, sub, "Raw", &raw) < 0) return d->code;
         if (!raw.p || raw.p == raw.end) return 0;
@@ -547,7 +547,7 @@ static int encode_value(const struct kite_schema *s, unsigned num, json_object *
         put_bytes(b, num, sub.p, sub.len);
         break;
     case KITE_SCHEMA_RAW: {
-        if (s != &kite_schema_fields_v1) return -ENOTSUP;
+        if (s != &kite_schema_fields_v1 && s != &kite_schema_raw_extension) return -ENOTSUP;
         const char *t = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         put_bytes(&sub, 1, t, strlen(t));
         put_bytes(b, num, sub.p, sub.len);

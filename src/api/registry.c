@@ -36,6 +36,7 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_cronjob,
     &kite_kind_daemonset,
     &kite_kind_statefulset,
+    &kite_kind_controllerrevision,
     &kite_kind_hpa,
     &kite_kind_hpa_v1,
     &kite_kind_service,

@@ -25,6 +25,7 @@ const struct kite_schema kite_schema_microtime = {.type = KITE_SCHEMA_MICROTIME}
 const struct kite_schema kite_schema_int_or_string = {.type = KITE_SCHEMA_INT_OR_STRING};
 const struct kite_schema kite_schema_bytes = {.type = KITE_SCHEMA_BYTES};
 const struct kite_schema kite_schema_fields_v1 = {.type = KITE_SCHEMA_RAW, .go_type = "FieldsV1"};
+const struct kite_schema kite_schema_raw_extension = {.type = KITE_SCHEMA_RAW, .go_type = "RawExtension"};
 const struct kite_schema kite_schema_bytes_map = {.type = KITE_SCHEMA_MAP, .elem = &kite_schema_bytes};
 const struct kite_schema kite_schema_string_list = {.type = KITE_SCHEMA_LIST, .elem = &kite_schema_string};
 const struct kite_schema kite_schema_string_map = {.type = KITE_SCHEMA_MAP, .elem = &kite_schema_string};

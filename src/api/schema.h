@@ -80,6 +80,8 @@ extern const struct kite_schema kite_schema_raw, kite_schema_string, kite_schema
     kite_schema_bytes, kite_schema_bytes_map;
 /* metav1.FieldsV1: any JSON, which protobuf carries as its text in a message {1: bytes} */
 extern const struct kite_schema kite_schema_fields_v1;
+/* runtime.RawExtension holding JSON (ControllerRevision.data): protobuf {1: raw}, as FieldsV1 */
+extern const struct kite_schema kite_schema_raw_extension;
 
 /* The served kinds' root schemas (src/api/kinds/). events.k8s.io/v1 Events are checked
  * in their own shape, before conversion to the stored core/v1 one. */
@@ -96,6 +98,7 @@ extern const struct kite_schema kite_schema_job, kite_schema_daemonset;
 extern const struct kite_schema kite_schema_replicationcontroller;
 /* apps/v1 StatefulSet */
 extern const struct kite_schema kite_schema_statefulset;
+extern const struct kite_schema kite_schema_controllerrevision;
 /* autoscaling/v2 HorizontalPodAutoscaler */
 extern const struct kite_schema kite_schema_hpa, kite_schema_hpa_v1;
 /* batch/v1 CronJob */

@@ -51,6 +51,7 @@ struct kite_apiserver_options {
     bool no_endpoint_reconciler;    /* --endpoint-reconciler-type=none */
     bool kube_dns_service;      /* create kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address (kite up) */
     int64_t service_account_max_token_expiration_s; /* a TokenRequest asking longer gets this; 0 = none */
+    bool service_account_extend_token_expiration;   /* a pod's 3607 s token is valid a year (warnafter) */
 };
 #define KITE_SERVICE_CIDR_DEFAULT "10.96.0.0/12"
 /* kube-apiserver's master lease TTL: the kubernetes Service drops a server this long after its

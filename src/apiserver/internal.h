@@ -179,6 +179,12 @@ void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out
 json_object *record_object(struct kite_record *rec);
 /* A parse of the record the caller owns (an empty object if the bytes do not parse). */
 json_object *record_parse(const struct kite_record *rec);
+/* metadata.labels of a stored object, parsed alone (*ret NULL when it has none); -EINVAL when a
+ * quick scan cannot find them reliably (the caller parses the whole object). */
+int record_labels(const struct kite_record *rec, json_object **ret);
+/* object_matches on a record, parsing only its labels when a label selector is all there is. */
+bool record_matches(const struct kite_resource *r, struct kite_record *rec, const struct kite_label_selector *ls,
+                    const struct kite_field_selector *fs);
 bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
 bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs);
@@ -433,6 +439,12 @@ bool apiserver_bootstrap_token(struct req *rq);
 #define KITE_SATOKEN_MAX_BYTES (16 * 1024)           /* a longer bearer token is not tried as a JWT */
 struct kite_pki_signer;
 struct kite_satoken;
+/* kube-apiserver's --service-account-extend-token-expiration: a token bound to a pod, asked for
+ * KITE_SATOKEN_WARN_ONLY_S with only the server's audiences, is valid KITE_SATOKEN_EXTENDED_S
+ * and carries kubernetes.io.warnafter (its use after that is logged as stale). */
+#define KITE_SATOKEN_WARN_ONLY_S 3607
+#define KITE_SATOKEN_EXTENDED_S (365LL * 24 * 3600)
+void apiserver_satoken_set_extend(struct kite_satoken *t, bool on);
 /* Whom a token names (all borrowed; NULL or "" when absent). */
 struct kite_satoken_subject {
     const char *ns, *name, *uid;               /* the ServiceAccount */

@@ -36,7 +36,25 @@ struct kite_satoken {
     char **audiences;
     size_t n_audiences;
     int64_t max_expiration_s; /* --service-account-max-token-expiration; 0 = none */
+    bool extend_expiration;   /* --service-account-extend-token-expiration */
+    _Atomic int64_t stale_logged_s; /* when a stale token's use was last logged */
+    _Atomic uint64_t stale_uses;    /* stale uses since then */
 };
+
+void apiserver_satoken_set_extend(struct kite_satoken *t, bool on) {
+    if (t) t->extend_expiration = on;
+}
+
+/* isKubeAudiences: every audience asked is one of the server's */
+static bool kube_audiences(const struct kite_satoken *t, json_object *auds) {
+    for (size_t i = 0; i < json_object_array_length(auds); i++) {
+        const char *a = json_object_get_string(json_object_array_get_idx(auds, i));
+        bool found = false;
+        for (size_t j = 0; j < t->n_audiences && !found; j++) found = kite_streq(a, t->audiences[j]);
+        if (!found) return false;
+    }
+    return true;
+}
 
 /* ---- JWS compact serialization ---------------------------------------------------------- */
 
@@ -302,6 +320,20 @@ bool apiserver_satoken_authenticate(struct req *rq) {
         json_object_put(claims);
         return false;
     }
+    /* a token used past its warnafter (an extended one): accepted, and logged as stale (at most
+     * once a minute, with how many such uses there were) */
+    json_object *wa = kite_obj_get(kite_obj_get(claims, "kubernetes.io"), "warnafter");
+    if (wa && json_object_is_type(wa, json_type_int) && now_s > json_object_get_int64(wa)) {
+        uint64_t uses = ++t->stale_uses;
+        int64_t last = t->stale_logged_s;
+        if (now_s - last >= 60 && __atomic_compare_exchange_n(&t->stale_logged_s, &last, now_s, false, __ATOMIC_RELAXED,
+                                                               __ATOMIC_RELAXED)) {
+            t->stale_uses = 0;
+            log_warn("apiserver", "stale service account token: subject: " SA_USER_PREFIX "%s:%s, seconds after warning "
+                     "threshold: %lld (%llu stale uses in the last minute)", sub.ns, sub.name,
+                     (long long)(now_s - json_object_get_int64(wa)), (unsigned long long)uses);
+        }
+    }
     /* one buffer owns the user's strings (rq->authn_mem); offsets until it stops growing */
     struct kite_buf mem = {0};
     size_t name_at, uid_at, g1, g2, ex[12];
@@ -485,7 +517,11 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
     int64_t now_s = kite_now_wall(rq->srv->clock) / KITE_NS_PER_SEC;
     /* a dry run checks everything and issues nothing (the status stays empty) */
     if (!kite_streq(kite_http_query(rq->http, "dryRun"), "All")) {
-        json_object *claims = kite_satoken_claims(&sub, t->issuer, auds, now_s, exp);
+        /* --service-account-extend-token-expiration: the kubelet's token (3607 s, the server's
+         * audiences, bound to a pod) is valid a year; the status still says 3607 s */
+        bool extend = t->extend_expiration && pod && exp == KITE_SATOKEN_WARN_ONLY_S && kube_audiences(t, auds);
+        json_object *claims = kite_satoken_claims(&sub, t->issuer, auds, now_s, extend ? KITE_SATOKEN_EXTENDED_S : exp);
+        if (extend) kite_obj_set(kite_obj_get(claims, "kubernetes.io"), "warnafter", json_object_new_int64(now_s + exp));
         char *jwt = kite_jwt_sign(t->signer, claims);
         json_object_put(claims);
         if (!jwt) {

@@ -636,6 +636,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
     if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences,
                                      o->service_account_max_token_expiration_s, ret_error)) < 0) return r;
+    apiserver_satoken_set_extend(s->satoken, o->service_account_extend_token_expiration);
     /* kinds with a TTL (Events): the store may expire them itself (etcd leases) */
     const char *ttl_prefixes[8] = {0};
     _cleanup_free_ char *ttl_buf = NULL;

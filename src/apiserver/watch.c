@@ -43,8 +43,7 @@ static bool matches(struct watch *w, struct kite_record *rec) {
         const char *slash = strrchr(rec->key, '/');
         if (!kite_streq(slash ? slash + 1 : rec->key, rq->name)) return false;
     }
-    if (!w->ls && !w->fs) return true;
-    return object_matches(rq->res, record_object(rec), w->ls, w->fs);
+    return record_matches(rq->res, rec, w->ls, w->fs);
 }
 
 /* Selector transitions, as kube-apiserver's cacher: starting to match is ADDED, ceasing to

@@ -47,7 +47,8 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                                          .pod_security_exempt_runtime_classes = a->psa_exempt_runtime_classes,
                                          .service_account_issuer = a->sa_issuer,
                                          .api_audiences = a->api_audiences,
-                                         .service_account_max_token_expiration_s = a->sa_max_exp_ns / KITE_NS_PER_SEC};
+                                         .service_account_max_token_expiration_s = a->sa_max_exp_ns / KITE_NS_PER_SEC,
+                                         .service_account_extend_token_expiration = a->sa_extend_exp};
     if (a->sa_max_exp_ns / KITE_NS_PER_SEC > (INT64_C(1) << 32)) {
         fprintf(stderr, "kite: --service-account-max-token-expiration: must be between 1 hour and 2^32 seconds\n");
         return 2;

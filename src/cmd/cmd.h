@@ -142,6 +142,7 @@ struct apiserver_args {
     const char *psa_default, *psa_exempt_users, *psa_exempt_namespaces, *psa_exempt_runtime_classes;
     const char *sa_issuer, *api_audiences;
     int64_t sa_max_exp_ns; /* 0 = none */
+    bool sa_extend_exp;
     const char *etcd_servers, *etcd_prefix, *etcd_cafile, *etcd_certfile, *etcd_keyfile;
     int64_t etcd_timeout_ns, etcd_compaction_ns;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
@@ -226,7 +227,10 @@ struct apiserver_args {
     FLAG_STR("api-audiences", "AUD,...", "audiences a ServiceAccount token must name one of to authenticate, and " \
              "the default of a TokenRequest", NULL, &(a)->api_audiences, .def_note = "the issuer"),                    \
     FLAG_DURATION("service-account-max-token-expiration", "a TokenRequest asking longer gets a token of this "      \
-                  "lifetime (at most 2^32s)", NULL, 3600 * KITE_NS_PER_SEC, &(a)->sa_max_exp_ns, .def_note = "none")
+                  "lifetime (at most 2^32s)", NULL, 3600 * KITE_NS_PER_SEC, &(a)->sa_max_exp_ns, .def_note = "none"), \
+    FLAG_BOOLEAN("service-account-extend-token-expiration", "a pod's token asked for 3607 s with the server's "      \
+                 "audiences (the kubelet's projected\nvolume) is valid one year, and its use after 3607 s logged as "  \
+                 "stale (kube-apiserver's\ndefault; kite's agent refreshes its tokens in time)", &(a)->sa_extend_exp)
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
 int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
@@ -272,6 +276,11 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
                  .def_note = "false; true under kite up"),                                               \
     FLAG_FORWARD("dns-upstream-conf", FLAG_STRING, "FILE", "resolv.conf whose nameservers --serve-dns forwards\n" \
                  "names outside the cluster domain to", "/etc/resolv.conf"),                              \
+    FLAG_FORWARD("allowed-unsafe-sysctls", FLAG_STRING, "NAMES",                                               \
+                 "comma-separated sysctls (or NAME* prefixes), each namespaced (kernel.shm*,\n"              \
+                 "kernel.msg*, kernel.sem, fs.mqueue.*, net.*), that pods may set beyond the safe set", NULL),  \
+    FLAG_FORWARD("seccomp-default", FLAG_BOOL, NULL,                                                             \
+                 "run containers whose securityContext names no seccomp profile under RuntimeDefault", "false"), \
     FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
                  "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
                  "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \

@@ -151,6 +151,7 @@ const struct kite_ctl_desc KITE_CONTROLLERS[] = {
     {"statefulset-controller", "statefulset", start_statefulset,
      "[" RULE(READ, "\"apps\"", "\"statefulsets\"") ","
      RULE("\"patch\",\"update\"", "\"apps\"", "\"statefulsets/status\",\"statefulsets/finalizers\"") ","
+     RULE(READ "," WRITE, "\"apps\"", "\"controllerrevisions\"") ","
      RULE(READ, CORE, "\"pods\"") "," PODS_MAKE "]"},
     {"certificatesigningrequest-approving-controller", "csrapproving", start_csr_approving,
      "[" RULE(READ, "\"certificates.k8s.io\"", "\"certificatesigningrequests\"") ","

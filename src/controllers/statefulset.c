@@ -7,21 +7,29 @@
 #include "controllers/framework.h"
 #include "controllers/workqueue.h"
 #include "controllers/wlutil.h"
+#include "json/patch.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define LOG "statefulset"
 #define COMPONENT "statefulset-controller"
 #define REVISION_LABEL "controller-revision-hash"
+#define HASH_LABEL "controller.kubernetes.io/hash"
 
-enum { ACT_CREATE, ACT_DELETE, ACT_STATUS, ACT_ADOPT };
+static json_object *copy(json_object *o) {
+    json_object *c = NULL;
+    return o && json_object_deep_copy(o, &c, NULL) == 0 ? c : NULL;
+}
+
+enum { ACT_CREATE, ACT_DELETE, ACT_STATUS, ACT_ADOPT, ACT_REVISION };
 
 struct kite_statefulsets {
     struct kite_stsctl_options o;
     pthread_mutex_t lock;
-    struct kite_wl_cache pods, sets;
+    struct kite_wl_cache pods, sets, revs;
     struct kite_wq q;
     struct kite_ctl_keyed k;
 };
@@ -74,14 +82,101 @@ static void set_upsert(struct kite_statefulsets *c, json_object *set, bool del) 
     pthread_mutex_unlock(&c->lock);
 }
 static void set_add(void *ud, json_object *o, uintptr_t tag) { set_upsert(ud, o, false); }
+
+/* ControllerRevisions: the set that controls one looks again (its history changed) */
+static void rev_upsert(struct kite_statefulsets *c, json_object *rev, bool del) {
+    pthread_mutex_lock(&c->lock);
+    json_object *old = del ? kite_wl_cache_del(&c->revs, rev) : kite_wl_cache_put(&c->revs, rev);
+    _cleanup_free_ char *key = owner_key(rev);
+    if (key && kite_wl_cache_get(&c->sets, key)) enqueue(c, key);
+    json_object_put(old);
+    pthread_mutex_unlock(&c->lock);
+}
+static void rev_add(void *ud, json_object *o, uintptr_t tag) { rev_upsert(ud, o, false); }
+static void rev_del(void *ud, json_object *o, uintptr_t tag) { rev_upsert(ud, o, true); }
 static void set_del(void *ud, json_object *o, uintptr_t tag) { set_upsert(ud, o, true); }
 
-/* The template's revision: NAME-<hash of its JSON> (FNV-1a). */
-static char *revision_of(json_object *set) {
-    const char *s = json_object_to_json_string_ext(kite_obj_get(kite_obj_get(set, "spec"), "template"), JSON_C_TO_STRING_PLAIN);
-    uint64_t h = 1469598103934665603ull;
-    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) h = (h ^ *p) * 1099511628211ull;
-    return kite_asprintf("%s-%010llx", kite_meta_str(set, "name"), (unsigned long long)(h & 0xffffffffffull));
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* JSON text with object keys sorted: the same template hashes the same whatever order a
+ * patch left its keys in. */
+static void canon(json_object *o, struct kite_buf *b) {
+    if (json_object_is_type(o, json_type_object)) {
+        size_t n = (size_t)json_object_object_length(o), k = 0;
+        const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
+        json_object_object_foreach(o, key, val) {
+            (void)val;
+            keys[k++] = key;
+        }
+        qsort(keys, n, sizeof *keys, cmp_str);
+        kite_buf_putc(b, '{');
+        for (k = 0; k < n; k++) {
+            if (k) kite_buf_putc(b, ',');
+            kite_buf_json_str(b, keys[k]);
+            kite_buf_putc(b, ':');
+            canon(kite_obj_get(o, keys[k]), b);
+        }
+        kite_buf_putc(b, '}');
+        free(keys);
+    } else if (json_object_is_type(o, json_type_array)) {
+        kite_buf_putc(b, '[');
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            if (i) kite_buf_putc(b, ',');
+            canon(json_object_array_get_idx(o, i), b);
+        }
+        kite_buf_putc(b, ']');
+    } else {
+        kite_buf_puts(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    }
+}
+
+/* A revision's data, as upstream's getPatch: {"spec":{"template":{...,"$patch":"replace"}}},
+ * the strategic merge patch kubectl rollout undo sends back. As Go's json.Marshal of a map
+ * writes it (keys sorted, the template's "creationTimestamp":null), so that kubectl finds a
+ * template equal to it byte for byte ("skipped rollback"). */
+static json_object *revision_data(json_object *set) {
+    json_object *tmpl = copy(kite_obj_get(kite_obj_get(set, "spec"), "template"));
+    if (!tmpl) tmpl = json_object_new_object();
+    json_object *tmeta = kite_obj_get(tmpl, "metadata");
+    if (!tmeta) kite_obj_set(tmpl, "metadata", tmeta = json_object_new_object());
+    if (!json_object_object_get_ex(tmeta, "creationTimestamp", NULL)) json_object_object_add(tmeta, "creationTimestamp", NULL);
+    kite_obj_set(tmpl, "$patch", json_object_new_string("replace"));
+    json_object *spec = json_object_new_object(), *data = json_object_new_object();
+    kite_obj_set(spec, "template", tmpl);
+    kite_obj_set(data, "spec", spec);
+    struct kite_buf b = {0};
+    canon(data, &b);
+    json_object *sorted = json_tokener_parse(b.p);
+    kite_buf_release(&b);
+    if (!sorted) return data;
+    json_object_put(data);
+    return sorted;
+}
+
+/* The revision's hash: FNV-32a of the data (keys sorted), its decimal text through
+ * rand.SafeEncodeString, as controller.kubernetes.io/hash and the revision's name carry it. */
+static char *revision_hash(json_object *data) {
+    struct kite_buf b = {0};
+    canon(data, &b);
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < b.len; i++) h = (h ^ (unsigned char)b.p[i]) * 16777619u;
+    kite_buf_release(&b);
+    static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
+    char dec[16];
+    snprintf(dec, sizeof dec, "%u", h);
+    for (char *p = dec; *p; p++) *p = alnum[(unsigned char)*p % (sizeof alnum - 1)];
+    return kite_strdup(dec);
+}
+
+static int64_t rev_number(json_object *rev) {
+    json_object *v = kite_obj_get(rev, "revision");
+    return v ? json_object_get_int64(v) : 0;
+}
+
+static int cmp_rev(const void *a, const void *b) {
+    int64_t x = rev_number(*(json_object *const *)a), y = rev_number(*(json_object *const *)b);
+    if (x != y) return x < y ? -1 : 1;
+    return strcmp(kite_meta_str(*(json_object *const *)a, "name"), kite_meta_str(*(json_object *const *)b, "name"));
 }
 
 /* The ordinal of a pod named NAME-N, or -1. */
@@ -109,13 +204,11 @@ static const char *revision_label(json_object *pod) {
     return r ? r : "";
 }
 
-static json_object *copy(json_object *o) {
-    json_object *c = NULL;
-    return o && json_object_deep_copy(o, &c, NULL) == 0 ? c : NULL;
-}
 
-static json_object *new_pod(json_object *set, int64_t ord, const char *rev) {
-    json_object *tmpl = kite_obj_get(kite_obj_get(set, "spec"), "template"), *tmeta = kite_obj_meta(tmpl);
+/* A pod of the set from template tmpl (the update revision's or, below the partition, the
+ * current one's), labelled with that revision. */
+static json_object *new_pod(json_object *set, json_object *tmpl, int64_t ord, const char *rev) {
+    json_object *tmeta = kite_obj_meta(tmpl);
     _cleanup_free_ char *name = kite_asprintf("%s-%lld", kite_meta_str(set, "name"), (long long)ord);
     _cleanup_free_ char *idx = kite_asprintf("%lld", (long long)ord);
     json_object *pod = json_object_new_object(), *meta = json_object_new_object();
@@ -164,18 +257,93 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
     bool rolling = !kite_streq(kite_obj_str(strategy, "type"), "OnDelete");
     json_object *pv = kite_obj_get(kite_obj_get(strategy, "rollingUpdate"), "partition");
     int64_t partition = pv && json_object_is_type(pv, json_type_int) ? json_object_get_int64(pv) : 0;
-    _cleanup_free_ char *update_rev = revision_of(set);
-    const char *cur = kite_obj_str(kite_obj_get(set, "status"), "currentRevision");
-    _cleanup_free_ char *current_rev = kite_strdup(cur && *cur ? cur : update_rev);
     _cleanup_free_ char *pods_path = kite_asprintf("/api/v1/namespaces/%s/pods", ns);
+    json_object *tmpl = kite_obj_get(spec, "template"), *current_tmpl = tmpl;
+
+    const char *k;
+    void *v;
+    /* the set's history (getStatefulSetRevisions): the revisions it controls, oldest first */
+    size_t nrevs = 0, revcap = 4;
+    json_object **revs = kite_calloc(revcap, sizeof *revs);
+    for (size_t i = 0; kite_map_next(&c->revs.m, &i, &k, &v);) {
+        json_object *ref = kite_wl_controller_ref(v);
+        if (!kite_streq(kite_meta_str(v, "namespace"), ns)) continue;
+        if (!ref && !kite_wl_deleting(v) &&
+            kite_label_selector_json_matches(kite_obj_get(spec, "selector"), kite_obj_get(kite_obj_meta(v), "labels"))) {
+            /* an orphaned revision the set selects (its set deleted with --cascade=orphan and made
+             * again): adopted, as ClaimControllerRevisions */
+            json_object *patch = json_object_new_object(), *meta = json_object_new_object(), *refs = json_object_new_array();
+            json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
+            kite_obj_set(meta, "ownerReferences", refs);
+            kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(v, "uid")));
+            kite_obj_set(patch, "metadata", meta);
+            _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions/%s", ns,
+                                                      kite_meta_str(v, "name"));
+            kite_ctl_acts_add(acts, ACT_REVISION, key, "PATCH", path, "application/strategic-merge-patch+json", patch);
+        } else if (!ref || !kite_streq(kite_obj_str(ref, "uid"), uid)) {
+            continue;
+        }
+        if (nrevs == revcap) revs = kite_realloc(revs, (revcap *= 2) * sizeof *revs);
+        revs[nrevs++] = v;
+    }
+    qsort(revs, nrevs, sizeof *revs, cmp_rev);
+    int64_t next_number = nrevs ? rev_number(revs[nrevs - 1]) + 1 : 1;
+    json_object *data = revision_data(set), *equal = NULL;
+    for (size_t i = 0; i < nrevs; i++)
+        if (kite_json_equal(kite_obj_get(revs[i], "data"), data)) equal = revs[i];
+    char *update_rev;
+    if (equal && equal == revs[nrevs - 1]) { /* unchanged */
+        update_rev = kite_strdup(kite_meta_str(equal, "name"));
+        json_object_put(data);
+    } else if (equal) { /* back to an older template: that revision becomes the newest */
+        update_rev = kite_strdup(kite_meta_str(equal, "name"));
+        json_object *patch = json_object_new_object();
+        kite_obj_set(patch, "revision", json_object_new_int64(next_number));
+        _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions/%s", ns, update_rev);
+        kite_ctl_acts_add(acts, ACT_REVISION, key, "PATCH", path, "application/merge-patch+json", patch);
+        json_object_put(data);
+    } else { /* a new revision, named SET-HASH, labelled as the template, annotated as the set */
+        _cleanup_free_ char *hash = revision_hash(data);
+        update_rev = kite_asprintf("%s-%s", name, hash);
+        json_object *rev = json_object_new_object(), *meta = json_object_new_object();
+        kite_obj_set(rev, "apiVersion", json_object_new_string("apps/v1"));
+        kite_obj_set(rev, "kind", json_object_new_string("ControllerRevision"));
+        kite_obj_set(meta, "name", json_object_new_string(update_rev));
+        kite_obj_set(meta, "namespace", json_object_new_string(ns));
+        json_object *labels = copy(kite_obj_get(kite_obj_meta(tmpl), "labels"));
+        if (!labels) labels = json_object_new_object();
+        kite_obj_set(labels, HASH_LABEL, json_object_new_string(hash));
+        kite_obj_set(meta, "labels", labels);
+        json_object *ann = copy(kite_obj_get(kite_obj_meta(set), "annotations"));
+        if (ann) kite_obj_set(meta, "annotations", ann);
+        json_object *refs = json_object_new_array();
+        json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
+        kite_obj_set(meta, "ownerReferences", refs);
+        kite_obj_set(rev, "metadata", meta);
+        kite_obj_set(rev, "data", data);
+        kite_obj_set(rev, "revision", json_object_new_int64(next_number));
+        _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions", ns);
+        kite_ctl_acts_add(acts, ACT_REVISION, key, "POST", path, NULL, rev);
+    }
+    /* the current revision: status.currentRevision while the history holds it, else the update's */
+    const char *cur = kite_obj_str(kite_obj_get(set, "status"), "currentRevision");
+    json_object *cur_obj = NULL;
+    for (size_t i = 0; cur && i < nrevs; i++)
+        if (kite_streq(kite_meta_str(revs[i], "name"), cur)) cur_obj = revs[i];
+    _cleanup_free_ char *current_rev = kite_strdup(cur_obj ? cur : update_rev);
+    json_object *cur_tmpl = cur_obj ? kite_obj_get(kite_obj_get(kite_obj_get(cur_obj, "data"), "spec"), "template") : NULL;
+    json_object *cur_copy = NULL;
+    if (cur_tmpl && !kite_streq(current_rev, update_rev)) {
+        cur_copy = copy(cur_tmpl);
+        json_object_object_del(cur_copy, "$patch");
+        current_tmpl = cur_copy;
+    }
 
     /* the set's pods by ordinal: [0, replicas) wanted, the rest condemned */
     size_t cap = (size_t)replicas + 1, ncond = 0;
     json_object **want = kite_calloc(cap, sizeof *want), **condemned = kite_calloc(1, sizeof *condemned);
     size_t condcap = 1;
     int64_t count = 0, ready = 0, available = 0, current = 0, updated = 0;
-    const char *k;
-    void *v;
     for (size_t i = 0; kite_map_next(&c->pods.m, &i, &k, &v);) {
         json_object *pod = v, *ref = kite_wl_controller_ref(pod);
         if (!ref && adoptable(set, pod)) { /* adopted (its ownerReferences patched), and counted as the set's */
@@ -219,7 +387,11 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
             continue;
         }
         if (!pod) {
-            kite_ctl_acts_add(acts, ACT_CREATE, key, "POST", pods_path, NULL, new_pod(set, ord, update_rev));
+            /* newVersionedStatefulSetPod: below the partition (RollingUpdate), or below
+             * currentReplicas (OnDelete), a pod is made again at the current revision */
+            bool old = rolling ? ord < partition : ord < kite_wl_int(set, "status", "currentReplicas");
+            json_object *np = old ? new_pod(set, current_tmpl, ord, current_rev) : new_pod(set, tmpl, ord, update_rev);
+            kite_ctl_acts_add(acts, ACT_CREATE, key, "POST", pods_path, NULL, np);
             if (!parallel) {
                 blocked = true;
                 break;
@@ -260,6 +432,24 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
             }
         }
     }
+    /* truncateHistory: revisions neither current, nor the update's, nor any pod's, beyond
+     * revisionHistoryLimit, the oldest first */
+    int64_t limit = kite_obj_get(spec, "revisionHistoryLimit") ? kite_wl_int(set, "spec", "revisionHistoryLimit") : 10;
+    size_t nhist = 0;
+    for (size_t i = 0; i < nrevs; i++) {
+        const char *rn = kite_meta_str(revs[i], "name");
+        bool live = kite_streq(rn, current_rev) || kite_streq(rn, update_rev);
+        for (size_t j = 0; !live && j < (size_t)replicas; j++) live = want[j] && kite_streq(revision_label(want[j]), rn);
+        for (size_t j = 0; !live && j < ncond; j++) live = kite_streq(revision_label(condemned[j]), rn);
+        if (!live) revs[nhist++] = revs[i];
+    }
+    for (size_t i = 0; limit >= 0 && (int64_t)nhist > limit && i < nhist - (size_t)limit; i++) {
+        _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions/%s", ns,
+                                                  kite_meta_str(revs[i], "name"));
+        kite_ctl_acts_add(acts, ACT_REVISION, key, "DELETE", path, NULL, NULL);
+    }
+    free(revs);
+    json_object_put(cur_copy);
     free(want);
     free(condemned);
 
@@ -287,6 +477,7 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
         _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/statefulsets/%s/status", ns, name);
         kite_ctl_acts_add(acts, ACT_STATUS, key, "PATCH", path, "application/merge-patch+json", patch);
     }
+    free(update_rev);
 }
 
 static void plan(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns) {
@@ -329,6 +520,7 @@ static void free_core(void *ud) {
     struct kite_statefulsets *c = ud;
     kite_wl_cache_release(&c->pods);
     kite_wl_cache_release(&c->sets);
+    kite_wl_cache_release(&c->revs);
     kite_wq_release(&c->q);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -345,6 +537,7 @@ int kite_stsctl_run(struct kite_ctl_group *g) {
     static const struct kite_ctl_feed feeds[] = {
         {.path = "/apis/apps/v1/statefulsets", .upsert = set_add, .del = set_del},
         {.path = "/api/v1/pods", .upsert = pod_add, .del = pod_del},
+        {.path = "/apis/apps/v1/controllerrevisions", .upsert = rev_add, .del = rev_del},
     };
     struct kite_ctl_spec spec = {.name = "statefulset", .step = step, .pending = pending, .free = free_core,
                                  .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};

@@ -8,13 +8,16 @@
  *   spec.updateStrategy.rollingUpdate.partition whose revision is not the template's is
  *   deleted, and recreated from the new template; one at a time. OnDelete: pods are replaced
  *   from the new template only when deleted.
- * A pod that failed (or succeeded) is deleted and made again. Revisions are the template's hash
- * (the pods' controller-revision-hash label, status.currentRevision/updateRevision); no
- * ControllerRevision objects are written, so a pod recreated below the partition gets the new
- * template. Pods without a controller that are members by name (SET-N) and match the selector
+ * A pod that failed (or succeeded) is deleted and made again. Revisions are ControllerRevisions
+ * (apps/v1) the set controls, named SET-HASH (the pods' controller-revision-hash label,
+ * status.currentRevision/updateRevision), holding the template as the strategic merge patch
+ * kubectl rollout undo sends back and numbered in order; a template equal to an older revision's
+ * renumbers that one as the newest. A pod made again below the partition gets the current
+ * revision's template. Revisions neither current, updated nor any pod's beyond
+ * revisionHistoryLimit are deleted, the oldest first; orphaned revisions it selects are adopted. Pods without a controller that are members by name (SET-N) and match the selector
  * are adopted (their ownerReferences patched, with the pod's uid as precondition, as ClaimPods
  * with isMemberOf); pods the set controls are counted, other pods are left alone (no release).
- * Runs on the framework (framework.h): StatefulSets and pods feed it. */
+ * Runs on the framework (framework.h): StatefulSets, pods and ControllerRevisions feed it. */
 #pragma once
 #include "base/clock.h"
 #include "client/client.h"

@@ -3,9 +3,13 @@
  * Everything nghttp2 does runs under the connection's mutex, which is recursive so that a
  * response callback may start or feed calls (nghttp2 allows submitting from its callbacks). The
  * I/O thread takes it to read and to flush, and releases it while it waits in poll(); any thread
- * starting a call takes it, submits, and wakes the thread through an eventfd to send. Callers must
- * not hold a lock of their own that a callback of this connection takes while they call in here
- * (the lock order is this mutex first). */
+ * starting a call takes it, submits and sends the request itself (no wake-up of the I/O thread,
+ * which only reads: one send() per request instead of an eventfd write, a poll() return, an
+ * eventfd read and a send() on another thread); a call started from inside nghttp2 (a callback)
+ * is sent by the I/O thread, woken through an eventfd, as is one whose send failed. A stream that
+ * sending closes (one the peer had closed already) runs its done callback on the sending thread,
+ * under mu. Callers must not hold a lock of their own that a callback of this connection takes
+ * while they call in here (the lock order is this mutex first). */
 #include "store/etcd-grpc.h"
 
 #include "base/buf.h"
@@ -50,6 +54,7 @@ struct grpc_conn {
     pthread_mutex_t mu;
     pthread_t thread;
     bool started;
+    bool in_h2; /* inside nghttp2_session_mem_send/recv (under mu): no flush from a callback */
     _Atomic bool dead, stopping;
     _Atomic bool ready; /* the server's SETTINGS came: it speaks HTTP/2 */
     struct call *calls;
@@ -93,7 +98,9 @@ static ssize_t sock_recv(struct grpc_conn *c, void *p, size_t n) {
 static int flush(struct grpc_conn *c) {
     for (;;) {
         const uint8_t *data;
+        c->in_h2 = true;
         ssize_t n = nghttp2_session_mem_send(c->h2, &data);
+        c->in_h2 = false;
         if (n < 0) return -EPROTO;
         if (n == 0) return 0;
         for (size_t off = 0; off < (size_t)n;) {
@@ -195,6 +202,14 @@ static int on_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *
     return 0;
 }
 
+/* Sends what was just submitted from the calling thread: true when it all went out. Not from
+ * inside nghttp2 (a callback of this connection), nor before the I/O thread runs or once the
+ * connection is dead: the I/O thread sends then (the caller wakes it). Under mu. */
+static bool send_now(struct grpc_conn *c) {
+    if (c->in_h2 || !c->started || c->dead || c->stopping) return false;
+    return flush(c) == 0;
+}
+
 int grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size_t len, bool stream,
                     grpc_msg_cb on_msg, grpc_done_cb on_done, void *ud) {
     struct call *k = kite_calloc(1, sizeof *k);
@@ -213,11 +228,13 @@ int grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size
         id = nghttp2_submit_request(c->h2, NULL, hdrs, KITE_ARRAY_SIZE(hdrs), &prd, k);
         if (id < 0) id = -ENOTCONN;
     }
+    bool sent = false;
     if (id > 0) {
         k->id = id;
         k->next = c->calls;
         if (c->calls) c->calls->prev = k;
         c->calls = k;
+        sent = send_now(c);
     }
     pthread_mutex_unlock(&c->mu);
     if (id < 0) {
@@ -225,7 +242,7 @@ int grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size
         free(k);
         return id;
     }
-    wake(c);
+    if (!sent) wake(c);
     return id;
 }
 
@@ -241,8 +258,9 @@ int grpc_call_send(struct grpc_conn *c, int32_t id, const void *msg, size_t len)
         }
         r = 0;
     }
+    bool sent = r == 0 && send_now(c);
     pthread_mutex_unlock(&c->mu);
-    if (r == 0) wake(c);
+    if (r == 0 && !sent) wake(c);
     return r;
 }
 
@@ -279,7 +297,14 @@ static void *conn_main(void *arg) {
             for (;;) {
                 ssize_t got = sock_recv(c, buf, sizeof buf);
                 if (got == -EAGAIN) break;
-                if (got <= 0 || nghttp2_session_mem_recv(c->h2, buf, (size_t)got) < 0) {
+                if (got <= 0) {
+                    r = -ECONNRESET;
+                    break;
+                }
+                c->in_h2 = true;
+                ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)got);
+                c->in_h2 = false;
+                if (used < 0) {
                     r = -ECONNRESET;
                     break;
                 }
@@ -409,8 +434,8 @@ int grpc_conn_open(const char *host, const char *port, bool https, const struct 
                                        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 16 * 1024 * 1024}};
         nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, KITE_ARRAY_SIZE(iv));
         nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0, 64 * 1024 * 1024);
-        if (pthread_create(&c->thread, NULL, conn_main, c) != 0) r = -EAGAIN;
-        else c->started = true;
+        c->started = true; /* before the thread runs: its callbacks read it (send_now) */
+        if (pthread_create(&c->thread, NULL, conn_main, c) != 0) r = -EAGAIN, c->started = false;
     }
     /* a peer that accepts the connection but does not speak HTTP/2 (or nothing at all) is no member */
     for (int64_t deadline = now_ns() + c->timeout_ns; r == 0 && !c->ready;) {

@@ -34,8 +34,9 @@
  * Threads: the connection's I/O thread (response and watch callbacks: applies events, runs the
  * subscribers), the completion thread (write callbacks, in revision order once applied), the
  * supervisor (reconnects, restarts the watch, sends the backlog, probes Status for health).
- * Locks, in nesting order: conn_lock (rwlock over the current connection; never held while a
- * callback of it runs: see etcd-grpc.c), then the connection's own mutex; on the I/O thread,
+ * Locks, in nesting order: conn_lock (rwlock over the current connection; held for reading by a
+ * thread starting a call, which sends it itself and may so run a stream's done callback: no
+ * callback takes conn_lock; see etcd-grpc.c), then the connection's own mutex; on the I/O thread,
  * sub_mu then live_lock; p_mu (pending completions and the backlog) is a leaf. */
 #include "store/etcd-int.h"
 
@@ -501,7 +502,7 @@ static int load(struct etcd_store *s, char **ret_error) {
     free(msg);
     struct pb_reader rd = pb_reader(resp.p, resp.len);
     struct pb_field f;
-    size_t bad = 0;
+    size_t bad = 0, sealed = 0;
     while (pb_next(&rd, &f) > 0) {
         if (f.field == F_HEADER && f.wire == 2) s->applied_rev = etcd_header_rev(&f);
         if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
@@ -509,13 +510,23 @@ static int load(struct etcd_store *s, char **ret_error) {
         etcd_kv_parse(f.data, f.len, &kv);
         struct kite_record *rec = etcd_kv_record(s, &kv);
         if (!rec) {
-            bad++;
+            /* a key of the layout whose value is not kube-apiserver's protobuf: sealed under
+             * another encryption key, or damaged (refused, as the SQLite store refuses) */
+            _cleanup_free_ char *ik = etcd_key_in(s, kv.key, kv.key_len);
+            if (ik && !(kv.value_len >= 4 && memcmp(kv.value, "k8s\0", 4) == 0)) sealed++;
+            else bad++;
             continue;
         }
         kite_record_unref(kite_map_put(&s->live, rec->key, rec));
     }
     kite_buf_release(&resp);
-    if (bad) log_warn("store", "etcd: %zu values under %s do not open (another encryption key, or protobuf): left out", bad, k);
+    if (sealed) {
+        *ret_error = kite_asprintf("etcd %s:%s: %zu encrypted values under %s do not open with this encryption key "
+                                   "(a different key, or damaged values)",
+                                   s->eps[s->cur].host, s->eps[s->cur].port, sealed, k);
+        return -EUCLEAN;
+    }
+    if (bad) log_warn("store", "etcd: %zu values under %s are kube-apiserver's protobuf: left out", bad, k);
     s->snap_rev = s->applied_rev;
     return 0;
 }

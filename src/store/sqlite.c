@@ -37,8 +37,11 @@
 #define KITE_STORE_WAL_HARD_PAGES 65536
 /* The writer finishes a background checkpoint only when at most this many frames are left. */
 #define KITE_STORE_WAL_TAIL_PAGES 256
-/* SQLite page cache and mmap window per connection (deps.md: both helped). */
-#define KITE_STORE_CACHE_KIB 65536
+/* SQLite page cache and mmap window per connection (deps.md: both helped). The cache is kept
+ * small: every commit ends with a truncation of the pager's cache whose cost here grows with the
+ * cache's size (pcache1TruncateUnsafe walks its hash table: a quarter of the writer's time with
+ * 64 MiB over 10,000 nodes), while reads of pages not cached come from the mmap window. */
+#define KITE_STORE_CACHE_KIB 8192
 #define KITE_STORE_MMAP_BYTES (256 * 1024 * 1024)
 /* How long readers wait on SQLite's internal locks (only contended during checkpoints). */
 #define KITE_STORE_BUSY_MS 10000

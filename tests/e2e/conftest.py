@@ -6,6 +6,14 @@ Run with /usr/bin/python3 (Debian's python3-kubernetes and python3-pytest live t
 
 Every process a test starts is registered here; when a test fails, the tail of each live
 process's log is attached to the report, and every process is killed at teardown.
+
+The store: every `kite up` and `kite apiserver` a test starts stores in SQLite (its data dir's
+kite.db), or, with KITE_TEST_STORE=etcd, in a real etcd (Debian's etcd-server): one etcd per
+pytest worker, started at the first cluster on ports and a data dir of the worker's own, each
+cluster under its own key prefix (derived from its data dir, so a cluster restarted on the same
+data dir finds its objects). Tests that name a store themselves (--etcd-servers, --store) keep it.
+Modules marked `pytest.mark.both_stores` run their `apiserver`/`fresh_apiserver` tests once on
+each store (the `store` fixture's parameter), whatever KITE_TEST_STORE says.
 """
 import base64
 import hashlib
@@ -46,6 +54,14 @@ WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 MAX_WORKERS = 8
 _PORT_LO, _PORT_HI = 20000, 32000
+
+STORES = ("sqlite", "etcd")
+TEST_STORE = os.environ.get("KITE_TEST_STORE", "sqlite")
+if TEST_STORE not in STORES:
+    raise RuntimeError(f"KITE_TEST_STORE={TEST_STORE!r}: give one of {', '.join(STORES)}")
+ETCD_BIN = shutil.which("etcd")
+ETCD_MISSING = ("etcd is not installed: scripts/install-deps installs Debian's etcd-server and etcd-client "
+                "(these tests run on etcd)")
 
 
 def free_port():
@@ -289,6 +305,93 @@ class KiteProcess:
         return data[-n:].decode(errors="replace")
 
 
+class WorkerEtcd:
+    """This pytest worker's etcd (one member, plain HTTP on 127.0.0.1, its data in a temp dir of
+    its own): started by the first cluster stored in etcd, stopped at the end of the session."""
+    proc = None
+    url = None
+    dir = None
+
+    @classmethod
+    def endpoint(cls):
+        if cls.proc is not None and cls.proc.poll() is None:
+            return cls.url
+        if not ETCD_BIN:
+            pytest.skip(ETCD_MISSING)
+        cls.stop()
+        cls.dir = tempfile.mkdtemp(prefix=f"kite-e2e-etcd-gw{WORKER}-")
+        client, peer = free_port(), free_port()
+        cls.url = f"http://127.0.0.1:{client}"
+        log = open(os.path.join(cls.dir, "etcd.log"), "ab")
+        cls.proc = subprocess.Popen(
+            [ETCD_BIN, "--name", f"gw{WORKER}", "--data-dir", os.path.join(cls.dir, "data"),
+             "--listen-client-urls", cls.url, "--advertise-client-urls", cls.url,
+             "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls",
+             f"http://127.0.0.1:{peer}", "--initial-cluster", f"gw{WORKER}=http://127.0.0.1:{peer}",
+             "--log-level", "warn", "--logger", "zap"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if cls.proc.poll() is not None:
+                pytest.fail(f"etcd exited with {cls.proc.returncode}:\n" + cls.log_tail())
+            try:
+                with socket.create_connection(("127.0.0.1", client), timeout=1) as sk:
+                    sk.sendall(b"GET /health HTTP/1.0\r\n\r\n")
+                    if b'"health":"true"' in sk.recv(4096):
+                        return cls.url
+            except OSError:
+                pass
+            time.sleep(0.1)
+        pytest.fail("etcd not healthy after 20 s:\n" + cls.log_tail())
+
+    @classmethod
+    def log_tail(cls, n=4000):
+        try:
+            return Path(cls.dir, "etcd.log").read_bytes()[-n:].decode(errors="replace")
+        except (OSError, TypeError):
+            return "(no log)"
+
+    @classmethod
+    def stop(cls):
+        if cls.proc is not None and cls.proc.poll() is None:
+            cls.proc.kill()
+            cls.proc.wait(timeout=10)
+        cls.proc = None
+        if cls.dir:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            cls.dir = None
+
+
+def store_args(store, data_dir, extra_args):
+    """The flags that put a cluster on data_dir in store ("sqlite", "etcd", None: KITE_TEST_STORE),
+    unless extra_args name a store already."""
+    store = store or TEST_STORE
+    if store == "sqlite" or any(a.split("=")[0] in ("--etcd-servers", "--store") for a in extra_args):
+        return []
+    prefix = "/kite-" + hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:12]
+    return ["--etcd-servers", WorkerEtcd.endpoint(), "--etcd-prefix", prefix]
+
+
+def etcd_range(endpoint, prefix):
+    """Every key and value under prefix in the etcd at endpoint (its JSON gateway), as bytes pairs."""
+    import urllib.request
+    end = bytearray(prefix.encode())
+    end[-1] += 1
+    body = json.dumps({"key": base64.b64encode(prefix.encode()).decode(),
+                       "range_end": base64.b64encode(bytes(end)).decode()}).encode()
+    req = urllib.request.Request(endpoint + "/v3/kv/range", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT) as r:
+        kvs = json.loads(r.read()).get("kvs", [])
+    return [(base64.b64decode(kv["key"]), base64.b64decode(kv.get("value", ""))) for kv in kvs]
+
+
+def skip_on_etcd(store=None, why=""):
+    """Skips the calling test when its clusters store in etcd (why: what it tests that etcd has not)."""
+    if (store or TEST_STORE) == "etcd":
+        pytest.skip(f"not on the etcd store: {why}")
+
+
 _POD_NETS = iter(range(1, 1 << 30))
 
 
@@ -317,8 +420,9 @@ def pod_network_flags():
 class Cluster:
     """A kite apiserver (from `kite up` or `kite apiserver`) plus the clients that drive it."""
 
-    def __init__(self, mode, workdir, extra_args=(), port=None):
+    def __init__(self, mode, workdir, extra_args=(), port=None, store=None):
         self.mode = mode
+        self.store = store or TEST_STORE
         self.pod_bridge = self.proxy_table = None
         if mode == "up" and "--no-agent" not in extra_args:
             if "--pod-bridge" not in extra_args:
@@ -340,6 +444,8 @@ class Cluster:
         self.home.mkdir(exist_ok=True)
         self.port = port or free_port()
         self.kubeconfig = self.data_dir / "admin.kubeconfig"
+        if mode in ("up", "apiserver"):
+            extra_args = [*extra_args, *store_args(self.store, self.data_dir, extra_args)]
         self.proc = KiteProcess([mode, "--data-dir", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}",
                                  *extra_args], self.workdir, mode)
         self.identity = None
@@ -391,6 +497,16 @@ class Cluster:
         if self.pod_bridge and os.path.exists(f"/sys/class/net/{self.pod_bridge}"):
             subprocess.run(["ip", "link", "del", self.pod_bridge], capture_output=True)
         return r
+
+    def store_bytes(self):
+        """What the cluster's store holds, raw: the SQLite files' bytes, or every key and value
+        under the cluster's etcd prefix."""
+        args = self.proc.args
+        if "--etcd-servers" in args:
+            endpoint = args[args.index("--etcd-servers") + 1].split(",")[0]
+            prefix = args[args.index("--etcd-prefix") + 1] if "--etcd-prefix" in args else "/registry"
+            return b"".join(k + b"\n" + v + b"\n" for k, v in etcd_range(endpoint, prefix.rstrip("/") + "/"))
+        return b"".join(f.read_bytes() for f in sorted(self.data_dir.glob("kite.db*")))
 
     # -- clients
     def api(self, token=None, with_client_cert=True):
@@ -532,9 +648,24 @@ def _workdir(tmp_path_factory, name):
 
 
 @pytest.fixture(scope="module")
-def apiserver(tmp_path_factory):
+def store(request):
+    """The store of the module's `apiserver` and of `fresh_apiserver`: KITE_TEST_STORE, or each of
+    STORES in turn in a module marked both_stores (pytest_generate_tests)."""
+    s = getattr(request, "param", TEST_STORE)
+    if s == "etcd" and not ETCD_BIN:
+        pytest.skip(ETCD_MISSING)
+    return s
+
+
+def pytest_generate_tests(metafunc):
+    if "store" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_stores"):
+        metafunc.parametrize("store", STORES, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def apiserver(tmp_path_factory, store):
     """A `kite apiserver` on a fresh data dir, shared by one test module."""
-    c = Cluster("apiserver", _workdir(tmp_path_factory, "apiserver")).start()
+    c = Cluster("apiserver", _workdir(tmp_path_factory, "apiserver"), store=store).start()
     yield c
     c.stop()
 
@@ -548,9 +679,9 @@ def api(apiserver):
 
 
 @pytest.fixture
-def fresh_apiserver(tmp_path):
+def fresh_apiserver(tmp_path, store):
     """A `kite apiserver` for one test (where state matters)."""
-    c = Cluster("apiserver", tmp_path).start()
+    c = Cluster("apiserver", tmp_path, store=store).start()
     yield c
     c.stop()
 
@@ -675,6 +806,23 @@ def assert_status_body(resp, code, reason=None):
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test that cannot be made short (a real minute-long outage, "
                             "upstream's default back-offs); `make test` leaves it out, `make test-slow` (CI) runs it")
+    config.addinivalue_line("markers", "scale: a run that needs the machine to itself (10,000 simulated nodes); "
+                            "skipped unless KITE_SCALE_TESTS=1 (`make test-scale`)")
+    config.addinivalue_line("markers", "both_stores: the module's `apiserver` and `fresh_apiserver` tests run "
+                            "once on SQLite and once on etcd (the `store` fixture's parameter)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked scale are skipped unless KITE_SCALE_TESTS=1. With KITE_TEST_STORE=etcd, the
+    modules that choose their stores themselves (test_etcd*: on etcd; test_store_parity: on both)
+    are left out: every run has them already."""
+    scale = pytest.mark.skip(reason="needs the machine to itself: KITE_SCALE_TESTS=1 (make test-scale)")
+    chosen = pytest.mark.skip(reason="chooses its stores itself: runs in every run, not again under KITE_TEST_STORE=etcd")
+    for item in items:
+        if "scale" in item.keywords and os.environ.get("KITE_SCALE_TESTS") != "1":
+            item.add_marker(scale)
+        elif TEST_STORE == "etcd" and (item.path.name.startswith("test_etcd") or item.path.name == "test_store_parity.py"):
+            item.add_marker(chosen)
 
 
 # ---------------------------------------------------------------- failure reporting
@@ -694,3 +842,4 @@ def pytest_sessionfinish(session, exitstatus):
             p.stop(timeout=3)
         except Exception:  # best effort at the very end
             pass
+    WorkerEtcd.stop()

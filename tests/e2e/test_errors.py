@@ -11,6 +11,9 @@ import pytest
 
 from conftest import LEASES, Cluster, assert_status_body, create_node, delete_node_if_exists
 
+# the same answers on both stores: every test of the module's apiserver runs on SQLite and on etcd
+pytestmark = pytest.mark.both_stores
+
 
 def lease(name, holder="h"):
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

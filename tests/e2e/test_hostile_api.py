@@ -13,6 +13,9 @@ import pytest
 
 from conftest import assert_status_body, node_manifest
 
+# the same answers on both stores: every test of the module's apiserver runs on SQLite and on etcd
+pytestmark = pytest.mark.both_stores
+
 PODS = "/api/v1/namespaces/default/pods"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
 RSS = "/apis/apps/v1/namespaces/default/replicasets"

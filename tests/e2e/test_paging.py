@@ -1,7 +1,12 @@
 """Paged lists: limit and continue, with selectors, when the store moved on between pages."""
 from urllib.parse import quote
 
+import pytest
+
 from conftest import LEASES
+
+# the same answers on both stores: every test of the module's apiserver runs on SQLite and on etcd
+pytestmark = pytest.mark.both_stores
 
 
 def lease(name, x):

@@ -1,8 +1,9 @@
 """What a container sees, as the kubelet makes it: env from ConfigMaps and Secrets (valueFrom and
 envFrom), the downward API (fieldRef, resourceFieldRef), $(VAR) expansion in env, command and
 args, HOSTNAME and the Service link variables; a missing non-optional key keeps the container
-in CreateContainerConfigError until it appears. Read back with kubectl logs against `kite up`.
-Needs root, runc, conmon, umoci."""
+in CreateContainerConfigError until it appears. The agent runs with --seccomp-default (the
+kubelet's SeccompDefault): a container that names no seccomp profile runs under RuntimeDefault.
+Read back with kubectl logs against `kite up`. Needs root, runc, conmon, umoci."""
 import json
 import os
 import time
@@ -17,7 +18,8 @@ NS = "envtest"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    yield from runc_up_cluster(tmp_path_factory, "podsenv", ["--cluster-dns", "10.96.0.10", "--cluster-domain", "cluster.test"],
+    yield from runc_up_cluster(tmp_path_factory, "podsenv", ["--cluster-dns", "10.96.0.10", "--cluster-domain", "cluster.test",
+                                                               "--seccomp-default"],
                                namespace=NS)
 
 
@@ -218,3 +220,14 @@ def test_hosts_hostname_and_resolv_conf(cluster):
     servers = [l.split()[1] for l in out.splitlines() if l.startswith("nameserver")]
     assert servers == host_resolv("nameserver")[:3], out
     assert "ndots:1" in out.splitlines()[-1], out
+
+
+def test_seccomp_default(cluster):
+    """--seccomp-default: a container that names no profile runs under RuntimeDefault (a filter:
+    Seccomp 2, creating a user namespace refused; without the flag it runs unconfined, as
+    test_pods_security's sc-none shows)."""
+    c = cluster
+    mkpod(c, "sd-none", "grep ^Seccomp: /proc/self/status; unshare -U true 2>/dev/null && echo unshared || echo refused")
+    done(c, "sd-none")
+    out = c.kubectl("logs", "sd-none", "-n", NS).stdout
+    assert out.split() == ["Seccomp:", "2", "refused"], out

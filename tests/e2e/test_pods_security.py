@@ -13,9 +13,12 @@ from test_pods_run import NS, _cluster, cstatus, status_of, wait
 DEFAULT_CAPS = [0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31]  # containerd's default set
 
 
+UNSAFE_SYSCTLS = "kernel.msg*,net.core.somaxconn"  # the kubelet documentation's example
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    yield from _cluster(tmp_path_factory, [])
+    yield from _cluster(tmp_path_factory, ["--allowed-unsafe-sysctls", UNSAFE_SYSCTLS])
 
 
 def run(c, name, script, ctr_sc=None, pod_sc=None, wait_done=True, image="busybox"):
@@ -230,17 +233,62 @@ def test_proc_mount(cluster):
 
 
 def test_sysctls(cluster):
-    """The pod's sysctls of the kubelet's safe set are set in its namespaces; any other makes the
-    agent refuse the pod (SysctlForbidden) as the kubelet's sysctl admission does."""
+    """The pod's sysctls of the kubelet's safe set, and those --allowed-unsafe-sysctls names
+    (kernel.msg*, net.core.somaxconn), are set in its namespaces; any other makes the agent
+    refuse the pod (SysctlForbidden) as the kubelet's sysctl admission does."""
     c = cluster
-    out = run(c, "sysctl-ok", "cat /proc/sys/net/ipv4/ip_local_port_range /proc/sys/kernel/shm_rmid_forced",
-              pod_sc={"sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "2000 3000"},
-                                  {"name": "kernel/shm_rmid_forced", "value": "1"}]})
-    assert out.split() == ["2000", "3000", "1"], out
+    run(c, "sysctl-ok", "cat /proc/sys/net/ipv4/ip_local_port_range /proc/sys/kernel/shm_rmid_forced", wait_done=False,
+        pod_sc={"sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "2000 3000"},
+                            {"name": "kernel/shm_rmid_forced", "value": "1"}]})
+    # the allowed unsafe ones: a name and a prefix, in the pod's own network and IPC namespaces
+    run(c, "sysctl-unsafe", "cat /proc/sys/net/core/somaxconn /proc/sys/kernel/msgmax /proc/sys/kernel/msgmnb",
+        wait_done=False, pod_sc={"sysctls": [{"name": "net.core.somaxconn", "value": "1234"},
+                                             {"name": "kernel.msgmax", "value": "65000"},
+                                             {"name": "kernel/msgmnb", "value": "65001"}]})
     run(c, "sysctl-bad", "true", wait_done=False,
         pod_sc={"sysctls": [{"name": "net.ipv4.tcp_syncookies", "value": "1"},
-                            {"name": "kernel.msgmax", "value": "65536"}]})
-    st = wait(lambda: status_of(c, "sysctl-bad").get("phase") == "Failed" and status_of(c, "sysctl-bad"), 30,
-              "sysctl-bad refused")
-    assert st["reason"] == "SysctlForbidden", st
-    assert st["message"] == 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted', st
+                            {"name": "kernel.sem", "value": "250 32000 32 128"}]})
+    # an allowed IPC sysctl with the host's IPC namespace
+    c.kubectl("create", "-n", NS, "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sysctl-hostipc"},
+        "spec": {"nodeName": c.node, "restartPolicy": "Never", "hostIPC": True,
+                 "securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "65000"}]},
+                 "containers": [{"name": "c", "image": "busybox", "imagePullPolicy": "Never", "command": ["true"]}]}}))
+    out = done(c, "sysctl-ok")
+    assert out.split() == ["2000", "3000", "1"], out
+    out = done(c, "sysctl-unsafe")
+    assert out.split() == ["1234", "65000", "65001"], out
+    assert open("/proc/sys/net/core/somaxconn").read().strip() != "1234"  # not the host's
+    for name, want in (("sysctl-bad", 'forbidden sysctl: "kernel.sem" not allowlisted'),
+                       ("sysctl-hostipc", 'forbidden sysctl: "kernel.msgmax" not allowed with host ipc enabled')):
+        st = wait(lambda: status_of(c, name).get("phase") == "Failed" and status_of(c, name), 30, f"{name} refused")
+        assert st["reason"] == "SysctlForbidden", st
+        assert st["message"] == f"Pod was rejected: {want}", st
+
+
+def apparmor_enabled():
+    try:
+        return open("/sys/module/apparmor/parameters/enabled").read().startswith("Y")
+    except OSError:
+        return False
+
+
+def test_apparmor_refused_without_apparmor(cluster):
+    """On a kernel without AppArmor the kubelet refuses a pod that asks for a profile (its
+    appArmorProfile field or the legacy annotation) and runs one that asks for unconfined."""
+    if apparmor_enabled():
+        pytest.skip("this kernel enforces AppArmor")
+    c = cluster
+    run(c, "aa-field", "true", wait_done=False, ctr_sc={"appArmorProfile": {"type": "RuntimeDefault"}})
+    c.kubectl("create", "-n", NS, "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "aa-annotation",
+            "annotations": {"container.apparmor.security.beta.kubernetes.io/c": "localhost/k8s-apparmor-example"}},
+        "spec": {"nodeName": c.node, "restartPolicy": "Never",
+                 "containers": [{"name": "c", "image": "busybox", "imagePullPolicy": "Never", "command": ["true"]}]}}))
+    for name in ("aa-field", "aa-annotation"):
+        st = wait(lambda: status_of(c, name).get("phase") == "Failed" and status_of(c, name), 30, f"{name} refused")
+        assert st["reason"] == "AppArmor", st
+        assert st["message"] == "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host", st
+    out = run(c, "aa-unconfined", "echo ran", pod_sc={"appArmorProfile": {"type": "Unconfined"}})
+    assert out.strip() == "ran", out

@@ -6,6 +6,7 @@ tampered, expired, not-yet-valid, foreign-key and wrong-audience tokens, and tok
 deleted pod or secret, answered 401; the Node authorizer and NodeRestriction on a node's token
 requests; ServiceAccount admission. Against `kite up --no-agent` (controllers in-process)."""
 import base64
+import datetime
 import json
 import subprocess
 import time
@@ -26,7 +27,8 @@ def cluster(tmp_path_factory):
     tokens = work / "tokens.csv"
     tokens.write_text(f'{NODE_TOKEN},system:node:{NODE},4001,"system:nodes"\n')
     c = Cluster("up", work, extra_args=["--no-agent", "--token-auth-file", str(tokens),
-                                       "--service-account-max-token-expiration", "2h"]).start()
+                                       "--service-account-max-token-expiration", "2h",
+                                       "--service-account-extend-token-expiration"]).start()
     c.kubectl("create", "namespace", NS)
     wait(lambda: get(c, "serviceaccount", "default", NS), 20, "the default ServiceAccount")
     # NS's default ServiceAccount may read everything: a token of it that is refused is refused by authentication
@@ -336,7 +338,8 @@ def test_node_mints_tokens_only_for_its_pods(cluster):
     tok = r.json()["status"]["token"]
     cl = claims(tok)[1]["kubernetes.io"]
     assert cl["pod"] == {"name": "on-a", "uid": uid_a} and cl["serviceaccount"]["name"] == "sa-a"
-    assert claims(tok)[1]["exp"] - claims(tok)[1]["iat"] == 3607
+    # the kubelet's 3607 s token, extended to a year (--service-account-extend-token-expiration)
+    assert claims(tok)[1]["exp"] - claims(tok)[1]["iat"] == 365 * 24 * 3600
     # an SA no pod of its runs as: the Node authorizer
     r = node.post(f"{path}/sa-b/token", token_request(pod_ref("on-b", uid_b)))
     assert r.status == 403
@@ -394,3 +397,36 @@ def test_pod_service_account_admission(cluster):
     c.kubectl("apply", "-n", NS, "-f", "-", input=pod("pulls", serviceAccountName="puller"))
     assert get(c, "pod", "pulls", NS)["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
     c.kubectl("delete", "pod", "defaulted", "pulls", "-n", NS, "--grace-period=0", "--force")
+
+
+def test_extend_token_expiration(cluster):
+    """--service-account-extend-token-expiration, as kube-apiserver's: a token bound to a pod,
+    asked for 3607 s (the kubelet's projected volume) with only the server's audiences, is valid a
+    year and carries kubernetes.io.warnafter = iat + 3607; the TokenRequest's status still says
+    3607 s. Any other request is not extended."""
+    c = cluster
+    admin = c.api()
+    assert admin.post(f"/api/v1/namespaces/{NS}/serviceaccounts", {"metadata": {"name": "sa-ext"}}).status == 201
+    r = admin.post(f"/api/v1/namespaces/{NS}/pods", {"metadata": {"name": "ext"}, "spec": {
+        "serviceAccountName": "sa-ext", "containers": [{"name": "c", "image": "busybox"}]}})
+    assert r.status == 201, r
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": "ext", "uid": r.json()["metadata"]["uid"]}
+    path = f"/api/v1/namespaces/{NS}/serviceaccounts/sa-ext/token"
+    out = admin.ok("POST", path, token_request(ref, 3607))
+    cl = claims(out["status"]["token"])[1]
+    assert cl["exp"] - cl["iat"] == 365 * 24 * 3600, cl
+    assert cl["kubernetes.io"]["warnafter"] == cl["iat"] + 3607, cl
+    exp_ts = datetime.datetime.strptime(out["status"]["expirationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+    assert abs(exp_ts.replace(tzinfo=datetime.timezone.utc).timestamp() - (cl["iat"] + 3607)) <= 1, out["status"]
+    # the extended token authenticates as the ServiceAccount
+    who = c.api(token=out["status"]["token"], with_client_cert=False).ok(
+        "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert who["status"]["userInfo"]["username"] == f"system:serviceaccount:{NS}:sa-ext", who
+    # not extended: another lifetime, another audience, no pod
+    for body, life in ((token_request(ref, 3600), 3600),
+                       ({**token_request(ref, 3607), "spec": {**token_request(ref, 3607)["spec"], "audiences": ["vault"]}},
+                        3607),
+                       (token_request(None, 3607), 3607)):
+        cl = claims(admin.ok("POST", path, body)["status"]["token"])[1]
+        assert cl["exp"] - cl["iat"] == life and "warnafter" not in cl["kubernetes.io"], (body, cl)

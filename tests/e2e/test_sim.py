@@ -82,6 +82,8 @@ def test_all_nodes_ready(sim):
             for i in range(4)}
     assert len(caps) == 4
     assert {"type": "InternalIP", "address": "10.64.0.8"} in node["status"]["addresses"]
+    # no log or metrics endpoint: port 0, so the server's metrics scraper and log proxy skip the node
+    assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 0
     # each node wrote as itself: the Lease's holder and the Node authorizer's own-object rule
     lease = json.loads(c.kubectl("get", "lease", "-n", "kube-node-lease", "hollow-00007", "-o", "json").stdout)
     assert lease["spec"]["holderIdentity"] == "hollow-00007"

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import KITE, LEASES, Cluster, free_port, wait_for
+from conftest import KITE, LEASES, Cluster, free_port, skip_on_etcd, wait_for
 
 
 def run_kite(*args, timeout=30):
@@ -87,6 +87,7 @@ def _mount_tmpfs(path, size):
 
 
 def test_full_disk_is_logged_counted_and_survives_a_restart(tmp_path):
+    skip_on_etcd(why="a full disk under the SQLite file (etcd's disk is etcd's)")
     disk = tmp_path / "disk"
     _mount_tmpfs(disk, "48m")
     try:
@@ -144,6 +145,7 @@ def _leases(api, n, prefix):
 def test_truncated_store_is_refused_not_served_empty(tmp_path):
     """A store older than what it acknowledged (here: emptied after a clean stop) is refused
     with a message naming the file; --force-recover starts anyway, revisions never go back."""
+    skip_on_etcd(why="a truncated SQLite file")
     c = Cluster("apiserver", tmp_path).start()
     api = c.api()
     _leases(api, 30, "keep")
@@ -167,6 +169,7 @@ def test_truncated_store_is_refused_not_served_empty(tmp_path):
 
 
 def test_damaged_wal_after_a_crash_is_refused(tmp_path):
+    skip_on_etcd(why="a damaged SQLite WAL")
     c = Cluster("apiserver", tmp_path).start()
     api = c.api()
     _leases(api, 200, "acked")

@@ -1,8 +1,9 @@
 """apps/v1 StatefulSet under `kite up`: stable names NAME-0..N-1 created in order (OrderedReady:
 each once the one before is Ready) and removed from the highest; Parallel creates them at once;
 a headless Service gives each its DNS name (NAME-0.SVC.NS.svc.cluster.local, from a pod);
-RollingUpdate with a partition replaces only the ordinals at or above it; volumeClaimTemplates
-are refused (422); kubectl get sts / get all. Needs root, runc, conmon, umoci, nft."""
+RollingUpdate with a partition replaces only the ordinals at or above it; ControllerRevisions
+and kubectl rollout history/undo/status; volumeClaimTemplates are refused (422); kubectl get
+sts / get all. Needs root, runc, conmon, umoci, nft."""
 import json
 import os
 import subprocess
@@ -207,3 +208,94 @@ def test_validation(cluster):
     r = api.put(f"{APPS}/statefulsets/dflt", made)
     assert r.status == 422 and "spec: Forbidden: updates to statefulset spec for fields other than" in r.json()["message"]
     api.delete(f"{APPS}/statefulsets/dflt")
+
+
+def revisions(c, app):
+    items = c.api().get(f"{APPS}/controllerrevisions?labelSelector=app%3D{app}").json()["items"]
+    return {r["metadata"]["name"]: r for r in items}
+
+
+@pytest.mark.slow  # six rollouts: ~30 s
+def test_controller_revisions_rollout_history_undo_status(cluster):
+    c = cluster
+    spec = sts("hist", 1, "Parallel")
+    spec["spec"]["revisionHistoryLimit"] = 2
+    # kubectl compares templates as Go writes JSON, which escapes "&": none in this one
+    spec["spec"]["template"]["spec"]["containers"][0]["command"] = ["sleep", "3600"]
+    made = c.api().ok("POST", f"{APPS}/statefulsets", spec)
+    out = c.kubectl("rollout", "status", "sts/hist", "--timeout=60s").stdout
+    st = c.api().get(f"{APPS}/statefulsets/hist").json()["status"]
+    r1 = st["updateRevision"]
+    # kubectl's verdict for a RollingUpdate with a partition (0 by default)
+    assert out.endswith("partitioned roll out complete: 1 new pods have been updated...\n"), out
+    # the revision: SET-HASH, controlled by the set, the template's labels and its hash label
+    revs = revisions(c, "hist")
+    assert list(revs) == [r1] and st["currentRevision"] == r1, (revs, st)
+    rev = revs[r1]
+    assert rev["revision"] == 1 and r1 == "hist-" + rev["metadata"]["labels"]["controller.kubernetes.io/hash"]
+    ref = rev["metadata"]["ownerReferences"][0]
+    assert ref["kind"] == "StatefulSet" and ref["uid"] == made["metadata"]["uid"] and ref["controller"] is True
+    assert rev["data"]["spec"]["template"]["$patch"] == "replace"
+    assert rev["data"]["spec"]["template"]["metadata"] == {"creationTimestamp": None, "labels": {"app": "hist"}}
+    assert pods(c, "hist")["hist-0"]["metadata"]["labels"]["controller-revision-hash"] == r1
+    table = c.kubectl("get", "controllerrevisions", "-l", "app=hist").stdout.splitlines()
+    assert table[0].split() == ["NAME", "CONTROLLER", "REVISION", "AGE"], table
+    assert table[1].split()[:3] == [r1, "statefulset.apps/hist", "1"], table
+
+    def rollout(*patch_args):
+        if patch_args:
+            c.kubectl(*patch_args)
+        c.kubectl("rollout", "status", "sts/hist", "--timeout=60s")
+        s = c.api().get(f"{APPS}/statefulsets/hist").json()
+        assert s["status"]["currentRevision"] == s["status"]["updateRevision"], s["status"]
+        p = pods(c, "hist")["hist-0"]
+        assert p["metadata"]["labels"]["controller-revision-hash"] == s["status"]["updateRevision"]
+        return s
+
+    s = rollout("patch", "sts", "hist", "--type=merge", "-p",
+                '{"spec":{"template":{"metadata":{"annotations":{"rev":"two"}}}}}')
+    r2 = s["status"]["updateRevision"]
+    assert r2 != r1 and revisions(c, "hist")[r2]["revision"] == 2
+    hist = c.kubectl("rollout", "history", "sts/hist").stdout.split()
+    assert hist[:3] == ["statefulset.apps/hist", "REVISION", "CHANGE-CAUSE"] and hist[3::2] == ["1", "2"], hist
+    assert "two" not in c.kubectl("rollout", "history", "sts/hist", "--revision=1").stdout
+    assert "rev: two" in c.kubectl("rollout", "history", "sts/hist", "--revision=2").stdout
+
+    # undo: back to revision 1's template, which becomes revision 3 (same name, renumbered)
+    assert "rolled back" in c.kubectl("rollout", "undo", "sts/hist").stdout
+    s = rollout()
+    assert s["status"]["updateRevision"] == r1 and "annotations" not in s["spec"]["template"]["metadata"], s
+    wait(lambda: revisions(c, "hist")[r1]["revision"] == 3, 10, "revision 1 renumbered 3")
+    assert c.kubectl("rollout", "history", "sts/hist").stdout.split()[3::2] == ["2", "3"]
+    assert "skipped rollback" in c.kubectl("rollout", "undo", "sts/hist", "--to-revision=3").stdout
+    c.kubectl("rollout", "undo", "sts/hist", "--to-revision=2")
+    s = rollout()
+    assert s["status"]["updateRevision"] == r2 and s["spec"]["template"]["metadata"]["annotations"] == {"rev": "two"}
+    r = c.kubectl("rollout", "undo", "sts/hist", "--to-revision=9", check=False)
+    assert r.returncode != 0 and "unable to find specified revision 9 in history" in r.stderr, r.stderr
+
+    # revisionHistoryLimit 2: of the revisions no pod runs, only the newest two are kept
+    s = rollout("patch", "sts", "hist", "--type=merge", "-p",
+                '{"spec":{"template":{"metadata":{"annotations":{"rev":"three"}}}}}')
+    r3 = s["status"]["updateRevision"]
+    wait(lambda: sorted((r["revision"], n) for n, r in revisions(c, "hist").items()) ==
+         [(3, r1), (4, r2), (5, r3)], 10, "three revisions")
+    s = rollout("patch", "sts", "hist", "--type=merge", "-p",
+                '{"spec":{"template":{"metadata":{"annotations":{"rev":"four"}}}}}')
+    r4 = s["status"]["updateRevision"]
+    wait(lambda: sorted((r["revision"], n) for n, r in revisions(c, "hist").items()) ==
+         [(4, r2), (5, r3), (6, r4)], 10, "the oldest revision deleted")
+    # orphaned (the set deleted with --cascade=orphan), the revisions are adopted by the set made
+    # again, and its history goes on from them
+    c.kubectl("delete", "sts", "hist", "--cascade=orphan")
+    wait(lambda: all(not r["metadata"].get("ownerReferences") for r in revisions(c, "hist").values()), 30,
+         "orphaned revisions")
+    spec["spec"]["template"]["metadata"]["annotations"] = {"rev": "four"}
+    again = c.api().ok("POST", f"{APPS}/statefulsets", spec)
+    wait(lambda: all((r["metadata"].get("ownerReferences") or [{}])[0].get("uid") == again["metadata"]["uid"]
+                     for r in revisions(c, "hist").values()), 30, "revisions adopted")
+    s = rollout()
+    assert s["status"]["updateRevision"] == r4 and revisions(c, "hist")[r4]["revision"] == 6, s["status"]
+    # the set's revisions go with it
+    c.kubectl("delete", "sts", "hist", "--cascade=background")
+    wait(lambda: not pods(c, "hist") and not revisions(c, "hist"), 60, "pods and revisions collected")

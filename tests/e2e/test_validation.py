@@ -9,6 +9,9 @@ import pytest
 
 from conftest import LEASES, assert_status_body, create_node, delete_node_if_exists, node_manifest
 
+# the same answers on both stores: every test of the module's apiserver runs on SQLite and on etcd
+pytestmark = pytest.mark.both_stores
+
 NODE = "e2e-valid-node"
 LEASE = "e2e-valid-lease"
 MARK = "@@MARK@@"

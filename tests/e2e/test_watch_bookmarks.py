@@ -5,7 +5,12 @@ import json
 import threading
 import time
 
+import pytest
+
 from conftest import LEASES
+
+# the same answers on both stores: every test of the module's apiserver runs on SQLite and on etcd
+pytestmark = pytest.mark.both_stores
 
 
 def lease(name, label):

@@ -10,6 +10,9 @@ import pytest
 
 from conftest import assert_status_body, create_node, node_manifest
 
+# the same answers on both stores: every test of the module's apiserver runs on SQLite and on etcd
+pytestmark = pytest.mark.both_stores
+
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 CMS = f"/api/v1/namespaces/{NS}/configmaps"

@@ -225,6 +225,9 @@ struct kite_pods {
     char *host_ip;
     bool node_known;       /* the node's status arrived: pods may be admitted */
     char *root_dir;        /* the agent's root dir: pods/<uid>/volumes; NULL = no volumes */
+    bool seccomp_default;  /* RuntimeDefault for containers that name no seccomp profile */
+    char *unsafe_sysctls;  /* --allowed-unsafe-sysctls, normalized, comma-separated; NULL = none */
+    bool apparmor;         /* the kernel enforces AppArmor (/sys/module/apparmor/parameters/enabled) */
     char *cluster_dns, *cluster_domain; /* NULL = none, cluster.local */
     int64_t backoff_base_ns; /* first delay of the restart and pull back-offs (KITE_PODS_BACKOFF_MIN_NS) */
     struct kite_prober *prober;
@@ -374,8 +377,6 @@ void pods_hooks_wait(struct kite_pods *p);
 void pods_hooks_release(struct kite_pods *p);
 /* The container's termination message (terminationMessagePath's file, or its log's tail under
  * FallbackToLogsOnError) once its attempt s exited; a new string or NULL. */
-/* A sysctl name with '.' separators (the kubelet's NormalizeName); a new string. */
-char *pods_sysctl_normalize(const char *name);
 char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
                                const struct kite_container_status *s);
 /* worker.c */
@@ -383,6 +384,14 @@ void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);
 /* Refreshes the runtime status of the pod's containers; true when something changed. */
 bool pods_refresh(struct kite_pods *p, struct pod *pod);
 void pods_admit(struct kite_pods *p, struct pod *pod);
+/* The kernel enforces AppArmor: the file (NULL = /sys/module/apparmor/parameters/enabled)
+ * starts with 'Y', as runc's apparmor.IsEnabled. */
+bool pods_apparmor_enabled(const char *file);
+/* The kubelet's AppArmor admission (pkg/security/apparmor): NULL when the pod asks for no
+ * profile other than unconfined (securityContext.appArmorProfile of the pod or a container,
+ * or the legacy container.apparmor.security.beta.kubernetes.io/ annotations), else why it
+ * cannot be run (a new string). */
+char *pods_apparmor_refusal(json_object *pod, bool enabled);
 void pod_free(struct pod *pod);
 /* Small JSON helpers. */
 json_object *pj(json_object *o, const char *path); /* dotted path */

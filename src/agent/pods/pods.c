@@ -28,6 +28,9 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     p->clock = o->clock ? o->clock : kite_clock_real();
     p->node_name = kite_strdup(o->node_name);
     p->root_dir = o->root_dir ? kite_strdup(o->root_dir) : NULL;
+    p->seccomp_default = o->seccomp_default;
+    p->unsafe_sysctls = o->allowed_unsafe_sysctls && *o->allowed_unsafe_sysctls ? kite_strdup(o->allowed_unsafe_sysctls) : NULL;
+    p->apparmor = pods_apparmor_enabled(o->apparmor_enabled_file);
     p->cluster_dns = o->cluster_dns && *o->cluster_dns ? kite_strdup(o->cluster_dns) : NULL;
     p->cluster_domain = o->cluster_domain && *o->cluster_domain ? kite_strdup(o->cluster_domain) : NULL;
     p->backoff_base_ns = o->backoff_base_ns > 0 ? o->backoff_base_ns : KITE_PODS_BACKOFF_MIN_NS;
@@ -87,6 +90,7 @@ void kite_pods_free(struct kite_pods *p) {
     pthread_mutex_destroy(&p->lock);
     free(p->node_name);
     free(p->root_dir);
+    free(p->unsafe_sysctls);
     free(p->cluster_dns);
     free(p->cluster_domain);
     free(p->rt_prefix);

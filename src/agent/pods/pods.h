@@ -56,7 +56,27 @@ struct kite_pods_options {
     const char *cluster_domain;   /* --cluster-domain; NULL = cluster.local */
     uint64_t seed;
     int64_t backoff_base_ns;      /* first delay of the restart and pull back-offs; 0 = KITE_PODS_BACKOFF_MIN_NS */
+    const char *allowed_unsafe_sysctls; /* --allowed-unsafe-sysctls: normalized names and NAME*
+                                           patterns, comma-separated; NULL = the safe set alone */
+    bool seccomp_default;         /* --seccomp-default: RuntimeDefault when no profile is named */
+    const char *apparmor_enabled_file; /* NULL = /sys/module/apparmor/parameters/enabled */
 };
+
+/* Sysctls as the kubelet's allowlist sees them. A name with '.' separators (NormalizeName: a
+ * name whose first separator is '/' has '/' and '.' swapped); a new string. */
+char *kite_pods_sysctl_normalize(const char *name);
+/* The namespace a sysctl (or a pattern's prefix) lives in, as the kubelet's GetNamespace:
+ * KITE_SYSCTL_IPC (kernel.sem, kernel.shm*, kernel.msg*, fs.mqueue.*), KITE_SYSCTL_NET (net.*),
+ * else KITE_SYSCTL_UNKNOWN. */
+enum { KITE_SYSCTL_UNKNOWN, KITE_SYSCTL_IPC, KITE_SYSCTL_NET };
+int kite_pods_sysctl_namespace(const char *name);
+/* A name or NAME* pattern as the kubelet's IsValidSysctlPattern accepts it (normalized first). */
+#define KITE_SYSCTL_PATTERN_RE "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*([a-z0-9]([-_a-z0-9]*[a-z0-9])?)?(\\*)?$"
+bool kite_pods_sysctl_pattern_valid(const char *pattern);
+/* The kubelet's sysctl admission for one (normalized) name: NULL when the safe set or the
+ * allowed patterns (comma-separated, may be NULL) admit it, else the reason
+ * (`"NAME" not allowlisted`, `"NAME" not allowed with host net enabled`), a new string. */
+char *kite_pods_sysctl_refusal(const char *allowed, const char *name, bool host_net, bool host_ipc);
 
 int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret);
 /* Accepts NULL. Stops threads first if started. */

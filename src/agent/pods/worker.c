@@ -218,9 +218,10 @@ static char *security_of(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
     sec->cap_add = strv_of(pj(c->spec, "securityContext.capabilities.add"), &sec->n_cap_add);
     sec->cap_drop = strv_of(pj(c->spec, "securityContext.capabilities.drop"), &sec->n_cap_drop);
     sec->proc_unmasked = kite_streq(pjs(c->spec, "securityContext.procMount"), "Unmasked");
-    /* seccompProfile: Unconfined when none is set (the kubelet without --seccomp-default) */
+    /* seccompProfile: when none is set, Unconfined (the kubelet's default) or RuntimeDefault
+     * (--seccomp-default) */
     json_object *sp = sc(pod, c, "seccompProfile");
-    const char *st = pjs(sp, "type");
+    const char *st = sp ? pjs(sp, "type") : p->seccomp_default ? "RuntimeDefault" : NULL;
     if (kite_streq(st, "RuntimeDefault")) sec->seccomp = KITE_SECCOMP_RUNTIME_DEFAULT;
     else if (kite_streq(st, "Localhost")) {
         const char *lp = pjs(sp, "localhostProfile");
@@ -532,7 +533,7 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     char **sys = kite_calloc(nsys + 1, sizeof(char *));
     for (size_t i = 0; i < nsys; i++) {
         json_object *x = json_object_array_get_idx(sv, i);
-        _cleanup_free_ char *n = pods_sysctl_normalize(pjs(x, "name") ?: "");
+        _cleanup_free_ char *n = kite_pods_sysctl_normalize(pjs(x, "name") ?: "");
         sys[i] = kite_asprintf("%s=%s", n, pjs(x, "value") ?: "");
     }
     struct kite_sandbox_config cfg = {.uid = pod->uid, .name = pod->name, .ns = pod->ns,
@@ -1050,7 +1051,7 @@ void pods_probe_results(struct kite_pods *p, int64_t now) {
 
 /* Node admission: the pod's requests must fit allocatable minus what admitted pods request. */
 /* The kubelet's safe sysctls (pkg/kubelet/sysctl/safe_sysctls.go of 1.32), each namespaced:
- * allowed to every pod. Others are refused (no --allowed-unsafe-sysctls yet). */
+ * allowed to every pod. Others only when --allowed-unsafe-sysctls names them. */
 static const struct {
     const char *name;
     bool net; /* else ipc */
@@ -1065,7 +1066,7 @@ static const struct {
 
 /* "net/ipv4/tcp_syncookies" -> "net.ipv4.tcp_syncookies" (a new string), as the kubelet's
  * NormalizeName: a name whose first separator is '/' has its '/' and '.' swapped. */
-char *pods_sysctl_normalize(const char *name) {
+char *kite_pods_sysctl_normalize(const char *name) {
     char *n = kite_strdup(name);
     size_t i = strcspn(n, "./");
     if (n[i] != '/') return n;
@@ -1073,26 +1074,111 @@ char *pods_sysctl_normalize(const char *name) {
     return n;
 }
 
+int kite_pods_sysctl_namespace(const char *name) {
+    if (kite_streq(name, "kernel.sem")) return KITE_SYSCTL_IPC;
+    static const char *const ipc[] = {"kernel.shm", "kernel.msg", "fs.mqueue."};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(ipc); i++)
+        if (strncmp(name, ipc[i], strlen(ipc[i])) == 0) return KITE_SYSCTL_IPC;
+    return strncmp(name, "net.", 4) == 0 ? KITE_SYSCTL_NET : KITE_SYSCTL_UNKNOWN;
+}
+
+/* KITE_SYSCTL_PATTERN_RE, at most 253 characters: a name, or a prefix and '*' (net.*) */
+bool kite_pods_sysctl_pattern_valid(const char *p) {
+    size_t n = strlen(p);
+    if (n == 0 || n > 253) return false;
+    bool star = p[n - 1] == '*';
+    if (star) n--;
+    if (star && n > 0 && (p[n - 1] == '.' || p[n - 1] == '/')) n--; /* "net.*": the prefix "net." */
+    if (n == 0) return false;
+    /* segments separated by '.' or '/', each alphanumeric at both ends with '-' and '_' inside */
+    size_t seg = 0;
+    for (size_t i = 0; i <= n; i++) {
+        char ch = i < n ? p[i] : '.';
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (ch == '.' || ch == '/') {
+            if (seg == 0 || p[i - 1] == '-' || p[i - 1] == '_') return false;
+            seg = 0;
+        } else if (alnum || ((ch == '-' || ch == '_') && seg > 0)) {
+            seg++;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+char *kite_pods_sysctl_refusal(const char *allowed, const char *name, bool host_net, bool host_ipc) {
+    int ns = KITE_SYSCTL_UNKNOWN;
+    for (size_t k = 0; k < KITE_ARRAY_SIZE(safe_sysctls); k++)
+        if (strcmp(safe_sysctls[k].name, name) == 0) ns = safe_sysctls[k].net ? KITE_SYSCTL_NET : KITE_SYSCTL_IPC;
+    /* the allowed names and NAME* patterns (their namespaces checked when the flag was read) */
+    for (const char *a = allowed; ns == KITE_SYSCTL_UNKNOWN && a && *a;) {
+        size_t len = strcspn(a, ",");
+        bool prefix = len && a[len - 1] == '*';
+        size_t cmp = prefix ? len - 1 : len;
+        if (prefix ? strncmp(name, a, cmp) == 0 : strlen(name) == cmp && strncmp(name, a, cmp) == 0) {
+            _cleanup_free_ char *pat = kite_strndup(a, cmp);
+            ns = kite_pods_sysctl_namespace(pat);
+        }
+        a += len;
+        if (*a == ',') a++;
+    }
+    if (ns == KITE_SYSCTL_UNKNOWN) return kite_asprintf("\"%s\" not allowlisted", name);
+    if (ns == KITE_SYSCTL_NET ? host_net : host_ipc)
+        return kite_asprintf("\"%s\" not allowed with host %s enabled", name, ns == KITE_SYSCTL_NET ? "net" : "ipc");
+    return NULL;
+}
+
 /* The pod's sysctls as the kubelet's sysctl admission checks them: NULL, or why not. */
-static char *sysctls_forbidden(struct pod *pod) {
+static char *sysctls_forbidden(struct kite_pods *p, struct pod *pod) {
     json_object *v = pj(pod->obj, "spec.securityContext.sysctls");
     bool host_net = json_object_get_boolean(pj(pod->obj, "spec.hostNetwork"));
     bool host_ipc = json_object_get_boolean(pj(pod->obj, "spec.hostIPC"));
     for (size_t i = 0; v && json_object_is_type(v, json_type_array) && i < json_object_array_length(v); i++) {
-        _cleanup_free_ char *n = pods_sysctl_normalize(pjs(json_object_array_get_idx(v, i), "name") ?: "");
-        size_t k = 0;
-        while (k < KITE_ARRAY_SIZE(safe_sysctls) && strcmp(safe_sysctls[k].name, n) != 0) k++;
-        if (k == KITE_ARRAY_SIZE(safe_sysctls)) return kite_asprintf("forbidden sysctl: \"%s\" not allowlisted", n);
-        if (safe_sysctls[k].net ? host_net : host_ipc)
-            return kite_asprintf("forbidden sysctl: \"%s\" not allowed with host %s enabled", n,
-                                 safe_sysctls[k].net ? "net" : "ipc");
+        _cleanup_free_ char *n = kite_pods_sysctl_normalize(pjs(json_object_array_get_idx(v, i), "name") ?: "");
+        _cleanup_free_ char *why = kite_pods_sysctl_refusal(p->unsafe_sysctls, n, host_net, host_ipc);
+        if (why) return kite_asprintf("forbidden sysctl: %s", why);
     }
     return NULL;
 }
 
+bool pods_apparmor_enabled(const char *file) {
+    FILE *f = fopen(file ? file : "/sys/module/apparmor/parameters/enabled", "re");
+    if (!f) return false;
+    int ch = fgetc(f);
+    fclose(f);
+    return ch == 'Y';
+}
+
+/* a profile other than unconfined: {"type": "RuntimeDefault"|"Localhost"} */
+static bool apparmor_confines(json_object *prof) { return prof && !kite_streq(pjs(prof, "type"), "Unconfined"); }
+
+char *pods_apparmor_refusal(json_object *pod, bool enabled) {
+    bool required = apparmor_confines(pj(pod, "spec.securityContext.appArmorProfile"));
+    static const char *const lists[] = {"spec.initContainers", "spec.containers", "spec.ephemeralContainers"};
+    for (size_t l = 0; !required && l < KITE_ARRAY_SIZE(lists); l++) {
+        json_object *cs = pj(pod, lists[l]);
+        for (size_t i = 0; !required && cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
+            required = apparmor_confines(pj(json_object_array_get_idx(cs, i), "securityContext.appArmorProfile"));
+    }
+    json_object *ann = pj(pod, "metadata.annotations");
+    if (!required && ann && json_object_is_type(ann, json_type_object)) {
+        json_object_object_foreach(ann, k, val) {
+            if (strncmp(k, "container.apparmor.security.beta.kubernetes.io/", 47) == 0 &&
+                !kite_streq(json_object_get_string(val), "unconfined")) {
+                required = true;
+                break;
+            }
+        }
+    }
+    if (!required) return NULL;
+    if (!enabled) return kite_strdup("Cannot enforce AppArmor: AppArmor is not enabled on the host");
+    return kite_strdup("Cannot enforce AppArmor: this node agent does not apply AppArmor profiles");
+}
+
 void pods_admit(struct kite_pods *p, struct pod *pod) {
     pod->admitted = true;
-    char *forbidden = sysctls_forbidden(pod);
+    char *forbidden = sysctls_forbidden(p, pod);
     if (forbidden) {
         pod->rejected = true;
         pod->reject_reason = kite_strdup("SysctlForbidden");
@@ -1100,6 +1186,17 @@ void pods_admit(struct kite_pods *p, struct pod *pod) {
         ev(p, pod, NULL, "Warning", pod->reject_reason, forbidden);
         log_info(PODS_LOG, "pod %s/%s rejected: %s", pod->ns, pod->name, forbidden);
         free(forbidden);
+        return;
+    }
+    /* the AppArmor admission, for a pod not yet running (its lifecycle handler's check) */
+    char *apparmor = pods_apparmor_refusal(pod->obj, p->apparmor);
+    if (apparmor) {
+        pod->rejected = true;
+        pod->reject_reason = kite_strdup("AppArmor");
+        pod->reject_message = kite_asprintf("Pod was rejected: %s", apparmor);
+        ev(p, pod, NULL, "Warning", pod->reject_reason, apparmor);
+        log_info(PODS_LOG, "pod %s/%s rejected: %s", pod->ns, pod->name, apparmor);
+        free(apparmor);
         return;
     }
     if (p->alloc_pods_m < 0 && p->alloc_cpu_m < 0 && p->alloc_mem_m < 0) return;

@@ -27,6 +27,7 @@ extern const struct kite_resource kite_kind_pdb;                /* policy/v1 */
 extern const struct kite_resource kite_kind_replicaset; /* apps/v1 */
 extern const struct kite_resource kite_kind_replicationcontroller; /* v1 */
 extern const struct kite_resource kite_kind_statefulset; /* apps/v1 */
+extern const struct kite_resource kite_kind_controllerrevision; /* apps/v1 */
 extern const struct kite_resource kite_kind_hpa, kite_kind_hpa_v1; /* autoscaling/v2, v1 */
 extern const struct kite_resource kite_kind_cronjob; /* batch/v1 */
 extern const struct kite_resource kite_kind_deployment;

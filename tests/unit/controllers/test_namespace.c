@@ -146,6 +146,7 @@ static const char *const COLLECTIONS[] = {
     "/apis/batch/v1/namespaces/team-a/cronjobs",
     "/apis/apps/v1/namespaces/team-a/daemonsets",
     "/apis/apps/v1/namespaces/team-a/statefulsets",
+    "/apis/apps/v1/namespaces/team-a/controllerrevisions",
     "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
     "/api/v1/namespaces/team-a/services",
     "/apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices",
