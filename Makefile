@@ -58,7 +58,11 @@ DEPS_pki       := pki base
 DEPS_apiserver := apiserver http store pki api json base
 DEPS_client    := client api json base
 DEPS_agent     := agent client http pki api json base
-DEPS_controllers := controllers client pki api json base
+# the controller framework (shared informers, the keyed work queue and its runner, leader
+# election, the event recorder, timers): what controllers and the scheduler are built on
+DEPS_framework := framework client api json base
+DEPS_controllers := controllers framework client pki api json base
+DEPS_scheduler := scheduler framework client api json base
 DEPS_sim       := sim agent client http pki api json base
 # cmd is linked whole into build/kite; its archive serves its unit tests (flags.c needs api)
 # and kite-agent (the linker takes agent.o, flags.o and signals.o from it)
@@ -67,8 +71,11 @@ DEPS_cmd       := cmd api json base
 TESTDEPS_http  := pki
 TESTDEPS_client := pki
 # the apiserver's tests bootstrap the controllers' ClusterRoles from their descriptor rows
-TESTDEPS_apiserver := controllers client
-MODULES        := base json api store http pki apiserver client agent sim controllers cmd
+TESTDEPS_apiserver := controllers framework client
+# the framework's and the scheduler's tests drive them against the controllers' fake API
+TESTSRCS_framework := tests/unit/controllers/fakeapi.c
+TESTSRCS_scheduler := tests/unit/controllers/fakeapi.c
+MODULES        := base json api store http pki apiserver client agent sim framework controllers scheduler cmd
 
 srcs_of = $(shell find src/$(1) -name '*.c' 2>/dev/null | sort)
 objs_of = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs_of,$(1)))
@@ -95,7 +102,7 @@ $(call lib_of,$(1)): $(filter-out $(MAINS),$(call objs_of,$(1)))
 	@rm -f $$@
 	ar rcs $$@ $$^
 
-$(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort)) $(foreach m,$(TESTDEPS_$(1)),$(call lib_of,$(m))) $(call libs_for,$(1))
+$(BUILD)/tests/test-$(1): $(patsubst %.c,$(BUILD)/%.o,$(shell find tests/unit/$(1) -name '*.c' 2>/dev/null | sort) $(TESTSRCS_$(1))) $(foreach m,$(TESTDEPS_$(1)),$(call lib_of,$(m))) $(call libs_for,$(1))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS) $$(if $$(TEST_PKGS_$(1)),$$(shell pkg-config --libs $$(TEST_PKGS_$(1)) 2>/dev/null)) -lcriterion
 
@@ -109,8 +116,8 @@ $(BUILD)/tests/%.o: tests/%.c
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
 $(BUILD)/kite: $(BUILD)/obj/cmd/main.o $(filter-out $(MAINS),$(call objs_of,cmd)) \
-               $(call libs_for,sim) $(call libs_for,controllers) $(call libs_for,apiserver) $(call lib_of,pki)
-	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,sim agent controllers client apiserver http pki store api json base,$(call lib_of,$(m))) $(MALLOC) $(LDLIBS)
+               $(call libs_for,sim) $(call libs_for,controllers) $(call libs_for,scheduler) $(call libs_for,apiserver) $(call lib_of,pki)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(foreach m,sim agent controllers scheduler framework client apiserver http pki store api json base,$(call lib_of,$(m))) $(MALLOC) $(LDLIBS)
 
 # The node agent linked alone (`kite-agent`, the same flags as `kite agent`): every library a
 # process maps costs it the pages it touches (relocations, data, the code run at start), so

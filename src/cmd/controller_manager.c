@@ -9,9 +9,9 @@
 #include "cmd/flags.h"
 #include "apiserver/apiserver.h"
 #include "controllers/controllers.h"
-#include "controllers/framework.h"
-#include "controllers/leader.h"
-#include "controllers/nodelifecycle.h"
+#include "framework/framework.h"
+#include "framework/leader.h"
+#include "controllers/node/nodelifecycle.h"
 #include "pki/pki.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
 #include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
-#include "controllers/leader.h"
+#include "framework/leader.h"
 
 #include <stdio.h>
 #include <string.h>

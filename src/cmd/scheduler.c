@@ -3,8 +3,8 @@
  * process holds the Lease kube-system/kube-scheduler, as kube-scheduler does. */
 #include "base/log.h"
 #include "cmd/cmd.h"
-#include "controllers/framework.h"
-#include "controllers/scheduler.h"
+#include "framework/framework.h"
+#include "scheduler/scheduler.h"
 
 #include <string.h>
 

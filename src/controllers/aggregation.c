@@ -6,7 +6,7 @@
 #include "controllers/controllers.h"
 #include "api/registry.h"
 #include "client/informer.h"
-#include "controllers/framework.h"
+#include "framework/framework.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "json/patch.h"

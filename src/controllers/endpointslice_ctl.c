@@ -7,9 +7,9 @@
  * write queues the Service again after its back-off (1 s doubling to KITE_EPS_RETRY_MAX_S).
  * It runs on the framework (framework.h): shared informers, its keyed work queue, one runner. */
 #include "client/informer.h"
-#include "controllers/framework.h"
-#include "controllers/workqueue.h"
-#include "controllers/ctlutil.h"
+#include "framework/framework.h"
+#include "framework/workqueue.h"
+#include "framework/ctlutil.h"
 #include "controllers/endpointslice.h"
 #include "api/registry.h"
 #include "base/log.h"

@@ -1,12 +1,12 @@
 /* The garbage collector's core (gc.h). The graph holds every watched object by uid; the
  * dependents of an owner are found by a scan (the graph is small next to a request). */
 #include "controllers/gc.h"
-#include "controllers/framework.h"
+#include "framework/framework.h"
 #include "api/registry.h"
 #include "base/log.h"
 #include "base/map.h"
-#include "controllers/workqueue.h"
-#include "controllers/wlutil.h"
+#include "framework/workqueue.h"
+#include "controllers/workloads/wlutil.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * that could not be finished yet is tried again after its own back-off. */
 #include "controllers/controllers.h"
 #include "api/registry.h"
-#include "controllers/framework.h"
+#include "framework/framework.h"
 #include "base/log.h"
 
 #include <pthread.h>

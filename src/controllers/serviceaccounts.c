@@ -5,8 +5,8 @@
 #include "api/registry.h"
 #include "base/log.h"
 #include "base/map.h"
-#include "controllers/framework.h"
-#include "controllers/workqueue.h"
+#include "framework/framework.h"
+#include "framework/workqueue.h"
 
 #include <pthread.h>
 #include <stdio.h>

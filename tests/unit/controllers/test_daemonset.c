@@ -1,7 +1,7 @@
 /* The DaemonSet controller's node eligibility (nodeSelector, required node affinity, taints
  * against the daemon tolerations), the pod it makes, one pod per eligible node with status
  * counts, and a rolling update within maxUnavailable. */
-#include "controllers/daemonset.h"
+#include "controllers/workloads/daemonset.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

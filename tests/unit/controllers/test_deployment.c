@@ -1,7 +1,7 @@
 /* The deployment controller: the pod-template hash, the rolling-update arithmetic (simulated
  * to the end, checking maxSurge and maxUnavailable at every step), and one pass of the core on
  * the fake API (the new ReplicaSet's name, labels, selector and revision). */
-#include "controllers/deployment.h"
+#include "controllers/workloads/deployment.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

@@ -1,7 +1,7 @@
 /* The disruption controller's core on a fake clock: the status it writes for a budget, no
  * write when nothing changed, recomputation on pod changes, and disruptedPods entries kept
  * while their eviction is recent and dropped after the deletion timeout. */
-#include "controllers/disruption.h"
+#include "controllers/workloads/disruption.h"
 #include "api/disruption.h"
 #include "base/log.h"
 #include "fakeapi.h"

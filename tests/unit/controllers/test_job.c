@@ -2,7 +2,7 @@
  * completions counted through uncountedTerminatedPods and the tracking finalizer, the
  * back-off between failures, backoffLimit and activeDeadlineSeconds, and the conditions'
  * order (SuccessCriteriaMet / FailureTarget before Complete / Failed). */
-#include "controllers/job.h"
+#include "controllers/workloads/job.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

@@ -1,6 +1,6 @@
 /* Stale Node cleanup on a fake clock: a node Unknown for --node-cleanup-after is deleted with
  * its uid as a precondition, one Ready or Unknown for less is kept. */
-#include "controllers/nodecleanup.h"
+#include "controllers/node/nodecleanup.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

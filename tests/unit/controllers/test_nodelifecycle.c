@@ -1,7 +1,7 @@
 /* The node lifecycle controller's core on a fake clock against the in-memory API server:
  * deadlines (grace, startup grace, renewals by lease or heartbeat), what marking writes,
  * taints, pods, events, zone states and the NoExecute rate limits. */
-#include "controllers/nodelifecycle.h"
+#include "controllers/node/nodelifecycle.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

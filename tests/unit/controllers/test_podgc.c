@@ -1,7 +1,7 @@
 /* Pod GC on a fake clock: orphaned pods deleted only after the quarantine and a GET that finds
  * no Node (with phase Failed and DisruptionTarget first), pods on out-of-service nodes
  * force-deleted, terminated pods beyond the threshold collected evicted-first then oldest. */
-#include "controllers/podgc.h"
+#include "controllers/node/podgc.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

@@ -9,7 +9,7 @@
 
 #include "api/registry.h"
 #include "controllers/controllers.h"
-#include "controllers/framework.h"
+#include "framework/framework.h"
 #include "controllers/gc.h"
 
 #define NAMES(...) ((char *[]){__VA_ARGS__}), (sizeof((char *[]){__VA_ARGS__}) / sizeof(char *))

@@ -1,7 +1,7 @@
 /* The ReplicaSet controller's core on the fake API and a fake clock: creates and deletes
  * against replicas, expectations while its own creates are in flight, the scale-down ranking,
  * adoption and release by labels, and status with minReadySeconds. */
-#include "controllers/replicaset.h"
+#include "controllers/workloads/replicaset.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

@@ -1,6 +1,6 @@
 /* The taint eviction controller's core on a fake clock: which tolerations count, when a pod
  * is deleted, the DisruptionTarget condition before the delete, and cancellation. */
-#include "controllers/tainteviction.h"
+#include "controllers/node/tainteviction.h"
 #include "base/log.h"
 #include "fakeapi.h"
 

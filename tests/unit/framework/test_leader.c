@@ -1,0 +1,162 @@
+/* Leader election against the in-memory API server, each candidate on its own fake clock
+ * (their wall clocks far apart, to show only the observer's clock counts). */
+#include "framework/leader.h"
+#include "unit/controllers/fakeapi.h"
+
+#include <criterion/criterion.h>
+
+#define S KITE_NS_PER_SEC
+#define LEASE "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
+
+struct cand {
+    struct kite_fake_clock clock;
+    struct kite_leader *l;
+};
+
+static void cand_init(struct cand *c, struct fakeapi *api, const char *id, int64_t wall_s) {
+    kite_fake_clock_init(&c->clock, wall_s * S);
+    struct kite_leader_options o = {.client = api->client, .clock = &c->clock.clock, .ns = "kube-system",
+                                    .name = "kube-controller-manager", .identity = id};
+    c->l = kite_leader_new(&o);
+}
+
+static void both_advance(struct cand *a, struct cand *b, int64_t ns) {
+    kite_fake_clock_advance(&a->clock, ns);
+    kite_fake_clock_advance(&b->clock, ns);
+}
+
+static json_object *spec(struct fakeapi *api) {
+    json_object *l = fakeapi_get(api, LEASE);
+    cr_assert_not_null(l);
+    return kite_obj_get(l, "spec");
+}
+
+Test(leader, handover_after_one_lease_duration_on_the_candidates_clock) {
+    struct fakeapi api;
+    fakeapi_init(&api);
+    struct cand a, b;
+    cand_init(&a, &api, "a", INT64_C(1893553445));
+    cand_init(&b, &api, "b", INT64_C(1000000000)); /* b's wall clock is 28 years behind */
+    cr_assert_eq(kite_leader_try(a.l), 1, "the first candidate creates the lease");
+    cr_assert(kite_leader_is_leader(a.l));
+    json_object *s = spec(&api);
+    cr_assert_str_eq(kite_obj_str(s, "holderIdentity"), "a");
+    cr_assert_eq(json_object_get_int(kite_obj_get(s, "leaseDurationSeconds")), 15);
+    cr_assert_eq(json_object_get_int(kite_obj_get(s, "leaseTransitions")), 0);
+    cr_assert_str_eq(kite_obj_str(s, "acquireTime"), "2030-01-02T03:04:05.000000Z");
+    cr_assert_str_eq(kite_obj_str(s, "renewTime"), "2030-01-02T03:04:05.000000Z");
+    cr_assert_eq(kite_leader_try(b.l), 0, "held");
+    cr_assert(!kite_leader_is_leader(b.l));
+    /* a renews every 2 s; b keeps seeing new records and waits */
+    for (int i = 0; i < 10; i++) {
+        both_advance(&a, &b, 2 * S);
+        cr_assert_eq(kite_leader_try(a.l), 1);
+        cr_assert_eq(kite_leader_try(b.l), 0);
+    }
+    cr_assert_str_eq(kite_obj_str(spec(&api), "acquireTime"), "2030-01-02T03:04:05.000000Z", "kept by renewals");
+    cr_assert_str_eq(kite_obj_str(spec(&api), "renewTime"), "2030-01-02T03:04:25.000000Z");
+    /* a dies right after b saw its last renewal: b takes over 15 s after that, not before */
+    both_advance(&a, &b, 14 * S);
+    cr_assert_eq(kite_leader_try(b.l), 0);
+    both_advance(&a, &b, 1 * S);
+    cr_assert_eq(kite_leader_try(b.l), 1);
+    cr_assert(kite_leader_is_leader(b.l));
+    s = spec(&api);
+    cr_assert_str_eq(kite_obj_str(s, "holderIdentity"), "b");
+    cr_assert_eq(json_object_get_int(kite_obj_get(s, "leaseTransitions")), 1);
+    cr_assert_str_eq(kite_obj_str(s, "acquireTime"), kite_obj_str(s, "renewTime"));
+    /* a comes back: it sees b's record and stands by */
+    cr_assert_eq(kite_leader_try(a.l), 0);
+    cr_assert(!kite_leader_is_leader(a.l));
+    kite_leader_free(a.l);
+    kite_leader_free(b.l);
+    fakeapi_release(&api);
+}
+
+Test(leader, release_hands_over_at_once) {
+    struct fakeapi api;
+    fakeapi_init(&api);
+    struct cand a, b;
+    cand_init(&a, &api, "a", INT64_C(1893553445));
+    cand_init(&b, &api, "b", INT64_C(1893553445));
+    cr_assert_eq(kite_leader_try(a.l), 1);
+    cr_assert_eq(kite_leader_try(b.l), 0);
+    cr_assert_eq(kite_leader_release(a.l), 0);
+    json_object *s = spec(&api);
+    cr_assert_str_eq(kite_obj_str(s, "holderIdentity"), "");
+    cr_assert_eq(json_object_get_int(kite_obj_get(s, "leaseDurationSeconds")), 1);
+    both_advance(&a, &b, 2 * S);
+    cr_assert_eq(kite_leader_try(b.l), 1, "an empty holder is free to take");
+    cr_assert_eq(json_object_get_int(kite_obj_get(spec(&api), "leaseTransitions")), 1);
+    kite_leader_free(a.l);
+    kite_leader_free(b.l);
+    fakeapi_release(&api);
+}
+
+Test(leader, a_changed_lease_wins_over_a_stale_update) {
+    struct fakeapi api;
+    fakeapi_init(&api);
+    struct cand a, b;
+    cand_init(&a, &api, "a", INT64_C(1893553445));
+    cand_init(&b, &api, "b", INT64_C(1893553445));
+    cr_assert_eq(kite_leader_try(a.l), 1);
+    cr_assert_eq(kite_leader_try(b.l), 0);
+    both_advance(&a, &b, 16 * S);
+    /* b takes the lease a stopped renewing; a's renewal from its old read is refused (409),
+     * and its next look shows b */
+    cr_assert_eq(kite_leader_try(b.l), 1);
+    cr_assert_lt(kite_leader_try(a.l), 1);
+    cr_assert_str_eq(kite_obj_str(spec(&api), "holderIdentity"), "b");
+    cr_assert(!kite_leader_is_leader(a.l));
+    kite_leader_free(a.l);
+    kite_leader_free(b.l);
+    fakeapi_release(&api);
+}
+
+Test(leader, api_errors_are_not_leadership) {
+    struct fakeapi api;
+    fakeapi_init(&api);
+    api.fail_prefix = "/apis/coordination.k8s.io";
+    api.fail_code = 503;
+    struct cand a;
+    cand_init(&a, &api, "a", INT64_C(1893553445));
+    cr_assert_eq(kite_leader_try(a.l), -EAGAIN);
+    cr_assert(!kite_leader_is_leader(a.l));
+    kite_leader_free(a.l);
+    fakeapi_release(&api);
+}
+
+Test(leader, writes_only_while_renewed_within_the_renew_deadline) {
+    struct fakeapi api;
+    fakeapi_init(&api);
+    struct cand a, b;
+    cand_init(&a, &api, "a", INT64_C(1893553445));
+    cand_init(&b, &api, "b", INT64_C(1893553445));
+    cr_assert(!kite_leader_may_write(a.l), "not before holding");
+    cr_assert_eq(kite_leader_try(a.l), 1);
+    cr_assert(kite_leader_may_write(a.l));
+    cr_assert_eq(kite_leader_try(b.l), 0);
+    cr_assert(!kite_leader_may_write(b.l), "a candidate that sees another holder");
+    /* a is paused: past the renew deadline it writes nothing, though nobody took the lease */
+    both_advance(&a, &b, KITE_LEADER_RENEW_DEADLINE_NS - 1);
+    cr_assert(kite_leader_may_write(a.l));
+    both_advance(&a, &b, 1);
+    cr_assert(!kite_leader_may_write(a.l), "renewed a renew deadline ago");
+    cr_assert_eq(kite_leader_try(a.l), 1, "still its lease");
+    cr_assert(kite_leader_may_write(a.l), "renewed again");
+    cr_assert_eq(kite_leader_try(b.l), 0, "b sees the renewal");
+    /* paused past the lease: b takes it; a, thawed, may not write, and learns it lost */
+    both_advance(&a, &b, KITE_LEADER_LEASE_DURATION_NS);
+    cr_assert(!kite_leader_may_write(a.l));
+    cr_assert_eq(kite_leader_try(b.l), 1);
+    cr_assert(kite_leader_may_write(b.l));
+    cr_assert(!kite_leader_may_write(a.l));
+    cr_assert_eq(kite_leader_try(a.l), 0);
+    cr_assert(!kite_leader_may_write(a.l));
+    /* a release gives the right up at once */
+    cr_assert_eq(kite_leader_release(b.l), 0);
+    cr_assert(!kite_leader_may_write(b.l));
+    kite_leader_free(a.l);
+    kite_leader_free(b.l);
+    fakeapi_release(&api);
+}
