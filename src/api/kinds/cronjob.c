@@ -61,14 +61,14 @@ static void cj_validate(json_object *obj, json_object *old, struct kite_causes *
     if (!*sched) kite_causes_add(c, "FieldValueRequired", "spec.schedule", "Required value");
     else if (kite_cron_parse(sched, &cron, &err) < 0)
         kite_causes_add(c, "FieldValueInvalid", "spec.schedule", "Invalid value: \"%s\": %s", sched, err ? err : "invalid");
-    const char *tzname = STR(spec, "timeZone");
+    const char *tz_name = STR(spec, "timeZone");
     if (OBJ(spec, "timeZone")) {
         struct kite_tz *tz = NULL;
-        int r = kite_tz_load(tzname, &tz);
+        int r = kite_tz_load(tz_name, &tz);
         kite_tz_free(tz);
         if (r < 0)
-            kite_causes_add(c, "FieldValueInvalid", "spec.timeZone", "Invalid value: \"%s\": unknown time zone %s", tzname,
-                            tzname);
+            kite_causes_add(c, "FieldValueInvalid", "spec.timeZone", "Invalid value: \"%s\": unknown time zone %s", tz_name,
+                            tz_name);
     }
     const char *cp = STR(spec, "concurrencyPolicy");
     if (strcmp(cp, "Allow") != 0 && strcmp(cp, "Forbid") != 0 && strcmp(cp, "Replace") != 0)

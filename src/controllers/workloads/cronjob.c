@@ -180,11 +180,11 @@ static void sync(struct kite_cronjobs *c, const char *key, struct kite_ctl_acts 
     int64_t last_sched_ns = time_of(cj, "status", "lastScheduleTime");
     struct kite_cron cron;
     struct kite_tz *tz = NULL;
-    const char *tzname = kite_obj_str(spec, "timeZone");
+    const char *tz_name = kite_obj_str(spec, "timeZone");
     bool suspended = json_object_get_boolean(kite_obj_get(spec, "suspend"));
     int64_t new_last = last_sched_ns;
     if (kite_cron_parse(kite_obj_str(spec, "schedule"), &cron, NULL) == 0 &&
-        (!tzname || kite_tz_load(tzname, &tz) == 0)) {
+        (!tz_name || kite_tz_load(tz_name, &tz) == 0)) {
         time_t earliest = (time_t)((last_sched_ns ? last_sched_ns : time_of(cj, "metadata", "creationTimestamp")) / KITE_NS_PER_SEC);
         json_object *dl = kite_obj_get(spec, "startingDeadlineSeconds");
         if (dl && earliest < now - (time_t)json_object_get_int64(dl)) earliest = now - (time_t)json_object_get_int64(dl);
