@@ -78,24 +78,24 @@ struct kite_agent {
 };
 
 /* register.c */
-int agent_register(struct kite_agent *a);
-void agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message);
-void agent_post_events(struct kite_agent *a, struct kite_ns_events *ev);
+int kite_agent_register(struct kite_agent *a);
+void kite_agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message);
+void kite_agent_post_events(struct kite_agent *a, struct kite_ns_events *ev);
 /* Schema of the Node for strategic merge diffs: the server's (api registry row). */
-const struct kite_smp_schema *agent_node_schema(void);
+const struct kite_smp_schema *kite_agent_node_schema(void);
 
 /* heartbeat.c */
-void agent_sync_status(struct kite_agent *a, int64_t now);
-void agent_sync_lease(struct kite_agent *a, int64_t now);
+void kite_agent_sync_status(struct kite_agent *a, int64_t now);
+void kite_agent_sync_lease(struct kite_agent *a, int64_t now);
 /* Marks the Node as gone: the next step registers again (if registerNode). */
-void agent_node_gone(struct kite_agent *a, const char *why);
+void kite_agent_node_gone(struct kite_agent *a, const char *why);
 /* The acknowledged status parsed (a new reference; NULL when none), and its replacement
  * (st borrowed; NULL = none). */
-json_object *agent_acked_status(struct kite_agent *a);
-void agent_set_acked_status(struct kite_agent *a, json_object *st);
+json_object *kite_agent_acked_status(struct kite_agent *a);
+void kite_agent_set_acked_status(struct kite_agent *a, json_object *st);
 /* Forgets the Lease: the next renewal GETs or POSTs it. */
-void agent_forget_lease(struct kite_agent *a);
+void kite_agent_forget_lease(struct kite_agent *a);
 /* Whether a NodeStatus (may be NULL) has Ready=True. */
-bool agent_status_ready(json_object *status);
+bool kite_agent_status_ready(json_object *status);
 /* Equality of two NodeStatus objects ignoring conditions' lastHeartbeatTime and order. */
-bool agent_status_equal(json_object *a, json_object *b);
+bool kite_agent_status_equal(json_object *a, json_object *b);

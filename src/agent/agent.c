@@ -242,18 +242,18 @@ int64_t kite_agent_step(struct kite_agent *a) {
     if (server && a->registered) {
         json_object *meta = json_object_object_get(server, "metadata"), *st = json_object_object_get(server, "status");
         if (kite_streq(json_object_get_string(json_object_object_get(meta, "uid")), a->node_uid) && st)
-            agent_set_acked_status(a, st);
+            kite_agent_set_acked_status(a, st);
     }
     json_object_put(server);
     /* a late DELETED for a Node we already replaced must not unregister the new one */
     if (deleted && a->registered && (!*deleted || kite_streq(deleted, a->node_uid)))
-        agent_node_gone(a, "node was deleted");
+        kite_agent_node_gone(a, "node was deleted");
     free(deleted);
 
     if (!a->registered) {
         if (now < a->next_register) return a->next_register;
         bool again = a->ever_registered;
-        int r = agent_register(a);
+        int r = kite_agent_register(a);
         now = kite_now_mono(a->clock);
         if (r < 0) {
             if (!a->register_failing)
@@ -272,19 +272,19 @@ int64_t kite_agent_step(struct kite_agent *a) {
         a->last_report = now; /* the registration carried a full status */
         a->next_lease = now;  /* create or re-own the lease at once */
         a->next_status = now + a->fast_period;
-        agent_forget_lease(a);
+        kite_agent_forget_lease(a);
         if (again && a->cfg->register_node) {
             _cleanup_free_ char *msg =
                 kite_asprintf("Node %s was re-registered after its Node object was deleted (new uid %s)", a->node_name,
                               a->node_uid);
-            agent_post_event(a, "Normal", "NodeReregistered", msg);
+            kite_agent_post_event(a, "Normal", "NodeReregistered", msg);
         }
     }
-    if (a->registered && now >= a->next_lease) agent_sync_lease(a, now);
-    if (a->registered && now >= a->next_status) agent_sync_status(a, now);
+    if (a->registered && now >= a->next_lease) kite_agent_sync_lease(a, now);
+    if (a->registered && now >= a->next_status) kite_agent_sync_status(a, now);
     if (a->pods && a->acked_status && a->acked_gen != a->pods_fed_gen) {
         /* allocatable (admission) and the InternalIP (hostIP) for the pods */
-        json_object *st = agent_acked_status(a);
+        json_object *st = kite_agent_acked_status(a);
         if (st) kite_pods_node_status(a->pods, st);
         json_object_put(st);
         a->pods_fed_gen = a->acked_gen;

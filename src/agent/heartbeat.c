@@ -45,7 +45,7 @@ static void normalize(json_object *st) {
     json_object_array_sort(conds, cond_cmp);
 }
 
-bool agent_status_equal(json_object *a, json_object *b) {
+bool kite_agent_status_equal(json_object *a, json_object *b) {
     if (!a || !b) return a == b;
     json_object *ca = copy(a), *cb = copy(b);
     normalize(ca);
@@ -82,33 +82,33 @@ static void keep_heartbeats(json_object *st, json_object *old) {
     }
 }
 
-void agent_node_gone(struct kite_agent *a, const char *why) {
+void kite_agent_node_gone(struct kite_agent *a, const char *why) {
     int64_t now = kite_now_mono(a->clock);
     log_warn(AGENT_LOG, "node %s: %s; %s", a->node_name, why,
              a->cfg->register_node ? "registering it again" : "waiting for it to be created (registerNode=false)");
     a->registered = false;
     a->next_register = now;
     kite_backoff_reset(&a->reg_backoff);
-    agent_forget_lease(a);
+    kite_agent_forget_lease(a);
 }
 
-json_object *agent_acked_status(struct kite_agent *a) {
+json_object *kite_agent_acked_status(struct kite_agent *a) {
     return a->acked_status ? json_tokener_parse(a->acked_status) : NULL;
 }
 
-void agent_set_acked_status(struct kite_agent *a, json_object *st) {
+void kite_agent_set_acked_status(struct kite_agent *a, json_object *st) {
     free(a->acked_status);
     a->acked_status = st ? kite_strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN)) : NULL;
-    a->acked_ready = agent_status_ready(st);
+    a->acked_ready = kite_agent_status_ready(st);
     a->acked_gen++;
 }
 
-void agent_forget_lease(struct kite_agent *a) {
+void kite_agent_forget_lease(struct kite_agent *a) {
     free(a->lease);
     a->lease = NULL;
 }
 
-bool agent_status_ready(json_object *status) {
+bool kite_agent_status_ready(json_object *status) {
     json_object *conds;
     if (!status || !json_object_object_get_ex(status, "conditions", &conds)) return false;
     for (size_t i = 0; i < json_object_array_length(conds); i++) {
@@ -139,10 +139,10 @@ static json_object *wrap_status(json_object *status) {
     return o;
 }
 
-void agent_sync_status(struct kite_agent *a, int64_t now) {
+void kite_agent_sync_status(struct kite_agent *a, int64_t now) {
     json_object *status = NULL;
     struct kite_ns_events ev = {0};
-    json_object *acked = agent_acked_status(a);
+    json_object *acked = kite_agent_acked_status(a);
     int r = a->status_fn(a->status_ud, acked, &status, &ev);
     if (r < 0) {
         log_warn(AGENT_LOG, "computing node status: %s", strerror(-r));
@@ -151,9 +151,9 @@ void agent_sync_status(struct kite_agent *a, int64_t now) {
         schedule_status(a, now);
         return;
     }
-    agent_post_events(a, &ev);
+    kite_agent_post_events(a, &ev);
     kite_ns_events_release(&ev);
-    bool changed = !agent_status_equal(acked, status);
+    bool changed = !kite_agent_status_equal(acked, status);
     bool due = a->force_report || a->last_report == 0 || now - a->last_report >= a->report_freq_ns;
     if (!changed && !due) {
         json_object_put(status);
@@ -165,7 +165,7 @@ void agent_sync_status(struct kite_agent *a, int64_t now) {
      * has, so a change patch carries only what changed (the lease is the liveness signal). */
     if (!due) keep_heartbeats(status, acked);
     json_object *from = wrap_status(acked), *to = wrap_status(status), *patch = NULL;
-    r = kite_smp_diff(from, to, agent_node_schema(), &patch);
+    r = kite_smp_diff(from, to, kite_agent_node_schema(), &patch);
     json_object_put(acked);
     json_object_put(from);
     json_object_put(to);
@@ -182,7 +182,7 @@ void agent_sync_status(struct kite_agent *a, int64_t now) {
         r = kite_client_json(a->client, "PATCH", path, "application/strategic-merge-patch+json", patch, &code, &resp);
         if (r == 0) {
             json_object *st = json_object_object_get(resp, "status"), *empty = st ? NULL : json_object_new_object();
-            agent_set_acked_status(a, st ? st : empty);
+            kite_agent_set_acked_status(a, st ? st : empty);
             json_object_put(empty);
             json_object_put(resp);
             break;
@@ -190,7 +190,7 @@ void agent_sync_status(struct kite_agent *a, int64_t now) {
         json_object_put(resp);
         if (code == 404) {
             json_object_put(patch);
-            agent_node_gone(a, "status update: node not found");
+            kite_agent_node_gone(a, "status update: node not found");
             return;
         }
         if (i > 0) kite_client_reset_connections(a->client); /* onRepeatedHeartbeatFailure */
@@ -271,14 +271,14 @@ static bool node_still_there(struct kite_agent *a) {
         uid = json_object_get_string(json_object_object_get(meta, "uid"));
     bool same = r == 0 && kite_streq(uid, a->node_uid);
     json_object_put(node);
-    if (code == 404) agent_node_gone(a, "lease renewal: node not found");
-    else if (r == 0 && !same) agent_node_gone(a, "node was re-created by someone else");
+    if (code == 404) kite_agent_node_gone(a, "lease renewal: node not found");
+    else if (r == 0 && !same) kite_agent_node_gone(a, "node was re-created by someone else");
     return code != 404 && !(r == 0 && !same);
 }
 
 enum lease_op { L_PUT, L_GET, L_POST };
 
-void agent_sync_lease(struct kite_agent *a, int64_t now) {
+void kite_agent_sync_lease(struct kite_agent *a, int64_t now) {
     _cleanup_free_ char *coll = kite_asprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", LEASE_NS);
     _cleanup_free_ char *item = kite_asprintf("%s/%s", coll, a->node_name);
     enum lease_op op = a->lease ? L_PUT : L_GET;

@@ -13,7 +13,7 @@
 /* The server's own Node schema (its registry row), so the agent's patches mean what the
  * server makes of them: a copy had drifted to merging spec.taints by key, which the server
  * (as upstream, with no patch strategy on taints) treats as atomic. */
-const struct kite_smp_schema *agent_node_schema(void) {
+const struct kite_smp_schema *kite_agent_node_schema(void) {
     return kite_registry_find_kind("", "Node")->smp;
 }
 
@@ -140,11 +140,11 @@ static void take_node(struct kite_agent *a, json_object *node) {
     free(a->node_uid);
     a->node_uid = kite_strdup(uid ? uid : "");
     json_object *st = status_of(node);
-    agent_set_acked_status(a, st);
+    kite_agent_set_acked_status(a, st);
     json_object_put(st);
 }
 
-int agent_register(struct kite_agent *a) {
+int kite_agent_register(struct kite_agent *a) {
     _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s", a->node_name);
     json_object *resp = NULL;
     long code = 0;
@@ -174,7 +174,7 @@ int agent_register(struct kite_agent *a) {
         r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &existing);
         if (r == 0) {
             json_object *want = reconcile(existing, node), *patch = NULL;
-            r = kite_smp_diff(existing, want, agent_node_schema(), &patch);
+            r = kite_smp_diff(existing, want, kite_agent_node_schema(), &patch);
             if (r == 0 && json_object_object_length(patch) > 0) {
                 _cleanup_free_ char *spath = kite_asprintf("%s/status", path);
                 r = kite_client_json(a->client, "PATCH", spath, "application/strategic-merge-patch+json", patch,
@@ -190,12 +190,12 @@ int agent_register(struct kite_agent *a) {
     }
     json_object_put(resp);
     json_object_put(node);
-    if (r == 0) agent_post_events(a, &ev);
+    if (r == 0) kite_agent_post_events(a, &ev);
     kite_ns_events_release(&ev);
     return r;
 }
 
-void agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message) {
+void kite_agent_post_event(struct kite_agent *a, const char *type, const char *reason, const char *message) {
     /* the kubelet's node reference uses the node name as uid; apiVersion is what
      * `kubectl events --for node/NAME` selects on with the kind and name */
     struct kite_event_spec es = {.ns = "default", .kind = "Node", .obj_name = a->node_name, .uid = a->node_name,
@@ -207,7 +207,7 @@ void agent_post_event(struct kite_agent *a, const char *type, const char *reason
     json_object_put(e);
 }
 
-void agent_post_events(struct kite_agent *a, struct kite_ns_events *ev) {
+void kite_agent_post_events(struct kite_agent *a, struct kite_ns_events *ev) {
     for (size_t i = 0; i < ev->n; i++)
-        agent_post_event(a, ev->v[i].type ? ev->v[i].type : "Normal", ev->v[i].reason, ev->v[i].message);
+        kite_agent_post_event(a, ev->v[i].type ? ev->v[i].type : "Normal", ev->v[i].reason, ev->v[i].message);
 }

@@ -403,7 +403,7 @@ static const char *const PATCH_TYPES[] = {"application/json-patch+json", "applic
 
 /* One operation: action (x-kubernetes-action), body schema (or NULL), reply schema. */
 static json_object *operation(const struct gen *g, const struct kite_resource *r, const char *action, const char *verb_id,
-                              const char *body, const char *reply, const char *const *params, bool patch) {
+                              const char *body, const char *kite_apiserver_reply, const char *const *params, bool patch) {
     json_object *op = json_object_new_object();
     char id[160];
     snprintf(id, sizeof id, "%s%s%s", verb_id, r->namespaced ? "Namespaced" : "", r->kind);
@@ -433,9 +433,9 @@ static json_object *operation(const struct gen *g, const struct kite_resource *r
     json_object *resp = json_object_new_object(), *ok = json_object_new_object();
     json_object_object_add(ok, "description", str("OK"));
     if (g->v3) {
-        json_object_object_add(ok, "content", content(g, JSON_TYPES, reply));
+        json_object_object_add(ok, "content", content(g, JSON_TYPES, kite_apiserver_reply));
     } else {
-        json_object_object_add(ok, "schema", ref(g, reply));
+        json_object_object_add(ok, "schema", ref(g, kite_apiserver_reply));
         json_object *produces = json_object_new_array();
         for (const char *const *t = JSON_TYPES; *t; t++) json_object_array_add(produces, str(*t));
         json_object_object_add(op, "produces", produces);

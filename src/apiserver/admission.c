@@ -37,7 +37,7 @@ static int namespace_lifecycle(const struct kite_admission_attrs *a, struct kite
         return deny(d, 403, "Forbidden", "%s \"%s\" is forbidden: this %s may not be deleted", gr, a->name,
                     a->res->singular);
     if (a->op != KITE_ADMIT_CREATE || !a->res->namespaced) return 0;
-    json_object *ns = apiserver_lookup(a->srv, nsr, NULL, a->ns);
+    json_object *ns = kite_apiserver_lookup(a->srv, nsr, NULL, a->ns);
     if (!ns) {
         d->details = (struct status_details){.name = a->ns, .kind = nsr->plural};
         return deny(d, 404, "NotFound", "%s \"%s\" not found", nsr->plural, a->ns);
@@ -96,7 +96,7 @@ static const struct kite_admission_plugin PLUGINS[] = {
     {"DefaultTolerationSeconds", default_toleration_seconds, NULL},
     {"NodeRestriction", NULL, kite_admission_node_restriction}, /* admission_node.c */
     {"PodSecurity", NULL, kite_admission_pod_security},         /* admission_podsecurity.c */
-    {"RBACEscalation", NULL, apiserver_rbac_admit}, /* upstream: in the RBAC kinds' storage */
+    {"RBACEscalation", NULL, kite_apiserver_rbac_admit}, /* upstream: in the RBAC kinds' storage */
     {"SpecRequester", spec_requester, NULL},           /* upstream: in the CSR kind's strategy */
     {"CertificateApproval", NULL, kite_admission_csr_approval},          /* admission_csr.c */
     {"CertificateSigning", NULL, kite_admission_csr_signing},
@@ -118,29 +118,29 @@ static int run(const struct kite_admission_plugin *p, size_t n, bool mutating, c
     return 0;
 }
 
-int admission_mutate(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+int kite_admission_mutate(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     return run(PLUGINS, KITE_ARRAY_SIZE(PLUGINS), true, a, d);
 }
 
-int admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+int kite_admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     return run(PLUGINS, KITE_ARRAY_SIZE(PLUGINS), false, a, d);
 }
 
-void admission_reply(struct req *rq, struct kite_admission_denial *d) {
+void kite_admission_reply(struct req *rq, struct kite_admission_denial *d) {
     if (d->causes.n) {
-        reply_invalid(rq, d->details.name, &d->causes);
+        kite_apiserver_reply_invalid(rq, d->details.name, &d->causes);
         kite_causes_release(&d->causes);
         free(d->message);
         d->message = NULL;
         return;
     }
-    if (d->details.kind) reply_error_about(rq, d->code, d->reason, &d->details, "%s", d->message ? d->message : "");
-    else reply_error(rq, d->code, d->reason, "%s", d->message ? d->message : "");
+    if (d->details.kind) kite_apiserver_reply_error_about(rq, d->code, d->reason, &d->details, "%s", d->message ? d->message : "");
+    else kite_apiserver_reply_error(rq, d->code, d->reason, "%s", d->message ? d->message : "");
     free(d->message);
     d->message = NULL;
 }
 
-void admission_warn(const struct kite_admission_attrs *a, const char *fmt, ...) {
+void kite_admission_warn(const struct kite_admission_attrs *a, const char *fmt, ...) {
     if (!a->notes || a->notes->n_warnings == KITE_ADMISSION_WARNINGS_MAX) return;
     va_list ap;
     va_start(ap, fmt);
@@ -149,7 +149,7 @@ void admission_warn(const struct kite_admission_attrs *a, const char *fmt, ...) 
     va_end(ap);
 }
 
-void admission_annotate(const struct kite_admission_attrs *a, const char *key, const char *value) {
+void kite_admission_annotate(const struct kite_admission_attrs *a, const char *key, const char *value) {
     if (!a->notes) return;
     struct kite_buf *b = &a->notes->annotations;
     if (b->len) kite_buf_putc(b, ',');
@@ -158,8 +158,8 @@ void admission_annotate(const struct kite_admission_attrs *a, const char *key, c
     kite_buf_json_str(b, value);
 }
 
-void admission_notes_apply(struct req *rq, struct kite_admission_notes *n) {
-    for (size_t i = 0; i < n->n_warnings && !rq->admission_warned; i++) reply_add_warning(rq, n->warnings[i]);
+void kite_admission_notes_apply(struct req *rq, struct kite_admission_notes *n) {
+    for (size_t i = 0; i < n->n_warnings && !rq->admission_warned; i++) kite_apiserver_reply_add_warning(rq, n->warnings[i]);
     if (n->n_warnings) rq->admission_warned = true;
     free(rq->audit_annotations);
     rq->audit_annotations = n->annotations.len ? kite_buf_detach(&n->annotations, NULL) : NULL;
@@ -184,7 +184,7 @@ static const char *subject_name(const struct kite_admission_attrs *a) {
     return n && *n ? n : "Unknown";
 }
 
-int admission_forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...) {
+int kite_admission_forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...) {
     char gr[128];
     kite_resource_gr(a->res, gr);
     const char *name = subject_name(a);

@@ -56,7 +56,7 @@ int kite_admission_csr_approval(const struct kite_admission_attrs *a, struct kit
     if (a->op != KITE_ADMIT_UPDATE || !sub_is(a, "approval") || !is_csr(a) || !a->old) return 0;
     const char *signer = signer_of(a->old);
     if (authorized_for_signer(a, "approve", signer)) return 0;
-    return admission_forbid(a, d, "user not permitted to approve requests with signerName \"%s\"", signer);
+    return kite_admission_forbid(a, d, "user not permitted to approve requests with signerName \"%s\"", signer);
 }
 
 /* The same value, an absent field being the empty one (as Go's semantic equality takes a nil
@@ -82,7 +82,7 @@ int kite_admission_csr_signing(const struct kite_admission_attrs *a, struct kite
         return 0;
     const char *signer = signer_of(a->old);
     if (authorized_for_signer(a, "sign", signer)) return 0;
-    return admission_forbid(a, d, "user not permitted to sign requests with signerName \"%s\"", signer);
+    return kite_admission_forbid(a, d, "user not permitted to sign requests with signerName \"%s\"", signer);
 }
 
 /* CertificateSubjectRestriction: the request's subject, not the requester, is checked (the
@@ -95,11 +95,11 @@ int kite_admission_csr_subject_restriction(const struct kite_admission_attrs *a,
     struct kite_pki_csr_info info = {0};
     /* the kind's validation has seen a CERTIFICATE REQUEST block; its content may still be no request */
     if (!b64 || kite_base64_decode(b64, &pem, NULL) < 0 || !pem || kite_pki_csr_read(pem, &info) < 0)
-        return admission_forbid(a, d, "failed to parse CSR: x509: malformed certificate request");
+        return kite_admission_forbid(a, d, "failed to parse CSR: x509: malformed certificate request");
     bool masters = false;
     for (size_t i = 0; i < info.n_orgs && !masters; i++) masters = strcmp(info.orgs[i], MASTERS_GROUP) == 0;
     kite_pki_csr_info_release(&info);
     if (masters)
-        return admission_forbid(a, d, "use of " SIGNER_CLIENT " signer with " MASTERS_GROUP " group is not allowed");
+        return kite_admission_forbid(a, d, "use of " SIGNER_CLIENT " signer with " MASTERS_GROUP " group is not allowed");
     return 0;
 }

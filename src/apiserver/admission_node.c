@@ -136,25 +136,25 @@ static bool lists_equal(json_object *x, json_object *y) {
 
 static int admit_node(const char *node, const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     const char *name = a->op == KITE_ADMIT_CREATE ? kite_meta_str(a->obj, "name") : a->name;
-    if (!is(name, node)) return admission_forbid(a, d, "node \"%s\" is not allowed to modify node \"%s\"", node, name ? name : "");
-    if (a->op == KITE_ADMIT_DELETE) return admission_forbid(a, d, "node \"%s\" is not allowed to delete node \"%s\"", node, name);
+    if (!is(name, node)) return kite_admission_forbid(a, d, "node \"%s\" is not allowed to modify node \"%s\"", node, name ? name : "");
+    if (a->op == KITE_ADMIT_DELETE) return kite_admission_forbid(a, d, "node \"%s\" is not allowed to delete node \"%s\"", node, name);
     _cleanup_free_ char *bad = NULL;
     if (a->op == KITE_ADMIT_CREATE) {
         json_object *cs = spec_field(a->obj, "configSource");
         if (cs && !json_object_is_type(cs, json_type_null))
-            return admission_forbid(a, d, "node \"%s\" is not allowed to create pods with a non-nil configSource", node);
+            return kite_admission_forbid(a, d, "node \"%s\" is not allowed to create pods with a non-nil configSource", node);
         if ((bad = forbidden_changes(labels_of(a->obj), NULL)))
-            return admission_forbid(a, d, "node \"%s\" is not allowed to set the following labels: %s", node, bad);
+            return kite_admission_forbid(a, d, "node \"%s\" is not allowed to set the following labels: %s", node, bad);
         return 0;
     }
     json_object *cs = spec_field(a->obj, "configSource");
     if (cs && !json_object_is_type(cs, json_type_null) && !json_same(cs, spec_field(a->old, "configSource")))
-        return admission_forbid(a, d, "node \"%s\" is not allowed to update configSource to a new non-nil configSource", node);
+        return kite_admission_forbid(a, d, "node \"%s\" is not allowed to update configSource to a new non-nil configSource", node);
     json_object *taints = spec_field(a->obj, "taints"), *was = spec_field(a->old, "taints");
     if (!lists_equal(taints, was))
-        return admission_forbid(a, d, "node \"%s\" is not allowed to modify taints", node);
+        return kite_admission_forbid(a, d, "node \"%s\" is not allowed to modify taints", node);
     if ((bad = forbidden_changes(labels_of(a->obj), labels_of(a->old))))
-        return admission_forbid(a, d, "is not allowed to modify labels: %s", bad);
+        return kite_admission_forbid(a, d, "is not allowed to modify labels: %s", bad);
     return 0;
 }
 
@@ -167,23 +167,23 @@ static void seen_ref(enum kite_node_ref t, const char *name, void *ud) {
 static int admit_mirror_pod(const char *node, const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     json_object *ann = kite_obj_get(kite_obj_meta(a->obj), "annotations");
     if (!kite_obj_get(ann, MIRROR_POD_ANNOTATION))
-        return admission_forbid(a, d, "pod does not have \"%s\" annotation, node \"%s\" can only create mirror pods",
+        return kite_admission_forbid(a, d, "pod does not have \"%s\" annotation, node \"%s\" can only create mirror pods",
                       MIRROR_POD_ANNOTATION, node);
     if (!is(node_of(a->obj), node))
-        return admission_forbid(a, d, "node \"%s\" can only create pods with spec.nodeName set to itself", node);
+        return kite_admission_forbid(a, d, "node \"%s\" can only create pods with spec.nodeName set to itself", node);
     json_object *owners = kite_obj_get(kite_obj_meta(a->obj), "ownerReferences");
     size_t n = owners && json_object_is_type(owners, json_type_array) ? json_object_array_length(owners) : 0;
-    if (n > 1) return admission_forbid(a, d, "node \"%s\" can only create pods with a single owner reference set to itself", node);
-    if (n == 0) return admission_forbid(a, d, "node \"%s\" can only create pods with an owner reference set to itself", node);
+    if (n > 1) return kite_admission_forbid(a, d, "node \"%s\" can only create pods with a single owner reference set to itself", node);
+    if (n == 0) return kite_admission_forbid(a, d, "node \"%s\" can only create pods with an owner reference set to itself", node);
     json_object *o = json_object_array_get_idx(owners, 0);
     if (!is(kite_obj_str(o, "apiVersion"), "v1") || !is(kite_obj_str(o, "kind"), "Node") || !is(kite_obj_str(o, "name"), node))
-        return admission_forbid(a, d, "node \"%s\" can only create pods with an owner reference set to itself", node);
+        return kite_admission_forbid(a, d, "node \"%s\" can only create pods with an owner reference set to itself", node);
     json_object *ctl = kite_obj_get(o, "controller"), *block = kite_obj_get(o, "blockOwnerDeletion");
     if (!ctl || !json_object_get_boolean(ctl))
-        return admission_forbid(a, d, "node \"%s\" can only create pods with a controller owner reference set to itself", node);
+        return kite_admission_forbid(a, d, "node \"%s\" can only create pods with a controller owner reference set to itself", node);
     if (block && json_object_get_boolean(block))
-        return admission_forbid(a, d, "node \"%s\" must not set blockOwnerDeletion on an owner reference", node);
-    json_object *self = apiserver_lookup(a->srv, kite_registry_find("", "v1", "nodes"), NULL, node);
+        return kite_admission_forbid(a, d, "node \"%s\" must not set blockOwnerDeletion on an owner reference", node);
+    json_object *self = kite_apiserver_lookup(a->srv, kite_registry_find("", "v1", "nodes"), NULL, node);
     if (!self) {
         d->details = (struct status_details){.name = node, .kind = "nodes"};
         d->message = kite_asprintf("nodes \"%s\" not found", node);
@@ -193,7 +193,7 @@ static int admit_mirror_pod(const char *node, const struct kite_admission_attrs 
     }
     const char *uid = kite_meta_str(self, "uid"), *want = kite_obj_str(o, "uid");
     if (!is(uid, want)) {
-        int r = admission_forbid(a, d, "node %s UID mismatch: expected %s got %s", node, uid ? uid : "", want ? want : "");
+        int r = kite_admission_forbid(a, d, "node %s UID mismatch: expected %s got %s", node, uid ? uid : "", want ? want : "");
         json_object_put(self);
         return r;
     }
@@ -207,7 +207,7 @@ static int admit_mirror_pod(const char *node, const struct kite_admission_attrs 
         {KITE_NODE_REF_PVC, "persistentvolumeclaims"},
     };
     for (size_t i = 0; i < KITE_ARRAY_SIZE(ORDER); i++)
-        if (seen.kinds[ORDER[i].t]) return admission_forbid(a, d, "node \"%s\" can not create pods that reference %s", node, ORDER[i].what);
+        if (seen.kinds[ORDER[i].t]) return kite_admission_forbid(a, d, "node \"%s\" can not create pods that reference %s", node, ORDER[i].what);
     return 0;
 }
 
@@ -216,34 +216,34 @@ static int admit_pod(const char *node, const struct kite_admission_attrs *a, str
         if (a->op == KITE_ADMIT_CREATE) return admit_mirror_pod(node, a, d);
         if (a->op == KITE_ADMIT_DELETE) {
             if (!is(node_of(a->old), node))
-                return admission_forbid(a, d, "node \"%s\" can only delete pods with spec.nodeName set to itself", node);
+                return kite_admission_forbid(a, d, "node \"%s\" can only delete pods with spec.nodeName set to itself", node);
             return 0;
         }
-        return admission_forbid(a, d, "unexpected operation \"%s\", node \"%s\" can only create and delete mirror pods",
+        return kite_admission_forbid(a, d, "unexpected operation \"%s\", node \"%s\" can only create and delete mirror pods",
                       OP_NAMES[a->op], node);
     }
     if (is(a->sub, "status")) {
-        if (a->op != KITE_ADMIT_UPDATE) return admission_forbid(a, d, "unexpected operation \"%s\"", OP_NAMES[a->op]);
+        if (a->op != KITE_ADMIT_UPDATE) return kite_admission_forbid(a, d, "unexpected operation \"%s\"", OP_NAMES[a->op]);
         if (!is(node_of(a->old), node))
-            return admission_forbid(a, d, "node \"%s\" can only update pod status for pods with spec.nodeName set to itself", node);
+            return kite_admission_forbid(a, d, "node \"%s\" can only update pod status for pods with spec.nodeName set to itself", node);
         if (!maps_equal(labels_of(a->old), labels_of(a->obj)))
-            return admission_forbid(a, d, "node \"%s\" cannot update labels through pod status", node);
+            return kite_admission_forbid(a, d, "node \"%s\" cannot update labels through pod status", node);
         return 0;
     }
     if (is(a->sub, "eviction")) {
         /* an eviction is admitted here as the delete it becomes, of the pod it names */
         if (!is(node_of(a->old), node))
-            return admission_forbid(a, d, "node %s can only evict pods with spec.nodeName set to itself", node);
+            return kite_admission_forbid(a, d, "node %s can only evict pods with spec.nodeName set to itself", node);
         return 0;
     }
-    return admission_forbid(a, d, "unexpected pod subresource \"%s\", only 'status' and 'eviction' are allowed", a->sub);
+    return kite_admission_forbid(a, d, "unexpected pod subresource \"%s\", only 'status' and 'eviction' are allowed", a->sub);
 }
 
 static int admit_lease(const char *node, const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     if (!is(a->ns, NODE_LEASE_NAMESPACE))
-        return admission_forbid(a, d, "can only access leases in the \"%s\" system namespace", NODE_LEASE_NAMESPACE);
+        return kite_admission_forbid(a, d, "can only access leases in the \"%s\" system namespace", NODE_LEASE_NAMESPACE);
     const char *name = a->op == KITE_ADMIT_CREATE ? kite_meta_str(a->obj, "name") : a->name;
-    if (!is(name, node)) return admission_forbid(a, d, "can only access node lease with the same name as the requesting node");
+    if (!is(name, node)) return kite_admission_forbid(a, d, "can only access node lease with the same name as the requesting node");
     return 0;
 }
 
@@ -259,7 +259,7 @@ static const struct {
 int kite_admission_node_restriction(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     const char *node;
     if (!a->user || !kite_node_identity(a->user, &node)) return 0;
-    if (!*node) return admission_forbid(a, d, "could not determine node from user \"%s\"", a->user->name ? a->user->name : "");
+    if (!*node) return kite_admission_forbid(a, d, "could not determine node from user \"%s\"", a->user->name ? a->user->name : "");
     for (size_t i = 0; i < KITE_ARRAY_SIZE(RESOURCES); i++)
         if (strcmp(a->res->plural, RESOURCES[i].resource) == 0 && strcmp(a->res->group, RESOURCES[i].group) == 0)
             return RESOURCES[i].admit(node, a, d);

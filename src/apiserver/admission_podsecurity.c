@@ -80,7 +80,7 @@ static bool exempt(const struct kite_psa_config *c, int which, const char *name)
 #define ANNOTATION(k) KITE_PSA_LABEL_PREFIX k
 
 static void annotate_exempt(const struct kite_admission_attrs *a, const char *why) {
-    admission_annotate(a, ANNOTATION("exempt"), why);
+    kite_admission_annotate(a, ANNOTATION("exempt"), why);
 }
 
 /* ---- namespaces ------------------------------------------------------------------------ */
@@ -108,7 +108,7 @@ static void warn_exempt_namespace(const struct kite_admission_attrs *a, const st
         kite_psa_lv_format(modes[i].lv, lv);
         kite_buf_printf(&b, "%s%s=%s", b.len ? ", " : "", modes[i].mode, lv);
     }
-    admission_warn(a, "namespace \"%s\" is exempt from Pod Security, and the policy (%s) will be ignored", name,
+    kite_admission_warn(a, "namespace \"%s\" is exempt from Pod Security, and the policy (%s) will be ignored", name,
                    b.len ? b.p : "");
     kite_buf_release(&b);
 }
@@ -146,8 +146,8 @@ static void warn_existing_pods(const struct kite_admission_attrs *a, const char 
     _cleanup_free_ char *prefix = kite_object_prefix(pods, ns);
     struct kite_record **recs = NULL;
     size_t n = 0;
-    if (kite_wcache_list(storage_cache(a->srv, pods), prefix, NULL, 0, NULL, NULL, &recs, &n, NULL, NULL) < 0) {
-        admission_warn(a, "failed to list pods while checking new PodSecurity enforce level");
+    if (kite_wcache_list(kite_apiserver_storage_cache(a->srv, pods), prefix, NULL, 0, NULL, NULL, &recs, &n, NULL, NULL) < 0) {
+        kite_admission_warn(a, "failed to list pods while checking new PodSecurity enforce level");
         return;
     }
     /* uncontrolled pods and each controller's first pod, then the controllers' other pods */
@@ -155,7 +155,7 @@ static void warn_existing_pods(const struct kite_admission_attrs *a, const char 
     size_t total = 0, nd = 0;
     struct kite_map controllers = {0};
     for (size_t i = 0; i < n; i++) {
-        json_object *pod = record_object(recs[i]);
+        json_object *pod = kite_apiserver_record_object(recs[i]);
         if (exempt(a->srv->psa, EXEMPT_RUNTIME_CLASS, kite_obj_str(kite_obj_get(pod, "spec"), "runtimeClassName")))
             continue;
         const char *uid = controller_uid(pod);
@@ -190,9 +190,9 @@ static void warn_existing_pods(const struct kite_admission_attrs *a, const char 
     char lv[KITE_PSA_LV_MAX];
     kite_psa_lv_format(enforce, lv);
     if (checked < total)
-        admission_warn(a, "new PodSecurity enforce level only checked against the first %zu of %zu existing pods",
+        kite_admission_warn(a, "new PodSecurity enforce level only checked against the first %zu of %zu existing pods",
                        checked, total);
-    if (nw) admission_warn(a, "existing pods in namespace \"%s\" violate the new PodSecurity enforce level \"%s\"", ns, lv);
+    if (nw) kite_admission_warn(a, "existing pods in namespace \"%s\" violate the new PodSecurity enforce level \"%s\"", ns, lv);
     char **lines = kite_calloc(nw ? nw : 1, sizeof *lines);
     for (size_t i = 0; i < nw; i++) {
         if (w[i].count == 1) lines[i] = kite_asprintf("%s: %s", w[i].first, w[i].reasons);
@@ -202,7 +202,7 @@ static void warn_existing_pods(const struct kite_admission_attrs *a, const char 
     }
     qsort(lines, nw, sizeof *lines, cmp_warning);
     for (size_t i = 0; i < nw; i++) {
-        admission_warn(a, "%s", lines[i]);
+        kite_admission_warn(a, "%s", lines[i]);
         free(lines[i]);
     }
     free(lines);
@@ -297,16 +297,16 @@ static int evaluate(const struct kite_admission_attrs *a, struct kite_admission_
     }
     if (labels_invalid) {
         _cleanup_free_ char *v = kite_asprintf("Failed to parse policy: %s", labels_invalid);
-        admission_annotate(a, ANNOTATION("error"), v);
+        kite_admission_annotate(a, ANNOTATION("error"), v);
     }
     char lv[KITE_PSA_LV_MAX];
     int r = 0;
     _cleanup_free_ char *enforced = NULL;
     if (enforce) {
         kite_psa_lv_format(&p->enforce, lv);
-        admission_annotate(a, ANNOTATION("enforce-policy"), lv);
+        kite_admission_annotate(a, ANNOTATION("enforce-policy"), lv);
         enforced = kite_psa_evaluate(&p->enforce, meta, spec, NULL);
-        if (enforced) r = admission_forbid(a, d, "violates PodSecurity \"%s\": %s", lv, enforced);
+        if (enforced) r = kite_admission_forbid(a, d, "violates PodSecurity \"%s\": %s", lv, enforced);
     }
     _cleanup_free_ char *audited = NULL;
     if (enforce && kite_psa_lv_equivalent(&p->audit, &p->enforce) && p->audit.level == p->enforce.level)
@@ -316,13 +316,13 @@ static int evaluate(const struct kite_admission_attrs *a, struct kite_admission_
     if (audited) {
         kite_psa_lv_format(&p->audit, lv);
         _cleanup_free_ char *v = kite_asprintf("would violate PodSecurity \"%s\": %s", lv, audited);
-        admission_annotate(a, ANNOTATION("audit-violations"), v);
+        kite_admission_annotate(a, ANNOTATION("audit-violations"), v);
     }
     if (r < 0) return r;
     _cleanup_free_ char *warned = kite_psa_evaluate(&p->warn, meta, spec, NULL);
     if (warned) {
         kite_psa_lv_format(&p->warn, lv);
-        admission_warn(a, "would violate PodSecurity \"%s\": %s", lv, warned);
+        kite_admission_warn(a, "would violate PodSecurity \"%s\": %s", lv, warned);
     }
     return 0;
 }
@@ -347,7 +347,7 @@ int kite_admission_pod_security(const struct kite_admission_attrs *a, struct kit
         annotate_exempt(a, "user");
         return 0;
     }
-    json_object *ns = apiserver_lookup(a->srv, nsr, NULL, a->ns);
+    json_object *ns = kite_apiserver_lookup(a->srv, nsr, NULL, a->ns);
     if (!ns) {
         if (!is_pod) return 0; /* upstream lets a template through, noting the error for audit */
         d->code = 500;
@@ -365,7 +365,7 @@ int kite_admission_pod_security(const struct kite_admission_attrs *a, struct kit
     if (is_pod) {
         if (!invalid && p.enforce.level == KITE_PSA_PRIVILEGED && p.audit.level == KITE_PSA_PRIVILEGED &&
             p.warn.level == KITE_PSA_PRIVILEGED) {
-            admission_annotate(a, ANNOTATION("enforce-policy"), "privileged:latest");
+            kite_admission_annotate(a, ANNOTATION("enforce-policy"), "privileged:latest");
             return 0;
         }
         if (a->op == KITE_ADMIT_UPDATE && a->old && !significant_update(a->obj, a->old)) return 0;

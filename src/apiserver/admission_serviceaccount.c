@@ -120,7 +120,7 @@ int kite_admission_service_account(const struct kite_admission_attrs *a, struct 
     const char *mirror = kite_obj_str(kite_obj_get(kite_obj_meta(a->obj), "annotations"), MIRROR_ANNOTATION);
     if (mirror) {
         const char *sa = kite_obj_str(spec, "serviceAccountName");
-        if (sa && *sa) return admission_forbid(a, d, "a mirror pod may not reference service accounts");
+        if (sa && *sa) return kite_admission_forbid(a, d, "a mirror pod may not reference service accounts");
         return 0;
     }
     const char *name = kite_obj_str(spec, "serviceAccountName");
@@ -128,10 +128,10 @@ int kite_admission_service_account(const struct kite_admission_attrs *a, struct 
         kite_obj_set(spec, "serviceAccountName", jstr(DEFAULT_SA));
         name = DEFAULT_SA;
     }
-    json_object *sa = apiserver_lookup(a->srv, kite_registry_find("", "v1", "serviceaccounts"), a->ns, name);
+    json_object *sa = kite_apiserver_lookup(a->srv, kite_registry_find("", "v1", "serviceaccounts"), a->ns, name);
     if (!sa) {
         if (strcmp(name, DEFAULT_SA) == 0) return 0;
-        return admission_forbid(a, d, "error looking up service account %s/%s: serviceaccount \"%s\" not found", a->ns,
+        return kite_admission_forbid(a, d, "error looking up service account %s/%s: serviceaccount \"%s\" not found", a->ns,
                                 name, name);
     }
     json_object *pull = kite_obj_get(sa, "imagePullSecrets");

@@ -431,7 +431,7 @@ static char *event_head(struct req *rq, const char *id) {
     return kite_buf_detach(&b, NULL);
 }
 
-void apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code) {
+void kite_apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code) {
     struct kite_audit *a = rq->srv->audit;
     if (!a) return;
     if (!rq->audit_head) {

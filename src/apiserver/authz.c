@@ -30,7 +30,7 @@ static void node_rules(struct kite_apiserver *s, const struct kite_user *u, cons
     if (kite_node_identity(u, &node)) out->incomplete = true;
 }
 
-bool apiserver_is_health_path(const char *p) {
+bool kite_apiserver_is_health_path(const char *p) {
     static const char *const roots[] = {"/healthz", "/livez", "/readyz"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(roots); i++) {
         size_t n = strlen(roots[i]);
@@ -39,14 +39,14 @@ bool apiserver_is_health_path(const char *p) {
     return false;
 }
 
-bool apiserver_is_public_path(const char *p) {
-    return apiserver_is_health_path(p) || strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0;
+bool kite_apiserver_is_public_path(const char *p) {
+    return kite_apiserver_is_health_path(p) || strcmp(p, "/version") == 0 || strcmp(p, "/version/") == 0;
 }
 
 /* RBAC's rules for a user in ns, for SelfSubjectRulesReview (upstream's RBAC RulesFor). */
 static void rbac_rules(struct kite_apiserver *s, const struct kite_user *u, const char *ns, struct kite_authz_rules *out) {
     struct rbac_rules r = {0};
-    apiserver_rbac_rules_for(s, u, ns, &r);
+    kite_apiserver_rbac_rules_for(s, u, ns, &r);
     for (size_t i = 0; i < r.n; i++) {
         const struct rbac_rule *x = &r.v[i];
         const struct rbac_strs *lists[] = {&x->verbs, &x->groups, &x->resources, &x->names, &x->urls};
@@ -59,7 +59,7 @@ static void rbac_rules(struct kite_apiserver *s, const struct kite_user *u, cons
         else kite_authz_rule_add(out, v[0], v[1], v[2], v[3]);
         for (size_t j = 0; j < KITE_ARRAY_SIZE(lists); j++) free(v[j]);
     }
-    rbac_rules_release(&r);
+    kite_apiserver_rbac_rules_release(&r);
 }
 
 /* Adding an authorizer is a function and a row here (and, for SelfSubjectRulesReview, a
@@ -67,7 +67,7 @@ static void rbac_rules(struct kite_apiserver *s, const struct kite_user *u, cons
 static const struct kite_authorizer CHAIN[] = {
     {"Masters", masters, masters_rules},
     {"Node", kite_authz_node, node_rules},
-    {"RBAC", apiserver_rbac_authorize, rbac_rules},
+    {"RBAC", kite_apiserver_rbac_authorize, rbac_rules},
 };
 
 const struct kite_authorizer *kite_authorizers(size_t *ret_n) {

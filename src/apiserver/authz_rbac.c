@@ -132,10 +132,10 @@ static void apply(struct rbac_index *x, int kind, const char *key, json_object *
         struct rbac_rules *old = o ? NULL : kite_map_del(&x->roles, key);
         if (o) {
             struct rbac_rules *r = kite_calloc(1, sizeof *r);
-            rbac_rules_append(r, kite_obj_get(o, "rules"));
+            kite_apiserver_rbac_rules_append(r, kite_obj_get(o, "rules"));
             old = kite_map_put(&x->roles, key, r);
         }
-        if (old) rbac_rules_release(old), free(old);
+        if (old) kite_apiserver_rbac_rules_release(old), free(old);
         return;
     }
     struct rbac_binding *old = kite_map_del(&x->bindings, key);
@@ -181,7 +181,7 @@ static void drain(struct rbac_feed *f) {
 
 static void feed_notify(void *ud) { drain(ud); }
 
-int apiserver_rbac_start(struct kite_apiserver *s) {
+int kite_apiserver_rbac_start(struct kite_apiserver *s) {
     struct rbac_index *x = kite_calloc(1, sizeof *x);
     pthread_rwlockattr_t at;
     pthread_rwlockattr_init(&at);
@@ -195,7 +195,7 @@ int apiserver_rbac_start(struct kite_apiserver *s) {
     }
     s->rbac = x;
     for (int k = 0; k < K_COUNT; k++) {
-        struct kite_wcache *c = x->res[k] ? storage_cache(s, x->res[k]) : NULL;
+        struct kite_wcache *c = x->res[k] ? kite_apiserver_storage_cache(s, x->res[k]) : NULL;
         if (!c) return -ENOENT;
         struct kite_record **recs = NULL;
         size_t n = 0;
@@ -215,13 +215,13 @@ int apiserver_rbac_start(struct kite_apiserver *s) {
     return 0;
 }
 
-void apiserver_rbac_stop(struct kite_apiserver *s) {
+void kite_apiserver_rbac_stop(struct kite_apiserver *s) {
     struct rbac_index *x = s->rbac;
     if (!x) return;
     for (int k = 0; k < K_COUNT; k++) kite_watcher_close(x->feeds[k].w);
     const char *key;
     void *v;
-    for (size_t i = 0; kite_map_next(&x->roles, &i, &key, &v);) rbac_rules_release(v), free(v);
+    for (size_t i = 0; kite_map_next(&x->roles, &i, &key, &v);) kite_apiserver_rbac_rules_release(v), free(v);
     for (size_t i = 0; kite_map_next(&x->bindings, &i, &key, &v);) binding_free(v);
     for (size_t i = 0; kite_map_next(&x->by_subject, &i, &key, &v);) free(((struct bvec *)v)->v), free(v);
     kite_map_release(&x->roles);
@@ -263,14 +263,14 @@ struct allow_ctx {
 static bool allows(const struct rbac_binding *b, const struct rbac_rules *rules, void *ud) {
     struct allow_ctx *c = ud;
     for (size_t i = 0; rules && i < rules->n; i++)
-        if (rbac_rule_allows(&rules->v[i], c->a)) {
+        if (kite_apiserver_rbac_rule_allows(&rules->v[i], c->a)) {
             c->by = b;
             return true;
         }
     return false;
 }
 
-enum kite_authz_decision apiserver_rbac_authorize(const struct kite_authz_attrs *a, char **ret_reason) {
+enum kite_authz_decision kite_apiserver_rbac_authorize(const struct kite_authz_attrs *a, char **ret_reason) {
     struct rbac_index *x = a->view ? a->view->rbac : NULL;
     if (!x || !a->user || !a->user->name) return KITE_AUTHZ_NO_OPINION;
     struct allow_ctx c = {.a = a};
@@ -285,11 +285,11 @@ enum kite_authz_decision apiserver_rbac_authorize(const struct kite_authz_attrs 
 }
 
 static bool collect(const struct rbac_binding *b, const struct rbac_rules *rules, void *ud) {
-    if (rules) rbac_rules_extend(ud, rules); /* copies: the caller uses them after the lock */
+    if (rules) kite_apiserver_rbac_rules_extend(ud, rules); /* copies: the caller uses them after the lock */
     return false;
 }
 
-void apiserver_rbac_rules_for(struct kite_apiserver *s, const struct kite_user *u, const char *ns, struct rbac_rules *out) {
+void kite_apiserver_rbac_rules_for(struct kite_apiserver *s, const struct kite_user *u, const char *ns, struct rbac_rules *out) {
     struct rbac_index *x = s->rbac;
     if (!x) return;
     pthread_rwlock_rdlock(&x->lock);
@@ -297,7 +297,7 @@ void apiserver_rbac_rules_for(struct kite_apiserver *s, const struct kite_user *
     pthread_rwlock_unlock(&x->lock);
 }
 
-int apiserver_rbac_role_rules(struct kite_apiserver *s, const char *kind, const char *ns, const char *name,
+int kite_apiserver_rbac_role_rules(struct kite_apiserver *s, const char *kind, const char *ns, const char *name,
                               struct rbac_rules *out) {
     struct rbac_index *x = s->rbac;
     if (!x) return -ENOENT;

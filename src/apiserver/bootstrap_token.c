@@ -85,7 +85,7 @@ int kite_bootstrap_token_check(json_object *secret, const char *id, const char *
     return 0;
 }
 
-bool apiserver_bootstrap_token(struct req *rq) {
+bool kite_apiserver_bootstrap_token(struct req *rq) {
     const char *auth = kite_http_header(rq->http, "Authorization");
     if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) return false;
     const char *tok = auth + 7;
@@ -94,7 +94,7 @@ bool apiserver_bootstrap_token(struct req *rq) {
     if (!kite_bootstrap_token_split(tok, id, sec)) return false;
     char name[sizeof KITE_BOOTSTRAP_SECRET_PREFIX + KITE_BOOTSTRAP_ID_LEN];
     snprintf(name, sizeof name, KITE_BOOTSTRAP_SECRET_PREFIX "%s", id);
-    json_object *secret = apiserver_lookup(rq->srv, kite_registry_find("", "v1", "secrets"), "kube-system", name);
+    json_object *secret = kite_apiserver_lookup(rq->srv, kite_registry_find("", "v1", "secrets"), "kube-system", name);
     /* one buffer owns the user's strings: the name, then each group, NUL-separated */
     struct kite_buf mem = {0};
     kite_buf_printf(&mem, KITE_BOOTSTRAP_USER_PREFIX "%s", id);

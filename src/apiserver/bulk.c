@@ -48,7 +48,7 @@ static void *bulk_main(void *ud) {
     return NULL;
 }
 
-int apiserver_bulk_start(struct kite_apiserver *s, unsigned threads) {
+int kite_apiserver_bulk_start(struct kite_apiserver *s, unsigned threads) {
     struct apiserver_bulk *b = kite_calloc(1, sizeof(*b));
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cond, NULL);
@@ -67,14 +67,14 @@ int apiserver_bulk_start(struct kite_apiserver *s, unsigned threads) {
     return 0;
 }
 
-bool apiserver_bulk_offer(struct req *rq, void (*fn)(struct req *)) {
+bool kite_apiserver_bulk_offer(struct req *rq, void (*fn)(struct req *)) {
     struct apiserver_bulk *b = rq->srv->bulk;
     if (!b || !b->n_threads) return false;
     pthread_mutex_lock(&b->mu);
     if (b->stopping || b->queued >= KITE_BULK_QUEUE_MAX) {
         pthread_mutex_unlock(&b->mu);
         kite_http_add_header(rq->http, "Retry-After", "1");
-        reply_error(rq, 429, "TooManyRequests", "too many large request bodies waiting to be decoded, please try again later");
+        kite_apiserver_reply_error(rq, 429, "TooManyRequests", "too many large request bodies waiting to be decoded, please try again later");
         return true;
     }
     struct bulk_item *it = kite_calloc(1, sizeof(*it));
@@ -88,7 +88,7 @@ bool apiserver_bulk_offer(struct req *rq, void (*fn)(struct req *)) {
     return true;
 }
 
-void apiserver_bulk_stop(struct kite_apiserver *s) {
+void kite_apiserver_bulk_stop(struct kite_apiserver *s) {
     struct apiserver_bulk *b = s->bulk;
     if (!b) return;
     pthread_mutex_lock(&b->mu);

@@ -9,19 +9,19 @@
 #include <stdio.h>
 #include <strings.h>
 
-bool media_is(const char *ct, const char *want) {
+bool kite_apiserver_media_is(const char *ct, const char *want) {
     size_t n = strlen(want);
     return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
 }
 
-json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
+json_object *kite_apiserver_parse_json_text(struct req *rq, const char *body, size_t len) {
     enum json_tokener_error e;
     size_t used;
     json_object *o = kite_json_parse(body, len, KITE_JSON_MAX_DEPTH, &e, &used);
     while (o && used < len && (body[used] == ' ' || body[used] == '\n' || body[used] == '\r' || body[used] == '\t')) used++;
     if (!o || e != json_tokener_success || used != len) {
         json_object_put(o);
-        reply_error(rq, 400, "BadRequest", "the request body is not valid JSON: %s",
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body is not valid JSON: %s",
                     e == json_tokener_success ? "unexpected data after the JSON value"
                     : e == json_tokener_continue ? "unexpected end of JSON input"
                                                  : json_tokener_error_desc(e));
@@ -29,29 +29,29 @@ json_object *parse_json_text(struct req *rq, const char *body, size_t len) {
     }
     if (kite_json_has_nul_escape(body, used)) {
         json_object_put(o);
-        reply_error(rq, 400, "BadRequest", "the request body cannot be stored: a string holds the NUL character (\\u0000), which this server does not support");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body cannot be stored: a string holds the NUL character (\\u0000), which this server does not support");
         return NULL;
     }
     return o;
 }
 
 /* A protobuf body as an object of schema s (the request's kind, or DeleteOptions). */
-static json_object *parse_protobuf(struct req *rq, const struct kite_schema *s, bool delete_options) {
+static json_object *parse_protobuf(struct req *rq, const struct kite_schema *s, bool kite_apiserver_delete_options) {
     if (!s) {
-        reply_error(rq, 415, "UnsupportedMediaType",
+        kite_apiserver_reply_error(rq, 415, "UnsupportedMediaType",
                     "the body of the request was in an unknown format - accepted media types include: application/json");
         return NULL;
     }
-    if (rq->http->body_len == 0 && delete_options) return json_object_new_object();
+    if (rq->http->body_len == 0 && kite_apiserver_delete_options) return json_object_new_object();
     json_object *o = NULL;
     _cleanup_free_ char *err = NULL;
     int r = kite_pb_decode(s, rq->http->body, rq->http->body_len, KITE_JSON_MAX_DEPTH, &o, &err);
     if (r == -ENOTSUP) {
-        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request cannot be decoded: %s", err);
+        kite_apiserver_reply_error(rq, 415, "UnsupportedMediaType", "the body of the request cannot be decoded: %s", err);
         return NULL;
     }
     if (r < 0) {
-        reply_error(rq, 400, "BadRequest", "the request body is not valid protobuf: %s", err);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body is not valid protobuf: %s", err);
         return NULL;
     }
     return o;
@@ -65,7 +65,7 @@ static json_object *parse_yaml(struct req *rq) {
     _cleanup_free_ char *err = NULL;
     struct kite_yaml_info info;
     if (kite_yaml_parse_ex(rq->http->body, rq->http->body_len, &o, &err, &info) < 0) {
-        reply_error(rq, 400, "BadRequest", "error converting YAML to JSON: yaml: %s", err ? err : "invalid YAML");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "error converting YAML to JSON: yaml: %s", err ? err : "invalid YAML");
         return NULL;
     }
     free(rq->yaml_duplicates);
@@ -73,27 +73,27 @@ static json_object *parse_yaml(struct req *rq) {
     return o;
 }
 
-json_object *parse_body(struct req *rq, bool delete_options) {
+json_object *kite_apiserver_parse_body(struct req *rq, bool kite_apiserver_delete_options) {
     const char *ct = kite_http_header(rq->http, "Content-Type");
-    if (media_is(ct, KITE_PB_MEDIA_TYPE)) {
+    if (kite_apiserver_media_is(ct, KITE_PB_MEDIA_TYPE)) {
         const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
         const struct kite_schema *s = sr && sr->body_schema ? sr->body_schema : rq->res->schema;
-        return parse_protobuf(rq, delete_options ? &kite_schema_delete_options : s, delete_options);
+        return parse_protobuf(rq, kite_apiserver_delete_options ? &kite_schema_delete_options : s, kite_apiserver_delete_options);
     }
-    bool yaml = media_is(ct, "application/yaml");
-    if (ct && !yaml && !media_is(ct, "application/json")) {
-        reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: " KITE_MEDIA_TYPES);
+    bool yaml = kite_apiserver_media_is(ct, "application/yaml");
+    if (ct && !yaml && !kite_apiserver_media_is(ct, "application/json")) {
+        kite_apiserver_reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: " KITE_MEDIA_TYPES);
         return NULL;
     }
     if (rq->http->body_len == 0) {
-        if (delete_options) return json_object_new_object();
-        reply_error(rq, 400, "BadRequest", "the request body is empty");
+        if (kite_apiserver_delete_options) return json_object_new_object();
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body is empty");
         return NULL;
     }
-    json_object *o = yaml ? parse_yaml(rq) : parse_json_text(rq, rq->http->body, rq->http->body_len);
+    json_object *o = yaml ? parse_yaml(rq) : kite_apiserver_parse_json_text(rq, rq->http->body, rq->http->body_len);
     if (o && !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
-        reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
         return NULL;
     }
     return o;
@@ -101,25 +101,25 @@ json_object *parse_body(struct req *rq, bool delete_options) {
 
 /* A server-side apply's configuration: YAML (JSON being YAML too), an object whose unknown
  * fields go as fieldValidation says, without managedFields (upstream refuses them). */
-json_object *parse_apply_body(struct req *rq) {
+json_object *kite_apiserver_parse_apply_body(struct req *rq) {
     if (rq->http->body_len == 0) {
-        reply_error(rq, 400, "BadRequest", "the request body is empty");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body is empty");
         return NULL;
     }
     json_object *o = parse_yaml(rq);
     if (o && !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
-        reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body must be a JSON object");
         return NULL;
     }
     if (!o) return NULL;
     json_object *mf = kite_obj_get(kite_obj_meta(o), "managedFields");
     if (mf) {
         json_object_put(o);
-        reply_error(rq, 400, "BadRequest", "metadata.managedFields must be nil");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "metadata.managedFields must be nil");
         return NULL;
     }
-    if (!check_field_validation(rq, o)) {
+    if (!kite_apiserver_check_field_validation(rq, o)) {
         json_object_put(o);
         return NULL;
     }
@@ -240,7 +240,7 @@ static void duplicate_fields(struct unknown_report *u, const char *s, size_t len
     kite_buf_release(&path);
 }
 
-bool check_field_validation(struct req *rq, json_object *obj) {
+bool kite_apiserver_check_field_validation(struct req *rq, json_object *obj) {
     const char *v = kite_http_query(rq->http, "fieldValidation");
     enum field_validation fv;
     if (!v || !*v || strcmp(v, "Warn") == 0) fv = FV_WARN;
@@ -248,7 +248,7 @@ bool check_field_validation(struct req *rq, json_object *obj) {
     else if (strcmp(v, "Strict") == 0) fv = FV_STRICT;
     else {
         const char *opts = kite_streq(rq->verb, "create") ? "CreateOptions" : kite_streq(rq->verb, "update") ? "UpdateOptions" : "PatchOptions";
-        reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"%s\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+        kite_apiserver_reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"%s\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
                     opts, v);
         return false;
     }
@@ -260,12 +260,12 @@ bool check_field_validation(struct req *rq, json_object *obj) {
     kite_schema_unknown_fields(rq->res->schema, obj, true, report ? unknown_found : NULL, &u);
     /* the body as sent (a patch: the patch), when it is JSON an object's keys may repeat in */
     const char *ct = kite_http_header(rq->http, "Content-Type");
-    bool json_text = !ct || media_is(ct, "application/json") || media_is(ct, "application/merge-patch+json") ||
-                     media_is(ct, "application/strategic-merge-patch+json");
+    bool json_text = !ct || kite_apiserver_media_is(ct, "application/json") || kite_apiserver_media_is(ct, "application/merge-patch+json") ||
+                     kite_apiserver_media_is(ct, "application/strategic-merge-patch+json");
     if (report && json_text && rq->http->body_len) duplicate_fields(&u, rq->http->body, rq->http->body_len);
     if (fv == FV_WARN) rq->field_warnings_sent = true;
     if (fv == FV_STRICT && u.n) {
-        reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s",
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s",
                     rq->res->kind, rq->res->version, rq->res->kind, u.msg.p, u.n > KITE_MAX_FIELD_WARNINGS ? ", ..." : "");
         kite_buf_release(&u.msg);
         return false;

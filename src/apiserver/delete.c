@@ -25,20 +25,20 @@ static bool array_nonempty(json_object *a) {
     return a && json_object_is_type(a, json_type_array) && json_object_array_length(a) > 0;
 }
 
-bool finalizers_pending(const struct kite_resource *r, json_object *obj) {
+bool kite_apiserver_finalizers_pending(const struct kite_resource *r, json_object *obj) {
     return array_nonempty(kite_obj_get(kite_obj_meta(obj), "finalizers")) || (r->finalizing && r->finalizing(obj));
 }
 
-void reply_deleted(struct write_op *op, struct kite_record *rec) {
+void kite_apiserver_reply_deleted(struct write_op *op, struct kite_record *rec) {
     struct req *rq = op->rq;
     if (rq->res->delete_returns_object) {
         struct kite_buf out = {0};
-        render_record(rq, rec, &out);
-        reply_json_buf(rq, 200, &out);
+        kite_apiserver_render_record(rq, rec, &out);
+        kite_apiserver_reply_json_buf(rq, 200, &out);
         return;
     }
     char *body = kite_status_success(0, rq->name, *rq->res->group ? rq->res->group : NULL, rq->res->plural, op->uid);
-    reply(rq, 200, "application/json", body, strlen(body));
+    kite_apiserver_reply(rq, 200, "application/json", body, strlen(body));
 }
 
 static bool check_preconditions(struct write_op *op, struct kite_record *cur, const char *uid) {
@@ -47,7 +47,7 @@ static bool check_preconditions(struct write_op *op, struct kite_record *cur, co
     char msg[512];
     if (puid && uid && strcmp(puid, uid) != 0) {
         snprintf(msg, sizeof msg, "Precondition failed: UID in precondition: %s, UID in object meta: %s", puid, uid);
-        op_fail(op, 409, "Conflict", msg);
+        kite_apiserver_op_fail(op, 409, "Conflict", msg);
         return false;
     }
     if (prv) {
@@ -56,7 +56,7 @@ static bool check_preconditions(struct write_op *op, struct kite_record *cur, co
             snprintf(msg, sizeof msg,
                      "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %lld", prv,
                      (long long)cur->mod_rev);
-            op_fail(op, 409, "Conflict", msg);
+            kite_apiserver_op_fail(op, 409, "Conflict", msg);
             return false;
         }
         op->client_rv = true;
@@ -85,7 +85,7 @@ static bool propagation_policy(struct write_op *op, json_object *opts) {
     if (pp && json_object_is_type(pp, json_type_null)) pp = NULL;
     if (od && json_object_is_type(od, json_type_null)) od = NULL;
     if (pp && od) {
-        reply_error(op->rq, 422, "Invalid",
+        kite_apiserver_reply_error(op->rq, 422, "Invalid",
                     "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"%s\": orphanDependents and "
                     "deletionPropagation cannot be both set",
                     json_object_get_string(pp));
@@ -102,7 +102,7 @@ static bool propagation_policy(struct write_op *op, json_object *opts) {
             op->propagation = PROPAGATION[i].finalizer;
             return true;
         }
-    reply_error(op->rq, 422, "Invalid",
+    kite_apiserver_reply_error(op->rq, 422, "Invalid",
                 "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"%s\": supported values: "
                 "\"Foreground\", \"Background\", \"Orphan\", \"nil\"",
                 v);
@@ -135,13 +135,13 @@ static void set_propagation_finalizer(json_object *meta, const char *propagation
 
 static bool add_propagation_finalizer(struct write_op *op, struct kite_record *cur, json_object *cobj) {
     if (!op->propagation || !op->rq->res->gc_owner || has_finalizer(kite_obj_meta(cobj), op->propagation)) return false;
-    json_object *obj = deep_copy(cobj), *meta = kite_obj_meta(obj);
+    json_object *obj = kite_apiserver_deep_copy(cobj), *meta = kite_obj_meta(obj);
     set_propagation_finalizer(meta, op->propagation);
     if (kite_obj_get(meta, "deletionTimestamp")) {
         op->code = 200;
         op->kind = OP_UPDATE;
         op->client_rv = true;
-        submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
+        kite_apiserver_submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
     } else {
         mark_deleting(op, cur, obj, kite_now_wall(op->srv->clock), 0);
     }
@@ -165,7 +165,7 @@ static bool delete_dry_run(struct write_op *op, json_object *opts) {
                                             [json_type_double] = "number", [json_type_int] = "number",
                                             [json_type_object] = "object", [json_type_array] = "array",
                                             [json_type_string] = "string"};
-        reply_error(op->rq, 400, "BadRequest", "json: cannot unmarshal %s into Go struct field %s.dryRun of type %s",
+        kite_apiserver_reply_error(op->rq, 400, "BadRequest", "json: cannot unmarshal %s into Go struct field %s.dryRun of type %s",
                     kinds[json_object_get_type(bad)], eviction ? "Eviction.deleteOptions" : "DeleteOptions",
                     list ? "string" : "[]string");
         return false;
@@ -178,7 +178,7 @@ static bool delete_dry_run(struct write_op *op, json_object *opts) {
             if (j) kite_buf_puts(&q, ", ");
             kite_buf_json_str(&q, json_object_get_string(json_object_array_get_idx(dr, j)));
         }
-        reply_error(op->rq, 422, "Invalid", "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: "
+        kite_apiserver_reply_error(op->rq, 422, "Invalid", "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: "
                     "[]string{%s}: supported values: \"All\"", q.p);
         kite_buf_release(&q);
         return false;
@@ -187,14 +187,14 @@ static bool delete_dry_run(struct write_op *op, json_object *opts) {
     return true;
 }
 
-bool delete_options(struct write_op *op, json_object *opts) {
+bool kite_apiserver_delete_options(struct write_op *op, json_object *opts) {
     if (!delete_dry_run(op, opts)) return false;
     json_object *pre = kite_obj_get(opts, "preconditions");
     if (pre) op->preconditions = json_object_get(pre);
     json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
     if (g && !json_object_is_type(g, json_type_null)) {
         if (!json_object_is_type(g, json_type_int)) {
-            reply_error(op->rq, 400, "BadRequest", "gracePeriodSeconds: must be an integer");
+            kite_apiserver_reply_error(op->rq, 400, "BadRequest", "gracePeriodSeconds: must be an integer");
             return false;
         }
         op->has_grace = true;
@@ -216,7 +216,7 @@ static void mark_deleting(struct write_op *op, struct kite_record *cur, json_obj
     op->code = 200;
     op->kind = OP_UPDATE;
     op->client_rv = true; /* a concurrent change re-evaluates nothing: report the conflict */
-    submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
+    kite_apiserver_submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, NULL);
 }
 
 /* Graceful deletion (the row's delete_grace). Returns true when it answered or submitted; false
@@ -229,7 +229,7 @@ static bool run_graceful(struct write_op *op, struct kite_record *cur, json_obje
     if (!dts) {
         int64_t grace = r->delete_grace(cobj, op->has_grace ? op->grace : -1);
         if (grace <= 0) return false;
-        mark_deleting(op, cur, deep_copy(cobj), kite_time_add(now, kite_sec_to_ns(grace)), grace);
+        mark_deleting(op, cur, kite_apiserver_deep_copy(cobj), kite_time_add(now, kite_sec_to_ns(grace)), grace);
         return true;
     }
     json_object *dg = kite_obj_get(meta, "deletionGracePeriodSeconds");
@@ -238,15 +238,15 @@ static bool run_graceful(struct write_op *op, struct kite_record *cur, json_obje
     if (left <= 0) return false;
     if (!op->has_grace || op->grace >= left) { /* already going, no sooner: answered as it is */
         struct kite_buf out = {0};
-        render_record(op->rq, cur, &out);
-        reply_json_buf(op->rq, 200, &out);
-        op_free(op);
+        kite_apiserver_render_record(op->rq, cur, &out);
+        kite_apiserver_reply_json_buf(op->rq, 200, &out);
+        kite_apiserver_op_free(op);
         return true;
     }
-    if (op->grace == 0 && !finalizers_pending(r, cobj)) return false; /* its end confirmed: gone now */
+    if (op->grace == 0 && !kite_apiserver_finalizers_pending(r, cobj)) return false; /* its end confirmed: gone now */
     /* only a shorter grace: the deadline moves earlier by the difference */
     if (kite_time_parse(dts, &at) < 0) at = kite_time_add(now, kite_sec_to_ns(left));
-    mark_deleting(op, cur, deep_copy(cobj), kite_time_add(at, -kite_sec_to_ns(left - op->grace)), op->grace);
+    mark_deleting(op, cur, kite_apiserver_deep_copy(cobj), kite_time_add(at, -kite_sec_to_ns(left - op->grace)), op->grace);
     return true;
 }
 
@@ -270,11 +270,11 @@ static void guard_failed(void *ud) {
     if (op->guard_err == -ESTALE || op->guard_err == -ENOENT) {
         char msg[512];
         snprintf(msg, sizeof msg, "couldn't update PodDisruptionBudget \"%s\" due to conflicts", op->guard_name ? op->guard_name : "");
-        op_fail(op, 504, "Timeout", msg);
+        kite_apiserver_op_fail(op, 504, "Timeout", msg);
     } else if (op->guard_err == -EAGAIN) {
-        op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+        kite_apiserver_op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
     } else {
-        op_fail(op, 500, "InternalError", "storage error");
+        kite_apiserver_op_fail(op, 500, "InternalError", "storage error");
     }
 }
 
@@ -283,7 +283,7 @@ static void guard_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     struct write_op *op = ud;
     if (err == 0) op->guarded = true;
     if (err == 0 || ((err == -ESTALE || err == -ENOENT) && ++op->attempts < KITE_GUARD_RETRIES)) {
-        op_retry(op);
+        kite_apiserver_op_retry(op);
         return;
     }
     op->guard_err = err;
@@ -302,24 +302,24 @@ static bool run_guard(struct write_op *op, struct kite_record *cur, json_object 
     size_t n = 0;
     int64_t rev;
     bool more;
-    kite_wcache_list(storage_cache(op->srv, gr), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
+    kite_wcache_list(kite_apiserver_storage_cache(op->srv, gr), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
     json_object **objs = kite_calloc(n ? n : 1, sizeof *objs);
-    for (size_t i = 0; i < n; i++) objs[i] = record_object(recs[i]);
+    for (size_t i = 0; i < n; i++) objs[i] = kite_apiserver_record_object(recs[i]);
     struct kite_guard_verdict v;
     sr->guard(cobj, objs, n, kite_now_wall(op->srv->clock), op->dry_run, &v);
     bool answered = true;
     if (v.code) {
-        if (!op->dry_run) nodestate_eviction_refused(op->srv, cobj, v.code, v.message); /* a drain held */
+        if (!op->dry_run) kite_apiserver_nodestate_eviction_refused(op->srv, cobj, v.code, v.message); /* a drain held */
         struct kite_causes causes = {0};
         if (v.cause) kite_causes_add(&causes, v.cause_reason, NULL, "%s", v.cause);
         char *body = kite_status_failure(v.code, NULL, v.message, NULL, NULL, NULL, &causes);
         kite_causes_release(&causes);
-        reply(rq, v.code, "application/json", body, strlen(body));
-        op_free(op);
+        kite_apiserver_reply(rq, v.code, "application/json", body, strlen(body));
+        kite_apiserver_op_free(op);
     } else if (v.update != SIZE_MAX && v.update < n) {
         /* pin the object too: after the guard's write it must still be the one judged */
         if (v.pin) op->client_rv = true;
-        json_object *g = deep_copy(objs[v.update]);
+        json_object *g = kite_apiserver_deep_copy(objs[v.update]);
         kite_obj_set(g, "status", TAKE_PTR(v.status));
         size_t len;
         _cleanup_free_ char *bytes = kite_object_encode(g, &len);
@@ -329,8 +329,8 @@ static bool run_guard(struct write_op *op, struct kite_record *cur, json_object 
         struct kite_write w = {.type = KITE_WRITE_UPDATE, .key = recs[v.update]->key, .value = bytes, .len = len,
                                .expect_mod_rev = recs[v.update]->mod_rev};
         int r = kite_store_submit(op->srv->store, &w, guard_done, op);
-        if (r == -EAGAIN) op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
-        else if (r < 0) op_fail(op, 500, "InternalError", "storage error");
+        if (r == -EAGAIN) kite_apiserver_op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+        else if (r < 0) kite_apiserver_op_fail(op, 500, "InternalError", "storage error");
     } else {
         if (v.pin) op->client_rv = true; /* a pod that became ready meanwhile is judged again by its client */
         answered = false;
@@ -343,66 +343,66 @@ static bool run_guard(struct write_op *op, struct kite_record *cur, json_object 
     return answered;
 }
 
-void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
+void kite_apiserver_run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj) {
     struct req *rq = op->rq;
     json_object *meta = kite_obj_meta(cobj);
     const char *uid = kite_obj_str(meta, "uid");
     snprintf(op->uid, sizeof op->uid, "%s", uid ? uid : "");
     if (!check_preconditions(op, cur, uid)) return;
-    if (!admit(op, KITE_ADMIT_DELETE, NULL, cobj)) {
-        op_free(op);
+    if (!kite_apiserver_admit(op, KITE_ADMIT_DELETE, NULL, cobj)) {
+        kite_apiserver_op_free(op);
         return;
     }
     if (op->sub && op->sub->guard && !op->guarded && run_guard(op, cur, cobj)) return;
     if (rq->res->delete_grace && run_graceful(op, cur, cobj)) return;
     if (add_propagation_finalizer(op, cur, cobj)) return;
-    if (finalizers_pending(rq->res, cobj)) {
+    if (kite_apiserver_finalizers_pending(rq->res, cobj)) {
         if (kite_obj_get(meta, "deletionTimestamp")) { /* already terminating */
             struct kite_buf out = {0};
-            render_record(rq, cur, &out);
-            reply_json_buf(rq, 202, &out);
-            op_free(op);
+            kite_apiserver_render_record(rq, cur, &out);
+            kite_apiserver_reply_json_buf(rq, 202, &out);
+            kite_apiserver_op_free(op);
             return;
         }
-        mark_deleting(op, cur, deep_copy(cobj), kite_now_wall(op->srv->clock), 0);
+        mark_deleting(op, cur, kite_apiserver_deep_copy(cobj), kite_now_wall(op->srv->clock), 0);
         return;
     }
     op->code = 200;
-    submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
+    kite_apiserver_submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
 }
 
 /* DeleteOptions: the body's, or with no body the query's (?gracePeriodSeconds=N), as
  * kube-apiserver reads them. */
 static json_object *delete_options_of(struct req *rq) {
-    json_object *opts = parse_body(rq, true);
+    json_object *opts = kite_apiserver_parse_body(rq, true);
     if (!opts || rq->http->body_len) return opts;
     const char *pp = kite_http_query(rq->http, "propagationPolicy"), *od = kite_http_query(rq->http, "orphanDependents");
     if (pp) kite_obj_set(opts, "propagationPolicy", json_object_new_string(pp));
-    if (od) kite_obj_set(opts, "orphanDependents", json_object_new_boolean(query_true(od)));
+    if (od) kite_obj_set(opts, "orphanDependents", json_object_new_boolean(kite_apiserver_query_true(od)));
     const char *g = kite_http_query(rq->http, "gracePeriodSeconds");
     int64_t v;
     if (!g) return opts;
     if (kite_parse_int64(g, &v) < 0) {
         json_object_put(opts);
-        reply_error(rq, 400, "BadRequest", "gracePeriodSeconds: strconv.ParseInt: parsing \"%s\": invalid syntax", g);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "gracePeriodSeconds: strconv.ParseInt: parsing \"%s\": invalid syntax", g);
         return NULL;
     }
     kite_obj_set(opts, "gracePeriodSeconds", json_object_new_int64(v));
     return opts;
 }
 
-void handle_delete(struct req *rq) {
-    if (!dry_run_query_ok(rq, "DeleteOptions")) return;
+void kite_apiserver_handle_delete(struct req *rq) {
+    if (!kite_apiserver_dry_run_query_ok(rq, "DeleteOptions")) return;
     json_object *opts = delete_options_of(rq);
     if (!opts) return;
-    struct write_op *op = op_new(rq, OP_DELETE, NULL);
-    bool ok = delete_options(op, opts);
+    struct write_op *op = kite_apiserver_op_new(rq, OP_DELETE, NULL);
+    bool ok = kite_apiserver_delete_options(op, opts);
     json_object_put(opts);
     if (!ok) {
-        op_free(op);
+        kite_apiserver_op_free(op);
         return;
     }
-    run_op(op);
+    kite_apiserver_run_op(op);
 }
 
 /* ---- deletecollection ------------------------------------------------------------------ */
@@ -427,9 +427,9 @@ static void collection_finish(void *ud) {
     struct collection_op *c = ud;
     struct req *rq = c->rq;
     if (c->err == -EAGAIN) {
-        reply_error(rq, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+        kite_apiserver_reply_error(rq, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
     } else if (c->err) {
-        reply_error(rq, 500, "InternalError", "storage error: %s", strerror(-c->err));
+        kite_apiserver_reply_error(rq, 500, "InternalError", "storage error: %s", strerror(-c->err));
     } else {
         struct kite_buf out = {0};
         kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{},\"items\":[", rq->res->list_kind,
@@ -438,11 +438,11 @@ static void collection_finish(void *ud) {
         for (size_t i = 0; i < c->n; i++) {
             if (!c->deleted[i]) continue;
             if (!first) kite_buf_putc(&out, ',');
-            render_record(rq, c->recs[i], &out);
+            kite_apiserver_render_record(rq, c->recs[i], &out);
             first = false;
         }
         kite_buf_puts(&out, "]}");
-        reply_json_buf(rq, 200, &out);
+        kite_apiserver_reply_json_buf(rq, 200, &out);
     }
     for (size_t i = 0; i < c->n; i++) kite_record_unref(c->recs[i]);
     free(c->recs);
@@ -463,7 +463,7 @@ static void collection_done(void *ud, int err, int64_t rev, struct kite_record *
     struct collection_op *c = it->c;
     pthread_mutex_lock(&c->mu);
     if (err == 0) c->deleted[it->i] = true;
-    if (err == 0 && !it->marked) pools_release_record(c->rq->srv, c->rq->res, rec);
+    if (err == 0 && !it->marked) kite_apiserver_pools_release_record(c->rq->srv, c->rq->res, rec);
     if (err == 0 && it->marked && rec) { /* answered as the delete left it (deletionTimestamp), as kube-apiserver */
         kite_record_unref(c->recs[it->i]);
         c->recs[it->i] = kite_record_ref(rec);
@@ -474,7 +474,7 @@ static void collection_done(void *ud, int err, int64_t rev, struct kite_record *
     pthread_mutex_unlock(&c->mu);
     free(it);
     if (!last) return;
-    if (c->next < c->n && !c->err) apiserver_work_push(c->rq->srv, &c->work);
+    if (c->next < c->n && !c->err) kite_apiserver_work_push(c->rq->srv, &c->work);
     else kite_http_defer(c->rq->http, collection_finish, c);
 }
 
@@ -493,9 +493,9 @@ static void collection_submit(struct collection_op *c) {
         /* unconditional, as kube-apiserver deletes each listed object by name */
         struct kite_write w = {.type = KITE_WRITE_DELETE, .key = rec->key};
         _cleanup_free_ char *marked = NULL;
-        json_object *obj = record_object(rec);
+        json_object *obj = kite_apiserver_record_object(rec);
         const struct kite_resource *res = c->rq->res;
-        bool deleting = kite_obj_get(kite_obj_meta(obj), "deletionTimestamp") != NULL, pending = finalizers_pending(res, obj);
+        bool deleting = kite_obj_get(kite_obj_meta(obj), "deletionTimestamp") != NULL, pending = kite_apiserver_finalizers_pending(res, obj);
         /* Orphan or Foreground: the propagation's finalizer goes on, as a DELETE of it would put it */
         bool propagate = c->propagation && res->gc_owner && !has_finalizer(kite_obj_meta(obj), c->propagation);
         int64_t grace = 0;
@@ -505,7 +505,7 @@ static void collection_submit(struct collection_op *c) {
         if (pending || grace > 0 || propagate) {
             /* held by finalizers or a grace period: marked terminating, as a DELETE of it would, and listed */
             if (deleting && !propagate) continue;
-            json_object *copy = deep_copy(obj);
+            json_object *copy = kite_apiserver_deep_copy(obj);
             if (propagate) set_propagation_finalizer(kite_obj_meta(copy), c->propagation);
             char ts[21];
             kite_time_format(kite_time_add(kite_now_wall(c->rq->srv->clock), kite_sec_to_ns(grace)), ts);
@@ -542,16 +542,16 @@ static void collection_submit(struct collection_op *c) {
     bool last = --c->inflight == 0; /* drop the hold taken above, as a completion would */
     pthread_mutex_unlock(&c->mu);
     if (!last) return;
-    if (c->next < c->n && !c->err) apiserver_work_push(c->rq->srv, &c->work);
+    if (c->next < c->n && !c->err) kite_apiserver_work_push(c->rq->srv, &c->work);
     else kite_http_defer(c->rq->http, collection_finish, c);
 }
 
-void handle_deletecollection(struct req *rq) {
+void kite_apiserver_handle_deletecollection(struct req *rq) {
     if (rq->res->no_deletecollection) {
-        reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        kite_apiserver_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
-    if (!dry_run_query_ok(rq, "DeleteOptions")) return;
+    if (!kite_apiserver_dry_run_query_ok(rq, "DeleteOptions")) return;
     json_object *opts = delete_options_of(rq);
     if (!opts) return;
     json_object *g = kite_obj_get(opts, "gracePeriodSeconds");
@@ -559,23 +559,23 @@ void handle_deletecollection(struct req *rq) {
     int64_t grace = has_grace ? json_object_get_int64(g) : 0;
     if (grace < 0) grace = 1; /* as a DELETE's */
     /* the body's DeleteOptions judged as a DELETE's (dryRun read there too) */
-    struct write_op *chk = op_new(rq, OP_DELETE, NULL);
-    bool ok = delete_options(chk, opts), dry_run = chk->dry_run;
+    struct write_op *chk = kite_apiserver_op_new(rq, OP_DELETE, NULL);
+    bool ok = kite_apiserver_delete_options(chk, opts), dry_run = chk->dry_run;
     const char *propagation = chk->propagation;
-    op_free(chk);
+    kite_apiserver_op_free(chk);
     json_object_put(opts);
     if (!ok) return;
     struct kite_label_selector *ls;
     struct kite_field_selector *fs;
-    if (!parse_selectors(rq, &ls, &fs)) return;
+    if (!kite_apiserver_parse_selectors(rq, &ls, &fs)) return;
     _cleanup_free_ char *prefix = kite_object_prefix(rq->res, rq->ns);
     struct kite_record **recs = NULL;
     size_t n = 0, kept = 0;
     int64_t rev;
     bool more;
-    kite_wcache_list(storage_cache(rq->srv, rq->res), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
+    kite_wcache_list(kite_apiserver_storage_cache(rq->srv, rq->res), prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
     for (size_t i = 0; i < n; i++) {
-        if (object_matches(rq->res, record_object(recs[i]), ls, fs)) recs[kept++] = recs[i];
+        if (kite_apiserver_object_matches(rq->res, kite_apiserver_record_object(recs[i]), ls, fs)) recs[kept++] = recs[i];
         else kite_record_unref(recs[i]);
     }
     kite_label_selector_free(ls);

@@ -163,7 +163,7 @@ static void agg_list(struct kite_buf *b, bool core) {
     }
     if (!core) { /* served in-process beside the registry (metrics_api.c) */
         if (!first) kite_buf_putc(b, ',');
-        metrics_api_discovery_agg(b);
+        kite_apiserver_metrics_api_discovery_agg(b);
     }
     kite_buf_puts(b, "]}");
 }
@@ -200,10 +200,10 @@ static void group_json(struct kite_buf *b, const char *g) {
 static void send(struct req *rq, const char *ctype, struct kite_buf *b) {
     size_t len;
     char *p = kite_buf_detach(b, &len);
-    reply(rq, 200, ctype, p, len);
+    kite_apiserver_reply(rq, 200, ctype, p, len);
 }
 
-bool handle_discovery(struct req *rq) {
+bool kite_apiserver_handle_discovery(struct req *rq) {
     const char *p = rq->http->path;
     struct kite_buf b = {0};
     const char *acc = kite_http_header(rq->http, "Accept");
@@ -242,7 +242,7 @@ bool handle_discovery(struct req *rq) {
             first = false;
         }
         if (!first) kite_buf_putc(&b, ',');
-        metrics_api_discovery_group(&b);
+        kite_apiserver_metrics_api_discovery_group(&b);
         kite_buf_puts(&b, "]}");
         send(rq, "application/json", &b);
         return true;
@@ -282,7 +282,7 @@ bool handle_discovery(struct req *rq) {
             }
         }
     }
-    if (metrics_api_discovery(rq)) return true;
+    if (kite_apiserver_metrics_api_discovery(rq)) return true;
     rq->verb = NULL;
     return false;
 }

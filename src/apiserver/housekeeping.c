@@ -28,7 +28,7 @@ static void expiry_later(int64_t *due, int64_t at) {
 /* The object's last occurrence, from the record's parse when another reader made one, else from
  * one of its own dropped at once. */
 static int64_t last_seen_of(const struct kite_storage *st, struct kite_record *rec) {
-    json_object *o = kite_record_cache(rec), *own = o ? NULL : record_parse(rec);
+    json_object *o = kite_record_cache(rec), *own = o ? NULL : kite_apiserver_record_parse(rec);
     int64_t t = st->res->last_seen(o ? o : own);
     json_object_put(own);
     return t;
@@ -89,7 +89,7 @@ static void expire(struct kite_apiserver *s) {
     pthread_mutex_unlock(&expiry_mu);
 }
 
-void apiserver_expiry_free(struct kite_apiserver *s) {
+void kite_apiserver_expiry_free(struct kite_apiserver *s) {
     if (!s->expiry) return;
     for (size_t i = 0; i < s->n_storages; i++) kite_watcher_close(s->expiry[i].w);
     free(TAKE_PTR(s->expiry));
@@ -102,9 +102,9 @@ static void compact(struct kite_apiserver *s, int64_t rev, const char *why) {
     if (r < 0) log_error("apiserver", "compaction failed: rev=%lld reason=\"%s\" error=\"%s\"", (long long)rev, why, strerror(-r));
 }
 
-void apiserver_housekeeping_once(struct kite_apiserver *s) { expire(s); }
+void kite_apiserver_housekeeping_once(struct kite_apiserver *s) { expire(s); }
 
-void *housekeeping_main(void *ud) {
+void *kite_apiserver_housekeeping_main(void *ud) {
     struct kite_apiserver *s = ud;
     int64_t last_rev = kite_store_rev(s->store);
     int64_t next_compact = kite_now_mono(s->clock) + s->compact_interval_s * KITE_NS_PER_SEC;
@@ -129,7 +129,7 @@ void *housekeeping_main(void *ud) {
             expire(s);
             next_expire = now + KITE_HOUSEKEEPING_PERIOD_S * KITE_NS_PER_SEC;
         }
-        nodestate_pass(s);
+        kite_apiserver_nodestate_pass(s);
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);

@@ -33,7 +33,7 @@ static bool allowed(struct req *rq, const struct kite_authz_attrs *a) {
     else kite_buf_puts(&m, "at the cluster scope");
     if (why && *why) kite_buf_printf(&m, ": %s", why);
     struct status_details d = {.name = a->name, .group = *a->group ? a->group : NULL, .kind = a->resource};
-    reply_error_about(rq, 403, "Forbidden", &d, "%s", m.p);
+    kite_apiserver_reply_error_about(rq, 403, "Forbidden", &d, "%s", m.p);
     kite_buf_release(&m);
     return false;
 }
@@ -55,7 +55,7 @@ static size_t extra_key(struct kite_buf *mem, const char *name) {
     return off;
 }
 
-bool apiserver_impersonate(struct req *rq) {
+bool kite_apiserver_impersonate(struct req *rq) {
     struct kite_http_req *h = rq->http;
     /* the common case, no impersonation, costs one pass over the headers */
     if (!kite_http_header_prefixed(h, "Impersonate-", NULL, NULL, 0)) return true;
@@ -67,12 +67,12 @@ bool apiserver_impersonate(struct req *rq) {
     if (uid && !*uid) uid = NULL;
     if (!as && !ng && !nx && !uid) return true;
     if (!as) {
-        reply_error(rq, 400, "BadRequest", "requested %s%s%s without impersonating a user", ng ? "groups " : "",
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "requested %s%s%s without impersonating a user", ng ? "groups " : "",
                     nx ? "extra " : "", uid ? "uid " : "");
         return false;
     }
     if (ng > KITE_ARRAY_SIZE(groups) || nx > KITE_ARRAY_SIZE(xnames)) {
-        reply_error(rq, 400, "BadRequest", "too many impersonation headers: at most %d Impersonate-Group and %d Impersonate-Extra-*",
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "too many impersonation headers: at most %d Impersonate-Group and %d Impersonate-Extra-*",
                     KITE_IMPERSONATE_GROUPS_MAX, KITE_IMPERSONATE_EXTRA_MAX);
         return false;
     }

@@ -61,7 +61,7 @@ static void *list_main(void *ud) {
     return NULL;
 }
 
-int apiserver_inflight_start(struct kite_apiserver *s, unsigned max) {
+int kite_apiserver_inflight_start(struct kite_apiserver *s, unsigned max) {
     struct apiserver_inflight *f = kite_calloc(1, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cond, NULL);
@@ -79,7 +79,7 @@ int apiserver_inflight_start(struct kite_apiserver *s, unsigned max) {
     return 0;
 }
 
-void apiserver_inflight_stop(struct kite_apiserver *s) {
+void kite_apiserver_inflight_stop(struct kite_apiserver *s) {
     struct apiserver_inflight *f = TAKE_PTR(s->inflight);
     if (!f) return;
     pthread_mutex_lock(&f->mu);
@@ -106,7 +106,7 @@ static enum inflight_class class_of(const struct req *rq) {
 
 static unsigned seats_of(const struct req *rq) {
     if (strcmp(rq->verb, "list") != 0 || !kite_resource_stored(rq->res)) return 1;
-    size_t n = kite_wcache_count(storage_cache(rq->srv, rq->res));
+    size_t n = kite_wcache_count(kite_apiserver_storage_cache(rq->srv, rq->res));
     size_t seats = (n + KITE_LIST_OBJECTS_PER_SEAT - 1) / KITE_LIST_OBJECTS_PER_SEAT;
     return (unsigned)KITE_MIN(KITE_MAX(seats, (size_t)1), (size_t)KITE_REQUEST_SEATS_MAX);
 }
@@ -116,10 +116,10 @@ static void reply_too_many(struct req *rq) {
                        "\"message\":\"Too many requests, please try again later.\",\"reason\":\"TooManyRequests\","
                        "\"details\":{\"retryAfterSeconds\":1},\"code\":429}";
     kite_http_add_header(rq->http, "Retry-After", "1");
-    reply(rq, 429, "application/json", kite_strdup(body), strlen(body));
+    kite_apiserver_reply(rq, 429, "application/json", kite_strdup(body), strlen(body));
 }
 
-bool apiserver_inflight_admit(struct req *rq) {
+bool kite_apiserver_inflight_admit(struct req *rq) {
     struct apiserver_inflight *f = rq->srv->inflight;
     if (!f || !rq->verb || strcmp(rq->verb, "watch") == 0) return true;
     enum inflight_class c = class_of(rq);
@@ -142,7 +142,7 @@ bool apiserver_inflight_admit(struct req *rq) {
     return ok;
 }
 
-void apiserver_inflight_release(struct req *rq) {
+void kite_apiserver_inflight_release(struct req *rq) {
     struct apiserver_inflight *f = rq->srv->inflight;
     if (!f || !rq->seats) return;
     pthread_mutex_lock(&f->mu);
@@ -152,7 +152,7 @@ void apiserver_inflight_release(struct req *rq) {
     rq->seats = 0;
 }
 
-bool apiserver_inflight_offer(struct req *rq, void (*fn)(struct req *)) {
+bool kite_apiserver_inflight_offer(struct req *rq, void (*fn)(struct req *)) {
     struct apiserver_inflight *f = rq->srv->inflight;
     if (!f || !f->n_threads || rq->inflight_class != INFLIGHT_WORKLOAD || strcmp(rq->verb, "list") != 0) return false;
     struct list_item *it = kite_calloc(1, sizeof *it);
@@ -171,7 +171,7 @@ bool apiserver_inflight_offer(struct req *rq, void (*fn)(struct req *)) {
     return true;
 }
 
-void apiserver_inflight_metrics(struct kite_apiserver *s, struct kite_buf *b) {
+void kite_apiserver_inflight_metrics(struct kite_apiserver *s, struct kite_buf *b) {
     struct apiserver_inflight *f = s->inflight;
     if (!f) return;
     pthread_mutex_lock(&f->mu);

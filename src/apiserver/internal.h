@@ -35,7 +35,7 @@ struct apiserver_work {
     void (*run)(struct apiserver_work *w);
     struct apiserver_work *next;
 };
-void apiserver_work_push(struct kite_apiserver *s, struct apiserver_work *w);
+void kite_apiserver_work_push(struct kite_apiserver *s, struct apiserver_work *w);
 
 struct kite_storage {           /* one per storage folder (events shares one between versions) */
     const char *name;           /* "nodes" */
@@ -136,64 +136,64 @@ struct req {
 
 /* streamproxy.c: an upgraded connect subresource (exec, attach) handed to the node's agent at
  * host:port, path (taken) with the request's query. Answers rq (or hands its connection over). */
-void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path);
+void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path);
 
 /* server.c */
-struct kite_wcache *storage_cache(struct kite_apiserver *s, const struct kite_resource *r);
-void reply(struct req *rq, int code, const char *content_type, char *body, size_t len);
-void reply_json_buf(struct req *rq, int code, struct kite_buf *body);
+struct kite_wcache *kite_apiserver_storage_cache(struct kite_apiserver *s, const struct kite_resource *r);
+void kite_apiserver_reply(struct req *rq, int code, const char *content_type, char *body, size_t len);
+void kite_apiserver_reply_json_buf(struct req *rq, int code, struct kite_buf *body);
 /* Every error leaves through here: a Status object with the code's reason (or the one given). */
-void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) KITE_PRINTF(4, 5);
+void kite_apiserver_reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) KITE_PRINTF(4, 5);
 /* The same about another object than the request's: details are given, never taken from a
  * request field changed for the occasion (the request is freed by the reply). */
 struct status_details { const char *name, *group, *kind; };
-void reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
+void kite_apiserver_reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
                        const char *fmt, ...) KITE_PRINTF(5, 6);
-void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes);
+void kite_apiserver_reply_invalid(struct req *rq, const char *name, struct kite_causes *causes);
 /* 504 Timeout "Too large resource version" with Retry-After (a read past the newest revision). */
-void reply_too_large_rv(struct req *rq, int64_t want, int64_t current);
+void kite_apiserver_reply_too_large_rv(struct req *rq, int64_t want, int64_t current);
 /* Adds a `Warning: 299 - "<text>"` header to the answer (RFC 7234 warn-text, as kube-apiserver). */
-void reply_add_warning(struct req *rq, const char *text);
-void req_free(struct req *rq);
-bool query_true(const char *v);
-const char *req_resource_label(const struct req *rq); /* "nodes" or "nodes/status" */
+void kite_apiserver_reply_add_warning(struct req *rq, const char *text);
+void kite_apiserver_req_free(struct req *rq);
+bool kite_apiserver_query_true(const char *v);
+const char *kite_apiserver_req_resource_label(const struct req *rq); /* "nodes" or "nodes/status" */
 
 /* negotiate.c: content negotiation as kube-apiserver's. */
 #define KITE_MEDIA_TYPES "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 /* Picks the answer's media type and as= variant from Accept (sets table, protobuf, yaml,
  * partial, as_version); replies 406 itself and returns false when nothing acceptable is served. */
-bool negotiate(struct req *rq);
+bool kite_apiserver_negotiate(struct req *rq);
 /* Re-encodes a JSON answer (object, list, Table, Status) as the negotiated media type. */
-void negotiate_encode(struct req *rq, const char **content_type, char **body, size_t *len);
+void kite_apiserver_negotiate_encode(struct req *rq, const char **content_type, char **body, size_t *len);
 /* "meta.k8s.io/v1": the apiVersion of the Table or PartialObjectMetadata asked for. */
-const char *negotiated_meta_api_version(const struct req *rq);
+const char *kite_apiserver_negotiated_meta_api_version(const struct req *rq);
 
 /* read.c */
-void handle_get(struct req *rq);
-void handle_list(struct req *rq);
+void kite_apiserver_handle_get(struct req *rq);
+void kite_apiserver_handle_list(struct req *rq);
 /* ListOptions of a list or watch as ValidateListOptions checks them; replies 422 itself. */
-bool list_options_ok(struct req *rq);
+bool kite_apiserver_list_options_ok(struct req *rq);
 /* Renders a stored record as the client's group version (rendered JSON or Table row object). */
-void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out);
+void kite_apiserver_render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 /* Parsed form of a record, cached on it (read-only: deep-copy before changing). */
-json_object *record_object(struct kite_record *rec);
+json_object *kite_apiserver_record_object(struct kite_record *rec);
 /* A parse of the record the caller owns (an empty object if the bytes do not parse). */
-json_object *record_parse(const struct kite_record *rec);
+json_object *kite_apiserver_record_parse(const struct kite_record *rec);
 /* metadata.labels of a stored object, parsed alone (*ret NULL when it has none); -EINVAL when a
  * quick scan cannot find them reliably (the caller parses the whole object). */
-int record_labels(const struct kite_record *rec, json_object **ret);
+int kite_apiserver_record_labels(const struct kite_record *rec, json_object **ret);
 /* object_matches on a record, parsing only its labels when a label selector is all there is. */
-bool record_matches(const struct kite_resource *r, struct kite_record *rec, const struct kite_label_selector *ls,
+bool kite_apiserver_record_matches(const struct kite_resource *r, struct kite_record *rec, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs);
-bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
-bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
+bool kite_apiserver_parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs);
+bool kite_apiserver_object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs);
 /* remaining: the list's remainingItemCount, -1 for none */
-void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns);
-void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first);
-void table_end(struct kite_buf *out);
+void kite_apiserver_table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns);
+void kite_apiserver_table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first);
+void kite_apiserver_table_end(struct kite_buf *out);
 /* A PartialObjectMetadata of the record (its metadata, as the client's group version). */
-void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out);
+void kite_apiserver_render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out);
 
 /* write.c */
 /* logproxy.c: the API server's kubelet-client certificate and key (DATA_DIR/pki/kubelet-client.*,
@@ -201,13 +201,13 @@ void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *ou
  * file that could not be read (malloc'ed). */
 int kite_apiserver_kubelet_client(const char *data_dir, char **ret_cert, char **ret_key, char **ret_path);
 /* logproxy.c: GET of a connect subresource (a pod's log), proxied to the node's agent. */
-void handle_connect(struct req *rq, const struct kite_subresource *sr);
+void kite_apiserver_handle_connect(struct req *rq, const struct kite_subresource *sr);
 /* The node's address as kube-apiserver picks it (InternalIP, Hostname, InternalDNS, ExternalDNS,
  * ExternalIP) and its agent's port (0 when it reports none). Borrowed from node. */
-const char *apiserver_node_address(json_object *node, int *ret_port);
+const char *kite_apiserver_node_address(json_object *node, int *ret_port);
 
 /* server.c: authorizes rq's route (rq->res, ns, name, verb) or path; replies 403 itself. */
-bool apiserver_authorize(struct req *rq);
+bool kite_apiserver_authorize(struct req *rq);
 
 /* metrics_api.c: metrics.k8s.io/v1beta1 served in-process (a built-in metrics-server). */
 #define KITE_METRICS_RESOLUTION_NS (15 * KITE_NS_PER_SEC) /* scrape period (--metric-resolution) */
@@ -232,41 +232,41 @@ struct mapi_batch {
 /* Parses the kubelet's resource metrics text (the series metrics-server reads; a sample without
  * a timestamp is taken at now_ns) into b (zeroed first by the caller). Returns the samples used,
  * or -EINVAL on a malformed line. */
-int mapi_parse(const char *text, size_t len, int64_t now_ns, struct mapi_batch *b);
-void mapi_batch_release(struct mapi_batch *b);
-void mapi_format_duration(int64_t ns, char out[64]);
-void mapi_format_cpu(uint64_t nanocores, char out[32]);
-void mapi_format_memory(uint64_t bytes, char out[32]);
-int metrics_api_start(struct kite_apiserver *s, int64_t resolution_ns);
-void metrics_api_stop(struct kite_apiserver *s);
+int kite_apiserver_mapi_parse(const char *text, size_t len, int64_t now_ns, struct mapi_batch *b);
+void kite_apiserver_mapi_batch_release(struct mapi_batch *b);
+void kite_apiserver_mapi_format_duration(int64_t ns, char out[64]);
+void kite_apiserver_mapi_format_cpu(uint64_t nanocores, char out[32]);
+void kite_apiserver_mapi_format_memory(uint64_t bytes, char out[32]);
+int kite_apiserver_metrics_api_start(struct kite_apiserver *s, int64_t resolution_ns);
+void kite_apiserver_metrics_api_stop(struct kite_apiserver *s);
 /* Serves /apis/metrics.k8s.io/v1beta1/...: true when the path is the group's (answered). */
-bool metrics_api_handle(struct req *rq);
+bool kite_apiserver_metrics_api_handle(struct req *rq);
 /* Discovery of the group: its aggregated entry, its APIGroup, and /apis/metrics.k8s.io[/v1beta1]. */
-void metrics_api_discovery_agg(struct kite_buf *b);
-void metrics_api_discovery_group(struct kite_buf *b);
-bool metrics_api_discovery(struct req *rq);
+void kite_apiserver_metrics_api_discovery_agg(struct kite_buf *b);
+void kite_apiserver_metrics_api_discovery_group(struct kite_buf *b);
+bool kite_apiserver_metrics_api_discovery(struct req *rq);
 
-void handle_create(struct req *rq);
-void handle_update(struct req *rq);
-void handle_patch(struct req *rq);
-void handle_delete(struct req *rq);
-void handle_deletecollection(struct req *rq);
+void kite_apiserver_handle_create(struct req *rq);
+void kite_apiserver_handle_update(struct req *rq);
+void kite_apiserver_handle_patch(struct req *rq);
+void kite_apiserver_handle_delete(struct req *rq);
+void kite_apiserver_handle_deletecollection(struct req *rq);
 
 /* decode.c */
 /* Parses a request body, JSON or protobuf, as a JSON object: the request's kind, or DeleteOptions
  * (which may be absent). Replies 400/415 itself and returns NULL on error. */
-json_object *parse_body(struct req *rq, bool delete_options);
+json_object *kite_apiserver_parse_body(struct req *rq, bool kite_apiserver_delete_options);
 /* The fieldValidation directive of a create, update or patch (Ignore, Warn: the default, or
  * Strict) applied to obj, the object to store: fields its schema does not know are dropped,
  * and reported as Warning headers (Warn) or refused 400 (Strict); replies itself and returns
  * false when the write must stop. */
-bool check_field_validation(struct req *rq, json_object *obj);
+bool kite_apiserver_check_field_validation(struct req *rq, json_object *obj);
 /* Parses body as one JSON value (replies 400 itself and returns NULL on error). */
-json_object *parse_json_text(struct req *rq, const char *body, size_t len);
+json_object *kite_apiserver_parse_json_text(struct req *rq, const char *body, size_t len);
 /* An apply patch's body (YAML or JSON) as an object; NULL after replying 400. */
-json_object *parse_apply_body(struct req *rq);
+json_object *kite_apiserver_parse_apply_body(struct req *rq);
 /* Content-Type ct is the media type want (parameters ignored). */
-bool media_is(const char *ct, const char *want);
+bool kite_apiserver_media_is(const char *ct, const char *want);
 /* The thread that recomputes writes that lost an optimistic-concurrency race. */
 /* bulk.c: requests whose body is at least KITE_BULK_BODY_MIN bytes run their verb on the bulk
  * threads; offer returns false when there are none (then the caller runs it), true when the
@@ -274,27 +274,27 @@ bool media_is(const char *ct, const char *want);
 #define KITE_BULK_BODY_MIN (256u * 1024)
 #define KITE_BULK_QUEUE_MAX 64u
 #define KITE_BULK_THREADS_MAX 4u
-int apiserver_bulk_start(struct kite_apiserver *s, unsigned threads); /* 0: one per CPU */
-bool apiserver_bulk_offer(struct req *rq, void (*fn)(struct req *));
-void apiserver_bulk_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
+int kite_apiserver_bulk_start(struct kite_apiserver *s, unsigned threads); /* 0: one per CPU */
+bool kite_apiserver_bulk_offer(struct req *rq, void (*fn)(struct req *));
+void kite_apiserver_bulk_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* inflight.c: the bound on requests in flight, nodes ahead of the rest. */
 #define KITE_MAX_REQUESTS_INFLIGHT_DEFAULT 600 /* kube-apiserver's total: --max-requests-inflight 400 + --max-mutating-requests-inflight 200 */
 enum inflight_class { INFLIGHT_EXEMPT, INFLIGHT_SYSTEM, INFLIGHT_WORKLOAD, INFLIGHT_CLASSES };
-int apiserver_inflight_start(struct kite_apiserver *s, unsigned max);
-void apiserver_inflight_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
+int kite_apiserver_inflight_start(struct kite_apiserver *s, unsigned max);
+void kite_apiserver_inflight_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Takes the routed request's seats; false once it was answered 429. */
-bool apiserver_inflight_admit(struct req *rq);
-void apiserver_inflight_release(struct req *rq); /* req_free's */
+bool kite_apiserver_inflight_admit(struct req *rq);
+void kite_apiserver_inflight_release(struct req *rq); /* req_free's */
 /* Runs fn(rq) on the list threads when rq is a workload list (true), else false. */
-bool apiserver_inflight_offer(struct req *rq, void (*fn)(struct req *));
-void apiserver_inflight_metrics(struct kite_apiserver *s, struct kite_buf *b);
-int apiserver_retry_start(struct kite_apiserver *s);
-void apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
+bool kite_apiserver_inflight_offer(struct req *rq, void (*fn)(struct req *));
+void kite_apiserver_inflight_metrics(struct kite_apiserver *s, struct kite_buf *b);
+int kite_apiserver_retry_start(struct kite_apiserver *s);
+void kite_apiserver_retry_stop(struct kite_apiserver *s); /* after the HTTP server stopped */
 /* Creates an object directly (bootstrap). */
-int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
+int kite_apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj);
 /* The same without waiting: cb as kite_store_submit's (-EAGAIN when the store's queue is full,
  * -EEXIST when the object exists, and cb is then not called). */
-int apiserver_create_submit(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
+int kite_apiserver_create_submit(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
                             void *ud);
 
 /* pools.c: the values the server hands out (registry.h, kite_pools). */
@@ -302,46 +302,46 @@ struct kite_pools_state;
 struct kite_pools_op;
 /* Builds what is in use from the stored objects and follows their changes. 0, or -errno with
  * *ret_error (malloc'ed). */
-int pools_start(struct kite_apiserver *s, const char *service_cidr, char **ret_error);
-void pools_free(struct kite_pools_state *st);
+int kite_apiserver_pools_start(struct kite_apiserver *s, const char *service_cidr, char **ret_error);
+void kite_apiserver_pools_free(struct kite_pools_state *st);
 /* Seconds between repair passes over the shared bitmaps (kube-apiserver's repair interval). */
 #define KITE_POOLS_REPAIR_S 180
 /* A write's reservations (NULL when nothing allocates); pools_op_end releases them. A dry run
  * reads the shared bitmaps and writes nothing. */
-struct kite_pools_op *pools_op_new(struct kite_apiserver *s, bool dry_run);
-struct kite_pools *pools_op_iface(struct kite_pools_op *op);
+struct kite_pools_op *kite_apiserver_pools_op_new(struct kite_apiserver *s, bool dry_run);
+struct kite_pools *kite_apiserver_pools_op_iface(struct kite_pools_op *op);
 /* The write replaces old (borrowed) with obj (NULL: deletes it): what old holds and obj does not
  * is released once the write is stored. Again on each recompute. */
-void pools_op_replaced(struct kite_pools_op *op, json_object *old, json_object *obj);
+void kite_apiserver_pools_op_replaced(struct kite_pools_op *op, json_object *old, json_object *obj);
 /* The write was stored as rec: its values are the object's, what it let go is released (blocks
  * on the store: not on its writer thread). */
-void pools_op_commit(struct kite_pools_op *op, struct kite_record *rec);
-void pools_op_end(struct kite_pools_op *op);
+void kite_apiserver_pools_op_commit(struct kite_pools_op *op, struct kite_record *rec);
+void kite_apiserver_pools_op_end(struct kite_pools_op *op);
 /* rec (an object of r) was deleted by this server outside a write op (deletecollection): its
  * values are released soon (any thread). */
-void pools_release_record(struct kite_apiserver *s, const struct kite_resource *r, struct kite_record *rec);
+void kite_apiserver_pools_release_record(struct kite_apiserver *s, const struct kite_resource *r, struct kite_record *rec);
 /* Creates default/kubernetes (the range's first address, port 443 to the server's port) when missing. */
-int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
+int kite_apiserver_pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port);
 /* The Service kube-system/kube-dns at the range's KITE_KUBE_DNS_OFFSET-th address, unless one
  * exists (kube_dns_service, on under kite up); its ClusterIP (made, or the existing one's IPv4
  * address) in s->kube_dns_ip. */
-int pools_bootstrap_kube_dns(struct kite_apiserver *s);
+int kite_apiserver_pools_bootstrap_kube_dns(struct kite_apiserver *s);
 
 /* leases.c: this server's master and identity leases, and default/kubernetes's Endpoints and
  * EndpointSlices listing every server whose master lease is live. advertise: the address to list
  * (NULL or a wildcard: the host's first non-loopback IPv4 address). */
 struct apiserver_leases;
-int apiserver_leases_start(struct kite_apiserver *s, const char *advertise, unsigned port, int64_t ttl_s,
+int kite_apiserver_leases_start(struct kite_apiserver *s, const char *advertise, unsigned port, int64_t ttl_s,
                            struct apiserver_leases **ret, char **ret_error);
 /* Deletes the master lease and lists the others once more. NULL ok. */
-void apiserver_leases_stop(struct apiserver_leases *l);
+void kite_apiserver_leases_stop(struct apiserver_leases *l);
 
 /* admission.c: the admission chain (mutating plugins, then validating ones). */
 #define KITE_NOT_READY_TOLERATION_S 300   /* DefaultTolerationSeconds, as kube-apiserver's defaults */
 #define KITE_UNREACHABLE_TOLERATION_S 300
 enum kite_admission_op { KITE_ADMIT_CREATE, KITE_ADMIT_UPDATE, KITE_ADMIT_DELETE };
 struct kite_admission_attrs {
-    struct kite_apiserver *srv;     /* read-only view of objects: apiserver_lookup() */
+    struct kite_apiserver *srv;     /* read-only view of objects: kite_apiserver_lookup() */
     const struct kite_user *user;
     enum kite_admission_op op;
     const struct kite_resource *res;
@@ -360,9 +360,9 @@ struct kite_admission_notes {
 };
 void kite_admission_notes_release(struct kite_admission_notes *n);
 /* A warning for the client (kubectl prints "Warning: <text>"); nothing when a->notes is NULL. */
-void admission_warn(const struct kite_admission_attrs *a, const char *fmt, ...) KITE_PRINTF(2, 3);
+void kite_admission_warn(const struct kite_admission_attrs *a, const char *fmt, ...) KITE_PRINTF(2, 3);
 /* An annotation of the request's audit event; nothing when a->notes is NULL. */
-void admission_annotate(const struct kite_admission_attrs *a, const char *key, const char *value);
+void kite_admission_annotate(const struct kite_admission_attrs *a, const char *key, const char *value);
 /* A refusal: the HTTP code, reason and message of its Status (message malloc'ed), and details
  * when the Status is about another object than the request's. */
 struct kite_admission_denial {
@@ -380,34 +380,34 @@ struct kite_admission_plugin {
 /* The chain, in order (for tests and /metrics). */
 const struct kite_admission_plugin *kite_admission_plugins(size_t *ret_n);
 /* 0 = admitted; -EPERM with *d filled = refused. */
-int admission_mutate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
-int admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+int kite_admission_mutate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
+int kite_admission_validate(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 /* Hands the plugins' warnings (once per request) and audit annotations (the last admission's)
  * to the request, and releases notes. */
-void admission_notes_apply(struct req *rq, struct kite_admission_notes *notes);
+void kite_admission_notes_apply(struct req *rq, struct kite_admission_notes *notes);
 /* Answers the refusal (and frees its message). */
-void admission_reply(struct req *rq, struct kite_admission_denial *d);
+void kite_admission_reply(struct req *rq, struct kite_admission_denial *d);
 /* A plugin's refusal as admission.NewForbidden renders it: 403 `<group resource> "<name>" is
  * forbidden: <why>`, the name being the request's, else the object's name or generateName,
  * else "Unknown". Fills *d and returns -EPERM. */
-int admission_forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...)
+int kite_admission_forbid(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *fmt, ...)
     KITE_PRINTF(3, 4);
 
 /* The current object of r at ns/name from the watch cache, as a new parse the caller owns
  * (json_object_put), or NULL. The read-only view authorizers and admission plugins get. */
-json_object *apiserver_lookup(struct kite_apiserver *s, const struct kite_resource *r, const char *ns, const char *name);
+json_object *kite_apiserver_lookup(struct kite_apiserver *s, const struct kite_resource *r, const char *ns, const char *name);
 
 /* watch.c */
-void handle_watch(struct req *rq);
+void kite_apiserver_handle_watch(struct req *rq);
 
 /* review.c: POST of a kind that is never stored (access reviews): its row's evaluate hook,
  * asking the authorizer chain. */
-void handle_review(struct req *rq);
+void kite_apiserver_handle_review(struct req *rq);
 
 /* impersonate.c: the Impersonate-* headers. rq->user is the authenticated user; when the
  * request impersonates, each part is authorized (verb impersonate) and rq->user becomes the
  * impersonated identity, rq->impersonator the original. false after replying 400/403. */
-bool apiserver_impersonate(struct req *rq);
+bool kite_apiserver_impersonate(struct req *rq);
 
 /* bootstrap_token.c: bootstrap tokens `<id>.<secret>` (Secrets kube-system/bootstrap-token-<id>
  * of type bootstrap.kubernetes.io/token), as kube-apiserver's --enable-bootstrap-token-auth. */
@@ -429,7 +429,7 @@ int kite_bootstrap_token_check(json_object *secret, const char *id, const char *
                                struct kite_buf *ret_groups);
 /* A bearer token of the bootstrap shape that a Secret accepts: sets rq->user (name and
  * groups, owned by rq->authn_mem) and returns true; false otherwise (the caller answers 401). */
-bool apiserver_bootstrap_token(struct req *rq);
+bool kite_apiserver_bootstrap_token(struct req *rq);
 
 /* satoken.c: ServiceAccount tokens (the TokenRequest API and their authentication). */
 #define KITE_SATOKEN_ISSUER_DEFAULT "https://kubernetes.default.svc.cluster.local" /* kubeadm's --service-account-issuer */
@@ -444,7 +444,7 @@ struct kite_satoken;
  * and carries kubernetes.io.warnafter (its use after that is logged as stale). */
 #define KITE_SATOKEN_WARN_ONLY_S 3607
 #define KITE_SATOKEN_EXTENDED_S (365LL * 24 * 3600)
-void apiserver_satoken_set_extend(struct kite_satoken *t, bool on);
+void kite_apiserver_satoken_set_extend(struct kite_satoken *t, bool on);
 /* Whom a token names (all borrowed; NULL or "" when absent). */
 struct kite_satoken_subject {
     const char *ns, *name, *uid;               /* the ServiceAccount */
@@ -466,14 +466,14 @@ json_object *kite_satoken_claims(const struct kite_satoken_subject *sub, const c
 int kite_satoken_check_claims(json_object *c, const char *issuer, const char *const *audiences, size_t n_aud,
                               int64_t now_s, struct kite_satoken_subject *ret);
 /* Loads (or makes) PKI_DIR/sa.key; issuer and audiences (comma-separated) NULL for the defaults. */
-int apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const char *issuer, const char *audiences,
+int kite_apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const char *issuer, const char *audiences,
                             int64_t max_expiration_s, char **ret_error);
-void apiserver_satoken_free(struct kite_satoken *t); /* NULL is a no-op */
+void kite_apiserver_satoken_free(struct kite_satoken *t); /* NULL is a no-op */
 /* A bearer JWT this server issued that still holds: sets rq->user (owned by rq->authn_mem) and
  * returns true; false otherwise. */
-bool apiserver_satoken_authenticate(struct req *rq);
+bool kite_apiserver_satoken_authenticate(struct req *rq);
 /* POST serviceaccounts/NAME/token: answers the TokenRequest body (taken) with its status. */
-void apiserver_satoken_issue(struct req *rq, json_object *body);
+void kite_apiserver_satoken_issue(struct req *rq, json_object *body);
 
 /* audit.c: the audit log (audit.k8s.io/v1 Events at level Metadata, one JSON line each),
  * written by its own thread; a request only appends to a buffer. */
@@ -489,7 +489,7 @@ int kite_audit_open(const struct kite_audit_options *o, struct kite_audit **ret)
 void kite_audit_close(struct kite_audit *a); /* writes what is buffered; NULL is a no-op */
 enum kite_audit_stage { KITE_AUDIT_RESPONSE_STARTED, KITE_AUDIT_RESPONSE_COMPLETE };
 /* Records rq's event at stage with the response code (no-op when audit is off). */
-void apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code);
+void kite_apiserver_audit(struct req *rq, enum kite_audit_stage stage, int code);
 void kite_audit_metrics(struct kite_audit *a, struct kite_buf *out);
 /* Queues one line (ending in '\n') for the writer; dropped and counted past the buffer's limit. */
 void kite_audit_append(struct kite_audit *a, const char *line, size_t len);
@@ -497,47 +497,47 @@ void kite_audit_append(struct kite_audit *a, const char *line, size_t len);
 void kite_audit_flush(struct kite_audit *a);
 
 /* discovery.c, openapi.c */
-bool handle_discovery(struct req *rq);
-bool handle_openapi(struct req *rq);
+bool kite_apiserver_handle_discovery(struct req *rq);
+bool kite_apiserver_handle_openapi(struct req *rq);
 
 /* housekeeping.c: compaction and event expiry, on one thread */
 #define KITE_EVENT_TTL_DEFAULT_S 3600       /* kube-apiserver's --event-ttl */
 #define KITE_HOUSEKEEPING_PERIOD_S 10       /* how often history size and event ages are checked */
 #define KITE_HISTORY_MAX 1000000            /* revisions kept before compacting ahead of schedule */
-void *housekeeping_main(void *ud);
+void *kite_apiserver_housekeeping_main(void *ud);
 /* The expiry part of a pass, now, on the caller's thread: for tests, whose fake clock does not
  * move the thread's real-time wake-ups. Safe while the thread runs (both delete conditionally). */
-void apiserver_housekeeping_once(struct kite_apiserver *s);
-void apiserver_expiry_free(struct kite_apiserver *s);
+void kite_apiserver_housekeeping_once(struct kite_apiserver *s);
+void kite_apiserver_expiry_free(struct kite_apiserver *s);
 
 /* nodestate.c: the divergence report (`kite nodes`) */
 #define KITE_NODE_STATE_PERIOD_S 2 /* how often node states are computed for /metrics and events */
-struct kite_nodestate *nodestate_new(int64_t stale_ns, int64_t grace_ns);
-void nodestate_free(struct kite_nodestate *n);
+struct kite_nodestate *kite_apiserver_nodestate_new(int64_t stale_ns, int64_t grace_ns);
+void kite_apiserver_nodestate_free(struct kite_nodestate *n);
 /* An authenticated request of user (a node identity, system:node:NAME, is remembered). */
-void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path);
+void kite_apiserver_nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path);
 /* Computes every node's state; records an event for each change (housekeeping thread). */
-void nodestate_pass(struct kite_apiserver *s);
+void kite_apiserver_nodestate_pass(struct kite_apiserver *s);
 /* Classifications the passes made so far (a quiet cluster's pass makes none). */
-uint64_t nodestate_classified(struct kite_apiserver *s);
+uint64_t kite_apiserver_nodestate_classified(struct kite_apiserver *s);
 /* An eviction of pod (borrowed) refused with code and message: its node drains (Draining)
  * while kubectl drain retries. */
-void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message);
+void kite_apiserver_nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message);
 /* Appends the last pass's kite_node_state lines. */
-void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b);
+void kite_apiserver_nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b);
 /* Answers GET /debug/kite/nodes. */
-void nodestate_reply(struct req *rq);
+void kite_apiserver_nodestate_reply(struct req *rq);
 
 /* metrics.c */
-struct kite_metrics *metrics_new(void);
-void metrics_free(struct kite_metrics *m);
-void metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns);
-void metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta);
-void metrics_store_commit(struct kite_metrics *m, int64_t ns);
-void metrics_write_retry(struct kite_metrics *m);
-void metrics_write_queued(struct kite_metrics *m);
-void metrics_store_error(struct kite_metrics *m);
-void metrics_render(struct kite_metrics *m, struct kite_buf *out);
+struct kite_metrics *kite_apiserver_metrics_new(void);
+void kite_apiserver_metrics_free(struct kite_metrics *m);
+void kite_apiserver_metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns);
+void kite_apiserver_metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta);
+void kite_apiserver_metrics_store_commit(struct kite_metrics *m, int64_t ns);
+void kite_apiserver_metrics_write_retry(struct kite_metrics *m);
+void kite_apiserver_metrics_write_queued(struct kite_metrics *m);
+void kite_apiserver_metrics_store_error(struct kite_metrics *m);
+void kite_apiserver_metrics_render(struct kite_metrics *m, struct kite_buf *out);
 
 /* authz.c: the authorizer chain (Node authorizer and RBAC slot in here). Each authorizer gets
  * the request's attributes and a read-only view of the objects it may need (the Node
@@ -548,7 +548,7 @@ struct kite_authz_attrs {
     const struct kite_user *user;
     const char *verb, *group, *resource, *sub, *ns, *name;
     const char *path; /* non-resource requests */
-    struct kite_apiserver *view; /* objects, read-only through apiserver_lookup(); may be NULL */
+    struct kite_apiserver *view; /* objects, read-only through kite_apiserver_lookup(); may be NULL */
     /* list, watch and deletecollection: the request's selectors (NULL: none). As
      * kube-apiserver's request info, a list or watch whose field selector requires
      * metadata.name=X has name X. */
@@ -622,7 +622,7 @@ void kite_psa_config_free(struct kite_psa_config *c);
 int kite_admission_pod_security(const struct kite_admission_attrs *a, struct kite_admission_denial *d);
 
 /* The one list of health paths: /healthz, /livez, /readyz and their checks below them. */
-bool apiserver_is_health_path(const char *path);
+bool kite_apiserver_is_health_path(const char *path);
 /* Paths anyone may get, anonymous included (kube-apiserver's system:public-info-viewer):
  * the health paths and /version. */
-bool apiserver_is_public_path(const char *path);
+bool kite_apiserver_is_public_path(const char *path);

@@ -21,14 +21,14 @@ struct keyq {
 
 static char ALONE;
 
-struct keyq *keyq_new(size_t max_waiters) {
+struct keyq *kite_apiserver_keyq_new(size_t max_waiters) {
     struct keyq *q = kite_calloc(1, sizeof *q);
     pthread_mutex_init(&q->mu, NULL);
     q->max_waiters = max_waiters;
     return q;
 }
 
-void keyq_free(struct keyq *q) {
+void kite_apiserver_keyq_free(struct keyq *q) {
     if (!q) return;
     size_t it = 0;
     void *v;
@@ -39,7 +39,7 @@ void keyq_free(struct keyq *q) {
     free(q);
 }
 
-int keyq_hold(struct keyq *q, const char *key, struct keyq_link *w) {
+int kite_apiserver_keyq_hold(struct keyq *q, const char *key, struct keyq_link *w) {
     int r = KEYQ_QUEUED;
     pthread_mutex_lock(&q->mu);
     void *v = kite_map_get(&q->held, key);
@@ -64,7 +64,7 @@ int keyq_hold(struct keyq *q, const char *key, struct keyq_link *w) {
     return r;
 }
 
-struct keyq_link *keyq_release(struct keyq *q, const char *key) {
+struct keyq_link *kite_apiserver_keyq_release(struct keyq *q, const char *key) {
     struct keyq_link *next = NULL;
     pthread_mutex_lock(&q->mu);
     void *v = kite_map_get(&q->held, key);
@@ -84,7 +84,7 @@ struct keyq_link *keyq_release(struct keyq *q, const char *key) {
     return next;
 }
 
-size_t keyq_held(struct keyq *q) {
+size_t kite_apiserver_keyq_held(struct keyq *q) {
     pthread_mutex_lock(&q->mu);
     size_t n = q->held.len;
     pthread_mutex_unlock(&q->mu);

@@ -15,17 +15,17 @@ struct keyq_link {
 struct keyq;
 
 /* max_waiters: writes that may wait for one key at once (keyq_hold refuses more). */
-struct keyq *keyq_new(size_t max_waiters);
+struct keyq *kite_apiserver_keyq_new(size_t max_waiters);
 /* NULL ok. Forgets links still queued (their owners own them). */
-void keyq_free(struct keyq *q);
+void kite_apiserver_keyq_free(struct keyq *q);
 
 enum { KEYQ_HELD = 0, KEYQ_QUEUED = 1 };
 /* Takes key for the caller (KEYQ_HELD) or, when another holds it, queues w behind the waiters
  * already there (KEYQ_QUEUED): w is returned by a later keyq_release of key and then holds it.
  * -EAGAIN (nothing queued) when max_waiters already wait for key. */
-int keyq_hold(struct keyq *q, const char *key, struct keyq_link *w);
+int kite_apiserver_keyq_hold(struct keyq *q, const char *key, struct keyq_link *w);
 /* The holder gives key up. Returns the first waiter, which holds key from now on (the caller
  * must start it), or NULL when none waited and key is free. */
-struct keyq_link *keyq_release(struct keyq *q, const char *key);
+struct keyq_link *kite_apiserver_keyq_release(struct keyq *q, const char *key);
 /* Keys held right now (for tests and for checking that a stopped server left none). */
-size_t keyq_held(struct keyq *q);
+size_t kite_apiserver_keyq_held(struct keyq *q);

@@ -92,10 +92,10 @@ static int converge(struct apiserver_leases *l, const struct kite_resource *r, c
     _cleanup_free_ char *key = kite_object_key(r, ns, name);
     struct kite_record *cur = NULL;
     if (kite_store_get(s->store, key, &cur) < 0) {
-        int e = apiserver_create_sync(s, r, want);
+        int e = kite_apiserver_create_sync(s, r, want);
         return e == -EEXIST ? 0 : e;
     }
-    json_object *obj = record_parse(cur);
+    json_object *obj = kite_apiserver_record_parse(cur);
     bool same = true;
     for (size_t i = 0; fields[i]; i++)
         if (!kite_json_equal(kite_obj_get(obj, fields[i]), kite_obj_get(want, fields[i]))) {
@@ -180,7 +180,7 @@ static size_t live_servers(struct apiserver_leases *l, struct server *out) {
     if (kite_store_range(l->s->store, MASTER_PREFIX, 0, NULL, 0, &recs, &n, NULL) < 0) return 0;
     int64_t now = kite_now_wall(l->s->clock);
     for (size_t i = 0; i < n; i++) {
-        json_object *o = record_parse(recs[i]);
+        json_object *o = kite_apiserver_record_parse(recs[i]);
         json_object *ann = kite_obj_get(kite_obj_meta(o), "annotations");
         const char *renew = kite_obj_str(ann, ANN_RENEW), *ttl = kite_obj_str(ann, ANN_TTL);
         int64_t t = 0;
@@ -259,7 +259,7 @@ static int reconcile(struct apiserver_leases *l) {
     size_t nr = 0;
     if (kite_store_range(l->s->store, prefix, 0, NULL, 0, &recs, &nr, NULL) == 0) {
         for (size_t i = 0; i < nr; i++) {
-            json_object *o = record_object(recs[i]);
+            json_object *o = kite_apiserver_record_object(recs[i]);
             const char *nm = kite_meta_str(o, "name");
             unsigned port = nm ? (unsigned)atoi(nm + strlen("kubernetes-")) : 0;
             bool wanted = false;
@@ -299,7 +299,7 @@ static void *leases_main(void *ud) {
     return NULL;
 }
 
-int apiserver_leases_start(struct kite_apiserver *s, const char *advertise, unsigned port, int64_t ttl_s,
+int kite_apiserver_leases_start(struct kite_apiserver *s, const char *advertise, unsigned port, int64_t ttl_s,
                            struct apiserver_leases **ret, char **ret_error) {
     struct apiserver_leases *l = kite_calloc(1, sizeof *l);
     l->s = s;
@@ -348,7 +348,7 @@ int apiserver_leases_start(struct kite_apiserver *s, const char *advertise, unsi
     return 0;
 }
 
-void apiserver_leases_stop(struct apiserver_leases *l) {
+void kite_apiserver_leases_stop(struct apiserver_leases *l) {
     if (!l) return;
     pthread_mutex_lock(&l->mu);
     l->stop = true;

@@ -49,7 +49,7 @@ static void unref(struct proxy *p) {
     pthread_cond_destroy(&p->cond);
     free(p->host);
     free(p->path);
-    req_free(p->rq);
+    kite_apiserver_req_free(p->rq);
     free(p);
     atomic_fetch_sub(&proxies, 1);
 }
@@ -99,7 +99,7 @@ static void relay_error(struct proxy *p, int code) {
         kite_buf_append(&b, chunk, (size_t)KITE_MIN((size_t)n, KITE_PROXY_ERROR_BODY - b.len));
     while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' ')) b.p[--b.len] = 0;
     struct req *rq = TAKE_PTR(p->rq);
-    reply_error(rq, code >= 400 && code < 600 ? code : 500, reason_for(code), "%s", b.p ? b.p : "");
+    kite_apiserver_reply_error(rq, code >= 400 && code < 600 ? code : 500, reason_for(code), "%s", b.p ? b.p : "");
     kite_buf_release(&b);
 }
 
@@ -129,7 +129,7 @@ static void *proxy_thread(void *ud) {
     int r = kite_apiserver_kubelet_client(data_dir, &cert, &key, &cp);
     if (r < 0) {
         struct req *rq = TAKE_PTR(p->rq);
-        reply_error(rq, 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));
+        kite_apiserver_reply_error(rq, 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));
         unref(p);
         unref(p);
         return NULL;
@@ -141,7 +141,7 @@ static void *proxy_thread(void *ud) {
     if (r < 0) {
         struct req *rq = TAKE_PTR(p->rq);
         bool v6 = strchr(p->host, ':');
-        reply_error(rq, 500, "InternalError", "Get \"https://%s%s%s:%u%s\": dial tcp %s%s%s:%u: %s", v6 ? "[" : "",
+        kite_apiserver_reply_error(rq, 500, "InternalError", "Get \"https://%s%s%s:%u%s\": dial tcp %s%s%s:%u: %s", v6 ? "[" : "",
                     p->host, v6 ? "]" : "", p->port, p->path, v6 ? "[" : "", p->host, v6 ? "]" : "", p->port,
                     r == -ECONNREFUSED ? "connect: connection refused"
                     : r == -ETIMEDOUT  ? "i/o timeout"
@@ -185,7 +185,7 @@ static void *proxy_thread(void *ud) {
 
 static const char *query_of(void *ud, const char *name) { return kite_http_query(((struct req *)ud)->http, name); }
 
-const char *apiserver_node_address(json_object *node, int *ret_port) {
+const char *kite_apiserver_node_address(json_object *node, int *ret_port) {
     static const char *const pref[] = {"InternalIP", "Hostname", "InternalDNS", "ExternalDNS", "ExternalIP"};
     json_object *st = kite_obj_get(node, "status"), *addrs = kite_obj_get(st, "addresses");
     json_object *port = kite_obj_get(kite_obj_get(kite_obj_get(st, "daemonEndpoints"), "kubeletEndpoint"), "Port");
@@ -199,46 +199,46 @@ const char *apiserver_node_address(json_object *node, int *ret_port) {
     return NULL;
 }
 
-void handle_connect(struct req *rq, const struct kite_subresource *sr) {
+void kite_apiserver_handle_connect(struct req *rq, const struct kite_subresource *sr) {
     struct kite_apiserver *s = rq->srv;
     char gr[128];
     kite_resource_gr(rq->res, gr);
-    json_object *obj = apiserver_lookup(s, rq->res, rq->ns, rq->name);
+    json_object *obj = kite_apiserver_lookup(s, rq->res, rq->ns, rq->name);
     if (!obj) {
-        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
+        kite_apiserver_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
         return;
     }
     char *node_name = NULL, *path = NULL, *msg = NULL;
     int code = sr->connect(obj, query_of, rq, &node_name, &path, &msg);
     json_object_put(obj);
     if (code) {
-        reply_error(rq, code, code == 422 ? "Invalid" : "BadRequest", "%s", msg ? msg : "");
+        kite_apiserver_reply_error(rq, code, code == 422 ? "Invalid" : "BadRequest", "%s", msg ? msg : "");
         free(msg);
         return;
     }
     const struct kite_resource *nodes = kite_registry_find("", "v1", "nodes");
-    json_object *node = nodes ? apiserver_lookup(s, nodes, NULL, node_name) : NULL;
+    json_object *node = nodes ? kite_apiserver_lookup(s, nodes, NULL, node_name) : NULL;
     int port = 0;
-    const char *addr = node ? apiserver_node_address(node, &port) : NULL;
+    const char *addr = node ? kite_apiserver_node_address(node, &port) : NULL;
     if (!addr || !port) {
         struct status_details d = {.name = node_name, .kind = "nodes"};
-        if (!node) reply_error_about(rq, 404, "NotFound", &d, "nodes \"%s\" not found", node_name);
-        else if (!addr) reply_error(rq, 500, "InternalError", "node %s reports no address to reach its agent", node_name);
-        else reply_error(rq, 500, "InternalError", "node %s reports no agent port (status.daemonEndpoints): its log endpoint is not running", node_name);
+        if (!node) kite_apiserver_reply_error_about(rq, 404, "NotFound", &d, "nodes \"%s\" not found", node_name);
+        else if (!addr) kite_apiserver_reply_error(rq, 500, "InternalError", "node %s reports no address to reach its agent", node_name);
+        else kite_apiserver_reply_error(rq, 500, "InternalError", "node %s reports no agent port (status.daemonEndpoints): its log endpoint is not running", node_name);
         json_object_put(node);
         free(node_name);
         free(path);
         return;
     }
     if (sr->upgrade) { /* exec, attach: an upgraded stream (streamproxy.c) */
-        stream_proxy_start(rq, addr, (uint16_t)port, path);
+        kite_apiserver_stream_proxy_start(rq, addr, (uint16_t)port, path);
         json_object_put(node);
         free(node_name);
         return;
     }
     if (atomic_fetch_add(&proxies, 1) >= KITE_PROXY_MAX) {
         atomic_fetch_sub(&proxies, 1);
-        reply_error(rq, 429, "TooManyRequests", "too many proxied streams (%d)", KITE_PROXY_MAX);
+        kite_apiserver_reply_error(rq, 429, "TooManyRequests", "too many proxied streams (%d)", KITE_PROXY_MAX);
         json_object_put(node);
         free(node_name);
         free(path);
@@ -264,6 +264,6 @@ void handle_connect(struct req *rq, const struct kite_subresource *sr) {
         p->rq = NULL;
         unref(p);
         unref(p);
-        reply_error(rq, 500, "InternalError", "starting the proxy: %s", strerror(r));
+        kite_apiserver_reply_error(rq, 500, "InternalError", "starting the proxy: %s", strerror(r));
     }
 }

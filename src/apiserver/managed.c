@@ -192,7 +192,7 @@ static json_object *entries_render(struct entries *es) {
         if (e->api_version) json_object_object_add(m, "apiVersion", str(e->api_version));
         if (e->time) json_object_object_add(m, "time", str(e->time));
         json_object_object_add(m, "fieldsType", str("FieldsV1"));
-        json_object_object_add(m, "fieldsV1", e->dirty || !e->orig_v1 ? kite_fieldset_to_v1(e->set) : deep_copy(e->orig_v1));
+        json_object_object_add(m, "fieldsV1", e->dirty || !e->orig_v1 ? kite_fieldset_to_v1(e->set) : kite_apiserver_deep_copy(e->orig_v1));
         if (e->subresource) json_object_object_add(m, "subresource", str(e->subresource));
         if (!arr) arr = json_object_new_array();
         json_object_array_add(arr, m);
@@ -223,7 +223,7 @@ static void scope_of(const struct write_op *op, struct kite_fs_scope *sc) {
 
 /* ---- the request's manager ----------------------------------------------------------- */
 
-bool managed_manager(struct write_op *op) {
+bool kite_apiserver_managed_manager(struct write_op *op) {
     struct req *rq = op->rq;
     const char *fm = kite_http_query(rq->http, "fieldManager");
     if (fm && *fm) {
@@ -232,7 +232,7 @@ bool managed_manager(struct write_op *op) {
             if ((unsigned char)fm[i] < 0x20 || fm[i] == 0x7f) bad = i;
         const char *opts = kite_streq(rq->verb, "create") ? "CreateOptions" : kite_streq(rq->verb, "update") ? "UpdateOptions" : "PatchOptions";
         if (n > KITE_FIELD_MANAGER_MAX) {
-            reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than %d bytes",
+            kite_apiserver_reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than %d bytes",
                         opts, KITE_FIELD_MANAGER_MAX);
             return false;
         }
@@ -247,7 +247,7 @@ bool managed_manager(struct write_op *op) {
             }
             char *body = kite_status_invalid("meta.k8s.io", opts, NULL, &c);
             kite_causes_release(&c);
-            reply(rq, 422, "application/json", body, strlen(body));
+            kite_apiserver_reply(rq, 422, "application/json", body, strlen(body));
             return false;
         }
         op->manager = kite_strdup(fm);
@@ -275,7 +275,7 @@ static int entry_json_cmp(const void *x, const void *y) {
 /* cur's entries for res: the same ones when cur is this write's own parse (it is not read
  * again), else a copy (cur is shared between threads, its reference counts untouched). */
 static json_object *take_entries(json_object *cur_mf, bool cur_private) {
-    return cur_private ? json_object_get(cur_mf) : deep_copy(cur_mf);
+    return cur_private ? json_object_get(cur_mf) : kite_apiserver_deep_copy(cur_mf);
 }
 
 /* The common write (a lease renewal, a node's heartbeat): its manager already has every field
@@ -478,7 +478,7 @@ static void reply_conflicts(struct req *rq, struct conflicts *cs) {
     kite_causes_release(&causes);
     kite_buf_release(&msg);
     kite_buf_release(&who);
-    reply(rq, 409, "application/json", body, strlen(body));
+    kite_apiserver_reply(rq, 409, "application/json", body, strlen(body));
 }
 
 /* ---- from client-side apply (upstream's lastAppliedManager and lastAppliedUpdater) -----
@@ -554,7 +554,7 @@ static void json_sorted(struct kite_buf *b, json_object *o) {
 static void last_applied_update(struct write_op *op, json_object *merged, json_object *cfg) {
     json_object *ann = kite_obj_get(kite_obj_meta(merged), "annotations");
     if (strcmp(op->manager ? op->manager : "", LAST_APPLIED_MANAGER) != 0 || !kite_obj_str(ann, LAST_APPLIED)) return;
-    json_object *c = deep_copy(cfg), *cann = kite_obj_get(kite_obj_meta(c), "annotations");
+    json_object *c = kite_apiserver_deep_copy(cfg), *cann = kite_obj_get(kite_obj_meta(c), "annotations");
     if (cann) json_object_object_del(cann, LAST_APPLIED);
     struct kite_buf b = {0};
     json_sorted(&b, c);
@@ -564,7 +564,7 @@ static void last_applied_update(struct write_op *op, json_object *merged, json_o
     json_object_put(c);
 }
 
-json_object *managed_apply(struct write_op *op, json_object *live, json_object *cur) {
+json_object *kite_apiserver_managed_apply(struct write_op *op, json_object *live, json_object *cur) {
     struct req *rq = op->rq;
     json_object *cfg = op->input;
     struct kite_fs_scope sc;
@@ -574,7 +574,7 @@ json_object *managed_apply(struct write_op *op, json_object *live, json_object *
     const char *sub = op->sub ? op->sub->name : NULL;
     json_object *applied = kite_fieldset_of(&sc, cfg);
 
-    json_object *merged = live ? deep_copy(live) : json_object_new_object();
+    json_object *merged = live ? kite_apiserver_deep_copy(live) : json_object_new_object();
     kite_fieldset_merge(&sc, merged, cfg);
     struct entry *me = entry_find(&es, op->manager, "Apply", NULL, sub);
     if (me) {
@@ -642,7 +642,7 @@ json_object *managed_apply(struct write_op *op, json_object *live, json_object *
     return merged;
 }
 
-void managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res) {
+void kite_apiserver_managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res) {
     if (op->has_managed) {
         set_managed(res, op->managed);
         op->managed = NULL;

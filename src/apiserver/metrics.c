@@ -41,13 +41,13 @@ struct kite_metrics {
     atomic_uint_least64_t store_errors;  /* writes the store failed to commit (500) */
 };
 
-struct kite_metrics *metrics_new(void) {
+struct kite_metrics *kite_apiserver_metrics_new(void) {
     struct kite_metrics *m = kite_calloc(1, sizeof *m);
     pthread_mutex_init(&m->mu, NULL);
     return m;
 }
 
-void metrics_free(struct kite_metrics *m) {
+void kite_apiserver_metrics_free(struct kite_metrics *m) {
     if (!m) return;
     size_t it = 0;
     void *v;
@@ -68,7 +68,7 @@ static const char *metric_verb(const char *verb) {
     return verb;
 }
 
-void metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns) {
+void kite_apiserver_metrics_observe(struct kite_metrics *m, const char *verb, const char *resource, int code, int64_t ns) {
     char key[96];
     verb = metric_verb(verb);
     snprintf(key, sizeof key, "%s %s", verb, resource);
@@ -85,28 +85,28 @@ void metrics_observe(struct kite_metrics *m, const char *verb, const char *resou
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta) {
+void kite_apiserver_metrics_watch_delta(struct kite_metrics *m, const char *resource, int delta) {
     pthread_mutex_lock(&m->mu);
     intptr_t v = (intptr_t)kite_map_get(&m->watches, resource) + delta;
     kite_map_put(&m->watches, resource, (void *)v);
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_store_commit(struct kite_metrics *m, int64_t ns) {
+void kite_apiserver_metrics_store_commit(struct kite_metrics *m, int64_t ns) {
     pthread_mutex_lock(&m->mu);
     hist_add(&m->commit, ns);
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_write_retry(struct kite_metrics *m) {
+void kite_apiserver_metrics_write_retry(struct kite_metrics *m) {
     atomic_fetch_add_explicit(&m->write_retries, 1, memory_order_relaxed);
 }
 
-void metrics_write_queued(struct kite_metrics *m) {
+void kite_apiserver_metrics_write_queued(struct kite_metrics *m) {
     atomic_fetch_add_explicit(&m->write_queued, 1, memory_order_relaxed);
 }
 
-void metrics_store_error(struct kite_metrics *m) {
+void kite_apiserver_metrics_store_error(struct kite_metrics *m) {
     atomic_fetch_add_explicit(&m->store_errors, 1, memory_order_relaxed);
 }
 
@@ -121,7 +121,7 @@ static void render_hist(struct kite_buf *b, const char *name, const char *labels
         kite_buf_printf(b, "%s_sum %g\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->n);
 }
 
-void metrics_render(struct kite_metrics *m, struct kite_buf *b) {
+void kite_apiserver_metrics_render(struct kite_metrics *m, struct kite_buf *b) {
     pthread_mutex_lock(&m->mu);
     kite_buf_puts(b, "# HELP apiserver_request_total Counter of apiserver requests broken out by verb, resource and HTTP response code.\n"
                      "# TYPE apiserver_request_total counter\n");

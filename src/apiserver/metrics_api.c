@@ -204,7 +204,7 @@ static bool node_target(json_object *node, struct target *t) {
         if (kite_streq(kite_obj_str(c, "type"), "Ready")) ready = kite_streq(kite_obj_str(c, "status"), "True");
     }
     int port = 0;
-    const char *addr = apiserver_node_address(node, &port);
+    const char *addr = kite_apiserver_node_address(node, &port);
     if (!ready || !addr || !port) return false;
     t->name = kite_strdup(kite_meta_str(node, "name"));
     t->host = kite_strdup(addr);
@@ -236,7 +236,7 @@ static void scrape_one(struct cycle *cy, struct target *t) {
     }
     kite_http_fetch_close(f);
     if (n < 0 || code != 200) t->err = n < 0 ? (int)n : -EPROTO;
-    else if (mapi_parse(b.p ? b.p : "", b.len, kite_now_wall(cy->clock), &t->batch) < 0) t->err = -EBADMSG;
+    else if (kite_apiserver_mapi_parse(b.p ? b.p : "", b.len, kite_now_wall(cy->clock), &t->batch) < 0) t->err = -EBADMSG;
     kite_buf_release(&b);
 }
 
@@ -255,7 +255,7 @@ static void *scrape_worker(void *ud) {
  * parse is used when another reader made it, else a parse of its own is dropped at once (keeping
  * one per Node would hold a tree for each of 150k nodes). */
 static void target_apply(struct kite_metrics_api *m, struct kite_record *rec, bool deleted) {
-    json_object *o = kite_record_cache(rec), *own = o ? NULL : record_parse(rec);
+    json_object *o = kite_record_cache(rec), *own = o ? NULL : kite_apiserver_record_parse(rec);
     if (!o) o = own;
     const char *name = kite_meta_str(o, "name");
     struct target t = {0};
@@ -284,7 +284,7 @@ static void targets_sync(struct kite_metrics_api *m) {
     struct kite_apiserver *s = m->srv;
     const struct kite_resource *nodes = kite_registry_find("", "v1", "nodes");
     if (!nodes) return;
-    struct kite_wcache *c = storage_cache(s, nodes);
+    struct kite_wcache *c = kite_apiserver_storage_cache(s, nodes);
     if (m->w) {
         struct kite_watch_event evs[64];
         int k;
@@ -366,7 +366,7 @@ static void scrape_all(struct kite_metrics_api *m) {
     for (size_t i = 0; i < cy.n; i++) {
         free(cy.t[i].name);
         free(cy.t[i].host);
-        mapi_batch_release(&cy.t[i].batch);
+        kite_apiserver_mapi_batch_release(&cy.t[i].batch);
     }
     free(cy.t);
 }
@@ -395,7 +395,7 @@ static void *scrape_thread(void *ud) {
     return NULL;
 }
 
-int metrics_api_start(struct kite_apiserver *s, int64_t resolution_ns) {
+int kite_apiserver_metrics_api_start(struct kite_apiserver *s, int64_t resolution_ns) {
     struct kite_metrics_api *m = kite_calloc(1, sizeof *m);
     m->srv = s;
     m->resolution_ns = resolution_ns > 0 ? resolution_ns : KITE_METRICS_RESOLUTION_NS;
@@ -411,7 +411,7 @@ int metrics_api_start(struct kite_apiserver *s, int64_t resolution_ns) {
     return -r;
 }
 
-void metrics_api_stop(struct kite_apiserver *s) {
+void kite_apiserver_metrics_api_stop(struct kite_apiserver *s) {
     struct kite_metrics_api *m = TAKE_PTR(s->metrics_api);
     if (!m) return;
     pthread_mutex_lock(&m->mu);
@@ -450,8 +450,8 @@ static bool rate(const struct point *prev, const struct point *cur, uint64_t *re
 
 static void usage(struct kite_buf *b, uint64_t nanocores, uint64_t mem) {
     char cpu[32], memory[32];
-    mapi_format_cpu(nanocores, cpu);
-    mapi_format_memory(mem, memory);
+    kite_apiserver_mapi_format_cpu(nanocores, cpu);
+    kite_apiserver_mapi_format_memory(mem, memory);
     kite_buf_printf(b, "{\"cpu\":\"%s\",\"memory\":\"%s\"}", cpu, memory);
 }
 
@@ -496,7 +496,7 @@ static bool node_item(struct kite_buf *b, const struct node_state *n, json_objec
     int64_t w;
     if (!n->has_cpu || !n->has_mem || !rate(&n->prev, &n->cur, &nc, &w)) return false;
     char win[64];
-    mapi_format_duration(w, win);
+    kite_apiserver_mapi_format_duration(w, win);
     kite_buf_puts(b, "{\"kind\":\"NodeMetrics\",\"apiVersion\":\"" MAPI_GV "\",");
     put_meta(b, NULL, kite_meta_str(node, "name"), node, now);
     kite_buf_puts(b, ",\"timestamp\":");
@@ -533,7 +533,7 @@ static bool pod_item(struct kite_buf *b, const struct pod_state *p, json_object 
     kite_buf_puts(b, "{\"kind\":\"PodMetrics\",\"apiVersion\":\"" MAPI_GV "\",");
     put_meta(b, p->ns, p->name, pod, now);
     char w[64];
-    mapi_format_duration(win, w);
+    kite_apiserver_mapi_format_duration(win, w);
     kite_buf_puts(b, ",\"timestamp\":");
     put_time(b, ts);
     kite_buf_printf(b, ",\"window\":\"%s\",\"containers\":[", w);
@@ -562,24 +562,24 @@ static struct kite_record **list_cache(struct kite_apiserver *s, const char *plu
     struct kite_record **recs = NULL;
     _cleanup_free_ char *prefix = kite_object_prefix(r, ns);
     *n = 0;
-    if (kite_wcache_list(storage_cache(s, r), prefix, NULL, 0, NULL, NULL, &recs, n, NULL, NULL) < 0) *n = 0;
+    if (kite_wcache_list(kite_apiserver_storage_cache(s, r), prefix, NULL, 0, NULL, NULL, &recs, n, NULL, NULL) < 0) *n = 0;
     return recs;
 }
 
 static void not_found(struct req *rq, const char *what, const char *name) {
     struct status_details d = {.name = name, .group = MAPI_GROUP, .kind = what};
-    reply_error_about(rq, 404, "NotFound", &d, "%s.%s \"%s\" not found", what, MAPI_GROUP, name);
+    kite_apiserver_reply_error_about(rq, 404, "NotFound", &d, "%s.%s \"%s\" not found", what, MAPI_GROUP, name);
 }
 
 static void send_json(struct req *rq, struct kite_buf *b) {
     kite_buf_putc(b, '\n');
     size_t len;
     char *p = kite_buf_detach(b, &len);
-    reply(rq, 200, "application/json", p, len);
+    kite_apiserver_reply(rq, 200, "application/json", p, len);
 }
 
 /* GET /apis/metrics.k8s.io/v1beta1/{nodes[/NAME] | pods | namespaces/NS/pods[/NAME]} */
-bool metrics_api_handle(struct req *rq) {
+bool kite_apiserver_metrics_api_handle(struct req *rq) {
     const char *p = rq->http->path, *base = "/apis/" MAPI_GV "/";
     if (!kite_startswith(p, base)) return false;
     _cleanup_free_ char *path = kite_strdup(p + strlen(base));
@@ -604,23 +604,23 @@ bool metrics_api_handle(struct req *rq) {
     if (!rq->res || n > i + 2) {
         rq->res = NULL;
         rq->verb = "get";
-        reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+        kite_apiserver_reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
         return true;
     }
     if (n == i + 2) rq->name = kite_strdup(seg[i + 1]);
     const char *meth = rq->http->method;
-    bool watch = query_true(kite_http_query(rq->http, "watch"));
+    bool watch = kite_apiserver_query_true(kite_http_query(rq->http, "watch"));
     rq->verb = strcmp(meth, "GET") == 0 || strcmp(meth, "HEAD") == 0 ? (rq->name ? "get" : watch ? "watch" : "list")
                                                                      : NULL;
     if (!rq->verb || watch) {
         if (!rq->verb) rq->verb = "create";
-        reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        kite_apiserver_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return true;
     }
-    if (!apiserver_authorize(rq)) return true;
+    if (!kite_apiserver_authorize(rq)) return true;
     struct kite_label_selector *ls = NULL;
     struct kite_field_selector *fs = NULL;
-    if (!rq->name && !parse_selectors(rq, &ls, &fs)) return true;
+    if (!rq->name && !kite_apiserver_parse_selectors(rq, &ls, &fs)) return true;
     struct kite_apiserver *s = rq->srv;
     struct kite_metrics_api *m = s->metrics_api;
     int64_t now = kite_now_wall(s->clock);
@@ -628,7 +628,7 @@ bool metrics_api_handle(struct req *rq) {
     const struct kite_resource *obj_row = kite_registry_find("", "v1", nodes ? "nodes" : "pods");
     struct kite_buf b = {0};
     if (rq->name) {
-        json_object *obj = apiserver_lookup(s, obj_row, rq->ns, rq->name);
+        json_object *obj = kite_apiserver_lookup(s, obj_row, rq->ns, rq->name);
         bool ok = false;
         if (obj && m) {
             pthread_mutex_lock(&m->mu);
@@ -662,8 +662,8 @@ bool metrics_api_handle(struct req *rq) {
     bool first = true;
     if (m) pthread_mutex_lock(&m->mu);
     for (size_t k = 0; k < nrec; k++) {
-        json_object *obj = record_object(recs[k]);
-        if (!m || !object_matches(obj_row, obj, ls, fs)) continue;
+        json_object *obj = kite_apiserver_record_object(recs[k]);
+        if (!m || !kite_apiserver_object_matches(obj_row, obj, ls, fs)) continue;
         size_t mark = b.len;
         if (!first) kite_buf_putc(&b, ',');
         bool ok;
@@ -689,7 +689,7 @@ bool metrics_api_handle(struct req *rq) {
 
 /* ---- discovery ----------------------------------------------------------------------- */
 
-void metrics_api_discovery_agg(struct kite_buf *b) {
+void kite_apiserver_metrics_api_discovery_agg(struct kite_buf *b) {
     kite_buf_puts(b, "{\"metadata\":{\"name\":\"" MAPI_GROUP "\",\"creationTimestamp\":null},\"versions\":[{\"version\":\"" MAPI_VERSION "\",\"resources\":["
                      "{\"resource\":\"nodes\",\"responseKind\":{\"group\":\"" MAPI_GROUP "\",\"version\":\"" MAPI_VERSION "\",\"kind\":\"NodeMetrics\"},"
                      "\"scope\":\"Cluster\",\"singularResource\":\"nodemetrics\",\"verbs\":[\"get\",\"list\"]},"
@@ -697,18 +697,18 @@ void metrics_api_discovery_agg(struct kite_buf *b) {
                      "\"scope\":\"Namespaced\",\"singularResource\":\"podmetrics\",\"verbs\":[\"get\",\"list\"]}],\"freshness\":\"Current\"}]}");
 }
 
-void metrics_api_discovery_group(struct kite_buf *b) {
+void kite_apiserver_metrics_api_discovery_group(struct kite_buf *b) {
     kite_buf_puts(b, "{\"name\":\"" MAPI_GROUP "\",\"versions\":[{\"groupVersion\":\"" MAPI_GV "\",\"version\":\"" MAPI_VERSION "\"}],"
                      "\"preferredVersion\":{\"groupVersion\":\"" MAPI_GV "\",\"version\":\"" MAPI_VERSION "\"}}");
 }
 
-bool metrics_api_discovery(struct req *rq) {
+bool kite_apiserver_metrics_api_discovery(struct req *rq) {
     const char *p = rq->http->path;
     struct kite_buf b = {0};
     if (strcmp(p, "/apis/" MAPI_GROUP) == 0 || strcmp(p, "/apis/" MAPI_GROUP "/") == 0) {
         kite_buf_puts(&b, "{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",");
         struct kite_buf g = {0};
-        metrics_api_discovery_group(&g);
+        kite_apiserver_metrics_api_discovery_group(&g);
         kite_buf_puts(&b, g.p + 1);
         kite_buf_release(&g);
     } else if (strcmp(p, "/apis/" MAPI_GV) == 0 || strcmp(p, "/apis/" MAPI_GV "/") == 0) {
@@ -721,6 +721,6 @@ bool metrics_api_discovery(struct req *rq) {
     rq->verb = "get";
     size_t len;
     char *body = kite_buf_detach(&b, &len);
-    reply(rq, 200, "application/json", body, len);
+    kite_apiserver_reply(rq, 200, "application/json", body, len);
     return true;
 }

@@ -47,7 +47,7 @@ static const char *label_value(const char *p, const char *end, char *out, size_t
     return p < end ? p + 1 : NULL;
 }
 
-void mapi_batch_release(struct mapi_batch *b) {
+void kite_apiserver_mapi_batch_release(struct mapi_batch *b) {
     for (size_t i = 0; i < b->n; i++) {
         free(b->c[i].ns);
         free(b->c[i].pod);
@@ -57,7 +57,7 @@ void mapi_batch_release(struct mapi_batch *b) {
     *b = (struct mapi_batch){0};
 }
 
-int mapi_parse(const char *text, size_t len, int64_t now_ns, struct mapi_batch *b) {
+int kite_apiserver_mapi_parse(const char *text, size_t len, int64_t now_ns, struct mapi_batch *b) {
     static const char *const names[] = {"node_cpu_usage_seconds_total", "node_memory_working_set_bytes",
                                         "container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
                                         "container_start_time_seconds"};
@@ -147,7 +147,7 @@ bad:
     return -EINVAL;
 }
 
-void mapi_format_duration(int64_t ns, char out[64]) {
+void kite_apiserver_mapi_format_duration(int64_t ns, char out[64]) {
     /* Go's time.Duration.String(), as metav1.Duration marshals it: "15.012s", "1m0.5s", "1h2m3s", "250ms" */
     if (ns <= 0) {
         snprintf(out, 64, "0s");
@@ -177,7 +177,7 @@ void mapi_format_duration(int64_t ns, char out[64]) {
 
 /* Quantities as resource.Quantity prints them: CPU in nanocores made canonical (DecimalSI:
  * 1500000n = "1500u", 2000000n = "2m"), memory in bytes (BinarySI: "Ki", "Mi", ... when exact). */
-void mapi_format_cpu(uint64_t nanocores, char out[32]) {
+void kite_apiserver_mapi_format_cpu(uint64_t nanocores, char out[32]) {
     static const char *const suf[] = {"n", "u", "m", ""};
     size_t i = 0;
     if (!nanocores) {
@@ -191,7 +191,7 @@ void mapi_format_cpu(uint64_t nanocores, char out[32]) {
     snprintf(out, 32, "%llu%s", (unsigned long long)nanocores, suf[i]);
 }
 
-void mapi_format_memory(uint64_t bytes, char out[32]) {
+void kite_apiserver_mapi_format_memory(uint64_t bytes, char out[32]) {
     static const char *const suf[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
     size_t i = 0;
     while (bytes && i < 6 && bytes % 1024 == 0) {

@@ -106,7 +106,7 @@ static void internal_type(const struct kite_resource *r, bool list, char out[160
     else snprintf(out, 160, "*%.*s.%s", (int)gl, r->group, list ? r->list_kind : r->kind);
 }
 
-bool negotiate(struct req *rq) {
+bool kite_apiserver_negotiate(struct req *rq) {
     const char *acc = kite_http_header(rq->http, "Accept");
     if (!acc || !*acc) return true;
     bool watch = rq->is_watch;
@@ -135,17 +135,17 @@ bool negotiate(struct req *rq) {
             char t[160];
             internal_type(rq->res, list, t);
             rq->protobuf = rq->yaml = false;
-            reply_error(rq, 406, "NotAcceptable", "you requested %s, but the requested object is %s (%s)", r->as,
+            kite_apiserver_reply_error(rq, 406, "NotAcceptable", "you requested %s, but the requested object is %s (%s)", r->as,
                         list ? "a list" : "not a list", t);
             return false;
         }
         return true;
     }
-    reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: " KITE_MEDIA_TYPES);
+    kite_apiserver_reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: " KITE_MEDIA_TYPES);
     return false;
 }
 
-const char *negotiated_meta_api_version(const struct req *rq) {
+const char *kite_apiserver_negotiated_meta_api_version(const struct req *rq) {
     return rq->as_version && strcmp(rq->as_version, "v1beta1") == 0 ? "meta.k8s.io/v1beta1" : "meta.k8s.io/v1";
 }
 
@@ -171,7 +171,7 @@ static void to_yaml(json_object *o, const char **content_type, char **body, size
     kite_buf_release(&b);
 }
 
-void negotiate_encode(struct req *rq, const char **content_type, char **body, size_t *len) {
+void kite_apiserver_negotiate_encode(struct req *rq, const char **content_type, char **body, size_t *len) {
     if ((!rq->protobuf || rq->table) && !rq->yaml) return;
     if (strcmp(*content_type, "application/json") != 0) return;
     enum json_tokener_error e;

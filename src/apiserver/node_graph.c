@@ -204,7 +204,7 @@ static bool split_key(struct kite_node_graph *g, const char *key, char buf[KEY_M
 static void apply_record(struct kite_node_graph *g, struct kite_record *rec, bool deleted) {
     char buf[KEY_MAX];
     const char *ns, *name;
-    if (split_key(g, rec->key, buf, &ns, &name)) set_pod(g, ns, name, deleted ? NULL : record_object(rec));
+    if (split_key(g, rec->key, buf, &ns, &name)) set_pod(g, ns, name, deleted ? NULL : kite_apiserver_record_object(rec));
 }
 
 /* Takes what the watcher holds, in order: the pop and the apply under one hold of the write
@@ -232,7 +232,7 @@ static void on_pods(void *ud) { drain(ud); }
 
 int kite_node_graph_start(struct kite_apiserver *s) {
     const struct kite_resource *pods = kite_registry_find("", "v1", "pods");
-    struct kite_wcache *cache = pods ? storage_cache(s, pods) : NULL;
+    struct kite_wcache *cache = pods ? kite_apiserver_storage_cache(s, pods) : NULL;
     if (!cache) return -ENOENT;
     struct kite_node_graph *g = kite_calloc(1, sizeof *g);
     pthread_rwlock_init(&g->lock, NULL);

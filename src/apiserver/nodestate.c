@@ -69,7 +69,7 @@ struct kite_nodestate {
     uint64_t classified; /* classifications by passes */
 };
 
-struct kite_nodestate *nodestate_new(int64_t stale_ns, int64_t grace_ns) {
+struct kite_nodestate *kite_apiserver_nodestate_new(int64_t stale_ns, int64_t grace_ns) {
     struct kite_nodestate *n = kite_calloc(1, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
     n->t = (struct kite_node_thresholds){.stale_ns = stale_ns > 0 ? stale_ns : KITE_NODE_STALE_DEFAULT_NS,
@@ -95,7 +95,7 @@ static void prev_free(struct prev *pv) {
     free(pv);
 }
 
-void nodestate_free(struct kite_nodestate *n) {
+void kite_apiserver_nodestate_free(struct kite_nodestate *n) {
     if (!n) return;
     kite_watcher_close(n->node_w);
     kite_watcher_close(n->lease_w);
@@ -198,7 +198,7 @@ static void set_recheck(struct kite_nodestate *ns, struct prev *pv, int64_t at) 
     heap_sift(ns, pv->heap_pos);
 }
 
-void nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path) {
+void kite_apiserver_nodestate_seen(struct kite_apiserver *s, const char *user, const char *method, const char *path) {
     struct kite_nodestate *n = s->nodestate;
     if (!n || !user || strncmp(user, NODE_PREFIX, sizeof NODE_PREFIX - 1) != 0) return;
     const char *name = user + sizeof NODE_PREFIX - 1;
@@ -223,7 +223,7 @@ void nodestate_seen(struct kite_apiserver *s, const char *user, const char *meth
     pthread_mutex_unlock(&n->mu);
 }
 
-void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message) {
+void kite_apiserver_nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int code, const char *message) {
     struct kite_nodestate *n = s->nodestate;
     const char *node = kite_obj_str(kite_obj_get(pod, "spec"), "nodeName");
     if (!n || !node || !*node) return;
@@ -246,7 +246,7 @@ void nodestate_eviction_refused(struct kite_apiserver *s, json_object *pod, int 
  * every node the cluster has. */
 static json_object *parsed(struct kite_record *rec, json_object **own) {
     json_object *o = kite_record_cache(rec);
-    *own = o ? NULL : record_parse(rec);
+    *own = o ? NULL : kite_apiserver_record_parse(rec);
     return o ? o : *own;
 }
 
@@ -331,7 +331,7 @@ static struct kite_wcache *cache_of(struct kite_apiserver *s, const char *group,
     if (!r) return NULL;
     free(*prefix);
     *prefix = kite_object_prefix(r, nsname);
-    return storage_cache(s, r);
+    return kite_apiserver_storage_cache(s, r);
 }
 
 /* Lists into the entries, then watches from the list's revision. */
@@ -401,7 +401,7 @@ static struct kite_record **list(struct kite_apiserver *s, const char *group, co
     *n = 0;
     if (!r) return NULL;
     _cleanup_free_ char *prefix = kite_object_prefix(r, ns);
-    if (kite_wcache_list(storage_cache(s, r), prefix, NULL, 0, NULL, NULL, &recs, n, &rev, &more) < 0) *n = 0;
+    if (kite_wcache_list(kite_apiserver_storage_cache(s, r), prefix, NULL, 0, NULL, NULL, &recs, n, &rev, &more) < 0) *n = 0;
     return recs;
 }
 
@@ -413,7 +413,7 @@ static struct counts *pod_counts(struct kite_apiserver *s, struct kite_map *coun
     struct counts *cv = np ? kite_calloc(np, sizeof *cv) : NULL;
     size_t ncv = 0;
     for (size_t i = 0; i < np; i++) {
-        json_object *o = record_object(pods[i]);
+        json_object *o = kite_apiserver_record_object(pods[i]);
         const char *node = kite_obj_str(kite_obj_get(o, "spec"), "nodeName");
         if (node && *node) {
             struct counts *c = kite_map_get(counts, node);
@@ -496,12 +496,12 @@ static void record_event(struct kite_apiserver *s, const struct node_row *r, int
     pthread_mutex_lock(&b->mu);
     b->pending++;
     pthread_mutex_unlock(&b->mu);
-    int e = apiserver_create_submit(s, er, ev, event_done, b);
+    int e = kite_apiserver_create_submit(s, er, ev, event_done, b);
     if (e == -EAGAIN) { /* the store's queue is full: wait for this one */
         pthread_mutex_lock(&b->mu);
         b->pending--;
         pthread_mutex_unlock(&b->mu);
-        e = apiserver_create_sync(s, er, ev);
+        e = kite_apiserver_create_sync(s, er, ev);
     } else if (e < 0) {
         pthread_mutex_lock(&b->mu);
         b->pending--;
@@ -515,7 +515,7 @@ static void record_event(struct kite_apiserver *s, const struct node_row *r, int
  * could have changed (a healthy node whose lease expiry came; every node in another state,
  * whose evidence and state move with time) and records an event for each new state. A quiet
  * cluster of healthy nodes costs the renewals' events and the expiries' heap, not a list. */
-void nodestate_pass(struct kite_apiserver *s) {
+void kite_apiserver_nodestate_pass(struct kite_apiserver *s) {
     struct kite_nodestate *ns = s->nodestate;
     if (!ns) return;
     int64_t now = kite_now_wall(s->clock);
@@ -597,7 +597,7 @@ void nodestate_pass(struct kite_apiserver *s) {
     free(changed);
 }
 
-uint64_t nodestate_classified(struct kite_apiserver *s) {
+uint64_t kite_apiserver_nodestate_classified(struct kite_apiserver *s) {
     struct kite_nodestate *ns = s->nodestate;
     if (!ns) return 0;
     pthread_mutex_lock(&ns->mu);
@@ -610,7 +610,7 @@ static int cmp_prev(const void *a, const void *b) {
     return strcmp((*(struct prev *const *)a)->name, (*(struct prev *const *)b)->name);
 }
 
-void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b) {
+void kite_apiserver_nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b) {
     struct kite_nodestate *ns = s->nodestate;
     if (!ns) return;
     kite_buf_puts(b, "# HELP kite_node_state The divergence state of each node (kite nodes), 1 for its one state.\n"
@@ -635,7 +635,7 @@ void nodestate_metrics(struct kite_apiserver *s, struct kite_buf *b) {
 
 /* GET /debug/kite/nodes: {"items":[{"name","state","evidence"}]} computed now: every Node by
  * name, then the identities with no Node. */
-void nodestate_reply(struct req *rq) {
+void kite_apiserver_nodestate_reply(struct req *rq) {
     struct kite_apiserver *s = rq->srv;
     struct kite_nodestate *ns = s->nodestate;
     int64_t now = kite_now_wall(s->clock);
@@ -681,5 +681,5 @@ void nodestate_reply(struct req *rq) {
     const char *txt = json_object_to_json_string_length(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
     char *body = kite_strdup(txt);
     json_object_put(out);
-    reply(rq, 200, "application/json", body, len);
+    kite_apiserver_reply(rq, 200, "application/json", body, len);
 }

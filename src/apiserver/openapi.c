@@ -125,21 +125,21 @@ static void serve(struct req *rq, const struct doc *d, bool immutable, const cha
     kite_http_add_header(rq->http, "Vary", "Accept");
     kite_http_add_header(rq->http, "Cache-Control", immutable ? "public, immutable" : "no-cache, private");
     if (etag_matches(kite_http_header(rq->http, "If-None-Match"), d->hash)) {
-        reply(rq, 304, NULL, NULL, 0);
+        kite_apiserver_reply(rq, 304, NULL, NULL, 0);
         return;
     }
     char *body = kite_malloc(d->len);
     memcpy(body, d->body, d->len);
     rq->raw_json = true;
-    reply(rq, 200, ctype, body, d->len);
+    kite_apiserver_reply(rq, 200, ctype, body, d->len);
 }
 
-bool handle_openapi(struct req *rq) {
+bool kite_apiserver_handle_openapi(struct req *rq) {
     const char *p = rq->http->path;
     if (!kite_startswith(p, "/openapi/")) return false;
     rq->verb = "get";
     if (strcmp(rq->http->method, "GET") != 0 && strcmp(rq->http->method, "HEAD") != 0) {
-        reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        kite_apiserver_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return true;
     }
     pthread_once(&cache.once, build);
@@ -147,7 +147,7 @@ bool handle_openapi(struct req *rq) {
     if (strcmp(p, "/openapi/v2") == 0 || strcmp(p, "/openapi/v2/") == 0) {
         enum media m = accepted(accept, true);
         if (m == MEDIA_NONE) {
-            reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: application/json, " V2_PB_TYPE);
+            kite_apiserver_reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: application/json, " V2_PB_TYPE);
             return true;
         }
         if (m == MEDIA_PB) serve(rq, &cache.v2_pb, false, V2_PB_TYPE);
@@ -164,7 +164,7 @@ bool handle_openapi(struct req *rq) {
             const struct doc *d = &cache.v3[i];
             if (strcmp(gv, d->gv) != 0) continue;
             if (accepted(accept, false) != MEDIA_JSON) {
-                reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: application/json");
+                kite_apiserver_reply_error(rq, 406, "NotAcceptable", "only the following media types are accepted: application/json");
                 return true;
             }
             const char *hash = kite_http_query(rq->http, "hash");
@@ -174,13 +174,13 @@ bool handle_openapi(struct req *rq) {
                 snprintf(loc, sizeof loc, "/openapi/v3/%s?hash=%s", d->gv, d->hash);
                 kite_http_add_header(rq->http, "Location", loc);
                 kite_http_add_header(rq->http, "Cache-Control", "no-cache, private");
-                reply(rq, 301, NULL, NULL, 0);
+                kite_apiserver_reply(rq, 301, NULL, NULL, 0);
                 return true;
             }
             serve(rq, d, hash && *hash, "application/json");
             return true;
         }
     }
-    reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+    kite_apiserver_reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
     return true;
 }

@@ -156,7 +156,7 @@ static void apply(struct kite_pools_state *st, struct kite_record *rec, bool del
     }
     if (deleted) return;
     struct kite_pool_value v[KITE_POOL_VALUES_MAX];
-    size_t n = st->res->held(record_object(rec), v, KITE_POOL_VALUES_MAX);
+    size_t n = st->res->held(kite_apiserver_record_object(rec), v, KITE_POOL_VALUES_MAX);
     if (!n) return;
     struct held *h = kite_malloc(sizeof *h + n * sizeof *v);
     h->n = n;
@@ -201,7 +201,7 @@ static bool bits_load(struct kite_pools_state *st, struct pool *p, struct kite_r
     uint32_t n = nbits(p);
     memset(p->bits, 0, n);
     if (rec) {
-        json_object *o = record_object(rec); /* borrowed */
+        json_object *o = kite_apiserver_record_object(rec); /* borrowed */
         const char *range = kite_obj_str(o, "range"), *data = kite_obj_str(o, "data");
         struct kite_buf b = {0};
         if (range && strcmp(range, p->range) == 0 && (!data || kite_base64_decode_std(data, strlen(data), &b, NULL) == 0)) {
@@ -563,7 +563,7 @@ static uint32_t first(struct kite_pools *ps, enum kite_pool pool) {
     return op->st->pools[pool].base + op->st->pools[pool].lo;
 }
 
-struct kite_pools_op *pools_op_new(struct kite_apiserver *s, bool dry_run) {
+struct kite_pools_op *kite_apiserver_pools_op_new(struct kite_apiserver *s, bool dry_run) {
     if (!s->pools) return NULL;
     struct kite_pools_op *op = kite_calloc(1, sizeof *op);
     op->st = s->pools;
@@ -572,7 +572,7 @@ struct kite_pools_op *pools_op_new(struct kite_apiserver *s, bool dry_run) {
     return op;
 }
 
-struct kite_pools *pools_op_iface(struct kite_pools_op *op) { return &op->iface; }
+struct kite_pools *kite_apiserver_pools_op_iface(struct kite_pools_op *op) { return &op->iface; }
 
 static bool holds(const struct kite_pool_value *v, size_t n, struct kite_pool_value x) {
     for (size_t i = 0; i < n; i++)
@@ -580,7 +580,7 @@ static bool holds(const struct kite_pool_value *v, size_t n, struct kite_pool_va
     return false;
 }
 
-void pools_op_replaced(struct kite_pools_op *op, json_object *old, json_object *obj) {
+void kite_apiserver_pools_op_replaced(struct kite_pools_op *op, json_object *old, json_object *obj) {
     if (!op) return;
     struct kite_pool_value was[KITE_POOL_VALUES_MAX], now[KITE_POOL_VALUES_MAX];
     size_t nw = op->st->res->held(old, was, KITE_POOL_VALUES_MAX);
@@ -591,10 +591,10 @@ void pools_op_replaced(struct kite_pools_op *op, json_object *old, json_object *
         if (!holds(now, nn, was[i]) && !holds(op->old, op->n_old, was[i])) op->old[op->n_old++] = was[i];
 }
 
-void pools_op_commit(struct kite_pools_op *op, struct kite_record *rec) {
+void kite_apiserver_pools_op_commit(struct kite_pools_op *op, struct kite_record *rec) {
     if (!op || op->dry_run) return;
     struct kite_pool_value held[KITE_POOL_VALUES_MAX], rel[2 * KITE_POOL_VALUES_MAX];
-    size_t nh = rec && !op->deletes ? op->st->res->held(record_object(rec), held, KITE_POOL_VALUES_MAX) : 0, n = 0;
+    size_t nh = rec && !op->deletes ? op->st->res->held(kite_apiserver_record_object(rec), held, KITE_POOL_VALUES_MAX) : 0, n = 0;
     /* taken by an attempt a conflict recomputed, and not by the write that was stored */
     for (size_t i = 0; i < op->n; i++)
         if (!holds(held, nh, op->taken[i])) rel[n++] = op->taken[i];
@@ -613,7 +613,7 @@ void pools_op_commit(struct kite_pools_op *op, struct kite_record *rec) {
     release_now(op->st, rel, n);
 }
 
-void pools_op_end(struct kite_pools_op *op) {
+void kite_apiserver_pools_op_end(struct kite_pools_op *op) {
     if (!op) return;
     struct kite_pools_state *st = op->st;
     pthread_mutex_lock(&st->mu);
@@ -629,17 +629,17 @@ void pools_op_end(struct kite_pools_op *op) {
     free(op);
 }
 
-void pools_release_record(struct kite_apiserver *s, const struct kite_resource *r, struct kite_record *rec) {
+void kite_apiserver_pools_release_record(struct kite_apiserver *s, const struct kite_resource *r, struct kite_record *rec) {
     struct kite_pools_state *st = s->pools;
     if (!st || r != st->res || !rec) return;
     struct kite_pool_value v[KITE_POOL_VALUES_MAX];
-    size_t n = st->res->held(record_object(rec), v, KITE_POOL_VALUES_MAX);
+    size_t n = st->res->held(kite_apiserver_record_object(rec), v, KITE_POOL_VALUES_MAX);
     release_later(st, v, n);
 }
 
 /* ---- start --------------------------------------------------------------------------------- */
 
-int pools_start(struct kite_apiserver *s, const char *cidr, char **ret_error) {
+int kite_apiserver_pools_start(struct kite_apiserver *s, const char *cidr, char **ret_error) {
     const struct kite_resource *res = NULL;
     for (size_t k = 0; kite_resources[k] && !res; k++)
         if (kite_resources[k]->held) res = kite_resources[k];
@@ -672,7 +672,7 @@ int pools_start(struct kite_apiserver *s, const char *cidr, char **ret_error) {
     snprintf(st->pools[KITE_POOL_NODE_PORT].range, sizeof st->pools[0].range, "%d-%d", KITE_NODE_PORT_RANGE_FIRST,
              KITE_NODE_PORT_RANGE_LAST);
     st->res = res;
-    st->cache = storage_cache(s, res);
+    st->cache = kite_apiserver_storage_cache(s, res);
     s->pools = st;
     struct kite_record **recs = NULL;
     size_t n = 0;
@@ -709,7 +709,7 @@ int pools_start(struct kite_apiserver *s, const char *cidr, char **ret_error) {
     return 0;
 }
 
-void pools_free(struct kite_pools_state *st) {
+void kite_apiserver_pools_free(struct kite_pools_state *st) {
     if (!st) return;
     if (st->thread_started) {
         pthread_mutex_lock(&st->qmu);
@@ -739,7 +739,7 @@ void pools_free(struct kite_pools_state *st) {
 
 /* ---- the kubernetes Service ------------------------------------------------------------------ */
 
-int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port) {
+int kite_apiserver_pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port) {
     struct kite_pools_state *st = s->pools;
     const struct kite_resource *r = st ? st->res : NULL;
     if (!r || strcmp(r->plural, "services") != 0) return 0;
@@ -772,21 +772,21 @@ int pools_bootstrap_kubernetes(struct kite_apiserver *s, uint16_t port) {
         "\"sessionAffinity\":\"None\"}}",
         ip, (unsigned)port);
     o = json_tokener_parse(text);
-    e = apiserver_create_sync(s, r, o);
+    e = kite_apiserver_create_sync(s, r, o);
     json_object_put(o);
     return e == -EEXIST ? 0 : e;
 }
 
 /* ---- the kube-dns Service -------------------------------------------------------------------- */
 
-int pools_bootstrap_kube_dns(struct kite_apiserver *s) {
+int kite_apiserver_pools_bootstrap_kube_dns(struct kite_apiserver *s) {
     struct kite_pools_state *st = s->pools;
     const struct kite_resource *r = st ? st->res : NULL;
     if (!r || strcmp(r->plural, "services") != 0) return 0;
     _cleanup_free_ char *key = kite_object_key(r, "kube-system", "kube-dns");
     struct kite_record *cur = kite_wcache_get(st->cache, key);
     if (cur) { /* made before, or by the cluster's user: kept as it is */
-        const char *cip = kite_obj_path_str(record_object(cur), "spec.clusterIP"); /* borrowed */
+        const char *cip = kite_obj_path_str(kite_apiserver_record_object(cur), "spec.clusterIP"); /* borrowed */
         struct in_addr a;
         if (cip && inet_pton(AF_INET, cip, &a) == 1) snprintf(s->kube_dns_ip, sizeof s->kube_dns_ip, "%s", cip);
         kite_record_unref(cur);
@@ -816,7 +816,7 @@ int pools_bootstrap_kube_dns(struct kite_apiserver *s) {
         "\"type\":\"ClusterIP\",\"sessionAffinity\":\"None\"}}",
         ip);
     json_object *o = json_tokener_parse(text);
-    e = apiserver_create_sync(s, r, o);
+    e = kite_apiserver_create_sync(s, r, o);
     json_object_put(o);
     if (e == 0) snprintf(s->kube_dns_ip, sizeof s->kube_dns_ip, "%s", ip);
     return e == -EEXIST ? 0 : e;

@@ -280,9 +280,9 @@ static bool same_str(json_object *a, json_object *b, const char *k) {
 static int reconcile(struct kite_apiserver *s, const struct kite_resource *r, json_object *want, const char *list_field) {
     const char *name = kite_meta_str(want, "name");
     _cleanup_free_ char *key = kite_object_key(r, NULL, name);
-    struct kite_record *rec = kite_wcache_get(storage_cache(s, r), key);
+    struct kite_record *rec = kite_wcache_get(kite_apiserver_storage_cache(s, r), key);
     if (!rec) {
-        int e = apiserver_create_sync(s, r, want);
+        int e = kite_apiserver_create_sync(s, r, want);
         return e == -EEXIST ? 0 : e;
     }
     json_object *have = kite_object_decode(rec->value, rec->len, rec->mod_rev);
@@ -310,14 +310,14 @@ static int reconcile(struct kite_apiserver *s, const struct kite_resource *r, js
         bool present = false;
         if (strcmp(list_field, "rules") == 0) {
             struct rbac_rules owner = {0}, one = {0};
-            rbac_rules_append(&owner, hl);
+            kite_apiserver_rbac_rules_append(&owner, hl);
             json_object *a = json_object_new_array();
             json_object_array_add(a, json_object_get(item));
-            rbac_rules_append(&one, a);
+            kite_apiserver_rbac_rules_append(&one, a);
             json_object_put(a);
-            present = rbac_rules_cover(&owner, &one, NULL);
-            rbac_rules_release(&owner);
-            rbac_rules_release(&one);
+            present = kite_apiserver_rbac_rules_cover(&owner, &one, NULL);
+            kite_apiserver_rbac_rules_release(&owner);
+            kite_apiserver_rbac_rules_release(&one);
         } else {
             for (size_t k = 0; !present && k < json_object_array_length(hl); k++) {
                 json_object *h = json_object_array_get_idx(hl, k);
@@ -360,7 +360,7 @@ static int reconcile_extra(struct kite_apiserver *s, const struct kite_resource 
     return e;
 }
 
-int apiserver_rbac_bootstrap(struct kite_apiserver *s, const struct kite_apiserver_role *extra, size_t n_extra) {
+int kite_apiserver_rbac_bootstrap(struct kite_apiserver *s, const struct kite_apiserver_role *extra, size_t n_extra) {
     const struct kite_resource *cr = kite_registry_find(KITE_RBAC_GROUP, "v1", "clusterroles");
     const struct kite_resource *crb = kite_registry_find(KITE_RBAC_GROUP, "v1", "clusterrolebindings");
     if (!cr || !crb) return -ENOENT;

@@ -36,10 +36,10 @@ static int forbid(const struct kite_admission_attrs *a, struct kite_admission_de
 static int confirm(const struct kite_admission_attrs *a, struct kite_admission_denial *d, const char *ns,
                    const struct rbac_rules *wanted) {
     struct rbac_rules owner = {0};
-    apiserver_rbac_rules_for(a->srv, a->user, ns, &owner);
+    kite_apiserver_rbac_rules_for(a->srv, a->user, ns, &owner);
     struct kite_buf missing = {0};
-    bool ok = rbac_rules_cover(&owner, wanted, &missing);
-    rbac_rules_release(&owner);
+    bool ok = kite_apiserver_rbac_rules_cover(&owner, wanted, &missing);
+    kite_apiserver_rbac_rules_release(&owner);
     if (ok) {
         kite_buf_release(&missing);
         return 0;
@@ -64,18 +64,18 @@ static int check_role(const struct kite_admission_attrs *a, struct kite_admissio
         /* an aggregated role takes any rules: only who holds everything may make one */
         json_object *all = json_tokener_parse("[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"]},"
                                               "{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]");
-        rbac_rules_append(&wanted, all);
+        kite_apiserver_rbac_rules_append(&wanted, all);
         json_object_put(all);
         struct rbac_rules owner = {0};
-        apiserver_rbac_rules_for(a->srv, a->user, NULL, &owner);
-        bool ok = rbac_rules_cover(&owner, &wanted, NULL);
-        rbac_rules_release(&owner);
-        rbac_rules_release(&wanted);
+        kite_apiserver_rbac_rules_for(a->srv, a->user, NULL, &owner);
+        bool ok = kite_apiserver_rbac_rules_cover(&owner, &wanted, NULL);
+        kite_apiserver_rbac_rules_release(&owner);
+        kite_apiserver_rbac_rules_release(&wanted);
         return ok ? 0 : forbid(a, d, "must have cluster-admin privileges to use the aggregationRule");
     }
-    rbac_rules_append(&wanted, kite_obj_get(a->obj, "rules"));
+    kite_apiserver_rbac_rules_append(&wanted, kite_obj_get(a->obj, "rules"));
     r = confirm(a, d, cluster ? NULL : a->ns, &wanted);
-    rbac_rules_release(&wanted);
+    kite_apiserver_rbac_rules_release(&wanted);
     return r;
 }
 
@@ -87,7 +87,7 @@ static int check_binding(const struct kite_admission_attrs *a, struct kite_admis
     bool clusterrole = strcmp(kind, "ClusterRole") == 0;
     if (authorized(a, "bind", clusterrole ? "clusterroles" : "roles", ns, name)) return 0;
     struct rbac_rules wanted = {0};
-    if (apiserver_rbac_role_rules(a->srv, kind, ns, name, &wanted) < 0) {
+    if (kite_apiserver_rbac_role_rules(a->srv, kind, ns, name, &wanted) < 0) {
         const char *plural = clusterrole ? "clusterroles" : "roles";
         d->code = 404;
         d->reason = "NotFound";
@@ -96,11 +96,11 @@ static int check_binding(const struct kite_admission_attrs *a, struct kite_admis
         return -EPERM;
     }
     int r = confirm(a, d, ns, &wanted);
-    rbac_rules_release(&wanted);
+    kite_apiserver_rbac_rules_release(&wanted);
     return r;
 }
 
-int apiserver_rbac_admit(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
+int kite_apiserver_rbac_admit(const struct kite_admission_attrs *a, struct kite_admission_denial *d) {
     if (a->op == KITE_ADMIT_DELETE || !a->obj || strcmp(a->res->group, KITE_RBAC_GROUP) != 0) return 0;
     if (in_group(a->user, "system:masters")) return 0;
     const char *p = a->res->plural;

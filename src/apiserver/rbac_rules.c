@@ -19,7 +19,7 @@ static void strs_release(struct rbac_strs *s) {
     free(s->v);
 }
 
-void rbac_rules_append(struct rbac_rules *out, json_object *rules) {
+void kite_apiserver_rbac_rules_append(struct rbac_rules *out, json_object *rules) {
     size_t n = rules && json_object_is_type(rules, json_type_array) ? json_object_array_length(rules) : 0;
     if (!n) return;
     out->v = kite_realloc(out->v, (out->n + n) * sizeof *out->v);
@@ -40,7 +40,7 @@ static void strs_copy(const struct rbac_strs *in, struct rbac_strs *out) {
     for (size_t i = 0; i < in->n; i++) out->v[i] = kite_strdup(in->v[i]);
 }
 
-void rbac_rules_extend(struct rbac_rules *out, const struct rbac_rules *in) {
+void kite_apiserver_rbac_rules_extend(struct rbac_rules *out, const struct rbac_rules *in) {
     if (!in->n) return;
     out->v = kite_realloc(out->v, (out->n + in->n) * sizeof *out->v);
     for (size_t i = 0; i < in->n; i++) {
@@ -54,7 +54,7 @@ void rbac_rules_extend(struct rbac_rules *out, const struct rbac_rules *in) {
     }
 }
 
-void rbac_rules_release(struct rbac_rules *r) {
+void kite_apiserver_rbac_rules_release(struct rbac_rules *r) {
     for (size_t i = 0; i < r->n; i++) {
         struct rbac_rule *x = &r->v[i];
         strs_release(&x->verbs);
@@ -99,7 +99,7 @@ static bool url_matches(const char *rule, const char *path) {
     return n && rule[n - 1] == '*' && strncmp(path, rule, n - 1) == 0;
 }
 
-bool rbac_rule_allows(const struct rbac_rule *r, const struct kite_authz_attrs *a) {
+bool kite_apiserver_rbac_rule_allows(const struct rbac_rule *r, const struct kite_authz_attrs *a) {
     const char *verb = a->verb ? a->verb : "";
     if (!matches(&r->verbs, verb)) return false;
     if (a->resource) {
@@ -171,7 +171,7 @@ static void piece_text(struct kite_buf *b, const struct piece *p) {
     kite_buf_puts(b, "}");
 }
 
-bool rbac_rules_cover(const struct rbac_rules *owner, const struct rbac_rules *wanted, struct kite_buf *missing) {
+bool kite_apiserver_rbac_rules_cover(const struct rbac_rules *owner, const struct rbac_rules *wanted, struct kite_buf *missing) {
     bool all = true;
     for (size_t i = 0; i < wanted->n; i++) {
         const struct rbac_rule *w = &wanted->v[i];
@@ -196,7 +196,7 @@ bool rbac_rules_cover(const struct rbac_rules *owner, const struct rbac_rules *w
     return all;
 }
 
-bool rbac_subject_matches(const char *kind, const char *name, const char *sa_ns, const char *binding_ns,
+bool kite_apiserver_rbac_subject_matches(const char *kind, const char *name, const char *sa_ns, const char *binding_ns,
                           const struct kite_user *u) {
     if (strcmp(kind, "User") == 0) return strcmp(name, u->name) == 0;
     if (strcmp(kind, "Group") == 0) {

@@ -16,14 +16,14 @@
 
 static void record_cache_free(void *p) { json_object_put(p); }
 
-json_object *record_parse(const struct kite_record *rec) {
+json_object *kite_apiserver_record_parse(const struct kite_record *rec) {
     json_object *o = kite_object_decode(rec->value, rec->len, rec->mod_rev);
     return o ? o : json_object_new_object();
 }
 
-json_object *record_object(struct kite_record *rec) {
+json_object *kite_apiserver_record_object(struct kite_record *rec) {
     json_object *o = kite_record_cache(rec);
-    return o ? o : kite_record_set_cache(rec, record_parse(rec), record_cache_free);
+    return o ? o : kite_record_set_cache(rec, kite_apiserver_record_parse(rec), record_cache_free);
 }
 
 static void render_converted(struct req *rq, json_object *obj, struct kite_buf *out) {
@@ -36,15 +36,15 @@ static void render_converted(struct req *rq, json_object *obj, struct kite_buf *
     json_object_put(copy);
 }
 
-void render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
+void kite_apiserver_render_record(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
     const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
     if (sr && sr->view) { /* a workload's scale: the object seen as the subresource's kind */
-        json_object *v = sr->view(record_object(rec));
+        json_object *v = sr->view(kite_apiserver_record_object(rec));
         kite_buf_puts(out, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(v);
         return;
     }
-    if (rq->res->from_storage) render_converted(rq, record_object(rec), out);
+    if (rq->res->from_storage) render_converted(rq, kite_apiserver_record_object(rec), out);
     else kite_object_render(rec->value, rec->len, rec->mod_rev, out);
 }
 
@@ -125,7 +125,7 @@ static int json_member(const char *s, size_t n, const char *name, const char **r
     }
 }
 
-int record_labels(const struct kite_record *rec, json_object **ret) {
+int kite_apiserver_record_labels(const struct kite_record *rec, json_object **ret) {
     *ret = NULL;
     const char *m, *l;
     size_t mn, ln;
@@ -139,43 +139,43 @@ int record_labels(const struct kite_record *rec, json_object **ret) {
     return 0;
 }
 
-bool record_matches(const struct kite_resource *r, struct kite_record *rec, const struct kite_label_selector *ls,
+bool kite_apiserver_record_matches(const struct kite_resource *r, struct kite_record *rec, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs) {
     if (!ls && !fs) return true;
     json_object *labels = NULL;
     /* a label selector alone, on an object no one parsed yet: its labels alone are parsed (a
      * selector watch of Nodes otherwise parsed every Node status report on the store's writer
      * thread and kept the tree with the record) */
-    if (ls && !fs && !kite_record_cache(rec) && record_labels(rec, &labels) == 0) {
+    if (ls && !fs && !kite_record_cache(rec) && kite_apiserver_record_labels(rec, &labels) == 0) {
         bool ok = kite_label_selector_matches(ls, labels);
         json_object_put(labels);
         return ok;
     }
-    return object_matches(r, record_object(rec), ls, fs);
+    return kite_apiserver_object_matches(r, kite_apiserver_record_object(rec), ls, fs);
 }
 
-bool parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs) {
+bool kite_apiserver_parse_selectors(struct req *rq, struct kite_label_selector **ls, struct kite_field_selector **fs) {
     char *err = NULL;
     const char *l = kite_http_query(rq->http, "labelSelector");
     const char *f = kite_http_query(rq->http, "fieldSelector");
     *ls = NULL;
     *fs = NULL;
     if (l && kite_label_selector_parse(l, ls, &err) < 0) {
-        reply_error(rq, 400, "BadRequest", "%s", err ? err : "invalid label selector");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "%s", err ? err : "invalid label selector");
         free(err);
         return false;
     }
     if (f && kite_field_selector_parse(f, fs, &err) < 0) {
         kite_label_selector_free(*ls);
         *ls = NULL;
-        reply_error(rq, 400, "BadRequest", "%s", err ? err : "invalid field selector");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "%s", err ? err : "invalid field selector");
         free(err);
         return false;
     }
     for (size_t i = 0; *fs && i < kite_field_selector_count(*fs); i++) {
         const char *field = kite_field_selector_field(*fs, i);
         if (!kite_resource_field_supported(rq->res, field)) {
-            reply_error(rq, 400, "BadRequest", "field label not supported: %s", field);
+            kite_apiserver_reply_error(rq, 400, "BadRequest", "field label not supported: %s", field);
             kite_label_selector_free(*ls);
             kite_field_selector_free(*fs);
             *ls = NULL;
@@ -205,7 +205,7 @@ static const char *get_field(const char *field, void *ud) {
     return kite_resource_field(c->res, c->obj, field, &c->buf);
 }
 
-bool object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
+bool kite_apiserver_object_matches(const struct kite_resource *r, json_object *obj, const struct kite_label_selector *ls,
                     const struct kite_field_selector *fs) {
     if (ls && !kite_label_selector_matches(ls, kite_obj_get(kite_obj_meta(obj), "labels"))) return false;
     if (!fs) return true;
@@ -223,7 +223,7 @@ struct list_filter {
 
 static bool filter_record(struct kite_record *rec, void *ud) {
     struct list_filter *f = ud;
-    return record_matches(f->res, rec, f->ls, f->fs);
+    return kite_apiserver_record_matches(f->res, rec, f->ls, f->fs);
 }
 
 /* ---- tables ---------------------------------------------------------------------------- */
@@ -242,7 +242,7 @@ static void list_meta_rest(struct kite_buf *out, const char *cont, int64_t remai
     if (remaining >= 0) kite_buf_printf(out, ",\"remainingItemCount\":%lld", (long long)remaining);
 }
 
-void table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns) {
+void kite_apiserver_table_begin(struct req *rq, struct kite_buf *out, int64_t rev, const char *cont, int64_t remaining, bool columns) {
     kite_buf_puts(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{");
     if (rev) kite_buf_printf(out, "\"resourceVersion\":\"%lld\"", (long long)rev);
     list_meta_rest(out, cont, remaining);
@@ -258,8 +258,8 @@ static json_object *deep_copy_meta(json_object *obj) {
     return c;
 }
 
-void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first) {
-    json_object *obj = record_object(rec);
+void kite_apiserver_table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bool first) {
+    json_object *obj = kite_apiserver_record_object(rec);
     json_object *conv = NULL;
     if (rq->res->from_storage) {
         json_object_deep_copy(obj, &conv, NULL);
@@ -273,7 +273,7 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
     kite_buf_puts(out, json_object_to_json_string_ext(cells, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     kite_buf_puts(out, ",\"object\":");
     if (rq->table_full_object) {
-        render_record(rq, rec, out);
+        kite_apiserver_render_record(rq, rec, out);
     } else {
         kite_buf_puts(out, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":");
         /* serializing caches a buffer inside the object: never do it on the shared cached one */
@@ -287,15 +287,15 @@ void table_row(struct req *rq, struct kite_buf *out, struct kite_record *rec, bo
     json_object_put(conv);
 }
 
-void table_end(struct kite_buf *out) { kite_buf_puts(out, "]}"); }
+void kite_apiserver_table_end(struct kite_buf *out) { kite_buf_puts(out, "]}"); }
 
 /* ---- metadata only --------------------------------------------------------------------- */
 
-void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
+void kite_apiserver_render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *out) {
     kite_buf_printf(out, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"%s\",\"metadata\":",
-                    negotiated_meta_api_version(rq));
+                    kite_apiserver_negotiated_meta_api_version(rq));
     /* serializing caches a buffer inside the object: never do it on the shared cached one */
-    json_object *meta = deep_copy_meta(record_object(rec));
+    json_object *meta = deep_copy_meta(kite_apiserver_record_object(rec));
     kite_buf_puts(out, meta ? json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "{}");
     json_object_put(meta);
     kite_buf_putc(out, '}');
@@ -303,27 +303,27 @@ void render_partial(struct req *rq, struct kite_record *rec, struct kite_buf *ou
 
 /* ---- get ------------------------------------------------------------------------------- */
 
-void handle_get(struct req *rq) {
+void kite_apiserver_handle_get(struct req *rq) {
     _cleanup_free_ char *key = kite_object_key(rq->res, rq->ns, rq->name);
-    struct kite_record *rec = kite_wcache_get(storage_cache(rq->srv, rq->res), key);
+    struct kite_record *rec = kite_wcache_get(kite_apiserver_storage_cache(rq->srv, rq->res), key);
     if (!rec) {
         char gr[128];
         kite_resource_gr(rq->res, gr);
-        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
+        kite_apiserver_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
         return;
     }
     struct kite_buf out = {0};
     if (rq->table) {
-        table_begin(rq, &out, rec->mod_rev, NULL, -1, true);
-        table_row(rq, &out, rec, true);
-        table_end(&out);
+        kite_apiserver_table_begin(rq, &out, rec->mod_rev, NULL, -1, true);
+        kite_apiserver_table_row(rq, &out, rec, true);
+        kite_apiserver_table_end(&out);
     } else if (rq->partial) {
-        render_partial(rq, rec, &out);
+        kite_apiserver_render_partial(rq, rec, &out);
     } else {
-        render_record(rq, rec, &out);
+        kite_apiserver_render_record(rq, rec, &out);
     }
     kite_record_unref(rec);
-    reply_json_buf(rq, 200, &out);
+    kite_apiserver_reply_json_buf(rq, 200, &out);
 }
 
 /* ---- list ------------------------------------------------------------------------------ */
@@ -394,7 +394,7 @@ static int64_t remaining_after(struct kite_wcache *cache, const char *prefix, co
 /* ListOptions as apimachinery's ValidateListOptions checks them (with the WatchList feature
  * on, as in 1.32+), answered as kube-apiserver does: 422 Invalid about ListOptions.meta.k8s.io,
  * every error listed. sendInitialEvents given ("false" too) counts as set. */
-bool list_options_ok(struct req *rq) {
+bool kite_apiserver_list_options_ok(struct req *rq) {
     struct kite_http_req *h = rq->http;
     const char *rv = kite_http_query(h, "resourceVersion"), *match = kite_http_query(h, "resourceVersionMatch");
     const char *cont = kite_http_query(h, "continue"), *sie = kite_http_query(h, "sendInitialEvents");
@@ -436,7 +436,7 @@ bool list_options_ok(struct req *rq) {
     if (!c.n) return true;
     char *body = kite_status_invalid("meta.k8s.io", "ListOptions", "", &c);
     kite_causes_release(&c);
-    reply(rq, 422, "application/json", body, strlen(body));
+    kite_apiserver_reply(rq, 422, "application/json", body, strlen(body));
     return false;
 }
 
@@ -445,13 +445,13 @@ static bool parse_rv(struct req *rq, const char *s, int64_t *ret) {
     *ret = 0;
     if (!s || !*s) return true;
     if (kite_parse_int64(s, ret) < 0 || *ret < 0) {
-        reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", s);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", s);
         return false;
     }
     return true;
 }
 
-void handle_list(struct req *rq) {
+void kite_apiserver_handle_list(struct req *rq) {
     struct kite_http_req *h = rq->http;
     struct list_filter f = {.res = rq->res};
     struct kite_record **recs = NULL;
@@ -459,13 +459,13 @@ void handle_list(struct req *rq) {
     bool more = false;
     int64_t rev = 0, want_rv = 0, limit = 0;
     _cleanup_free_ char *start = NULL, *prefix = kite_object_prefix(rq->res, rq->ns);
-    struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
+    struct kite_wcache *cache = kite_apiserver_storage_cache(rq->srv, rq->res);
 
-    if (!list_options_ok(rq)) return;
+    if (!kite_apiserver_list_options_ok(rq)) return;
     if (!parse_rv(rq, kite_http_query(h, "resourceVersion"), &want_rv)) return;
     const char *lim = kite_http_query(h, "limit");
     if (lim && *lim && (kite_parse_int64(lim, &limit) < 0 || limit < 0)) {
-        reply_error(rq, 400, "BadRequest", "invalid limit \"%s\"", lim);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "invalid limit \"%s\"", lim);
         return;
     }
     if (limit > KITE_LIST_MAX_LIMIT) limit = KITE_LIST_MAX_LIMIT;
@@ -474,7 +474,7 @@ void handle_list(struct req *rq) {
     int64_t at_rev = 0;
     if (cont && *cont) {
         if (decode_continue(cont, &at_rev, &start) < 0) {
-            reply_error(rq, 400, "BadRequest", "continue key is not valid: invalid continue token");
+            kite_apiserver_reply_error(rq, 400, "BadRequest", "continue key is not valid: invalid continue token");
             return;
         }
     } else if (match && strcmp(match, "Exact") == 0) {
@@ -483,10 +483,10 @@ void handle_list(struct req *rq) {
     /* a revision not reached yet, asked for (or forged into a continue token): the store has
      * no such state to read; kube-apiserver answers 504 and the client retries */
     if ((!at_rev && want_rv > kite_wcache_rev(cache)) || at_rev > kite_store_rev(rq->srv->store)) {
-        reply_too_large_rv(rq, at_rev ? at_rev : want_rv, at_rev ? kite_store_rev(rq->srv->store) : kite_wcache_rev(cache));
+        kite_apiserver_reply_too_large_rv(rq, at_rev ? at_rev : want_rv, at_rev ? kite_store_rev(rq->srv->store) : kite_wcache_rev(cache));
         return;
     }
-    if (!parse_selectors(rq, &f.ls, &f.fs)) return;
+    if (!kite_apiserver_parse_selectors(rq, &f.ls, &f.fs)) return;
 
     int r;
     int64_t remaining = -1;
@@ -532,34 +532,34 @@ void handle_list(struct req *rq) {
     kite_label_selector_free(f.ls);
     kite_field_selector_free(f.fs);
     if (r == -ENODATA) {
-        reply_error(rq, 410, "Expired",
+        kite_apiserver_reply_error(rq, 410, "Expired",
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.");
         return;
     }
     if (r < 0) {
-        reply_error(rq, 500, "InternalError", "list failed: %s", strerror(-r));
+        kite_apiserver_reply_error(rq, 500, "InternalError", "list failed: %s", strerror(-r));
         return;
     }
     _cleanup_free_ char *next = more ? encode_continue(rev, start) : NULL;
     struct kite_buf out = {0};
     if (rq->table) {
-        table_begin(rq, &out, rev, next, remaining, true);
-        for (size_t i = 0; i < n; i++) table_row(rq, &out, recs[i], i == 0);
-        table_end(&out);
+        kite_apiserver_table_begin(rq, &out, rev, next, remaining, true);
+        for (size_t i = 0; i < n; i++) kite_apiserver_table_row(rq, &out, recs[i], i == 0);
+        kite_apiserver_table_end(&out);
     } else {
         kite_buf_printf(&out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
                         rq->partial ? "PartialObjectMetadataList" : rq->res->list_kind,
-                        rq->partial ? negotiated_meta_api_version(rq) : kite_resource_api_version(rq->res), (long long)rev);
+                        rq->partial ? kite_apiserver_negotiated_meta_api_version(rq) : kite_resource_api_version(rq->res), (long long)rev);
         list_meta_rest(&out, next, remaining);
         kite_buf_puts(&out, "},\"items\":[");
         for (size_t i = 0; i < n; i++) {
             if (i) kite_buf_putc(&out, ',');
-            if (rq->partial) render_partial(rq, recs[i], &out);
-            else render_record(rq, recs[i], &out);
+            if (rq->partial) kite_apiserver_render_partial(rq, recs[i], &out);
+            else kite_apiserver_render_record(rq, recs[i], &out);
         }
         kite_buf_puts(&out, "]}");
     }
     for (size_t i = 0; i < n; i++) kite_record_unref(recs[i]);
     free(recs);
-    reply_json_buf(rq, 200, &out);
+    kite_apiserver_reply_json_buf(rq, 200, &out);
 }

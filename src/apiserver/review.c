@@ -102,17 +102,17 @@ static void review_rules(const struct kite_review_env *env, const struct kite_re
 
 /* ---- the handler ------------------------------------------------------------------------- */
 
-void handle_review(struct req *rq) {
+void kite_apiserver_handle_review(struct req *rq) {
     const struct kite_resource *r = rq->res;
     if (r->namespaced && !rq->ns) { /* created in a namespace only; no list across them */
-        reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+        kite_apiserver_reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
-    json_object *obj = parse_body(rq, false);
+    json_object *obj = kite_apiserver_parse_body(rq, false);
     if (!obj) return;
     char *err = NULL;
     if (kite_schema_check(r->schema, obj, &err) < 0) {
-        reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", r->kind, r->version,
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", r->kind, r->version,
                     r->kind, err);
         free(err);
         json_object_put(obj);
@@ -120,18 +120,18 @@ void handle_review(struct req *rq) {
     }
     /* the answer is the request decoded into the kind's type: unknown fields are dropped (or
      * refused, or warned of, as fieldValidation says), never echoed */
-    if (!check_field_validation(rq, obj)) {
+    if (!kite_apiserver_check_field_validation(rq, obj)) {
         json_object_put(obj);
         return;
     }
     const char *kind = kite_obj_str(obj, "kind"), *av = kite_obj_str(obj, "apiVersion");
     if (kind && *kind && strcmp(kind, r->kind) != 0) {
-        reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, r->kind);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, r->kind);
         json_object_put(obj);
         return;
     }
     if (av && *av && strcmp(av, r->api_version) != 0) {
-        reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s)",
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s)",
                     av, r->api_version);
         json_object_put(obj);
         return;
@@ -141,7 +141,7 @@ void handle_review(struct req *rq) {
     if (r->namespaced) { /* as every create: the object's namespace is the request's */
         const char *ns = kite_obj_str(meta, "namespace");
         if (ns && *ns && strcmp(ns, rq->ns) != 0) {
-            reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
+            kite_apiserver_reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
             json_object_put(obj);
             return;
         }
@@ -160,11 +160,11 @@ void handle_review(struct req *rq) {
         kite_obj_set(obj, "apiVersion", json_object_new_string(r->api_version));
         struct kite_buf b = {0};
         kite_buf_puts(&b, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        reply_json_buf(rq, 201, &b);
+        kite_apiserver_reply_json_buf(rq, 201, &b);
     } else if (code == 422) {
-        reply_invalid(rq, "", &causes);
+        kite_apiserver_reply_invalid(rq, "", &causes);
     } else {
-        reply_error(rq, code, NULL, "%s", msg ? msg : "");
+        kite_apiserver_reply_error(rq, code, NULL, "%s", msg ? msg : "");
     }
     kite_causes_release(&causes);
     free(msg);

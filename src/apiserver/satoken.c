@@ -41,7 +41,7 @@ struct kite_satoken {
     _Atomic uint64_t stale_uses;    /* stale uses since then */
 };
 
-void apiserver_satoken_set_extend(struct kite_satoken *t, bool on) {
+void kite_apiserver_satoken_set_extend(struct kite_satoken *t, bool on) {
     if (t) t->extend_expiration = on;
 }
 
@@ -213,7 +213,7 @@ int kite_satoken_check_claims(json_object *c, const char *issuer, const char *co
 
 /* ---- the signer ------------------------------------------------------------------------------ */
 
-int apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const char *issuer, const char *audiences,
+int kite_apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const char *issuer, const char *audiences,
                             int64_t max_expiration_s, char **ret_error) {
     _cleanup_free_ char *path = kite_asprintf("%s/sa.key", pki_dir), *pem = NULL;
     int r = kite_pki_sa_key_ensure(path, &pem);
@@ -245,7 +245,7 @@ int apiserver_satoken_start(struct kite_apiserver *s, const char *pki_dir, const
     return 0;
 }
 
-void apiserver_satoken_free(struct kite_satoken *t) {
+void kite_apiserver_satoken_free(struct kite_satoken *t) {
     if (!t) return;
     kite_pki_signer_free(t->signer);
     for (size_t i = 0; i < t->n_audiences; i++) free(t->audiences[i]);
@@ -266,9 +266,9 @@ static enum obj_state cached(struct kite_apiserver *s, const char *plural, const
     const struct kite_resource *r = kite_registry_find("", "v1", plural);
     if (!r || !name || !*name) return OBJ_MISSING;
     _cleanup_free_ char *key = kite_object_key(r, ns, name);
-    struct kite_record *rec = kite_wcache_get(storage_cache(s, r), key);
+    struct kite_record *rec = kite_wcache_get(kite_apiserver_storage_cache(s, r), key);
     if (!rec) return OBJ_MISSING;
-    json_object *o = record_object(rec);
+    json_object *o = kite_apiserver_record_object(rec);
     const char *del = kite_meta_str(o, "deletionTimestamp"), *uid = kite_meta_str(o, "uid");
     int64_t del_ns;
     enum obj_state st = OBJ_PRESENT;
@@ -297,7 +297,7 @@ static void mem_str(struct kite_buf *b, size_t *at, const char *fmt, ...) {
     kite_buf_putc(b, 0);
 }
 
-bool apiserver_satoken_authenticate(struct req *rq) {
+bool kite_apiserver_satoken_authenticate(struct req *rq) {
     struct kite_satoken *t = rq->srv->satoken;
     const char *auth = kite_http_header(rq->http, "Authorization");
     if (!t || !auth || strncasecmp(auth, "Bearer ", 7) != 0) return false;
@@ -379,17 +379,17 @@ bool apiserver_satoken_authenticate(struct req *rq) {
 
 static void invalid(struct req *rq, const char *name, struct kite_causes *causes) {
     char *body = kite_status_invalid("authentication.k8s.io", "TokenRequest", name, causes);
-    reply(rq, 422, "application/json", body, strlen(body));
+    kite_apiserver_reply(rq, 422, "application/json", body, strlen(body));
     kite_causes_release(causes);
 }
 
 /* The object ns/name of plural (a new parse, or NULL after answering 404 as a GET would). */
 static json_object *must_get(struct req *rq, const char *plural, const char *name) {
     const struct kite_resource *r = kite_registry_find("", "v1", plural);
-    json_object *o = r && name && *name ? apiserver_lookup(rq->srv, r, r->namespaced ? rq->ns : NULL, name) : NULL;
+    json_object *o = r && name && *name ? kite_apiserver_lookup(rq->srv, r, r->namespaced ? rq->ns : NULL, name) : NULL;
     if (!o) {
         struct status_details d = {.name = name, .kind = plural};
-        reply_error_about(rq, 404, "NotFound", &d, "%s \"%s\" not found", plural, name ? name : "");
+        kite_apiserver_reply_error_about(rq, 404, "NotFound", &d, "%s \"%s\" not found", plural, name ? name : "");
     }
     return o;
 }
@@ -408,14 +408,14 @@ static int node_restriction(struct req *rq, const char *node, json_object *ref, 
         why = "node requested token bound to a pod scheduled on a different node";
     if (!why) return 0;
     struct status_details d = {.name = rq->name, .kind = "serviceaccounts"};
-    reply_error_about(rq, 403, "Forbidden", &d, "serviceaccounts \"%s\" is forbidden: %s", rq->name, why);
+    kite_apiserver_reply_error_about(rq, 403, "Forbidden", &d, "serviceaccounts \"%s\" is forbidden: %s", rq->name, why);
     return -EPERM;
 }
 
-void apiserver_satoken_issue(struct req *rq, json_object *body) {
+void kite_apiserver_satoken_issue(struct req *rq, json_object *body) {
     struct kite_satoken *t = rq->srv->satoken;
     if (!t) {
-        reply_error(rq, 500, "InternalError", "the server has no service-account signing key");
+        kite_apiserver_reply_error(rq, 500, "InternalError", "the server has no service-account signing key");
         json_object_put(body);
         return;
     }
@@ -448,7 +448,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         /* kube-apiserver's --service-account-max-token-expiration: the token is made shorter */
         _cleanup_free_ char *w = kite_asprintf("requested expiration of %lld seconds shortened to %lld seconds",
                                                (long long)exp, (long long)t->max_expiration_s);
-        reply_add_warning(rq, w);
+        kite_apiserver_reply_add_warning(rq, w);
         exp = t->max_expiration_s;
         kite_obj_set(spec, "expirationSeconds", json_object_new_int64(exp));
     }
@@ -469,7 +469,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         if (!plural) {
             /* schema.FromAPIVersionAndKind(...).String(): "group/version, Kind=K" */
             const char *slash = av ? strchr(av, '/') : NULL;
-            reply_error(rq, 400, "BadRequest", "cannot bind token to object of type %.*s/%s, Kind=%s",
+            kite_apiserver_reply_error(rq, 400, "BadRequest", "cannot bind token to object of type %.*s/%s, Kind=%s",
                         slash ? (int)(slash - av) : 0, av ? av : "", slash ? slash + 1 : (av ? av : ""), kind ? kind : "");
             goto out;
         }
@@ -480,7 +480,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         const char *have = kite_meta_str(bound, "uid");
         if (ruid && *ruid && !kite_streq(ruid, have)) {
             struct status_details d = {.name = rname, .kind = kind};
-            reply_error_about(rq, 409, "Conflict", &d,
+            kite_apiserver_reply_error_about(rq, 409, "Conflict", &d,
                               "Operation cannot be fulfilled on %s \"%s\": the UID in the bound object reference (%s) "
                               "does not match the UID in record. The object might have been deleted and then recreated",
                               kind, rname, ruid);
@@ -489,7 +489,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         if (pod) {
             const char *psa = kite_obj_str(kite_obj_get(pod, "spec"), "serviceAccountName");
             if (!kite_streq(psa, rq->name)) {
-                reply_error(rq, 400, "BadRequest", "cannot bind token for serviceaccount \"%s\" to pod running with "
+                kite_apiserver_reply_error(rq, 400, "BadRequest", "cannot bind token for serviceaccount \"%s\" to pod running with "
                             "serviceaccount \"%s\"", rq->name, psa ? psa : "");
                 goto out;
             }
@@ -503,7 +503,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         /* ServiceAccountTokenPodNodeInfo: the node the pod is bound to, when it exists */
         const char *nn = kite_obj_str(kite_obj_get(pod, "spec"), "nodeName");
         const struct kite_resource *nr = kite_registry_find("", "v1", "nodes");
-        if (nn && *nn && nr && (node = apiserver_lookup(rq->srv, nr, NULL, nn)))
+        if (nn && *nn && nr && (node = kite_apiserver_lookup(rq->srv, nr, NULL, nn)))
             sub.node_name = nn, sub.node_uid = kite_meta_str(node, "uid");
     }
     if (node && !pod) sub.node_name = kite_meta_str(node, "name"), sub.node_uid = kite_meta_str(node, "uid");
@@ -525,7 +525,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
         char *jwt = kite_jwt_sign(t->signer, claims);
         json_object_put(claims);
         if (!jwt) {
-            reply_error(rq, 500, "InternalError", "failed to generate token");
+            kite_apiserver_reply_error(rq, 500, "InternalError", "failed to generate token");
             goto out;
         }
         json_object *status = json_object_new_object();
@@ -545,7 +545,7 @@ void apiserver_satoken_issue(struct req *rq, json_object *body) {
     if (!kite_obj_get(meta, "creationTimestamp")) kite_obj_set(meta, "creationTimestamp", NULL);
     struct kite_buf b = {0};
     kite_buf_puts(&b, json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    reply_json_buf(rq, 201, &b);
+    kite_apiserver_reply_json_buf(rq, 201, &b);
 out:
     json_object_put(sa);
     json_object_put(pod);

@@ -19,14 +19,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct kite_wcache *storage_cache(struct kite_apiserver *s, const struct kite_resource *r) {
+struct kite_wcache *kite_apiserver_storage_cache(struct kite_apiserver *s, const struct kite_resource *r) {
     const char *name = r->storage ? r->storage : r->plural;
     for (size_t i = 0; i < s->n_storages; i++)
         if (strcmp(s->storages[i].name, name) == 0) return s->storages[i].cache;
     return NULL;
 }
 
-const char *req_resource_label(const struct req *rq) {
+const char *kite_apiserver_req_resource_label(const struct req *rq) {
     static __thread char buf[128];
     if (!rq->res) return "";
     if (rq->sub) {
@@ -36,9 +36,9 @@ const char *req_resource_label(const struct req *rq) {
     return rq->res->plural;
 }
 
-void req_free(struct req *rq) {
+void kite_apiserver_req_free(struct req *rq) {
     if (!rq) return;
-    apiserver_inflight_release(rq);
+    kite_apiserver_inflight_release(rq);
     free(rq->group);
     free(rq->version);
     free(rq->ns);
@@ -56,26 +56,26 @@ void req_free(struct req *rq) {
  * json.Encoder); clients compare error bodies byte for byte (the python client's
  * FailToCreateError text). Raw JSON documents (/version, /openapi) are written without. */
 static void end_json(const struct req *rq, const char *content_type, char **body, size_t *len) {
-    if (rq->raw_json || !*body || !*len || (*body)[*len - 1] == '\n' || !media_is(content_type, "application/json")) return;
+    if (rq->raw_json || !*body || !*len || (*body)[*len - 1] == '\n' || !kite_apiserver_media_is(content_type, "application/json")) return;
     *body = kite_realloc(*body, *len + 1);
     (*body)[(*len)++] = '\n';
 }
 
-void reply(struct req *rq, int code, const char *content_type, char *body, size_t len) {
-    negotiate_encode(rq, &content_type, &body, &len);
+void kite_apiserver_reply(struct req *rq, int code, const char *content_type, char *body, size_t len) {
+    kite_apiserver_negotiate_encode(rq, &content_type, &body, &len);
     end_json(rq, content_type, &body, &len);
     if (rq->srv->metrics)
-        metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", req_resource_label(rq), code,
+        kite_apiserver_metrics_observe(rq->srv->metrics, rq->verb ? rq->verb : "", kite_apiserver_req_resource_label(rq), code,
                         kite_now_mono(rq->srv->clock) - rq->start_ns);
-    apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, code);
+    kite_apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, code);
     kite_http_respond(rq->http, code, content_type, body, len);
-    req_free(rq);
+    kite_apiserver_req_free(rq);
 }
 
-void reply_json_buf(struct req *rq, int code, struct kite_buf *body) {
+void kite_apiserver_reply_json_buf(struct req *rq, int code, struct kite_buf *body) {
     size_t len;
     char *p = kite_buf_detach(body, &len);
-    reply(rq, code, "application/json", p, len);
+    kite_apiserver_reply(rq, code, "application/json", p, len);
 }
 
 /* The Status body's details: the request's own object unless the error is about another
@@ -92,7 +92,7 @@ static void reply_status(struct req *rq, int code, const char *reason, const cha
     char *body = kite_status_failure(code, reason ? reason : kite_status_reason_for(code), msg, d->name, d->group,
                                      d->kind, causes);
     if (code == 429) kite_http_add_header(rq->http, "Retry-After", "1");
-    reply(rq, code, "application/json", body, strlen(body));
+    kite_apiserver_reply(rq, code, "application/json", body, strlen(body));
 }
 
 static void reply_status_v(struct req *rq, int code, const char *reason, const struct status_details *d,
@@ -103,7 +103,7 @@ static void reply_status_v(struct req *rq, int code, const char *reason, const s
     free(msg);
 }
 
-void reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) {
+void kite_apiserver_reply_error(struct req *rq, int code, const char *reason, const char *fmt, ...) {
     struct status_details d = request_details(rq);
     va_list ap;
     va_start(ap, fmt);
@@ -111,7 +111,7 @@ void reply_error(struct req *rq, int code, const char *reason, const char *fmt, 
     va_end(ap);
 }
 
-void reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
+void kite_apiserver_reply_error_about(struct req *rq, int code, const char *reason, const struct status_details *d,
                        const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -119,21 +119,21 @@ void reply_error_about(struct req *rq, int code, const char *reason, const struc
     va_end(ap);
 }
 
-void reply_invalid(struct req *rq, const char *name, struct kite_causes *causes) {
+void kite_apiserver_reply_invalid(struct req *rq, const char *name, struct kite_causes *causes) {
     /* details.name is the object's name even for creates (rq->name is unset there) */
     char *body = kite_status_invalid(rq->res ? rq->res->group : NULL, rq->res ? rq->res->kind : NULL, name, causes);
-    reply(rq, 422, "application/json", body, strlen(body));
+    kite_apiserver_reply(rq, 422, "application/json", body, strlen(body));
 }
 
-void reply_too_large_rv(struct req *rq, int64_t want, int64_t current) {
+void kite_apiserver_reply_too_large_rv(struct req *rq, int64_t want, int64_t current) {
     char *body = kite_status_too_large_rv((long long)want, (long long)current);
     char retry[16];
     snprintf(retry, sizeof retry, "%d", KITE_TOO_LARGE_RV_RETRY_S);
     kite_http_add_header(rq->http, "Retry-After", retry);
-    reply(rq, 504, "application/json", body, strlen(body));
+    kite_apiserver_reply(rq, 504, "application/json", body, strlen(body));
 }
 
-void reply_add_warning(struct req *rq, const char *text) {
+void kite_apiserver_reply_add_warning(struct req *rq, const char *text) {
     /* as kube-apiserver's warning recorder: past KITE_WARNING_TOTAL_MAX bytes of warnings in
      * one answer, each further one is cut to KITE_WARNING_ITEM_MAX (at a character boundary) */
     size_t n = strlen(text);
@@ -165,7 +165,7 @@ static size_t split_path(char *path, char **segs, size_t max) {
 }
 
 /* strconv.ParseBool's true spellings (python clients send "True"). */
-bool query_true(const char *v) {
+bool kite_apiserver_query_true(const char *v) {
     static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
     for (size_t i = 0; v && i < KITE_ARRAY_SIZE(yes); i++)
         if (strcmp(v, yes[i]) == 0) return true;
@@ -214,7 +214,7 @@ static bool route(struct req *rq) {
     return true;
 notfound:
     rq->res = NULL;
-    reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+    kite_apiserver_reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
     return false;
 }
 
@@ -227,7 +227,7 @@ static const char *verb_for(struct req *rq) {
     if (sr && sr->connect && sr->upgrade) return strcmp(m, "GET") == 0 ? "get" : strcmp(m, "POST") == 0 ? "create" : NULL;
     if (sr && sr->connect) return strcmp(m, "GET") == 0 ? "get" : NULL;
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
-        if (rq->is_watch || query_true(kite_http_query(rq->http, "watch"))) {
+        if (rq->is_watch || kite_apiserver_query_true(kite_http_query(rq->http, "watch"))) {
             rq->is_watch = true;
             return "watch";
         }
@@ -260,12 +260,12 @@ static void add_group(struct kite_user *u, const char *g) {
 static bool authenticate(struct req *rq) {
     const struct kite_http_user *hu = rq->http->user;
     /* the union authenticator's next member: a token the static file did not know */
-    if (!hu && rq->http->authn_failed && (apiserver_bootstrap_token(rq) || apiserver_satoken_authenticate(rq))) {
+    if (!hu && rq->http->authn_failed && (kite_apiserver_bootstrap_token(rq) || kite_apiserver_satoken_authenticate(rq))) {
         add_group(&rq->user, "system:authenticated");
-        return apiserver_impersonate(rq);
+        return kite_apiserver_impersonate(rq);
     }
-    if (rq->http->authn_failed || (!hu && !apiserver_is_public_path(rq->http->path))) {
-        reply_error(rq, 401, "Unauthorized", "Unauthorized");
+    if (rq->http->authn_failed || (!hu && !kite_apiserver_is_public_path(rq->http->path))) {
+        kite_apiserver_reply_error(rq, 401, "Unauthorized", "Unauthorized");
         return false;
     }
     if (!hu) {
@@ -277,7 +277,7 @@ static bool authenticate(struct req *rq) {
         for (size_t i = 0; i < hu->n_groups; i++) add_group(&rq->user, hu->groups[i]);
         add_group(&rq->user, "system:authenticated");
     }
-    return apiserver_impersonate(rq);
+    return kite_apiserver_impersonate(rq);
 }
 
 /* The http layer asks at the head of a request with a body, before reading it: the same
@@ -287,14 +287,14 @@ static enum kite_http_admit admit_head(const struct kite_http_req *hr, void *ud)
     if (hr->user) return KITE_HTTP_ADMIT_USER;
     if (hr->authn_failed) {
         struct req rq = {.srv = ud, .http = (struct kite_http_req *)hr};
-        bool ok = apiserver_bootstrap_token(&rq) || apiserver_satoken_authenticate(&rq);
+        bool ok = kite_apiserver_bootstrap_token(&rq) || kite_apiserver_satoken_authenticate(&rq);
         free(rq.authn_mem);
         return ok ? KITE_HTTP_ADMIT_USER : KITE_HTTP_ADMIT_UNAUTHORIZED;
     }
-    return apiserver_is_public_path(hr->path) ? KITE_HTTP_ADMIT_ANONYMOUS : KITE_HTTP_ADMIT_UNAUTHORIZED;
+    return kite_apiserver_is_public_path(hr->path) ? KITE_HTTP_ADMIT_ANONYMOUS : KITE_HTTP_ADMIT_UNAUTHORIZED;
 }
 
-bool apiserver_authorize(struct req *rq) {
+bool kite_apiserver_authorize(struct req *rq) {
     struct kite_authz_attrs a = {.user = &rq->user, .verb = rq->verb, .view = rq->srv};
     struct kite_field_selector *fields = NULL;
     if (rq->res) {
@@ -323,7 +323,7 @@ bool apiserver_authorize(struct req *rq) {
         _cleanup_free_ char *msg = kite_authz_forbidden_message(&a, why);
         struct status_details d = {.name = a.name && *a.name ? a.name : NULL,
                                    .group = a.group && *a.group ? a.group : NULL, .kind = a.resource};
-        reply_error_about(rq, 403, "Forbidden", &d, "%s", msg);
+        kite_apiserver_reply_error_about(rq, 403, "Forbidden", &d, "%s", msg);
     }
     free(why);
     kite_field_selector_free(fields);
@@ -333,7 +333,7 @@ bool apiserver_authorize(struct req *rq) {
 /* ---- dispatch -------------------------------------------------------------------------- */
 
 static void handle_plain(struct req *rq, int code, const char *ctype, const char *text) {
-    reply(rq, code, ctype, kite_strdup(text), strlen(text));
+    kite_apiserver_reply(rq, code, ctype, kite_strdup(text), strlen(text));
 }
 
 /* /healthz, /livez, /readyz: "ok", or with ?verbose the checks one per line as
@@ -354,7 +354,7 @@ static void handle_health(struct req *rq) {
                     handle_plain(rq, 200, "text/plain; charset=utf-8", "ok");
                 return;
             }
-        reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+        kite_apiserver_reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
     if (!kite_http_query(rq->http, "verbose")) {
@@ -370,7 +370,7 @@ static void handle_health(struct req *rq) {
     kite_buf_printf(&b, "%s check %s\n", p + 1, etcd_ok ? "passed" : "failed");
     size_t len;
     char *body = kite_buf_detach(&b, &len);
-    reply(rq, etcd_ok ? 200 : 500, "text/plain; charset=utf-8", body, len);
+    kite_apiserver_reply(rq, etcd_ok ? 200 : 500, "text/plain; charset=utf-8", body, len);
 }
 
 static void run_verb(struct req *rq);
@@ -384,41 +384,41 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
     rq->start_wall_ns = kite_now_wall(rq->srv->clock);
     const char *p = hr->path;
     if (!authenticate(rq)) return;
-    if (hr->user) nodestate_seen(s, hr->user->name, hr->method, p);
+    if (hr->user) kite_apiserver_nodestate_seen(s, hr->user->name, hr->method, p);
 
-    if (apiserver_is_health_path(p)) {
+    if (kite_apiserver_is_health_path(p)) {
         rq->verb = "get";
         handle_health(rq);
         return;
     }
     if (strcmp(p, "/metrics") == 0) {
         rq->verb = "get";
-        if (!apiserver_authorize(rq)) return;
+        if (!kite_apiserver_authorize(rq)) return;
         struct kite_buf b = {0};
-        metrics_render(s->metrics, &b);
+        kite_apiserver_metrics_render(s->metrics, &b);
         struct kite_store_stats st;
         kite_store_stats(s->store, &st);
         kite_buf_printf(&b, "# HELP kite_store_commits_failed_total Store transactions that failed in storage (their writes got errors).\n"
                             "# TYPE kite_store_commits_failed_total counter\nkite_store_commits_failed_total %llu\n",
                         (unsigned long long)st.commits_failed);
         kite_audit_metrics(s->audit, &b);
-        nodestate_metrics(s, &b);
-        apiserver_inflight_metrics(s, &b);
+        kite_apiserver_nodestate_metrics(s, &b);
+        kite_apiserver_inflight_metrics(s, &b);
         size_t len;
         char *body = kite_buf_detach(&b, &len);
-        reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
+        kite_apiserver_reply(rq, 200, "text/plain; version=0.0.4; charset=utf-8", body, len);
         return;
     }
     if (strcmp(p, "/debug/kite/nodes") == 0) {
         rq->verb = "get";
-        if (!apiserver_authorize(rq)) return;
-        nodestate_reply(rq);
+        if (!kite_apiserver_authorize(rq)) return;
+        kite_apiserver_nodestate_reply(rq);
         return;
     }
-    if (handle_discovery(rq) || handle_openapi(rq) || metrics_api_handle(rq)) return;
+    if (kite_apiserver_handle_discovery(rq) || kite_apiserver_handle_openapi(rq) || kite_apiserver_metrics_api_handle(rq)) return;
     if (!kite_startswith(p, "/api/") && !kite_startswith(p, "/apis/")) {
         rq->verb = "get";
-        reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+        kite_apiserver_reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
     if (!route(rq)) return;
@@ -429,42 +429,42 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         (!kite_resource_stored(rq->res) && strcmp(rq->verb, "create") != 0) ||
         (rq->res->read_only && strcmp(rq->verb, "get") != 0 && strcmp(rq->verb, "list") != 0 &&
          strcmp(rq->verb, "watch") != 0)) {
-        reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        kite_apiserver_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
         return;
     }
-    if (!apiserver_authorize(rq)) return;
+    if (!kite_apiserver_authorize(rq)) return;
     if (sr && sr->upgrade && strcmp(rq->verb, "get") == 0) {
         /* a WebSocket's GET starts what a POST creates: both verbs are needed (kube-apiserver
          * 1.35's AuthorizePodWebsocketUpgradeCreatePermission, on by default) */
         rq->verb = "create";
-        if (!apiserver_authorize(rq)) return;
+        if (!kite_apiserver_authorize(rq)) return;
         rq->verb = "get";
     }
     if (sr && sr->connect) { /* proxied to a node agent (logproxy.c) */
-        handle_connect(rq, sr);
+        kite_apiserver_handle_connect(rq, sr);
         return;
     }
-    if (!negotiate(rq) || !apiserver_inflight_admit(rq)) return;
+    if (!kite_apiserver_negotiate(rq) || !kite_apiserver_inflight_admit(rq)) return;
     const char *inc = kite_http_query(hr, "includeObject");
     rq->table_full_object = inc && strcmp(inc, "Object") == 0;
 
-    if (hr->body_len >= KITE_BULK_BODY_MIN && apiserver_bulk_offer(rq, run_verb)) return;
-    if (apiserver_inflight_offer(rq, run_verb)) return;
+    if (hr->body_len >= KITE_BULK_BODY_MIN && kite_apiserver_bulk_offer(rq, run_verb)) return;
+    if (kite_apiserver_inflight_offer(rq, run_verb)) return;
     run_verb(rq);
 }
 
 /* The verb's handler: on the HTTP worker, or on a bulk thread for a large body (bulk.c). */
 static void run_verb(struct req *rq) {
     const char *v = rq->verb;
-    if (!kite_resource_stored(rq->res)) handle_review(rq);
-    else if (strcmp(v, "get") == 0) handle_get(rq);
-    else if (strcmp(v, "list") == 0) handle_list(rq);
-    else if (strcmp(v, "watch") == 0) handle_watch(rq);
-    else if (strcmp(v, "create") == 0) handle_create(rq);
-    else if (strcmp(v, "update") == 0) handle_update(rq);
-    else if (strcmp(v, "patch") == 0) handle_patch(rq);
-    else if (strcmp(v, "delete") == 0) handle_delete(rq);
-    else handle_deletecollection(rq);
+    if (!kite_resource_stored(rq->res)) kite_apiserver_handle_review(rq);
+    else if (strcmp(v, "get") == 0) kite_apiserver_handle_get(rq);
+    else if (strcmp(v, "list") == 0) kite_apiserver_handle_list(rq);
+    else if (strcmp(v, "watch") == 0) kite_apiserver_handle_watch(rq);
+    else if (strcmp(v, "create") == 0) kite_apiserver_handle_create(rq);
+    else if (strcmp(v, "update") == 0) kite_apiserver_handle_update(rq);
+    else if (strcmp(v, "patch") == 0) kite_apiserver_handle_patch(rq);
+    else if (strcmp(v, "delete") == 0) kite_apiserver_handle_delete(rq);
+    else kite_apiserver_handle_deletecollection(rq);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
@@ -478,7 +478,7 @@ static int ensure_bootstrap(struct kite_apiserver *s) {
             kite_obj_set(o, "kind", json_object_new_string(r->kind));
             kite_obj_set(o, "apiVersion", json_object_new_string(kite_resource_api_version(r)));
             kite_obj_set(kite_obj_ensure(o, "metadata"), "name", json_object_new_string(*name));
-            int r2 = apiserver_create_sync(s, r, o);
+            int r2 = kite_apiserver_create_sync(s, r, o);
             json_object_put(o);
             if (r2 < 0 && r2 != -EEXIST) return r2;
         }
@@ -486,11 +486,11 @@ static int ensure_bootstrap(struct kite_apiserver *s) {
     return 0;
 }
 
-json_object *apiserver_lookup(struct kite_apiserver *s, const struct kite_resource *r, const char *ns, const char *name) {
+json_object *kite_apiserver_lookup(struct kite_apiserver *s, const struct kite_resource *r, const char *ns, const char *name) {
     _cleanup_free_ char *key = kite_object_key(r, ns, name);
-    struct kite_record *rec = kite_wcache_get(storage_cache(s, r), key);
+    struct kite_record *rec = kite_wcache_get(kite_apiserver_storage_cache(s, r), key);
     if (!rec) return NULL;
-    json_object *o = record_parse(rec);
+    json_object *o = kite_apiserver_record_parse(rec);
     kite_record_unref(rec);
     return o;
 }
@@ -634,9 +634,9 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
                                : o->etcd_servers ? kite_asprintf("etcd:%s", o->etcd_servers)
                                                  : kite_asprintf("sqlite:%s/kite.db", o->data_dir);
     if ((r = load_encryption(s, pki, ret_error)) < 0) return r;
-    if ((r = apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences,
+    if ((r = kite_apiserver_satoken_start(s, pki, o->service_account_issuer, o->api_audiences,
                                      o->service_account_max_token_expiration_s, ret_error)) < 0) return r;
-    apiserver_satoken_set_extend(s->satoken, o->service_account_extend_token_expiration);
+    kite_apiserver_satoken_set_extend(s->satoken, o->service_account_extend_token_expiration);
     /* kinds with a TTL (Events): the store may expire them itself (etcd leases) */
     const char *ttl_prefixes[8] = {0};
     _cleanup_free_ char *ttl_buf = NULL;
@@ -659,15 +659,15 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
                                     .etcd_timeout_ms = o->etcd_timeout_ms};
     if ((r = kite_store_open(url, &so, &s->store, ret_error)) < 0)
         return *ret_error ? r : fail(ret_error, r, "cannot open the store %s", url);
-    s->metrics = metrics_new();
-    s->nodestate = nodestate_new(o->node_stale_ns, o->node_grace_ns);
+    s->metrics = kite_apiserver_metrics_new();
+    s->nodestate = kite_apiserver_nodestate_new(o->node_stale_ns, o->node_grace_ns);
     size_t rows = 0;
     while (kite_resources[rows]) rows++;
     s->storages = kite_calloc(rows, sizeof *s->storages); /* at most one folder per row */
     for (size_t k = 0; kite_resources[k]; k++) {
         const struct kite_resource *res = kite_resources[k];
         const char *name = res->storage ? res->storage : res->plural;
-        if (!kite_resource_stored(res) || storage_cache(s, res)) continue;
+        if (!kite_resource_stored(res) || kite_apiserver_storage_cache(s, res)) continue;
         _cleanup_free_ char *prefix = kite_asprintf("/registry/%s/", name);
         struct kite_storage *st = &s->storages[s->n_storages];
         st->name = name;
@@ -678,18 +678,18 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
     }
     if ((r = kite_node_graph_start(s)) < 0) return fail(ret_error, r, "cannot build the node authorizer's pod graph");
     s->always_allow = o->always_allow;
-    if ((r = pools_start(s, o->service_cidr ? o->service_cidr : KITE_SERVICE_CIDR_DEFAULT, ret_error)) < 0) return r;
+    if ((r = kite_apiserver_pools_start(s, o->service_cidr ? o->service_cidr : KITE_SERVICE_CIDR_DEFAULT, ret_error)) < 0) return r;
     if (o->audit_log_path) {
         struct kite_audit_options ao = {.path = o->audit_log_path, .max_size_mb = o->audit_log_maxsize_mb,
                                         .max_backups = o->audit_log_maxbackup, .clock = s->clock};
         if ((r = kite_audit_open(&ao, &s->audit)) < 0) return fail(ret_error, r, "cannot open the audit log %s", o->audit_log_path);
     }
-    if ((r = apiserver_rbac_start(s)) < 0) return fail(ret_error, r, "cannot index the RBAC policy of %s", url);
+    if ((r = kite_apiserver_rbac_start(s)) < 0) return fail(ret_error, r, "cannot index the RBAC policy of %s", url);
     if ((r = ensure_bootstrap(s)) < 0) return fail(ret_error, r, "cannot create the system namespaces in %s", url);
-    if ((r = apiserver_rbac_bootstrap(s, o->controller_roles, o->n_controller_roles)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
-    if ((r = apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
-    if ((r = apiserver_bulk_start(s, 0)) < 0) return fail(ret_error, r, "cannot start the bulk decoding threads");
-    if ((r = apiserver_inflight_start(s, o->max_requests_inflight)) < 0)
+    if ((r = kite_apiserver_rbac_bootstrap(s, o->controller_roles, o->n_controller_roles)) < 0) return fail(ret_error, r, "cannot create the default RBAC policy in %s", url);
+    if ((r = kite_apiserver_retry_start(s)) < 0) return fail(ret_error, r, "cannot start the write-retry thread");
+    if ((r = kite_apiserver_bulk_start(s, 0)) < 0) return fail(ret_error, r, "cannot start the bulk decoding threads");
+    if ((r = kite_apiserver_inflight_start(s, o->max_requests_inflight)) < 0)
         return fail(ret_error, r, "cannot start the list threads");
 
     _cleanup_free_ char *cert = NULL, *key = NULL, *ca = NULL, *acert = NULL, *akey = NULL;
@@ -714,9 +714,9 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         return fail(ret_error, r, "cannot serve on %s", o->listen);
     }
     s->url = listen_host_url(o->listen, kite_http_port(s->http));
-    if ((r = pools_bootstrap_kubernetes(s, kite_http_port(s->http))) < 0)
+    if ((r = kite_apiserver_pools_bootstrap_kubernetes(s, kite_http_port(s->http))) < 0)
         return fail(ret_error, r, "cannot create the kubernetes Service in %s", url);
-    if (o->kube_dns_service && (r = pools_bootstrap_kube_dns(s)) < 0)
+    if (o->kube_dns_service && (r = kite_apiserver_pools_bootstrap_kube_dns(s)) < 0)
         return fail(ret_error, r, "cannot create the kube-dns Service in %s", url);
     if (!o->no_endpoint_reconciler) {
         _cleanup_free_ char *host = NULL;
@@ -724,7 +724,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
             const char *colon = strrchr(o->listen, ':');
             host = colon ? kite_strndup(o->listen, (size_t)(colon - o->listen)) : kite_strdup("");
         }
-        if ((r = apiserver_leases_start(s, o->advertise_address ? o->advertise_address : host, kite_http_port(s->http),
+        if ((r = kite_apiserver_leases_start(s, o->advertise_address ? o->advertise_address : host, kite_http_port(s->http),
                                         o->endpoint_lease_ttl_s, &s->leases, ret_error)) < 0)
             return r;
     }
@@ -746,7 +746,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         _cleanup_free_ char *ckcp = kite_asprintf("%s/%s.kubeconfig", o->data_dir, identities[i]);
         if ((r = kite_write_file_atomic(ckcp, ckc, strlen(ckc), 0600, true)) < 0) return fail(ret_error, r, "cannot write %s", ckcp);
     }
-    if (pthread_create(&s->compactor, NULL, housekeeping_main, s) != 0)
+    if (pthread_create(&s->compactor, NULL, kite_apiserver_housekeeping_main, s) != 0)
         return fail(ret_error, -EAGAIN, "cannot start the housekeeping thread");
     pthread_setname_np(s->compactor, "housekeeping");
     s->compactor_started = true;
@@ -754,7 +754,7 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         *ret_error = kite_strdup("--metric-resolution must be at least 1s");
         return -EINVAL;
     }
-    if ((r = metrics_api_start(s, o->metric_resolution_ns)) < 0) return fail(ret_error, r, "cannot start the metrics scraper");
+    if ((r = kite_apiserver_metrics_api_start(s, o->metric_resolution_ns)) < 0) return fail(ret_error, r, "cannot start the metrics scraper");
     return 0;
 }
 
@@ -787,30 +787,30 @@ const char *kite_apiserver_url(struct kite_apiserver *s) { return s->url; }
 
 void kite_apiserver_stop(struct kite_apiserver *s) {
     if (!s) return;
-    apiserver_leases_stop(TAKE_PTR(s->leases)); /* the others drop this server from the endpoints at once */
+    kite_apiserver_leases_stop(TAKE_PTR(s->leases)); /* the others drop this server from the endpoints at once */
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
     if (s->compactor_started) pthread_join(s->compactor, NULL);
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
-    metrics_api_stop(s);     /* its scrapes read the caches */
-    apiserver_bulk_stop(s);
-    apiserver_inflight_stop(s);
-    apiserver_retry_stop(s);
-    apiserver_rbac_stop(s);
+    kite_apiserver_metrics_api_stop(s);     /* its scrapes read the caches */
+    kite_apiserver_bulk_stop(s);
+    kite_apiserver_inflight_stop(s);
+    kite_apiserver_retry_stop(s);
+    kite_apiserver_rbac_stop(s);
     kite_node_graph_free(s->node_graph); /* its watcher, before the caches */
-    nodestate_free(TAKE_PTR(s->nodestate)); /* its watchers too */
-    apiserver_expiry_free(s);
-    pools_free(s->pools);
+    kite_apiserver_nodestate_free(TAKE_PTR(s->nodestate)); /* its watchers too */
+    kite_apiserver_expiry_free(s);
+    kite_apiserver_pools_free(s->pools);
     kite_audit_close(s->audit); /* after the last request was answered */
     for (size_t i = 0; i < s->n_storages; i++) kite_wcache_free(s->storages[i].cache);
     free(s->storages);
     kite_store_close(s->store);
     kite_store_crypt_free(s->crypt);
-    metrics_free(s->metrics);
+    kite_apiserver_metrics_free(s->metrics);
     kite_psa_config_free(s->psa);
-    apiserver_satoken_free(s->satoken);
+    kite_apiserver_satoken_free(s->satoken);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the data dir */
     free(s->url);
     free(s->data_dir);

@@ -46,7 +46,7 @@ static const char *reason_for(int code) {
 }
 
 static void sproxy_free(struct sproxy *p) {
-    req_free(p->rq);
+    kite_apiserver_req_free(p->rq);
     free(p->host);
     free(p->path);
     free(p->headers);
@@ -60,7 +60,7 @@ static void *stream_thread(void *ud) {
     _cleanup_free_ char *cp = NULL, *cert = NULL, *key = NULL;
     int r = kite_apiserver_kubelet_client(data_dir, &cert, &key, &cp);
     if (r < 0) {
-        reply_error(TAKE_PTR(p->rq), 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));
+        kite_apiserver_reply_error(TAKE_PTR(p->rq), 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));
         sproxy_free(p);
         return NULL;
     }
@@ -72,7 +72,7 @@ static void *stream_thread(void *ud) {
     r = kite_http_fetch_open(&fo, &f, &code);
     if (r < 0) {
         bool v6 = strchr(p->host, ':');
-        reply_error(TAKE_PTR(p->rq), 500, "InternalError", "error dialing backend: dial tcp %s%s%s:%u: %s", v6 ? "[" : "",
+        kite_apiserver_reply_error(TAKE_PTR(p->rq), 500, "InternalError", "error dialing backend: dial tcp %s%s%s:%u: %s", v6 ? "[" : "",
                     p->host, v6 ? "]" : "", p->port,
                     r == -ECONNREFUSED ? "connect: connection refused"
                     : r == -ETIMEDOUT  ? "i/o timeout"
@@ -89,7 +89,7 @@ static void *stream_thread(void *ud) {
             kite_buf_append(&b, chunk, (size_t)KITE_MIN((size_t)n, KITE_STREAM_PROXY_ERROR_BODY - b.len));
         while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' ')) b.p[--b.len] = 0;
         kite_http_fetch_close(f);
-        reply_error(TAKE_PTR(p->rq), code >= 400 && code < 600 ? code : 500, reason_for(code), "%s", b.p ? b.p : "");
+        kite_apiserver_reply_error(TAKE_PTR(p->rq), code >= 400 && code < 600 ? code : 500, reason_for(code), "%s", b.p ? b.p : "");
         kite_buf_release(&b);
         sproxy_free(p);
         return NULL;
@@ -103,38 +103,38 @@ static void *stream_thread(void *ud) {
     struct kite_http_tunnel *agent = kite_http_fetch_tunnel(f), *client = NULL;
     if (!agent) {
         kite_http_fetch_close(f);
-        reply_error(TAKE_PTR(p->rq), 500, "InternalError", "the node agent answered 101 without an upgrade");
+        kite_apiserver_reply_error(TAKE_PTR(p->rq), 500, "InternalError", "the node agent answered 101 without an upgrade");
         sproxy_free(p);
         return NULL;
     }
-    apiserver_audit(p->rq, KITE_AUDIT_RESPONSE_STARTED, 101);
+    kite_apiserver_audit(p->rq, KITE_AUDIT_RESPONSE_STARTED, 101);
     r = kite_http_upgrade(p->rq->http, &client);
     if (r == 0) {
         kite_http_tunnel_splice(client, agent, KITE_STREAM_PROXY_IDLE_S * 1000, KITE_STREAM_PROXY_BUFFER, NULL, NULL);
         kite_http_tunnel_close(client);
     }
     kite_http_tunnel_close(agent);
-    apiserver_audit(p->rq, KITE_AUDIT_RESPONSE_COMPLETE, 101);
+    kite_apiserver_audit(p->rq, KITE_AUDIT_RESPONSE_COMPLETE, 101);
     sproxy_free(p);
     return NULL;
 }
 
-void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path) {
+void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path) {
     const char *up = kite_http_header(rq->http, "Upgrade");
     bool spdy = up && strcasecmp(up, "SPDY/3.1") == 0; /* the agent serves it for port-forward alone */
     if (!up || (strcasecmp(up, "websocket") != 0 && !spdy)) {
-        reply_error(rq, 400, "BadRequest", "Upgrade request required");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "Upgrade request required");
         free(path);
         return;
     }
     if (!kite_http_can_upgrade(rq->http)) {
-        reply_error(rq, 400, "BadRequest", "an upgrade (WebSocket, SPDY/3.1) needs HTTP/1.1");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "an upgrade (WebSocket, SPDY/3.1) needs HTTP/1.1");
         free(path);
         return;
     }
     if (atomic_fetch_add(&streams, 1) >= KITE_STREAM_PROXY_MAX) {
         atomic_fetch_sub(&streams, 1);
-        reply_error(rq, 429, "TooManyRequests", "too many exec and attach streams (%d)", KITE_STREAM_PROXY_MAX);
+        kite_apiserver_reply_error(rq, 429, "TooManyRequests", "too many exec and attach streams (%d)", KITE_STREAM_PROXY_MAX);
         free(path);
         return;
     }
@@ -172,6 +172,6 @@ void stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *p
     if (r != 0) {
         p->rq = NULL;
         sproxy_free(p);
-        reply_error(rq, 500, "InternalError", "starting the stream: %s", strerror(r));
+        kite_apiserver_reply_error(rq, 500, "InternalError", "starting the stream: %s", strerror(r));
     }
 }

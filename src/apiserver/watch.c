@@ -43,7 +43,7 @@ static bool matches(struct watch *w, struct kite_record *rec) {
         const char *slash = strrchr(rec->key, '/');
         if (!kite_streq(slash ? slash + 1 : rec->key, rq->name)) return false;
     }
-    return record_matches(rq->res, rec, w->ls, w->fs);
+    return kite_apiserver_record_matches(rq->res, rec, w->ls, w->fs);
 }
 
 /* Selector transitions, as kube-apiserver's cacher: starting to match is ADDED, ceasing to
@@ -104,7 +104,7 @@ static void finish_event(struct watch *w, struct kite_buf *out, size_t start) {
 /* The kind and apiVersion of a bookmark's object: the resource's, or PartialObjectMetadata's. */
 static void bookmark_type(struct watch *w, const char **kind, const char **api_version) {
     *kind = w->rq->partial ? "PartialObjectMetadata" : w->rq->res->kind;
-    *api_version = w->rq->partial ? negotiated_meta_api_version(w->rq) : kite_resource_api_version(w->rq->res);
+    *api_version = w->rq->partial ? kite_apiserver_negotiated_meta_api_version(w->rq) : kite_resource_api_version(w->rq->res);
 }
 
 /* Writes one event: rec's object with resourceVersion rev. */
@@ -113,14 +113,14 @@ static void emit(struct watch *w, int type, struct kite_record *rec, int64_t rev
     size_t start = out->len;
     kite_buf_printf(out, "{\"type\":\"%s\",\"object\":", type_name(type));
     if (rq->partial) {
-        render_partial(rq, rec, out);
+        kite_apiserver_render_partial(rq, rec, out);
     } else if (rq->table) {
-        table_begin(rq, out, rev, NULL, -1, !w->table_columns_sent);
+        kite_apiserver_table_begin(rq, out, rev, NULL, -1, !w->table_columns_sent);
         w->table_columns_sent = true;
-        table_row(rq, out, rec, true);
-        table_end(out);
+        kite_apiserver_table_row(rq, out, rec, true);
+        kite_apiserver_table_end(out);
     } else if (rev == rec->mod_rev || rq->res->from_storage) {
-        render_record(rq, rec, out);
+        kite_apiserver_render_record(rq, rec, out);
     } else {
         kite_object_render(rec->value, rec->len, rev, out);
     }
@@ -235,40 +235,40 @@ static void done(void *ud) {
     pthread_mutex_lock(&w->mu);
     w->stream = NULL;
     pthread_mutex_unlock(&w->mu);
-    metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
-    metrics_observe(rq->srv->metrics, "watch", req_resource_label(rq), 200,
+    kite_apiserver_metrics_watch_delta(rq->srv->metrics, kite_apiserver_req_resource_label(rq), -1);
+    kite_apiserver_metrics_observe(rq->srv->metrics, "watch", kite_apiserver_req_resource_label(rq), 200,
                     kite_now_mono(rq->srv->clock) - rq->start_ns);
-    apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, 200);
+    kite_apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, 200);
     watch_free(w);
-    req_free(rq);
+    kite_apiserver_req_free(rq);
 }
 
 static bool list_filter(struct kite_record *rec, void *ud) { return matches(ud, rec); }
 
-void handle_watch(struct req *rq) {
+void kite_apiserver_handle_watch(struct req *rq) {
     struct kite_http_req *h = rq->http;
-    struct kite_wcache *cache = storage_cache(rq->srv, rq->res);
+    struct kite_wcache *cache = kite_apiserver_storage_cache(rq->srv, rq->res);
     int64_t from = 0, timeout_s = 0;
-    if (!list_options_ok(rq)) return;
+    if (!kite_apiserver_list_options_ok(rq)) return;
     const char *rv = kite_http_query(h, "resourceVersion");
     if (rv && *rv && (kite_parse_int64(rv, &from) < 0 || from < 0)) {
-        reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", rv);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "invalid resource version \"%s\"", rv);
         return;
     }
     const char *ts = kite_http_query(h, "timeoutSeconds");
     if (ts && *ts && (kite_parse_int64(ts, &timeout_s) < 0 || timeout_s < 0)) {
-        reply_error(rq, 400, "BadRequest", "invalid timeoutSeconds \"%s\"", ts);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "invalid timeoutSeconds \"%s\"", ts);
         return;
     }
     struct watch *w = kite_calloc(1, sizeof *w);
     w->rq = rq;
     pthread_mutex_init(&w->mu, NULL);
-    if (!parse_selectors(rq, &w->ls, &w->fs)) {
+    if (!kite_apiserver_parse_selectors(rq, &w->ls, &w->fs)) {
         watch_free(w);
         return;
     }
     const char *bm = kite_http_query(h, "allowWatchBookmarks");
-    w->bookmarks = query_true(bm);
+    w->bookmarks = kite_apiserver_query_true(bm);
     int64_t now = kite_now_mono(rq->srv->clock);
     if (!timeout_s) {
         uint64_t seed = (uint64_t)now;
@@ -283,10 +283,10 @@ void handle_watch(struct req *rq) {
      * the legacy meaning of resourceVersion: true sends the state at least as new as it, false
      * starts from it, or from now when it is unset or "0" */
     const char *sie = kite_http_query(h, "sendInitialEvents");
-    bool initial = sie ? query_true(sie) : from == 0;
+    bool initial = sie ? kite_apiserver_query_true(sie) : from == 0;
     if (sie && from > kite_wcache_rev(cache)) {
         watch_free(w);
-        reply_too_large_rv(rq, from, kite_wcache_rev(cache));
+        kite_apiserver_reply_too_large_rv(rq, from, kite_wcache_rev(cache));
         return;
     }
     if (sie && !initial && from == 0) from = kite_wcache_rev(cache);
@@ -306,21 +306,21 @@ void handle_watch(struct req *rq) {
                                        (long long)from, (long long)kite_wcache_oldest_rev(cache));
     } else if (r < 0) {
         watch_free(w);
-        reply_error(rq, 500, "InternalError", "watch failed: %s", strerror(-r));
+        kite_apiserver_reply_error(rq, 500, "InternalError", "watch failed: %s", strerror(-r));
         return;
     }
-    metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), 1);
+    kite_apiserver_metrics_watch_delta(rq->srv->metrics, kite_apiserver_req_resource_label(rq), 1);
     struct kite_http_stream *st = NULL;
     pthread_mutex_lock(&w->mu);
-    apiserver_audit(rq, KITE_AUDIT_RESPONSE_STARTED, 200); /* while the request is readable */
+    kite_apiserver_audit(rq, KITE_AUDIT_RESPONSE_STARTED, 200); /* while the request is readable */
     /* as kube-apiserver: JSON streams say application/json, others add ;stream=watch */
     r = kite_http_stream_begin(h, 200, rq->protobuf ? KITE_PB_WATCH_MEDIA_TYPE : "application/json", pull, done, w, &st);
     if (r < 0) {
-        apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, 500);
+        kite_apiserver_audit(rq, KITE_AUDIT_RESPONSE_COMPLETE, 500);
         pthread_mutex_unlock(&w->mu);
-        metrics_watch_delta(rq->srv->metrics, req_resource_label(rq), -1);
+        kite_apiserver_metrics_watch_delta(rq->srv->metrics, kite_apiserver_req_resource_label(rq), -1);
         watch_free(w);
-        req_free(rq);
+        kite_apiserver_req_free(rq);
         return;
     }
     w->stream = st;

@@ -26,9 +26,9 @@
 static void retry_push(struct kite_apiserver *s, struct write_op *op);
 static void release_key(struct write_op *op);
 
-void op_free(struct write_op *op) {
+void kite_apiserver_op_free(struct write_op *op) {
     release_key(op);
-    pools_op_end(op->pools);
+    kite_apiserver_pools_op_end(op->pools);
     kite_record_unref(op->done_rec);
     json_object_put(op->input);
     json_object_put(op->preconditions);
@@ -40,9 +40,9 @@ void op_free(struct write_op *op) {
     free(op);
 }
 
-void op_fail(struct write_op *op, int code, const char *reason, const char *msg) {
-    reply_error(op->rq, code, reason, "%s", msg);
-    op_free(op);
+void kite_apiserver_op_fail(struct write_op *op, int code, const char *reason, const char *msg) {
+    kite_apiserver_reply_error(op->rq, code, reason, "%s", msg);
+    kite_apiserver_op_free(op);
 }
 
 /* A write the store could not make durable (disk full, I/O error): 500 to the client, counted,
@@ -50,11 +50,11 @@ void op_fail(struct write_op *op, int code, const char *reason, const char *msg)
 static void op_storage_failed(struct write_op *op, int err) {
     struct kite_apiserver *s = op->rq->srv;
     uint64_t held;
-    metrics_store_error(s->metrics);
+    kite_apiserver_metrics_store_error(s->metrics);
     if (kite_log_ratelimit_allow(&s->storage_log, kite_now_mono(op->srv->clock), &held))
         log_error("apiserver", "storage error writing %s: %s (%llu more since the last report)", op->key,
                   strerror(-err), (unsigned long long)held);
-    op_fail(op, 500, "InternalError", "storage error");
+    kite_apiserver_op_fail(op, 500, "InternalError", "storage error");
 }
 
 static void op_conflict(struct write_op *op) {
@@ -63,14 +63,14 @@ static void op_conflict(struct write_op *op) {
     snprintf(msg, sizeof msg,
              "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please apply your changes to the latest version and try again",
              gr, op->rq->name);
-    op_fail(op, 409, "Conflict", msg);
+    kite_apiserver_op_fail(op, 409, "Conflict", msg);
 }
 
 /* ---- object preparation ---------------------------------------------------------------- */
 
 static const char GENERATE_ALPHABET[] = "bcdfghjklmnpqrstvwxz2456789";
 
-void now_time(struct kite_apiserver *s, json_object *meta, const char *field) {
+void kite_apiserver_now_time(struct kite_apiserver *s, json_object *meta, const char *field) {
     char ts[21];
     kite_time_format(kite_now_wall(s->clock), ts);
     kite_obj_set(meta, field, json_object_new_string(ts));
@@ -81,11 +81,11 @@ static bool check_type(struct req *rq, json_object *obj) {
     const char *kind = kite_obj_str(obj, "kind"), *av = kite_obj_str(obj, "apiVersion");
     const char *want_av = kite_resource_api_version(rq->res);
     if (kind && *kind && strcmp(kind, rq->res->kind) != 0) {
-        reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, rq->res->kind);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, rq->res->kind);
         return false;
     }
     if (av && *av && strcmp(av, want_av) != 0) {
-        reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s)", av, want_av);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s)", av, want_av);
         return false;
     }
     kite_obj_set(obj, "kind", json_object_new_string(rq->res->kind));
@@ -109,16 +109,16 @@ static void strip_server_fields(struct write_op *op, json_object *meta) {
 static bool check_schema(struct write_op *op, json_object *obj) {
     struct req *rq = op->rq;
     char *err = NULL;
-    if (kite_schema_check(rq->res->schema, obj, &err) == 0) return check_field_validation(rq, obj);
+    if (kite_schema_check(rq->res->schema, obj, &err) == 0) return kite_apiserver_check_field_validation(rq, obj);
     /* a strategic merge patch's result is decoded by the unstructured converter: 422 with
      * its words and the patch (a check that passes there leaves the decoder's 400) */
     char *cerr = NULL;
     if (op->kind == OP_PATCH && op->ptype == PATCH_STRATEGIC &&
         kite_schema_check_unstructured(rq->res->schema, obj, &cerr) < 0) {
         char *body = kite_status_patch_invalid(op->input, cerr);
-        reply(rq, 422, "application/json", body, strlen(body));
+        kite_apiserver_reply(rq, 422, "application/json", body, strlen(body));
     } else {
-        reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", rq->res->kind,
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: %s", rq->res->kind,
                     rq->res->version, rq->res->kind, err);
     }
     free(cerr);
@@ -132,36 +132,36 @@ static bool validate(struct write_op *op, json_object *obj, json_object *old) {
     struct req *rq = op->rq;
     struct kite_causes c = {0};
     if (rq->res->allocate && !op->sub) {
-        if (!op->pools) op->pools = pools_op_new(op->srv, op->dry_run);
-        if (op->pools) rq->res->allocate(obj, old, pools_op_iface(op->pools), &c);
+        if (!op->pools) op->pools = kite_apiserver_pools_op_new(op->srv, op->dry_run);
+        if (op->pools) rq->res->allocate(obj, old, kite_apiserver_pools_op_iface(op->pools), &c);
     }
     kite_validate_object_meta(kite_obj_meta(obj), rq->res->namespaced, rq->res->name_rule, &c);
     if (rq->res->validate) rq->res->validate(obj, old, &c);
     if (!c.n) return true;
-    reply_invalid(rq, kite_meta_str(obj, "name"), &c);
+    kite_apiserver_reply_invalid(rq, kite_meta_str(obj, "name"), &c);
     kite_causes_release(&c);
     return false;
 }
 
-bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, json_object *old) {
+bool kite_apiserver_admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, json_object *old) {
     struct req *rq = op->rq;
     struct kite_admission_attrs a = {.srv = op->srv, .user = &rq->user, .op = aop, .res = rq->res, .sub = rq->sub,
                                      .ns = rq->ns, .name = rq->name, .obj = obj, .old = old, .dry_run = op->dry_run};
     struct kite_admission_denial d = {0};
     struct kite_admission_notes notes = {0};
     a.notes = &notes;
-    if (aop != KITE_ADMIT_DELETE && admission_mutate(&a, &d) < 0) goto refused;
+    if (aop != KITE_ADMIT_DELETE && kite_admission_mutate(&a, &d) < 0) goto refused;
     /* an action (a binding) is its own check: the kind's validation of user writes is not it */
     if (aop != KITE_ADMIT_DELETE && !kite_subresource_is_action(op->sub) && !validate(op, obj, old)) {
         kite_admission_notes_release(&notes);
         return false;
     }
-    if (admission_validate(&a, &d) < 0) goto refused;
-    admission_notes_apply(rq, &notes);
+    if (kite_admission_validate(&a, &d) < 0) goto refused;
+    kite_admission_notes_apply(rq, &notes);
     return true;
 refused:
-    admission_notes_apply(rq, &notes);
-    admission_reply(rq, &d);
+    kite_admission_notes_apply(rq, &notes);
+    kite_admission_reply(rq, &d);
     return false;
 }
 
@@ -182,18 +182,18 @@ static bool prepare_create(struct write_op *op, json_object *obj) {
         free(full);
     }
     if (rq->name && kite_obj_str(meta, "name") && strcmp(rq->name, kite_obj_str(meta, "name")) != 0) {
-        reply_error(rq, 400, "BadRequest", "the name of the object (%s) does not match the name on the URL (%s)",
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the name of the object (%s) does not match the name on the URL (%s)",
                     kite_obj_str(meta, "name"), rq->name);
         return false;
     }
     if (rq->res->namespaced) {
         const char *ns = kite_obj_str(meta, "namespace");
         if (ns && *ns && rq->ns && strcmp(ns, rq->ns) != 0) {
-            reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
+            kite_apiserver_reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
             return false;
         }
         if (!rq->ns) {
-            reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
+            kite_apiserver_reply_error(rq, 404, "NotFound", "the server could not find the requested resource");
             return false;
         }
         kite_obj_set(meta, "namespace", json_object_new_string(rq->ns));
@@ -203,7 +203,7 @@ static bool prepare_create(struct write_op *op, json_object *obj) {
     char uid[37];
     kite_uuid4(uid);
     kite_obj_set(meta, "uid", json_object_new_string(uid));
-    now_time(op->srv, meta, "creationTimestamp");
+    kite_apiserver_now_time(op->srv, meta, "creationTimestamp");
     json_object_object_del(meta, "deletionTimestamp");
     json_object_object_del(meta, "deletionGracePeriodSeconds");
     json_object_object_del(meta, "generation");
@@ -211,12 +211,12 @@ static bool prepare_create(struct write_op *op, json_object *obj) {
     strip_server_fields(op, meta);
     if (rq->res->has_status && !rq->res->status_on_create) json_object_object_del(obj, "status");
     if (rq->res->defaults) rq->res->defaults(obj);
-    if (!admit(op, KITE_ADMIT_CREATE, obj, NULL)) return false;
+    if (!kite_apiserver_admit(op, KITE_ADMIT_CREATE, obj, NULL)) return false;
     if (rq->res->to_storage) rq->res->to_storage(obj);
     return true;
 }
 
-json_object *deep_copy(json_object *o) {
+json_object *kite_apiserver_deep_copy(json_object *o) {
     json_object *c = NULL;
     json_object_deep_copy(o, &c, NULL);
     return c;
@@ -226,16 +226,16 @@ json_object *deep_copy(json_object *o) {
  * again from the current object (managed.c): the entries are a third of a node's bytes, and
  * copying them for nothing cost as much as maintaining them. */
 static json_object *deep_copy_unmanaged(json_object *o) {
-    if (!json_object_is_type(o, json_type_object)) return deep_copy(o);
+    if (!json_object_is_type(o, json_type_object)) return kite_apiserver_deep_copy(o);
     json_object *c = json_object_new_object();
     json_object_object_foreach(o, k, v) {
         if (strcmp(k, "metadata") != 0 || !json_object_is_type(v, json_type_object)) {
-            json_object_object_add(c, k, deep_copy(v));
+            json_object_object_add(c, k, kite_apiserver_deep_copy(v));
             continue;
         }
         json_object *m = json_object_new_object();
         json_object_object_foreach(v, mk, mv) {
-            if (strcmp(mk, "managedFields") != 0) json_object_object_add(m, mk, deep_copy(mv));
+            if (strcmp(mk, "managedFields") != 0) json_object_object_add(m, mk, kite_apiserver_deep_copy(mv));
         }
         json_object_object_add(c, k, m);
     }
@@ -246,7 +246,7 @@ static json_object *deep_copy_unmanaged(json_object *o) {
  * shared read-only between threads, whose reference counts must not be touched. */
 static void copy_field(json_object *dst, json_object *src, const char *k) {
     json_object *v = kite_obj_get(src, k);
-    if (v) kite_obj_set(dst, k, deep_copy(v));
+    if (v) kite_obj_set(dst, k, kite_apiserver_deep_copy(v));
     else json_object_object_del(dst, k);
 }
 
@@ -274,12 +274,12 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
     json_object *meta = kite_obj_ensure(obj, "metadata");
     const char *name = kite_obj_str(meta, "name");
     if (name && *name && strcmp(name, rq->name) != 0) {
-        reply_error(rq, 400, "BadRequest", "the name of the object (%s) does not match the name on the URL (%s)", name, rq->name);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the name of the object (%s) does not match the name on the URL (%s)", name, rq->name);
         goto fail;
     }
     const char *ns = kite_obj_str(meta, "namespace");
     if (rq->res->namespaced && ns && *ns && strcmp(ns, rq->ns) != 0) {
-        reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
         goto fail;
     }
     json_object *cmeta = kite_obj_meta(cur);
@@ -287,7 +287,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
     if (uid && *uid && cuid && strcmp(uid, cuid) != 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cuid);
-        reply_error(rq, 409, "Conflict", "%s", msg);
+        kite_apiserver_reply_error(rq, 409, "Conflict", "%s", msg);
         goto fail;
     }
     json_object *res;
@@ -318,7 +318,7 @@ static json_object *prepare_update(struct write_op *op, json_object *obj, json_o
         kite_obj_set(meta, "generation", json_object_new_int64((g ? json_object_get_int64(g) : 0) + 1));
     }
     if (rq->res->defaults) rq->res->defaults(res);
-    if (!admit(op, KITE_ADMIT_UPDATE, res, cur)) {
+    if (!kite_apiserver_admit(op, KITE_ADMIT_UPDATE, res, cur)) {
         json_object_put(res);
         return NULL;
     }
@@ -334,7 +334,7 @@ fail:
 
 /* Retries run on their own thread: the store's writer thread, which reports the conflict, is
  * the one serial step of every write and must not do a retry's JSON work. */
-void apiserver_work_push(struct kite_apiserver *s, struct apiserver_work *w) {
+void kite_apiserver_work_push(struct kite_apiserver *s, struct apiserver_work *w) {
     pthread_mutex_lock(&s->retry_mu);
     w->next = NULL;
     *s->retry_tail = w;
@@ -352,16 +352,16 @@ void apiserver_work_push(struct kite_apiserver *s, struct apiserver_work *w) {
 static bool take_key(struct write_op *op) {
     if (op->holds_key || op->kind == OP_CREATE || op->dry_run || !op->key) return true;
     struct kite_apiserver *s = op->srv;
-    int r = keyq_hold(s->writing, op->key, &op->qlink);
+    int r = kite_apiserver_keyq_hold(s->writing, op->key, &op->qlink);
     if (r == KEYQ_HELD) {
         op->holds_key = true;
         return true;
     }
     if (r == KEYQ_QUEUED) {
-        metrics_write_queued(s->metrics); /* op may already run elsewhere: not touched again */
+        kite_apiserver_metrics_write_queued(s->metrics); /* op may already run elsewhere: not touched again */
         return false;
     }
-    op_fail(op, 429, "TooManyRequests", "too many concurrent writes of this object, please try again later");
+    kite_apiserver_op_fail(op, 429, "TooManyRequests", "too many concurrent writes of this object, please try again later");
     return false;
 }
 
@@ -371,7 +371,7 @@ static bool take_key(struct write_op *op) {
 static struct write_op *pass_key(struct write_op *op) {
     if (!op->holds_key) return NULL;
     op->holds_key = false;
-    struct keyq_link *w = keyq_release(op->srv->writing, op->key);
+    struct keyq_link *w = kite_apiserver_keyq_release(op->srv->writing, op->key);
     if (!w) return NULL;
     struct write_op *next = (struct write_op *)((char *)w - offsetof(struct write_op, qlink));
     next->holds_key = true;
@@ -383,14 +383,14 @@ static void release_key(struct write_op *op) {
     if (next) retry_push(op->srv, next);
 }
 
-static void run_op_work(struct apiserver_work *w) { run_op((struct write_op *)((char *)w - offsetof(struct write_op, work))); }
+static void run_op_work(struct apiserver_work *w) { kite_apiserver_run_op((struct write_op *)((char *)w - offsetof(struct write_op, work))); }
 
 static void retry_push(struct kite_apiserver *s, struct write_op *op) {
     op->work.run = run_op_work;
-    apiserver_work_push(s, &op->work);
+    kite_apiserver_work_push(s, &op->work);
 }
 
-void op_retry(struct write_op *op) { retry_push(op->srv, op); }
+void kite_apiserver_op_retry(struct write_op *op) { retry_push(op->srv, op); }
 
 static void *retry_main(void *ud) {
     struct kite_apiserver *s = ud;
@@ -409,8 +409,8 @@ static void *retry_main(void *ud) {
     return NULL;
 }
 
-int apiserver_retry_start(struct kite_apiserver *s) {
-    s->writing = keyq_new(KITE_WRITE_WAITERS_MAX);
+int kite_apiserver_retry_start(struct kite_apiserver *s) {
+    s->writing = kite_apiserver_keyq_new(KITE_WRITE_WAITERS_MAX);
     pthread_mutex_init(&s->retry_mu, NULL);
     pthread_cond_init(&s->retry_cond, NULL);
     s->retry_head = NULL;
@@ -424,7 +424,7 @@ int apiserver_retry_start(struct kite_apiserver *s) {
 /* The HTTP server stopped first: it waited for every request to be answered, and waiting
  * writes are answered in turn as the writes before them complete (the store and this thread
  * still run meanwhile), so no op is left holding or waiting for a key. */
-void apiserver_retry_stop(struct kite_apiserver *s) {
+void kite_apiserver_retry_stop(struct kite_apiserver *s) {
     if (s->retry_started) {
         pthread_mutex_lock(&s->retry_mu);
         s->retry_stop = true;
@@ -433,7 +433,7 @@ void apiserver_retry_stop(struct kite_apiserver *s) {
         pthread_join(s->retry_thread, NULL);
         s->retry_started = false;
     }
-    keyq_free(TAKE_PTR(s->writing));
+    kite_apiserver_keyq_free(TAKE_PTR(s->writing));
 }
 
 static void write_finish(void *ud);
@@ -445,10 +445,10 @@ static void write_failed(struct write_op *op, int err);
 static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) {
     struct write_op *op = ud;
     struct req *rq = op->rq;
-    metrics_store_commit(rq->srv->metrics, kite_now_mono(op->srv->clock) - op->submitted_ns);
+    kite_apiserver_metrics_store_commit(rq->srv->metrics, kite_now_mono(op->srv->clock) - op->submitted_ns);
     if ((err == -ESTALE || err == -ENOENT) && !op->client_rv && op->kind != OP_CREATE &&
         ++op->attempts < KITE_UPDATE_RETRIES) {
-        metrics_write_retry(rq->srv->metrics);
+        kite_apiserver_metrics_write_retry(rq->srv->metrics);
         retry_push(rq->srv, op); /* recompute against the record that won, off the writer thread; keeps its key */
         return;
     }
@@ -461,17 +461,17 @@ static void write_done(void *ud, int err, int64_t rev, struct kite_record *rec) 
     kite_http_defer(rq->http, write_finish, op);
 }
 
-void reply_done(struct write_op *op, struct kite_record *rec) {
+void kite_apiserver_reply_done(struct write_op *op, struct kite_record *rec) {
     struct req *rq = op->rq;
     if (op->status_reply) {
         char *body = kite_status_success(op->status_reply, NULL, NULL, NULL, NULL);
-        reply(rq, op->status_reply, "application/json", body, strlen(body));
+        kite_apiserver_reply(rq, op->status_reply, "application/json", body, strlen(body));
     } else if (op->kind == OP_DELETE) {
-        reply_deleted(op, rec);
+        kite_apiserver_reply_deleted(op, rec);
     } else {
         struct kite_buf out = {0};
-        render_record(rq, rec, &out);
-        reply_json_buf(rq, op->code, &out);
+        kite_apiserver_render_record(rq, rec, &out);
+        kite_apiserver_reply_json_buf(rq, op->code, &out);
     }
 }
 
@@ -480,9 +480,9 @@ static void write_finish(void *ud) {
     int err = op->done_err;
     struct kite_record *rec = op->done_rec;
     if (err == 0) {
-        pools_op_commit(op->pools, rec);
-        reply_done(op, rec);
-        op_free(op);
+        kite_apiserver_pools_op_commit(op->pools, rec);
+        kite_apiserver_reply_done(op, rec);
+        kite_apiserver_op_free(op);
         return;
     }
     write_failed(op, err);
@@ -496,26 +496,26 @@ static void write_failed(struct write_op *op, int err) {
     } else if (err == -EEXIST) {
         char gr[128];
         kite_resource_gr(rq->res, gr);
-        reply_error(rq, 409, "AlreadyExists", "%s \"%s\" already exists", gr, rq->name ? rq->name : "");
-        op_free(op);
+        kite_apiserver_reply_error(rq, 409, "AlreadyExists", "%s \"%s\" already exists", gr, rq->name ? rq->name : "");
+        kite_apiserver_op_free(op);
     } else if (err == -ENOENT) {
         char gr[128];
         kite_resource_gr(rq->res, gr);
-        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
-        op_free(op);
+        kite_apiserver_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
+        kite_apiserver_op_free(op);
     } else if (err == -EAGAIN) {
-        op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+        kite_apiserver_op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
     } else {
         op_storage_failed(op, err);
     }
 }
 
-void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
+void kite_apiserver_submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
             struct kite_record *cur) {
     struct req *rq = op->rq;
     if (cur && !op->dry_run && rq->res->held && op->srv->pools) {
-        if (!op->pools) op->pools = pools_op_new(op->srv, false);
-        pools_op_replaced(op->pools, record_object(cur), type == KITE_WRITE_DELETE ? NULL : obj);
+        if (!op->pools) op->pools = kite_apiserver_pools_op_new(op->srv, false);
+        kite_apiserver_pools_op_replaced(op->pools, kite_apiserver_record_object(cur), type == KITE_WRITE_DELETE ? NULL : obj);
     }
     size_t len = 0;
     _cleanup_free_ char *bytes = obj ? kite_object_encode(obj, &len) : NULL;
@@ -527,45 +527,45 @@ void submit(struct write_op *op, enum kite_write_type type, json_object *obj, in
     if (type == KITE_WRITE_UPDATE && cur && cur->len == len && memcmp(cur->value, bytes, len) == 0) {
         /* nothing changed: no write, no new revision (as kube-apiserver) */
         op->code = 200;
-        reply_done(op, cur);
-        op_free(op);
+        kite_apiserver_reply_done(op, cur);
+        kite_apiserver_op_free(op);
         return;
     }
     if (type != KITE_WRITE_DELETE && len > KITE_STORE_VALUE_MAX) {
         /* kube-apiserver passes etcd's "request is too large" on as a 500 (kubernetes#112152);
          * it is the client's object that is too big. */
-        reply_error(rq, 413, "RequestEntityTooLarge", "the object is too large to store: %zu bytes, at most %d",
+        kite_apiserver_reply_error(rq, 413, "RequestEntityTooLarge", "the object is too large to store: %zu bytes, at most %d",
                     len, KITE_STORE_VALUE_MAX);
-        op_free(op);
+        kite_apiserver_op_free(op);
         return;
     }
     if (op->dry_run && op->status_reply) {
-        reply_done(op, cur);
-        op_free(op);
+        kite_apiserver_reply_done(op, cur);
+        kite_apiserver_op_free(op);
         return;
     }
     if (op->dry_run) {
         /* the answer the write would get, as kube-apiserver's dry run (it checks the key too) */
-        struct kite_record *exists = type == KITE_WRITE_CREATE ? kite_wcache_get(storage_cache(rq->srv, rq->res), op->key) : NULL;
+        struct kite_record *exists = type == KITE_WRITE_CREATE ? kite_wcache_get(kite_apiserver_storage_cache(rq->srv, rq->res), op->key) : NULL;
         if (exists) {
             kite_record_unref(exists);
             write_failed(op, -EEXIST);
             return;
         }
         if (type == KITE_WRITE_DELETE) {
-            reply_deleted(op, cur);
+            kite_apiserver_reply_deleted(op, cur);
         } else {
             struct kite_buf out = {0};
             kite_object_render(bytes, len, cur ? cur->mod_rev : 0, &out);
-            reply_json_buf(rq, op->code, &out);
+            kite_apiserver_reply_json_buf(rq, op->code, &out);
         }
-        op_free(op);
+        kite_apiserver_op_free(op);
         return;
     }
     struct kite_write w = {.type = type, .key = op->key, .value = bytes, .len = len, .expect_mod_rev = expect};
     op->submitted_ns = kite_now_mono(op->srv->clock);
     int r = kite_store_submit(rq->srv->store, &w, write_done, op);
-    if (r == -EAGAIN) op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
+    if (r == -EAGAIN) kite_apiserver_op_fail(op, 429, "TooManyRequests", "the server has too many pending writes, please try again later");
     else if (r < 0) op_storage_failed(op, r);
 }
 
@@ -576,13 +576,13 @@ static bool check_rv_precondition(struct write_op *op, json_object *obj, struct 
      * manifest that carries it is unconditional where the kind allows that) */
     if (!rv || !*rv || strcmp(rv, "0") == 0) {
         if (op->kind == OP_UPDATE && !op->rq->res->unconditional_update) {
-            op_fail(op, 422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update");
+            kite_apiserver_op_fail(op, 422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update");
             return false;
         }
         return true;
     }
     if (kite_parse_int64(rv, &v) < 0 || v <= 0) {
-        op_fail(op, 400, "BadRequest", "metadata.resourceVersion: Invalid value: invalid resource version");
+        kite_apiserver_op_fail(op, 400, "BadRequest", "metadata.resourceVersion: Invalid value: invalid resource version");
         return false;
     }
     if (v != cur->mod_rev) {
@@ -603,7 +603,7 @@ static json_object *apply_patch(struct write_op *op, json_object *doc, json_obje
     switch (op->ptype) {
     case PATCH_MERGE: r = kite_merge_patch(doc, op->input, &out, &err); break;
     case PATCH_JSON: r = kite_json_patch(doc, op->input, &out, &err); break;
-    case PATCH_APPLY: return managed_apply(op, doc, cobj) ?: (op_free(op), NULL);
+    case PATCH_APPLY: return kite_apiserver_managed_apply(op, doc, cobj) ?: (kite_apiserver_op_free(op), NULL);
     default: r = kite_smp_apply(doc, op->input, op->rq->res->smp, &out, &err); break;
     }
     if (r == 0 && !json_object_is_type(out, json_type_object)) {
@@ -612,10 +612,10 @@ static json_object *apply_patch(struct write_op *op, json_object *doc, json_obje
         r = -EINVAL;
     }
     if (r < 0) {
-        reply_error(op->rq, r == -EBADMSG ? 400 : 422, r == -EBADMSG ? "BadRequest" : "Invalid", "%s",
+        kite_apiserver_reply_error(op->rq, r == -EBADMSG ? 400 : 422, r == -EBADMSG ? "BadRequest" : "Invalid", "%s",
                     err ? err : "the patch could not be applied");
         free(err);
-        op_free(op);
+        kite_apiserver_op_free(op);
         return NULL;
     }
     free(err);
@@ -638,7 +638,7 @@ static void put_owned(json_object **o) { json_object_put(*o); }
  * update of it; a race with another write runs the action again on the object that won. */
 static void run_action(struct write_op *op, struct kite_record *cur, json_object *cobj) {
     struct req *rq = op->rq;
-    json_object *obj = deep_copy(cobj);
+    json_object *obj = kite_apiserver_deep_copy(cobj);
     if (rq->res->from_storage) rq->res->from_storage(obj);
     char *msg = NULL;
     int code = op->sub->act(obj, op->input, kite_now_wall(op->srv->clock), &msg);
@@ -648,23 +648,23 @@ static void run_action(struct write_op *op, struct kite_record *cur, json_object
             char gr[160];
             snprintf(gr, sizeof gr, "%s/%s%s%s", rq->res->plural, op->sub->name, *rq->res->group ? "." : "", rq->res->group);
             struct status_details d = {.name = rq->name, .group = *rq->res->group ? rq->res->group : NULL, .kind = gr};
-            reply_error_about(rq, 409, "Conflict", &d, "Operation cannot be fulfilled on %s \"%s\": %s", gr, rq->name,
+            kite_apiserver_reply_error_about(rq, 409, "Conflict", &d, "Operation cannot be fulfilled on %s \"%s\": %s", gr, rq->name,
                               msg ? msg : "");
         } else {
-            reply_error(rq, code, NULL, "%s", msg ? msg : "");
+            kite_apiserver_reply_error(rq, code, NULL, "%s", msg ? msg : "");
         }
         free(msg);
-        op_free(op);
+        kite_apiserver_op_free(op);
         return;
     }
-    if (!admit(op, KITE_ADMIT_UPDATE, obj, cobj)) {
+    if (!kite_apiserver_admit(op, KITE_ADMIT_UPDATE, obj, cobj)) {
         json_object_put(obj);
-        op_free(op);
+        kite_apiserver_op_free(op);
         return;
     }
     if (rq->res->to_storage) rq->res->to_storage(obj);
     op->code = 201;
-    submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, cur);
+    kite_apiserver_submit(op, KITE_WRITE_UPDATE, obj, cur->mod_rev, cur);
 }
 
 /* A write of a view subresource (a workload's scale): the patch applies to the view, or the
@@ -673,14 +673,14 @@ static void run_action(struct write_op *op, struct kite_record *cur, json_object
  * NULL after replying. */
 static json_object *view_write(struct write_op *op, json_object *cobj) {
     const struct kite_subresource *sr = op->sub;
-    json_object *obj = deep_copy(cobj), *view;
+    json_object *obj = kite_apiserver_deep_copy(cobj), *view;
     if (op->rq->res->from_storage) op->rq->res->from_storage(obj);
     if (op->kind == OP_PATCH && op->ptype == PATCH_APPLY) {
         /* an apply of a view would need the view's own field sets */
-        reply_error(op->rq, 415, "UnsupportedMediaType",
+        kite_apiserver_reply_error(op->rq, 415, "UnsupportedMediaType",
                     "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json");
         json_object_put(obj);
-        op_free(op);
+        kite_apiserver_op_free(op);
         return NULL;
     }
     if (op->kind == OP_PATCH) {
@@ -695,11 +695,11 @@ static json_object *view_write(struct write_op *op, json_object *cobj) {
         view = take_input(op);
         const char *kind = kite_obj_str(view, "kind");
         if (kind && *kind && strcmp(kind, sr->body_kind) != 0) {
-            reply_error(op->rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind,
+            kite_apiserver_reply_error(op->rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind,
                         sr->body_kind);
             json_object_put(view);
             json_object_put(obj);
-            op_free(op);
+            kite_apiserver_op_free(op);
             return NULL;
         }
     }
@@ -712,45 +712,45 @@ static json_object *view_write(struct write_op *op, json_object *cobj) {
     return obj;
 }
 
-void run_op(struct write_op *op) {
+void kite_apiserver_run_op(struct write_op *op) {
     if (!take_key(op)) return;
     struct req *rq = op->rq;
     struct kite_record *cur = NULL;
-    if (op->kind != OP_CREATE) cur = kite_wcache_get(storage_cache(rq->srv, rq->res), op->key);
+    if (op->kind != OP_CREATE) cur = kite_wcache_get(kite_apiserver_storage_cache(rq->srv, rq->res), op->key);
 
     bool apply_create = !cur && op->kind == OP_PATCH && op->ptype == PATCH_APPLY && !op->sub;
     if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->sub) || apply_create) {
-        json_object *obj = apply_create ? managed_apply(op, NULL, NULL) : take_input(op);
+        json_object *obj = apply_create ? kite_apiserver_managed_apply(op, NULL, NULL) : take_input(op);
         op->code = 201;
         op->kind = OP_CREATE;
         if (!prepare_create(op, obj)) {
             json_object_put(obj);
-            op_free(op);
+            kite_apiserver_op_free(op);
             return;
         }
-        managed_finish(op, NULL, false, obj);
+        kite_apiserver_managed_finish(op, NULL, false, obj);
         char *key = kite_object_key(rq->res, kite_meta_str(obj, "namespace"), kite_meta_str(obj, "name"));
         if (op->key && strcmp(key, op->key) != 0) release_key(op); /* held the URL's key, writes another */
         free(op->key);
         op->key = key;
         if (!rq->name) rq->name = kite_strdup(kite_meta_str(obj, "name") ? kite_meta_str(obj, "name") : "");
-        submit(op, KITE_WRITE_CREATE, obj, 0, NULL);
+        kite_apiserver_submit(op, KITE_WRITE_CREATE, obj, 0, NULL);
         return;
     }
     if (!cur) {
         char gr[128];
         kite_resource_gr(rq->res, gr);
-        reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
-        op_free(op);
+        kite_apiserver_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", gr, rq->name);
+        kite_apiserver_op_free(op);
         return;
     }
     /* The current object: the record's cached parse when a reader made one, else a private
      * parse, freed on this thread (see submit). */
     json_object *cobj = kite_record_cache(cur);
-    __attribute__((cleanup(put_owned))) json_object *owned = cobj ? NULL : record_parse(cur);
+    __attribute__((cleanup(put_owned))) json_object *owned = cobj ? NULL : kite_apiserver_record_parse(cur);
     if (!cobj) cobj = owned;
     if (op->kind == OP_DELETE) {
-        run_delete(op, cur, cobj);
+        kite_apiserver_run_delete(op, cur, cobj);
         kite_record_unref(cur);
         return;
     }
@@ -771,7 +771,7 @@ void run_op(struct write_op *op) {
          * them (kubectl's client-side to server-side apply migration replaces them) */
         bool mf = op->ptype == PATCH_JSON ||
                   (op->ptype != PATCH_APPLY && kite_obj_get(kite_obj_meta(op->input), "managedFields"));
-        json_object *doc = mf ? deep_copy(cobj) : deep_copy_unmanaged(cobj);
+        json_object *doc = mf ? kite_apiserver_deep_copy(cobj) : deep_copy_unmanaged(cobj);
         if (rq->res->from_storage) rq->res->from_storage(doc);
         obj = apply_patch(op, doc, cobj);
         json_object_put(doc);
@@ -789,30 +789,30 @@ void run_op(struct write_op *op) {
     }
     json_object *res = prepare_update(op, obj, cobj);
     if (!res) {
-        op_free(op);
+        kite_apiserver_op_free(op);
         kite_record_unref(cur);
         return;
     }
     op->code = 200;
-    managed_finish(op, cobj, owned != NULL, res);
+    kite_apiserver_managed_finish(op, cobj, owned != NULL, res);
     json_object *meta = kite_obj_meta(res);
     json_object *dgs = kite_obj_get(meta, "deletionGracePeriodSeconds");
-    if (kite_obj_get(meta, "deletionTimestamp") && !finalizers_pending(rq->res, res) &&
-        finalizers_pending(rq->res, cobj) && (!dgs || json_object_get_int64(dgs) == 0)) {
+    if (kite_obj_get(meta, "deletionTimestamp") && !kite_apiserver_finalizers_pending(rq->res, res) &&
+        kite_apiserver_finalizers_pending(rq->res, cobj) && (!dgs || json_object_get_int64(dgs) == 0)) {
         /* the last finalizer is gone from an object being deleted (and its grace period, if it
          * has one, is over): delete it now, as upstream's ShouldDeleteDuringUpdate. Any other
          * update of it (a terminating pod's status) is an update. */
         snprintf(op->uid, sizeof op->uid, "%s", kite_obj_str(meta, "uid") ? kite_obj_str(meta, "uid") : "");
         op->kind = OP_DELETE;
         json_object_put(res);
-        submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
+        kite_apiserver_submit(op, KITE_WRITE_DELETE, NULL, cur->mod_rev, cur);
     } else {
-        submit(op, KITE_WRITE_UPDATE, res, cur->mod_rev, cur);
+        kite_apiserver_submit(op, KITE_WRITE_UPDATE, res, cur->mod_rev, cur);
     }
     kite_record_unref(cur);
 }
 
-struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
+struct write_op *kite_apiserver_op_new(struct req *rq, enum op_kind kind, json_object *input) {
     struct write_op *op = kite_calloc(1, sizeof *op);
     op->rq = rq;
     op->srv = rq->srv;
@@ -825,12 +825,12 @@ struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input) {
     return op;
 }
 
-bool dry_run_query_ok(struct req *rq, const char *opts) {
+bool kite_apiserver_dry_run_query_ok(struct req *rq, const char *opts) {
     const char *dr = kite_http_query(rq->http, "dryRun");
     if (!dr || strcmp(dr, "All") == 0) return true;
     struct kite_buf q = {0};
     kite_buf_json_str(&q, dr);
-    reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{%s}: "
+    kite_apiserver_reply_error(rq, 422, "Invalid", "%s.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{%s}: "
                 "supported values: \"All\"", opts, q.p);
     kite_buf_release(&q);
     return false;
@@ -839,126 +839,126 @@ bool dry_run_query_ok(struct req *rq, const char *opts) {
 /* A POST to an action subresource: its body is an object of the subresource's kind, named
  * as the URL's object (kube-apiserver's binding and eviction REST handlers). */
 static void handle_action(struct req *rq, const struct kite_subresource *sr) {
-    if (!dry_run_query_ok(rq, "CreateOptions")) return;
-    json_object *body = parse_body(rq, false);
+    if (!kite_apiserver_dry_run_query_ok(rq, "CreateOptions")) return;
+    json_object *body = kite_apiserver_parse_body(rq, false);
     if (!body) return;
     const char *kind = kite_obj_str(body, "kind"), *av = kite_obj_str(body, "apiVersion");
     size_t gl = strlen(sr->body_group);
     /* any version of the body's group (policy/v1beta1 Evictions too) */
     bool av_ok = !av || !*av || (gl ? strncmp(av, sr->body_group, gl) == 0 && av[gl] == '/' : !strchr(av, '/'));
     if (kind && *kind && strcmp(kind, sr->body_kind) != 0) {
-        reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, sr->body_kind);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the kind in the body (%s) does not match the expected kind (%s)", kind, sr->body_kind);
         json_object_put(body);
         return;
     }
     if (!av_ok) {
-        reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s%s%s)",
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "the API version in the data (%s) does not match the expected API version (%s%s%s)",
                     av, sr->body_group, gl ? "/" : "", sr->body_version);
         json_object_put(body);
         return;
     }
     if (sr->token) { /* a ServiceAccount's token: issued, not stored (satoken.c) */
-        apiserver_satoken_issue(rq, body);
+        kite_apiserver_satoken_issue(rq, body);
         return;
     }
     const char *name = kite_meta_str(body, "name");
     if (!name || strcmp(name, rq->name) != 0) {
-        reply_error(rq, 400, "BadRequest", "name in URL does not match name in %s object", sr->body_kind);
+        kite_apiserver_reply_error(rq, 400, "BadRequest", "name in URL does not match name in %s object", sr->body_kind);
         json_object_put(body);
         return;
     }
     struct write_op *op;
     if (sr->deletes) {
-        op = op_new(rq, OP_DELETE, NULL);
-        bool ok = delete_options(op, kite_obj_get(body, "deleteOptions"));
+        op = kite_apiserver_op_new(rq, OP_DELETE, NULL);
+        bool ok = kite_apiserver_delete_options(op, kite_obj_get(body, "deleteOptions"));
         json_object_put(body);
         if (!ok) {
-            op_free(op);
+            kite_apiserver_op_free(op);
             return;
         }
     } else {
-        op = op_new(rq, OP_ACTION, body);
+        op = kite_apiserver_op_new(rq, OP_ACTION, body);
     }
     op->status_reply = 201;
-    run_op(op);
+    kite_apiserver_run_op(op);
 }
 
-void handle_create(struct req *rq) {
+void kite_apiserver_handle_create(struct req *rq) {
     const struct kite_subresource *sr = rq->sub ? kite_resource_subresource(rq->res, rq->sub) : NULL;
     if (kite_subresource_is_action(sr)) {
         handle_action(rq, sr);
         return;
     }
-    if (!dry_run_query_ok(rq, "CreateOptions")) return;
-    json_object *obj = parse_body(rq, false);
+    if (!kite_apiserver_dry_run_query_ok(rq, "CreateOptions")) return;
+    json_object *obj = kite_apiserver_parse_body(rq, false);
     if (!obj) return;
-    struct write_op *op = op_new(rq, OP_CREATE, obj);
-    if (!managed_manager(op)) {
-        op_free(op);
+    struct write_op *op = kite_apiserver_op_new(rq, OP_CREATE, obj);
+    if (!kite_apiserver_managed_manager(op)) {
+        kite_apiserver_op_free(op);
         return;
     }
-    run_op(op);
+    kite_apiserver_run_op(op);
 }
 
-void handle_update(struct req *rq) {
-    if (!dry_run_query_ok(rq, "UpdateOptions")) return;
-    json_object *obj = parse_body(rq, false);
+void kite_apiserver_handle_update(struct req *rq) {
+    if (!kite_apiserver_dry_run_query_ok(rq, "UpdateOptions")) return;
+    json_object *obj = kite_apiserver_parse_body(rq, false);
     if (!obj) return;
-    struct write_op *op = op_new(rq, OP_UPDATE, obj);
-    if (!managed_manager(op)) {
-        op_free(op);
+    struct write_op *op = kite_apiserver_op_new(rq, OP_UPDATE, obj);
+    if (!kite_apiserver_managed_manager(op)) {
+        kite_apiserver_op_free(op);
         return;
     }
-    run_op(op);
+    kite_apiserver_run_op(op);
 }
 
-void handle_patch(struct req *rq) {
+void kite_apiserver_handle_patch(struct req *rq) {
     const char *ct = kite_http_header(rq->http, "Content-Type");
     enum patch_type t;
-    if (media_is(ct, "application/merge-patch+json")) t = PATCH_MERGE;
-    else if (media_is(ct, "application/json-patch+json")) t = PATCH_JSON;
-    else if (media_is(ct, "application/strategic-merge-patch+json")) t = PATCH_STRATEGIC;
-    else if (media_is(ct, "application/apply-patch+yaml")) t = PATCH_APPLY;
+    if (kite_apiserver_media_is(ct, "application/merge-patch+json")) t = PATCH_MERGE;
+    else if (kite_apiserver_media_is(ct, "application/json-patch+json")) t = PATCH_JSON;
+    else if (kite_apiserver_media_is(ct, "application/strategic-merge-patch+json")) t = PATCH_STRATEGIC;
+    else if (kite_apiserver_media_is(ct, "application/apply-patch+yaml")) t = PATCH_APPLY;
     else {
-        reply_error(rq, 415, "UnsupportedMediaType",
+        kite_apiserver_reply_error(rq, 415, "UnsupportedMediaType",
                     "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
         return;
     }
     /* PatchOptions as upstream's ValidatePatchOptions */
-    if (!dry_run_query_ok(rq, "PatchOptions")) return;
+    if (!kite_apiserver_dry_run_query_ok(rq, "PatchOptions")) return;
     const char *fm = kite_http_query(rq->http, "fieldManager"), *force = kite_http_query(rq->http, "force");
     if (t != PATCH_APPLY && force) {
-        reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch");
+        kite_apiserver_reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch");
         return;
     }
     if (t == PATCH_APPLY && (!fm || !*fm)) {
-        reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch");
+        kite_apiserver_reply_error(rq, 422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch");
         return;
     }
-    json_object *patch = t == PATCH_APPLY ? parse_apply_body(rq) : parse_json_text(rq, rq->http->body, rq->http->body_len);
+    json_object *patch = t == PATCH_APPLY ? kite_apiserver_parse_apply_body(rq) : kite_apiserver_parse_json_text(rq, rq->http->body, rq->http->body_len);
     if (!patch) return;
-    struct write_op *op = op_new(rq, OP_PATCH, patch);
+    struct write_op *op = kite_apiserver_op_new(rq, OP_PATCH, patch);
     op->ptype = t;
-    op->force = query_true(force);
-    if (!managed_manager(op)) {
-        op_free(op);
+    op->force = kite_apiserver_query_true(force);
+    if (!kite_apiserver_managed_manager(op)) {
+        kite_apiserver_op_free(op);
         return;
     }
-    run_op(op);
+    kite_apiserver_run_op(op);
 }
 
 /* apiserver_create_sync's and apiserver_create_submit's body: cb NULL waits for the write. */
 static int create_direct(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
                          void *ud) {
-    json_object *o = deep_copy(obj);
+    json_object *o = kite_apiserver_deep_copy(obj);
     json_object *meta = kite_obj_ensure(o, "metadata");
     char uid[37];
     kite_uuid4(uid);
     kite_obj_set(meta, "uid", json_object_new_string(uid));
-    now_time(s, meta, "creationTimestamp");
+    kite_apiserver_now_time(s, meta, "creationTimestamp");
     if (r->defaults) r->defaults(o);
     _cleanup_free_ char *key = kite_object_key(r, kite_obj_str(meta, "namespace"), kite_obj_str(meta, "name"));
-    struct kite_record *cur = kite_wcache_get(storage_cache(s, r), key);
+    struct kite_record *cur = kite_wcache_get(kite_apiserver_storage_cache(s, r), key);
     if (cur) {
         kite_record_unref(cur);
         json_object_put(o);
@@ -971,11 +971,11 @@ static int create_direct(struct kite_apiserver *s, const struct kite_resource *r
     return cb ? kite_store_submit(s->store, &w, cb, ud) : kite_store_write(s->store, &w, NULL, NULL);
 }
 
-int apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj) {
+int kite_apiserver_create_sync(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj) {
     return create_direct(s, r, obj, NULL, NULL);
 }
 
-int apiserver_create_submit(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
+int kite_apiserver_create_submit(struct kite_apiserver *s, const struct kite_resource *r, json_object *obj, kite_write_cb cb,
                             void *ud) {
     return create_direct(s, r, obj, cb, ud);
 }

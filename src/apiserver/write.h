@@ -45,51 +45,51 @@ struct write_op {
 };
 
 /* The one end of every op (replied or not): a key it still holds is released here. */
-void op_free(struct write_op *op);
+void kite_apiserver_op_free(struct write_op *op);
 /* Replies code/reason/msg and frees op. */
-void op_fail(struct write_op *op, int code, const char *reason, const char *msg);
-struct write_op *op_new(struct req *rq, enum op_kind kind, json_object *input);
+void kite_apiserver_op_fail(struct write_op *op, int code, const char *reason, const char *msg);
+struct write_op *kite_apiserver_op_new(struct req *rq, enum op_kind kind, json_object *input);
 /* Runs op again on the retry thread (it keeps the key it holds). Any thread. */
-void op_retry(struct write_op *op);
+void kite_apiserver_op_retry(struct write_op *op);
 /* (Re)computes op against the current record and submits it (write.c). */
-void run_op(struct write_op *op);
+void kite_apiserver_run_op(struct write_op *op);
 /* Submits (or, for dryRun, pretends to). Takes ownership of obj. The reply may come from the
  * writer thread before this returns: callers must not touch op afterwards. */
-void submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect, struct kite_record *cur);
+void kite_apiserver_submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect, struct kite_record *cur);
 /* Sets meta[field] to the server's now (RFC 3339, seconds). */
-void now_time(struct kite_apiserver *s, json_object *meta, const char *field);
-json_object *deep_copy(json_object *o);
+void kite_apiserver_now_time(struct kite_apiserver *s, json_object *meta, const char *field);
+json_object *kite_apiserver_deep_copy(json_object *o);
 /* Runs the admission chain for op; replies and returns false when a plugin refuses. */
-bool admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, json_object *old);
+bool kite_apiserver_admit(struct write_op *op, enum kite_admission_op aop, json_object *obj, json_object *old);
 
 /* Answers a completed write: the record, or the Status Success an action answers. */
-void reply_done(struct write_op *op, struct kite_record *rec);
+void kite_apiserver_reply_done(struct write_op *op, struct kite_record *rec);
 
 /* managed.c */
 /* Sets op->manager from fieldManager or the User-Agent; false after replying 422 to an
  * invalid fieldManager. */
-bool managed_manager(struct write_op *op);
+bool kite_apiserver_managed_manager(struct write_op *op);
 /* Server-side apply of op->input to live (the current object as the request's version sees
  * it; NULL: apply-create) whose stored form is cur (for its managedFields; NULL on create):
  * the merged object (new), with op->managed set; NULL after replying 409 on conflicts. */
-json_object *managed_apply(struct write_op *op, json_object *live, json_object *cur);
+json_object *kite_apiserver_managed_apply(struct write_op *op, json_object *live, json_object *cur);
 /* Sets res's metadata.managedFields for the write of op from cur (NULL: a create): what an
  * apply computed, or the Update of op's manager. cur_private: cur is the op's own parse, which
  * it may give its entries to (cur is not read afterwards). */
-void managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res);
+void kite_apiserver_managed_finish(struct write_op *op, json_object *cur, bool cur_private, json_object *res);
 
 /* The dryRun query parameter as kube-apiserver validates it in opts ("CreateOptions", ...):
  * absent or "All"; anything else is answered 422 (false). */
-bool dry_run_query_ok(struct req *rq, const char *opts);
+bool kite_apiserver_dry_run_query_ok(struct req *rq, const char *opts);
 
 /* delete.c */
 /* Takes DeleteOptions' gracePeriodSeconds, preconditions, propagation and dryRun (borrowed
  * opts) into op; false after replying 400/422 to a malformed value. A body's dryRun makes op a
  * dry run whatever the query says. */
-bool delete_options(struct write_op *op, json_object *opts);
+bool kite_apiserver_delete_options(struct write_op *op, json_object *opts);
 /* The delete of op against the current record cur (cobj: its parse, borrowed). */
-void run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);
+void kite_apiserver_run_delete(struct write_op *op, struct kite_record *cur, json_object *cobj);
 /* The answer to a completed delete: the object, or a Status (per the kind's row). */
-void reply_deleted(struct write_op *op, struct kite_record *rec);
+void kite_apiserver_reply_deleted(struct write_op *op, struct kite_record *rec);
 /* True while finalizers (metadata's, or the kind's own) keep an object that is being deleted. */
-bool finalizers_pending(const struct kite_resource *r, json_object *obj);
+bool kite_apiserver_finalizers_pending(const struct kite_resource *r, json_object *obj);

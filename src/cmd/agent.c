@@ -13,7 +13,7 @@
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 
-int agent_flag_record(const char *name, const char *value, void *ud) {
+int kite_cmd_agent_flag_record(const char *name, const char *value, void *ud) {
     struct agent_flag_args *a = ud;
     a->names = kite_realloc(a->names, (a->n + 1) * sizeof(char *));
     a->values = kite_realloc(a->values, (a->n + 1) * sizeof(char *));
@@ -22,21 +22,21 @@ int agent_flag_record(const char *name, const char *value, void *ud) {
     return 0;
 }
 
-int agent_flags_apply(const struct agent_flag_args *a, const char *config_path, struct kite_agent_config *cfg) {
+int kite_cmd_agent_flags_apply(const struct agent_flag_args *a, const char *config_path, struct kite_agent_config *cfg) {
     _cleanup_free_ char *err = NULL;
     if (config_path && kite_agent_config_load_file(cfg, config_path, &err) < 0) {
-        fprintf(stderr, "%s%s: %s\n", flags_prog_prefix(a->cmd), a->cmd, err ? err : "cannot read --config");
+        fprintf(stderr, "%s%s: %s\n", kite_cmd_flags_prog_prefix(a->cmd), a->cmd, err ? err : "cannot read --config");
         return 2;
     }
     for (size_t i = 0; i < a->n; i++)
         if (kite_agent_config_set_flag(cfg, a->names[i], a->values[i], &err) < 0) {
-            fprintf(stderr, "%s%s: %s\n", flags_prog_prefix(a->cmd), a->cmd, err ? err : "bad flag value");
+            fprintf(stderr, "%s%s: %s\n", kite_cmd_flags_prog_prefix(a->cmd), a->cmd, err ? err : "bad flag value");
             return 2;
         }
     return 0;
 }
 
-void agent_flag_args_release(struct agent_flag_args *a) {
+void kite_cmd_agent_flag_args_release(struct agent_flag_args *a) {
     free(a->names);
     free(a->values);
     a->names = a->values = NULL;
@@ -92,10 +92,10 @@ static int run_bootstrapped(struct boot *b) {
 }
 
 int cmd_agent(int argc, char **argv) {
-    return agent_main("agent", argc, argv);
+    return kite_cmd_agent_main("agent", argc, argv);
 }
 
-int agent_main(const char *cmd, int argc, char **argv) {
+int kite_cmd_agent_main(const char *cmd, int argc, char **argv) {
     const char *kubeconfig = NULL, *config = NULL, *bootstrap_kubeconfig = NULL, *cert_dir = NULL;
     int64_t rotate_after_ns = 0;
     bool cleanup = false;
@@ -122,18 +122,18 @@ int agent_main(const char *cmd, int argc, char **argv) {
         FLAG_BOOLEAN("cleanup", "remove the Service proxy's nftables table (--proxy-table) and exit", &cleanup),
         FLAG_END,
     };
-    int r = flags_parse(cmd,
+    int r = kite_cmd_flags_parse(cmd,
                         "Runs the node agent: registers this machine as a Node, renews its Lease and reports\n"
                         "its status to the API server.",
-                        flags, argc, argv, agent_flag_record, &fa);
+                        flags, argc, argv, kite_cmd_agent_flag_record, &fa);
     if (r != 0) {
-        agent_flag_args_release(&fa);
+        kite_cmd_agent_flag_args_release(&fa);
         return r > 0 ? 0 : 2;
     }
     struct kite_agent_config cfg;
     kite_agent_config_init(&cfg);
-    r = agent_flags_apply(&fa, config, &cfg);
-    agent_flag_args_release(&fa);
+    r = kite_cmd_agent_flags_apply(&fa, config, &cfg);
+    kite_cmd_agent_flag_args_release(&fa);
     if (r != 0) {
         kite_agent_config_release(&cfg);
         return r;
@@ -142,7 +142,7 @@ int agent_main(const char *cmd, int argc, char **argv) {
         _cleanup_free_ char *script = kite_proxy_cleanup_script(cfg.proxy_table ? cfg.proxy_table : KITE_PROXY_TABLE_DEFAULT);
         _cleanup_free_ char *err = NULL;
         r = kite_proxy_nft_run(script, false, &err);
-        if (r < 0) fprintf(stderr, "%s%s: --cleanup: %s", flags_prog_prefix(cmd), cmd, err ? err : "nftables failed\n");
+        if (r < 0) fprintf(stderr, "%s%s: --cleanup: %s", kite_cmd_flags_prog_prefix(cmd), cmd, err ? err : "nftables failed\n");
         kite_agent_config_release(&cfg);
         return r < 0 ? 1 : 0;
     }

@@ -5,5 +5,5 @@
 
 int main(int argc, char **argv) {
     kite_block_signals();
-    return agent_main("kite-agent", argc, argv);
+    return kite_cmd_agent_main("kite-agent", argc, argv);
 }

@@ -24,7 +24,7 @@ static unsigned default_max_connections(void) {
     return rl.rlim_cur > 2 * FD_RESERVE ? (unsigned)(rl.rlim_cur - FD_RESERVE) : (unsigned)(rl.rlim_cur / 2);
 }
 
-int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o) {
+int kite_cmd_apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o) {
     *o = (struct kite_apiserver_options){.data_dir = a->data_dir, .listen = a->listen, .store_url = a->store,
                                          .token_file = a->tokens, .threads = (unsigned)a->threads,
                                          .max_connections = a->max_conns ? (unsigned)a->max_conns
@@ -75,7 +75,7 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
     o->etcd_prefix = a->etcd_prefix;
     o->etcd_timeout_ms = (int)(a->etcd_timeout_ns / 1000000);
     o->compact_interval_s = a->etcd_compaction_ns / KITE_NS_PER_SEC;
-    o->controller_roles = controller_roles(&o->n_controller_roles);
+    o->controller_roles = kite_cmd_controller_roles(&o->n_controller_roles);
     const char *mode = a->authz_mode ? a->authz_mode : "Node,RBAC";
     if (strcmp(mode, "AlwaysAllow") == 0) {
         o->always_allow = true;
@@ -89,11 +89,11 @@ int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver
 int cmd_apiserver(int argc, char **argv) {
     struct apiserver_args args = {0};
     const struct flag flags[] = {APISERVER_FLAGS(&args), FLAG_END};
-    int r = flags_parse("apiserver", "Runs the Kubernetes-compatible API server on an embedded durable store.", flags,
+    int r = kite_cmd_flags_parse("apiserver", "Runs the Kubernetes-compatible API server on an embedded durable store.", flags,
                         argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     struct kite_apiserver_options o;
-    if (apiserver_args_options(&args, &o) != 0) return 2;
+    if (kite_cmd_apiserver_args_options(&args, &o) != 0) return 2;
     struct kite_apiserver *s;
     _cleanup_free_ char *start_err = NULL;
     if ((r = kite_apiserver_start(&o, &s, &start_err)) < 0) {

@@ -11,7 +11,7 @@ int cmd_up(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 /* kite agent's body, also kite-agent's main (agent_main.c): cmd names it in messages and the
  * help ("agent" or "kite-agent", flags_prog_prefix); argv[0] is not read. */
-int agent_main(const char *cmd, int argc, char **argv);
+int kite_cmd_agent_main(const char *cmd, int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
 int cmd_certs(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
@@ -55,13 +55,13 @@ struct elected_component {
     FLAG_DURATION("leader-elect-retry-period", "time between attempts to acquire or renew", "2s", KITE_NS_PER_MS,    \
                   retry_ns)
 /* The durations' rule (client-go's): 0, or -EINVAL after a message on stderr naming cmd. */
-int elected_check(const char *cmd, const struct elected_args *a);
+int kite_cmd_elected_check(const char *cmd, const struct elected_args *a);
 /* Makes the clients; without leader election calls started(ud) at once, else starts the
  * election. 0, or -errno with *ret_error (malloc'ed). */
-int elected_start(struct elected *e, const struct elected_args *a, const struct elected_component *c, void *ud,
+int kite_cmd_elected_start(struct elected *e, const struct elected_args *a, const struct elected_component *c, void *ud,
                   char **ret_error);
 /* Stops the election (stopped runs if leading) or calls stopped; frees the clients. */
-void elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud);
+void kite_cmd_elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud);
 /* The command of an elected component (kite controller-manager, kite scheduler), one start-up
  * for both: --kubeconfig, the election's flags (elect_desc: what --leader-elect does) and the
  * component's own (FLAG_END-terminated), the durations' check, start(ud), running until
@@ -75,7 +75,7 @@ struct elected_cmd {
     void (*stop)(void *ud);
     void *ud;
 };
-int elected_main(const struct elected_cmd *c, int argc, char **argv);
+int kite_cmd_elected_main(const struct elected_cmd *c, int argc, char **argv);
 
 /* The controllers, run by kite controller-manager and in-process by kite up (controller_manager.c). */
 struct kite_ctl_group;
@@ -100,7 +100,7 @@ struct controller_args {
     FLAG_DURATION("pod-gc-orphan-delay", "how long a Node may be missing before its pods are deleted (advanced)", \
                   "40s", KITE_NS_PER_MS, &(a)->pod_gc_orphan_delay_ns)
 /* Fills a with the defaults of the flags (for kite up). */
-void controller_args_defaults(struct controller_args *a);
+void kite_cmd_controller_args_defaults(struct controller_args *a);
 struct kite_controllers {
     struct controller_args args;
     struct elected el;
@@ -110,11 +110,11 @@ struct kite_controllers {
     char *root_ca;                /* the kubeconfig's CA or --root-ca-file (PEM): what kube-root-ca.crt publishes */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
-int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
-void controllers_stop(struct kite_controllers *c);
+int kite_cmd_controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error);
+void kite_cmd_controllers_stop(struct kite_controllers *c);
 /* The controllers' ClusterRoles for the apiserver's default policy (one per descriptor row). */
 struct kite_apiserver_role;
-const struct kite_apiserver_role *controller_roles(size_t *n);
+const struct kite_apiserver_role *kite_cmd_controller_roles(size_t *n);
 
 /* The scheduler, run by kite scheduler and in-process by kite up (scheduler.c). */
 struct scheduler_args {
@@ -126,8 +126,8 @@ struct kite_scheduler_proc {
     struct kite_ctl_group *group; /* the scheduler while leading (framework.h) */
 };
 /* 0, or -errno with *ret_error a malloc'ed message. */
-int scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error);
-void scheduler_stop(struct kite_scheduler_proc *p);
+int kite_cmd_scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error);
+void kite_cmd_scheduler_stop(struct kite_scheduler_proc *p);
 
 /* Blocks SIGINT/SIGTERM in every thread and waits for one of them; returns the signal. */
 int kite_wait_for_signal(void);
@@ -232,7 +232,7 @@ struct apiserver_args {
                  "audiences (the kubelet's projected\nvolume) is valid one year, and its use after 3607 s logged as "  \
                  "stale (kube-apiserver's\ndefault; kite's agent refreshes its tokens in time)", &(a)->sa_extend_exp)
 /* Fills o from the parsed flags (borrowing strings from a). 0, or 2 after printing why. */
-int apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
+int kite_cmd_apiserver_args_options(const struct apiserver_args *a, struct kite_apiserver_options *o);
 
 /* The node agent's kubelet-style flags, shared by kite agent and kite up: handed to
  * kite_agent_config_set_flag() (src/agent/config.c), which checks them as it checks the
@@ -302,8 +302,8 @@ struct agent_flag_args {
     size_t n;
     const char **names, **values; /* borrowed from argv */
 };
-int agent_flag_record(const char *name, const char *value, void *ud);
+int kite_cmd_agent_flag_record(const char *name, const char *value, void *ud);
 /* Loads config_path (may be NULL) into cfg, then applies the recorded flags. 0, or 2 after
  * printing why as "kite CMD: ...". */
-int agent_flags_apply(const struct agent_flag_args *a, const char *config_path, struct kite_agent_config *cfg);
-void agent_flag_args_release(struct agent_flag_args *a);
+int kite_cmd_agent_flags_apply(const struct agent_flag_args *a, const char *config_path, struct kite_agent_config *cfg);
+void kite_cmd_agent_flag_args_release(struct agent_flag_args *a);

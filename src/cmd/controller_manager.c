@@ -43,7 +43,7 @@
     FLAG_INT("large-cluster-size-threshold", "zones with more nodes than this keep the secondary rate when "      \
              "unhealthy; smaller ones stop", "50", 0, 1000000, &(a)->large_cluster)
 
-void controller_args_defaults(struct controller_args *a) {
+void kite_cmd_controller_args_defaults(struct controller_args *a) {
     *a = (struct controller_args){
         .el = {.le_duration_ns = KITE_LEADER_LEASE_DURATION_NS,
                .le_renew_ns = KITE_LEADER_RENEW_DEADLINE_NS,
@@ -100,7 +100,7 @@ static void unlead(void *ud) {
     log_info(LOG, "controllers stopped");
 }
 
-const struct kite_apiserver_role *controller_roles(size_t *n) {
+const struct kite_apiserver_role *kite_cmd_controller_roles(size_t *n) {
     static struct kite_apiserver_role roles[64];
     *n = KITE_MIN(KITE_N_CONTROLLERS, KITE_ARRAY_SIZE(roles));
     for (size_t i = 0; i < *n; i++)
@@ -108,7 +108,7 @@ const struct kite_apiserver_role *controller_roles(size_t *n) {
     return roles;
 }
 
-int controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error) {
+int kite_cmd_controllers_start(const struct controller_args *a, struct kite_controllers *ret, char **ret_error) {
     ret->args = *a;
     int r;
     ret->on = kite_calloc(KITE_N_CONTROLLERS, sizeof *ret->on);
@@ -151,7 +151,7 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     }
     static const struct elected_component component = {
         .user_agent = "kite-controller-manager", .lease_name = LEASE_NAME, .log = LOG, .started = lead, .stopped = unlead};
-    if ((r = elected_start(&ret->el, &a->el, &component, ret, ret_error)) < 0) {
+    if ((r = kite_cmd_elected_start(&ret->el, &a->el, &component, ret, ret_error)) < 0) {
         free(TAKE_PTR(ret->root_ca));
         free(TAKE_PTR(ret->signing_cert));
         free(TAKE_PTR(ret->signing_key));
@@ -160,8 +160,8 @@ int controllers_start(const struct controller_args *a, struct kite_controllers *
     return r;
 }
 
-void controllers_stop(struct kite_controllers *c) {
-    elected_stop(&c->el, unlead, c);
+void kite_cmd_controllers_stop(struct kite_controllers *c) {
+    kite_cmd_elected_stop(&c->el, unlead, c);
     free(TAKE_PTR(c->signing_cert));
     free(TAKE_PTR(c->root_ca));
     if (c->signing_key) explicit_bzero(c->signing_key, strlen(c->signing_key));
@@ -175,14 +175,14 @@ struct cmd {
 };
 static int start(void *ud, char **ret_error) {
     struct cmd *m = ud;
-    return controllers_start(&m->a, &m->c, ret_error);
+    return kite_cmd_controllers_start(&m->a, &m->c, ret_error);
 }
-static void stop(void *ud) { controllers_stop(&((struct cmd *)ud)->c); }
+static void stop(void *ud) { kite_cmd_controllers_stop(&((struct cmd *)ud)->c); }
 
 int cmd_controller_manager(int argc, char **argv) {
     struct cmd m = {0};
-    controller_args_defaults(&m.a);
-    struct flag_list ctls __attribute__((cleanup(flag_list_release))) = {0};
+    kite_cmd_controller_args_defaults(&m.a);
+    struct flag_list ctls __attribute__((cleanup(kite_cmd_flag_list_release))) = {0};
     m.a.controllers = &ctls;
     _cleanup_free_ char *ctl_help = kite_asprintf("controllers to run: '*' all, 'foo' foo, '-foo' not foo; names "
                                                   "as kube-controller-manager's (or their short forms): %s",
@@ -203,5 +203,5 @@ int cmd_controller_manager(int argc, char **argv) {
                    "of its own, against an API server.",
         .elect_desc = "run the controllers only while holding the Lease kube-system/kube-controller-manager",
         .log = LOG, .args = &m.a.el, .own = flags, .start = start, .stop = stop, .ud = &m};
-    return elected_main(&ec, argc, argv);
+    return kite_cmd_elected_main(&ec, argc, argv);
 }

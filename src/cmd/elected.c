@@ -12,7 +12,7 @@
 
 #define LEASE_NS "kube-system"
 
-int elected_check(const char *cmd, const struct elected_args *a) {
+int kite_cmd_elected_check(const char *cmd, const struct elected_args *a) {
     /* client-go's checks: the leader must give up before a candidate may take over */
     if (a->leader_elect && (a->le_duration_ns <= a->le_renew_ns ||
                             (double)a->le_renew_ns <= KITE_LEADER_JITTER * (double)a->le_retry_ns)) {
@@ -24,7 +24,7 @@ int elected_check(const char *cmd, const struct elected_args *a) {
     return 0;
 }
 
-int elected_start(struct elected *e, const struct elected_args *a, const struct elected_component *o, void *ud,
+int kite_cmd_elected_start(struct elected *e, const struct elected_args *a, const struct elected_component *o, void *ud,
                   char **ret_error) {
     struct kite_kubeconfig *kc = NULL;
     int r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
@@ -66,7 +66,7 @@ int elected_start(struct elected *e, const struct elected_args *a, const struct 
     return 0;
 }
 
-void elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud) {
+void kite_cmd_elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud) {
     if (e->leader) kite_leader_stop(TAKE_PTR(e->leader)); /* calls stopped if leading, then releases */
     else stopped(ud);
     kite_client_free(TAKE_PTR(e->client));
@@ -75,7 +75,7 @@ void elected_stop(struct elected *e, void (*stopped)(void *ud), void *ud) {
 
 #define MAX_OWN_FLAGS 32
 
-int elected_main(const struct elected_cmd *c, int argc, char **argv) {
+int kite_cmd_elected_main(const struct elected_cmd *c, int argc, char **argv) {
     struct elected_args *a = c->args;
     a->leader_elect = true;
     struct flag flags[MAX_OWN_FLAGS + 6] = {
@@ -86,9 +86,9 @@ int elected_main(const struct elected_cmd *c, int argc, char **argv) {
     size_t n = 5;
     for (const struct flag *f = c->own; f && f->name && n < MAX_OWN_FLAGS + 5; f++) flags[n++] = *f;
     flags[n] = (struct flag)FLAG_END;
-    int r = flags_parse(c->cmd, c->summary, flags, argc, argv, NULL, NULL);
+    int r = kite_cmd_flags_parse(c->cmd, c->summary, flags, argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
-    if (elected_check(c->cmd, a) < 0) return 2;
+    if (kite_cmd_elected_check(c->cmd, a) < 0) return 2;
     _cleanup_free_ char *err = NULL;
     if ((r = c->start(c->ud, &err)) < 0) {
         log_error(c->log, "cannot start: %s", err ? err : strerror(-r));

@@ -14,7 +14,7 @@
 #define HELP_COLUMN 36 /* where the help texts start */
 #define HELP_WIDTH 80  /* help text per line, after the column, before the extra goes to its own line */
 
-void flag_list_release(struct flag_list *l) {
+void kite_cmd_flag_list_release(struct flag_list *l) {
     for (size_t i = 0; i < l->n; i++) free(l->v[i]);
     free(l->v);
     *l = (struct flag_list){0};
@@ -65,11 +65,11 @@ static void print_row(const char *left, const char *help, const char *extra) {
     putchar('\n');
 }
 
-const char *flags_prog_prefix(const char *cmd) {
+const char *kite_cmd_flags_prog_prefix(const char *cmd) {
     return strncmp(cmd, "kite-", 5) == 0 ? "" : "kite ";
 }
 /* Two printf arguments for a "%s%s" naming the command: "kite agent", "kite-agent". */
-#define PROG(cmd) flags_prog_prefix(cmd), (cmd)
+#define PROG(cmd) kite_cmd_flags_prog_prefix(cmd), (cmd)
 
 static void usage(const char *cmd, const char *summary, const struct flag *flags) {
     printf("usage: %s%s", PROG(cmd));
@@ -146,7 +146,7 @@ static int set(const char *cmd, const struct flag *f, const char *v, bool again)
         }
         return 0;
     case FLAG_LIST:
-        if (!again) flag_list_release(f->to.list);
+        if (!again) kite_cmd_flag_list_release(f->to.list);
         for (const char *p = v; *p;) {
             size_t len = strcspn(p, ",");
             if (len) {
@@ -161,7 +161,7 @@ static int set(const char *cmd, const struct flag *f, const char *v, bool again)
     return -1;
 }
 
-int flags_parse(const char *cmd, const char *summary, const struct flag *flags, int argc, char **argv,
+int kite_cmd_flags_parse(const char *cmd, const char *summary, const struct flag *flags, int argc, char **argv,
                 int (*forward)(const char *name, const char *value, void *ud), void *ud) {
     size_t n_flags = 0;
     while (flags[n_flags].name) n_flags++;

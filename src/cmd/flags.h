@@ -1,5 +1,5 @@
 /* The subcommands' long flags: one table per command (as git's parse-options), each row a
- * name, a kind, its help, its default and a typed target. flags_parse() parses --name value
+ * name, a kind, its help, its default and a typed target. kite_cmd_flags_parse() parses --name value
  * and --name=value, checks every value the same way ("kite CMD: --threads: \"x\" is not a
  * number from 1 to 256") and prints the help, defaults included, from the rows. */
 #pragma once
@@ -16,12 +16,12 @@ enum flag_kind {
     FLAG_FLOAT,    /* a decimal number from fmin to fmax */
 };
 
-/* A FLAG_LIST target: malloc'ed strings; flag_list_release() frees them. */
+/* A FLAG_LIST target: malloc'ed strings; kite_cmd_flag_list_release() frees them. */
 struct flag_list {
     char **v;
     size_t n;
 };
-void flag_list_release(struct flag_list *l);
+void kite_cmd_flag_list_release(struct flag_list *l);
 
 struct flag {
     const char *name;
@@ -50,12 +50,12 @@ struct flag {
  * after printing the help for --help or -h, -1 after printing why to stderr. forward(name,
  * value, ud) takes the rows marked forward (returning <0 = error already printed); it may be
  * NULL when no row is. */
-int flags_parse(const char *cmd, const char *summary, const struct flag *flags, int argc, char **argv,
+int kite_cmd_flags_parse(const char *cmd, const char *summary, const struct flag *flags, int argc, char **argv,
                 int (*forward)(const char *name, const char *value, void *ud), void *ud);
 
 /* "kite " for a subcommand's name ("agent" -> "kite agent"); "" for a program of its own
  * ("kite-agent"): messages and the help name the command as it was run. */
-const char *flags_prog_prefix(const char *cmd);
+const char *kite_cmd_flags_prog_prefix(const char *cmd);
 
 /* Rows. Trailing arguments are more designators: FLAG_INT(..., .required = true). */
 #define FLAG_STR(n, a, h, d, t, ...) {.name = (n), .kind = FLAG_STRING, .arg = (a), .help = (h), .def = (d), .to.str = (t), __VA_ARGS__}

@@ -33,7 +33,7 @@ int cmd_images(int argc, char **argv) {
     int nargs = strcmp(verb, "list") == 0 ? 0 : 1;
     if (argc < 2 + nargs) return usage();
     const char *operand = nargs ? argv[2] : NULL;
-    int r = flags_parse("images", "Imports, lists and removes the node's images.", flags, argc - 1 - nargs,
+    int r = kite_cmd_flags_parse("images", "Imports, lists and removes the node's images.", flags, argc - 1 - nargs,
                         argv + 1 + nargs, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     struct kite_runtime *rt = NULL;

@@ -24,7 +24,7 @@ int cmd_nodes(int argc, char **argv) {
     /* kubectl's -o */
     char **args = kite_calloc((size_t)argc + 1, sizeof *args);
     for (int i = 0; i < argc; i++) args[i] = strcmp(argv[i], "-o") == 0 ? "--output" : argv[i];
-    int r = flags_parse("nodes",
+    int r = kite_cmd_flags_parse("nodes",
                         "Lists every node in exactly one state, with the evidence for it: Healthy, NotReady, Unreachable,\n"
                         "LeaseExpired, NeverReported, Cordoned, Draining, StaleObject, Reregistered or OrphanMachine.",
                         flags, argc, args, NULL, NULL);

@@ -30,12 +30,12 @@ static void unlead(void *ud) {
 static const struct elected_component COMPONENT = {
     .user_agent = "kite-scheduler", .lease_name = LEASE_NAME, .log = LOG, .started = lead, .stopped = unlead};
 
-int scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error) {
+int kite_cmd_scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error) {
     ret->args = *a;
-    return elected_start(&ret->el, &a->el, &COMPONENT, ret, ret_error);
+    return kite_cmd_elected_start(&ret->el, &a->el, &COMPONENT, ret, ret_error);
 }
 
-void scheduler_stop(struct kite_scheduler_proc *p) { elected_stop(&p->el, unlead, p); }
+void kite_cmd_scheduler_stop(struct kite_scheduler_proc *p) { kite_cmd_elected_stop(&p->el, unlead, p); }
 
 struct cmd {
     struct scheduler_args a;
@@ -43,9 +43,9 @@ struct cmd {
 };
 static int start(void *ud, char **ret_error) {
     struct cmd *c = ud;
-    return scheduler_start(&c->a, &c->p, ret_error);
+    return kite_cmd_scheduler_start(&c->a, &c->p, ret_error);
 }
-static void stop(void *ud) { scheduler_stop(&((struct cmd *)ud)->p); }
+static void stop(void *ud) { kite_cmd_scheduler_stop(&((struct cmd *)ud)->p); }
 
 int cmd_scheduler(int argc, char **argv) {
     struct cmd c = {0};
@@ -55,5 +55,5 @@ int cmd_scheduler(int argc, char **argv) {
                    "and binds them.",
         .elect_desc = "schedule only while holding the Lease kube-system/kube-scheduler",
         .log = LOG, .args = &c.a.el, .start = start, .stop = stop, .ud = &c};
-    return elected_main(&ec, argc, argv);
+    return kite_cmd_elected_main(&ec, argc, argv);
 }

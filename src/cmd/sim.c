@@ -55,7 +55,7 @@ int cmd_sim(int argc, char **argv) {
         FLAG_DURATION("progress-every", "interval of the progress line on stderr", "2s", 100 * KITE_NS_PER_MS, &every),
         FLAG_END,
     };
-    int r = flags_parse("sim",
+    int r = kite_cmd_flags_parse("sim",
                         "Runs N simulated nodes in one process on one event loop: each registers, reports status from a\n"
                         "synthetic machine and renews its lease with the node agent's own code, as system:node:NAME.",
                         flags, argc, argv, NULL, NULL);

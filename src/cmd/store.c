@@ -34,7 +34,7 @@ int cmd_store(int argc, char **argv) {
         fprintf(stderr, "kite store: copy (kite store copy --from sqlite:DATA/kite.db --to etcd:http://HOST:2379)\n");
         return 2;
     }
-    int r = flags_parse("store copy",
+    int r = kite_cmd_flags_parse("store copy",
                         "Copies every object from one store into another, with every apiserver of the cluster stopped.\n"
                         "Values are copied as stored (sealed ones stay sealed); resourceVersions become the\n"
                         "destination's revisions.",

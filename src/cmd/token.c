@@ -163,7 +163,7 @@ int cmd_token(int argc, char **argv) {
         fprintf(stderr, "kite token: create or list (kite token create --data-dir DIR [--ttl D] [--description S])\n");
         return 2;
     }
-    int r = flags_parse(strcmp(verb, "create") == 0 ? "token create" : "token list",
+    int r = kite_cmd_flags_parse(strcmp(verb, "create") == 0 ? "token create" : "token list",
                         "Creates (prints <id>.<secret>) or lists bootstrap tokens: Secrets kube-system/bootstrap-token-<id>.",
                         flags, argc - 1, argv + 1, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;

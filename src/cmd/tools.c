@@ -14,7 +14,7 @@
 
 int cmd_version(int argc, char **argv) {
     const struct flag flags[] = {FLAG_END};
-    int r = flags_parse("version", "Prints the version of kite and of the Kubernetes API it serves.", flags, argc, argv,
+    int r = kite_cmd_flags_parse("version", "Prints the version of kite and of the Kubernetes API it serves.", flags, argc, argv,
                         NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     printf("kite %s (Kubernetes API v1.32)\n", KITE_VERSION);
@@ -26,7 +26,7 @@ int cmd_certs(int argc, char **argv) {
     const struct flag flags[] = {
         FLAG_STR("data-dir", "DIR", "data directory (certificates go to DATA_DIR/pki)", NULL, &data_dir, .required = true),
         FLAG_END};
-    int r = flags_parse("certs", "Creates the CA, serving, admin and kubelet-client certificates (kept when already valid).", flags,
+    int r = kite_cmd_flags_parse("certs", "Creates the CA, serving, admin and kubelet-client certificates (kept when already valid).", flags,
                         argc, argv, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     mkdir(data_dir, 0700);
@@ -96,10 +96,10 @@ int cmd_kubeconfig(int argc, char **argv) {
         FLAG_STR("o", "FILE", "write the kubeconfig to FILE (mode 0600) instead of printing it", NULL, &out),
         FLAG_END,
     };
-    int r = flags_parse("kubeconfig", "Prints a kubeconfig for a node or user identity, signed by the data dir's CA.",
+    int r = kite_cmd_flags_parse("kubeconfig", "Prints a kubeconfig for a node or user identity, signed by the data dir's CA.",
                         flags, argc, argv, NULL, NULL);
     if (r != 0) {
-        flag_list_release(&groups);
+        kite_cmd_flag_list_release(&groups);
         return r > 0 ? 0 : 2;
     }
     if (!node == !user || (node && groups.n) || (user && !*user)) {
@@ -107,14 +107,14 @@ int cmd_kubeconfig(int argc, char **argv) {
                                                  : node         ? "--group goes with --user"
                                                  : user         ? "--user needs a name"
                                                                 : "--node is required (or --user)");
-        flag_list_release(&groups);
+        kite_cmd_flag_list_release(&groups);
         return 2;
     }
     _cleanup_free_ char *err = NULL;
     _cleanup_free_ char *url = server ? kite_strdup(server) : server_url(data_dir, &err);
     if (!url) {
         fprintf(stderr, "kite kubeconfig: no --server given and %s\n", err ? err : "no admin.kubeconfig");
-        flag_list_release(&groups);
+        kite_cmd_flag_list_release(&groups);
         return 1;
     }
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *ca_path = kite_asprintf("%s/pki/ca.crt", data_dir);
@@ -125,7 +125,7 @@ int cmd_kubeconfig(int argc, char **argv) {
     size_t n_orgs = node ? 1 : groups.n;
     r = kite_pki_read_file(ca_path, &ca);
     if (r >= 0) r = kite_pki_issue_client(pki, cn, orgs, n_orgs, &cert, &key);
-    flag_list_release(&groups);
+    kite_cmd_flag_list_release(&groups);
     if (r < 0) {
         fprintf(stderr, "kite kubeconfig: %s\n", strerror(-r));
         return 1;

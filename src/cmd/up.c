@@ -24,8 +24,8 @@ int cmd_up(int argc, char **argv) {
     int64_t signing_duration_ns = (int64_t)KITE_CSR_SIGNING_DURATION_S * KITE_NS_PER_SEC;
     struct agent_flag_args fa = {.cmd = "up"};
     struct controller_args cargs;
-    controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
-    struct flag_list ctls __attribute__((cleanup(flag_list_release))) = {0};
+    kite_cmd_controller_args_defaults(&cargs); /* one controller-manager, in-process: no election */
+    struct flag_list ctls __attribute__((cleanup(kite_cmd_flag_list_release))) = {0};
     cargs.controllers = &ctls;
     const struct flag flags[] = {
         APISERVER_FLAGS(&args),
@@ -45,8 +45,8 @@ int cmd_up(int argc, char **argv) {
         FLAG_LIST("controllers", "NAME,...", "controllers to run, as kite controller-manager --controllers", "*", &ctls),
         FLAG_END,
     };
-    int r = flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
-                        argc, argv, agent_flag_record, &fa);
+    int r = kite_cmd_flags_parse("up", "Runs a local cluster: apiserver (embedded store) + a node agent for this machine.", flags,
+                        argc, argv, kite_cmd_agent_flag_record, &fa);
     _cleanup_free_ bool *on = kite_calloc(KITE_N_CONTROLLERS, sizeof *on);
     _cleanup_free_ char *sel_err = NULL;
     if (r == 0 && kite_controllers_select(ctls.v, ctls.n, on, &sel_err) < 0) {
@@ -54,15 +54,15 @@ int cmd_up(int argc, char **argv) {
         r = -1;
     }
     if (r != 0) {
-        agent_flag_args_release(&fa);
+        kite_cmd_agent_flag_args_release(&fa);
         return r > 0 ? 0 : 2;
     }
     /* a local cluster refuses the pods that take the host (privileged, host namespaces, hostPath)
      * unless their namespace is labelled otherwise; kube-apiserver's default is privileged */
     if (!args.psa_default) args.psa_default = "baseline";
     struct kite_apiserver_options o;
-    if (apiserver_args_options(&args, &o) != 0) {
-        agent_flag_args_release(&fa);
+    if (kite_cmd_apiserver_args_options(&args, &o) != 0) {
+        kite_cmd_agent_flag_args_release(&fa);
         return 2;
     }
     cargs.grace_ns = args.node_grace_ns; /* one grace period for the report and the controller */
@@ -71,8 +71,8 @@ int cmd_up(int argc, char **argv) {
     kite_agent_config_init(&ac);
     ac.proxy = ac.masquerade_pod_traffic = true; /* a local cluster routes its Services */
     ac.serve_dns = true;                         /* ... and answers their names */
-    r = agent_flags_apply(&fa, config, &ac);
-    agent_flag_args_release(&fa);
+    r = kite_cmd_agent_flags_apply(&fa, config, &ac);
+    kite_cmd_agent_flag_args_release(&fa);
     if (r != 0) {
         kite_agent_config_release(&ac);
         return r;
@@ -105,14 +105,14 @@ int cmd_up(int argc, char **argv) {
     cargs.signing_cert_file = ca_crt;
     cargs.signing_key_file = ca_key;
     cargs.signing_duration_ns = signing_duration_ns;
-    if ((r = controllers_start(&cargs, &ctl, &ctl_err)) < 0)
+    if ((r = kite_cmd_controllers_start(&cargs, &ctl, &ctl_err)) < 0)
         log_error("up", "cannot start the controllers: %s", ctl_err ? ctl_err : strerror(-r));
 
     /* the scheduler, as itself (system:kube-scheduler): nodes are candidates only once they exist */
     struct kite_scheduler_proc sched = {0};
     _cleanup_free_ char *sched_kc = kite_asprintf("%s/scheduler.kubeconfig", data_dir), *sched_err = NULL;
     struct scheduler_args sargs = {.el.kubeconfig = sched_kc}; /* one, in-process: no election */
-    if ((r = scheduler_start(&sargs, &sched, &sched_err)) < 0)
+    if ((r = kite_cmd_scheduler_start(&sargs, &sched, &sched_err)) < 0)
         log_error("up", "cannot start the scheduler: %s", sched_err ? sched_err : strerror(-r));
 
     struct kite_agent *agent = NULL;
@@ -147,8 +147,8 @@ int cmd_up(int argc, char **argv) {
         /* a node that cannot run (its port or pod bridge is another's) is refused at start, with
          * what is taken and the flag that changes it (logged above), not run half-way */
         if (!agent) {
-            scheduler_stop(&sched);
-            controllers_stop(&ctl);
+            kite_cmd_scheduler_stop(&sched);
+            kite_cmd_controllers_stop(&ctl);
             kite_apiserver_stop(s);
             kite_agent_config_release(&ac);
             return 1;
@@ -173,8 +173,8 @@ int cmd_up(int argc, char **argv) {
                       kerr ? kerr : strerror(-r));
     }
     kite_agent_stop(agent);
-    scheduler_stop(&sched);
-    controllers_stop(&ctl);
+    kite_cmd_scheduler_stop(&sched);
+    kite_cmd_controllers_stop(&ctl);
     kite_apiserver_stop(s);
     kite_agent_config_release(&ac);
     return 0;

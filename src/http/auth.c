@@ -13,7 +13,7 @@
 #define MAX_TOKEN_FILE_BYTES (16u * 1024 * 1024)
 #define MAX_DN_ATTR 1024 /* longest CN/O accepted from a client cert */
 
-void auth_user_free(struct kite_http_user *u) {
+void kite_http_auth_user_free(struct kite_http_user *u) {
     if (!u)
         return;
     for (size_t i = 0; i < u->n_groups; i++)
@@ -76,7 +76,7 @@ static char *trim(char *s) {
     return s;
 }
 
-int auth_load_tokens(struct kite_http_server *srv, const char *path) {
+int kite_http_auth_load_tokens(struct kite_http_server *srv, const char *path) {
     FILE *f = fopen(path, "re");
     if (!f)
         return -errno;
@@ -106,7 +106,7 @@ int auth_load_tokens(struct kite_http_server *srv, const char *path) {
                         add_group(u, kite_strdup(trim(g)));
             }
             /* Duplicate token: the last line wins, as in Kubernetes. */
-            auth_user_free(kite_map_put(&srv->tokens, trim(fields[0]), u));
+            kite_http_auth_user_free(kite_map_put(&srv->tokens, trim(fields[0]), u));
         } else
             rc = -EINVAL;
         for (size_t i = 0; i < n; i++)
@@ -120,11 +120,11 @@ int auth_load_tokens(struct kite_http_server *srv, const char *path) {
     return rc;
 }
 
-void auth_free_tokens(struct kite_http_server *srv) {
+void kite_http_auth_free_tokens(struct kite_http_server *srv) {
     const char *k;
     void *v;
     for (size_t i = 0; kite_map_next(&srv->tokens, &i, &k, &v);)
-        auth_user_free(v);
+        kite_http_auth_user_free(v);
     kite_map_release(&srv->tokens);
 }
 
@@ -186,7 +186,7 @@ static void check_cert(struct conn *c) {
     c->cert_user = u;
 }
 
-void auth_request(struct conn *c, struct req *r) {
+void kite_http_auth_request(struct conn *c, struct req *r) {
     if (!c->tls_checked)
         check_cert(c);
     r->pub.user = c->cert_user;

@@ -20,38 +20,38 @@
 static const size_t CONN_MAX[2] = {KITE_HTTP_CONN_BODY_MAX, KITE_HTTP_ANON_CONN_BODY_MAX};
 static const size_t SERVER_MAX[2] = {KITE_HTTP_SERVER_BODY_MAX, KITE_HTTP_ANON_SERVER_BODY_MAX};
 
-const struct refusal *body_claim(struct kite_http_server *srv, struct req *r, size_t total, size_t *conn_held) {
+const struct refusal *kite_http_body_claim(struct kite_http_server *srv, struct req *r, size_t total, size_t *conn_held) {
     if (total <= r->claim) return NULL;
     size_t more = total - r->claim;
     int k = r->anon;
-    if (conn_held && conn_held[k] + more > CONN_MAX[k]) return &R_BODY_BUDGET;
+    if (conn_held && conn_held[k] + more > CONN_MAX[k]) return &KITE_HTTP_R_BODY_BUDGET;
     size_t cur = atomic_load(&srv->body_held[k]);
     do {
-        if (cur + more > SERVER_MAX[k]) return &R_BODY_BUDGET;
+        if (cur + more > SERVER_MAX[k]) return &KITE_HTTP_R_BODY_BUDGET;
     } while (!atomic_compare_exchange_weak(&srv->body_held[k], &cur, cur + more));
     if (conn_held) conn_held[k] += more;
     r->claim = total;
     return NULL;
 }
 
-void body_release(struct kite_http_server *srv, struct req *r, size_t *conn_held) {
+void kite_http_body_release(struct kite_http_server *srv, struct req *r, size_t *conn_held) {
     if (!r->claim) return;
-    if (tl_worker) tl_worker->freed_bodies += r->claim; /* the next sweep gives the memory back */
+    if (kite_http_tl_worker) kite_http_tl_worker->freed_bodies += r->claim; /* the next sweep gives the memory back */
     atomic_fetch_sub(&srv->body_held[r->anon], r->claim);
     if (conn_held) conn_held[r->anon] -= r->claim;
     r->claim = 0;
 }
 
-const struct refusal *body_admit(struct conn *c, struct req *r, struct req_parser *p, uint64_t declared,
+const struct refusal *kite_http_body_admit(struct conn *c, struct req *r, struct req_parser *p, uint64_t declared,
                                  size_t *conn_held) {
     struct kite_http_server *srv = c->w->srv;
-    auth_request(c, r);
+    kite_http_auth_request(c, r);
     enum kite_http_admit v = srv->admit ? srv->admit(&r->pub, srv->ud) : KITE_HTTP_ADMIT_USER;
-    if (v == KITE_HTTP_ADMIT_UNAUTHORIZED) return &R_UNAUTHORIZED;
+    if (v == KITE_HTTP_ADMIT_UNAUTHORIZED) return &KITE_HTTP_R_UNAUTHORIZED;
     r->anon = v == KITE_HTTP_ADMIT_ANONYMOUS;
     if (r->anon) p->max_body = KITE_MIN(p->max_body, KITE_HTTP_ANON_MAX_BODY);
-    if (declared > p->max_body) return &R_BODY_TOO_LARGE;
-    const struct refusal *bad = body_claim(srv, r, (size_t)declared, conn_held);
+    if (declared > p->max_body) return &KITE_HTTP_R_BODY_TOO_LARGE;
+    const struct refusal *bad = kite_http_body_claim(srv, r, (size_t)declared, conn_held);
     if (!bad) p->allowed = (size_t)declared;
     return bad;
 }

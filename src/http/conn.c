@@ -36,8 +36,8 @@ struct conn_extra {
 };
 
 static void conn_reset_request(struct conn *c) {
-    if (c->w) body_release(c->w->srv, &c->req, NULL);
-    req_parser_next(&c->rp);
+    if (c->w) kite_http_body_release(c->w->srv, &c->req, NULL);
+    kite_http_req_parser_next(&c->rp);
     c->req_start_ns = 0;
     c->continue_queued = false;
     if (c->req.hdrs.cap > BUF_KEEP) kite_buf_release(&c->req.hdrs);
@@ -52,7 +52,7 @@ static void conn_reset_request(struct conn *c) {
 
 /* ---- mailbox ---- */
 
-void conn_kick(struct conn *c) {
+void kite_http_conn_kick(struct conn *c) {
     struct worker *w = c->w;
     pthread_mutex_lock(&w->mb_lock);
     bool queued = c->in_mb;
@@ -64,21 +64,21 @@ void conn_kick(struct conn *c) {
         w->mb_tail = c;
     }
     pthread_mutex_unlock(&w->mb_lock);
-    if (!queued) worker_kick(w);
+    if (!queued) kite_http_worker_kick(w);
 }
 
 /* ---- request accessors ---- */
 
 const char *kite_http_header(const struct kite_http_req *pub, const char *name) {
-    return req_parser_header(((const struct req *)pub)->rp, name);
+    return kite_http_req_parser_header(((const struct req *)pub)->rp, name);
 }
 
 const char *kite_http_query(const struct kite_http_req *pub, const char *name) {
-    return req_parser_query(((const struct req *)pub)->rp, name);
+    return kite_http_req_parser_query(((const struct req *)pub)->rp, name);
 }
 
 size_t kite_http_header_all(const struct kite_http_req *pub, const char *name, const char **out, size_t max) {
-    return req_parser_header_all(((const struct req *)pub)->rp, name, out, max);
+    return kite_http_req_parser_header_all(((const struct req *)pub)->rp, name, out, max);
 }
 
 size_t kite_http_header_prefixed(const struct kite_http_req *pub, const char *prefix, const char **names,
@@ -178,8 +178,8 @@ static bool tcp_eof(struct conn *c) {
 
 /* ---- a hijacked connection's tunnel (tunnel.c) ---- */
 
-bool conn_raw_pending(struct conn *c) { return raw_pending(c); }
-bool conn_tcp_eof(struct conn *c) { return tcp_eof(c); }
+bool kite_http_conn_raw_pending(struct conn *c) { return raw_pending(c); }
+bool kite_http_conn_tcp_eof(struct conn *c) { return tcp_eof(c); }
 
 static bool tun_pending(void *owner) { return raw_pending(owner); }
 static bool tun_eof(void *owner) { return tcp_eof(owner); }
@@ -190,16 +190,16 @@ static void tun_release(void *owner) {
     struct kite_http_server *srv = c->w->srv;
     pthread_mutex_lock(&c->lock);
     c->tunnel_closed = true;
-    conn_kick(c);
+    kite_http_conn_kick(c);
     pthread_mutex_unlock(&c->lock);
-    pending_done(srv);
+    kite_http_pending_done(srv);
 }
 
-const struct tunnel_owner conn_tunnel_owner = {tun_pending, tun_eof, tun_release, NULL};
+const struct tunnel_owner kite_http_conn_tunnel_owner = {tun_pending, tun_eof, tun_release, NULL};
 
 /* Frees the buffers of a connection between requests (they are reallocated on its next
  * request), so thousands of idle keep-alive connections (node agents) hold no buffers. */
-void conn_trim(struct conn *c) {
+void kite_http_conn_trim(struct conn *c) {
     struct conn_extra *x = (struct conn_extra *)(c + 1);
     if (x->raw && x->raw_off >= x->raw_len) {
         free(x->raw);
@@ -214,13 +214,13 @@ void conn_trim(struct conn *c) {
         kite_buf_release(&c->out);
         c->out_off = 0;
     }
-    req_parser_trim(&c->rp);
+    kite_http_req_parser_trim(&c->rp);
     kite_buf_release(&c->req.hdrs);
 }
 
 /* ---- epoll interest ---- */
 
-void conn_want(struct conn *c, uint32_t events) {
+void kite_http_conn_want(struct conn *c, uint32_t events) {
     if (c->peer_eof) events &= ~(uint32_t)EPOLLIN; /* level-triggered, it would report the EOF again and again */
     else events |= EPOLLRDHUP;
     if (!events) events = EPOLLERR; /* registered for nothing: errors and hang-ups are reported anyway */
@@ -233,7 +233,7 @@ void conn_want(struct conn *c, uint32_t events) {
 /* ---- output ---- */
 
 /* 1: all sent; 0: the socket is full (EPOLLOUT requested); -1: the connection is broken. */
-int conn_flush(struct conn *c) {
+int kite_http_conn_flush(struct conn *c) {
     for (;;) {
         const char *p;
         size_t n;
@@ -248,7 +248,7 @@ int conn_flush(struct conn *c) {
         }
         ssize_t k = gnutls_record_send(c->tls, p, n);
         if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) {
-            conn_want(c, EPOLLIN | EPOLLOUT);
+            kite_http_conn_want(c, EPOLLIN | EPOLLOUT);
             return 0;
         }
         if (k < 0) return -1;
@@ -262,7 +262,7 @@ int conn_flush(struct conn *c) {
     free(c->big);
     c->big = NULL;
     c->big_len = c->big_off = 0;
-    if (c->ep_events & EPOLLOUT) conn_want(c, EPOLLIN);
+    if (c->ep_events & EPOLLOUT) kite_http_conn_want(c, EPOLLIN);
     return 1;
 }
 
@@ -271,7 +271,7 @@ int conn_flush(struct conn *c) {
 static const struct refusal R_STOPPING = {503, "ServiceUnavailable", "the server is shutting down", false};
 
 /* Reads once. 1: got bytes; 0: nothing now; -1: EOF (peer_eof is set) or error. */
-int conn_read_some(struct conn *c) {
+int kite_http_conn_read_some(struct conn *c) {
     if (c->in_off == c->in.len) {
         kite_buf_reset(&c->in);
         c->in_off = 0;
@@ -295,7 +295,7 @@ int conn_read_some(struct conn *c) {
 }
 
 /* Bytes worth trying to read without being told by epoll. */
-bool conn_tls_pending(struct conn *c) {
+bool kite_http_conn_tls_pending(struct conn *c) {
     return raw_pending(c) || gnutls_record_check_pending(c->tls) > 0;
 }
 
@@ -306,12 +306,12 @@ static const struct refusal *h1_head(struct req_parser *p, uint64_t declared, vo
     struct conn *c = ud;
     c->req.pub.method = http_method_str((enum http_method)p->hp.method);
     c->req.pub.path = p->path;
-    return body_admit(c, &c->req, p, declared, NULL);
+    return kite_http_body_admit(c, &c->req, p, declared, NULL);
 }
 
 static const struct refusal *h1_grow(struct req_parser *p, size_t total, void *ud) {
     struct conn *c = ud;
-    const struct refusal *bad = body_claim(c->w->srv, &c->req, total, NULL);
+    const struct refusal *bad = kite_http_body_claim(c->w->srv, &c->req, total, NULL);
     if (!bad) p->allowed = total;
     return bad;
 }
@@ -326,12 +326,12 @@ static void dispatch(struct conn *c) {
      * or we see stopping and never start a request it would have to wait for. */
     atomic_fetch_add(&srv->n_pending, 1);
     if (atomic_load(&srv->stopping)) {
-        pending_done(srv);
+        kite_http_pending_done(srv);
         c->rp.keep_alive = false;
-        conn_refuse(c, &R_STOPPING);
+        kite_http_conn_refuse(c, &R_STOPPING);
         return;
     }
-    auth_request(c, &c->req);
+    kite_http_auth_request(c, &c->req);
     c->state = C_DISPATCHED;
     c->in_handler = true;
     srv->handler(&c->req.pub, srv->ud);
@@ -357,7 +357,7 @@ static bool collect(struct conn *c) {
                 c->state = C_TUNNEL;
             }
             pthread_mutex_unlock(&c->lock);
-            if (res < 0) pending_done(c->w->srv);
+            if (res < 0) kite_http_pending_done(c->w->srv);
             pthread_mutex_lock(&uw->mu);
             uw->result = res;
             pthread_cond_signal(&uw->cond);
@@ -400,29 +400,29 @@ static bool collect(struct conn *c) {
 
 /* Advances the connection as far as it can go without waiting. Worker only. The connection
  * may be freed: callers must not touch c afterwards. */
-void conn_drive(struct conn *c, bool readable) {
+void kite_http_conn_drive(struct conn *c, bool readable) {
     struct kite_http_server *srv = c->w->srv;
     for (;;) {
         switch (c->state) {
         case C_HANDSHAKE: {
             int r = gnutls_handshake(c->tls);
             if ((r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) && !tcp_eof(c)) {
-                conn_want(c, gnutls_record_get_direction(c->tls) ? EPOLLIN | EPOLLOUT : EPOLLIN);
+                kite_http_conn_want(c, gnutls_record_get_direction(c->tls) ? EPOLLIN | EPOLLOUT : EPOLLIN);
                 return;
             }
             if (r < 0) {
-                conn_close(c);
+                kite_http_conn_close(c);
                 return;
             }
-            conn_want(c, EPOLLIN);
+            kite_http_conn_want(c, EPOLLIN);
             c->last_active_ns = http_now_ns();
             c->state = C_READING;
-            readable = conn_tls_pending(c);
+            readable = kite_http_conn_tls_pending(c);
             gnutls_datum_t proto;
             if (srv->http2 && gnutls_alpn_get_selected_protocol(c->tls, &proto) == 0 && proto.size == 2 &&
                 memcmp(proto.data, "h2", 2) == 0) {
-                if (h2_start(c) < 0) {
-                    conn_close(c);
+                if (kite_http_h2_start(c) < 0) {
+                    kite_http_conn_close(c);
                     return;
                 }
                 c->state = C_H2;
@@ -431,7 +431,7 @@ void conn_drive(struct conn *c, bool readable) {
             continue;
         }
         case C_H2:
-            h2_drive(c, readable);
+            kite_http_h2_drive(c, readable);
             return;
         case C_TUNNEL:
             return;
@@ -439,11 +439,11 @@ void conn_drive(struct conn *c, bool readable) {
             if (c->in_off < c->in.len) {
                 size_t n = c->in.len - c->in_off;
                 size_t used;
-                enum req_status st = req_parser_feed(&c->rp, c->in.p + c->in_off, n, &used);
+                enum req_status st = kite_http_req_parser_feed(&c->rp, c->in.p + c->in_off, n, &used);
                 c->in_off += used;
                 if (c->rp.begun && !c->req_start_ns) c->req_start_ns = http_now_ns();
                 if (st == REQ_ERROR) { /* before "100 Continue": a refused body is never asked for */
-                    conn_refuse(c, c->rp.err);
+                    kite_http_conn_refuse(c, c->rp.err);
                     continue;
                 }
                 if (c->rp.expect_continue && !c->continue_queued) {
@@ -451,65 +451,65 @@ void conn_drive(struct conn *c, bool readable) {
                     c->continue_queued = true;
                 }
                 if (st == REQ_DONE) {
-                    if (c->out.len && conn_flush(c) < 0) { /* "100 Continue" still queued */
-                        conn_close(c);
+                    if (c->out.len && kite_http_conn_flush(c) < 0) { /* "100 Continue" still queued */
+                        kite_http_conn_close(c);
                         return;
                     }
                     dispatch(c);
                     if (c->state == C_DISPATCHED && !collect(c)) return; /* answered later */
                     continue;
                 }
-                if (c->out.len && conn_flush(c) < 0) { /* "100 Continue" */
-                    conn_close(c);
+                if (c->out.len && kite_http_conn_flush(c) < 0) { /* "100 Continue" */
+                    kite_http_conn_close(c);
                     return;
                 }
             }
             if (c->peer_eof) { /* answered what it sent before its EOF */
-                conn_close(c);
+                kite_http_conn_close(c);
                 return;
             }
-            if (!readable && !conn_tls_pending(c)) return;
-            int r = conn_read_some(c);
+            if (!readable && !kite_http_conn_tls_pending(c)) return;
+            int r = kite_http_conn_read_some(c);
             if (r < 0) {
-                conn_close(c);
+                kite_http_conn_close(c);
                 return;
             }
             if (r == 0) return;
-            readable = conn_tls_pending(c) || c->in.len == c->in.cap - 1;
+            readable = kite_http_conn_tls_pending(c) || c->in.len == c->in.cap - 1;
             continue;
         }
         case C_DISPATCHED:
             /* Waiting for the handler. Input keeps arriving (pipelining, or EOF): buffer it,
              * within limits, so level-triggered epoll does not spin. */
-            if (!c->peer_eof && (readable || conn_tls_pending(c))) {
-                int r = c->in.len - c->in_off > srv->max_head + srv->max_body ? -1 : conn_read_some(c);
+            if (!c->peer_eof && (readable || kite_http_conn_tls_pending(c))) {
+                int r = c->in.len - c->in_off > srv->max_head + srv->max_body ? -1 : kite_http_conn_read_some(c);
                 if (r < 0 && c->peer_eof) {
                     /* A half-close after the request: the client waits for the answer. Input
                      * interest goes (the EOF would be reported level-triggered); hang-ups
                      * and errors are still reported, and close it. */
-                    conn_want(c, 0);
+                    kite_http_conn_want(c, 0);
                     return;
                 }
                 if (r < 0) {
-                    conn_close(c); /* error, or more input than a request may have */
+                    kite_http_conn_close(c); /* error, or more input than a request may have */
                     return;
                 }
                 if (r > 0) {
-                    readable = conn_tls_pending(c);
+                    readable = kite_http_conn_tls_pending(c);
                     continue;
                 }
             }
             return;
         case C_RESPONDING: {
-            int f = conn_flush(c);
+            int f = kite_http_conn_flush(c);
             if (f < 0) {
-                conn_close(c);
+                kite_http_conn_close(c);
                 return;
             }
             if (f == 1 && c->close_after) {
                 /* A lingering close: closing with unread input would reset the connection
                  * and could destroy the answer before the client read it. */
-                conn_linger(c);
+                kite_http_conn_linger(c);
                 readable = true;
                 continue;
             }
@@ -517,8 +517,8 @@ void conn_drive(struct conn *c, bool readable) {
             /* Next request on this connection (maybe already buffered). */
             conn_reset_request(c);
             c->state = C_READING;
-            conn_want(c, EPOLLIN);
-            readable = readable || conn_tls_pending(c);
+            kite_http_conn_want(c, EPOLLIN);
+            readable = readable || kite_http_conn_tls_pending(c);
             continue;
         }
         case C_LINGER: {
@@ -530,28 +530,28 @@ void conn_drive(struct conn *c, bool readable) {
                 if (c->linger_bytes > LINGER_MAX_BYTES) break;
             }
             if (k < 0 && (errno == EAGAIN || errno == EINTR)) return;
-            conn_free(c); /* EOF, error, or enough dropped */
+            kite_http_conn_free(c); /* EOF, error, or enough dropped */
             return;
         }
         case C_STREAMING:
-            if (!stream_run(c)) {
-                conn_close(c);
+            if (!kite_http_stream_run(c)) {
+                kite_http_conn_close(c);
                 return;
             }
             if (c->state == C_STREAMING) {
                 /* Input while streaming: keep it for after the stream, or notice EOF. */
-                if (readable || conn_tls_pending(c)) {
+                if (readable || kite_http_conn_tls_pending(c)) {
                     if (c->in.len - c->in_off > srv->max_head + srv->max_body) {
-                        conn_close(c);
+                        kite_http_conn_close(c);
                         return;
                     }
-                    int r = conn_read_some(c);
+                    int r = kite_http_conn_read_some(c);
                     if (r < 0) {
-                        conn_close(c);
+                        kite_http_conn_close(c);
                         return;
                     }
                     if (r > 0) {
-                        readable = conn_tls_pending(c);
+                        readable = kite_http_conn_tls_pending(c);
                         continue;
                     }
                 }
@@ -564,19 +564,19 @@ void conn_drive(struct conn *c, bool readable) {
 
 /* ---- connections: open, close, free ---- */
 
-void conn_linger(struct conn *c) {
+void kite_http_conn_linger(struct conn *c) {
     shutdown(c->fd, SHUT_WR);
     c->state = C_LINGER;
     c->last_active_ns = http_now_ns();
 }
 
-struct conn *conn_new(struct kite_http_server *srv, int fd) {
+struct conn *kite_http_conn_new(struct kite_http_server *srv, int fd) {
     struct conn *c = kite_calloc(1, sizeof(struct conn) + sizeof(struct conn_extra));
     c->fd = fd;
     c->req.conn = c;
     c->req.rp = &c->rp;
     pthread_mutex_init(&c->lock, NULL);
-    req_parser_init(&c->rp, srv->max_head, srv->max_body);
+    kite_http_req_parser_init(&c->rp, srv->max_head, srv->max_body);
     c->rp.hooks = (struct req_hooks){h1_head, h1_grow, c};
     conn_reset_request(c);
     c->state = C_HANDSHAKE;
@@ -602,25 +602,25 @@ struct conn *conn_new(struct kite_http_server *srv, int fd) {
     return c;
 }
 
-void conn_attach(struct worker *w, struct conn *c) {
+void kite_http_conn_attach(struct worker *w, struct conn *c) {
     c->w = w;
     c->next = w->conns;
     if (c->next) c->next->prev = c;
     w->conns = c;
     w->n_conns++;
-    conn_want(c, EPOLLIN);
-    conn_drive(c, true);
+    kite_http_conn_want(c, EPOLLIN);
+    kite_http_conn_drive(c, true);
 }
 
-void conn_free(struct conn *c) {
+void kite_http_conn_free(struct conn *c) {
     struct worker *w = c->w;
     struct kite_http_server *srv = w->srv;
     if (!c->stream && c->ans_stream) { /* begun but never started: done() still runs */
         c->stream = c->ans_stream;
         c->ans_stream = NULL;
     }
-    if (c->stream) stream_end(c);
-    if (c->h2) h2_free(c);
+    if (c->stream) kite_http_stream_end(c);
+    if (c->h2) kite_http_h2_free(c);
     pthread_mutex_lock(&w->mb_lock);
     bool queued = c->in_mb;
     if (queued) c->is_new = false;
@@ -639,7 +639,7 @@ void conn_free(struct conn *c) {
         c->fd = -1;
         w->n_conns--;
         unsigned before = atomic_fetch_sub(&srv->n_conns, 1);
-        if (before >= srv->max_conns && srv->n_workers) worker_kick(&srv->workers[0]);
+        if (before >= srv->max_conns && srv->n_workers) kite_http_worker_kick(&srv->workers[0]);
     }
     if (queued) {
         /* freed when the mailbox reaches it */
@@ -647,26 +647,26 @@ void conn_free(struct conn *c) {
         c->peer_closed = true;
         return;
     }
-    body_release(srv, &c->req, NULL);
+    kite_http_body_release(srv, &c->req, NULL);
     gnutls_deinit(c->tls);
     struct conn_extra *x = (struct conn_extra *)(c + 1);
     free(x->raw);
     kite_buf_release(&c->in);
-    req_parser_release(&c->rp);
+    kite_http_req_parser_release(&c->rp);
     kite_buf_release(&c->req.hdrs);
     kite_buf_release(&c->out);
     kite_buf_release(&c->ans);
     free(c->ans_big);
     free(c->big);
-    auth_user_free(c->cert_user);
+    kite_http_auth_user_free(c->cert_user);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
 /* Ends a connection: at once, or (request still with the handler) once it is answered. */
-void conn_close(struct conn *c) {
+void kite_http_conn_close(struct conn *c) {
     if (c->state == C_H2) {
-        h2_close(c);
+        kite_http_h2_close(c);
         return;
     }
     if (c->state == C_DISPATCHED) {
@@ -675,39 +675,39 @@ void conn_close(struct conn *c) {
         c->ep_events = 0;
         return;
     }
-    conn_free(c);
+    kite_http_conn_free(c);
 }
 
 /* A mailbox entry: new connection, answer, defer, stream wake. */
-void conn_service(struct worker *w, struct conn *c, bool is_new) {
+void kite_http_conn_service(struct worker *w, struct conn *c, bool is_new) {
     if (is_new) {
-        conn_attach(w, c);
+        kite_http_conn_attach(w, c);
         return;
     }
     if (c->fd < 0) { /* freed while queued */
-        conn_free(c);
+        kite_http_conn_free(c);
         return;
     }
     if (c->state == C_H2) {
-        h2_service(c);
+        kite_http_h2_service(c);
         return;
     }
     if (c->state == C_TUNNEL) {
         pthread_mutex_lock(&c->lock);
         bool closed = c->tunnel_closed;
         pthread_mutex_unlock(&c->lock);
-        if (closed) conn_free(c);
+        if (closed) kite_http_conn_free(c);
         return;
     }
     if (c->state == C_DISPATCHED) {
         if (!collect(c)) return;
         if (c->peer_closed) {
-            conn_free(c);
+            kite_http_conn_free(c);
             return;
         }
     } else if (c->state == C_STREAMING) {
-        stream_sync_deadline(c);
+        kite_http_stream_sync_deadline(c);
     }
-    conn_drive(c, false);
+    kite_http_conn_drive(c, false);
 }
 

@@ -229,7 +229,7 @@ struct kite_http_tunnel *kite_http_fetch_tunnel(struct kite_http_fetch *f) {
     if (f->hp.status_code != 101 || !f->hp.upgrade) return NULL;
     fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) | O_NONBLOCK);
     struct tunnel_owner o = {fetch_pending, NULL, fetch_release, f};
-    struct kite_http_tunnel *t = tunnel_new(f->fd, f->tls, f->body.p + f->body_off, f->body.len - f->body_off, &o);
+    struct kite_http_tunnel *t = kite_http_tunnel_new(f->fd, f->tls, f->body.p + f->body_off, f->body.len - f->body_off, &o);
     f->body.len = f->body_off = 0;
     return t;
 }

@@ -87,9 +87,9 @@ static struct h2s *stream_get(struct conn *c, int32_t id) {
 
 static void h2s_free(struct conn *c, struct h2s *h) {
     struct h2conn *x = c->h2;
-    if (h->ks) stream_end_s(c->w, h->ks);
+    if (h->ks) kite_http_stream_end_s(c->w, h->ks);
     h->ks = NULL;
-    if (h->ans_stream) stream_end_s(c->w, h->ans_stream); /* begun, never started: done() still runs */
+    if (h->ans_stream) kite_http_stream_end_s(c->w, h->ans_stream); /* begun, never started: done() still runs */
     pthread_mutex_lock(&c->lock);
     if (h->in_ready) {
         struct h2s **pp = &x->ready;
@@ -102,8 +102,8 @@ static void h2s_free(struct conn *c, struct h2s *h) {
     if (h->next) h->next->prev = h->prev;
     if (!h->closed) x->n_live--;
     if (h->complete && !h->dispatched) x->n_complete--;
-    body_release(c->w->srv, &h->req, x->held);
-    req_parser_release(&h->rp);
+    kite_http_body_release(c->w->srv, &h->req, x->held);
+    kite_http_req_parser_release(&h->rp);
     kite_buf_release(&h->req.hdrs);
     kite_buf_release(&h->sbuf);
     free(h->method);
@@ -118,7 +118,7 @@ static void stream_closed(struct conn *c, struct h2s *h) {
     if (h->closed) return;
     h->closed = true;
     c->h2->n_live--;
-    if (h->ks) stream_end_s(c->w, h->ks); /* the client cancelled the watch (or it finished) */
+    if (h->ks) kite_http_stream_end_s(c->w, h->ks); /* the client cancelled the watch (or it finished) */
     h->ks = NULL;
     if (!h->held) h2s_free(c, h);
 }
@@ -160,7 +160,7 @@ static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
         return 0;
     }
     h->deferred = true; /* pump() resumes it once the watch has bytes */
-    h2_kick(h);
+    kite_http_h2_kick(h);
     return NGHTTP2_ERR_DEFERRED;
 }
 
@@ -168,7 +168,7 @@ static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
 /* Aborted (kite_http_stream_abort): the stream alone is reset, and the watch ends now, whether
  * or not the client ever reads what was queued for it. */
 static void reset_watch(struct conn *c, struct h2s *h) {
-    stream_end_s(c->w, h->ks);
+    kite_http_stream_end_s(c->w, h->ks);
     h->ks = NULL;
     h->s_reset = true;
     kite_buf_reset(&h->sbuf);
@@ -179,25 +179,25 @@ static void reset_watch(struct conn *c, struct h2s *h) {
 static void pump(struct conn *c, struct h2s *h) {
     if (!h->ks || h->closed) return;
     if (h->sbuf.len > h->soff) { /* nghttp2 takes it as the windows allow */
-        if (stream_check_h2(h->ks)) reset_watch(c, h);
+        if (kite_http_stream_check_h2(h->ks)) reset_watch(c, h);
         return;
     }
     for (int i = 0; i < H2_PULLS_PER_TURN; i++) {
-        int rc = stream_pull_h2(h->ks, &h->sbuf);
+        int rc = kite_http_stream_pull_h2(h->ks, &h->sbuf);
         if (rc == -2) {
             reset_watch(c, h);
             return;
         }
         if (rc == -1) {
-            stream_end_s(c->w, h->ks);
+            kite_http_stream_end_s(c->w, h->ks);
             h->ks = NULL;
             h->s_eof = true;
             break;
         }
         if (h->sbuf.len || rc == 0) break;
         if (i == H2_PULLS_PER_TURN - 1) { /* nothing yet, asked to go on: after the others */
-            h2_kick(h);
-            conn_kick(c);
+            kite_http_h2_kick(h);
+            kite_http_conn_kick(c);
         }
     }
     if (h->deferred && (h->sbuf.len || h->s_eof)) {
@@ -262,7 +262,7 @@ static void submit(struct conn *c, struct h2s *h, int code, const char *ctype, c
     int rc = nghttp2_submit_response(c->h2->ng, h->id, nv, n, has_body || ks ? &prd : NULL);
     kite_buf_release(&b);
     if (rc != 0) { /* the stream is gone: a watch still ends once */
-        if (h->ks) stream_end_s(c->w, h->ks);
+        if (h->ks) kite_http_stream_end_s(c->w, h->ks);
         h->ks = NULL;
         return;
     }
@@ -317,7 +317,7 @@ static void take_ready(struct conn *c) {
             if (h->closed) { /* reset or connection gone meanwhile: the answer is dropped */
                 free(body);
                 free(ctype);
-                if (ks) stream_end_s(c->w, ks);
+                if (ks) kite_http_stream_end_s(c->w, ks);
                 h2s_free(c, h);
                 continue;
             }
@@ -337,10 +337,10 @@ static void hand_over(struct conn *c, struct h2s *h) {
         h->ready_next = c->h2->ready;
         c->h2->ready = h;
     }
-    if (!conn_on_own_worker(c)) conn_kick(c);
+    if (!kite_http_conn_on_own_worker(c)) kite_http_conn_kick(c);
 }
 
-void h2_respond(struct req *r, int code, const char *content_type, char *body, size_t len) {
+void kite_http_h2_respond(struct req *r, int code, const char *content_type, char *body, size_t len) {
     struct h2s *h = r->h2;
     struct conn *c = r->conn;
     struct kite_http_server *srv = c->w->srv;
@@ -352,10 +352,10 @@ void h2_respond(struct req *r, int code, const char *content_type, char *body, s
     h->ans_ready = true;
     hand_over(c, h);
     pthread_mutex_unlock(&c->lock);
-    pending_done(srv);
+    kite_http_pending_done(srv);
 }
 
-void h2_defer(struct req *r, void (*fn)(void *ud), void *ud) {
+void kite_http_h2_defer(struct req *r, void (*fn)(void *ud), void *ud) {
     struct conn *c = r->conn;
     pthread_mutex_lock(&c->lock);
     r->h2->defer_fn = fn;
@@ -364,12 +364,12 @@ void h2_defer(struct req *r, void (*fn)(void *ud), void *ud) {
     pthread_mutex_unlock(&c->lock);
 }
 
-int h2_stream_begin(struct req *r, int code, const char *content_type, kite_http_pull pull, void (*done)(void *ud),
+int kite_http_h2_stream_begin(struct req *r, int code, const char *content_type, kite_http_pull pull, void (*done)(void *ud),
                     void *ud, struct kite_http_stream **ret) {
     struct h2s *h = r->h2;
     struct conn *c = r->conn;
     struct kite_http_server *srv = c->w->srv;
-    struct kite_http_stream *s = stream_new_h2(c, h, pull, done, ud);
+    struct kite_http_stream *s = kite_http_stream_new_h2(c, h, pull, done, ud);
     pthread_mutex_lock(&c->lock);
     h->ans_code = code;
     h->ans_ctype = content_type ? kite_strdup(content_type) : NULL;
@@ -377,11 +377,11 @@ int h2_stream_begin(struct req *r, int code, const char *content_type, kite_http
     hand_over(c, h);
     pthread_mutex_unlock(&c->lock);
     if (ret) *ret = s;
-    pending_done(srv);
+    kite_http_pending_done(srv);
     return 0;
 }
 
-void h2_kick(struct h2s *h) {
+void kite_http_h2_kick(struct h2s *h) {
     struct conn *c = h->c;
     pthread_mutex_lock(&c->lock);
     if (!h->in_ready) {
@@ -390,9 +390,9 @@ void h2_kick(struct h2s *h) {
         c->h2->ready = h;
     }
     /* short-circuit: only c's worker reads `driving` */
-    bool taken = tl_worker == c->w && c->h2->driving;
+    bool taken = kite_http_tl_worker == c->w && c->h2->driving;
     pthread_mutex_unlock(&c->lock);
-    if (!taken) conn_kick(c);
+    if (!taken) kite_http_conn_kick(c);
 }
 
 static bool ready_pending(struct conn *c) {
@@ -418,12 +418,12 @@ static void dispatch(struct conn *c, struct h2s *h) {
     h->req.pub.body_len = h->rp.body.len;
     atomic_fetch_add(&srv->n_pending, 1); /* as conn.c: stop either waits for it or it is refused */
     if (atomic_load(&srv->stopping)) {
-        pending_done(srv);
+        kite_http_pending_done(srv);
         static const struct refusal stopping = {503, "ServiceUnavailable", "the server is shutting down", false};
         refuse(c, h, &stopping);
         return;
     }
-    auth_request(c, &h->req);
+    kite_http_auth_request(c, &h->req);
     h->held = true;
     c->h2->n_held++;
     c->in_handler = true;
@@ -454,7 +454,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, voi
     h->req.rp = &h->rp;
     h->req.h2 = h;
     h->req.pub.method = h->req.pub.path = h->req.pub.body = "";
-    req_parser_init(&h->rp, c->w->srv->max_head, c->w->srv->max_body);
+    kite_http_req_parser_init(&h->rp, c->w->srv->max_head, c->w->srv->max_body);
     h->start_ns = http_now_ns();
     h->next = c->h2->streams;
     if (h->next) h->next->prev = h;
@@ -473,7 +473,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint
     h->head_bytes += namelen + valuelen + 32;
     if (h->head_bytes > c->w->srv->max_head) {
         bool path = namelen == 5 && memcmp(n, ":path", 5) == 0;
-        complete(c, h, path ? &R_URL_TOO_LONG : &R_HEADERS_TOO_LARGE);
+        complete(c, h, path ? &KITE_HTTP_R_URL_TOO_LONG : &KITE_HTTP_R_HEADERS_TOO_LARGE);
         return 0;
     }
     if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* trailers: counted, not kept */
@@ -498,22 +498,22 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint
 static void head_done(struct conn *c, struct h2s *h, bool end_stream) {
     if (h->complete || h->rp.head_done) return;
     if (!h->method || !h->rp.url.len) {
-        complete(c, h, &R_MALFORMED);
+        complete(c, h, &KITE_HTTP_R_MALFORMED);
         return;
     }
     h->head_only = strcmp(h->method, "HEAD") == 0;
-    const struct refusal *bad = req_parser_set_target(&h->rp);
+    const struct refusal *bad = kite_http_req_parser_set_target(&h->rp);
     if (bad) {
         complete(c, h, bad);
         return;
     }
     if (end_stream) return;
-    const char *cl = req_parser_header(&h->rp, "content-length");
+    const char *cl = kite_http_req_parser_header(&h->rp, "content-length");
     int64_t len;
     if (cl && kite_parse_int64(cl, &len) == 0 && len > 0) h->declared = (uint64_t)len;
     h->req.pub.method = h->method;
     h->req.pub.path = h->rp.path;
-    bad = body_admit(c, &h->req, &h->rp, h->declared, c->h2->held);
+    bad = kite_http_body_admit(c, &h->req, &h->rp, h->declared, c->h2->held);
     if (bad) complete(c, h, bad);
 }
 
@@ -533,18 +533,18 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
     struct h2s *h = stream_get(c, id);
     if (!h || h->complete) return 0; /* a refused request's body is dropped (flow control is still credited) */
     if (len > h->rp.max_body - h->rp.body.len) {
-        complete(c, h, &R_BODY_TOO_LARGE);
+        complete(c, h, &KITE_HTTP_R_BODY_TOO_LARGE);
         kite_buf_release(&h->rp.body);
-        body_release(c->w->srv, &h->req, c->h2->held);
+        kite_http_body_release(c->w->srv, &h->req, c->h2->held);
         return 0;
     }
     size_t total = h->rp.body.len + len;
     if (total > h->rp.allowed) {
-        const struct refusal *bad = body_claim(c->w->srv, &h->req, total, c->h2->held);
+        const struct refusal *bad = kite_http_body_claim(c->w->srv, &h->req, total, c->h2->held);
         if (bad) {
             complete(c, h, bad);
             kite_buf_release(&h->rp.body); /* dropped, and so its claim */
-            body_release(c->w->srv, &h->req, c->h2->held);
+            kite_http_body_release(c->w->srv, &h->req, c->h2->held);
             return 0;
         }
         h->rp.allowed = total;
@@ -577,7 +577,7 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error_code,
 
 /* ---- the connection ---- */
 
-int h2_start(struct conn *c) {
+int kite_http_h2_start(struct conn *c) {
     struct kite_http_server *srv = c->w->srv;
     char ip[64];
     kite_http_peer_ip(&c->req.pub, ip); /* filled now: read-only while requests run on other threads */
@@ -627,16 +627,16 @@ static int h2_send(struct conn *c) {
             kite_buf_append(&c->out, data, (size_t)n);
         }
         if (c->out.len == c->out_off) return 1;
-        int f = conn_flush(c);
+        int f = kite_http_conn_flush(c);
         if (f <= 0) return f;
     }
 }
 
 /* Ends the connection now, or (requests with the handler) once they are answered. */
-void h2_close(struct conn *c) {
+void kite_http_h2_close(struct conn *c) {
     struct h2conn *x = c->h2;
     if (!x || !x->n_held) {
-        conn_free(c);
+        kite_http_conn_free(c);
         return;
     }
     for (struct h2s *h = x->streams, *next; h; h = next) {
@@ -648,7 +648,7 @@ void h2_close(struct conn *c) {
     c->ep_events = 0;
 }
 
-void h2_free(struct conn *c) {
+void kite_http_h2_free(struct conn *c) {
     struct h2conn *x = c->h2;
     if (!x) return;
     while (x->streams) {
@@ -664,19 +664,19 @@ void h2_free(struct conn *c) {
 /* Done with the connection (both sides said so): close it gracefully. */
 static void finish_conn(struct conn *c) {
     if (c->h2->n_held) {
-        h2_close(c);
+        kite_http_h2_close(c);
         return;
     }
-    conn_linger(c);
-    conn_drive(c, true);
+    kite_http_conn_linger(c);
+    kite_http_conn_drive(c, true);
 }
 
-void h2_drive(struct conn *c, bool readable) {
+void kite_http_h2_drive(struct conn *c, bool readable) {
     struct h2conn *x = c->h2;
     x->driving = true;
     for (int turn = 0;; turn++) {
         if (turn == H2_TURNS) { /* the worker's other connections get a turn */
-            conn_kick(c);
+            kite_http_conn_kick(c);
             break;
         }
         run_dispatch(c);
@@ -684,7 +684,7 @@ void h2_drive(struct conn *c, bool readable) {
         int f = h2_send(c);
         if (f < 0) {
             x->driving = false;
-            h2_close(c);
+            kite_http_h2_close(c);
             return;
         }
         if (f == 1 && !nghttp2_session_want_read(x->ng) && !nghttp2_session_want_write(x->ng)) {
@@ -694,11 +694,11 @@ void h2_drive(struct conn *c, bool readable) {
         }
         if (f == 0) break; /* the socket is full: no more input until it drains (EPOLLOUT) */
         if (ready_pending(c)) continue;
-        if (!readable && !conn_tls_pending(c)) break;
-        int r = conn_read_some(c);
+        if (!readable && !kite_http_conn_tls_pending(c)) break;
+        int r = kite_http_conn_read_some(c);
         if (r < 0) {
             x->driving = false;
-            h2_close(c);
+            kite_http_h2_close(c);
             return;
         }
         if (r == 0) break;
@@ -707,25 +707,25 @@ void h2_drive(struct conn *c, bool readable) {
         if (k < 0) { /* a protocol error: GOAWAY, then close */
             nghttp2_session_terminate_session(x->ng, NGHTTP2_PROTOCOL_ERROR);
             x->driving = false;
-            if (h2_send(c) < 0) h2_close(c);
+            if (h2_send(c) < 0) kite_http_h2_close(c);
             else finish_conn(c);
             return;
         }
-        readable = conn_tls_pending(c) || c->in.len == c->in.cap - 1;
+        readable = kite_http_conn_tls_pending(c) || c->in.len == c->in.cap - 1;
     }
     x->driving = false;
 }
 
-void h2_service(struct conn *c) {
+void kite_http_h2_service(struct conn *c) {
     if (c->peer_closed) {
         take_ready(c); /* answers to dropped streams free them */
-        if (!c->h2->n_held) conn_free(c);
+        if (!c->h2->n_held) kite_http_conn_free(c);
         return;
     }
-    h2_drive(c, false);
+    kite_http_h2_drive(c, false);
 }
 
-void h2_sweep(struct conn *c, int64_t now, bool stopping) {
+void kite_http_h2_sweep(struct conn *c, int64_t now, bool stopping) {
     struct h2conn *x = c->h2;
     struct kite_http_server *srv = c->w->srv;
     if (c->peer_closed) return;
@@ -742,21 +742,21 @@ void h2_sweep(struct conn *c, int64_t now, bool stopping) {
                               NGHTTP2_NO_ERROR, NULL, 0);
         x->goaway = true;
         if (h2_send(c) < 0) {
-            conn_free(c);
+            kite_http_conn_free(c);
             return;
         }
-        conn_linger(c);
+        kite_http_conn_linger(c);
         return;
     }
-    if (sent) h2_drive(c, false);
+    if (sent) kite_http_h2_drive(c, false);
 }
 
-void h2_stop(struct conn *c) {
+void kite_http_h2_stop(struct conn *c) {
     struct h2conn *x = c->h2;
     if (c->peer_closed || x->goaway) return;
     x->goaway = true;
     nghttp2_submit_goaway(x->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(x->ng),
                           NGHTTP2_NO_ERROR, NULL, 0);
     for (struct h2s *h = x->streams; h; h = h->next) pump(c, h); /* watches see stopping and finish */
-    h2_drive(c, false);
+    kite_http_h2_drive(c, false);
 }

@@ -170,40 +170,40 @@ static inline int64_t http_now_ns(void) {
 
 /* server.c */
 /* The worker running on this thread (NULL on other threads). */
-extern __thread struct worker *tl_worker;
+extern __thread struct worker *kite_http_tl_worker;
 /* Wakes w to look at its mailbox (any thread). */
-void worker_kick(struct worker *w);
+void kite_http_worker_kick(struct worker *w);
 
 /* conn.c (worker only, unless said otherwise) */
 /* A connection on accepted socket fd, TLS set up, not yet on a worker (any thread); NULL on failure. */
-struct conn *conn_new(struct kite_http_server *srv, int fd);
+struct conn *kite_http_conn_new(struct kite_http_server *srv, int fd);
 /* Puts c on w's list and epoll set and starts its handshake. */
-void conn_attach(struct worker *w, struct conn *c);
+void kite_http_conn_attach(struct worker *w, struct conn *c);
 /* Advances c as far as it can go without waiting; readable: epoll reported input. c may be
  * freed: callers must not touch it afterwards. */
-void conn_drive(struct conn *c, bool readable);
+void kite_http_conn_drive(struct conn *c, bool readable);
 /* A mailbox entry: a new connection, an answer, a deferred callback, a stream wake. */
-void conn_service(struct worker *w, struct conn *c, bool is_new);
+void kite_http_conn_service(struct worker *w, struct conn *c, bool is_new);
 /* Ends c: at once, or (request still with the handler) once it is answered. */
-void conn_close(struct conn *c);
+void kite_http_conn_close(struct conn *c);
 /* Frees c now (or, still in a mailbox, when the mailbox reaches it). */
-void conn_free(struct conn *c);
+void kite_http_conn_free(struct conn *c);
 /* Frees the buffers of a connection between requests. */
-void conn_trim(struct conn *c);
+void kite_http_conn_trim(struct conn *c);
 /* Queues c on its worker's mailbox (any thread; conn.lock may be held). */
-void conn_kick(struct conn *c);
+void kite_http_conn_kick(struct conn *c);
 /* Sends what is pending. 1: all sent; 0: the socket is full (output interest is on); -1: the
  * connection is broken. */
-int conn_flush(struct conn *c);
+int kite_http_conn_flush(struct conn *c);
 /* The worker's epoll interest for c (EPOLLIN / EPOLLOUT). */
-void conn_want(struct conn *c, uint32_t events);
+void kite_http_conn_want(struct conn *c, uint32_t events);
 /* Reads decrypted bytes into c->in once. 1: got bytes; 0: nothing now; -1: EOF (peer_eof set)
  * or error. */
-int conn_read_some(struct conn *c);
+int kite_http_conn_read_some(struct conn *c);
 /* Decrypted or raw bytes are waiting that epoll will not report. */
-bool conn_tls_pending(struct conn *c);
+bool kite_http_conn_tls_pending(struct conn *c);
 /* Closes gracefully: shuts the write side down and drains input for a while (C_LINGER). */
-void conn_linger(struct conn *c);
+void kite_http_conn_linger(struct conn *c);
 
 /* tunnel.c */
 /* A tunnel over a TLS session on fd whose first pre_len input bytes were already read (pre,
@@ -216,89 +216,89 @@ struct tunnel_owner {
     void (*release)(void *owner);
     void *owner;
 };
-struct kite_http_tunnel *tunnel_new(int fd, gnutls_session_t tls, const char *pre, size_t pre_len,
+struct kite_http_tunnel *kite_http_tunnel_new(int fd, gnutls_session_t tls, const char *pre, size_t pre_len,
                                     const struct tunnel_owner *o);
 /* conn.c: the owner hooks of a hijacked server connection */
-extern const struct tunnel_owner conn_tunnel_owner;
-bool conn_raw_pending(struct conn *c);
-bool conn_tcp_eof(struct conn *c);
+extern const struct tunnel_owner kite_http_conn_tunnel_owner;
+bool kite_http_conn_raw_pending(struct conn *c);
+bool kite_http_conn_tcp_eof(struct conn *c);
 
 /* response.c */
 /* Queues the answer to a request the layer refuses itself; the connection closes after it. */
-void conn_refuse(struct conn *c, const struct refusal *why);
+void kite_http_conn_refuse(struct conn *c, const struct refusal *why);
 /* A request given to the handler got its answer (any thread): kite_http_stop may be waiting. */
-void pending_done(struct kite_http_server *srv);
+void kite_http_pending_done(struct kite_http_server *srv);
 
 /* auth.c */
-int auth_load_tokens(struct kite_http_server *srv, const char *path);
-void auth_free_tokens(struct kite_http_server *srv);
-void auth_request(struct conn *c, struct req *r);
-void auth_user_free(struct kite_http_user *u);
+int kite_http_auth_load_tokens(struct kite_http_server *srv, const char *path);
+void kite_http_auth_free_tokens(struct kite_http_server *srv);
+void kite_http_auth_request(struct conn *c, struct req *r);
+void kite_http_auth_user_free(struct kite_http_user *u);
 
 /* budget.c (worker only) */
 /* At the head of r, a request with a body (declared: its length, 0 unknown): authenticates it
  * (auth_request), asks the server who may send it, sets p's body limit and claims the declared
  * length. conn_held: the connection's claims ([0], [1] as body_held) on HTTP/2, NULL on
  * HTTP/1.1 (one body at a time). NULL, or why it is refused (401, 413, 429). */
-const struct refusal *body_admit(struct conn *c, struct req *r, struct req_parser *p, uint64_t declared,
+const struct refusal *kite_http_body_admit(struct conn *c, struct req *r, struct req_parser *p, uint64_t declared,
                                  size_t *conn_held);
 /* Claims up to total bytes for r's body (a chunked body, or an HTTP/2 one without length). */
-const struct refusal *body_claim(struct kite_http_server *srv, struct req *r, size_t total, size_t *conn_held);
+const struct refusal *kite_http_body_claim(struct kite_http_server *srv, struct req *r, size_t total, size_t *conn_held);
 /* Gives r's claim back (the request was answered, or its connection is gone). */
-void body_release(struct kite_http_server *srv, struct req *r, size_t *conn_held);
+void kite_http_body_release(struct kite_http_server *srv, struct req *r, size_t *conn_held);
 
 /* stream.c */
-struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*done)(void *ud), void *ud);
+struct kite_http_stream *kite_http_stream_new(struct conn *c, kite_http_pull pull, void (*done)(void *ud), void *ud);
 /* A stream on HTTP/2 stream h of connection c: no chunk framing, wakes go to h. */
-struct kite_http_stream *stream_new_h2(struct conn *c, struct h2s *h, kite_http_pull pull, void (*done)(void *ud),
+struct kite_http_stream *kite_http_stream_new_h2(struct conn *c, struct h2s *h, kite_http_pull pull, void (*done)(void *ud),
                                        void *ud);
 /* Worker, HTTP/2: pulls once into out if the stream was woken (out may get bytes whatever it
  * returns but -2). 1: call again once they are sent; 0: idle until woken (h2_kick); -1: finished cleanly (bytes appended
  * are the last), also when the server stops; -2: aborted (kite_http_stream_abort). */
-int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out);
+int kite_http_stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out);
 /* Worker, HTTP/2, while earlier bytes wait to be sent: applies a new deadline; true when the
  * stream was aborted (it must end now, sent or not). */
-bool stream_check_h2(struct kite_http_stream *s);
+bool kite_http_stream_check_h2(struct kite_http_stream *s);
 /* Worker: ends stream s of c's worker (done() is called) and frees it. */
-void stream_end_s(struct worker *w, struct kite_http_stream *s);
+void kite_http_stream_end_s(struct worker *w, struct kite_http_stream *s);
 /* Worker: applies a deadline set by kite_http_stream_wake_at from another thread to s. */
-void stream_sync_s(struct worker *w, struct kite_http_stream *s);
+void kite_http_stream_sync_s(struct worker *w, struct kite_http_stream *s);
 /* Worker: the stream's connection is writable (or it was woken): pull and send. When the
  * stream finished, the connection is C_RESPONDING with the last bytes queued. Returns false
  * when the connection must close. */
-bool stream_run(struct conn *c);
+bool kite_http_stream_run(struct conn *c);
 /* Worker: ends the stream (done() is called); the connection stays as it is. */
-void stream_end(struct conn *c);
+void kite_http_stream_end(struct conn *c);
 /* Worker: due deadlines wake their streams; returns the ms until the next one (or -1). */
-int stream_timers(struct worker *w, int64_t now_ns);
+int kite_http_stream_timers(struct worker *w, int64_t now_ns);
 /* Worker: applies a deadline set by kite_http_stream_wake_at from another thread. */
-void stream_sync_deadline(struct conn *c);
+void kite_http_stream_sync_deadline(struct conn *c);
 /* Worker: frees a stream whose done() ran. */
-void stream_free(struct kite_http_stream *s);
+void kite_http_stream_free(struct kite_http_stream *s);
 
 /* h2.c (worker only, unless said otherwise) */
 /* Starts HTTP/2 on c after a handshake that selected "h2": the server's SETTINGS are queued. */
-int h2_start(struct conn *c);
+int kite_http_h2_start(struct conn *c);
 /* Reads, dispatches, sends, as far as it can go without waiting. c may be freed. */
-void h2_drive(struct conn *c, bool readable);
+void kite_http_h2_drive(struct conn *c, bool readable);
 /* A mailbox visit: answers, deferred callbacks, stream wakes handed over by other threads. c
  * may be freed. */
-void h2_service(struct conn *c);
+void kite_http_h2_service(struct conn *c);
 /* The connection is gone: closes it now, or once the handlers answered what they hold. */
-void h2_close(struct conn *c);
+void kite_http_h2_close(struct conn *c);
 /* Frees the session and the streams (open watch streams get done()). */
-void h2_free(struct conn *c);
+void kite_http_h2_free(struct conn *c);
 /* Once a second: idle connection, requests too slow to arrive, stopping. c may be freed. */
-void h2_sweep(struct conn *c, int64_t now_ns, bool stopping);
+void kite_http_h2_sweep(struct conn *c, int64_t now_ns, bool stopping);
 /* Server stop: GOAWAY, watch streams finish cleanly. c may be freed. */
-void h2_stop(struct conn *c);
+void kite_http_h2_stop(struct conn *c);
 /* Answers from any thread (response.c's calls for a request on an HTTP/2 stream). */
-void h2_respond(struct req *r, int code, const char *content_type, char *body, size_t len);
-void h2_defer(struct req *r, void (*fn)(void *ud), void *ud);
-int h2_stream_begin(struct req *r, int code, const char *content_type, kite_http_pull pull, void (*done)(void *ud),
+void kite_http_h2_respond(struct req *r, int code, const char *content_type, char *body, size_t len);
+void kite_http_h2_defer(struct req *r, void (*fn)(void *ud), void *ud);
+int kite_http_h2_stream_begin(struct req *r, int code, const char *content_type, kite_http_pull pull, void (*done)(void *ud),
                     void *ud, struct kite_http_stream **ret);
 /* Any thread (stream.lock may be held): stream h has news (a wake, an abort, a deadline). */
-void h2_kick(struct h2s *h);
+void kite_http_h2_kick(struct h2s *h);
 /* Whether the caller is c's worker inside a handler or defer callback (the answer is picked
  * up when it returns). */
-bool conn_on_own_worker(struct conn *c);
+bool kite_http_conn_on_own_worker(struct conn *c);

@@ -11,15 +11,15 @@
 
 #define REQ_BUF_KEEP (64u * 1024) /* buffers above this are freed after their request */
 
-const struct refusal R_MALFORMED = {400, "BadRequest", "malformed HTTP request", false},
-                     R_NUL_PATH = {400, "BadRequest", "the request path contains a NUL byte", false},
-                     R_NUL_QUERY = {400, "BadRequest", "a query parameter contains a NUL byte", false},
-                     R_NUL_HEADER = {400, "BadRequest", "a request header contains a NUL byte", false},
-                     R_BODY_TOO_LARGE = {413, "RequestEntityTooLarge", "the request body is too large", false},
-                     R_URL_TOO_LONG = {414, "RequestURITooLong", "the request URL is too long", false},
-                     R_HEADERS_TOO_LARGE = {431, "RequestHeaderFieldsTooLarge", "the request headers are too large", false},
-                     R_UNAUTHORIZED = {401, "Unauthorized", "Unauthorized", false},
-                     R_BODY_BUDGET = {429, "TooManyRequests",
+const struct refusal KITE_HTTP_R_MALFORMED = {400, "BadRequest", "malformed HTTP request", false},
+                     KITE_HTTP_R_NUL_PATH = {400, "BadRequest", "the request path contains a NUL byte", false},
+                     KITE_HTTP_R_NUL_QUERY = {400, "BadRequest", "a query parameter contains a NUL byte", false},
+                     KITE_HTTP_R_NUL_HEADER = {400, "BadRequest", "a request header contains a NUL byte", false},
+                     KITE_HTTP_R_BODY_TOO_LARGE = {413, "RequestEntityTooLarge", "the request body is too large", false},
+                     KITE_HTTP_R_URL_TOO_LONG = {414, "RequestURITooLong", "the request URL is too long", false},
+                     KITE_HTTP_R_HEADERS_TOO_LARGE = {431, "RequestHeaderFieldsTooLarge", "the request headers are too large", false},
+                     KITE_HTTP_R_UNAUTHORIZED = {401, "Unauthorized", "Unauthorized", false},
+                     KITE_HTTP_R_BODY_BUDGET = {429, "TooManyRequests",
                                       "too many request bodies in flight, please try again later", true};
 
 #define PARSER(h) ((struct req_parser *)((char *)(h) - offsetof(struct req_parser, hp)))
@@ -41,8 +41,8 @@ static int on_message_begin(http_parser *h) {
 
 static int on_url(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
-    if (!head_grow(p, n)) return fail(p, &R_URL_TOO_LONG);
-    if (memchr(at, 0, n)) return fail(p, &R_MALFORMED); /* http-parser refuses it; `url` is a C string */
+    if (!head_grow(p, n)) return fail(p, &KITE_HTTP_R_URL_TOO_LONG);
+    if (memchr(at, 0, n)) return fail(p, &KITE_HTTP_R_MALFORMED); /* http-parser refuses it; `url` is a C string */
     kite_buf_append(&p->url, at, n);
     return 0;
 }
@@ -56,8 +56,8 @@ static void end_value(struct req_parser *p) {
 
 static int on_header_field(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
-    if (!head_grow(p, n)) return fail(p, &R_HEADERS_TOO_LARGE);
-    if (memchr(at, 0, n)) return fail(p, &R_NUL_HEADER);
+    if (!head_grow(p, n)) return fail(p, &KITE_HTTP_R_HEADERS_TOO_LARGE);
+    if (memchr(at, 0, n)) return fail(p, &KITE_HTTP_R_NUL_HEADER);
     if (p->head_done) return 0; /* a trailer (after a chunked body): counted, not kept */
     if (p->hdr_in_value) {
         end_value(p);
@@ -69,10 +69,10 @@ static int on_header_field(http_parser *h, const char *at, size_t n) {
 
 static int on_header_value(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
-    if (!head_grow(p, n)) return fail(p, &R_HEADERS_TOO_LARGE);
+    if (!head_grow(p, n)) return fail(p, &KITE_HTTP_R_HEADERS_TOO_LARGE);
     /* http-parser does not check the first byte of a value: a NUL there would end the value
      * early and shift every later "name\0value\0" pair (a value could then forge headers) */
-    if (memchr(at, 0, n)) return fail(p, &R_NUL_HEADER);
+    if (memchr(at, 0, n)) return fail(p, &KITE_HTTP_R_NUL_HEADER);
     if (p->head_done) return 0;
     if (!p->hdr_in_value) {
         kite_buf_append(&p->hdr, "", 1); /* ends the name */
@@ -122,7 +122,7 @@ static const struct refusal *parse_target(struct req_parser *p) {
     struct kite_buf pb = {0};
     bool ok = unescape(&pb, u, plen, false);
     p->path = kite_buf_detach(&pb, NULL);
-    if (!ok) return &R_NUL_PATH;
+    if (!ok) return &KITE_HTTP_R_NUL_PATH;
     if (!q) return NULL;
     const char *s = q + 1, *end = u + n;
     const char *hash = memchr(s, '#', (size_t)(end - s));
@@ -132,9 +132,9 @@ static const struct refusal *parse_target(struct req_parser *p) {
         const char *e = amp ? amp : end;
         if (e > s) {
             const char *eq = memchr(s, '=', (size_t)(e - s));
-            if (!unescape(&p->query, s, (size_t)((eq ? eq : e) - s), true)) return &R_NUL_QUERY;
+            if (!unescape(&p->query, s, (size_t)((eq ? eq : e) - s), true)) return &KITE_HTTP_R_NUL_QUERY;
             if (eq) {
-                if (!unescape(&p->query, eq + 1, (size_t)(e - eq - 1), true)) return &R_NUL_QUERY;
+                if (!unescape(&p->query, eq + 1, (size_t)(e - eq - 1), true)) return &KITE_HTTP_R_NUL_QUERY;
             } else {
                 kite_buf_append(&p->query, "", 1);
             }
@@ -144,7 +144,7 @@ static const struct refusal *parse_target(struct req_parser *p) {
     return NULL;
 }
 
-const struct refusal *req_parser_set_target(struct req_parser *p) {
+const struct refusal *kite_http_req_parser_set_target(struct req_parser *p) {
     const struct refusal *bad = parse_target(p);
     p->head_done = !bad;
     return bad;
@@ -167,10 +167,10 @@ static int on_headers_complete(http_parser *h) {
         bad = p->hooks.head(p, chunked ? 0 : h->content_length, p->hooks.ud);
         if (bad) return fail(p, bad);
     }
-    const char *cl = req_parser_header(p, "Content-Length");
+    const char *cl = kite_http_req_parser_header(p, "Content-Length");
     int64_t n;
-    if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > p->max_body) return fail(p, &R_BODY_TOO_LARGE);
-    const char *expect = req_parser_header(p, "Expect");
+    if (cl && kite_parse_int64(cl, &n) == 0 && n > 0 && (uint64_t)n > p->max_body) return fail(p, &KITE_HTTP_R_BODY_TOO_LARGE);
+    const char *expect = kite_http_req_parser_header(p, "Expect");
     p->expect_continue = expect && strcasecmp(expect, "100-continue") == 0 && h->http_major == 1 && h->http_minor >= 1;
     return 0;
 }
@@ -179,7 +179,7 @@ static int on_headers_complete(http_parser *h) {
  * the limit, instead of waiting for bytes that may never come (a size of 7fffffffffffffff). */
 static int on_chunk_header(http_parser *h) {
     struct req_parser *p = PARSER(h);
-    if (h->content_length > p->max_body - p->body.len) return fail(p, &R_BODY_TOO_LARGE);
+    if (h->content_length > p->max_body - p->body.len) return fail(p, &KITE_HTTP_R_BODY_TOO_LARGE);
     size_t total = p->body.len + (size_t)h->content_length;
     if (total > p->allowed && p->hooks.grow) {
         const struct refusal *bad = p->hooks.grow(p, total, p->hooks.ud);
@@ -192,7 +192,7 @@ static int on_body(http_parser *h, const char *at, size_t n) {
     struct req_parser *p = PARSER(h);
     /* Content-Length and chunk sizes were checked already; this keeps the limit whatever
      * framing the parser allows. */
-    if (n > p->max_body - p->body.len) return fail(p, &R_BODY_TOO_LARGE);
+    if (n > p->max_body - p->body.len) return fail(p, &KITE_HTTP_R_BODY_TOO_LARGE);
     if (p->body.len + n > p->allowed && p->hooks.grow) {
         const struct refusal *bad = p->hooks.grow(p, p->body.len + n, p->hooks.ud);
         if (bad) return fail(p, bad);
@@ -223,7 +223,7 @@ static const http_parser_settings settings = {
     .on_message_complete = on_message_complete,
 };
 
-void req_parser_init(struct req_parser *p, size_t max_head, size_t max_body) {
+void kite_http_req_parser_init(struct req_parser *p, size_t max_head, size_t max_body) {
     memset(p, 0, sizeof(*p));
     p->max_head = max_head;
     p->max_body = p->max_body_cfg = max_body;
@@ -231,7 +231,7 @@ void req_parser_init(struct req_parser *p, size_t max_head, size_t max_body) {
     http_parser_init(&p->hp, HTTP_REQUEST);
 }
 
-void req_parser_release(struct req_parser *p) {
+void kite_http_req_parser_release(struct req_parser *p) {
     kite_buf_release(&p->url);
     kite_buf_release(&p->hdr);
     kite_buf_release(&p->body);
@@ -240,20 +240,20 @@ void req_parser_release(struct req_parser *p) {
     p->path = NULL;
 }
 
-enum req_status req_parser_feed(struct req_parser *p, const char *data, size_t n, size_t *used) {
+enum req_status kite_http_req_parser_feed(struct req_parser *p, const char *data, size_t n, size_t *used) {
     *used = http_parser_execute(&p->hp, &settings, data, n);
     if (p->message_done) {
         http_parser_pause(&p->hp, 0);
         return REQ_DONE;
     }
     if (HTTP_PARSER_ERRNO(&p->hp) != HPE_OK) {
-        if (!p->err) p->err = &R_MALFORMED;
+        if (!p->err) p->err = &KITE_HTTP_R_MALFORMED;
         return REQ_ERROR;
     }
     return REQ_MORE;
 }
 
-void req_parser_next(struct req_parser *p) {
+void kite_http_req_parser_next(struct req_parser *p) {
     kite_buf_reset(&p->url);
     if (p->hdr.cap > REQ_BUF_KEEP) kite_buf_release(&p->hdr);
     kite_buf_reset(&p->hdr);
@@ -272,7 +272,7 @@ void req_parser_next(struct req_parser *p) {
     http_parser_init(&p->hp, HTTP_REQUEST);
 }
 
-void req_parser_trim(struct req_parser *p) {
+void kite_http_req_parser_trim(struct req_parser *p) {
     kite_buf_release(&p->url);
     kite_buf_release(&p->hdr);
     kite_buf_release(&p->body);
@@ -298,11 +298,11 @@ static size_t count_pairs(const struct kite_buf *b) {
     return n / 2;
 }
 
-const char *req_parser_header(const struct req_parser *p, const char *name) {
+const char *kite_http_req_parser_header(const struct req_parser *p, const char *name) {
     return scan_pairs(&p->hdr, p->n_hdr, name, true);
 }
 
-size_t req_parser_header_all(const struct req_parser *p, const char *name, const char **out, size_t max) {
+size_t kite_http_req_parser_header_all(const struct req_parser *p, const char *name, const char **out, size_t max) {
     const char *s = p->hdr.p;
     size_t n = 0;
     for (size_t i = 0; i < p->n_hdr; i++) {
@@ -316,7 +316,7 @@ size_t req_parser_header_all(const struct req_parser *p, const char *name, const
     return n;
 }
 
-const char *req_parser_query(const struct req_parser *p, const char *name) {
+const char *kite_http_req_parser_query(const struct req_parser *p, const char *name) {
     /* "?watch" counts as present and empty, as in Go's url.ParseQuery */
     return scan_pairs(&p->query, count_pairs(&p->query), name, false);
 }

@@ -21,8 +21,8 @@ struct refusal {
     bool retry;                   /* answered with "Retry-After: 1" (429: clients retry) */
 };
 
-extern const struct refusal R_MALFORMED, R_NUL_PATH, R_NUL_QUERY, R_NUL_HEADER, R_BODY_TOO_LARGE,
-    R_URL_TOO_LONG, R_HEADERS_TOO_LARGE, R_UNAUTHORIZED, R_BODY_BUDGET;
+extern const struct refusal KITE_HTTP_R_MALFORMED, KITE_HTTP_R_NUL_PATH, KITE_HTTP_R_NUL_QUERY, KITE_HTTP_R_NUL_HEADER, KITE_HTTP_R_BODY_TOO_LARGE,
+    KITE_HTTP_R_URL_TOO_LONG, KITE_HTTP_R_HEADERS_TOO_LARGE, KITE_HTTP_R_UNAUTHORIZED, KITE_HTTP_R_BODY_BUDGET;
 
 struct req_parser;
 /* What the connection decides about a body (set by it; both optional). head: the head is
@@ -65,21 +65,21 @@ enum req_status {
     REQ_ERROR,  /* refused: err says why; the connection cannot go on */
 };
 
-void req_parser_init(struct req_parser *p, size_t max_head, size_t max_body);
-void req_parser_release(struct req_parser *p);
+void kite_http_req_parser_init(struct req_parser *p, size_t max_head, size_t max_body);
+void kite_http_req_parser_release(struct req_parser *p);
 /* Parses data[0..n), setting *used to the bytes taken. After REQ_DONE the request's fields stay
  * valid until req_parser_next; after REQ_ERROR only req_parser_release may follow. */
-enum req_status req_parser_feed(struct req_parser *p, const char *data, size_t n, size_t *used);
+enum req_status kite_http_req_parser_feed(struct req_parser *p, const char *data, size_t n, size_t *used);
 /* Forgets the request, ready for the connection's next one. */
-void req_parser_next(struct req_parser *p);
+void kite_http_req_parser_next(struct req_parser *p);
 /* Frees the buffers (between requests, so idle connections hold none). */
-void req_parser_trim(struct req_parser *p);
+void kite_http_req_parser_trim(struct req_parser *p);
 
 /* HTTP/2: a request arrives as fields, not text. With the :path in p->url, decodes path and
  * query as req_parser_feed does and marks the head done. NULL, or why it is refused. */
-const struct refusal *req_parser_set_target(struct req_parser *p);
+const struct refusal *kite_http_req_parser_set_target(struct req_parser *p);
 
 /* Lookups on a parsed request; borrowed, valid until req_parser_next. */
-const char *req_parser_header(const struct req_parser *p, const char *name);
-size_t req_parser_header_all(const struct req_parser *p, const char *name, const char **out, size_t max);
-const char *req_parser_query(const struct req_parser *p, const char *name);
+const char *kite_http_req_parser_header(const struct req_parser *p, const char *name);
+size_t kite_http_req_parser_header_all(const struct req_parser *p, const char *name, const char **out, size_t max);
+const char *kite_http_req_parser_query(const struct req_parser *p, const char *name);

@@ -80,7 +80,7 @@ void kite_http_add_header(struct kite_http_req *pub, const char *name, const cha
     kite_buf_printf(&r->hdrs, "%s: %s\r\n", name, value);
 }
 
-void pending_done(struct kite_http_server *srv) {
+void kite_http_pending_done(struct kite_http_server *srv) {
     if (atomic_fetch_sub(&srv->n_pending, 1) == 1 && atomic_load(&srv->stopping)) {
         pthread_mutex_lock(&srv->lock);
         pthread_cond_broadcast(&srv->cond);
@@ -90,14 +90,14 @@ void pending_done(struct kite_http_server *srv) {
 
 /* True when the caller is the connection's worker, inside the handler or a defer callback for
  * it: the worker picks the answer up when that returns, no mailbox needed. */
-bool conn_on_own_worker(struct conn *c) {
-    return tl_worker == c->w && c->in_handler;
+bool kite_http_conn_on_own_worker(struct conn *c) {
+    return kite_http_tl_worker == c->w && c->in_handler;
 }
 
 void kite_http_respond(struct kite_http_req *pub, int code, const char *content_type, char *body, size_t len) {
     struct req *r = (struct req *)pub;
     if (r->h2) {
-        h2_respond(r, code, content_type, body, len);
+        kite_http_h2_respond(r, code, content_type, body, len);
         return;
     }
     struct conn *c = r->conn;
@@ -121,43 +121,43 @@ void kite_http_respond(struct kite_http_req *pub, int code, const char *content_
     c->ans_big_len = big ? len : 0;
     c->ans_close = close;
     c->ans_ready = true;
-    if (!conn_on_own_worker(c)) conn_kick(c);
+    if (!kite_http_conn_on_own_worker(c)) kite_http_conn_kick(c);
     pthread_mutex_unlock(&c->lock);
-    pending_done(srv);
+    kite_http_pending_done(srv);
 }
 
 void kite_http_defer(struct kite_http_req *pub, void (*fn)(void *ud), void *ud) {
     if (((struct req *)pub)->h2) {
-        h2_defer((struct req *)pub, fn, ud);
+        kite_http_h2_defer((struct req *)pub, fn, ud);
         return;
     }
     struct conn *c = ((struct req *)pub)->conn;
     pthread_mutex_lock(&c->lock);
     c->defer_fn = fn;
     c->defer_ud = ud;
-    if (!conn_on_own_worker(c)) conn_kick(c);
+    if (!kite_http_conn_on_own_worker(c)) kite_http_conn_kick(c);
     pthread_mutex_unlock(&c->lock);
 }
 
 int kite_http_stream_begin(struct kite_http_req *pub, int code, const char *content_type, kite_http_pull pull,
                            void (*done)(void *ud), void *ud, struct kite_http_stream **ret) {
     struct req *r = (struct req *)pub;
-    if (r->h2) return h2_stream_begin(r, code, content_type, pull, done, ud, ret);
+    if (r->h2) return kite_http_h2_stream_begin(r, code, content_type, pull, done, ud, ret);
     struct conn *c = r->conn;
     struct kite_http_server *srv = c->w->srv;
     bool chunked = c->rp.hp.http_major == 1 && c->rp.hp.http_minor >= 1;
     bool close = !chunked || !c->rp.keep_alive;
     struct kite_buf b = {0};
     build_head(&b, r, code, content_type, chunked ? LEN_CHUNKED : LEN_NONE, close);
-    struct kite_http_stream *s = stream_new(c, pull, done, ud);
+    struct kite_http_stream *s = kite_http_stream_new(c, pull, done, ud);
     pthread_mutex_lock(&c->lock);
     c->ans = b;
     c->ans_stream = s;
     c->ans_close = close;
-    if (!conn_on_own_worker(c)) conn_kick(c);
+    if (!kite_http_conn_on_own_worker(c)) kite_http_conn_kick(c);
     pthread_mutex_unlock(&c->lock);
     if (ret) *ret = s;
-    pending_done(srv);
+    kite_http_pending_done(srv);
     return 0;
 }
 
@@ -170,7 +170,7 @@ int kite_http_upgrade(struct kite_http_req *pub, struct kite_http_tunnel **ret) 
     struct req *r = (struct req *)pub;
     if (!kite_http_can_upgrade(pub)) return -EPROTO;
     struct conn *c = r->conn;
-    if (tl_worker) return -EDEADLK;
+    if (kite_http_tl_worker) return -EDEADLK;
     struct kite_http_server *srv = c->w->srv;
     if (atomic_load(&srv->stopping)) {
         kite_http_respond(pub, 503, NULL, NULL, 0);
@@ -181,7 +181,7 @@ int kite_http_upgrade(struct kite_http_req *pub, struct kite_http_tunnel **ret) 
     pthread_cond_init(&uw.cond, NULL);
     pthread_mutex_lock(&c->lock);
     c->upg = &uw;
-    conn_kick(c);
+    kite_http_conn_kick(c);
     pthread_mutex_unlock(&c->lock);
     pthread_mutex_lock(&uw.mu);
     while (!uw.result) pthread_cond_wait(&uw.cond, &uw.mu);
@@ -190,9 +190,9 @@ int kite_http_upgrade(struct kite_http_req *pub, struct kite_http_tunnel **ret) 
     pthread_cond_destroy(&uw.cond);
     if (uw.result < 0) return uw.result;
     /* the worker let go: this thread owns the connection now */
-    struct tunnel_owner o = conn_tunnel_owner;
+    struct tunnel_owner o = kite_http_conn_tunnel_owner;
     o.owner = c;
-    struct kite_http_tunnel *t = tunnel_new(c->fd, c->tls, c->in.p + c->in_off, c->in.len - c->in_off, &o);
+    struct kite_http_tunnel *t = kite_http_tunnel_new(c->fd, c->tls, c->in.p + c->in_off, c->in.len - c->in_off, &o);
     struct kite_buf head = {0};
     kite_buf_puts(&head, "HTTP/1.1 101 Switching Protocols\r\n");
     if (r->hdrs.len) kite_buf_append(&head, r->hdrs.p, r->hdrs.len);
@@ -208,7 +208,7 @@ int kite_http_upgrade(struct kite_http_req *pub, struct kite_http_tunnel **ret) 
 }
 
 /* Answers a request the layer refuses itself (parse errors, limits) and closes afterwards. */
-void conn_refuse(struct conn *c, const struct refusal *why) {
+void kite_http_conn_refuse(struct conn *c, const struct refusal *why) {
     struct kite_buf body = {0};
     kite_buf_printf(&body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
                            "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}\n", why->message, why->reason, why->code);

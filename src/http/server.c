@@ -21,11 +21,11 @@
 #define TRIM_AFTER_BYTES (4u * 1024 * 1024) /* body bytes freed by a worker before it trims (sweep) */
 
 static char listener_tag;
-__thread struct worker *tl_worker;
+__thread struct worker *kite_http_tl_worker;
 
 /* ---- mailbox ---- */
 
-void worker_kick(struct worker *w) {
+void kite_http_worker_kick(struct worker *w) {
     if (atomic_exchange(&w->mb_kicked, true))
         return;
     uint64_t one = 1;
@@ -55,7 +55,7 @@ static void accept_some(struct worker *w) {
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        struct conn *c = conn_new(srv, fd);
+        struct conn *c = kite_http_conn_new(srv, fd);
         if (!c) {
             close(fd);
             continue;
@@ -63,7 +63,7 @@ static void accept_some(struct worker *w) {
         atomic_fetch_add(&srv->n_conns, 1);
         struct worker *to = &srv->workers[atomic_fetch_add(&srv->next_worker, 1) % srv->n_workers];
         if (to == w) {
-            conn_attach(w, c);
+            kite_http_conn_attach(w, c);
         } else {
             c->w = to;
             pthread_mutex_lock(&to->mb_lock);
@@ -73,7 +73,7 @@ static void accept_some(struct worker *w) {
             else to->mb_head = c;
             to->mb_tail = c;
             pthread_mutex_unlock(&to->mb_lock);
-            worker_kick(to);
+            kite_http_worker_kick(to);
         }
     }
 }
@@ -103,18 +103,18 @@ static void sweep(struct worker *w, int64_t now) {
         next = c->next;
         if (c->state == C_STREAMING || c->state == C_DISPATCHED || c->state == C_TUNNEL) continue;
         if (c->state == C_H2) {
-            h2_sweep(c, now, stopping);
+            kite_http_h2_sweep(c, now, stopping);
             continue;
         }
         if (c->state == C_LINGER) {
-            if (now - c->last_active_ns > LINGER_NS || stopping) conn_free(c);
+            if (now - c->last_active_ns > LINGER_NS || stopping) kite_http_conn_free(c);
             continue;
         }
         bool between = c->state == C_READING && c->in_off == c->in.len && !c->rp.begun;
         bool slow = c->state == C_READING && c->req_start_ns &&
                     now - c->req_start_ns > (c->rp.head_done ? read_max : head_max);
-        if (slow || now - c->last_active_ns > idle || (stopping && between)) conn_free(c);
-        else if (between) conn_trim(c);
+        if (slow || now - c->last_active_ns > idle || (stopping && between)) kite_http_conn_free(c);
+        else if (between) kite_http_conn_trim(c);
     }
 }
 
@@ -123,13 +123,13 @@ static void worker_stop_streams(struct worker *w) {
     for (struct conn *c = w->conns, *next; c; c = next) {
         next = c->next;
         if (c->state == C_H2) {
-            h2_stop(c);
+            kite_http_h2_stop(c);
         } else if (c->state == C_TUNNEL) {
             shutdown(c->fd, SHUT_RDWR); /* the owner sees the end and closes its tunnel */
         } else if (c->state == C_STREAMING) {
             c->rp.keep_alive = false;
             c->close_after = true;
-            conn_drive(c, false); /* stream_run sees stopping and finishes */
+            kite_http_conn_drive(c, false); /* stream_run sees stopping and finishes */
         }
     }
 }
@@ -137,7 +137,7 @@ static void worker_stop_streams(struct worker *w) {
 static void *worker_main(void *arg) {
     struct worker *w = arg;
     struct kite_http_server *srv = w->srv;
-    tl_worker = w;
+    kite_http_tl_worker = w;
     struct epoll_event evs[EVENTS_PER_WAIT];
     int64_t last_sweep = http_now_ns();
     bool saw_stop = false;
@@ -145,7 +145,7 @@ static void *worker_main(void *arg) {
         int64_t now = http_now_ns();
         int timeout = 1000 - (int)((now - last_sweep) / KITE_NS_PER_MS);
         if (timeout < 0) timeout = 0;
-        int t = stream_timers(w, now);
+        int t = kite_http_stream_timers(w, now);
         if (t >= 0 && t < timeout) timeout = t;
         int n = epoll_wait(w->ep, evs, EVENTS_PER_WAIT, timeout);
         bool mail = false;
@@ -162,10 +162,10 @@ static void *worker_main(void *arg) {
                 struct conn *c = p;
                 if (c->fd < 0) continue;
                 if (c->peer_eof && (evs[i].events & (EPOLLERR | EPOLLHUP))) {
-                    conn_close(c); /* half-closed, and now gone: nobody reads an answer */
+                    kite_http_conn_close(c); /* half-closed, and now gone: nobody reads an answer */
                     continue;
                 }
-                conn_drive(c, true);
+                kite_http_conn_drive(c, true);
             }
         }
         if (mail) {
@@ -183,7 +183,7 @@ static void *worker_main(void *arg) {
                 bool is_new = c->is_new;
                 c->is_new = false;
                 pthread_mutex_unlock(&w->mb_lock);
-                conn_service(w, c, is_new);
+                kite_http_conn_service(w, c, is_new);
             }
             if (atomic_load(&srv->stopping) && !saw_stop) {
                 saw_stop = true;
@@ -205,7 +205,7 @@ static void *worker_main(void *arg) {
         }
     }
     /* Quit: n_pending is 0, so no connection waits for an answer. */
-    while (w->conns) conn_free(w->conns);
+    while (w->conns) kite_http_conn_free(w->conns);
     pthread_mutex_lock(&w->mb_lock);
     struct conn *list = w->mb_head;
     w->mb_head = w->mb_tail = NULL;
@@ -219,7 +219,7 @@ static void *worker_main(void *arg) {
             c->w = w;
             w->n_conns++; /* conn_free counts it out */
         }
-        conn_free(c);
+        kite_http_conn_free(c);
     }
     return NULL;
 }
@@ -298,7 +298,7 @@ static void free_server(struct kite_http_server *srv) {
     }
     free(srv->workers);
     if (srv->lfd >= 0) close(srv->lfd);
-    auth_free_tokens(srv);
+    kite_http_auth_free_tokens(srv);
     if (srv->prio) gnutls_priority_deinit(srv->prio);
     if (srv->cred) gnutls_certificate_free_credentials(srv->cred);
     pthread_mutex_destroy(&srv->lock);
@@ -338,7 +338,7 @@ int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server 
     srv->read_timeout_s = cfg->read_timeout_s ? cfg->read_timeout_s : KITE_HTTP_DEFAULT_READ_TIMEOUT_S;
     int rc;
     if ((rc = setup_tls(srv, cfg)) < 0) goto fail;
-    if (cfg->token_file && (rc = auth_load_tokens(srv, cfg->token_file)) < 0) goto fail;
+    if (cfg->token_file && (rc = kite_http_auth_load_tokens(srv, cfg->token_file)) < 0) goto fail;
     if ((rc = open_listener(cfg->listen, &srv->port)) < 0) goto fail;
     srv->lfd = rc;
 
@@ -371,7 +371,7 @@ int kite_http_start(const struct kite_http_config *cfg, struct kite_http_server 
                 pthread_mutex_lock(&srv->workers[j].mb_lock);
                 srv->workers[j].mb_quit = true;
                 pthread_mutex_unlock(&srv->workers[j].mb_lock);
-                worker_kick(&srv->workers[j]);
+                kite_http_worker_kick(&srv->workers[j]);
                 pthread_join(srv->workers[j].thread, NULL);
             }
             goto fail;
@@ -400,7 +400,7 @@ void kite_http_stop(struct kite_http_server *srv) {
     atomic_store(&srv->stopping, true);
     for (unsigned i = 0; i < srv->n_workers; i++) {
         atomic_store(&srv->workers[i].mb_kicked, false);
-        worker_kick(&srv->workers[i]);
+        kite_http_worker_kick(&srv->workers[i]);
     }
     pthread_mutex_lock(&srv->lock);
     while (atomic_load(&srv->n_pending) > 0) pthread_cond_wait(&srv->cond, &srv->lock);
@@ -411,7 +411,7 @@ void kite_http_stop(struct kite_http_server *srv) {
         w->mb_quit = true;
         pthread_mutex_unlock(&w->mb_lock);
         atomic_store(&w->mb_kicked, false);
-        worker_kick(w);
+        kite_http_worker_kick(w);
     }
     for (unsigned i = 0; i < srv->n_workers; i++) pthread_join(srv->workers[i].thread, NULL);
     free_server(srv);

@@ -38,7 +38,7 @@ struct kite_http_stream {
     struct kite_buf buf;
 };
 
-struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*done)(void *ud), void *ud) {
+struct kite_http_stream *kite_http_stream_new(struct conn *c, kite_http_pull pull, void (*done)(void *ud), void *ud) {
     struct kite_http_stream *s = kite_calloc(1, sizeof(*s));
     pthread_mutex_init(&s->lock, NULL);
     s->c = c;
@@ -51,7 +51,7 @@ struct kite_http_stream *stream_new(struct conn *c, kite_http_pull pull, void (*
     return s;
 }
 
-struct kite_http_stream *stream_new_h2(struct conn *c, struct h2s *h, kite_http_pull pull, void (*done)(void *ud),
+struct kite_http_stream *kite_http_stream_new_h2(struct conn *c, struct h2s *h, kite_http_pull pull, void (*done)(void *ud),
                                        void *ud) {
     struct kite_http_stream *s = kite_calloc(1, sizeof(*s));
     pthread_mutex_init(&s->lock, NULL);
@@ -68,11 +68,11 @@ struct kite_http_stream *stream_new_h2(struct conn *c, struct h2s *h, kite_http_
 /* Has the worker look at s (stream.lock held): an HTTP/2 stream is one of many on its
  * connection, so it says which. */
 static void stream_kick(struct kite_http_stream *s) {
-    if (s->h2) h2_kick(s->h2);
-    else conn_kick(s->c);
+    if (s->h2) kite_http_h2_kick(s->h2);
+    else kite_http_conn_kick(s->c);
 }
 
-void stream_free(struct kite_http_stream *s) {
+void kite_http_stream_free(struct kite_http_stream *s) {
     kite_buf_release(&s->buf);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -129,11 +129,11 @@ static void heap_push(struct stream_heap *h, struct kite_http_stream *s) {
     heap_up(h, s->heap_idx);
 }
 
-void stream_sync_deadline(struct conn *c) {
-    if (c->stream) stream_sync_s(c->w, c->stream);
+void kite_http_stream_sync_deadline(struct conn *c) {
+    if (c->stream) kite_http_stream_sync_s(c->w, c->stream);
 }
 
-void stream_sync_s(struct worker *w, struct kite_http_stream *s) {
+void kite_http_stream_sync_s(struct worker *w, struct kite_http_stream *s) {
     pthread_mutex_lock(&s->lock);
     bool set = s->deadline_set;
     int64_t d = s->deadline_req;
@@ -145,7 +145,7 @@ void stream_sync_s(struct worker *w, struct kite_http_stream *s) {
     heap_push(&w->heap, s);
 }
 
-int stream_timers(struct worker *w, int64_t now_ns) {
+int kite_http_stream_timers(struct worker *w, int64_t now_ns) {
     struct stream_heap *h = &w->heap;
     while (h->n && h->a[0]->deadline <= now_ns) {
         struct kite_http_stream *s = h->a[0];
@@ -197,30 +197,30 @@ void kite_http_stream_wake_at(struct kite_http_stream *s, int64_t mono_ns) {
 
 /* ---- the worker side ---- */
 
-void stream_end(struct conn *c) {
+void kite_http_stream_end(struct conn *c) {
     struct kite_http_stream *s = c->stream;
     c->stream = NULL;
-    stream_end_s(c->w, s);
+    kite_http_stream_end_s(c->w, s);
 }
 
-void stream_end_s(struct worker *w, struct kite_http_stream *s) {
+void kite_http_stream_end_s(struct worker *w, struct kite_http_stream *s) {
     pthread_mutex_lock(&s->lock);
     s->ended = true;
     pthread_mutex_unlock(&s->lock);
     heap_remove(&w->heap, s);
     s->done(s->ud);
-    stream_free(s);
+    kite_http_stream_free(s);
 }
 
-bool stream_check_h2(struct kite_http_stream *s) {
-    stream_sync_s(s->c->w, s);
+bool kite_http_stream_check_h2(struct kite_http_stream *s) {
+    kite_http_stream_sync_s(s->c->w, s);
     pthread_mutex_lock(&s->lock);
     bool aborted = s->aborted;
     pthread_mutex_unlock(&s->lock);
     return aborted;
 }
 
-int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out) {
+int kite_http_stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out) {
     struct worker *w = s->c->w;
     bool stopping = atomic_load(&w->srv->stopping);
     pthread_mutex_lock(&s->lock);
@@ -228,7 +228,7 @@ int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out) {
     s->woken = false;
     s->in_pull = woken && !aborted && !stopping;
     pthread_mutex_unlock(&s->lock);
-    stream_sync_s(w, s);
+    kite_http_stream_sync_s(w, s);
     if (aborted) return -2;
     if (stopping) return -1;
     if (!woken) return 0;
@@ -241,7 +241,7 @@ int stream_pull_h2(struct kite_http_stream *s, struct kite_buf *out) {
      * that a client is not reading nothing else would bring the stream back to its reset */
     if (s->aborted) stream_kick(s);
     pthread_mutex_unlock(&s->lock);
-    stream_sync_s(w, s);
+    kite_http_stream_sync_s(w, s);
     return rc < 0 ? -1 : again ? 1 : 0;
 }
 
@@ -250,17 +250,17 @@ static void finish(struct kite_http_stream *s, struct conn *c) {
     if (s->chunked) kite_buf_puts(&c->out, "0\r\n\r\n");
 }
 
-bool stream_run(struct conn *c) {
+bool kite_http_stream_run(struct conn *c) {
     struct kite_http_stream *s = c->stream;
     struct kite_http_server *srv = c->w->srv;
     size_t sent = 0;
     for (;;) {
-        int f = conn_flush(c);
+        int f = kite_http_conn_flush(c);
         if (f < 0) return false;
         if (f == 0) return true; /* called again once the socket drains */
         if (s->finishing) {
             bool chunked = s->chunked;
-            stream_end(c);
+            kite_http_stream_end(c);
             if (!chunked) c->close_after = true;
             c->state = C_RESPONDING; /* nothing left to send: on to the next request */
             return true;
@@ -288,7 +288,7 @@ bool stream_run(struct conn *c) {
         s->in_pull = false;
         if (rc > 0) s->woken = true; /* "call again when you can send" */
         pthread_mutex_unlock(&s->lock);
-        stream_sync_deadline(c);
+        kite_http_stream_sync_deadline(c);
         if (s->buf.len) {
             if (s->chunked) kite_buf_printf(&c->out, "%zx\r\n", s->buf.len);
             kite_buf_append(&c->out, s->buf.p, s->buf.len);

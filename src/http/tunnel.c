@@ -25,7 +25,7 @@ struct kite_http_tunnel {
     struct tunnel_owner o;
 };
 
-struct kite_http_tunnel *tunnel_new(int fd, gnutls_session_t tls, const char *pre, size_t pre_len,
+struct kite_http_tunnel *kite_http_tunnel_new(int fd, gnutls_session_t tls, const char *pre, size_t pre_len,
                                     const struct tunnel_owner *o) {
     struct kite_http_tunnel *t = kite_calloc(1, sizeof *t);
     t->fd = fd;

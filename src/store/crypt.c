@@ -49,13 +49,13 @@ void kite_store_crypt_free(struct kite_store_crypt *c) {
     free(c);
 }
 
-bool crypt_applies(const struct kite_store_crypt *c, const char *key) {
+bool kite_store_crypt_applies(const struct kite_store_crypt *c, const char *key) {
     for (size_t i = 0; c && i < c->n; i++)
         if (kite_startswith(key, c->prefixes[i])) return true;
     return false;
 }
 
-int crypt_seal(struct kite_store_crypt *c, const char *key, const void *plain, size_t len, char **ret, size_t *ret_len) {
+int kite_store_crypt_seal(struct kite_store_crypt *c, const char *key, const void *plain, size_t len, char **ret, size_t *ret_len) {
     size_t out_len = HEADER_LEN + NONCE_LEN + len + TAG_LEN, ct_len = len + TAG_LEN;
     char *out = kite_malloc(out_len);
     memcpy(out, HEADER, HEADER_LEN);
@@ -77,7 +77,7 @@ int crypt_seal(struct kite_store_crypt *c, const char *key, const void *plain, s
     return 0;
 }
 
-int crypt_open(struct kite_store_crypt *c, const char *key, const void *sealed, size_t len, char **ret, size_t *ret_len) {
+int kite_store_crypt_open(struct kite_store_crypt *c, const char *key, const void *sealed, size_t len, char **ret, size_t *ret_len) {
     if (len < HEADER_LEN || memcmp(sealed, HEADER, HEADER_LEN) != 0) {
         *ret = NULL; /* written in the clear: used as it is */
         return 0;
@@ -99,13 +99,13 @@ int crypt_open(struct kite_store_crypt *c, const char *key, const void *sealed, 
     return 0;
 }
 
-struct kite_record *record_from_row(struct kite_store_crypt *c, const char *key, size_t key_len, const void *val,
+struct kite_record *kite_record_from_row(struct kite_store_crypt *c, const char *key, size_t key_len, const void *val,
                                     size_t len) {
-    if (!crypt_applies(c, key)) return record_alloc(key, key_len, val, len);
+    if (!kite_store_crypt_applies(c, key)) return kite_record_alloc(key, key_len, val, len);
     char *plain = NULL;
     size_t plain_len = 0;
-    if (crypt_open(c, key, val, len, &plain, &plain_len) < 0) return NULL;
-    struct kite_record *r = plain ? record_alloc(key, key_len, plain, plain_len) : record_alloc(key, key_len, val, len);
+    if (kite_store_crypt_open(c, key, val, len, &plain, &plain_len) < 0) return NULL;
+    struct kite_record *r = plain ? kite_record_alloc(key, key_len, plain, plain_len) : kite_record_alloc(key, key_len, val, len);
     free(plain);
     return r;
 }

@@ -162,7 +162,7 @@ static int on_data(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t
     struct call *k = nghttp2_session_get_stream_user_data(h2, id);
     if (!k) return 0;
     kite_buf_append(&k->in, data, len);
-    if (grpc_deframe(&k->in, deliver, k) < 0) nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, id, NGHTTP2_PROTOCOL_ERROR);
+    if (kite_store_grpc_deframe(&k->in, deliver, k) < 0) nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, id, NGHTTP2_PROTOCOL_ERROR);
     return 0;
 }
 
@@ -177,7 +177,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
         k->status = st;
     } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
         free(k->message);
-        k->message = grpc_percent_decode((const char *)value, valuelen);
+        k->message = kite_store_grpc_percent_decode((const char *)value, valuelen);
     } else if (namelen == 7 && memcmp(name, ":status", 7) == 0 && !(valuelen == 3 && memcmp(value, "200", 3) == 0)) {
         free(k->message);
         k->message = kite_asprintf("HTTP status %.*s", (int)valuelen, value);
@@ -210,11 +210,11 @@ static bool send_now(struct grpc_conn *c) {
     return flush(c) == 0;
 }
 
-int grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size_t len, bool stream,
+int kite_store_grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size_t len, bool stream,
                     grpc_msg_cb on_msg, grpc_done_cb on_done, void *ud) {
     struct call *k = kite_calloc(1, sizeof *k);
     *k = (struct call){.c = c, .stream = stream, .status = -1, .on_msg = on_msg, .on_done = on_done, .ud = ud};
-    grpc_frame(&k->out, msg, len);
+    kite_store_grpc_frame(&k->out, msg, len);
     const char *scheme = c->https ? "https" : "http";
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
     nghttp2_nv hdrs[] = {NV(":method", "POST"), NV(":scheme", scheme), NV(":path", path),
@@ -246,12 +246,12 @@ int grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size
     return id;
 }
 
-int grpc_call_send(struct grpc_conn *c, int32_t id, const void *msg, size_t len) {
+int kite_store_grpc_call_send(struct grpc_conn *c, int32_t id, const void *msg, size_t len) {
     int r = -ENOTCONN;
     pthread_mutex_lock(&c->mu);
     struct call *k = c->dead ? NULL : nghttp2_session_get_stream_user_data(c->h2, id);
     if (k) {
-        grpc_frame(&k->out, msg, len);
+        kite_store_grpc_frame(&k->out, msg, len);
         if (k->deferred) {
             k->deferred = false;
             nghttp2_session_resume_data(c->h2, id);
@@ -398,7 +398,7 @@ static int tls_setup(struct grpc_conn *c, const char *host, const struct grpc_tl
     return 0;
 }
 
-int grpc_conn_open(const char *host, const char *port, bool https, const struct grpc_tls *tls, int timeout_ms,
+int kite_store_grpc_conn_open(const char *host, const char *port, bool https, const struct grpc_tls *tls, int timeout_ms,
                    struct grpc_conn **ret, char **ret_error) {
     if (ret_error) *ret_error = NULL;
     struct grpc_conn *c = kite_calloc(1, sizeof *c);
@@ -444,7 +444,7 @@ int grpc_conn_open(const char *host, const char *port, bool https, const struct 
     }
     if (r < 0) {
         if (ret_error && !*ret_error) *ret_error = kite_asprintf("cannot talk to %s: %s", c->authority, strerror(-r));
-        grpc_conn_close(c);
+        kite_store_grpc_conn_close(c);
         return r;
     }
     pthread_setname_np(c->thread, "etcd-conn");
@@ -452,9 +452,9 @@ int grpc_conn_open(const char *host, const char *port, bool https, const struct 
     return 0;
 }
 
-bool grpc_conn_dead(struct grpc_conn *c) { return c->dead; }
+bool kite_store_grpc_conn_dead(struct grpc_conn *c) { return c->dead; }
 
-void grpc_conn_close(struct grpc_conn *c) {
+void kite_store_grpc_conn_close(struct grpc_conn *c) {
     if (!c) return;
     c->stopping = true;
     if (c->started) {

@@ -36,17 +36,17 @@ typedef void (*grpc_done_cb)(void *ud, int status, const char *message);
  * against cafile and host), speaks HTTP/2 ("h2" by ALPN, or prior knowledge on plain TCP), and
  * starts the I/O thread. timeout_ms bounds the connect and handshake, and is how long the
  * connection may go without an answer to its PING before it counts as dead. */
-int grpc_conn_open(const char *host, const char *port, bool https, const struct grpc_tls *tls, int timeout_ms,
+int kite_store_grpc_conn_open(const char *host, const char *port, bool https, const struct grpc_tls *tls, int timeout_ms,
                    struct grpc_conn **ret, char **ret_error);
 /* Stops the thread, ends every open call (-ECONNRESET), frees. NULL ok. Must not be called from
  * a callback of this connection. */
-void grpc_conn_close(struct grpc_conn *c);
+void kite_store_grpc_conn_close(struct grpc_conn *c);
 /* The connection failed (it stays failed). */
-bool grpc_conn_dead(struct grpc_conn *c);
+bool kite_store_grpc_conn_dead(struct grpc_conn *c);
 /* Starts a call of method path ("/etcdserverpb.KV/Range") with one request message. stream:
  * the request side stays open for grpc_call_send (a bidirectional stream such as Watch).
  * Returns the call's id (> 0), or -ENOTCONN on a dead connection (no callback then). */
-int grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size_t len, bool stream,
+int kite_store_grpc_call_start(struct grpc_conn *c, const char *path, const void *msg, size_t len, bool stream,
                     grpc_msg_cb on_msg, grpc_done_cb on_done, void *ud);
 /* Sends one more request message on the stream call id. -ENOTCONN when it already ended. */
-int grpc_call_send(struct grpc_conn *c, int32_t id, const void *msg, size_t len);
+int kite_store_grpc_call_send(struct grpc_conn *c, int32_t id, const void *msg, size_t len);

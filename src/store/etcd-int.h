@@ -129,32 +129,32 @@ struct kv {
 };
 
 /* etcd-msg.c */
-char *etcd_key_out(struct etcd_store *s, const char *k);
-char *etcd_key_in(struct etcd_store *s, const unsigned char *k, size_t len);
-int etcd_kv_parse(const unsigned char *p, size_t len, struct kv *kv);
-int64_t etcd_header_rev(const struct pb_field *f);
-struct kite_record *etcd_kv_record(struct etcd_store *s, const struct kv *kv);
-void etcd_encode_range(struct kite_buf *b, const char *key, size_t key_len, const char *end, int64_t limit,
+char *kite_store_etcd_key_out(struct etcd_store *s, const char *k);
+char *kite_store_etcd_key_in(struct etcd_store *s, const unsigned char *k, size_t len);
+int kite_store_etcd_kv_parse(const unsigned char *p, size_t len, struct kv *kv);
+int64_t kite_store_etcd_header_rev(const struct pb_field *f);
+struct kite_record *kite_store_etcd_kv_record(struct etcd_store *s, const struct kv *kv);
+void kite_store_etcd_encode_range(struct kite_buf *b, const char *key, size_t key_len, const char *end, int64_t limit,
                          int64_t rev);
-char *etcd_range_end(const char *p);
-void etcd_encode_txn(struct kite_buf *b, enum kite_write_type type, const char *ekey, const char *value, size_t len,
+char *kite_store_etcd_range_end(const char *p);
+void kite_store_etcd_encode_txn(struct kite_buf *b, enum kite_write_type type, const char *ekey, const char *value, size_t len,
                        int64_t expect, int64_t lease);
-int etcd_call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, const struct kite_buf *req,
+int kite_store_etcd_call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, const struct kite_buf *req,
                    struct kite_buf *resp, char **ret_msg);
-int etcd_call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
+int kite_store_etcd_call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
                      char **ret_msg);
-int etcd_call_retry(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
+int kite_store_etcd_call_retry(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
                       char **ret_msg);
-int etcd_read_errno(int st, const char *msg);
+int kite_store_etcd_read_errno(int st, const char *msg);
 
 /* etcd-watch.c */
-int etcd_watch_start(struct etcd_store *s, struct grpc_conn *c);
-int etcd_resync(struct etcd_store *s, struct grpc_conn *c);
+int kite_store_etcd_watch_start(struct etcd_store *s, struct grpc_conn *c);
+int kite_store_etcd_resync(struct etcd_store *s, struct grpc_conn *c);
 
 /* etcd-write.c */
-void *etcd_completer_main(void *arg);
-void etcd_backlog_expire_locked(struct etcd_store *s);
-void etcd_backlog_send(struct etcd_store *s);
-void etcd_read_back(struct etcd_store *s);
-int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud);
-void etcd_ready_locked(struct etcd_store *s, struct epending *p);
+void *kite_store_etcd_completer_main(void *arg);
+void kite_store_etcd_backlog_expire_locked(struct etcd_store *s);
+void kite_store_etcd_backlog_send(struct etcd_store *s);
+void kite_store_etcd_read_back(struct etcd_store *s);
+int kite_store_etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud);
+void kite_store_etcd_ready_locked(struct etcd_store *s, struct epending *p);

@@ -12,7 +12,7 @@ static const struct {
 };
 
 /* kite's key or prefix -> etcd's (caller frees). */
-char *etcd_key_out(struct etcd_store *s, const char *k) {
+char *kite_store_etcd_key_out(struct etcd_store *s, const char *k) {
     for (size_t i = 0; i < KITE_ARRAY_SIZE(key_map); i++)
         if (kite_startswith(k, key_map[i].kite))
             return kite_asprintf("%s%s%s", s->prefix, key_map[i].etcd, k + strlen(key_map[i].kite));
@@ -22,7 +22,7 @@ char *etcd_key_out(struct etcd_store *s, const char *k) {
 }
 
 /* etcd's key -> kite's (caller frees), NULL when outside the prefix. */
-char *etcd_key_in(struct etcd_store *s, const unsigned char *k, size_t len) {
+char *kite_store_etcd_key_in(struct etcd_store *s, const unsigned char *k, size_t len) {
     size_t pl = strlen(s->prefix);
     if (len <= pl || memcmp(k, s->prefix, pl) != 0 || k[pl] != '/' || memchr(k, 0, len)) return NULL;
     const char *rest = (const char *)k + pl;
@@ -38,12 +38,12 @@ char *etcd_key_in(struct etcd_store *s, const unsigned char *k, size_t len) {
 /* ---- messages ---- */
 
 
-int etcd_kv_parse(const unsigned char *p, size_t len, struct kv *kv) {
+int kite_store_etcd_kv_parse(const unsigned char *p, size_t len, struct kv *kv) {
     struct pb_reader r = pb_reader(p, len);
     struct pb_field f;
     int n;
     *kv = (struct kv){.present = true, .key = (const unsigned char *)"", .value = (const unsigned char *)""};
-    while ((n = pb_next(&r, &f)) > 0) {
+    while ((n = kite_store_pb_next(&r, &f)) > 0) {
         if (f.field == F_KV_KEY && f.wire == 2) kv->key = f.data, kv->key_len = f.len;
         else if (f.field == F_KV_VALUE && f.wire == 2) kv->value = f.data, kv->value_len = f.len;
         else if (f.field == F_KV_CREATE && f.wire == 0) kv->create_rev = (int64_t)f.u;
@@ -53,22 +53,22 @@ int etcd_kv_parse(const unsigned char *p, size_t len, struct kv *kv) {
     return n;
 }
 
-int64_t etcd_header_rev(const struct pb_field *f) {
+int64_t kite_store_etcd_header_rev(const struct pb_field *f) {
     struct pb_reader r = pb_sub(f);
     struct pb_field h;
-    while (pb_next(&r, &h) > 0)
+    while (kite_store_pb_next(&r, &h) > 0)
         if (h.field == F_HEADER_REVISION && h.wire == 0) return (int64_t)h.u;
     return 0;
 }
 
 /* A record of a key-value from etcd (value opened when sealed); NULL when the key is not the
  * store's or the value does not open. */
-struct kite_record *etcd_kv_record(struct etcd_store *s, const struct kv *kv) {
-    _cleanup_free_ char *k = etcd_key_in(s, kv->key, kv->key_len);
+struct kite_record *kite_store_etcd_kv_record(struct etcd_store *s, const struct kv *kv) {
+    _cleanup_free_ char *k = kite_store_etcd_key_in(s, kv->key, kv->key_len);
     if (!k) return NULL;
     /* kube-apiserver's protobuf envelope: not what the API server here reads */
     if (kv->value_len >= 4 && memcmp(kv->value, "k8s\0", 4) == 0) return NULL;
-    struct kite_record *rec = record_from_row(s->crypt, k, strlen(k), kv->value, kv->value_len);
+    struct kite_record *rec = kite_record_from_row(s->crypt, k, strlen(k), kv->value, kv->value_len);
     if (!rec) return NULL;
     rec->create_rev = kv->create_rev;
     rec->mod_rev = kv->mod_rev;
@@ -77,65 +77,65 @@ struct kite_record *etcd_kv_record(struct etcd_store *s, const struct kv *kv) {
 }
 
 /* RangeRequest of [key, end) (end NULL: the one key), at rev (0: latest), at most limit. */
-void etcd_encode_range(struct kite_buf *b, const char *key, size_t key_len, const char *end, int64_t limit,
+void kite_store_etcd_encode_range(struct kite_buf *b, const char *key, size_t key_len, const char *end, int64_t limit,
                          int64_t rev) {
-    pb_put_bytes(b, F_RANGE_KEY, key, key_len);
-    if (end) pb_put_bytes(b, F_RANGE_END, end, strlen(end));
-    pb_put_uint(b, F_RANGE_LIMIT, (uint64_t)limit);
-    pb_put_uint(b, F_RANGE_REVISION, (uint64_t)rev);
+    kite_store_pb_put_bytes(b, F_RANGE_KEY, key, key_len);
+    if (end) kite_store_pb_put_bytes(b, F_RANGE_END, end, strlen(end));
+    kite_store_pb_put_uint(b, F_RANGE_LIMIT, (uint64_t)limit);
+    kite_store_pb_put_uint(b, F_RANGE_REVISION, (uint64_t)rev);
 }
 
 /* The end of the range of keys starting with p ("\0" when none: every key after p). */
-char *etcd_range_end(const char *p) {
-    char *e = prefix_end(p);
+char *kite_store_etcd_range_end(const char *p) {
+    char *e = kite_store_prefix_end(p);
     return e ? e : kite_strdup("\0");
 }
 
-void etcd_encode_txn(struct kite_buf *b, enum kite_write_type type, const char *ekey, const char *value, size_t len,
+void kite_store_etcd_encode_txn(struct kite_buf *b, enum kite_write_type type, const char *ekey, const char *value, size_t len,
                        int64_t expect, int64_t lease) {
     size_t ek = strlen(ekey);
-    size_t m = pb_begin(b, F_TXN_COMPARE);
+    size_t m = kite_store_pb_begin(b, F_TXN_COMPARE);
     if (type == KITE_WRITE_CREATE) {
         /* create_revision == 0: the key does not exist (proto3 leaves the zero fields out) */
-        pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
-        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
-        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
+        kite_store_pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
+        kite_store_pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
+        kite_store_pb_put_bytes(b, F_CMP_KEY, ekey, ek);
         /* the target_union oneof's member, present although 0 */
-        pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
-        pb_put_varint(b, 0);
+        kite_store_pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
+        kite_store_pb_put_varint(b, 0);
     } else if (expect) {
-        pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
-        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_MOD);
-        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
-        pb_put_uint(b, F_CMP_MOD_REV, (uint64_t)expect);
+        kite_store_pb_put_uint(b, F_CMP_RESULT, CMP_EQUAL);
+        kite_store_pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_MOD);
+        kite_store_pb_put_bytes(b, F_CMP_KEY, ekey, ek);
+        kite_store_pb_put_uint(b, F_CMP_MOD_REV, (uint64_t)expect);
     } else {
-        pb_put_uint(b, F_CMP_RESULT, CMP_GREATER);
-        pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
-        pb_put_bytes(b, F_CMP_KEY, ekey, ek);
-        pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
-        pb_put_varint(b, 0);
+        kite_store_pb_put_uint(b, F_CMP_RESULT, CMP_GREATER);
+        kite_store_pb_put_uint(b, F_CMP_TARGET, CMP_TARGET_CREATE);
+        kite_store_pb_put_bytes(b, F_CMP_KEY, ekey, ek);
+        kite_store_pb_put_varint(b, (uint64_t)F_CMP_CREATE_REV << 3);
+        kite_store_pb_put_varint(b, 0);
     }
-    pb_end(b, m);
-    m = pb_begin(b, F_TXN_SUCCESS);
+    kite_store_pb_end(b, m);
+    m = kite_store_pb_begin(b, F_TXN_SUCCESS);
     if (type == KITE_WRITE_DELETE) {
-        size_t d = pb_begin(b, F_OP_DELETE);
-        pb_put_bytes(b, F_DEL_KEY, ekey, ek);
-        pb_put_uint(b, F_DEL_PREV_KV, 1);
-        pb_end(b, d);
+        size_t d = kite_store_pb_begin(b, F_OP_DELETE);
+        kite_store_pb_put_bytes(b, F_DEL_KEY, ekey, ek);
+        kite_store_pb_put_uint(b, F_DEL_PREV_KV, 1);
+        kite_store_pb_end(b, d);
     } else {
-        size_t p = pb_begin(b, F_OP_PUT);
-        pb_put_bytes(b, F_PUT_KEY, ekey, ek);
-        pb_put_bytes(b, F_PUT_VALUE, value, len);
-        pb_put_uint(b, F_PUT_LEASE, (uint64_t)lease);
-        pb_put_uint(b, F_PUT_PREV_KV, 1);
-        pb_end(b, p);
+        size_t p = kite_store_pb_begin(b, F_OP_PUT);
+        kite_store_pb_put_bytes(b, F_PUT_KEY, ekey, ek);
+        kite_store_pb_put_bytes(b, F_PUT_VALUE, value, len);
+        kite_store_pb_put_uint(b, F_PUT_LEASE, (uint64_t)lease);
+        kite_store_pb_put_uint(b, F_PUT_PREV_KV, 1);
+        kite_store_pb_end(b, p);
     }
-    pb_end(b, m);
-    m = pb_begin(b, F_TXN_FAILURE);
-    size_t r = pb_begin(b, F_OP_RANGE);
-    etcd_encode_range(b, ekey, ek, NULL, 0, 0);
-    pb_end(b, r);
-    pb_end(b, m);
+    kite_store_pb_end(b, m);
+    m = kite_store_pb_begin(b, F_TXN_FAILURE);
+    size_t r = kite_store_pb_begin(b, F_OP_RANGE);
+    kite_store_etcd_encode_range(b, ekey, ek, NULL, 0, 0);
+    kite_store_pb_end(b, r);
+    kite_store_pb_end(b, m);
 }
 
 /* ---- synchronous calls (reads, compaction, probes), retried across failover ---- */
@@ -167,15 +167,15 @@ static void sync_done(void *ud, int status, const char *message) {
 
 /* One call on c (NULL: the current connection); status as grpc_done_cb's, -ENOTCONN when there
  * is none. */
-int etcd_call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, const struct kite_buf *req,
+int kite_store_etcd_call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, const struct kite_buf *req,
                    struct kite_buf *resp, char **ret_msg) {
     struct sync_call sc = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
     int r;
     if (c) {
-        r = grpc_call_start(c, path, req->p, req->len, false, sync_msg, sync_done, &sc);
+        r = kite_store_grpc_call_start(c, path, req->p, req->len, false, sync_msg, sync_done, &sc);
     } else {
         pthread_rwlock_rdlock(&s->conn_lock);
-        r = s->conn ? grpc_call_start(s->conn, path, req->p, req->len, false, sync_msg, sync_done, &sc) : -ENOTCONN;
+        r = s->conn ? kite_store_grpc_call_start(s->conn, path, req->p, req->len, false, sync_msg, sync_done, &sc) : -ENOTCONN;
         pthread_rwlock_unlock(&s->conn_lock);
     }
     if (r < 0) return r;
@@ -188,20 +188,20 @@ int etcd_call_on(struct etcd_store *s, struct grpc_conn *c, const char *path, co
     return sc.status;
 }
 
-int etcd_call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
+int kite_store_etcd_call_once(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
                      char **ret_msg) {
-    return etcd_call_on(s, NULL, path, req, resp, ret_msg);
+    return kite_store_etcd_call_on(s, NULL, path, req, resp, ret_msg);
 }
 
 /* A call that is safe to repeat (a read, a compaction): retried while the connection is being
  * replaced, for up to twice the time a failover takes. */
-int etcd_call_retry(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
+int kite_store_etcd_call_retry(struct etcd_store *s, const char *path, const struct kite_buf *req, struct kite_buf *resp,
                       char **ret_msg) {
     int64_t deadline = kite_now_mono(kite_clock_real()) + (int64_t)s->timeout_ms * 1000000 * 2 * (int64_t)s->n_eps + 5 * KITE_NS_PER_SEC;
     for (;;) {
         char *msg = NULL;
         *resp = (struct kite_buf){0};
-        int st = etcd_call_once(s, path, req, resp, &msg);
+        int st = kite_store_etcd_call_once(s, path, req, resp, &msg);
         bool again = st == -ENOTCONN || st == -ECONNRESET || st == GRPC_UNAVAILABLE;
         if (!again || kite_now_mono(kite_clock_real()) > deadline || s->stopping) {
             if (ret_msg) *ret_msg = msg;
@@ -218,7 +218,7 @@ int etcd_call_retry(struct etcd_store *s, const char *path, const struct kite_bu
 }
 
 /* gRPC status of a read -> errno (store.h's meanings). */
-int etcd_read_errno(int st, const char *msg) {
+int kite_store_etcd_read_errno(int st, const char *msg) {
     if (st == GRPC_OK) return 0;
     if (st == GRPC_OUT_OF_RANGE && msg && strstr(msg, "compacted")) return -ENODATA;
     if (st == GRPC_OUT_OF_RANGE && msg && strstr(msg, "future")) return -ERANGE;

@@ -1,7 +1,7 @@
 /* The protobuf wire format and gRPC message framing for the etcd backend (etcd-pb.h). */
 #include "store/etcd-pb.h"
 
-void pb_put_varint(struct kite_buf *b, uint64_t v) {
+void kite_store_pb_put_varint(struct kite_buf *b, uint64_t v) {
     unsigned char tmp[10];
     size_t n = 0;
     do {
@@ -11,27 +11,27 @@ void pb_put_varint(struct kite_buf *b, uint64_t v) {
     kite_buf_append(b, tmp, n);
 }
 
-void pb_put_uint(struct kite_buf *b, unsigned field, uint64_t v) {
+void kite_store_pb_put_uint(struct kite_buf *b, unsigned field, uint64_t v) {
     if (!v) return;
-    pb_put_varint(b, (uint64_t)field << 3);
-    pb_put_varint(b, v);
+    kite_store_pb_put_varint(b, (uint64_t)field << 3);
+    kite_store_pb_put_varint(b, v);
 }
 
-void pb_put_bytes(struct kite_buf *b, unsigned field, const void *data, size_t len) {
-    pb_put_varint(b, (uint64_t)field << 3 | 2);
-    pb_put_varint(b, len);
+void kite_store_pb_put_bytes(struct kite_buf *b, unsigned field, const void *data, size_t len) {
+    kite_store_pb_put_varint(b, (uint64_t)field << 3 | 2);
+    kite_store_pb_put_varint(b, len);
     if (len) kite_buf_append(b, data, len);
 }
 
-size_t pb_begin(struct kite_buf *b, unsigned field) {
-    pb_put_varint(b, (uint64_t)field << 3 | 2);
+size_t kite_store_pb_begin(struct kite_buf *b, unsigned field) {
+    kite_store_pb_put_varint(b, (uint64_t)field << 3 | 2);
     return b->len;
 }
 
-void pb_end(struct kite_buf *b, size_t mark) {
+void kite_store_pb_end(struct kite_buf *b, size_t mark) {
     size_t len = b->len - mark;
     struct kite_buf v = {0};
-    pb_put_varint(&v, len);
+    kite_store_pb_put_varint(&v, len);
     kite_buf_grow(b, v.len);
     memmove(b->p + mark + v.len, b->p + mark, len);
     memcpy(b->p + mark, v.p, v.len);
@@ -53,7 +53,7 @@ static int get_varint(struct pb_reader *r, uint64_t *ret) {
     return -EBADMSG;
 }
 
-int pb_next(struct pb_reader *r, struct pb_field *f) {
+int kite_store_pb_next(struct pb_reader *r, struct pb_field *f) {
     if (r->p >= r->end) return 0;
     uint64_t tag;
     if (get_varint(r, &tag) < 0 || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX) return -EBADMSG;
@@ -82,14 +82,14 @@ int pb_next(struct pb_reader *r, struct pb_field *f) {
     }
 }
 
-void grpc_frame(struct kite_buf *b, const void *msg, size_t len) {
+void kite_store_grpc_frame(struct kite_buf *b, const void *msg, size_t len) {
     unsigned char h[GRPC_HEADER_LEN] = {0, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
                                         (unsigned char)(len >> 8), (unsigned char)len};
     kite_buf_append(b, h, sizeof h);
     if (len) kite_buf_append(b, msg, len);
 }
 
-int grpc_deframe(struct kite_buf *buf, int (*cb)(void *ud, const unsigned char *msg, size_t len), void *ud) {
+int kite_store_grpc_deframe(struct kite_buf *buf, int (*cb)(void *ud, const unsigned char *msg, size_t len), void *ud) {
     const unsigned char *p = (const unsigned char *)buf->p;
     size_t off = 0;
     int r = 0;
@@ -119,7 +119,7 @@ static int hexval(char c) {
     return -1;
 }
 
-char *grpc_percent_decode(const char *s, size_t len) {
+char *kite_store_grpc_percent_decode(const char *s, size_t len) {
     char *out = kite_malloc(len + 1);
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {

@@ -8,14 +8,14 @@
 #include "base/buf.h"
 
 /* ---- writing ---- */
-void pb_put_varint(struct kite_buf *b, uint64_t v);
+void kite_store_pb_put_varint(struct kite_buf *b, uint64_t v);
 /* A varint field; nothing is written for 0 (proto3 default). */
-void pb_put_uint(struct kite_buf *b, unsigned field, uint64_t v);
+void kite_store_pb_put_uint(struct kite_buf *b, unsigned field, uint64_t v);
 /* A length-delimited field (bytes, string, or an encoded sub-message); written even when empty. */
-void pb_put_bytes(struct kite_buf *b, unsigned field, const void *data, size_t len);
+void kite_store_pb_put_bytes(struct kite_buf *b, unsigned field, const void *data, size_t len);
 /* Sub-messages: pb_begin reserves room for the length and returns a mark, pb_end fills it in. */
-size_t pb_begin(struct kite_buf *b, unsigned field);
-void pb_end(struct kite_buf *b, size_t mark);
+size_t kite_store_pb_begin(struct kite_buf *b, unsigned field);
+void kite_store_pb_end(struct kite_buf *b, size_t mark);
 
 /* ---- reading ---- */
 struct pb_reader {
@@ -32,7 +32,7 @@ static inline struct pb_reader pb_reader(const void *data, size_t len) {
 }
 /* The next field: 1, 0 at the end, -EBADMSG on malformed input (truncation, a bad varint, a
  * group or unknown wire type). */
-int pb_next(struct pb_reader *r, struct pb_field *f);
+int kite_store_pb_next(struct pb_reader *r, struct pb_field *f);
 /* A length-delimited field's contents as a sub-reader. */
 static inline struct pb_reader pb_sub(const struct pb_field *f) { return pb_reader(f->data, f->len); }
 
@@ -42,11 +42,11 @@ static inline struct pb_reader pb_sub(const struct pb_field *f) { return pb_read
  * Range of many objects is larger: kube-apiserver's client accepts up to 2 GiB). */
 #define GRPC_MESSAGE_MAX (256u * 1024 * 1024)
 /* Appends the 5-byte prefix (uncompressed, big-endian length) and the message. */
-void grpc_frame(struct kite_buf *b, const void *msg, size_t len);
+void kite_store_grpc_frame(struct kite_buf *b, const void *msg, size_t len);
 /* Splits complete messages off the front of buf (bytes received so far on a stream): calls
  * cb(ud, msg, len) for each, then keeps the incomplete rest in buf. 0, or -EBADMSG for a
  * compressed message (none was asked for) or one over GRPC_MESSAGE_MAX, or what cb returned
  * when it returned < 0 (it stops there). */
-int grpc_deframe(struct kite_buf *buf, int (*cb)(void *ud, const unsigned char *msg, size_t len), void *ud);
+int kite_store_grpc_deframe(struct kite_buf *buf, int (*cb)(void *ud, const unsigned char *msg, size_t len), void *ud);
 /* The grpc-message header's percent-decoding (gRPC's "Percent-Encoded"). Caller frees. */
-char *grpc_percent_decode(const char *s, size_t len);
+char *kite_store_grpc_percent_decode(const char *s, size_t len);

@@ -36,18 +36,18 @@ static void apply_events(struct etcd_store *s, struct pb_reader evs_r) {
     struct pb_field f;
     pthread_mutex_lock(&s->sub_mu);
     pthread_rwlock_wrlock(&s->live_lock);
-    while (pb_next(&evs_r, &f) > 0) {
+    while (kite_store_pb_next(&evs_r, &f) > 0) {
         if (f.field != F_WR_EVENTS || f.wire != 2) continue;
         struct pb_reader er = pb_sub(&f);
         struct pb_field g;
         int type = 0;
         struct kv kv = {0};
-        while (pb_next(&er, &g) > 0) {
+        while (kite_store_pb_next(&er, &g) > 0) {
             if (g.field == F_EV_TYPE && g.wire == 0) type = (int)g.u;
-            else if (g.field == F_EV_KV && g.wire == 2) etcd_kv_parse(g.data, g.len, &kv);
+            else if (g.field == F_EV_KV && g.wire == 2) kite_store_etcd_kv_parse(g.data, g.len, &kv);
         }
         if (!kv.present) continue;
-        _cleanup_free_ char *k = etcd_key_in(s, kv.key, kv.key_len);
+        _cleanup_free_ char *k = kite_store_etcd_key_in(s, kv.key, kv.key_len);
         if (!k) continue;
         struct kite_record *prev = kite_map_get(&s->live, k);
         struct kite_store_event ev = {.rev = kv.mod_rev, .prev = prev};
@@ -55,9 +55,9 @@ static void apply_events(struct etcd_store *s, struct pb_reader evs_r) {
             if (!prev) continue;
             kite_map_del(&s->live, k);
             ev.type = KITE_WRITE_DELETE;
-            ev.rec = record_tombstone(prev, kv.mod_rev);
+            ev.rec = kite_record_tombstone(prev, kv.mod_rev);
         } else {
-            struct kite_record *rec = etcd_kv_record(s, &kv);
+            struct kite_record *rec = kite_store_etcd_kv_record(s, &kv);
             if (!rec) {
                 log_warn("store", "etcd: the value of %s does not open (sealed with another key, or protobuf): left out", k);
                 continue;
@@ -81,8 +81,8 @@ static void watch_msg(void *ud, const unsigned char *msg, size_t len) {
     bool created = false, canceled = false, events = false;
     const unsigned char *reason = NULL;
     size_t reason_len = 0;
-    while (pb_next(&r, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) hrev = etcd_header_rev(&f);
+    while (kite_store_pb_next(&r, &f) > 0) {
+        if (f.field == F_HEADER && f.wire == 2) hrev = kite_store_etcd_header_rev(&f);
         else if (f.field == F_WR_CREATED && f.wire == 0) created = f.u;
         else if (f.field == F_WR_CANCELED && f.wire == 0) canceled = f.u;
         else if (f.field == F_WR_COMPACT_REV && f.wire == 0) compact = (int64_t)f.u;
@@ -125,18 +125,18 @@ static void watch_done(void *ud, int status, const char *message) {
     pthread_mutex_unlock(&s->p_mu);
 }
 
-int etcd_watch_start(struct etcd_store *s, struct grpc_conn *c) {
+int kite_store_etcd_watch_start(struct etcd_store *s, struct grpc_conn *c) {
     struct kite_buf b = {0};
     _cleanup_free_ char *k = kite_asprintf("%s/", s->prefix);
-    _cleanup_free_ char *end = etcd_range_end(k);
-    size_t m = pb_begin(&b, F_WATCH_CREATE);
-    pb_put_bytes(&b, F_WC_KEY, k, strlen(k));
-    pb_put_bytes(&b, F_WC_RANGE_END, end, strlen(end));
-    pb_put_uint(&b, F_WC_START_REV, (uint64_t)s->applied_rev + 1);
-    pb_put_uint(&b, F_WC_PROGRESS_NOTIFY, 1);
-    pb_end(&b, m);
+    _cleanup_free_ char *end = kite_store_etcd_range_end(k);
+    size_t m = kite_store_pb_begin(&b, F_WATCH_CREATE);
+    kite_store_pb_put_bytes(&b, F_WC_KEY, k, strlen(k));
+    kite_store_pb_put_bytes(&b, F_WC_RANGE_END, end, strlen(end));
+    kite_store_pb_put_uint(&b, F_WC_START_REV, (uint64_t)s->applied_rev + 1);
+    kite_store_pb_put_uint(&b, F_WC_PROGRESS_NOTIFY, 1);
+    kite_store_pb_end(&b, m);
     s->watching = true;
-    int r = grpc_call_start(c, "/etcdserverpb.Watch/Watch", b.p, b.len, true, watch_msg, watch_done, s);
+    int r = kite_store_grpc_call_start(c, "/etcdserverpb.Watch/Watch", b.p, b.len, true, watch_msg, watch_done, s);
     if (r < 0) s->watching = false;
     kite_buf_release(&b);
     return r < 0 ? r : 0;
@@ -151,13 +151,13 @@ static int cmp_ev(const void *a, const void *b) {
  * subscribers what changed since the last applied revision, as events in revision order (a
  * changed key at its mod_revision, which is past the applied revision; a key gone as a DELETE at
  * R, when it went is no longer known). Then the watch goes on from R. */
-int etcd_resync(struct etcd_store *s, struct grpc_conn *c) {
+int kite_store_etcd_resync(struct etcd_store *s, struct grpc_conn *c) {
     _cleanup_free_ char *k = kite_asprintf("%s/", s->prefix);
-    _cleanup_free_ char *end = etcd_range_end(k);
+    _cleanup_free_ char *end = kite_store_etcd_range_end(k);
     struct kite_buf req = {0}, resp = {0};
-    etcd_encode_range(&req, k, strlen(k), end, 0, 0);
+    kite_store_etcd_encode_range(&req, k, strlen(k), end, 0, 0);
     char *msg = NULL;
-    int st = etcd_call_on(s, c, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+    int st = kite_store_etcd_call_on(s, c, "/etcdserverpb.KV/Range", &req, &resp, &msg);
     kite_buf_release(&req);
     free(msg);
     if (st != GRPC_OK) {
@@ -168,12 +168,12 @@ int etcd_resync(struct etcd_store *s, struct grpc_conn *c) {
     int64_t rev = 0;
     struct pb_reader rd = pb_reader(resp.p, resp.len);
     struct pb_field f;
-    while (pb_next(&rd, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) rev = etcd_header_rev(&f);
+    while (kite_store_pb_next(&rd, &f) > 0) {
+        if (f.field == F_HEADER && f.wire == 2) rev = kite_store_etcd_header_rev(&f);
         if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
         struct kv kv;
-        etcd_kv_parse(f.data, f.len, &kv);
-        struct kite_record *rec = etcd_kv_record(s, &kv);
+        kite_store_etcd_kv_parse(f.data, f.len, &kv);
+        struct kite_record *rec = kite_store_etcd_kv_record(s, &kv);
         if (rec) kite_record_unref(kite_map_put(&fresh, rec->key, rec));
     }
     kite_buf_release(&resp);
@@ -197,7 +197,7 @@ int etcd_resync(struct etcd_store *s, struct grpc_conn *c) {
     for (size_t it = 0; kite_map_next(&s->live, &it, &key, &v);) {
         if (kite_map_get(&fresh, key)) continue;
         if (n == cap) evs = kite_realloc(evs, (cap = cap ? 2 * cap : 16) * sizeof *evs);
-        evs[n++] = (struct kite_store_event){KITE_WRITE_DELETE, rev, record_tombstone(v, rev), v};
+        evs[n++] = (struct kite_store_event){KITE_WRITE_DELETE, rev, kite_record_tombstone(v, rev), v};
     }
     for (size_t i = 0; i < n; i++)
         if (evs[i].type == KITE_WRITE_DELETE) kite_map_del(&s->live, evs[i].rec->key);

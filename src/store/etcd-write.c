@@ -5,7 +5,7 @@
 /* ---- writes ---- */
 
 /* Queues p's completion (by wait_rev) for the completion thread. Under p_mu. */
-void etcd_ready_locked(struct etcd_store *s, struct epending *p) {
+void kite_store_etcd_ready_locked(struct etcd_store *s, struct epending *p) {
     struct epending **pp = &s->ready;
     while (*pp && (*pp)->wait_rev <= p->wait_rev) pp = &(*pp)->next;
     p->next = *pp;
@@ -26,20 +26,20 @@ static void txn_result(struct etcd_store *s, struct epending *p) {
     bool ok = false;
     struct kv kv = {0};
     p->err = -EIO;
-    while (pb_next(&r, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) p->rev = etcd_header_rev(&f);
+    while (kite_store_pb_next(&r, &f) > 0) {
+        if (f.field == F_HEADER && f.wire == 2) p->rev = kite_store_etcd_header_rev(&f);
         else if (f.field == F_TXN_RESP_SUCCEEDED && f.wire == 0) ok = f.u;
         else if (f.field == F_TXN_RESP_RESPONSES && f.wire == 2) {
             /* ResponseOp { response_range | response_put | response_delete_range } */
             struct pb_reader o = pb_sub(&f);
             struct pb_field g, h;
-            while (pb_next(&o, &g) > 0) {
+            while (kite_store_pb_next(&o, &g) > 0) {
                 if (g.wire != 2) continue;
                 struct pb_reader q = pb_sub(&g);
                 unsigned want = g.field == F_OP_RANGE ? F_RANGE_RESP_KVS
                                 : g.field == F_OP_PUT ? F_PUT_RESP_PREV_KV : F_DEL_RESP_PREV_KVS;
-                while (pb_next(&q, &h) > 0)
-                    if (h.field == want && h.wire == 2 && !kv.present) etcd_kv_parse(h.data, h.len, &kv);
+                while (kite_store_pb_next(&q, &h) > 0)
+                    if (h.field == want && h.wire == 2 && !kv.present) kite_store_etcd_kv_parse(h.data, h.len, &kv);
             }
         }
     }
@@ -49,9 +49,9 @@ static void txn_result(struct etcd_store *s, struct epending *p) {
         p->wait_rev = p->rev;
         if (p->type == KITE_WRITE_DELETE) {
             /* the DeleteRange's prev_kv: the version deleted */
-            struct kite_record *last = kv.present ? etcd_kv_record(s, &kv) : NULL;
-            if (!last) last = record_alloc(p->key, strlen(p->key), "", 0);
-            p->rec = record_tombstone(last, p->rev);
+            struct kite_record *last = kv.present ? kite_store_etcd_kv_record(s, &kv) : NULL;
+            if (!last) last = kite_record_alloc(p->key, strlen(p->key), "", 0);
+            p->rec = kite_record_tombstone(last, p->rev);
             kite_record_unref(last);
         } else {
             /* the Put's prev_kv: create_revision and version of the version it replaced */
@@ -65,7 +65,7 @@ static void txn_result(struct etcd_store *s, struct epending *p) {
         p->err = p->type == KITE_WRITE_CREATE ? -EEXIST : -ENOENT;
         return;
     }
-    p->rec = etcd_kv_record(s, &kv);
+    p->rec = kite_store_etcd_kv_record(s, &kv);
     p->wait_rev = kv.mod_rev;
     p->err = p->type == KITE_WRITE_CREATE ? -EEXIST : -ESTALE;
 }
@@ -95,14 +95,14 @@ static void txn_done(void *ud, int status, const char *message) {
     }
     if (p->err) p->rev = s->applied_rev;
     pthread_mutex_lock(&s->p_mu);
-    etcd_ready_locked(s, p);
+    kite_store_etcd_ready_locked(s, p);
     pthread_mutex_unlock(&s->p_mu);
 }
 
 /* Sends p on the current connection: 0, or -ENOTCONN (nothing was sent). */
 static int send_txn(struct etcd_store *s, struct epending *p) {
     pthread_rwlock_rdlock(&s->conn_lock);
-    int r = s->conn && s->watching ? grpc_call_start(s->conn, "/etcdserverpb.KV/Txn", p->msg, p->msg_len, false,
+    int r = s->conn && s->watching ? kite_store_grpc_call_start(s->conn, "/etcdserverpb.KV/Txn", p->msg, p->msg_len, false,
                                                      txn_msg, txn_done, p)
                                    : -ENOTCONN;
     pthread_rwlock_unlock(&s->conn_lock);
@@ -132,13 +132,13 @@ static int64_t lease_for(struct etcd_store *s, int64_t ttl) {
         return id;
     }
     struct kite_buf req = {0}, resp = {0};
-    pb_put_uint(&req, F_LEASE_TTL, (uint64_t)(ttl + reuse_ns / KITE_NS_PER_SEC));
+    kite_store_pb_put_uint(&req, F_LEASE_TTL, (uint64_t)(ttl + reuse_ns / KITE_NS_PER_SEC));
     char *msg = NULL;
-    int st = etcd_call_once(s, "/etcdserverpb.Lease/LeaseGrant", &req, &resp, &msg);
+    int st = kite_store_etcd_call_once(s, "/etcdserverpb.Lease/LeaseGrant", &req, &resp, &msg);
     int64_t id = 0;
     struct pb_reader r = pb_reader(resp.p, resp.len);
     struct pb_field f;
-    while (st == GRPC_OK && pb_next(&r, &f) > 0)
+    while (st == GRPC_OK && kite_store_pb_next(&r, &f) > 0)
         if (f.field == F_LEASE_RESP_ID && f.wire == 0) id = (int64_t)f.u;
     if (id) {
         s->lease_id = id;
@@ -154,15 +154,15 @@ static int64_t lease_for(struct etcd_store *s, int64_t ttl) {
     return id;
 }
 
-int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud) {
+int kite_store_etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb cb, void *ud) {
     struct etcd_store *s = es(b);
     if (!kite_startswith(w->key, "/registry/")) return -EINVAL;
     bool del = w->type == KITE_WRITE_DELETE;
     _cleanup_free_ char *sealed = NULL;
     const char *val = del ? "" : w->value ? w->value : "";
     size_t len = del ? 0 : w->len;
-    if (!del && crypt_applies(s->crypt, w->key)) {
-        int r = crypt_seal(s->crypt, w->key, val, len, &sealed, &len);
+    if (!del && kite_store_crypt_applies(s->crypt, w->key)) {
+        int r = kite_store_crypt_seal(s->crypt, w->key, val, len, &sealed, &len);
         if (r < 0) return r;
         val = sealed;
     }
@@ -177,7 +177,7 @@ int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb 
     p->type = w->type;
     p->key = kite_strdup(w->key);
     if (!del) {
-        p->val = record_alloc(w->key, strlen(w->key), w->value ? w->value : "", w->len);
+        p->val = kite_record_alloc(w->key, strlen(w->key), w->value ? w->value : "", w->len);
         p->sent = kite_malloc(len + 1);
         memcpy(p->sent, val, len);
         p->sent_len = len;
@@ -186,12 +186,12 @@ int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb 
     p->cb = cb;
     p->ud = ud;
     p->queued_ns = kite_now_mono(kite_clock_real());
-    _cleanup_free_ char *ekey = etcd_key_out(s, w->key);
+    _cleanup_free_ char *ekey = kite_store_etcd_key_out(s, w->key);
     struct kite_buf m = {0};
     bool ttl = false;
     for (size_t i = 0; !del && s->ttl_s > 0 && i < s->n_ttl_prefixes; i++)
         ttl = ttl || kite_startswith(w->key, s->ttl_prefixes[i]);
-    etcd_encode_txn(&m, w->type, ekey, val, len, w->expect_mod_rev, ttl ? lease_for(s, s->ttl_s) : 0);
+    kite_store_etcd_encode_txn(&m, w->type, ekey, val, len, w->expect_mod_rev, ttl ? lease_for(s, s->ttl_s) : 0);
     p->msg = kite_buf_detach(&m, &p->msg_len);
     if (send_txn(s, p) < 0) {
         /* not sent: it waits for the next connection */
@@ -207,7 +207,7 @@ int etcd_submit(struct kite_store *b, const struct kite_write *w, kite_write_cb 
 
 /* The completion thread: fires every answered write whose revision the watch has applied (so
  * its subscribers have the event), in revision order; failures without a record at once. */
-void *etcd_completer_main(void *arg) {
+void *kite_store_etcd_completer_main(void *arg) {
     struct etcd_store *s = arg;
     pthread_mutex_lock(&s->p_mu);
     for (;;) {
@@ -247,7 +247,7 @@ void *etcd_completer_main(void *arg) {
 }
 
 /* Fails backlogged writes that waited too long (all of them when stopping). Under p_mu. */
-void etcd_backlog_expire_locked(struct etcd_store *s) {
+void kite_store_etcd_backlog_expire_locked(struct etcd_store *s) {
     int64_t now = kite_now_mono(kite_clock_real());
     for (struct epending **pp = &s->backlog; *pp;) {
         struct epending *p = *pp;
@@ -259,11 +259,11 @@ void etcd_backlog_expire_locked(struct etcd_store *s) {
         p->err = -EIO;
         p->rev = s->applied_rev;
         p->wait_rev = 0;
-        etcd_ready_locked(s, p);
+        kite_store_etcd_ready_locked(s, p);
     }
 }
 
-void etcd_backlog_send(struct etcd_store *s) {
+void kite_store_etcd_backlog_send(struct etcd_store *s) {
     pthread_mutex_lock(&s->p_mu);
     struct epending *list = TAKE_PTR(s->backlog);
     pthread_mutex_unlock(&s->p_mu);
@@ -284,7 +284,7 @@ void etcd_backlog_send(struct etcd_store *s) {
  * sent (with a new mod_revision past its compare) was applied by it, and completes as a success at
  * that revision; otherwise it fails -EIO (unknown: the client reads the object). A read that cannot
  * be made now is tried again on the next round, for up to ETCD_BACKLOG_MS. */
-void etcd_read_back(struct etcd_store *s) {
+void kite_store_etcd_read_back(struct etcd_store *s) {
     pthread_mutex_lock(&s->p_mu);
     struct epending *list = TAKE_PTR(s->unknown);
     pthread_mutex_unlock(&s->p_mu);
@@ -292,11 +292,11 @@ void etcd_read_back(struct etcd_store *s) {
         struct epending *p = list;
         list = p->next;
         p->next = NULL;
-        _cleanup_free_ char *ekey = etcd_key_out(s, p->key);
+        _cleanup_free_ char *ekey = kite_store_etcd_key_out(s, p->key);
         struct kite_buf req = {0}, resp = {0};
-        etcd_encode_range(&req, ekey, strlen(ekey), NULL, 0, 0);
+        kite_store_etcd_encode_range(&req, ekey, strlen(ekey), NULL, 0, 0);
         char *msg = NULL;
-        int st = etcd_call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+        int st = kite_store_etcd_call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
         kite_buf_release(&req);
         free(msg);
         bool late = kite_now_mono(kite_clock_real()) - p->queued_ns > (int64_t)ETCD_BACKLOG_MS * 1000000;
@@ -311,8 +311,8 @@ void etcd_read_back(struct etcd_store *s) {
         struct kv kv = {0};
         struct pb_reader r = pb_reader(resp.p, resp.len);
         struct pb_field f;
-        while (st == GRPC_OK && pb_next(&r, &f) > 0)
-            if (f.field == F_RANGE_RESP_KVS && f.wire == 2) etcd_kv_parse(f.data, f.len, &kv);
+        while (st == GRPC_OK && kite_store_pb_next(&r, &f) > 0)
+            if (f.field == F_RANGE_RESP_KVS && f.wire == 2) kite_store_etcd_kv_parse(f.data, f.len, &kv);
         bool applied = kv.present && kv.mod_rev > p->expect && kv.value_len == p->sent_len &&
                        memcmp(kv.value, p->sent, p->sent_len) == 0 &&
                        (p->type != KITE_WRITE_CREATE || kv.version == 1);
@@ -330,7 +330,7 @@ void etcd_read_back(struct etcd_store *s) {
         }
         kite_buf_release(&resp);
         pthread_mutex_lock(&s->p_mu);
-        etcd_ready_locked(s, p);
+        kite_store_etcd_ready_locked(s, p);
         pthread_mutex_unlock(&s->p_mu);
     }
 }

@@ -49,7 +49,7 @@ static int connect_any(struct etcd_store *s, bool first, struct grpc_conn **ret,
         size_t k = (s->cur + i + (first ? 0 : 1)) % s->n_eps;
         struct endpoint *e = &s->eps[k];
         char *err = NULL;
-        r = grpc_conn_open(e->host, e->port, e->https, &s->tls, s->timeout_ms, ret, &err);
+        r = kite_store_grpc_conn_open(e->host, e->port, e->https, &s->tls, s->timeout_ms, ret, &err);
         if (r == 0) {
             s->cur = k;
             return 0;
@@ -68,7 +68,7 @@ static int connect_any(struct etcd_store *s, bool first, struct grpc_conn **ret,
 static int probe(struct etcd_store *s, char **ret_why) {
     struct kite_buf req = {0}, resp = {0};
     char *msg = NULL;
-    int st = etcd_call_once(s, "/etcdserverpb.Maintenance/Status", &req, &resp, &msg);
+    int st = kite_store_etcd_call_once(s, "/etcdserverpb.Maintenance/Status", &req, &resp, &msg);
     int r = 0;
     if (st != GRPC_OK) {
         *ret_why = st < 0 ? kite_asprintf("no connection to a member: %s", strerror(-st)) : kite_asprintf("%s", msg);
@@ -78,7 +78,7 @@ static int probe(struct etcd_store *s, char **ret_why) {
         struct pb_field f;
         uint64_t leader = 0;
         char *errs = NULL;
-        while (pb_next(&rd, &f) > 0) {
+        while (kite_store_pb_next(&rd, &f) > 0) {
             if (f.field == F_STATUS_LEADER && f.wire == 0) leader = f.u;
             else if (f.field == F_STATUS_ERRORS && f.wire == 2 && !errs) errs = kite_strndup((const char *)f.data, f.len);
         }
@@ -104,8 +104,8 @@ static void *supervisor_main(void *arg) {
     int64_t last_probe = 0;
     pthread_mutex_lock(&s->p_mu);
     while (!s->stopping) {
-        etcd_backlog_expire_locked(s);
-        bool dead = !s->conn || grpc_conn_dead(s->conn) || !s->watching;
+        kite_store_etcd_backlog_expire_locked(s);
+        bool dead = !s->conn || kite_store_grpc_conn_dead(s->conn) || !s->watching;
         bool unknown = s->unknown != NULL;
         pthread_mutex_unlock(&s->p_mu);
         if (dead) {
@@ -113,27 +113,27 @@ static void *supervisor_main(void *arg) {
             pthread_rwlock_wrlock(&s->conn_lock);
             struct grpc_conn *old = TAKE_PTR(s->conn);
             pthread_rwlock_unlock(&s->conn_lock);
-            grpc_conn_close(old);
+            kite_store_grpc_conn_close(old);
             struct grpc_conn *c = NULL;
             char *err = NULL;
             int r = connect_any(s, false, &c, &err);
-            if (r == 0 && s->resync && (r = etcd_resync(s, c)) == 0) s->resync = false;
-            if (r == 0 && (r = etcd_watch_start(s, c)) == 0) {
+            if (r == 0 && s->resync && (r = kite_store_etcd_resync(s, c)) == 0) s->resync = false;
+            if (r == 0 && (r = kite_store_etcd_watch_start(s, c)) == 0) {
                 pthread_rwlock_wrlock(&s->conn_lock);
                 s->conn = c;
                 pthread_rwlock_unlock(&s->conn_lock);
                 log_info("store", "etcd: connected to %s:%s, watching from revision %lld", s->eps[s->cur].host,
                          s->eps[s->cur].port, (long long)s->applied_rev + 1);
-                etcd_backlog_send(s);
+                kite_store_etcd_backlog_send(s);
                 last_probe = 0;
             } else {
-                grpc_conn_close(c);
+                kite_store_grpc_conn_close(c);
                 set_health(s, false, kite_asprintf("no member answers: %s", err ? err : "?"));
             }
             usleep(100 * 1000); /* at most 10 attempts a second */
             free(err);
         } else if (unknown) {
-            etcd_read_back(s);
+            kite_store_etcd_read_back(s);
         } else if (kite_now_mono(kite_clock_real()) - last_probe > KITE_NS_PER_SEC) {
             char *why = NULL;
             last_probe = kite_now_mono(kite_clock_real());
@@ -189,22 +189,22 @@ static int etcd_range(struct kite_store *b, const char *prefix, int64_t at_rev, 
     *ret_n = 0;
     if (ret_more) *ret_more = false;
     if (at_rev && at_rev > s->applied_rev) return -ERANGE;
-    _cleanup_free_ char *ep = etcd_key_out(s, prefix);
-    _cleanup_free_ char *end = etcd_range_end(ep);
+    _cleanup_free_ char *ep = kite_store_etcd_key_out(s, prefix);
+    _cleanup_free_ char *end = kite_store_etcd_range_end(ep);
     _cleanup_free_ char *from = NULL;
     if (start_after && strcmp(start_after, prefix) >= 0) {
-        _cleanup_free_ char *ek = etcd_key_out(s, start_after);
+        _cleanup_free_ char *ek = kite_store_etcd_key_out(s, start_after);
         from = kite_malloc(strlen(ek) + 2);
         memcpy(from, ek, strlen(ek) + 1);
         from[strlen(ek) + 1] = 0; /* the key right after start_after: start_after + "\0" */
     }
     struct kite_buf req = {0}, resp = {0};
-    etcd_encode_range(&req, from ? from : ep, from ? strlen(from) + 1 : strlen(ep), end, (int64_t)limit,
+    kite_store_etcd_encode_range(&req, from ? from : ep, from ? strlen(from) + 1 : strlen(ep), end, (int64_t)limit,
                  at_rev ? at_rev : s->applied_rev);
     char *msg = NULL;
-    int st = etcd_call_retry(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+    int st = kite_store_etcd_call_retry(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
     kite_buf_release(&req);
-    int r = etcd_read_errno(st, msg);
+    int r = kite_store_etcd_read_errno(st, msg);
     free(msg);
     if (r < 0) {
         kite_buf_release(&resp);
@@ -214,12 +214,12 @@ static int etcd_range(struct kite_store *b, const char *prefix, int64_t at_rev, 
     struct pb_field f;
     struct kite_record **recs = NULL;
     size_t n = 0, cap = 0;
-    while (pb_next(&rd, &f) > 0) {
+    while (kite_store_pb_next(&rd, &f) > 0) {
         if (f.field == F_RANGE_RESP_MORE && f.wire == 0 && ret_more) *ret_more = f.u;
         if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
         struct kv kv;
-        etcd_kv_parse(f.data, f.len, &kv);
-        struct kite_record *rec = etcd_kv_record(s, &kv);
+        kite_store_etcd_kv_parse(f.data, f.len, &kv);
+        struct kite_record *rec = kite_store_etcd_kv_record(s, &kv);
         if (!rec || !kite_startswith(rec->key, prefix)) {
             kite_record_unref(rec);
             continue;
@@ -249,27 +249,27 @@ static void etcd_stats(struct kite_store *b, struct kite_store_stats *ret) {
  * this round out (kube-apiserver's compactor). 1 = claimed, 0 = another apiserver's turn. */
 static int compact_claim(struct etcd_store *s, int64_t rev) {
     struct kite_buf req = {0}, resp = {0};
-    size_t m = pb_begin(&req, F_TXN_COMPARE);
+    size_t m = kite_store_pb_begin(&req, F_TXN_COMPARE);
     /* result EQUAL (0) and target VERSION (0) are proto3 zeros; the version oneof is present */
-    pb_put_bytes(&req, F_CMP_KEY, COMPACT_KEY, strlen(COMPACT_KEY));
-    pb_put_varint(&req, (uint64_t)F_CMP_VERSION << 3);
-    pb_put_varint(&req, (uint64_t)s->compact_version);
-    pb_end(&req, m);
+    kite_store_pb_put_bytes(&req, F_CMP_KEY, COMPACT_KEY, strlen(COMPACT_KEY));
+    kite_store_pb_put_varint(&req, (uint64_t)F_CMP_VERSION << 3);
+    kite_store_pb_put_varint(&req, (uint64_t)s->compact_version);
+    kite_store_pb_end(&req, m);
     char val[24];
     int vl = snprintf(val, sizeof val, "%lld", (long long)rev);
-    m = pb_begin(&req, F_TXN_SUCCESS);
-    size_t p = pb_begin(&req, F_OP_PUT);
-    pb_put_bytes(&req, F_PUT_KEY, COMPACT_KEY, strlen(COMPACT_KEY));
-    pb_put_bytes(&req, F_PUT_VALUE, val, (size_t)vl);
-    pb_end(&req, p);
-    pb_end(&req, m);
-    m = pb_begin(&req, F_TXN_FAILURE);
-    p = pb_begin(&req, F_OP_RANGE);
-    etcd_encode_range(&req, COMPACT_KEY, strlen(COMPACT_KEY), NULL, 0, 0);
-    pb_end(&req, p);
-    pb_end(&req, m);
+    m = kite_store_pb_begin(&req, F_TXN_SUCCESS);
+    size_t p = kite_store_pb_begin(&req, F_OP_PUT);
+    kite_store_pb_put_bytes(&req, F_PUT_KEY, COMPACT_KEY, strlen(COMPACT_KEY));
+    kite_store_pb_put_bytes(&req, F_PUT_VALUE, val, (size_t)vl);
+    kite_store_pb_end(&req, p);
+    kite_store_pb_end(&req, m);
+    m = kite_store_pb_begin(&req, F_TXN_FAILURE);
+    p = kite_store_pb_begin(&req, F_OP_RANGE);
+    kite_store_etcd_encode_range(&req, COMPACT_KEY, strlen(COMPACT_KEY), NULL, 0, 0);
+    kite_store_pb_end(&req, p);
+    kite_store_pb_end(&req, m);
     char *msg = NULL;
-    int st = etcd_call_retry(s, "/etcdserverpb.KV/Txn", &req, &resp, &msg);
+    int st = kite_store_etcd_call_retry(s, "/etcdserverpb.KV/Txn", &req, &resp, &msg);
     kite_buf_release(&req);
     free(msg);
     if (st != GRPC_OK) {
@@ -280,15 +280,15 @@ static int compact_claim(struct etcd_store *s, int64_t rev) {
     struct kv kv = {0};
     struct pb_reader r = pb_reader(resp.p, resp.len);
     struct pb_field f, g, h;
-    while (pb_next(&r, &f) > 0) {
+    while (kite_store_pb_next(&r, &f) > 0) {
         if (f.field == F_TXN_RESP_SUCCEEDED && f.wire == 0) ok = f.u;
         if (f.field != F_TXN_RESP_RESPONSES || f.wire != 2) continue;
         struct pb_reader o = pb_sub(&f);
-        while (pb_next(&o, &g) > 0) {
+        while (kite_store_pb_next(&o, &g) > 0) {
             if (g.field != F_OP_RANGE || g.wire != 2) continue;
             struct pb_reader q = pb_sub(&g);
-            while (pb_next(&q, &h) > 0)
-                if (h.field == F_RANGE_RESP_KVS && h.wire == 2) etcd_kv_parse(h.data, h.len, &kv);
+            while (kite_store_pb_next(&q, &h) > 0)
+                if (h.field == F_RANGE_RESP_KVS && h.wire == 2) kite_store_etcd_kv_parse(h.data, h.len, &kv);
         }
     }
     kite_buf_release(&resp);
@@ -302,12 +302,12 @@ static int etcd_compact(struct kite_store *b, int64_t rev) {
     int claimed = compact_claim(s, rev);
     if (claimed <= 0) return claimed; /* another apiserver compacts this round */
     struct kite_buf req = {0}, resp = {0};
-    pb_put_uint(&req, F_COMPACT_REVISION, (uint64_t)rev);
+    kite_store_pb_put_uint(&req, F_COMPACT_REVISION, (uint64_t)rev);
     char *msg = NULL;
-    int st = etcd_call_retry(s, "/etcdserverpb.KV/Compact", &req, &resp, &msg);
+    int st = kite_store_etcd_call_retry(s, "/etcdserverpb.KV/Compact", &req, &resp, &msg);
     kite_buf_release(&req);
     kite_buf_release(&resp);
-    int r = etcd_read_errno(st, msg);
+    int r = kite_store_etcd_read_errno(st, msg);
     free(msg);
     if (r == -ENODATA) r = 0; /* already compacted there */
     if (r == 0 && rev > s->compact_rev) s->compact_rev = rev;
@@ -405,17 +405,17 @@ static void etcd_close(struct kite_store *b) {
     pthread_rwlock_wrlock(&s->conn_lock);
     struct grpc_conn *c = TAKE_PTR(s->conn);
     pthread_rwlock_unlock(&s->conn_lock);
-    grpc_conn_close(c);
+    kite_store_grpc_conn_close(c);
     pthread_mutex_lock(&s->p_mu);
     s->draining = true;
-    etcd_backlog_expire_locked(s);
+    kite_store_etcd_backlog_expire_locked(s);
     while (s->unknown) {
         struct epending *p = s->unknown;
         s->unknown = p->next;
         p->err = -EIO;
         p->rev = s->applied_rev;
         p->wait_rev = 0;
-        etcd_ready_locked(s, p);
+        kite_store_etcd_ready_locked(s, p);
     }
     pthread_cond_broadcast(&s->p_cond);
     pthread_mutex_unlock(&s->p_mu);
@@ -486,11 +486,11 @@ static int parse_endpoints(struct etcd_store *s, const char *target, char **ret_
 /* Loads every key under the prefix (one Range at the current revision). */
 static int load(struct etcd_store *s, char **ret_error) {
     _cleanup_free_ char *k = kite_asprintf("%s/", s->prefix);
-    _cleanup_free_ char *end = etcd_range_end(k);
+    _cleanup_free_ char *end = kite_store_etcd_range_end(k);
     struct kite_buf req = {0}, resp = {0};
-    etcd_encode_range(&req, k, strlen(k), end, 0, 0);
+    kite_store_etcd_encode_range(&req, k, strlen(k), end, 0, 0);
     char *msg = NULL;
-    int st = etcd_call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
+    int st = kite_store_etcd_call_once(s, "/etcdserverpb.KV/Range", &req, &resp, &msg);
     kite_buf_release(&req);
     if (st != GRPC_OK) {
         *ret_error = kite_asprintf("etcd %s:%s: cannot read %s: %s", s->eps[s->cur].host, s->eps[s->cur].port, k,
@@ -503,16 +503,16 @@ static int load(struct etcd_store *s, char **ret_error) {
     struct pb_reader rd = pb_reader(resp.p, resp.len);
     struct pb_field f;
     size_t bad = 0, sealed = 0;
-    while (pb_next(&rd, &f) > 0) {
-        if (f.field == F_HEADER && f.wire == 2) s->applied_rev = etcd_header_rev(&f);
+    while (kite_store_pb_next(&rd, &f) > 0) {
+        if (f.field == F_HEADER && f.wire == 2) s->applied_rev = kite_store_etcd_header_rev(&f);
         if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
         struct kv kv;
-        etcd_kv_parse(f.data, f.len, &kv);
-        struct kite_record *rec = etcd_kv_record(s, &kv);
+        kite_store_etcd_kv_parse(f.data, f.len, &kv);
+        struct kite_record *rec = kite_store_etcd_kv_record(s, &kv);
         if (!rec) {
             /* a key of the layout whose value is not kube-apiserver's protobuf: sealed under
              * another encryption key, or damaged (refused, as the SQLite store refuses) */
-            _cleanup_free_ char *ik = etcd_key_in(s, kv.key, kv.key_len);
+            _cleanup_free_ char *ik = kite_store_etcd_key_in(s, kv.key, kv.key_len);
             if (ik && !(kv.value_len >= 4 && memcmp(kv.value, "k8s\0", 4) == 0)) sealed++;
             else bad++;
             continue;
@@ -560,13 +560,13 @@ static int etcd_open(const char *target, const struct kite_store_options *opts, 
     if (r == 0 && (r = connect_any(s, true, &c, ret_error)) < 0) r = -EIO;
     if (r == 0) {
         s->conn = c;
-        if ((r = load(s, ret_error)) == 0 && (r = etcd_watch_start(s, c)) < 0) {
+        if ((r = load(s, ret_error)) == 0 && (r = kite_store_etcd_watch_start(s, c)) < 0) {
             *ret_error = kite_asprintf("etcd: cannot start the watch: %s", strerror(-r));
             r = -EIO;
         }
     }
     if (r == 0) {
-        if (pthread_create(&s->completer, NULL, etcd_completer_main, s) != 0) {
+        if (pthread_create(&s->completer, NULL, kite_store_etcd_completer_main, s) != 0) {
             r = -EAGAIN;
         } else if (pthread_create(&s->supervisor, NULL, supervisor_main, s) != 0) {
             pthread_mutex_lock(&s->p_mu);
@@ -595,7 +595,7 @@ const struct kite_store_ops kite_store_etcd_ops = {
     .rev = etcd_rev,
     .compacted_rev = etcd_compacted_rev,
     .applied_rev = etcd_applied_rev,
-    .submit = etcd_submit,
+    .submit = kite_store_etcd_submit,
     .get = etcd_get,
     .range = etcd_range,
     .stats = etcd_stats,

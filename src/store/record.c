@@ -3,7 +3,7 @@
  * the version it deleted by holding a reference to it, so deletes copy nothing. */
 #include "store/store-int.h"
 
-struct kite_record *record_alloc(const char *key, size_t key_len, const void *value, size_t len) {
+struct kite_record *kite_record_alloc(const char *key, size_t key_len, const void *value, size_t len) {
     struct kite_record *r = kite_malloc(sizeof(*r) + key_len + 1 + len + 1);
     char *k = (char *)(r + 1), *v = k + key_len + 1;
     memcpy(k, key, key_len);
@@ -17,7 +17,7 @@ struct kite_record *record_alloc(const char *key, size_t key_len, const void *va
     return r;
 }
 
-struct kite_record *record_tombstone(struct kite_record *live, int64_t rev) {
+struct kite_record *kite_record_tombstone(struct kite_record *live, int64_t rev) {
     struct kite_record *r = kite_malloc(sizeof(*r));
     *r = (struct kite_record){
         .key = live->key,
@@ -36,7 +36,7 @@ struct kite_record *record_tombstone(struct kite_record *live, int64_t rev) {
 
 struct kite_record *kite_record_new(const char *key, const void *value, size_t len, int64_t create_rev,
                                     int64_t mod_rev, int64_t version) {
-    struct kite_record *r = record_alloc(key, strlen(key), value, len);
+    struct kite_record *r = kite_record_alloc(key, strlen(key), value, len);
     r->create_rev = create_rev;
     r->mod_rev = mod_rev;
     r->version = version;

@@ -33,8 +33,8 @@ static struct kite_record *row_rec(struct sqlite_store *s, sqlite3_stmt *st) {
     /* columns: rev, key, create_rev, version, deleted, value */
     const char *key = (const char *)sqlite3_column_text(st, 1);
     struct kite_record *r = sqlite3_column_int(st, 4)
-                                ? record_alloc(key, sqlite3_column_bytes(st, 1), NULL, 0)
-                                : record_from_row(s->crypt, key, sqlite3_column_bytes(st, 1), sqlite3_column_blob(st, 5),
+                                ? kite_record_alloc(key, sqlite3_column_bytes(st, 1), NULL, 0)
+                                : kite_record_from_row(s->crypt, key, sqlite3_column_bytes(st, 1), sqlite3_column_blob(st, 5),
                                                   sqlite3_column_bytes(st, 5));
     if (!r) return NULL;
     r->mod_rev = sqlite3_column_int64(st, 0);
@@ -44,14 +44,14 @@ static struct kite_record *row_rec(struct sqlite_store *s, sqlite3_stmt *st) {
     return r;
 }
 
-int sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
+int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
                  struct kite_record ***ret, size_t *ret_n, bool *ret_more) {
     struct sqlite_store *s = sq(b);
     int64_t now = atomic_load(&s->rev);
     if (at_rev == 0) at_rev = now;
     if (at_rev < 0 || at_rev > now) return -ERANGE;
     if (at_rev < atomic_load(&s->compact_rev)) return -ENODATA;
-    _cleanup_free_ char *end = prefix_end(prefix);
+    _cleanup_free_ char *end = kite_store_prefix_end(prefix);
     /* The lower bound is the larger of the prefix (inclusive) and start_after (exclusive), so that
      * SQLite seeks straight to it in the (key, rev) index: pages cost O(limit), not O(offset). */
     bool after = start_after && strcmp(start_after, prefix) >= 0;
@@ -108,7 +108,7 @@ int sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const
 /* Replays history under prefix with from_rev < rev <= to_rev. Caller holds rdb_mu. */
 static int history_locked(struct sqlite_store *s, const char *prefix, int64_t from_rev, int64_t to_rev,
                           kite_store_event_cb cb, void *ud) {
-    _cleanup_free_ char *end = prefix_end(prefix);
+    _cleanup_free_ char *end = kite_store_prefix_end(prefix);
     _cleanup_free_ char *sql = kite_asprintf("SELECT rev, key, create_rev, version, deleted, value FROM kv "
                                              "WHERE key >= ?1 %s AND rev > ?3 AND rev <= ?4 ORDER BY rev",
                                              end ? "AND key < ?2" : "");
@@ -151,7 +151,7 @@ static int history_locked(struct sqlite_store *s, const char *prefix, int64_t fr
             /* Tombstone rows carry no value: the event shows the deleted version's. */
             struct kite_record *live = prev ? prev : row;
             ev.type = KITE_WRITE_DELETE;
-            ev.rec = record_tombstone(live, row->mod_rev);
+            ev.rec = kite_record_tombstone(live, row->mod_rev);
             cb(ud, &ev);
             kite_record_unref(kite_map_del(&last, row->key));
             kite_record_unref(ev.rec);
@@ -173,7 +173,7 @@ out:
     return r;
 }
 
-int sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud) {
+int kite_store_sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud) {
     struct sqlite_store *s = sq(b);
     int64_t now = atomic_load(&s->rev);
     if (from_rev < atomic_load(&s->compact_rev)) return -ENODATA;
@@ -184,7 +184,7 @@ int sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, k
     return r;
 }
 
-int sqlite_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
+int kite_store_sqlite_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
                               kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
                               size_t *ret_n, int64_t *ret_rev) {
     struct sqlite_store *s = sq(b);

@@ -48,7 +48,7 @@
 /* Revisions compacted per writer-thread transaction (see kite_store_compact). */
 #define KITE_STORE_COMPACT_STEP 10000
 
-char *prefix_end(const char *prefix) {
+char *kite_store_prefix_end(const char *prefix) {
     size_t n = strlen(prefix);
     while (n > 0 && (unsigned char)prefix[n - 1] == 0xff) n--;
     if (n == 0) return NULL;
@@ -105,7 +105,7 @@ static int db_fail(sqlite3 *db, const char *path, const char *what, char **ret_e
 
 static int open_conn(const char *path, sqlite3 **ret, char **ret_error) {
     sqlite3 *db = NULL;
-    const char *vfs = walbuf_register() == 0 ? KITE_STORE_VFS : NULL;
+    const char *vfs = kite_store_walbuf_register() == 0 ? KITE_STORE_VFS : NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs) !=
         SQLITE_OK) {
         int r = db_fail(db, path, "cannot open the database", ret_error);
@@ -136,7 +136,7 @@ static struct kite_record *row_record(struct sqlite_store *s, sqlite3_stmt *st, 
     size_t key_len = sqlite3_column_bytes(st, col_key);
     const void *val = sqlite3_column_blob(st, col_val);
     size_t len = sqlite3_column_bytes(st, col_val);
-    struct kite_record *r = record_from_row(s->crypt, key, key_len, val, len);
+    struct kite_record *r = kite_record_from_row(s->crypt, key, key_len, val, len);
     if (!r) return NULL;
     r->mod_rev = sqlite3_column_int64(st, col_rev);
     r->create_rev = sqlite3_column_int64(st, col_create);
@@ -294,8 +294,8 @@ static int insert_row(struct sqlite_store *s, struct kite_record *r) {
     size_t sealed_len = 0;
     if (r->deleted)
         sqlite3_bind_zeroblob(st, 6, 0);
-    else if (crypt_applies(s->crypt, r->key)) {
-        if (crypt_seal(s->crypt, r->key, r->value, r->len, &sealed, &sealed_len) < 0) {
+    else if (kite_store_crypt_applies(s->crypt, r->key)) {
+        if (kite_store_crypt_seal(s->crypt, r->key, r->value, r->len, &sealed, &sealed_len) < 0) {
             sqlite3_clear_bindings(st);
             return -EIO;
         }
@@ -325,7 +325,7 @@ static int stage(struct sqlite_store *s, struct kite_map *overlay, struct pendin
     int64_t r = ++*rev;
     struct kite_record *n;
     if (p->type == KITE_WRITE_DELETE) {
-        n = record_tombstone(cur, r);
+        n = kite_record_tombstone(cur, r);
     } else {
         n = kite_record_ref(p->rec);
         n->mod_rev = r;
@@ -814,7 +814,7 @@ static int sq_submit(struct kite_store *b, const struct kite_write *w, kite_writ
     struct pending *p = kite_calloc(1, sizeof(*p));
     p->type = w->type;
     p->expect = w->type == KITE_WRITE_CREATE ? 0 : w->expect_mod_rev;
-    p->rec = record_alloc(w->key, strlen(w->key), del ? NULL : w->value, del ? 0 : w->len);
+    p->rec = kite_record_alloc(w->key, strlen(w->key), del ? NULL : w->value, del ? 0 : w->len);
     p->cb = cb;
     p->ud = ud;
     int r = 0;
@@ -920,11 +920,11 @@ const struct kite_store_ops kite_store_sqlite_ops = {
     .compacted_rev = sq_compacted_rev,
     .submit = sq_submit,
     .get = sq_get,
-    .range = sqlite_range,
+    .range = kite_store_sqlite_range,
     .stats = sq_stats,
     .compact = sq_compact,
     .subscribe = sq_subscribe,
     .unsubscribe = sq_unsubscribe,
-    .subscribe_snapshot = sqlite_subscribe_snapshot,
-    .history = sqlite_history,
+    .subscribe_snapshot = kite_store_sqlite_subscribe_snapshot,
+    .history = kite_store_sqlite_history,
 };

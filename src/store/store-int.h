@@ -8,28 +8,28 @@
 #include <sqlite3.h>
 
 /* A record with a copy of key (key_len bytes) and value, refs = 1, revisions zero. */
-struct kite_record *record_alloc(const char *key, size_t key_len, const void *value, size_t len);
+struct kite_record *kite_record_alloc(const char *key, size_t key_len, const void *value, size_t len);
 
 /* crypt.c: sealing values of encrypted prefixes. *ret is malloc'ed; crypt_open leaves *ret
  * NULL (0) for a value stored in the clear, and fails -EBADMSG for one that does not open. */
-bool crypt_applies(const struct kite_store_crypt *c, const char *key);
-int crypt_seal(struct kite_store_crypt *c, const char *key, const void *plain, size_t len, char **ret, size_t *ret_len);
-int crypt_open(struct kite_store_crypt *c, const char *key, const void *sealed, size_t len, char **ret, size_t *ret_len);
+bool kite_store_crypt_applies(const struct kite_store_crypt *c, const char *key);
+int kite_store_crypt_seal(struct kite_store_crypt *c, const char *key, const void *plain, size_t len, char **ret, size_t *ret_len);
+int kite_store_crypt_open(struct kite_store_crypt *c, const char *key, const void *sealed, size_t len, char **ret, size_t *ret_len);
 /* A record from a row's key and stored value, opened when its key is encrypted; NULL when the
  * value does not open (another key, or damaged). */
-struct kite_record *record_from_row(struct kite_store_crypt *c, const char *key, size_t key_len, const void *val,
+struct kite_record *kite_record_from_row(struct kite_store_crypt *c, const char *key, size_t key_len, const void *val,
                                     size_t len);
 /* The delete-event record for live deleted at rev: borrows live's key and value (holds a ref). */
-struct kite_record *record_tombstone(struct kite_record *live, int64_t rev);
+struct kite_record *kite_record_tombstone(struct kite_record *live, int64_t rev);
 
 /* walbuf.c: the VFS the store opens its connections with (WAL writes gathered until a sync).
  * walbuf_register registers it once; 0, or -EIO when it cannot (then the default VFS is used). */
 #define KITE_STORE_VFS "kite-walbuf"
-int walbuf_register(void);
+int kite_store_walbuf_register(void);
 
 /* The first string greater than every string starting with prefix, or NULL when there is none
  * (empty prefix, or all bytes 0xff). Caller frees. */
-char *prefix_end(const char *prefix);
+char *kite_store_prefix_end(const char *prefix);
 
 struct pending {
     struct pending *next;
@@ -104,9 +104,9 @@ struct sqlite_store {
 static inline struct sqlite_store *sq(struct kite_store *b) { return (struct sqlite_store *)b; }
 
 /* sqlite-read.c: the backend's read side (struct kite_store_ops rows). */
-int sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
+int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
                  struct kite_record ***ret, size_t *ret_n, bool *ret_more);
-int sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);
-int sqlite_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
+int kite_store_sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);
+int kite_store_sqlite_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
                               kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
                               size_t *ret_n, int64_t *ret_rev);

@@ -267,7 +267,7 @@ static void walbuf_init(void) {
     walbuf_rc = sqlite3_vfs_register(&walbuf_vfs, 0);
 }
 
-int walbuf_register(void) {
+int kite_store_walbuf_register(void) {
     pthread_once(&walbuf_once, walbuf_init);
     return walbuf_rc == SQLITE_OK ? 0 : -EIO;
 }

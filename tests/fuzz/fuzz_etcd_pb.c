@@ -9,7 +9,7 @@ static size_t walk(struct pb_reader r, int depth) {
     struct pb_field f;
     size_t n = 0;
     int k;
-    while ((k = pb_next(&r, &f)) > 0) {
+    while ((k = kite_store_pb_next(&r, &f)) > 0) {
         n++;
         if (f.wire == 2) {
             if (f.data < r.p - f.len || f.data + f.len != r.p) abort(); /* the field lies where it was read */
@@ -32,20 +32,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     struct kite_buf in = {0};
     size_t got = 0, half = n / 2;
     kite_buf_append(&in, data, half);
-    int r = grpc_deframe(&in, count, &got);
+    int r = kite_store_grpc_deframe(&in, count, &got);
     if (r == 0) {
         kite_buf_append(&in, data + half, n - half);
-        grpc_deframe(&in, count, &got);
+        kite_store_grpc_deframe(&in, count, &got);
     }
     kite_buf_release(&in);
     /* framing round trip */
     struct kite_buf b = {0};
-    grpc_frame(&b, data, n);
+    kite_store_grpc_frame(&b, data, n);
     size_t one = 0;
-    if (grpc_deframe(&b, count, &one) < 0 && n <= GRPC_MESSAGE_MAX) abort();
+    if (kite_store_grpc_deframe(&b, count, &one) < 0 && n <= GRPC_MESSAGE_MAX) abort();
     if (n <= GRPC_MESSAGE_MAX && (one != 1 || b.len != 0)) abort();
     kite_buf_release(&b);
-    char *s = grpc_percent_decode((const char *)data, n);
+    char *s = kite_store_grpc_percent_decode((const char *)data, n);
     if (strlen(s) > n) abort();
     free(s);
     return 0;

@@ -44,9 +44,9 @@ static void check_request(const struct req_parser *p) {
     const char *s = p->hdr.p;
     for (size_t i = 0; i < p->n_hdr; i++) {
         const char *v = s + strlen(s) + 1;
-        const char *first = req_parser_header(p, s), *all[2];
+        const char *first = kite_http_req_parser_header(p, s), *all[2];
         CHECK(first);
-        CHECK(req_parser_header_all(p, s, all, 2) >= 1 && all[0] == first);
+        CHECK(kite_http_req_parser_header_all(p, s, all, 2) >= 1 && all[0] == first);
         s = v + strlen(v) + 1;
     }
     if (p->n_hdr) CHECK(s == p->hdr.p + p->hdr.len);
@@ -54,11 +54,11 @@ static void check_request(const struct req_parser *p) {
     while (qend && q < qend) {
         const char *v = q + strlen(q) + 1;
         CHECK(v < qend);
-        CHECK(req_parser_query(p, q));
+        CHECK(kite_http_req_parser_query(p, q));
         q = v + strlen(v) + 1;
     }
-    (void)req_parser_query(p, "watch");
-    (void)req_parser_header(p, "Authorization");
+    (void)kite_http_req_parser_query(p, "watch");
+    (void)kite_http_req_parser_header(p, "Authorization");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
@@ -74,12 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     size_t len = n - 1, off = 0, chunk_end = 0;
 
     struct req_parser p;
-    req_parser_init(&p, max_head, max_body);
+    kite_http_req_parser_init(&p, max_head, max_body);
     while (off < len) {
         if (off >= chunk_end) chunk_end = step ? off + step : len;
         if (chunk_end > len) chunk_end = len;
         size_t used = 0;
-        enum req_status st = req_parser_feed(&p, in + off, chunk_end - off, &used);
+        enum req_status st = kite_http_req_parser_feed(&p, in + off, chunk_end - off, &used);
         CHECK(used <= chunk_end - off);
         off += used;
         if (st == REQ_ERROR) {
@@ -91,13 +91,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         }
         if (st == REQ_DONE) {
             check_request(&p);
-            req_parser_next(&p);
+            kite_http_req_parser_next(&p);
             CHECK(!p.begun && !p.head_done && !p.message_done && p.n_hdr == 0 && !p.path);
             continue;
         }
         CHECK(off == chunk_end); /* wanting more, it took everything */
     }
-    req_parser_release(&p);
+    kite_http_req_parser_release(&p);
     free(in);
     return 0;
 }

@@ -13,12 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     if (!text) abort();
     memcpy(text, data, n);
     struct mapi_batch b = {0};
-    int r = mapi_parse(text, n, 1, &b);
+    int r = kite_apiserver_mapi_parse(text, n, 1, &b);
     if (r < 0 && r != -EINVAL) abort();
     if (b.n > KITE_METRICS_MAX_CONTAINERS) abort();
     for (size_t i = 0; i < b.n; i++)
         if (!*b.c[i].ns || !*b.c[i].pod || !*b.c[i].name || strlen(b.c[i].name) > 255) abort();
-    mapi_batch_release(&b);
+    kite_apiserver_mapi_batch_release(&b);
     free(text);
     return 0;
 }

@@ -17,7 +17,7 @@ static void add_address(json_object *arr, const char *type, const char *address)
     json_object_array_add(arr, a);
 }
 
-int ns_set_addresses(struct ns_ctx *c) {
+int kite_ns_set_addresses(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
     char ip[NS_IP_LEN] = "";
     int r = 0;
@@ -28,7 +28,7 @@ int ns_set_addresses(struct ns_ctx *c) {
             r = -EINVAL;
     } else {
         r = c->src->default_route_ip ? c->src->default_route_ip(ip, sizeof(ip), c->src->ud)
-                                     : ns_default_route_ip(c->sysroot, ip, sizeof(ip));
+                                     : kite_ns_default_route_ip(c->sysroot, ip, sizeof(ip));
         if (r == 0 && !is_ip(ip)) r = -EINVAL;
     }
     json_object *arr;

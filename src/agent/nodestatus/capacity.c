@@ -59,14 +59,14 @@ static int64_t to_milli(int64_t bytes) {
 static void set_info_file(struct ns_ctx *c, const char *key, const char *const *paths) {
     for (const char *const *p = paths; *p; p++) {
         _cleanup_free_ char *v = NULL;
-        if (ns_read_value(c->sysroot, *p, &v) == 0 && *v) {
-            json_object_object_add(ns_obj(c, "nodeInfo"), key, json_object_new_string(v));
+        if (kite_ns_read_value(c->sysroot, *p, &v) == 0 && *v) {
+            json_object_object_add(kite_ns_obj(c, "nodeInfo"), key, json_object_new_string(v));
             return;
         }
     }
 }
 
-int ns_set_machine(struct ns_ctx *c) {
+int kite_ns_set_machine(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
     static const char *const machine_id[] = {"/etc/machine-id", "/var/lib/dbus/machine-id", NULL};
     static const char *const uuid[] = {"/sys/class/dmi/id/product_uuid", NULL};
@@ -85,7 +85,7 @@ int ns_set_machine(struct ns_ctx *c) {
         cpus = r;
         r = r > 0 ? 0 : r == 0 ? -ENODATA : r;
     } else {
-        r = ns_online_cpus(c->sysroot, &cpus);
+        r = kite_ns_online_cpus(c->sysroot, &cpus);
     }
     if (r == 0 && cpus > 0) {
         int64_t m = (int64_t)cpus * 1000;
@@ -97,10 +97,10 @@ int ns_set_machine(struct ns_ctx *c) {
     }
 
     /* hugepages: reported for every size the kernel offers, allocatable = capacity */
-    struct ns_hugepages *hp = NULL;
+    struct kite_ns_hugepages *hp = NULL;
     size_t nhp = 0;
     int64_t huge_total = 0;
-    if (ns_hugepages(c->sysroot, &hp, &nhp) == 0) {
+    if (kite_ns_hugepages(c->sysroot, &hp, &nhp) == 0) {
         for (size_t i = 0; i < nhp; i++) {
             char size[32];
             fmt_bytes(hp[i].page_bytes * 1000, size);
@@ -114,9 +114,9 @@ int ns_set_machine(struct ns_ctx *c) {
     }
 
     int64_t mem;
-    if ((r = ns_meminfo_bytes(c->sysroot, "MemTotal", &mem)) == 0) {
+    if ((r = kite_ns_meminfo_bytes(c->sysroot, "MemTotal", &mem)) == 0) {
         c->mem_total = mem;
-        int64_t evict = ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, mem);
+        int64_t evict = kite_ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, mem);
         int64_t m = to_milli(mem);
         add_res(cap, &ncap, "memory", m, true);
         add_res(alloc, &nalloc, "memory",
@@ -129,7 +129,7 @@ int ns_set_machine(struct ns_ctx *c) {
 
     if (c->fs_ok) {
         int64_t total = c->fs_total > INT64_MAX ? INT64_MAX : (int64_t)c->fs_total;
-        int64_t evict = ns_threshold(cfg->evict_nodefs_bytes, cfg->evict_nodefs_pct, total);
+        int64_t evict = kite_ns_threshold(cfg->evict_nodefs_bytes, cfg->evict_nodefs_pct, total);
         int64_t m = to_milli(total);
         add_res(cap, &ncap, "ephemeral-storage", m, true);
         add_res(alloc, &nalloc, "ephemeral-storage",
@@ -143,7 +143,7 @@ int ns_set_machine(struct ns_ctx *c) {
     add_res(cap, &ncap, "pods", (int64_t)cfg->max_pods * 1000, false);
     add_res(alloc, &nalloc, "pods", (int64_t)cfg->max_pods * 1000, false);
 
-    put_sorted(ns_obj(c, "capacity"), cap, ncap);
-    put_sorted(ns_obj(c, "allocatable"), alloc, nalloc);
+    put_sorted(kite_ns_obj(c, "capacity"), cap, ncap);
+    put_sorted(kite_ns_obj(c, "allocatable"), alloc, nalloc);
     return err;
 }

@@ -9,16 +9,16 @@
 static void set_pressure(struct ns_ctx *c, const char *type, bool pressure, const char *reason_true,
                          const char *msg_true, const char *reason_false, const char *msg_false,
                          const char *event_true, const char *event_false) {
-    ns_set_condition(c, type, pressure ? "True" : "False", pressure ? reason_true : reason_false,
+    kite_ns_set_condition(c, type, pressure ? "True" : "False", pressure ? reason_true : reason_false,
                      pressure ? msg_true : msg_false, event_true, event_false);
 }
 
-int ns_set_memory_pressure(struct ns_ctx *c) {
+int kite_ns_set_memory_pressure(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
     int64_t avail = -1, total = c->mem_total;
-    int r = ns_meminfo_bytes(c->sysroot, "MemAvailable", &avail);
-    if (total < 0) (void)ns_meminfo_bytes(c->sysroot, "MemTotal", &total);
-    int64_t threshold = ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, total);
+    int r = kite_ns_meminfo_bytes(c->sysroot, "MemAvailable", &avail);
+    if (total < 0) (void)kite_ns_meminfo_bytes(c->sysroot, "MemTotal", &total);
+    int64_t threshold = kite_ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, total);
     bool pressure = r == 0 && threshold >= 0 && avail < threshold;
     set_pressure(c, "MemoryPressure", pressure, "KubeletHasInsufficientMemory",
                  "kubelet has insufficient memory available", "KubeletHasSufficientMemory",
@@ -27,17 +27,17 @@ int ns_set_memory_pressure(struct ns_ctx *c) {
     return r;
 }
 
-int ns_set_disk_pressure(struct ns_ctx *c) {
+int kite_ns_set_disk_pressure(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
     bool pressure = false;
     if (c->fs_ok) {
         int64_t total = c->fs_total > INT64_MAX ? INT64_MAX : (int64_t)c->fs_total;
-        int64_t bytes = ns_threshold(cfg->evict_nodefs_bytes, cfg->evict_nodefs_pct, total);
+        int64_t bytes = kite_ns_threshold(cfg->evict_nodefs_bytes, cfg->evict_nodefs_pct, total);
         if (bytes >= 0 && c->fs_avail < (uint64_t)bytes) pressure = true;
         /* Filesystems without an inode table (btrfs reports 0 total) never run out of inodes. */
         if (c->fs_inodes > 0) {
             int64_t itotal = c->fs_inodes > INT64_MAX ? INT64_MAX : (int64_t)c->fs_inodes;
-            int64_t inodes = ns_threshold(cfg->evict_inodes_count, cfg->evict_inodes_pct, itotal);
+            int64_t inodes = kite_ns_threshold(cfg->evict_inodes_count, cfg->evict_inodes_pct, itotal);
             if (inodes >= 0 && c->fs_inodes_free < (uint64_t)inodes) pressure = true;
         }
     }
@@ -47,16 +47,16 @@ int ns_set_disk_pressure(struct ns_ctx *c) {
     return c->fs_ok ? 0 : -ENODATA;
 }
 
-int ns_set_pid_pressure(struct ns_ctx *c) {
+int kite_ns_set_pid_pressure(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
     bool pressure = false;
     int r = 0;
     /* Kubernetes sets no pid.available threshold by default: then there is nothing to read. */
     if (cfg->evict_pid_count >= 0 || cfg->evict_pid_pct >= 0) {
         int64_t limit, running;
-        r = ns_pid_stats(c->sysroot, &limit, &running);
+        r = kite_ns_pid_stats(c->sysroot, &limit, &running);
         if (r == 0) {
-            int64_t threshold = ns_threshold(cfg->evict_pid_count, cfg->evict_pid_pct, limit);
+            int64_t threshold = kite_ns_threshold(cfg->evict_pid_count, cfg->evict_pid_pct, limit);
             pressure = threshold >= 0 && limit - running < threshold;
         }
     }
@@ -75,7 +75,7 @@ static void add_error(const char **v, size_t *n, const char *msg) {
     v[(*n)++] = msg;
 }
 
-int ns_set_ready(struct ns_ctx *c) {
+int kite_ns_set_ready(struct ns_ctx *c) {
     const struct kite_ns_sources *src = c->src;
     const char *errs[3];
     size_t n = 0;
@@ -105,7 +105,7 @@ int ns_set_ready(struct ns_ctx *c) {
     }
 
     if (n == 0) {
-        ns_set_condition(c, "Ready", "True", "KubeletReady", "kubelet is posting ready status",
+        kite_ns_set_condition(c, "Ready", "True", "KubeletReady", "kubelet is posting ready status",
                          "NodeReady", "NodeNotReady");
         return 0;
     }
@@ -117,7 +117,7 @@ int ns_set_ready(struct ns_ctx *c) {
         kite_buf_puts(&msg, errs[i]);
     }
     if (n > 1) kite_buf_putc(&msg, ']');
-    ns_set_condition(c, "Ready", "False", "KubeletNotReady", msg.p, "NodeReady", "NodeNotReady");
+    kite_ns_set_condition(c, "Ready", "False", "KubeletNotReady", msg.p, "NodeReady", "NodeNotReady");
     kite_buf_release(&msg);
     return 0;
 }

@@ -22,27 +22,27 @@ const char *kite_ns_goarch(const char *machine) {
 }
 
 static void set_info(struct ns_ctx *c, const char *key, const char *value) {
-    json_object_object_add(ns_obj(c, "nodeInfo"), key, json_object_new_string(value ? value : ""));
+    json_object_object_add(kite_ns_obj(c, "nodeInfo"), key, json_object_new_string(value ? value : ""));
 }
 
-int ns_set_version(struct ns_ctx *c) {
+int kite_ns_set_version(struct ns_ctx *c) {
     int err = 0;
     /* kernel and arch come from the sysroot's /proc when it has them (tests, chroots), else
      * uname(2): on the real machine both are the same kernel's answer. */
     struct utsname u;
     bool have_uname = uname(&u) == 0;
     _cleanup_free_ char *release = NULL, *arch = NULL, *pretty = NULL;
-    if (ns_read_value(c->sysroot, "/proc/sys/kernel/osrelease", &release) == 0)
+    if (kite_ns_read_value(c->sysroot, "/proc/sys/kernel/osrelease", &release) == 0)
         set_info(c, "kernelVersion", release);
     else if (!*c->sysroot && have_uname)
         set_info(c, "kernelVersion", u.release);
-    if (ns_read_value(c->sysroot, "/proc/sys/kernel/arch", &arch) == 0)
+    if (kite_ns_read_value(c->sysroot, "/proc/sys/kernel/arch", &arch) == 0)
         set_info(c, "architecture", kite_ns_goarch(arch));
     else if (have_uname)
         set_info(c, "architecture", kite_ns_goarch(u.machine));
 
     /* cAdvisor reports "Linux" when os-release has no PRETTY_NAME */
-    set_info(c, "osImage", ns_os_pretty_name(c->sysroot, &pretty) == 0 ? pretty : "Linux");
+    set_info(c, "osImage", kite_ns_os_pretty_name(c->sysroot, &pretty) == 0 ? pretty : "Linux");
     set_info(c, "operatingSystem", "linux");
     set_info(c, "kubeletVersion", c->cfg->kubelet_version);
     /* Kubernetes 1.32 (DisableNodeKubeProxyVersion on by default) leaves kubeProxyVersion empty. */
@@ -62,10 +62,10 @@ int ns_set_version(struct ns_ctx *c) {
     return err;
 }
 
-int ns_set_daemon(struct ns_ctx *c) {
+int kite_ns_set_daemon(struct ns_ctx *c) {
     json_object *ep = json_object_new_object();
     json_object_object_add(ep, "Port", json_object_new_int(c->cfg->daemon_port));
-    json_object_object_add(ns_obj(c, "daemonEndpoints"), "kubeletEndpoint", ep);
+    json_object_object_add(kite_ns_obj(c, "daemonEndpoints"), "kubeletEndpoint", ep);
     return 0;
 }
 
@@ -77,7 +77,7 @@ static int cmp_image(const void *a, const void *b) {
     return strcmp(nx, ny);
 }
 
-int ns_set_images(struct ns_ctx *c) {
+int kite_ns_set_images(struct ns_ctx *c) {
     struct kite_runtime *rt = c->src->runtime;
     if (!rt || !rt->ops->list_images) return 0;
     struct kite_image *v = NULL;

@@ -32,59 +32,59 @@ struct ns_ctx {
 /* ---- machine readers (machine.c); all return 0 or -errno and set outputs only on success ---- */
 
 /* Reads sysroot+path whole (bounded by NS_MAX_FILE_BYTES); *ret is NUL-terminated, caller frees. */
-int ns_read_file(const char *sysroot, const char *path, char **ret);
+int kite_ns_read_file(const char *sysroot, const char *path, char **ret);
 /* As ns_read_file, with surrounding whitespace stripped (a one-value /proc or /sys file). */
-int ns_read_value(const char *sysroot, const char *path, char **ret);
+int kite_ns_read_value(const char *sysroot, const char *path, char **ret);
 /* A "Key:   N kB" line of /proc/meminfo, in bytes. -ENOENT when the key is absent. */
-int ns_meminfo_bytes(const char *sysroot, const char *key, int64_t *ret);
+int kite_ns_meminfo_bytes(const char *sysroot, const char *key, int64_t *ret);
 /* PRETTY_NAME of /etc/os-release (or /usr/lib/os-release), unquoted; caller frees. */
-int ns_os_pretty_name(const char *sysroot, char **ret);
+int kite_ns_os_pretty_name(const char *sysroot, char **ret);
 /* The parse step of ns_os_pretty_name, on os-release text. */
-int ns_parse_os_release(const char *text, const char *key, char **ret);
+int kite_ns_parse_os_release(const char *text, const char *key, char **ret);
 /* Interface of the default route in /proc/net/route text (up, destination 0, lowest metric). */
-int ns_parse_default_route(const char *route_text, char **ret_iface);
+int kite_ns_parse_default_route(const char *route_text, char **ret_iface);
 /* IPv4 address of the default-route interface (route from sysroot, address via getifaddrs). */
-int ns_default_route_ip(const char *sysroot, char *buf, size_t len);
+int kite_ns_default_route_ip(const char *sysroot, char *buf, size_t len);
 /* Count of cpus in a kernel cpu list ("0-3,8,10-11" -> 7). */
-int ns_parse_cpu_list(const char *list, int *ret);
+int kite_ns_parse_cpu_list(const char *list, int *ret);
 /* cgroup v2 cpu.max text ("max 100000" / "150000 100000") -> cpus, rounded up; 0 = no quota. */
-int ns_parse_cpu_max(const char *text, int *ret);
+int kite_ns_parse_cpu_max(const char *text, int *ret);
 /* Online cpus: sched_getaffinity (or <sysroot>/sys/devices/system/cpu/online under a
  * sysroot), capped by the cgroup cpu quota, rounded up: <sysroot>/sys/fs/cgroup/cpu.max (v2),
  * else <sysroot>/sys/fs/cgroup/cpu/cpu.cfs_quota_us / cpu.cfs_period_us (v1). */
-int ns_online_cpus(const char *sysroot, int *ret);
+int kite_ns_online_cpus(const char *sysroot, int *ret);
 /* One hugepage size present under <sysroot>/sys/kernel/mm/hugepages. */
-struct ns_hugepages {
+struct kite_ns_hugepages {
     int64_t page_bytes;
     int64_t total_bytes;
 };
 /* Every hugepage size, sorted by page size; *ret caller frees. */
-int ns_hugepages(const char *sysroot, struct ns_hugepages **ret, size_t *ret_n);
+int kite_ns_hugepages(const char *sysroot, struct kite_ns_hugepages **ret, size_t *ret_n);
 /* Process headroom: min(pid_max, threads-max) - running tasks (/proc/loadavg, else /proc/[0-9]*). */
-int ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running);
+int kite_ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running);
 /* statvfs(path). */
-int ns_statfs(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
+int kite_ns_statfs(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
               uint64_t *total_inodes, uint64_t *free_inodes);
 
 /* ---- setters, in the order kite_nodestatus_compute runs them ---- */
-int ns_set_addresses(struct ns_ctx *c);   /* addresses.c */
-int ns_set_machine(struct ns_ctx *c);     /* capacity.c: nodeInfo ids + capacity + allocatable */
-int ns_set_version(struct ns_ctx *c);     /* info.c */
-int ns_set_daemon(struct ns_ctx *c);      /* info.c */
-int ns_set_images(struct ns_ctx *c);      /* info.c */
-int ns_set_memory_pressure(struct ns_ctx *c); /* conditions.c */
-int ns_set_disk_pressure(struct ns_ctx *c);
-int ns_set_pid_pressure(struct ns_ctx *c);
-int ns_set_ready(struct ns_ctx *c);
+int kite_ns_set_addresses(struct ns_ctx *c);   /* addresses.c */
+int kite_ns_set_machine(struct ns_ctx *c);     /* capacity.c: nodeInfo ids + capacity + allocatable */
+int kite_ns_set_version(struct ns_ctx *c);     /* info.c */
+int kite_ns_set_daemon(struct ns_ctx *c);      /* info.c */
+int kite_ns_set_images(struct ns_ctx *c);      /* info.c */
+int kite_ns_set_memory_pressure(struct ns_ctx *c); /* conditions.c */
+int kite_ns_set_disk_pressure(struct ns_ctx *c);
+int kite_ns_set_pid_pressure(struct ns_ctx *c);
+int kite_ns_set_ready(struct ns_ctx *c);
 
 /* ---- helpers shared by setters (nodestatus.c) ---- */
 
 /* status[key] as an object, created (in place) if absent. Borrowed. */
-json_object *ns_obj(struct ns_ctx *c, const char *key);
+json_object *kite_ns_obj(struct ns_ctx *c, const char *key);
 /* Sets the condition `type` to status/reason/message, keeping lastTransitionTime from the
  * previous status unless the status flips, lastHeartbeatTime = now, and records event_true /
  * event_false on a flip (to "True" / to anything else). */
-void ns_set_condition(struct ns_ctx *c, const char *type, const char *status, const char *reason,
+void kite_ns_set_condition(struct ns_ctx *c, const char *type, const char *status, const char *reason,
                       const char *message, const char *event_true, const char *event_false);
 /* Threshold from an absolute value (>= 0 wins) or percent of total (>= 0); -1 = unset. */
-int64_t ns_threshold(int64_t abs, double pct, int64_t total);
+int64_t kite_ns_threshold(int64_t abs, double pct, int64_t total);

@@ -20,14 +20,14 @@
 /* Bound on cpu set size asked of sched_getaffinity (CPU_SETSIZE is only 1024). */
 #define NS_MAX_CPUS 65536
 
-int ns_read_file(const char *sysroot, const char *path, char **ret) {
+int kite_ns_read_file(const char *sysroot, const char *path, char **ret) {
     _cleanup_free_ char *full = kite_asprintf("%s%s", sysroot ? sysroot : "", path);
     return kite_read_file(full, NS_MAX_FILE_BYTES, ret, NULL);
 }
 
-int ns_read_value(const char *sysroot, const char *path, char **ret) {
+int kite_ns_read_value(const char *sysroot, const char *path, char **ret) {
     char *s;
-    int r = ns_read_file(sysroot, path, &s);
+    int r = kite_ns_read_file(sysroot, path, &s);
     if (r < 0) return r;
     size_t start = 0, end = strlen(s);
     while (start < end && isspace((unsigned char)s[start])) start++;
@@ -38,9 +38,9 @@ int ns_read_value(const char *sysroot, const char *path, char **ret) {
     return 0;
 }
 
-int ns_meminfo_bytes(const char *sysroot, const char *key, int64_t *ret) {
+int kite_ns_meminfo_bytes(const char *sysroot, const char *key, int64_t *ret) {
     _cleanup_free_ char *text = NULL;
-    int r = ns_read_file(sysroot, "/proc/meminfo", &text);
+    int r = kite_ns_read_file(sysroot, "/proc/meminfo", &text);
     if (r < 0) return r;
     size_t klen = strlen(key);
     for (char *line = text; line && *line;) {
@@ -67,7 +67,7 @@ int ns_meminfo_bytes(const char *sysroot, const char *key, int64_t *ret) {
     return -ENOENT;
 }
 
-int ns_parse_os_release(const char *text, const char *key, char **ret) {
+int kite_ns_parse_os_release(const char *text, const char *key, char **ret) {
     size_t klen = strlen(key);
     for (const char *line = text; line && *line;) {
         const char *nl = strchr(line, '\n');
@@ -93,15 +93,15 @@ int ns_parse_os_release(const char *text, const char *key, char **ret) {
     return -ENOENT;
 }
 
-int ns_os_pretty_name(const char *sysroot, char **ret) {
+int kite_ns_os_pretty_name(const char *sysroot, char **ret) {
     _cleanup_free_ char *text = NULL;
-    int r = ns_read_file(sysroot, "/etc/os-release", &text);
-    if (r == -ENOENT) r = ns_read_file(sysroot, "/usr/lib/os-release", &text);
+    int r = kite_ns_read_file(sysroot, "/etc/os-release", &text);
+    if (r == -ENOENT) r = kite_ns_read_file(sysroot, "/usr/lib/os-release", &text);
     if (r < 0) return r;
-    return ns_parse_os_release(text, "PRETTY_NAME", ret);
+    return kite_ns_parse_os_release(text, "PRETTY_NAME", ret);
 }
 
-int ns_parse_default_route(const char *route_text, char **ret_iface) {
+int kite_ns_parse_default_route(const char *route_text, char **ret_iface) {
     /* Columns: Iface Destination Gateway Flags RefCnt Use Metric Mask ...; hex, host order. */
     const char *line = strchr(route_text, '\n'); /* skip the header */
     long best_metric = -1;
@@ -125,11 +125,11 @@ int ns_parse_default_route(const char *route_text, char **ret_iface) {
     return 0;
 }
 
-int ns_default_route_ip(const char *sysroot, char *buf, size_t len) {
+int kite_ns_default_route_ip(const char *sysroot, char *buf, size_t len) {
     _cleanup_free_ char *text = NULL, *iface = NULL;
-    int r = ns_read_file(sysroot, "/proc/net/route", &text);
+    int r = kite_ns_read_file(sysroot, "/proc/net/route", &text);
     if (r < 0) return r;
-    r = ns_parse_default_route(text, &iface);
+    r = kite_ns_parse_default_route(text, &iface);
     if (r < 0) return r;
     struct ifaddrs *ifs;
     if (getifaddrs(&ifs) < 0) return -errno;
@@ -145,7 +145,7 @@ int ns_default_route_ip(const char *sysroot, char *buf, size_t len) {
     return r;
 }
 
-int ns_parse_cpu_list(const char *list, int *ret) {
+int kite_ns_parse_cpu_list(const char *list, int *ret) {
     int count = 0;
     const char *p = list;
     while (*p && *p != '\n') {
@@ -168,7 +168,7 @@ int ns_parse_cpu_list(const char *list, int *ret) {
     return 0;
 }
 
-int ns_parse_cpu_max(const char *text, int *ret) {
+int kite_ns_parse_cpu_max(const char *text, int *ret) {
     char quota[32];
     long long period = 100000;
     int n = sscanf(text, "%31s %lld", quota, &period);
@@ -185,7 +185,7 @@ int ns_parse_cpu_max(const char *text, int *ret) {
     return 0;
 }
 
-int ns_online_cpus(const char *sysroot, int *ret) {
+int kite_ns_online_cpus(const char *sysroot, int *ret) {
     int n, r;
     if (!sysroot || !*sysroot) {
         /* The cpus this process may run on: taskset/cpuset-restricted agents see fewer. */
@@ -202,21 +202,21 @@ int ns_online_cpus(const char *sysroot, int *ret) {
         CPU_FREE(set);
     } else {
         _cleanup_free_ char *list = NULL;
-        r = ns_read_value(sysroot, "/sys/devices/system/cpu/online", &list);
+        r = kite_ns_read_value(sysroot, "/sys/devices/system/cpu/online", &list);
         if (r < 0) return r;
-        r = ns_parse_cpu_list(list, &n);
+        r = kite_ns_parse_cpu_list(list, &n);
         if (r < 0) return r;
     }
     _cleanup_free_ char *max = NULL, *v1_quota = NULL, *v1_period = NULL;
     int quota = 0;
-    if (ns_read_value(sysroot, "/sys/fs/cgroup/cpu.max", &max) == 0) {
-        (void)ns_parse_cpu_max(max, &quota);
-    } else if (ns_read_value(sysroot, "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", &v1_quota) == 0 &&
-               ns_read_value(sysroot, "/sys/fs/cgroup/cpu/cpu.cfs_period_us", &v1_period) == 0) {
+    if (kite_ns_read_value(sysroot, "/sys/fs/cgroup/cpu.max", &max) == 0) {
+        (void)kite_ns_parse_cpu_max(max, &quota);
+    } else if (kite_ns_read_value(sysroot, "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", &v1_quota) == 0 &&
+               kite_ns_read_value(sysroot, "/sys/fs/cgroup/cpu/cpu.cfs_period_us", &v1_period) == 0) {
         /* cgroup v1 says the same in two files; a quota of -1 is "max" */
         _cleanup_free_ char *text = kite_asprintf(
             "%s %s", kite_streq(v1_quota, "-1") ? "max" : v1_quota, v1_period);
-        (void)ns_parse_cpu_max(text, &quota);
+        (void)kite_ns_parse_cpu_max(text, &quota);
     }
     if (quota > 0 && quota < n) n = quota;
     *ret = n;
@@ -224,15 +224,15 @@ int ns_online_cpus(const char *sysroot, int *ret) {
 }
 
 static int cmp_hugepages(const void *a, const void *b) {
-    const struct ns_hugepages *x = a, *y = b;
+    const struct kite_ns_hugepages *x = a, *y = b;
     return (x->page_bytes > y->page_bytes) - (x->page_bytes < y->page_bytes);
 }
 
-int ns_hugepages(const char *sysroot, struct ns_hugepages **ret, size_t *ret_n) {
+int kite_ns_hugepages(const char *sysroot, struct kite_ns_hugepages **ret, size_t *ret_n) {
     _cleanup_free_ char *dir = kite_asprintf("%s/sys/kernel/mm/hugepages", sysroot ? sysroot : "");
     DIR *d = opendir(dir);
     if (!d) return -errno;
-    struct ns_hugepages *v = NULL;
+    struct kite_ns_hugepages *v = NULL;
     size_t n = 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < NS_MAX_HUGEPAGE_SIZES) {
@@ -246,12 +246,12 @@ int ns_hugepages(const char *sysroot, struct ns_hugepages **ret, size_t *ret_n) 
             kite_asprintf("/sys/kernel/mm/hugepages/%s/nr_hugepages", de->d_name);
         _cleanup_free_ char *nr = NULL;
         int64_t count;
-        if (ns_read_value(sysroot, path, &nr) < 0 || kite_parse_int64(nr, &count) < 0 || count < 0)
+        if (kite_ns_read_value(sysroot, path, &nr) < 0 || kite_parse_int64(nr, &count) < 0 || count < 0)
             continue;
         int64_t page = kb * 1024;
         if (count > 0 && count > INT64_MAX / 1000 / page) continue; /* must fit as milli */
         v = kite_realloc(v, (n + 1) * sizeof(*v));
-        v[n++] = (struct ns_hugepages){.page_bytes = page, .total_bytes = page * count};
+        v[n++] = (struct kite_ns_hugepages){.page_bytes = page, .total_bytes = page * count};
     }
     closedir(d);
     if (n) qsort(v, n, sizeof(*v), cmp_hugepages);
@@ -275,18 +275,18 @@ static int count_pid_dirs(const char *sysroot, int64_t *ret) {
     return 0;
 }
 
-int ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running) {
+int kite_ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running) {
     _cleanup_free_ char *pid_max = NULL, *threads_max = NULL, *loadavg = NULL;
     int64_t limit, tmax, running = -1;
-    int r = ns_read_value(sysroot, "/proc/sys/kernel/pid_max", &pid_max);
+    int r = kite_ns_read_value(sysroot, "/proc/sys/kernel/pid_max", &pid_max);
     if (r < 0) return r;
     if (kite_parse_int64(pid_max, &limit) < 0) return -EINVAL;
     /* Every thread takes a pid, so threads-max caps the pid space too. */
-    if (ns_read_value(sysroot, "/proc/sys/kernel/threads-max", &threads_max) == 0 &&
+    if (kite_ns_read_value(sysroot, "/proc/sys/kernel/threads-max", &threads_max) == 0 &&
         kite_parse_int64(threads_max, &tmax) == 0 && tmax < limit)
         limit = tmax;
     /* loadavg's 4th field is "running/total" tasks; total counts threads, which hold pids. */
-    if (ns_read_value(sysroot, "/proc/loadavg", &loadavg) == 0) {
+    if (kite_ns_read_value(sysroot, "/proc/loadavg", &loadavg) == 0) {
         long long run, total;
         if (sscanf(loadavg, "%*s %*s %*s %lld/%lld", &run, &total) == 2 && total >= 0)
             running = total;
@@ -297,7 +297,7 @@ int ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running) 
     return 0;
 }
 
-int ns_statfs(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
+int kite_ns_statfs(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
               uint64_t *total_inodes, uint64_t *free_inodes) {
     struct statvfs s;
     if (statvfs(path, &s) < 0) return -errno;

@@ -38,7 +38,7 @@ void kite_ns_events_release(struct kite_ns_events *e) {
     e->n = 0;
 }
 
-int64_t ns_threshold(int64_t abs, double pct, int64_t total) {
+int64_t kite_ns_threshold(int64_t abs, double pct, int64_t total) {
     if (abs >= 0) return abs;
     /* Kubernetes parses "10%" into a float32 fraction and multiplies in float64; doing the
      * same keeps allocatable byte-identical to a kubelet's. */
@@ -49,7 +49,7 @@ int64_t ns_threshold(int64_t abs, double pct, int64_t total) {
     return -1;
 }
 
-json_object *ns_obj(struct ns_ctx *c, const char *key) {
+json_object *kite_ns_obj(struct ns_ctx *c, const char *key) {
     json_object *o;
     if (json_object_object_get_ex(c->status, key, &o) && json_object_is_type(o, json_type_object))
         return o;
@@ -86,7 +86,7 @@ static int find_condition(json_object *arr, const char *type) {
     return -1;
 }
 
-void ns_set_condition(struct ns_ctx *c, const char *type, const char *status, const char *reason,
+void kite_ns_set_condition(struct ns_ctx *c, const char *type, const char *status, const char *reason,
                       const char *message, const char *event_true, const char *event_false) {
     json_object *conds;
     json_object_object_get_ex(c->status, "conditions", &conds);
@@ -127,15 +127,15 @@ static const struct {
     const char *name;
     int (*fn)(struct ns_ctx *c);
 } setters[] = {
-    {"addresses", ns_set_addresses},
-    {"machine", ns_set_machine},
-    {"version", ns_set_version},
-    {"daemonEndpoints", ns_set_daemon},
-    {"images", ns_set_images},
-    {"MemoryPressure", ns_set_memory_pressure},
-    {"DiskPressure", ns_set_disk_pressure},
-    {"PIDPressure", ns_set_pid_pressure},
-    {"Ready", ns_set_ready}, /* last: judges what the others produced */
+    {"addresses", kite_ns_set_addresses},
+    {"machine", kite_ns_set_machine},
+    {"version", kite_ns_set_version},
+    {"daemonEndpoints", kite_ns_set_daemon},
+    {"images", kite_ns_set_images},
+    {"MemoryPressure", kite_ns_set_memory_pressure},
+    {"DiskPressure", kite_ns_set_disk_pressure},
+    {"PIDPressure", kite_ns_set_pid_pressure},
+    {"Ready", kite_ns_set_ready}, /* last: judges what the others produced */
 };
 
 int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_ns_sources *src,
@@ -186,7 +186,7 @@ int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_
     const char *root = cfg->root_dir ? cfg->root_dir : "/";
     int r = src->statfs ? src->statfs(root, &c.fs_total, &c.fs_avail, &c.fs_inodes,
                                       &c.fs_inodes_free, src->ud)
-                        : ns_statfs(root, &c.fs_total, &c.fs_avail, &c.fs_inodes, &c.fs_inodes_free);
+                        : kite_ns_statfs(root, &c.fs_total, &c.fs_avail, &c.fs_inodes, &c.fs_inodes_free);
     c.fs_ok = r == 0;
 
     /* A setter's failure leaves its part out, as the kubelet logs and goes on; only the

@@ -47,7 +47,7 @@ struct pods_vobjs {
     bool stopped;
 };
 
-void pods_vobjs_init(struct kite_pods *p) {
+void kite_pods_vobjs_init(struct kite_pods *p) {
     p->vobjs = kite_calloc(1, sizeof(*p->vobjs));
     pthread_mutex_init(&p->vobjs->lock, NULL);
 }
@@ -60,7 +60,7 @@ static void vobj_free(struct vobj *v) {
     free(v);
 }
 
-void pods_vobjs_stop(struct kite_pods *p) {
+void kite_pods_vobjs_stop(struct kite_pods *p) {
     struct pods_vobjs *s = p->vobjs;
     if (!s) return;
     pthread_mutex_lock(&s->lock);
@@ -74,9 +74,9 @@ void pods_vobjs_stop(struct kite_pods *p) {
     free(v);
 }
 
-void pods_vobjs_free(struct kite_pods *p) {
+void kite_pods_vobjs_free(struct kite_pods *p) {
     if (!p->vobjs) return;
-    pods_vobjs_stop(p);
+    kite_pods_vobjs_stop(p);
     kite_strv_free(p->vobjs->changed, p->vobjs->n_changed);
     pthread_mutex_destroy(&p->vobjs->lock);
     free(p->vobjs);
@@ -181,7 +181,7 @@ static bool vobj_get(struct kite_pods *p, const char *uid, bool secret, const ch
     return synced;
 }
 
-void pods_vobjs_forget(struct kite_pods *p, const char *uid) {
+void kite_pods_vobjs_forget(struct kite_pods *p, const char *uid) {
     struct pods_vobjs *s = p->vobjs;
     if (!s) return;
     struct vobj **gone = NULL;
@@ -209,7 +209,7 @@ void pods_vobjs_forget(struct kite_pods *p, const char *uid) {
     free(gone);
 }
 
-void pods_vobjs_mark_changed(struct kite_pods *p) {
+void kite_pods_vobjs_mark_changed(struct kite_pods *p) {
     struct pods_vobjs *s = p->vobjs;
     if (!s) return;
     pthread_mutex_lock(&s->lock);
@@ -230,7 +230,7 @@ static int get_object(struct kite_pods *p, struct pod *pod, bool secret, const c
                       char **ret_err) {
     if (vobj_get(p, pod->uid, secret, pod->ns, name, ret)) return 0;
     pod->volumes_polled = true;
-    return pods_get_object(p, pod->ns, secret, name, ret, ret_err);
+    return kite_pods_get_object(p, pod->ns, secret, name, ret, ret_err);
 }
 
 /* ---- payloads ---- */
@@ -251,44 +251,44 @@ static void add_err(struct vctx *c, char *msg) {
 }
 
 static mode_t mode_of(json_object *o, const char *field, mode_t dflt) {
-    json_object *m = pj(o, field);
+    json_object *m = kite_agent_pj(o, field);
     return m && json_object_is_type(m, json_type_int) ? (mode_t)(json_object_get_int64(m) & 0777) : dflt;
 }
 
 static bool optional(json_object *src) {
-    json_object *o = pj(src, "optional");
+    json_object *o = kite_agent_pj(src, "optional");
     return o && json_object_get_boolean(o);
 }
 
 /* A key's bytes: data (a string; base64 for a Secret), or binaryData of a ConfigMap (base64). */
 static bool value_of(json_object *obj, bool secret, const char *key, char **ret, size_t *ret_len) {
     json_object *v = NULL;
-    if (json_object_object_get_ex(pj(obj, "data"), key, &v) && json_object_is_type(v, json_type_string)) {
+    if (json_object_object_get_ex(kite_agent_pj(obj, "data"), key, &v) && json_object_is_type(v, json_type_string)) {
         if (secret) return kite_base64_decode(json_object_get_string(v), ret, ret_len) == 0;
         *ret_len = (size_t)json_object_get_string_len(v);
         *ret = kite_strndup(json_object_get_string(v), *ret_len);
         return true;
     }
-    if (!secret && json_object_object_get_ex(pj(obj, "binaryData"), key, &v) && json_object_is_type(v, json_type_string))
+    if (!secret && json_object_object_get_ex(kite_agent_pj(obj, "binaryData"), key, &v) && json_object_is_type(v, json_type_string))
         return kite_base64_decode(json_object_get_string(v), ret, ret_len) == 0;
     return false;
 }
 
 static void add_path(struct vctx *c, const char *path, const char *data, size_t len, mode_t mode) {
     char *err = NULL;
-    char *clean = pods_payload_path_clean(path, &err);
+    char *clean = kite_pods_payload_path_clean(path, &err);
     if (!clean) {
         add_err(c, err);
         return;
     }
-    pods_payload_add(c->pl, clean, data, len, mode);
+    kite_pods_payload_add(c->pl, clean, data, len, mode);
     free(clean);
 }
 
 /* MakePayload of the configMap and secret plugins: every key, or the items' key -> path. */
 static void object_source(struct vctx *c, json_object *src, bool secret) {
-    const char *name = pjs(src, secret ? "secretName" : "name");
-    if (!name) name = pjs(src, "name"); /* a projected secret source names it "name" */
+    const char *name = kite_agent_pjs(src, secret ? "secretName" : "name");
+    if (!name) name = kite_agent_pjs(src, "name"); /* a projected secret source names it "name" */
     json_object *obj = NULL;
     char *err = NULL;
     if (get_object(c->p, c->pod, secret, name ? name : "", &obj, &err) < 0) {
@@ -299,12 +299,12 @@ static void object_source(struct vctx *c, json_object *src, bool secret) {
         if (!optional(src)) add_err(c, kite_asprintf("%s \"%s\" not found", secret ? "secret" : "configmap", name ? name : ""));
         return;
     }
-    json_object *items = pj(src, "items");
+    json_object *items = kite_agent_pj(src, "items");
     size_t n = items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
     if (!n) {
         static const char *const maps[] = {"data", "binaryData"};
         for (size_t m = 0; m < (secret ? 1u : 2u); m++) {
-            json_object *d = pj(obj, maps[m]);
+            json_object *d = kite_agent_pj(obj, maps[m]);
             if (!d || !json_object_is_type(d, json_type_object)) continue;
             json_object_object_foreach(d, k, val) {
                 (void)val;
@@ -318,7 +318,7 @@ static void object_source(struct vctx *c, json_object *src, bool secret) {
     }
     for (size_t i = 0; i < n; i++) {
         json_object *it = json_object_array_get_idx(items, i);
-        const char *key = pjs(it, "key") ? pjs(it, "key") : "";
+        const char *key = kite_agent_pjs(it, "key") ? kite_agent_pjs(it, "key") : "";
         char *data = NULL;
         size_t len = 0;
         if (!value_of(obj, secret, key, &data, &len)) {
@@ -327,7 +327,7 @@ static void object_source(struct vctx *c, json_object *src, bool secret) {
                               : kite_asprintf("configmap references non-existent config key: %s", key));
             break;
         }
-        add_path(c, pjs(it, "path") ? pjs(it, "path") : "", data, len, mode_of(it, "mode", c->default_mode));
+        add_path(c, kite_agent_pjs(it, "path") ? kite_agent_pjs(it, "path") : "", data, len, mode_of(it, "mode", c->default_mode));
         free(data);
     }
     json_object_put(obj);
@@ -359,7 +359,7 @@ static void go_quote(struct kite_buf *b, const char *s) {
     kite_buf_putc(b, '"');
 }
 
-char *pods_format_map(json_object *m) {
+char *kite_pods_format_map(json_object *m) {
     size_t n = m && json_object_is_type(m, json_type_object) ? (size_t)json_object_object_length(m) : 0;
     const char **keys = kite_calloc(n + 1, sizeof(char *));
     size_t k = 0;
@@ -388,20 +388,20 @@ static int downward_items(struct vctx *c, json_object *items) {
         json_object *it = json_object_array_get_idx(items, i), *ref;
         char *v = NULL, *err = NULL;
         int r = 0;
-        if ((ref = pj(it, "fieldRef"))) {
-            const char *fp = pjs(ref, "fieldPath") ? pjs(ref, "fieldPath") : "";
+        if ((ref = kite_agent_pj(it, "fieldRef"))) {
+            const char *fp = kite_agent_pjs(ref, "fieldPath") ? kite_agent_pjs(ref, "fieldPath") : "";
             if (strcmp(fp, "metadata.labels") == 0 || strcmp(fp, "metadata.annotations") == 0)
-                v = pods_format_map(pj(c->pod->obj, fp));
+                v = kite_pods_format_map(kite_agent_pj(c->pod->obj, fp));
             else
-                r = pods_field_value(c->pod, fp, &v, &err);
-        } else if ((ref = pj(it, "resourceFieldRef"))) {
-            const char *cn = pjs(ref, "containerName") ? pjs(ref, "containerName") : "";
-            json_object *ctr = pods_find_ctr(c->pod, cn);
+                r = kite_pods_field_value(c->pod, fp, &v, &err);
+        } else if ((ref = kite_agent_pj(it, "resourceFieldRef"))) {
+            const char *cn = kite_agent_pjs(ref, "containerName") ? kite_agent_pjs(ref, "containerName") : "";
+            json_object *ctr = kite_pods_find_ctr(c->pod, cn);
             if (!ctr) {
                 err = kite_asprintf("container %s not found", cn);
                 r = -ENOENT;
             } else {
-                r = pods_env_resource_value(ctr, pjs(ref, "resource") ? pjs(ref, "resource") : "", pjs(ref, "divisor"),
+                r = kite_pods_env_resource_value(ctr, kite_agent_pjs(ref, "resource") ? kite_agent_pjs(ref, "resource") : "", kite_agent_pjs(ref, "divisor"),
                                             c->p->alloc_cpu_m, c->p->alloc_mem_m, &v, &err);
             }
         } else {
@@ -411,13 +411,13 @@ static int downward_items(struct vctx *c, json_object *items) {
             add_err(c, err);
             continue;
         }
-        add_path(c, pjs(it, "path") ? pjs(it, "path") : "", v, strlen(v), mode_of(it, "mode", c->default_mode));
+        add_path(c, kite_agent_pjs(it, "path") ? kite_agent_pjs(it, "path") : "", v, strlen(v), mode_of(it, "mode", c->default_mode));
         free(v);
     }
     return 0;
 }
 
-static int downward_source(struct vctx *c, json_object *src) { return downward_items(c, pj(src, "items")); }
+static int downward_source(struct vctx *c, json_object *src) { return downward_items(c, kite_agent_pj(src, "items")); }
 
 /* A source this node cannot serve yet: the volume fails to mount with this message rather than
  * coming up without its files. */
@@ -466,12 +466,12 @@ static const struct {
 };
 
 static int projected(struct vctx *c, json_object *vol) {
-    json_object *srcs = pj(vol, "sources");
+    json_object *srcs = kite_agent_pj(vol, "sources");
     size_t n = srcs && json_object_is_type(srcs, json_type_array) ? json_object_array_length(srcs) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *s = json_object_array_get_idx(srcs, i);
         for (size_t k = 0; k < KITE_ARRAY_SIZE(projected_sources); k++) {
-            json_object *src = pj(s, projected_sources[k].field);
+            json_object *src = kite_agent_pj(s, projected_sources[k].field);
             if (src) projected_sources[k].fn(c, src);
         }
     }
@@ -490,29 +490,29 @@ static const struct {
     {"projected", "kubernetes.io~projected", true},
 };
 
-const char *pods_api_volume_plugin(json_object *vol, bool *ret_tmpfs) {
+const char *kite_pods_api_volume_plugin(json_object *vol, bool *ret_tmpfs) {
     for (size_t i = 0; i < KITE_ARRAY_SIZE(kinds); i++)
-        if (pj(vol, kinds[i].field)) {
+        if (kite_agent_pj(vol, kinds[i].field)) {
             if (ret_tmpfs) *ret_tmpfs = kinds[i].tmpfs;
             return kinds[i].plugin;
         }
     return NULL;
 }
 
-int pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *vol, struct pods_payload *ret,
+int kite_pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *vol, struct pods_payload *ret,
                             char **ret_err) {
     struct vctx c = {.p = p, .pod = pod, .pl = ret};
     json_object *src;
-    if ((src = pj(vol, "configMap"))) {
+    if ((src = kite_agent_pj(vol, "configMap"))) {
         c.default_mode = mode_of(src, "defaultMode", DEFAULT_MODE);
         configmap_source(&c, src);
-    } else if ((src = pj(vol, "secret"))) {
+    } else if ((src = kite_agent_pj(vol, "secret"))) {
         c.default_mode = mode_of(src, "defaultMode", DEFAULT_MODE);
         secret_source(&c, src);
-    } else if ((src = pj(vol, "downwardAPI"))) {
+    } else if ((src = kite_agent_pj(vol, "downwardAPI"))) {
         c.default_mode = mode_of(src, "defaultMode", DEFAULT_MODE);
         downward_source(&c, src);
-    } else if ((src = pj(vol, "projected"))) {
+    } else if ((src = kite_agent_pj(vol, "projected"))) {
         c.default_mode = mode_of(src, "defaultMode", DEFAULT_MODE);
         projected(&c, src);
     } else {
@@ -522,12 +522,12 @@ int pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *v
     if (c.n_errs) {
         *ret_err = c.n_errs == 1 ? kite_buf_detach(&c.errs, NULL) : kite_asprintf("[%s]", c.errs.p);
         kite_buf_release(&c.errs);
-        pods_payload_release(ret);
+        kite_pods_payload_release(ret);
         return -ENOENT;
     }
     kite_buf_release(&c.errs);
     /* SetVolumeOwnership with the pod's fsGroup: its group reads every file (a read-only volume) */
-    json_object *fsg = pj(pod->obj, "spec.securityContext.fsGroup");
+    json_object *fsg = kite_agent_pj(pod->obj, "spec.securityContext.fsGroup");
     if (fsg && json_object_is_type(fsg, json_type_int) && json_object_get_int64(fsg) >= 0) {
         ret->has_gid = true;
         ret->gid = (gid_t)json_object_get_int64(fsg);
@@ -536,7 +536,7 @@ int pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *v
     if (ret->bytes > KITE_PODS_VOLUME_MAX_BYTES) {
         *ret_err = kite_asprintf("the volume's files are %zu bytes, more than this node's limit of %u", ret->bytes,
                                  KITE_PODS_VOLUME_MAX_BYTES);
-        pods_payload_release(ret);
+        kite_pods_payload_release(ret);
         return -EFBIG;
     }
     return 0;

@@ -30,7 +30,7 @@ static char *dup0(const char *data, size_t len) {
     return s;
 }
 
-void pods_payload_release(struct pods_payload *pl) {
+void kite_pods_payload_release(struct pods_payload *pl) {
     for (size_t i = 0; i < pl->n; i++) {
         free(pl->f[i].path);
         free(pl->f[i].data);
@@ -39,7 +39,7 @@ void pods_payload_release(struct pods_payload *pl) {
     memset(pl, 0, sizeof(*pl));
 }
 
-void pods_payload_add(struct pods_payload *pl, const char *path, const char *data, size_t len, mode_t mode) {
+void kite_pods_payload_add(struct pods_payload *pl, const char *path, const char *data, size_t len, mode_t mode) {
     for (size_t i = 0; i < pl->n; i++)
         if (strcmp(pl->f[i].path, path) == 0) { /* a later source wins, as upstream's map */
             pl->bytes -= pl->f[i].len;
@@ -56,7 +56,7 @@ void pods_payload_add(struct pods_payload *pl, const char *path, const char *dat
 }
 
 /* upstream's validatePath, on the path cleaned as filepath.Clean would ("a//b/." is "a/b") */
-char *pods_payload_path_clean(const char *in, char **ret_err) {
+char *kite_pods_payload_path_clean(const char *in, char **ret_err) {
     if (!in || !*in) {
         *ret_err = kite_strdup("invalid path: must not be empty");
         return NULL;
@@ -230,10 +230,10 @@ static int new_ts_dir(const char *dir, int64_t now_wall, char **ret) {
     return -EEXIST;
 }
 
-int pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t now_wall, char **ret_err) {
+int kite_pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t now_wall, char **ret_err) {
     for (size_t i = 0; i < pl->n; i++) {
         char *err = NULL;
-        _cleanup_free_ char *clean = pods_payload_path_clean(pl->f[i].path, &err);
+        _cleanup_free_ char *clean = kite_pods_payload_path_clean(pl->f[i].path, &err);
         if (!clean || strcmp(clean, pl->f[i].path) != 0) {
             *ret_err = err ? err : kite_asprintf("invalid path: %s is not clean", pl->f[i].path);
             if (clean) free(err);

@@ -18,7 +18,7 @@
 
 /* ---- expansion (third_party/forked/golang/expansion) ---- */
 
-char *pods_env_expand(const char *in, const char *(*lookup)(void *ud, const char *name, size_t len), void *ud) {
+char *kite_pods_env_expand(const char *in, const char *(*lookup)(void *ud, const char *name, size_t len), void *ud) {
     struct kite_buf b = {0};
     size_t n = strlen(in), checkpoint = 0;
     for (size_t cur = 0; cur < n; cur++) {
@@ -53,7 +53,7 @@ char *pods_env_expand(const char *in, const char *(*lookup)(void *ud, const char
 
 /* ---- an ordered map of variables ---- */
 
-void pods_env_set(struct pods_env *e, const char *k, const char *v) {
+void kite_pods_env_set(struct pods_env *e, const char *k, const char *v) {
     for (size_t i = 0; i < e->n; i++)
         if (strcmp(e->k[i], k) == 0) {
             free(e->v[i]);
@@ -66,13 +66,13 @@ void pods_env_set(struct pods_env *e, const char *k, const char *v) {
     e->v[e->n++] = kite_strdup(v);
 }
 
-const char *pods_env_get(const struct pods_env *e, const char *k, size_t len) {
+const char *kite_pods_env_get(const struct pods_env *e, const char *k, size_t len) {
     for (size_t i = 0; e && i < e->n; i++)
         if (strlen(e->k[i]) == len && memcmp(e->k[i], k, len) == 0) return e->v[i];
     return NULL;
 }
 
-void pods_env_del(struct pods_env *e, const char *k) {
+void kite_pods_env_del(struct pods_env *e, const char *k) {
     for (size_t i = 0; i < e->n; i++)
         if (strcmp(e->k[i], k) == 0) {
             free(e->k[i]);
@@ -84,7 +84,7 @@ void pods_env_del(struct pods_env *e, const char *k) {
         }
 }
 
-void pods_env_release(struct pods_env *e) {
+void kite_pods_env_release(struct pods_env *e) {
     kite_strv_free(e->k, e->n);
     kite_strv_free(e->v, e->n);
     memset(e, 0, sizeof(*e));
@@ -96,12 +96,12 @@ struct two_envs {
 };
 static const char *lookup_two(void *ud, const char *name, size_t len) {
     struct two_envs *t = ud;
-    const char *v = pods_env_get(t->a, name, len);
-    return v ? v : pods_env_get(t->b, name, len);
+    const char *v = kite_pods_env_get(t->a, name, len);
+    return v ? v : kite_pods_env_get(t->b, name, len);
 }
 
 /* IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]* */
-bool pods_env_name_valid(const char *s) {
+bool kite_pods_env_name_valid(const char *s) {
     if (!s || !*s) return false;
     for (const char *q = s; *q; q++) {
         char c = *q;
@@ -125,49 +125,49 @@ static void lower(char *s) {
         if (*s >= 'A' && *s <= 'Z') *s = (char)(*s + 32);
 }
 
-void pods_env_service(struct pods_env *e, json_object *svc) {
-    const char *ip = pjs(svc, "spec.clusterIP");
-    json_object *ports = pj(svc, "spec.ports");
+void kite_pods_env_service(struct pods_env *e, json_object *svc) {
+    const char *ip = kite_agent_pjs(svc, "spec.clusterIP");
+    json_object *ports = kite_agent_pj(svc, "spec.ports");
     size_t np = ports && json_object_is_type(ports, json_type_array) ? json_object_array_length(ports) : 0;
-    const char *name = pjs(svc, "metadata.name");
+    const char *name = kite_agent_pjs(svc, "metadata.name");
     if (!ip || !*ip || strcmp(ip, "None") == 0 || !name || np == 0) return;
     _cleanup_free_ char *pre = env_name(name);
     _cleanup_free_ char *k = kite_asprintf("%s_SERVICE_HOST", pre);
-    pods_env_set(e, k, ip);
+    kite_pods_env_set(e, k, ip);
     bool v6 = strchr(ip, ':') != NULL;
     _cleanup_free_ char *hp_ip = v6 ? kite_asprintf("[%s]", ip) : kite_strdup(ip);
     for (size_t i = 0; i < np; i++) {
         json_object *sp = json_object_array_get_idx(ports, i);
-        int port = (int)json_object_get_int(pj(sp, "port"));
+        int port = (int)json_object_get_int(kite_agent_pj(sp, "port"));
         _cleanup_free_ char *ps = kite_asprintf("%d", port);
         if (i == 0) {
             _cleanup_free_ char *kk = kite_asprintf("%s_SERVICE_PORT", pre);
-            pods_env_set(e, kk, ps);
+            kite_pods_env_set(e, kk, ps);
         }
-        if (pjs(sp, "name") && *pjs(sp, "name")) {
-            _cleanup_free_ char *pn = env_name(pjs(sp, "name"));
+        if (kite_agent_pjs(sp, "name") && *kite_agent_pjs(sp, "name")) {
+            _cleanup_free_ char *pn = env_name(kite_agent_pjs(sp, "name"));
             _cleanup_free_ char *kk = kite_asprintf("%s_SERVICE_PORT_%s", pre, pn);
-            pods_env_set(e, kk, ps);
+            kite_pods_env_set(e, kk, ps);
         }
     }
     for (size_t i = 0; i < np; i++) {
         json_object *sp = json_object_array_get_idx(ports, i);
-        int port = (int)json_object_get_int(pj(sp, "port"));
-        const char *proto = pjs(sp, "protocol") && *pjs(sp, "protocol") ? pjs(sp, "protocol") : "TCP";
+        int port = (int)json_object_get_int(kite_agent_pj(sp, "port"));
+        const char *proto = kite_agent_pjs(sp, "protocol") && *kite_agent_pjs(sp, "protocol") ? kite_agent_pjs(sp, "protocol") : "TCP";
         _cleanup_free_ char *up = env_name(proto), *lo = kite_strdup(proto);
         lower(lo);
         _cleanup_free_ char *url = kite_asprintf("%s://%s:%d", lo, hp_ip, port);
         if (i == 0) {
             _cleanup_free_ char *kk = kite_asprintf("%s_PORT", pre);
-            pods_env_set(e, kk, url);
+            kite_pods_env_set(e, kk, url);
         }
         _cleanup_free_ char *pp = kite_asprintf("%s_PORT_%d_%s", pre, port, up);
-        pods_env_set(e, pp, url);
+        kite_pods_env_set(e, pp, url);
         _cleanup_free_ char *k1 = kite_asprintf("%s_PROTO", pp), *k2 = kite_asprintf("%s_PORT", pp),
                             *k3 = kite_asprintf("%s_ADDR", pp), *ps = kite_asprintf("%d", port);
-        pods_env_set(e, k1, lo);
-        pods_env_set(e, k2, ps);
-        pods_env_set(e, k3, ip);
+        kite_pods_env_set(e, k1, lo);
+        kite_pods_env_set(e, k2, ps);
+        kite_pods_env_set(e, k3, ip);
     }
 }
 
@@ -187,7 +187,7 @@ static void objs_release(struct objs *c) {
 
 /* GET of a ConfigMap or Secret: 0 with *ret (a new reference; NULL when not found), or < 0
  * with *ret_err. */
-int pods_get_object(struct kite_pods *p, const char *ns, bool secret, const char *name, json_object **ret,
+int kite_pods_get_object(struct kite_pods *p, const char *ns, bool secret, const char *name, json_object **ret,
                     char **ret_err) {
     _cleanup_free_ char *path =
         kite_asprintf("/api/v1/namespaces/%s/%s/%s", ns, secret ? "secrets" : "configmaps", name);
@@ -195,7 +195,7 @@ int pods_get_object(struct kite_pods *p, const char *ns, bool secret, const char
     long code = 0;
     int r = kite_client_json(p->client, "GET", path, NULL, NULL, &code, &o);
     if (r < 0 && code != 404) {
-        const char *m = pjs(o, "message");
+        const char *m = kite_agent_pjs(o, "message");
         *ret_err = kite_asprintf("failed to get %s %s/%s: %s", secret ? "secret" : "configmap", ns, name,
                                  m ? m : strerror(-r));
         json_object_put(o);
@@ -219,7 +219,7 @@ static int get_obj(struct kite_pods *p, struct pod *pod, struct objs *c, bool se
             return 0;
         }
     json_object *o = NULL;
-    int r = pods_get_object(p, pod->ns, secret, name, &o, ret_err);
+    int r = kite_pods_get_object(p, pod->ns, secret, name, &o, ret_err);
     if (r < 0) return r;
     c->keys = kite_realloc(c->keys, (c->n + 1) * sizeof(char *));
     c->o = kite_realloc(c->o, (c->n + 1) * sizeof(json_object *));
@@ -232,19 +232,19 @@ static int get_obj(struct kite_pods *p, struct pod *pod, struct objs *c, bool se
 /* A Secret's value decoded (the API sends base64); NULL when absent or undecodable. */
 static char *secret_value(json_object *s, const char *key) {
     json_object *v = NULL;
-    if (!json_object_object_get_ex(pj(s, "data"), key, &v) || !json_object_is_type(v, json_type_string)) return NULL;
+    if (!json_object_object_get_ex(kite_agent_pj(s, "data"), key, &v) || !json_object_is_type(v, json_type_string)) return NULL;
     char *out = NULL;
     return kite_base64_decode(json_object_get_string(v), &out, NULL) == 0 ? out : NULL;
 }
 
 static const char *cm_value(json_object *cm, const char *key) {
     json_object *v = NULL;
-    if (!json_object_object_get_ex(pj(cm, "data"), key, &v) || !json_object_is_type(v, json_type_string)) return NULL;
+    if (!json_object_object_get_ex(kite_agent_pj(cm, "data"), key, &v) || !json_object_is_type(v, json_type_string)) return NULL;
     return json_object_get_string(v);
 }
 
 static bool opt(json_object *ref) {
-    json_object *o = pj(ref, "optional");
+    json_object *o = kite_agent_pj(ref, "optional");
     return o && json_object_get_boolean(o);
 }
 
@@ -259,12 +259,12 @@ static char *subscript(const char *path, const char *prefix) {
 }
 
 static const char *pod_ip(struct pod *pod) {
-    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    json_object *hn = kite_agent_pj(pod->obj, "spec.hostNetwork");
     return hn && json_object_get_boolean(hn) ? pod->host_ip : pod->sandbox_ip;
 }
 
 /* podFieldSelectorRuntimeValue */
-int pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_err) {
+int kite_pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_err) {
     static const char *const plain[][2] = {
         {"metadata.name", "metadata.name"},   {"metadata.namespace", "metadata.namespace"},
         {"metadata.uid", "metadata.uid"},     {"spec.nodeName", "spec.nodeName"},
@@ -272,7 +272,7 @@ int pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_e
     };
     for (size_t i = 0; i < KITE_ARRAY_SIZE(plain); i++)
         if (strcmp(path, plain[i][0]) == 0) {
-            const char *v = pjs(pod->obj, plain[i][1]);
+            const char *v = kite_agent_pjs(pod->obj, plain[i][1]);
             *ret = kite_strdup(v ? v : "");
             return 0;
         }
@@ -290,7 +290,7 @@ int pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_e
         _cleanup_free_ char *k = subscript(path, maps[i]);
         if (!k) continue;
         json_object *v = NULL;
-        json_object_object_get_ex(pj(pod->obj, maps[i]), k, &v);
+        json_object_object_get_ex(kite_agent_pj(pod->obj, maps[i]), k, &v);
         *ret = kite_strdup(v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "");
         return 0;
     }
@@ -298,14 +298,14 @@ int pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_e
     return -EINVAL;
 }
 
-json_object *pods_find_ctr(struct pod *pod, const char *name) {
+json_object *kite_pods_find_ctr(struct pod *pod, const char *name) {
     for (size_t i = 0; i < pod->nc; i++)
         if (strcmp(pod->c[i].name, name) == 0) return pod->c[i].spec;
     return NULL;
 }
 
 /* ExtractContainerResourceValue, unset limits being the node's allocatable. */
-int pods_env_resource_value(json_object *ctr, const char *resource, const char *divisor, int64_t alloc_cpu_m,
+int kite_pods_env_resource_value(json_object *ctr, const char *resource, const char *divisor, int64_t alloc_cpu_m,
                             int64_t alloc_mem_m, char **ret, char **ret_err) {
     const char *dot = strchr(resource, '.');
     if (!dot || (strncmp(resource, "limits", (size_t)(dot - resource)) != 0 &&
@@ -322,8 +322,8 @@ int pods_env_resource_value(json_object *ctr, const char *resource, const char *
         return -EINVAL;
     }
     int64_t v = 0, d = 0;
-    const char *q = pjs(pj(ctr, limits ? "resources.limits" : "resources.requests"), name);
-    if (!q && !limits) q = pjs(pj(ctr, "resources.limits"), name); /* requests default to limits */
+    const char *q = kite_agent_pjs(kite_agent_pj(ctr, limits ? "resources.limits" : "resources.requests"), name);
+    if (!q && !limits) q = kite_agent_pjs(kite_agent_pj(ctr, "resources.limits"), name); /* requests default to limits */
     if (q) kite_quantity_parse_milli(q, &v);
     else if (limits && cpu && alloc_cpu_m > 0) v = alloc_cpu_m;
     else if (limits && strcmp(name, "memory") == 0 && alloc_mem_m > 0) v = alloc_mem_m;
@@ -365,29 +365,29 @@ static int get_ref(struct kite_pods *p, struct pod *pod, struct objs *cache, boo
 
 static int env_from(struct kite_pods *p, struct pod *pod, struct objs *cache, json_object *ef, struct pods_env *tmp,
                     char **ret_err) {
-    bool secret = pj(ef, "secretRef") != NULL;
-    json_object *ref = pj(ef, secret ? "secretRef" : "configMapRef");
-    const char *name = pjs(ref, "name");
+    bool secret = kite_agent_pj(ef, "secretRef") != NULL;
+    json_object *ref = kite_agent_pj(ef, secret ? "secretRef" : "configMapRef");
+    const char *name = kite_agent_pjs(ref, "name");
     if (!ref || !name) return 0;
     json_object *o = NULL;
     int r = get_ref(p, pod, cache, secret, ref, name, &o, ret_err);
     if (r <= 0) return r;
-    const char *prefix = pjs(ef, "prefix") ? pjs(ef, "prefix") : "";
+    const char *prefix = kite_agent_pjs(ef, "prefix") ? kite_agent_pjs(ef, "prefix") : "";
     char **bad = NULL;
     size_t nbad = 0;
-    json_object *data = pj(o, "data");
+    json_object *data = kite_agent_pj(o, "data");
     if (data && json_object_is_type(data, json_type_object)) {
         json_object_object_foreach(data, k, v) {
             (void)v;
             _cleanup_free_ char *key = kite_asprintf("%s%s", prefix, k);
-            if (!pods_env_name_valid(key)) {
+            if (!kite_pods_env_name_valid(key)) {
                 bad = kite_realloc(bad, (nbad + 1) * sizeof(char *));
                 bad[nbad++] = kite_strdup(key);
                 continue;
             }
             _cleanup_free_ char *sv = secret ? secret_value(o, k) : NULL;
             const char *val = secret ? sv : cm_value(o, k);
-            pods_env_set(tmp, key, val ? val : "");
+            kite_pods_env_set(tmp, key, val ? val : "");
         }
     }
     invalid_keys_event(p, pod, bad, nbad, secret ? "secret" : "configMap", name);
@@ -400,21 +400,21 @@ static int value_from(struct kite_pods *p, struct pod *pod, json_object *ctr, st
                       char **ret, char **ret_err) {
     json_object *ref;
     *ret = NULL;
-    if ((ref = pj(vf, "fieldRef"))) return pods_field_value(pod, pjs(ref, "fieldPath") ? pjs(ref, "fieldPath") : "", ret, ret_err);
-    if ((ref = pj(vf, "resourceFieldRef"))) {
-        const char *cn = pjs(ref, "containerName");
-        json_object *c = cn && *cn ? pods_find_ctr(pod, cn) : ctr;
+    if ((ref = kite_agent_pj(vf, "fieldRef"))) return kite_pods_field_value(pod, kite_agent_pjs(ref, "fieldPath") ? kite_agent_pjs(ref, "fieldPath") : "", ret, ret_err);
+    if ((ref = kite_agent_pj(vf, "resourceFieldRef"))) {
+        const char *cn = kite_agent_pjs(ref, "containerName");
+        json_object *c = cn && *cn ? kite_pods_find_ctr(pod, cn) : ctr;
         if (!c) {
             *ret_err = kite_asprintf("container %s not found", cn);
             return -ENOENT;
         }
-        return pods_env_resource_value(c, pjs(ref, "resource") ? pjs(ref, "resource") : "", pjs(ref, "divisor"),
+        return kite_pods_env_resource_value(c, kite_agent_pjs(ref, "resource") ? kite_agent_pjs(ref, "resource") : "", kite_agent_pjs(ref, "divisor"),
                                        p->alloc_cpu_m, p->alloc_mem_m, ret, ret_err);
     }
-    bool secret = pj(vf, "secretKeyRef") != NULL;
-    ref = pj(vf, secret ? "secretKeyRef" : "configMapKeyRef");
+    bool secret = kite_agent_pj(vf, "secretKeyRef") != NULL;
+    ref = kite_agent_pj(vf, secret ? "secretKeyRef" : "configMapKeyRef");
     if (!ref) return 0;
-    const char *name = pjs(ref, "name") ? pjs(ref, "name") : "", *key = pjs(ref, "key") ? pjs(ref, "key") : "";
+    const char *name = kite_agent_pjs(ref, "name") ? kite_agent_pjs(ref, "name") : "", *key = kite_agent_pjs(ref, "key") ? kite_agent_pjs(ref, "key") : "";
     json_object *o = NULL;
     int r = get_ref(p, pod, cache, secret, ref, name, &o, ret_err);
     if (r <= 0) return r;
@@ -429,81 +429,81 @@ static int value_from(struct kite_pods *p, struct pod *pod, json_object *ctr, st
 }
 
 static void service_env(struct kite_pods *p, struct pod *pod, struct pods_env *svc) {
-    json_object *links = pj(pod->obj, "spec.enableServiceLinks");
+    json_object *links = kite_agent_pj(pod->obj, "spec.enableServiceLinks");
     bool all = !links || json_object_get_boolean(links);
     json_object *o = NULL;
     if (all) {
         _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/services", pod->ns);
         if (kite_client_json(p->client, "GET", path, NULL, NULL, NULL, &o) == 0) {
-            json_object *items = pj(o, "items");
+            json_object *items = kite_agent_pj(o, "items");
             size_t n = items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
             for (size_t i = 0; i < n; i++) {
                 json_object *s = json_object_array_get_idx(items, i);
                 /* the master's service comes from its own namespace below */
-                if (strcmp(pod->ns, "default") == 0 && kite_streq(pjs(s, "metadata.name"), "kubernetes")) continue;
-                pods_env_service(svc, s);
+                if (strcmp(pod->ns, "default") == 0 && kite_streq(kite_agent_pjs(s, "metadata.name"), "kubernetes")) continue;
+                kite_pods_env_service(svc, s);
             }
         }
         json_object_put(o);
         o = NULL;
     }
     if (kite_client_json(p->client, "GET", "/api/v1/namespaces/default/services/kubernetes", NULL, NULL, NULL, &o) == 0)
-        pods_env_service(svc, o);
+        kite_pods_env_service(svc, o);
     json_object_put(o);
 }
 
-int pods_env_build(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname, struct pods_env *ret,
+int kite_pods_env_build(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname, struct pods_env *ret,
                    char **ret_err) {
     struct pods_env tmp = {0}, svc = {0};
     struct objs cache = {0};
     int r = 0;
     service_env(p, pod, &svc);
-    json_object *froms = pj(ctr, "envFrom");
+    json_object *froms = kite_agent_pj(ctr, "envFrom");
     size_t nf = froms && json_object_is_type(froms, json_type_array) ? json_object_array_length(froms) : 0;
     for (size_t i = 0; i < nf && r == 0; i++) r = env_from(p, pod, &cache, json_object_array_get_idx(froms, i), &tmp, ret_err);
-    json_object *envs = pj(ctr, "env");
+    json_object *envs = kite_agent_pj(ctr, "env");
     size_t ne = envs && json_object_is_type(envs, json_type_array) ? json_object_array_length(envs) : 0;
     for (size_t i = 0; i < ne && r == 0; i++) {
         json_object *e = json_object_array_get_idx(envs, i);
-        const char *name = pjs(e, "name");
+        const char *name = kite_agent_pjs(e, "name");
         if (!name) continue;
         char *v = NULL;
-        const char *value = pjs(e, "value");
+        const char *value = kite_agent_pjs(e, "value");
         if (value && *value) {
             struct two_envs t = {&tmp, &svc};
-            v = pods_env_expand(value, lookup_two, &t);
-        } else if (pj(e, "valueFrom")) {
-            r = value_from(p, pod, ctr, &cache, pj(e, "valueFrom"), &v, ret_err);
+            v = kite_pods_env_expand(value, lookup_two, &t);
+        } else if (kite_agent_pj(e, "valueFrom")) {
+            r = value_from(p, pod, ctr, &cache, kite_agent_pj(e, "valueFrom"), &v, ret_err);
             if (r < 0 || !v) continue;
         }
-        pods_env_del(&svc, name);
-        pods_env_set(&tmp, name, v ? v : "");
+        kite_pods_env_del(&svc, name);
+        kite_pods_env_set(&tmp, name, v ? v : "");
         free(v);
     }
     objs_release(&cache);
     if (r < 0) {
-        pods_env_release(&tmp);
-        pods_env_release(&svc);
+        kite_pods_env_release(&tmp);
+        kite_pods_env_release(&svc);
         return r;
     }
     /* the runtime's HOSTNAME first: the pod's own variables win */
-    pods_env_set(ret, "HOSTNAME", hostname);
-    for (size_t i = 0; i < tmp.n; i++) pods_env_set(ret, tmp.k[i], tmp.v[i]);
+    kite_pods_env_set(ret, "HOSTNAME", hostname);
+    for (size_t i = 0; i < tmp.n; i++) kite_pods_env_set(ret, tmp.k[i], tmp.v[i]);
     for (size_t i = 0; i < svc.n; i++)
-        if (!pods_env_get(&tmp, svc.k[i], strlen(svc.k[i]))) pods_env_set(ret, svc.k[i], svc.v[i]);
-    pods_env_release(&tmp);
-    pods_env_release(&svc);
+        if (!kite_pods_env_get(&tmp, svc.k[i], strlen(svc.k[i]))) kite_pods_env_set(ret, svc.k[i], svc.v[i]);
+    kite_pods_env_release(&tmp);
+    kite_pods_env_release(&svc);
     return 0;
 }
 
-static const char *lookup_one(void *ud, const char *name, size_t len) { return pods_env_get(ud, name, len); }
+static const char *lookup_one(void *ud, const char *name, size_t len) { return kite_pods_env_get(ud, name, len); }
 
-char **pods_env_expand_argv(json_object *arr, const struct pods_env *env, size_t *ret_n) {
+char **kite_pods_env_expand_argv(json_object *arr, const struct pods_env *env, size_t *ret_n) {
     size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
     char **v = kite_calloc(n + 1, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
         const char *s = json_object_get_string(json_object_array_get_idx(arr, i));
-        v[i] = pods_env_expand(s ? s : "", lookup_one, (void *)env);
+        v[i] = kite_pods_env_expand(s ? s : "", lookup_one, (void *)env);
     }
     *ret_n = n;
     return v;

@@ -19,15 +19,15 @@ static void aliases(struct kite_buf *b, json_object *ha) {
     if (!n) return;
     kite_buf_puts(b, "\n# Entries added by HostAliases.\n");
     for (size_t i = 0; i < n; i++) {
-        json_object *a = json_object_array_get_idx(ha, i), *hn = pj(a, "hostnames");
-        kite_buf_puts(b, pjs(a, "ip") ? pjs(a, "ip") : "");
+        json_object *a = json_object_array_get_idx(ha, i), *hn = kite_agent_pj(a, "hostnames");
+        kite_buf_puts(b, kite_agent_pjs(a, "ip") ? kite_agent_pjs(a, "ip") : "");
         size_t m = hn && json_object_is_type(hn, json_type_array) ? json_object_array_length(hn) : 0;
         for (size_t j = 0; j < m; j++) kite_buf_printf(b, "\t%s", json_object_get_string(json_object_array_get_idx(hn, j)));
         kite_buf_putc(b, '\n');
     }
 }
 
-char *pods_hosts_content(const char *ip, const char *hostname, const char *domain, json_object *host_aliases,
+char *kite_pods_hosts_content(const char *ip, const char *hostname, const char *domain, json_object *host_aliases,
                          const char *node_hosts) {
     struct kite_buf b = {0};
     if (node_hosts) {
@@ -104,7 +104,7 @@ static void str_list(json_object *arr, char ***v, size_t *n, bool options) {
     for (size_t i = 0; i < m; i++) {
         json_object *e = json_object_array_get_idx(arr, i);
         if (options) {
-            const char *name = pjs(e, "name"), *val = pjs(e, "value");
+            const char *name = kite_agent_pjs(e, "name"), *val = kite_agent_pjs(e, "value");
             if (!name) continue;
             _cleanup_free_ char *o = val ? kite_asprintf("%s:%s", name, val) : kite_strdup(name);
             add_option(v, n, o);
@@ -115,10 +115,10 @@ static void str_list(json_object *arr, char ***v, size_t *n, bool options) {
     }
 }
 
-char *pods_resolv_content(json_object *spec, const char *ns, const char *cluster_dns, const char *cluster_domain,
+char *kite_pods_resolv_content(json_object *spec, const char *ns, const char *cluster_dns, const char *cluster_domain,
                           const char *host_resolv) {
-    const char *policy = pjs(spec, "dnsPolicy") ? pjs(spec, "dnsPolicy") : "ClusterFirst";
-    json_object *hn = pj(spec, "hostNetwork");
+    const char *policy = kite_agent_pjs(spec, "dnsPolicy") ? kite_agent_pjs(spec, "dnsPolicy") : "ClusterFirst";
+    json_object *hn = kite_agent_pj(spec, "hostNetwork");
     bool host_net = hn && json_object_get_boolean(hn);
     bool cluster = (strcmp(policy, "ClusterFirst") == 0 && !host_net) || strcmp(policy, "ClusterFirstWithHostNet") == 0;
     if (cluster && (!cluster_dns || !*cluster_dns)) cluster = false; /* no cluster DNS: the host's, as the kubelet */
@@ -147,10 +147,10 @@ char *pods_resolv_content(json_object *spec, const char *ns, const char *cluster
         host_words(host_resolv, "search", &search, &nsearch, false);
         host_words(host_resolv, "options", &opts, &nopts, true);
     }
-    json_object *dc = pj(spec, "dnsConfig");
-    str_list(pj(dc, "nameservers"), &srv, &nsrv, false);
-    str_list(pj(dc, "searches"), &search, &nsearch, false);
-    str_list(pj(dc, "options"), &opts, &nopts, true);
+    json_object *dc = kite_agent_pj(spec, "dnsConfig");
+    str_list(kite_agent_pj(dc, "nameservers"), &srv, &nsrv, false);
+    str_list(kite_agent_pj(dc, "searches"), &search, &nsearch, false);
+    str_list(kite_agent_pj(dc, "options"), &opts, &nopts, true);
     struct kite_buf b = {0};
     if (nsearch) {
         kite_buf_puts(&b, "search");
@@ -195,16 +195,16 @@ static int write_file(const char *path, const char *text, char **ret_err) {
 }
 
 static bool mounts_path(json_object *ctr, const char *path) {
-    json_object *vm = pj(ctr, "volumeMounts");
+    json_object *vm = kite_agent_pj(ctr, "volumeMounts");
     size_t n = vm && json_object_is_type(vm, json_type_array) ? json_object_array_length(vm) : 0;
     for (size_t i = 0; i < n; i++)
-        if (kite_streq(pjs(json_object_array_get_idx(vm, i), "mountPath"), path)) return true;
+        if (kite_streq(kite_agent_pjs(json_object_array_get_idx(vm, i), "mountPath"), path)) return true;
     return false;
 }
 
-int pods_etc_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname,
+int kite_pods_etc_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname,
                     struct kite_mount **mounts, size_t *n, char ***paths, char **ret_err) {
-    _cleanup_free_ char *dir = pods_pod_dir(p, pod->uid);
+    _cleanup_free_ char *dir = kite_pods_pod_dir(p, pod->uid);
     if (!dir) return 0;
     _cleanup_free_ char *pods = kite_asprintf("%s/pods", p->root_dir);
     if ((mkdir(pods, 0750) < 0 && errno != EEXIST) || (mkdir(dir, 0750) < 0 && errno != EEXIST)) {
@@ -212,16 +212,16 @@ int pods_etc_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, cons
         *ret_err = kite_asprintf("creating %s: %s", dir, strerror(e));
         return -e;
     }
-    json_object *spec = pj(pod->obj, "spec"), *hn = pj(spec, "hostNetwork");
+    json_object *spec = kite_agent_pj(pod->obj, "spec"), *hn = kite_agent_pj(spec, "hostNetwork");
     bool host_net = hn && json_object_get_boolean(hn);
-    const char *sub = pjs(spec, "subdomain");
+    const char *sub = kite_agent_pjs(spec, "subdomain");
     _cleanup_free_ char *domain = sub && *sub ? kite_asprintf("%s.%s.svc.%s", sub, pod->ns,
                                                                  p->cluster_domain ? p->cluster_domain : "cluster.local")
                                               : NULL;
     _cleanup_free_ char *node_hosts = host_net ? read_text(HOST_HOSTS) : NULL;
     _cleanup_free_ char *host_resolv = read_text(HOST_RESOLV_CONF);
-    _cleanup_free_ char *hosts = pods_hosts_content(pod->sandbox_ip, hostname, domain, pj(spec, "hostAliases"), node_hosts);
-    _cleanup_free_ char *resolv = pods_resolv_content(spec, pod->ns, p->cluster_dns, p->cluster_domain, host_resolv);
+    _cleanup_free_ char *hosts = kite_pods_hosts_content(pod->sandbox_ip, hostname, domain, kite_agent_pj(spec, "hostAliases"), node_hosts);
+    _cleanup_free_ char *resolv = kite_pods_resolv_content(spec, pod->ns, p->cluster_dns, p->cluster_domain, host_resolv);
     _cleanup_free_ char *hname = kite_asprintf("%s\n", hostname);
     static const char *const names[] = {"etc-hosts", "hostname", "resolv.conf"};
     static const char *const targets[] = {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"};

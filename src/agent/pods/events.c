@@ -118,8 +118,8 @@ static struct ev_entry *add_entry(struct kite_recorder *r, const char *key) {
 
 static void record(struct kite_recorder *r, json_object *obj, const char *field_path, const char *type,
                    const char *reason, const char *message) {
-    const char *ns = pjs(obj, "metadata.namespace"), *name = pjs(obj, "metadata.name"),
-               *uid = pjs(obj, "metadata.uid");
+    const char *ns = kite_agent_pjs(obj, "metadata.namespace"), *name = kite_agent_pjs(obj, "metadata.name"),
+               *uid = kite_agent_pjs(obj, "metadata.uid");
     if (!ns || !name) return;
     if (!uid) uid = "";
     int64_t now = kite_now_mono(r->clock), wall = kite_now_wall(r->clock);

@@ -79,7 +79,7 @@ static void notify(struct kite_pods *p) {
     if (fn) fn(ud);
 }
 
-void pods_logs_publish(struct kite_pods *p, const struct pod *pod) {
+void kite_pods_logs_publish(struct kite_pods *p, const struct pod *pod) {
     struct log_pod *lp = build(pod);
     pthread_mutex_lock(&p->lock);
     size_t i = find_uid(p, pod->uid);
@@ -96,7 +96,7 @@ void pods_logs_publish(struct kite_pods *p, const struct pod *pod) {
     if (changed) notify(p);
 }
 
-void pods_logs_forget(struct kite_pods *p, const char *uid) {
+void kite_pods_logs_forget(struct kite_pods *p, const char *uid) {
     pthread_mutex_lock(&p->lock);
     size_t i = find_uid(p, uid);
     if (i != SIZE_MAX) {
@@ -107,7 +107,7 @@ void pods_logs_forget(struct kite_pods *p, const char *uid) {
     if (i != SIZE_MAX) notify(p);
 }
 
-void pods_logs_release(struct kite_pods *p) {
+void kite_pods_logs_release(struct kite_pods *p) {
     for (size_t i = 0; i < p->n_logs; i++) log_pod_free(p->logs[i]);
     free(p->logs);
     p->logs = NULL;

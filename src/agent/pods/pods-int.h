@@ -51,33 +51,33 @@ struct probe_result {
     bool changed;  /* the reported result changed to `success` (thresholds reached) */
     char *output;  /* why it failed; NULL on success */
 };
-void pods_probe_result_release(struct probe_result *r);
+void kite_pods_probe_result_release(struct probe_result *r);
 struct kite_prober;
 /* rt: exec probes (borrowed, thread-safe); wake(ud) is called when results are queued. */
-struct kite_prober *pods_prober_new(struct kite_clock *clock, struct kite_runtime *rt, void (*wake)(void *), void *ud);
-void pods_prober_free(struct kite_prober *p);
+struct kite_prober *kite_pods_prober_new(struct kite_clock *clock, struct kite_runtime *rt, void (*wake)(void *), void *ud);
+void kite_pods_prober_free(struct kite_prober *p);
 /* Registers a probe of a running container (idempotent per container id and kind; a changed
  * ip is taken). spec and ports are copied. start: mono time the container started. */
-void pods_prober_add(struct kite_prober *p, const char *pod_uid, const char *ctr_name, const char *cid,
+void kite_pods_prober_add(struct kite_prober *p, const char *pod_uid, const char *ctr_name, const char *cid,
                      enum probe_kind kind, json_object *spec, json_object *ports, const char *ip, int64_t start);
 /* Forgets the probes of container cid, or of every container of pod_uid. */
-void pods_prober_remove(struct kite_prober *p, const char *cid, const char *pod_uid);
+void kite_pods_prober_remove(struct kite_prober *p, const char *cid, const char *pod_uid);
 /* Runs every due probe; returns the mono time the next one is due (INT64_MAX = none). */
-int64_t pods_prober_step(struct kite_prober *p);
+int64_t kite_pods_prober_step(struct kite_prober *p);
 /* The results queued since the last call (a new array). */
-void pods_prober_take(struct kite_prober *p, struct probe_result **ret, size_t *ret_n);
-int pods_prober_start(struct kite_prober *p);
-void pods_prober_stop(struct kite_prober *p);
-const char *pods_probe_kind_name(enum probe_kind k); /* "Liveness" */
-const char *pods_probe_field(enum probe_kind k);     /* "livenessProbe" */
+void kite_pods_prober_take(struct kite_prober *p, struct probe_result **ret, size_t *ret_n);
+int kite_pods_prober_start(struct kite_prober *p);
+void kite_pods_prober_stop(struct kite_prober *p);
+const char *kite_pods_probe_kind_name(enum probe_kind k); /* "Liveness" */
+const char *kite_pods_probe_field(enum probe_kind k);     /* "livenessProbe" */
 
 /* pods.c: the ephemeral containers of pod->obj's spec not yet in pod->c, added after the others
  * (the pods thread, while no worker has the pod). */
 struct pod;
-void pods_ephemeral_sync(struct pod *pod);
+void kite_pods_ephemeral_sync(struct pod *pod);
 
 enum pod_phase { PHASE_PENDING, PHASE_RUNNING, PHASE_SUCCEEDED, PHASE_FAILED };
-const char *pods_phase_name(enum pod_phase ph);
+const char *kite_pods_phase_name(enum pod_phase ph);
 
 struct pod {
     char *uid, *ns, *name;
@@ -237,34 +237,34 @@ struct kite_pods {
 
 /* status.c: the pod's status as the kubelet generates it; prev (borrowed, may be NULL) gives
  * the lastTransitionTimes to keep. A new object. */
-json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall);
-enum pod_phase pods_compute_phase(struct pod *pod);
+json_object *kite_pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall);
+enum pod_phase kite_pods_compute_phase(struct pod *pod);
 /* Whether the pod's requests count against allocatable (pods thread; a busy pod's as of the
  * start of its sync). */
-bool pods_holds_resources(const struct pod *pod);
-const char *pods_restart_policy(struct pod *pod);
+bool kite_pods_holds_resources(const struct pod *pod);
+const char *kite_pods_restart_policy(struct pod *pod);
 /* QoS class of a pod spec (Guaranteed, Burstable, BestEffort). */
-const char *pods_qos_class(json_object *spec);
+const char *kite_pods_qos_class(json_object *spec);
 /* Sets pod->status from the current state; bumps the version when it changed (the terminal
  * phase is never moved back). */
-void pods_status_update(struct kite_pods *p, struct pod *pod);
-bool pods_status_diverged(json_object *acked, json_object *server);
+void kite_pods_status_update(struct kite_pods *p, struct pod *pod);
+bool kite_pods_status_diverged(json_object *acked, json_object *server);
 /* Sends the pod's status when it changed since the server's acknowledgement and no retry is
  * pending (from the pods thread, or from the worker that has the pod). */
-void pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now);
+void kite_pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now);
 /* Sends due status patches and final deletes. */
-void pods_status_sync(struct kite_pods *p, int64_t now);
+void kite_pods_status_sync(struct kite_pods *p, int64_t now);
 
 /* volumes.c: emptyDir, hostPath and the API volumes (apivolumes.c). setup is idempotent (every sync before containers start);
  * on failure *ret_volume and *ret_err name the volume and the reason. mounts: the container's
  * volumeMounts as bind mounts (paths owned by *ret_paths, free with kite_strv_free(paths, n)).
  * teardown removes the pod's directory (tmpfs unmounted first). */
-int pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, char **ret_err);
-int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, struct kite_mount **ret,
+int kite_pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, char **ret_err);
+int kite_pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, struct kite_mount **ret,
                         size_t *ret_n, char ***ret_paths, char **ret_err);
-int pods_volumes_teardown(struct kite_pods *p, const char *uid);
-void pods_volumes_remove_orphans(struct kite_pods *p);
-char *pods_pod_dir(struct kite_pods *p, const char *uid);
+int kite_pods_volumes_teardown(struct kite_pods *p, const char *uid);
+void kite_pods_volumes_remove_orphans(struct kite_pods *p);
+char *kite_pods_pod_dir(struct kite_pods *p, const char *uid);
 
 /* atomicwriter.c: the kubelet's atomic writer. A payload is a set of files (relative, clean
  * paths; a later add of the same path replaces it). pods_atomic_write writes it into dir
@@ -282,10 +282,10 @@ struct pods_payload {
     bool has_gid;          /* the pod's fsGroup: files and directories get its group (dirs setgid) */
     gid_t gid;
 };
-void pods_payload_add(struct pods_payload *pl, const char *path, const char *data, size_t len, mode_t mode);
-void pods_payload_release(struct pods_payload *pl);
-char *pods_payload_path_clean(const char *in, char **ret_err);
-int pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t now_wall, char **ret_err);
+void kite_pods_payload_add(struct pods_payload *pl, const char *path, const char *data, size_t len, mode_t mode);
+void kite_pods_payload_release(struct pods_payload *pl);
+char *kite_pods_payload_path_clean(const char *in, char **ret_err);
+int kite_pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t now_wall, char **ret_err);
 
 /* apivolumes.c: configMap, secret, downwardAPI and projected volumes. Their ConfigMaps and
  * Secrets are watched one by one (a list + watch of the name, as the kubelet's watch-based
@@ -297,24 +297,24 @@ int pods_atomic_write(const char *dir, const struct pods_payload *pl, int64_t no
 struct pods_vobjs;
 /* The volume's plugin directory name ("kubernetes.io~configmap"); *ret_tmpfs: kept in memory.
  * NULL when vol is none of these kinds. */
-const char *pods_api_volume_plugin(json_object *vol, bool *ret_tmpfs);
+const char *kite_pods_api_volume_plugin(json_object *vol, bool *ret_tmpfs);
 /* The volume's files for the pod (*ret_err: the kubelet's MountVolume.SetUp message). */
-int pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *vol, struct pods_payload *ret,
+int kite_pods_api_volume_payload(struct kite_pods *p, struct pod *pod, json_object *vol, struct pods_payload *ret,
                             char **ret_err);
 /* fieldpath.FormatMap: a downwardAPI file of labels or annotations (a new string). */
-char *pods_format_map(json_object *m);
-void pods_vobjs_init(struct kite_pods *p);
-void pods_vobjs_stop(struct kite_pods *p);  /* stops every watch (the workers are stopped) */
-void pods_vobjs_free(struct kite_pods *p);
-void pods_vobjs_forget(struct kite_pods *p, const char *uid); /* the pod's references go */
-void pods_vobjs_mark_changed(struct kite_pods *p); /* pods thread: pods whose objects changed get a sync */
+char *kite_pods_format_map(json_object *m);
+void kite_pods_vobjs_init(struct kite_pods *p);
+void kite_pods_vobjs_stop(struct kite_pods *p);  /* stops every watch (the workers are stopped) */
+void kite_pods_vobjs_free(struct kite_pods *p);
+void kite_pods_vobjs_forget(struct kite_pods *p, const char *uid); /* the pod's references go */
+void kite_pods_vobjs_mark_changed(struct kite_pods *p); /* pods thread: pods whose objects changed get a sync */
 
 /* env.c: field and object lookups shared with the volumes. pods_field_value: a fieldRef's
  * value; pods_find_ctr: a container's spec by name (NULL = none); pods_get_object: GET of a
  * ConfigMap or Secret (*ret a new reference, NULL when not found). */
-int pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_err);
-json_object *pods_find_ctr(struct pod *pod, const char *name);
-int pods_get_object(struct kite_pods *p, const char *ns, bool secret, const char *name, json_object **ret,
+int kite_pods_field_value(struct pod *pod, const char *path, char **ret, char **ret_err);
+json_object *kite_pods_find_ctr(struct pod *pod, const char *name);
+int kite_pods_get_object(struct kite_pods *p, const char *ns, bool secret, const char *name, json_object **ret,
                     char **ret_err);
 
 /* env.c: a container's environment (see there). An ordered map of variables: */
@@ -322,77 +322,77 @@ struct pods_env {
     char **k, **v;
     size_t n;
 };
-void pods_env_set(struct pods_env *e, const char *k, const char *v);
-const char *pods_env_get(const struct pods_env *e, const char *k, size_t len); /* NULL = unset */
-void pods_env_del(struct pods_env *e, const char *k);
-void pods_env_release(struct pods_env *e);
+void kite_pods_env_set(struct pods_env *e, const char *k, const char *v);
+const char *kite_pods_env_get(const struct pods_env *e, const char *k, size_t len); /* NULL = unset */
+void kite_pods_env_del(struct pods_env *e, const char *k);
+void kite_pods_env_release(struct pods_env *e);
 /* The kubelet's $(VAR) expansion: lookup(name) NULL = unknown, kept as written; $$ is $. A new
  * string. */
-char *pods_env_expand(const char *in, const char *(*lookup)(void *ud, const char *name, size_t len), void *ud);
-bool pods_env_name_valid(const char *s);
+char *kite_pods_env_expand(const char *in, const char *(*lookup)(void *ud, const char *name, size_t len), void *ud);
+bool kite_pods_env_name_valid(const char *s);
 /* Adds a Service's link variables (FOO_SERVICE_HOST, FOO_PORT_80_TCP_ADDR...). */
-void pods_env_service(struct pods_env *e, json_object *svc);
+void kite_pods_env_service(struct pods_env *e, json_object *svc);
 /* A resourceFieldRef's value: resource "limits.cpu"..., divisor NULL = 1; unset limits are the
  * node's allocatable (milli-units, <= 0 = unknown). */
-int pods_env_resource_value(json_object *ctr, const char *resource, const char *divisor, int64_t alloc_cpu_m,
+int kite_pods_env_resource_value(json_object *ctr, const char *resource, const char *divisor, int64_t alloc_cpu_m,
                             int64_t alloc_mem_m, char **ret, char **ret_err);
 /* The container's variables into *ret (in the order given to the runtime); < 0 with *ret_err,
  * the kubelet's CreateContainerConfigError message, when a non-optional source is missing. */
-int pods_env_build(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname, struct pods_env *ret,
+int kite_pods_env_build(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname, struct pods_env *ret,
                    char **ret_err);
 /* command or args expanded against env: a new vector of *ret_n strings. */
-char **pods_env_expand_argv(json_object *arr, const struct pods_env *env, size_t *ret_n);
+char **kite_pods_env_expand_argv(json_object *arr, const struct pods_env *env, size_t *ret_n);
 
 /* etcfiles.c: the managed hosts file (node_hosts: a hostNetwork pod's, the node's hosts file)
  * and resolv.conf (dnsPolicy, dnsConfig; host_resolv: the node's) as text; pods_etc_mounts
  * writes them and /etc/hostname into the pod's directory and appends their bind mounts (paths
  * owned by *paths) for a container that does not mount those paths itself. */
-char *pods_hosts_content(const char *ip, const char *hostname, const char *domain, json_object *host_aliases,
+char *kite_pods_hosts_content(const char *ip, const char *hostname, const char *domain, json_object *host_aliases,
                          const char *node_hosts);
-char *pods_resolv_content(json_object *spec, const char *ns, const char *cluster_dns, const char *cluster_domain,
+char *kite_pods_resolv_content(json_object *spec, const char *ns, const char *cluster_dns, const char *cluster_domain,
                           const char *host_resolv);
-int pods_etc_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname,
+int kite_pods_etc_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, const char *hostname,
                     struct kite_mount **mounts, size_t *n, char ***paths, char **ret_err);
 
 /* worker.c: the probes of the pod's running containers registered, those of stopped ones
  * forgotten; and the prober's results applied (readiness, startup, liveness kills, events). */
-void pods_probes_sync(struct kite_pods *p, struct pod *pod);
-void pods_probe_results(struct kite_pods *p, int64_t now);
+void kite_pods_probes_sync(struct kite_pods *p, struct pod *pod);
+void kite_pods_probe_results(struct kite_pods *p, int64_t now);
 /* status.c: a container counts as started / ready (running, probes passed). */
-bool pods_ctr_started(struct pod_ctr *c);
-bool pods_ctr_ready(struct pod_ctr *c);
+bool kite_pods_ctr_started(struct pod_ctr *c);
+bool kite_pods_ctr_ready(struct pod_ctr *c);
 /* logindex.c: publishes the pod's log files (pods thread); forgets a pod; frees the index. */
-void pods_logs_publish(struct kite_pods *p, const struct pod *pod);
-void pods_logs_forget(struct kite_pods *p, const char *uid);
-void pods_logs_release(struct kite_pods *p);
+void kite_pods_logs_publish(struct kite_pods *p, const struct pod *pod);
+void kite_pods_logs_forget(struct kite_pods *p, const char *uid);
+void kite_pods_logs_release(struct kite_pods *p);
 
 /* worker.c: a finished preStop hook. */
 struct hook_done {
     char *uid, *ctr, *error; /* error: NULL = the hook succeeded */
 };
-void pods_hooks_apply(struct kite_pods *p);
+void kite_pods_hooks_apply(struct kite_pods *p);
 /* A detached thread with a KITE_PODS_THREAD_STACK stack. 0 or -errno. */
-int pods_thread_spawn(void *(*fn)(void *), void *arg);
-void pods_hooks_wait(struct kite_pods *p);
-void pods_hooks_release(struct kite_pods *p);
+int kite_pods_thread_spawn(void *(*fn)(void *), void *arg);
+void kite_pods_hooks_wait(struct kite_pods *p);
+void kite_pods_hooks_release(struct kite_pods *p);
 /* The container's termination message (terminationMessagePath's file, or its log's tail under
  * FallbackToLogsOnError) once its attempt s exited; a new string or NULL. */
-char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
+char *kite_pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
                                const struct kite_container_status *s);
 /* worker.c */
-void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);
+void kite_pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now);
 /* Refreshes the runtime status of the pod's containers; true when something changed. */
-bool pods_refresh(struct kite_pods *p, struct pod *pod);
-void pods_admit(struct kite_pods *p, struct pod *pod);
+bool kite_pods_refresh(struct kite_pods *p, struct pod *pod);
+void kite_pods_admit(struct kite_pods *p, struct pod *pod);
 /* The kernel enforces AppArmor: the file (NULL = /sys/module/apparmor/parameters/enabled)
  * starts with 'Y', as runc's apparmor.IsEnabled. */
-bool pods_apparmor_enabled(const char *file);
+bool kite_pods_apparmor_enabled(const char *file);
 /* The kubelet's AppArmor admission (pkg/security/apparmor): NULL when the pod asks for no
  * profile other than unconfined (securityContext.appArmorProfile of the pod or a container,
  * or the legacy container.apparmor.security.beta.kubernetes.io/ annotations), else why it
  * cannot be run (a new string). */
-char *pods_apparmor_refusal(json_object *pod, bool enabled);
-void pod_free(struct pod *pod);
+char *kite_pods_apparmor_refusal(json_object *pod, bool enabled);
+void kite_agent_pod_free(struct pod *pod);
 /* Small JSON helpers. */
-json_object *pj(json_object *o, const char *path); /* dotted path */
-const char *pjs(json_object *o, const char *path);  /* string or NULL */
+json_object *kite_agent_pj(json_object *o, const char *path); /* dotted path */
+const char *kite_agent_pjs(json_object *o, const char *path);  /* string or NULL */

@@ -30,7 +30,7 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
     p->root_dir = o->root_dir ? kite_strdup(o->root_dir) : NULL;
     p->seccomp_default = o->seccomp_default;
     p->unsafe_sysctls = o->allowed_unsafe_sysctls && *o->allowed_unsafe_sysctls ? kite_strdup(o->allowed_unsafe_sysctls) : NULL;
-    p->apparmor = pods_apparmor_enabled(o->apparmor_enabled_file);
+    p->apparmor = kite_pods_apparmor_enabled(o->apparmor_enabled_file);
     p->cluster_dns = o->cluster_dns && *o->cluster_dns ? kite_strdup(o->cluster_dns) : NULL;
     p->cluster_domain = o->cluster_domain && *o->cluster_domain ? kite_strdup(o->cluster_domain) : NULL;
     p->backoff_base_ns = o->backoff_base_ns > 0 ? o->backoff_base_ns : KITE_PODS_BACKOFF_MIN_NS;
@@ -48,8 +48,8 @@ int kite_pods_new(const struct kite_pods_options *o, struct kite_pods **ret) {
         return r;
     }
     p->alloc_cpu_m = p->alloc_mem_m = p->alloc_pods_m = -1;
-    p->prober = pods_prober_new(p->clock, p->rt, prober_wake, p);
-    pods_vobjs_init(p);
+    p->prober = kite_pods_prober_new(p->clock, p->rt, prober_wake, p);
+    kite_pods_vobjs_init(p);
     struct kite_satokens_options to = {.client = p->client, .clock = p->clock};
     p->satokens = kite_satokens_new(&to);
     *ret = p;
@@ -65,26 +65,26 @@ static void event_release(struct pod_event *e) {
 void kite_pods_free(struct kite_pods *p) {
     if (!p) return;
     kite_pods_stop(p);
-    pods_vobjs_free(p);
+    kite_pods_vobjs_free(p);
     kite_satokens_free(p->satokens);
-    pods_prober_free(p->prober);
-    for (size_t i = 0; i < p->n_pods; i++) pod_free(p->pods[i]);
+    kite_pods_prober_free(p->prober);
+    for (size_t i = 0; i < p->n_pods; i++) kite_agent_pod_free(p->pods[i]);
     free(p->pods);
     for (size_t i = 0; i < p->n_q; i++) event_release(&p->q[i]);
     free(p->q);
     for (size_t i = 0; i < p->n_deferred; i++) event_release(&p->deferred[i]);
     free(p->deferred);
-    for (size_t i = 0; i < p->n_held_probes; i++) pods_probe_result_release(&p->held_probes[i]);
+    for (size_t i = 0; i < p->n_held_probes; i++) kite_pods_probe_result_release(&p->held_probes[i]);
     free(p->held_probes);
     free(p->todo);
     free(p->done);
-    pods_hooks_release(p);
+    kite_pods_hooks_release(p);
     pthread_cond_destroy(&p->work_cv);
     pthread_cond_destroy(&p->hooks_cv);
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     json_object_put(p->node_status);
     kite_recorder_release(&p->rec);
-    pods_logs_release(p);
+    kite_pods_logs_release(p);
     if (p->wake_fd >= 0) close(p->wake_fd);
     kite_cancel_release(&p->watch_cancel);
     pthread_mutex_destroy(&p->lock);
@@ -195,7 +195,7 @@ static bool recover(struct kite_pods *p, struct pod *pod) {
     kite_container_statuses_free(v, n);
     /* once a regular container was created, every init container had completed */
     for (size_t i = 0; any_regular && i < pod->n_init; i++) pod->c[i].done = true;
-    pods_refresh(p, pod);
+    kite_pods_refresh(p, pod);
     log_info(PODS_LOG, "pod %s/%s: recovered sandbox %s from the runtime", pod->ns, pod->name, pod->sandbox_id);
     if (!ready) {
         /* its holder died: the pod's containers start again in a new sandbox */
@@ -206,12 +206,12 @@ static bool recover(struct kite_pods *p, struct pod *pod) {
     return true;
 }
 
-void pods_ephemeral_sync(struct pod *pod) {
-    json_object *ecs = pj(pod->obj, "spec.ephemeralContainers");
+void kite_pods_ephemeral_sync(struct pod *pod) {
+    json_object *ecs = kite_agent_pj(pod->obj, "spec.ephemeralContainers");
     size_t n = ecs && json_object_is_type(ecs, json_type_array) ? json_object_array_length(ecs) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *spec = json_object_array_get_idx(ecs, i);
-        const char *name = pjs(spec, "name");
+        const char *name = kite_agent_pjs(spec, "name");
         bool known = false;
         for (size_t k = pod->n_main; k < pod->nc && !known; k++) known = kite_streq(pod->c[k].name, name);
         if (known || !name) continue;
@@ -221,7 +221,7 @@ void pods_ephemeral_sync(struct pod *pod) {
 }
 
 static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
-    const char *uid = pjs(obj, "metadata.uid"), *ns = pjs(obj, "metadata.namespace"), *name = pjs(obj, "metadata.name");
+    const char *uid = kite_agent_pjs(obj, "metadata.uid"), *ns = kite_agent_pjs(obj, "metadata.namespace"), *name = kite_agent_pjs(obj, "metadata.name");
     if (!uid || !ns || !name || p->n_pods >= KITE_PODS_MAX_PODS) return NULL;
     struct pod *pod = kite_calloc(1, sizeof(*pod));
     pod->uid = kite_strdup(uid);
@@ -229,26 +229,26 @@ static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
     pod->name = kite_strdup(name);
     pod->obj = json_object_get(obj);
     pod->in_api = true;
-    json_object *tg = pj(obj, "spec.terminationGracePeriodSeconds");
+    json_object *tg = kite_agent_pj(obj, "spec.terminationGracePeriodSeconds");
     pod->grace_s = tg ? json_object_get_int64(tg) : KITE_PODS_DEFAULT_GRACE_S;
     kite_backoff_init(&pod->patch_bo, 200 * KITE_NS_PER_MS, KITE_PODS_STATUS_RESYNC_NS, 2.0, 0.1, p->rng++);
-    json_object *ics = pj(obj, "spec.initContainers"), *cs = pj(obj, "spec.containers");
+    json_object *ics = kite_agent_pj(obj, "spec.initContainers"), *cs = kite_agent_pj(obj, "spec.containers");
     size_t ni = ics && json_object_is_type(ics, json_type_array) ? json_object_array_length(ics) : 0;
     size_t nr = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
     pod->c = kite_calloc(ni + nr + 1, sizeof(*pod->c));
     for (size_t i = 0; i < ni + nr; i++) {
         json_object *spec = i < ni ? json_object_array_get_idx(ics, i) : json_object_array_get_idx(cs, i - ni);
-        pod->c[pod->nc] = (struct pod_ctr){.name = kite_strdup(pjs(spec, "name") ? pjs(spec, "name") : ""),
+        pod->c[pod->nc] = (struct pod_ctr){.name = kite_strdup(kite_agent_pjs(spec, "name") ? kite_agent_pjs(spec, "name") : ""),
                                            .init = i < ni, .spec = json_object_get(spec),
-                                           .sidecar = i < ni && kite_streq(pjs(spec, "restartPolicy"), "Always")};
+                                           .sidecar = i < ni && kite_streq(kite_agent_pjs(spec, "restartPolicy"), "Always")};
         pod->nc++;
         if (i < ni) pod->n_init++;
     }
     pod->n_main = pod->nc;
-    pods_ephemeral_sync(pod);
-    const char *phase = pjs(obj, "status.phase");
+    kite_pods_ephemeral_sync(pod);
+    const char *phase = kite_agent_pjs(obj, "status.phase");
     int64_t st = 0;
-    if (pjs(obj, "status.startTime") && kite_time_parse(pjs(obj, "status.startTime"), &st) == 0) pod->start_wall = st;
+    if (kite_agent_pjs(obj, "status.startTime") && kite_time_parse(kite_agent_pjs(obj, "status.startTime"), &st) == 0) pod->start_wall = st;
     else pod->start_wall = kite_now_wall(p->clock);
     p->pods = kite_realloc(p->pods, (p->n_pods + 1) * sizeof(*p->pods));
     p->pods[p->n_pods++] = pod;
@@ -258,7 +258,7 @@ static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
         pod->finished = true;
         pod->killed = true;
     } else if (!recovered) {
-        pods_admit(p, pod);
+        kite_pods_admit(p, pod);
     } else {
         pod->admitted = true;
     }
@@ -270,17 +270,17 @@ static struct pod *new_pod(struct kite_pods *p, json_object *obj) {
  * the watch does not put it back in the queue behind every other pod. */
 static bool differs(json_object *a, json_object *b) {
     if (!a || !b) return true;
-    if (!json_object_equal(pj(a, "spec"), pj(b, "spec"))) return true;
+    if (!json_object_equal(kite_agent_pj(a, "spec"), kite_agent_pj(b, "spec"))) return true;
     static const char *const keys[] = {"deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
                                        "ownerReferences", "finalizers"};
-    json_object *ma = pj(a, "metadata"), *mb = pj(b, "metadata");
+    json_object *ma = kite_agent_pj(a, "metadata"), *mb = kite_agent_pj(b, "metadata");
     for (size_t i = 0; i < KITE_ARRAY_SIZE(keys); i++)
         if (!json_object_equal(json_object_object_get(ma, keys[i]), json_object_object_get(mb, keys[i]))) return true;
     return false;
 }
 
 static void apply(struct kite_pods *p, const char *type, json_object *obj) {
-    struct pod *pod = find_pod(p, pjs(obj, "metadata.uid"));
+    struct pod *pod = find_pod(p, kite_agent_pjs(obj, "metadata.uid"));
     if (kite_streq(type, "DELETED")) {
         if (pod) {
             pod->in_api = false;
@@ -294,14 +294,14 @@ static void apply(struct kite_pods *p, const char *type, json_object *obj) {
     if (pod->obj != obj) {
         json_object_put(pod->obj);
         pod->obj = json_object_get(obj);
-        pods_ephemeral_sync(pod);
+        kite_pods_ephemeral_sync(pod);
     }
     pod->in_api = true;
-    if (pj(obj, "metadata.deletionTimestamp")) {
+    if (kite_agent_pj(obj, "metadata.deletionTimestamp")) {
         /* as the kubelet's pod workers: a grace period only ever gets shorter (a later DELETE with
          * a smaller gracePeriodSeconds hurries a stop under way) */
-        json_object *g = pj(obj, "metadata.deletionGracePeriodSeconds");
-        if (!g) g = pj(obj, "spec.terminationGracePeriodSeconds");
+        json_object *g = kite_agent_pj(obj, "metadata.deletionGracePeriodSeconds");
+        if (!g) g = kite_agent_pj(obj, "spec.terminationGracePeriodSeconds");
         int64_t grace = KITE_MAX(g ? json_object_get_int64(g) : KITE_PODS_DEFAULT_GRACE_S, 0);
         if (!pod->deleting || grace < pod->grace_s) pod->grace_s = grace;
         pod->deleting = true;
@@ -317,15 +317,15 @@ static void apply_node_status(struct kite_pods *p, json_object *ns) {
         const char *names[] = {"cpu", "memory", "pods"};
         int64_t *dst[] = {&p->alloc_cpu_m, &p->alloc_mem_m, &p->alloc_pods_m};
         for (size_t i = 0; i < 3; i++)
-            if (pjs(alloc, names[i]) && kite_quantity_parse_milli(pjs(alloc, names[i]), &m) == 0) *dst[i] = m;
+            if (kite_agent_pjs(alloc, names[i]) && kite_quantity_parse_milli(kite_agent_pjs(alloc, names[i]), &m) == 0) *dst[i] = m;
         json_object *addrs = json_object_object_get(ns, "addresses");
         for (size_t i = 0; addrs && i < json_object_array_length(addrs); i++) {
             json_object *a = json_object_array_get_idx(addrs, i);
-            if (kite_streq(pjs(a, "type"), "InternalIP") && pjs(a, "address")) {
-                if (!kite_streq(p->host_ip, pjs(a, "address"))) {
+            if (kite_streq(kite_agent_pjs(a, "type"), "InternalIP") && kite_agent_pjs(a, "address")) {
+                if (!kite_streq(p->host_ip, kite_agent_pjs(a, "address"))) {
                     /* workers read their pod's copy, refreshed before its next sync */
                     free(p->host_ip);
-                    p->host_ip = kite_strdup(pjs(a, "address"));
+                    p->host_ip = kite_strdup(kite_agent_pjs(a, "address"));
                     for (size_t j = 0; j < p->n_pods; j++) p->pods[j]->dirty = true;
                 }
                 break;
@@ -339,7 +339,7 @@ static void apply_node_status(struct kite_pods *p, json_object *ns) {
  * while any pod is. */
 static bool event_blocked(struct kite_pods *p, const struct pod_event *e) {
     if (e->items) return p->n_busy > 0;
-    struct pod *pod = e->obj ? find_pod(p, pjs(e->obj, "metadata.uid")) : NULL;
+    struct pod *pod = e->obj ? find_pod(p, kite_agent_pjs(e->obj, "metadata.uid")) : NULL;
     return pod && pod->busy;
 }
 
@@ -349,7 +349,7 @@ static void apply_event(struct kite_pods *p, struct pod_event *e) {
         for (size_t j = 0; j < p->n_pods; j++) {
             bool found = false;
             for (size_t k = 0; k < json_object_array_length(e->items) && !found; k++)
-                found = kite_streq(pjs(json_object_array_get_idx(e->items, k), "metadata.uid"), p->pods[j]->uid);
+                found = kite_streq(kite_agent_pjs(json_object_array_get_idx(e->items, k), "metadata.uid"), p->pods[j]->uid);
             if (!found) {
                 p->pods[j]->in_api = false;
                 p->pods[j]->dirty = true;
@@ -410,7 +410,7 @@ static void remove_orphans(struct kite_pods *p) {
     kite_sandbox_statuses_free(p->rec_sb, p->n_rec_sb);
     p->rec_sb = NULL;
     p->n_rec_sb = 0;
-    pods_volumes_remove_orphans(p);
+    kite_pods_volumes_remove_orphans(p);
     struct kite_container_status *v = NULL;
     size_t n = 0;
     if (p->rt->ops->list_containers(p->rt, NULL, KITE_PODS_RT_TIMEOUT_NS, &v, &n) < 0) return;
@@ -439,19 +439,19 @@ static struct pod *pod_of_container(struct kite_pods *p, const char *id) {
  * the container to restart), then the next action, its probes and the status after it. */
 static void pod_sync(struct kite_pods *p, struct pod *pod) {
     int64_t now = kite_now_mono(p->clock);
-    if (pods_refresh(p, pod)) {
-        pods_status_update(p, pod);
-        pods_status_send(p, pod, now);
+    if (kite_pods_refresh(p, pod)) {
+        kite_pods_status_update(p, pod);
+        kite_pods_status_send(p, pod, now);
     }
-    pods_worker_sync(p, pod, now);
-    pods_probes_sync(p, pod);
-    pods_status_update(p, pod);
+    kite_pods_worker_sync(p, pod, now);
+    kite_pods_probes_sync(p, pod);
+    kite_pods_status_update(p, pod);
     /* sent from here, the worker's: a status change does not wait for the pods thread to go
      * through every other pod's patch */
-    pods_status_send(p, pod, kite_now_mono(p->clock));
+    kite_pods_status_send(p, pod, kite_now_mono(p->clock));
 }
 
-bool pods_holds_resources(const struct pod *pod) {
+bool kite_pods_holds_resources(const struct pod *pod) {
     return pod->busy ? pod->holds : pod->admitted && !pod->rejected && !pod->finished && !pod->killed;
 }
 
@@ -465,7 +465,7 @@ static void dispatch(struct kite_pods *p, struct pod *pod) {
         pod_sync(p, pod);
         return;
     }
-    pod->holds = pods_holds_resources(pod);
+    pod->holds = kite_pods_holds_resources(pod);
     pod->busy = true;
     p->n_busy++;
     pthread_mutex_lock(&p->lock);
@@ -544,18 +544,18 @@ int64_t kite_pods_step(struct kite_pods *p) {
         }
         kite_container_events_free(evs, nev);
     }
-    pods_vobjs_mark_changed(p); /* ConfigMaps and Secrets of volumes that changed */
+    kite_pods_vobjs_mark_changed(p); /* ConfigMaps and Secrets of volumes that changed */
     if (now >= p->next_relist) {
         for (size_t i = 0; i < p->n_pods; i++)
-            if (p->pods[i]->busy || pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
+            if (p->pods[i]->busy || kite_pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
         p->next_relist = now + KITE_PODS_RELIST_NS;
     }
     /* probes: run here when there is no prober thread (tests); their results first, so a
      * readiness flip reaches this step's status update */
     int64_t next_probe = INT64_MAX;
-    if (!p->threads) next_probe = pods_prober_step(p->prober);
-    pods_probe_results(p, now);
-    pods_hooks_apply(p);
+    if (!p->threads) next_probe = kite_pods_prober_step(p->prober);
+    kite_pods_probe_results(p, now);
+    kite_pods_hooks_apply(p);
     for (size_t i = 0; i < p->n_pods && !p->list_held; i++) {
         struct pod *pod = p->pods[i];
         if (pod->busy || (!pod->dirty && !(pod->next_sync && now >= pod->next_sync))) continue;
@@ -572,7 +572,7 @@ int64_t kite_pods_step(struct kite_pods *p) {
         for (size_t i = 0; i < p->n_pods; i++) {
             struct pod *pod = p->pods[i];
             if (!pod->busy && pod->acked && pod->in_api && pod->acked_version == pod->version &&
-                pj(pod->obj, "status") && pods_status_diverged(pod->acked, pj(pod->obj, "status"))) {
+                kite_agent_pj(pod->obj, "status") && kite_pods_status_diverged(pod->acked, kite_agent_pj(pod->obj, "status"))) {
                 json_object_put(pod->acked);
                 pod->acked = NULL;
                 pod->version++;
@@ -580,14 +580,14 @@ int64_t kite_pods_step(struct kite_pods *p) {
         }
         p->next_resync = now + KITE_PODS_STATUS_RESYNC_NS;
     }
-    pods_status_sync(p, now);
+    kite_pods_status_sync(p, now);
     /* forget pods that are gone from the API and from the node */
     for (size_t i = 0; i < p->n_pods;) {
         struct pod *pod = p->pods[i];
         if (!pod->busy && !pod->in_api && (pod->removed || (!pod->sandbox_id && pod->killed))) {
-            pods_prober_remove(p->prober, NULL, pod->uid);
-            pods_logs_forget(p, pod->uid);
-            pod_free(pod);
+            kite_pods_prober_remove(p->prober, NULL, pod->uid);
+            kite_pods_logs_forget(p, pod->uid);
+            kite_agent_pod_free(pod);
             p->pods[i] = p->pods[--p->n_pods];
         } else
             i++;
@@ -635,17 +635,17 @@ struct watch_ctx {
 
 static int on_pod_event(json_object *ev, void *ud) {
     struct watch_ctx *w = ud;
-    const char *type = pjs(ev, "type");
+    const char *type = kite_agent_pjs(ev, "type");
     json_object *obj = json_object_object_get(ev, "object");
     if (kite_streq(type, "ERROR")) {
-        json_object *code = pj(obj, "code");
+        json_object *code = kite_agent_pj(obj, "code");
         if (code && json_object_get_int(code) == 410) {
             w->stale = true;
             return -ESTALE;
         }
         return -EIO;
     }
-    const char *rv = pjs(obj, "metadata.resourceVersion");
+    const char *rv = kite_agent_pjs(obj, "metadata.resourceVersion");
     if (rv) {
         free(w->rv);
         w->rv = kite_strdup(rv);
@@ -672,13 +672,13 @@ static void *watch_thread(void *ud) {
             _cleanup_free_ char *path = kite_asprintf("/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", p->node_name);
             json_object *list = NULL;
             int r = kite_client_json(p->client, "GET", path, NULL, NULL, NULL, &list);
-            if (r < 0 || !pjs(list, "metadata.resourceVersion")) {
+            if (r < 0 || !kite_agent_pjs(list, "metadata.resourceVersion")) {
                 json_object_put(list);
                 log_debug(PODS_LOG, "listing pods: %s", strerror(-r));
                 pause_ms(p, kite_backoff_next(&b) / KITE_NS_PER_MS);
                 continue;
             }
-            w.rv = kite_strdup(pjs(list, "metadata.resourceVersion"));
+            w.rv = kite_strdup(kite_agent_pjs(list, "metadata.resourceVersion"));
             kite_pods_pod_list(p, json_object_object_get(list, "items"));
             json_object_put(list);
         }
@@ -718,7 +718,7 @@ static void stop_workers(struct kite_pods *p) {
 }
 
 int kite_pods_start(struct kite_pods *p) {
-    int r = pods_prober_start(p->prober);
+    int r = kite_pods_prober_start(p->prober);
     if (r < 0) return r;
     /* set before the pods thread runs: it must not step the prober itself */
     p->threads = true;
@@ -727,12 +727,12 @@ int kite_pods_start(struct kite_pods *p) {
         if ((r = -pthread_create(&p->workers[p->n_workers], NULL, worker_thread, p)) < 0) {
             stop_workers(p);
             p->threads = false;
-            pods_prober_stop(p->prober);
+            kite_pods_prober_stop(p->prober);
             return r;
         }
     if ((r = -pthread_create(&p->thread, NULL, pods_thread, p)) < 0) {
         p->threads = false;
-        pods_prober_stop(p->prober);
+        kite_pods_prober_stop(p->prober);
         return r;
     }
     if ((r = -pthread_create(&p->watch_thread, NULL, watch_thread, p)) < 0) {
@@ -743,7 +743,7 @@ int kite_pods_start(struct kite_pods *p) {
         pthread_join(p->thread, NULL);
         stop_workers(p);
         p->threads = false;
-        pods_prober_stop(p->prober);
+        kite_pods_prober_stop(p->prober);
         return r;
     }
     return 0;
@@ -759,8 +759,8 @@ void kite_pods_stop(struct kite_pods *p) {
     pthread_join(p->watch_thread, NULL);
     pthread_join(p->thread, NULL);
     stop_workers(p);
-    pods_prober_stop(p->prober);
-    pods_hooks_wait(p);
-    pods_vobjs_stop(p);
+    kite_pods_prober_stop(p->prober);
+    kite_pods_hooks_wait(p);
+    kite_pods_vobjs_stop(p);
     p->threads = false;
 }

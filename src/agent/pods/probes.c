@@ -33,8 +33,8 @@ static const char *const KIND_NAME[] = {[PROBE_LIVENESS] = "Liveness", [PROBE_RE
 static const char *const KIND_FIELD[] = {[PROBE_LIVENESS] = "livenessProbe", [PROBE_READINESS] = "readinessProbe",
                                          [PROBE_STARTUP] = "startupProbe"};
 
-const char *pods_probe_kind_name(enum probe_kind k) { return KIND_NAME[k]; }
-const char *pods_probe_field(enum probe_kind k) { return KIND_FIELD[k]; }
+const char *kite_pods_probe_kind_name(enum probe_kind k) { return KIND_NAME[k]; }
+const char *kite_pods_probe_field(enum probe_kind k) { return KIND_FIELD[k]; }
 
 enum handler { H_NONE, H_EXEC, H_HTTP, H_TCP };
 
@@ -83,7 +83,7 @@ static void probe_free(struct probe *pr) {
     json_object_put(pr->ports);
 }
 
-struct kite_prober *pods_prober_new(struct kite_clock *clock, struct kite_runtime *rt, void (*wake)(void *), void *ud) {
+struct kite_prober *kite_pods_prober_new(struct kite_clock *clock, struct kite_runtime *rt, void (*wake)(void *), void *ud) {
     struct kite_prober *p = kite_calloc(1, sizeof(*p));
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_t ca;
@@ -98,19 +98,19 @@ struct kite_prober *pods_prober_new(struct kite_clock *clock, struct kite_runtim
     return p;
 }
 
-void pods_prober_free(struct kite_prober *p) {
+void kite_pods_prober_free(struct kite_prober *p) {
     if (!p) return;
-    pods_prober_stop(p);
+    kite_pods_prober_stop(p);
     for (size_t i = 0; i < p->n; i++) probe_free(&p->v[i]);
     free(p->v);
-    for (size_t i = 0; i < p->n_res; i++) pods_probe_result_release(&p->res[i]);
+    for (size_t i = 0; i < p->n_res; i++) kite_pods_probe_result_release(&p->res[i]);
     free(p->res);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
-void pods_probe_result_release(struct probe_result *r) {
+void kite_pods_probe_result_release(struct probe_result *r) {
     free(r->pod_uid);
     free(r->ctr_name);
     free(r->cid);
@@ -123,7 +123,7 @@ static json_object *copy(json_object *o) {
     return c;
 }
 
-void pods_prober_add(struct kite_prober *p, const char *pod_uid, const char *ctr_name, const char *cid,
+void kite_pods_prober_add(struct kite_prober *p, const char *pod_uid, const char *ctr_name, const char *cid,
                      enum probe_kind kind, json_object *spec, json_object *ports, const char *ip, int64_t start) {
     pthread_mutex_lock(&p->lock);
     for (size_t i = 0; i < p->n; i++)
@@ -146,7 +146,7 @@ void pods_prober_add(struct kite_prober *p, const char *pod_uid, const char *ctr
     pthread_mutex_unlock(&p->lock);
 }
 
-void pods_prober_remove(struct kite_prober *p, const char *cid, const char *pod_uid) {
+void kite_pods_prober_remove(struct kite_prober *p, const char *cid, const char *pod_uid) {
     pthread_mutex_lock(&p->lock);
     for (size_t i = 0; i < p->n;) {
         if ((cid && strcmp(p->v[i].cid, cid) == 0) || (pod_uid && strcmp(p->v[i].pod_uid, pod_uid) == 0)) {
@@ -453,7 +453,7 @@ static void *probe_thread(void *ud) {
     return NULL;
 }
 
-int64_t pods_prober_step(struct kite_prober *p) {
+int64_t kite_pods_prober_step(struct kite_prober *p) {
     pthread_mutex_lock(&p->lock);
     for (;;) {
         int64_t now = kite_now_mono(p->clock);
@@ -472,7 +472,7 @@ int64_t pods_prober_step(struct kite_prober *p) {
         if (p->started && !p->stopping) {
             due->running = true;
             p->n_running++;
-            if (pods_thread_spawn(probe_thread, j) == 0) continue;
+            if (kite_pods_thread_spawn(probe_thread, j) == 0) continue;
             due->running = false;
             p->n_running--;
         }
@@ -495,7 +495,7 @@ int64_t pods_prober_step(struct kite_prober *p) {
     return next;
 }
 
-void pods_prober_take(struct kite_prober *p, struct probe_result **ret, size_t *ret_n) {
+void kite_pods_prober_take(struct kite_prober *p, struct probe_result **ret, size_t *ret_n) {
     pthread_mutex_lock(&p->lock);
     *ret = TAKE_PTR(p->res);
     *ret_n = p->n_res;
@@ -506,7 +506,7 @@ void pods_prober_take(struct kite_prober *p, struct probe_result **ret, size_t *
 static void *prober_thread(void *ud) {
     struct kite_prober *p = ud;
     for (;;) {
-        int64_t next = pods_prober_step(p);
+        int64_t next = kite_pods_prober_step(p);
         pthread_mutex_lock(&p->lock);
         if (p->stopping) {
             pthread_mutex_unlock(&p->lock);
@@ -530,13 +530,13 @@ static void *prober_thread(void *ud) {
     return NULL;
 }
 
-int pods_prober_start(struct kite_prober *p) {
+int kite_pods_prober_start(struct kite_prober *p) {
     int r = -pthread_create(&p->thread, NULL, prober_thread, p);
     if (r == 0) p->started = true;
     return r;
 }
 
-void pods_prober_stop(struct kite_prober *p) {
+void kite_pods_prober_stop(struct kite_prober *p) {
     if (!p->started) return;
     pthread_mutex_lock(&p->lock);
     p->stopping = true;

@@ -11,30 +11,30 @@
 #include "base/buf.h"
 #include "base/log.h"
 
-json_object *pj(json_object *o, const char *path) { return kite_obj_path(o, path); }
-const char *pjs(json_object *o, const char *path) { return kite_obj_path_str(o, path); }
+json_object *kite_agent_pj(json_object *o, const char *path) { return kite_obj_path(o, path); }
+const char *kite_agent_pjs(json_object *o, const char *path) { return kite_obj_path_str(o, path); }
 
-const char *pods_phase_name(enum pod_phase ph) {
+const char *kite_pods_phase_name(enum pod_phase ph) {
     static const char *n[] = {"Pending", "Running", "Succeeded", "Failed"};
     return n[ph];
 }
 
-const char *pods_restart_policy(struct pod *pod) {
-    const char *r = pjs(pod->obj, "spec.restartPolicy");
+const char *kite_pods_restart_policy(struct pod *pod) {
+    const char *r = kite_agent_pjs(pod->obj, "spec.restartPolicy");
     return r && *r ? r : "Always";
 }
 
 /* ---- resources ---- */
 
 static int64_t qty(json_object *res, const char *kind, const char *name) {
-    const char *s = pjs(json_object_object_get(res, kind), name);
+    const char *s = kite_agent_pjs(json_object_object_get(res, kind), name);
     int64_t m = 0;
     if (!s || kite_quantity_parse_milli(s, &m) < 0) return -1;
     return m;
 }
 
 /* Kubernetes' GetPodQOS over cpu and memory. */
-const char *pods_qos_class(json_object *spec) {
+const char *kite_pods_qos_class(json_object *spec) {
     bool any = false, guaranteed = true;
     const char *lists[] = {"initContainers", "containers"};
     for (size_t l = 0; l < 2; l++) {
@@ -55,9 +55,9 @@ const char *pods_qos_class(json_object *spec) {
 
 /* ---- phase ---- */
 
-enum pod_phase pods_compute_phase(struct pod *pod) {
+enum pod_phase kite_pods_compute_phase(struct pod *pod) {
     if (pod->rejected || pod->deadline_exceeded) return PHASE_FAILED;
-    const char *policy = pods_restart_policy(pod);
+    const char *policy = kite_pods_restart_policy(pod);
     bool no_restart = strcmp(policy, "Never") == 0 || pod->killed;
     for (size_t i = 0; i < pod->n_init; i++) {
         struct pod_ctr *c = &pod->c[i];
@@ -131,7 +131,7 @@ static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_
     json_object *s = json_object_new_object(), *state = json_object_new_object();
     size_t msg_max = KITE_PODS_TERM_MSG_POD_MAX / (pod->nc ? pod->nc : 1);
     add_str(s, "name", c->name);
-    add_str(s, "image", pjs(c->spec, "image"));
+    add_str(s, "image", kite_agent_pjs(c->spec, "image"));
     add_str(s, "imageID", c->have_st && c->st.image_id ? c->st.image_id : "");
     if (c->id) {
         _cleanup_free_ char *cid = kite_asprintf("%s%s", p->rt_prefix, c->id);
@@ -163,9 +163,9 @@ static json_object *ctr_status(struct kite_pods *p, struct pod *pod, struct pod_
         json_object_object_add(s, "lastState", terminated_of(p, &c->st, msg_max));
     else
         json_object_object_add(s, "lastState", c->have_last ? terminated_of(p, &c->last, msg_max) : json_object_new_object());
-    json_object_object_add(s, "ready", json_object_new_boolean(!c->ephemeral && pods_ctr_ready(c)));
+    json_object_object_add(s, "ready", json_object_new_boolean(!c->ephemeral && kite_pods_ctr_ready(c)));
     json_object_object_add(s, "restartCount", json_object_new_int((int32_t)c->restarts));
-    json_object_object_add(s, "started", json_object_new_boolean(pods_ctr_started(c)));
+    json_object_object_add(s, "started", json_object_new_boolean(kite_pods_ctr_started(c)));
     return s;
 }
 
@@ -182,8 +182,8 @@ static void add_cond(json_object *conds, json_object *prev, const char *type, bo
     json_object *pc = json_object_object_get(prev, "conditions");
     for (size_t i = 0; pc && i < json_object_array_length(pc); i++) {
         json_object *x = json_object_array_get_idx(pc, i);
-        if (kite_streq(pjs(x, "type"), type) && kite_streq(pjs(x, "status"), ok ? "True" : "False"))
-            keep = pjs(x, "lastTransitionTime");
+        if (kite_streq(kite_agent_pjs(x, "type"), type) && kite_streq(kite_agent_pjs(x, "status"), ok ? "True" : "False"))
+            keep = kite_agent_pjs(x, "lastTransitionTime");
     }
     if (keep) add_str(c, "lastTransitionTime", keep);
     else add_time(c, "lastTransitionTime", now_wall);
@@ -211,20 +211,20 @@ static char *names_list(struct pod *pod, size_t from, size_t to, bool (*pred)(st
 }
 /* Started once running and past its startup probe; ready once started and past its readiness
  * probe (a container without one is ready when it runs), as the kubelet's status. */
-bool pods_ctr_started(struct pod_ctr *c) {
-    return c->have_st && c->st.state == KITE_CONTAINER_RUNNING && (!pj(c->spec, "startupProbe") || c->probe_started);
+bool kite_pods_ctr_started(struct pod_ctr *c) {
+    return c->have_st && c->st.state == KITE_CONTAINER_RUNNING && (!kite_agent_pj(c->spec, "startupProbe") || c->probe_started);
 }
-bool pods_ctr_ready(struct pod_ctr *c) {
-    return pods_ctr_started(c) && (!pj(c->spec, "readinessProbe") || c->probe_ready);
+bool kite_pods_ctr_ready(struct pod_ctr *c) {
+    return kite_pods_ctr_started(c) && (!kite_agent_pj(c->spec, "readinessProbe") || c->probe_ready);
 }
 /* Of the containers whose readiness makes the pod's: the regular ones and the sidecars. */
-static bool not_ready(struct pod_ctr *c) { return (!c->init || c->sidecar) && !pods_ctr_ready(c); }
+static bool not_ready(struct pod_ctr *c) { return (!c->init || c->sidecar) && !kite_pods_ctr_ready(c); }
 static bool not_done(struct pod_ctr *c) { return !c->done; }
 
-json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall) {
+json_object *kite_pods_build_status(struct kite_pods *p, struct pod *pod, json_object *prev, int64_t now_wall) {
     json_object *st = json_object_new_object();
-    enum pod_phase ph = pods_compute_phase(pod);
-    add_str(st, "phase", pods_phase_name(ph));
+    enum pod_phase ph = kite_pods_compute_phase(pod);
+    add_str(st, "phase", kite_pods_phase_name(ph));
     if (pod->rejected) {
         add_str(st, "reason", pod->reject_reason);
         add_str(st, "message", pod->reject_message);
@@ -270,7 +270,7 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
         json_object_array_add(ips, ip);
         json_object_object_add(st, "hostIPs", ips);
     }
-    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    json_object *hn = kite_agent_pj(pod->obj, "spec.hostNetwork");
     const char *pip = hn && json_object_get_boolean(hn) ? pod->host_ip : pod->sandbox_ip;
     if (pip && *pip && !pod->rejected) {
         add_str(st, "podIP", pip);
@@ -291,7 +291,7 @@ json_object *pods_build_status(struct kite_pods *p, struct pod *pod, json_object
         if (pod->nc > pod->n_main) json_object_object_add(st, "ephemeralContainerStatuses", ecs);
         else json_object_put(ecs);
     }
-    add_str(st, "qosClass", pods_qos_class(pj(pod->obj, "spec")));
+    add_str(st, "qosClass", kite_pods_qos_class(kite_agent_pj(pod->obj, "spec")));
     return st;
 }
 
@@ -302,19 +302,19 @@ static bool cond_diverged(json_object *mine, json_object *theirs) {
     for (size_t i = 0; i < json_object_array_length(mine); i++) {
         json_object *c = json_object_array_get_idx(mine, i), *t = NULL;
         for (size_t j = 0; json_object_is_type(theirs, json_type_array) && j < json_object_array_length(theirs); j++)
-            if (kite_streq(pjs(json_object_array_get_idx(theirs, j), "type"), pjs(c, "type")))
+            if (kite_streq(kite_agent_pjs(json_object_array_get_idx(theirs, j), "type"), kite_agent_pjs(c, "type")))
                 t = json_object_array_get_idx(theirs, j);
         if (!t) return true;
         const char *keys[] = {"status", "reason", "message"};
         for (size_t k = 0; k < KITE_ARRAY_SIZE(keys); k++) {
-            const char *a = pjs(c, keys[k]), *b = pjs(t, keys[k]);
+            const char *a = kite_agent_pjs(c, keys[k]), *b = kite_agent_pjs(t, keys[k]);
             if ((a || b) && !kite_streq(a, b)) return true;
         }
     }
     return false;
 }
 
-bool pods_status_diverged(json_object *acked, json_object *server) {
+bool kite_pods_status_diverged(json_object *acked, json_object *server) {
     json_object_object_foreach(acked, key, mine) {
         json_object *theirs = json_object_object_get(server, key);
         if (strcmp(key, "conditions") == 0) {
@@ -327,15 +327,15 @@ bool pods_status_diverged(json_object *acked, json_object *server) {
 
 static bool terminal_phase(const char *ph) { return kite_streq(ph, "Succeeded") || kite_streq(ph, "Failed"); }
 
-void pods_status_update(struct kite_pods *p, struct pod *pod) {
-    pods_logs_publish(p, pod);
+void kite_pods_status_update(struct kite_pods *p, struct pod *pod) {
+    kite_pods_logs_publish(p, pod);
     if (pod->finished || !pod->obj) return;
-    json_object *prev = pod->status ? pod->status : pj(pod->obj, "status");
-    json_object *st = pods_build_status(p, pod, prev, kite_now_wall(p->clock));
+    json_object *prev = pod->status ? pod->status : kite_agent_pj(pod->obj, "status");
+    json_object *st = kite_pods_build_status(p, pod, prev, kite_now_wall(p->clock));
     /* a terminal phase is final: nothing moves it back (a restarted agent, a late exit); the
      * containers' states still follow (a pod past its deadline: their ends) */
-    if (pod->status && terminal_phase(pjs(pod->status, "phase")) &&
-        !kite_streq(pjs(pod->status, "phase"), pjs(st, "phase"))) {
+    if (pod->status && terminal_phase(kite_agent_pjs(pod->status, "phase")) &&
+        !kite_streq(kite_agent_pjs(pod->status, "phase"), kite_agent_pjs(st, "phase"))) {
         json_object_put(st);
         return;
     }
@@ -370,7 +370,7 @@ static void final_delete(struct kite_pods *p, struct pod *pod) {
     }
 }
 
-void pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now) {
+void kite_pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (!pod->in_api || !pod->status || pod->finished) return;
     if (pod->version <= pod->acked_version || now < pod->next_patch) return;
     if (pod->acked && json_object_equal(pod->acked, pod->status)) {
@@ -402,11 +402,11 @@ void pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now) {
     }
 }
 
-void pods_status_sync(struct kite_pods *p, int64_t now) {
+void kite_pods_status_sync(struct kite_pods *p, int64_t now) {
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *pod = p->pods[i];
         if (pod->busy || !pod->in_api || !pod->status || pod->finished) continue;
-        pods_status_send(p, pod, now);
+        kite_pods_status_send(p, pod, now);
         if (pod->deleting && pod->killed && !pod->delete_sent && pod->acked_version == pod->version)
             final_delete(p, pod);
     }

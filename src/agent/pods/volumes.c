@@ -30,7 +30,7 @@
 static const char *const tmpfs_plugins[] = {EMPTY_DIR_PLUGIN, "kubernetes.io~secret", "kubernetes.io~downward-api",
                                             "kubernetes.io~projected"};
 
-char *pods_pod_dir(struct kite_pods *p, const char *uid) {
+char *kite_pods_pod_dir(struct kite_pods *p, const char *uid) {
     return p->root_dir ? kite_asprintf("%s/pods/%s", p->root_dir, uid) : NULL;
 }
 
@@ -113,9 +113,9 @@ static int setup_empty_dir(struct kite_pods *p, struct pod *pod, const char *nam
     }
     /* world-writable as the kubelet makes it: containers may run as any user */
     (void)chmod(dir, 0777);
-    if (!kite_streq(pjs(ed, "medium"), "Memory") || is_mountpoint(dir)) return 0;
+    if (!kite_streq(kite_agent_pjs(ed, "medium"), "Memory") || is_mountpoint(dir)) return 0;
     _cleanup_free_ char *opts = NULL;
-    const char *limit = pjs(ed, "sizeLimit");
+    const char *limit = kite_agent_pjs(ed, "sizeLimit");
     int64_t bytes_m = 0;
     if (limit && kite_quantity_parse_milli(limit, &bytes_m) == 0 && bytes_m > 0)
         opts = kite_asprintf("mode=0777,size=%lld", (long long)(bytes_m / 1000));
@@ -138,12 +138,12 @@ static char *api_volume_path(struct kite_pods *p, struct pod *pod, const char *p
 static int setup_api_volume(struct kite_pods *p, struct pod *pod, json_object *v, const char *plugin, bool tmpfs,
                             char **ret_err) {
     struct pods_payload pl = {0};
-    int r = pods_api_volume_payload(p, pod, v, &pl, ret_err);
+    int r = kite_pods_api_volume_payload(p, pod, v, &pl, ret_err);
     if (r < 0) return r;
-    _cleanup_free_ char *dir = api_volume_path(p, pod, plugin, pjs(v, "name"));
+    _cleanup_free_ char *dir = api_volume_path(p, pod, plugin, kite_agent_pjs(v, "name"));
     if ((r = mkdir_p(dir, 0755)) < 0) {
         *ret_err = kite_asprintf("creating %s: %s", dir, strerror(-r));
-        pods_payload_release(&pl);
+        kite_pods_payload_release(&pl);
         return r;
     }
     if (tmpfs && !is_mountpoint(dir)) {
@@ -151,33 +151,33 @@ static int setup_api_volume(struct kite_pods *p, struct pod *pod, json_object *v
         if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
             r = -errno;
             *ret_err = kite_asprintf("mounting a tmpfs on %s: %s", dir, strerror(-r));
-            pods_payload_release(&pl);
+            kite_pods_payload_release(&pl);
             return r;
         }
     }
     if (pl.has_gid && (chown(dir, (uid_t)-1, pl.gid) < 0 || chmod(dir, 02755) < 0)) {
         r = -errno;
         *ret_err = kite_asprintf("setting the group of %s: %s", dir, strerror(-r));
-        pods_payload_release(&pl);
+        kite_pods_payload_release(&pl);
         return r;
     }
-    r = pods_atomic_write(dir, &pl, kite_now_wall(p->clock), ret_err);
-    pods_payload_release(&pl);
+    r = kite_pods_atomic_write(dir, &pl, kite_now_wall(p->clock), ret_err);
+    kite_pods_payload_release(&pl);
     return r < 0 ? r : 0;
 }
 
 /* The host path a volume name stands for (a new string), or NULL when the pod has no such
  * volume or its kind is not served here. *ret_ro: the kind is always mounted read-only. */
 static char *volume_path(struct kite_pods *p, struct pod *pod, const char *name, bool *ret_ro) {
-    json_object *vols = pj(pod->obj, "spec.volumes");
+    json_object *vols = kite_agent_pj(pod->obj, "spec.volumes");
     size_t n = vols && json_object_is_type(vols, json_type_array) ? json_object_array_length(vols) : 0;
     *ret_ro = false;
     for (size_t i = 0; i < n; i++) {
         json_object *v = json_object_array_get_idx(vols, i);
-        if (!kite_streq(pjs(v, "name"), name)) continue;
-        if (pj(v, "emptyDir")) return p->root_dir ? empty_dir_path(p, pod, name) : NULL;
-        if (pj(v, "hostPath")) return kite_strdup(pjs(v, "hostPath.path"));
-        const char *plugin = pods_api_volume_plugin(v, NULL);
+        if (!kite_streq(kite_agent_pjs(v, "name"), name)) continue;
+        if (kite_agent_pj(v, "emptyDir")) return p->root_dir ? empty_dir_path(p, pod, name) : NULL;
+        if (kite_agent_pj(v, "hostPath")) return kite_strdup(kite_agent_pjs(v, "hostPath.path"));
+        const char *plugin = kite_pods_api_volume_plugin(v, NULL);
         *ret_ro = plugin != NULL;
         if (plugin && p->root_dir) return api_volume_path(p, pod, plugin, name);
         return NULL;
@@ -185,17 +185,17 @@ static char *volume_path(struct kite_pods *p, struct pod *pod, const char *name,
     return NULL;
 }
 
-int pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, char **ret_err) {
-    json_object *vols = pj(pod->obj, "spec.volumes");
+int kite_pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, char **ret_err) {
+    json_object *vols = kite_agent_pj(pod->obj, "spec.volumes");
     size_t n = vols && json_object_is_type(vols, json_type_array) ? json_object_array_length(vols) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *v = json_object_array_get_idx(vols, i);
-        const char *name = pjs(v, "name");
+        const char *name = kite_agent_pjs(v, "name");
         int r = 0;
         char *err = NULL;
-        json_object *ed = pj(v, "emptyDir");
+        json_object *ed = kite_agent_pj(v, "emptyDir");
         bool tmpfs = false;
-        const char *plugin = pods_api_volume_plugin(v, &tmpfs);
+        const char *plugin = kite_pods_api_volume_plugin(v, &tmpfs);
         if ((ed || plugin) && !p->root_dir) {
             err = kite_strdup("this node has no directory for pod volumes");
             r = -ENOTSUP;
@@ -203,13 +203,13 @@ int pods_volumes_setup(struct kite_pods *p, struct pod *pod, char **ret_volume, 
             r = setup_empty_dir(p, pod, name, ed, &err);
         } else if (plugin) {
             r = setup_api_volume(p, pod, v, plugin, tmpfs, &err);
-        } else if (pj(v, "hostPath")) {
-            const char *path = pjs(v, "hostPath.path");
+        } else if (kite_agent_pj(v, "hostPath")) {
+            const char *path = kite_agent_pjs(v, "hostPath.path");
             if (!path || path[0] != '/') {
                 err = kite_strdup("hostPath.path must be absolute");
                 r = -EINVAL;
             } else {
-                r = host_path_check(path, pjs(v, "hostPath.type"), &err);
+                r = host_path_check(path, kite_agent_pjs(v, "hostPath.type"), &err);
             }
         } else {
             json_object_object_foreach(v, key, val) {
@@ -297,9 +297,9 @@ static int sub_path_resolve(const char *vol, const char *sub, char **ret, char *
     return 0;
 }
 
-int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, struct kite_mount **ret,
+int kite_pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, struct kite_mount **ret,
                         size_t *ret_n, char ***ret_paths, char **ret_err) {
-    json_object *vm = pj(ctr, "volumeMounts");
+    json_object *vm = kite_agent_pj(ctr, "volumeMounts");
     size_t n = vm && json_object_is_type(vm, json_type_array) ? json_object_array_length(vm) : 0;
     struct kite_mount *m = kite_calloc(n + 1, sizeof(*m));
     char **paths = kite_calloc(n + 1, sizeof(char *));
@@ -307,13 +307,13 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
     int r = 0;
     for (size_t i = 0; i < n; i++) {
         json_object *e = json_object_array_get_idx(vm, i);
-        const char *name = pjs(e, "name"), *dst = pjs(e, "mountPath"), *sub = pjs(e, "subPath");
+        const char *name = kite_agent_pjs(e, "name"), *dst = kite_agent_pjs(e, "mountPath"), *sub = kite_agent_pjs(e, "subPath");
         bool forced_ro = false;
         char *src = name ? volume_path(p, pod, name, &forced_ro) : NULL;
         if (!src || !dst) {
             free(src);
             *ret_err = kite_asprintf("volume \"%s\" of container %s is not a volume of the pod this node can mount",
-                                     name ? name : "", pjs(ctr, "name"));
+                                     name ? name : "", kite_agent_pjs(ctr, "name"));
             r = -ENOENT;
             break;
         }
@@ -326,14 +326,14 @@ int pods_volumes_mounts(struct kite_pods *p, struct pod *pod, json_object *ctr, 
                 log_warn(PODS_LOG, "pod %s/%s: %s", pod->ns, pod->name, why);
                 free(why);
                 *ret_err = kite_asprintf("failed to prepare subPath for volumeMount \"%s\" of container \"%s\"", name,
-                                         pjs(ctr, "name"));
+                                         kite_agent_pjs(ctr, "name"));
             } else if (r < 0) {
                 *ret_err = why;
             }
             if (r < 0) break;
             src = full;
         }
-        json_object *ro = pj(e, "readOnly");
+        json_object *ro = kite_agent_pj(e, "readOnly");
         paths[k] = src;
         m[k++] = (struct kite_mount){.host_path = src, .container_path = dst,
                                      .read_only = forced_ro || (ro && json_object_get_boolean(ro))};
@@ -368,10 +368,10 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-int pods_volumes_teardown(struct kite_pods *p, const char *uid) {
-    pods_vobjs_forget(p, uid);
+int kite_pods_volumes_teardown(struct kite_pods *p, const char *uid) {
+    kite_pods_vobjs_forget(p, uid);
     kite_satokens_forget_pod(p->satokens, uid);
-    _cleanup_free_ char *dir = pods_pod_dir(p, uid);
+    _cleanup_free_ char *dir = kite_pods_pod_dir(p, uid);
     if (!dir) return 0;
     /* the tmpfs volumes first: their files go with the mount; FTW_MOUNT below never crosses
      * into a mount left behind, so a hostPath bound somewhere under it is never deleted through */
@@ -391,7 +391,7 @@ int pods_volumes_teardown(struct kite_pods *p, const char *uid) {
 /* The volume dirs of pods the agent does not have (a pod deleted from the API while the agent
  * was down): removed as the pod's own would have been, a tmpfs volume unmounted so that its
  * memory is returned. */
-void pods_volumes_remove_orphans(struct kite_pods *p) {
+void kite_pods_volumes_remove_orphans(struct kite_pods *p) {
     _cleanup_free_ char *root = p->root_dir ? kite_asprintf("%s/pods", p->root_dir) : NULL;
     DIR *d = root ? opendir(root) : NULL;
     if (!d) return;
@@ -401,7 +401,7 @@ void pods_volumes_remove_orphans(struct kite_pods *p) {
         for (size_t i = 0; i < p->n_pods && !known; i++) known = kite_streq(p->pods[i]->uid, e->d_name);
         if (known) continue;
         log_info(PODS_LOG, "removing the volumes of pod uid %s: the pod is not in the API", e->d_name);
-        pods_volumes_teardown(p, e->d_name);
+        kite_pods_volumes_teardown(p, e->d_name);
     }
     closedir(d);
 }

@@ -50,7 +50,7 @@ static int rt_result(struct kite_pods *p, struct pod *pod, const char *op, int r
     return r;
 }
 
-bool pods_refresh(struct kite_pods *p, struct pod *pod) {
+bool kite_pods_refresh(struct kite_pods *p, struct pod *pod) {
     bool changed = false;
     int64_t now = kite_now_mono(p->clock);
     for (size_t i = 0; i < pod->nc; i++) {
@@ -70,7 +70,7 @@ bool pods_refresh(struct kite_pods *p, struct pod *pod) {
             if (!kite_streq(c->tmsg_id, s.id)) {
                 free(c->tmsg);
                 free(c->tmsg_id);
-                c->tmsg = pods_termination_message(p, pod, c, &s);
+                c->tmsg = kite_pods_termination_message(p, pod, c, &s);
                 c->tmsg_id = kite_strdup(s.id);
             }
             if (c->tmsg && *c->tmsg) {
@@ -109,9 +109,9 @@ static int64_t cpu_quota_us(int64_t limit_m) {
 }
 
 static int64_t limit_milli(json_object *ctr, const char *name) {
-    const char *s = pjs(ctr, "resources.limits") ? NULL : NULL;
-    json_object *lim = pj(ctr, "resources.limits");
-    s = pjs(lim, name);
+    const char *s = kite_agent_pjs(ctr, "resources.limits") ? NULL : NULL;
+    json_object *lim = kite_agent_pj(ctr, "resources.limits");
+    s = kite_agent_pjs(lim, name);
     int64_t m = 0;
     return s && kite_quantity_parse_milli(s, &m) == 0 ? m : 0;
 }
@@ -119,8 +119,8 @@ static int64_t limit_milli(json_object *ctr, const char *name) {
 /* The image: present in the store, or "pulled" (there is no registry yet: an image not in the
  * store is a failed pull), with the kubelet's image back-off. */
 static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, int64_t now, char **ret_user) {
-    const char *image = pjs(c->spec, "image");
-    const char *policy = pjs(c->spec, "imagePullPolicy");
+    const char *image = kite_agent_pjs(c->spec, "image");
+    const char *policy = kite_agent_pjs(c->spec, "imagePullPolicy");
     struct kite_image img = {0};
     int r = image ? p->rt->ops->image_status(p->rt, image, &img) : -EINVAL;
     rt_result(p, pod, "image_status", r);
@@ -173,8 +173,8 @@ static bool ensure_image(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
 /* A securityContext field: the container's, else the pod's. */
 static json_object *sc(struct pod *pod, struct pod_ctr *c, const char *field) {
     _cleanup_free_ char *cp = kite_asprintf("securityContext.%s", field), *pp = kite_asprintf("spec.securityContext.%s", field);
-    json_object *v = pj(c->spec, cp);
-    return v ? v : pj(pod->obj, pp);
+    json_object *v = kite_agent_pj(c->spec, cp);
+    return v ? v : kite_agent_pj(pod->obj, pp);
 }
 
 /* The image's user as the CRI's ImageStatus gives it: *uid for a numeric one ("1000",
@@ -203,28 +203,28 @@ static char *security_of(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
     json_object *v;
     if ((v = sc(pod, c, "runAsUser"))) sec->has_uid = true, sec->uid = (uint32_t)json_object_get_int64(v);
     if ((v = sc(pod, c, "runAsGroup"))) sec->has_gid = true, sec->gid = (uint32_t)json_object_get_int64(v);
-    json_object *sg = pj(pod->obj, "spec.securityContext.supplementalGroups");
+    json_object *sg = kite_agent_pj(pod->obj, "spec.securityContext.supplementalGroups");
     size_t n = sg && json_object_is_type(sg, json_type_array) ? json_object_array_length(sg) : 0;
-    json_object *fsg = pj(pod->obj, "spec.securityContext.fsGroup");
+    json_object *fsg = kite_agent_pj(pod->obj, "spec.securityContext.fsGroup");
     if (n + (fsg ? 1 : 0) > KITE_PODS_MAX_GROUPS)
         return kite_asprintf("more than %d supplementalGroups", KITE_PODS_MAX_GROUPS);
     if (fsg) groups[sec->n_groups++] = (uint32_t)json_object_get_int64(fsg);
     for (size_t i = 0; i < n; i++) groups[sec->n_groups++] = (uint32_t)json_object_get_int64(json_object_array_get_idx(sg, i));
     sec->groups = groups;
-    sec->readonly_root = json_object_get_boolean(pj(c->spec, "securityContext.readOnlyRootFilesystem"));
-    sec->privileged = json_object_get_boolean(pj(c->spec, "securityContext.privileged"));
-    v = pj(c->spec, "securityContext.allowPrivilegeEscalation");
+    sec->readonly_root = json_object_get_boolean(kite_agent_pj(c->spec, "securityContext.readOnlyRootFilesystem"));
+    sec->privileged = json_object_get_boolean(kite_agent_pj(c->spec, "securityContext.privileged"));
+    v = kite_agent_pj(c->spec, "securityContext.allowPrivilegeEscalation");
     sec->no_new_privs = v && !json_object_get_boolean(v);
-    sec->cap_add = strv_of(pj(c->spec, "securityContext.capabilities.add"), &sec->n_cap_add);
-    sec->cap_drop = strv_of(pj(c->spec, "securityContext.capabilities.drop"), &sec->n_cap_drop);
-    sec->proc_unmasked = kite_streq(pjs(c->spec, "securityContext.procMount"), "Unmasked");
+    sec->cap_add = strv_of(kite_agent_pj(c->spec, "securityContext.capabilities.add"), &sec->n_cap_add);
+    sec->cap_drop = strv_of(kite_agent_pj(c->spec, "securityContext.capabilities.drop"), &sec->n_cap_drop);
+    sec->proc_unmasked = kite_streq(kite_agent_pjs(c->spec, "securityContext.procMount"), "Unmasked");
     /* seccompProfile: when none is set, Unconfined (the kubelet's default) or RuntimeDefault
      * (--seccomp-default) */
     json_object *sp = sc(pod, c, "seccompProfile");
-    const char *st = sp ? pjs(sp, "type") : p->seccomp_default ? "RuntimeDefault" : NULL;
+    const char *st = sp ? kite_agent_pjs(sp, "type") : p->seccomp_default ? "RuntimeDefault" : NULL;
     if (kite_streq(st, "RuntimeDefault")) sec->seccomp = KITE_SECCOMP_RUNTIME_DEFAULT;
     else if (kite_streq(st, "Localhost")) {
-        const char *lp = pjs(sp, "localhostProfile");
+        const char *lp = kite_agent_pjs(sp, "localhostProfile");
         if (!lp || !*lp || lp[0] == '/' || strstr(lp, ".."))
             return kite_asprintf("invalid localhostProfile \"%s\": a path relative to the seccomp profile root without \"..\"",
                                  lp ? lp : "");
@@ -254,12 +254,12 @@ static char *security_of(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
 /* The pod's hostname as its containers see it: spec.hostname or the pod's name (cut to 63
  * characters, as the kubelet's GeneratePodHostNameAndDomain), the node's with hostNetwork. */
 static char *pod_hostname(struct pod *pod) {
-    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+    json_object *hn = kite_agent_pj(pod->obj, "spec.hostNetwork");
     if (hn && json_object_get_boolean(hn)) {
         char h[256] = "";
         if (gethostname(h, sizeof h - 1) == 0) return kite_strdup(h);
     }
-    const char *n = pjs(pod->obj, "spec.hostname");
+    const char *n = kite_agent_pjs(pod->obj, "spec.hostname");
     if (!n || !*n) n = pod->name;
     return kite_strndup(n, KITE_MIN(strlen(n), (size_t)63));
 }
@@ -267,14 +267,14 @@ static char *pod_hostname(struct pod *pod) {
 /* ---- termination messages ---- */
 
 static const char *term_msg_path(struct pod_ctr *c) {
-    json_object *v = pj(c->spec, "terminationMessagePath");
+    json_object *v = kite_agent_pj(c->spec, "terminationMessagePath");
     return v ? json_object_get_string(v) : "/dev/termination-log"; /* the API's default */
 }
 
 /* The host file behind a container attempt's terminationMessagePath, as the kubelet's
  * pods/<uid>/containers/<name>/<n>; NULL without a root dir. */
 static char *term_msg_file(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, uint32_t attempt) {
-    _cleanup_free_ char *dir = pods_pod_dir(p, pod->uid);
+    _cleanup_free_ char *dir = kite_pods_pod_dir(p, pod->uid);
     return dir ? kite_asprintf("%s/containers/%s/%u", dir, c->name, attempt) : NULL;
 }
 
@@ -285,9 +285,9 @@ static int term_msg_mount(struct kite_pods *p, struct pod *pod, struct pod_ctr *
     const char *tp = term_msg_path(c);
     _cleanup_free_ char *file = term_msg_file(p, pod, c, attempt);
     if (!file || !tp || tp[0] != '/') return 0;
-    json_object *vm = pj(c->spec, "volumeMounts");
+    json_object *vm = kite_agent_pj(c->spec, "volumeMounts");
     for (size_t i = 0; vm && json_object_is_type(vm, json_type_array) && i < json_object_array_length(vm); i++)
-        if (kite_streq(pjs(json_object_array_get_idx(vm, i), "mountPath"), tp)) return 0;
+        if (kite_streq(kite_agent_pjs(json_object_array_get_idx(vm, i), "mountPath"), tp)) return 0;
     _cleanup_free_ char *dir = kite_strdup(file);
     *strrchr(dir, '/') = 0;
     int r = kite_mkdir_p(dir, 0750);
@@ -323,9 +323,9 @@ static char *log_tail(const char *path, size_t max) {
     return out;
 }
 
-char *pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
+char *kite_pods_termination_message(struct kite_pods *p, struct pod *pod, struct pod_ctr *c,
                                const struct kite_container_status *s) {
-    bool fallback = kite_streq(pjs(c->spec, "terminationMessagePolicy"), "FallbackToLogsOnError") &&
+    bool fallback = kite_streq(kite_agent_pjs(c->spec, "terminationMessagePolicy"), "FallbackToLogsOnError") &&
                     s->exit_code != 0 && !kite_streq(s->reason, "StartError");
     _cleanup_free_ char *file = term_msg_file(p, pod, c, s->attempt);
     char *msg = NULL;
@@ -350,24 +350,24 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     struct pods_env penv = {0};
     char *env_err = NULL;
     _cleanup_free_ char *hostname = pod_hostname(pod);
-    if (pods_env_build(p, pod, c->spec, hostname, &penv, &env_err) < 0) {
+    if (kite_pods_env_build(p, pod, c->spec, hostname, &penv, &env_err) < 0) {
         _cleanup_free_ char *m = kite_asprintf("Error: %s", env_err);
         if (!kite_streq(c->wait_message, env_err)) ev(p, pod, c, "Warning", "Failed", m);
         set_wait(c, "CreateContainerConfigError", env_err);
         free(env_err);
-        pods_env_release(&penv);
+        kite_pods_env_release(&penv);
         pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
         return false;
     }
     size_t ncmd = 0, nargs = 0, nenv = penv.n;
-    char **cmd = pods_env_expand_argv(pj(c->spec, "command"), &penv, &ncmd);
-    char **args = pods_env_expand_argv(pj(c->spec, "args"), &penv, &nargs);
+    char **cmd = kite_pods_env_expand_argv(kite_agent_pj(c->spec, "command"), &penv, &ncmd);
+    char **args = kite_pods_env_expand_argv(kite_agent_pj(c->spec, "args"), &penv, &nargs);
     char **env = kite_calloc(nenv + 1, sizeof(char *));
     for (size_t i = 0; i < nenv; i++) env[i] = kite_asprintf("%s=%s", penv.k[i], penv.v[i]);
-    pods_env_release(&penv);
+    kite_pods_env_release(&penv);
     int64_t mem = limit_milli(c->spec, "memory") / 1000, cpu = limit_milli(c->spec, "cpu");
     int64_t cpu_req = 0;
-    const char *rq = pjs(pj(c->spec, "resources.requests"), "cpu");
+    const char *rq = kite_agent_pjs(kite_agent_pj(c->spec, "resources.requests"), "cpu");
     if (rq) kite_quantity_parse_milli(rq, &cpu_req);
     if (!cpu_req) cpu_req = cpu;
     uint32_t attempt = c->id ? c->restarts + 1 : c->restarts;
@@ -380,8 +380,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     struct kite_security_config sec = {0};
     char *cerr = NULL;
     _cleanup_free_ char *seccomp_file = NULL;
-    if (pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
-        pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
+    if (kite_pods_volumes_mounts(p, pod, c->spec, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
+        kite_pods_etc_mounts(p, pod, c->spec, hostname, &mounts, &nmounts, &mount_paths, &merr) < 0 ||
         term_msg_mount(p, pod, c, attempt, &mounts, &nmounts, &mount_paths, &merr) < 0)
         cerr = merr;
     else
@@ -403,18 +403,18 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
     }
     struct kite_container_config cfg = {
         .sec = sec,
-        .name = c->name, .attempt = attempt, .image = pjs(c->spec, "image"), .command = (const char *const *)cmd,
+        .name = c->name, .attempt = attempt, .image = kite_agent_pjs(c->spec, "image"), .command = (const char *const *)cmd,
         .n_command = ncmd, .args = (const char *const *)args, .n_args = nargs, .env = (const char *const *)env, .n_env = nenv,
-        .working_dir = pjs(c->spec, "workingDir"), .memory_limit_bytes = mem, .mounts = mounts, .n_mounts = nmounts,
+        .working_dir = kite_agent_pjs(c->spec, "workingDir"), .memory_limit_bytes = mem, .mounts = mounts, .n_mounts = nmounts,
         .cpu_quota_us = cpu_quota_us(cpu), .cpu_period_us = cpu_quota_us(cpu) ? KITE_CPU_PERIOD_US : 0,
         .cpu_shares = cpu_req ? KITE_MAX(KITE_MIN(cpu_req, KITE_CPU_MAX_SHARES * 1000 / 1024) * 1024 / 1000, 2) : 0};
     /* stdin and tty as the spec asks (attach reads and writes them); an ephemeral container
      * joins the pid namespace of its targetContainerName */
-    json_object *si = pj(c->spec, "stdin"), *so = pj(c->spec, "stdinOnce"), *tt = pj(c->spec, "tty");
+    json_object *si = kite_agent_pj(c->spec, "stdin"), *so = kite_agent_pj(c->spec, "stdinOnce"), *tt = kite_agent_pj(c->spec, "tty");
     cfg.stdin_open = si && json_object_get_boolean(si);
     cfg.stdin_once = so && json_object_get_boolean(so);
     cfg.tty = tt && json_object_get_boolean(tt);
-    const char *target = c->ephemeral ? pjs(c->spec, "targetContainerName") : NULL;
+    const char *target = c->ephemeral ? kite_agent_pjs(c->spec, "targetContainerName") : NULL;
     for (size_t i = 0; target && *target && i < pod->n_main; i++)
         if (kite_streq(pod->c[i].name, target)) cfg.pid_ns_of = pod->c[i].id ? pod->c[i].id : "";
     char *id = NULL, *err = NULL;
@@ -458,7 +458,7 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         memset(&c->st, 0, sizeof(c->st));
         c->restarts++;
     }
-    if (c->id) pods_prober_remove(p->prober, c->id, NULL);
+    if (c->id) kite_pods_prober_remove(p->prober, c->id, NULL);
     c->id = id;
     c->exit_seen = 0;
     c->probe_ready = c->probe_started = false;
@@ -471,8 +471,8 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         /* the process could not start (StartError, exit 128): a container that runs again
          * waits in RunContainerError, then CrashLoopBackOff; under restartPolicy Never its
          * terminated state stays, and the pod fails */
-        if (r == -ENOEXEC && (c->sidecar || strcmp(pods_restart_policy(pod), "Always") == 0 ||
-                              strcmp(pods_restart_policy(pod), "OnFailure") == 0))
+        if (r == -ENOEXEC && (c->sidecar || strcmp(kite_pods_restart_policy(pod), "Always") == 0 ||
+                              strcmp(kite_pods_restart_policy(pod), "OnFailure") == 0))
         {
             set_wait(c, "RunContainerError", err ? err : strerror(-r));
             pod->next_sync = now + 1; /* its first restart is at once, as after any exit */
@@ -482,7 +482,7 @@ static bool start_ctr(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, i
         _cleanup_free_ char *started = kite_asprintf("Started container %s", c->name);
         ev(p, pod, c, "Normal", "Started", started);
     }
-    pods_refresh(p, pod);
+    kite_pods_refresh(p, pod);
     /* A process that ended before the runtime watched it sends no exit event, and the relist
      * (10 s) finds nothing new once the refresh above saw the exit: the pod is synced again at
      * once then, and a second after any start in case it ends between that refresh and the
@@ -526,21 +526,21 @@ static bool should_restart(const char *policy, int code) {
 
 static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (pod->sandbox_id) return true;
-    json_object *hn = pj(pod->obj, "spec.hostNetwork"), *hp = pj(pod->obj, "spec.hostPID"), *hi = pj(pod->obj, "spec.hostIPC");
+    json_object *hn = kite_agent_pj(pod->obj, "spec.hostNetwork"), *hp = kite_agent_pj(pod->obj, "spec.hostPID"), *hi = kite_agent_pj(pod->obj, "spec.hostIPC");
     /* the pod's sysctls (admitted: the safe set) */
-    json_object *sv = pj(pod->obj, "spec.securityContext.sysctls");
+    json_object *sv = kite_agent_pj(pod->obj, "spec.securityContext.sysctls");
     size_t nsys = sv && json_object_is_type(sv, json_type_array) ? json_object_array_length(sv) : 0;
     char **sys = kite_calloc(nsys + 1, sizeof(char *));
     for (size_t i = 0; i < nsys; i++) {
         json_object *x = json_object_array_get_idx(sv, i);
-        _cleanup_free_ char *n = kite_pods_sysctl_normalize(pjs(x, "name") ?: "");
-        sys[i] = kite_asprintf("%s=%s", n, pjs(x, "value") ?: "");
+        _cleanup_free_ char *n = kite_pods_sysctl_normalize(kite_agent_pjs(x, "name") ?: "");
+        sys[i] = kite_asprintf("%s=%s", n, kite_agent_pjs(x, "value") ?: "");
     }
     struct kite_sandbox_config cfg = {.uid = pod->uid, .name = pod->name, .ns = pod->ns,
                                       .host_network = hn && json_object_get_boolean(hn),
                                       .host_pid = hp && json_object_get_boolean(hp),
                                       .host_ipc = hi && json_object_get_boolean(hi),
-                                      .hostname = pjs(pod->obj, "spec.hostname"),
+                                      .hostname = kite_agent_pjs(pod->obj, "spec.hostname"),
                                       .sysctls = (const char *const *)sys, .n_sysctls = nsys};
     char *id = NULL, *err = NULL;
     int r = rt_result(p, pod, "run_sandbox",
@@ -586,7 +586,7 @@ static bool sandbox_alive(struct kite_pods *p, struct pod *pod, int64_t now) {
     free(pod->old_sandbox_id);
     pod->old_sandbox_id = pod->sandbox_id;
     pod->sandbox_id = NULL;
-    pods_refresh(p, pod);
+    kite_pods_refresh(p, pod);
     pod->next_sync = now + 1;
     return false;
 }
@@ -600,7 +600,7 @@ static bool ensure_volumes(struct kite_pods *p, struct pod *pod, int64_t now) {
     _cleanup_free_ char *vol = NULL, *err = NULL;
     pod->volumes_polled = false;
     pod->token_refresh_at = 0;
-    int r = pods_volumes_setup(p, pod, &vol, &err);
+    int r = kite_pods_volumes_setup(p, pod, &vol, &err);
     if (pod->volumes_polled) pod->next_sync = now + KITE_PODS_VOLUME_POLL_NS; /* not watched: look again */
     if (pod->token_refresh_at) { /* a projected token is due then (wall): sync again at that moment */
         int64_t at = now + KITE_MAX(pod->token_refresh_at - kite_now_wall(p->clock), 0);
@@ -657,7 +657,7 @@ static void *hook_thread(void *ud) {
     return NULL;
 }
 
-int pods_thread_spawn(void *(*fn)(void *), void *arg) {
+int kite_pods_thread_spawn(void *(*fn)(void *), void *arg) {
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -670,7 +670,7 @@ int pods_thread_spawn(void *(*fn)(void *), void *arg) {
 
 /* Starts the container's preStop hook; false when it has none to run (or it could not start). */
 static bool hook_start(struct kite_pods *p, struct pod *pod, struct pod_ctr *c) {
-    json_object *hook = pj(c->spec, "lifecycle.preStop.exec.command");
+    json_object *hook = kite_agent_pj(c->spec, "lifecycle.preStop.exec.command");
     if (!hook || !json_object_is_type(hook, json_type_array) || !json_object_array_length(hook) || pod->grace_s <= 0 ||
         !pod->in_api)
         return false;
@@ -683,7 +683,7 @@ static bool hook_start(struct kite_pods *p, struct pod *pod, struct pod_ctr *c) 
     pthread_mutex_lock(&p->lock);
     p->n_hooks++;
     pthread_mutex_unlock(&p->lock);
-    if (!p->n_workers || pods_thread_spawn(hook_thread, j) < 0) {
+    if (!p->n_workers || kite_pods_thread_spawn(hook_thread, j) < 0) {
         /* no threads (unit tests): the hook runs here */
         hook_thread(j);
     }
@@ -711,7 +711,7 @@ static void hook_finished(struct kite_pods *p, struct hook_done *h) {
     free(h->error);
 }
 
-void pods_hooks_apply(struct kite_pods *p) {
+void kite_pods_hooks_apply(struct kite_pods *p) {
     pthread_mutex_lock(&p->lock);
     struct hook_done *v = TAKE_PTR(p->hook_done);
     size_t n = p->n_hook_done;
@@ -736,14 +736,14 @@ void pods_hooks_apply(struct kite_pods *p) {
     free(v);
 }
 
-void pods_hooks_wait(struct kite_pods *p) {
+void kite_pods_hooks_wait(struct kite_pods *p) {
     pthread_mutex_lock(&p->lock);
     while (p->n_hooks) pthread_cond_wait(&p->hooks_cv, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }
 
-void pods_hooks_release(struct kite_pods *p) {
-    pods_hooks_wait(p);
+void kite_pods_hooks_release(struct kite_pods *p) {
+    kite_pods_hooks_wait(p);
     for (size_t i = 0; i < p->n_hook_done; i++) free(p->hook_done[i].uid), free(p->hook_done[i].ctr), free(p->hook_done[i].error);
     for (size_t i = 0; i < p->n_held_hooks; i++)
         free(p->held_hooks[i].uid), free(p->held_hooks[i].ctr), free(p->held_hooks[i].error);
@@ -794,7 +794,7 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         stop_one(p, pod, c);
         break; /* one at a time, from the last */
     }
-    pods_refresh(p, pod);
+    kite_pods_refresh(p, pod);
     /* the grace as it is now (a DELETE may have shortened it); a pod gone from the API (force
      * deleted) gets at most 1 s more, as the kubelet gives it */
     int64_t grace = pod->in_api ? pod->grace_s : KITE_MIN(pod->grace_s, 1);
@@ -809,7 +809,7 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         running = true;
     }
     if (running) {
-        pods_refresh(p, pod);
+        kite_pods_refresh(p, pod);
         running = false;
         for (size_t i = 0; i < pod->nc; i++) running = running || ctr_running(&pod->c[i]);
     }
@@ -840,7 +840,7 @@ static void terminate(struct kite_pods *p, struct pod *pod, int64_t now) {
         }
         if (have_sb && sb.log_dir && *sb.log_dir) kite_rm_rf(sb.log_dir);
         if (have_sb) kite_sandbox_status_release(&sb);
-        if (pods_volumes_teardown(p, pod->uid) < 0) {
+        if (kite_pods_volumes_teardown(p, pod->uid) < 0) {
             pod->next_sync = now + KITE_PODS_SYNC_ERROR_NS;
             return;
         }
@@ -872,7 +872,7 @@ static bool sidecar_step(struct kite_pods *p, struct pod *pod, struct pod_ctr *c
             free(err);
         }
     }
-    if (!c->done && pods_ctr_started(c)) c->done = true;
+    if (!c->done && kite_pods_ctr_started(c)) c->done = true;
     return c->done;
 }
 
@@ -882,7 +882,7 @@ static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
         return;
     }
     if (pod->rejected || pod->finished || pod->killed) return;
-    enum pod_phase ph = pods_compute_phase(pod);
+    enum pod_phase ph = kite_pods_compute_phase(pod);
     if (ph == PHASE_SUCCEEDED || ph == PHASE_FAILED) {
         /* the pod is done: its sidecars stop (last first), then its sandbox goes; its
          * containers' records stay */
@@ -890,10 +890,10 @@ static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
         return;
     }
     if (pod->sandbox_id && !sandbox_alive(p, pod, now)) return;
-    if (!pod->sandbox_id && pod->old_sandbox_id && strcmp(pods_restart_policy(pod), "Never") == 0) return;
+    if (!pod->sandbox_id && pod->old_sandbox_id && strcmp(kite_pods_restart_policy(pod), "Never") == 0) return;
     if (!ensure_sandbox(p, pod, now)) return;
     if (!ensure_volumes(p, pod, now)) return;
-    const char *policy = pods_restart_policy(pod);
+    const char *policy = kite_pods_restart_policy(pod);
     for (size_t i = 0; i < pod->n_init; i++) {
         struct pod_ctr *c = &pod->c[i];
         if (c->sidecar) {
@@ -931,14 +931,14 @@ static void sync_running(struct kite_pods *p, struct pod *pod, int64_t now) {
         if (!c->id) start_ctr(p, pod, c, now);
     }
     /* the main containers may have just ended the pod (a Job's pod with sidecars) */
-    ph = pods_compute_phase(pod);
+    ph = kite_pods_compute_phase(pod);
     if (ph == PHASE_SUCCEEDED || ph == PHASE_FAILED) terminate(p, pod, now);
 }
 
-void pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
+void kite_pods_worker_sync(struct kite_pods *p, struct pod *pod, int64_t now) {
     pod->next_sync = 0;
     /* activeDeadlineSeconds, counted from the pod's startTime as the kubelet's */
-    json_object *ad = pj(pod->obj, "spec.activeDeadlineSeconds");
+    json_object *ad = kite_agent_pj(pod->obj, "spec.activeDeadlineSeconds");
     if (ad && !pod->deadline_exceeded && !pod->finished && !pod->rejected && !pod->killed && pod->in_api &&
         !pod->deleting) {
         int64_t left = kite_sat_add(pod->start_wall, kite_sec_to_ns(json_object_get_int64(ad))) - kite_now_wall(p->clock);
@@ -963,20 +963,20 @@ static int64_t started_mono(struct kite_pods *p, const struct kite_container_sta
     return kite_now_mono(p->clock) - (ago > 0 ? ago : 0);
 }
 
-void pods_probes_sync(struct kite_pods *p, struct pod *pod) {
-    json_object *hn = pj(pod->obj, "spec.hostNetwork");
+void kite_pods_probes_sync(struct kite_pods *p, struct pod *pod) {
+    json_object *hn = kite_agent_pj(pod->obj, "spec.hostNetwork");
     const char *ip = hn && json_object_get_boolean(hn) ? pod->host_ip : pod->sandbox_ip;
     for (size_t i = 0; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];
         if (!c->id || (c->init && !c->sidecar)) continue;
         if (!ctr_running(c) || pod->stopping) {
-            pods_prober_remove(p->prober, c->id, NULL);
+            kite_pods_prober_remove(p->prober, c->id, NULL);
             continue;
         }
         for (int k = 0; k < PROBE_KINDS; k++) {
-            json_object *spec = pj(c->spec, pods_probe_field((enum probe_kind)k));
+            json_object *spec = kite_agent_pj(c->spec, kite_pods_probe_field((enum probe_kind)k));
             if (spec)
-                pods_prober_add(p->prober, pod->uid, c->name, c->id, (enum probe_kind)k, spec, pj(c->spec, "ports"), ip,
+                kite_pods_prober_add(p->prober, pod->uid, c->name, c->id, (enum probe_kind)k, spec, kite_agent_pj(c->spec, "ports"), ip,
                                 started_mono(p, &c->st));
         }
     }
@@ -988,7 +988,7 @@ static void probe_kill(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, 
     _cleanup_free_ char *m = kite_asprintf("Container %s failed %s probe, will be restarted", c->name,
                                            kind == PROBE_STARTUP ? "startup" : "liveness");
     ev(p, pod, c, "Normal", "Killing", m);
-    json_object *g = pj(pj(c->spec, pods_probe_field(kind)), "terminationGracePeriodSeconds");
+    json_object *g = kite_agent_pj(kite_agent_pj(c->spec, kite_pods_probe_field(kind)), "terminationGracePeriodSeconds");
     int64_t grace = g ? json_object_get_int64(g) : pod->grace_s;
     if (grace < 0) grace = 0;
     if (strcmp(p->rt->ops->name, "runc") != 0 || c->st.pid <= 0 || grace == 0) {
@@ -1001,10 +1001,10 @@ static void probe_kill(struct kite_pods *p, struct pod *pod, struct pod_ctr *c, 
     c->probe_kill_at = kite_sat_add(now, kite_sec_to_ns(grace));
 }
 
-void pods_probe_results(struct kite_pods *p, int64_t now) {
+void kite_pods_probe_results(struct kite_pods *p, int64_t now) {
     struct probe_result *fresh = NULL;
     size_t n_fresh = 0;
-    pods_prober_take(p->prober, &fresh, &n_fresh);
+    kite_pods_prober_take(p->prober, &fresh, &n_fresh);
     /* results held for pods that were with a worker come first */
     struct probe_result *v = p->held_probes;
     size_t n = p->n_held_probes;
@@ -1030,11 +1030,11 @@ void pods_probe_results(struct kite_pods *p, int64_t now) {
         for (size_t j = 0; pod && j < pod->nc && !c; j++)
             if (kite_streq(pod->c[j].id, r->cid)) c = &pod->c[j];
         if (!c || pod->stopping) { /* a container replaced or stopped meanwhile */
-            pods_probe_result_release(r);
+            kite_pods_probe_result_release(r);
             continue;
         }
         if (!r->success) {
-            _cleanup_free_ char *m = kite_asprintf("%s probe failed: %s", pods_probe_kind_name(r->kind),
+            _cleanup_free_ char *m = kite_asprintf("%s probe failed: %s", kite_pods_probe_kind_name(r->kind),
                                                    r->output ? r->output : "");
             ev(p, pod, c, "Warning", "Unhealthy", m);
         }
@@ -1044,7 +1044,7 @@ void pods_probe_results(struct kite_pods *p, int64_t now) {
             else if (!r->success && ctr_running(c)) probe_kill(p, pod, c, r->kind, now);
             pod->dirty = true;
         }
-        pods_probe_result_release(r);
+        kite_pods_probe_result_release(r);
     }
     free(v);
 }
@@ -1131,18 +1131,18 @@ char *kite_pods_sysctl_refusal(const char *allowed, const char *name, bool host_
 
 /* The pod's sysctls as the kubelet's sysctl admission checks them: NULL, or why not. */
 static char *sysctls_forbidden(struct kite_pods *p, struct pod *pod) {
-    json_object *v = pj(pod->obj, "spec.securityContext.sysctls");
-    bool host_net = json_object_get_boolean(pj(pod->obj, "spec.hostNetwork"));
-    bool host_ipc = json_object_get_boolean(pj(pod->obj, "spec.hostIPC"));
+    json_object *v = kite_agent_pj(pod->obj, "spec.securityContext.sysctls");
+    bool host_net = json_object_get_boolean(kite_agent_pj(pod->obj, "spec.hostNetwork"));
+    bool host_ipc = json_object_get_boolean(kite_agent_pj(pod->obj, "spec.hostIPC"));
     for (size_t i = 0; v && json_object_is_type(v, json_type_array) && i < json_object_array_length(v); i++) {
-        _cleanup_free_ char *n = kite_pods_sysctl_normalize(pjs(json_object_array_get_idx(v, i), "name") ?: "");
+        _cleanup_free_ char *n = kite_pods_sysctl_normalize(kite_agent_pjs(json_object_array_get_idx(v, i), "name") ?: "");
         _cleanup_free_ char *why = kite_pods_sysctl_refusal(p->unsafe_sysctls, n, host_net, host_ipc);
         if (why) return kite_asprintf("forbidden sysctl: %s", why);
     }
     return NULL;
 }
 
-bool pods_apparmor_enabled(const char *file) {
+bool kite_pods_apparmor_enabled(const char *file) {
     FILE *f = fopen(file ? file : "/sys/module/apparmor/parameters/enabled", "re");
     if (!f) return false;
     int ch = fgetc(f);
@@ -1151,17 +1151,17 @@ bool pods_apparmor_enabled(const char *file) {
 }
 
 /* a profile other than unconfined: {"type": "RuntimeDefault"|"Localhost"} */
-static bool apparmor_confines(json_object *prof) { return prof && !kite_streq(pjs(prof, "type"), "Unconfined"); }
+static bool apparmor_confines(json_object *prof) { return prof && !kite_streq(kite_agent_pjs(prof, "type"), "Unconfined"); }
 
-char *pods_apparmor_refusal(json_object *pod, bool enabled) {
-    bool required = apparmor_confines(pj(pod, "spec.securityContext.appArmorProfile"));
+char *kite_pods_apparmor_refusal(json_object *pod, bool enabled) {
+    bool required = apparmor_confines(kite_agent_pj(pod, "spec.securityContext.appArmorProfile"));
     static const char *const lists[] = {"spec.initContainers", "spec.containers", "spec.ephemeralContainers"};
     for (size_t l = 0; !required && l < KITE_ARRAY_SIZE(lists); l++) {
-        json_object *cs = pj(pod, lists[l]);
+        json_object *cs = kite_agent_pj(pod, lists[l]);
         for (size_t i = 0; !required && cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
-            required = apparmor_confines(pj(json_object_array_get_idx(cs, i), "securityContext.appArmorProfile"));
+            required = apparmor_confines(kite_agent_pj(json_object_array_get_idx(cs, i), "securityContext.appArmorProfile"));
     }
-    json_object *ann = pj(pod, "metadata.annotations");
+    json_object *ann = kite_agent_pj(pod, "metadata.annotations");
     if (!required && ann && json_object_is_type(ann, json_type_object)) {
         json_object_object_foreach(ann, k, val) {
             if (strncmp(k, "container.apparmor.security.beta.kubernetes.io/", 47) == 0 &&
@@ -1176,7 +1176,7 @@ char *pods_apparmor_refusal(json_object *pod, bool enabled) {
     return kite_strdup("Cannot enforce AppArmor: this node agent does not apply AppArmor profiles");
 }
 
-void pods_admit(struct kite_pods *p, struct pod *pod) {
+void kite_pods_admit(struct kite_pods *p, struct pod *pod) {
     pod->admitted = true;
     char *forbidden = sysctls_forbidden(p, pod);
     if (forbidden) {
@@ -1189,7 +1189,7 @@ void pods_admit(struct kite_pods *p, struct pod *pod) {
         return;
     }
     /* the AppArmor admission, for a pod not yet running (its lifecycle handler's check) */
-    char *apparmor = pods_apparmor_refusal(pod->obj, p->apparmor);
+    char *apparmor = kite_pods_apparmor_refusal(pod->obj, p->apparmor);
     if (apparmor) {
         pod->rejected = true;
         pod->reject_reason = kite_strdup("AppArmor");
@@ -1205,7 +1205,7 @@ void pods_admit(struct kite_pods *p, struct pod *pod) {
     int64_t cpu = r.cpu_m, mem = r.mem_m, used_cpu = 0, used_mem = 0, used_pods = 0;
     for (size_t i = 0; i < p->n_pods; i++) {
         struct pod *o = p->pods[i];
-        if (o == pod || !pods_holds_resources(o)) continue;
+        if (o == pod || !kite_pods_holds_resources(o)) continue;
         kite_pod_requests(o->obj, false, &r);
         used_cpu = kite_sat_add(used_cpu, r.cpu_m); /* a huge request fills the node */
         used_mem = kite_sat_add(used_mem, r.mem_m);
@@ -1229,7 +1229,7 @@ void pods_admit(struct kite_pods *p, struct pod *pod) {
     log_info(PODS_LOG, "pod %s/%s rejected: %s", pod->ns, pod->name, why);
 }
 
-void pod_free(struct pod *pod) {
+void kite_agent_pod_free(struct pod *pod) {
     if (!pod) return;
     for (size_t i = 0; i < pod->nc; i++) {
         struct pod_ctr *c = &pod->c[i];

@@ -18,14 +18,14 @@
 
 extern char **environ;
 
-int rt_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+int kite_agent_rt_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
-int64_t rt_mono_ns(void) { return kite_now_mono(kite_clock_real()); }
+int64_t kite_agent_rt_mono_ns(void) { return kite_now_mono(kite_clock_real()); }
 
 /* Waits until fd polls readable or the deadline passes: 1, 0 on timeout, -errno. */
-int rt_wait_fd(int fd, int64_t deadline) {
+int kite_agent_rt_wait_fd(int fd, int64_t deadline) {
     for (;;) {
-        int64_t left = deadline - rt_mono_ns();
+        int64_t left = deadline - kite_agent_rt_mono_ns();
         if (left <= 0) return 0;
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, (int)KITE_MIN(left / KITE_NS_PER_MS + 1, 1000));
@@ -34,7 +34,7 @@ int rt_wait_fd(int fd, int64_t deadline) {
     }
 }
 
-int rt_spawn(pid_t *ret_pid, const char *path, const posix_spawn_file_actions_t *fa, char *const *argv, char *const *envp) {
+int kite_agent_rt_spawn(pid_t *ret_pid, const char *path, const posix_spawn_file_actions_t *fa, char *const *argv, char *const *envp) {
     /* a default signal mask: runc and conmon must see the signals the agent blocks */
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
@@ -47,7 +47,7 @@ int rt_spawn(pid_t *ret_pid, const char *path, const posix_spawn_file_actions_t 
     return -r;
 }
 
-int rt_run(struct rt_run *c) {
+int kite_agent_rt_run(struct kite_agent_rt_run *c) {
     int out[2] = {-1, -1};
     if (!c->discard_output && pipe2(out, O_CLOEXEC) < 0) return -errno;
     posix_spawn_file_actions_t fa;
@@ -71,7 +71,7 @@ int rt_run(struct rt_run *c) {
     memcpy(envp, environ, n_env * sizeof(char *));
     for (size_t i = 0; i < n_extra; i++) envp[n_env + i] = (char *)c->env[i];
     pid_t pid;
-    int r = -rt_spawn(&pid, c->argv[0], &fa, (char *const *)c->argv, envp);
+    int r = -kite_agent_rt_spawn(&pid, c->argv[0], &fa, (char *const *)c->argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     free(envp);
     if (out[1] >= 0) close(out[1]);
@@ -79,7 +79,7 @@ int rt_run(struct rt_run *c) {
         if (out[0] >= 0) close(out[0]);
         return -r;
     }
-    int pidfd = rt_pidfd_open(pid);
+    int pidfd = kite_agent_rt_pidfd_open(pid);
     if (pidfd < 0) {
         r = -errno;
         kill(pid, SIGKILL);
@@ -93,7 +93,7 @@ int rt_run(struct rt_run *c) {
     c->truncated = false;
     bool exited = false, eof = out[0] < 0, timed_out = false;
     while (!exited || !eof) {
-        int64_t left = c->deadline - rt_mono_ns();
+        int64_t left = c->deadline - kite_agent_rt_mono_ns();
         if (left <= 0) {
             timed_out = true;
             break;
@@ -122,7 +122,7 @@ int rt_run(struct rt_run *c) {
     if (timed_out) {
         if (c->term_first) {
             kill(pid, SIGTERM);
-            rt_wait_fd(pidfd, rt_mono_ns() + RT_TERM_GRACE_NS);
+            kite_agent_rt_wait_fd(pidfd, kite_agent_rt_mono_ns() + RT_TERM_GRACE_NS);
         }
         kill(pid, SIGKILL);
     }
@@ -136,7 +136,7 @@ int rt_run(struct rt_run *c) {
     return 0;
 }
 
-void rt_run_release(struct rt_run *c) {
+void kite_agent_rt_run_release(struct kite_agent_rt_run *c) {
     free(c->out);
     c->out = NULL;
 }

@@ -9,7 +9,7 @@
 /* A timed-out child given SIGTERM first gets this long before SIGKILL. */
 #define RT_TERM_GRACE_NS (500 * INT64_C(1000000))
 
-struct rt_run {
+struct kite_agent_rt_run {
     const char *const *argv; /* argv[0] an absolute path */
     const char *const *env;  /* extra "K=V" entries, NULL-terminated; may be NULL */
     int pass_fd;             /* becomes fd 3 in the child; -1 = none */
@@ -26,11 +26,11 @@ struct rt_run {
 };
 
 /* 0 when the child ran (its code in status), -ETIMEDOUT, or -errno from spawning. */
-int rt_run(struct rt_run *c);
+int kite_agent_rt_run(struct kite_agent_rt_run *c);
 /* posix_spawn in a new session with a default signal mask (runc and conmon must see the signals
  * the agent blocks): 0 or -errno. */
-int rt_spawn(pid_t *ret_pid, const char *path, const posix_spawn_file_actions_t *fa, char *const *argv, char *const *envp);
-void rt_run_release(struct rt_run *c);
-int rt_pidfd_open(pid_t pid);
-int64_t rt_mono_ns(void);
-int rt_wait_fd(int fd, int64_t deadline);
+int kite_agent_rt_spawn(pid_t *ret_pid, const char *path, const posix_spawn_file_actions_t *fa, char *const *argv, char *const *envp);
+void kite_agent_rt_run_release(struct kite_agent_rt_run *c);
+int kite_agent_rt_pidfd_open(pid_t pid);
+int64_t kite_agent_rt_mono_ns(void);
+int kite_agent_rt_wait_fd(int fd, int64_t deadline);

@@ -12,7 +12,7 @@ static struct watch *find_watch(struct runc_rt *c, const char *id) {
 void kite_rc_watch_container(struct runc_rt *c, const char *id) {
     if (find_watch(c, id)) return;
     pid_t pid = kite_rc_container_pid(c, id);
-    int fd = pid > 0 ? rt_pidfd_open(pid) : -1;
+    int fd = pid > 0 ? kite_agent_rt_pidfd_open(pid) : -1;
     c->watches = kite_realloc(c->watches, (c->n_watches + 1) * sizeof(*c->watches));
     struct watch *w = &c->watches[c->n_watches++];
     *w = (struct watch){.id = kite_strdup(id), .pidfd = fd};

@@ -117,7 +117,7 @@ int kite_rc_read_exit(struct runc_rt *c, const char *id, int *ret_code, int64_t 
 json_object *kite_rc_read_meta(struct runc_rt *c, const char *id);
 json_object *kite_rc_read_sandbox(struct runc_rt *c, const char *id);
 int kite_rc_remove_by_id(struct runc_rt *c, const char *id, int64_t deadline);
-int kite_rc_runc(struct runc_rt *c, int64_t deadline, struct rt_run *r, const char *const *args);
+int kite_rc_runc(struct runc_rt *c, int64_t deadline, struct kite_agent_rt_run *r, const char *const *args);
 int kite_rc_runc_simple(struct runc_rt *c, int64_t deadline, char **ret_error, const char *const *args);
 int kite_rc_stop_by_id(struct runc_rt *c, const char *id, int64_t grace_ns, int64_t deadline);
 int kite_rc_write_json(const char *path, json_object *o);

@@ -108,8 +108,8 @@ int kite_rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_confi
     json_object_put(config);
     json_object_put(meta);
     if (r < 0) {
-        struct rt_run rr;
-        if (kite_rc_runc(c, kite_rc_deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) rt_run_release(&rr);
+        struct kite_agent_rt_run rr;
+        if (kite_rc_runc(c, kite_rc_deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) kite_agent_rt_run_release(&rr);
         kite_rc_destroy_bundle(c, id);
         kite_rm_rf(sdir);
         kite_rc_cgroup_remove(cg);

@@ -14,7 +14,7 @@
 struct runc_rt *kite_rc_of(struct kite_runtime *rt) { return (struct runc_rt *)rt; }
 
 int64_t kite_rc_deadline_of(int64_t timeout_ns) {
-    return kite_sat_add(rt_mono_ns(), timeout_ns > 0 ? timeout_ns : KITE_RT_DEFAULT_TIMEOUT_NS);
+    return kite_sat_add(kite_agent_rt_mono_ns(), timeout_ns > 0 ? timeout_ns : KITE_RT_DEFAULT_TIMEOUT_NS);
 }
 
 int64_t kite_rc_now_wall(struct runc_rt *c) { return kite_now_wall(c->clock); }
@@ -54,7 +54,7 @@ static char *find_in_path(const char *name) {
 /* ---- runc and files ---------------------------------------------------------------------- */
 
 /* Runs `runc --root STATE args...`; 0 with r->status, or -errno / -ETIMEDOUT. */
-int kite_rc_runc(struct runc_rt *c, int64_t deadline, struct rt_run *r, const char *const *args) {
+int kite_rc_runc(struct runc_rt *c, int64_t deadline, struct kite_agent_rt_run *r, const char *const *args) {
     const char *argv[32];
     size_t n = 0;
     argv[n++] = c->runc;
@@ -62,19 +62,19 @@ int kite_rc_runc(struct runc_rt *c, int64_t deadline, struct rt_run *r, const ch
     argv[n++] = c->state;
     for (size_t i = 0; args[i] && n < KITE_ARRAY_SIZE(argv) - 1; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    *r = (struct rt_run){.argv = argv, .pass_fd = -1, .deadline = deadline};
-    return rt_run(r);
+    *r = (struct kite_agent_rt_run){.argv = argv, .pass_fd = -1, .deadline = deadline};
+    return kite_agent_rt_run(r);
 }
 
 /* runc with a simple result: 0, -EIO (runc failed; *ret_error its output), -ETIMEDOUT. */
 int kite_rc_runc_simple(struct runc_rt *c, int64_t deadline, char **ret_error, const char *const *args) {
-    struct rt_run r;
+    struct kite_agent_rt_run r;
     int e = kite_rc_runc(c, deadline, &r, args);
     if (e == 0 && r.status != 0) {
         if (ret_error) *ret_error = kite_asprintf("runc %s: %s", args[0], r.out);
         e = -EIO;
     }
-    rt_run_release(&r);
+    kite_agent_rt_run_release(&r);
     return e;
 }
 
@@ -172,10 +172,10 @@ static int conmon_create(struct runc_rt *c, const char *id, const char *log_path
     if (cfg && cfg->tty) argv[na++] = "-t";
     const char *env[] = {"_OCI_SYNCPIPE=3", NULL};
     /* conmon writes its "oom" marker into its working directory: the bundle */
-    struct rt_run r = {.argv = argv, .env = env, .pass_fd = p[1], .cwd = bundle, .discard_output = true, .deadline = deadline};
-    int e = rt_run(&r);
+    struct kite_agent_rt_run r = {.argv = argv, .env = env, .pass_fd = p[1], .cwd = bundle, .discard_output = true, .deadline = deadline};
+    int e = kite_agent_rt_run(&r);
     close(p[1]);
-    rt_run_release(&r);
+    kite_agent_rt_run_release(&r);
     if (e == 0 && r.status != 0) {
         *ret_error = kite_asprintf("conmon exited with %d", r.status);
         e = -EIO;
@@ -184,7 +184,7 @@ static int conmon_create(struct runc_rt *c, const char *id, const char *log_path
     char buf[4096];
     size_t len = 0;
     while (e == 0 && len < sizeof buf - 1 && !memchr(buf, '\n', len)) {
-        int w = rt_wait_fd(p[0], deadline);
+        int w = kite_agent_rt_wait_fd(p[0], deadline);
         if (w <= 0) {
             e = w == 0 ? -ETIMEDOUT : w;
             break;
@@ -247,13 +247,13 @@ static int make_rootfs(struct runc_rt *c, const char *id, const char *lower, int
     if (mount("overlay", rootfs, "overlay", 0, opts) == 0) return 0;
     _cleanup_free_ char *src = kite_asprintf("%s/.", lower);
     const char *argv[] = {"/bin/cp", "-a", src, rootfs, NULL};
-    struct rt_run r = {.argv = argv, .pass_fd = -1, .deadline = deadline};
-    int e = rt_run(&r);
+    struct kite_agent_rt_run r = {.argv = argv, .pass_fd = -1, .deadline = deadline};
+    int e = kite_agent_rt_run(&r);
     if (e == 0 && r.status != 0) {
         *ret_error = kite_asprintf("copying the image root: %s", r.out);
         e = -EIO;
     }
-    rt_run_release(&r);
+    kite_agent_rt_run_release(&r);
     return e;
 }
 
@@ -379,8 +379,8 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
     if (r == -ENOEXEC) {
         /* as containerd's: the container exists, its start fails (StartError, exit 128); the
          * record stays until it is removed, its root goes now */
-        struct rt_run rr;
-        if (kite_rc_runc(c, kite_rc_deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) rt_run_release(&rr);
+        struct kite_agent_rt_run rr;
+        if (kite_rc_runc(c, kite_rc_deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) kite_agent_rt_run_release(&rr);
         _cleanup_free_ char *rootfs = kite_rc_cdir(c, id, "rootfs"), *upper = kite_rc_cdir(c, id, "upper"), *work = kite_rc_cdir(c, id, "work");
         umount2(rootfs, MNT_DETACH);
         kite_rm_rf(rootfs);
@@ -395,8 +395,8 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
     }
     json_object_put(meta);
     if (r < 0) {
-        struct rt_run rr;
-        if (kite_rc_runc(c, kite_rc_deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) rt_run_release(&rr);
+        struct kite_agent_rt_run rr;
+        if (kite_rc_runc(c, kite_rc_deadline_of(0), &rr, (const char *[]){"delete", "--force", id, NULL}) == 0) kite_agent_rt_run_release(&rr);
         kite_rc_destroy_bundle(c, id);
         kite_rc_cgroup_remove(cg);
         if (ret_error) *ret_error = err ? TAKE_PTR(err) : kite_strdup(strerror(-r));
@@ -500,7 +500,7 @@ static int wait_exit_file(struct runc_rt *c, const char *id, int64_t deadline) {
     int code;
     for (;;) {
         if (kite_rc_read_exit(c, id, &code, NULL) == 0) return 0;
-        if (rt_mono_ns() >= deadline) return -ETIMEDOUT;
+        if (kite_agent_rt_mono_ns() >= deadline) return -ETIMEDOUT;
         struct timespec ts = {0, KITE_NS_PER_MS};
         nanosleep(&ts, NULL);
     }
@@ -511,20 +511,20 @@ int kite_rc_stop_by_id(struct runc_rt *c, const char *id, int64_t grace_ns, int6
     if (kite_rc_read_exit(c, id, &code, NULL) == 0) return 0;
     pid_t pid = kite_rc_container_pid(c, id);
     if (!kite_rc_pid_alive(pid)) return 0;
-    int fd = rt_pidfd_open(pid);
+    int fd = kite_agent_rt_pidfd_open(pid);
     if (fd < 0) return 0;
     int r = 0;
     if (grace_ns > 0) {
         kite_rc_runc_simple(c, deadline, NULL, (const char *[]){"kill", id, "TERM", NULL});
-        r = rt_wait_fd(fd, KITE_MIN(deadline, kite_sat_add(rt_mono_ns(), grace_ns)));
+        r = kite_agent_rt_wait_fd(fd, KITE_MIN(deadline, kite_sat_add(kite_agent_rt_mono_ns(), grace_ns)));
     }
     if (r <= 0) {
         kite_rc_runc_simple(c, deadline, NULL, (const char *[]){"kill", id, "KILL", NULL});
-        r = rt_wait_fd(fd, deadline);
+        r = kite_agent_rt_wait_fd(fd, deadline);
     }
     close(fd);
     if (r <= 0) return r == 0 ? -ETIMEDOUT : r;
-    return wait_exit_file(c, id, KITE_MIN(deadline, rt_mono_ns() + RC_EXIT_FILE_WAIT_NS));
+    return wait_exit_file(c, id, KITE_MIN(deadline, kite_agent_rt_mono_ns() + RC_EXIT_FILE_WAIT_NS));
 }
 
 static int rc_stop_container(struct kite_runtime *rt, const char *id, int64_t grace_ns, int64_t timeout_ns) {
@@ -621,12 +621,12 @@ static int rc_exec_sync(struct kite_runtime *rt, const char *id, const char *con
     args[n++] = "exec";
     args[n++] = id;
     for (size_t i = 0; i < argc; i++) args[n++] = argv[i];
-    struct rt_run r = {.argv = args, .pass_fd = -1, .term_first = true, .deadline = kite_rc_deadline_of(timeout_ns),
+    struct kite_agent_rt_run r = {.argv = args, .pass_fd = -1, .term_first = true, .deadline = kite_rc_deadline_of(timeout_ns),
                        .out_max = KITE_RT_EXEC_OUTPUT_MAX};
-    int e = rt_run(&r);
+    int e = kite_agent_rt_run(&r);
     free(args);
     if (e < 0) {
-        rt_run_release(&r);
+        kite_agent_rt_run_release(&r);
         return e;
     }
     *ret = (struct kite_exec_result){.exit_code = r.status, .output = r.out, .output_len = r.out_len, .truncated = r.truncated};
@@ -687,7 +687,7 @@ static int rc_exec_start(struct kite_runtime *rt, const char *id, const char *co
     }
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     pid_t pid = -1;
-    if (e == 0) e = rt_spawn(&pid, c->runc, &fa, (char *const *)args, environ);
+    if (e == 0) e = kite_agent_rt_spawn(&pid, c->runc, &fa, (char *const *)args, environ);
     posix_spawn_file_actions_destroy(&fa);
     free(args);
     int child_ends[] = {in[0], out[1], err[1]};
@@ -705,7 +705,7 @@ static int rc_exec_start(struct kite_runtime *rt, const char *id, const char *co
     for (size_t i = 0; i < KITE_ARRAY_SIZE(mine); i++)
         if (mine[i] >= 0) fcntl(mine[i], F_SETFL, fcntl(mine[i], F_GETFL) | O_NONBLOCK);
     ret->pid = pid;
-    ret->pidfd = rt_pidfd_open(pid);
+    ret->pidfd = kite_agent_rt_pidfd_open(pid);
     ret->in_fd = in[1];
     ret->out_fd = out[0];
     ret->err_fd = err[0];
@@ -730,11 +730,11 @@ static int rc_version(struct kite_runtime *rt, char **ret_name, char **ret_versi
     struct runc_rt *c = kite_rc_of(rt);
     if (!c->version) {
         const char *argv[] = {c->runc, "--version", NULL};
-        struct rt_run r = {.argv = argv, .pass_fd = -1, .deadline = kite_rc_deadline_of(0)};
-        int e = rt_run(&r);
+        struct kite_agent_rt_run r = {.argv = argv, .pass_fd = -1, .deadline = kite_rc_deadline_of(0)};
+        int e = kite_agent_rt_run(&r);
         const char *p = e == 0 && r.status == 0 ? strstr(r.out, "runc version ") : NULL;
         if (p) c->version = kite_strndup(p + 13, strcspn(p + 13, " \n"));
-        rt_run_release(&r);
+        kite_agent_rt_run_release(&r);
         if (!c->version) return e < 0 ? e : -EIO;
     }
     *ret_name = kite_strdup("runc");

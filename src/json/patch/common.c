@@ -4,7 +4,7 @@
 
 #include "json/patch/internal.h"
 
-int patch_fail(char **ret_err, int err, const char *fmt, ...) {
+int kite_json_patch_fail(char **ret_err, int err, const char *fmt, ...) {
     if (ret_err && !*ret_err) {
         va_list ap;
         va_start(ap, fmt);
@@ -16,14 +16,14 @@ int patch_fail(char **ret_err, int err, const char *fmt, ...) {
     return err;
 }
 
-json_object *patch_clone(json_object *o) {
+json_object *kite_json_patch_clone(json_object *o) {
     if (!o) return NULL;
     json_object *copy = NULL;
     if (json_object_deep_copy(o, &copy, NULL) < 0) abort(); /* only fails on OOM */
     return copy;
 }
 
-void patch_canon(struct kite_buf *b, json_object *o) {
+void kite_json_patch_canon(struct kite_buf *b, json_object *o) {
     switch (json_object_get_type(o)) {
     case json_type_null: kite_buf_puts(b, "null"); break;
     case json_type_boolean: kite_buf_puts(b, json_object_get_boolean(o) ? "true" : "false"); break;
@@ -43,7 +43,7 @@ void patch_canon(struct kite_buf *b, json_object *o) {
         kite_buf_putc(b, '[');
         size_t n = json_object_array_length(o);
         for (size_t i = 0; i < n; i++) {
-            patch_canon(b, json_object_array_get_idx(o, i));
+            kite_json_patch_canon(b, json_object_array_get_idx(o, i));
             kite_buf_putc(b, ',');
         }
         kite_buf_putc(b, ']');
@@ -55,7 +55,7 @@ void patch_canon(struct kite_buf *b, json_object *o) {
         json_object_object_foreach(o, k, v) {
             kite_buf_json_str(b, k);
             kite_buf_putc(b, ':');
-            patch_canon(b, v);
+            kite_json_patch_canon(b, v);
             kite_buf_putc(b, ',');
         }
         kite_buf_putc(b, '}');
@@ -64,19 +64,19 @@ void patch_canon(struct kite_buf *b, json_object *o) {
     }
 }
 
-size_t patch_path_push(struct patch_path *p, const char *key) {
+size_t kite_json_patch_path_push(struct patch_path *p, const char *key) {
     size_t len = p->buf.len;
     if (len) kite_buf_putc(&p->buf, '.');
     kite_buf_puts(&p->buf, key);
     return len;
 }
 
-void patch_path_pop(struct patch_path *p, size_t len) {
+void kite_json_patch_path_pop(struct patch_path *p, size_t len) {
     p->buf.len = len;
     if (p->buf.p) p->buf.p[len] = '\0';
 }
 
-const struct kite_smp_rule *patch_rule(const struct kite_smp_schema *schema, const struct patch_path *p) {
+const struct kite_smp_rule *kite_json_patch_rule(const struct kite_smp_schema *schema, const struct patch_path *p) {
     if (!schema) return NULL;
     const char *path = p->buf.p ? p->buf.p : "";
     /* Schemas hold a handful of rules per kind: a scan beats building a map per request. */
@@ -85,7 +85,7 @@ const struct kite_smp_rule *patch_rule(const struct kite_smp_schema *schema, con
     return NULL;
 }
 
-void patch_vec_push(struct patch_vec *vec, json_object *o, long tag) {
+void kite_json_patch_vec_push(struct patch_vec *vec, json_object *o, long tag) {
     if (vec->n == vec->cap) {
         vec->cap = vec->cap ? vec->cap * 2 : 8;
         vec->v = kite_realloc(vec->v, vec->cap * sizeof *vec->v);
@@ -95,7 +95,7 @@ void patch_vec_push(struct patch_vec *vec, json_object *o, long tag) {
     vec->tag[vec->n++] = tag;
 }
 
-void patch_vec_release(struct patch_vec *vec) {
+void kite_json_patch_vec_release(struct patch_vec *vec) {
     free(vec->v);
     free(vec->tag);
     *vec = (struct patch_vec){0};

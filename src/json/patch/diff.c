@@ -18,7 +18,7 @@ static int diff_objects(struct diff *d, json_object *from, json_object *to, bool
 static const char *canon(struct kite_buf *b, json_object *o) {
     kite_buf_reset(b);
     kite_buf_grow(b, 1);
-    patch_canon(b, o);
+    kite_json_patch_canon(b, o);
     return b->p;
 }
 
@@ -27,7 +27,7 @@ static char *sort_text(json_object *o) {
     if (json_object_is_type(o, json_type_string)) return kite_strdup(json_object_get_string(o));
     struct kite_buf b = {0};
     kite_buf_grow(&b, 1);
-    patch_canon(&b, o);
+    kite_json_patch_canon(&b, o);
     return kite_buf_detach(&b, NULL);
 }
 
@@ -93,15 +93,15 @@ static int index_by_key(json_object *list, const char *mk, struct kite_map *m, s
 static int check_whole(struct diff *d, json_object *v) {
     if (patch_is_object(v)) {
         json_object_object_foreach(v, k, child) {
-            size_t saved = patch_path_push(&d->path, k);
+            size_t saved = kite_json_patch_path_push(&d->path, k);
             int r = check_whole(d, child);
-            patch_path_pop(&d->path, saved);
+            kite_json_patch_path_pop(&d->path, saved);
             if (r < 0) return r;
         }
         return 0;
     }
     if (!patch_is_array(v)) return 0;
-    const struct kite_smp_rule *rule = patch_rule(d->schema, &d->path);
+    const struct kite_smp_rule *rule = kite_json_patch_rule(d->schema, &d->path);
     if (rule && (rule->flags & (KITE_SMP_MERGE | KITE_SMP_MERGE_PRIMITIVES))) {
         int kind = kind_of(v, v);
         if (kind < 0) return kind;
@@ -150,7 +150,7 @@ static int diff_map_list(struct diff *d, json_object *from, json_object *to, con
         void *at = kite_map_get(&fi, canon(&b, kv));
         if (!at) {
             if ((r = check_whole(d, te)) < 0) goto out;
-            json_object_array_add(list, patch_clone(te));
+            json_object_array_add(list, kite_json_patch_clone(te));
             continue;
         }
         json_object *sub;
@@ -161,7 +161,7 @@ static int diff_map_list(struct diff *d, json_object *from, json_object *to, con
         }
         /* the merge key first, then the changed fields */
         json_object *el = json_object_new_object();
-        json_object_object_add(el, mk, patch_clone(kv));
+        json_object_object_add(el, mk, kite_json_patch_clone(kv));
         json_object_object_foreach(sub, sk, sv) json_object_object_add(el, sk, json_object_get(sv));
         json_object_put(sub);
         json_object_array_add(list, el);
@@ -181,7 +181,7 @@ static int diff_map_list(struct diff *d, json_object *from, json_object *to, con
         if (kite_map_get(&ti, canon(&b, kv))) continue;
         json_object *del = json_object_new_object();
         json_object_object_add(del, SMP_DIRECTIVE, json_object_new_string("delete"));
-        json_object_object_add(del, mk, patch_clone(kv));
+        json_object_object_add(del, mk, kite_json_patch_clone(kv));
         dels[nd++] = (struct sorted){sort_text(kv), del};
     }
     json_object *sorted_dels = sorted_array(dels, nd);
@@ -195,7 +195,7 @@ static int diff_map_list(struct diff *d, json_object *from, json_object *to, con
         for (size_t i = 0; i < nt; i++) {
             json_object *kv, *o = json_object_new_object();
             json_object_object_get_ex(json_object_array_get_idx(to, i), mk, &kv);
-            json_object_object_add(o, mk, patch_clone(kv));
+            json_object_object_add(o, mk, kite_json_patch_clone(kv));
             json_object_array_add(order, o);
         }
         add_directive_list(patch, SMP_SET_ORDER_PREFIX, field, order);
@@ -222,7 +222,7 @@ static void diff_scalar_list(json_object *from, json_object *to, const char *fie
         const char *k = canon(&b, e);
         if (kite_map_get(&fs, k) || kite_map_get(&added, k)) continue;
         kite_map_put(&added, k, (void *)1);
-        json_object_array_add(adds, patch_clone(e));
+        json_object_array_add(adds, kite_json_patch_clone(e));
     }
     struct sorted *dels = kite_malloc((nf ? nf : 1) * sizeof *dels);
     size_t nd = 0;
@@ -231,11 +231,11 @@ static void diff_scalar_list(json_object *from, json_object *to, const char *fie
         const char *k = canon(&b, e);
         if (kite_map_get(&ts, k)) continue;
         kite_map_put(&ts, k, (void *)1); /* once per value */
-        dels[nd++] = (struct sorted){sort_text(e), patch_clone(e)};
+        dels[nd++] = (struct sorted){sort_text(e), kite_json_patch_clone(e)};
     }
     json_object *del_list = sorted_array(dels, nd);
     if ((nd > 0 || !kite_json_equal(from, to)) && nt > 0)
-        add_directive_list(patch, SMP_SET_ORDER_PREFIX, field, patch_clone(to));
+        add_directive_list(patch, SMP_SET_ORDER_PREFIX, field, kite_json_patch_clone(to));
     if (json_object_array_length(adds) > 0) json_object_object_add(patch, field, TAKE_PTR(adds));
     if (nd > 0) add_directive_list(patch, SMP_DELETE_PRIM_PREFIX, field, TAKE_PTR(del_list));
     json_object_put(adds);
@@ -248,12 +248,12 @@ static void diff_scalar_list(json_object *from, json_object *to, const char *fie
 
 /* Diffs two lists found under `field`; the path already names the field. */
 static int diff_lists(struct diff *d, json_object *from, json_object *to, const char *field, json_object *patch) {
-    const struct kite_smp_rule *rule = patch_rule(d->schema, &d->path);
+    const struct kite_smp_rule *rule = kite_json_patch_rule(d->schema, &d->path);
     if (!rule || !(rule->flags & (KITE_SMP_MERGE | KITE_SMP_MERGE_PRIMITIVES))) {
         if (kite_json_equal(from, to)) return 0;
         int r = check_whole(d, to);
         if (r < 0) return r;
-        json_object_object_add(patch, field, patch_clone(to));
+        json_object_object_add(patch, field, kite_json_patch_clone(to));
         return 0;
     }
     if (json_object_array_length(from) == 0) {
@@ -261,7 +261,7 @@ static int diff_lists(struct diff *d, json_object *from, json_object *to, const 
         if (json_object_array_length(to) == 0) return 0;
         int r = check_whole(d, to);
         if (r < 0) return r;
-        json_object_object_add(patch, field, patch_clone(to));
+        json_object_object_add(patch, field, kite_json_patch_clone(to));
         return 0;
     }
     int kind = kind_of(from, to);
@@ -282,34 +282,34 @@ static int diff_objects(struct diff *d, json_object *from, json_object *to, bool
     json_object_object_foreach(to, k, tv) {
         json_object *fv;
         if (!json_object_object_get_ex(from, k, &fv) || json_object_get_type(fv) != json_object_get_type(tv)) {
-            size_t saved = patch_path_push(&d->path, k);
+            size_t saved = kite_json_patch_path_push(&d->path, k);
             r = check_whole(d, tv);
-            patch_path_pop(&d->path, saved);
+            kite_json_patch_path_pop(&d->path, saved);
             if (r < 0) {
                 json_object_put(patch);
                 return r;
             }
-            json_object_object_add(patch, k, patch_clone(tv));
+            json_object_object_add(patch, k, kite_json_patch_clone(tv));
             continue;
         }
         if (patch_is_object(tv) || patch_is_array(tv)) {
-            size_t saved = patch_path_push(&d->path, k);
+            size_t saved = kite_json_patch_path_push(&d->path, k);
             if (patch_is_array(tv)) {
                 r = diff_lists(d, fv, tv, k, patch);
             } else {
-                const struct kite_smp_rule *rule = patch_rule(d->schema, &d->path);
+                const struct kite_smp_rule *rule = kite_json_patch_rule(d->schema, &d->path);
                 json_object *sub = NULL;
                 r = diff_objects(d, fv, tv, rule && (rule->flags & KITE_SMP_RETAIN_KEYS), &sub);
                 if (r >= 0 && json_object_object_length(sub) > 0) json_object_object_add(patch, k, TAKE_PTR(sub));
                 json_object_put(sub);
             }
-            patch_path_pop(&d->path, saved);
+            kite_json_patch_path_pop(&d->path, saved);
             if (r < 0) {
                 json_object_put(patch);
                 return r;
             }
         } else if (!kite_json_equal(fv, tv)) {
-            json_object_object_add(patch, k, patch_clone(tv));
+            json_object_object_add(patch, k, kite_json_patch_clone(tv));
         }
     }
     json_object_object_foreach(from, fk, fv) {

@@ -14,25 +14,25 @@
 
 /* Stores a formatted message in *ret_err (if ret_err is non-NULL and still empty, so the
  * innermost, most specific message wins) and returns err. */
-int patch_fail(char **ret_err, int err, const char *fmt, ...) KITE_PRINTF(3, 4);
+int kite_json_patch_fail(char **ret_err, int err, const char *fmt, ...) KITE_PRINTF(3, 4);
 
 /* Deep copy; NULL (JSON null) stays NULL. */
-json_object *patch_clone(json_object *o);
+json_object *kite_json_patch_clone(json_object *o);
 
 /* Appends a canonical text form of a scalar (or any value) to b: equal values give equal
  * text, values of different JSON types never collide. Unlike json_object_to_json_string it
  * writes nothing into o, so borrowed inputs can be shared between threads. */
-void patch_canon(struct kite_buf *b, json_object *o);
+void kite_json_patch_canon(struct kite_buf *b, json_object *o);
 
 /* Dotted schema path of the field being visited ("spec.containers"). */
 struct patch_path {
     struct kite_buf buf;
 };
-/* Appends ".key"; returns the length to restore with patch_path_pop(). */
-size_t patch_path_push(struct patch_path *p, const char *key);
-void patch_path_pop(struct patch_path *p, size_t len);
+/* Appends ".key"; returns the length to restore with kite_json_patch_path_pop(). */
+size_t kite_json_patch_path_push(struct patch_path *p, const char *key);
+void kite_json_patch_path_pop(struct patch_path *p, size_t len);
 /* The rule for the current path, or NULL (atomic list, plain map). */
-const struct kite_smp_rule *patch_rule(const struct kite_smp_schema *schema, const struct patch_path *p);
+const struct kite_smp_rule *kite_json_patch_rule(const struct kite_smp_schema *schema, const struct patch_path *p);
 
 /* A growable vector of borrowed json_object pointers with an int tag each. */
 struct patch_vec {
@@ -40,8 +40,8 @@ struct patch_vec {
     long *tag;
     size_t n, cap;
 };
-void patch_vec_push(struct patch_vec *vec, json_object *o, long tag);
-void patch_vec_release(struct patch_vec *vec);
+void kite_json_patch_vec_push(struct patch_vec *vec, json_object *o, long tag);
+void kite_json_patch_vec_release(struct patch_vec *vec);
 
 static inline bool patch_is_object(json_object *o) { return json_object_get_type(o) == json_type_object; }
 static inline bool patch_is_array(json_object *o) { return json_object_get_type(o) == json_type_array; }

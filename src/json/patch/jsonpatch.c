@@ -29,7 +29,7 @@ static void pointer_release(struct pointer *p) {
 static int pointer_parse(const char *s, struct pointer *ret, char **ret_err) {
     *ret = (struct pointer){0};
     if (!*s) return 0;
-    if (*s != '/') return patch_fail(ret_err, -EBADMSG, "JSON pointer \"%s\" does not start with '/'", s);
+    if (*s != '/') return kite_json_patch_fail(ret_err, -EBADMSG, "JSON pointer \"%s\" does not start with '/'", s);
     size_t cap = 0;
     const char *p = s;
     while (*p == '/') {
@@ -44,7 +44,7 @@ static int pointer_parse(const char *s, struct pointer *ret, char **ret_err) {
             if (p[1] != '0' && p[1] != '1') {
                 kite_buf_release(&tok);
                 pointer_release(ret);
-                return patch_fail(ret_err, -EBADMSG, "JSON pointer \"%s\" has a bad ~ escape", s);
+                return kite_json_patch_fail(ret_err, -EBADMSG, "JSON pointer \"%s\" has a bad ~ escape", s);
             }
             kite_buf_putc(&tok, p[1] == '0' ? '~' : '/');
             p++;
@@ -77,19 +77,19 @@ static int resolve_parent(json_object *root, const struct pointer *p, const char
         json_object *next = NULL;
         if (patch_is_object(cur)) {
             if (!json_object_object_get_ex(cur, p->tok[i], &next))
-                return patch_fail(ret_err, -EINVAL, "path \"%s\": member \"%s\" not found", path, p->tok[i]);
+                return kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\": member \"%s\" not found", path, p->tok[i]);
         } else if (patch_is_array(cur)) {
             long idx = parse_index(p->tok[i]);
             if (idx < 0 || (size_t)idx >= json_object_array_length(cur))
-                return patch_fail(ret_err, -EINVAL, "path \"%s\": bad array index \"%s\"", path, p->tok[i]);
+                return kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\": bad array index \"%s\"", path, p->tok[i]);
             next = json_object_array_get_idx(cur, (size_t)idx);
         } else {
-            return patch_fail(ret_err, -EINVAL, "path \"%s\": \"%s\" is not a container", path, p->tok[i]);
+            return kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\": \"%s\" is not a container", path, p->tok[i]);
         }
         cur = next;
     }
     if (!patch_is_object(cur) && !patch_is_array(cur))
-        return patch_fail(ret_err, -EINVAL, "path \"%s\": parent is not a container", path);
+        return kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\": parent is not a container", path);
     *ret = cur;
     return 0;
 }
@@ -109,11 +109,11 @@ static int get_value(json_object *root, const char *path, json_object **ret, cha
         const char *last = p.tok[p.n - 1];
         if (patch_is_object(parent)) {
             if (!json_object_object_get_ex(parent, last, ret))
-                r = patch_fail(ret_err, -EINVAL, "path \"%s\" not found", path);
+                r = kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\" not found", path);
         } else {
             long idx = parse_index(last);
             if (idx < 0 || (size_t)idx >= json_object_array_length(parent))
-                r = patch_fail(ret_err, -EINVAL, "path \"%s\": bad array index", path);
+                r = kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\": bad array index", path);
             else
                 *ret = json_object_array_get_idx(parent, (size_t)idx);
         }
@@ -149,7 +149,7 @@ static int edit(json_object **root, const char *path, enum edit how, json_object
     }
     if (p.n == 0) {
         if (how == EDIT_REMOVE) {
-            r = patch_fail(ret_err, -EINVAL, "cannot remove the whole document");
+            r = kite_json_patch_fail(ret_err, -EINVAL, "cannot remove the whole document");
         } else {
             json_object_put(*root);
             *root = TAKE_PTR(value);
@@ -163,7 +163,7 @@ static int edit(json_object **root, const char *path, enum edit how, json_object
     if (patch_is_object(parent)) {
         bool exists = json_object_object_get_ex(parent, last, NULL);
         if (how != EDIT_ADD && !exists) {
-            r = patch_fail(ret_err, -EINVAL, "path \"%s\" not found", path);
+            r = kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\" not found", path);
         } else if (how == EDIT_REMOVE) {
             json_object_object_del(parent, last);
         } else {
@@ -174,7 +174,7 @@ static int edit(json_object **root, const char *path, enum edit how, json_object
     size_t n = json_object_array_length(parent);
     long idx = (how == EDIT_ADD && kite_streq(last, "-")) ? (long)n : parse_index(last);
     if (idx < 0 || (size_t)idx > n || (how != EDIT_ADD && (size_t)idx == n)) {
-        r = patch_fail(ret_err, -EINVAL, "path \"%s\": array index out of range", path);
+        r = kite_json_patch_fail(ret_err, -EINVAL, "path \"%s\": array index out of range", path);
     } else if (how == EDIT_ADD) {
         array_insert(parent, (size_t)idx, TAKE_PTR(value));
     } else if (how == EDIT_REPLACE) {
@@ -192,7 +192,7 @@ out:
 static int op_string(json_object *op, const char *name, size_t i, const char **ret, char **ret_err) {
     json_object *v;
     if (!json_object_object_get_ex(op, name, &v) || !json_object_is_type(v, json_type_string))
-        return patch_fail(ret_err, -EBADMSG, "operation %zu: missing or non-string \"%s\"", i, name);
+        return kite_json_patch_fail(ret_err, -EBADMSG, "operation %zu: missing or non-string \"%s\"", i, name);
     *ret = json_object_get_string(v);
     return 0;
 }
@@ -224,7 +224,7 @@ static size_t json_size(json_object *o, size_t limit) {
 }
 
 static int apply_op(json_object **root, json_object *op, size_t i, size_t *copied, char **ret_err) {
-    if (!patch_is_object(op)) return patch_fail(ret_err, -EBADMSG, "operation %zu is not an object", i);
+    if (!patch_is_object(op)) return kite_json_patch_fail(ret_err, -EBADMSG, "operation %zu is not an object", i);
     const char *name, *path, *from = NULL;
     json_object *value = NULL;
     int r = op_string(op, "op", i, &name, ret_err);
@@ -235,10 +235,10 @@ static int apply_op(json_object **root, json_object *op, size_t i, size_t *copie
     bool needs_value = kite_streq(name, "add") || kite_streq(name, "replace") || kite_streq(name, "test");
     bool needs_from = kite_streq(name, "move") || kite_streq(name, "copy");
     if (!needs_value && !needs_from && !kite_streq(name, "remove"))
-        return patch_fail(ret_err, -EBADMSG, "operation %zu: unknown op \"%s\"", i, name);
+        return kite_json_patch_fail(ret_err, -EBADMSG, "operation %zu: unknown op \"%s\"", i, name);
     /* "value": null is a real value, so presence is checked separately from NULL. */
     if (needs_value && !json_object_object_get_ex(op, "value", &value))
-        return patch_fail(ret_err, -EBADMSG, "operation %zu (%s): missing \"value\"", i, name);
+        return kite_json_patch_fail(ret_err, -EBADMSG, "operation %zu (%s): missing \"value\"", i, name);
     if (needs_from && (r = op_string(op, "from", i, &from, ret_err)) < 0) return r;
     /* Validate pointer syntax up front so a malformed pointer is always a 400. */
     struct pointer check;
@@ -249,13 +249,13 @@ static int apply_op(json_object **root, json_object *op, size_t i, size_t *copie
         pointer_release(&check);
     }
 
-    if (kite_streq(name, "add")) return edit(root, path, EDIT_ADD, patch_clone(value), ret_err);
-    if (kite_streq(name, "replace")) return edit(root, path, EDIT_REPLACE, patch_clone(value), ret_err);
+    if (kite_streq(name, "add")) return edit(root, path, EDIT_ADD, kite_json_patch_clone(value), ret_err);
+    if (kite_streq(name, "replace")) return edit(root, path, EDIT_REPLACE, kite_json_patch_clone(value), ret_err);
     if (kite_streq(name, "remove")) return edit(root, path, EDIT_REMOVE, NULL, ret_err);
     if (kite_streq(name, "test")) {
         json_object *cur;
         if ((r = get_value(*root, path, &cur, ret_err)) < 0) return r;
-        if (!kite_json_equal(cur, value)) return patch_fail(ret_err, -EINVAL, "test failed at \"%s\"", path);
+        if (!kite_json_equal(cur, value)) return kite_json_patch_fail(ret_err, -EINVAL, "test failed at \"%s\"", path);
         return 0;
     }
     json_object *src;
@@ -264,16 +264,16 @@ static int apply_op(json_object **root, json_object *op, size_t i, size_t *copie
         size_t left = KITE_JSON_PATCH_MAX_COPY_BYTES - *copied;
         size_t sz = json_size(src, left);
         if (sz > left)
-            return patch_fail(ret_err, -EINVAL, "operation %zu: copies exceed %u bytes in total", i,
+            return kite_json_patch_fail(ret_err, -EINVAL, "operation %zu: copies exceed %u bytes in total", i,
                               KITE_JSON_PATCH_MAX_COPY_BYTES);
         *copied += sz;
-        return edit(root, path, EDIT_ADD, patch_clone(src), ret_err);
+        return edit(root, path, EDIT_ADD, kite_json_patch_clone(src), ret_err);
     }
     /* move */
     if (kite_streq(from, path)) return 0;
     size_t fl = strlen(from);
     if (strncmp(path, from, fl) == 0 && path[fl] == '/')
-        return patch_fail(ret_err, -EINVAL, "cannot move \"%s\" into its own child \"%s\"", from, path);
+        return kite_json_patch_fail(ret_err, -EINVAL, "cannot move \"%s\" into its own child \"%s\"", from, path);
     json_object_get(src); /* survive the remove */
     if ((r = edit(root, from, EDIT_REMOVE, NULL, ret_err)) < 0) {
         json_object_put(src);
@@ -283,12 +283,12 @@ static int apply_op(json_object **root, json_object *op, size_t i, size_t *copie
 }
 
 int kite_json_patch(json_object *doc, json_object *patch, json_object **ret, char **ret_err) {
-    if (!patch_is_array(patch)) return patch_fail(ret_err, -EBADMSG, "JSON patch must be an array of operations");
+    if (!patch_is_array(patch)) return kite_json_patch_fail(ret_err, -EBADMSG, "JSON patch must be an array of operations");
     size_t n = json_object_array_length(patch);
     if (n > KITE_JSON_PATCH_MAX_OPS)
-        return patch_fail(ret_err, -EBADMSG, "JSON patch has %zu operations, more than %d", n,
+        return kite_json_patch_fail(ret_err, -EBADMSG, "JSON patch has %zu operations, more than %d", n,
                           KITE_JSON_PATCH_MAX_OPS);
-    json_object *root = patch_clone(doc);
+    json_object *root = kite_json_patch_clone(doc);
     size_t copied = 0;
     for (size_t i = 0; i < n; i++) {
         int r = apply_op(&root, json_object_array_get_idx(patch, i), i, &copied, ret_err);

@@ -5,7 +5,7 @@
 static json_object *merge(json_object *target, json_object *patch) {
     if (!patch_is_object(patch)) {
         json_object_put(target);
-        return patch_clone(patch);
+        return kite_json_patch_clone(patch);
     }
     /* A non-object target is replaced by an empty object before merging (RFC 7386 §2). */
     if (!patch_is_object(target)) {
@@ -27,6 +27,6 @@ static json_object *merge(json_object *target, json_object *patch) {
 
 int kite_merge_patch(json_object *doc, json_object *patch, json_object **ret, char **ret_err) {
     /* Cloning first keeps doc untouched; the patch only ever edits our copy. */
-    *ret = merge(patch_is_object(patch) ? patch_clone(doc) : NULL, patch);
+    *ret = merge(patch_is_object(patch) ? kite_json_patch_clone(doc) : NULL, patch);
     return 0;
 }

@@ -4,7 +4,7 @@
  * Invariants: the document copy is ours to edit in place; every value taken from the patch
  * is copied ("materialized": merged into nothing) so directive keys and nulls never reach
  * the result and the borrowed patch is never referenced from it. Merge-key and scalar
- * lookups go through hash maps of patch_canon() text, so merging lists is linear. */
+ * lookups go through hash maps of kite_json_patch_canon() text, so merging lists is linear. */
 #include <limits.h>
 
 #include "json/patch/internal.h"
@@ -28,7 +28,7 @@ static const char *where(const struct smp *s) { return s->path.buf.len ? s->path
 static const char *canon(struct kite_buf *b, json_object *o) {
     kite_buf_reset(b);
     kite_buf_grow(b, 1);
-    patch_canon(b, o);
+    kite_json_patch_canon(b, o);
     return b->p;
 }
 
@@ -54,7 +54,7 @@ static int materialize(struct smp *s, json_object *v, json_object **ret) {
         return 0;
     }
     if (patch_is_array(v)) return merge_list(s, NULL, v, ret);
-    *ret = patch_clone(v);
+    *ret = kite_json_patch_clone(v);
     return 0;
 }
 
@@ -112,8 +112,8 @@ static json_object *order_list(json_object *merged, struct kite_map *want, struc
     for (size_t i = 0; i < n; i++) {
         json_object *e = json_object_array_get_idx(merged, i);
         long w = server_index(want, &b, e, mk);
-        if (w >= 0) patch_vec_push(&pitems, e, w);
-        else patch_vec_push(&sonly, e, server_index(srv, &b, e, mk));
+        if (w >= 0) kite_json_patch_vec_push(&pitems, e, w);
+        else kite_json_patch_vec_push(&sonly, e, server_index(srv, &b, e, mk));
     }
     sort_by_tag(&pitems);
     sort_by_tag(&sonly);
@@ -128,8 +128,8 @@ static json_object *order_list(json_object *merged, struct kite_map *want, struc
         else left = sonly.tag[i] >= 0 && pitems.tag[j] >= 0 && sonly.tag[i] < pitems.tag[j];
         json_object_array_add(out, json_object_get(left ? sonly.v[i++] : pitems.v[j++]));
     }
-    patch_vec_release(&pitems);
-    patch_vec_release(&sonly);
+    kite_json_patch_vec_release(&pitems);
+    kite_json_patch_vec_release(&sonly);
     kite_buf_release(&b);
     return out;
 }
@@ -146,10 +146,10 @@ static int list_kind(struct smp *s, json_object *a, json_object *b, enum kind *r
         for (size_t i = 0; i < n; i++) {
             json_object *e = json_object_array_get_idx(lists[l], i);
             if (patch_is_array(e))
-                return patch_fail(s->ret_err, -EINVAL, "%s: lists of lists cannot be merged", where(s));
+                return kite_json_patch_fail(s->ret_err, -EINVAL, "%s: lists of lists cannot be merged", where(s));
             enum kind ek = patch_is_object(e) ? KIND_OBJECT : KIND_SCALAR;
             if (k != KIND_NONE && ek != k)
-                return patch_fail(s->ret_err, -EINVAL, "%s: list element types differ", where(s));
+                return kite_json_patch_fail(s->ret_err, -EINVAL, "%s: list element types differ", where(s));
             k = ek;
         }
     }
@@ -170,7 +170,7 @@ static json_object *merge_scalars(json_object *cur, json_object *patch) {
             const char *k = canon(&b, e);
             if (kite_map_get(&seen, k)) continue;
             kite_map_put(&seen, k, (void *)1);
-            json_object_array_add(merged, l == 0 ? json_object_get(e) : patch_clone(e));
+            json_object_array_add(merged, l == 0 ? json_object_get(e) : kite_json_patch_clone(e));
         }
     }
     struct kite_map want = {0}, srv = {0};
@@ -199,7 +199,7 @@ static int merge_maps(struct smp *s, json_object *cur, json_object *patch, const
     for (size_t i = 0; i < np; i++) {
         json_object *e = json_object_array_get_idx(patch, i), *d;
         if (!json_object_object_get_ex(e, SMP_DIRECTIVE, &d)) {
-            patch_vec_push(&items, e, 0);
+            kite_json_patch_vec_push(&items, e, 0);
             continue;
         }
         const char *dir = json_object_is_type(d, json_type_string) ? json_object_get_string(d) : "";
@@ -208,13 +208,13 @@ static int merge_maps(struct smp *s, json_object *cur, json_object *patch, const
         } else if (kite_streq(dir, "delete")) {
             const char *k = key_of(&b, e, mk);
             if (!k) {
-                r = patch_fail(s->ret_err, -EINVAL, "%s: $patch: delete element has no merge key \"%s\"",
+                r = kite_json_patch_fail(s->ret_err, -EINVAL, "%s: $patch: delete element has no merge key \"%s\"",
                                where(s), mk);
                 goto out;
             }
             kite_map_put(&dels, k, (void *)1);
         } else {
-            r = patch_fail(s->ret_err, -EINVAL, "%s: unsupported $patch directive in list", where(s));
+            r = kite_json_patch_fail(s->ret_err, -EINVAL, "%s: unsupported $patch directive in list", where(s));
             goto out;
         }
     }
@@ -238,7 +238,7 @@ static int merge_maps(struct smp *s, json_object *cur, json_object *patch, const
         json_object *e = items.v[i];
         const char *k = key_of(&b, e, mk);
         if (!k) {
-            r = patch_fail(s->ret_err, -EINVAL, "%s: list element has no merge key \"%s\"", where(s), mk);
+            r = kite_json_patch_fail(s->ret_err, -EINVAL, "%s: list element has no merge key \"%s\"", where(s), mk);
             goto out;
         }
         if (!kite_map_get(&want, k)) kite_map_put(&want, k, (void *)(uintptr_t)(i + 1));
@@ -267,7 +267,7 @@ out:
     json_object_put(server);
     kite_map_release(&want);
     kite_map_release(&srv);
-    patch_vec_release(&items);
+    kite_json_patch_vec_release(&items);
     kite_map_release(&dels);
     kite_map_release(&pos);
     kite_buf_release(&b);
@@ -276,7 +276,7 @@ out:
 
 /* Merges patch list (borrowed) into cur (borrowed from our copy; NULL = absent). */
 static int merge_list(struct smp *s, json_object *cur, json_object *patch, json_object **ret) {
-    const struct kite_smp_rule *rule = patch_rule(s->schema, &s->path);
+    const struct kite_smp_rule *rule = kite_json_patch_rule(s->schema, &s->path);
     bool mergeable = rule && (rule->flags & (KITE_SMP_MERGE | KITE_SMP_MERGE_PRIMITIVES));
     if (!mergeable) {
         /* Atomic: the patch list replaces the old one, minus directives. */
@@ -306,7 +306,7 @@ static int merge_list(struct smp *s, json_object *cur, json_object *patch, json_
         return 0;
     }
     if (!rule->merge_key)
-        return patch_fail(s->ret_err, -EINVAL, "%s: list of maps has no merge key", where(s));
+        return kite_json_patch_fail(s->ret_err, -EINVAL, "%s: list of maps has no merge key", where(s));
     return merge_maps(s, cur, patch, rule->merge_key, ret);
 }
 
@@ -320,7 +320,7 @@ static bool is_directive_key(const char *k) {
 /* $retainKeys: drop every key of target not listed; every non-null patch field must be listed. */
 static int retain_keys(struct smp *s, json_object *target, json_object *patch, json_object *list) {
     if (!patch_is_array(list))
-        return patch_fail(s->ret_err, -EBADMSG, "%s: $retainKeys must be a list", where(s));
+        return kite_json_patch_fail(s->ret_err, -EBADMSG, "%s: $retainKeys must be a list", where(s));
     struct kite_map keep = {0};
     char **drop = NULL;
     size_t ndrop = 0;
@@ -331,7 +331,7 @@ static int retain_keys(struct smp *s, json_object *target, json_object *patch, j
     }
     json_object_object_foreach(patch, pk, pv) {
         if (!pv || is_directive_key(pk) || kite_map_get(&keep, pk)) continue;
-        r = patch_fail(s->ret_err, -EINVAL, "%s: field \"%s\" is not in $retainKeys", where(s), pk);
+        r = kite_json_patch_fail(s->ret_err, -EINVAL, "%s: field \"%s\" is not in $retainKeys", where(s), pk);
         goto out;
     }
     json_object_object_foreach(target, tk, tv) {
@@ -368,7 +368,7 @@ static int check_order(struct smp *s, json_object *plist, json_object *order, co
         const char *kb = mk ? key_of(&b, json_object_array_get_idx(order, j), mk)
                             : canon(&b, json_object_array_get_idx(order, j));
         if (!ka || !kb) {
-            r = patch_fail(s->ret_err, -EINVAL, "%s: element lacks merge key \"%s\"", where(s), mk);
+            r = kite_json_patch_fail(s->ret_err, -EINVAL, "%s: element lacks merge key \"%s\"", where(s), mk);
             goto out;
         }
         if (strcmp(ka, kb) == 0) i++;
@@ -377,7 +377,7 @@ static int check_order(struct smp *s, json_object *plist, json_object *order, co
     for (; i < np; i++) { /* only directive elements may remain */
         json_object *e = json_object_array_get_idx(plist, i);
         if (!(patch_is_object(e) && json_object_object_get_ex(e, SMP_DIRECTIVE, NULL))) {
-            r = patch_fail(s->ret_err, -EINVAL, "%s: list order does not match $setElementOrder", where(s));
+            r = kite_json_patch_fail(s->ret_err, -EINVAL, "%s: list order does not match $setElementOrder", where(s));
             break;
         }
     }
@@ -390,17 +390,17 @@ out:
 /* $setElementOrder/<field>: merges the field's patch list (if any) and reorders the result. */
 static int set_order(struct smp *s, json_object *target, json_object *patch, const char *field, json_object *order) {
     if (!patch_is_array(order))
-        return patch_fail(s->ret_err, -EBADMSG, "%s: $setElementOrder/%s must be a list", where(s), field);
+        return kite_json_patch_fail(s->ret_err, -EBADMSG, "%s: $setElementOrder/%s must be a list", where(s), field);
     json_object *cur = NULL, *pv = NULL;
     bool has_cur = json_object_object_get_ex(target, field, &cur);
     bool has_patch = json_object_object_get_ex(patch, field, &pv);
     if (has_cur && !patch_is_array(cur)) has_cur = false; /* a type change: the patch list wins */
     if (has_patch && !patch_is_array(pv))
-        return patch_fail(s->ret_err, -EBADMSG, "%s: \"%s\" must be a list when ordered", where(s), field);
+        return kite_json_patch_fail(s->ret_err, -EBADMSG, "%s: \"%s\" must be a list when ordered", where(s), field);
     if (!has_cur && !has_patch) return 0;
 
-    size_t saved = patch_path_push(&s->path, field);
-    const struct kite_smp_rule *rule = patch_rule(s->schema, &s->path);
+    size_t saved = kite_json_patch_path_push(&s->path, field);
+    const struct kite_smp_rule *rule = kite_json_patch_rule(s->schema, &s->path);
     const char *mk = rule && (rule->flags & KITE_SMP_MERGE) ? rule->merge_key : NULL;
     enum kind k = KIND_NONE;
     json_object *merged = NULL;
@@ -425,14 +425,14 @@ static int set_order(struct smp *s, json_object *target, json_object *patch, con
     json_object_object_add(target, field, out);
 out:
     json_object_put(merged);
-    patch_path_pop(&s->path, saved);
+    kite_json_patch_path_pop(&s->path, saved);
     return r;
 }
 
 /* $deleteFromPrimitiveList/<field>: removes every listed scalar from target's field. */
 static int delete_primitives(struct smp *s, json_object *target, const char *field, json_object *del) {
     if (!patch_is_array(del))
-        return patch_fail(s->ret_err, -EBADMSG, "%s: $deleteFromPrimitiveList/%s must be a list",
+        return kite_json_patch_fail(s->ret_err, -EBADMSG, "%s: $deleteFromPrimitiveList/%s must be a list",
                           where(s), field);
     json_object *cur;
     if (!json_object_object_get_ex(target, field, &cur) || !patch_is_array(cur)) return 0;
@@ -458,7 +458,7 @@ static int merge_object(struct smp *s, json_object **target, json_object *patch)
         const char *dir = json_object_is_type(d, json_type_string) ? json_object_get_string(d) : "";
         if (kite_streq(dir, "delete")) return SMP_DELETED;
         if (!kite_streq(dir, "replace"))
-            return patch_fail(s->ret_err, -EINVAL, "%s: unknown $patch directive", where(s));
+            return kite_json_patch_fail(s->ret_err, -EINVAL, "%s: unknown $patch directive", where(s));
         /* replace: the rest of this patch applied to an empty map */
         json_object_put(*target);
         *target = json_object_new_object();
@@ -470,7 +470,7 @@ static int merge_object(struct smp *s, json_object **target, json_object *patch)
     json_object_object_foreach(patch, ok, ov) {
         if (kite_startswith(ok, SMP_SET_ORDER_PREFIX)) {
             const char *field = ok + strlen(SMP_SET_ORDER_PREFIX);
-            if (!*field) return patch_fail(s->ret_err, -EBADMSG, "empty $setElementOrder field name");
+            if (!*field) return kite_json_patch_fail(s->ret_err, -EBADMSG, "empty $setElementOrder field name");
             if ((r = set_order(s, *target, patch, field, ov)) < 0) return r;
         }
     }
@@ -480,7 +480,7 @@ static int merge_object(struct smp *s, json_object **target, json_object *patch)
             continue;
         if (kite_startswith(k, SMP_DELETE_PRIM_PREFIX)) {
             const char *field = k + strlen(SMP_DELETE_PRIM_PREFIX);
-            if (!*field) r = patch_fail(s->ret_err, -EBADMSG, "empty $deleteFromPrimitiveList field name");
+            if (!*field) r = kite_json_patch_fail(s->ret_err, -EBADMSG, "empty $deleteFromPrimitiveList field name");
             else r = delete_primitives(s, *target, field, v);
             if (r < 0) {
                 kite_buf_release(&ordered);
@@ -499,7 +499,7 @@ static int merge_object(struct smp *s, json_object **target, json_object *patch)
 
         json_object *cur = NULL, *out = NULL;
         bool has = json_object_object_get_ex(*target, k, &cur);
-        size_t saved = patch_path_push(&s->path, k);
+        size_t saved = kite_json_patch_path_push(&s->path, k);
         if (has && patch_is_object(cur) && patch_is_object(v)) {
             out = json_object_get(cur);
             r = merge_object(s, &out, v);
@@ -508,7 +508,7 @@ static int merge_object(struct smp *s, json_object **target, json_object *patch)
         } else {
             r = materialize(s, v, &out); /* absent, type change or scalar */
         }
-        patch_path_pop(&s->path, saved);
+        kite_json_patch_path_pop(&s->path, saved);
         if (r < 0) {
             json_object_put(out);
             kite_buf_release(&ordered);
@@ -527,10 +527,10 @@ static int merge_object(struct smp *s, json_object **target, json_object *patch)
 
 int kite_smp_apply(json_object *doc, json_object *patch, const struct kite_smp_schema *schema,
                    json_object **ret, char **ret_err) {
-    if (!patch_is_object(patch)) return patch_fail(ret_err, -EBADMSG, "strategic merge patch must be a JSON object");
-    if (doc && !patch_is_object(doc)) return patch_fail(ret_err, -EINVAL, "document is not a JSON object");
+    if (!patch_is_object(patch)) return kite_json_patch_fail(ret_err, -EBADMSG, "strategic merge patch must be a JSON object");
+    if (doc && !patch_is_object(doc)) return kite_json_patch_fail(ret_err, -EINVAL, "document is not a JSON object");
     struct smp s = {.schema = schema, .ret_err = ret_err};
-    json_object *out = doc ? patch_clone(doc) : json_object_new_object();
+    json_object *out = doc ? kite_json_patch_clone(doc) : json_object_new_object();
     int r = merge_object(&s, &out, patch);
     kite_buf_release(&s.path.buf);
     if (r < 0) {

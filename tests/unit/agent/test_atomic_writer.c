@@ -63,7 +63,7 @@ static size_t entries(void) {
 
 static int write_payload(struct pods_payload *pl, int64_t now) {
     char *err = NULL;
-    int r = pods_atomic_write(dir, pl, now, &err);
+    int r = kite_pods_atomic_write(dir, pl, now, &err);
     cr_assert_geq(r, 0, "%s", err ? err : "");
     free(err);
     return r;
@@ -71,9 +71,9 @@ static int write_payload(struct pods_payload *pl, int64_t now) {
 
 Test(atomic_writer, first_write_lays_out_data_and_symlinks) {
     struct pods_payload pl = {0};
-    pods_payload_add(&pl, "a", "alpha", 5, 0600);
-    pods_payload_add(&pl, "dir/b.txt", "beta\n", 5, 0444);
-    pods_payload_add(&pl, "dir/sub/c", "", 0, 0755);
+    kite_pods_payload_add(&pl, "a", "alpha", 5, 0600);
+    kite_pods_payload_add(&pl, "dir/b.txt", "beta\n", 5, 0444);
+    kite_pods_payload_add(&pl, "dir/sub/c", "", 0, 0755);
     cr_assert_eq(pl.bytes, 10);
     cr_assert_eq(write_payload(&pl, NOW), 1);
 
@@ -94,13 +94,13 @@ Test(atomic_writer, first_write_lays_out_data_and_symlinks) {
     cr_assert_eq(m, 0755, "%o", m);
     /* ..data, the timestamped directory, a and dir: no ..data_tmp left behind */
     cr_assert_eq(entries(), 4);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }
 
 Test(atomic_writer, same_payload_writes_nothing) {
     struct pods_payload pl = {0};
-    pods_payload_add(&pl, "a", "alpha", 5, 0644);
-    pods_payload_add(&pl, "d/b", "beta", 4, 0644);
+    kite_pods_payload_add(&pl, "a", "alpha", 5, 0644);
+    kite_pods_payload_add(&pl, "d/b", "beta", 4, 0644);
     cr_assert_eq(write_payload(&pl, NOW), 1);
     _cleanup_free_ char *before = link_of("..data");
     cr_assert_eq(write_payload(&pl, NOW + KITE_NS_PER_SEC), 0);
@@ -117,14 +117,14 @@ Test(atomic_writer, same_payload_writes_nothing) {
     cr_assert_eq(write_payload(&pl, NOW + 3 * KITE_NS_PER_SEC), 1);
     _cleanup_free_ char *a = read_at("a", NULL);
     cr_assert_str_eq(a, "alpha");
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }
 
 Test(atomic_writer, change_swaps_data_and_removes_what_went) {
     struct pods_payload pl = {0};
-    pods_payload_add(&pl, "keep", "1", 1, 0644);
-    pods_payload_add(&pl, "gone", "2", 1, 0644);
-    pods_payload_add(&pl, "d/x", "3", 1, 0644);
+    kite_pods_payload_add(&pl, "keep", "1", 1, 0644);
+    kite_pods_payload_add(&pl, "gone", "2", 1, 0644);
+    kite_pods_payload_add(&pl, "d/x", "3", 1, 0644);
     cr_assert_eq(write_payload(&pl, NOW), 1);
     _cleanup_free_ char *old = link_of("..data");
     /* a reader holding the old file keeps reading the old contents */
@@ -134,10 +134,10 @@ Test(atomic_writer, change_swaps_data_and_removes_what_went) {
     /* a directory the kubelet made for a subPath is not the writer's */
     _cleanup_free_ char *own = kite_asprintf("%s/made-for-subpath", dir);
     cr_assert_eq(mkdir(own, 0755), 0);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 
-    pods_payload_add(&pl, "keep", "one", 3, 0644);
-    pods_payload_add(&pl, "new", "4", 1, 0644);
+    kite_pods_payload_add(&pl, "keep", "one", 3, 0644);
+    kite_pods_payload_add(&pl, "new", "4", 1, 0644);
     cr_assert_eq(write_payload(&pl, NOW + KITE_NS_PER_SEC), 1);
     _cleanup_free_ char *cur = link_of("..data");
     cr_assert_str_eq(cur, "..2026_12_06_07_20_01.123456789");
@@ -156,7 +156,7 @@ Test(atomic_writer, change_swaps_data_and_removes_what_went) {
     close(fd);
     /* ..data, its directory, keep, new, made-for-subpath */
     cr_assert_eq(entries(), 5);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }
 
 Test(atomic_writer, empty_payload_is_an_empty_data_dir) {
@@ -170,7 +170,7 @@ Test(atomic_writer, empty_payload_is_an_empty_data_dir) {
 
 Test(atomic_writer, same_second_gets_another_directory) {
     struct pods_payload pl = {0};
-    pods_payload_add(&pl, "a", "1", 1, 0644);
+    kite_pods_payload_add(&pl, "a", "1", 1, 0644);
     cr_assert_eq(write_payload(&pl, NOW), 1);
     _cleanup_free_ char *first = link_of("..data");
     pl.f[0].data[0] = '2';
@@ -180,7 +180,7 @@ Test(atomic_writer, same_second_gets_another_directory) {
     cr_assert_str_neq(first, second);
     _cleanup_free_ char *a = read_at("a", NULL);
     cr_assert_str_eq(a, "2");
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }
 
 Test(atomic_writer, bad_paths_are_refused) {
@@ -194,7 +194,7 @@ Test(atomic_writer, bad_paths_are_refused) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *err = NULL;
-        char *c = pods_payload_path_clean(bad[i][0], &err);
+        char *c = kite_pods_payload_path_clean(bad[i][0], &err);
         cr_assert_null(c, "%s", bad[i][0]);
         cr_assert_str_eq(err, bad[i][1]);
         free(err);
@@ -202,51 +202,51 @@ Test(atomic_writer, bad_paths_are_refused) {
     static const char *const ok[][2] = {{"a//b/.", "a/b"}, {"./a", "a"}, {"a.b/..c", "a.b/..c"}, {"x..", "x.."}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char *err = NULL;
-        _cleanup_free_ char *c = pods_payload_path_clean(ok[i][0], &err);
+        _cleanup_free_ char *c = kite_pods_payload_path_clean(ok[i][0], &err);
         cr_assert_str_eq(c, ok[i][1]);
     }
     /* the writer checks its payload too: nothing is written */
     struct pods_payload pl = {0};
-    pods_payload_add(&pl, "../escape", "x", 1, 0644);
+    kite_pods_payload_add(&pl, "../escape", "x", 1, 0644);
     char *err = NULL;
-    cr_assert_eq(pods_atomic_write(dir, &pl, NOW, &err), -EINVAL);
+    cr_assert_eq(kite_pods_atomic_write(dir, &pl, NOW, &err), -EINVAL);
     cr_assert_str_eq(err, "invalid path: must not contain '..': ../escape");
     free(err);
-    pods_payload_release(&pl);
-    pods_payload_add(&pl, "a", "x", 1, 0644);
-    pods_payload_add(&pl, "a/b", "y", 1, 0644);
-    cr_assert_eq(pods_atomic_write(dir, &pl, NOW, &err), -EINVAL);
+    kite_pods_payload_release(&pl);
+    kite_pods_payload_add(&pl, "a", "x", 1, 0644);
+    kite_pods_payload_add(&pl, "a/b", "y", 1, 0644);
+    cr_assert_eq(kite_pods_atomic_write(dir, &pl, NOW, &err), -EINVAL);
     cr_assert_str_eq(err, "invalid payload: a is both a file and a directory");
     free(err);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
     cr_assert_eq(entries(), 0);
 }
 
 Test(atomic_writer, later_file_of_a_path_wins) {
     struct pods_payload pl = {0};
-    pods_payload_add(&pl, "a", "first", 5, 0644);
-    pods_payload_add(&pl, "a", "2nd", 3, 0600);
+    kite_pods_payload_add(&pl, "a", "first", 5, 0644);
+    kite_pods_payload_add(&pl, "a", "2nd", 3, 0600);
     cr_assert_eq(pl.n, 1);
     cr_assert_eq(pl.bytes, 3);
     cr_assert_str_eq(pl.f[0].data, "2nd");
     cr_assert_eq(pl.f[0].mode, 0600);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }
 
 Test(downward_api, labels_file_as_format_map) {
     json_object *m = json_tokener_parse("{\"tier\":\"back\",\"app\":\"web\",\"q\":\"say \\\"hi\\\"\\n\\\\\","
                                         "\"u\":\"caf\\u00e9\\u0001\"}");
-    _cleanup_free_ char *s = pods_format_map(m);
+    _cleanup_free_ char *s = kite_pods_format_map(m);
     cr_assert_str_eq(s, "app=\"web\"\nq=\"say \\\"hi\\\"\\n\\\\\"\ntier=\"back\"\nu=\"caf\xc3\xa9\\x01\"");
     json_object_put(m);
-    _cleanup_free_ char *e = pods_format_map(NULL);
+    _cleanup_free_ char *e = kite_pods_format_map(NULL);
     cr_assert_str_eq(e, "");
 }
 
 Test(atomic_writer, fs_group_owns_files_and_dirs) {
     if (geteuid() != 0) cr_skip_test("giving a file another group needs root");
     struct pods_payload pl = {.has_gid = true, .gid = 4321};
-    pods_payload_add(&pl, "d/f", "x", 1, 0440);
+    kite_pods_payload_add(&pl, "d/f", "x", 1, 0440);
     cr_assert_eq(write_payload(&pl, NOW), 1);
     _cleanup_free_ char *f = kite_asprintf("%s/d/f", dir), *d = kite_asprintf("%s/..data/d", dir),
                         *data = kite_asprintf("%s/..data/", dir);
@@ -265,5 +265,5 @@ Test(atomic_writer, fs_group_owns_files_and_dirs) {
     cr_assert_eq(write_payload(&pl, NOW + 2), 1);
     cr_assert_eq(stat(f, &st), 0);
     cr_assert_eq(st.st_gid, 4322);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }

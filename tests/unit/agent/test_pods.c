@@ -134,11 +134,11 @@ Test(pods, runs_to_succeeded_and_patches_only_changes) {
     struct rec *r = last("PATCH", "/api/v1/namespaces/ns/pods/a/status");
     cr_assert_not_null(r);
     cr_assert_str_eq(r->ctype, "application/strategic-merge-patch+json");
-    cr_assert_str_eq(pjs(r->body, "metadata.uid"), "uid-a");
+    cr_assert_str_eq(kite_agent_pjs(r->body, "metadata.uid"), "uid-a");
     json_object *st = last_status("a");
-    cr_assert_str_eq(pjs(st, "phase"), "Running");
-    cr_assert_not_null(pj(cs(st, "containerStatuses", 0), "state.running.startedAt"));
-    cr_assert(kite_startswith(pjs(cs(st, "containerStatuses", 0), "containerID"), "kite-fake://"));
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Running");
+    cr_assert_not_null(kite_agent_pj(cs(st, "containerStatuses", 0), "state.running.startedAt"));
+    cr_assert(kite_startswith(kite_agent_pjs(cs(st, "containerStatuses", 0), "containerID"), "kite-fake://"));
     size_t n = count("PATCH", "/status");
     step();
     step();
@@ -147,18 +147,18 @@ Test(pods, runs_to_succeeded_and_patches_only_changes) {
     advance(11); /* the relist */
     step();
     st = last_status("a");
-    cr_assert_str_eq(pjs(st, "phase"), "Succeeded");
-    cr_assert_eq(json_object_get_int(pj(cs(st, "containerStatuses", 0), "state.terminated.exitCode")), 0);
-    cr_assert_str_eq(pjs(cs(st, "containerStatuses", 0), "state.terminated.reason"), "Completed");
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Succeeded");
+    cr_assert_eq(json_object_get_int(kite_agent_pj(cs(st, "containerStatuses", 0), "state.terminated.exitCode")), 0);
+    cr_assert_str_eq(kite_agent_pjs(cs(st, "containerStatuses", 0), "state.terminated.reason"), "Completed");
     /* conditions: Ready False with PodCompleted */
     json_object *conds = json_object_object_get(st, "conditions");
     bool found = false;
     for (size_t i = 0; i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        if (kite_streq(pjs(c, "type"), "Ready")) {
+        if (kite_streq(kite_agent_pjs(c, "type"), "Ready")) {
             found = true;
-            cr_assert_str_eq(pjs(c, "status"), "False");
-            cr_assert_str_eq(pjs(c, "reason"), "PodCompleted");
+            cr_assert_str_eq(kite_agent_pjs(c, "status"), "False");
+            cr_assert_str_eq(kite_agent_pjs(c, "reason"), "PodCompleted");
         }
     }
     cr_assert(found);
@@ -197,21 +197,21 @@ Test(pods, crash_loop_backoff_grows) {
     step(); /* exited again: back-off 10 s */
     st = last_status("a");
     json_object *c = cs(st, "containerStatuses", 0);
-    cr_assert_str_eq(pjs(c, "state.waiting.reason"), "CrashLoopBackOff");
-    cr_assert(strstr(pjs(c, "state.waiting.message"), "back-off 10s restarting failed container=c pod=a_ns(uid-a)"));
-    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 1);
-    cr_assert_eq(json_object_get_int(pj(c, "lastState.terminated.exitCode")), 2);
-    cr_assert_str_eq(pjs(st, "phase"), "Running");
+    cr_assert_str_eq(kite_agent_pjs(c, "state.waiting.reason"), "CrashLoopBackOff");
+    cr_assert(strstr(kite_agent_pjs(c, "state.waiting.message"), "back-off 10s restarting failed container=c pod=a_ns(uid-a)"));
+    cr_assert_eq(json_object_get_int(kite_agent_pj(c, "restartCount")), 1);
+    cr_assert_eq(json_object_get_int(kite_agent_pj(c, "lastState.terminated.exitCode")), 2);
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Running");
     advance(5);
     step();
-    cr_assert_eq(json_object_get_int(pj(cs(last_status("a"), "containerStatuses", 0), "restartCount")), 1);
+    cr_assert_eq(json_object_get_int(kite_agent_pj(cs(last_status("a"), "containerStatuses", 0), "restartCount")), 1);
     advance(6);
     step();
     rsleep(5);
     step();
     c = cs(last_status("a"), "containerStatuses", 0);
-    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 2);
-    cr_assert(strstr(pjs(c, "state.waiting.message"), "back-off 20s"), "%s", pjs(c, "state.waiting.message"));
+    cr_assert_eq(json_object_get_int(kite_agent_pj(c, "restartCount")), 2);
+    cr_assert(strstr(kite_agent_pjs(c, "state.waiting.message"), "back-off 20s"), "%s", kite_agent_pjs(c, "state.waiting.message"));
     cr_assert_geq(count("POST", "/events"), 1);
 }
 
@@ -226,7 +226,7 @@ Test(pods, an_exit_without_event_is_acted_on) {
     advance(1); /* well before the relist */
     step();
     json_object *c = cs(last_status("a"), "containerStatuses", 0);
-    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 1, "restarted without an exit event");
+    cr_assert_eq(json_object_get_int(kite_agent_pj(c, "restartCount")), 1, "restarted without an exit event");
 }
 
 /* An exit is reported as it is before the worker acts on it (the kubelet's syncPod sets the
@@ -237,7 +237,7 @@ Test(pods, exit_is_reported_before_the_restart) {
     /* the exit comes well after the first sync, even on a loaded machine */
     kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = 200 * KITE_NS_PER_MS, .exit_code = 7});
     step();
-    cr_assert_not_null(pj(cs(last_status("a"), "containerStatuses", 0), "state.running"));
+    cr_assert_not_null(kite_agent_pj(cs(last_status("a"), "containerStatuses", 0), "state.running"));
     rsleep(250);
     clear_reqs();
     step(); /* exited: reported, then restarted at once */
@@ -245,14 +245,14 @@ Test(pods, exit_is_reported_before_the_restart) {
     for (size_t i = 0; i < n_reqs; i++) {
         if (strcmp(reqs[i].method, "PATCH") || !strstr(reqs[i].path, "/pods/a/status")) continue;
         json_object *c = cs(json_object_object_get(reqs[i].body, "status"), "containerStatuses", 0);
-        if (json_object_get_int(pj(c, "state.terminated.exitCode")) == 7 &&
-            json_object_get_int(pj(c, "restartCount")) == 0)
+        if (json_object_get_int(kite_agent_pj(c, "state.terminated.exitCode")) == 7 &&
+            json_object_get_int(kite_agent_pj(c, "restartCount")) == 0)
             terminated = true;
     }
     cr_assert(terminated, "no status showed the exit before the restart");
     json_object *c = cs(last_status("a"), "containerStatuses", 0);
-    cr_assert_eq(json_object_get_int(pj(c, "restartCount")), 1);
-    cr_assert_eq(json_object_get_int(pj(c, "lastState.terminated.exitCode")), 7);
+    cr_assert_eq(json_object_get_int(kite_agent_pj(c, "restartCount")), 1);
+    cr_assert_eq(json_object_get_int(kite_agent_pj(c, "lastState.terminated.exitCode")), 7);
 }
 
 /* The agent keeps pods without their managedFields (memory per pod): from a list and from
@@ -269,8 +269,8 @@ Test(pods, pods_are_kept_without_managed_fields) {
     step();
     cr_assert_eq(P->n_pods, 2);
     for (size_t i = 0; i < P->n_pods; i++) {
-        cr_assert_not_null(pj(P->pods[i]->obj, "metadata.uid"));
-        cr_assert_null(pj(P->pods[i]->obj, "metadata.managedFields"), "pod %s keeps its managedFields", P->pods[i]->name);
+        cr_assert_not_null(kite_agent_pj(P->pods[i]->obj, "metadata.uid"));
+        cr_assert_null(kite_agent_pj(P->pods[i]->obj, "metadata.managedFields"), "pod %s keeps its managedFields", P->pods[i]->name);
     }
     json_object_put(b);
     json_object_put(mf);
@@ -283,18 +283,18 @@ Test(pods, init_containers_in_order_and_failure_with_never) {
     kite_runtime_fake_script(rt, "i2", &(struct kite_fake_script){.exit_after_ns = 0, .exit_code = 5});
     step();
     json_object *st = last_status("a");
-    cr_assert_str_eq(pjs(st, "phase"), "Pending");
-    cr_assert_not_null(pj(cs(st, "initContainerStatuses", 0), "state.running"));
-    cr_assert_str_eq(pjs(cs(st, "initContainerStatuses", 1), "state.waiting.reason"), "PodInitializing");
-    cr_assert_str_eq(pjs(cs(st, "containerStatuses", 0), "state.waiting.reason"), "PodInitializing");
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Pending");
+    cr_assert_not_null(kite_agent_pj(cs(st, "initContainerStatuses", 0), "state.running"));
+    cr_assert_str_eq(kite_agent_pjs(cs(st, "initContainerStatuses", 1), "state.waiting.reason"), "PodInitializing");
+    cr_assert_str_eq(kite_agent_pjs(cs(st, "containerStatuses", 0), "state.waiting.reason"), "PodInitializing");
     rsleep(150);
     step();
     rsleep(5);
     step();
     st = last_status("a");
-    cr_assert_str_eq(pjs(st, "phase"), "Failed");
-    cr_assert_eq(json_object_get_int(pj(cs(st, "initContainerStatuses", 1), "state.terminated.exitCode")), 5);
-    cr_assert_null(pjs(cs(st, "containerStatuses", 0), "containerID"), "the main container never ran");
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Failed");
+    cr_assert_eq(json_object_get_int(kite_agent_pj(cs(st, "initContainerStatuses", 1), "state.terminated.exitCode")), 5);
+    cr_assert_null(kite_agent_pjs(cs(st, "containerStatuses", 0), "containerID"), "the main container never ran");
 }
 
 Test(pods, terminal_phase_never_reversed_and_final_delete) {
@@ -304,13 +304,13 @@ Test(pods, terminal_phase_never_reversed_and_final_delete) {
     step();
     rsleep(5);
     step();
-    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Failed");
+    cr_assert_str_eq(kite_agent_pjs(last_status("a"), "phase"), "Failed");
     /* whatever happens next, Failed stays */
     struct pod *pp = P->pods[0];
     kite_container_status_release(&pp->c[0].st);
     pp->c[0].have_st = false;
-    pods_status_update(P, pp);
-    cr_assert_str_eq(pjs(pp->status, "phase"), "Failed");
+    kite_pods_status_update(P, pp);
+    cr_assert_str_eq(kite_agent_pjs(pp->status, "phase"), "Failed");
     /* deletion: the final grace-0 delete with the uid precondition */
     json_object *meta = json_object_object_get(pod, "metadata");
     json_object_object_add(meta, "deletionTimestamp", json_object_new_string("2023-11-14T22:13:20Z"));
@@ -319,8 +319,8 @@ Test(pods, terminal_phase_never_reversed_and_final_delete) {
     step();
     struct rec *r = last("DELETE", "/api/v1/namespaces/ns/pods/a?gracePeriodSeconds=0");
     cr_assert_not_null(r);
-    cr_assert_str_eq(pjs(r->body, "preconditions.uid"), "uid-a");
-    cr_assert_eq(json_object_get_int(pj(r->body, "gracePeriodSeconds")), 0);
+    cr_assert_str_eq(kite_agent_pjs(r->body, "preconditions.uid"), "uid-a");
+    cr_assert_eq(json_object_get_int(kite_agent_pj(r->body, "gracePeriodSeconds")), 0);
     json_object_put(pod);
 }
 
@@ -329,15 +329,15 @@ Test(pods, deleted_running_pod_is_stopped_then_deleted) {
     add(json_object_get(pod));
     kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
     step();
-    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Running");
+    cr_assert_str_eq(kite_agent_pjs(last_status("a"), "phase"), "Running");
     json_object *meta = json_object_object_get(pod, "metadata");
     json_object_object_add(meta, "deletionTimestamp", json_object_new_string("2023-11-14T22:13:20Z"));
     json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int(1));
     kite_pods_pod_event(P, "MODIFIED", pod);
     step();
     json_object *st = last_status("a");
-    cr_assert_eq(json_object_get_int(pj(cs(st, "containerStatuses", 0), "state.terminated.exitCode")), 143);
-    cr_assert_str_eq(pjs(st, "phase"), "Failed");
+    cr_assert_eq(json_object_get_int(kite_agent_pj(cs(st, "containerStatuses", 0), "state.terminated.exitCode")), 143);
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Failed");
     cr_assert_eq(count("DELETE", "gracePeriodSeconds=0"), 1);
     /* the DELETED event: sandbox and containers removed, the pod forgotten */
     kite_pods_pod_event(P, "DELETED", pod);
@@ -355,14 +355,14 @@ Test(pods, missing_image_backs_off) {
     add(mkpod("a", "Always", "[{\"name\":\"c\",\"image\":\"nginx:1\"}]", NULL));
     step();
     json_object *c = cs(last_status("a"), "containerStatuses", 0);
-    cr_assert_str_eq(pjs(c, "state.waiting.reason"), "ErrImagePull");
+    cr_assert_str_eq(kite_agent_pjs(c, "state.waiting.reason"), "ErrImagePull");
     advance(1);
     step();
     c = cs(last_status("a"), "containerStatuses", 0);
-    cr_assert_str_eq(pjs(c, "state.waiting.reason"), "ImagePullBackOff");
+    cr_assert_str_eq(kite_agent_pjs(c, "state.waiting.reason"), "ImagePullBackOff");
     advance(10);
     step();
-    cr_assert_str_eq(pjs(cs(last_status("a"), "containerStatuses", 0), "state.waiting.reason"), "ErrImagePull");
+    cr_assert_str_eq(kite_agent_pjs(cs(last_status("a"), "containerStatuses", 0), "state.waiting.reason"), "ErrImagePull");
     cr_assert_eq(P->pods[0]->c[0].img_delay, 20 * KITE_NS_PER_SEC);
 }
 
@@ -375,9 +375,9 @@ Test(pods, admission_rejects_what_does_not_fit) {
               NULL));
     step();
     json_object *st = last_status("big");
-    cr_assert_str_eq(pjs(st, "phase"), "Failed");
-    cr_assert_str_eq(pjs(st, "reason"), "OutOfcpu");
-    cr_assert_str_eq(pjs(st, "message"),
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Failed");
+    cr_assert_str_eq(kite_agent_pjs(st, "reason"), "OutOfcpu");
+    cr_assert_str_eq(kite_agent_pjs(st, "message"),
                      "Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000");
     cr_assert_eq(count("POST", "/events"), 1);
 }
@@ -391,12 +391,12 @@ Test(pods, admission_counts_sidecars_and_overhead) {
     json_object *pod = mkpod("side", "Always", "[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]",
                              "[{\"name\":\"s\",\"image\":\"busybox\",\"restartPolicy\":\"Always\","
                              "\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}]");
-    json_object_object_add(pj(pod, "spec"), "overhead", json_tokener_parse("{\"cpu\":\"600m\"}"));
+    json_object_object_add(kite_agent_pj(pod, "spec"), "overhead", json_tokener_parse("{\"cpu\":\"600m\"}"));
     add(pod);
     step();
     json_object *st = last_status("side");
-    cr_assert_str_eq(pjs(st, "phase"), "Failed");
-    cr_assert_str_eq(pjs(st, "message"),
+    cr_assert_str_eq(kite_agent_pjs(st, "phase"), "Failed");
+    cr_assert_str_eq(kite_agent_pjs(st, "message"),
                      "Pod was rejected: Node didn't have enough resource: cpu, requested: 2100, used: 0, capacity: 2000");
 }
 
@@ -410,26 +410,26 @@ Test(pods, status_content) {
     kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
     step();
     json_object *st = last_status("g");
-    cr_assert_str_eq(pjs(st, "qosClass"), "Guaranteed");
-    cr_assert_str_eq(pjs(st, "hostIP"), "10.0.0.5");
+    cr_assert_str_eq(kite_agent_pjs(st, "qosClass"), "Guaranteed");
+    cr_assert_str_eq(kite_agent_pjs(st, "hostIP"), "10.0.0.5");
     /* the sandbox's address, from the runtime */
-    cr_assert_str_eq(pjs(st, "podIP"), "10.88.0.2");
-    cr_assert_str_eq(pjs(json_object_array_get_idx(json_object_object_get(st, "podIPs"), 0), "ip"), "10.88.0.2");
-    cr_assert_not_null(pjs(st, "startTime"));
+    cr_assert_str_eq(kite_agent_pjs(st, "podIP"), "10.88.0.2");
+    cr_assert_str_eq(kite_agent_pjs(json_object_array_get_idx(json_object_object_get(st, "podIPs"), 0), "ip"), "10.88.0.2");
+    cr_assert_not_null(kite_agent_pjs(st, "startTime"));
     const char *want[] = {"PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"};
     json_object *conds = json_object_object_get(st, "conditions");
     cr_assert_eq(json_object_array_length(conds), 5);
     for (size_t i = 0; i < 5; i++) {
-        cr_assert_str_eq(pjs(json_object_array_get_idx(conds, i), "type"), want[i]);
-        cr_assert_str_eq(pjs(json_object_array_get_idx(conds, i), "status"), "True");
+        cr_assert_str_eq(kite_agent_pjs(json_object_array_get_idx(conds, i), "type"), want[i]);
+        cr_assert_str_eq(kite_agent_pjs(json_object_array_get_idx(conds, i), "status"), "True");
     }
     /* an unchanged condition keeps its lastTransitionTime */
-    const char *t0 = pjs(json_object_array_get_idx(conds, 3), "lastTransitionTime");
+    const char *t0 = kite_agent_pjs(json_object_array_get_idx(conds, 3), "lastTransitionTime");
     char *keep = kite_strdup(t0);
     advance(100);
     struct pod *pp = P->pods[0];
-    json_object *again = pods_build_status(P, pp, pp->status, kite_now_wall(&clk.clock));
-    cr_assert_str_eq(pjs(json_object_array_get_idx(json_object_object_get(again, "conditions"), 3),
+    json_object *again = kite_pods_build_status(P, pp, pp->status, kite_now_wall(&clk.clock));
+    cr_assert_str_eq(kite_agent_pjs(json_object_array_get_idx(json_object_object_get(again, "conditions"), 3),
                          "lastTransitionTime"), keep);
     json_object_put(again);
     free(keep);
@@ -445,9 +445,9 @@ Test(pods, host_network_pod_reports_the_host_ip) {
     kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1});
     step();
     json_object *st = last_status("h");
-    cr_assert_str_eq(pjs(st, "podIP"), "10.0.0.5");
-    cr_assert_str_eq(pjs(json_object_array_get_idx(json_object_object_get(st, "podIPs"), 0), "ip"), "10.0.0.5");
-    cr_assert_str_eq(pjs(st, "hostIP"), "10.0.0.5");
+    cr_assert_str_eq(kite_agent_pjs(st, "podIP"), "10.0.0.5");
+    cr_assert_str_eq(kite_agent_pjs(json_object_array_get_idx(json_object_object_get(st, "podIPs"), 0), "ip"), "10.0.0.5");
+    cr_assert_str_eq(kite_agent_pjs(st, "hostIP"), "10.0.0.5");
 }
 
 Test(pods, recorder_dedups_and_filters_spam) {
@@ -459,13 +459,13 @@ Test(pods, recorder_dedups_and_filters_spam) {
     cr_assert_eq(r.posted, 1);
     cr_assert_eq(r.patched, 1);
     struct rec *p = last("PATCH", "/api/v1/namespaces/ns/events/");
-    cr_assert_eq(json_object_get_int(pj(p->body, "count")), 2);
+    cr_assert_eq(json_object_get_int(kite_agent_pj(p->body, "count")), 2);
     struct rec *post = last("POST", "/events");
-    cr_assert_str_eq(pjs(post->body, "involvedObject.kind"), "Pod");
-    cr_assert_str_eq(pjs(post->body, "involvedObject.apiVersion"), "v1");
-    cr_assert_str_eq(pjs(post->body, "involvedObject.uid"), "uid-a");
-    cr_assert_str_eq(pjs(post->body, "source.component"), "kite-agent");
-    cr_assert_str_eq(pjs(post->body, "source.host"), "n1");
+    cr_assert_str_eq(kite_agent_pjs(post->body, "involvedObject.kind"), "Pod");
+    cr_assert_str_eq(kite_agent_pjs(post->body, "involvedObject.apiVersion"), "v1");
+    cr_assert_str_eq(kite_agent_pjs(post->body, "involvedObject.uid"), "uid-a");
+    cr_assert_str_eq(kite_agent_pjs(post->body, "source.component"), "kite-agent");
+    cr_assert_str_eq(kite_agent_pjs(post->body, "source.host"), "n1");
     /* similar events with 10 distinct messages aggregate */
     for (int i = 0; i < 12; i++) {
         char m[32];
@@ -473,7 +473,7 @@ Test(pods, recorder_dedups_and_filters_spam) {
         kite_recorder_pod_event(&r, pod, NULL, "Warning", "Failed", m);
     }
     post = last("POST", "/events");
-    cr_assert(strstr(pjs(post->body, "message"), "(combined from similar events): "), "%s", pjs(post->body, "message"));
+    cr_assert(strstr(kite_agent_pjs(post->body, "message"), "(combined from similar events): "), "%s", kite_agent_pjs(post->body, "message"));
     /* 14 events so far: the burst of 25 ends at 25, then one per 5 minutes */
     for (int i = 0; i < 20; i++) kite_recorder_pod_event(&r, pod, NULL, "Normal", "X", "y");
     cr_assert_eq(r.dropped, 9);
@@ -494,15 +494,15 @@ static bool ctr_flag(const char *pod, const char *flag) {
 static const char *pod_cond(const char *pod, const char *type) {
     json_object *conds = json_object_object_get(last_status(pod), "conditions");
     for (size_t i = 0; i < json_object_array_length(conds); i++)
-        if (kite_streq(pjs(json_object_array_get_idx(conds, i), "type"), type))
-            return pjs(json_object_array_get_idx(conds, i), "status");
+        if (kite_streq(kite_agent_pjs(json_object_array_get_idx(conds, i), "type"), type))
+            return kite_agent_pjs(json_object_array_get_idx(conds, i), "status");
     return NULL;
 }
 static size_t events_with(const char *reason, const char *msg) {
     size_t n = 0;
     for (size_t i = 0; i < n_reqs; i++)
         if (strcmp(reqs[i].method, "POST") == 0 && strstr(reqs[i].path, "/events") &&
-            kite_streq(pjs(reqs[i].body, "reason"), reason) && strstr(pjs(reqs[i].body, "message"), msg))
+            kite_streq(kite_agent_pjs(reqs[i].body, "reason"), reason) && strstr(kite_agent_pjs(reqs[i].body, "message"), msg))
             n++;
     return n;
 }
@@ -525,7 +525,7 @@ Test(pods, readiness_probe_flips_ready) {
               "\"periodSeconds\":1,\"failureThreshold\":2}}]", NULL));
     step();
     run_secs(2);
-    cr_assert_str_eq(pjs(ctr_status("a"), "state.running.startedAt") ? "running" : "", "running");
+    cr_assert_str_eq(kite_agent_pjs(ctr_status("a"), "state.running.startedAt") ? "running" : "", "running");
     cr_assert(!ctr_flag("a", "ready"));
     cr_assert(ctr_flag("a", "started"), "no startup probe: started once running");
     cr_assert_str_eq(pod_cond("a", "Ready"), "False");
@@ -543,7 +543,7 @@ Test(pods, readiness_probe_flips_ready) {
     run_secs(1);
     cr_assert(!ctr_flag("a", "ready"));
     cr_assert_str_eq(pod_cond("a", "Ready"), "False");
-    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Running", "readiness never stops the container");
+    cr_assert_str_eq(kite_agent_pjs(last_status("a"), "phase"), "Running", "readiness never stops the container");
     cr_assert_eq(json_object_get_int(json_object_object_get(ctr_status("a"), "restartCount")), 0);
 }
 
@@ -567,7 +567,7 @@ Test(pods, liveness_probe_restarts) {
     json_object *c = ctr_status("a");
     cr_assert_eq(json_object_get_int(json_object_object_get(c, "restartCount")), 1, "%s",
                  json_object_to_json_string(c));
-    cr_assert_not_null(pj(c, "lastState.terminated"));
+    cr_assert_not_null(kite_agent_pj(c, "lastState.terminated"));
 }
 
 /* Startup: holds readiness and liveness back and keeps started false until it succeeds. */
@@ -602,7 +602,7 @@ Test(pods, waits_for_the_node_status) {
     json_object_put(ns);
     step();
     cr_assert_not_null(last_status("a"));
-    cr_assert_str_eq(pjs(last_status("a"), "hostIP"), "10.0.0.7");
+    cr_assert_str_eq(kite_agent_pjs(last_status("a"), "hostIP"), "10.0.0.7");
 }
 
 static int log_changes;
@@ -693,7 +693,7 @@ static json_object *server_copy(const char *name, const char *ready) {
     json_object *conds = json_object_object_get(st, "conditions");
     for (size_t i = 0; ready && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
-        if (kite_streq(pjs(c, "type"), "Ready")) {
+        if (kite_streq(kite_agent_pjs(c, "type"), "Ready")) {
             json_object_object_add(c, "status", json_object_new_string(ready));
             json_object_object_add(c, "reason", json_object_new_string("NodeNotReady"));
         }
@@ -721,5 +721,5 @@ Test(pods, status_changed_by_others_is_repaired_at_resync) {
     run_secs(12);
     cr_assert_gt(count("PATCH", "/pods/a/status"), n, "Ready=False written by another is repaired");
     cr_assert_str_eq(pod_cond("a", "Ready"), "True");
-    cr_assert_str_eq(pjs(last_status("a"), "phase"), "Running");
+    cr_assert_str_eq(kite_agent_pjs(last_status("a"), "phase"), "Running");
 }

@@ -16,7 +16,7 @@ static void refused(const char *allowed, const char *name, bool net, bool ipc, c
     free(why);
 }
 
-Test(pods_admit, unsafe_sysctls_as_the_kubelets_allowlist) {
+Test(kite_pods_admit, unsafe_sysctls_as_the_kubelets_allowlist) {
     /* the safe set alone */
     refused(NULL, "net.ipv4.tcp_syncookies", false, false, NULL);
     refused(NULL, "kernel.msgmax", false, false, "\"kernel.msgmax\" not allowlisted");
@@ -35,7 +35,7 @@ Test(pods_admit, unsafe_sysctls_as_the_kubelets_allowlist) {
     refused("net.*", "net.ipv6.conf.all.forwarding", false, false, NULL);
 }
 
-Test(pods_admit, sysctl_patterns_and_namespaces) {
+Test(kite_pods_admit, sysctl_patterns_and_namespaces) {
     cr_assert_eq(kite_pods_sysctl_namespace("kernel.sem"), KITE_SYSCTL_IPC);
     cr_assert_eq(kite_pods_sysctl_namespace("kernel.shmmax"), KITE_SYSCTL_IPC);
     cr_assert_eq(kite_pods_sysctl_namespace("fs.mqueue.msg_max"), KITE_SYSCTL_IPC);
@@ -48,7 +48,7 @@ Test(pods_admit, sysctl_patterns_and_namespaces) {
     for (size_t i = 0; i < KITE_ARRAY_SIZE(bad); i++) cr_assert(!kite_pods_sysctl_pattern_valid(bad[i]), "%s", bad[i]);
 }
 
-Test(pods_admit, unsafe_sysctls_flag) {
+Test(kite_pods_admit, unsafe_sysctls_flag) {
     struct kite_agent_config c;
     kite_agent_config_init(&c);
     char *err = NULL;
@@ -77,7 +77,7 @@ static json_object *pod(const char *json) {
     return o;
 }
 
-Test(pods_admit, apparmor_as_the_kubelets_validator) {
+Test(kite_pods_admit, apparmor_as_the_kubelets_validator) {
     static const char *const confined[] = {
         "{\"spec\":{\"securityContext\":{\"appArmorProfile\":{\"type\":\"RuntimeDefault\"}},\"containers\":[{}]}}",
         "{\"spec\":{\"containers\":[{\"securityContext\":{\"appArmorProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"p\"}}}]}}",
@@ -93,29 +93,29 @@ Test(pods_admit, apparmor_as_the_kubelets_validator) {
     };
     for (size_t i = 0; i < KITE_ARRAY_SIZE(confined); i++) {
         json_object *p = pod(confined[i]);
-        char *why = pods_apparmor_refusal(p, false);
+        char *why = kite_pods_apparmor_refusal(p, false);
         cr_assert_str_eq(why ? why : "(admitted)", "Cannot enforce AppArmor: AppArmor is not enabled on the host", "%s", confined[i]);
         free(why);
         json_object_put(p);
     }
     for (size_t i = 0; i < KITE_ARRAY_SIZE(free_); i++) {
         json_object *p = pod(free_[i]);
-        cr_assert_null(pods_apparmor_refusal(p, false), "%s", free_[i]);
+        cr_assert_null(kite_pods_apparmor_refusal(p, false), "%s", free_[i]);
         json_object_put(p);
     }
 }
 
-Test(pods_admit, apparmor_enabled_file) {
+Test(kite_pods_admit, apparmor_enabled_file) {
     char path[] = "/tmp/kite-apparmor-XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     cr_assert_eq(write(fd, "Y\n", 2), 2);
     close(fd);
-    cr_assert(pods_apparmor_enabled(path));
+    cr_assert(kite_pods_apparmor_enabled(path));
     FILE *f = fopen(path, "w");
     fputs("N\n", f);
     fclose(f);
-    cr_assert(!pods_apparmor_enabled(path));
+    cr_assert(!kite_pods_apparmor_enabled(path));
     unlink(path);
-    cr_assert(!pods_apparmor_enabled("/nonexistent/apparmor/enabled"));
+    cr_assert(!kite_pods_apparmor_enabled("/nonexistent/apparmor/enabled"));
 }

@@ -53,7 +53,7 @@ static void setup(void) {
     pod.obj = json_tokener_parse(
         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\",\"labels\":{\"b\":\"2\",\"a\":\"1\"}},"
         "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"cpu\":\"250m\",\"memory\":\"64Mi\"}}}]}}");
-    ctr = (struct pod_ctr){.name = "c", .spec = json_object_array_get_idx(pj(pod.obj, "spec.containers"), 0)};
+    ctr = (struct pod_ctr){.name = "c", .spec = json_object_array_get_idx(kite_agent_pj(pod.obj, "spec.containers"), 0)};
     pod.c = &ctr;
     pod.nc = 1;
 }
@@ -71,7 +71,7 @@ static int payload(const char *vol, struct pods_payload *pl, char **err) {
     json_object *v = json_tokener_parse(vol);
     cr_assert_not_null(v, "%s", vol);
     *err = NULL;
-    int r = pods_api_volume_payload(&P, &pod, v, pl, err);
+    int r = kite_pods_api_volume_payload(&P, &pod, v, pl, err);
     json_object_put(v);
     return r;
 }
@@ -101,7 +101,7 @@ Test(pods_volumes, configmap_every_key_and_items) {
     const struct pods_file *bin = file(&pl, "bin");
     cr_assert_eq(bin->len, 4);
     cr_assert_eq(memcmp(bin->data, "\x00\x01\xfe\xff", 4), 0);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 
     cr_assert_eq(payload("{\"name\":\"v\",\"configMap\":{\"name\":\"cm\",\"defaultMode\":288,\"items\":["
                          "{\"key\":\"a\",\"path\":\"x/a.txt\",\"mode\":256},{\"key\":\"b\",\"path\":\"./b\"}]}}",
@@ -109,7 +109,7 @@ Test(pods_volumes, configmap_every_key_and_items) {
     cr_assert_eq(pl.n, 2);
     cr_assert_eq(file(&pl, "x/a.txt")->mode, 0400);
     cr_assert_eq(file(&pl, "b")->mode, 0440); /* defaultMode 288 = 0440; the path cleaned */
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }
 
 Test(pods_volumes, missing_objects_and_keys) {
@@ -128,7 +128,7 @@ Test(pods_volumes, missing_objects_and_keys) {
                          "{\"key\":\"zz\",\"path\":\"z\"},{\"key\":\"pw\",\"path\":\"p\"}]}}", &pl, &err), 0);
     cr_assert_eq(pl.n, 1);
     cr_assert_str_eq(file(&pl, "p")->data, "s3cr=t!");
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 }
 
 Test(pods_volumes, downward_api_files) {
@@ -149,7 +149,7 @@ Test(pods_volumes, downward_api_files) {
     cr_assert_eq(file(&pl, "labels")->mode, 0644);
     cr_assert_str_eq(file(&pl, "cpu")->data, "250");
     cr_assert_str_eq(file(&pl, "mem")->data, "64");
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
     fails("{\"name\":\"v\",\"downwardAPI\":{\"items\":[{\"path\":\"x\",\"resourceFieldRef\":{\"containerName\":\"no\","
           "\"resource\":\"limits.cpu\"}}]}}", "container no not found");
 }
@@ -167,7 +167,7 @@ Test(pods_volumes, projected_sources_together) {
     cr_assert_str_eq(file(&pl, "pw")->data, "s3cr=t!");
     cr_assert_str_eq(file(&pl, "name")->data, "p");
     cr_assert_eq(file(&pl, "pw")->mode, 0640);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
     /* every failing source, as upstream's aggregate */
     fails("{\"name\":\"v\",\"projected\":{\"sources\":[{\"configMap\":{\"name\":\"x\"}},{\"secret\":{\"name\":\"y\"}}]}}",
           "[configmap \"x\" not found, secret \"y\" not found]");
@@ -177,14 +177,14 @@ Test(pods_volumes, projected_sources_together) {
 }
 
 Test(pods_volumes, fs_group_and_byte_limit) {
-    json_object_object_add(pj(pod.obj, "spec"), "securityContext", json_tokener_parse("{\"fsGroup\":2000}"));
+    json_object_object_add(kite_agent_pj(pod.obj, "spec"), "securityContext", json_tokener_parse("{\"fsGroup\":2000}"));
     struct pods_payload pl = {0};
     char *err = NULL;
     cr_assert_eq(payload("{\"name\":\"v\",\"secret\":{\"secretName\":\"sec\",\"defaultMode\":256}}", &pl, &err), 0);
     cr_assert(pl.has_gid);
     cr_assert_eq(pl.gid, 2000);
     cr_assert_eq(file(&pl, "pw")->mode, 0440);
-    pods_payload_release(&pl);
+    kite_pods_payload_release(&pl);
 
     struct kite_buf b = {0};
     kite_buf_puts(&b, "{\"metadata\":{\"name\":\"big\"},\"data\":{\"k\":\"");

@@ -244,25 +244,25 @@ Test(expiry, events_older_than_the_ttl_are_deleted) {
     json_object_put(o);
 
     struct kite_apiserver *s = api.srv;
-    apiserver_housekeeping_once(s); /* nothing is older than the TTL yet */
+    kite_apiserver_housekeeping_once(s); /* nothing is older than the TTL yet */
     cr_assert_eq(count_items(EVENTS), 3);
 
     api_advance_s(TTL_S); /* exactly the TTL: not older */
     uint64_t scans = s->expiry_scans;
-    apiserver_housekeeping_once(s);
+    kite_apiserver_housekeeping_once(s);
     cr_assert_eq(count_items(EVENTS), 3);
     /* nothing changed and nothing due: the events were not listed again */
     cr_assert_eq(s->expiry_scans, scans, "a quiet period listed the events");
 
     api_advance_s(2);
-    apiserver_housekeeping_once(s);
+    kite_apiserver_housekeeping_once(s);
     put_get(EVENTS "/old", 404);
     put_get("/apis/events.k8s.io/v1/namespaces/default/events/v1", 404);
     put_get(EVENTS "/recurring", 200);
     put_get(LEASES "/l", 200);
 
     api_advance_s(100);
-    apiserver_housekeeping_once(s);
+    kite_apiserver_housekeeping_once(s);
     put_get(EVENTS "/recurring", 404);
     cr_assert_eq(count_items(EVENTS), 0);
     put_get(LEASES "/l", 200);

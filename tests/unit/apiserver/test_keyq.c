@@ -8,86 +8,86 @@
 #include <stdio.h>
 
 Test(keyq, free_key_is_held_at_once_and_freed_by_release) {
-    struct keyq *q = keyq_new(8);
+    struct keyq *q = kite_apiserver_keyq_new(8);
     struct keyq_link a;
-    cr_assert_eq(keyq_held(q), 0);
-    cr_assert_eq(keyq_hold(q, "/registry/leases/default/a", &a), KEYQ_HELD);
-    cr_assert_eq(keyq_held(q), 1);
-    cr_assert_null(keyq_release(q, "/registry/leases/default/a"));
-    cr_assert_eq(keyq_held(q), 0);
+    cr_assert_eq(kite_apiserver_keyq_held(q), 0);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "/registry/leases/default/a", &a), KEYQ_HELD);
+    cr_assert_eq(kite_apiserver_keyq_held(q), 1);
+    cr_assert_null(kite_apiserver_keyq_release(q, "/registry/leases/default/a"));
+    cr_assert_eq(kite_apiserver_keyq_held(q), 0);
     /* free again: held again at once */
-    cr_assert_eq(keyq_hold(q, "/registry/leases/default/a", &a), KEYQ_HELD);
-    cr_assert_null(keyq_release(q, "/registry/leases/default/a"));
-    cr_assert_null(keyq_release(q, "/registry/leases/default/a")); /* not held: nothing to hand on */
-    keyq_free(q);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "/registry/leases/default/a", &a), KEYQ_HELD);
+    cr_assert_null(kite_apiserver_keyq_release(q, "/registry/leases/default/a"));
+    cr_assert_null(kite_apiserver_keyq_release(q, "/registry/leases/default/a")); /* not held: nothing to hand on */
+    kite_apiserver_keyq_free(q);
 }
 
 Test(keyq, waiters_get_the_key_in_arrival_order) {
-    struct keyq *q = keyq_new(8);
+    struct keyq *q = kite_apiserver_keyq_new(8);
     struct keyq_link w[4];
-    cr_assert_eq(keyq_hold(q, "k", &w[0]), KEYQ_HELD);
-    for (int i = 1; i < 4; i++) cr_assert_eq(keyq_hold(q, "k", &w[i]), KEYQ_QUEUED);
-    cr_assert_eq(keyq_held(q), 1);
-    cr_assert_eq(keyq_release(q, "k"), &w[1]);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[0]), KEYQ_HELD);
+    for (int i = 1; i < 4; i++) cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[i]), KEYQ_QUEUED);
+    cr_assert_eq(kite_apiserver_keyq_held(q), 1);
+    cr_assert_eq(kite_apiserver_keyq_release(q, "k"), &w[1]);
     struct keyq_link late;
-    cr_assert_eq(keyq_hold(q, "k", &late), KEYQ_QUEUED); /* still held (by w[1]): behind w[3] */
-    cr_assert_eq(keyq_release(q, "k"), &w[2]);
-    cr_assert_eq(keyq_release(q, "k"), &w[3]);
-    cr_assert_eq(keyq_release(q, "k"), &late);
-    cr_assert_eq(keyq_held(q), 1);
-    cr_assert_null(keyq_release(q, "k"));
-    cr_assert_eq(keyq_held(q), 0);
-    keyq_free(q);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &late), KEYQ_QUEUED); /* still held (by w[1]): behind w[3] */
+    cr_assert_eq(kite_apiserver_keyq_release(q, "k"), &w[2]);
+    cr_assert_eq(kite_apiserver_keyq_release(q, "k"), &w[3]);
+    cr_assert_eq(kite_apiserver_keyq_release(q, "k"), &late);
+    cr_assert_eq(kite_apiserver_keyq_held(q), 1);
+    cr_assert_null(kite_apiserver_keyq_release(q, "k"));
+    cr_assert_eq(kite_apiserver_keyq_held(q), 0);
+    kite_apiserver_keyq_free(q);
 }
 
 Test(keyq, keys_are_independent) {
-    struct keyq *q = keyq_new(8);
+    struct keyq *q = kite_apiserver_keyq_new(8);
     struct keyq_link a, b, c;
-    cr_assert_eq(keyq_hold(q, "/registry/leases/ns/a", &a), KEYQ_HELD);
-    cr_assert_eq(keyq_hold(q, "/registry/leases/ns/b", &b), KEYQ_HELD);
-    cr_assert_eq(keyq_hold(q, "/registry/leases/ns/a", &c), KEYQ_QUEUED);
-    cr_assert_eq(keyq_held(q), 2);
-    cr_assert_null(keyq_release(q, "/registry/leases/ns/b"));
-    cr_assert_eq(keyq_release(q, "/registry/leases/ns/a"), &c);
-    cr_assert_null(keyq_release(q, "/registry/leases/ns/a"));
-    cr_assert_eq(keyq_held(q), 0);
-    keyq_free(q);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "/registry/leases/ns/a", &a), KEYQ_HELD);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "/registry/leases/ns/b", &b), KEYQ_HELD);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "/registry/leases/ns/a", &c), KEYQ_QUEUED);
+    cr_assert_eq(kite_apiserver_keyq_held(q), 2);
+    cr_assert_null(kite_apiserver_keyq_release(q, "/registry/leases/ns/b"));
+    cr_assert_eq(kite_apiserver_keyq_release(q, "/registry/leases/ns/a"), &c);
+    cr_assert_null(kite_apiserver_keyq_release(q, "/registry/leases/ns/a"));
+    cr_assert_eq(kite_apiserver_keyq_held(q), 0);
+    kite_apiserver_keyq_free(q);
 }
 
 Test(keyq, waiters_past_the_limit_are_refused) {
-    struct keyq *q = keyq_new(2);
+    struct keyq *q = kite_apiserver_keyq_new(2);
     struct keyq_link w[5];
-    cr_assert_eq(keyq_hold(q, "k", &w[0]), KEYQ_HELD);
-    cr_assert_eq(keyq_hold(q, "k", &w[1]), KEYQ_QUEUED);
-    cr_assert_eq(keyq_hold(q, "k", &w[2]), KEYQ_QUEUED);
-    cr_assert_eq(keyq_hold(q, "k", &w[3]), -EAGAIN);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[0]), KEYQ_HELD);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[1]), KEYQ_QUEUED);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[2]), KEYQ_QUEUED);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[3]), -EAGAIN);
     struct keyq_link other;
-    cr_assert_eq(keyq_hold(q, "other", &other), KEYQ_HELD); /* the limit is per key */
-    cr_assert_eq(keyq_release(q, "k"), &w[1]);
-    cr_assert_eq(keyq_hold(q, "k", &w[4]), KEYQ_QUEUED); /* room again */
-    cr_assert_eq(keyq_release(q, "k"), &w[2]);
-    cr_assert_eq(keyq_release(q, "k"), &w[4]);
-    cr_assert_null(keyq_release(q, "k"));
-    cr_assert_null(keyq_release(q, "other"));
-    keyq_free(q);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "other", &other), KEYQ_HELD); /* the limit is per key */
+    cr_assert_eq(kite_apiserver_keyq_release(q, "k"), &w[1]);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[4]), KEYQ_QUEUED); /* room again */
+    cr_assert_eq(kite_apiserver_keyq_release(q, "k"), &w[2]);
+    cr_assert_eq(kite_apiserver_keyq_release(q, "k"), &w[4]);
+    cr_assert_null(kite_apiserver_keyq_release(q, "k"));
+    cr_assert_null(kite_apiserver_keyq_release(q, "other"));
+    kite_apiserver_keyq_free(q);
 
-    q = keyq_new(0); /* no waiting at all */
-    cr_assert_eq(keyq_hold(q, "k", &w[0]), KEYQ_HELD);
-    cr_assert_eq(keyq_hold(q, "k", &w[1]), -EAGAIN);
-    cr_assert_null(keyq_release(q, "k"));
-    cr_assert_eq(keyq_hold(q, "k", &w[1]), KEYQ_HELD);
-    cr_assert_null(keyq_release(q, "k"));
-    keyq_free(q);
+    q = kite_apiserver_keyq_new(0); /* no waiting at all */
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[0]), KEYQ_HELD);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[1]), -EAGAIN);
+    cr_assert_null(kite_apiserver_keyq_release(q, "k"));
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "k", &w[1]), KEYQ_HELD);
+    cr_assert_null(kite_apiserver_keyq_release(q, "k"));
+    kite_apiserver_keyq_free(q);
 }
 
 Test(keyq, free_with_keys_held_and_waiters_queued) {
-    struct keyq *q = keyq_new(8);
+    struct keyq *q = kite_apiserver_keyq_new(8);
     struct keyq_link w[3];
-    cr_assert_eq(keyq_hold(q, "a", &w[0]), KEYQ_HELD);
-    cr_assert_eq(keyq_hold(q, "a", &w[1]), KEYQ_QUEUED);
-    cr_assert_eq(keyq_hold(q, "b", &w[2]), KEYQ_HELD);
-    keyq_free(q); /* frees its own memory (the sanitizer build checks for leaks) */
-    keyq_free(NULL);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "a", &w[0]), KEYQ_HELD);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "a", &w[1]), KEYQ_QUEUED);
+    cr_assert_eq(kite_apiserver_keyq_hold(q, "b", &w[2]), KEYQ_HELD);
+    kite_apiserver_keyq_free(q); /* frees its own memory (the sanitizer build checks for leaks) */
+    kite_apiserver_keyq_free(NULL);
 }
 
 /* Many threads writing a few keys as write.c does: whoever releases a key runs the waiter it
@@ -121,7 +121,7 @@ static void run_chain(struct sop *op) {
         atomic_fetch_sub(&busy[op->key], 1);
         char key[64];
         key_name(op->key, key, sizeof key);
-        struct keyq_link *next = keyq_release(sq, key);
+        struct keyq_link *next = kite_apiserver_keyq_release(sq, key);
         op = next ? (struct sop *)((char *)next - offsetof(struct sop, link)) : NULL;
     }
 }
@@ -131,7 +131,7 @@ static void *stress_thread(void *ud) {
     for (int i = 0; i < STRESS_OPS; i++) {
         char key[64];
         key_name(ops[i].key, key, sizeof key);
-        int r = keyq_hold(sq, key, &ops[i].link);
+        int r = kite_apiserver_keyq_hold(sq, key, &ops[i].link);
         if (r == KEYQ_HELD) run_chain(&ops[i]);
         else if (r != KEYQ_QUEUED) atomic_fetch_add(&violations, 1);
     }
@@ -139,7 +139,7 @@ static void *stress_thread(void *ud) {
 }
 
 Test(keyq, threads_hand_keys_on_without_losing_or_reordering_writes, .timeout = 120) {
-    sq = keyq_new(STRESS_THREADS * STRESS_OPS);
+    sq = kite_apiserver_keyq_new(STRESS_THREADS * STRESS_OPS);
     struct sop *ops = calloc(STRESS_THREADS * STRESS_OPS, sizeof *ops);
     for (int t = 0; t < STRESS_THREADS; t++)
         for (int i = 0; i < STRESS_OPS; i++) {
@@ -154,7 +154,7 @@ Test(keyq, threads_hand_keys_on_without_losing_or_reordering_writes, .timeout = 
     cr_assert_eq(atomic_load(&violations), 0);
     cr_assert_eq(atomic_load(&done_ops), STRESS_THREADS * STRESS_OPS);
     for (int i = 0; i < STRESS_THREADS * STRESS_OPS; i++) cr_assert_eq(atomic_load(&ops[i].runs), 1, "op %d", i);
-    cr_assert_eq(keyq_held(sq), 0);
-    keyq_free(sq);
+    cr_assert_eq(kite_apiserver_keyq_held(sq), 0);
+    kite_apiserver_keyq_free(sq);
     free(ops);
 }

@@ -28,7 +28,7 @@ static const struct mapi_ctr *find(const struct mapi_batch *b, const char *ns, c
 
 Test(metrics_api, parses_kubelet_resource_metrics) {
     struct mapi_batch b = {0};
-    cr_assert_eq(mapi_parse(KUBELET_TEXT, strlen(KUBELET_TEXT), 42, &b), 7);
+    cr_assert_eq(kite_apiserver_mapi_parse(KUBELET_TEXT, strlen(KUBELET_TEXT), 42, &b), 7);
     cr_assert(b.node_has_cpu && b.node_has_mem);
     cr_assert_eq(b.node_cpu_ns, 357354910000ull);
     cr_assert_eq(b.node_cpu_ts, 1700000000500ll * 1000000);
@@ -45,19 +45,19 @@ Test(metrics_api, parses_kubelet_resource_metrics) {
     cr_assert_not_null(c);
     cr_assert_eq(c->cpu_ns, 11447197000ull);
     cr_assert_eq(c->mem, 16023552ull);
-    mapi_batch_release(&b);
+    kite_apiserver_mapi_batch_release(&b);
 }
 
 Test(metrics_api, samples_without_timestamps_are_taken_now) {
     const char *t = "node_cpu_usage_seconds_total 1\n"
                     "container_cpu_usage_seconds_total{pod=\"p\",namespace=\"n\",container=\"c\",extra=\"a\\\"}b\"} 3\n";
     struct mapi_batch b = {0};
-    cr_assert_eq(mapi_parse(t, strlen(t), 77, &b), 2);
+    cr_assert_eq(kite_apiserver_mapi_parse(t, strlen(t), 77, &b), 2);
     cr_assert_eq(b.node_cpu_ts, 77);
     cr_assert_eq(b.n, 1);
     cr_assert_eq(b.c[0].cpu_ts, 77);
     cr_assert_eq(b.c[0].cpu_ns, 3000000000ull);
-    mapi_batch_release(&b);
+    kite_apiserver_mapi_batch_release(&b);
 }
 
 Test(metrics_api, malformed_lines_are_refused) {
@@ -76,15 +76,15 @@ Test(metrics_api, malformed_lines_are_refused) {
         struct mapi_batch b = {0};
         /* the last one's NUL is inside its line: the whole line is given */
         size_t len = strlen(bad[i]) + (i == sizeof bad / sizeof *bad - 1 ? 4 : 0);
-        cr_assert_eq(mapi_parse(bad[i], len, 1, &b), -EINVAL, "%s", bad[i]);
-        mapi_batch_release(&b);
+        cr_assert_eq(kite_apiserver_mapi_parse(bad[i], len, 1, &b), -EINVAL, "%s", bad[i]);
+        kite_apiserver_mapi_batch_release(&b);
     }
     /* values that are no counts (NaN, negative) are skipped, other series ignored */
     const char *t = "node_cpu_usage_seconds_total NaN\nnode_memory_working_set_bytes -1\nfoo{a=\"b\"} 1\n";
     struct mapi_batch b = {0};
-    cr_assert_eq(mapi_parse(t, strlen(t), 1, &b), 0);
+    cr_assert_eq(kite_apiserver_mapi_parse(t, strlen(t), 1, &b), 0);
     cr_assert(!b.node_has_cpu && !b.node_has_mem);
-    mapi_batch_release(&b);
+    kite_apiserver_mapi_batch_release(&b);
 }
 
 /* A series name that ends the answer, with no value (read past the end, found by the fuzzer):
@@ -94,17 +94,17 @@ Test(metrics_api, name_at_the_very_end) {
     char *exact = malloc(sizeof t - 1);
     memcpy(exact, t, sizeof t - 1);
     struct mapi_batch b = {0};
-    cr_assert_eq(mapi_parse(exact, sizeof t - 1, 1, &b), -EINVAL);
-    mapi_batch_release(&b);
+    cr_assert_eq(kite_apiserver_mapi_parse(exact, sizeof t - 1, 1, &b), -EINVAL);
+    kite_apiserver_mapi_batch_release(&b);
     free(exact);
 }
 
 Test(metrics_api, containers_without_names_are_skipped) {
     const char *t = "container_cpu_usage_seconds_total{namespace=\"n\",pod=\"p\"} 1\n";
     struct mapi_batch b = {0};
-    cr_assert_eq(mapi_parse(t, strlen(t), 1, &b), 1);
+    cr_assert_eq(kite_apiserver_mapi_parse(t, strlen(t), 1, &b), 1);
     cr_assert_eq(b.n, 0);
-    mapi_batch_release(&b);
+    kite_apiserver_mapi_batch_release(&b);
 }
 
 Test(metrics_api, quantities_and_durations) {
@@ -114,14 +114,14 @@ Test(metrics_api, quantities_and_durations) {
         {1234000, "1234u"},
     };
     for (size_t i = 0; i < sizeof cpu / sizeof *cpu; i++) {
-        mapi_format_cpu(cpu[i].v, s);
+        kite_apiserver_mapi_format_cpu(cpu[i].v, s);
         cr_assert_str_eq(s, cpu[i].want);
     }
     static const struct { uint64_t v; const char *want; } mem[] = {
         {0, "0"}, {1000, "1000"}, {4096, "4Ki"}, {52428800, "50Mi"}, {1073741824, "1Gi"}, {1073741825, "1073741825"},
     };
     for (size_t i = 0; i < sizeof mem / sizeof *mem; i++) {
-        mapi_format_memory(mem[i].v, s);
+        kite_apiserver_mapi_format_memory(mem[i].v, s);
         cr_assert_str_eq(s, mem[i].want);
     }
     static const struct { int64_t ns; const char *want; } dur[] = {
@@ -129,7 +129,7 @@ Test(metrics_api, quantities_and_durations) {
         {250000000, "250ms"}, {1500, "1.5µs"}, {0, "0s"},
     };
     for (size_t i = 0; i < sizeof dur / sizeof *dur; i++) {
-        mapi_format_duration(dur[i].ns, s);
+        kite_apiserver_mapi_format_duration(dur[i].ns, s);
         cr_assert_str_eq(s, dur[i].want);
     }
 }

@@ -53,9 +53,9 @@ static const char *state_of(json_object *rep, const char *name) {
 
 /* Passes until the watch stream is drained: the classifications the changes cost. */
 static uint64_t pass(void) {
-    uint64_t before = nodestate_classified(api.srv);
-    nodestate_pass(api.srv);
-    return nodestate_classified(api.srv) - before;
+    uint64_t before = kite_apiserver_nodestate_classified(api.srv);
+    kite_apiserver_nodestate_pass(api.srv);
+    return kite_apiserver_nodestate_classified(api.srv) - before;
 }
 
 Test(nodestate, a_quiet_pass_classifies_nothing) {

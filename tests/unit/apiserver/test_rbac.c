@@ -11,7 +11,7 @@ static struct rbac_rules compile(const char *json) {
     struct rbac_rules r = {0};
     json_object *o = json_tokener_parse(json);
     cr_assert_not_null(o, "bad test JSON: %s", json);
-    rbac_rules_append(&r, o);
+    kite_apiserver_rbac_rules_append(&r, o);
     json_object_put(o);
     return r;
 }
@@ -68,10 +68,10 @@ Test(rbac, rule_allows_table) {
         struct kite_user u = {.name = "u"};
         struct kite_authz_attrs a = {.user = &u, .verb = c->verb, .group = c->group, .resource = c->resource,
                                      .sub = c->sub, .name = c->name, .path = c->path};
-        cr_expect_eq(rbac_rule_allows(&r.v[0], &a), c->allowed, "case %zu: %s %s %s/%s %s %s: want %s", i, c->rule,
+        cr_expect_eq(kite_apiserver_rbac_rule_allows(&r.v[0], &a), c->allowed, "case %zu: %s %s %s/%s %s %s: want %s", i, c->rule,
                      c->verb, c->resource ? c->resource : "-", c->sub ? c->sub : "-", c->name ? c->name : "-",
                      c->path ? c->path : "-", c->allowed ? "allowed" : "denied");
-        rbac_rules_release(&r);
+        kite_apiserver_rbac_rules_release(&r);
     }
 }
 
@@ -122,7 +122,7 @@ Test(rbac, covers_table) {
         const struct cover_case *c = &COVER[i];
         struct rbac_rules o = compile(c->owner), w = compile(c->wanted);
         struct kite_buf missing = {0};
-        bool got = rbac_rules_cover(&o, &w, &missing);
+        bool got = kite_apiserver_rbac_rules_cover(&o, &w, &missing);
         cr_expect_eq(got, c->covered, "case %zu: %s covers %s: want %d", i, c->owner, c->wanted, c->covered);
         if (got) cr_expect_eq(missing.len, 0, "case %zu: nothing should be missing, got %s", i, missing.p);
         if (c->missing) {
@@ -131,8 +131,8 @@ Test(rbac, covers_table) {
                       c->missing);
         }
         kite_buf_release(&missing);
-        rbac_rules_release(&o);
-        rbac_rules_release(&w);
+        kite_apiserver_rbac_rules_release(&o);
+        kite_apiserver_rbac_rules_release(&w);
     }
 }
 
@@ -164,7 +164,7 @@ Test(rbac, subjects_table) {
         u.groups[u.n_groups++] = "devs";
         u.groups[u.n_groups++] = "system:authenticated";
         if (strncmp(c->user, "system:serviceaccount:ns1:", 26) == 0) u.groups[u.n_groups++] = "system:serviceaccounts:ns1";
-        cr_expect_eq(rbac_subject_matches(c->kind, c->name, c->sa_ns, c->binding_ns, &u), c->matches,
+        cr_expect_eq(kite_apiserver_rbac_subject_matches(c->kind, c->name, c->sa_ns, c->binding_ns, &u), c->matches,
                      "case %zu: %s %s (ns %s) vs user %s", i, c->kind, c->name, c->sa_ns ? c->sa_ns : "-", c->user);
     }
 }
@@ -177,7 +177,7 @@ static enum kite_authz_decision decide(const char *user, const char *group, cons
     if (group) u.groups[u.n_groups++] = group;
     u.groups[u.n_groups++] = "system:authenticated";
     struct kite_authz_attrs a = {.user = &u, .verb = verb, .group = "", .resource = resource, .ns = ns, .view = api.srv};
-    return apiserver_rbac_authorize(&a, NULL);
+    return kite_apiserver_rbac_authorize(&a, NULL);
 }
 
 TestSuite(rbac_index, .init = api_start, .fini = api_stop);
@@ -246,15 +246,15 @@ Test(rbac_index, discovery_through_the_chain) {
 Test(rbac_index, bootstrap_policy_grants_discovery_and_admin) {
     struct kite_user anon = {.name = "system:anonymous", .groups = {"system:unauthenticated"}, .n_groups = 1};
     struct kite_authz_attrs a = {.user = &anon, .verb = "get", .path = "/version", .view = api.srv};
-    cr_assert_eq(apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_ALLOW);
+    cr_assert_eq(kite_apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_ALLOW);
     a.path = "/apis";
-    cr_assert_eq(apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_NO_OPINION);
+    cr_assert_eq(kite_apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_NO_OPINION);
     struct kite_user someone = {.name = "x", .groups = {"system:authenticated"}, .n_groups = 1};
     a.user = &someone;
     a.path = "/apis/apps/v1";
-    cr_assert_eq(apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_ALLOW);
+    cr_assert_eq(kite_apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_ALLOW);
     a.path = "/metrics";
-    cr_assert_eq(apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_NO_OPINION);
+    cr_assert_eq(kite_apiserver_rbac_authorize(&a, NULL), KITE_AUTHZ_NO_OPINION);
     cr_assert_eq(decide("root", "system:masters", "deletecollection", "secrets", "kube-system"), KITE_AUTHZ_ALLOW);
     cr_assert_eq(decide("system:kube-controller-manager", NULL, "deletecollection", "configmaps", "x"), KITE_AUTHZ_ALLOW);
     cr_assert_eq(decide("system:kube-controller-manager", NULL, "create", "configmaps", "x"), KITE_AUTHZ_ALLOW); /* kube-root-ca.crt */

@@ -21,20 +21,20 @@ static void same(const char *json, const char *selector, bool want) {
     const struct kite_resource *nodes = kite_registry_find("", "v1", "nodes");
     struct kite_label_selector *ls = sel(selector);
     struct kite_record *r = rec(json);
-    cr_assert_eq(record_matches(nodes, r, ls, NULL), want, "%s ~ %s", json, selector);
-    json_object *full = record_parse(r);
-    cr_assert_eq(object_matches(nodes, full, ls, NULL), want, "full parse: %s ~ %s", json, selector);
+    cr_assert_eq(kite_apiserver_record_matches(nodes, r, ls, NULL), want, "%s ~ %s", json, selector);
+    json_object *full = kite_apiserver_record_parse(r);
+    cr_assert_eq(kite_apiserver_object_matches(nodes, full, ls, NULL), want, "full parse: %s ~ %s", json, selector);
     json_object_put(full);
     kite_record_unref(r);
     kite_label_selector_free(ls);
 }
 
-Test(record_labels, finds_the_labels_among_other_members) {
+Test(kite_apiserver_record_labels, finds_the_labels_among_other_members) {
     json_object *l = NULL;
     struct kite_record *r = rec("{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n1\","
                                 "\"annotations\":{\"a\":\"{\\\"labels\\\":{}}\"},\"labels\":{\"kite.dev/simulated\":\"true\","
                                 "\"zone\":\"z1\"},\"uid\":\"u\"},\"status\":{\"images\":[{\"names\":[\"x\"]}]}}");
-    cr_assert_eq(record_labels(r, &l), 0);
+    cr_assert_eq(kite_apiserver_record_labels(r, &l), 0);
     cr_assert_str_eq(json_object_get_string(json_object_object_get(l, "zone")), "z1");
     cr_assert_str_eq(json_object_get_string(json_object_object_get(l, "kite.dev/simulated")), "true");
     cr_assert_null(kite_record_cache(r), "the object was not parsed whole");
@@ -42,34 +42,34 @@ Test(record_labels, finds_the_labels_among_other_members) {
     kite_record_unref(r);
 }
 
-Test(record_labels, none_and_the_last_of_duplicates) {
+Test(kite_apiserver_record_labels, none_and_the_last_of_duplicates) {
     json_object *l = (json_object *)1;
     struct kite_record *r = rec("{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}");
-    cr_assert_eq(record_labels(r, &l), 0);
+    cr_assert_eq(kite_apiserver_record_labels(r, &l), 0);
     cr_assert_null(l);
     kite_record_unref(r);
     r = rec("{\"metadata\":{\"labels\":{\"a\":\"1\"},\"labels\":{\"a\":\"2\"}}}");
-    cr_assert_eq(record_labels(r, &l), 0);
+    cr_assert_eq(kite_apiserver_record_labels(r, &l), 0);
     cr_assert_str_eq(json_object_get_string(json_object_object_get(l, "a")), "2");
     json_object_put(l);
     kite_record_unref(r);
 }
 
-Test(record_labels, refuses_what_a_scan_cannot_judge) {
+Test(kite_apiserver_record_labels, refuses_what_a_scan_cannot_judge) {
     json_object *l = NULL;
     /* an escaped member name could spell "labels": the caller parses the whole object */
     struct kite_record *r = rec("{\"metadata\":{\"lab\\u0065ls\":{\"a\":\"1\"}}}");
-    cr_assert_eq(record_labels(r, &l), -EINVAL);
+    cr_assert_eq(kite_apiserver_record_labels(r, &l), -EINVAL);
     kite_record_unref(r);
     r = rec("{\"metadata\":{\"labels\":{\"a\":\"1\"");
-    cr_assert_eq(record_labels(r, &l), -EINVAL);
+    cr_assert_eq(kite_apiserver_record_labels(r, &l), -EINVAL);
     kite_record_unref(r);
     r = rec("[1,2]");
-    cr_assert_eq(record_labels(r, &l), -EINVAL);
+    cr_assert_eq(kite_apiserver_record_labels(r, &l), -EINVAL);
     kite_record_unref(r);
 }
 
-Test(record_labels, matches_as_the_full_parse) {
+Test(kite_apiserver_record_labels, matches_as_the_full_parse) {
     const char *node = "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"kite.dev/simulated\":\"true\",\"zone\":\"z1\"}},"
                        "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
     same(node, "kite.dev/simulated=true", true);

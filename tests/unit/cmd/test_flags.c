@@ -8,7 +8,7 @@
 
 #define ARGV(...) ((char *[]){"cmd", __VA_ARGS__, NULL})
 #define ARGC(...) ((int)(sizeof((char *[]){"cmd", __VA_ARGS__}) / sizeof(char *)))
-#define PARSE(flags, ...) flags_parse("test", "A test.", flags, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), NULL, NULL)
+#define PARSE(flags, ...) kite_cmd_flags_parse("test", "A test.", flags, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), NULL, NULL)
 
 struct opts {
     const char *name;
@@ -34,7 +34,7 @@ Test(flags, defaults_come_from_the_rows) {
     struct flag f[7];
     table(&o, f);
     char *argv[] = {"cmd", NULL};
-    cr_assert_eq(flags_parse("test", "A test.", f, 1, argv, NULL, NULL), 0);
+    cr_assert_eq(kite_cmd_flags_parse("test", "A test.", f, 1, argv, NULL, NULL), 0);
     cr_assert_str_eq(o.name, "dflt");
     cr_assert_eq(o.threads, 4);
     cr_assert_eq(o.ttl, 3600 * KITE_NS_PER_SEC);
@@ -42,7 +42,7 @@ Test(flags, defaults_come_from_the_rows) {
     cr_assert_eq(o.modes.n, 2);
     cr_assert_str_eq(o.modes.v[0], "Node");
     cr_assert_str_eq(o.modes.v[1], "RBAC");
-    flag_list_release(&o.modes);
+    kite_cmd_flag_list_release(&o.modes);
 }
 
 Test(flags, typed_values_both_spellings) {
@@ -56,7 +56,7 @@ Test(flags, typed_values_both_spellings) {
     cr_assert(o.on);
     cr_assert_eq(o.modes.n, 1, "a given list replaces the default");
     cr_assert_str_eq(o.modes.v[0], "AlwaysAllow");
-    flag_list_release(&o.modes);
+    kite_cmd_flag_list_release(&o.modes);
 }
 
 Test(flags, bool_takes_an_optional_true_or_false) {
@@ -69,7 +69,7 @@ Test(flags, bool_takes_an_optional_true_or_false) {
     cr_assert(o.on);
     cr_assert_eq(PARSE(f, "--on=0"), 0);
     cr_assert_not(o.on);
-    flag_list_release(&o.modes);
+    kite_cmd_flag_list_release(&o.modes);
 }
 
 Test(flags, list_given_again_appends) {
@@ -81,7 +81,7 @@ Test(flags, list_given_again_appends) {
     cr_assert_str_eq(o.modes.v[0], "Node");
     cr_assert_str_eq(o.modes.v[1], "RBAC");
     cr_assert_str_eq(o.modes.v[2], "Webhook");
-    flag_list_release(&o.modes);
+    kite_cmd_flag_list_release(&o.modes);
 }
 
 static int parse_err(const char *a, const char *b) {
@@ -89,8 +89,8 @@ static int parse_err(const char *a, const char *b) {
     struct flag f[7];
     table(&o, f);
     char *argv[] = {"cmd", (char *)a, (char *)b, NULL};
-    int r = flags_parse("test", "A test.", f, b ? 3 : 2, argv, NULL, NULL);
-    flag_list_release(&o.modes);
+    int r = kite_cmd_flags_parse("test", "A test.", f, b ? 3 : 2, argv, NULL, NULL);
+    kite_cmd_flag_list_release(&o.modes);
     return r;
 }
 
@@ -132,7 +132,7 @@ Test(flags, required, .init = cr_redirect_stderr) {
     const char *dir = NULL;
     const struct flag f[] = {FLAG_STR("data-dir", "DIR", "where", NULL, &dir, .required = true), FLAG_END};
     char *argv[] = {"cmd", NULL};
-    cr_assert_eq(flags_parse("test", "A test.", f, 1, argv, NULL, NULL), -1);
+    cr_assert_eq(kite_cmd_flags_parse("test", "A test.", f, 1, argv, NULL, NULL), -1);
     fflush(stderr);
     cr_assert_stderr_eq_str("kite test: --data-dir is required\n");
 }
@@ -155,10 +155,10 @@ Test(flags, forwarded_rows_go_to_the_callback_in_order) {
         FLAG_END,
     };
     char *argv[] = {"cmd", "--register-node", "false", "--max-pods", "7", "--register-node", NULL};
-    cr_assert_eq(flags_parse("test", "A test.", f, 6, argv, record, &s), 0);
+    cr_assert_eq(kite_cmd_flags_parse("test", "A test.", f, 6, argv, record, &s), 0);
     cr_assert_str_eq(s.buf, "register-node=false;max-pods=7;register-node=true;", "defaults are not forwarded");
     char *bad[] = {"cmd", "--max-pods", "bad", NULL};
-    cr_assert_eq(flags_parse("test", "A test.", f, 3, bad, record, &s), -1);
+    cr_assert_eq(kite_cmd_flags_parse("test", "A test.", f, 3, bad, record, &s), -1);
 }
 
 Test(flags, help_prints_defaults_from_the_rows, .init = cr_redirect_stdout) {
@@ -166,7 +166,7 @@ Test(flags, help_prints_defaults_from_the_rows, .init = cr_redirect_stdout) {
     struct flag f[7];
     table(&o, f);
     cr_assert_eq(PARSE(f, "--help"), 1);
-    flag_list_release(&o.modes);
+    kite_cmd_flag_list_release(&o.modes);
     fflush(stdout);
     char out[4096] = {0};
     FILE *fp = cr_get_redirected_stdout();
@@ -186,7 +186,7 @@ Test(flags, float_values_and_bounds, .init = cr_redirect_stderr) {
     const struct flag f[] = {FLAG_FLOAT("rate", "a share", "0.55", 0, 1, &rate), FLAG_END};
     cr_assert_eq(PARSE(f, "--help-not", "x"), -1);
     char *argv[] = {"cmd", NULL};
-    cr_assert_eq(flags_parse("test", "A test.", f, 1, argv, NULL, NULL), 0);
+    cr_assert_eq(kite_cmd_flags_parse("test", "A test.", f, 1, argv, NULL, NULL), 0);
     cr_assert_float_eq(rate, 0.55, 1e-12);
     cr_assert_eq(PARSE(f, "--rate=0.01"), 0);
     cr_assert_float_eq(rate, 0.01, 1e-12);

@@ -14,7 +14,7 @@ static enum req_status feed(struct req_parser *p, const char *in, size_t n, size
     enum req_status st = REQ_MORE;
     while (st == REQ_MORE && off < n) {
         size_t k = step ? (n - off < step ? n - off : step) : n - off, used;
-        st = req_parser_feed(p, in + off, k, &used);
+        st = kite_http_req_parser_feed(p, in + off, k, &used);
         cr_assert_leq(used, k);
         off += used;
         if (st == REQ_MORE) cr_assert_eq(used, k, "a parser wanting more took only %zu of %zu", used, k);
@@ -32,33 +32,33 @@ struct refusal_case {
 
 Test(request, refusals) {
     const struct refusal_case cases[] = {
-        {"GET /victim%00anything HTTP/1.1\r\nHost: x\r\n\r\n", &R_NUL_PATH},
-        {"GET /a?q=x%00 HTTP/1.1\r\nHost: x\r\n\r\n", &R_NUL_QUERY},
-        {"GET /a?%00=1 HTTP/1.1\r\nHost: x\r\n\r\n", &R_NUL_QUERY},
-        {"GET /a?ok=1&watch%00 HTTP/1.1\r\nHost: x\r\n\r\n", &R_NUL_QUERY},
-        {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n7fffffffffffffff\r\n", &R_BODY_TOO_LARGE},
-        {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n41\r\n", &R_BODY_TOO_LARGE},
+        {"GET /victim%00anything HTTP/1.1\r\nHost: x\r\n\r\n", &KITE_HTTP_R_NUL_PATH},
+        {"GET /a?q=x%00 HTTP/1.1\r\nHost: x\r\n\r\n", &KITE_HTTP_R_NUL_QUERY},
+        {"GET /a?%00=1 HTTP/1.1\r\nHost: x\r\n\r\n", &KITE_HTTP_R_NUL_QUERY},
+        {"GET /a?ok=1&watch%00 HTTP/1.1\r\nHost: x\r\n\r\n", &KITE_HTTP_R_NUL_QUERY},
+        {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n7fffffffffffffff\r\n", &KITE_HTTP_R_BODY_TOO_LARGE},
+        {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n41\r\n", &KITE_HTTP_R_BODY_TOO_LARGE},
         {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-         "20\r\n01234567890123456789012345678901\r\n21\r\n", &R_BODY_TOO_LARGE},
-        {"POST /a HTTP/1.1\r\nContent-Length: 65\r\n\r\n", &R_BODY_TOO_LARGE},
-        {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n", &R_MALFORMED},
-        {"GET / HTTP/1.1\r\nContent-Length: -5\r\n\r\n", &R_MALFORMED},
-        {"GET / HTTP/1.1\r\nBad Header\r\n\r\n", &R_MALFORMED},
-        {"GET /a HTTP/1.1\r\nX: a\0b\r\n\r\n", &R_MALFORMED},
+         "20\r\n01234567890123456789012345678901\r\n21\r\n", &KITE_HTTP_R_BODY_TOO_LARGE},
+        {"POST /a HTTP/1.1\r\nContent-Length: 65\r\n\r\n", &KITE_HTTP_R_BODY_TOO_LARGE},
+        {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n", &KITE_HTTP_R_MALFORMED},
+        {"GET / HTTP/1.1\r\nContent-Length: -5\r\n\r\n", &KITE_HTTP_R_MALFORMED},
+        {"GET / HTTP/1.1\r\nBad Header\r\n\r\n", &KITE_HTTP_R_MALFORMED},
+        {"GET /a HTTP/1.1\r\nX: a\0b\r\n\r\n", &KITE_HTTP_R_MALFORMED},
         /* http-parser does not check a value's first byte: a NUL there shifted every later
          * "name\0value\0" pair, forging "Impersonate-User: admin" out of the bytes below */
-        {"GET /a HTTP/1.1\r\nX:\0Impersonate-User\r\nadmin: y\r\n\r\n", &R_NUL_HEADER},
-        {"GET /a HTTP/1.1\r\nX: \0\r\n\r\n", &R_NUL_HEADER},
+        {"GET /a HTTP/1.1\r\nX:\0Impersonate-User\r\nadmin: y\r\n\r\n", &KITE_HTTP_R_NUL_HEADER},
+        {"GET /a HTTP/1.1\r\nX: \0\r\n\r\n", &KITE_HTTP_R_NUL_HEADER},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
             struct req_parser p;
-            req_parser_init(&p, MAX_HEAD, MAX_BODY);
+            kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
             size_t n = strlen(cases[i].in), taken;
             if (i >= 11) n += strlen(cases[i].in + n + 1) + 1; /* the embedded NUL and what follows */
             cr_assert_eq(feed(&p, cases[i].in, n, steps[s], &taken), REQ_ERROR, "case %zu step %zu", i, steps[s]);
             cr_assert_eq(p.err, cases[i].want, "case %zu step %zu: %d %s", i, steps[s], p.err->code, p.err->message);
-            req_parser_release(&p);
+            kite_http_req_parser_release(&p);
         }
 }
 
@@ -68,16 +68,16 @@ Test(request, head_and_url_limits) {
     size_t taken;
     /* URL past the limit: 414 */
     int n = snprintf(big, sizeof big, "GET /%0*d HTTP/1.1\r\n\r\n", MAX_HEAD, 0);
-    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
     cr_assert_eq(feed(&p, big, (size_t)n, 7, &taken), REQ_ERROR);
-    cr_assert_eq(p.err, &R_URL_TOO_LONG);
-    req_parser_release(&p);
+    cr_assert_eq(p.err, &KITE_HTTP_R_URL_TOO_LONG);
+    kite_http_req_parser_release(&p);
     /* headers past it: 431 */
     n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nX: %0*d\r\n\r\n", MAX_HEAD, 0);
-    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
     cr_assert_eq(feed(&p, big, (size_t)n, 0, &taken), REQ_ERROR);
-    cr_assert_eq(p.err, &R_HEADERS_TOO_LARGE);
-    req_parser_release(&p);
+    cr_assert_eq(p.err, &KITE_HTTP_R_HEADERS_TOO_LARGE);
+    kite_http_req_parser_release(&p);
 }
 
 /* Two pipelined requests: each parsed alone, the second after req_parser_next. */
@@ -88,23 +88,23 @@ Test(request, pipelined_requests_decoded) {
                       "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
     for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
         struct req_parser p;
-        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
         size_t taken, off = 0;
         cr_assert_eq(feed(&p, in, sizeof in - 1, steps[s], &taken), REQ_DONE);
         off += taken;
         cr_assert(p.begun && p.head_done && p.message_done && p.keep_alive && p.expect_continue);
         cr_assert_str_eq(p.path, "/first one");
-        cr_assert_str_eq(req_parser_query(&p, "q"), "a b/c");
-        cr_assert_str_eq(req_parser_query(&p, "watch"), "");
-        cr_assert_str_eq(req_parser_query(&p, "x"), "1");
-        cr_assert_null(req_parser_query(&p, "frag"));
-        cr_assert_str_eq(req_parser_header(&p, "HOST"), "x");
+        cr_assert_str_eq(kite_http_req_parser_query(&p, "q"), "a b/c");
+        cr_assert_str_eq(kite_http_req_parser_query(&p, "watch"), "");
+        cr_assert_str_eq(kite_http_req_parser_query(&p, "x"), "1");
+        cr_assert_null(kite_http_req_parser_query(&p, "frag"));
+        cr_assert_str_eq(kite_http_req_parser_header(&p, "HOST"), "x");
         const char *g[4];
-        cr_assert_eq(req_parser_header_all(&p, "Impersonate-Group", g, 4), 2);
+        cr_assert_eq(kite_http_req_parser_header_all(&p, "Impersonate-Group", g, 4), 2);
         cr_assert_str_eq(g[0], "g1");
         cr_assert_str_eq(g[1], "g2");
         cr_assert_eq(p.body.len, 0);
-        req_parser_next(&p);
+        kite_http_req_parser_next(&p);
         cr_assert(!p.begun && !p.head_done && !p.expect_continue);
         cr_assert_eq(feed(&p, in + off, sizeof in - 1 - off, steps[s], &taken), REQ_DONE);
         off += taken;
@@ -114,8 +114,8 @@ Test(request, pipelined_requests_decoded) {
         cr_assert(!p.keep_alive);
         cr_assert_eq(p.body.len, 5);
         cr_assert_str_eq(p.body.p, "abcde");
-        cr_assert_null(req_parser_header(&p, "Impersonate-Group"));
-        req_parser_release(&p);
+        cr_assert_null(kite_http_req_parser_header(&p, "Impersonate-Group"));
+        kite_http_req_parser_release(&p);
     }
 }
 
@@ -130,11 +130,11 @@ Test(request, body_at_the_limit) {
     for (size_t f = 0; f < 2; f++) {
         int n = snprintf(in, sizeof in, fmts[f], MAX_BODY, body);
         struct req_parser p;
-        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
         size_t taken;
         cr_assert_eq(feed(&p, in, (size_t)n, 1, &taken), REQ_DONE, "%s", in);
         cr_assert_eq(p.body.len, MAX_BODY);
-        req_parser_release(&p);
+        kite_http_req_parser_release(&p);
     }
 }
 
@@ -145,27 +145,27 @@ Test(request, chunked_trailers_are_not_headers) {
                       "2\r\nab\r\n0\r\nImpersonate-User: admin\r\nX-Trailer: y\r\nZ: z\r\n\r\n";
     for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
         struct req_parser p;
-        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
         size_t taken;
         cr_assert_eq(feed(&p, in, sizeof in - 1, steps[s], &taken), REQ_DONE);
         cr_assert_eq(taken, sizeof in - 1);
         cr_assert_eq(p.n_hdr, 2);
-        cr_assert_null(req_parser_header(&p, "Impersonate-User"));
-        cr_assert_null(req_parser_header(&p, "X-Trailer"));
-        cr_assert_str_eq(req_parser_header(&p, "Transfer-Encoding"), "chunked");
+        cr_assert_null(kite_http_req_parser_header(&p, "Impersonate-User"));
+        cr_assert_null(kite_http_req_parser_header(&p, "X-Trailer"));
+        cr_assert_str_eq(kite_http_req_parser_header(&p, "Transfer-Encoding"), "chunked");
         cr_assert_str_eq(p.body.p, "ab");
-        req_parser_release(&p);
+        kite_http_req_parser_release(&p);
     }
     /* they still count against the head limit */
     char big[MAX_HEAD * 2];
     int n = snprintf(big, sizeof big, "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: %0*d\r\n\r\n",
                      MAX_HEAD, 0);
     struct req_parser p;
-    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
     size_t taken;
     cr_assert_eq(feed(&p, big, (size_t)n, 0, &taken), REQ_ERROR);
-    cr_assert_eq(p.err, &R_HEADERS_TOO_LARGE);
-    req_parser_release(&p);
+    cr_assert_eq(p.err, &KITE_HTTP_R_HEADERS_TOO_LARGE);
+    kite_http_req_parser_release(&p);
 }
 
 /* ---- the head and grow hooks (the connection's authentication and body budgets) ---- */
@@ -191,7 +191,7 @@ static const struct refusal *log_head(struct req_parser *p, uint64_t declared, v
 static const struct refusal *log_grow(struct req_parser *p, size_t total, void *ud) {
     struct hook_log *l = ud;
     l->last_grow = total;
-    if (total > l->grow_limit) return &R_BODY_BUDGET;
+    if (total > l->grow_limit) return &KITE_HTTP_R_BODY_BUDGET;
     p->allowed = total;
     return NULL;
 }
@@ -199,32 +199,32 @@ static const struct refusal *log_grow(struct req_parser *p, size_t total, void *
 Test(request, head_hook_refuses_before_the_body) {
     const char *in = "POST /a HTTP/1.1\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n0123456789";
     for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
-        struct hook_log l = {.head_answer = &R_UNAUTHORIZED};
+        struct hook_log l = {.head_answer = &KITE_HTTP_R_UNAUTHORIZED};
         struct req_parser p;
-        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
         p.hooks = (struct req_hooks){log_head, log_grow, &l};
         size_t taken;
         cr_assert_eq(feed(&p, in, strlen(in), steps[s], &taken), REQ_ERROR);
-        cr_assert_eq(p.err, &R_UNAUTHORIZED);
+        cr_assert_eq(p.err, &KITE_HTTP_R_UNAUTHORIZED);
         cr_assert_eq(l.heads, 1);
         cr_assert_eq(l.declared, 10);
         cr_assert_eq(l.body_at_head, 0);
         cr_assert_eq(p.body.len, 0, "no body byte kept");
         cr_assert(!p.expect_continue, "a refused head asks for no body");
-        req_parser_release(&p);
+        kite_http_req_parser_release(&p);
     }
 }
 
 Test(request, head_hook_not_asked_without_a_body) {
     const char *in = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
-    struct hook_log l = {.head_answer = &R_UNAUTHORIZED};
+    struct hook_log l = {.head_answer = &KITE_HTTP_R_UNAUTHORIZED};
     struct req_parser p;
-    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
     p.hooks = (struct req_hooks){log_head, log_grow, &l};
     size_t taken;
     cr_assert_eq(feed(&p, in, strlen(in), 0, &taken), REQ_DONE);
     cr_assert_eq(l.heads, 0);
-    req_parser_release(&p);
+    kite_http_req_parser_release(&p);
 }
 
 Test(request, head_hook_lowers_the_body_limit) {
@@ -232,16 +232,16 @@ Test(request, head_hook_lowers_the_body_limit) {
     const char *in = "POST /a HTTP/1.1\r\nContent-Length: 40\r\n\r\n";
     struct hook_log l = {0};
     struct req_parser p;
-    req_parser_init(&p, MAX_HEAD, MAX_BODY);
+    kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
     p.hooks = (struct req_hooks){log_head, log_grow, &l};
     p.max_body = 16; /* as if the hook had lowered it; it runs before the length check */
     size_t taken;
     cr_assert_eq(feed(&p, in, strlen(in), 0, &taken), REQ_ERROR);
-    cr_assert_eq(p.err, &R_BODY_TOO_LARGE);
+    cr_assert_eq(p.err, &KITE_HTTP_R_BODY_TOO_LARGE);
     cr_assert_eq(l.heads, 1, "the hook is asked before the length is checked");
-    req_parser_next(&p);
+    kite_http_req_parser_next(&p);
     cr_assert_eq(p.max_body, MAX_BODY, "the next request has the connection's limit again");
-    req_parser_release(&p);
+    kite_http_req_parser_release(&p);
 }
 
 Test(request, grow_hook_claims_a_chunked_body_chunk_by_chunk) {
@@ -250,14 +250,14 @@ Test(request, grow_hook_claims_a_chunked_body_chunk_by_chunk) {
     for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
         struct hook_log l = {.grow_limit = 16};
         struct req_parser p;
-        req_parser_init(&p, MAX_HEAD, MAX_BODY);
+        kite_http_req_parser_init(&p, MAX_HEAD, MAX_BODY);
         p.hooks = (struct req_hooks){log_head, log_grow, &l};
         size_t taken;
         cr_assert_eq(feed(&p, in, strlen(in), steps[s], &taken), REQ_ERROR, "step %zu", steps[s]);
         cr_assert_eq(l.declared, 0, "chunked: no length at the head");
-        cr_assert_eq(p.err, &R_BODY_BUDGET);
+        cr_assert_eq(p.err, &KITE_HTTP_R_BODY_BUDGET);
         cr_assert_eq(l.last_grow, 24);
         cr_assert_eq(p.body.len, 16, "the third chunk was refused from its size, before its bytes");
-        req_parser_release(&p);
+        kite_http_req_parser_release(&p);
     }
 }

@@ -4,7 +4,7 @@
 #include "store/etcd-int.h"
 
 
-static char *key_in(struct etcd_store *s, const char *k) { return etcd_key_in(s, (const unsigned char *)k, strlen(k)); }
+static char *key_in(struct etcd_store *s, const char *k) { return kite_store_etcd_key_in(s, (const unsigned char *)k, strlen(k)); }
 
 Test(etcd_keys, kube_apiserver_layout_both_ways) {
     struct etcd_store s = {.prefix = "/registry"};
@@ -21,7 +21,7 @@ Test(etcd_keys, kube_apiserver_layout_both_ways) {
         {"/registry/nodes/", "/registry/minions/"}, /* prefixes map as keys do */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *e = etcd_key_out(&s, cases[i].kite);
+        char *e = kite_store_etcd_key_out(&s, cases[i].kite);
         cr_assert_str_eq(e, cases[i].etcd);
         char *k = key_in(&s, e);
         cr_assert_str_eq(k, cases[i].kite);
@@ -30,29 +30,29 @@ Test(etcd_keys, kube_apiserver_layout_both_ways) {
     }
     /* another prefix (--etcd-prefix /kite) */
     struct etcd_store t = {.prefix = "/kite"};
-    char *e = etcd_key_out(&t, "/registry/nodes/n1");
+    char *e = kite_store_etcd_key_out(&t, "/registry/nodes/n1");
     cr_assert_str_eq(e, "/kite/minions/n1");
     free(e);
     /* keys outside the prefix, or with a NUL, are not the store's */
     cr_assert_null(key_in(&t, "/registry/minions/n1"));
     cr_assert_null(key_in(&t, "/kitex/pods/a"));
     cr_assert_null(key_in(&t, "/kite"));
-    cr_assert_null(etcd_key_in(&t, (const unsigned char *)"/kite/a\0b", 9));
+    cr_assert_null(kite_store_etcd_key_in(&t, (const unsigned char *)"/kite/a\0b", 9));
 }
 
 Test(etcd_keys, a_txn_compares_and_writes_as_kube_apiserver) {
     /* UPDATE at mod_revision 42: compare{EQUAL, MOD, key, mod_revision=42}, success put with
      * prev_kv, failure range of the key */
     struct kite_buf b = {0};
-    etcd_encode_txn(&b, KITE_WRITE_UPDATE, "/registry/pods/a/b", "{}", 2, 42, 0);
+    kite_store_etcd_encode_txn(&b, KITE_WRITE_UPDATE, "/registry/pods/a/b", "{}", 2, 42, 0);
     struct pb_reader r = pb_reader(b.p, b.len);
     struct pb_field f, g;
     int seen = 0;
-    while (pb_next(&r, &f) > 0) {
+    while (kite_store_pb_next(&r, &f) > 0) {
         struct pb_reader in = pb_sub(&f);
         if (f.field == 1) { /* Compare */
             int64_t mod = 0, target = -1;
-            while (pb_next(&in, &g) > 0) {
+            while (kite_store_pb_next(&in, &g) > 0) {
                 if (g.field == 2) target = (int64_t)g.u;
                 if (g.field == 6) mod = (int64_t)g.u;
             }
@@ -60,11 +60,11 @@ Test(etcd_keys, a_txn_compares_and_writes_as_kube_apiserver) {
             cr_assert_eq(mod, 42);
             seen |= 1;
         } else if (f.field == 2) { /* success: RequestOp.request_put */
-            cr_assert_eq(pb_next(&in, &g), 1);
+            cr_assert_eq(kite_store_pb_next(&in, &g), 1);
             cr_assert_eq(g.field, 2);
             seen |= 2;
         } else if (f.field == 3) { /* failure: RequestOp.request_range */
-            cr_assert_eq(pb_next(&in, &g), 1);
+            cr_assert_eq(kite_store_pb_next(&in, &g), 1);
             cr_assert_eq(g.field, 1);
             seen |= 4;
         }
@@ -72,7 +72,7 @@ Test(etcd_keys, a_txn_compares_and_writes_as_kube_apiserver) {
     cr_assert_eq(seen, 7);
     kite_buf_release(&b);
     /* CREATE: the create_revision member of the oneof is present although 0 */
-    etcd_encode_txn(&b, KITE_WRITE_CREATE, "k", "v", 1, 0, 0);
+    kite_store_etcd_encode_txn(&b, KITE_WRITE_CREATE, "k", "v", 1, 0, 0);
     static const unsigned char compare[] = {0x0a, 0x07, 0x10, 0x01, 0x1a, 0x01, 'k', 0x28, 0x00};
     cr_assert(memcmp(b.p, compare, sizeof compare) == 0);
     kite_buf_release(&b);
