@@ -62,22 +62,59 @@ def test_missing_executable_never_fails_with_start_error(cluster):
     delete_now(c, "noexec")
 
 
+def watch_statuses(c, name, done, timeout):
+    """Every status of pod name a watch delivers (with its arrival time since the watch began)
+    until done(statuses) or timeout: a poll can miss a state the agent leaves within a second."""
+    w = c.kubectl_popen("get", "pods", "-n", NS, "--field-selector", f"metadata.name={name}", "--watch",
+                        "--output-watch-events", "-o", "json")
+    dec, buf, seen, t0 = json.JSONDecoder(), "", [], time.monotonic()
+    try:
+        while time.monotonic() - t0 < timeout and not done(seen):
+            line = w.stdout.readline()
+            if not line:
+                break
+            buf += line
+            try:
+                ev, _ = dec.raw_decode(buf.strip())
+            except ValueError:
+                continue
+            buf = ""
+            seen.append((time.monotonic() - t0, ev["object"].get("status", {})))
+    finally:
+        w.kill()
+        w.wait()
+    return seen
+
+
 def test_missing_executable_restarts_with_growing_backoff(cluster):
     c = cluster
-    apply(c, "noexec2", {"containers": [{"name": "c", "image": "busybox", "command": ["/no/such/program"]}]})
-    reasons, last = set(), None
-    t0 = time.monotonic()
-    restarts_at = {}
-    while time.monotonic() - t0 < 60 and not ({"RunContainerError", "CrashLoopBackOff"} <= reasons and 3 in restarts_at):
-        cs = cstatus(kget(c, "noexec2"), "c")
-        if cs:
-            restarts_at.setdefault(cs["restartCount"], time.monotonic() - t0)
+
+    def summary(seen):
+        reasons, restarts_at, last = set(), {}, None
+        for at, st in seen:
+            cs = cstatus(st, "c")
+            if not cs:
+                continue
+            restarts_at.setdefault(cs["restartCount"], at)
             w = cs.get("state", {}).get("waiting", {})
             if w.get("reason"):
                 reasons.add(w["reason"])
             if w.get("reason") == "CrashLoopBackOff":
                 last = cs["lastState"].get("terminated")
-        time.sleep(0.1)
+        return reasons, restarts_at, last
+
+    def done(seen):
+        reasons, restarts_at, _ = summary(seen)
+        return {"RunContainerError", "CrashLoopBackOff"} <= reasons and 3 in restarts_at
+
+    import threading
+    box = {}
+    th = threading.Thread(target=lambda: box.setdefault("seen", watch_statuses(c, "noexec2", done, 60)))
+    th.start()
+    time.sleep(1)  # the watch is open before the pod exists
+    apply(c, "noexec2", {"containers": [{"name": "c", "image": "busybox", "command": ["/no/such/program"]}]})
+    th.join()
+    reasons, restarts_at, last = summary(box["seen"])
     assert {"RunContainerError", "CrashLoopBackOff"} <= reasons, reasons
     assert last and last["reason"] == "StartError" and last["exitCode"] == 128, last
     # as the kubelet's getPhase: a container waiting after an exit counts as stopped, and under
