@@ -152,7 +152,17 @@ Test(limits, idle_timeout_closes_silent_clients) {
     CURL *c = fx_curl();
     struct kite_buf out = {0};
     cr_assert_eq(fx_req(c, "GET", "/x", NULL, NULL, &out), 200);
-    sleep(3);
+    /* Wait for the server's close itself rather than a fixed time: a request sent just as a late
+     * idle timer closes the connection races it (as with any keep-alive server). */
+    curl_socket_t s = CURL_SOCKET_BAD;
+    curl_easy_getinfo(c, CURLINFO_ACTIVESOCKET, &s);
+    cr_assert_neq(s, CURL_SOCKET_BAD);
+    struct pollfd p = {.fd = s, .events = POLLRDHUP};
+    int64_t t0 = fx_mono_ms();
+    while (fx_mono_ms() - t0 < 10000 && !(p.revents & (POLLRDHUP | POLLHUP)))
+        poll(&p, 1, 100);
+    cr_assert(p.revents & (POLLRDHUP | POLLHUP), "idle keep-alive connection was not closed");
+    cr_assert_geq(fx_mono_ms() - t0, 500, "closed too early");
     cr_assert_eq(fx_req(c, "GET", "/x", NULL, NULL, &out), 200);
     long nc = 0;
     curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &nc);
