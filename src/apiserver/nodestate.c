@@ -10,8 +10,13 @@
  * housekeeping thread (kept for /metrics as kite_node_state{node,state} 1, and an event on the
  * Node, from "kite-apiserver", whenever a node's state changes), and on demand for
  * GET /debug/kite/nodes, which `kite nodes` prints. Judged on this server's clock. With
- * several API servers each sees the identities that call it. This is the one place in the API
- * server that names kinds (nodes, leases, pods, events), by registry lookups. */
+ * several API servers each sees the identities that call it, so an identity calling with no
+ * Node is published: a Lease kite-node-identities/NAME (holderIdentity system:node:NAME,
+ * acquireTime its first call, renewTime its last, the call in an annotation), created at the
+ * first such call and renewed at most every KITE_NODE_IDENTITY_RENEW_NS while it keeps calling,
+ * by the housekeeping pass; every server merges those Leases from its watch cache, ignores one
+ * once the Node exists, and deletes it then. This is the one place in the API server that
+ * names kinds (nodes, leases, pods, events), by registry lookups. */
 #include "api/events.h"
 #include "apiserver/internal.h"
 #include "api/nodestate.h"
@@ -23,9 +28,14 @@
 
 #define NODE_PREFIX "system:node:"
 #define KITE_NODESEEN_MAX 100000 /* identities remembered; past it, new ones are not (counted) */
+#define IDENTITY_NS "kite-node-identities" /* the published identities' Leases */
+#define IDENTITY_WHAT "kite.io/last-call"
+#define KITE_NODE_IDENTITY_RENEW_NS (10LL * KITE_NS_PER_SEC) /* a published last call's lag, at most */
 
 struct seen {
     int64_t first, last;
+    int64_t published; /* the last call the identity's Lease carries (0: none written) */
+    bool queued;       /* in the publish queue */
     char what[160];
 };
 /* One name's kept state: its Node and Lease as the watch caches last told (references), what
@@ -39,6 +49,8 @@ struct prev {
     int64_t renew_seen; /* when this server saw it first (its clock) */
     int64_t lease_dur;  /* the lease's spec.leaseDurationSeconds, ns */
     struct kite_record *node, *lease;
+    int64_t id_first, id_last; /* its published identity Lease (another server's calls too) */
+    char id_what[160];
     int64_t recheck;    /* wall: classify again then (0: on a change only) */
     int64_t heap_at;    /* its place in the heap: at most recheck (a renewal moves recheck later
                            without a sift; the entry is placed again when it comes up) */
@@ -60,8 +72,10 @@ struct kite_nodestate {
     struct kite_node_thresholds t;
     /* kept up to date from the nodes' and leases' watch caches (sync_locked) */
     struct kite_wcache *node_cache, *lease_cache;
-    struct kite_watcher *node_w, *lease_w;
-    char *node_prefix, *lease_prefix;
+    struct kite_watcher *node_w, *lease_w, *id_w;
+    char *node_prefix, *lease_prefix, *id_prefix;
+    char **publish, **unpublish; /* names whose identity Lease the next pass writes, deletes */
+    size_t n_publish, cap_publish, n_unpublish, cap_unpublish;
     bool synced;
     size_t cordoned; /* Nodes with spec.unschedulable */
     struct prev **dirty, **unsettled, **heap;
@@ -99,6 +113,12 @@ void kite_apiserver_nodestate_free(struct kite_nodestate *n) {
     if (!n) return;
     kite_watcher_close(n->node_w);
     kite_watcher_close(n->lease_w);
+    kite_watcher_close(n->id_w);
+    for (size_t i = 0; i < n->n_publish; i++) free(n->publish[i]);
+    for (size_t i = 0; i < n->n_unpublish; i++) free(n->unpublish[i]);
+    free(n->publish);
+    free(n->unpublish);
+    free(n->id_prefix);
     free_values(&n->seen);
     const char *k;
     void *v;
@@ -133,6 +153,14 @@ static void push_ptr(struct prev ***v, size_t *n, size_t *cap, struct prev *pv) 
         *v = kite_realloc(*v, *cap * sizeof **v);
     }
     (*v)[(*n)++] = pv;
+}
+
+static void push_name(char ***v, size_t *n, size_t *cap, const char *name) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        *v = kite_realloc(*v, *cap * sizeof **v);
+    }
+    (*v)[(*n)++] = kite_strdup(name);
 }
 
 /* Classified again at the next pass. */
@@ -217,6 +245,12 @@ void kite_apiserver_nodestate_seen(struct kite_apiserver *s, const char *user, c
         /* an identity with no Node may be an orphan; a first call may date a re-registration */
         struct prev *pv = first || n->synced ? prev_of(n, name) : kite_map_get(&n->prev, name);
         if (pv && (first || !pv->node)) mark_dirty(n, pv);
+        /* no Node (as far as known: the pass looks again after its sync): published for the
+         * other servers, on the first call, then every RENEW */
+        if (pv && !pv->node && !e->queued && (!e->published || now - e->published >= KITE_NODE_IDENTITY_RENEW_NS)) {
+            e->queued = true;
+            push_name(&n->publish, &n->n_publish, &n->cap_publish, name);
+        }
     } else {
         n->seen_dropped++;
     }
@@ -279,14 +313,36 @@ static int64_t expiry(struct kite_nodestate *ns, struct prev *pv, int64_t now) {
     return at > now ? at : now + KITE_NS_PER_SEC;
 }
 
-/* One Node or Lease event (or listed object). */
-static void apply_parsed(struct kite_nodestate *ns, bool is_node, struct kite_record *rec, json_object *o, bool deleted,
+enum kind { K_NODE, K_LEASE, K_IDENTITY };
+
+static int64_t time_of(json_object *spec, const char *field) {
+    int64_t t;
+    const char *v = kite_obj_str(spec, field);
+    return v && kite_time_parse(v, &t) == 0 ? t : 0;
+}
+
+/* One Node, Lease or identity Lease event (or listed object). */
+static void apply_parsed(struct kite_nodestate *ns, enum kind kind, struct kite_record *rec, json_object *o, bool deleted,
                          int64_t now) {
     const char *name = kite_meta_str(o, "name");
     if (!name) return;
     struct prev *pv = deleted ? kite_map_get(&ns->prev, name) : prev_of(ns, name);
     if (!pv) return;
+    bool is_node = kind == K_NODE;
+    if (kind == K_IDENTITY) {
+        json_object *spec = deleted ? NULL : kite_obj_get(o, "spec");
+        pv->id_first = time_of(spec, "acquireTime");
+        pv->id_last = time_of(spec, "renewTime");
+        const char *what = deleted ? NULL : kite_obj_str(kite_obj_get(kite_obj_meta(o), "annotations"), IDENTITY_WHAT);
+        snprintf(pv->id_what, sizeof pv->id_what, "%s", what ? what : "");
+        /* one left from before its Node: deleted by the next pass */
+        if (pv->id_last && pv->node) push_name(&ns->unpublish, &ns->n_unpublish, &ns->cap_unpublish, name);
+        mark_dirty(ns, pv);
+        return;
+    }
     if (is_node) {
+        /* its published identity has done its work */
+        if (!deleted && !pv->node && pv->id_last) push_name(&ns->unpublish, &ns->n_unpublish, &ns->cap_unpublish, name);
         kite_record_unref(pv->node);
         pv->node = deleted ? NULL : kite_record_ref(rec);
         json_object *u = deleted ? NULL : kite_obj_get(kite_obj_get(o, "spec"), "unschedulable");
@@ -319,9 +375,9 @@ static void apply_parsed(struct kite_nodestate *ns, bool is_node, struct kite_re
     else mark_dirty(ns, pv);
 }
 
-static void apply(struct kite_nodestate *ns, bool is_node, struct kite_record *rec, bool deleted, int64_t now) {
+static void apply(struct kite_nodestate *ns, enum kind kind, struct kite_record *rec, bool deleted, int64_t now) {
     json_object *own;
-    apply_parsed(ns, is_node, rec, parsed(rec, &own), deleted, now);
+    apply_parsed(ns, kind, rec, parsed(rec, &own), deleted, now);
     json_object_put(own);
 }
 
@@ -335,7 +391,7 @@ static struct kite_wcache *cache_of(struct kite_apiserver *s, const char *group,
 }
 
 /* Lists into the entries, then watches from the list's revision. */
-static int list_and_watch(struct kite_nodestate *ns, struct kite_wcache *c, const char *prefix, bool is_node,
+static int list_and_watch(struct kite_nodestate *ns, struct kite_wcache *c, const char *prefix, enum kind kind,
                           int64_t now, struct kite_watcher **w) {
     struct kite_record **recs = NULL;
     size_t n = 0;
@@ -344,7 +400,7 @@ static int list_and_watch(struct kite_nodestate *ns, struct kite_wcache *c, cons
     int r = kite_wcache_list(c, prefix, NULL, 0, NULL, NULL, &recs, &n, &rev, &more);
     if (r < 0) return r;
     for (size_t i = 0; i < n; i++) {
-        apply(ns, is_node, recs[i], false, now);
+        apply(ns, kind, recs[i], false, now);
         kite_record_unref(recs[i]);
     }
     free(recs);
@@ -352,13 +408,13 @@ static int list_and_watch(struct kite_nodestate *ns, struct kite_wcache *c, cons
     return kite_wcache_watch(c, prefix, rev, 1u << 20, (size_t)256 << 20, NULL, NULL, NULL, w);
 }
 
-static int drain(struct kite_nodestate *ns, struct kite_watcher *w, bool is_node, int64_t now) {
+static int drain(struct kite_nodestate *ns, struct kite_watcher *w, enum kind kind, int64_t now) {
     struct kite_watch_event evs[64];
     for (;;) {
         int k = kite_watcher_next(w, evs, KITE_ARRAY_SIZE(evs));
         if (k <= 0) return k;
         for (int i = 0; i < k; i++) {
-            apply(ns, is_node, evs[i].rec, evs[i].type == KITE_EV_DELETED, now);
+            apply(ns, kind, evs[i].rec, evs[i].type == KITE_EV_DELETED, now);
             kite_record_unref(evs[i].rec);
             kite_record_unref(evs[i].prev);
         }
@@ -368,7 +424,9 @@ static int drain(struct kite_nodestate *ns, struct kite_watcher *w, bool is_node
 /* Brings the entries up to date with the watch caches: O(events since the last call). */
 static void sync_locked(struct kite_apiserver *s, struct kite_nodestate *ns, int64_t now) {
     if (ns->synced) {
-        if (drain(ns, ns->node_w, true, now) == 0 && drain(ns, ns->lease_w, false, now) == 0) return;
+        if (drain(ns, ns->node_w, K_NODE, now) == 0 && drain(ns, ns->lease_w, K_LEASE, now) == 0 &&
+            drain(ns, ns->id_w, K_IDENTITY, now) == 0)
+            return;
         /* a watcher fell behind and was dropped: start over from a list */
         const char *k;
         void *v;
@@ -376,6 +434,7 @@ static void sync_locked(struct kite_apiserver *s, struct kite_nodestate *ns, int
             struct prev *pv = v;
             kite_record_unref(TAKE_PTR(pv->node));
             kite_record_unref(TAKE_PTR(pv->lease));
+            pv->id_first = pv->id_last = 0;
             pv->cordoned = false;
             mark_dirty(ns, pv);
         }
@@ -383,12 +442,18 @@ static void sync_locked(struct kite_apiserver *s, struct kite_nodestate *ns, int
     }
     kite_watcher_close(TAKE_PTR(ns->node_w));
     kite_watcher_close(TAKE_PTR(ns->lease_w));
+    kite_watcher_close(TAKE_PTR(ns->id_w));
     ns->synced = false;
     if (!ns->node_cache) ns->node_cache = cache_of(s, "", "nodes", NULL, &ns->node_prefix);
     if (!ns->lease_cache) ns->lease_cache = cache_of(s, "coordination.k8s.io", "leases", "kube-node-lease", &ns->lease_prefix);
     if (!ns->node_cache || !ns->lease_cache) return;
-    if (list_and_watch(ns, ns->node_cache, ns->node_prefix, true, now, &ns->node_w) < 0 ||
-        list_and_watch(ns, ns->lease_cache, ns->lease_prefix, false, now, &ns->lease_w) < 0)
+    if (!ns->id_prefix) {
+        const struct kite_resource *r = kite_registry_find("coordination.k8s.io", "v1", "leases");
+        ns->id_prefix = kite_object_prefix(r, IDENTITY_NS);
+    }
+    if (list_and_watch(ns, ns->node_cache, ns->node_prefix, K_NODE, now, &ns->node_w) < 0 ||
+        list_and_watch(ns, ns->lease_cache, ns->lease_prefix, K_LEASE, now, &ns->lease_w) < 0 ||
+        list_and_watch(ns, ns->lease_cache, ns->id_prefix, K_IDENTITY, now, &ns->id_w) < 0)
         return;
     ns->synced = true;
 }
@@ -435,13 +500,20 @@ static enum kite_node_state classify(struct kite_nodestate *ns, struct prev *pv,
     json_object *lease = pv->lease ? parsed(pv->lease, &own_lease) : NULL;
     struct seen *sn = kite_map_get(&ns->seen, pv->name);
     struct refused *rf = kite_map_get(&ns->refused, pv->name);
+    /* with no Node, the calls other servers published count as this one's */
+    int64_t first = sn ? sn->first : 0, last = sn ? sn->last : 0;
+    const char *what = sn ? sn->what : NULL;
+    if (!pv->node && pv->id_last) {
+        if (!first || (pv->id_first && pv->id_first < first)) first = pv->id_first ? pv->id_first : pv->id_last;
+        if (pv->id_last > last) last = pv->id_last, what = pv->id_what;
+    }
     struct counts *c = counts ? kite_map_get(counts, pv->name) : NULL;
     struct kite_node_facts f = {.node = node, .lease = lease,
                                 .renewed_ns = node && lease ? renewal_seen(pv, lease, now) : 0,
                                 .refused_ns = rf ? rf->at : 0, .refused_pod = rf ? rf->pod : NULL,
                                 .refused_why = rf ? rf->why : NULL,
-                                .seen_first_ns = sn ? sn->first : 0, .seen_last_ns = sn ? sn->last : 0,
-                                .seen_what = sn ? sn->what : NULL, .pods = c ? c->pods : 0,
+                                .seen_first_ns = first, .seen_last_ns = last,
+                                .seen_what = what, .pods = c ? c->pods : 0,
                                 .terminating = c ? c->terminating : 0, .recreated_ns = pv->recreated};
     if (next) *next = kite_node_next_change(&f, now, &ns->t);
     enum kite_node_state st = kite_node_classify(&f, now, &ns->t, ev);
@@ -511,6 +583,99 @@ static void record_event(struct kite_apiserver *s, const struct node_row *r, int
     json_object_put(ev);
 }
 
+/* Writes the identity Lease of a node credential calling with no Node: created, or its
+ * renewTime (and last call) updated on its current revision (another server's write in
+ * between: the next renewal). */
+static int publish_one(struct kite_apiserver *s, const struct kite_resource *r, const char *name, int64_t first,
+                       int64_t last, const char *what) {
+    char ft[21], lt[21];
+    kite_time_format(first, ft);
+    kite_time_format(last, lt);
+    _cleanup_free_ char *key = kite_object_key(r, IDENTITY_NS, name);
+    struct kite_record *cur = NULL;
+    if (kite_store_get(s->store, key, &cur) < 0) {
+        json_object *o = json_object_new_object(), *meta = json_object_new_object(), *ann = json_object_new_object(),
+                    *spec = json_object_new_object();
+        kite_obj_set(o, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+        kite_obj_set(o, "kind", json_object_new_string("Lease"));
+        kite_obj_set(meta, "name", json_object_new_string(name));
+        kite_obj_set(meta, "namespace", json_object_new_string(IDENTITY_NS));
+        kite_obj_set(ann, IDENTITY_WHAT, json_object_new_string(what));
+        kite_obj_set(meta, "annotations", ann);
+        kite_obj_set(o, "metadata", meta);
+        char holder[200];
+        snprintf(holder, sizeof holder, NODE_PREFIX "%s", name);
+        kite_obj_set(spec, "holderIdentity", json_object_new_string(holder));
+        kite_obj_set(spec, "leaseDurationSeconds", json_object_new_int64(KITE_NODE_IDENTITY_RENEW_NS / KITE_NS_PER_SEC));
+        kite_obj_set(spec, "acquireTime", json_object_new_string(ft));
+        kite_obj_set(spec, "renewTime", json_object_new_string(lt));
+        kite_obj_set(o, "spec", spec);
+        int e = kite_apiserver_create_sync(s, r, o);
+        json_object_put(o);
+        return e == -EEXIST ? 0 : e;
+    }
+    json_object *o = kite_apiserver_record_parse(cur);
+    json_object *spec = kite_obj_get(o, "spec"), *meta = kite_obj_meta(o);
+    int e = 0;
+    if (spec && meta) {
+        kite_obj_set(spec, "renewTime", json_object_new_string(lt));
+        json_object *ann = kite_obj_get(meta, "annotations");
+        if (!ann) kite_obj_set(meta, "annotations", ann = json_object_new_object());
+        kite_obj_set(ann, IDENTITY_WHAT, json_object_new_string(what));
+        size_t len;
+        _cleanup_free_ char *bytes = kite_object_encode(o, &len);
+        struct kite_write w = {.type = KITE_WRITE_UPDATE, .key = key, .value = bytes, .len = len, .expect_mod_rev = cur->mod_rev};
+        e = kite_store_write(s->store, &w, NULL, NULL);
+    }
+    json_object_put(o);
+    kite_record_unref(cur);
+    return e == -ESTALE || e == -ENOENT ? 0 : e;
+}
+
+/* The identity Leases the last events asked for: written for identities still calling with no
+ * Node, deleted for those whose Node came. A write per identity and renewal period while it
+ * calls with no Node, one delete (per server) when its Node comes: nothing for registered nodes. */
+static void publish_identities(struct kite_apiserver *s, struct kite_nodestate *ns) {
+    const struct kite_resource *r = kite_registry_find("coordination.k8s.io", "v1", "leases");
+    pthread_mutex_lock(&ns->mu);
+    char **pub = TAKE_PTR(ns->publish), **unpub = TAKE_PTR(ns->unpublish);
+    size_t np = ns->n_publish, nu = ns->n_unpublish;
+    ns->n_publish = ns->cap_publish = ns->n_unpublish = ns->cap_unpublish = 0;
+    pthread_mutex_unlock(&ns->mu);
+    for (size_t i = 0; i < np; i++) {
+        pthread_mutex_lock(&ns->mu);
+        struct seen *e = kite_map_get(&ns->seen, pub[i]);
+        struct prev *pv = kite_map_get(&ns->prev, pub[i]);
+        struct seen c = e ? *e : (struct seen){0};
+        if (e) e->queued = false;
+        pthread_mutex_unlock(&ns->mu);
+        if (!r || !e || (pv && pv->node)) continue;
+        int err = publish_one(s, r, pub[i], c.first, c.last, c.what);
+        if (err < 0) {
+            log_warn("apiserver", "node identity %s: cannot publish it: %s", pub[i], strerror(-err));
+            continue;
+        }
+        pthread_mutex_lock(&ns->mu);
+        if ((e = kite_map_get(&ns->seen, pub[i]))) e->published = c.last;
+        pthread_mutex_unlock(&ns->mu);
+    }
+    for (size_t i = 0; i < nu; i++) {
+        if (r) {
+            _cleanup_free_ char *key = kite_object_key(r, IDENTITY_NS, unpub[i]);
+            struct kite_write w = {.type = KITE_WRITE_DELETE, .key = key};
+            kite_store_write(s->store, &w, NULL, NULL); /* -ENOENT: another server's delete won */
+        }
+        pthread_mutex_lock(&ns->mu);
+        struct seen *e = kite_map_get(&ns->seen, unpub[i]);
+        if (e) e->published = 0;
+        pthread_mutex_unlock(&ns->mu);
+    }
+    for (size_t i = 0; i < np; i++) free(pub[i]);
+    for (size_t i = 0; i < nu; i++) free(unpub[i]);
+    free(pub);
+    free(unpub);
+}
+
 /* The periodic pass: classifies only what changed (events since the last pass), what time
  * could have changed (a healthy node whose lease expiry came; every node in another state,
  * whose evidence and state move with time) and records an event for each new state. A quiet
@@ -523,6 +688,7 @@ void kite_apiserver_nodestate_pass(struct kite_apiserver *s) {
     sync_locked(s, ns, now);
     bool any_cordoned = ns->cordoned > 0;
     pthread_mutex_unlock(&ns->mu);
+    publish_identities(s, ns);
     struct kite_map counts = {0};
     struct counts *cv = any_cordoned ? pod_counts(s, &counts) : NULL;
     pthread_mutex_lock(&ns->mu);
@@ -655,7 +821,7 @@ void kite_apiserver_nodestate_reply(struct req *rq) {
         if (((struct prev *)val)->node) v[n++] = val;
     nodes = n;
     for (size_t i = 0; kite_map_next(&ns->prev, &i, &k, &val);)
-        if (!((struct prev *)val)->node && kite_map_get(&ns->seen, k)) v[n++] = val;
+        if (!((struct prev *)val)->node && (kite_map_get(&ns->seen, k) || ((struct prev *)val)->id_last)) v[n++] = val;
     qsort(v, nodes, sizeof *v, cmp_prev);
     qsort(v + nodes, n - nodes, sizeof *v, cmp_prev);
     struct kite_buf ev = {0};

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, KiteProcess, free_port, node_name_of_machine, pod_network_flags, wait_for
+from conftest import (AGENT_FAST_FLAGS, KITE, Api, Cluster, KiteProcess, TLSIdentity, free_port, node_manifest,
+                      node_name_of_machine, pod_network_flags, wait_for)
 
 ETCD = shutil.which("etcd")
 ETCDCTL = shutil.which("etcdctl")
@@ -529,6 +530,47 @@ def test_events_get_a_shared_etcd_lease(etcd, pair):
         # other kinds get none
         assert not etcd_kv(etcd, "/registry/services/specs/default/kubernetes")[0].get("lease")
     finally:
+        api.close()
+
+
+def kite_nodes(c):
+    p = subprocess.run([KITE, "nodes", "--kubeconfig", str(c.kubeconfig), "-o", "json"], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    return {i["name"]: i for i in json.loads(p.stdout)["items"]}
+
+
+IDENTITIES = "/apis/coordination.k8s.io/v1/namespaces/kite-node-identities/leases"
+
+
+def test_orphan_identity_calling_only_b_is_reported_by_a(pair):
+    """A node credential calling only apiserver B while its Node does not exist is OrphanMachine in
+    `kite nodes` asked of A: B publishes the identity as a Lease in kite-node-identities, which A
+    merges from its watch cache; once the Node exists the Lease is deleted and ignored."""
+    a, b = pair
+    name = "e2e-etcd-orphan"
+    kc = b.workdir / f"{name}.kubeconfig"
+    subprocess.run([KITE, "kubeconfig", "--data-dir", str(b.data_dir), "--node", name, "-o", str(kc)],
+                   check=True, capture_output=True, timeout=30)
+    machine = Api("127.0.0.1", b.port, TLSIdentity(kc, b.workdir).ctx)
+    api = a.api()
+    try:
+        r = machine.get(f"/api/v1/nodes/{name}")
+        assert r.status == 404, r.status
+        wait_for(lambda: kite_nodes(a).get(name, {}).get("state") == "OrphanMachine", 8, 0.2,
+                 f"{name} OrphanMachine on A")
+        item = kite_nodes(a)[name]
+        assert not item["hasNode"] and "no Node object" in item["evidence"], item
+        assert f"/api/v1/nodes/{name}" in item["evidence"], item
+        lease = api.ok("GET", f"{IDENTITIES}/{name}")
+        assert lease["spec"]["holderIdentity"] == f"system:node:{name}", lease
+        # the Node comes: the identity is no longer an orphan, and its Lease goes
+        api.ok("POST", "/api/v1/nodes", node_manifest(name))
+        wait_for(lambda: api.get(f"{IDENTITIES}/{name}").status == 404, 8, 0.2, "identity Lease deleted")
+        assert kite_nodes(a).get(name, {}).get("state") != "OrphanMachine"
+    finally:
+        api.delete(f"/api/v1/nodes/{name}")
+        machine.close()
         api.close()
 
 
