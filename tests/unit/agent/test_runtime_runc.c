@@ -156,7 +156,7 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     kite_container_status_release(&st);
 
     /* inside: eth0 with the address, lo up, the default route via the bridge; the host answers */
-    _cleanup_free_ char *script = kite_asprintf("ip -4 addr show eth0; ip -4 addr show lo; ip route; ping -c 1 -W 2 %s "
+    _cleanup_free_ char *script = kite_asprintf("ip -4 addr show eth0; ip -4 addr show lo; ip route; ping -c 3 -W 2 %s "
                                                 ">/dev/null && echo gateway answers", gw);
     char *nc = start(rt, sid, "net", script, 0, NULL);
     cr_assert_eq(wait_event(rt, nc, NULL, NULL), 0);
