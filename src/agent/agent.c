@@ -376,7 +376,7 @@ static int start_logsrv(struct kite_agent *a, char **ret_err) {
     const char *sans[] = {c->node_ip ? c->node_ip : "127.0.0.1"};
     struct kite_logsrv_options lo = {.listen = listen, .cert_pem = cert, .key_pem = key, .client_ca_pem = ca,
                                      .node_name = a->node_name, .sans = sans, .n_sans = 1, .pods = a->pods,
-                                     .runtime = a->locked_rt};
+                                     .runtime = a->locked_rt, .stream_buffer = c->stream_buffer};
     if ((r = kite_logsrv_start(&lo, &a->logsrv, ret_err)) < 0) return r;
     a->ns.daemon_port = kite_logsrv_port(a->logsrv);
     log_info(AGENT_LOG, "log endpoint on %s port %d", addr, a->ns.daemon_port);

@@ -51,6 +51,8 @@ struct kite_agent_config {
                                          containers whose securityContext names no profile */
     int64_t backoff_base_ns;          /* --restart-backoff-base: the container restart and image
                                          pull back-offs' first delay; 10 s as the kubelet's */
+    size_t stream_buffer;             /* --stream-buffer: exec/attach/port-forward bytes waiting
+                                         each way (KITE_STREAM_BUFFER) */
     struct kite_ns_config ns;         /* maxPods, nodeStatusMaxImages, port (0 = any free one:
                                          daemonEndpoints reports the real one), reservations,
                                          evictionHard; string pointers are filled by the agent */

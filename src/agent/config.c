@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "base/buf.h"
+#include "agent/logs/logs.h"
 #include "agent/pods/pods.h"
 #include "agent/runtime/ipam.h"
 #include "agent/runtime/net.h"
@@ -19,6 +20,7 @@ void kite_agent_config_init(struct kite_agent_config *c) {
     c->status_report_freq_ns = 300 * KITE_NS_PER_SEC;
     c->lease_duration_s = 40;
     c->backoff_base_ns = KITE_PODS_BACKOFF_MIN_NS;
+    c->stream_buffer = KITE_STREAM_BUFFER;
     c->register_node = true;
     c->register_schedulable = true;
     c->taints = json_object_new_array();
@@ -418,6 +420,8 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
         return set_unsafe_sysctls(c, where, v, err);
     } else if (kite_streq(name, "seccomp-default")) {
         r = parse_bool(where, v, &c->seccomp_default, err);
+    } else if (kite_streq(name, "stream-buffer")) {
+        if ((r = parse_int(where, v, 4096, 64 << 20, &i, err)) == 0) c->stream_buffer = (size_t)i;
     } else if (kite_streq(name, "restart-backoff-base")) {
         if ((r = parse_duration(where, v, &c->backoff_base_ns, err)) == 0 && c->backoff_base_ns < KITE_NS_PER_SEC)
             return fail(err, "%s: must be at least 1s", where);

@@ -284,6 +284,9 @@ int kite_cmd_apiserver_args_options(const struct apiserver_args *a, struct kite_
     FLAG_FORWARD("restart-backoff-base", FLAG_DURATION, NULL,                                                    \
                  "first delay of the container restart (CrashLoopBackOff) and image pull back-offs,\n"        \
                  "doubling to 300s (at least 1s; shorter for tests)", "10s"),                                      \
+    FLAG_FORWARD("stream-buffer", FLAG_INT, "BYTES",                                                            \
+                 "bytes of an exec, attach or port-forward stream waiting for a slow reader\n"                  \
+                 "each way before the other side is not read (4096 to 67108864)", "262144"),                    \
     FLAG_FORWARD("port", FLAG_INT, NULL, "HTTPS port of the log endpoint (0: any free port, reported in\n"          \
                  "the Node's daemonEndpoints)", "10250"),                                                        \
     FLAG_FORWARD("address", FLAG_STRING, "IP", "address the log endpoint listens on", "0.0.0.0"),                 \

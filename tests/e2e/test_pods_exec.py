@@ -515,7 +515,7 @@ def _rss_kib(pid):
 
 def test_client_that_stops_reading_is_not_buffered(box):
     """`yes` floods stdout to a client that never reads: the agent stops reading the command once
-    KITE_STREAM_QUEUE_MAX waits, the API server once its buffer is full; memory stays flat."""
+    --stream-buffer (KITE_STREAM_BUFFER) waits, the API server once its buffer is full; memory stays flat."""
     c = box
     s = _raw_ws(c, f"/api/v1/namespaces/{NS}/pods/box/exec?command=yes&command=flood-marker&stdout=true")
     time.sleep(2)

@@ -33,8 +33,9 @@ def cluster(tmp_path_factory):
     if not os.path.exists(tar):
         tar = str(work / "busybox.tar")
         subprocess.run([os.path.join(ROOT, "scripts/make-busybox-image"), tar], check=True, capture_output=True)
-    # --port 0: any free port, reported in the Node's daemonEndpoints
-    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, "--port", "0"])
+    # --port 0: any free port, reported in the Node's daemonEndpoints; --stream-buffer 16 KiB
+    # (256 KiB by default): exec's flow control (test_pods_exec.py) turns at every few messages
+    c = Cluster("up", work, extra_args=[*AGENT_FAST_FLAGS, "--port", "0", "--stream-buffer", "16384"])
     r = subprocess.run([KITE, "images", "import", tar, "--root-dir", str(c.data_dir / "agent")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

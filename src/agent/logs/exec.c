@@ -7,8 +7,8 @@
  * answers 101 and then polls the tunnel and the process's descriptors until the command ended
  * (its exit code goes to the error channel) or the client left (the command is killed: a
  * process that outlives its client would be left over). Flow control both ways: the command's
- * output is read only while less than KITE_STREAM_QUEUE_MAX bytes wait for the client, and the
- * client is read only while less than KITE_STREAM_STDIN_MAX bytes wait for the command's stdin.
+ * output is read only while less than --stream-buffer bytes (KITE_STREAM_BUFFER) wait for the
+ * client, and the client is read only while less than that waits for the command's stdin.
  * No byte moving either way for KITE_STREAM_IDLE_S ends the session, as the kubelet's
  * streamingConnectionIdleTimeout. Port-forward also speaks SPDY/3.1 (pfspdy.c); exec and attach
  * over SPDY are not served (the answer says so). */
@@ -78,6 +78,7 @@ struct session {
     struct kite_buf stdin_buf;
     size_t stdin_off;
     bool stdin_eof;            /* the client closed stdin (v5): close it once written */
+    size_t buffer;             /* bytes waiting each way before that side is not read (--stream-buffer) */
     bool client_gone, exited, reaped;
     bool out_open, err_open;
     int exit_code;
@@ -212,6 +213,9 @@ static int stdin_fd(struct session *s) {
     return s->ex.pty_fd >= 0 ? s->ex.pty_fd : s->ex.in_fd;
 }
 
+/* Whether the client is read: less than the stream buffer waits for the command. */
+static bool stdin_room(const struct session *s) { return s->stdin_buf.len - s->stdin_off < s->buffer; }
+
 static void pump_in(struct session *s) {
     int fd = stdin_fd(s);
     while (fd >= 0 && s->stdin_off < s->stdin_buf.len) {
@@ -287,9 +291,7 @@ static void run(struct session *s) {
     s->err_open = err_fd >= 0;
     bool idle = false;
     for (;;) {
-        bool room = wslay_event_get_queued_msg_length(s->ws) < KITE_STREAM_QUEUE_MAX;
-        bool take_in = s->stdin_buf.len - s->stdin_off < KITE_STREAM_STDIN_MAX;
-        if (!s->client_gone && take_in && wslay_event_want_read(s->ws) && kite_http_tunnel_pending(s->t))
+        if (!s->client_gone && stdin_room(s) && wslay_event_want_read(s->ws) && kite_http_tunnel_pending(s->t))
             if (wslay_event_recv(s->ws) != 0) s->client_gone = true;
         pump_in(s);
         if (!s->client_gone && wslay_event_want_write(s->ws) && wslay_event_send(s->ws) != 0) s->client_gone = true;
@@ -297,6 +299,13 @@ static void run(struct session *s) {
         if (s->client_gone || (!wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws))) break;
         bool outputs_done = !s->out_open && !s->err_open;
         if (outputs_done && (s->attach || s->exited)) break;
+        /* what poll waits for is decided on the state the steps above left: a stdin buffer
+         * that was full at the top of the loop and was written out whole since must open the
+         * tunnel to reading again, or nothing would ever wake the loop */
+        bool room = wslay_event_get_queued_msg_length(s->ws) < s->buffer;
+        bool take_in = stdin_room(s);
+        if (take_in && !s->client_gone && wslay_event_want_read(s->ws) && kite_http_tunnel_pending(s->t))
+            continue; /* bytes TLS holds already: poll would not see them */
         int64_t now = kite_now_mono(kite_clock_real());
         int64_t left = (s->last_active + (int64_t)KITE_STREAM_IDLE_S * KITE_NS_PER_SEC - now) / KITE_NS_PER_MS;
         if (left <= 0) {
@@ -372,6 +381,13 @@ static void pf_close(struct pf_port *p) {
     p->fd = -1;
 }
 
+/* Whether the client is read: no port has the stream buffer's bytes waiting for it. */
+static bool pf_room(const struct session *s) {
+    for (size_t i = 0; i < s->n_ports; i++)
+        if (s->ports[i].out.len - s->ports[i].out_off >= s->buffer) return false;
+    return true;
+}
+
 /* Every port's connection until they all ended or the client left. */
 static void run_pf(struct session *s) {
     if (!ws_start(s)) return;
@@ -385,16 +401,16 @@ static void run_pf(struct session *s) {
     struct pollfd *p = kite_calloc(s->n_ports + 1, sizeof *p);
     bool idle = false;
     for (;;) {
-        bool room = wslay_event_get_queued_msg_length(s->ws) < KITE_STREAM_QUEUE_MAX;
-        bool take_in = true;
-        for (size_t i = 0; i < s->n_ports; i++)
-            if (s->ports[i].out.len - s->ports[i].out_off >= KITE_STREAM_STDIN_MAX) take_in = false;
-        if (!s->client_gone && take_in && wslay_event_want_read(s->ws) && kite_http_tunnel_pending(s->t))
+        if (!s->client_gone && pf_room(s) && wslay_event_want_read(s->ws) && kite_http_tunnel_pending(s->t))
             if (wslay_event_recv(s->ws) != 0) s->client_gone = true;
         for (size_t i = 0; i < s->n_ports; i++)
             if (s->ports[i].open && !pf_flush(&s->ports[i])) pf_close(&s->ports[i]);
         if (!s->client_gone && wslay_event_want_write(s->ws) && wslay_event_send(s->ws) != 0) s->client_gone = true;
         if (s->client_gone || (!wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws))) break;
+        /* (decided after the steps above, as in run()) */
+        bool room = wslay_event_get_queued_msg_length(s->ws) < s->buffer;
+        bool take_in = pf_room(s);
+        if (take_in && !s->client_gone && wslay_event_want_read(s->ws) && kite_http_tunnel_pending(s->t)) continue;
         bool any = false;
         for (size_t i = 0; i < s->n_ports; i++) any |= s->ports[i].open || s->ports[i].connecting;
         if (!any) break;
@@ -516,7 +532,7 @@ static void *pf_thread(struct session *s) {
             kite_http_add_header(s->r, "Upgrade", "SPDY/3.1");
             kite_http_add_header(s->r, "X-Stream-Protocol-Version", KITE_PF_SPDY_PROTOCOL);
         }
-        if (kite_http_upgrade(s->r, &s->t) == 0) kite_pf_spdy_run(s->t, s->spdy == 1, pid, s->ns, s->pod);
+        if (kite_http_upgrade(s->r, &s->t) == 0) kite_pf_spdy_run(s->t, s->spdy == 1, pid, s->ns, s->pod, s->buffer);
         kite_http_tunnel_close(s->t);
         session_free(s);
         return NULL;
@@ -661,7 +677,7 @@ static char **query_all(const char *target, const char *name, size_t *ret_n) {
     return v;
 }
 
-void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool attach, const char *ns, const char *pod,
+void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, size_t buffer, bool attach, const char *ns, const char *pod,
                         const char *ctr) {
     bool pf = ctr == NULL;
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
@@ -721,6 +737,7 @@ void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool at
     struct session *s = kite_calloc(1, sizeof *s);
     s->r = r;
     s->pods = pods;
+    s->buffer = buffer;
     s->attach = attach;
     s->pf = pf;
     s->proto = proto;

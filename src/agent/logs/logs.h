@@ -58,6 +58,7 @@ struct kite_logsrv_options {
     size_t n_sans;
     struct kite_pods *pods;             /* borrowed: where the log files are */
     struct kite_runtime *runtime;       /* borrowed: the containers' usage (/metrics/resource); NULL = none */
+    size_t stream_buffer;               /* exec/attach/port-forward bytes waiting each way; 0 = KITE_STREAM_BUFFER */
 };
 /* Starts the endpoint. 0 or -errno, *ret_err (may be NULL) explains. */
 int kite_logsrv_start(const struct kite_logsrv_options *o, struct kite_logsrv **ret, char **ret_err);
@@ -71,10 +72,11 @@ void kite_logsrv_stop(struct kite_logsrv *s);
 #define KITE_STREAM_MAX_SESSIONS 512          /* exec and attach sessions at once (-> 429) */
 #define KITE_STREAM_IDLE_S (4 * 3600)         /* no byte either way: ended (streamingConnectionIdleTimeout) */
 #define KITE_STREAM_MAX_MESSAGE (1u << 20)    /* a WebSocket message from the client (-> close 1009) */
-#define KITE_STREAM_QUEUE_MAX (256u * 1024)   /* output waiting for the client before the command's is not read */
-#define KITE_STREAM_STDIN_MAX (256u * 1024)   /* stdin waiting for the command before the client is not read */
+#define KITE_STREAM_BUFFER (256u * 1024)      /* default of --stream-buffer: output waiting for the client
+                                                 before the command's is not read, and stdin waiting for
+                                                 the command before the client is not read */
 #define KITE_STREAM_MAX_PORTS 64              /* ports of one port-forward session (-> 400) */
 struct kite_http_req;
 /* `/portForward/{namespace}/{pod}?ports=P1,P2` when ctr is NULL. */
-void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, bool attach, const char *ns, const char *pod,
+void kite_logsrv_stream(struct kite_http_req *r, struct kite_pods *pods, size_t buffer, bool attach, const char *ns, const char *pod,
                         const char *ctr);

@@ -11,7 +11,7 @@
  * Flow control: the agent sends WINDOW_UPDATE (stream and session) for what it took, so a peer
  * that keeps SPDY/3.1 windows never stalls; it does not wait on the client's windows (client-go's
  * spdystream keeps none and sends no WINDOW_UPDATE). Memory stays bounded by reading neither
- * side while the other has KITE_STREAM_QUEUE_MAX / KITE_STREAM_STDIN_MAX waiting.
+ * side while the other has the stream buffer's bytes (--stream-buffer) waiting.
  *
  * One thread per session (exec.c's), polling the tunnel and every connection. */
 #include "agent/logs/pfspdy.h"
@@ -58,6 +58,7 @@ struct pfs {
     size_t n;
     pid_t pid;
     const char *ns, *pod;
+    size_t buffer; /* bytes waiting each way before that side is not read (--stream-buffer) */
     bool gone, goaway, fatal;
     uint32_t last_sid;
     uint64_t gen;
@@ -102,6 +103,15 @@ static size_t queued(struct pfs *s) {
 }
 
 static bool want_write(struct pfs *s) { return s->ws_mode ? wslay_event_want_write(s->ws) : s->out_off < s->out.len; }
+
+/* Whether the client is read: SPDY frames not yet parsed fit one frame and no pair has
+ * the stream buffer's bytes waiting for its connection. */
+static bool take_room(struct pfs *s) {
+    if (kite_spdy_buffered(s->sp) > KITE_SPDY_MAX_FRAME) return false;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->p[i]->out.len - s->p[i]->out_off >= s->buffer) return false;
+    return true;
+}
 
 static bool want_read(struct pfs *s) { return s->ws_mode ? wslay_event_want_read(s->ws) : true; }
 
@@ -351,8 +361,8 @@ static void drain(struct pfs *s) {
     }
 }
 
-void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char *ns, const char *pod) {
-    struct pfs s = {.t = t, .ws_mode = ws, .pid = pid, .ns = ns, .pod = pod, .last_active = now()};
+void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char *ns, const char *pod, size_t buffer) {
+    struct pfs s = {.t = t, .ws_mode = ws, .pid = pid, .ns = ns, .pod = pod, .last_active = now(), .buffer = buffer};
     s.sp = kite_spdy_new();
     if (ws) {
         struct wslay_event_callbacks cb = {.recv_callback = ws_recv, .send_callback = ws_send, .on_msg_recv_callback = ws_msg};
@@ -366,10 +376,7 @@ void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char
     size_t pf_cap = 0;
     bool idle = false;
     for (;;) {
-        bool take_in = kite_spdy_buffered(s.sp) <= KITE_SPDY_MAX_FRAME;
-        for (size_t i = 0; i < s.n; i++)
-            if (s.p[i]->out.len - s.p[i]->out_off >= KITE_STREAM_STDIN_MAX) take_in = false;
-        if (take_in && want_read(&s) && kite_http_tunnel_pending(t)) take(&s);
+        if (take_room(&s) && want_read(&s) && kite_http_tunnel_pending(t)) take(&s);
         frames(&s);
         for (size_t i = 0; i < s.n;) {
             struct pair *p = s.p[i];
@@ -398,7 +405,10 @@ void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char
             idle = true;
             break;
         }
-        bool room = queued(&s) < KITE_STREAM_QUEUE_MAX;
+        /* what poll waits for is decided on the state the steps above left (a buffer written
+         * out whole since the top of the loop opens the tunnel to reading again) */
+        bool room = queued(&s) < s.buffer, take_in = take_room(&s);
+        if (take_in && want_read(&s) && kite_http_tunnel_pending(t)) continue; /* TLS holds bytes */
         if (pf_cap < s.n + 1) {
             pf_cap = s.n + 1;
             pf = kite_realloc(pf, pf_cap * sizeof *pf);

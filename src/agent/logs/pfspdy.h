@@ -17,8 +17,9 @@
 struct kite_http_tunnel;
 /* Serves one session on t (after the 101) until the client leaves, sends GOAWAY and its streams
  * ended, or nothing moved for KITE_STREAM_IDLE_S. ws: SPDY inside WebSocket messages. Ports are
- * reached at 127.0.0.1 in the network namespace of process pid (the pod's). */
-void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char *ns, const char *pod);
+ * reached at 127.0.0.1 in the network namespace of process pid (the pod's). buffer: bytes waiting
+ * each way before that side is not read (--stream-buffer). */
+void kite_pf_spdy_run(struct kite_http_tunnel *t, bool ws, pid_t pid, const char *ns, const char *pod, size_t buffer);
 
 /* exec.c: a non-blocking socket in pid's network namespace connecting to 127.0.0.1:port, or -errno. */
 int kite_pf_dial(pid_t pid, uint16_t port);

@@ -53,6 +53,7 @@ struct kite_logsrv {
     struct kite_http_server *http;
     struct kite_pods *pods;
     struct kite_runtime *runtime;
+    size_t stream_buffer;
     char *node_name;
     long clk_tck;
     struct kite_clock *clock;
@@ -275,7 +276,7 @@ static void handle(struct kite_http_req *r, void *ud) {
         p += 1 + k;
     }
     if (n == 3 && !*p && strcmp(seg[0], "portForward") == 0 && s->pods) {
-        kite_logsrv_stream(r, s->pods, false, seg[1], seg[2], NULL);
+        kite_logsrv_stream(r, s->pods, s->stream_buffer, false, seg[1], seg[2], NULL);
         return;
     }
     if (n == 4 && !*p && (strcmp(seg[0], "exec") == 0 || strcmp(seg[0], "attach") == 0)) {
@@ -283,7 +284,7 @@ static void handle(struct kite_http_req *r, void *ud) {
             reply_text(r, 404, "pod \"%s/%s\" does not exist\n", seg[1], seg[2]);
             return;
         }
-        kite_logsrv_stream(r, s->pods, seg[0][0] == 'a', seg[1], seg[2], seg[3]);
+        kite_logsrv_stream(r, s->pods, s->stream_buffer, seg[0][0] == 'a', seg[1], seg[2], seg[3]);
         return;
     }
     if (n != 4 || *p || strcmp(seg[0], "containerLogs") != 0) {
@@ -385,6 +386,7 @@ int kite_logsrv_start(const struct kite_logsrv_options *o, struct kite_logsrv **
     pthread_mutex_init(&s->lock, NULL);
     s->pods = o->pods;
     s->runtime = o->runtime;
+    s->stream_buffer = o->stream_buffer ? o->stream_buffer : KITE_STREAM_BUFFER;
     s->node_name = kite_strdup(o->node_name ? o->node_name : "");
     s->clk_tck = sysconf(_SC_CLK_TCK);
     s->clock = kite_clock_real();
