@@ -40,6 +40,7 @@ const struct kite_resource *const kite_resources[] = {
     &kite_kind_hpa,
     &kite_kind_hpa_v1,
     &kite_kind_service,
+    &kite_kind_endpoints,
     &kite_kind_endpointslice,
     &kite_kind_crd,
     NULL,

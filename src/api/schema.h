@@ -90,7 +90,8 @@ extern const struct kite_schema kite_schema_namespace, kite_schema_node, kite_sc
     kite_schema_csr, kite_schema_selfsubjectaccessreview, kite_schema_subjectaccessreview,
     kite_schema_localsubjectaccessreview, kite_schema_selfsubjectrulesreview, kite_schema_selfsubjectreview,
     kite_schema_role, kite_schema_clusterrole, kite_schema_rolebinding, kite_schema_clusterrolebinding,
-    kite_schema_replicaset, kite_schema_deployment, kite_schema_service, kite_schema_endpointslice;
+    kite_schema_replicaset, kite_schema_deployment, kite_schema_service, kite_schema_endpointslice,
+    kite_schema_endpoints;
 extern const struct kite_schema kite_schema_pdb, kite_schema_eviction, kite_schema_token_request;
 /* batch/v1 Job, apps/v1 DaemonSet */
 extern const struct kite_schema kite_schema_job, kite_schema_daemonset;

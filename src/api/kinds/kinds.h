@@ -34,4 +34,5 @@ extern const struct kite_resource kite_kind_deployment;
 extern const struct kite_resource kite_kind_job;       /* batch/v1 */
 extern const struct kite_resource kite_kind_daemonset; /* apps/v1 */
 extern const struct kite_resource kite_kind_service;       /* core/v1 */
+extern const struct kite_resource kite_kind_endpoints;     /* core/v1 */
 extern const struct kite_resource kite_kind_endpointslice; /* discovery.k8s.io/v1 */
