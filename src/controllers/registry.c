@@ -9,6 +9,7 @@
 #include "controllers/workloads/daemonset.h"
 #include "controllers/workloads/deployment.h"
 #include "controllers/workloads/disruption.h"
+#include "controllers/endpoints.h"
 #include "controllers/endpointslice.h"
 #include "framework/framework.h"
 #include "controllers/gc.h"
@@ -82,6 +83,7 @@ static int start_csr_signing(struct kite_ctl_group *g, const struct kite_ctl_con
     return kite_csr_signer_run(g, &o);
 }
 
+static int start_endpoints(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_epc_run(g); }
 static int start_endpointslice(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_epsctl_run(g, NULL); }
 static int start_aggregation(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) { return kite_aggregator_run(g); }
 static int start_serviceaccount(struct kite_ctl_group *g, const struct kite_ctl_config *cfg) {
@@ -163,6 +165,11 @@ const struct kite_ctl_desc KITE_CONTROLLERS[] = {
      RULE("\"update\"", "\"certificates.k8s.io\"", "\"certificatesigningrequests/status\"") ","
      RULE_NAMES("\"sign\"", "\"certificates.k8s.io\"", "\"signers\"",
                 "\"kubernetes.io/kube-apiserver-client-kubelet\",\"kubernetes.io/kube-apiserver-client\"") "]"},
+    /* upstream's endpoints-controller, whose ClusterRole is system:controller:endpoint-controller */
+    {"endpoint-controller", "endpoint", start_endpoints,
+     "[" RULE(READ, CORE, "\"services\",\"pods\"") ","
+     RULE("\"create\",\"delete\",\"get\",\"list\",\"update\",\"watch\"", CORE, "\"endpoints\"") ","
+     RULE("\"create\"", CORE, "\"endpoints/restricted\"") "]"},
     {"endpointslice-controller", "endpointslice", start_endpointslice,
      "[" RULE(READ, CORE, "\"services\",\"pods\",\"nodes\"") ","
      RULE("\"update\"", CORE, "\"services/finalizers\"") ","
