@@ -149,6 +149,7 @@ static const char *const COLLECTIONS[] = {
     "/apis/apps/v1/namespaces/team-a/controllerrevisions",
     "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
     "/api/v1/namespaces/team-a/services",
+    "/api/v1/namespaces/team-a/endpoints",
     "/apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices",
 };
 

@@ -140,9 +140,9 @@ Test(registry, every_start_adds_a_controller_on_shared_informers) {
     }
     /* pods, nodes, leases, PDBs, ReplicaSets, ReplicationControllers, Deployments, Jobs, the
      * Jobs' pods, CronJobs, DaemonSets, StatefulSets, ControllerRevisions, Services,
-     * EndpointSlices, namespaces, CSRs, ClusterRoles, the `default` ServiceAccounts, the
-     * kube-root-ca.crt ConfigMaps: one stream each */
-    cr_assert_eq(kite_informer_factory_count(kite_ctl_group_informers(g)), 20);
+     * Endpoints, EndpointSlices, namespaces, CSRs, ClusterRoles, the `default` ServiceAccounts,
+     * the kube-root-ca.crt ConfigMaps: one stream each */
+    cr_assert_eq(kite_informer_factory_count(kite_ctl_group_informers(g)), 21);
     kite_ctl_group_free(g); /* never started: no informer ran */
 }
 
