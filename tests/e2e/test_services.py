@@ -11,6 +11,7 @@ from test_pods_run import NS, cluster, cond, get, sh, status_of, wait  # noqa: F
 
 SVCS = f"/api/v1/namespaces/{NS}/services"
 SLICES = f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices"
+EPS = f"/api/v1/namespaces/{NS}/endpoints"
 RANGE = ipaddress.ip_network("10.96.0.0/12")
 
 
@@ -49,6 +50,15 @@ def test_kubernetes_service(cluster):
     assert [(x["metadata"]["name"], [e["addresses"] for e in x["endpoints"]], x["ports"][0]["port"]) for x in sl] == \
         [("kubernetes", [["127.0.0.1"]], cluster.port)], sl
     assert "endpointslice.kubernetes.io/managed-by" not in sl[0]["metadata"]["labels"]
+    # and its v1 Endpoints beside them, from the same list of live apiservers
+    ep = wait(lambda: cluster.api().get(f"{EPS}/kubernetes").json().get("subsets"), 10, "kubernetes Endpoints")
+    assert ep == [{"addresses": [{"ip": "127.0.0.1"}],
+                   "ports": [{"name": "https", "port": cluster.port, "protocol": "TCP"}]}], ep
+    out = cluster.kubectl("get", "endpoints", "kubernetes").stdout.splitlines()
+    assert out[0].split() == ["NAME", "ENDPOINTS", "AGE"] and out[1].split()[:2] == ["kubernetes", f"127.0.0.1:{cluster.port}"], out
+    assert cluster.kubectl("get", "ep", "kubernetes", "-o", "name").stdout.strip() == "endpoints/kubernetes"
+    res = [line.split() for line in cluster.kubectl("api-resources", "--api-group=").stdout.splitlines()]
+    assert ["endpoints", "ep", "v1", "true", "Endpoints"] in res, res
 
 
 def test_defaults_and_allocation(cluster):
@@ -205,6 +215,75 @@ def test_readiness_moves_endpoint(cluster, tmp_path):
     wait(lambda: (sl := slices_of(c, "web")) and sl[0]["endpoints"] == [], 10, "no endpoints")
     api.ok("DELETE", f"{SVCS}/web")
     wait(lambda: slices_of(c, "web") == [], 10, "slices deleted with their Service")
+
+
+def test_endpoints_follow_deployment_readiness(cluster, tmp_path):
+    """The endpoints controller: a Deployment's pods in their Service's v1 Endpoints, ready in
+    addresses and not ready in notReadyAddresses; kubectl get ep and describe svc read them; a
+    Service without a selector keeps the Endpoints its user wrote; the Service goes, so do they."""
+    c = cluster
+    api = c.api()
+    flag = tmp_path / "flag"
+    flag.mkdir()
+    (flag / "ready").touch()
+    api.ok("POST", SVCS, svc("manual", [{"port": 5432}]))
+    manual = api.ok("POST", EPS, {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual"},
+                                  "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 5432}]}]})
+    assert manual["subsets"][0]["ports"] == [{"port": 5432, "protocol": "TCP"}]
+    api.ok("POST", SVCS, svc("dep", [{"name": "http", "port": 80, "targetPort": "web"}], {"app": "dep"},
+                             publishNotReadyAddresses=False))
+    probe = {"exec": {"command": ["test", "-f", "/flag/ready"]}, "periodSeconds": 1, "failureThreshold": 1}
+    template = {"metadata": {"labels": {"app": "dep"}},
+                "spec": {"nodeName": c.node, "terminationGracePeriodSeconds": 1,
+                         "containers": [sh("c", "exec sleep 3600", readinessProbe=probe,
+                                           ports=[{"name": "web", "containerPort": 8080}],
+                                           volumeMounts=[{"name": "flag", "mountPath": "/flag"}])],
+                         "volumes": [{"name": "flag", "hostPath": {"path": str(flag), "type": "DirectoryOrCreate"}}]}}
+    api.ok("POST", f"/apis/apps/v1/namespaces/{NS}/deployments",
+           {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "dep"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "dep"}}, "template": template}})
+
+    def subsets():
+        return api.get(f"{EPS}/dep").json().get("subsets") or []
+
+    ss = wait(lambda: (s := subsets()) and len(s[0].get("addresses", [])) == 2 and s, 30, "two ready addresses")
+    pods = {p["metadata"]["name"]: p for p in api.ok("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=app%3Ddep")["items"]}
+    ips = sorted(p["status"]["podIP"] for p in pods.values())
+    assert [a["ip"] for a in ss[0]["addresses"]] == ips and "notReadyAddresses" not in ss[0], ss
+    assert ss[0]["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    a = ss[0]["addresses"][0]
+    assert a["nodeName"] == c.node and a["targetRef"]["kind"] == "Pod" and a["targetRef"]["name"] in pods
+    ep = api.ok("GET", f"{EPS}/dep")
+    assert ep["metadata"].get("labels") is None and "endpoints.kubernetes.io/managed-by" not in ep["metadata"].get("labels", {})
+    out = c.kubectl("get", "endpoints", "dep").stdout.splitlines()
+    assert out[1].split()[:2] == ["dep", ",".join(f"{ip}:8080" for ip in ips)], out
+    out = c.kubectl("describe", "svc", "dep").stdout
+    assert any(line.split()[:1] == ["Endpoints:"] and all(f"{ip}:8080" in line for ip in ips)
+               for line in out.splitlines()), out
+    # the probes fail: both addresses move to notReadyAddresses, and back
+    (flag / "ready").unlink()
+    ss = wait(lambda: (s := subsets()) and len(s[0].get("notReadyAddresses", [])) == 2 and s, 10, "not ready")
+    assert "addresses" not in ss[0] and [x["ip"] for x in ss[0]["notReadyAddresses"]] == ips, ss
+    # the annotation names when the change that caused the write happened: a pod's Ready transition
+    ready_at = {next(x["lastTransitionTime"] for x in p["status"]["conditions"] if x["type"] == "Ready")
+                for p in api.ok("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector=app%3Ddep")["items"]}
+    ann = api.ok("GET", f"{EPS}/dep")["metadata"].get("annotations", {})
+    assert ann.get("endpoints.kubernetes.io/last-change-trigger-time") in ready_at, (ann, ready_at)
+    assert c.kubectl("get", "ep", "dep", "--no-headers").stdout.split()[:2] != ["dep", f"{ips[0]}:8080"]
+    (flag / "ready").touch()
+    wait(lambda: (s := subsets()) and len(s[0].get("addresses", [])) == 2, 10, "ready again")
+    # deleted by a user: written again
+    api.ok("DELETE", f"{EPS}/dep")
+    wait(lambda: len((subsets() or [{}])[0].get("addresses", [])) == 2, 10, "written again")
+    # the selector-less Service's Endpoints are as its user wrote them
+    assert api.ok("GET", f"{EPS}/manual")["metadata"]["resourceVersion"] == manual["metadata"]["resourceVersion"]
+    api.ok("DELETE", f"/apis/apps/v1/namespaces/{NS}/deployments/dep")
+    api.ok("DELETE", f"{SVCS}/dep")
+    wait(lambda: api.get(f"{EPS}/dep").status == 404, 10, "Endpoints deleted with their Service")
+    api.ok("DELETE", f"{SVCS}/manual")
+    wait(lambda: api.get(f"{EPS}/manual").status == 404, 10, "Endpoints deleted with their Service")
+    for name in pods:
+        api.delete(f"/api/v1/namespaces/{NS}/pods/{name}?gracePeriodSeconds=0")
 
 
 def test_kubectl_expose_and_create(cluster, tmp_path):
