@@ -18,6 +18,9 @@ struct kite_apiserver_options {
     /* the etcd backend's TLS files, key prefix and keepalive timeout (kite_store_options) */
     const char *etcd_cafile, *etcd_certfile, *etcd_keyfile, *etcd_prefix;
     int etcd_timeout_ms;
+    /* --storage-media-type=application/vnd.kubernetes.protobuf: etcd values in kube-apiserver's
+     * "k8s\0" protobuf envelope for the kinds whose schema is complete (else JSON); etcd only */
+    bool storage_protobuf;
     const char *token_file;    /* --token-auth-file, optional */
     unsigned threads;          /* 0 = number of CPUs */
     unsigned max_connections;  /* open client connections at most; 0 = the http default */

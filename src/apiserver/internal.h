@@ -49,6 +49,7 @@ struct kite_apiserver {
     struct kite_clock *clock;   /* every timestamp and timer (a fake one in unit tests) */
     struct kite_store *store;
     struct kite_store_crypt *crypt; /* encryption at rest of the encrypted kinds */
+    struct kite_apiserver_codec *codec; /* how values are kept in etcd (storage_codec.c) */
     struct kite_storage *storages; /* one per storage folder of the registry's rows */
     size_t n_storages;
     struct kite_http_server *http;
@@ -626,3 +627,13 @@ bool kite_apiserver_is_health_path(const char *path);
 /* Paths anyone may get, anonymous included (kube-apiserver's system:public-info-viewer):
  * the health paths and /version. */
 bool kite_apiserver_is_public_path(const char *path);
+
+/* storage_codec.c: the store's value codec: kube-apiserver's "k8s\0" protobuf envelope read back as
+ * JSON, and written for the kinds whose schema is complete when write_protobuf
+ * (--storage-media-type=application/vnd.kubernetes.protobuf). */
+struct kite_apiserver_codec;
+struct kite_apiserver_codec *kite_apiserver_codec_new(bool write_protobuf);
+const struct kite_store_codec *kite_apiserver_codec_store(const struct kite_apiserver_codec *c);
+/* Whether r's schema lists every field of its Go type, so protobuf carries its objects whole. */
+bool kite_apiserver_codec_complete(const struct kite_apiserver_codec *c, const struct kite_resource *r);
+void kite_apiserver_codec_free(struct kite_apiserver_codec *c);
