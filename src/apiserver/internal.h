@@ -628,12 +628,6 @@ bool kite_apiserver_is_health_path(const char *path);
  * the health paths and /version. */
 bool kite_apiserver_is_public_path(const char *path);
 
-/* storage_codec.c: the store's value codec: kube-apiserver's "k8s\0" protobuf envelope read back as
- * JSON, and written for the kinds whose schema is complete when write_protobuf
- * (--storage-media-type=application/vnd.kubernetes.protobuf). */
-struct kite_apiserver_codec;
-struct kite_apiserver_codec *kite_apiserver_codec_new(bool write_protobuf);
-const struct kite_store_codec *kite_apiserver_codec_store(const struct kite_apiserver_codec *c);
-/* Whether r's schema lists every field of its Go type, so protobuf carries its objects whole. */
+/* Whether r's schema lists every field of its Go type, so protobuf carries its objects whole
+ * (storage_codec.c; the codec itself is in apiserver.h). */
 bool kite_apiserver_codec_complete(const struct kite_apiserver_codec *c, const struct kite_resource *r);
-void kite_apiserver_codec_free(struct kite_apiserver_codec *c);

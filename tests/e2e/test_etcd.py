@@ -814,6 +814,11 @@ def test_store_copy_sqlite_to_etcd_and_back(etcd, tmp_path):
     finally:
         api.close()
         dst.stop()
+    # an object kube-apiserver stored as protobuf comes out as JSON, which SQLite serves
+    subprocess.run([ETCDCTL, "--endpoints", etcd.endpoints, "put", "/copied/configmaps/default/e2e-etcd-copied-pb"],
+                   input=kube_apiserver_configmap("e2e-etcd-copied-pb", "6c9b7d1e-0000-4000-8000-000000000004",
+                                                  1767225600, {"k": "from-protobuf"}),
+                   check=True, capture_output=True, env={**os.environ, "ETCDCTL_API": "3"})
     back = tmp_path / "back.db"
     p = copy("--from", to, "--to", f"sqlite:{back}", "--etcd-prefix", "/copied")
     assert p.returncode == 0, p.stderr
@@ -823,6 +828,7 @@ def test_store_copy_sqlite_to_etcd_and_back(etcd, tmp_path):
     api = again.api()
     try:
         assert api.ok("GET", f"{CMS}/e2e-etcd-copied")["data"] == {"k": "from-sqlite"}
+        assert api.ok("GET", f"{CMS}/e2e-etcd-copied-pb")["data"] == {"k": "from-protobuf"}
         assert len(api.ok("GET", "/api/v1/namespaces")["items"]) == n_etcd
     finally:
         api.close()
