@@ -631,3 +631,7 @@ bool kite_apiserver_is_public_path(const char *path);
 /* Whether r's schema lists every field of its Go type, so protobuf carries its objects whole
  * (storage_codec.c; the codec itself is in apiserver.h). */
 bool kite_apiserver_codec_complete(const struct kite_apiserver_codec *c, const struct kite_resource *r);
+/* Whether the stored JSON values a and b (of key) have the same envelope: the same object once
+ * stored as protobuf. false when the codec writes JSON or either is no complete kind's. */
+bool kite_apiserver_codec_same_stored(const struct kite_apiserver_codec *c, const char *key, const char *a, size_t a_len,
+                                      const char *b, size_t b_len);

@@ -13,10 +13,17 @@
  *   kube-apiserver's bytes: such a kind's envelopes are left out, and it is written as JSON.
  * - Decoding: the envelope's apiVersion and kind must be those of a row stored under the key's
  *   folder (a Secret's envelope under configmaps/ is left out), then kite_pb_decode; the object
- *   comes back as JSON text, kind and apiVersion set, as kite writes it.
+ *   comes back as JSON text in kite's stored form (kite_object_encode: kind and apiVersion set,
+ *   the resourceVersion placeholder in place), so reads serve it as they serve kite's own JSON.
  * - Encoding: kite_pb_encode, which refuses an object holding what the schema cannot carry (a
- *   field it does not list or leaves untyped): that object is stored as JSON, as are objects of
- *   kinds without a registry row (the allocators' RangeAllocations) or an incomplete schema. */
+ *   field it does not list or leaves untyped), then kite_pb_decode of the result, which must give
+ *   the same object back (encode_checked): an object that fails either is stored as JSON, as are
+ *   objects of kinds without a registry row (the allocators' RangeAllocations) or an incomplete
+ *   schema. Each protobuf write so costs a parse, an encode and a decode more than a JSON one.
+ * - An update that changes nothing is not written (write.c compares the stored bytes): an object
+ *   read from an envelope has its fields in protobuf's order, not in the order of the JSON a
+ *   write builds, so two objects whose bytes differ are also compared by their envelopes, as
+ *   kube-apiserver compares the bytes it would store (kite_apiserver_codec_same_stored). */
 #include "apiserver/internal.h"
 #include "api/protobuf.h"
 #include "json/parse.h"
@@ -141,16 +148,24 @@ static int codec_decode(void *ud, const char *key, const void *value, size_t len
     json_object *o = NULL;
     int r = kite_pb_decode(kite_resources[i]->schema, value, len, KITE_JSON_MAX_DEPTH, &o, ret_error);
     if (r < 0) return r;
-    size_t n = 0;
-    const char *text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-    *ret = kite_strndup(text, n);
-    *ret_len = n;
+    /* kite's stored form (the resourceVersion placeholder in place): served without parsing */
+    *ret = kite_object_encode(o, ret_len);
     json_object_put(o);
     return 0;
 }
 
-static int codec_encode(void *ud, const char *key, const char *value, size_t len, char **ret, size_t *ret_len) {
-    const struct kite_apiserver_codec *c = ud;
+static void drop_resource_version(json_object *o) {
+    json_object *meta = json_object_object_get(o, "metadata");
+    if (json_object_is_type(meta, json_type_object)) json_object_object_del(meta, "resourceVersion");
+}
+
+/* The envelope of the stored JSON value[0..len) under key into *out; -ENOTSUP when it is not one
+ * of a complete kind's objects, or protobuf cannot carry it, or would not give it back the same:
+ * Go's decoder drops an empty list or map and a zero field its JSON omits, and kite's JSON may
+ * hold one where it means something (an EndpointSlice's "endpoints": [] is not absent to a
+ * client reading JSON). Such an object is stored as JSON, so what is read back is what was written. */
+static int encode_checked(const struct kite_apiserver_codec *c, const char *key, const char *value, size_t len,
+                          struct kite_buf *out) {
     enum json_tokener_error jerr;
     json_object *o = kite_json_parse_lenient(value, len, KITE_JSON_MAX_DEPTH, &jerr, NULL);
     if (!json_object_is_type(o, json_type_object)) {
@@ -160,15 +175,40 @@ static int codec_encode(void *ud, const char *key, const char *value, size_t len
     const char *av = json_object_get_string(json_object_object_get(o, "apiVersion"));
     const char *kind = json_object_get_string(json_object_object_get(o, "kind"));
     ssize_t i = av && kind ? row_for(c, key, av, strlen(av), kind, strlen(kind)) : -1;
-    struct kite_buf b = {0};
-    int r = i < 0 ? -ENOTSUP : kite_pb_encode(kite_resources[i]->schema, false, o, &b);
+    int r = i < 0 ? -ENOTSUP : kite_pb_encode(kite_resources[i]->schema, false, o, out);
+    json_object *back = NULL;
+    if (r == 0 && kite_pb_decode(kite_resources[i]->schema, out->p, out->len, KITE_JSON_MAX_DEPTH, &back, NULL) < 0)
+        r = -ENOTSUP;
+    if (r == 0) {
+        drop_resource_version(o);
+        drop_resource_version(back);
+        if (!json_object_equal(o, back)) r = -ENOTSUP;
+    }
+    json_object_put(back);
     json_object_put(o);
+    return r;
+}
+
+static int codec_encode(void *ud, const char *key, const char *value, size_t len, char **ret, size_t *ret_len) {
+    struct kite_buf b = {0};
+    int r = encode_checked(ud, key, value, len, &b);
     if (r < 0) {
         kite_buf_release(&b);
         return r;
     }
     *ret = kite_buf_detach(&b, ret_len);
     return 0;
+}
+
+bool kite_apiserver_codec_same_stored(const struct kite_apiserver_codec *c, const char *key, const char *a, size_t a_len,
+                                      const char *b, size_t b_len) {
+    if (!c || !c->codec.encode) return false;
+    struct kite_buf ea = {0}, eb = {0};
+    bool same = encode_checked(c, key, a, a_len, &ea) == 0 && encode_checked(c, key, b, b_len, &eb) == 0 &&
+                ea.len == eb.len && memcmp(ea.p, eb.p, ea.len) == 0;
+    kite_buf_release(&ea);
+    kite_buf_release(&eb);
+    return same;
 }
 
 struct kite_apiserver_codec *kite_apiserver_codec_new(bool write_protobuf) {
