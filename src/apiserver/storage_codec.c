@@ -56,8 +56,9 @@ static bool schema_complete(const struct kite_schema *s, int depth) {
     }
 }
 
-/* The row stored under key's folder whose object is apiVersion av and kind, if its schema is
- * complete; -1 when none. */
+/* The row whose objects are stored under key's folder (the first stored row of that folder: where
+ * several group versions share one, the storage-shaped one: not a row converted to_storage), if its
+ * objects are apiVersion av and kind and its schema is complete; -1 otherwise. */
 static ssize_t row_for(const struct kite_apiserver_codec *c, const char *key, const char *av, size_t av_len,
                        const char *kind, size_t kind_len) {
     if (!kite_startswith(key, "/registry/")) return -1;
@@ -66,11 +67,11 @@ static ssize_t row_for(const struct kite_apiserver_codec *c, const char *key, co
         const struct kite_resource *r = kite_resources[i];
         const char *name = r->storage ? r->storage : r->plural;
         size_t nl = strlen(name);
-        if (strncmp(folder, name, nl) != 0 || folder[nl] != '/') continue;
+        if (!kite_resource_stored(r) || r->to_storage || strncmp(folder, name, nl) != 0 || folder[nl] != '/') continue;
         const char *rav = kite_resource_api_version(r);
-        if (strlen(rav) == av_len && memcmp(rav, av, av_len) == 0 && strlen(r->kind) == kind_len &&
-            memcmp(r->kind, kind, kind_len) == 0)
-            return c->complete[i] ? (ssize_t)i : -1;
+        bool same = strlen(rav) == av_len && memcmp(rav, av, av_len) == 0 && strlen(r->kind) == kind_len &&
+                    memcmp(r->kind, kind, kind_len) == 0;
+        return same && c->complete[i] ? (ssize_t)i : -1;
     }
     return -1;
 }

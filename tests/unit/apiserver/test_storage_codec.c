@@ -181,6 +181,21 @@ Test(storage_codec, envelopes_kite_cannot_read_are_refused) {
     cr_assert_null(decode(sc, "/registry/configmaps/default/cm1", &b, &r));
     cr_assert_lt(r, 0);
     kite_buf_release(&b);
+    /* where two group versions share a folder, only the stored one's envelope is read: an
+     * autoscaling/v1 HorizontalPodAutoscaler is converted to the stored autoscaling/v2 by kite's
+     * API, never stored as it is */
+    object_meta(&cm, "h", "default", "u", 1767225600);
+    envelope(&b, "autoscaling/v1", "HorizontalPodAutoscaler", &cm, "");
+    cr_assert_null(decode(sc, "/registry/horizontalpodautoscalers/default/h", &b, &r));
+    cr_assert_eq(r, -ENOTSUP);
+    kite_buf_release(&b);
+    object_meta(&cm, "h", "default", "u", 1767225600);
+    envelope(&b, "autoscaling/v2", "HorizontalPodAutoscaler", &cm, "");
+    json_object *h = decode(sc, "/registry/horizontalpodautoscalers/default/h", &b, &r);
+    cr_assert_eq(r, 0);
+    cr_assert_str_eq(str_at(h, "apiVersion", NULL), "autoscaling/v2");
+    json_object_put(h);
+    kite_buf_release(&b);
     /* a broken TypeMeta */
     kite_buf_append(&b, "k8s\0\x0a\x7f\x0a", 7);
     cr_assert_null(decode(sc, "/registry/configmaps/default/cm1", &b, &r));
