@@ -138,6 +138,8 @@ struct req {
 /* streamproxy.c: an upgraded connect subresource (exec, attach) handed to the node's agent at
  * host:port, path (taken) with the request's query. Answers rq (or hands its connection over). */
 void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path);
+/* The reason of a Status relaying a node agent's error answer of that code (logproxy.c). */
+const char *kite_apiserver_agent_reason(int code);
 
 /* server.c */
 struct kite_wcache *kite_apiserver_storage_cache(struct kite_apiserver *s, const struct kite_resource *r);
