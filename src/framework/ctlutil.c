@@ -85,7 +85,6 @@ uint64_t kite_ctl_rv(json_object *obj) {
     return rv ? strtoull(rv, NULL, 10) : 0;
 }
 
-const char *const kite_ctl_node_members[] = {
-    "metadata.uid",         "metadata.creationTimestamp", "metadata.deletionTimestamp", "metadata.labels",
-    "metadata.annotations", "spec",                       "status.conditions",          "status.allocatable",
-    "status.capacity",      NULL};
+const char *const kite_ctl_node_members[] = {"metadata.uid",    "metadata.creationTimestamp", "metadata.deletionTimestamp",
+                                             "metadata.labels", "spec",                       "status.conditions",
+                                             NULL};

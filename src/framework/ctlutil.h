@@ -45,6 +45,7 @@ uint64_t kite_ctl_rv(json_object *obj);
 
 /* The members of a Node the controllers read (kite_ctl_feed.project): every controller's Node
  * feed names this one array, so they share one informer, and a Node is cached and copied
- * without its images, node info, addresses and managedFields (a Node of 3.5 KB of JSON is
- * ~42 KB as a json-c tree; this cut is ~40% of it). Controllers write Nodes only by patches. */
+ * with its labels, spec and conditions alone (a Node of 3.5 KB of JSON is ~42 KB as a json-c
+ * tree, most of it images, node info, addresses, capacity and managedFields, which no
+ * controller reads). Controllers write Nodes only by patches. */
 extern const char *const kite_ctl_node_members[];
