@@ -123,6 +123,47 @@ void kite_epc_trigger_time(json_object **state, json_object *svc, json_object *c
     *state = next;
 }
 
+/* ---- the capacity ---------------------------------------------------------------------------------- */
+
+static size_t count_of(json_object *subsets, const char *which) {
+    size_t n = 0;
+    for (size_t i = 0; i < kite_array_len(subsets); i++) n += kite_array_len(kite_obj_get(json_object_array_get_idx(subsets, i), which));
+    return n;
+}
+
+/* Keeps the first n of the list at which (removed when n is 0). */
+static void keep_first(json_object *ss, const char *which, size_t n) {
+    json_object *a = kite_obj_get(ss, which);
+    size_t len = kite_array_len(a);
+    if (!n) json_object_object_del(ss, which);
+    else if (len > n) json_object_array_del_idx(a, n, len - n);
+}
+
+bool kite_epc_truncate(json_object *subsets) {
+    size_t ready = count_of(subsets, "addresses"), not_ready = count_of(subsets, "notReadyAddresses");
+    if (ready + not_ready <= KITE_EPC_MAX_CAPACITY) return false;
+    /* truncateEndpoints: not-ready addresses go first; past the capacity in ready ones alone,
+     * every not-ready one goes and the ready ones are cut, each subset in proportion (rounded
+     * up, the last ones getting what is left) */
+    bool cut_ready = ready > KITE_EPC_MAX_CAPACITY;
+    size_t max = cut_ready ? KITE_EPC_MAX_CAPACITY : KITE_EPC_MAX_CAPACITY - ready, total = cut_ready ? ready : not_ready;
+    size_t room = max;
+    for (size_t i = 0; i < kite_array_len(subsets); i++) {
+        json_object *ss = json_object_array_get_idx(subsets, i);
+        size_t in = kite_array_len(kite_obj_get(ss, cut_ready ? "addresses" : "notReadyAddresses"));
+        size_t add = (in * max + total - 1) / total;
+        if (add > room) add = room;
+        if (cut_ready) {
+            keep_first(ss, "addresses", add);
+            keep_first(ss, "notReadyAddresses", 0);
+        } else {
+            keep_first(ss, "notReadyAddresses", add);
+        }
+        room -= KITE_MIN(add, in);
+    }
+    return true;
+}
+
 /* ---- the reconcile ------------------------------------------------------------------------------- */
 
 static json_object *want_labels(json_object *svc) {
@@ -148,10 +189,12 @@ enum kite_epc_op kite_epc_reconcile(json_object *svc, json_object *const *pods, 
     if (!svc) return cur && svc_gone ? KITE_EPC_DELETE : KITE_EPC_NONE;
     if (!strcmp(str(kite_obj_get(svc, "spec"), "type"), "ExternalName") || !kite_eps_selector(svc)) return KITE_EPC_NONE;
     json_object *subsets = kite_epc_subsets(svc, pods, n_pods), *labels = want_labels(svc);
+    bool truncated = kite_epc_truncate(subsets);
     json_object *have_labels = cur ? kite_obj_get(kite_obj_meta(cur), "labels") : NULL;
     bool labels_same = json_object_object_length(labels) ? have_labels && kite_json_equal(labels, have_labels)
                                                          : !have_labels || !json_object_object_length(have_labels);
-    if (cur && labels_same && empty_or_equal(kite_obj_get(cur, "subsets"), subsets)) {
+    bool marked = cur && kite_obj_str(kite_obj_get(kite_obj_meta(cur), "annotations"), KITE_EPC_ANN_OVER_CAPACITY);
+    if (cur && labels_same && marked == truncated && empty_or_equal(kite_obj_get(cur, "subsets"), subsets)) {
         json_object_put(subsets);
         json_object_put(labels);
         return KITE_EPC_NONE;
@@ -174,13 +217,12 @@ enum kite_epc_op kite_epc_reconcile(json_object *svc, json_object *const *pods, 
         json_object_put(labels);
     }
     json_object *ann = kite_obj_get(meta, "annotations");
-    if (trigger && *trigger) {
-        if (!ann || !json_object_is_type(ann, json_type_object)) kite_obj_set(meta, "annotations", ann = json_object_new_object());
-        kite_obj_set(ann, KITE_EPC_ANN_TRIGGER, jstr(trigger));
-    } else if (ann) {
-        json_object_object_del(ann, KITE_EPC_ANN_TRIGGER);
-        if (json_object_is_type(ann, json_type_object) && !json_object_object_length(ann)) json_object_object_del(meta, "annotations");
-    }
+    if (!ann || !json_object_is_type(ann, json_type_object)) kite_obj_set(meta, "annotations", ann = json_object_new_object());
+    if (trigger && *trigger) kite_obj_set(ann, KITE_EPC_ANN_TRIGGER, jstr(trigger));
+    else json_object_object_del(ann, KITE_EPC_ANN_TRIGGER);
+    if (truncated) kite_obj_set(ann, KITE_EPC_ANN_OVER_CAPACITY, jstr("truncated"));
+    else json_object_object_del(ann, KITE_EPC_ANN_OVER_CAPACITY);
+    if (!json_object_object_length(ann)) json_object_object_del(meta, "annotations");
     if (kite_array_len(subsets)) kite_obj_set(o, "subsets", subsets);
     else {
         json_object_object_del(o, "subsets");

@@ -208,3 +208,79 @@ Test(endpoints, trigger_time) {
     json_object_put(svc);
     for (size_t i = 0; i < 2; i++) json_object_put(pods[i]);
 }
+
+/* A subset of `ready` and `not_ready` addresses (10.x.y.z from base). */
+static json_object *big_subset(size_t ready, size_t not_ready, unsigned base) {
+    json_object *ss = json_object_new_object(), *r = json_object_new_array(), *n = json_object_new_array();
+    for (size_t i = 0; i < ready + not_ready; i++) {
+        char ip[32];
+        unsigned v = base + (unsigned)i;
+        snprintf(ip, sizeof ip, "10.%u.%u.%u", (v >> 16) & 255, (v >> 8) & 255, v & 255);
+        json_object *a = json_object_new_object();
+        json_object_object_add(a, "ip", json_object_new_string(ip));
+        json_object_array_add(i < ready ? r : n, a);
+    }
+    if (ready) json_object_object_add(ss, "addresses", r);
+    else json_object_put(r);
+    if (not_ready) json_object_object_add(ss, "notReadyAddresses", n);
+    else json_object_put(n);
+    return ss;
+}
+
+static size_t len_at(json_object *subsets, size_t i, const char *k) {
+    return kite_array_len(kite_obj_get(json_object_array_get_idx(subsets, i), k));
+}
+
+Test(endpoints, over_capacity_truncated_as_upstream) {
+    /* 1000 exactly: kept whole */
+    json_object *s = json_object_new_array();
+    json_object_array_add(s, big_subset(900, 100, 0));
+    cr_expect_not(kite_epc_truncate(s));
+    cr_expect_eq(len_at(s, 0, "notReadyAddresses"), 100);
+    json_object_put(s);
+    /* the ready ones fit: the not-ready ones are cut, in proportion per subset */
+    s = json_object_new_array();
+    json_object_array_add(s, big_subset(500, 300, 0));
+    json_object_array_add(s, big_subset(300, 100, 10000));
+    cr_expect(kite_epc_truncate(s));
+    cr_expect_eq(len_at(s, 0, "addresses"), 500);
+    cr_expect_eq(len_at(s, 0, "notReadyAddresses"), 150); /* ceil(300/400 * 200) */
+    cr_expect_eq(len_at(s, 1, "addresses"), 300);
+    cr_expect_eq(len_at(s, 1, "notReadyAddresses"), 50);
+    json_object_put(s);
+    /* more ready ones than fit: not-ready ones all go, the ready ones cut */
+    s = json_object_new_array();
+    json_object_array_add(s, big_subset(700, 10, 0));
+    json_object_array_add(s, big_subset(700, 0, 10000));
+    cr_expect(kite_epc_truncate(s));
+    cr_expect_eq(len_at(s, 0, "addresses"), 500);
+    cr_expect_null(kite_obj_get(json_object_array_get_idx(s, 0), "notReadyAddresses"));
+    cr_expect_eq(len_at(s, 1, "addresses"), 500);
+    json_object_put(s);
+}
+
+Test(endpoints, over_capacity_marked) {
+    json_object *svc = service("[{\"name\":\"http\",\"port\":80,\"protocol\":\"TCP\",\"targetPort\":8080}]", NULL);
+    size_t n = KITE_EPC_MAX_CAPACITY + 5;
+    json_object **pods = calloc(n, sizeof *pods);
+    for (size_t i = 0; i < n; i++) {
+        char name[16], ip[32];
+        snprintf(name, sizeof name, "p%zu", i);
+        snprintf(ip, sizeof ip, "10.1.%zu.%zu", i / 250, i % 250 + 1);
+        pods[i] = pod(name, ip, true, 8080, NULL);
+    }
+    json_object *want = NULL, *again = NULL;
+    cr_assert_eq(kite_epc_reconcile(svc, pods, n, NULL, false, "", &want), KITE_EPC_CREATE);
+    cr_expect_str_eq(kite_obj_str(kite_obj_get(kite_obj_meta(want), "annotations"), "endpoints.kubernetes.io/over-capacity"),
+                     "truncated");
+    cr_expect_eq(len_at(kite_obj_get(want, "subsets"), 0, "addresses"), KITE_EPC_MAX_CAPACITY);
+    cr_expect_eq(kite_epc_reconcile(svc, pods, n, want, false, "", &again), KITE_EPC_NONE, "no churn once truncated");
+    /* back under the capacity: the mark goes */
+    cr_assert_eq(kite_epc_reconcile(svc, pods, 10, want, false, "", &again), KITE_EPC_UPDATE);
+    cr_expect_null(kite_obj_get(kite_obj_meta(again), "annotations"));
+    json_object_put(again);
+    json_object_put(want);
+    for (size_t i = 0; i < n; i++) json_object_put(pods[i]);
+    free(pods);
+    json_object_put(svc);
+}
