@@ -7,6 +7,7 @@
 #include "api/validation.h"
 #include "base/clock.h"
 #include "json/parse.h"
+#include "json/scan.h"
 
 #include <stdio.h>
 
@@ -50,88 +51,13 @@ void kite_apiserver_render_record(struct req *rq, struct kite_record *rec, struc
 
 /* ---- selectors ------------------------------------------------------------------------- */
 
-/* Where the JSON value starting at s[i] (after whitespace) ends, or SIZE_MAX when it is not
- * well formed as far as this scan can tell. */
-static size_t skip_ws(const char *s, size_t n, size_t i) {
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
-    return i;
-}
-
-static size_t skip_string(const char *s, size_t n, size_t i, bool *escaped) {
-    for (i++; i < n; i++) {
-        if (s[i] == '\\') {
-            if (escaped) *escaped = true;
-            i++;
-        } else if (s[i] == '"') {
-            return i + 1;
-        }
-    }
-    return SIZE_MAX;
-}
-
-static size_t skip_value(const char *s, size_t n, size_t i) {
-    i = skip_ws(s, n, i);
-    if (i >= n) return SIZE_MAX;
-    if (s[i] == '"') return skip_string(s, n, i, NULL);
-    if (s[i] != '{' && s[i] != '[') {
-        while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n' && s[i] != '\t' &&
-               s[i] != '\r')
-            i++;
-        return i;
-    }
-    int depth = 0;
-    for (; i < n; i++) {
-        if (s[i] == '"') {
-            i = skip_string(s, n, i, NULL);
-            if (i == SIZE_MAX) return SIZE_MAX;
-            i--;
-        } else if (s[i] == '{' || s[i] == '[') {
-            depth++;
-        } else if (s[i] == '}' || s[i] == ']') {
-            if (--depth == 0) return i + 1;
-        }
-    }
-    return SIZE_MAX;
-}
-
-/* The value of member `name` of the JSON object s[0..n) (its last occurrence, as the parser
- * keeps it): 1 with its span, 0 when there is none, -1 when the scan cannot tell (not an object,
- * malformed, or a member name with an escape, which could spell `name`). */
-static int json_member(const char *s, size_t n, const char *name, const char **ret, size_t *ret_len) {
-    size_t nl = strlen(name), i = skip_ws(s, n, 0);
-    int found = 0;
-    if (i >= n || s[i] != '{') return -1;
-    i = skip_ws(s, n, i + 1);
-    if (i < n && s[i] == '}') return 0;
-    for (;;) {
-        if (i >= n || s[i] != '"') return -1;
-        bool esc = false;
-        size_t k = skip_string(s, n, i, &esc);
-        if (k == SIZE_MAX || esc) return -1;
-        bool match = k - i - 2 == nl && memcmp(s + i + 1, name, nl) == 0;
-        i = skip_ws(s, n, k);
-        if (i >= n || s[i] != ':') return -1;
-        size_t v = skip_ws(s, n, i + 1), e = skip_value(s, n, v);
-        if (e == SIZE_MAX) return -1;
-        if (match) {
-            *ret = s + v;
-            *ret_len = e - v;
-            found = 1;
-        }
-        i = skip_ws(s, n, e);
-        if (i < n && s[i] == '}') return found;
-        if (i >= n || s[i] != ',') return -1;
-        i = skip_ws(s, n, i + 1);
-    }
-}
-
 int kite_apiserver_record_labels(const struct kite_record *rec, json_object **ret) {
     *ret = NULL;
     const char *m, *l;
     size_t mn, ln;
-    int r = json_member(rec->value, rec->len, "metadata", &m, &mn);
+    int r = kite_json_member(rec->value, rec->len, "metadata", &m, &mn);
     if (r <= 0) return r < 0 ? -EINVAL : 0;
-    if ((r = json_member(m, mn, "labels", &l, &ln)) <= 0) return r < 0 ? -EINVAL : 0;
+    if ((r = kite_json_member(m, mn, "labels", &l, &ln)) <= 0) return r < 0 ? -EINVAL : 0;
     enum json_tokener_error e;
     json_object *o = kite_json_parse_lenient(l, ln, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
     if (!o && !(ln == 4 && memcmp(l, "null", 4) == 0)) return -EINVAL;

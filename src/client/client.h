@@ -48,6 +48,9 @@ void kite_cancel_wait(struct kite_cancel *c, int64_t ns);
 /* Called once per watch event ({"type":"ADDED","object":{...}}; borrowed). A negative return
  * stops the watch, which then returns that value. */
 typedef int (*kite_watch_fn)(json_object *event, void *ud);
+/* The same, with the event's JSON text (one line, without its newline; borrowed): for a reader
+ * that takes a few members out of it rather than parse it all (json/scan.h). */
+typedef int (*kite_watch_line_fn)(const char *line, size_t len, void *ud);
 
 struct kite_client;
 struct kite_client_ops {
@@ -63,6 +66,10 @@ struct kite_client_ops {
      * heartbeat failures, as the kubelet's onRepeatedHeartbeatFailure). */
     void (*reset_connections)(struct kite_client *c);
     void (*free)(struct kite_client *c);
+    /* watch, handing each event's text unparsed (NULL: kite_client_watch_lines writes the
+     * parsed events back to text) */
+    int (*watch_lines)(struct kite_client *c, const char *path, kite_watch_line_fn fn, void *ud,
+                       struct kite_cancel *cancel);
 };
 struct kite_client {
     const struct kite_client_ops *ops;
@@ -143,6 +150,9 @@ static inline int kite_client_watch(struct kite_client *c, const char *path, kit
                                     struct kite_cancel *cancel) {
     return c->ops->watch(c, path, fn, ud, cancel);
 }
+/* kite_client_watch with each event's text. */
+int kite_client_watch_lines(struct kite_client *c, const char *path, kite_watch_line_fn fn, void *ud,
+                            struct kite_cancel *cancel);
 static inline void kite_client_reset_connections(struct kite_client *c) { c->ops->reset_connections(c); }
 static inline uint64_t kite_client_bytes_sent(struct kite_client *c) { return atomic_load(&c->bytes_sent); }
 /* Accepts NULL. */

@@ -92,6 +92,25 @@ void kite_client_set_write_gate(struct kite_client *c, bool (*may_write)(void *u
     c->may_write_ud = ud;
 }
 
+struct lines_adapter {
+    kite_watch_line_fn fn;
+    void *ud;
+};
+
+static int event_as_line(json_object *ev, void *ud) {
+    struct lines_adapter *a = ud;
+    size_t n = 0;
+    const char *t = json_object_to_json_string_length(ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+    return a->fn(t, n, a->ud);
+}
+
+int kite_client_watch_lines(struct kite_client *c, const char *path, kite_watch_line_fn fn, void *ud,
+                            struct kite_cancel *cancel) {
+    if (c->ops->watch_lines) return c->ops->watch_lines(c, path, fn, ud, cancel);
+    struct lines_adapter a = {fn, ud};
+    return c->ops->watch(c, path, event_as_line, &a, cancel);
+}
+
 int kite_client_json(struct kite_client *c, const char *method, const char *path, const char *content_type,
                      json_object *body, long *ret_status, json_object **ret_obj) {
     const char *s = NULL;
@@ -155,7 +174,7 @@ static int fake_watch(struct kite_client *c, const char *path, kite_watch_fn fn,
 static void fake_reset(struct kite_client *c) { atomic_fetch_add(&((struct fake_client *)c)->resets, 1); }
 static void fake_free(struct kite_client *c) { free(c); }
 
-static const struct kite_client_ops fake_ops = {fake_request, fake_watch, fake_reset, fake_free};
+static const struct kite_client_ops fake_ops = {fake_request, fake_watch, fake_reset, fake_free, NULL};
 
 struct kite_client *kite_client_fake_new(kite_fake_handler handler, kite_fake_watch_handler watch_handler, void *ud) {
     struct fake_client *f = kite_calloc(1, sizeof(*f));

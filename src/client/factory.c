@@ -5,6 +5,7 @@
 
 struct entry {
     char *path, *selector;
+    const char *const *project;
     struct kite_informer *inf;
 };
 
@@ -28,20 +29,24 @@ static void thread_name(const char *path, char out[16]) {
 }
 
 struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *f, const char *path,
-                                                  const char *selector, const struct kite_informer_handlers *h) {
+                                                  const char *selector, const char *const *project,
+                                                  const struct kite_informer_handlers *h) {
     if (f->started) return NULL;
     struct entry *e = NULL;
     for (size_t i = 0; i < f->n && !e; i++)
-        if (kite_streq(f->e[i].path, path) && kite_streq(f->e[i].selector ? f->e[i].selector : "", selector ? selector : ""))
+        if (kite_streq(f->e[i].path, path) && kite_streq(f->e[i].selector ? f->e[i].selector : "", selector ? selector : "") &&
+            f->e[i].project == project)
             e = &f->e[i];
     if (!e) {
         if (f->n == KITE_FACTORY_MAX_INFORMERS) return NULL;
         e = &f->e[f->n++];
         char name[16];
         thread_name(path, name);
-        struct kite_informer_options o = {.client = f->client, .path = path, .selector = selector, .name = name};
+        struct kite_informer_options o = {.client = f->client, .path = path, .selector = selector, .name = name,
+                                          .project = project};
         e->path = kite_strdup(path);
         e->selector = selector ? kite_strdup(selector) : NULL;
+        e->project = project;
         e->inf = kite_informer_new(&o);
     }
     return h && kite_informer_add_handlers(e->inf, h) < 0 ? NULL : e->inf;

@@ -10,11 +10,13 @@
 struct kite_informer_factory;
 /* client is borrowed: it must outlive the factory. */
 struct kite_informer_factory *kite_informer_factory_new(struct kite_client *client);
-/* The informer of path (+ selector: NULL, or query parameters), made on the first ask, with h
- * added to its handlers; NULL when it has as many handlers as it takes, or the factory is
- * full or started. The informer is the factory's (valid until kite_informer_factory_free). */
+/* The informer of path (+ selector: NULL, or query parameters; + project: NULL, or the members
+ * it keeps, kite_informer_options' project, told apart by address), made on the first ask, with
+ * h added to its handlers; NULL when it has as many handlers as it takes, or the factory is full
+ * or started. The informer is the factory's (valid until kite_informer_factory_free). */
 struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *f, const char *path,
-                                                  const char *selector, const struct kite_informer_handlers *h);
+                                                  const char *selector, const char *const *project,
+                                                  const struct kite_informer_handlers *h);
 /* Starts every informer's thread. */
 int kite_informer_factory_start(struct kite_informer_factory *f);
 /* Halts every informer: no handler is called after it returns (their caches stay readable). */

@@ -4,6 +4,8 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/map.h"
+#include "json/parse.h"
+#include "json/scan.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@ struct kite_informer {
     size_t nh;
     pthread_mutex_t mu;    /* guards cache (written by the thread, read by kite_informer_get) */
     struct kite_map cache; /* key -> json_object (a reference held) */
+    const char **project;  /* NULL, or the members kept (o->project + what the informer reads) */
     char rv[32];
     pthread_t thread;
     bool running, halted;
@@ -107,6 +110,39 @@ static int on_event(json_object *ev, void *ud) {
     return 0;
 }
 
+/* A watch event's text, for an informer that keeps only some members: the object is cut down
+ * from the text (json/scan.h) without parsing the rest of it; an event the scan cannot follow
+ * (and a BOOKMARK or ERROR) is parsed whole and cut down after. */
+static int on_line(const char *line, size_t len, void *ud) {
+    struct kite_informer *i = ud;
+    const char *t, *o;
+    size_t tn, on;
+    json_object *obj = NULL, *ev = NULL;
+    if (kite_json_member(line, len, "type", &t, &tn) == 1 && kite_json_member(line, len, "object", &o, &on) == 1 &&
+        ((tn == 7 && memcmp(t, "\"ADDED\"", 7) == 0) || (tn == 10 && memcmp(t, "\"MODIFIED\"", 10) == 0) ||
+         (tn == 9 && memcmp(t, "\"DELETED\"", 9) == 0)) &&
+        (obj = kite_json_project(o, on, i->project))) {
+        ev = json_object_new_object();
+        json_object_object_add(ev, "type", json_object_new_string_len(t + 1, (int)tn - 2));
+        json_object_object_add(ev, "object", obj);
+    } else {
+        enum json_tokener_error e;
+        json_object *full = kite_json_parse(line, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
+        if (!full || e != json_tokener_success || !json_object_is_type(full, json_type_object)) {
+            json_object_put(full);
+            return -EBADMSG;
+        }
+        ev = json_object_new_object();
+        json_object *type = kite_obj_get(full, "type"), *whole = kite_obj_get(full, "object");
+        if (type) json_object_object_add(ev, "type", json_object_get(type));
+        if (whole) json_object_object_add(ev, "object", kite_obj_project(whole, i->project));
+        json_object_put(full);
+    }
+    int r = on_event(ev, i);
+    json_object_put(ev);
+    return r;
+}
+
 static int list(struct kite_informer *i) {
     _cleanup_free_ char *path = i->selector ? kite_asprintf("%s?%s", i->path, i->selector) : kite_strdup(i->path);
     json_object *l = NULL;
@@ -114,7 +150,16 @@ static int list(struct kite_informer *i) {
     if (e == 0) {
         const char *rv = kite_meta_str(l, "resourceVersion");
         snprintf(i->rv, sizeof i->rv, "%s", rv ? rv : "");
-        replace(i, kite_obj_get(l, "items"));
+        json_object *items = kite_obj_get(l, "items");
+        if (i->project && items) { /* the cache keeps the cut-down objects only */
+            json_object *cut = json_object_new_array_ext((int)kite_array_len(items));
+            for (size_t k = 0; k < kite_array_len(items); k++)
+                json_object_array_add(cut, kite_obj_project(json_object_array_get_idx(items, k), i->project));
+            replace(i, cut);
+            json_object_put(cut);
+        } else {
+            replace(i, items);
+        }
     }
     json_object_put(l);
     return e;
@@ -134,7 +179,8 @@ static void *run(void *ud) {
         _cleanup_free_ char *path =
             kite_asprintf("%s?%s%swatch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d", i->path,
                           i->selector ? i->selector : "", i->selector ? "&" : "", i->rv, KITE_INFORMER_WATCH_S);
-        int e = kite_client_watch(i->client, path, on_event, i, &i->cancel);
+        int e = i->project ? kite_client_watch_lines(i->client, path, on_line, i, &i->cancel)
+                           : kite_client_watch(i->client, path, on_event, i, &i->cancel);
         if (e == 0) { /* the server ended the stream: resume from where it was */
             kite_backoff_reset(&i->backoff);
             continue;
@@ -151,6 +197,14 @@ struct kite_informer *kite_informer_new(const struct kite_informer_options *o) {
     i->path = kite_strdup(o->path);
     i->selector = o->selector ? kite_strdup(o->selector) : NULL;
     snprintf(i->name, sizeof i->name, "%s", o->name ? o->name : "informer");
+    if (o->project) {
+        static const char *const own[] = {"metadata.name", "metadata.namespace", "metadata.resourceVersion"};
+        size_t n = 0;
+        while (o->project[n]) n++;
+        i->project = kite_calloc(n + KITE_ARRAY_SIZE(own) + 1, sizeof *i->project);
+        for (size_t k = 0; k < KITE_ARRAY_SIZE(own); k++) i->project[k] = kite_strdup(own[k]);
+        for (size_t k = 0; k < n; k++) i->project[KITE_ARRAY_SIZE(own) + k] = kite_strdup(o->project[k]);
+    }
     i->nh = KITE_MIN(o->n_handlers, (size_t)KITE_INFORMER_MAX_HANDLERS);
     memcpy(i->h, o->handlers, i->nh * sizeof *i->h);
     pthread_mutex_init(&i->mu, NULL);
@@ -227,5 +281,7 @@ void kite_informer_stop(struct kite_informer *i) {
     pthread_mutex_destroy(&i->mu);
     free(i->path);
     free(i->selector);
+    for (size_t k = 0; i->project && i->project[k]; k++) free((char *)i->project[k]);
+    free(i->project);
     free(i);
 }

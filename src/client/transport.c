@@ -372,6 +372,7 @@ static void tls_reset(struct kite_client *base) {
 
 struct watch_state {
     kite_watch_fn fn;
+    kite_watch_line_fn line_fn; /* (instead of fn) */
     void *ud;
     struct kite_lines lines;
     struct kite_buf err_body; /* body of a non-200 answer, bounded */
@@ -379,6 +380,10 @@ struct watch_state {
 
 static int watch_line(char *line, size_t len, void *ud) {
     struct watch_state *w = ud;
+    if (w->line_fn) {
+        int r = w->line_fn(line, len, w->ud);
+        return r < 0 ? r : 0;
+    }
     enum json_tokener_error e;
     json_object *ev = kite_json_parse(line, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
     if (!ev || e != json_tokener_success) {
@@ -405,8 +410,8 @@ static void eventfd_wake(void *ud) {
     (void)n; /* a full counter is still readable: the wake-up is not lost */
 }
 
-static int tls_watch(struct kite_client *base, const char *path, kite_watch_fn fn, void *ud,
-                     struct kite_cancel *cancel) {
+static int tls_watch_any(struct kite_client *base, const char *path, kite_watch_fn fn, kite_watch_line_fn line_fn,
+                         void *ud, struct kite_cancel *cancel) {
     struct tls_client *c = (struct tls_client *)base;
     int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd < 0) return -errno;
@@ -414,7 +419,7 @@ static int tls_watch(struct kite_client *base, const char *path, kite_watch_fn f
         close(efd);
         return -ECANCELED;
     }
-    struct watch_state w = {.fn = fn, .ud = ud};
+    struct watch_state w = {.fn = fn, .line_fn = line_fn, .ud = ud};
     kite_lines_init(&w.lines, KITE_WATCH_MAX_LINE);
     struct kite_buf req = {0};
     build_request(c, &req, "GET", path, NULL, NULL, 0);
@@ -440,6 +445,16 @@ static int tls_watch(struct kite_client *base, const char *path, kite_watch_fn f
     return r;
 }
 
+static int tls_watch(struct kite_client *base, const char *path, kite_watch_fn fn, void *ud,
+                     struct kite_cancel *cancel) {
+    return tls_watch_any(base, path, fn, NULL, ud, cancel);
+}
+
+static int tls_watch_lines(struct kite_client *base, const char *path, kite_watch_line_fn fn, void *ud,
+                           struct kite_cancel *cancel) {
+    return tls_watch_any(base, path, NULL, fn, ud, cancel);
+}
+
 static void tls_free(struct kite_client *base) {
     struct tls_client *c = (struct tls_client *)base;
     conn_close(&c->conn);
@@ -462,7 +477,7 @@ static void tls_free(struct kite_client *base) {
     free(c);
 }
 
-static const struct kite_client_ops tls_ops = {tls_request, tls_watch, tls_reset, tls_free};
+static const struct kite_client_ops tls_ops = {tls_request, tls_watch, tls_reset, tls_free, tls_watch_lines};
 
 /* "https://host:port/prefix" -> parts. IPv6 literals are bracketed ("https://[::1]:6443"). */
 static int parse_server(struct tls_client *c, const char *url) {

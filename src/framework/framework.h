@@ -37,6 +37,9 @@ struct kite_ctl_feed {
     uintptr_t tag;
     bool quiet;   /* its changes do not wake the runner (a Lease renewal only moves a deadline later) */
     bool no_wait; /* the runner does not wait for it to sync before its first step */
+    /* NULL, or the only members the handlers read (kite_informer_options' project: the
+     * objects are cut down from the watch's text, not parsed whole; a static array) */
+    const char *const *project;
 };
 
 struct kite_ctl_spec {

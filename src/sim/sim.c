@@ -580,7 +580,7 @@ static void simc_free(struct kite_client *base) {
     free(c);
 }
 
-static const struct kite_client_ops simc_ops = {simc_request, simc_watch, simc_reset, simc_free};
+static const struct kite_client_ops simc_ops = {simc_request, simc_watch, simc_reset, simc_free, NULL};
 
 /* Builds a node's agent and client (its own certificate, or a share of the lanes' connections).
  * Runs in a lane (minting is CPU only). */

@@ -714,10 +714,13 @@ KITE_CTL_CORE(kite_nlc, struct kite_nlc)
 int kite_nlc_run(struct kite_ctl_group *g, const struct kite_nlc_options *o) {
     struct kite_nlc_options no = *o;
     no.client = kite_ctl_group_client(g), no.clock = kite_ctl_group_clock(g);
+    /* a renewal is read for its holder's name and renewTime alone: at 10,000 nodes, 1,000
+     * renewals a second, a full parse of each was the controller-manager's largest cost */
+    static const char *const lease_members[] = {"spec.renewTime", NULL};
     static const struct kite_ctl_feed feeds[] = {
         {.path = "/api/v1/nodes", .upsert = kite_nlc_node_upsert_feed, .del = kite_nlc_node_delete_feed},
         /* a renewal only moves a deadline later: the runner need not wake for it */
-        {.path = KITE_NODE_LEASES_PATH, .upsert = kite_nlc_lease_upsert_feed, .quiet = true},
+        {.path = KITE_NODE_LEASES_PATH, .upsert = kite_nlc_lease_upsert_feed, .quiet = true, .project = lease_members},
         {.path = "/api/v1/pods", .upsert = kite_nlc_pod_upsert_feed},
     };
     struct kite_ctl_spec spec = {.name = "node-lifecycle", .step = kite_nlc_step_core, .pending = kite_nlc_pending_core,
