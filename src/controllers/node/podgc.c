@@ -308,7 +308,8 @@ static void collect_failed(void *ud, const struct kite_ctl_pod *pod, int e) {
     struct gpod *p = kite_map_get(&g->pods, pod->key);
     if (p) {
         p->sent = false, p->retry = true;
-        if (!kite_timer_armed(&g->retry)) kite_timers_set(&g->timers, &g->retry, kite_now_mono(g->o.clock) + KITE_PODGC_RETRY_NS);
+        if (!kite_timer_armed(&g->retry))
+            kite_timers_set(&g->timers, &g->retry, kite_now_mono(g->o.clock) + KITE_PODGC_RETRY_NS);
     }
 }
 

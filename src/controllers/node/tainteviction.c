@@ -96,8 +96,8 @@ int kite_tec_toleration_seconds(json_object *taints, json_object *tols, int64_t 
 
 static void pod_event(struct kite_tec *t, struct tpod *p, const char *fmt) {
     _cleanup_free_ char *msg = kite_asprintf(fmt, p->id.ns, p->id.name);
-    kite_ctl_event(&t->events, t->o.clock, COMPONENT, "Pod", p->id.ns, p->id.name, p->id.uid, "Normal", "TaintManagerEviction",
-                   msg);
+    kite_ctl_event(&t->events, t->o.clock, COMPONENT, "Pod", p->id.ns, p->id.name, p->id.uid, "Normal",
+                   "TaintManagerEviction", msg);
 }
 
 static void cancel(struct kite_tec *t, struct tpod *p) {

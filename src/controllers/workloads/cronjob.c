@@ -82,7 +82,8 @@ static json_object *new_job(json_object *cj, time_t scheduled) {
     kite_obj_set(job, "kind", json_object_new_string("Job"));
     kite_obj_set(meta, "name", json_object_new_string(name));
     kite_obj_set(meta, "namespace", json_object_new_string(kite_meta_str(cj, "namespace")));
-    json_object *labels = kite_wl_copy(kite_obj_get(tmeta, "labels")), *ann = kite_wl_copy(kite_obj_get(tmeta, "annotations"));
+    json_object *labels = kite_wl_copy(kite_obj_get(tmeta, "labels"));
+    json_object *ann = kite_wl_copy(kite_obj_get(tmeta, "annotations"));
     if (labels) kite_obj_set(meta, "labels", labels);
     if (!ann) ann = json_object_new_object();
     char ts[21];

@@ -170,7 +170,9 @@ void kite_dsctl_free(struct kite_dsctl *c) {
 
 static void queue(struct kite_dsctl *c, const char *key) { kite_ctl_keyed_add(&c->k, key, 0); }
 
-static struct dstate *state(struct kite_dsctl *c, const char *key) { return kite_wl_state(&c->sets, key, sizeof(struct dstate)); }
+static struct dstate *state(struct kite_dsctl *c, const char *key) {
+    return kite_wl_state(&c->sets, key, sizeof(struct dstate));
+}
 
 
 void kite_dsctl_ds_upsert(struct kite_dsctl *c, json_object *ds) {

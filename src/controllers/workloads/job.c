@@ -75,7 +75,9 @@ void kite_jobctl_free(struct kite_jobctl *c) {
 }
 
 
-static struct jstate *state(struct kite_jobctl *c, const char *key) { return kite_wl_state(&c->jobs, key, sizeof(struct jstate)); }
+static struct jstate *state(struct kite_jobctl *c, const char *key) {
+    return kite_wl_state(&c->jobs, key, sizeof(struct jstate));
+}
 
 static void queue(struct kite_jobctl *c, const char *key) { kite_ctl_keyed_add(&c->k, key, 0); }
 
@@ -273,7 +275,8 @@ static int create_pod(struct sync *s) {
     json_object *pod = kite_wl_pod_from_template(kite_obj_get(kite_obj_get(s->job, "spec"), "template"), s->job,
                                                  "batch/v1", "Job", NULL);
     json_object *meta = kite_obj_meta(pod), *fins = kite_obj_get(meta, "finalizers");
-    if (!fins || !json_object_is_type(fins, json_type_array)) kite_obj_set(meta, "finalizers", fins = json_object_new_array());
+    if (!fins || !json_object_is_type(fins, json_type_array))
+        kite_obj_set(meta, "finalizers", fins = json_object_new_array());
     json_object_array_add(fins, json_object_new_string(KITE_JOB_TRACKING_FINALIZER));
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods", kite_meta_str(s->job, "namespace"));
     json_object *answer = NULL;

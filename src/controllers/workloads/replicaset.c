@@ -306,7 +306,8 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
         } else {
             if (!matches || deleting || kite_wl_deleting(pod)) continue;
             kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json",
-                              kite_wl_owner_patch(pod, kite_wl_new_controller_ref(c->o.kind->api_version, c->o.kind->kind, rs)));
+                              kite_wl_owner_patch(pod, kite_wl_new_controller_ref(c->o.kind->api_version,
+                                                                                  c->o.kind->kind, rs)));
         }
         if (!kite_wl_pod_active(pod)) continue;
         if (n == cap) active = kite_realloc(active, (cap *= 2) * sizeof *active);
