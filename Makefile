@@ -11,13 +11,15 @@
 BUILD    ?= build
 CC       ?= cc
 # libmnl: rtnetlink for the pod network (src/agent/runtime/net.c); libnghttp2: HTTP/2 (src/http/h2.c)
-# libnftables: the Service proxy's table (src/agent/proxy)
 # zlib: SPDY/3.1 header blocks for port-forward (src/agent/logs/spdy.c)
-# ldns: the cluster DNS responder's packets (src/agent/dns)
-PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 libnftables zlib ldns
-# libarchive is loaded with dlopen when an image is imported (src/agent/images/libarchive.h):
-# its headers only
-DL_PKGS  := libarchive
+PKGS     := gnutls json-c sqlite3 yaml-0.1 libmnl libnghttp2 zlib
+# Loaded with dlopen when first used, so an agent that does not use them does not map them (their
+# headers only): libarchive when an image is imported (src/agent/images/libarchive.h); ldns, the
+# cluster DNS responder's packets, under --serve-dns (src/agent/dns/ldns.h; it brings libssl and
+# libcrypto); libnftables, the Service proxy's table, under --proxy-mode nftables (src/agent/proxy)
+DL_PKGS  := libarchive ldns libnftables
+# ... the agent's tests call ldns and libnftables themselves
+TEST_PKGS_agent := ldns libnftables
 # libcurl is a test peer only (the http module's tests drive the server with it)
 TEST_PKGS_http := libcurl
 # ... and the apiserver's: its tests run a real server in the test process

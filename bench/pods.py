@@ -10,7 +10,8 @@ a temp dir, with the busybox image imported. Then:
      a watcher records when each is first seen Running. Baseline, same run: `runc run -d` of the
      same busybox image unpacked by umoci (a bare container: no sandbox, no API), 20 times.
      Kubernetes' SLO for the same measure is p99 <= 5 s.
-  2. agent RSS with 0 pods (before 1), 10 and --pods pods running.
+  2. agent RSS with 0 pods (before 1), 10 and --pods pods running; with 0 pods also by mapping
+     (/proc/PID/smaps: the largest shared libraries and anonymous memory).
   3. container exit -> status: every pod's container blocks reading a FIFO in a hostPath volume;
      the bench writes to one FIFO (the container exits at once, code 3) and the watcher records
      when the pod's status shows the container terminated. --exits exits in all (pods are
@@ -167,6 +168,19 @@ def rss_kb(pid):
     return 0
 
 
+def rss_by_mapping(pid, top=10):
+    """"NAME RSS_kB" of the agent's largest mappings in /proc/PID/smaps (a shared library by file
+    name, anonymous memory as [anon]), largest first: where its idle RSS is (BENCHMARKS.md)."""
+    rss, name = {}, None
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        f = line.split()
+        if f and "-" in f[0] and len(f) >= 5 and ":" not in f[0]:
+            name = os.path.basename(f[5]) if len(f) > 5 else "[anon]"
+        elif f and f[0] == "Rss:":
+            rss[name] = rss.get(name, 0) + int(f[1])
+    return ", ".join(f"{n} {k}" for n, k in sorted(rss.items(), key=lambda kv: -kv[1])[:top] if k)
+
+
 def settle_rss(pid, seconds=3):
     time.sleep(seconds)
     return rss_kb(pid)
@@ -276,6 +290,7 @@ def main():
             log("the agent's node never became Ready")
             sys.exit(2)
         rss0 = settle_rss(agent.pid)
+        idle_maps = rss_by_mapping(agent.pid)
         st, lst = api.req("GET", PODS)
         w = Watcher(port, ctx, lst["metadata"]["resourceVersion"])
         w.start()
@@ -399,6 +414,7 @@ def main():
               f"(ratio p50 {pct(exit_ms, 50) / max(0.001, pct(floor_ms, 50)):.1f}x); target p99 < 50 ms")
         print(f"agent RSS ({' '.join(agent_cmd)}): {rss0 / 1024:.1f} MB with 0 pods, {rss10 / 1024:.1f} MB with 10, "
               f"{rssN / 1024:.1f} MB with {a.pods} ({per_pod:.0f} kB per pod); target < 8 MB + 100 kB per pod")
+        print(f"agent RSS with 0 pods by mapping, kB: {idle_maps}")
         if a.burst > 0:
             print(f"burst through the scheduler ({a.burst} pods created at once, created -> Running seen by a watcher): "
                   f"p50 {pct(burst_ms, 50):.0f} ms, p99 {pct(burst_ms, 99):.0f} ms, max {max(burst_ms):.0f} ms; "

@@ -49,6 +49,7 @@ void kite_agent_config_release(struct kite_agent_config *c) {
     *c = (struct kite_agent_config){0};
 }
 
+static int set_unsafe_sysctls(struct kite_agent_config *c, const char *where, const char *v, char **err);
 static int fail(char **ret_err, const char *fmt, ...) KITE_PRINTF(2, 3);
 static int fail(char **ret_err, const char *fmt, ...) {
     if (ret_err) {
@@ -199,6 +200,19 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
             }
             json_object_put(c->taints);
             c->taints = arr;
+        } else if (kite_streq(key, "allowedUnsafeSysctls")) {
+            if (!json_object_is_type(v, json_type_array)) return fail(err, "%s: expected a list", where);
+            struct kite_buf b = {0};
+            for (size_t k = 0; k < json_object_array_length(v); k++) {
+                json_object *e = json_object_array_get_idx(v, k);
+                if (!json_object_is_type(e, json_type_string) || strchr(json_object_get_string(e), ',')) {
+                    kite_buf_release(&b);
+                    return fail(err, "%s: item %zu: expected a sysctl name", where, k);
+                }
+                kite_buf_printf(&b, "%s%s", k ? "," : "", json_object_get_string(e));
+            }
+            r = set_unsafe_sysctls(c, where, b.p ? b.p : "", err);
+            kite_buf_release(&b);
         } else if (kite_streq(key, "clusterDNS")) {
             if (!json_object_is_type(v, json_type_array)) return fail(err, "%s: expected a list", where);
             struct kite_buf b = {0};

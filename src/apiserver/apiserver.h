@@ -18,6 +18,9 @@ struct kite_apiserver_options {
     /* the etcd backend's TLS files, key prefix and keepalive timeout (kite_store_options) */
     const char *etcd_cafile, *etcd_certfile, *etcd_keyfile, *etcd_prefix;
     int etcd_timeout_ms;
+    /* --storage-media-type=application/vnd.kubernetes.protobuf: etcd values in kube-apiserver's
+     * "k8s\0" protobuf envelope for the kinds whose schema is complete (else JSON); etcd only */
+    bool storage_protobuf;
     const char *token_file;    /* --token-auth-file, optional */
     unsigned threads;          /* 0 = number of CPUs */
     unsigned max_connections;  /* open client connections at most; 0 = the http default */
@@ -76,3 +79,13 @@ const char *kite_apiserver_url(struct kite_apiserver *s);
 void kite_apiserver_stop(struct kite_apiserver *s);
 /* The ClusterIP of kube-system/kube-dns made or found at start (kube_dns_service), or NULL. */
 const char *kite_apiserver_kube_dns_ip(struct kite_apiserver *s);
+
+/* The store's value codec the API server opens its store with (storage_codec.c; store.h struct
+ * kite_store_codec): kube-apiserver's "k8s\0" protobuf envelopes read back as JSON, and, when
+ * write_protobuf, the objects of kinds whose schema is complete written in it. Also for
+ * `kite store copy`, so a copy out of etcd holds JSON. */
+struct kite_apiserver_codec;
+struct kite_store_codec;
+struct kite_apiserver_codec *kite_apiserver_codec_new(bool write_protobuf);
+const struct kite_store_codec *kite_apiserver_codec_store(const struct kite_apiserver_codec *c);
+void kite_apiserver_codec_free(struct kite_apiserver_codec *c);

@@ -49,6 +49,7 @@ struct kite_apiserver {
     struct kite_clock *clock;   /* every timestamp and timer (a fake one in unit tests) */
     struct kite_store *store;
     struct kite_store_crypt *crypt; /* encryption at rest of the encrypted kinds */
+    struct kite_apiserver_codec *codec; /* how values are kept in etcd (storage_codec.c) */
     struct kite_storage *storages; /* one per storage folder of the registry's rows */
     size_t n_storages;
     struct kite_http_server *http;
@@ -137,6 +138,8 @@ struct req {
 /* streamproxy.c: an upgraded connect subresource (exec, attach) handed to the node's agent at
  * host:port, path (taken) with the request's query. Answers rq (or hands its connection over). */
 void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_t port, char *path);
+/* The reason of a Status relaying a node agent's error answer of that code (logproxy.c). */
+const char *kite_apiserver_agent_reason(int code);
 
 /* server.c */
 struct kite_wcache *kite_apiserver_storage_cache(struct kite_apiserver *s, const struct kite_resource *r);
@@ -626,3 +629,11 @@ bool kite_apiserver_is_health_path(const char *path);
 /* Paths anyone may get, anonymous included (kube-apiserver's system:public-info-viewer):
  * the health paths and /version. */
 bool kite_apiserver_is_public_path(const char *path);
+
+/* Whether r's schema lists every field of its Go type, so protobuf carries its objects whole
+ * (storage_codec.c; the codec itself is in apiserver.h). */
+bool kite_apiserver_codec_complete(const struct kite_apiserver_codec *c, const struct kite_resource *r);
+/* Whether the stored JSON values a and b (of key) have the same envelope: the same object once
+ * stored as protobuf. false when the codec writes JSON or either is no complete kind's. */
+bool kite_apiserver_codec_same_stored(const struct kite_apiserver_codec *c, const char *key, const char *a, size_t a_len,
+                                      const char *b, size_t b_len);

@@ -11,6 +11,7 @@
  * waiting, an unknown pod) becomes a Status with its code and text, as kube-apiserver's
  * GenericHttpResponseChecker makes it. */
 #include "apiserver/internal.h"
+#include "api/status.h"
 
 #include "pki/pki.h"
 
@@ -79,15 +80,10 @@ static void done(void *ud) {
     unref(p);
 }
 
-static const char *reason_for(int code) {
-    switch (code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 429: return "TooManyRequests";
-    default: return "InternalError";
-    }
+const char *kite_apiserver_agent_reason(int code) {
+    if (code == 501) return "NotImplemented";
+    const char *r = kite_status_reason_for(code);
+    return *r && code != 500 ? r : "InternalError";
 }
 
 /* The agent's error answer as a Status: its code, its text as the message. */
@@ -99,7 +95,7 @@ static void relay_error(struct proxy *p, int code) {
         kite_buf_append(&b, chunk, (size_t)KITE_MIN((size_t)n, KITE_PROXY_ERROR_BODY - b.len));
     while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' ')) b.p[--b.len] = 0;
     struct req *rq = TAKE_PTR(p->rq);
-    kite_apiserver_reply_error(rq, code >= 400 && code < 600 ? code : 500, reason_for(code), "%s", b.p ? b.p : "");
+    kite_apiserver_reply_error(rq, code >= 400 && code < 600 ? code : 500, kite_apiserver_agent_reason(code), "%s", b.p ? b.p : "");
     kite_buf_release(&b);
 }
 

@@ -15,7 +15,8 @@
  * acquireTime its first call, renewTime its last, the call in an annotation), created at the
  * first such call and renewed at most every KITE_NODE_IDENTITY_RENEW_NS while it keeps calling,
  * by the housekeeping pass; every server merges those Leases from its watch cache, ignores one
- * once the Node exists, and deletes it then. This is the one place in the API server that
+ * once the Node exists, and deletes it then, or once the identity has not called for the stale
+ * threshold (--node-stale-after). This is the one place in the API server that
  * names kinds (nodes, leases, pods, events), by registry lookups. */
 #include "api/events.h"
 #include "apiserver/internal.h"
@@ -739,6 +740,12 @@ void kite_apiserver_nodestate_pass(struct kite_apiserver *s) {
             /* the others move with time only where a threshold is crossed (a lease
              * expiring, Unknown turning stale, a window closing): judged again then, so a
              * cluster of 150k silent nodes costs nothing between those instants */
+            if (!pv->node && pv->id_last) { /* a published identity: deleted once it is stale */
+                struct seen *sn = kite_map_get(&ns->seen, pv->name);
+                int64_t last = KITE_MAX(pv->id_last, sn ? sn->last : 0), gone_at = last + ns->t.stale_ns;
+                if (now >= gone_at) push_name(&ns->unpublish, &ns->n_unpublish, &ns->cap_unpublish, pv->name);
+                else if (!next || gone_at < next) next = gone_at;
+            }
             set_recheck(ns, pv, next);
         }
     }

@@ -651,7 +651,9 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
         }
     ttl_buf = kite_buf_detach(&tb, NULL);
     for (size_t i = 0, off = 0; i < n_ttl; off += strlen(ttl_buf + off) + 1, i++) ttl_prefixes[i] = ttl_buf + off;
+    s->codec = kite_apiserver_codec_new(o->storage_protobuf);
     struct kite_store_options so = {.force_recover = o->force_recover, .crypt = s->crypt,
+                                    .codec = kite_apiserver_codec_store(s->codec),
                                     .ttl_prefixes = ttl_prefixes,
                                     .ttl_s = o->event_ttl_s > 0 ? o->event_ttl_s : KITE_EVENT_TTL_DEFAULT_S,
                                     .etcd_cafile = o->etcd_cafile, .etcd_certfile = o->etcd_certfile,
@@ -808,6 +810,7 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     free(s->storages);
     kite_store_close(s->store);
     kite_store_crypt_free(s->crypt);
+    kite_apiserver_codec_free(s->codec);
     kite_apiserver_metrics_free(s->metrics);
     kite_psa_config_free(s->psa);
     kite_apiserver_satoken_free(s->satoken);

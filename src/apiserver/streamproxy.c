@@ -33,18 +33,6 @@ struct sproxy {
     uint16_t port;
 };
 
-static const char *reason_for(int code) {
-    switch (code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 429: return "TooManyRequests";
-    case 501: return "NotImplemented";
-    default: return "InternalError";
-    }
-}
-
 static void sproxy_free(struct sproxy *p) {
     kite_apiserver_req_free(p->rq);
     free(p->host);
@@ -89,7 +77,7 @@ static void *stream_thread(void *ud) {
             kite_buf_append(&b, chunk, (size_t)KITE_MIN((size_t)n, KITE_STREAM_PROXY_ERROR_BODY - b.len));
         while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' ')) b.p[--b.len] = 0;
         kite_http_fetch_close(f);
-        kite_apiserver_reply_error(TAKE_PTR(p->rq), code >= 400 && code < 600 ? code : 500, reason_for(code), "%s", b.p ? b.p : "");
+        kite_apiserver_reply_error(TAKE_PTR(p->rq), code >= 400 && code < 600 ? code : 500, kite_apiserver_agent_reason(code), "%s", b.p ? b.p : "");
         kite_buf_release(&b);
         sproxy_free(p);
         return NULL;

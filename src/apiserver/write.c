@@ -524,7 +524,9 @@ void kite_apiserver_submit(struct write_op *op, enum kite_write_type type, json_
      * watch cache's history), its ~40 blocks cost more in the allocator's cross-thread free path
      * than parsing the stored bytes again costs the next write (BENCHMARKS.md). */
     json_object_put(obj);
-    if (type == KITE_WRITE_UPDATE && cur && cur->len == len && memcmp(cur->value, bytes, len) == 0) {
+    if (type == KITE_WRITE_UPDATE && cur &&
+        ((cur->len == len && memcmp(cur->value, bytes, len) == 0) ||
+         kite_apiserver_codec_same_stored(op->srv->codec, op->key, cur->value, cur->len, bytes, len))) {
         /* nothing changed: no write, no new revision (as kube-apiserver) */
         op->code = 200;
         kite_apiserver_reply_done(op, cur);

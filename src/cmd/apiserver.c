@@ -69,6 +69,18 @@ int kite_cmd_apiserver_args_options(const struct apiserver_args *a, struct kite_
         fprintf(stderr, "kite: --endpoint-reconciler-type: \"%s\": kite has lease or none\n", ert);
         return 2;
     }
+    const char *smt = a->storage_media_type ? a->storage_media_type : "application/json";
+    if (strcmp(smt, "application/vnd.kubernetes.protobuf") == 0) {
+        if (!a->etcd_servers) {
+            fprintf(stderr, "kite: --storage-media-type %s: only with --etcd-servers (the SQLite store keeps JSON)\n", smt);
+            return 2;
+        }
+        o->storage_protobuf = true;
+    } else if (strcmp(smt, "application/json") != 0) {
+        fprintf(stderr, "kite: --storage-media-type: \"%s\": kite stores application/json or "
+                        "application/vnd.kubernetes.protobuf\n", smt);
+        return 2;
+    }
     o->etcd_cafile = a->etcd_cafile;
     o->etcd_certfile = a->etcd_certfile;
     o->etcd_keyfile = a->etcd_keyfile;

@@ -143,7 +143,7 @@ struct apiserver_args {
     const char *sa_issuer, *api_audiences;
     int64_t sa_max_exp_ns; /* 0 = none */
     bool sa_extend_exp;
-    const char *etcd_servers, *etcd_prefix, *etcd_cafile, *etcd_certfile, *etcd_keyfile;
+    const char *etcd_servers, *etcd_prefix, *etcd_cafile, *etcd_certfile, *etcd_keyfile, *storage_media_type;
     int64_t etcd_timeout_ns, etcd_compaction_ns;
     int64_t threads, max_conns, event_ttl_ns; /* 0 = computed */
     int64_t audit_maxsize_mb, audit_maxbackup;
@@ -169,6 +169,9 @@ struct apiserver_args {
     FLAG_STR("etcd-keyfile", "FILE", "client key (PEM) for etcd", NULL, &(a)->etcd_keyfile),                       \
     FLAG_DURATION("etcd-healthcheck-timeout", "how long an etcd member may leave a keepalive unanswered before the " \
                   "apiserver\nmoves to another", "2s", KITE_NS_PER_SEC / 1000, &(a)->etcd_timeout_ns),            \
+    FLAG_STR("storage-media-type", "TYPE", "how objects are stored in etcd: application/json, or "                  \
+             "application/vnd.kubernetes.protobuf\n(kube-apiserver's k8s\\0 envelope, for the kinds whose schema is " \
+             "complete; the others JSON)", "application/json", &(a)->storage_media_type),                          \
     FLAG_DURATION("etcd-compaction-interval", "how often the store's history is compacted (on etcd, by one apiserver " \
                   "at a time)", "5m", KITE_NS_PER_SEC, &(a)->etcd_compaction_ns),                                 \
     FLAG_BOOLEAN("force-recover", "open a store found damaged (older than its acknowledged revision, failing its "  \

@@ -1,5 +1,6 @@
 /* kite store copy: every object of one store into another (SQLite <-> etcd), with the cluster
  * stopped. */
+#include "apiserver/apiserver.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "store/store.h"
@@ -36,16 +37,23 @@ int cmd_store(int argc, char **argv) {
     }
     int r = kite_cmd_flags_parse("store copy",
                         "Copies every object from one store into another, with every apiserver of the cluster stopped.\n"
-                        "Values are copied as stored (sealed ones stay sealed); resourceVersions become the\n"
-                        "destination's revisions.",
+                        "Values are copied as stored (sealed ones stay sealed), but for kube-apiserver's k8s\\0\n"
+                        "protobuf ones, copied as JSON; resourceVersions become the destination's revisions.",
                         flags, argc - 1, argv + 1, NULL, NULL);
     if (r != 0) return r > 0 ? 0 : 2;
     /* etcd://HOST:PORT is etcd's plain http */
-    struct kite_store_options o = {.etcd_cafile = ca, .etcd_certfile = cert, .etcd_keyfile = key, .etcd_prefix = prefix};
+    /* envelopes read as JSON, so that a SQLite destination can serve them; written as given */
+    struct kite_apiserver_codec *codec = kite_apiserver_codec_new(false);
+    struct kite_store_options o = {.etcd_cafile = ca, .etcd_certfile = cert, .etcd_keyfile = key, .etcd_prefix = prefix,
+                                   .codec = kite_apiserver_codec_store(codec)};
     struct kite_store *src = NULL, *dst = NULL;
-    if (open_store("--from", from, &o, &src) < 0) return 1;
+    if (open_store("--from", from, &o, &src) < 0) {
+        kite_apiserver_codec_free(codec);
+        return 1;
+    }
     if (open_store("--to", to, &o, &dst) < 0) {
         kite_store_close(src);
+        kite_apiserver_codec_free(codec);
         return 1;
     }
     struct kite_record **recs = NULL, **have = NULL;
@@ -79,6 +87,7 @@ int cmd_store(int argc, char **argv) {
     free(recs);
     kite_store_close(dst);
     kite_store_close(src);
+    kite_apiserver_codec_free(codec);
     if (r < 0) return 1;
     printf("copied %zu objects from %s to %s\n", copied, from, to);
     if (copied)

@@ -323,7 +323,7 @@ int kite_epsctl_run(struct kite_ctl_group *g, const struct kite_epsctl_options *
         [INF_SLICES] = {.path = SLICES_PATH "/endpointslices",
                         .selector = "labelSelector=" "endpointslice.kubernetes.io%2Fmanaged-by%3D" KITE_EPS_MANAGED_BY,
                         .upsert = slice_add, .del = slice_del, .synced = synced, .tag = INF_SLICES},
-        [INF_NODES] = {.path = "/api/v1/nodes", .upsert = node_add, .del = node_del, .synced = synced, .tag = INF_NODES},
+        [INF_NODES] = {.path = "/api/v1/nodes", .project = kite_ctl_node_members, .upsert = node_add, .del = node_del, .synced = synced, .tag = INF_NODES},
     };
     struct kite_ctl_spec spec = {.name = "endpointslice", .step = step, .pending = pending, .free = epsctl_free,
                                  .feeds = feeds, .n_feeds = INF_COUNT};

@@ -161,3 +161,7 @@ void kite_ctl_pod_kills_run(struct kite_client *client, struct kite_clock *clock
     }
     free(v);
 }
+
+const char *const kite_ctl_node_members[] = {"metadata.uid",    "metadata.creationTimestamp", "metadata.deletionTimestamp",
+                                             "metadata.labels", "spec",                       "status.conditions",
+                                             NULL};

@@ -4,6 +4,7 @@
 #pragma once
 #include "base/clock.h"
 #include "client/client.h"
+#include "json/scan.h"
 
 #include <pthread.h>
 
@@ -72,3 +73,10 @@ void kite_ctl_pod_kills_run(struct kite_client *client, struct kite_clock *clock
                             struct kite_ctl_pod_kill *v, size_t n,
                             void (*failed)(void *ud, const struct kite_ctl_pod *p, int e),
                             void (*done)(void *ud, const struct kite_ctl_pod *p), void *ud);
+
+/* The members of a Node the controllers read (kite_ctl_feed.project): every controller's Node
+ * feed names this one array, so they share one informer, and a Node is cached and copied
+ * with its labels, spec and conditions alone (a Node of 3.5 KB of JSON is ~42 KB as a json-c
+ * tree, most of it images, node info, addresses, capacity and managedFields, which no
+ * controller reads). Controllers write Nodes only by patches. */
+extern const char *const kite_ctl_node_members[];

@@ -13,8 +13,13 @@ KITE_CTL_CORE(kite_sched, struct kite_sched)
 int kite_sched_run(struct kite_ctl_group *g, const struct kite_sched_options *o) {
     struct kite_sched_options so = *o;
     so.client = kite_ctl_group_client(g), so.clock = kite_ctl_group_clock(g);
+    /* what scheduling reads of a Node (the controllers' cut and the images, for image locality) */
+    static const char *const node_members[] = {"metadata.uid", "metadata.labels", "metadata.deletionTimestamp",
+                                               "spec", "status.conditions", "status.allocatable", "status.capacity",
+                                               "status.images", NULL};
     static const struct kite_ctl_feed feeds[] = {
-        {.path = "/api/v1/nodes", .upsert = kite_sched_node_upsert_feed, .del = kite_sched_node_delete_feed},
+        {.path = "/api/v1/nodes", .upsert = kite_sched_node_upsert_feed, .del = kite_sched_node_delete_feed,
+         .project = node_members},
         {.path = "/api/v1/pods", .upsert = kite_sched_pod_upsert_feed, .del = kite_sched_pod_delete_feed},
     };
     struct kite_ctl_spec spec = {.name = "scheduler", .step = kite_sched_step_core, .pending = kite_sched_pending_core,

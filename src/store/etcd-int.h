@@ -78,6 +78,7 @@ struct esub {
 struct etcd_store {
     struct kite_store base;
     struct kite_store_crypt *crypt;
+    struct kite_store_codec codec; /* kite_store_options' (zero: none) */
     char *prefix; /* etcd key prefix without the trailing '/' */
     struct endpoint eps[ETCD_ENDPOINTS_MAX];
     size_t n_eps;
@@ -134,6 +135,11 @@ char *kite_store_etcd_key_in(struct etcd_store *s, const unsigned char *k, size_
 int kite_store_etcd_kv_parse(const unsigned char *p, size_t len, struct kv *kv);
 int64_t kite_store_etcd_header_rev(const struct pb_field *f);
 struct kite_record *kite_store_etcd_kv_record(struct etcd_store *s, const struct kv *kv);
+/* Why kite_store_etcd_kv_record gives no record. */
+enum kv_skip { KV_FOREIGN_KEY = 1, KV_SEALED, KV_ENVELOPE };
+struct kite_record *kite_store_etcd_kv_record_why(struct etcd_store *s, const struct kv *kv, enum kv_skip *ret_why,
+                                                  char **ret_error);
+bool kite_store_etcd_is_envelope(const void *value, size_t len);
 void kite_store_etcd_encode_range(struct kite_buf *b, const char *key, size_t key_len, const char *end, int64_t limit,
                          int64_t rev);
 char *kite_store_etcd_range_end(const char *p);

@@ -61,19 +61,45 @@ int64_t kite_store_etcd_header_rev(const struct pb_field *f) {
     return 0;
 }
 
-/* A record of a key-value from etcd (value opened when sealed); NULL when the key is not the
- * store's or the value does not open. */
-struct kite_record *kite_store_etcd_kv_record(struct etcd_store *s, const struct kv *kv) {
+bool kite_store_etcd_is_envelope(const void *value, size_t len) {
+    return len >= KITE_STORE_ENVELOPE_MAGIC_LEN && memcmp(value, KITE_STORE_ENVELOPE_MAGIC, KITE_STORE_ENVELOPE_MAGIC_LEN) == 0;
+}
+
+/* A record of a key-value from etcd (value opened when sealed, kube-apiserver's protobuf envelope
+ * decoded by the codec); NULL when the key is not the store's (*ret_why KV_FOREIGN_KEY), the value
+ * does not open (KV_SEALED) or is an envelope the codec does not read (KV_ENVELOPE, *ret_error
+ * saying why when asked for). */
+struct kite_record *kite_store_etcd_kv_record_why(struct etcd_store *s, const struct kv *kv, enum kv_skip *ret_why,
+                                                  char **ret_error) {
+    enum kv_skip why_;
+    if (!ret_why) ret_why = &why_;
     _cleanup_free_ char *k = kite_store_etcd_key_in(s, kv->key, kv->key_len);
-    if (!k) return NULL;
-    /* kube-apiserver's protobuf envelope: not what the API server here reads */
-    if (kv->value_len >= 4 && memcmp(kv->value, "k8s\0", 4) == 0) return NULL;
+    if (!k) return *ret_why = KV_FOREIGN_KEY, NULL;
     struct kite_record *rec = kite_record_from_row(s->crypt, k, strlen(k), kv->value, kv->value_len);
-    if (!rec) return NULL;
+    if (!rec) return *ret_why = KV_SEALED, NULL;
+    if (kite_store_etcd_is_envelope(rec->value, rec->len)) {
+        char *json = NULL, *err = NULL;
+        size_t json_len = 0;
+        int r = s->codec.decode ? s->codec.decode(s->codec.ud, k, rec->value, rec->len, &json, &json_len, &err) : -ENOTSUP;
+        kite_record_unref(rec);
+        if (r < 0) {
+            if (ret_error) *ret_error = err ? err : kite_strdup(s->codec.decode ? strerror(-r) : "no protobuf codec");
+            else free(err);
+            free(json);
+            return *ret_why = KV_ENVELOPE, NULL;
+        }
+        free(err);
+        rec = kite_record_alloc(k, strlen(k), json, json_len);
+        free(json);
+    }
     rec->create_rev = kv->create_rev;
     rec->mod_rev = kv->mod_rev;
     rec->version = kv->version;
     return rec;
+}
+
+struct kite_record *kite_store_etcd_kv_record(struct etcd_store *s, const struct kv *kv) {
+    return kite_store_etcd_kv_record_why(s, kv, NULL, NULL);
 }
 
 /* RangeRequest of [key, end) (end NULL: the one key), at rev (0: latest), at most limit. */

@@ -57,9 +57,14 @@ static void apply_events(struct etcd_store *s, struct pb_reader evs_r) {
             ev.type = KITE_WRITE_DELETE;
             ev.rec = kite_record_tombstone(prev, kv.mod_rev);
         } else {
-            struct kite_record *rec = kite_store_etcd_kv_record(s, &kv);
+            enum kv_skip why = 0;
+            _cleanup_free_ char *err = NULL;
+            struct kite_record *rec = kite_store_etcd_kv_record_why(s, &kv, &why, &err);
             if (!rec) {
-                log_warn("store", "etcd: the value of %s does not open (sealed with another key, or protobuf): left out", k);
+                if (why == KV_ENVELOPE)
+                    log_warn("store", "etcd: the value of %s is kube-apiserver's protobuf that kite does not read (%s): left out", k, err);
+                else
+                    log_warn("store", "etcd: the value of %s does not open (sealed with another key): left out", k);
                 continue;
             }
             kite_map_put(&s->live, rec->key, rec);

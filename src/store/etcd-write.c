@@ -158,9 +158,13 @@ int kite_store_etcd_submit(struct kite_store *b, const struct kite_write *w, kit
     struct etcd_store *s = es(b);
     if (!kite_startswith(w->key, "/registry/")) return -EINVAL;
     bool del = w->type == KITE_WRITE_DELETE;
-    _cleanup_free_ char *sealed = NULL;
+    _cleanup_free_ char *sealed = NULL, *encoded = NULL;
     const char *val = del ? "" : w->value ? w->value : "";
     size_t len = del ? 0 : w->len;
+    /* the codec's form (kube-apiserver's protobuf envelope), sealed after when encrypted as
+     * kube-apiserver seals its protobuf */
+    if (!del && s->codec.encode && s->codec.encode(s->codec.ud, w->key, val, len, &encoded, &len) == 0) val = encoded;
+    else if (!del) free(encoded), encoded = NULL, len = w->len;
     if (!del && kite_store_crypt_applies(s->crypt, w->key)) {
         int r = kite_store_crypt_seal(s->crypt, w->key, val, len, &sealed, &len);
         if (r < 0) return r;

@@ -20,7 +20,9 @@
  *   "/registry" by default, --etcd-prefix), with kube-apiserver's exceptions for its older
  *   resources: nodes under <prefix>/minions/, services under <prefix>/services/specs/, endpoints
  *   under <prefix>/services/endpoints/. Values are the API server's bytes (JSON), sealed at rest
- *   as in the SQLite backend when encryption is configured.
+ *   as in the SQLite backend when encryption is configured; the options' codec (store.h) may
+ *   store them otherwise (kube-apiserver's "k8s\0" protobuf envelope) and reads such values back
+ *   as JSON: records hold JSON either way.
  * - Failover: the backend keeps every endpoint and one connection to one of them. A connection
  *   that fails (reset, or no answer to its keepalive within the timeout) is replaced by one to the
  *   next member, and the watch resumes there from the last applied revision. Reads are retried on
@@ -508,13 +510,17 @@ static int load(struct etcd_store *s, char **ret_error) {
         if (f.field != F_RANGE_RESP_KVS || f.wire != 2) continue;
         struct kv kv;
         kite_store_etcd_kv_parse(f.data, f.len, &kv);
-        struct kite_record *rec = kite_store_etcd_kv_record(s, &kv);
+        enum kv_skip why = 0;
+        _cleanup_free_ char *err = NULL;
+        struct kite_record *rec = kite_store_etcd_kv_record_why(s, &kv, &why, &err);
         if (!rec) {
-            /* a key of the layout whose value is not kube-apiserver's protobuf: sealed under
-             * another encryption key, or damaged (refused, as the SQLite store refuses) */
-            _cleanup_free_ char *ik = kite_store_etcd_key_in(s, kv.key, kv.key_len);
-            if (ik && !(kv.value_len >= 4 && memcmp(kv.value, "k8s\0", 4) == 0)) sealed++;
-            else bad++;
+            /* a key of the layout whose value is sealed under another encryption key, or damaged
+             * (refused, as the SQLite store refuses); or an envelope the codec does not read (left out) */
+            if (why == KV_SEALED) sealed++;
+            if (why == KV_ENVELOPE) {
+                if (!bad++) log_warn("store", "etcd: %.*s: kube-apiserver's protobuf that kite does not read (%s): left out",
+                                     (int)kv.key_len, (const char *)kv.key, err);
+            }
             continue;
         }
         kite_record_unref(kite_map_put(&s->live, rec->key, rec));
@@ -526,7 +532,7 @@ static int load(struct etcd_store *s, char **ret_error) {
                                    s->eps[s->cur].host, s->eps[s->cur].port, sealed, k);
         return -EUCLEAN;
     }
-    if (bad) log_warn("store", "etcd: %zu values under %s are kube-apiserver's protobuf: left out", bad, k);
+    if (bad) log_warn("store", "etcd: %zu values under %s are kube-apiserver's protobuf that kite does not read: left out", bad, k);
     s->snap_rev = s->applied_rev;
     return 0;
 }
@@ -536,6 +542,7 @@ static int etcd_open(const char *target, const struct kite_store_options *opts, 
     struct etcd_store *s = kite_calloc(1, sizeof *s);
     s->base.ops = &kite_store_etcd_ops;
     s->crypt = opts->crypt;
+    if (opts->codec) s->codec = *opts->codec;
     const char *prefix = opts->etcd_prefix ? opts->etcd_prefix : "/registry";
     s->prefix = kite_strndup(prefix, strlen(prefix) - (strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/'));
     if (!strcmp(s->prefix, "/")) s->prefix[0] = 0;

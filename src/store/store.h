@@ -97,7 +97,25 @@ int kite_store_crypt_new(const unsigned char key[KITE_STORE_CRYPT_KEY_LEN], cons
                          struct kite_store_crypt **ret);
 void kite_store_crypt_free(struct kite_store_crypt *c);
 
+/* How values are kept in a backend that another writer shares (etcd): the API server fills it, the
+ * store knowing no object model. A value stored starting with KITE_STORE_ENVELOPE_MAGIC
+ * (kube-apiserver's protobuf envelope) is handed to decode, and read as the bytes it gives (the
+ * API server's JSON); without decode, or when it fails, the key is left out (logged). encode
+ * (NULL: values are stored as given) may give other bytes to store for a write's value; a
+ * failure stores the value as given. The completion's record keeps the caller's value. Both run
+ * on the store's threads and must not block; *ret is malloc'ed. The SQLite backend ignores it. */
+#define KITE_STORE_ENVELOPE_MAGIC "k8s\0"
+#define KITE_STORE_ENVELOPE_MAGIC_LEN 4
+struct kite_store_codec {
+    int (*decode)(void *ud, const char *key, const void *value, size_t len, char **ret, size_t *ret_len,
+                  char **ret_error);
+    int (*encode)(void *ud, const char *key, const char *value, size_t len, char **ret, size_t *ret_len);
+    void *ud;
+};
+
 struct kite_store_options {
+    /* The value codec (borrowed, outlives the store; NULL = values as given, envelopes left out). */
+    const struct kite_store_codec *codec;
     /* Encrypts values at rest under its prefixes (borrowed; NULL = none). */
     struct kite_store_crypt *crypt;
     /* Open a store found damaged (older than its marker's acknowledged revision, a failed

@@ -11,7 +11,9 @@ The store: every `kite up` and `kite apiserver` a test starts stores in SQLite (
 kite.db), or, with KITE_TEST_STORE=etcd, in a real etcd (Debian's etcd-server): one etcd per
 pytest worker, started at the first cluster on ports and a data dir of the worker's own, each
 cluster under its own key prefix (derived from its data dir, so a cluster restarted on the same
-data dir finds its objects). Tests that name a store themselves (--etcd-servers, --store) keep it.
+data dir finds its objects), its values JSON, or kube-apiserver's protobuf envelope with
+KITE_TEST_STORAGE_MEDIA_TYPE=application/vnd.kubernetes.protobuf (--storage-media-type). Tests
+that name a store themselves (--etcd-servers, --store) keep it.
 Modules marked `pytest.mark.both_stores` run their `apiserver`/`fresh_apiserver` tests once on
 each store (the `store` fixture's parameter; the etcd pass is marked slow), whatever KITE_TEST_STORE says.
 """
@@ -59,6 +61,7 @@ STORES = ("sqlite", "etcd")
 TEST_STORE = os.environ.get("KITE_TEST_STORE", "sqlite")
 if TEST_STORE not in STORES:
     raise RuntimeError(f"KITE_TEST_STORE={TEST_STORE!r}: give one of {', '.join(STORES)}")
+STORAGE_MEDIA_TYPE = os.environ.get("KITE_TEST_STORAGE_MEDIA_TYPE")  # etcd's values; None: kite's default
 ETCD_BIN = shutil.which("etcd")
 ETCD_MISSING = ("etcd is not installed: scripts/install-deps installs Debian's etcd-server and etcd-client "
                 "(these tests run on etcd)")
@@ -370,7 +373,8 @@ def store_args(store, data_dir, extra_args):
     if store == "sqlite" or any(a.split("=")[0] in ("--etcd-servers", "--store") for a in extra_args):
         return []
     prefix = "/kite-" + hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:12]
-    return ["--etcd-servers", WorkerEtcd.endpoint(), "--etcd-prefix", prefix]
+    media = ["--storage-media-type", STORAGE_MEDIA_TYPE] if STORAGE_MEDIA_TYPE else []
+    return ["--etcd-servers", WorkerEtcd.endpoint(), "--etcd-prefix", prefix, *media]
 
 
 def etcd_range(endpoint, prefix):

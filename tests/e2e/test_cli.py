@@ -63,6 +63,12 @@ def test_bad_values_get_one_message_and_exit_2(tmp_path):
          'kite: --endpoint-reconciler-type: "master-count": kite has lease or none'),
         (["apiserver", "--data-dir", d, "--endpoint-lease-ttl", "100ms"],
          'kite apiserver: --endpoint-lease-ttl: "100ms" is not a duration of at least 1s'),
+        (["apiserver", "--data-dir", d, "--storage-media-type", "application/yaml"],
+         'kite: --storage-media-type: "application/yaml": kite stores application/json or '
+         'application/vnd.kubernetes.protobuf'),
+        (["up", "--data-dir", d, "--storage-media-type", "application/vnd.kubernetes.protobuf"],
+         "kite: --storage-media-type application/vnd.kubernetes.protobuf: only with --etcd-servers "
+         "(the SQLite store keeps JSON)"),
     ]
     for args, says in cases:
         p = kite(*args)

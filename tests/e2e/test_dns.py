@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, _workdir, wait_for
 from test_service_proxy import ROOT, SERVE, needs_root, pod_names, ready_ips, service_cidr, wait
 
 NS = "default"
@@ -161,6 +161,16 @@ def run_pod(c, name, script, timeout=60, **spec):
     wait(lambda: c.api().get(f"/api/v1/namespaces/{NS}/pods/{name}").json()["status"].get("phase")
          in ("Succeeded", "Failed"), timeout, f"{name} done")
     return c.kubectl("logs", name).stdout
+
+
+def test_the_serving_agent_loaded_ldns(cluster):
+    # libldns is loaded with dlopen by the DNS server (kite-agent without --serve-dns maps it
+    # not: test_kite_agent.py); kite up's agent serves DNS, so it is mapped there
+    def maps():
+        with open(f"/proc/{cluster.proc.pid}/maps") as f:
+            return f.read()
+    wait_for(lambda: "/libldns.so" in (m := maps()) and "/libnftables.so" in m, 10,
+             what="libldns and libnftables mapped by kite up\n" + cluster.proc.log_tail())
 
 
 def test_deployment_and_service_by_name_from_a_pod(cluster):

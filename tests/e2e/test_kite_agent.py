@@ -1,5 +1,6 @@
 """`kite-agent`, the node agent linked alone (build/kite-agent beside build/kite): the same flags
-as `kite agent`, none of the apiserver's libraries (its memory is the agent's: BENCHMARKS.md),
+as `kite agent`, none of the apiserver's libraries (its memory is the agent's: BENCHMARKS.md), nor
+the DNS server's and the Service proxy's unless they are turned on (they are loaded with dlopen),
 and a node that registers, becomes Ready and runs a pod under runc against a separate
 `kite apiserver`. The pod test needs root, runc, conmon and umoci, as test_pods_run.py."""
 import os
@@ -42,6 +43,23 @@ def test_links_none_of_the_apiserver_libraries():
     kite = needed_libraries(KITE)
     assert [lib for lib in kite if lib.startswith("libsqlite3")], sorted(kite)
     assert {"libgnutls.so.30", "libc.so.6"} <= agent, sorted(agent)
+
+
+# loaded with dlopen only by the agent that serves DNS (libldns, which brings OpenSSL) or runs the
+# Service proxy (libnftables): an agent without --serve-dns and --proxy-mode nftables maps none
+DLOPENED = ("libldns.so", "libssl.so", "libcrypto.so", "libnftables.so", "libnftnl.so")
+
+
+def mapped_libraries(pid):
+    """The file names of the shared objects mapped into process pid."""
+    with open(f"/proc/{pid}/maps") as f:
+        return {os.path.basename(line.split()[5]) for line in f if len(line.split()) > 5 and ".so" in line}
+
+
+def test_links_neither_the_dns_nor_the_proxy_libraries():
+    for binary in (KITE_AGENT, KITE):
+        linked = [lib for lib in needed_libraries(binary) if lib.startswith(DLOPENED)]
+        assert not linked, (binary, linked)
 
 
 def test_takes_kite_agents_flags():
@@ -140,3 +158,14 @@ def test_registers_and_runs_a_pod(node):
     assert conditions({"status": st}).get("Ready") == "True", st
     assert c.agent.alive()
     api.close()
+
+
+def test_maps_no_dns_or_proxy_library_at_default_flags(node):
+    # a registered node running a pod: what a node without --serve-dns and --proxy-mode does
+    c = node
+    wait_for(lambda: c.agent.alive() and conditions(c.api().get(f"/api/v1/nodes/{NODE}").json()).get("Ready")
+             == "True", 30, what="node Ready\n" + c.agent.log_tail())
+    libs = mapped_libraries(c.agent.pid)
+    assert [lib for lib in libs if lib.startswith("libgnutls.so")], sorted(libs)  # the maps were read
+    mapped = [lib for lib in libs if lib.startswith(DLOPENED)]
+    assert not mapped, mapped

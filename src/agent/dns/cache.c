@@ -6,7 +6,7 @@
  * counted down. Used by the responder's one thread: no lock. */
 #include <ctype.h>
 #include <errno.h>
-#include <ldns/ldns.h>
+#include "agent/dns/ldns.h"
 #include <string.h>
 
 #include "agent/dns/dns.h"
@@ -84,6 +84,7 @@ static uint32_t keep_for(ldns_pkt *p) {
 
 void kite_dns_cache_put(struct kite_dns_cache *c, const uint8_t *answer, size_t len, int64_t now_ms) {
     if (len > KITE_DNS_UDP_MAX) return; /* fits any client: one that sent no EDNS too */
+    if (kite_ldns_load(NULL) < 0) return;
     ldns_pkt *p = NULL;
     if (ldns_wire2pkt(&p, answer, len) != LDNS_STATUS_OK) return;
     uint32_t ttl = keep_for(p);
@@ -117,6 +118,7 @@ void kite_dns_cache_put(struct kite_dns_cache *c, const uint8_t *answer, size_t 
 
 int kite_dns_cache_get(struct kite_dns_cache *c, const uint8_t *query, size_t qlen, int64_t now_ms, uint8_t **ret,
                        size_t *ret_len) {
+    if (kite_ldns_load(NULL) < 0) return -ENOENT;
     ldns_pkt *q = NULL;
     if (ldns_wire2pkt(&q, query, qlen) != LDNS_STATUS_OK) return -EBADMSG;
     _cleanup_free_ char *key = key_of(q);

@@ -9,7 +9,9 @@
  *   A-B-C-D.NS.pod.D      A: A.B.C.D (CoreDNS's `pods insecure`)
  *   D.C.B.A.in-addr.arpa  PTR of a ClusterIP or a headless endpoint; other addresses forwarded
  * Other names in D are NXDOMAIN (empty answers NODATA), both with D's SOA; names outside D are
- * forwarded to the host's resolvers. Packets are parsed and built with ldns (libldns). */
+ * forwarded to the host's resolvers. Packets are parsed and built with ldns (libldns), loaded
+ * with dlopen on first use (ldns.h): the functions below that parse packets return -ENOENT
+ * (kite_dns_cache_put: nothing) when it cannot be loaded; kite_dns_start fails naming it. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

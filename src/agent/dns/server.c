@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/dns/dns.h"
+#include "agent/dns/ldns.h"
 #include "base/base.h"
 #include "base/log.h"
 #include "client/informer.h"
@@ -328,6 +329,10 @@ static void read_upstreams(struct kite_dns *d, const char *path, const char *sel
 }
 
 int kite_dns_start(const struct kite_dns_options *o, struct kite_dns **ret, char **ret_err) {
+    /* libldns is loaded here, not at the agent's start (ldns.h): one that is missing fails the
+     * start with its name */
+    int lr = kite_ldns_load(ret_err);
+    if (lr < 0) return lr;
     struct kite_dns *d = kite_calloc(1, sizeof *d);
     d->udp = d->tcp = d->wake = -1;
     d->domain = kite_strdup(o->domain && *o->domain ? o->domain : "cluster.local");

@@ -4,7 +4,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <ldns/ldns.h>
+#include "agent/dns/ldns.h"
 #include <string.h>
 
 #include "agent/dns/dns.h"
@@ -414,6 +414,7 @@ static int below(char *name, const char *suffix, char **l) {
 
 int kite_dns_answer(const struct kite_dns_zone *z, const uint8_t *query, size_t len, size_t max_udp,
                     uint8_t **ret_reply, size_t *ret_len) {
+    if (kite_ldns_load(NULL) < 0) return -ENOENT;
     ldns_pkt *qp = NULL;
     if (ldns_wire2pkt(&qp, query, len) != LDNS_STATUS_OK) return -EBADMSG;
     if (ldns_pkt_qr(qp)) {
@@ -466,6 +467,7 @@ done:
 }
 
 int kite_dns_servfail(const uint8_t *query, size_t len, uint8_t **ret_reply, size_t *ret_len) {
+    if (kite_ldns_load(NULL) < 0) return -ENOENT;
     ldns_pkt *qp = NULL;
     if (ldns_wire2pkt(&qp, query, len) != LDNS_STATUS_OK) return -EBADMSG;
     ldns_pkt *r = reply_for(qp);

@@ -3,6 +3,7 @@
  * thread. The first sync, once both informers have listed, writes the whole table; later ones
  * rewrite only the changed Services' chains and elements, each in one transaction. A partial
  * sync that fails is followed by a full one. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nftables/libnftables.h>
@@ -32,28 +33,76 @@ struct kite_proxy {
     pthread_t thread;
 };
 
+/* libnftables is loaded with dlopen on first use rather than linked: with libnftnl, libxtables
+ * and libjansson it is ~0.4 MB of touched pages in every agent process, and only an agent with
+ * --proxy-mode nftables (`kite up`'s) or `--cleanup` writes a table. As libarchive.h: the types
+ * come from the library's header, the calls through this table of the few functions used. */
+#define NFT_SONAME "libnftables.so.1"
+#define NFT_FUNCTIONS(X)                                                                                          \
+    X(nft_ctx_new) X(nft_ctx_free) X(nft_ctx_buffer_output) X(nft_ctx_buffer_error) X(nft_ctx_get_output_buffer) \
+    X(nft_ctx_get_error_buffer) X(nft_ctx_set_dry_run) X(nft_run_cmd_from_buffer)
+static struct {
+#define NFT_SLOT(name) __typeof__(name) *name;
+    NFT_FUNCTIONS(NFT_SLOT)
+#undef NFT_SLOT
+} nft_lib;
+static char *nft_load_error;
+static pthread_once_t nft_once = PTHREAD_ONCE_INIT;
+
+static void nft_load(void) {
+    void *h = dlopen(NFT_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        nft_load_error = kite_asprintf("loading %s (Debian package libnftables1): %s", NFT_SONAME, e ? e : "not found");
+        return;
+    }
+#define NFT_LOOKUP(name)                                                              \
+    if (!(*(void **)&nft_lib.name = dlsym(h, #name))) {                               \
+        nft_load_error = kite_asprintf("%s has no %s", NFT_SONAME, #name);            \
+        dlclose(h);                                                                   \
+        return;                                                                       \
+    }
+    NFT_FUNCTIONS(NFT_LOOKUP)
+#undef NFT_LOOKUP
+}
+
+/* 0, or -ENOENT with *ret_err (may be NULL) naming what is missing */
+static int nft_loaded(char **ret_err) {
+    pthread_once(&nft_once, nft_load);
+    if (!nft_load_error) return 0;
+    if (ret_err) *ret_err = kite_strdup(nft_load_error);
+    return -ENOENT;
+}
+
 struct nft_ctx *kite_proxy_nft_new(void) {
-    struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+    if (nft_loaded(NULL) < 0) return NULL;
+    struct nft_ctx *nft = nft_lib.nft_ctx_new(NFT_CTX_DEFAULT);
     if (!nft) return NULL;
-    nft_ctx_buffer_output(nft);
-    nft_ctx_buffer_error(nft);
+    nft_lib.nft_ctx_buffer_output(nft);
+    nft_lib.nft_ctx_buffer_error(nft);
     return nft;
 }
 
+void kite_proxy_nft_free(struct nft_ctx *nft) {
+    if (nft) nft_lib.nft_ctx_free(nft);
+}
+
 int kite_proxy_nft_exec(struct nft_ctx *nft, const char *script, char **ret_err) {
-    int r = nft_run_cmd_from_buffer(nft, script) == 0 ? 0 : -EIO;
-    const char *e = nft_ctx_get_error_buffer(nft); /* read: the buffers start empty next time */
-    (void)nft_ctx_get_output_buffer(nft);
+    int r = nft_lib.nft_run_cmd_from_buffer(nft, script) == 0 ? 0 : -EIO;
+    const char *e = nft_lib.nft_ctx_get_error_buffer(nft); /* read: the buffers start empty next time */
+    (void)nft_lib.nft_ctx_get_output_buffer(nft);
     if (r < 0 && ret_err) *ret_err = kite_strdup(e ? e : "");
     return r;
 }
 
 int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err) {
+    int r = nft_loaded(ret_err);
+    if (r < 0) return r;
     struct nft_ctx *nft = kite_proxy_nft_new();
     if (!nft) return -ENOMEM;
-    nft_ctx_set_dry_run(nft, dry_run);
-    int r = kite_proxy_nft_exec(nft, script, ret_err);
-    nft_ctx_free(nft);
+    nft_lib.nft_ctx_set_dry_run(nft, dry_run);
+    r = kite_proxy_nft_exec(nft, script, ret_err);
+    kite_proxy_nft_free(nft);
     return r;
 }
 
@@ -142,7 +191,7 @@ static void *sync_thread(void *ud) {
         pthread_cond_broadcast(&p->cond);
     }
     pthread_mutex_unlock(&p->lock);
-    nft_ctx_free(nft);
+    kite_proxy_nft_free(nft);
     return NULL;
 }
 

@@ -47,13 +47,15 @@ char *kite_proxy_ruleset_partial(const struct kite_proxy_ruleset_options *o, jso
 /* The script that removes the table (and succeeds when it is absent). */
 char *kite_proxy_cleanup_script(const char *table);
 /* Runs a script through libnftables in one transaction (dry_run: checked by the kernel, not
- * committed). 0, or -EIO with *ret_err (may be
- * NULL) = libnftables' error output. */
+ * committed). 0, or -EIO with *ret_err (may be NULL) = libnftables' error output, or -ENOENT
+ * when libnftables cannot be loaded (it is loaded with dlopen on first use: proxy.c). */
 int kite_proxy_nft_run(const char *script, bool dry_run, char **ret_err);
-/* A libnftables context for kite_proxy_nft_exec (free with nft_ctx_free), or NULL. Kept across
- * runs by the sync thread: a fresh context per transaction costs more at thousands of chains. */
+/* A libnftables context for kite_proxy_nft_exec (free with kite_proxy_nft_free), or NULL. Kept
+ * across runs by the sync thread: a fresh context per transaction costs more at thousands of
+ * chains. */
 struct nft_ctx;
 struct nft_ctx *kite_proxy_nft_new(void);
+void kite_proxy_nft_free(struct nft_ctx *nft); /* NULL is a no-op */
 /* Runs a script in one transaction on a context of kite_proxy_nft_new; as kite_proxy_nft_run. */
 int kite_proxy_nft_exec(struct nft_ctx *nft, const char *script, char **ret_err);
 

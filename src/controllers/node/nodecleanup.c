@@ -136,7 +136,7 @@ int kite_ncc_run(struct kite_ctl_group *g, const struct kite_ncc_options *o) {
     struct kite_ncc_options no = *o;
     no.client = kite_ctl_group_client(g), no.clock = kite_ctl_group_clock(g);
     static const struct kite_ctl_feed feeds[] = {
-        {.path = "/api/v1/nodes", .upsert = kite_ncc_node_upsert_feed, .del = kite_ncc_node_delete_feed},
+        {.path = "/api/v1/nodes", .project = kite_ctl_node_members, .upsert = kite_ncc_node_upsert_feed, .del = kite_ncc_node_delete_feed},
     };
     struct kite_ctl_spec spec = {.name = "node-cleanup", .step = kite_ncc_step_core, .pending = kite_ncc_pending_core,
                                  .free = kite_ncc_free_core, .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};

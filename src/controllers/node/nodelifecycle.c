@@ -245,8 +245,13 @@ static void upsert_locked(struct kite_nlc *n, json_object *obj) {
     }
     enum cstat was = d->ready;
     count(d, -1);
-    json_object *copy = NULL;
-    json_object_deep_copy(obj, &copy, NULL);
+    /* the copy kept is what the controller reads: conditions, taints, unschedulable, labels */
+    static const char *const members[] = {"metadata.name",   "metadata.uid", "metadata.resourceVersion",
+                                          "metadata.creationTimestamp", "metadata.labels", "spec.taints",
+                                          "spec.unschedulable", "status.conditions", NULL};
+    json_object *copy = NULL, *cut = kite_obj_project(obj, members);
+    json_object_deep_copy(cut, &copy, NULL);
+    json_object_put(cut);
     json_object_put(d->obj);
     d->obj = copy;
     d->rv = rv;
@@ -718,7 +723,7 @@ int kite_nlc_run(struct kite_ctl_group *g, const struct kite_nlc_options *o) {
      * renewals a second, a full parse of each was the controller-manager's largest cost */
     static const char *const lease_members[] = {"spec.renewTime", NULL};
     static const struct kite_ctl_feed feeds[] = {
-        {.path = "/api/v1/nodes", .upsert = kite_nlc_node_upsert_feed, .del = kite_nlc_node_delete_feed},
+        {.path = "/api/v1/nodes", .project = kite_ctl_node_members, .upsert = kite_nlc_node_upsert_feed, .del = kite_nlc_node_delete_feed},
         /* a renewal only moves a deadline later: the runner need not wake for it */
         {.path = KITE_NODE_LEASES_PATH, .upsert = kite_nlc_lease_upsert_feed, .quiet = true, .project = lease_members},
         {.path = "/api/v1/pods", .upsert = kite_nlc_pod_upsert_feed},

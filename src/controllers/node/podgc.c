@@ -382,7 +382,7 @@ int kite_podgc_run(struct kite_ctl_group *g, const struct kite_podgc_options *o)
     struct kite_podgc_options no = *o;
     no.client = kite_ctl_group_client(g), no.clock = kite_ctl_group_clock(g);
     static const struct kite_ctl_feed feeds[] = {
-        {.path = "/api/v1/nodes", .upsert = kite_podgc_node_upsert_feed, .del = kite_podgc_node_delete_feed},
+        {.path = "/api/v1/nodes", .project = kite_ctl_node_members, .upsert = kite_podgc_node_upsert_feed, .del = kite_podgc_node_delete_feed},
         {.path = "/api/v1/pods", .upsert = kite_podgc_pod_upsert_feed, .del = kite_podgc_pod_delete_feed},
     };
     struct kite_ctl_spec spec = {.name = "pod-gc", .step = kite_podgc_step_core, .pending = kite_podgc_pending_core,

@@ -335,7 +335,7 @@ KITE_CTL_CORE(kite_tec, struct kite_tec)
 int kite_tec_run(struct kite_ctl_group *g) {
     struct kite_tec_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
     static const struct kite_ctl_feed feeds[] = {
-        {.path = "/api/v1/nodes", .upsert = kite_tec_node_upsert_feed, .del = kite_tec_node_delete_feed},
+        {.path = "/api/v1/nodes", .project = kite_ctl_node_members, .upsert = kite_tec_node_upsert_feed, .del = kite_tec_node_delete_feed},
         {.path = "/api/v1/pods", .upsert = kite_tec_pod_upsert_feed, .del = kite_tec_pod_delete_feed},
     };
     struct kite_ctl_spec spec = {.name = "taint-eviction", .step = kite_tec_step_core, .pending = kite_tec_pending_core,

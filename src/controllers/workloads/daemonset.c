@@ -200,11 +200,16 @@ static void all_sets(struct kite_dsctl *c) {
     for (size_t it = 0; kite_map_next(&c->sets, &it, &k, &v);) queue(c, k);
 }
 
+/* what eligibility reads of a Node: the copy kept per node is that alone */
+static const char *const NODE_MEMBERS[] = {"metadata.name", "metadata.labels", "spec.taints", NULL};
+
 static void node_changed(struct kite_dsctl *c, json_object *node, bool gone) {
     const char *name = kite_meta_str(node, "name");
     if (!name) return;
+    json_object *cut = gone ? NULL : kite_obj_project(node, NODE_MEMBERS), *own = gone ? NULL : kite_wl_copy(cut);
+    json_object_put(cut);
     pthread_mutex_lock(&c->lock);
-    json_object_put(gone ? kite_map_del(&c->nodes, name) : kite_map_put(&c->nodes, name, kite_wl_copy(node)));
+    json_object_put(gone ? kite_map_del(&c->nodes, name) : kite_map_put(&c->nodes, name, own));
     all_sets(c);
     pthread_mutex_unlock(&c->lock);
 }
@@ -523,7 +528,7 @@ int kite_dsctl_run(struct kite_ctl_group *g) {
     struct kite_dsctl_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
     static const struct kite_ctl_feed feeds[] = {
         {.path = "/apis/apps/v1/daemonsets", .upsert = kite_dsctl_ds_upsert_feed, .del = kite_dsctl_ds_delete_feed},
-        {.path = "/api/v1/nodes", .upsert = kite_dsctl_node_upsert_feed, .del = kite_dsctl_node_delete_feed},
+        {.path = "/api/v1/nodes", .project = kite_ctl_node_members, .upsert = kite_dsctl_node_upsert_feed, .del = kite_dsctl_node_delete_feed},
         {.path = "/api/v1/pods", .upsert = kite_dsctl_pod_upsert_feed, .del = kite_dsctl_pod_delete_feed},
     };
     struct kite_ctl_spec spec = {.name = "daemonset-ctl", .step = kite_dsctl_step_core, .pending = kite_dsctl_pending_core,

@@ -38,7 +38,8 @@ Test(agent_config, file_values) {
                   "evictionHard: {memory.available: 200Mi, nodefs.available: 15%, imagefs.available: 15%}\n"
                   "kubeReserved: {cpu: 100m, memory: 1Gi}\nsystemReserved: {ephemeral-storage: 1Gi}\n"
                   "registerWithTaints:\n- {key: a, value: b, effect: NoSchedule}\n- {key: c, effect: NoExecute}\n"
-                  "authentication: {anonymous: {enabled: false}}\npodCIDR: 10.244.0.0/24\n",
+                  "authentication: {anonymous: {enabled: false}}\npodCIDR: 10.244.0.0/24\n"
+                  "allowedUnsafeSysctls: [net.core.somaxconn, kernel.msg*]\n",
                   &err);
     cr_assert_eq(r, 0, "%s", err ? err : "");
     cr_assert_eq(c.status_update_freq_ns, 4 * KITE_NS_PER_SEC);
@@ -50,6 +51,7 @@ Test(agent_config, file_values) {
     cr_assert_eq(c.ns.daemon_port, 10260);
     cr_assert_str_eq(c.address, "0.0.0.0");
     cr_assert_str_eq(c.pod_cidr, "10.244.0.0/24");
+    cr_assert_str_eq(c.allowed_unsafe_sysctls, "net.core.somaxconn,kernel.msg*");
     cr_assert_eq(c.ns.evict_mem_bytes, 200 * 1024 * 1024);
     cr_assert_eq(c.ns.evict_nodefs_pct, 15.0);
     cr_assert_lt(c.ns.evict_nodefs_bytes, 0, "a percentage leaves the absolute unset");
@@ -82,6 +84,8 @@ Test(agent_config, bad_values_name_the_field) {
         {"registerWithTaints: {key: a}", "config: registerWithTaints: expected a list"},
         {"- a\n- b\n", "expected a mapping at the top"},
         {"podCIDR: 10.244.0.1/24", "config: podCIDR: invalid CIDR \"10.244.0.1/24\": host bits are set"},
+        {"allowedUnsafeSysctls: net.core.somaxconn", "config: allowedUnsafeSysctls: expected a list"},
+        {"allowedUnsafeSysctls: [vm.swappiness]", "the sysctls \"vm.swappiness\" are not known to be namespaced"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct kite_agent_config c;

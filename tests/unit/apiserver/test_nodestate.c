@@ -115,3 +115,31 @@ Test(nodestate, a_quiet_pass_classifies_nothing) {
     cr_assert_null(state_of(rep, "n7"));
     json_object_put(rep);
 }
+
+#define IDENTITY "/apis/coordination.k8s.io/v1/namespaces/kite-node-identities/leases/ghost"
+
+/* A node credential calling with no Node is published as an identity Lease (for the other API
+ * servers); a machine that stops calling before its Node comes does not leave it forever: once
+ * it has not called for the stale threshold (--node-stale-after, 1 h) the Lease is deleted. A
+ * call in between keeps it. */
+Test(nodestate, an_identity_that_stopped_calling_has_its_lease_deleted_once_stale) {
+    kite_apiserver_nodestate_seen(api.srv, "system:node:ghost", "GET", "/api/v1/nodes/ghost");
+    pass();
+    pass(); /* published, and its Lease seen back through the watch */
+    json_object *l = NULL;
+    cr_assert_eq(api_req("GET", IDENTITY, NULL, NULL, &l), 200, "the identity was published");
+    cr_assert_str_eq(jstr(l, "spec.holderIdentity"), "system:node:ghost");
+    json_object_put(l);
+    api_advance_s(1800);
+    kite_apiserver_nodestate_seen(api.srv, "system:node:ghost", "GET", "/api/v1/nodes/ghost");
+    pass();
+    pass();
+    api_advance_s(3000); /* 50 min after its last call */
+    pass();
+    pass();
+    cr_assert_eq(api_req("GET", IDENTITY, NULL, NULL, NULL), 200, "deleted before it was stale");
+    api_advance_s(601); /* an hour and a second after its last call */
+    pass();
+    pass();
+    cr_assert_eq(api_req("GET", IDENTITY, NULL, NULL, NULL), 404, "a stale identity's Lease stays");
+}

@@ -77,3 +77,67 @@ Test(etcd_keys, a_txn_compares_and_writes_as_kube_apiserver) {
     cr_assert(memcmp(b.p, compare, sizeof compare) == 0);
     kite_buf_release(&b);
 }
+
+/* A codec as the API server's: an envelope "k8s\0" + TEXT decodes to {"v":"TEXT"}; "k8s\0bad" does
+ * not decode. */
+static int fake_decode(void *ud, const char *key, const void *value, size_t len, char **ret, size_t *ret_len,
+                       char **ret_error) {
+    (*(int *)ud)++;
+    cr_assert_str_eq(key, "/registry/configmaps/default/a", "the codec gets kite's key");
+    if (len == 7 && memcmp((const char *)value + 4, "bad", 3) == 0) {
+        *ret_error = kite_strdup("does not decode");
+        return -EINVAL;
+    }
+    *ret = kite_asprintf("{\"v\":\"%.*s\"}", (int)(len - 4), (const char *)value + 4);
+    *ret_len = strlen(*ret);
+    return 0;
+}
+
+static struct kv kv_of(const char *key, const char *value, size_t len) {
+    return (struct kv){.key = (const unsigned char *)key, .key_len = strlen(key), .value = (const unsigned char *)value,
+                       .value_len = len, .create_rev = 3, .mod_rev = 5, .version = 2, .present = true};
+}
+
+Test(etcd_values, envelopes_go_through_the_codec_and_json_does_not) {
+    int calls = 0;
+    struct etcd_store s = {.prefix = "/registry", .codec = {.decode = fake_decode, .ud = &calls}};
+    enum kv_skip why = 0;
+    char *err = NULL;
+    /* JSON: as stored, the codec not called */
+    struct kv kv = kv_of("/registry/configmaps/default/a", "{\"x\":1}", 7);
+    struct kite_record *r = kite_store_etcd_kv_record_why(&s, &kv, &why, &err);
+    cr_assert_not_null(r);
+    cr_assert_str_eq(r->value, "{\"x\":1}");
+    cr_assert_eq(calls, 0);
+    kite_record_unref(r);
+    /* an envelope: the codec's JSON, with etcd's revisions */
+    kv = kv_of("/registry/configmaps/default/a", "k8s\0abc", 7);
+    r = kite_store_etcd_kv_record_why(&s, &kv, &why, &err);
+    cr_assert_not_null(r);
+    cr_assert_str_eq(r->value, "{\"v\":\"abc\"}");
+    cr_assert_eq(r->len, strlen("{\"v\":\"abc\"}"));
+    cr_assert_eq(r->create_rev, 3);
+    cr_assert_eq(r->mod_rev, 5);
+    cr_assert_eq(r->version, 2);
+    cr_assert_str_eq(r->key, "/registry/configmaps/default/a");
+    cr_assert_eq(calls, 1);
+    kite_record_unref(r);
+    /* one that does not decode: left out, saying why */
+    kv = kv_of("/registry/configmaps/default/a", "k8s\0bad", 7);
+    cr_assert_null(kite_store_etcd_kv_record_why(&s, &kv, &why, &err));
+    cr_assert_eq(why, KV_ENVELOPE);
+    cr_assert_str_eq(err, "does not decode");
+    free(err);
+    err = NULL;
+    /* without a codec every envelope is left out */
+    struct etcd_store none = {.prefix = "/registry"};
+    kv = kv_of("/registry/configmaps/default/a", "k8s\0abc", 7);
+    cr_assert_null(kite_store_etcd_kv_record_why(&none, &kv, &why, &err));
+    cr_assert_eq(why, KV_ENVELOPE);
+    cr_assert_not_null(err);
+    free(err);
+    /* a key outside the prefix */
+    kv = kv_of("/other/configmaps/default/a", "{}", 2);
+    cr_assert_null(kite_store_etcd_kv_record_why(&s, &kv, &why, NULL));
+    cr_assert_eq(why, KV_FOREIGN_KEY);
+}
