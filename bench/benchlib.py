@@ -1,8 +1,26 @@
 """What the Python benches share (they run as `python3 bench/NAME.py`, so this directory is on
 their import path)."""
+import contextlib
 import random
 import socket
 import sys
+
+
+@contextlib.contextmanager
+def workdir(prefix, keep, who):
+    """A fresh temporary directory for a bench's runs: removed after them, or with keep left
+    there (and said on stderr)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield tmp
+    finally:
+        if keep:
+            print(f"{who}: kept {tmp}", file=sys.stderr, flush=True)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def free_port(who):
@@ -73,6 +91,90 @@ def stop(p, timeout=20):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def start_sim(kite, data, work, *args):
+    """Starts `kite sim` with args against the `kite up` of data dir data (its log in
+    work/sim.log). Returns the process; stop it with stop()."""
+    import subprocess
+    from pathlib import Path
+    slog = open(Path(work) / "sim.log", "ab")
+    p = subprocess.Popen([kite, "sim", "--kubeconfig", str(data / "admin.kubeconfig"), "--data-dir", str(data), *args],
+                         stdout=slog, stderr=slog, stdin=subprocess.DEVNULL, start_new_session=True)
+    slog.close()
+    return p
+
+
+def check_sim(sim, work, who):
+    """Exits (as who) when the simulator has exited."""
+    from pathlib import Path
+    if sim.poll() is not None:
+        sys.exit(f"{who}: kite sim exited with {sim.returncode} (log {Path(work) / 'sim.log'})")
+
+
+def sim_control(path, line, timeout=30, tries=1):
+    """One line to the simulator's control socket and its one-line answer; tries: connection
+    attempts 0.1 s apart (the socket file appears just before the simulator listens on it)."""
+    import time
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    for attempt in range(tries):
+        try:
+            s.connect(str(path))
+            break
+        except ConnectionRefusedError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.1)
+    s.sendall(line.encode() + b"\n")
+    out = b""
+    while not out.endswith(b"\n"):
+        chunk = s.recv(1 << 16)
+        if not chunk:
+            break
+        out += chunk
+    s.close()
+    return out.decode().strip()
+
+
+def wait_sim_ready(sim, ctl, n, deadline, work, who):
+    """Polls the simulator's stats every 2 s until its n nodes are Ready or the monotonic
+    deadline passes; returns the last stats ({} when none could be read)."""
+    import json
+    import time
+    st = {}
+    while time.monotonic() < deadline:
+        check_sim(sim, work, who)
+        if ctl.exists():
+            try:
+                st = json.loads(sim_control(ctl, "stats"))
+            except (OSError, ValueError):
+                st = {}
+            if st.get("ready") == n:
+                break
+        time.sleep(2)
+    return st
+
+
+def not_ready(data, who="bench"):
+    """Nodes whose Ready condition is not True (the node lifecycle controller's false Unknown);
+    -1 when kubectl fails."""
+    import subprocess
+    out = subprocess.run(["kubectl", "--kubeconfig", str(data / "admin.kubeconfig"), "get", "nodes", "-o",
+                          "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}"],
+                         capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        print(f"{who}: kubectl get nodes: {out.stderr.strip()}", file=sys.stderr, flush=True)
+        return -1
+    return sum(1 for ln in out.stdout.split("\n") if ln.strip() and ln.strip() != "True")
+
+
+def cpu_over(pid, seconds):
+    """The CPU a process used over the next seconds, as a fraction of one core."""
+    import time
+    c0, t0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    return (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
 
 
 def cpu_seconds(pid):

@@ -21,11 +21,7 @@ renewal period.
 import argparse
 import json
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,25 +36,7 @@ def log(msg):
 
 
 def control(path, line):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(60)
-    for attempt in range(50):  # the socket file appears just before the simulator listens on it
-        try:
-            s.connect(str(path))
-            break
-        except ConnectionRefusedError:
-            if attempt == 49:
-                raise
-            time.sleep(0.1)
-    s.sendall(line.encode() + b"\n")
-    out = b""
-    while not out.endswith(b"\n"):
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            break
-        out += chunk
-    s.close()
-    return out.decode().strip()
+    return benchlib.sim_control(path, line, timeout=60, tries=50)
 
 
 def sample(ctl, up, interval):
@@ -75,24 +53,19 @@ def run(args, renew, tmp, out):
     work.mkdir(parents=True)
     up, port, data = benchlib.start_up(args.kite, work, who="capacity")
     ctl = work / "sim.sock"
-    slog = open(work / "sim.log", "ab")
-    sim = subprocess.Popen([args.kite, "sim", "--kubeconfig", str(data / "admin.kubeconfig"), "--data-dir", str(data),
-                            "--nodes", str(args.max), "--ramp", str(args.ramp), "--lease-duration", str(4 * renew),
-                            "--control", str(ctl), "--progress-every", "10s", "--connections", str(args.connections)],
-                           stdout=slog, stderr=slog, stdin=subprocess.DEVNULL, start_new_session=True)
-    slog.close()
+    sim = benchlib.start_sim(args.kite, data, work, "--nodes", str(args.max), "--ramp", str(args.ramp),
+                             "--lease-duration", str(4 * renew), "--control", str(ctl), "--progress-every", "10s",
+                             "--connections", str(args.connections))
     rows = []
     res = {"renew": renew, "capacity": 0}
     try:
         while not ctl.exists():
-            if sim.poll() is not None:
-                sys.exit(f"capacity: kite sim exited with {sim.returncode} (log {work / 'sim.log'})")
+            benchlib.check_sim(sim, work, "capacity")
             time.sleep(0.5)
         ended = "the maximum"
         over = 0
         while True:
-            if sim.poll() is not None:
-                sys.exit(f"capacity: kite sim exited with {sim.returncode} (log {work / 'sim.log'})")
+            benchlib.check_sim(sim, work, "capacity")
             st, cpu = sample(ctl, up, args.interval)
             rss = benchlib.rss_kib(up.pid) / 1024
             n = st["registered"]
@@ -149,12 +122,11 @@ def main():
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="kite-bench-capacity-"))
     print(f"heartbeat capacity: `kite sim` ramping at {args.ramp} nodes/s against `kite up --no-agent` "
           f"({args.connections} shared connections) until renewal p99 > {SLO_MS} ms or a failure; held {args.hold:.0f} s")
     print(f"{'renew s':>7} {'nodes held':>10} {'ended by':>16} {'p99 ms':>7} {'hold p99':>9} {'hold max':>9} "
           f"{'api CPU':>8} {'api RSS MiB':>11}", flush=True)
-    try:
+    with benchlib.workdir("kite-bench-capacity-", args.keep, "capacity") as tmp:
         for renew in [int(x) for x in args.renew.split()]:
             r = run(args, renew, tmp, out)
             hp = f"{r['hold_p99']:.0f}" if "hold_p99" in r else "-"
@@ -166,11 +138,6 @@ def main():
             print(f"summary: renew_s={renew} capacity={r['capacity']} ended=\"{r.get('ended')}\" hold_s={args.hold:.0f} "
                   f"hold_p99_ms={hp} hold_failing={r.get('hold_failing', '-')} api_cpu={cpu / 100:.3f} "
                   f"api_rss_mib={rss:.0f} plot={r['png']}", flush=True)
-    finally:
-        if args.keep:
-            log(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

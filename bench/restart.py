@@ -23,13 +23,9 @@ recover within --timeout.
 import argparse
 import json
 import os
-import shutil
 import signal
-import socket
 import ssl
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import http.client
@@ -44,21 +40,6 @@ LEASE_S = 40
 
 def log(msg):
     print(f"restart: {msg}", file=sys.stderr, flush=True)
-
-
-def control(path, line):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(30)
-    s.connect(str(path))
-    s.sendall(line.encode() + b"\n")
-    out = b""
-    while not out.endswith(b"\n"):
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            break
-        out += chunk
-    s.close()
-    return out.decode().strip()
 
 
 class Api:
@@ -123,41 +104,16 @@ def renewed_since(api, since):
     return n
 
 
-def not_ready(data):
-    out = subprocess.run(["kubectl", "--kubeconfig", str(data / "admin.kubeconfig"), "get", "nodes", "-o",
-                          "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}"],
-                         capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        return -1
-    return sum(1 for ln in out.stdout.split("\n") if ln.strip() and ln.strip() != "True")
-
-
 def run(args, n, tmp, out):
     work = tmp / f"n{n}"
     work.mkdir(parents=True)
     up, port, data = benchlib.start_up(args.kite, work, who="restart")
     res = {"nodes": n}
     ctl = work / "sim.sock"
-    slog = open(work / "sim.log", "ab")
-    sim = subprocess.Popen([args.kite, "sim", "--kubeconfig", str(data / "admin.kubeconfig"), "--data-dir", str(data),
-                            "--nodes", str(n), "--ramp", str(args.ramp), "--control", str(ctl),
-                            "--progress-every", "5s", "--connections", str(args.connections)],
-                           stdout=slog, stderr=slog, stdin=subprocess.DEVNULL, start_new_session=True)
-    slog.close()
+    sim = benchlib.start_sim(args.kite, data, work, "--nodes", str(n), "--ramp", str(args.ramp), "--control", str(ctl),
+                             "--progress-every", "5s", "--connections", str(args.connections))
     try:
-        deadline = time.monotonic() + n / args.ramp + 600
-        st = {}
-        while time.monotonic() < deadline:
-            if sim.poll() is not None:
-                sys.exit(f"restart: kite sim exited with {sim.returncode} (log {work / 'sim.log'})")
-            if ctl.exists():
-                try:
-                    st = json.loads(control(ctl, "stats"))
-                except (OSError, ValueError):
-                    st = {}
-                if st.get("ready") == n:
-                    break
-            time.sleep(2)
+        st = benchlib.wait_sim_ready(sim, ctl, n, time.monotonic() + n / args.ramp + 600, work, "restart")
         if st.get("ready") != n:
             log(f"N={n}: only {st.get('ready', 0)} of {n} nodes Ready")
             return res
@@ -173,7 +129,7 @@ def run(args, n, tmp, out):
                 t = time.monotonic()
                 c = counters(sapi)
                 try:
-                    ren = json.loads(control(ctl, "stats"))["renewals"]
+                    ren = json.loads(benchlib.sim_control(ctl, "stats"))["renewals"]
                 except (OSError, ValueError, KeyError):
                     ren = None
                 if c is not None:
@@ -189,7 +145,7 @@ def run(args, n, tmp, out):
         th = threading.Thread(target=sampler, daemon=True)
         th.start()
         time.sleep(20)  # two renewal periods of the steady state (the ramp bunches the renewals)
-        control(ctl, "reset")
+        benchlib.sim_control(ctl, "reset")
         t_down = time.monotonic()
         log(f"N={n}: stopping the apiserver ({'SIGKILL' if args.kill else 'SIGTERM'})")
         if args.kill:
@@ -218,9 +174,9 @@ def run(args, n, tmp, out):
         th.join()
         res["recovered_s"] = recovered
         res["renewed"] = renewed[-1][1] if renewed else 0
-        st = json.loads(control(ctl, "stats"))
+        st = json.loads(benchlib.sim_control(ctl, "stats"))
         res["failed_renewals"] = st.get("failing", 0)
-        res["not_ready"] = not_ready(data)
+        res["not_ready"] = benchlib.not_ready(data, "restart")
         # rates after the restart, per sampling interval
         rows = []
         prev = None
@@ -268,13 +224,12 @@ def main():
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="kite-bench-restart-"))
     bad = False
     print(f"restart storm: kite up {'killed' if args.kill else 'stopped'} and restarted after {args.down:.0f} s under N "
           f"simulated nodes ({args.connections} shared connections, default timings: lease {LEASE_S} s renewed every 10 s)")
     print(f"{'nodes':>7} {'down s':>7} {'all leases renewed after':>25} {'steady req/s':>13} {'peak req/s':>11} "
           f"{'429s after':>11} {'nodes failing':>14} {'not Ready':>10}", flush=True)
-    try:
+    with benchlib.workdir("kite-bench-restart-", args.keep, "restart") as tmp:
         for n in [int(x) for x in args.nodes.split()]:
             log(f"N={n}")
             r = run(args, n, tmp, out)
@@ -289,11 +244,6 @@ def main():
             print(f"summary: nodes={n} down_s={r['down_s']:.1f} recovered_s={r['recovered_s']} "
                   f"steady_rps={r['steady_rps']:.0f} peak_rps={r['peak_rps']:.0f} shed_after={r['shed_after']:.0f} "
                   f"not_ready={r['not_ready']} plot={r['png']}", flush=True)
-    finally:
-        if args.keep:
-            log(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     print(f"target (issue #27): every lease renewed again within one lease duration ({LEASE_S} s), no node marked")
     sys.exit(1 if bad else 0)
 

@@ -23,12 +23,7 @@ controller's false Unknown: every node is alive). Prints a table and a "summary:
 import argparse
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -41,38 +36,6 @@ def log(msg):
     print(f"sim: {msg}", file=sys.stderr, flush=True)
 
 
-def control(path, line):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(30)
-    s.connect(str(path))
-    s.sendall(line.encode() + b"\n")
-    out = b""
-    while not out.endswith(b"\n"):
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            break
-        out += chunk
-    s.close()
-    return out.decode().strip()
-
-
-def cpu_over(pid, seconds):
-    c0, t0 = benchlib.cpu_seconds(pid), time.monotonic()
-    time.sleep(seconds)
-    return (benchlib.cpu_seconds(pid) - c0) / (time.monotonic() - t0)
-
-
-def not_ready(data):
-    """Nodes whose Ready condition is not True (the node lifecycle controller's false Unknown)."""
-    out = subprocess.run(["kubectl", "--kubeconfig", str(data / "admin.kubeconfig"), "get", "nodes", "-o",
-                          "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}"],
-                         capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        log(f"kubectl get nodes: {out.stderr.strip()}")
-        return -1
-    return sum(1 for ln in out.stdout.split("\n") if ln.strip() and ln.strip() != "True")
-
-
 def run(args, n, tmp):
     work = tmp / f"n{n}"
     work.mkdir(parents=True)
@@ -80,41 +43,25 @@ def run(args, n, tmp):
     res = {"nodes": n}
     try:
         time.sleep(5)  # the controllers' and scheduler's start-up lists
-        res["idle0"] = cpu_over(up.pid, args.idle)
+        res["idle0"] = benchlib.cpu_over(up.pid, args.idle)
         ctl = work / "sim.sock"
-        slog = open(work / "sim.log", "ab")
-        sim = subprocess.Popen([args.kite, "sim", "--kubeconfig", str(data / "admin.kubeconfig"), "--data-dir", str(data),
-                                "--nodes", str(n), "--ramp", str(args.ramp), "--control", str(ctl),
-                                "--progress-every", "5s", "--connections", str(args.connections)], stdout=slog, stderr=slog, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
-        slog.close()
+        sim = benchlib.start_sim(args.kite, data, work, "--nodes", str(n), "--ramp", str(args.ramp), "--control",
+                                 str(ctl), "--progress-every", "5s", "--connections", str(args.connections))
         try:
             t0 = time.monotonic()
-            deadline = t0 + n / args.ramp + args.ready_timeout
-            st = {}
-            while time.monotonic() < deadline:
-                if sim.poll() is not None:
-                    sys.exit(f"sim: kite sim exited with {sim.returncode} (log {work / 'sim.log'})")
-                if ctl.exists():
-                    try:
-                        st = json.loads(control(ctl, "stats"))
-                    except (OSError, ValueError):
-                        st = {}
-                    if st.get("ready") == n:
-                        break
-                time.sleep(2)
+            st = benchlib.wait_sim_ready(sim, ctl, n, t0 + n / args.ramp + args.ready_timeout, work, "sim")
             res["ramp_s"] = time.monotonic() - t0
             res["ready"] = st.get("ready", 0)
             if res["ready"] != n:
                 log(f"N={n}: only {res['ready']} of {n} nodes Ready after {res['ramp_s']:.0f}s")
                 return res
             time.sleep(10)  # one renewal period: every node past its first renewals
-            control(ctl, "reset")
-            s0 = json.loads(control(ctl, "stats"))
+            benchlib.sim_control(ctl, "reset")
+            s0 = json.loads(benchlib.sim_control(ctl, "stats"))
             c0, w0 = benchlib.cpu_seconds(up.pid), time.monotonic()
             sc0 = benchlib.cpu_seconds(sim.pid)
             time.sleep(args.window)
-            s1 = json.loads(control(ctl, "stats"))
+            s1 = json.loads(benchlib.sim_control(ctl, "stats"))
             dt = time.monotonic() - w0
             res["cpu"] = (benchlib.cpu_seconds(up.pid) - c0) / dt
             res["sim_cpu"] = (benchlib.cpu_seconds(sim.pid) - sc0) / dt
@@ -124,10 +71,10 @@ def run(args, n, tmp):
             res["failing"] = s1["failing"]
             res["sim_kib_node"] = (s1["rssKiB"] - s1["rssStartKiB"]) / n
             res["sim_rss_mib"] = s1["rssKiB"] / 1024
-            res["not_ready"] = not_ready(data)
+            res["not_ready"] = benchlib.not_ready(data, "sim")
         finally:
             benchlib.stop(sim)
-        res["idle"] = cpu_over(up.pid, args.idle)
+        res["idle"] = benchlib.cpu_over(up.pid, args.idle)
     finally:
         benchlib.stop(up)
     return res
@@ -161,7 +108,6 @@ def main():
     ap.add_argument("--connections", type=int, default=0, help="shared connections (0: one per node)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="kite-bench-sim-"))
     bad = False
     print(f"heartbeat capacity, `kite sim` vs `kite up --no-agent` (default timings: renewals every 10 s), "
           f"{args.window:.0f}-s window, "
@@ -169,18 +115,13 @@ def main():
     print(f"{'nodes':>7} {'ramp s':>7} {'renew/s':>8} {'of N/10':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
           f"{'api CPU':>8} {'CPU/1k':>7} {'api RSS MiB':>11} {'sim KiB/node':>12} {'sim CPU':>8} "
           f"{'idle CPU':>9} {'idle, 0 nodes':>13} {'not Ready':>9}", flush=True)
-    try:
+    with benchlib.workdir("kite-bench-sim-", args.keep, "sim") as tmp:
         for n in [int(x) for x in args.nodes.split()]:
             log(f"N={n}")
             r = run(args, n, tmp)
             if r.get("ready") != n:
                 bad = True
             print_row(r)
-    finally:
-        if args.keep:
-            log(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     print("targets (issue #27): renewal p99 < 1 s; a simulated node < 20 KiB (kubemark's hollow node ~220 MB); "
           "idle apiserver < 2% of a core")
     sys.exit(1 if bad else 0)

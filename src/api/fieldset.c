@@ -582,17 +582,7 @@ static int elem_cmp(const void *x, const void *y) {
 }
 
 /* node's keys in upstream's order (malloc'ed array of borrowed strings). */
-static const char **sorted_keys(json_object *node, size_t *ret_n) {
-    size_t n = (size_t)json_object_object_length(node), i = 0;
-    const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
-    json_object_object_foreach(node, k, v) {
-        (void)v;
-        keys[i++] = k;
-    }
-    qsort(keys, n, sizeof *keys, elem_cmp);
-    *ret_n = n;
-    return keys;
-}
+static const char **sorted_keys(json_object *node, size_t *ret_n) { return kite_obj_sorted_keys(node, elem_cmp, ret_n); }
 
 json_object *kite_fieldset_to_v1(json_object *set) {
     json_object *out = json_object_new_object();

@@ -3,6 +3,7 @@
 #include "api/protobuf.h"
 #include "base/gotime.h"
 #include "base/base64.h"
+#include "json/obj.h"
 #include "json/parse.h"
 
 #include <limits.h>
@@ -459,10 +460,6 @@ static void put_string(struct kite_buf *b, unsigned num, json_object *s) {
     put_bytes(b, num, json_object_get_string(s), (size_t)json_object_get_string_len(s));
 }
 
-static int cmp_keys(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static int encode_message(const struct kite_schema *s, json_object *obj, struct kite_buf *b, int depth);
 
 /* A JSON integer (json-c keeps integral doubles such as -0 as doubles) into *v. */
@@ -561,13 +558,8 @@ static int encode_value(const struct kite_schema *s, unsigned num, json_object *
     case KITE_SCHEMA_MAP: {
         if (!json_object_is_type(v, json_type_object)) return -ENOTSUP;
         /* Go writes map entries in key order */
-        size_t n = (size_t)json_object_object_length(v), k = 0;
-        const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
-        json_object_object_foreach(v, key, val) {
-            (void)val;
-            keys[k++] = key;
-        }
-        qsort(keys, n, sizeof *keys, cmp_keys);
+        size_t n, k;
+        const char **keys = kite_obj_sorted_keys(v, NULL, &n);
         for (k = 0; k < n && r == 0; k++) {
             json_object *ev = json_object_object_get(v, keys[k]);
             if (!ev) {

@@ -158,8 +158,6 @@ static void go_float(struct kite_buf *b, double v) {
     }
 }
 
-static int key_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
 /* o as Go's fmt prints the map[string]interface{} json decoding gives (%+v): maps with their
  * keys sorted, map[k:v k2:v2], slices [a b], strings bare, <nil> for null. */
 static void go_value(struct kite_buf *b, json_object *o) {
@@ -178,13 +176,8 @@ static void go_value(struct kite_buf *b, json_object *o) {
         kite_buf_putc(b, ']');
         return;
     case json_type_object: {
-        size_t n = (size_t)json_object_object_length(o), i = 0;
-        const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
-        json_object_object_foreach(o, k, v) {
-            (void)v;
-            keys[i++] = k;
-        }
-        qsort(keys, n, sizeof *keys, key_cmp);
+        size_t n, i;
+        const char **keys = kite_obj_sorted_keys(o, NULL, &n);
         kite_buf_puts(b, "map[");
         for (i = 0; i < n; i++) {
             kite_buf_printf(b, "%s%s:", i ? " " : "", keys[i]);

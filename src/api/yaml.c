@@ -12,6 +12,7 @@
  * budgets bound. Only the first document is read. */
 #include "api/yaml.h"
 #include "base/map.h"
+#include "json/obj.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -404,8 +405,6 @@ static int emit_scalar(yaml_emitter_t *e, const char *s, size_t n, bool string) 
     return yaml_emitter_emit(e, &ev) ? 0 : -EINVAL;
 }
 
-static int key_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
 static int emit_node(yaml_emitter_t *e, json_object *o, int depth) {
     yaml_event_t ev;
     char num[64];
@@ -434,13 +433,8 @@ static int emit_node(yaml_emitter_t *e, json_object *o, int depth) {
     }
     case json_type_object: {
         /* keys sorted, as Kubernetes' YAML serializer (JSON through yaml.v2) writes them */
-        size_t n = (size_t)json_object_object_length(o), i = 0;
-        const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
-        json_object_object_foreach(o, k, v) {
-            (void)v;
-            keys[i++] = k;
-        }
-        qsort(keys, n, sizeof *keys, key_cmp);
+        size_t n, i;
+        const char **keys = kite_obj_sorted_keys(o, NULL, &n);
         int r = 0;
         if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) ||
             !yaml_emitter_emit(e, &ev))

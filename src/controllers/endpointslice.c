@@ -2,6 +2,7 @@
 #include "controllers/endpointslice.h"
 #include "api/registry.h"
 #include "base/map.h"
+#include "controllers/workloads/wlutil.h"
 #include "json/patch.h"
 
 #include <stdio.h>
@@ -224,16 +225,10 @@ static json_object *slice_labels(json_object *svc) {
     return l;
 }
 
+/* [the controller reference to the Service] */
 static json_object *owner_refs(json_object *svc) {
-    json_object *r = json_object_new_object();
-    kite_obj_set(r, "apiVersion", jstr("v1"));
-    kite_obj_set(r, "kind", jstr("Service"));
-    kite_obj_set(r, "name", jstr(str(kite_obj_meta(svc), "name")));
-    kite_obj_set(r, "uid", jstr(str(kite_obj_meta(svc), "uid")));
-    kite_obj_set(r, "controller", json_object_new_boolean(true));
-    kite_obj_set(r, "blockOwnerDeletion", json_object_new_boolean(true));
     json_object *a = json_object_new_array();
-    json_object_array_add(a, r);
+    json_object_array_add(a, kite_wl_new_controller_ref("v1", "Service", svc));
     return a;
 }
 

@@ -85,6 +85,83 @@ uint64_t kite_ctl_rv(json_object *obj) {
     return rv ? strtoull(rv, NULL, 10) : 0;
 }
 
+void kite_ctl_pod_init(struct kite_ctl_pod *p, const char *ns, const char *name, const char *uid) {
+    *p = (struct kite_ctl_pod){kite_asprintf("%s/%s", ns, name), kite_strdup(ns), kite_strdup(name),
+                               uid ? kite_strdup(uid) : NULL};
+}
+
+void kite_ctl_pod_copy(struct kite_ctl_pod *to, const struct kite_ctl_pod *from) {
+    *to = (struct kite_ctl_pod){kite_strdup(from->key), kite_strdup(from->ns), kite_strdup(from->name),
+                                from->uid ? kite_strdup(from->uid) : NULL};
+}
+
+void kite_ctl_pod_set_uid(struct kite_ctl_pod *p, const char *uid) {
+    if (kite_streq(uid, p->uid)) return;
+    free(p->uid);
+    p->uid = uid ? kite_strdup(uid) : NULL;
+}
+
+void kite_ctl_pod_release(struct kite_ctl_pod *p) {
+    free(p->key);
+    free(p->ns);
+    free(p->name);
+    free(p->uid);
+    *p = (struct kite_ctl_pod){0};
+}
+
+int kite_ctl_pod_kill(struct kite_client *client, struct kite_clock *clock, const struct kite_ctl_pod_kill *k) {
+    const struct kite_ctl_pod *p = &k->pod;
+    int e;
+    if (k->phase || k->reason) {
+        json_object *patch = json_object_new_object(), *st = kite_obj_ensure(patch, "status");
+        if (k->phase) kite_obj_set(st, "phase", json_object_new_string(k->phase));
+        if (k->reason) {
+            char now[21];
+            kite_time_format(kite_now_wall(clock), now);
+            json_object *c = json_object_new_object(), *conds = json_object_new_array();
+            kite_obj_set(c, "type", json_object_new_string("DisruptionTarget"));
+            kite_obj_set(c, "status", json_object_new_string("True"));
+            kite_obj_set(c, "reason", json_object_new_string(k->reason));
+            kite_obj_set(c, "message", json_object_new_string(k->message ? k->message : ""));
+            kite_obj_set(c, "lastTransitionTime", json_object_new_string(now));
+            json_object_array_add(conds, c);
+            kite_obj_set(st, "conditions", conds);
+        }
+        _cleanup_free_ char *sp = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", p->ns, p->name);
+        e = kite_client_json(client, "PATCH", sp, "application/strategic-merge-patch+json", patch, NULL, NULL);
+        json_object_put(patch);
+        if (e == -ENOENT) return 0;
+        if (e < 0) return e;
+    }
+    json_object *opts = json_object_new_object();
+    kite_obj_set(opts, "apiVersion", json_object_new_string("v1"));
+    kite_obj_set(opts, "kind", json_object_new_string("DeleteOptions"));
+    if (k->grace0) kite_obj_set(opts, "gracePeriodSeconds", json_object_new_int(0));
+    if (p->uid) kite_obj_set(kite_obj_ensure(opts, "preconditions"), "uid", json_object_new_string(p->uid));
+    _cleanup_free_ char *dp = kite_asprintf("/api/v1/namespaces/%s/pods/%s", p->ns, p->name);
+    e = kite_client_json(client, "DELETE", dp, NULL, opts, NULL, NULL);
+    json_object_put(opts);
+    return e == -ENOENT || e == -EEXIST ? 0 : e; /* gone, or another pod now has the name (409) */
+}
+
+void kite_ctl_pod_kills_run(struct kite_client *client, struct kite_clock *clock, pthread_mutex_t *lock,
+                            struct kite_ctl_pod_kill *v, size_t n,
+                            void (*failed)(void *ud, const struct kite_ctl_pod *p, int e),
+                            void (*done)(void *ud, const struct kite_ctl_pod *p), void *ud) {
+    for (size_t i = 0; i < n; i++) {
+        int e = kite_ctl_pod_kill(client, clock, &v[i]);
+        if (e < 0) {
+            pthread_mutex_lock(lock);
+            failed(ud, &v[i].pod, e);
+            pthread_mutex_unlock(lock);
+        } else {
+            done(ud, &v[i].pod);
+        }
+        kite_ctl_pod_release(&v[i].pod);
+    }
+    free(v);
+}
+
 const char *const kite_ctl_node_members[] = {"metadata.uid",    "metadata.creationTimestamp", "metadata.deletionTimestamp",
                                              "metadata.labels", "spec",                       "status.conditions",
                                              NULL};

@@ -1,10 +1,12 @@
-/* What the node lifecycle and taint eviction controllers share: requests queued under their
- * lock and made after it is dropped, events as client-go's recorder writes them, and reading
- * conditions and taints. */
+/* What the node controllers (lifecycle, taint eviction, pod GC) share: requests queued under
+ * their lock and made after it is dropped, events as client-go's recorder writes them, reading
+ * conditions and taints, and deleting pods. */
 #pragma once
 #include "base/clock.h"
 #include "client/client.h"
 #include "json/scan.h"
+
+#include <pthread.h>
 
 /* A request to make once the controller's lock is released. */
 struct kite_ctl_act {
@@ -42,6 +44,35 @@ json_object *kite_ctl_condition(json_object *obj, const char *type);
 json_object *kite_ctl_taint(json_object *node, const char *key, const char *effect);
 /* The resourceVersion as a number (0 when absent or not a number). */
 uint64_t kite_ctl_rv(json_object *obj);
+
+/* A pod as the node controllers track it: "namespace/name", its parts, and its uid (NULL: none
+ * known). All owned. */
+struct kite_ctl_pod {
+    char *key, *ns, *name, *uid;
+};
+void kite_ctl_pod_init(struct kite_ctl_pod *p, const char *ns, const char *name, const char *uid);
+void kite_ctl_pod_copy(struct kite_ctl_pod *to, const struct kite_ctl_pod *from);
+void kite_ctl_pod_set_uid(struct kite_ctl_pod *p, const char *uid);
+void kite_ctl_pod_release(struct kite_ctl_pod *p);
+
+/* A pod's deletion by a controller, and what it first writes to the pod's status: */
+struct kite_ctl_pod_kill {
+    struct kite_ctl_pod pod;
+    const char *phase;            /* status.phase (NULL: left alone) */
+    const char *reason, *message; /* a DisruptionTarget condition (reason NULL: none) */
+    bool grace0;                  /* deleted with gracePeriodSeconds 0 (else the pod's own) */
+};
+/* markFailedAndDeletePodWithCondition, addConditionAndDeletePod: the status patch (when k sets
+ * a phase or a condition), then the delete with the pod's uid as precondition (so a pod made
+ * again under the name is not the one hit). 0 when done or the pod is gone (or is another now),
+ * else -errno. */
+int kite_ctl_pod_kill(struct kite_client *client, struct kite_clock *clock, const struct kite_ctl_pod_kill *k);
+/* Makes a step's n deletions (v; freed with them) outside the controller's lock, one after the
+ * other: failed (called with lock held) hears each failure, done (without) each success. */
+void kite_ctl_pod_kills_run(struct kite_client *client, struct kite_clock *clock, pthread_mutex_t *lock,
+                            struct kite_ctl_pod_kill *v, size_t n,
+                            void (*failed)(void *ud, const struct kite_ctl_pod *p, int e),
+                            void (*done)(void *ud, const struct kite_ctl_pod *p), void *ud);
 
 /* The members of a Node the controllers read (kite_ctl_feed.project): every controller's Node
  * feed names this one array, so they share one informer, and a Node is cached and copied

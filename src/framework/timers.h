@@ -34,6 +34,11 @@ void kite_timers_set(struct kite_timers *h, struct kite_timer *t, int64_t at);
 void kite_timers_cancel(struct kite_timers *h, struct kite_timer *t);
 /* The earliest armed timer, or NULL. */
 static inline struct kite_timer *kite_timers_peek(const struct kite_timers *h) { return h->n ? h->v[0].t : NULL; }
+/* ns from now until the earliest armed timer (0 when due), at most idle_ns. */
+static inline int64_t kite_timers_next_in(const struct kite_timers *h, int64_t now, int64_t idle_ns) {
+    int64_t in = h->n ? h->v[0].at - now : idle_ns;
+    return in < 0 ? 0 : in < idle_ns ? in : idle_ns;
+}
 /* Disarms and returns the earliest timer whose deadline is <= now, or NULL. */
 struct kite_timer *kite_timers_pop_due(struct kite_timers *h, int64_t now);
 void kite_timers_release(struct kite_timers *h);

@@ -1,7 +1,9 @@
 /* JSON accessors (obj.h). */
 #include "json/obj.h"
+#include "base/base.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 json_object *kite_obj_get(json_object *obj, const char *k) {
@@ -73,6 +75,22 @@ json_object *kite_obj_ensure(json_object *obj, const char *k) {
 int64_t kite_obj_int(json_object *obj, const char *k) {
     json_object *v = kite_obj_get(obj, k);
     return v ? json_object_get_int64(v) : 0;
+}
+
+static int key_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+const char **kite_obj_sorted_keys(json_object *obj, int (*cmp)(const void *, const void *), size_t *ret_n) {
+    *ret_n = 0;
+    if (!obj || !json_object_is_type(obj, json_type_object)) return NULL;
+    size_t n = (size_t)json_object_object_length(obj), i = 0;
+    const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
+    json_object_object_foreach(obj, k, v) {
+        (void)v;
+        keys[i++] = k;
+    }
+    qsort(keys, n, sizeof *keys, cmp ? cmp : key_cmp);
+    *ret_n = n;
+    return keys;
 }
 
 size_t kite_array_len(json_object *a) { return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; }

@@ -25,5 +25,9 @@ void kite_obj_set(json_object *obj, const char *k, json_object *v);
 json_object *kite_obj_ensure(json_object *obj, const char *k);
 /* obj[k] as an int64 (json-c's conversion of whatever is there), 0 when absent. */
 int64_t kite_obj_int(json_object *obj, const char *k);
+/* obj's member names sorted by cmp (a qsort comparator of const char * elements; NULL: bytewise,
+ * as Go's encoding/json and yaml write a map): a malloc'ed array of *ret_n borrowed names (valid
+ * while obj is unchanged; free the array only); NULL with *ret_n 0 when obj is no object. */
+const char **kite_obj_sorted_keys(json_object *obj, int (*cmp)(const void *, const void *), size_t *ret_n);
 /* The length of an array; 0 for NULL or another type. */
 size_t kite_array_len(json_object *a);

@@ -8,6 +8,7 @@
 #include "base/map.h"
 #include "framework/ctlutil.h"
 #include "framework/timers.h"
+#include "base/slots.h"
 
 #include <pthread.h>
 
@@ -20,12 +21,11 @@ struct gnode {
     bool gone;    /* a GET after the quarantine found no such Node */
     bool checking; /* that GET is under way */
     struct kite_timer quarantine;
-    struct gpod **pods;
-    size_t npods, cap;
+    struct kite_slots pods; /* struct gpod * */
 };
 
 struct gpod {
-    char *key, *ns, *name, *uid;
+    struct kite_ctl_pod id;
     struct gnode *node;
     size_t slot;
     bool terminating, terminal, evicted, failed_phase;
@@ -57,16 +57,13 @@ struct kite_podgc *kite_podgc_new(const struct kite_podgc_options *o) {
 }
 
 static void gnode_free(struct gnode *n) {
-    free(n->pods);
+    kite_slots_release(&n->pods);
     free(n->name);
     free(n);
 }
 
 static void gpod_free(struct gpod *p) {
-    free(p->key);
-    free(p->ns);
-    free(p->name);
-    free(p->uid);
+    kite_ctl_pod_release(&p->id);
     free(p);
 }
 
@@ -107,7 +104,7 @@ static void unmark_due(struct kite_podgc *g, struct gpod *p) {
 
 /* A missing node with pods starts (or keeps) its quarantine. */
 static void quarantine(struct kite_podgc *g, struct gnode *n) {
-    if (n->exists || n->gone || n->checking || !n->npods || kite_timer_armed(&n->quarantine)) return;
+    if (n->exists || n->gone || n->checking || !n->pods.n || kite_timer_armed(&n->quarantine)) return;
     kite_timers_set(&g->timers, &n->quarantine, kite_now_mono(g->o.clock) + g->o.orphan_delay_ns);
     g->kicked = true;
 }
@@ -124,7 +121,7 @@ static struct gnode *node_get(struct kite_podgc *g, const char *name) {
 }
 
 static void node_maybe_free(struct kite_podgc *g, struct gnode *n) {
-    if (n->exists || n->npods || n->checking) return;
+    if (n->exists || n->pods.n || n->checking) return;
     kite_timers_cancel(&g->timers, &n->quarantine);
     kite_map_del(&g->nodes, n->name);
     gnode_free(n);
@@ -133,20 +130,15 @@ static void node_maybe_free(struct kite_podgc *g, struct gnode *n) {
 static void detach(struct kite_podgc *g, struct gpod *p) {
     struct gnode *n = p->node;
     if (!n) return;
-    n->pods[p->slot] = n->pods[--n->npods];
-    n->pods[p->slot]->slot = p->slot;
+    struct gpod *moved = kite_slots_remove(&n->pods, p->slot);
+    if (moved) moved->slot = p->slot;
     p->node = NULL;
     node_maybe_free(g, n);
 }
 
 static void attach(struct kite_podgc *g, struct gpod *p, const char *node) {
     struct gnode *n = node_get(g, node);
-    if (n->npods == n->cap) {
-        n->cap = n->cap ? n->cap * 2 : 8;
-        n->pods = kite_realloc(n->pods, n->cap * sizeof *n->pods);
-    }
-    p->slot = n->npods;
-    n->pods[n->npods++] = p;
+    p->slot = kite_slots_add(&n->pods, p);
     p->node = n;
     quarantine(g, n);
 }
@@ -178,8 +170,8 @@ void kite_podgc_node_upsert(struct kite_podgc *g, json_object *node) {
     n->exists = true, n->gone = false, n->ready = ready, n->oos = oos;
     kite_timers_cancel(&g->timers, &n->quarantine);
     if (!ready && oos && !was_fenced)
-        for (size_t i = 0; i < n->npods; i++)
-            if (n->pods[i]->terminating) mark_due(g, n->pods[i]);
+        for (size_t i = 0; i < n->pods.n; i++)
+            if (((struct gpod *)n->pods.v[i])->terminating) mark_due(g, n->pods.v[i]);
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -217,11 +209,8 @@ void kite_podgc_pod_upsert(struct kite_podgc *g, json_object *pod) {
     struct gpod *p = kite_map_get(&g->pods, key);
     if (!p) {
         p = kite_calloc(1, sizeof *p);
-        p->key = kite_strdup(key);
-        p->ns = kite_strdup(ns);
-        p->name = kite_strdup(name);
-        const char *uid = kite_meta_str(pod, "uid"), *ct = kite_meta_str(pod, "creationTimestamp");
-        p->uid = uid ? kite_strdup(uid) : NULL;
+        kite_ctl_pod_init(&p->id, ns, name, kite_meta_str(pod, "uid"));
+        const char *ct = kite_meta_str(pod, "creationTimestamp");
         if (ct) kite_time_parse(ct, &p->created);
         kite_map_put(&g->pods, key, p);
     }
@@ -252,53 +241,14 @@ void kite_podgc_pod_delete(struct kite_podgc *g, json_object *pod) {
 
 /* ---- the requests ---- */
 
-struct job {
-    char *key, *ns, *name, *uid;
-    bool mark_failed;  /* not yet in a terminal phase */
-    const char *cond;  /* DisruptionTarget message, or NULL */
-};
-
-/* markFailedAndDeletePodWithCondition: phase Failed (and the condition), then a delete with
- * grace 0. The delete names the uid, so a pod recreated under the name is not the one hit.
- * 0 when done or the pod is gone. */
-static int collect(struct kite_podgc *g, const struct job *j) {
-    int e;
-    if (j->mark_failed) {
-        json_object *patch = json_object_new_object(), *st = kite_obj_ensure(patch, "status");
-        kite_obj_set(st, "phase", json_object_new_string("Failed"));
-        if (j->cond) {
-            char now[21];
-            kite_time_format(kite_now_wall(g->o.clock), now);
-            json_object *c = json_object_new_object(), *conds = json_object_new_array();
-            kite_obj_set(c, "type", json_object_new_string("DisruptionTarget"));
-            kite_obj_set(c, "status", json_object_new_string("True"));
-            kite_obj_set(c, "reason", json_object_new_string("DeletionByPodGC"));
-            kite_obj_set(c, "message", json_object_new_string(j->cond));
-            kite_obj_set(c, "lastTransitionTime", json_object_new_string(now));
-            json_object_array_add(conds, c);
-            kite_obj_set(st, "conditions", conds);
-        }
-        _cleanup_free_ char *sp = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", j->ns, j->name);
-        e = kite_client_json(g->o.client, "PATCH", sp, "application/strategic-merge-patch+json", patch, NULL, NULL);
-        json_object_put(patch);
-        if (e == -ENOENT) return 0;
-        if (e < 0) return e;
-    }
-    json_object *opts = json_object_new_object();
-    kite_obj_set(opts, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(opts, "kind", json_object_new_string("DeleteOptions"));
-    kite_obj_set(opts, "gracePeriodSeconds", json_object_new_int(0));
-    if (j->uid) kite_obj_set(kite_obj_ensure(opts, "preconditions"), "uid", json_object_new_string(j->uid));
-    _cleanup_free_ char *dp = kite_asprintf("/api/v1/namespaces/%s/pods/%s", j->ns, j->name);
-    e = kite_client_json(g->o.client, "DELETE", dp, NULL, opts, NULL, NULL);
-    json_object_put(opts);
-    return e == -ENOENT || e == -EEXIST ? 0 : e;
-}
-
-static void job_add(struct job **v, size_t *n, const struct gpod *p, const char *cond) {
+/* markFailedAndDeletePodWithCondition: phase Failed (and the condition) unless the pod is
+ * terminal already, then a delete with grace 0. */
+static void job_add(struct kite_ctl_pod_kill **v, size_t *n, const struct gpod *p, const char *cond) {
     *v = kite_realloc(*v, (*n + 1) * sizeof **v);
-    (*v)[(*n)++] = (struct job){kite_strdup(p->key), kite_strdup(p->ns), kite_strdup(p->name),
-                                p->uid ? kite_strdup(p->uid) : NULL, !p->terminal, cond};
+    struct kite_ctl_pod_kill *k = &(*v)[(*n)++];
+    *k = (struct kite_ctl_pod_kill){.phase = p->terminal ? NULL : "Failed", .grace0 = true};
+    if (!p->terminal && cond) k->reason = "DeletionByPodGC", k->message = cond;
+    kite_ctl_pod_copy(&k->pod, &p->id);
 }
 
 /* byEvictionAndCreationTimestamp */
@@ -306,10 +256,10 @@ static int cmp_terminated(const void *a, const void *b) {
     const struct gpod *x = *(struct gpod *const *)a, *y = *(struct gpod *const *)b;
     if (x->evicted != y->evicted) return x->evicted ? -1 : 1;
     if (x->created != y->created) return x->created < y->created ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return strcmp(x->id.name, y->id.name);
 }
 
-static void terminated_jobs(struct kite_podgc *g, struct job **v, size_t *n) {
+static void terminated_jobs(struct kite_podgc *g, struct kite_ctl_pod_kill **v, size_t *n) {
     if (g->o.terminated_threshold <= 0 || g->nterminal <= (size_t)g->o.terminated_threshold) return;
     struct gpod **t = kite_malloc(g->nterminal * sizeof *t);
     size_t nt = 0;
@@ -338,8 +288,8 @@ static void check_nodes(struct kite_podgc *g, char **names, size_t n) {
             nd->checking = false;
             if (e == -ENOENT && !nd->exists) {
                 nd->gone = true;
-                log_info(LOG, "node %s is gone: collecting its %zu pods", nd->name, nd->npods);
-                for (size_t j = 0; j < nd->npods; j++) mark_due(g, nd->pods[j]);
+                log_info(LOG, "node %s is gone: collecting its %zu pods", nd->name, nd->pods.n);
+                for (size_t j = 0; j < nd->pods.n; j++) mark_due(g, nd->pods.v[j]);
             } else if (e < 0 && !nd->exists) {
                 log_warn(LOG, "node %s: cannot check it: %s (will retry)", nd->name, strerror(-e));
                 kite_timers_set(&g->timers, &nd->quarantine, kite_now_mono(g->o.clock) + KITE_PODGC_RETRY_NS);
@@ -351,6 +301,19 @@ static void check_nodes(struct kite_podgc *g, char **names, size_t n) {
     }
     free(names);
 }
+
+static void collect_failed(void *ud, const struct kite_ctl_pod *pod, int e) {
+    struct kite_podgc *g = ud;
+    log_warn(LOG, "pod %s: cannot delete it: %s (will retry)", pod->key, strerror(-e));
+    struct gpod *p = kite_map_get(&g->pods, pod->key);
+    if (p) {
+        p->sent = false, p->retry = true;
+        if (!kite_timer_armed(&g->retry))
+            kite_timers_set(&g->timers, &g->retry, kite_now_mono(g->o.clock) + KITE_PODGC_RETRY_NS);
+    }
+}
+
+static void collected(void *ud, const struct kite_ctl_pod *pod) { log_info(LOG, "pod %s: force-deleted", pod->key); }
 
 int64_t kite_podgc_step(struct kite_podgc *g) {
     pthread_mutex_lock(&g->lock);
@@ -370,7 +333,7 @@ int64_t kite_podgc_step(struct kite_podgc *g) {
             continue;
         }
         struct gnode *n = kite_container_of(t, struct gnode, quarantine);
-        if (n->exists || !n->npods) continue;
+        if (n->exists || !n->pods.n) continue;
         n->checking = true;
         check = kite_realloc(check, (nc + 1) * sizeof *check);
         check[nc++] = kite_strdup(n->name);
@@ -379,7 +342,7 @@ int64_t kite_podgc_step(struct kite_podgc *g) {
     if (nc) check_nodes(g, check, nc);
 
     pthread_mutex_lock(&g->lock);
-    struct job *jobs = NULL;
+    struct kite_ctl_pod_kill *jobs = NULL;
     size_t nj = 0;
     for (size_t i = 0; i < g->ndue; i++) {
         struct gpod *p = g->due[i];
@@ -394,29 +357,9 @@ int64_t kite_podgc_step(struct kite_podgc *g) {
     terminated_jobs(g, &jobs, &nj);
     pthread_mutex_unlock(&g->lock);
 
-    for (size_t i = 0; i < nj; i++) {
-        int e = collect(g, &jobs[i]);
-        if (e < 0) {
-            log_warn(LOG, "pod %s: cannot delete it: %s (will retry)", jobs[i].key, strerror(-e));
-            pthread_mutex_lock(&g->lock);
-            struct gpod *p = kite_map_get(&g->pods, jobs[i].key);
-            if (p) {
-                p->sent = false, p->retry = true;
-                if (!kite_timer_armed(&g->retry)) kite_timers_set(&g->timers, &g->retry, kite_now_mono(g->o.clock) + KITE_PODGC_RETRY_NS);
-            }
-            pthread_mutex_unlock(&g->lock);
-        } else {
-            log_info(LOG, "pod %s: force-deleted", jobs[i].key);
-        }
-        free(jobs[i].key);
-        free(jobs[i].ns);
-        free(jobs[i].name);
-        free(jobs[i].uid);
-    }
-    free(jobs);
+    kite_ctl_pod_kills_run(g->o.client, g->o.clock, &g->lock, jobs, nj, collect_failed, collected, g);
     pthread_mutex_lock(&g->lock);
-    int64_t next = KITE_PODGC_IDLE_NS;
-    if ((t = kite_timers_peek(&g->timers))) next = KITE_MAX(0, KITE_MIN(next, t->at - kite_now_mono(g->o.clock)));
+    int64_t next = kite_timers_next_in(&g->timers, kite_now_mono(g->o.clock), KITE_PODGC_IDLE_NS);
     pthread_mutex_unlock(&g->lock);
     return next;
 }

@@ -9,6 +9,7 @@
 #include "base/map.h"
 #include "framework/ctlutil.h"
 #include "framework/timers.h"
+#include "base/slots.h"
 
 #include <pthread.h>
 
@@ -20,12 +21,11 @@ struct tnode {
     char *name;
     json_object *taints; /* its NoExecute taints (own array; NULL: none) */
     bool gone;           /* deleted, kept while pods still name it */
-    struct tpod **pods;
-    size_t npods, cap;
+    struct kite_slots pods; /* struct tpod * */
 };
 
 struct tpod {
-    char *key, *ns, *name, *uid;
+    struct kite_ctl_pod id;
     struct tnode *node;
     size_t slot;              /* index in node->pods */
     json_object *tolerations; /* own copy */
@@ -54,17 +54,14 @@ struct kite_tec *kite_tec_new(const struct kite_tec_options *o) {
 
 static void tnode_free(struct tnode *n) {
     json_object_put(n->taints);
-    free(n->pods);
+    kite_slots_release(&n->pods);
     free(n->name);
     free(n);
 }
 
 static void tpod_free(struct tpod *p) {
     json_object_put(p->tolerations);
-    free(p->key);
-    free(p->ns);
-    free(p->name);
-    free(p->uid);
+    kite_ctl_pod_release(&p->id);
     free(p);
 }
 
@@ -98,9 +95,9 @@ int kite_tec_toleration_seconds(json_object *taints, json_object *tols, int64_t 
 }
 
 static void pod_event(struct kite_tec *t, struct tpod *p, const char *fmt) {
-    _cleanup_free_ char *msg = kite_asprintf(fmt, p->ns, p->name);
-    kite_ctl_event(&t->events, t->o.clock, COMPONENT, "Pod", p->ns, p->name, p->uid, "Normal", "TaintManagerEviction",
-                   msg);
+    _cleanup_free_ char *msg = kite_asprintf(fmt, p->id.ns, p->id.name);
+    kite_ctl_event(&t->events, t->o.clock, COMPONENT, "Pod", p->id.ns, p->id.name, p->id.uid, "Normal",
+                   "TaintManagerEviction", msg);
 }
 
 static void cancel(struct kite_tec *t, struct tpod *p) {
@@ -145,10 +142,10 @@ static struct tnode *node_get(struct kite_tec *t, const char *name) {
 static void detach(struct kite_tec *t, struct tpod *p) {
     struct tnode *n = p->node;
     if (!n) return;
-    n->pods[p->slot] = n->pods[--n->npods];
-    n->pods[p->slot]->slot = p->slot;
+    struct tpod *moved = kite_slots_remove(&n->pods, p->slot);
+    if (moved) moved->slot = p->slot;
     p->node = NULL;
-    if (n->gone && !n->npods) {
+    if (n->gone && !n->pods.n) {
         kite_map_del(&t->nodes, n->name);
         tnode_free(n);
     }
@@ -156,12 +153,7 @@ static void detach(struct kite_tec *t, struct tpod *p) {
 
 static void attach(struct kite_tec *t, struct tpod *p, const char *node) {
     struct tnode *n = node_get(t, node);
-    if (n->npods == n->cap) {
-        n->cap = n->cap ? n->cap * 2 : 8;
-        n->pods = kite_realloc(n->pods, n->cap * sizeof *n->pods);
-    }
-    p->slot = n->npods;
-    n->pods[n->npods++] = p;
+    p->slot = kite_slots_add(&n->pods, p);
     p->node = n;
 }
 
@@ -195,7 +187,7 @@ void kite_tec_node_upsert(struct kite_tec *t, json_object *node) {
         json_object_put(n->taints);
         n->taints = TAKE_PTR(taints);
         int64_t now = kite_now_mono(t->o.clock);
-        for (size_t i = 0; i < n->npods; i++) process(t, n->pods[i], now);
+        for (size_t i = 0; i < n->pods.n; i++) process(t, n->pods.v[i], now);
     }
     pthread_mutex_unlock(&t->lock);
     json_object_put(taints);
@@ -209,9 +201,9 @@ void kite_tec_node_delete(struct kite_tec *t, json_object *node) {
     if (n) {
         json_object_put(TAKE_PTR(n->taints));
         int64_t now = kite_now_mono(t->o.clock);
-        for (size_t i = 0; i < n->npods; i++) process(t, n->pods[i], now);
+        for (size_t i = 0; i < n->pods.n; i++) process(t, n->pods.v[i], now);
         n->gone = true;
-        if (!n->npods) {
+        if (!n->pods.n) {
             kite_map_del(&t->nodes, name);
             tnode_free(n);
         }
@@ -243,17 +235,11 @@ void kite_tec_pod_upsert(struct kite_tec *t, json_object *pod) {
     bool deleting = kite_meta_str(pod, "deletionTimestamp") != NULL, changed = !p;
     if (!p) {
         p = kite_calloc(1, sizeof *p);
-        p->key = kite_strdup(key);
-        p->ns = kite_strdup(ns);
-        p->name = kite_strdup(name);
+        kite_ctl_pod_init(&p->id, ns, name, NULL);
         kite_timer_init(&p->timer);
         kite_map_put(&t->pods, key, p);
     }
-    const char *uid = kite_meta_str(pod, "uid");
-    if (!kite_streq(uid, p->uid)) {
-        free(p->uid);
-        p->uid = uid ? kite_strdup(uid) : NULL;
-    }
+    kite_ctl_pod_set_uid(&p->id, kite_meta_str(pod, "uid"));
     if (!p->node || !kite_streq(p->node->name, node)) {
         detach(t, p);
         attach(t, p, node);
@@ -279,40 +265,23 @@ void kite_tec_pod_delete(struct kite_tec *t, json_object *pod) {
     pthread_mutex_unlock(&t->lock);
 }
 
-struct due {
-    char *key, *ns, *name, *uid;
-};
+static void evict_failed(void *ud, const struct kite_ctl_pod *pod, int e) {
+    struct kite_tec *t = ud;
+    struct tpod *p = kite_map_get(&t->pods, pod->key);
+    if (p && !kite_timer_armed(&p->timer) && ++p->attempts < KITE_TEC_RETRIES) {
+        log_warn(LOG, "pod %s: cannot evict: %s (will retry)", pod->key, strerror(-e));
+        kite_timers_set(&t->timers, &p->timer, kite_now_mono(t->o.clock) + KITE_TEC_RETRY_NS);
+    } else if (p) {
+        log_warn(LOG, "pod %s: cannot evict: %s", pod->key, strerror(-e));
+    }
+}
 
-/* addConditionAndDeletePod: the DisruptionTarget condition, then the delete (by uid, so a
- * pod recreated under the same name is not the one deleted). 0 when done or the pod is gone. */
-static int evict(struct kite_tec *t, const struct due *d) {
-    char now[21];
-    kite_time_format(kite_now_wall(t->o.clock), now);
-    json_object *p = json_object_new_object(), *c = json_object_new_object(), *conds = json_object_new_array();
-    kite_obj_set(c, "type", json_object_new_string("DisruptionTarget"));
-    kite_obj_set(c, "status", json_object_new_string("True"));
-    kite_obj_set(c, "reason", json_object_new_string("DeletionByTaintManager"));
-    kite_obj_set(c, "message", json_object_new_string("Taint manager: deleting due to NoExecute taint"));
-    kite_obj_set(c, "lastTransitionTime", json_object_new_string(now));
-    json_object_array_add(conds, c);
-    kite_obj_set(kite_obj_ensure(p, "status"), "conditions", conds);
-    _cleanup_free_ char *sp = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", d->ns, d->name);
-    int e = kite_client_json(t->o.client, "PATCH", sp, "application/strategic-merge-patch+json", p, NULL, NULL);
-    json_object_put(p);
-    if (e == -ENOENT) return 0;
-    if (e < 0) return e;
-    json_object *opts = json_object_new_object();
-    kite_obj_set(opts, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(opts, "kind", json_object_new_string("DeleteOptions"));
-    if (d->uid) kite_obj_set(kite_obj_ensure(opts, "preconditions"), "uid", json_object_new_string(d->uid));
-    _cleanup_free_ char *dp = kite_asprintf("/api/v1/namespaces/%s/pods/%s", d->ns, d->name);
-    e = kite_client_json(t->o.client, "DELETE", dp, NULL, opts, NULL, NULL);
-    json_object_put(opts);
-    return e == -ENOENT || e == -EEXIST ? 0 : e; /* gone, or another pod now has the name (409) */
+static void evicted(void *ud, const struct kite_ctl_pod *pod) {
+    log_info(LOG, "pod %s: deleted for its node's NoExecute taints", pod->key);
 }
 
 int64_t kite_tec_step(struct kite_tec *t) {
-    struct due *due = NULL;
+    struct kite_ctl_pod_kill *due = NULL;
     size_t nd = 0;
     pthread_mutex_lock(&t->lock);
     int64_t now = kite_now_mono(t->o.clock);
@@ -321,8 +290,10 @@ int64_t kite_tec_step(struct kite_tec *t) {
         struct tpod *p = kite_container_of(tm, struct tpod, timer);
         pod_event(t, p, "Marking for deletion Pod %s/%s");
         due = kite_realloc(due, (nd + 1) * sizeof *due);
-        due[nd++] = (struct due){kite_strdup(p->key), kite_strdup(p->ns), kite_strdup(p->name),
-                                 p->uid ? kite_strdup(p->uid) : NULL};
+        /* addConditionAndDeletePod */
+        due[nd] = (struct kite_ctl_pod_kill){.reason = "DeletionByTaintManager",
+                                             .message = "Taint manager: deleting due to NoExecute taint"};
+        kite_ctl_pod_copy(&due[nd++].pod, &p->id);
     }
     struct kite_ctl_acts events = t->events;
     t->events = (struct kite_ctl_acts){0};
@@ -331,30 +302,9 @@ int64_t kite_tec_step(struct kite_tec *t) {
 
     kite_ctl_acts_run(t->o.client, &events, NULL, NULL);
     kite_ctl_acts_release(&events);
-    for (size_t i = 0; i < nd; i++) {
-        int e = evict(t, &due[i]);
-        if (e < 0) {
-            pthread_mutex_lock(&t->lock);
-            struct tpod *p = kite_map_get(&t->pods, due[i].key);
-            if (p && !kite_timer_armed(&p->timer) && ++p->attempts < KITE_TEC_RETRIES) {
-                log_warn(LOG, "pod %s: cannot evict: %s (will retry)", due[i].key, strerror(-e));
-                kite_timers_set(&t->timers, &p->timer, kite_now_mono(t->o.clock) + KITE_TEC_RETRY_NS);
-            } else if (p) {
-                log_warn(LOG, "pod %s: cannot evict: %s", due[i].key, strerror(-e));
-            }
-            pthread_mutex_unlock(&t->lock);
-        } else {
-            log_info(LOG, "pod %s: deleted for its node's NoExecute taints", due[i].key);
-        }
-        free(due[i].key);
-        free(due[i].ns);
-        free(due[i].name);
-        free(due[i].uid);
-    }
-    free(due);
+    kite_ctl_pod_kills_run(t->o.client, t->o.clock, &t->lock, due, nd, evict_failed, evicted, t);
     pthread_mutex_lock(&t->lock);
-    int64_t next = KITE_TEC_IDLE_NS;
-    if ((tm = kite_timers_peek(&t->timers))) next = KITE_MAX(0, KITE_MIN(next, tm->at - kite_now_mono(t->o.clock)));
+    int64_t next = kite_timers_next_in(&t->timers, kite_now_mono(t->o.clock), KITE_TEC_IDLE_NS);
     pthread_mutex_unlock(&t->lock);
     return next;
 }

@@ -30,12 +30,7 @@ static void enqueue_at(struct kite_cronjobs *c, const char *key, int64_t in_ns) 
     kite_wq_add(&c->q, key, kite_now_mono(c->o.clock) + in_ns);
 }
 
-static char *owner_key(json_object *job) {
-    json_object *ref = kite_wl_controller_ref(job);
-    if (!ref || !kite_streq(kite_obj_str(ref, "kind"), "CronJob") || !kite_streq(kite_obj_str(ref, "apiVersion"), "batch/v1"))
-        return NULL;
-    return kite_wl_key(kite_meta_str(job, "namespace"), kite_obj_str(ref, "name"));
-}
+static char *owner_key(json_object *job) { return kite_wl_controller_key(job, "batch/v1", "CronJob"); }
 
 static void job_change(struct kite_cronjobs *c, json_object *job, bool del) {
     pthread_mutex_lock(&c->lock);
@@ -77,10 +72,6 @@ static int64_t time_of(json_object *obj, const char *a, const char *b) {
     return s && kite_time_parse(s, &ns) == 0 ? ns : 0;
 }
 
-static json_object *copy(json_object *o) {
-    json_object *c = NULL;
-    return o && json_object_deep_copy(o, &c, NULL) == 0 ? c : NULL;
-}
 
 /* getJobFromTemplate2: NAME-<scheduled minutes since the epoch> */
 static json_object *new_job(json_object *cj, time_t scheduled) {
@@ -91,18 +82,17 @@ static json_object *new_job(json_object *cj, time_t scheduled) {
     kite_obj_set(job, "kind", json_object_new_string("Job"));
     kite_obj_set(meta, "name", json_object_new_string(name));
     kite_obj_set(meta, "namespace", json_object_new_string(kite_meta_str(cj, "namespace")));
-    json_object *labels = copy(kite_obj_get(tmeta, "labels")), *ann = copy(kite_obj_get(tmeta, "annotations"));
+    json_object *labels = kite_wl_copy(kite_obj_get(tmeta, "labels"));
+    json_object *ann = kite_wl_copy(kite_obj_get(tmeta, "annotations"));
     if (labels) kite_obj_set(meta, "labels", labels);
     if (!ann) ann = json_object_new_object();
     char ts[21];
     kite_time_format((int64_t)scheduled * KITE_NS_PER_SEC, ts);
     kite_obj_set(ann, SCHEDULED_ANNOTATION, json_object_new_string(ts));
     kite_obj_set(meta, "annotations", ann);
-    json_object *refs = json_object_new_array();
-    json_object_array_add(refs, kite_wl_new_controller_ref("batch/v1", "CronJob", cj));
-    kite_obj_set(meta, "ownerReferences", refs);
+    kite_wl_set_controller_ref(meta, "batch/v1", "CronJob", cj);
     kite_obj_set(job, "metadata", meta);
-    json_object *spec = copy(kite_obj_get(tmpl, "spec"));
+    json_object *spec = kite_wl_copy(kite_obj_get(tmpl, "spec"));
     kite_obj_set(job, "spec", spec ? spec : json_object_new_object());
     return job;
 }

@@ -12,6 +12,7 @@
 #include "framework/ctlutil.h"
 #include "framework/loop.h"
 #include "framework/workqueue.h"
+#include "controllers/workloads/wlutil.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -45,12 +46,6 @@ bool kite_ds_should_run(json_object *pod, json_object *node, bool *ret_continue)
 }
 
 /* ---- the daemon pod ---- */
-
-static json_object *copy(json_object *o) {
-    json_object *c = NULL;
-    json_object_deep_copy(o, &c, NULL);
-    return c;
-}
 
 /* AddOrUpdateDaemonPodTolerations: what a daemon pod tolerates beyond its template's */
 static const struct {
@@ -108,36 +103,12 @@ static void pin(json_object *spec, const char *node) {
 }
 
 json_object *kite_ds_new_pod(json_object *ds, const char *node, const char *hash) {
-    json_object *tmpl = kite_obj_get(kite_obj_get(ds, "spec"), "template"), *tmeta = kite_obj_get(tmpl, "metadata");
-    json_object *pod = json_object_new_object(), *meta = json_object_new_object();
-    kite_obj_set(pod, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(pod, "kind", json_object_new_string("Pod"));
-    _cleanup_free_ char *gen = kite_asprintf("%s-", kite_meta_str(ds, "name"));
-    kite_obj_set(meta, "generateName", json_object_new_string(gen));
-    kite_obj_set(meta, "namespace", json_object_new_string(kite_meta_str(ds, "namespace")));
-    json_object *labels = copy(kite_obj_get(tmeta, "labels"));
-    if (!labels || !json_object_is_type(labels, json_type_object)) {
-        json_object_put(labels);
-        labels = json_object_new_object();
-    }
-    kite_obj_set(labels, HASH_LABEL, json_object_new_string(hash));
-    kite_obj_set(meta, "labels", labels);
-    if (kite_obj_get(tmeta, "annotations")) kite_obj_set(meta, "annotations", copy(kite_obj_get(tmeta, "annotations")));
-    json_object *refs = json_object_new_array(), *ref = json_object_new_object();
-    kite_obj_set(ref, "apiVersion", json_object_new_string("apps/v1"));
-    kite_obj_set(ref, "kind", json_object_new_string("DaemonSet"));
-    kite_obj_set(ref, "name", json_object_new_string(kite_meta_str(ds, "name")));
-    kite_obj_set(ref, "uid", json_object_new_string(kite_meta_str(ds, "uid") ? kite_meta_str(ds, "uid") : ""));
-    kite_obj_set(ref, "controller", json_object_new_boolean(true));
-    kite_obj_set(ref, "blockOwnerDeletion", json_object_new_boolean(true));
-    json_object_array_add(refs, ref);
-    kite_obj_set(meta, "ownerReferences", refs);
-    kite_obj_set(pod, "metadata", meta);
-    json_object *spec = copy(kite_obj_get(tmpl, "spec"));
-    if (!spec) spec = json_object_new_object();
+    json_object *pod = kite_wl_pod_from_template(kite_obj_get(kite_obj_get(ds, "spec"), "template"), ds, "apps/v1",
+                                                 "DaemonSet", NULL);
+    kite_obj_set(kite_obj_ensure(kite_obj_meta(pod), "labels"), HASH_LABEL, json_object_new_string(hash));
+    json_object *spec = kite_obj_get(pod, "spec");
     add_tolerations(spec);
     pin(spec, node);
-    kite_obj_set(pod, "spec", spec);
     return pod;
 }
 
@@ -150,35 +121,16 @@ static void template_hash(json_object *ds, char out[16]) {
 
 /* ---- the core ---- */
 
-struct names {
-    char **v;
-    size_t n;
-};
-static void names_add(struct names *s, const char *n) {
-    s->v = kite_realloc(s->v, (s->n + 1) * sizeof *s->v);
-    s->v[s->n++] = kite_strdup(n);
-}
-static bool names_has(const struct names *s, const char *n) {
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], n) == 0) return true;
-    return false;
-}
-static void names_release(struct names *s) {
-    for (size_t i = 0; i < s->n; i++) free(s->v[i]);
-    free(s->v);
-    *s = (struct names){0};
-}
-
 struct dstate {
     json_object *ds;      /* own copy; NULL: gone */
-    struct names created; /* node names a pod was created for, not yet seen */
-    int64_t created_at;
+    struct kite_wl_awaited created; /* node names a pod was created for, not yet seen */
 };
 
 struct kite_dsctl {
     struct kite_dsctl_options o;
     pthread_mutex_t lock;
-    struct kite_map sets, nodes, pods; /* "ns/name" -> dstate; name -> node copy; "ns/name" -> pod copy */
+    struct kite_map sets, nodes;       /* "ns/name" -> dstate; name -> node copy */
+    struct kite_wl_cache pods;         /* the daemon pods */
     struct kite_wq q;                  /* the DaemonSets' keys */
     struct kite_ctl_keyed k;
 };
@@ -198,7 +150,7 @@ struct kite_dsctl *kite_dsctl_new(const struct kite_dsctl_options *o) {
 
 static void dstate_free(struct dstate *s) {
     json_object_put(s->ds);
-    names_release(&s->created);
+    kite_wl_names_release(&s->created.names);
     free(s);
 }
 
@@ -208,10 +160,9 @@ void kite_dsctl_free(struct kite_dsctl *c) {
     void *v;
     for (size_t it = 0; kite_map_next(&c->sets, &it, &k, &v);) dstate_free(v);
     for (size_t it = 0; kite_map_next(&c->nodes, &it, &k, &v);) json_object_put(v);
-    for (size_t it = 0; kite_map_next(&c->pods, &it, &k, &v);) json_object_put(v);
     kite_map_release(&c->sets);
     kite_map_release(&c->nodes);
-    kite_map_release(&c->pods);
+    kite_wl_cache_release(&c->pods);
     kite_wq_release(&c->q);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -220,32 +171,15 @@ void kite_dsctl_free(struct kite_dsctl *c) {
 static void queue(struct kite_dsctl *c, const char *key) { kite_ctl_keyed_add(&c->k, key, 0); }
 
 static struct dstate *state(struct kite_dsctl *c, const char *key) {
-    struct dstate *s = kite_map_get(&c->sets, key);
-    if (!s) {
-        s = kite_calloc(1, sizeof *s);
-        kite_map_put(&c->sets, key, s);
-    }
-    return s;
+    return kite_wl_state(&c->sets, key, sizeof(struct dstate));
 }
 
-static char *owner_key(json_object *pod) {
-    json_object *refs = kite_obj_get(kite_obj_meta(pod), "ownerReferences");
-    for (size_t i = 0; i < kite_array_len(refs); i++) {
-        json_object *r = json_object_array_get_idx(refs, i), *ctl = kite_obj_get(r, "controller");
-        if (ctl && json_object_get_boolean(ctl) && kite_streq(kite_obj_str(r, "kind"), "DaemonSet") &&
-            kite_streq(kite_obj_str(r, "apiVersion"), "apps/v1"))
-            return kite_asprintf("%s/%s", kite_meta_str(pod, "namespace"), kite_obj_str(r, "name"));
-    }
-    return NULL;
-}
 
 void kite_dsctl_ds_upsert(struct kite_dsctl *c, json_object *ds) {
     _cleanup_free_ char *key = kite_informer_key(ds);
     if (!key) return;
     pthread_mutex_lock(&c->lock);
-    struct dstate *s = state(c, key);
-    json_object_put(s->ds);
-    s->ds = copy(ds);
+    kite_wl_keep_copy(&state(c, key)->ds, ds);
     queue(c, key);
     pthread_mutex_unlock(&c->lock);
 }
@@ -272,7 +206,7 @@ static const char *const NODE_MEMBERS[] = {"metadata.name", "metadata.labels", "
 static void node_changed(struct kite_dsctl *c, json_object *node, bool gone) {
     const char *name = kite_meta_str(node, "name");
     if (!name) return;
-    json_object *cut = gone ? NULL : kite_obj_project(node, NODE_MEMBERS), *own = gone ? NULL : copy(cut);
+    json_object *cut = gone ? NULL : kite_obj_project(node, NODE_MEMBERS), *own = gone ? NULL : kite_wl_copy(cut);
     json_object_put(cut);
     pthread_mutex_lock(&c->lock);
     json_object_put(gone ? kite_map_del(&c->nodes, name) : kite_map_put(&c->nodes, name, own));
@@ -283,11 +217,9 @@ void kite_dsctl_node_upsert(struct kite_dsctl *c, json_object *node) { node_chan
 void kite_dsctl_node_delete(struct kite_dsctl *c, json_object *node) { node_changed(c, node, true); }
 
 static void pod_changed(struct kite_dsctl *c, json_object *pod, bool gone) {
-    _cleanup_free_ char *owner = owner_key(pod), *key = kite_informer_key(pod);
-    if (!owner || !key) return; /* not a daemon pod */
     pthread_mutex_lock(&c->lock);
-    json_object_put(gone ? kite_map_del(&c->pods, key) : kite_map_put(&c->pods, key, copy(pod)));
-    if (kite_map_get(&c->sets, owner)) queue(c, owner);
+    _cleanup_free_ char *owner = kite_wl_cache_owned(&c->pods, pod, gone, "apps/v1", "DaemonSet");
+    if (owner && kite_map_get(&c->sets, owner)) queue(c, owner);
     pthread_mutex_unlock(&c->lock);
 }
 void kite_dsctl_pod_upsert(struct kite_dsctl *c, json_object *pod) { pod_changed(c, pod, false); }
@@ -302,7 +234,7 @@ struct sync {
     json_object *ds;
     json_object **nodes, **pods;
     size_t nnodes, npods;
-    struct names created; /* in: awaited; out: to await */
+    struct kite_wl_names created; /* in: awaited; out: to await */
     int64_t now, requeue;
     bool failed; /* a request failed: the set is synced again after its back-off */
     struct kite_ctl_acts events;
@@ -367,7 +299,7 @@ static int create_pod(struct sync *s, const char *node, const char *hash) {
     int e = kite_client_json(s->c->o.client, "POST", path, NULL, pod, NULL, &answer);
     json_object_put(pod);
     if (e == 0) {
-        names_add(&s->created, node);
+        kite_wl_names_add(&s->created, node);
         _cleanup_free_ char *msg = kite_asprintf("Created pod: %s", kite_meta_str(answer, "name") ? kite_meta_str(answer, "name") : "");
         kite_ctl_event(&s->events, s->c->o.clock, COMPONENT, "DaemonSet", kite_meta_str(s->ds, "namespace"),
                        kite_meta_str(s->ds, "name"), kite_meta_str(s->ds, "uid"), "Normal", "SuccessfulCreate", msg);
@@ -405,7 +337,7 @@ static void sync_ds(struct sync *s) {
     json_object *tmpl_na = kite_obj_get(kite_obj_get(kite_obj_get(kite_obj_get(spec, "template"), "spec"), "affinity"),
                                         "nodeAffinity");
     json_object *req = kite_obj_get(tmpl_na, "requiredDuringSchedulingIgnoredDuringExecution");
-    if (req) kite_obj_set(na, "requiredDuringSchedulingIgnoredDuringExecution", copy(req));
+    if (req) kite_obj_set(na, "requiredDuringSchedulingIgnoredDuringExecution", kite_wl_copy(req));
     else json_object_object_del(na, "requiredDuringSchedulingIgnoredDuringExecution");
     for (size_t i = 0; i < s->nnodes; i++) {
         pn[i].node = s->nodes[i];
@@ -450,9 +382,9 @@ static void sync_ds(struct sync *s) {
         n->n = keep;
         for (; n->n > 1; n->n--) /* one per node: the extras go */
             if (delete_pod(s, n->pods[n->n - 1]) < 0) s->failed = true;
-        if (!n->n && n->run && !names_has(&s->created, name) && create_pod(s, name, hash) < 0)
+        if (!n->n && n->run && !kite_wl_names_has(&s->created, name) && create_pod(s, name, hash) < 0)
             s->failed = true;
-        bool scheduled = n->n || names_has(&s->created, name);
+        bool scheduled = n->n || kite_wl_names_has(&s->created, name);
         if (!n->run) { /* may stay, is not wanted (a NoSchedule taint came) */
             if (scheduled) misscheduled++;
             continue;
@@ -498,7 +430,7 @@ static void sync_ds(struct sync *s) {
     }
     free(pn);
 
-    json_object *old = kite_obj_get(s->ds, "status"), *st = old ? copy(old) : json_object_new_object();
+    json_object *old = kite_obj_get(s->ds, "status"), *st = old ? kite_wl_copy(old) : json_object_new_object();
     static const char *const keys[] = {"desiredNumberScheduled", "currentNumberScheduled", "numberMisscheduled",
                                        "numberReady", "numberAvailable", "updatedNumberScheduled"};
     int64_t vals[] = {desired, current, misscheduled, nready, navailable, updated};
@@ -508,7 +440,7 @@ static void sync_ds(struct sync *s) {
     json_object *gen = kite_obj_get(kite_obj_meta(s->ds), "generation");
     if (gen) kite_obj_set(st, "observedGeneration", json_object_new_int64(json_object_get_int64(gen)));
     if (!kite_json_equal(st, old)) {
-        json_object *body = copy(s->ds);
+        json_object *body = kite_wl_copy(s->ds);
         kite_obj_set(body, "status", json_object_get(st));
         _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/daemonsets/%s/status",
                                                   kite_meta_str(s->ds, "namespace"), kite_meta_str(s->ds, "name"));
@@ -521,31 +453,26 @@ static void sync_ds(struct sync *s) {
 
 static void snapshot(struct kite_dsctl *c, const char *key, struct dstate *ds, struct sync *s) {
     *s = (struct sync){.c = c, .now = kite_now_wall(c->o.clock), .requeue = -1};
-    s->ds = copy(ds->ds);
+    s->ds = kite_wl_copy(ds->ds);
     const char *k;
     void *v;
     for (size_t it = 0; kite_map_next(&c->nodes, &it, &k, &v);) {
         s->nodes = kite_realloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
-        s->nodes[s->nnodes++] = copy(v);
+        s->nodes[s->nnodes++] = kite_wl_copy(v);
     }
     const char *uid = kite_meta_str(ds->ds, "uid");
-    for (size_t it = 0; kite_map_next(&c->pods, &it, &k, &v);) {
-        _cleanup_free_ char *owner = owner_key(v);
-        if (!owner || strcmp(owner, key) != 0) continue;
-        json_object *refs = kite_obj_get(kite_obj_meta(v), "ownerReferences");
-        bool mine = false;
-        for (size_t i = 0; i < kite_array_len(refs); i++)
-            mine |= kite_streq(kite_obj_str(json_object_array_get_idx(refs, i), "uid"), uid);
-        if (!mine) continue;
+    for (size_t it = 0; kite_map_next(&c->pods.m, &it, &k, &v);) {
+        _cleanup_free_ char *owner = kite_wl_controller_key(v, "apps/v1", "DaemonSet");
+        if (!owner || strcmp(owner, key) != 0 || !kite_wl_owner_uid(v, uid)) continue;
         s->pods = kite_realloc(s->pods, (s->npods + 1) * sizeof *s->pods);
-        s->pods[s->npods++] = copy(v);
+        s->pods[s->npods++] = kite_wl_copy(v);
     }
     /* a node whose created pod has been seen (or whose wait is over) is no longer awaited */
-    if (ds->created.n && kite_now_mono(c->o.clock) - ds->created_at > KITE_DS_EXPECT_NS) names_release(&ds->created);
-    for (size_t i = 0; i < ds->created.n; i++) {
+    kite_wl_awaited_expire(&ds->created, kite_now_mono(c->o.clock), KITE_DS_EXPECT_NS);
+    for (size_t i = 0; i < ds->created.names.n; i++) {
         bool seen = false;
-        for (size_t j = 0; j < s->npods && !seen; j++) seen = kite_streq(pod_node(s->pods[j]), ds->created.v[i]);
-        if (!seen) names_add(&s->created, ds->created.v[i]);
+        for (size_t j = 0; j < s->npods && !seen; j++) seen = kite_streq(pod_node(s->pods[j]), ds->created.names.v[i]);
+        if (!seen) kite_wl_names_add(&s->created, ds->created.names.v[i]);
     }
 }
 
@@ -555,7 +482,7 @@ static void sync_release(struct sync *s) {
     for (size_t i = 0; i < s->npods; i++) json_object_put(s->pods[i]);
     free(s->nodes);
     free(s->pods);
-    names_release(&s->created);
+    kite_wl_names_release(&s->created);
     kite_ctl_acts_release(&s->events);
 }
 
@@ -577,10 +504,7 @@ static bool work(void *ud, const char *key, int64_t *again_ns) {
     pthread_mutex_lock(&c->lock);
     ds = kite_map_get(&c->sets, key);
     if (ds) {
-        if (s.created.n > ds->created.n) ds->created_at = kite_now_mono(c->o.clock);
-        names_release(&ds->created);
-        ds->created = s.created;
-        s.created = (struct names){0};
+        kite_wl_awaited_keep(&ds->created, &s.created, kite_now_mono(c->o.clock));
         *again_ns = s.requeue;
     }
     bool failed = ds && s.failed; /* a set gone meanwhile is not tried again */

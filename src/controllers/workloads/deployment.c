@@ -59,69 +59,17 @@ void kite_deployctl_free(struct kite_deployctl *c) {
 
 /* ---- the template hash (controller.ComputeHash) ---- */
 
-uint32_t kite_deployctl_fnv32a(const void *p, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= ((const unsigned char *)p)[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
-static int key_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static void canonical(json_object *o, struct kite_buf *b) {
-    if (json_object_is_type(o, json_type_object)) {
-        size_t n = (size_t)json_object_object_length(o), i = 0;
-        const char **keys = n ? kite_calloc(n, sizeof *keys) : NULL;
-        json_object_object_foreach(o, k, v) {
-            (void)v;
-            keys[i++] = k;
-        }
-        if (n) qsort(keys, n, sizeof *keys, key_cmp);
-        kite_buf_putc(b, '{');
-        for (i = 0; i < n; i++) {
-            if (i) kite_buf_putc(b, ',');
-            kite_buf_json_str(b, keys[i]);
-            kite_buf_putc(b, ':');
-            canonical(json_object_object_get(o, keys[i]), b);
-        }
-        kite_buf_putc(b, '}');
-        free(keys);
-    } else if (json_object_is_type(o, json_type_array)) {
-        kite_buf_putc(b, '[');
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
-            if (i) kite_buf_putc(b, ',');
-            canonical(json_object_array_get_idx(o, i), b);
-        }
-        kite_buf_putc(b, ']');
-    } else {
-        kite_buf_puts(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    }
-}
-
 static void strip_nulls(json_object *o);
 
 void kite_deployctl_template_hash(json_object *tmpl, int64_t collision_count, char out[16]) {
-    struct kite_buf b = {0};
     json_object *t = NULL;
     json_object_deep_copy(tmpl, &t, NULL);
     strip_nulls(t);
-    canonical(t, &b);
+    unsigned char cc[8] = {0}; /* collisionCount as 8 little-endian bytes */
+    uint32_t v = (uint32_t)collision_count;
+    for (int i = 0; i < 4; i++) cc[i] = (unsigned char)(v >> (8 * i));
+    kite_wl_hash(t, cc, collision_count >= 0 ? sizeof cc : 0, out);
     json_object_put(t);
-    if (collision_count >= 0) {
-        unsigned char cc[8] = {0};
-        uint32_t v = (uint32_t)collision_count;
-        for (int i = 0; i < 4; i++) cc[i] = (unsigned char)(v >> (8 * i));
-        kite_buf_append(&b, (const char *)cc, sizeof cc);
-    }
-    uint32_t h = kite_deployctl_fnv32a(b.p ? b.p : "", b.len);
-    kite_buf_release(&b);
-    static const char alphanums[] = "bcdfghjklmnpqrstvwxz2456789";
-    char dec[16];
-    int n = snprintf(dec, sizeof dec, "%u", h);
-    for (int i = 0; i < n; i++) out[i] = alphanums[(unsigned char)dec[i] % (sizeof alphanums - 1)];
-    out[n] = 0;
 }
 
 /* ---- the rolling step ---- */
@@ -191,11 +139,7 @@ int kite_deployctl_rolling_step(int64_t desired, int64_t surge, int64_t unavaila
 
 static void enqueue(struct kite_deployctl *c, const char *key) { kite_wq_add(&c->q, key, kite_now_mono(c->o.clock)); }
 
-static char *owner_key(json_object *obj, const char *kind) {
-    json_object *ref = kite_wl_controller_ref(obj);
-    if (!ref || !kite_streq(kite_obj_str(ref, "kind"), kind)) return NULL;
-    return kite_wl_key(kite_meta_str(obj, "namespace"), kite_obj_str(ref, "name"));
-}
+static char *owner_key(json_object *obj, const char *kind) { return kite_wl_controller_key(obj, NULL, kind); }
 
 void kite_deployctl_deployment_upsert(struct kite_deployctl *c, json_object *d) {
     pthread_mutex_lock(&c->lock);
@@ -390,9 +334,7 @@ static json_object *new_rs(json_object *d, const char *hash, int64_t replicas, i
     kite_obj_set(ann, MAX_REPLICAS, str_int(kite_wl_int(d, "spec", "replicas") + surge));
     kite_obj_set(ann, REVISION, str_int(revision));
     kite_obj_set(meta, "annotations", ann);
-    json_object *refs = json_object_new_array();
-    json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "Deployment", d));
-    kite_obj_set(meta, "ownerReferences", refs);
+    kite_wl_set_controller_ref(meta, "apps/v1", "Deployment", d);
     kite_obj_set(rs, "metadata", meta);
     kite_obj_set(rspec, "replicas", json_object_new_int64(replicas));
     kite_obj_set(rspec, "minReadySeconds", json_object_new_int64(kite_wl_int(d, "spec", "minReadySeconds")));
@@ -598,11 +540,7 @@ static void claim_replicasets(struct plan *p) {
             if (kite_wl_deleting(d) || kite_wl_deleting(rs) ||
                 !kite_label_selector_json_matches(sel, kite_obj_get(kite_obj_meta(rs), "labels")))
                 continue;
-            json_object *patch = json_object_new_object(), *meta = json_object_new_object(), *refs = json_object_new_array();
-            json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "Deployment", d));
-            kite_obj_set(meta, "ownerReferences", refs);
-            kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(rs, "uid")));
-            kite_obj_set(patch, "metadata", meta);
+            json_object *patch = kite_wl_owner_patch(rs, kite_wl_new_controller_ref("apps/v1", "Deployment", d));
             _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/replicasets/%s", p->ns, kite_meta_str(rs, "name"));
             kite_ctl_acts_add(&p->acts, ACT_OTHER, p->key, "PATCH", path, "application/strategic-merge-patch+json", patch);
         }

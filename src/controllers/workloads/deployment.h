@@ -38,8 +38,6 @@ bool kite_deployctl_pending(struct kite_deployctl *c);
  * keys, where upstream renders the Go struct with spew) and, when collision_count >= 0, its 8
  * little-endian bytes; the sum's decimal digits in rand.SafeEncodeString's alphabet. */
 void kite_deployctl_template_hash(json_object *tmpl, int64_t collision_count, char out[16]);
-/* FNV-32a of n bytes. */
-uint32_t kite_deployctl_fnv32a(const void *p, size_t n);
 
 /* One rolling-update step (rolloutRolling): a ReplicaSet's replicas and available pods. */
 struct kite_deployctl_rs {

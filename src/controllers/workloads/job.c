@@ -13,6 +13,7 @@
 #include "framework/ctlutil.h"
 #include "framework/loop.h"
 #include "framework/workqueue.h"
+#include "controllers/workloads/wlutil.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -21,17 +22,11 @@
 #define COMPONENT "job-controller"
 #define UID_LABEL "batch.kubernetes.io/controller-uid"
 
-struct names {
-    char **v;
-    size_t n;
-};
-
 struct jstate {
     json_object *job; /* own copy; NULL: not known (its pods are orphans once jobs are synced) */
-    struct names created; /* pods created, not yet seen */
-    int64_t created_at;
-    struct names deleted; /* pods deleted, not yet seen going */
-    struct names finalized; /* uids of pods whose finalizer was removed, not yet seen so */
+    struct kite_wl_awaited created; /* pods created, not yet seen */
+    struct kite_wl_names deleted;   /* pods deleted, not yet seen going */
+    struct kite_wl_names finalized; /* uids of pods whose finalizer was removed, not yet seen so */
     int failures;         /* failed pods counted since the last success (back-off) */
     int64_t last_failure; /* wall ns of the latest of them */
 };
@@ -40,28 +35,13 @@ struct kite_jobctl {
     struct kite_jobctl_options o;
     pthread_mutex_t lock;
     struct kite_map jobs; /* "ns/name" -> struct jstate */
-    struct kite_map pods; /* "ns/name" -> own copy */
+    struct kite_wl_cache pods; /* the pods Jobs control */
     struct kite_wq q;     /* the Jobs' keys */
     struct kite_ctl_keyed k;
     bool jobs_synced;
 };
 
 static bool work(void *ud, const char *key, int64_t *again_ns);
-
-static void names_add(struct names *s, const char *n) {
-    s->v = kite_realloc(s->v, (s->n + 1) * sizeof *s->v);
-    s->v[s->n++] = kite_strdup(n);
-}
-static bool names_has(const struct names *s, const char *n) {
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], n) == 0) return true;
-    return false;
-}
-static void names_release(struct names *s) {
-    for (size_t i = 0; i < s->n; i++) free(s->v[i]);
-    free(s->v);
-    *s = (struct names){0};
-}
 
 struct kite_jobctl *kite_jobctl_new(const struct kite_jobctl_options *o) {
     struct kite_jobctl *c = kite_calloc(1, sizeof *c);
@@ -76,9 +56,9 @@ struct kite_jobctl *kite_jobctl_new(const struct kite_jobctl_options *o) {
 
 static void jstate_free(struct jstate *s) {
     json_object_put(s->job);
-    names_release(&s->created);
-    names_release(&s->deleted);
-    names_release(&s->finalized);
+    kite_wl_names_release(&s->created.names);
+    kite_wl_names_release(&s->deleted);
+    kite_wl_names_release(&s->finalized);
     free(s);
 }
 
@@ -87,51 +67,26 @@ void kite_jobctl_free(struct kite_jobctl *c) {
     const char *k;
     void *v;
     for (size_t it = 0; kite_map_next(&c->jobs, &it, &k, &v);) jstate_free(v);
-    for (size_t it = 0; kite_map_next(&c->pods, &it, &k, &v);) json_object_put(v);
     kite_map_release(&c->jobs);
-    kite_map_release(&c->pods);
+    kite_wl_cache_release(&c->pods);
     kite_wq_release(&c->q);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
-static json_object *copy(json_object *o) {
-    json_object *c = NULL;
-    json_object_deep_copy(o, &c, NULL);
-    return c;
-}
 
 static struct jstate *state(struct kite_jobctl *c, const char *key) {
-    struct jstate *s = kite_map_get(&c->jobs, key);
-    if (!s) {
-        s = kite_calloc(1, sizeof *s);
-        kite_map_put(&c->jobs, key, s);
-    }
-    return s;
+    return kite_wl_state(&c->jobs, key, sizeof(struct jstate));
 }
 
 static void queue(struct kite_jobctl *c, const char *key) { kite_ctl_keyed_add(&c->k, key, 0); }
 
-/* The Job a pod belongs to: its controller reference of kind Job ("ns/name"; malloc'ed). */
-static char *owner_key(json_object *pod) {
-    json_object *refs = kite_obj_get(kite_obj_meta(pod), "ownerReferences");
-    for (size_t i = 0; refs && json_object_is_type(refs, json_type_array) && i < json_object_array_length(refs); i++) {
-        json_object *r = json_object_array_get_idx(refs, i), *ctl = kite_obj_get(r, "controller");
-        if (!ctl || !json_object_get_boolean(ctl) || !kite_streq(kite_obj_str(r, "kind"), "Job") ||
-            !kite_streq(kite_obj_str(r, "apiVersion"), "batch/v1"))
-            continue;
-        return kite_asprintf("%s/%s", kite_meta_str(pod, "namespace"), kite_obj_str(r, "name"));
-    }
-    return NULL;
-}
 
 void kite_jobctl_job_upsert(struct kite_jobctl *c, json_object *job) {
     _cleanup_free_ char *key = kite_informer_key(job);
     if (!key) return;
     pthread_mutex_lock(&c->lock);
-    struct jstate *s = state(c, key);
-    json_object_put(s->job);
-    s->job = copy(job);
+    kite_wl_keep_copy(&state(c, key)->job, job);
     queue(c, key);
     pthread_mutex_unlock(&c->lock);
 }
@@ -147,10 +102,8 @@ void kite_jobctl_job_delete(struct kite_jobctl *c, json_object *job) {
 }
 
 static void pod_changed(struct kite_jobctl *c, json_object *pod, bool gone) {
-    _cleanup_free_ char *key = kite_informer_key(pod), *owner = owner_key(pod);
-    if (!key) return;
     pthread_mutex_lock(&c->lock);
-    json_object_put(gone ? kite_map_del(&c->pods, key) : kite_map_put(&c->pods, key, copy(pod)));
+    _cleanup_free_ char *owner = kite_wl_cache_owned(&c->pods, pod, gone, "batch/v1", "Job");
     if (owner) {
         state(c, owner);
         queue(c, owner);
@@ -185,7 +138,7 @@ struct sync {
     json_object *job;   /* NULL: gone */
     json_object **pods; /* its pods (controller reference to it) */
     size_t npods;
-    struct names created, deleted, finalized; /* in: as kept; out: as to keep */
+    struct kite_wl_names created, deleted, finalized; /* in: as kept; out: as to keep */
     int failures;
     int64_t last_failure, now, requeue; /* requeue: ns, -1 none */
     bool failed; /* a request failed: the Job is synced again after its back-off */
@@ -300,7 +253,7 @@ static int remove_finalizer(struct sync *s, json_object *pod) {
 }
 
 static int put_status(struct sync *s, json_object *status) {
-    json_object *body = copy(s->job);
+    json_object *body = kite_wl_copy(s->job);
     kite_obj_set(body, "status", json_object_get(status));
     _cleanup_free_ char *path = kite_asprintf("/apis/batch/v1/namespaces/%s/jobs/%s/status", kite_meta_str(s->job, "namespace"),
                                               kite_meta_str(s->job, "name"));
@@ -312,46 +265,26 @@ static int put_status(struct sync *s, json_object *status) {
     const char *rv = e == 0 ? kite_meta_str(answer, "resourceVersion") : NULL;
     if (rv) {
         kite_obj_set(kite_obj_meta(s->job), "resourceVersion", json_object_new_string(rv));
-        kite_obj_set(s->job, "status", copy(status));
+        kite_obj_set(s->job, "status", kite_wl_copy(status));
     }
     json_object_put(answer);
     return e;
 }
 
 static int create_pod(struct sync *s) {
-    json_object *tmpl = kite_obj_get(kite_obj_get(s->job, "spec"), "template");
-    json_object *pod = json_object_new_object(), *meta = json_object_new_object(), *tmeta = kite_obj_get(tmpl, "metadata");
-    kite_obj_set(pod, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(pod, "kind", json_object_new_string("Pod"));
-    _cleanup_free_ char *gen = kite_asprintf("%s-", kite_meta_str(s->job, "name"));
-    kite_obj_set(meta, "generateName", json_object_new_string(gen));
-    static const char *const kept[] = {"labels", "annotations"};
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(kept); i++)
-        if (kite_obj_get(tmeta, kept[i])) kite_obj_set(meta, kept[i], copy(kite_obj_get(tmeta, kept[i])));
-    json_object *fins = json_object_new_array();
-    json_object *tf = kite_obj_get(tmeta, "finalizers");
-    for (size_t i = 0; tf && json_object_is_type(tf, json_type_array) && i < json_object_array_length(tf); i++)
-        json_object_array_add(fins, copy(json_object_array_get_idx(tf, i)));
+    json_object *pod = kite_wl_pod_from_template(kite_obj_get(kite_obj_get(s->job, "spec"), "template"), s->job,
+                                                 "batch/v1", "Job", NULL);
+    json_object *meta = kite_obj_meta(pod), *fins = kite_obj_get(meta, "finalizers");
+    if (!fins || !json_object_is_type(fins, json_type_array))
+        kite_obj_set(meta, "finalizers", fins = json_object_new_array());
     json_object_array_add(fins, json_object_new_string(KITE_JOB_TRACKING_FINALIZER));
-    kite_obj_set(meta, "finalizers", fins);
-    json_object *refs = json_object_new_array(), *ref = json_object_new_object();
-    kite_obj_set(ref, "apiVersion", json_object_new_string("batch/v1"));
-    kite_obj_set(ref, "kind", json_object_new_string("Job"));
-    kite_obj_set(ref, "name", json_object_new_string(kite_meta_str(s->job, "name")));
-    kite_obj_set(ref, "uid", json_object_new_string(kite_meta_str(s->job, "uid")));
-    kite_obj_set(ref, "controller", json_object_new_boolean(true));
-    kite_obj_set(ref, "blockOwnerDeletion", json_object_new_boolean(true));
-    json_object_array_add(refs, ref);
-    kite_obj_set(meta, "ownerReferences", refs);
-    kite_obj_set(pod, "metadata", meta);
-    kite_obj_set(pod, "spec", copy(kite_obj_get(tmpl, "spec")));
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods", kite_meta_str(s->job, "namespace"));
     json_object *answer = NULL;
     int e = kite_client_json(s->c->o.client, "POST", path, NULL, pod, NULL, &answer);
     json_object_put(pod);
     if (e == 0) {
         const char *name = kite_meta_str(answer, "name");
-        if (name) names_add(&s->created, name);
+        if (name) kite_wl_names_add(&s->created, name);
         _cleanup_free_ char *msg = kite_asprintf("Created pod: %s", name ? name : "");
         job_event(s, "Normal", "SuccessfulCreate", msg);
     }
@@ -364,7 +297,7 @@ static int delete_pod(struct sync *s, json_object *pod) {
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods/%s", kite_meta_str(pod, "namespace"), name);
     int e = kite_client_json(s->c->o.client, "DELETE", path, NULL, NULL, NULL, NULL);
     if (e == 0 || e == -ENOENT) {
-        names_add(&s->deleted, name);
+        kite_wl_names_add(&s->deleted, name);
         _cleanup_free_ char *msg = kite_asprintf("Deleted pod: %s", name);
         job_event(s, "Normal", "SuccessfulDelete", msg);
         return 0;
@@ -446,7 +379,7 @@ static void count_finished(struct sync *s, json_object *status, bool success_end
             continue;
         }
         kite_obj_set(kite_obj_meta(p), "finalizers", json_object_new_array()); /* as it now is */
-        names_add(&s->finalized, kite_meta_str(p, "uid"));
+        kite_wl_names_add(&s->finalized, kite_meta_str(p, "uid"));
     }
     static const char *const which[] = {"succeeded", "failed"};
     for (size_t w = 0; w < 2; w++) {
@@ -466,9 +399,9 @@ static void count_finished(struct sync *s, json_object *status, bool success_end
 
 static void sync_job(struct sync *s) {
     json_object *spec = kite_obj_get(s->job, "spec");
-    json_object *status = copy(kite_obj_get(s->job, "status"));
+    json_object *status = kite_wl_copy(kite_obj_get(s->job, "status"));
     if (!status) status = json_object_new_object();
-    json_object *before = copy(status);
+    json_object *before = kite_wl_copy(status);
     bool finished = status_cond(status, "Complete") || status_cond(status, "Failed");
     bool success_ending = status_cond(status, "SuccessCriteriaMet");
     if (record_finished(s, status, success_ending) < 0) {
@@ -476,7 +409,7 @@ static void sync_job(struct sync *s) {
         goto out;
     }
     json_object_put(before);
-    before = copy(status);
+    before = kite_wl_copy(status);
     count_finished(s, status, success_ending);
     if (finished) goto write;
 
@@ -486,7 +419,7 @@ static void sync_job(struct sync *s) {
     for (size_t i = 0; i < s->npods; i++) {
         json_object *p = s->pods[i];
         if (terminating(p)) nterminating++;
-        if (succeeded(p) || failed(p) || names_has(&s->deleted, kite_meta_str(p, "name"))) continue;
+        if (succeeded(p) || failed(p) || kite_wl_names_has(&s->deleted, kite_meta_str(p, "name"))) continue;
         active[nactive++] = p;
         if (pod_ready(p)) ready++;
     }
@@ -623,28 +556,22 @@ static void sync_one(struct sync *s) {
 static void snapshot(struct kite_jobctl *c, const char *key, struct jstate *js, struct sync *s) {
     *s = (struct sync){.c = c, .key = key, .now = kite_now_wall(c->o.clock), .requeue = -1,
                        .failures = js->failures, .last_failure = js->last_failure};
-    s->job = copy(js->job);
+    s->job = kite_wl_copy(js->job);
     const char *uid = js->job ? kite_meta_str(js->job, "uid") : NULL;
     const char *k;
     void *v;
     bool orphans = !js->job && c->jobs_synced;
-    for (size_t it = 0; kite_map_next(&c->pods, &it, &k, &v);) {
-        _cleanup_free_ char *owner = owner_key(v);
+    for (size_t it = 0; kite_map_next(&c->pods.m, &it, &k, &v);) {
+        _cleanup_free_ char *owner = kite_wl_controller_key(v, "batch/v1", "Job");
         if (!owner || strcmp(owner, key) != 0) continue;
         if (!js->job && !orphans) continue;
-        if (uid) { /* a pod of an older Job of the same name is not this one's */
-            json_object *refs = kite_obj_get(kite_obj_meta(v), "ownerReferences");
-            bool mine = false;
-            for (size_t i = 0; i < json_object_array_length(refs); i++)
-                mine |= kite_streq(kite_obj_str(json_object_array_get_idx(refs, i), "uid"), uid);
-            if (!mine) continue;
-        }
-        json_object *p = copy(v);
+        if (uid && !kite_wl_owner_uid(v, uid)) continue; /* a pod of an older Job of the same name */
+        json_object *p = kite_wl_copy(v);
         const char *puid = kite_meta_str(p, "uid");
         /* a finalizer this controller removed is gone, whatever the cache still shows: the pod
          * is counted already and must not be counted again */
-        if (puid && names_has(&js->finalized, puid) && has_finalizer(p)) {
-            names_add(&s->finalized, puid);
+        if (puid && kite_wl_names_has(&js->finalized, puid) && has_finalizer(p)) {
+            kite_wl_names_add(&s->finalized, puid);
             kite_obj_set(kite_obj_meta(p), "finalizers", json_object_new_array());
         }
         s->pods = kite_realloc(s->pods, (s->npods + 1) * sizeof *s->pods);
@@ -652,15 +579,15 @@ static void snapshot(struct kite_jobctl *c, const char *key, struct jstate *js, 
     }
     /* expectations: a created pod seen, or a deleted one going, is no longer awaited */
     int64_t mono = kite_now_mono(c->o.clock);
-    if (js->created.n && mono - js->created_at > KITE_JOB_EXPECT_NS) names_release(&js->created);
-    for (size_t i = 0; i < js->created.n; i++) {
-        _cleanup_free_ char *pk = kite_asprintf("%s/%s", kite_meta_str(js->job, "namespace"), js->created.v[i]);
-        if (!kite_map_get(&c->pods, pk)) names_add(&s->created, js->created.v[i]);
+    kite_wl_awaited_expire(&js->created, mono, KITE_JOB_EXPECT_NS);
+    for (size_t i = 0; i < js->created.names.n; i++) {
+        _cleanup_free_ char *pk = kite_asprintf("%s/%s", kite_meta_str(js->job, "namespace"), js->created.names.v[i]);
+        if (!kite_wl_cache_get(&c->pods, pk)) kite_wl_names_add(&s->created, js->created.names.v[i]);
     }
     for (size_t i = 0; i < js->deleted.n; i++) {
         _cleanup_free_ char *pk = kite_asprintf("%s/%s", kite_meta_str(js->job, "namespace"), js->deleted.v[i]);
-        json_object *p = kite_map_get(&c->pods, pk);
-        if (p && !deleting(p)) names_add(&s->deleted, js->deleted.v[i]);
+        json_object *p = kite_wl_cache_get(&c->pods, pk);
+        if (p && !deleting(p)) kite_wl_names_add(&s->deleted, js->deleted.v[i]);
     }
 }
 
@@ -668,9 +595,9 @@ static void sync_release(struct sync *s) {
     json_object_put(s->job);
     for (size_t i = 0; i < s->npods; i++) json_object_put(s->pods[i]);
     free(s->pods);
-    names_release(&s->created);
-    names_release(&s->deleted);
-    names_release(&s->finalized);
+    kite_wl_names_release(&s->created);
+    kite_wl_names_release(&s->deleted);
+    kite_wl_names_release(&s->finalized);
     kite_ctl_acts_release(&s->events);
 }
 
@@ -693,12 +620,11 @@ static bool work(void *ud, const char *key, int64_t *again_ns) {
     js = state(c, key);
     /* what it awaits now (the still-awaited and the newly created or deleted pods), the
      * back-off record, and the Job as its last status write left it */
-    if (s.created.n > js->created.n) js->created_at = kite_now_mono(c->o.clock);
-    names_release(&js->created);
-    names_release(&js->deleted);
-    names_release(&js->finalized);
-    js->created = s.created, js->deleted = s.deleted, js->finalized = s.finalized;
-    s.created = s.deleted = s.finalized = (struct names){0};
+    kite_wl_awaited_keep(&js->created, &s.created, kite_now_mono(c->o.clock));
+    kite_wl_names_release(&js->deleted);
+    kite_wl_names_release(&js->finalized);
+    js->deleted = s.deleted, js->finalized = s.finalized;
+    s.deleted = s.finalized = (struct kite_wl_names){0};
     js->failures = s.failures, js->last_failure = s.last_failure;
     if (s.job && js->job && kite_ctl_rv(s.job) > kite_ctl_rv(js->job)) {
         json_object_put(js->job);

@@ -87,11 +87,7 @@ static bool selects(struct kite_rsc *c, json_object *owner, json_object *labels)
 
 /* The owner key a pod's controller reference names, or NULL (malloc'ed). */
 static char *owner_key(struct kite_rsc *c, json_object *pod) {
-    json_object *ref = kite_wl_controller_ref(pod);
-    if (!ref || !kite_streq(kite_obj_str(ref, "kind"), c->o.kind->kind) ||
-        !kite_streq(kite_obj_str(ref, "apiVersion"), c->o.kind->api_version))
-        return NULL;
-    return kite_wl_key(kite_meta_str(pod, "namespace"), kite_obj_str(ref, "name"));
+    return kite_wl_controller_key(pod, c->o.kind->api_version, c->o.kind->kind);
 }
 
 static void observe_delete(struct kite_rsc *c, const char *rs_key, json_object *pod) {
@@ -256,44 +252,16 @@ static struct expect *expect_set(struct kite_rsc *c, const char *key) {
 }
 
 static json_object *pod_from_template(struct kite_rsc *c, json_object *rs) {
-    json_object *tmpl = kite_obj_get(kite_obj_get(rs, "spec"), "template"), *tmeta = kite_obj_meta(tmpl);
-    json_object *pod = json_object_new_object(), *meta = json_object_new_object();
-    kite_obj_set(pod, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(pod, "kind", json_object_new_string("Pod"));
-    _cleanup_free_ char *gen = kite_asprintf("%s-", kite_meta_str(rs, "name"));
-    kite_obj_set(meta, "generateName", json_object_new_string(gen));
-    kite_obj_set(meta, "namespace", json_object_new_string(kite_meta_str(rs, "namespace")));
-    static const char *const copied[] = {"labels", "annotations", "finalizers"};
-    for (size_t i = 0; i < KITE_ARRAY_SIZE(copied); i++) {
-        json_object *v = kite_obj_get(tmeta, copied[i]), *cp = NULL;
-        if (v && json_object_deep_copy(v, &cp, NULL) == 0) kite_obj_set(meta, copied[i], cp);
-    }
-    json_object *refs = json_object_new_array();
-    json_object_array_add(refs, kite_wl_new_controller_ref(c->o.kind->api_version, c->o.kind->kind, rs));
-    kite_obj_set(meta, "ownerReferences", refs);
-    kite_obj_set(pod, "metadata", meta);
-    json_object *spec = NULL;
-    json_object_deep_copy(kite_obj_get(tmpl, "spec"), &spec, NULL);
-    kite_obj_set(pod, "spec", spec ? spec : json_object_new_object());
-    return pod;
+    return kite_wl_pod_from_template(kite_obj_get(kite_obj_get(rs, "spec"), "template"), rs, c->o.kind->api_version,
+                                     c->o.kind->kind, NULL);
 }
 
-/* A strategic merge patch of a pod's ownerReferences: adds ref (adopt) or deletes the one with
- * uid (release); "uid" pins the patch to this pod (a precondition, as ClaimPods sends). */
-static json_object *owner_patch(json_object *pod, json_object *add, const char *remove_uid) {
-    json_object *p = json_object_new_object(), *meta = json_object_new_object(), *refs = json_object_new_array();
-    if (add) {
-        json_object_array_add(refs, add);
-    } else {
-        json_object *d = json_object_new_object();
-        kite_obj_set(d, "$patch", json_object_new_string("delete"));
-        kite_obj_set(d, "uid", json_object_new_string(remove_uid));
-        json_object_array_add(refs, d);
-    }
-    kite_obj_set(meta, "ownerReferences", refs);
-    kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(pod, "uid")));
-    kite_obj_set(p, "metadata", meta);
-    return p;
+/* A strategic merge patch releasing pod from the controller with uid. */
+static json_object *release_patch(json_object *pod, const char *uid) {
+    json_object *d = json_object_new_object();
+    kite_obj_set(d, "$patch", json_object_new_string("delete"));
+    kite_obj_set(d, "uid", json_object_new_string(uid));
+    return kite_wl_owner_patch(pod, d);
 }
 
 static bool labels_cover(json_object *want, json_object *have) { /* every template label on the pod */
@@ -332,13 +300,14 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
             if (!kite_streq(kite_obj_str(ref, "uid"), uid)) continue;
             if (!matches) { /* ours no more: released */
                 if (!deleting) kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json",
-                                                 owner_patch(pod, NULL, uid));
+                                                 release_patch(pod, uid));
                 continue;
             }
         } else {
             if (!matches || deleting || kite_wl_deleting(pod)) continue;
             kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json",
-                              owner_patch(pod, kite_wl_new_controller_ref(c->o.kind->api_version, c->o.kind->kind, rs), NULL));
+                              kite_wl_owner_patch(pod, kite_wl_new_controller_ref(c->o.kind->api_version,
+                                                                                  c->o.kind->kind, rs)));
         }
         if (!kite_wl_pod_active(pod)) continue;
         if (n == cap) active = kite_realloc(active, (cap *= 2) * sizeof *active);

@@ -19,10 +19,6 @@
 #define REVISION_LABEL "controller-revision-hash"
 #define HASH_LABEL "controller.kubernetes.io/hash"
 
-static json_object *copy(json_object *o) {
-    json_object *c = NULL;
-    return o && json_object_deep_copy(o, &c, NULL) == 0 ? c : NULL;
-}
 
 enum { ACT_CREATE, ACT_DELETE, ACT_STATUS, ACT_ADOPT, ACT_REVISION };
 
@@ -37,12 +33,7 @@ struct kite_statefulsets {
 static void enqueue(struct kite_statefulsets *c, const char *key) { kite_wq_add(&c->q, key, kite_now_mono(c->o.clock)); }
 
 /* The StatefulSet key a pod's controller reference names, or NULL (malloc'ed). */
-static char *owner_key(json_object *pod) {
-    json_object *ref = kite_wl_controller_ref(pod);
-    if (!ref || !kite_streq(kite_obj_str(ref, "kind"), "StatefulSet") || !kite_streq(kite_obj_str(ref, "apiVersion"), "apps/v1"))
-        return NULL;
-    return kite_wl_key(kite_meta_str(pod, "namespace"), kite_obj_str(ref, "name"));
-}
+static char *owner_key(json_object *pod) { return kite_wl_controller_key(pod, "apps/v1", "StatefulSet"); }
 
 static int64_t ordinal_of(const char *set, const char *pod);
 
@@ -72,6 +63,7 @@ static void pod_upsert(struct kite_statefulsets *c, json_object *pod, bool del) 
 }
 static void pod_add(void *ud, json_object *o, uintptr_t tag) { pod_upsert(ud, o, false); }
 static void pod_del(void *ud, json_object *o, uintptr_t tag) { pod_upsert(ud, o, true); }
+void kite_stsctl_pod_upsert(struct kite_statefulsets *c, json_object *pod) { pod_upsert(c, pod, false); }
 
 static void set_upsert(struct kite_statefulsets *c, json_object *set, bool del) {
     pthread_mutex_lock(&c->lock);
@@ -82,6 +74,7 @@ static void set_upsert(struct kite_statefulsets *c, json_object *set, bool del) 
     pthread_mutex_unlock(&c->lock);
 }
 static void set_add(void *ud, json_object *o, uintptr_t tag) { set_upsert(ud, o, false); }
+void kite_stsctl_set_upsert(struct kite_statefulsets *c, json_object *set) { set_upsert(c, set, false); }
 
 /* ControllerRevisions: the set that controls one looks again (its history changed) */
 static void rev_upsert(struct kite_statefulsets *c, json_object *rev, bool del) {
@@ -94,48 +87,15 @@ static void rev_upsert(struct kite_statefulsets *c, json_object *rev, bool del) 
 }
 static void rev_add(void *ud, json_object *o, uintptr_t tag) { rev_upsert(ud, o, false); }
 static void rev_del(void *ud, json_object *o, uintptr_t tag) { rev_upsert(ud, o, true); }
+void kite_stsctl_rev_upsert(struct kite_statefulsets *c, json_object *rev) { rev_upsert(c, rev, false); }
 static void set_del(void *ud, json_object *o, uintptr_t tag) { set_upsert(ud, o, true); }
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* JSON text with object keys sorted: the same template hashes the same whatever order a
- * patch left its keys in. */
-static void canon(json_object *o, struct kite_buf *b) {
-    if (json_object_is_type(o, json_type_object)) {
-        size_t n = (size_t)json_object_object_length(o), k = 0;
-        const char **keys = kite_calloc(n ? n : 1, sizeof *keys);
-        json_object_object_foreach(o, key, val) {
-            (void)val;
-            keys[k++] = key;
-        }
-        qsort(keys, n, sizeof *keys, cmp_str);
-        kite_buf_putc(b, '{');
-        for (k = 0; k < n; k++) {
-            if (k) kite_buf_putc(b, ',');
-            kite_buf_json_str(b, keys[k]);
-            kite_buf_putc(b, ':');
-            canon(kite_obj_get(o, keys[k]), b);
-        }
-        kite_buf_putc(b, '}');
-        free(keys);
-    } else if (json_object_is_type(o, json_type_array)) {
-        kite_buf_putc(b, '[');
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
-            if (i) kite_buf_putc(b, ',');
-            canon(json_object_array_get_idx(o, i), b);
-        }
-        kite_buf_putc(b, ']');
-    } else {
-        kite_buf_puts(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    }
-}
 
 /* A revision's data, as upstream's getPatch: {"spec":{"template":{...,"$patch":"replace"}}},
  * the strategic merge patch kubectl rollout undo sends back. As Go's json.Marshal of a map
  * writes it (keys sorted, the template's "creationTimestamp":null), so that kubectl finds a
  * template equal to it byte for byte ("skipped rollback"). */
 static json_object *revision_data(json_object *set) {
-    json_object *tmpl = copy(kite_obj_get(kite_obj_get(set, "spec"), "template"));
+    json_object *tmpl = kite_wl_copy(kite_obj_get(kite_obj_get(set, "spec"), "template"));
     if (!tmpl) tmpl = json_object_new_object();
     json_object *tmeta = kite_obj_get(tmpl, "metadata");
     if (!tmeta) kite_obj_set(tmpl, "metadata", tmeta = json_object_new_object());
@@ -145,7 +105,7 @@ static json_object *revision_data(json_object *set) {
     kite_obj_set(spec, "template", tmpl);
     kite_obj_set(data, "spec", spec);
     struct kite_buf b = {0};
-    canon(data, &b);
+    kite_wl_canonical(data, &b);
     json_object *sorted = json_tokener_parse(b.p);
     kite_buf_release(&b);
     if (!sorted) return data;
@@ -153,19 +113,14 @@ static json_object *revision_data(json_object *set) {
     return sorted;
 }
 
-/* The revision's hash: FNV-32a of the data (keys sorted), its decimal text through
- * rand.SafeEncodeString, as controller.kubernetes.io/hash and the revision's name carry it. */
-static char *revision_hash(json_object *data) {
-    struct kite_buf b = {0};
-    canon(data, &b);
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < b.len; i++) h = (h ^ (unsigned char)b.p[i]) * 16777619u;
-    kite_buf_release(&b);
-    static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
-    char dec[16];
-    snprintf(dec, sizeof dec, "%u", h);
-    for (char *p = dec; *p; p++) *p = alnum[(unsigned char)*p % (sizeof alnum - 1)];
-    return kite_strdup(dec);
+/* The revision's hash (HashControllerRevision): FNV-32a of the data (keys sorted) followed, when
+ * collision_count > 0, by its decimal text, through rand.SafeEncodeString, as
+ * controller.kubernetes.io/hash and the revision's name carry it. */
+static char *revision_hash(json_object *data, int64_t collision_count) {
+    char h[16], cc[24];
+    int n = collision_count > 0 ? snprintf(cc, sizeof cc, "%lld", (long long)collision_count) : 0;
+    kite_wl_hash(data, cc, (size_t)n, h);
+    return kite_strdup(h);
 }
 
 static int64_t rev_number(json_object *rev) {
@@ -208,33 +163,18 @@ static const char *revision_label(json_object *pod) {
 /* A pod of the set from template tmpl (the update revision's or, below the partition, the
  * current one's), labelled with that revision. */
 static json_object *new_pod(json_object *set, json_object *tmpl, int64_t ord, const char *rev) {
-    json_object *tmeta = kite_obj_meta(tmpl);
     _cleanup_free_ char *name = kite_asprintf("%s-%lld", kite_meta_str(set, "name"), (long long)ord);
     _cleanup_free_ char *idx = kite_asprintf("%lld", (long long)ord);
-    json_object *pod = json_object_new_object(), *meta = json_object_new_object();
-    kite_obj_set(pod, "apiVersion", json_object_new_string("v1"));
-    kite_obj_set(pod, "kind", json_object_new_string("Pod"));
-    kite_obj_set(meta, "name", json_object_new_string(name));
-    kite_obj_set(meta, "namespace", json_object_new_string(kite_meta_str(set, "namespace")));
-    json_object *labels = copy(kite_obj_get(tmeta, "labels"));
-    if (!labels) labels = json_object_new_object();
+    json_object *pod = kite_wl_pod_from_template(tmpl, set, "apps/v1", "StatefulSet", name);
+    json_object *labels = kite_obj_ensure(kite_obj_meta(pod), "labels");
     kite_obj_set(labels, "statefulset.kubernetes.io/pod-name", json_object_new_string(name));
     kite_obj_set(labels, "apps.kubernetes.io/pod-index", json_object_new_string(idx));
     kite_obj_set(labels, REVISION_LABEL, json_object_new_string(rev));
-    kite_obj_set(meta, "labels", labels);
-    json_object *ann = copy(kite_obj_get(tmeta, "annotations"));
-    if (ann) kite_obj_set(meta, "annotations", ann);
-    json_object *refs = json_object_new_array();
-    json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
-    kite_obj_set(meta, "ownerReferences", refs);
-    kite_obj_set(pod, "metadata", meta);
-    json_object *spec = copy(kite_obj_get(tmpl, "spec"));
-    if (!spec) spec = json_object_new_object();
     /* the stable network identity: hostname NAME-N in the governing Service's subdomain */
+    json_object *spec = kite_obj_get(pod, "spec");
     kite_obj_set(spec, "hostname", json_object_new_string(name));
     const char *svc = kite_obj_str(kite_obj_get(set, "spec"), "serviceName");
     if (svc && *svc) kite_obj_set(spec, "subdomain", json_object_new_string(svc));
-    kite_obj_set(pod, "spec", spec);
     return pod;
 }
 
@@ -272,11 +212,7 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
             kite_label_selector_json_matches(kite_obj_get(spec, "selector"), kite_obj_get(kite_obj_meta(v), "labels"))) {
             /* an orphaned revision the set selects (its set deleted with --cascade=orphan and made
              * again): adopted, as ClaimControllerRevisions */
-            json_object *patch = json_object_new_object(), *meta = json_object_new_object(), *refs = json_object_new_array();
-            json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
-            kite_obj_set(meta, "ownerReferences", refs);
-            kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(v, "uid")));
-            kite_obj_set(patch, "metadata", meta);
+            json_object *patch = kite_wl_owner_patch(v, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
             _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions/%s", ns,
                                                       kite_meta_str(v, "name"));
             kite_ctl_acts_add(acts, ACT_REVISION, key, "PATCH", path, "application/strategic-merge-patch+json", patch);
@@ -289,6 +225,7 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
     qsort(revs, nrevs, sizeof *revs, cmp_rev);
     int64_t next_number = nrevs ? rev_number(revs[nrevs - 1]) + 1 : 1;
     json_object *data = revision_data(set), *equal = NULL;
+    int64_t collision_count = kite_wl_int(set, "status", "collisionCount");
     for (size_t i = 0; i < nrevs; i++)
         if (kite_json_equal(kite_obj_get(revs[i], "data"), data)) equal = revs[i];
     char *update_rev;
@@ -303,27 +240,41 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
         kite_ctl_acts_add(acts, ACT_REVISION, key, "PATCH", path, "application/merge-patch+json", patch);
         json_object_put(data);
     } else { /* a new revision, named SET-HASH, labelled as the template, annotated as the set */
-        _cleanup_free_ char *hash = revision_hash(data);
+        _cleanup_free_ char *hash = revision_hash(data, collision_count);
         update_rev = kite_asprintf("%s-%s", name, hash);
-        json_object *rev = json_object_new_object(), *meta = json_object_new_object();
-        kite_obj_set(rev, "apiVersion", json_object_new_string("apps/v1"));
-        kite_obj_set(rev, "kind", json_object_new_string("ControllerRevision"));
-        kite_obj_set(meta, "name", json_object_new_string(update_rev));
-        kite_obj_set(meta, "namespace", json_object_new_string(ns));
-        json_object *labels = copy(kite_obj_get(kite_obj_meta(tmpl), "labels"));
-        if (!labels) labels = json_object_new_object();
-        kite_obj_set(labels, HASH_LABEL, json_object_new_string(hash));
-        kite_obj_set(meta, "labels", labels);
-        json_object *ann = copy(kite_obj_get(kite_obj_meta(set), "annotations"));
-        if (ann) kite_obj_set(meta, "annotations", ann);
-        json_object *refs = json_object_new_array();
-        json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
-        kite_obj_set(meta, "ownerReferences", refs);
-        kite_obj_set(rev, "metadata", meta);
-        kite_obj_set(rev, "data", data);
-        kite_obj_set(rev, "revision", json_object_new_int64(next_number));
-        _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions", ns);
-        kite_ctl_acts_add(acts, ACT_REVISION, key, "POST", path, NULL, rev);
+        /* CreateControllerRevision: a revision of that name with other data (not this set's
+         * history) is a collision: collisionCount goes up and the name is hashed again; one
+         * with the same data is the update revision */
+        json_object *taken;
+        for (;;) {
+            _cleanup_free_ char *rk = kite_wl_key(ns, update_rev);
+            taken = kite_wl_cache_get(&c->revs, rk);
+            if (!taken || kite_json_equal(kite_obj_get(taken, "data"), data)) break;
+            free(update_rev);
+            _cleanup_free_ char *again = revision_hash(data, ++collision_count);
+            update_rev = kite_asprintf("%s-%s", name, again);
+        }
+        if (taken) {
+            json_object_put(data);
+        } else {
+            json_object *rev = json_object_new_object(), *meta = json_object_new_object();
+            kite_obj_set(rev, "apiVersion", json_object_new_string("apps/v1"));
+            kite_obj_set(rev, "kind", json_object_new_string("ControllerRevision"));
+            kite_obj_set(meta, "name", json_object_new_string(update_rev));
+            kite_obj_set(meta, "namespace", json_object_new_string(ns));
+            json_object *labels = kite_wl_copy(kite_obj_get(kite_obj_meta(tmpl), "labels"));
+            if (!labels) labels = json_object_new_object();
+            kite_obj_set(labels, HASH_LABEL, json_object_new_string(hash)); /* as NewControllerRevision named it */
+            kite_obj_set(meta, "labels", labels);
+            json_object *ann = kite_wl_copy(kite_obj_get(kite_obj_meta(set), "annotations"));
+            if (ann) kite_obj_set(meta, "annotations", ann);
+            kite_wl_set_controller_ref(meta, "apps/v1", "StatefulSet", set);
+            kite_obj_set(rev, "metadata", meta);
+            kite_obj_set(rev, "data", data);
+            kite_obj_set(rev, "revision", json_object_new_int64(next_number));
+            _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/controllerrevisions", ns);
+            kite_ctl_acts_add(acts, ACT_REVISION, key, "POST", path, NULL, rev);
+        }
     }
     /* the current revision: status.currentRevision while the history holds it, else the update's */
     const char *cur = kite_obj_str(kite_obj_get(set, "status"), "currentRevision");
@@ -334,7 +285,7 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
     json_object *cur_tmpl = cur_obj ? kite_obj_get(kite_obj_get(kite_obj_get(cur_obj, "data"), "spec"), "template") : NULL;
     json_object *cur_copy = NULL;
     if (cur_tmpl && !kite_streq(current_rev, update_rev)) {
-        cur_copy = copy(cur_tmpl);
+        cur_copy = kite_wl_copy(cur_tmpl);
         json_object_object_del(cur_copy, "$patch");
         current_tmpl = cur_copy;
     }
@@ -347,11 +298,8 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
     for (size_t i = 0; kite_map_next(&c->pods.m, &i, &k, &v);) {
         json_object *pod = v, *ref = kite_wl_controller_ref(pod);
         if (!ref && adoptable(set, pod)) { /* adopted (its ownerReferences patched), and counted as the set's */
-            json_object *patch = json_object_new_object(), *meta = json_object_new_object(), *refs = json_object_new_array();
-            json_object_array_add(refs, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
-            kite_obj_set(meta, "ownerReferences", refs);
-            kite_obj_set(meta, "uid", json_object_new_string(kite_meta_str(pod, "uid"))); /* this pod, not a namesake */
-            kite_obj_set(patch, "metadata", meta);
+            /* pinned to this pod by its uid, not a namesake */
+            json_object *patch = kite_wl_owner_patch(pod, kite_wl_new_controller_ref("apps/v1", "StatefulSet", set));
             _cleanup_free_ char *path = kite_asprintf("%s/%s", pods_path, kite_meta_str(pod, "name"));
             kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json", patch);
         } else if (!kite_streq(kite_meta_str(pod, "namespace"), ns) || !ref || !kite_streq(kite_obj_str(ref, "uid"), uid)) {
@@ -463,7 +411,8 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
         kite_wl_int(set, "status", "currentReplicas") != current || kite_wl_int(set, "status", "updatedReplicas") != updated ||
         kite_wl_int(set, "status", "observedGeneration") != gen ||
         !kite_streq(kite_obj_str(st, "currentRevision"), status_current) ||
-        !kite_streq(kite_obj_str(st, "updateRevision"), update_rev)) {
+        !kite_streq(kite_obj_str(st, "updateRevision"), update_rev) || !kite_obj_get(st, "collisionCount") ||
+        kite_wl_int(set, "status", "collisionCount") != collision_count) {
         json_object *patch = json_object_new_object(), *s = json_object_new_object();
         set_int(s, "observedGeneration", gen);
         set_int(s, "replicas", count);
@@ -473,6 +422,7 @@ static void sync(struct kite_statefulsets *c, const char *key, struct kite_ctl_a
         set_int(s, "updatedReplicas", updated);
         kite_obj_set(s, "currentRevision", json_object_new_string(status_current));
         kite_obj_set(s, "updateRevision", json_object_new_string(update_rev));
+        set_int(s, "collisionCount", collision_count);
         kite_obj_set(patch, "status", s);
         _cleanup_free_ char *path = kite_asprintf("/apis/apps/v1/namespaces/%s/statefulsets/%s/status", ns, name);
         kite_ctl_acts_add(acts, ACT_STATUS, key, "PATCH", path, "application/merge-patch+json", patch);
@@ -505,6 +455,8 @@ static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e
         _cleanup_free_ char *msg = kite_asprintf("delete Pod %s in StatefulSet %s successful", strrchr(a->path, '/') + 1, set);
         kite_ctl_event(events, c->o.clock, COMPONENT, "StatefulSet", ns, set, uid, "Normal", "SuccessfulDelete", msg);
     }
+    /* a revision name taken meanwhile (the cache behind): the next pass sees it and hashes again */
+    if (a->kind == ACT_REVISION && e == -EEXIST) return true;
     /* a pod that exists already (a cache behind its create) or is gone already is no failure */
     if (e < 0 && e != -ENOENT && e != -EEXIST) {
         log_debug(LOG, "%s %s: %s", a->method, a->path, strerror(-e));
@@ -513,11 +465,12 @@ static bool heard(void *ud, const char *key, const struct kite_ctl_act *a, int e
     return false;
 }
 
-static int64_t step(void *ud) { return kite_ctl_keyed_step(&((struct kite_statefulsets *)ud)->k); }
+int64_t kite_stsctl_step(struct kite_statefulsets *c) { return kite_ctl_keyed_step(&c->k); }
+static int64_t step(void *ud) { return kite_stsctl_step(ud); }
 static bool pending(void *ud) { return kite_ctl_keyed_pending(&((struct kite_statefulsets *)ud)->k); }
 
-static void free_core(void *ud) {
-    struct kite_statefulsets *c = ud;
+void kite_stsctl_free(struct kite_statefulsets *c) {
+    if (!c) return;
     kite_wl_cache_release(&c->pods);
     kite_wl_cache_release(&c->sets);
     kite_wl_cache_release(&c->revs);
@@ -525,15 +478,21 @@ static void free_core(void *ud) {
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
+static void free_core(void *ud) { kite_stsctl_free(ud); }
 
-int kite_stsctl_run(struct kite_ctl_group *g) {
+struct kite_statefulsets *kite_stsctl_new(const struct kite_stsctl_options *o) {
     struct kite_statefulsets *c = kite_calloc(1, sizeof *c);
-    c->o = (struct kite_stsctl_options){.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
+    c->o = *o;
     if (!c->o.clock) c->o.clock = kite_clock_real();
     c->q.backoff_max_ns = KITE_STS_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
     c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .client = c->o.client, .ud = c,
                                    .plan = plan, .heard = heard};
+    return c;
+}
+
+int kite_stsctl_run(struct kite_ctl_group *g) {
+    struct kite_stsctl_options o = {.client = kite_ctl_group_client(g), .clock = kite_ctl_group_clock(g)};
     static const struct kite_ctl_feed feeds[] = {
         {.path = "/apis/apps/v1/statefulsets", .upsert = set_add, .del = set_del},
         {.path = "/api/v1/pods", .upsert = pod_add, .del = pod_del},
@@ -541,5 +500,5 @@ int kite_stsctl_run(struct kite_ctl_group *g) {
     };
     struct kite_ctl_spec spec = {.name = "statefulset", .step = step, .pending = pending, .free = free_core,
                                  .feeds = feeds, .n_feeds = KITE_ARRAY_SIZE(feeds)};
-    return kite_ctl_run(g, &spec, c);
+    return kite_ctl_run(g, &spec, kite_stsctl_new(&o));
 }

@@ -12,9 +12,11 @@
  * (apps/v1) the set controls, named SET-HASH (the pods' controller-revision-hash label,
  * status.currentRevision/updateRevision), holding the template as the strategic merge patch
  * kubectl rollout undo sends back and numbered in order; a template equal to an older revision's
- * renumbers that one as the newest. A pod made again below the partition gets the current
- * revision's template. Revisions neither current, updated nor any pod's beyond
- * revisionHistoryLimit are deleted, the oldest first; orphaned revisions it selects are adopted. Pods without a controller that are members by name (SET-N) and match the selector
+ * renumbers that one as the newest. A name taken by a revision of other data raises
+ * status.collisionCount (published) and the name is hashed again. A pod made again below the
+ * partition gets the current revision's template. Revisions neither current, updated nor any
+ * pod's beyond revisionHistoryLimit are deleted, the oldest first; orphaned revisions it selects
+ * are adopted. Pods without a controller that are members by name (SET-N) and match the selector
  * are adopted (their ownerReferences patched, with the pod's uid as precondition, as ClaimPods
  * with isMemberOf); pods the set controls are counted, other pods are left alone (no release).
  * Runs on the framework (framework.h): StatefulSets, pods and ControllerRevisions feed it. */
@@ -31,3 +33,14 @@ struct kite_stsctl_options {
 struct kite_ctl_group;
 /* Adds the controller to g (framework.h): 0, or -errno. */
 int kite_stsctl_run(struct kite_ctl_group *g);
+
+/* The core kite_stsctl_run feeds from the shared informers (and tests directly): caches of
+ * sets, pods and revisions under its lock; a step syncs the sets due. */
+struct kite_statefulsets;
+struct kite_statefulsets *kite_stsctl_new(const struct kite_stsctl_options *o);
+void kite_stsctl_free(struct kite_statefulsets *c);
+void kite_stsctl_set_upsert(struct kite_statefulsets *c, json_object *set);
+void kite_stsctl_pod_upsert(struct kite_statefulsets *c, json_object *pod);
+void kite_stsctl_rev_upsert(struct kite_statefulsets *c, json_object *rev);
+/* ns until the next set is due (0: now), -1 when none is queued. */
+int64_t kite_stsctl_step(struct kite_statefulsets *c);

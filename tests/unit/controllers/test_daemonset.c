@@ -136,6 +136,32 @@ Test(daemonset, new_pod) {
     json_object_put(ds);
 }
 
+/* GetPodFromTemplate, as every workload controller makes its pods: the template's labels,
+ * annotations and finalizers, one controller reference blocking its owner's deletion. */
+Test(daemonset, new_pod_from_template_metadata) {
+    json_object *ds = json_tokener_parse(
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"DaemonSet\",\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\","
+        "\"uid\":\"du\"},\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"a\":\"1\"},"
+        "\"finalizers\":[\"example.com/f\"]},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}");
+    json_object *pod = kite_ds_new_pod(ds, "n1", "h");
+    json_object *meta = kite_obj_meta(pod);
+    cr_assert_str_eq(kite_obj_str(meta, "namespace"), "ns");
+    cr_assert_str_eq(kite_obj_str(kite_obj_get(meta, "labels"), "controller-revision-hash"), "h", "labels made for the hash");
+    cr_assert_str_eq(kite_obj_str(kite_obj_get(meta, "annotations"), "a"), "1");
+    json_object *fins = kite_obj_get(meta, "finalizers");
+    cr_assert_eq(kite_array_len(fins), 1);
+    cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(fins, 0)), "example.com/f");
+    json_object *refs = kite_obj_get(meta, "ownerReferences"), *ref = json_object_array_get_idx(refs, 0);
+    cr_assert_eq(kite_array_len(refs), 1);
+    cr_assert_str_eq(kite_obj_str(ref, "apiVersion"), "apps/v1");
+    cr_assert_str_eq(kite_obj_str(ref, "name"), "d");
+    cr_assert(json_object_get_boolean(kite_obj_get(ref, "controller")));
+    cr_assert(json_object_get_boolean(kite_obj_get(ref, "blockOwnerDeletion")));
+    cr_assert_str_eq(kite_obj_str(json_object_array_get_idx(kite_obj_path(pod, "spec.containers"), 0), "image"), "i");
+    json_object_put(pod);
+    json_object_put(ds);
+}
+
 /* ---- the core against the fake API ---- */
 
 struct env {

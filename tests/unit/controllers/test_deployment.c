@@ -2,6 +2,7 @@
  * to the end, checking maxSurge and maxUnavailable at every step), and one pass of the core on
  * the fake API (the new ReplicaSet's name, labels, selector and revision). */
 #include "controllers/workloads/deployment.h"
+#include "controllers/workloads/wlutil.h"
 #include "base/log.h"
 #include "fakeapi.h"
 
@@ -11,9 +12,9 @@
 #define TMPL "{\"metadata\":{\"labels\":{\"app\":\"web\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}"
 
 Test(deployment, fnv32a_known_values) {
-    cr_assert_eq(kite_deployctl_fnv32a("", 0), 0x811c9dc5u);
-    cr_assert_eq(kite_deployctl_fnv32a("a", 1), 0xe40c292cu);
-    cr_assert_eq(kite_deployctl_fnv32a("foobar", 6), 0xbf9cf968u);
+    cr_assert_eq(kite_wl_fnv32a("", 0), 0x811c9dc5u);
+    cr_assert_eq(kite_wl_fnv32a("a", 1), 0xe40c292cu);
+    cr_assert_eq(kite_wl_fnv32a("foobar", 6), 0xbf9cf968u);
 }
 
 Test(deployment, template_hash_is_fnv32a_of_sorted_json_in_safe_encoding) {

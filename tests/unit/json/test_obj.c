@@ -1,6 +1,7 @@
 /* The JSON accessors every module uses (json/obj.h): absent, null and mistyped members read as
  * NULL or 0, never crash. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
 #include "json/obj.h"
 
@@ -29,5 +30,25 @@ Test(obj, get_str_int_and_paths) {
     cr_assert(json_object_is_type(m, json_type_object));
     kite_obj_set(m, "k", json_object_new_int(1));
     cr_assert_eq(kite_obj_int(kite_obj_path(o, "spec.s"), "k"), 1);
+    json_object_put(o);
+}
+
+Test(obj, sorted_keys) {
+    json_object *o = json_tokener_parse("{\"b\":1,\"a\":2,\"B\":3,\"ab\":4}");
+    size_t n;
+    const char **k = kite_obj_sorted_keys(o, NULL, &n);
+    cr_assert_eq(n, 4);
+    const char *want[] = {"B", "a", "ab", "b"}; /* bytewise, as Go sorts map keys */
+    for (size_t i = 0; i < n; i++) cr_assert_str_eq(k[i], want[i]);
+    free(k);
+    json_object *e = json_object_new_object();
+    k = kite_obj_sorted_keys(e, NULL, &n);
+    cr_assert_eq(n, 0);
+    free(k);
+    json_object *a = json_object_new_array();
+    cr_assert_null(kite_obj_sorted_keys(a, NULL, &n), "an array has no members");
+    cr_assert_eq(n, 0);
+    json_object_put(a);
+    json_object_put(e);
     json_object_put(o);
 }
