@@ -57,6 +57,8 @@ def test_kubernetes_service(cluster):
     out = cluster.kubectl("get", "endpoints", "kubernetes").stdout.splitlines()
     assert out[0].split() == ["NAME", "ENDPOINTS", "AGE"] and out[1].split()[:2] == ["kubernetes", f"127.0.0.1:{cluster.port}"], out
     assert cluster.kubectl("get", "ep", "kubernetes", "-o", "name").stdout.strip() == "endpoints/kubernetes"
+    out = [line.split() for line in cluster.kubectl("describe", "ep", "kubernetes").stdout.splitlines()]
+    assert ["Addresses:", "127.0.0.1"] in out and ["https", str(cluster.port), "TCP"] in out, out
     res = [line.split() for line in cluster.kubectl("api-resources", "--api-group=").stdout.splitlines()]
     assert ["endpoints", "ep", "v1", "true", "Endpoints"] in res, res
 
