@@ -179,8 +179,11 @@ static size_t addr_index(struct repack *r, json_object *a) {
     return r->n_addrs++;
 }
 
+/* A port is its four fields (Go's struct equality), whatever the order of its JSON members. */
 static size_t port_index(struct repack *r, json_object *p) {
-    const char *key = p ? json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "";
+    _cleanup_free_ char *key = p ? kite_asprintf("%s\n%lld\n%s\n%s%s", STR(p, "name"), (long long)int_of(OBJ(p, "port")),
+                                                 STR(p, "protocol"), OBJ(p, "appProtocol") ? "=" : "", STR(p, "appProtocol"))
+                                 : kite_strdup("");
     uintptr_t at = (uintptr_t)kite_map_get(&r->port_at, key);
     if (at) return at - 1;
     r->ports = kite_realloc(r->ports, (r->n_ports + 1) * sizeof *r->ports);

@@ -114,6 +114,10 @@ Test(endpoints_kind, repack) {
     /* addresses without ports (a headless Service) are kept */
     repacks_to("[{\"addresses\":[{\"ip\":\"10.0.0.9\"}]},{\"addresses\":[{\"ip\":\"10.0.0.8\"}]}]",
                "[{\"addresses\":[{\"ip\":\"10.0.0.8\"},{\"ip\":\"10.0.0.9\"}]}]");
+    /* the same port, its members in another order */
+    repacks_to("[{\"addresses\":[{\"ip\":\"10.0.0.2\"}],\"ports\":[{\"port\":80,\"protocol\":\"TCP\"}]},"
+               "{\"addresses\":[{\"ip\":\"10.0.0.1\"}],\"ports\":[{\"protocol\":\"TCP\",\"port\":80}]}]",
+               "[{\"addresses\":[{\"ip\":\"10.0.0.1\"},{\"ip\":\"10.0.0.2\"}],\"ports\":[{\"port\":80,\"protocol\":\"TCP\"}]}]");
     repacks_to("[]", "[]");
     repacks_to("[{\"ports\":[{\"port\":80}]}]", "[]");
 }
