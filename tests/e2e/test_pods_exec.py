@@ -129,9 +129,26 @@ def test_attach(box):
     # attached once the container has written: conmon's attach socket is there by then
     wait(lambda: "tick-" in c.kubectl("logs", "ticker", check=False).stdout, 30, "ticker's output")
     p = c.kubectl_popen("attach", "ticker")
-    time.sleep(3)
+    # interrupted once its output flows: kubectl has its interrupt handler by then (a fixed 3 s
+    # sleep under load sent SIGINT while kubectl was still starting, and it attached anyway)
+    first = b""
+    deadline = time.monotonic() + 30
+    while b"tick-" not in first and time.monotonic() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 0.5)
+        if r:
+            chunk = os.read(p.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            first += chunk
+    assert b"tick-" in first, first
     os.killpg(p.pid, signal.SIGINT)
-    out, err = p.communicate(timeout=10)
+    try:
+        out, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail(f"kubectl attach still running 10 s after SIGINT; stderr: {err!r}")
+    out = first.decode() + out
     assert "tick-" in out, (out, err)
     # the container's end is the attach's: kubectl returns by itself. The container waits for the
     # test to say go once the attach is seen to be under way (a fixed sleep before its last lines
