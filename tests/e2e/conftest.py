@@ -542,8 +542,11 @@ class Cluster:
         return p
 
     def kubectl_popen(self, *args):
+        # SIGINT as a terminal's Ctrl-C gives it: a suite started in the background by a
+        # non-interactive shell (nohup ... &) inherits SIGINT ignored, and kubectl with it
         return subprocess.Popen([KUBECTL, *args], env=self.kubectl_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=str(self.workdir), start_new_session=True)
+                                stderr=subprocess.PIPE, text=True, cwd=str(self.workdir), start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def python_client(self):
         from kubernetes import client, config
