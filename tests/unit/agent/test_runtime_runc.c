@@ -1,7 +1,10 @@
 /* The runc runtime against the real runc and conmon, with the busybox image the repo's script
  * builds. Skipped (with the reason) where runc cannot run containers: not root, or runc,
  * conmon, umoci or busybox-static missing. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -31,9 +34,26 @@ static void fini(void) {
 
 TestSuite(runtime_runc, .fini = fini, .timeout = 60);
 
+/* Whether an address of the host is in 10.a.b.0/24: another bridge (a killed run's) holds it,
+ * and the range's routes would go there. */
+static bool range_taken(int a, int b) {
+    struct ifaddrs *ifs = NULL;
+    bool taken = false;
+    if (getifaddrs(&ifs) < 0) return false;
+    for (struct ifaddrs *i = ifs; i && !taken; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        uint32_t ip = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+        taken = ip >> 8 == (10u << 16 | (uint32_t)a << 8 | (uint32_t)b);
+    }
+    freeifaddrs(ifs);
+    return taken;
+}
+
 static struct kite_runc_options opts(const char *dir) {
     snprintf(bridge, sizeof bridge, "ktu%d", (int)(getpid() % 1000000));
-    snprintf(cidr, sizeof cidr, "10.%d.%d.0/24", 150 + (int)(getpid() % 50), (int)(getpid() % 250));
+    int a = 150 + (int)(getpid() % 50), b = (int)(getpid() % 250);
+    for (int k = 0; k < 250 && range_taken(a, b); k++) b = (b + 1) % 250;
+    snprintf(cidr, sizeof cidr, "10.%d.%d.0/24", a, b);
     return (struct kite_runc_options){.root_dir = dir, .bridge = bridge, .pod_cidr = cidr};
 }
 
@@ -156,14 +176,18 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     kite_container_status_release(&st);
 
     /* inside: eth0 with the address, lo up, the default route via the bridge; the host answers */
-    _cleanup_free_ char *script = kite_asprintf("ip -4 addr show eth0; ip -4 addr show lo; ip route; ping -c 3 -W 2 %s "
-                                                ">/dev/null && echo gateway answers", gw);
+    /* (one echo at a time, up to 5 of them: the first may go before the fresh veth forwards) */
+    _cleanup_free_ char *script =
+        kite_asprintf("ip -4 addr show eth0; ip -4 addr show lo; ip route; for i in 1 2 3 4 5; do "
+                      "ping -c 1 -W 2 %s >/dev/null && echo gateway answers && exit 0; echo \"echo $i lost\"; done; exit 1",
+                      gw);
     char *nc = start(rt, sid, "net", script, 0, NULL);
-    cr_assert_eq(wait_event(rt, nc, NULL, NULL), 0);
+    int net_exit = wait_event(rt, nc, NULL, NULL);
     cr_assert_eq(rt->ops->container_status(rt, nc, 0, &st), 0);
     _cleanup_free_ char *netlog = NULL, *inet = kite_asprintf("inet %s/24", pod_ip),
                         *route = kite_asprintf("default via %s dev eth0", gw);
     cr_assert_eq(kite_read_file(st.log_path, 65536, &netlog, &len), 0);
+    cr_assert_eq(net_exit, 0, "%s", netlog);
     cr_assert(strstr(netlog, inet) && strstr(netlog, "inet 127.0.0.1/8") && strstr(netlog, route), "%s", netlog);
     cr_assert(strstr(netlog, "gateway answers"), "%s", netlog);
     kite_container_status_release(&st);
