@@ -176,6 +176,11 @@ int kite_leader_try(struct kite_leader *l) {
     l->lease = lease;
     json_object *spec = kite_obj_get(lease, "spec");
     if (!spec) kite_obj_set(lease, "spec", spec = json_object_new_object());
+    /* the record was seen when the answer came, not when this try began: a process paused
+     * during the GET (SIGSTOP) saw a holder's renewal only now, and its lease runs from now
+     * (as client-go's observedTime); an earlier time would let the next try take a lease the
+     * holder had just renewed */
+    now = kite_now_mono(l->o.clock);
     /* 3. a record that changed since last seen restarts its lease duration on our clock */
     const char *raw = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
     if (!l->observed_raw || strcmp(raw, l->observed_raw) != 0) observe(l, spec, now);

@@ -160,3 +160,40 @@ Test(leader, writes_only_while_renewed_within_the_renew_deadline) {
     kite_leader_free(b.l);
     fakeapi_release(&api);
 }
+
+/* A candidate paused while its GET was under way (SIGSTOP for longer than a lease) sees the
+ * holder's renewal only when the answer comes: the lease runs from then, on its clock. It took
+ * over at its next try (the holder, paused in turn, did not renew meanwhile) when the record was
+ * dated from the start of the try. */
+static struct cand *paused_cand;
+static void pause_during_get(void *ud, const char *method, const char *path) {
+    if (paused_cand && !strcmp(method, "GET")) {
+        kite_fake_clock_advance(&paused_cand->clock, 20 * S);
+        paused_cand = NULL;
+    }
+}
+
+Test(leader, a_record_seen_after_a_pause_runs_from_when_it_was_seen) {
+    struct fakeapi api;
+    fakeapi_init(&api);
+    struct cand a, b;
+    cand_init(&a, &api, "a", INT64_C(1893553445));
+    cand_init(&b, &api, "b", INT64_C(1893553445));
+    cr_assert_eq(kite_leader_try(a.l), 1);
+    cr_assert_eq(kite_leader_try(b.l), 0, "held");
+    both_advance(&a, &b, 2 * S);
+    cr_assert_eq(kite_leader_try(a.l), 1, "a renews: a record b has not seen");
+    api.on_request = pause_during_get;
+    paused_cand = &b;
+    cr_assert_eq(kite_leader_try(b.l), 0, "b sees a's renewal (after a 20 s pause in its GET)");
+    api.on_request = NULL;
+    /* a is paused now and renews nothing; b's next try comes at once */
+    cr_assert_eq(kite_leader_try(b.l), 0, "a's renewal was seen just now: its lease has 15 s to run");
+    kite_fake_clock_advance(&b.clock, 14 * S);
+    cr_assert_eq(kite_leader_try(b.l), 0);
+    kite_fake_clock_advance(&b.clock, 1 * S);
+    cr_assert_eq(kite_leader_try(b.l), 1, "taken 15 s after it was seen");
+    kite_leader_free(a.l);
+    kite_leader_free(b.l);
+    fakeapi_release(&api);
+}
