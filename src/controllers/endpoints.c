@@ -14,23 +14,11 @@ static const char *str(json_object *o, const char *k) {
 }
 static json_object *jstr(const char *s) { return json_object_new_string(s); }
 
-static bool get_bool(json_object *o, const char *k) {
-    json_object *v = kite_obj_get(o, k);
-    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
-/* The pod's IPv4 address: status.podIP, else the first of status.podIPs. */
-static const char *pod_ip(json_object *pod) {
-    json_object *status = kite_obj_get(pod, "status");
-    if (*str(status, "podIP")) return str(status, "podIP");
-    json_object *ips = kite_obj_get(status, "podIPs");
-    return kite_array_len(ips) ? str(json_object_array_get_idx(ips, 0), "ip") : "";
-}
 
 /* podToEndpointAddressForService, with the hostname when ShouldSetHostname */
 static json_object *address(json_object *svc, json_object *pod) {
     json_object *a = json_object_new_object(), *spec = kite_obj_get(pod, "spec"), *meta = kite_obj_meta(pod);
-    kite_obj_set(a, "ip", jstr(pod_ip(pod)));
+    kite_obj_set(a, "ip", jstr(kite_eps_pod_ip(pod)));
     if (*str(spec, "hostname") && !strcmp(str(spec, "subdomain"), str(kite_obj_meta(svc), "name")) &&
         !strcmp(str(meta, "namespace"), str(kite_obj_meta(svc), "namespace")))
         kite_obj_set(a, "hostname", jstr(str(spec, "hostname")));
@@ -47,7 +35,7 @@ static json_object *address(json_object *svc, json_object *pod) {
 json_object *kite_epc_subsets(json_object *svc, json_object *const *pods, size_t n_pods) {
     json_object *raw = json_object_new_array(), *spec = kite_obj_get(svc, "spec");
     json_object *sel = kite_eps_selector(svc);
-    bool publish = get_bool(spec, "publishNotReadyAddresses");
+    bool publish = kite_eps_publish_not_ready(svc);
     bool no_ports = !kite_array_len(kite_obj_get(spec, "ports"));
     bool headless = !strcmp(str(spec, "clusterIP"), "None");
     for (size_t i = 0; sel && i < n_pods; i++) {

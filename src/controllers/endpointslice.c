@@ -40,13 +40,12 @@ struct kite_eps_conditions kite_eps_conditions(json_object *pod, bool publish_no
     return c;
 }
 
-static bool get_bool(json_object *o, const char *k) {
-    json_object *v = kite_obj_get(o, k);
+bool kite_eps_publish_not_ready(json_object *svc) {
+    json_object *v = kite_obj_get(kite_obj_get(svc, "spec"), "publishNotReadyAddresses");
     return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 }
 
-/* The pod's IPv4 address: status.podIP, else the first of status.podIPs. */
-static const char *pod_ip(json_object *pod) {
+const char *kite_eps_pod_ip(json_object *pod) {
     json_object *status = kite_obj_get(pod, "status");
     if (*str(status, "podIP")) return str(status, "podIP");
     json_object *ips = kite_obj_get(status, "podIPs");
@@ -56,9 +55,9 @@ static const char *pod_ip(json_object *pod) {
 json_object *kite_eps_endpoint(json_object *svc, json_object *pod, const char *zone) {
     json_object *ep = json_object_new_object();
     json_object *addrs = json_object_new_array();
-    json_object_array_add(addrs, jstr(pod_ip(pod)));
+    json_object_array_add(addrs, jstr(kite_eps_pod_ip(pod)));
     kite_obj_set(ep, "addresses", addrs);
-    struct kite_eps_conditions c = kite_eps_conditions(pod, get_bool(kite_obj_get(svc, "spec"), "publishNotReadyAddresses"));
+    struct kite_eps_conditions c = kite_eps_conditions(pod, kite_eps_publish_not_ready(svc));
     json_object *conds = json_object_new_object();
     kite_obj_set(conds, "ready", json_object_new_boolean(c.ready));
     kite_obj_set(conds, "serving", json_object_new_boolean(c.serving));

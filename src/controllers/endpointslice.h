@@ -36,6 +36,10 @@ json_object *kite_eps_endpoint(json_object *svc, json_object *pod, const char *z
 json_object *kite_eps_ports(json_object *svc, json_object *pod);
 /* A Service's selector as EndpointSlices follow it (a non-empty map), or NULL. */
 json_object *kite_eps_selector(json_object *svc);
+/* The pod's IPv4 address: status.podIP, else the first of status.podIPs ("" when none). */
+const char *kite_eps_pod_ip(json_object *pod);
+/* The Service's spec.publishNotReadyAddresses. */
+bool kite_eps_publish_not_ready(json_object *svc);
 /* Every key=value of selector is among labels. */
 bool kite_eps_selects(json_object *selector, json_object *labels);
 
