@@ -114,6 +114,20 @@ int kite_client_set_certificate(struct kite_client *c, const char *cert_pem, con
  * -ENOTSUP for another transport. */
 int kite_client_set_extra_headers(struct kite_client *c, const char *headers);
 
+/* For a client made by kite_client_new on https: a connection to its server set up as its
+ * requests' are (its CA, client certificate and server name checked), offering the one ALPN
+ * protocol alpn ("h2"), waiting through the thread waiter if one is set, until deadline_ms
+ * (monotonic ms; the connect timeout bounds it too). On 0, *ret_fd (non-blocking) and *ret_tls
+ * are the caller's (gnutls_deinit, close): `kite sim`'s HTTP/2 connections. -EPROTONOSUPPORT when
+ * the server did not select alpn, -ENOTSUP for plain http or another transport. */
+struct gnutls_session_int;
+int kite_client_dial_tls(struct kite_client *c, const char *alpn, int64_t deadline_ms, int *ret_fd,
+                        struct gnutls_session_int **ret_tls);
+/* The server URL's authority (Host, :authority) and path prefix ("" or "/x") of a client made
+ * by kite_client_new; NULL for another transport. */
+const char *kite_client_authority(struct kite_client *c);
+const char *kite_client_path_prefix(struct kite_client *c);
+
 /* A fake transport for tests: each request goes to handler (which fills ret->status and
  * ret->body with malloc'ed bytes, or returns -errno to simulate a transport error); watch
  * calls watch_handler (NULL = -EOPNOTSUPP). Counts bytes as method + path + body. */

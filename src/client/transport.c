@@ -153,7 +153,7 @@ static int set_cred(struct tls_client *c, gnutls_session_t tls) {
 
 /* Connects and, for https, handshakes and verifies the server against the configured CA and
  * the host name (or IP address) of the server URL. */
-static int conn_open(struct tls_client *c, struct conn *k, int64_t deadline, int cancel_fd) {
+static int conn_open_alpn(struct tls_client *c, struct conn *k, const char *proto, int64_t deadline, int cancel_fd) {
     int fd = tcp_connect(c, deadline, cancel_fd);
     if (fd < 0) return fd;
     k->fd = fd;
@@ -164,7 +164,7 @@ static int conn_open(struct tls_client *c, struct conn *k, int64_t deadline, int
         conn_close(k);
         return -ENOMEM;
     }
-    static const gnutls_datum_t alpn = {(unsigned char *)"http/1.1", 8};
+    const gnutls_datum_t alpn = {(unsigned char *)proto, (unsigned)strlen(proto)};
     if ((r = gnutls_set_default_priority(k->tls)) < 0 ||
         (r = set_cred(c, k->tls)) < 0 ||
         (r = gnutls_alpn_set_protocols(k->tls, &alpn, 1, 0)) < 0 ||
@@ -186,6 +186,10 @@ static int conn_open(struct tls_client *c, struct conn *k, int64_t deadline, int
 fail:
     conn_close(k);
     return tls_errno(r);
+}
+
+static int conn_open(struct tls_client *c, struct conn *k, int64_t deadline, int cancel_fd) {
+    return conn_open_alpn(c, k, "http/1.1", deadline, cancel_fd);
 }
 
 static int conn_send(struct conn *k, const char *p, size_t n, int64_t deadline, int cancel_fd) {
@@ -565,6 +569,33 @@ int kite_client_set_extra_headers(struct kite_client *base, const char *headers)
     c->extra_headers = copy;
     pthread_mutex_unlock(&c->lock);
     return 0;
+}
+
+int kite_client_dial_tls(struct kite_client *base, const char *alpn, int64_t deadline_ms, int *ret_fd,
+                        gnutls_session_t *ret_tls) {
+    if (base->ops != &tls_ops) return -ENOTSUP;
+    struct tls_client *c = (struct tls_client *)base;
+    if (!c->https) return -ENOTSUP;
+    struct conn k = {.fd = -1};
+    int r = conn_open_alpn(c, &k, alpn, KITE_MIN(deadline_ms, now_ms() + c->connect_timeout_ms), -1);
+    if (r < 0) return r;
+    gnutls_datum_t got = {0};
+    if (gnutls_alpn_get_selected_protocol(k.tls, &got) < 0 || got.size != strlen(alpn) ||
+        memcmp(got.data, alpn, got.size)) {
+        conn_close(&k);
+        return -EPROTONOSUPPORT;
+    }
+    *ret_fd = k.fd;
+    *ret_tls = k.tls;
+    return 0;
+}
+
+const char *kite_client_authority(struct kite_client *base) {
+    return base->ops == &tls_ops ? ((struct tls_client *)base)->authority : NULL;
+}
+
+const char *kite_client_path_prefix(struct kite_client *base) {
+    return base->ops == &tls_ops ? ((struct tls_client *)base)->prefix : NULL;
 }
 
 int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_options *o, struct kite_client **ret) {

@@ -27,6 +27,7 @@ static int mint(void *ud, const char *node, char **cert, char **key) {
 
 int cmd_sim(int argc, char **argv) {
     const char *kubeconfig = NULL, *data_dir = NULL, *prefix = "sim", *control = NULL;
+    bool http2 = true;
     int64_t nodes = 0, pods = 0, zones = 0, conns = 0, inflight = 64, lease = 40, ramp = 200, every = 2 * KITE_NS_PER_SEC;
     const struct flag flags[] = {
         FLAG_STR("kubeconfig", "FILE", "the API server's address and CA; its credentials (an admin's) watch Nodes and pods\n"
@@ -41,10 +42,15 @@ int cmd_sim(int argc, char **argv) {
         FLAG_STR("name-prefix", "P", "node names are P-00000, P-00001, ...", "sim", &prefix),
         FLAG_INT("zones", "spread the nodes over Z zones (label topology.kubernetes.io/zone=zone-K); 0: no label", "0",
                  0, KITE_SIM_MAX_ZONES, &zones),
-        FLAG_INT("connections", "N shared connections, one per lane (N nodes with requests at once, overriding\n"
-                 "--inflight): the kubeconfig's credentials impersonate each node (system:node:NAME, group\n"
-                 "system:nodes); 0: one kept-alive connection per node with its own certificate",
+        FLAG_INT("connections", "N shared connections: the kubeconfig's credentials impersonate each node\n"
+                 "(system:node:NAME, group system:nodes); over HTTP/2 (--http2) the --inflight lanes' requests\n"
+                 "are streams of them (lane i on connection i mod N), over HTTP/1.1 one lane per connection\n"
+                 "(N nodes with requests at once, overriding --inflight); 0: one kept-alive HTTP/1.1\n"
+                 "connection per node with its own certificate",
                  "0", 0, KITE_SIM_MAX_INFLIGHT, &conns),
+        FLAG_BOOLEAN("http2", "with --connections: speak HTTP/2 (ALPN h2), each connection multiplexing its lanes'\n"
+                     "requests as a kubelet's client-go does; --http2=false: HTTP/1.1, one request at a time\n"
+                     "per connection", &http2, .def = "true"),
         FLAG_INT("inflight", "nodes with requests outstanding at once (coroutine lanes of 256 KiB stack each)", "64", 1,
                  KITE_SIM_MAX_INFLIGHT, &inflight),
         FLAG_INT("lease-duration", "nodeLeaseDurationSeconds: leases renewed every quarter of it", "40", 1, 3600, &lease),
@@ -87,7 +93,7 @@ int cmd_sim(int argc, char **argv) {
     _cleanup_free_ char *pki = kite_asprintf("%s/pki", data_dir), *machines = kite_asprintf("%s/sim-%s", data_dir, prefix);
     _cleanup_free_ char *ctl = control ? kite_strdup(control) : kite_asprintf("%s/sim-%s.sock", data_dir, prefix);
     struct kite_sim_options so = {.kc = kc, .nodes = (unsigned)nodes, .prefix = prefix, .zones = (unsigned)zones,
-                                  .connections = (unsigned)conns, .inflight = (unsigned)inflight, .pods_per_node = (unsigned)pods,
+                                  .connections = (unsigned)conns, .http2 = http2, .inflight = (unsigned)inflight, .pods_per_node = (unsigned)pods,
                                   .lease_duration_s = lease, .ramp_per_s = (unsigned)ramp, .mint = mint, .mint_ud = pki, .machines_dir = machines,
                                   .control_path = ctl, .progress = stderr, .progress_every_ns = every};
     struct kite_sim *s = NULL;

@@ -29,12 +29,14 @@
 #include "client/client.h"
 #include "client/informer.h"
 #include <sys/eventfd.h>
+#include "sim/h2c.h"
 #include "sim/sim.h"
 
 #define SIM_LOG "sim"
 #define NO_POS UINT32_MAX
 #define HIST_BUCKETS 128 /* 4 per octave of microseconds: up to 2^32 us */
 #define CONTROL_MAX_LINE 65536
+#define SIM_REQUEST_TIMEOUT_MS 10000 /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
 
 struct sim_node {
     struct kite_agent *agent; /* NULL: not started yet, or dead */
@@ -76,6 +78,9 @@ struct lane {
     bool done;
     bool starting; /* runs a node's first step (its registration) */
     bool sleeping; /* parked until deadline_ms only (a slow node's request) */
+    bool h2wait;   /* parked on its HTTP/2 stream (req) until it closes or deadline_ms */
+    bool h2ready;  /* on the loop's ready list */
+    struct h2c_req req;
     /* a parked wait */
     int fd;
     int64_t deadline_ms; /* < 0: none */
@@ -110,7 +115,15 @@ struct kite_sim {
     ucontext_t loop_ctx;
     struct lane *cur;
     int epfd, ctl_fd;
-    struct kite_client **pool; /* shared mode: one connection per lane */
+    struct kite_client **pool; /* shared mode over HTTP/1.1: one connection per lane */
+    /* shared mode over HTTP/2: connections lanes share (lane i uses h2[i % nh2]); the lanes whose
+     * stream closed wait in ready for the loop to resume them */
+    struct kite_client *h2dial;
+    struct h2c **h2;
+    unsigned nh2;
+    unsigned char *h2tags; /* epoll data.ptr of h2[k]: &h2tags[k] */
+    uint32_t *ready;
+    size_t nready;
     /* pods_per_node: one informer on every pod, its events queued for the loop */
     struct kite_client *pods_client;
     char *pods_root; /* the pods' volumes, <machines_dir>/pods/<uid> (uids differ across nodes) */
@@ -540,6 +553,69 @@ static void node_pods_start(struct kite_sim *s, uint32_t i, const char *name, bo
     json_object_put(items);
 }
 
+/* Shared mode over HTTP/2: the request goes as a stream of the lane's connection (opened first
+ * if it is not), the lane parks until the stream closes or the request's deadline passes. */
+static int h2_request(struct kite_sim *s, struct sim_client *c, const char *method, const char *path,
+                      const char *content_type, const char *body, size_t body_len, struct kite_response *ret) {
+    struct lane *l = s->cur;
+    if (!l) return -EINVAL;
+    struct h2c *hc = s->h2[(unsigned)(l - s->lanes) % s->nh2];
+    int64_t deadline = mono() / KITE_NS_PER_MS + SIM_REQUEST_TIMEOUT_MS;
+    while (!h2c_is_open(hc)) {
+        if (h2c_is_opening(hc)) { /* another lane handshakes: wait for it */
+            if (mono() / KITE_NS_PER_MS >= deadline) return -ETIMEDOUT;
+            lane_sleep(s, mono() / KITE_NS_PER_MS + 5);
+            continue;
+        }
+        int r = h2c_open(hc, deadline);
+        if (r == -EPROTONOSUPPORT) {
+            static bool told;
+            if (!told) log_warn(SIM_LOG, "the server does not speak HTTP/2 (ALPN h2): run kite sim with --http2=false");
+            told = true;
+        }
+        if (r < 0) return r;
+    }
+    char name[128], user[160];
+    kite_sim_node_name(s, c->node, name, sizeof name);
+    snprintf(user, sizeof user, "system:node:%s", name);
+    const struct h2c_header hdr[] = {{"impersonate-user", user}, {"impersonate-group", "system:nodes"}};
+    struct h2c_req *q = &l->req;
+    kite_buf_reset(&q->resp);
+    q->body = body;
+    q->body_len = body ? body_len : 0;
+    int r = h2c_submit(hc, q, method, path, content_type, hdr, KITE_ARRAY_SIZE(hdr));
+    if (r < 0) return r;
+    atomic_fetch_add(&c->base.bytes_sent, strlen(method) + strlen(path) + q->body_len);
+    l->h2wait = true;
+    l->fd = -1;
+    l->deadline_ms = deadline;
+    swapcontext(&l->ctx, &s->loop_ctx);
+    s->cur = l;
+    l->h2wait = false;
+    if (!q->done) { /* the deadline */
+        h2c_cancel(hc, q);
+        kite_buf_reset(&q->resp);
+        return -ETIMEDOUT;
+    }
+    if (q->result < 0) {
+        kite_buf_reset(&q->resp);
+        return q->result;
+    }
+    ret->status = q->status;
+    ret->body = kite_buf_detach(&q->resp, &ret->len);
+    return 0;
+}
+
+/* An HTTP/2 stream closed (called from inside h2c_event, h2c_flush, h2c_close): its lane is
+ * resumed by the loop. */
+static void h2_done(struct h2c_req *q, void *ud) {
+    struct kite_sim *s = ud;
+    struct lane *l = (struct lane *)((char *)q - offsetof(struct lane, req));
+    if (l->h2ready) return;
+    l->h2ready = true;
+    s->ready[s->nready++] = (uint32_t)(l - s->lanes);
+}
+
 static int simc_request(struct kite_client *base, const char *method, const char *path, const char *content_type,
                         const char *body, size_t body_len, struct kite_response *ret) {
     struct sim_client *c = (struct sim_client *)base;
@@ -548,6 +624,7 @@ static int simc_request(struct kite_client *base, const char *method, const char
     if (n->slow_ms && s->cur) lane_sleep(s, mono() / KITE_NS_PER_MS + n->slow_ms);
     atomic_fetch_add(&base->requests, 1);
     if (n->partitioned || n->dead) return -ENETUNREACH; /* nothing leaves the machine */
+    if (s->h2) return h2_request(s, c, method, path, content_type, body, body_len, ret);
     struct kite_client *t = c->own;
     if (!t) {
         if (!s->cur) return -EINVAL;
@@ -571,7 +648,8 @@ static int simc_watch(struct kite_client *base, const char *path, kite_watch_fn 
 static void simc_reset(struct kite_client *base) {
     struct sim_client *c = (struct sim_client *)base;
     if (c->own) kite_client_reset_connections(c->own);
-    else if (c->s->cur) kite_client_reset_connections(c->s->pool[c->s->cur - c->s->lanes]);
+    /* over HTTP/2 a connection carries other nodes' streams: a lost one is dropped anyway */
+    else if (c->s->cur && !c->s->h2) kite_client_reset_connections(c->s->pool[c->s->cur - c->s->lanes]);
 }
 
 static void simc_free(struct kite_client *base) {
@@ -593,7 +671,7 @@ static int node_start(struct kite_sim *s, uint32_t i) {
     c->s = s;
     c->node = i;
     int r;
-    if (!s->pool) {
+    if (!s->pool && !s->h2) {
         _cleanup_free_ char *cert = NULL, *key = NULL;
         if ((r = s->o.mint(s->o.mint_ud, name, &cert, &key)) < 0) {
             free(c);
@@ -833,7 +911,27 @@ static void flapping_del(struct kite_sim *s, uint32_t i) {
 }
 
 /* Connections the simulator keeps: the lanes' in shared mode, else one per started node. */
-static unsigned open_connections(struct kite_sim *s) { return s->pool ? s->nlanes : s->started; }
+static unsigned open_connections(struct kite_sim *s) {
+    if (s->h2) {
+        unsigned n = 0;
+        for (unsigned k = 0; k < s->nh2; k++) n += h2c_is_open(s->h2[k]);
+        return n;
+    }
+    return s->pool ? s->nlanes : s->started;
+}
+
+static void h2_stats(struct kite_sim *s, struct h2c_stats *ret) {
+    *ret = (struct h2c_stats){0};
+    for (unsigned k = 0; k < s->nh2; k++) {
+        struct h2c_stats st;
+        h2c_get_stats(s->h2[k], &st);
+        ret->streams += st.streams;
+        ret->opens += st.opens;
+        ret->lost += st.lost;
+        ret->records += st.records;
+        ret->bytes_out += st.bytes_out;
+    }
+}
 
 static void stats_json(struct kite_sim *s, struct kite_buf *b) {
     struct kite_sim_stats st;
@@ -843,11 +941,18 @@ static void stats_json(struct kite_sim *s, struct kite_buf *b) {
                     "\"partitioned\":%u,\"slow\":%u,"
                     "\"renewals\":%llu,\"statusPatches\":%llu,\"registrations\":%llu,\"requests\":%llu,"
                     "\"renewalP50Ms\":%.3f,\"renewalP99Ms\":%.3f,\"renewalMaxMs\":%.3f,\"rssKiB\":%ld,"
-                    "\"rssStartKiB\":%ld,\"openConnections\":%u}",
+                    "\"rssStartKiB\":%ld,\"openConnections\":%u,",
                     st.nodes, st.started, st.registered, st.ready, st.failing, st.dead, st.partitioned, st.slow,
                     (unsigned long long)st.renewals, (unsigned long long)st.status_patches,
                     (unsigned long long)st.registrations, (unsigned long long)st.requests, st.renewal_p50_ms,
                     st.renewal_p99_ms, st.renewal_max_ms, rss_kb(), s->rss_start_kb, open_connections(s));
+    struct h2c_stats h;
+    h2_stats(s, &h);
+    kite_buf_printf(b,
+                    "\"protocol\":\"%s\",\"http2\":{\"streams\":%llu,\"connectionsOpened\":%llu,"
+                    "\"connectionsLost\":%llu,\"records\":%llu,\"bytesOut\":%llu}}",
+                    s->h2 ? "HTTP/2" : "HTTP/1.1", (unsigned long long)h.streams, (unsigned long long)h.opens,
+                    (unsigned long long)h.lost, (unsigned long long)h.records, (unsigned long long)h.bytes_out);
 }
 
 char *kite_sim_control(struct kite_sim *s, const char *line) {
@@ -1023,6 +1128,9 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
             run_node(s, l, i);
         }
         if (s->o.progress && now - last_progress >= every) progress(s, now, &last_progress, &last_renewals);
+        /* the streams the lanes submitted this round leave together */
+        for (unsigned k = 0; k < s->nh2; k++)
+            if (h2c_dirty(s->h2[k])) h2c_flush(s->h2[k]);
         /* sleep until a node is due, a lane's deadline passes, a socket or the control socket */
         now = mono();
         int64_t wake = last_progress + every;
@@ -1031,10 +1139,11 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
             wake = KITE_MIN(wake, start_due(s, s->next_start));
         for (size_t k = 0; k < s->nflapping; k++) wake = KITE_MIN(wake, s->nodes[s->flapping[k]].flap_next);
         for (unsigned k = 0; k < s->nlanes; k++)
-            if (s->lanes[k].node != NO_POS && (s->lanes[k].fd >= 0 || s->lanes[k].sleeping) &&
+            if (s->lanes[k].node != NO_POS && (s->lanes[k].fd >= 0 || s->lanes[k].sleeping || s->lanes[k].h2wait) &&
                 s->lanes[k].deadline_ms >= 0)
                 wake = KITE_MIN(wake, s->lanes[k].deadline_ms * KITE_NS_PER_MS);
         if (stop_deadline) wake = KITE_MIN(wake, now + 100 * KITE_NS_PER_MS);
+        if (s->nready) wake = now; /* streams a flush failed */
         int timeout = wake <= now ? 0 : (int)KITE_MIN((wake - now + KITE_NS_PER_MS - 1) / KITE_NS_PER_MS, 1000);
         int ne = epoll_wait(s->epfd, evs, 64, timeout);
         if (ne < 0 && errno != EINTR) return -errno;
@@ -1047,16 +1156,29 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
                 pods_drain(s);
                 continue;
             }
+            if (s->h2tags && (unsigned char *)evs[k].data.ptr >= s->h2tags &&
+                (unsigned char *)evs[k].data.ptr < s->h2tags + s->nh2) {
+                h2c_event(s->h2[(unsigned char *)evs[k].data.ptr - s->h2tags], evs[k].events);
+                continue;
+            }
             l = evs[k].data.ptr;
             if (l->node == NO_POS || l->fd < 0) continue; /* woken already this round */
             l->result = 0;
             l->fd = -2; /* taken: a second event for it this round is skipped */
             lane_resume(s, l);
         }
+        /* the lanes whose streams closed (they may submit more: flushed at the end of the next round) */
+        for (size_t k = 0; k < s->nready; k++) {
+            l = &s->lanes[s->ready[k]];
+            l->h2ready = false;
+            if (l->node != NO_POS && l->h2wait && l->req.done) lane_resume(s, l);
+        }
+        s->nready = 0;
         int64_t now_ms = mono() / KITE_NS_PER_MS;
         for (unsigned k = 0; k < s->nlanes; k++) {
             l = &s->lanes[k];
-            if (l->node == NO_POS || (l->fd < 0 && !l->sleeping) || l->deadline_ms < 0 || now_ms < l->deadline_ms)
+            if (l->node == NO_POS || (l->fd < 0 && !l->sleeping && !l->h2wait) || l->deadline_ms < 0 ||
+                now_ms < l->deadline_ms)
                 continue;
             l->result = -ETIMEDOUT;
             lane_resume(s, l);
@@ -1117,8 +1239,21 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     for (uint32_t i = 0; i < o->nodes; i++) {
         s->nodes[i].heap_pos = NO_POS;
     }
-    s->nlanes = o->connections ? o->connections : o->inflight;
-    if (o->connections) {
+    s->nlanes = o->connections && !o->http2 ? o->connections : o->inflight;
+    if (o->connections && o->http2) {
+        /* shared mode over HTTP/2: the lanes' requests are streams of `connections` connections */
+        struct kite_client_options co = {.timeout_ms = SIM_REQUEST_TIMEOUT_MS, .user_agent = "kite-sim"};
+        if ((r = kite_client_new(&s->kc, &co, &s->h2dial)) < 0 || !kite_client_authority(s->h2dial) ||
+            !kite_startswith(s->kc.server, "https://")) {
+            r = -EINVAL;
+            err = kite_strdup("--http2: cannot use the kubeconfig's server (https only), CA or credentials");
+            goto fail;
+        }
+        s->nh2 = KITE_MIN(o->connections, s->nlanes);
+        s->h2 = kite_calloc(s->nh2, sizeof *s->h2);
+        s->h2tags = kite_calloc(s->nh2, 1);
+        s->ready = kite_calloc(s->nlanes, sizeof *s->ready);
+    } else if (o->connections) {
         /* shared mode: each lane's connection carries the kubeconfig's own credentials and
          * impersonates the node it runs */
         s->pool = kite_calloc(s->nlanes, sizeof *s->pool);
@@ -1175,6 +1310,12 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     }
     struct epoll_event eev = {.events = EPOLLIN, .data.ptr = &s->ev_fd};
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ev_fd, &eev);
+    for (unsigned k = 0; k < s->nh2; k++) {
+        struct h2c_options ho = {.dialer = s->h2dial, .token = s->kc.token, .user_agent = "kite-sim",
+                                 .timeout_ms = SIM_REQUEST_TIMEOUT_MS, .epfd = s->epfd, .ep_ptr = &s->h2tags[k],
+                                 .done = h2_done, .ud = s};
+        s->h2[k] = h2c_new(&ho);
+    }
     if (o->pods_per_node) {
         /* the pods' volumes are real (tmpfs mounts for token and secret volumes): in a mount
          * namespace of the simulator's own they go with it, whatever state its pods are in */
@@ -1239,8 +1380,15 @@ void kite_sim_free(struct kite_sim *s) {
         if (!s->nodes[i].running) node_stop(s, i);
     /* a lane still parked (its request outlived the stop's grace) keeps its node: leaked with
      * the process's exit rather than freed under the coroutine */
-    for (unsigned k = 0; s->lanes && k < s->nlanes; k++)
+    for (unsigned k = 0; s->h2 && k < s->nh2; k++) h2c_free(s->h2[k]);
+    free(s->h2);
+    free(s->h2tags);
+    free(s->ready);
+    kite_client_free(s->h2dial);
+    for (unsigned k = 0; s->lanes && k < s->nlanes; k++) {
+        kite_buf_release(&s->lanes[k].req.resp);
         if (s->lanes[k].stack) munmap(s->lanes[k].stack, KITE_SIM_STACK_BYTES);
+    }
     free(s->lanes);
     for (unsigned k = 0; s->pool && k < s->nlanes; k++) kite_client_free(s->pool[k]);
     free(s->pool);

@@ -66,6 +66,9 @@ struct kite_sim_options {
     unsigned connections;     /* shared connections, one per lane (then the lanes, overriding
                                  inflight); 0 = one per node, with its own certificate */
     unsigned inflight;        /* nodes doing requests at once (lanes) */
+    bool http2;               /* shared connections speak HTTP/2: each carries the requests of
+                                 inflight / connections lanes as streams (the lanes no longer
+                                 one per connection) */
     unsigned pods_per_node;   /* > 0: each node runs the pod manager on a fake runtime and
                                  admits this many pods (maxPods); 0 = pods bound stay Pending */
     int64_t lease_duration_s; /* 0 = 40 */
