@@ -15,7 +15,7 @@
  * gnutls_record_recv read, mem_send collected into c->out and written by gnutls_record_send,
  * 16 KiB at a time, so a round's frames of every stream go in one TLS record when they fit).
  *
- * A request in flight has a slot (the stream's user data); h2c_cancel() empties the slot, so
+ * A request in flight has a slot (the stream's user data); kite_sim_h2c_cancel() empties the slot, so
  * callbacks for a stream given up find no request and its body is not read any more. */
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -137,7 +137,7 @@ static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
 
 /* ---- the connection ---- */
 
-struct h2c *h2c_new(const struct h2c_options *o) {
+struct h2c *kite_sim_h2c_new(const struct h2c_options *o) {
     struct h2c *c = kite_calloc(1, sizeof *c);
     c->o = *o;
     c->o.token = NULL;
@@ -148,13 +148,13 @@ struct h2c *h2c_new(const struct h2c_options *o) {
     return c;
 }
 
-bool h2c_is_open(const struct h2c *c) { return c->ng != NULL; }
-bool h2c_is_opening(const struct h2c *c) { return c->opening; }
-bool h2c_dirty(const struct h2c *c) { return c->ng && (c->dirty || c->lost); }
+bool kite_sim_h2c_is_open(const struct h2c *c) { return c->ng != NULL; }
+bool kite_sim_h2c_is_opening(const struct h2c *c) { return c->opening; }
+bool kite_sim_h2c_dirty(const struct h2c *c) { return c->ng && (c->dirty || c->lost); }
 
-void h2c_get_stats(const struct h2c *c, struct h2c_stats *ret) { *ret = c->st; }
+void kite_sim_h2c_get_stats(const struct h2c *c, struct h2c_stats *ret) { *ret = c->st; }
 
-void h2c_close(struct h2c *c) {
+void kite_sim_h2c_close(struct h2c *c) {
     if (!c->ng && c->fd < 0) return;
     if (c->ng) nghttp2_session_del(c->ng);
     c->ng = NULL;
@@ -182,19 +182,19 @@ void h2c_close(struct h2c *c) {
 static void lose(struct h2c *c, const char *why) {
     c->st.lost++;
     log_debug(H2C_LOG, "connection lost: %s", why);
-    h2c_close(c);
+    kite_sim_h2c_close(c);
 }
 
-void h2c_free(struct h2c *c) {
+void kite_sim_h2c_free(struct h2c *c) {
     if (!c) return;
-    h2c_close(c);
+    kite_sim_h2c_close(c);
     kite_buf_release(&c->out);
     free(c->auth);
     free(c->user_agent);
     free(c);
 }
 
-int h2c_open(struct h2c *c, int64_t deadline_ms) {
+int kite_sim_h2c_open(struct h2c *c, int64_t deadline_ms) {
     if (c->ng) return 0;
     if (c->opening) return -EALREADY;
     c->opening = true;
@@ -230,17 +230,17 @@ int h2c_open(struct h2c *c, int64_t deadline_ms) {
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c->o.ep_ptr};
     if (epoll_ctl(c->o.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         r = -errno;
-        h2c_close(c);
+        kite_sim_h2c_close(c);
         return r;
     }
     c->dirty = true; /* the preface and our SETTINGS */
     c->st.opens++;
     /* what the handshake's last reads brought besides (the server's SETTINGS) */
-    h2c_event(c, EPOLLIN);
+    kite_sim_h2c_event(c, EPOLLIN);
     return c->ng ? 0 : -ECONNRESET;
 }
 
-int h2c_submit(struct h2c *c, struct h2c_req *q, const char *method, const char *path, const char *content_type,
+int kite_sim_h2c_submit(struct h2c *c, struct h2c_req *q, const char *method, const char *path, const char *content_type,
                const struct h2c_header *extra, size_t n_extra) {
     if (!c->ng) return -ENOTCONN;
     const char *prefix = kite_client_path_prefix(c->o.dialer), *authority = kite_client_authority(c->o.dialer);
@@ -285,7 +285,7 @@ int h2c_submit(struct h2c *c, struct h2c_req *q, const char *method, const char 
     return 0;
 }
 
-void h2c_cancel(struct h2c *c, struct h2c_req *q) {
+void kite_sim_h2c_cancel(struct h2c *c, struct h2c_req *q) {
     struct h2c_slot *s = q->slot;
     if (!s) return;
     q->slot = NULL;
@@ -326,7 +326,7 @@ static int write_out(struct h2c *c) {
     return 0;
 }
 
-void h2c_flush(struct h2c *c) {
+void kite_sim_h2c_flush(struct h2c *c) {
     if (c->lost) {
         lose(c, "GOAWAY");
         return;
@@ -352,7 +352,7 @@ void h2c_flush(struct h2c *c) {
     if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng)) lose(c, "session ended");
 }
 
-void h2c_event(struct h2c *c, uint32_t events) {
+void kite_sim_h2c_event(struct h2c *c, uint32_t events) {
     if (!c->ng) return;
     if ((events & EPOLLOUT) && c->out_off < c->out.len) {
         if (write_out(c) == -ECONNRESET) return;

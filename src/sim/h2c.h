@@ -1,10 +1,10 @@
 /* HTTP/2 client connections for `kite sim`'s loop (h2c.c): many requests at once as streams of
  * one TLS connection, the connection's socket in the loop's own epoll set.
  *
- * The loop drives everything from one thread: h2c_submit() queues a request's frames (a lane
- * then parks), h2c_event() reads what the socket has and completes requests (their done
- * callback runs from inside it), h2c_flush() writes what was queued since. A request is the
- * caller's struct h2c_req, which must stay put until done is called or h2c_cancel(). */
+ * The loop drives everything from one thread: kite_sim_h2c_submit() queues a request's frames (a lane
+ * then parks), kite_sim_h2c_event() reads what the socket has and completes requests (their done
+ * callback runs from inside it), kite_sim_h2c_flush() writes what was queued since. A request is the
+ * caller's struct h2c_req, which must stay put until done is called or kite_sim_h2c_cancel(). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,30 +44,30 @@ struct h2c_options {
     void *ud;
 };
 
-struct h2c *h2c_new(const struct h2c_options *o);
+struct h2c *kite_sim_h2c_new(const struct h2c_options *o);
 /* Fails the requests in flight (-ECONNRESET, done called). Accepts NULL. */
-void h2c_free(struct h2c *c);
+void kite_sim_h2c_free(struct h2c *c);
 
-bool h2c_is_open(const struct h2c *c);
-bool h2c_is_opening(const struct h2c *c);
+bool kite_sim_h2c_is_open(const struct h2c *c);
+bool kite_sim_h2c_is_opening(const struct h2c *c);
 /* Connects and handshakes (ALPN "h2"), blocking through the thread's client waiter (a lane
  * parks): 0 or -errno (-EPROTONOSUPPORT: the server does not speak HTTP/2). */
-int h2c_open(struct h2c *c, int64_t deadline_ms);
+int kite_sim_h2c_open(struct h2c *c, int64_t deadline_ms);
 /* Queues a request (the connection must be open): headers are copied, the body is read as the
  * flow-control windows allow. Beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS, nghttp2
  * holds the request back until a stream closes. 0 or -errno. */
-int h2c_submit(struct h2c *c, struct h2c_req *req, const char *method, const char *path, const char *content_type,
+int kite_sim_h2c_submit(struct h2c *c, struct h2c_req *req, const char *method, const char *path, const char *content_type,
                const struct h2c_header *extra, size_t n_extra);
 /* Gives a request up (its deadline passed): the stream is reset, done is not called. */
-void h2c_cancel(struct h2c *c, struct h2c_req *req);
+void kite_sim_h2c_cancel(struct h2c *c, struct h2c_req *req);
 /* The socket is ready (epoll events). */
-void h2c_event(struct h2c *c, uint32_t events);
-/* Frames queued since the last flush: h2c_flush() has something to write. */
-bool h2c_dirty(const struct h2c *c);
+void kite_sim_h2c_event(struct h2c *c, uint32_t events);
+/* Frames queued since the last flush: kite_sim_h2c_flush() has something to write. */
+bool kite_sim_h2c_dirty(const struct h2c *c);
 /* Writes the queued frames: as few TLS records (and system calls) as their size allows. */
-void h2c_flush(struct h2c *c);
+void kite_sim_h2c_flush(struct h2c *c);
 /* Closes the connection (requests in flight fail with -ECONNRESET); the next h2c_open reopens. */
-void h2c_close(struct h2c *c);
+void kite_sim_h2c_close(struct h2c *c);
 
 struct h2c_stats {
     uint64_t streams;  /* requests answered over HTTP/2 */
@@ -76,4 +76,4 @@ struct h2c_stats {
     uint64_t records;  /* TLS records written */
     uint64_t bytes_out;/* bytes of frames written */
 };
-void h2c_get_stats(const struct h2c *c, struct h2c_stats *ret);
+void kite_sim_h2c_get_stats(const struct h2c *c, struct h2c_stats *ret);

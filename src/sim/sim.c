@@ -561,13 +561,13 @@ static int h2_request(struct kite_sim *s, struct sim_client *c, const char *meth
     if (!l) return -EINVAL;
     struct h2c *hc = s->h2[(unsigned)(l - s->lanes) % s->nh2];
     int64_t deadline = mono() / KITE_NS_PER_MS + SIM_REQUEST_TIMEOUT_MS;
-    while (!h2c_is_open(hc)) {
-        if (h2c_is_opening(hc)) { /* another lane handshakes: wait for it */
+    while (!kite_sim_h2c_is_open(hc)) {
+        if (kite_sim_h2c_is_opening(hc)) { /* another lane handshakes: wait for it */
             if (mono() / KITE_NS_PER_MS >= deadline) return -ETIMEDOUT;
             lane_sleep(s, mono() / KITE_NS_PER_MS + 5);
             continue;
         }
-        int r = h2c_open(hc, deadline);
+        int r = kite_sim_h2c_open(hc, deadline);
         if (r == -EPROTONOSUPPORT) {
             static bool told;
             if (!told) log_warn(SIM_LOG, "the server does not speak HTTP/2 (ALPN h2): run kite sim with --http2=false");
@@ -583,7 +583,7 @@ static int h2_request(struct kite_sim *s, struct sim_client *c, const char *meth
     kite_buf_reset(&q->resp);
     q->body = body;
     q->body_len = body ? body_len : 0;
-    int r = h2c_submit(hc, q, method, path, content_type, hdr, KITE_ARRAY_SIZE(hdr));
+    int r = kite_sim_h2c_submit(hc, q, method, path, content_type, hdr, KITE_ARRAY_SIZE(hdr));
     if (r < 0) return r;
     atomic_fetch_add(&c->base.bytes_sent, strlen(method) + strlen(path) + q->body_len);
     l->h2wait = true;
@@ -593,7 +593,7 @@ static int h2_request(struct kite_sim *s, struct sim_client *c, const char *meth
     s->cur = l;
     l->h2wait = false;
     if (!q->done) { /* the deadline */
-        h2c_cancel(hc, q);
+        kite_sim_h2c_cancel(hc, q);
         kite_buf_reset(&q->resp);
         return -ETIMEDOUT;
     }
@@ -914,7 +914,7 @@ static void flapping_del(struct kite_sim *s, uint32_t i) {
 static unsigned open_connections(struct kite_sim *s) {
     if (s->h2) {
         unsigned n = 0;
-        for (unsigned k = 0; k < s->nh2; k++) n += h2c_is_open(s->h2[k]);
+        for (unsigned k = 0; k < s->nh2; k++) n += kite_sim_h2c_is_open(s->h2[k]);
         return n;
     }
     return s->pool ? s->nlanes : s->started;
@@ -924,7 +924,7 @@ static void h2_stats(struct kite_sim *s, struct h2c_stats *ret) {
     *ret = (struct h2c_stats){0};
     for (unsigned k = 0; k < s->nh2; k++) {
         struct h2c_stats st;
-        h2c_get_stats(s->h2[k], &st);
+        kite_sim_h2c_get_stats(s->h2[k], &st);
         ret->streams += st.streams;
         ret->opens += st.opens;
         ret->lost += st.lost;
@@ -1130,7 +1130,7 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
         if (s->o.progress && now - last_progress >= every) progress(s, now, &last_progress, &last_renewals);
         /* the streams the lanes submitted this round leave together */
         for (unsigned k = 0; k < s->nh2; k++)
-            if (h2c_dirty(s->h2[k])) h2c_flush(s->h2[k]);
+            if (kite_sim_h2c_dirty(s->h2[k])) kite_sim_h2c_flush(s->h2[k]);
         /* sleep until a node is due, a lane's deadline passes, a socket or the control socket */
         now = mono();
         int64_t wake = last_progress + every;
@@ -1158,7 +1158,7 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
             }
             if (s->h2tags && (unsigned char *)evs[k].data.ptr >= s->h2tags &&
                 (unsigned char *)evs[k].data.ptr < s->h2tags + s->nh2) {
-                h2c_event(s->h2[(unsigned char *)evs[k].data.ptr - s->h2tags], evs[k].events);
+                kite_sim_h2c_event(s->h2[(unsigned char *)evs[k].data.ptr - s->h2tags], evs[k].events);
                 continue;
             }
             l = evs[k].data.ptr;
@@ -1314,7 +1314,7 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
         struct h2c_options ho = {.dialer = s->h2dial, .token = s->kc.token, .user_agent = "kite-sim",
                                  .timeout_ms = SIM_REQUEST_TIMEOUT_MS, .epfd = s->epfd, .ep_ptr = &s->h2tags[k],
                                  .done = h2_done, .ud = s};
-        s->h2[k] = h2c_new(&ho);
+        s->h2[k] = kite_sim_h2c_new(&ho);
     }
     if (o->pods_per_node) {
         /* the pods' volumes are real (tmpfs mounts for token and secret volumes): in a mount
@@ -1380,7 +1380,7 @@ void kite_sim_free(struct kite_sim *s) {
         if (!s->nodes[i].running) node_stop(s, i);
     /* a lane still parked (its request outlived the stop's grace) keeps its node: leaked with
      * the process's exit rather than freed under the coroutine */
-    for (unsigned k = 0; s->h2 && k < s->nh2; k++) h2c_free(s->h2[k]);
+    for (unsigned k = 0; s->h2 && k < s->nh2; k++) kite_sim_h2c_free(s->h2[k]);
     free(s->h2);
     free(s->h2tags);
     free(s->ready);
