@@ -55,7 +55,7 @@ def run(args, renew, tmp, out):
     ctl = work / "sim.sock"
     sim = benchlib.start_sim(args.kite, data, work, "--nodes", str(args.max), "--ramp", str(args.ramp),
                              "--lease-duration", str(4 * renew), "--control", str(ctl), "--progress-every", "10s",
-                             "--connections", str(args.connections))
+                             "--connections", str(args.connections), "--inflight", str(max(64, args.connections)))
     rows = []
     res = {"renew": renew, "capacity": 0}
     try:

@@ -3,7 +3,9 @@
 200 nodes in one process sharing 8 connections, each request as its node (system:node:NAME by
 impersonation, so the Node authorizer judges it), all turn Ready (kubectl get nodes); pods bound to
 them run on their pod managers and fake runtimes (--pods-per-node) and report Running; the node
-lifecycle controller marks none of them Unknown over a grace period of renewals; 1% killed and 1%
+lifecycle controller marks none of them Unknown over a grace period of renewals; the requests go as
+HTTP/2 streams (kite sim's default with --connections) and, when `kite up` restarts under them
+(every connection lost), every node renews its Lease again; 1% killed and 1%
 cut off the network through the control socket turn Unknown within grace + 1 s of it (the
 controller's deadline heap marks a node when its deadline passes), as do nodes slowed past the
 grace, while nodes slowed less and every other node stay Ready; all come back once revived,
@@ -190,3 +192,40 @@ def test_control_refuses_unknown_names(sim):
     assert control(ctl, "kill nothing-1").startswith("error: no simulated node")
     assert control(ctl, "explode").startswith("error: unknown command")
     assert json.loads(control(ctl, "stats"))["dead"] == 0
+
+
+def leases_renewed_since(c, t):
+    """Names of the simulated nodes whose Lease was renewed at or after t (epoch seconds)."""
+    items = json.loads(c.kubectl("get", "leases", "-n", "kube-node-lease", "-o", "json").stdout)["items"]
+    out = set()
+    for x in items:
+        name, rt = x["metadata"]["name"], x.get("spec", {}).get("renewTime")
+        if not name.startswith("hollow-") or not rt:
+            continue
+        whole, _, frac = rt.rstrip("Z").partition(".")
+        secs = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + (frac or "0"))
+        if secs >= t:
+            out.add(name)
+    return out
+
+
+def test_http2_streams_survive_a_server_restart(sim):
+    c, p, ctl = sim
+    st = json.loads(control(ctl, "stats"))
+    assert st["protocol"] == "HTTP/2", st
+    h2 = st["http2"]
+    # every registration and renewal was answered on an HTTP/2 stream (nghttp2 parsed its frames),
+    # the 64 lanes' requests multiplexed over at most the 8 connections
+    assert h2["streams"] >= st["registrations"] + st["renewals"] >= 2 * NODES, st
+    assert 1 <= st["openConnections"] <= 8 and h2["connectionsOpened"] >= 1, st
+    opened = h2["connectionsOpened"]
+    c.stop()
+    time.sleep(1)  # the nodes' requests fail meanwhile (connection refused) and back off
+    c.restart()
+    t = time.time()
+    want = {f"hollow-{i:05d}" for i in range(NODES)}
+    wait_for(lambda: want <= leases_renewed_since(c, t), 2 * LEASE + MARGIN, interval=0.5,
+             what="every node's Lease renewed after the restart")
+    st = json.loads(control(ctl, "stats"))
+    assert st["http2"]["connectionsLost"] >= 1 and st["http2"]["connectionsOpened"] > opened, st
+    assert p.alive()
