@@ -22,10 +22,14 @@
  * (topology.kubernetes.io/zone = zone-K, K < zones).
  *
  * Connections: one per node with its own certificate (connections = 0; each node's TLS session
- * costs ~18 KiB), or `connections` shared ones, one per lane, that carry the kubeconfig's own
+ * costs ~18 KiB), or `connections` shared ones that carry the kubeconfig's own
  * credentials and send each node's requests as the node (Impersonate-User system:node:NAME,
  * Impersonate-Group system:nodes): the API server authorizes the impersonation, then the Node
- * authorizer judges the request as the node's, as it would the node's own certificate.
+ * authorizer judges the request as the node's, as it would the node's own certificate. Shared
+ * connections speak HTTP/2 (http2; h2c.c) as a kubelet's client-go does: the `inflight` lanes'
+ * requests are streams of `connections` connections the loop itself reads and writes, each
+ * round's frames leaving together; or HTTP/1.1, one connection per lane, the lane blocking in the
+ * client transport.
  *
  * Control: a unix stream socket; one command line per connection, one answer line
  * (`ok N` or `error: WHY`):
