@@ -6,7 +6,7 @@ usage: sim_proto.py [--kite PATH] [--nodes 20000] [--lease 4] [--ramp 500] [--in
                     [--h2-connections 8] [--settle 15] [--window 30] [--order "h1 h2"] [--keep]
 
 Each run: N nodes (leases renewed every lease/4 s: N / (lease/4) renewals/s due) ramped in at
---ramp nodes/s, --settle s more, then a --window s window: renewals/s achieved (the simulator's
+--ramp nodes/s (N / ramp s), --settle s more, then a --window s window: renewals/s achieved (the simulator's
 stats, from a `reset` at the window's start), the renewal p99 over the window, and the CPU of
 `kite up` and of the simulator over the window (utime + stime, /proc/PID/stat). HTTP/1.1:
 --connections = --inflight (one lane per connection, --http2=false); HTTP/2: --h2-connections
@@ -25,8 +25,8 @@ def log(msg):
     print(f"sim_proto: {msg}", file=sys.stderr, flush=True)
 
 
-def run(args, proto, tmp):
-    work = tmp / proto
+def run(args, proto, tmp, i):
+    work = tmp / f"{i}-{proto}"
     work.mkdir(parents=True)
     up, port, data = benchlib.start_up(args.kite, work, who="sim_proto")
     ctl = work / "sim.sock"
@@ -36,8 +36,9 @@ def run(args, proto, tmp):
                              "--ramp", str(args.ramp), "--inflight", str(args.inflight), "--control", str(ctl),
                              "--progress-every", "5s", *conns)
     try:
-        benchlib.wait_sim_ready(sim, ctl, args.nodes, time.monotonic() + args.nodes / args.ramp + 300, work,
-                                "sim_proto")
+        # the ramp's time, then --settle s: a ramp that outruns the server stalls (nodes start in free
+        # lanes only, after the started nodes' renewals), and the window shows how far it got
+        benchlib.wait_sim_ready(sim, ctl, args.nodes, time.monotonic() + args.nodes / args.ramp, work, "sim_proto")
         time.sleep(args.settle)
         load = os.getloadavg()[0]
         benchlib.sim_control(ctl, "reset")
@@ -50,7 +51,7 @@ def run(args, proto, tmp):
         return {"proto": "HTTP/1.1" if proto == "h1" else "HTTP/2",
                 "connections": args.inflight if proto == "h1" else args.h2_connections,
                 "due": args.nodes / (args.lease / 4), "renewals": (s1["renewals"] - s0["renewals"]) / dt,
-                "p99": s1["renewalP99Ms"], "max": s1["renewalMaxMs"], "failing": s1["failing"],
+                "ready": s1["ready"], "p99": s1["renewalP99Ms"], "max": s1["renewalMaxMs"], "failing": s1["failing"],
                 "up_cpu": 100 * (cu1 - cu0) / dt, "sim_cpu": 100 * (cs1 - cs0) / dt, "load": load,
                 "streams": s1["http2"]["streams"], "records": s1["http2"]["records"]}
     finally:
@@ -74,15 +75,15 @@ def main():
     args.kite = os.path.abspath(args.kite)
     rows = []
     with benchlib.workdir("sim-proto-", args.keep, "sim_proto") as tmp:
-        for proto in args.order.split():
+        for i, proto in enumerate(args.order.split()):
             log(f"{proto}: {args.nodes} nodes")
-            rows.append(run(args, proto, tmp))
+            rows.append(run(args, proto, tmp, i))
             log(json.dumps(rows[-1]))
-    print(f"| protocol | connections | renewals/s due | renewals/s | renewal p99 (max) | failing | kite up CPU | "
+    print(f"| protocol | connections | nodes Ready | renewals/s due | renewals/s | renewal p99 (max) | failing | kite up CPU | "
           f"kite sim CPU | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['proto']} | {r['connections']} | {r['due']:,.0f} | {r['renewals']:,.0f} | {r['p99']:.0f} ms "
+        print(f"| {r['proto']} | {r['connections']} | {r['ready']:,} | {r['ready'] / (args.lease / 4):,.0f} | {r['renewals']:,.0f} | {r['p99']:.0f} ms "
               f"({r['max']:.0f} ms) | {r['failing']} | {r['up_cpu']:.0f}% | {r['sim_cpu']:.0f}% | {r['load']:.1f} |")
 
 
