@@ -35,8 +35,8 @@ struct kite_svcpods {
     void (*resync)(void *core);    /* NULL, or after every Service was queued at a (re)list */
 };
 
-/* n_feeds: how many feeds the controller has (their tags 0..n_feeds-1: each must sync before the
- * first step); clock is borrowed. The hooks are the caller's to set. */
+/* n_feeds: how many feeds the controller has (at most 31, tagged 0..n_feeds-1; each must sync
+ * before the first step); clock is borrowed. The hooks are the caller's to set. */
 void kite_svcpods_init(struct kite_svcpods *s, struct kite_clock *clock, unsigned n_feeds, int64_t backoff_max_ns);
 void kite_svcpods_release(struct kite_svcpods *s);
 
