@@ -37,7 +37,6 @@ struct h2c_options {
     struct kite_client *dialer; /* kite_client_new's: server, CA, client certificate (borrowed) */
     const char *token;          /* Authorization: Bearer TOKEN; NULL: none (copied) */
     const char *user_agent;     /* copied */
-    long timeout_ms;            /* connect + handshake */
     int epfd;                   /* the socket goes there, EPOLLIN (EPOLLOUT while a write waits) */
     void *ep_ptr;               /* its epoll_event.data.ptr */
     h2c_done_fn done;

@@ -1312,7 +1312,7 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->ev_fd, &eev);
     for (unsigned k = 0; k < s->nh2; k++) {
         struct h2c_options ho = {.dialer = s->h2dial, .token = s->kc.token, .user_agent = "kite-sim",
-                                 .timeout_ms = SIM_REQUEST_TIMEOUT_MS, .epfd = s->epfd, .ep_ptr = &s->h2tags[k],
+                                 .epfd = s->epfd, .ep_ptr = &s->h2tags[k],
                                  .done = h2_done, .ud = s};
         s->h2[k] = kite_sim_h2c_new(&ho);
     }

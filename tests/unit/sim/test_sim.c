@@ -159,3 +159,37 @@ Test(sim, bad_options) {
     cr_assert_eq(kite_sim_new(&o, &s, &err), -EINVAL);
     free(err);
 }
+
+/* Shared connections speak HTTP/2 on an https server only; stats say which protocol carries the
+ * nodes' requests (HTTP/1.1 with --http2=false). */
+Test(sim, http2_shared_connections) {
+    char d[64] = "/tmp/kite-test-sim-XXXXXX", machines[128], *err = NULL;
+    cr_assert_not_null(mkdtemp(d));
+    snprintf(machines, sizeof machines, "%s/machines", d);
+    static struct kite_kubeconfig plain = {.server = "http://127.0.0.1:1", .token = "t"};
+    struct kite_sim_options o = {.kc = &plain, .nodes = 3, .prefix = "p", .connections = 2, .http2 = true,
+                                 .inflight = 8, .mint = no_mint, .machines_dir = machines};
+    struct kite_sim *s = NULL;
+    cr_assert_eq(kite_sim_new(&o, &s, &err), -EINVAL);
+    cr_assert(err && strstr(err, "https only"), "%s", err ? err : "");
+    free(err);
+    err = NULL;
+    static struct kite_kubeconfig tls = {.server = "https://127.0.0.1:1", .token = "t"};
+    const char *want[] = {"HTTP/1.1", "HTTP/2"};
+    for (int h2 = 0; h2 < 2; h2++) {
+        o.kc = &tls;
+        o.http2 = h2;
+        cr_assert_eq(kite_sim_new(&o, &s, &err), 0, "%s", err ? err : "");
+        char *st = kite_sim_control(s, "stats");
+        json_object *j = json_tokener_parse(st);
+        cr_assert_str_eq(json_object_get_string(json_object_object_get(j, "protocol")), want[h2], "%s", st);
+        /* an HTTP/2 connection opens with the first request that needs it */
+        if (h2) cr_assert_eq(json_object_get_int(json_object_object_get(j, "openConnections")), 0, "%s", st);
+        json_object_put(j);
+        free(st);
+        kite_sim_free(s);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+    cr_assert_eq(system(cmd), 0);
+}
