@@ -9,6 +9,7 @@
  * registers again (the kubelet does not, kubernetes#71398). */
 #include "agent/agent-int.h"
 #include "base/log.h"
+#include "json/scan.h"
 
 #include <stdio.h>
 
@@ -47,6 +48,9 @@ static void normalize(json_object *st) {
 
 bool kite_agent_status_equal(json_object *a, json_object *b) {
     if (!a || !b) return a == b;
+    int r = kite_agent_status_cmp(a, b);
+    if (r >= 0) return r == 1;
+    /* not a pair of objects, or a condition without a string type: copy and normalize */
     json_object *ca = copy(a), *cb = copy(b);
     normalize(ca);
     normalize(cb);
@@ -96,9 +100,22 @@ json_object *kite_agent_acked_status(struct kite_agent *a) {
     return a->acked_status ? json_tokener_parse(a->acked_status) : NULL;
 }
 
+/* What a status source reads of the acknowledged status (agent.h, kite_agent_status_fn). */
+static const char *const prev_members[] = {"conditions", "allocatable", "addresses", NULL};
+
+/* The acknowledged status cut down to prev_members (parsed alone: a NodeStatus's images and
+ * nodeInfo are most of its text), or whole when the scan cannot tell. NULL = none. */
+static json_object *acked_prev(struct kite_agent *a) {
+    if (!a->acked_status) return NULL;
+    json_object *p = kite_json_project(a->acked_status, strlen(a->acked_status), prev_members);
+    return p ? p : kite_agent_acked_status(a);
+}
+
 void kite_agent_set_acked_status(struct kite_agent *a, json_object *st) {
     free(a->acked_status);
-    a->acked_status = st ? kite_strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN)) : NULL;
+    a->acked_status =
+        st ? kite_strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE))
+           : NULL;
     a->acked_ready = kite_agent_status_ready(st);
     a->acked_gen++;
 }
@@ -142,18 +159,26 @@ static json_object *wrap_status(json_object *status) {
 void kite_agent_sync_status(struct kite_agent *a, int64_t now) {
     json_object *status = NULL;
     struct kite_ns_events ev = {0};
-    json_object *acked = kite_agent_acked_status(a);
-    int r = a->status_fn(a->status_ud, acked, &status, &ev);
+    json_object *prev = acked_prev(a);
+    int r = a->status_fn(a->status_ud, prev, &status, &ev);
+    json_object_put(prev);
     if (r < 0) {
         log_warn(AGENT_LOG, "computing node status: %s", strerror(-r));
         kite_ns_events_release(&ev);
-        json_object_put(acked);
         schedule_status(a, now);
         return;
     }
     kite_agent_post_events(a, &ev);
     kite_ns_events_release(&ev);
-    bool changed = !kite_agent_status_equal(acked, status);
+    /* compared with the acknowledged text in place; parsed only when the walk cannot tell, or
+     * for the patch */
+    json_object *acked = NULL;
+    int eq = a->acked_status ? kite_agent_status_cmp_text(a->acked_status, strlen(a->acked_status), status) : 0;
+    if (eq < 0) {
+        acked = kite_agent_acked_status(a);
+        eq = kite_agent_status_equal(acked, status);
+    }
+    bool changed = !eq;
     bool due = a->force_report || a->last_report == 0 || now - a->last_report >= a->report_freq_ns;
     if (!changed && !due) {
         json_object_put(status);
@@ -161,6 +186,7 @@ void kite_agent_sync_status(struct kite_agent *a, int64_t now) {
         schedule_status(a, now);
         return;
     }
+    if (!acked) acked = kite_agent_acked_status(a);
     /* Between full reports, conditions that did not change keep the heartbeat the server
      * has, so a change patch carries only what changed (the lease is the liveness signal). */
     if (!due) keep_heartbeats(status, acked);
