@@ -130,8 +130,6 @@ static size_t val_end(const char *s, size_t n, size_t i) {
     return SIZE_MAX;
 }
 
-/* Iterates the members of an object or the elements of an array: *i starts after the opening
- * bracket. 1 with the next key (objects; NULL for arrays) and value, 0 at the end, -1 malformed. */
 static int next_item(const char *s, size_t n, size_t *i, bool object, struct span *key, struct span *val) {
     size_t k = ws(s, n, *i);
     if (k < n && s[k] == ',') k = ws(s, n, k + 1);
@@ -309,4 +307,17 @@ int kite_agent_status_cmp_text(const char *text, size_t len, json_object *st) {
     }
     if (r < 0) return -1;
     return count == (size_t)json_object_object_length(st);
+}
+
+int kite_agent_json_next(const char *s, size_t n, size_t *i, bool object, const char **key, size_t *key_len,
+                         const char **val, size_t *val_len) {
+    struct span k = {0}, v;
+    int r = next_item(s, n, i, object, &k, &v);
+    if (r == 1) {
+        if (key) *key = k.p;
+        if (key_len) *key_len = k.n;
+        *val = v.p;
+        *val_len = v.n;
+    }
+    return r;
 }

@@ -257,6 +257,72 @@ Test(agent, report_frequency_forces_a_patch) {
     env_release(&e);
 }
 
+/* Each renewal sends back the Lease the server last returned (its resourceVersion, the labels
+ * someone else set), with a new renewTime, and never the members the server keeps anyway. */
+Test(agent, lease_renewal_sends_back_the_answer_with_a_new_renew_time) {
+    struct env e;
+    env_init(&e);
+    e.api.lease_server_fields = true;
+    env_up(&e);
+    run_for(&e, 45 * SEC);
+    size_t n = fake_api_count(&e.api, "PUT", "/leases/n1");
+    cr_assert_geq(n, 4);
+    cr_assert_eq(fake_api_count(&e.api, "GET", NULL), 0);
+    const char *prev_time = NULL;
+    int prev_rv = -1;
+    for (size_t i = 0; i < n; i++) {
+        json_object *b = fake_api_find(&e.api, "PUT", "/leases/n1", i)->body;
+        cr_assert_not_null(b);
+        json_object *meta = json_object_object_get(b, "metadata"), *spec = json_object_object_get(b, "spec");
+        cr_assert_str_eq(jstr(b, "apiVersion"), "coordination.k8s.io/v1");
+        cr_assert_str_eq(jstr(b, "kind"), "Lease");
+        cr_assert_eq(json_object_object_length(b), 4, "%s", json_object_to_json_string(b));
+        cr_assert_str_eq(jstr(meta, "name"), "n1");
+        cr_assert_str_eq(jstr(meta, "namespace"), "kube-node-lease");
+        cr_assert_str_eq(jstr(meta, "labels.set-by"), "someone/else");
+        cr_assert_str_eq(owner_uid(b), "uid-1");
+        cr_assert_null(json_object_object_get(meta, "uid"));
+        cr_assert_null(json_object_object_get(meta, "creationTimestamp"));
+        cr_assert_null(json_object_object_get(meta, "managedFields"));
+        cr_assert_eq(json_object_object_length(meta), 5, "%s", json_object_to_json_string(meta));
+        int rv = json_object_get_int(json_object_object_get(meta, "resourceVersion"));
+        if (prev_rv >= 0) cr_assert_eq(rv, prev_rv + 1, "the previous answer's resourceVersion");
+        prev_rv = rv;
+        cr_assert_str_eq(jstr(spec, "holderIdentity"), "n1");
+        cr_assert_eq(json_object_get_int(json_object_object_get(spec, "leaseDurationSeconds")), 40);
+        const char *t = jstr(spec, "renewTime");
+        cr_assert_eq(strlen(t), 27, "MicroTime: %s", t);
+        if (prev_time) cr_assert_gt(strcmp(t, prev_time), 0, "renewTime moves: %s after %s", t, prev_time);
+        prev_time = t;
+        cr_assert_eq(json_object_object_length(spec), 3);
+    }
+    env_release(&e);
+}
+
+/* A Lease someone else holds is taken back whole: holder, duration and owner are ours again. */
+Test(agent, foreign_lease_is_rewritten_with_our_holder) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    run_for(&e, 11 * SEC);
+    /* someone else writes the Lease; our next PUT conflicts, we GET it and write ours */
+    json_object *spec = json_object_object_get(e.api.lease, "spec");
+    json_object_object_add(spec, "holderIdentity", json_object_new_string("intruder"));
+    json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(15));
+    json_object_object_add(json_object_object_get(e.api.lease, "metadata"), "resourceVersion",
+                           json_object_new_int(++e.api.rv));
+    e.api.lease_conflicts = 1;
+    fake_api_clear(&e.api);
+    run_for(&e, 21 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "GET", "/leases/n1"), 1);
+    cr_assert_geq(fake_api_count(&e.api, "PUT", "/leases/n1"), 3);
+    json_object *l = e.api.lease;
+    cr_assert_str_eq(jstr(l, "spec.holderIdentity"), "n1");
+    cr_assert_eq(json_object_get_int(json_object_object_get(json_object_object_get(l, "spec"), "leaseDurationSeconds")), 40);
+    cr_assert_str_eq(owner_uid(l), "uid-1");
+    env_release(&e);
+}
+
 Test(agent, lease_conflict_gets_then_puts) {
     struct env e;
     env_init(&e);
