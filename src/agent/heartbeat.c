@@ -102,13 +102,33 @@ json_object *kite_agent_acked_status(struct kite_agent *a) {
 }
 
 /* What a status source reads of the acknowledged status (agent.h, kite_agent_status_fn). */
-static const char *const prev_members[] = {"conditions", "allocatable", "addresses", NULL};
+static bool prev_member(const char *k, size_t kn) {
+    return (kn == 10 && memcmp(k, "conditions", 10) == 0) || (kn == 11 && memcmp(k, "allocatable", 11) == 0) ||
+           (kn == 9 && memcmp(k, "addresses", 9) == 0);
+}
 
-/* The acknowledged status cut down to prev_members (parsed alone: a NodeStatus's images and
- * nodeInfo are most of its text), or whole when the scan cannot tell. NULL = none. */
+/* The acknowledged status cut down to conditions, allocatable and addresses in one pass over
+ * its text, parsed alone (a NodeStatus's images and nodeInfo are most of it); whole when the
+ * scan cannot tell. NULL = none. */
 static json_object *acked_prev(struct kite_agent *a) {
     if (!a->acked_status) return NULL;
-    json_object *p = kite_json_project(a->acked_status, strlen(a->acked_status), prev_members);
+    const char *s = a->acked_status, *k, *v;
+    size_t n = strlen(s), i = 0, kn, vn;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+    if (i >= n || s[i++] != '{') return kite_agent_acked_status(a);
+    struct kite_buf b = {0};
+    kite_buf_putc(&b, '{');
+    int r;
+    while ((r = kite_agent_json_next(s, n, &i, true, &k, &kn, &v, &vn)) == 1) {
+        if (memchr(k, '\\', kn)) break; /* an escaped name could spell one of them */
+        if (!prev_member(k, kn)) continue;
+        if (b.len > 1) kite_buf_putc(&b, ',');
+        kite_buf_append(&b, k - 1, (size_t)(v + vn - (k - 1)));
+    }
+    kite_buf_putc(&b, '}');
+    kite_buf_putc(&b, '\0');
+    json_object *p = r == 0 ? json_tokener_parse(b.p) : NULL;
+    kite_buf_release(&b);
     return p ? p : kite_agent_acked_status(a);
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "agent/agent.h"
+#include "json/patch.h"
 #include "agent_fake_api.h"
 #include "agent/runtime/runtime.h"
 
@@ -19,11 +20,14 @@ struct env {
     json_object *machine; /* what the fake status source reports (heartbeats added per call) */
     int computes;
     const char *event_reason; /* next compute emits this event */
+    json_object *last_prev;   /* the acknowledged status the last compute was given */
 };
 
 static int fake_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
     struct env *e = ud;
     e->computes++;
+    json_object_put(e->last_prev);
+    e->last_prev = prev ? json_object_get(prev) : NULL;
     json_object *st = NULL;
     json_object_deep_copy(e->machine, &st, NULL);
     char ts[21];
@@ -70,6 +74,7 @@ static void env_start(struct env *e) {
 }
 
 static void env_release(struct env *e) {
+    json_object_put(e->last_prev);
     kite_agent_free(e->a);
     kite_client_free(e->client);
     kite_agent_config_release(&e->cfg);
@@ -320,6 +325,23 @@ Test(agent, foreign_lease_is_rewritten_with_our_holder) {
     cr_assert_str_eq(jstr(l, "spec.holderIdentity"), "n1");
     cr_assert_eq(json_object_get_int(json_object_object_get(json_object_object_get(l, "spec"), "leaseDurationSeconds")), 40);
     cr_assert_str_eq(owner_uid(l), "uid-1");
+    env_release(&e);
+}
+
+/* A status source is given what it reads of the acknowledged status: its conditions (with the
+ * server's heartbeats), allocatable and addresses, as the server has them. */
+Test(agent, status_source_gets_the_acknowledged_conditions_allocatable_and_addresses) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    run_for(&e, 11 * SEC);
+    json_object *prev = e.last_prev, *acked = json_object_object_get(e.api.node, "status");
+    cr_assert_not_null(prev);
+    cr_assert_eq(json_object_object_length(prev), 3, "%s", json_object_to_json_string(prev));
+    static const char *const keys[] = {"conditions", "allocatable", "addresses"};
+    for (size_t i = 0; i < 3; i++)
+        cr_assert(kite_json_equal(json_object_object_get(prev, keys[i]), json_object_object_get(acked, keys[i])),
+                  "%s: %s", keys[i], json_object_to_json_string(prev));
     env_release(&e);
 }
 
