@@ -167,8 +167,8 @@ Test(nodestatus_cache, shared_sysroot_read_once) {
     json_object *first = run(&e);
     /* the files go: what the nodes report comes from the cache */
     nst_rmtree(e.root);
+    char name[32];
     for (int i = 0; i < 1000; i++) {
-        char name[32];
         snprintf(name, sizeof name, "node-%04d", i);
         e.cfg.node_name = name;
         json_object *st = run(&e);
