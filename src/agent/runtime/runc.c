@@ -5,10 +5,13 @@
  * a CRI-format log. The agent sees an exit through a pidfd on the container's process (the
  * moment) and inotify on the exits dir (the code), both in one epoll set the agent polls.
  *
- * The pause holder is the host's static busybox bind-mounted read-only as /sleep into an empty
- * read-only rootfs: it needs no image and no libraries (kite itself links shared libraries, so
- * it cannot be re-executed inside an empty root). It holds the pod's network, IPC and UTS
- * namespaces; the pod's containers join them by /proc/<pause pid>/ns/<type>. */
+ * A pod's network, IPC and UTS namespaces are pinned by bind mounts under its sandbox's dir
+ * (nspin.h), which the containers join by path: no process holds them. Only a pod that shares
+ * one pid namespace among its containers (shareProcessNamespace) has a pause holder: the host's
+ * static busybox bind-mounted read-only as /sleep into an empty read-only rootfs (it needs no
+ * image and no libraries; kite itself links shared libraries, so it cannot be re-executed
+ * inside an empty root), whose namespaces, pid included, the containers join by
+ * /proc/<pause pid>/ns/<type> (runc-sandbox.c). */
 #include "agent/runtime/runc-int.h"
 
 struct runc_rt *kite_rc_of(struct kite_runtime *rt) { return (struct runc_rt *)rt; }
@@ -290,8 +293,10 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
         if (ret_error) *ret_error = kite_asprintf("sandbox %s not found", sandbox_id ? sandbox_id : "");
         return -ENOENT;
     }
-    pid_t pause = kite_rc_container_pid(c, sandbox_id);
-    if (!kite_rc_pid_alive(pause)) {
+    _cleanup_free_ char *join_net = NULL, *join_ipc = NULL, *join_uts = NULL;
+    pid_t pause = 0;
+    if (!kite_rc_sandbox_ready(c, sandbox_id, sb) ||
+        kite_rc_sandbox_join(c, sandbox_id, sb, &join_net, &join_ipc, &join_uts, &pause) < 0) {
         json_object_put(sb);
         if (ret_error) *ret_error = kite_asprintf("sandbox %s is not ready", sandbox_id);
         return -ENOTCONN;
@@ -341,7 +346,9 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
                         .host_network = json_object_get_boolean(json_object_object_get(sb, "host_network")),
                         .host_pid = json_object_get_boolean(json_object_object_get(sb, "host_pid")),
                         .host_ipc = json_object_get_boolean(json_object_object_get(sb, "host_ipc")),
-                        .join_pid = pause,
+                        .join_net = join_net, .join_ipc = join_ipc, .join_uts = join_uts,
+                        /* shareProcessNamespace: the holder's pid namespace, shared by all */
+                        .pid_ns_pid = json_object_get_boolean(json_object_object_get(sb, "share_pid")) ? pause : 0,
                         .cfg = cfg};
     if (cfg->pid_ns_of) {
         in.pid_ns_pid = valid_id(cfg->pid_ns_of) ? kite_rc_container_pid(c, cfg->pid_ns_of) : 0;
