@@ -306,7 +306,8 @@ struct kite_runc_options {
     const char *root_dir;
     const char *runc_path;   /* NULL = found in PATH */
     const char *conmon_path; /* NULL = found in PATH */
-    /* The pause holder: a static busybox bind-mounted into an empty rootfs. NULL = /bin/busybox. */
+    /* The pause holder of a share_pid sandbox: a static busybox bind-mounted into an empty
+     * rootfs. NULL = /bin/busybox. */
     const char *pause_binary;
     const char *cgroup_root; /* NULL = /kite */
     /* The pod network (net.h): sandboxes not on the host's network get an address from
