@@ -344,9 +344,14 @@ Test(runtime_runc, pinned_sandbox_runs_no_holder_and_shares_its_namespaces) {
     cr_assert(strstr(clog, " stdout F 100\n"), "the sysctl in the pod's namespace: %s", clog);
     cr_assert(strstr(clog, " stdout F from-srv\n"), "localhost is shared: %s", clog);
 
-    /* a new runtime instance on the same root: the namespaces (and the address) are still there */
+    /* a new runtime instance on the same root: the namespaces (and the address) are still there;
+     * its runc logs its calls */
     kite_runtime_free(rt);
+    _cleanup_free_ char *wrapper = kite_asprintf("%s/runc-logged", root), *calls = kite_asprintf("%s/runc-calls", root);
+    _cleanup_free_ char *script = kite_asprintf("#!/bin/sh\necho \"$*\" >> %s\nexec /usr/sbin/runc \"$@\"\n", calls);
+    cr_assert_eq(kite_write_file_atomic(wrapper, script, strlen(script), 0755, false), 0);
     struct kite_runc_options o = opts(root);
+    o.runc_path = wrapper;
     cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0, "%s", err ? err : "");
     cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
     cr_assert_eq(ss.state, KITE_SANDBOX_READY);
@@ -385,6 +390,11 @@ Test(runtime_runc, pinned_sandbox_runs_no_holder_and_shares_its_namespaces) {
     cr_assert(strstr(plog, "sleep 1234") && strstr(plog, "/sleep 2147483647") && strstr(plog, " stdout F sharepod\n"),
               "the other container's and the holder's processes are seen: %s", plog);
     cr_assert_eq(rt->ops->remove_sandbox(rt, pid_sid, 0), 0);
+    /* stops signal runc's init through a pidfd (after the check runc kill makes): no runc kill */
+    _cleanup_free_ char *called = NULL;
+    size_t clen = 0;
+    cr_assert_eq(kite_read_file(calls, 1 << 20, &called, &clen), 0);
+    cr_assert(strstr(called, " delete ") && !strstr(called, " kill "), "%s", called);
     _cleanup_free_ char *listed4 = runc_list();
     cr_assert_str_eq(listed4, "");
     free(sid), free(srv), free(cli), free(late), free(pid_sid), free(sleeper), free(ps);
