@@ -77,7 +77,7 @@ class Tool:
 
 class Perf:
     def __init__(self, pid, out):
-        self.p = subprocess.Popen(["perf", "record", "-g", "-F", "499", "-p", str(pid), "-o", str(out)],
+        self.p = subprocess.Popen(["perf", "record", *os.environ.get("BENCH_PERF_ARGS", "-g").split(), "-F", "499", "-p", str(pid), "-o", str(out)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stop(self):

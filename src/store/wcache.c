@@ -69,6 +69,11 @@ struct event_vec {
     size_t n, cap;
 };
 
+struct slot {
+    struct node *n; /* NULL: free */
+    uint64_t h;     /* kite_hash of n's key */
+};
+
 struct kite_wcache {
     struct kite_store *store;
     char *prefix;
@@ -78,8 +83,9 @@ struct kite_wcache {
     size_t count;
     /* the same nodes by key's hash (open addressing, linear probing, cap a power of two, at most
      * half full): a get and the update of an existing key cost a hash and a strcmp instead of a
-     * skip-list descent through ~17 nodes on cold cache lines (150k keys) */
-    struct node **slots;
+     * skip-list descent through ~17 nodes on cold cache lines (150k keys); each slot keeps its
+     * key's hash, so a probe reads the node and its key only when the hashes agree */
+    struct slot *slots;
     size_t slot_cap;
     uint64_t rng;
     struct kite_watch_event *ring;
@@ -140,61 +146,64 @@ static struct node *seek(struct kite_wcache *c, const char *key, bool inclusive,
 
 /* ---- the hash index ---- */
 
-static size_t slot_of(const struct kite_wcache *c, const char *key) {
-    return (size_t)kite_hash(key, strlen(key)) & (c->slot_cap - 1);
+static uint64_t key_hash(const char *key) { return kite_hash(key, strlen(key)); }
+
+/* Places n (hash h) in the first free slot of its probe run; the index has room. */
+static void index_place(struct kite_wcache *c, struct node *n, uint64_t h) {
+    size_t i = (size_t)h & (c->slot_cap - 1);
+    while (c->slots[i].n) i = (i + 1) & (c->slot_cap - 1);
+    c->slots[i] = (struct slot){.n = n, .h = h};
 }
 
-static void index_add(struct kite_wcache *c, struct node *n);
-
 static void index_grow(struct kite_wcache *c) {
-    struct node **old = c->slots;
+    struct slot *old = c->slots;
     size_t old_cap = c->slot_cap;
     c->slot_cap = old_cap ? 2 * old_cap : 64;
     c->slots = kite_calloc(c->slot_cap, sizeof(*c->slots));
     for (size_t i = 0; i < old_cap; i++)
-        if (old[i]) index_add(c, old[i]);
+        if (old[i].n) index_place(c, old[i].n, old[i].h);
     free(old);
 }
 
-/* n's key is not in the index yet; count is updated by the caller. */
-static void index_add(struct kite_wcache *c, struct node *n) {
+/* n's key (hash h) is not in the index yet; count is updated by the caller. */
+static void index_add(struct kite_wcache *c, struct node *n, uint64_t h) {
     if (2 * (c->count + 1) > c->slot_cap) index_grow(c);
-    size_t i = slot_of(c, n->rec->key);
-    while (c->slots[i]) i = (i + 1) & (c->slot_cap - 1);
-    c->slots[i] = n;
+    index_place(c, n, h);
 }
 
-static size_t index_pos(const struct kite_wcache *c, const char *key) {
+static size_t index_pos(const struct kite_wcache *c, const char *key, uint64_t h) {
     if (!c->slot_cap) return SIZE_MAX;
-    for (size_t i = slot_of(c, key);; i = (i + 1) & (c->slot_cap - 1)) {
-        if (!c->slots[i]) return SIZE_MAX;
-        if (strcmp(c->slots[i]->rec->key, key) == 0) return i;
+    for (size_t i = (size_t)h & (c->slot_cap - 1);; i = (i + 1) & (c->slot_cap - 1)) {
+        if (!c->slots[i].n) return SIZE_MAX;
+        if (c->slots[i].h == h && strcmp(c->slots[i].n->rec->key, key) == 0) return i;
     }
 }
 
 /* Removes slot i, moving later entries of its probe run back (no tombstones). */
 static void index_del_at(struct kite_wcache *c, size_t i) {
     size_t mask = c->slot_cap - 1;
-    c->slots[i] = NULL;
-    for (size_t j = (i + 1) & mask; c->slots[j]; j = (j + 1) & mask) {
-        size_t home = slot_of(c, c->slots[j]->rec->key);
+    c->slots[i].n = NULL;
+    for (size_t j = (i + 1) & mask; c->slots[j].n; j = (j + 1) & mask) {
+        size_t home = (size_t)c->slots[j].h & mask;
         /* j's entry may move to i when i lies cyclically in [home, j) */
         if (((j - home) & mask) >= ((j - i) & mask)) {
             c->slots[i] = c->slots[j];
-            c->slots[j] = NULL;
+            c->slots[j].n = NULL;
             i = j;
         }
     }
 }
 
 static struct node *find(struct kite_wcache *c, const char *key) {
-    size_t i = index_pos(c, key);
-    return i == SIZE_MAX ? NULL : c->slots[i];
+    size_t i = index_pos(c, key, key_hash(key));
+    return i == SIZE_MAX ? NULL : c->slots[i].n;
 }
 
 /* Returns the record rec replaced (the caller's reference), or NULL. */
 static struct kite_record *skip_put(struct kite_wcache *c, struct kite_record *rec) {
-    struct node *n = find(c, rec->key);
+    uint64_t kh = key_hash(rec->key);
+    size_t at = index_pos(c, rec->key, kh);
+    struct node *n = at == SIZE_MAX ? NULL : c->slots[at].n;
     if (n) { /* the same key: the node stays where it is */
         struct kite_record *old = n->rec;
         n->rec = kite_record_ref(rec);
@@ -210,14 +219,14 @@ static struct kite_record *skip_put(struct kite_wcache *c, struct kite_record *r
         n->next[l] = update[l]->next[l];
         update[l]->next[l] = n;
     }
-    index_add(c, n);
+    index_add(c, n, kh);
     c->count++;
     return NULL;
 }
 
 /* Returns the removed record (the caller's reference), or NULL. */
 static struct kite_record *skip_del(struct kite_wcache *c, const char *key) {
-    size_t at = index_pos(c, key);
+    size_t at = index_pos(c, key, key_hash(key));
     if (at == SIZE_MAX) return NULL;
     index_del_at(c, at);
     struct node *update[SKIP_LEVELS];
@@ -452,11 +461,7 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
         c->slot_cap = 64;
         while (c->slot_cap < 2 * n) c->slot_cap *= 2;
         c->slots = kite_calloc(c->slot_cap, sizeof(*c->slots));
-        for (struct node *x = c->head->next[0]; x; x = x->next[0]) {
-            size_t i = slot_of(c, x->rec->key);
-            while (c->slots[i]) i = (i + 1) & (c->slot_cap - 1);
-            c->slots[i] = x;
-        }
+        for (struct node *x = c->head->next[0]; x; x = x->next[0]) index_place(c, x, key_hash(x->rec->key));
     }
     c->count = n;
     free(recs);

@@ -4,7 +4,6 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "api/registry.h"
 #include "base/clock.h"
@@ -22,12 +21,44 @@ struct fake {
 
 #define OBJ(name, rv) "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv "\"}}"
 
-static int list_h(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
-                  struct kite_response *ret) {
-    struct fake *f = ud;
+static void fake_init(struct fake *f) {
+    *f = (struct fake){.seen = ""};
+    pthread_mutex_init(&f->mu, NULL);
+    kite_cond_init_mono(&f->cond);
+}
+static void fake_release(struct fake *f) {
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cond);
+}
+
+/* Counts a list: how many so far, this one included. */
+static int fake_listed(struct fake *f) {
     pthread_mutex_lock(&f->mu);
     int n = ++f->lists;
     pthread_mutex_unlock(&f->mu);
+    return n;
+}
+/* Counts a watch and keeps its path (the first four): how many came before it. */
+static int fake_watched(struct fake *f, const char *path) {
+    pthread_mutex_lock(&f->mu);
+    int n = f->watches++;
+    if (n < 4) snprintf(f->paths[n], sizeof f->paths[n], "%s", path);
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+/* Waits (10 s at most) for the handlers to have seen want and for that many watches begun. */
+static void fake_wait_seen(struct fake *f, const char *want, int watches) {
+    struct timespec ts;
+    kite_cond_deadline(&ts, 10 * KITE_NS_PER_SEC);
+    pthread_mutex_lock(&f->mu);
+    while ((strcmp(f->seen, want) != 0 || f->watches < watches) && pthread_cond_timedwait(&f->cond, &f->mu, &ts) == 0) {}
+    pthread_mutex_unlock(&f->mu);
+}
+
+static int list_h(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
+                  struct kite_response *ret) {
+    int n = fake_listed(ud);
     ret->status = 200;
     ret->body = kite_strdup(n == 1 ? "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[" OBJ("a", "1") "," OBJ("b", "2") "]}"
                                    : "{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" OBJ("a", "11") "," OBJ("c", "12") "]}");
@@ -42,11 +73,7 @@ static int send(kite_watch_fn fn, void *ud, const char *ev) {
 }
 
 static int watch_h(void *ud, const char *path, kite_watch_fn fn, void *fn_ud, struct kite_cancel *cancel) {
-    struct fake *f = ud;
-    pthread_mutex_lock(&f->mu);
-    int n = f->watches++;
-    if (n < 4) snprintf(f->paths[n], sizeof f->paths[n], "%s", path);
-    pthread_mutex_unlock(&f->mu);
+    int n = fake_watched(ud, path);
     if (n == 0) {
         int r = send(fn, fn_ud, "{\"type\":\"MODIFIED\",\"object\":" OBJ("a", "11") "}");
         if (r == 0) r = send(fn, fn_ud, "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}");
@@ -82,20 +109,15 @@ static void on_synced(void *ud) {
 }
 
 Test(informer, list_watch_and_relist_after_410) {
-    struct fake f = {.seen = ""};
-    pthread_mutex_init(&f.mu, NULL);
-    kite_cond_init_mono(&f.cond);
+    struct fake f;
+    fake_init(&f);
     struct kite_client *c = kite_client_fake_new(list_h, watch_h, &f);
     struct kite_informer_options o = {.client = c, .path = "/api/v1/pods", .name = "test", .n_handlers = 1};
     o.handlers[0] = (struct kite_informer_handlers){on_add, on_update, on_del, on_synced, &f};
     struct kite_informer *inf;
     cr_assert_eq(kite_informer_start(&o, &inf), 0);
     const char *want = "add:a@1 add:b@2 update:a@11 add:c@12 del:b@2 del:c@21";
-    struct timespec ts;
-    kite_cond_deadline(&ts, 10 * KITE_NS_PER_SEC);
-    pthread_mutex_lock(&f.mu);
-    while (strcmp(f.seen, want) != 0 && pthread_cond_timedwait(&f.cond, &f.mu, &ts) == 0) {}
-    pthread_mutex_unlock(&f.mu);
+    fake_wait_seen(&f, want, 0);
     cr_assert(kite_informer_synced(inf));
     kite_informer_stop(inf);
     cr_assert_str_eq(f.seen, want);
@@ -105,19 +127,16 @@ Test(informer, list_watch_and_relist_after_410) {
     cr_assert(strstr(f.paths[1], "resourceVersion=15&"), "resumed from the bookmark: %s", f.paths[1]);
     cr_assert(strstr(f.paths[2], "resourceVersion=20&"), "from the new list: %s", f.paths[2]);
     kite_client_free(c);
-    pthread_mutex_destroy(&f.mu);
-    pthread_cond_destroy(&f.cond);
+    fake_release(&f);
 }
 
 /* The factory: two handler sets asking for the same collection share one informer (one list,
  * one watch) and both see every change; another selector is another informer. The cache is
  * readable from any thread, as a copy. */
 Test(informer, factory_shares_one_list_and_watch_per_collection) {
-    struct fake f = {.seen = ""}, g = {.seen = ""};
-    pthread_mutex_init(&f.mu, NULL);
-    kite_cond_init_mono(&f.cond);
-    pthread_mutex_init(&g.mu, NULL);
-    kite_cond_init_mono(&g.cond);
+    struct fake f, g;
+    fake_init(&f);
+    fake_init(&g);
     struct kite_client *c = kite_client_fake_new(list_h, watch_h, &f);
     struct kite_informer_factory *fac = kite_informer_factory_new(c);
     struct kite_informer_handlers h1 = {on_add, on_update, on_del, on_synced, &f}, h2 = {on_add, on_update, on_del, NULL, &g};
@@ -137,11 +156,7 @@ Test(informer, factory_shares_one_list_and_watch_per_collection) {
     const char *want = "add:a@1 add:b@2 update:a@11 add:c@12 del:b@2 del:c@21";
     struct fake *both[] = {&f, &g};
     for (size_t i = 0; i < 2; i++) {
-        struct timespec ts;
-        kite_cond_deadline(&ts, 10 * KITE_NS_PER_SEC);
-        pthread_mutex_lock(&both[i]->mu);
-        while (strcmp(both[i]->seen, want) != 0 && pthread_cond_timedwait(&both[i]->cond, &both[i]->mu, &ts) == 0) {}
-        pthread_mutex_unlock(&both[i]->mu);
+        fake_wait_seen(both[i], want, 0);
         cr_assert_str_eq(both[i]->seen, want, "handler set %zu", i);
     }
     json_object *got = kite_informer_get(a, "ns/a");
@@ -157,10 +172,8 @@ Test(informer, factory_shares_one_list_and_watch_per_collection) {
     kite_informer_factory_free(fac);
     cr_assert_eq(f.lists, 2, "one list (and one after the 410) for both handler sets");
     kite_client_free(c);
-    pthread_mutex_destroy(&f.mu);
-    pthread_cond_destroy(&f.cond);
-    pthread_mutex_destroy(&g.mu);
-    pthread_cond_destroy(&g.cond);
+    fake_release(&f);
+    fake_release(&g);
 }
 
 /* An informer that keeps only some members (kite_informer_options' project): the handlers and
@@ -175,21 +188,14 @@ Test(informer, factory_shares_one_list_and_watch_per_collection) {
 
 static int lease_list_h(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
                         struct kite_response *ret) {
-    struct fake *f = ud;
-    pthread_mutex_lock(&f->mu);
-    f->lists++;
-    pthread_mutex_unlock(&f->mu);
+    fake_listed(ud);
     ret->status = 200;
     ret->body = kite_strdup("{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[" LEASE("a", "1", "t1") "]}");
     return 0;
 }
 
 static int lease_watch_h(void *ud, const char *path, kite_watch_fn fn, void *fn_ud, struct kite_cancel *cancel) {
-    struct fake *f = ud;
-    pthread_mutex_lock(&f->mu);
-    int n = f->watches++;
-    if (n < 4) snprintf(f->paths[n], sizeof f->paths[n], "%s", path);
-    pthread_mutex_unlock(&f->mu);
+    int n = fake_watched(ud, path);
     if (n == 0) {
         int r = send(fn, fn_ud, "{\"type\":\"MODIFIED\",\"object\":" LEASE("a", "11", "t2") "}");
         if (r == 0)
@@ -204,9 +210,8 @@ static int lease_watch_h(void *ud, const char *path, kite_watch_fn fn, void *fn_
 }
 
 Test(informer, a_cut_down_informer_keeps_only_what_it_was_asked_for) {
-    struct fake f = {.seen = ""};
-    pthread_mutex_init(&f.mu, NULL);
-    kite_cond_init_mono(&f.cond);
+    struct fake f;
+    fake_init(&f);
     struct kite_client *c = kite_client_fake_new(lease_list_h, lease_watch_h, &f);
     static const char *const members[] = {"spec.renewTime", NULL};
     struct kite_informer_options o = {.client = c, .path = "/apis/coordination.k8s.io/v1/leases", .name = "test",
@@ -215,12 +220,7 @@ Test(informer, a_cut_down_informer_keeps_only_what_it_was_asked_for) {
     struct kite_informer *inf;
     cr_assert_eq(kite_informer_start(&o, &inf), 0);
     const char *want = "add:a@1 update:a@11 add:b@12";
-    struct timespec ts;
-    kite_cond_deadline(&ts, 10 * KITE_NS_PER_SEC);
-    pthread_mutex_lock(&f.mu);
-    while ((strcmp(f.seen, want) != 0 || f.watches < 2) && pthread_cond_timedwait(&f.cond, &f.mu, &ts) == 0) {}
-    pthread_mutex_unlock(&f.mu);
-    for (int k = 0; k < 200 && f.watches < 2; k++) usleep(10000);
+    fake_wait_seen(&f, want, 2);
     cr_assert_str_eq(f.seen, want);
     const char *cut[] = {"ns/a", "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"11\"},"
                                  "\"spec\":{\"renewTime\":\"t2\"}}",
@@ -235,6 +235,5 @@ Test(informer, a_cut_down_informer_keeps_only_what_it_was_asked_for) {
     kite_informer_stop(inf);
     cr_assert(strstr(f.paths[1], "resourceVersion=15&"), "resumed from the bookmark: %s", f.paths[1]);
     kite_client_free(c);
-    pthread_mutex_destroy(&f.mu);
-    pthread_cond_destroy(&f.cond);
+    fake_release(&f);
 }
