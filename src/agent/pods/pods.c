@@ -558,7 +558,8 @@ int64_t kite_pods_step(struct kite_pods *p) {
     kite_pods_vobjs_mark_changed(p); /* ConfigMaps and Secrets of volumes that changed */
     if (now >= p->next_relist) {
         for (size_t i = 0; i < p->n_pods; i++)
-            if (p->pods[i]->busy || kite_pods_refresh(p, p->pods[i]) || sandbox_lost(p, p->pods[i])) p->pods[i]->dirty = true;
+            if (p->pods[i]->busy || kite_pods_refresh(p, p->pods[i]) || sandbox_lost(p, p->pods[i]))
+                p->pods[i]->dirty = true;
         p->next_relist = now + KITE_PODS_RELIST_NS;
     }
     /* probes: run here when there is no prober thread (tests); their results first, so a

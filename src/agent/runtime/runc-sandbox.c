@@ -45,7 +45,8 @@ int kite_rc_sandbox_join(struct runc_rt *c, const char *id, json_object *sb, cha
 
 /* The pause holder of a share_pid sandbox: a container running the static busybox's sleep,
  * whose namespaces (its pid one too) the containers join. */
-static int run_pause(struct runc_rt *c, const char *id, const struct kite_sandbox_config *cfg, const char *cg, const char *pause_log, int64_t deadline, char **ret_error) {
+static int run_pause(struct runc_rt *c, const char *id, const struct kite_sandbox_config *cfg, const char *cg,
+                     const char *pause_log, int64_t deadline, char **ret_error) {
     _cleanup_free_ char *rootfs = kite_rc_cdir(c, id, "rootfs");
     int r = kite_mkdir_p(rootfs, 0755);
     if (r < 0) {
