@@ -163,6 +163,8 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         }
         a->src = (struct kite_ns_sources){.sysroot = o->sysroot ? o->sysroot : "", .clock = a->clock,
                                           .runtime = a->locked_rt, .runtime_ready = true, .pleg_healthy = true};
+        /* machine facts re-read every 5 minutes; MemAvailable and the tasks on every status */
+        a->src.cache = kite_ns_cache_new(a->src.sysroot, KITE_NS_FACTS_TTL_NS, 0);
     }
     int64_t now = kite_now_mono(a->clock);
     a->rng = o->seed ? o->seed : (uint64_t)kite_now_wall(a->clock) | 1;
@@ -189,6 +191,7 @@ void kite_agent_free(struct kite_agent *a) {
     kite_pods_free(a->pods);
     kite_runtime_free(a->locked_rt);
     free(a->runtime_error);
+    kite_ns_cache_free(a->src.cache);
     if (a->own_client) kite_client_free(a->client);
     if (a->own_runtime) kite_runtime_free(a->runtime);
     if (a->bridge_fd >= 0) close(a->bridge_fd);

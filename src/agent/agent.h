@@ -73,7 +73,8 @@ int kite_agent_config_apply(struct kite_agent_config *c, json_object *root, char
 int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, const char *value, char **ret_err);
 
 /* The node's status source: returns a complete NodeStatus given the last acknowledged one
- * (borrowed, may be NULL), appending transition events. The default is
+ * (borrowed, may be NULL; only its conditions, allocatable and addresses, the members a source
+ * reads), appending transition events. The default is
  * kite_nodestatus_compute() over the machine. */
 typedef int (*kite_agent_status_fn)(void *ud, json_object *prev_status, json_object **ret_status,
                                     struct kite_ns_events *events);

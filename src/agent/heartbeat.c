@@ -9,6 +9,8 @@
  * registers again (the kubelet does not, kubernetes#71398). */
 #include "agent/agent-int.h"
 #include "base/log.h"
+#include "json/scan.h"
+#include "base/buf.h"
 
 #include <stdio.h>
 
@@ -47,6 +49,9 @@ static void normalize(json_object *st) {
 
 bool kite_agent_status_equal(json_object *a, json_object *b) {
     if (!a || !b) return a == b;
+    int r = kite_agent_status_cmp(a, b);
+    if (r >= 0) return r == 1;
+    /* not a pair of objects, or a condition without a string type: copy and normalize */
     json_object *ca = copy(a), *cb = copy(b);
     normalize(ca);
     normalize(cb);
@@ -96,9 +101,42 @@ json_object *kite_agent_acked_status(struct kite_agent *a) {
     return a->acked_status ? json_tokener_parse(a->acked_status) : NULL;
 }
 
+/* What a status source reads of the acknowledged status (agent.h, kite_agent_status_fn). */
+static bool prev_member(const char *k, size_t kn) {
+    return (kn == 10 && memcmp(k, "conditions", 10) == 0) || (kn == 11 && memcmp(k, "allocatable", 11) == 0) ||
+           (kn == 9 && memcmp(k, "addresses", 9) == 0);
+}
+
+/* The acknowledged status cut down to conditions, allocatable and addresses in one pass over
+ * its text, parsed alone (a NodeStatus's images and nodeInfo are most of it); whole when the
+ * scan cannot tell. NULL = none. */
+static json_object *acked_prev(struct kite_agent *a) {
+    if (!a->acked_status) return NULL;
+    const char *s = a->acked_status, *k, *v;
+    size_t n = strlen(s), i = 0, kn, vn;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+    if (i >= n || s[i++] != '{') return kite_agent_acked_status(a);
+    struct kite_buf b = {0};
+    kite_buf_putc(&b, '{');
+    int r;
+    while ((r = kite_agent_json_next(s, n, &i, true, &k, &kn, &v, &vn)) == 1) {
+        if (memchr(k, '\\', kn)) break; /* an escaped name could spell one of them */
+        if (!prev_member(k, kn)) continue;
+        if (b.len > 1) kite_buf_putc(&b, ',');
+        kite_buf_append(&b, k - 1, (size_t)(v + vn - (k - 1)));
+    }
+    kite_buf_putc(&b, '}');
+    kite_buf_putc(&b, '\0');
+    json_object *p = r == 0 ? json_tokener_parse(b.p) : NULL;
+    kite_buf_release(&b);
+    return p ? p : kite_agent_acked_status(a);
+}
+
 void kite_agent_set_acked_status(struct kite_agent *a, json_object *st) {
     free(a->acked_status);
-    a->acked_status = st ? kite_strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN)) : NULL;
+    a->acked_status =
+        st ? kite_strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE))
+           : NULL;
     a->acked_ready = kite_agent_status_ready(st);
     a->acked_gen++;
 }
@@ -142,18 +180,26 @@ static json_object *wrap_status(json_object *status) {
 void kite_agent_sync_status(struct kite_agent *a, int64_t now) {
     json_object *status = NULL;
     struct kite_ns_events ev = {0};
-    json_object *acked = kite_agent_acked_status(a);
-    int r = a->status_fn(a->status_ud, acked, &status, &ev);
+    json_object *prev = acked_prev(a);
+    int r = a->status_fn(a->status_ud, prev, &status, &ev);
+    json_object_put(prev);
     if (r < 0) {
         log_warn(AGENT_LOG, "computing node status: %s", strerror(-r));
         kite_ns_events_release(&ev);
-        json_object_put(acked);
         schedule_status(a, now);
         return;
     }
     kite_agent_post_events(a, &ev);
     kite_ns_events_release(&ev);
-    bool changed = !kite_agent_status_equal(acked, status);
+    /* compared with the acknowledged text in place; parsed only when the walk cannot tell, or
+     * for the patch */
+    json_object *acked = NULL;
+    int eq = a->acked_status ? kite_agent_status_cmp_text(a->acked_status, strlen(a->acked_status), status) : 0;
+    if (eq < 0) {
+        acked = kite_agent_acked_status(a);
+        eq = kite_agent_status_equal(acked, status);
+    }
+    bool changed = !eq;
     bool due = a->force_report || a->last_report == 0 || now - a->last_report >= a->report_freq_ns;
     if (!changed && !due) {
         json_object_put(status);
@@ -161,6 +207,7 @@ void kite_agent_sync_status(struct kite_agent *a, int64_t now) {
         schedule_status(a, now);
         return;
     }
+    if (!acked) acked = kite_agent_acked_status(a);
     /* Between full reports, conditions that did not change keep the heartbeat the server
      * has, so a change patch carries only what changed (the lease is the liveness signal). */
     if (!due) keep_heartbeats(status, acked);
@@ -276,45 +323,167 @@ static bool node_still_there(struct kite_agent *a) {
     return code != 404 && !(r == 0 && !same);
 }
 
+/* ---- the renewal's text path: a renewal of the Lease the server last returned changes only
+ * spec.renewTime, so the PUT body is that text with a new renewTime, and the answer is kept
+ * as text with the members build_lease drops cut out: no parse, no copy. Anything this path
+ * does not expect goes the tree way (build_lease), which sends the same JSON. ---- */
+
+static bool span_eq(const char *p, size_t n, const char *s) { return n == strlen(s) && memcmp(p, s, n) == 0; }
+
+/* The PUT body renewing lease text s (the stored Lease) at ts, or NULL when build_lease would
+ * change more than spec.renewTime (a foreign holder or duration, ownerReferences not ours). */
+static char *renewal_text(struct kite_agent *a, const char *s, size_t n, const char *ts, size_t *ret_len) {
+    if (strpbrk(a->node_name, "\\\"") || (a->node_uid && strpbrk(a->node_uid, "\\\""))) return NULL;
+    const char *spec, *meta, *v, *rt;
+    size_t spec_n, meta_n, vn, rt_n;
+    if (kite_json_member(s, n, "spec", &spec, &spec_n) != 1 || *spec != '{') return NULL;
+    if (kite_json_member(s, n, "metadata", &meta, &meta_n) != 1 || *meta != '{') return NULL;
+    _cleanup_free_ char *holder = kite_asprintf("\"%s\"", a->node_name);
+    char dur[24];
+    snprintf(dur, sizeof dur, "%d", a->cfg->lease_duration_s);
+    if (kite_json_member(spec, spec_n, "holderIdentity", &v, &vn) != 1 || !span_eq(v, vn, holder)) return NULL;
+    if (kite_json_member(spec, spec_n, "leaseDurationSeconds", &v, &vn) != 1 || !span_eq(v, vn, dur)) return NULL;
+    if (kite_json_member(spec, spec_n, "renewTime", &rt, &rt_n) != 1 || *rt != '"') return NULL;
+    if (a->node_uid && *a->node_uid) {
+        _cleanup_free_ char *refs = kite_asprintf(
+            "[{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"%s\",\"uid\":\"%s\"}]", a->node_name,
+            a->node_uid);
+        if (kite_json_member(meta, meta_n, "ownerReferences", &v, &vn) != 1 || !span_eq(v, vn, refs)) return NULL;
+    }
+    /* members build_lease drops must not be there (the stored text has them cut already) */
+    static const char *const dropped[] = {"uid", "creationTimestamp", "managedFields"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(dropped); i++)
+        if (kite_json_member(meta, meta_n, dropped[i], &v, &vn) != 0) return NULL;
+    struct kite_buf b = {0};
+    kite_buf_append(&b, s, (size_t)(rt - s));
+    kite_buf_printf(&b, "\"%s\"", ts);
+    kite_buf_append(&b, rt + rt_n, n - (size_t)(rt + rt_n - s));
+    return kite_buf_detach(&b, ret_len);
+}
+
+/* The Lease answer s[0..n) without metadata's uid, creationTimestamp and managedFields (never
+ * sent back), or NULL when the scan cannot tell (the answer is then parsed). */
+static char *stored_lease_text(const char *s, size_t n) {
+    const char *meta;
+    size_t meta_n;
+    if (kite_json_member(s, n, "metadata", &meta, &meta_n) != 1 || *meta != '{') return NULL;
+    struct kite_buf b = {0};
+    kite_buf_append(&b, s, (size_t)(meta - s));
+    kite_buf_putc(&b, '{');
+    size_t i = 1, kept = 0, kn, vn;
+    const char *k, *v;
+    int r;
+    while ((r = kite_agent_json_next(meta, meta_n, &i, true, &k, &kn, &v, &vn)) == 1) {
+        if (memchr(k, '\\', kn)) break; /* an escaped name could spell a dropped one */
+        if (span_eq(k, kn, "uid") || span_eq(k, kn, "creationTimestamp") || span_eq(k, kn, "managedFields")) continue;
+        if (kept++) kite_buf_putc(&b, ',');
+        kite_buf_append(&b, k - 1, (size_t)(v + vn - (k - 1)));
+    }
+    if (r != 0) {
+        kite_buf_release(&b);
+        return NULL;
+    }
+    kite_buf_putc(&b, '}');
+    kite_buf_append(&b, meta + meta_n, n - (size_t)(meta + meta_n - s));
+    return kite_buf_detach(&b, NULL);
+}
+
+/* One renewal the text way: 1 done (a->lease replaced), 0 not possible (use the tree way), or
+ * the request's failure (< 0, *code set). */
+static int renew_by_text(struct kite_agent *a, const char *item, long *code) {
+    if (!a->lease) return 0;
+    char ts[28];
+    kite_microtime_format(kite_now_wall(a->clock), ts);
+    size_t len;
+    _cleanup_free_ char *body = renewal_text(a, a->lease, strlen(a->lease), ts, &len);
+    if (!body) return 0;
+    struct kite_response resp = {0};
+    int r = kite_client_request(a->client, "PUT", item, "application/json", body, len, &resp);
+    *code = r < 0 ? 0 : resp.status;
+    if (r < 0) return r;
+    r = kite_http_status_errno(resp.status);
+    char *kept = NULL;
+    if (r == 0 && resp.len && !(kept = stored_lease_text(resp.body, resp.len))) {
+        /* an answer the scan cannot cut: the parser's way */
+        json_tokener *tok = json_tokener_new();
+        json_object *o = json_tokener_parse_ex(tok, resp.body, (int)KITE_MIN(resp.len, (size_t)INT32_MAX));
+        if (o && json_tokener_get_error(tok) != json_tokener_success) {
+            json_object_put(o);
+            o = NULL;
+        }
+        json_tokener_free(tok);
+        json_object *meta = json_object_object_get(o, "metadata");
+        json_object_object_del(meta, "uid");
+        json_object_object_del(meta, "creationTimestamp");
+        json_object_object_del(meta, "managedFields");
+        if (o) kept = kite_strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+    }
+    kite_response_release(&resp);
+    if (r < 0) return r;
+    if (!kept) return -EBADMSG; /* written, but no Lease came back: renewed again, as before */
+    free(a->lease);
+    a->lease = kept;
+    return 1;
+}
+
 enum lease_op { L_PUT, L_GET, L_POST };
 
 void kite_agent_sync_lease(struct kite_agent *a, int64_t now) {
     _cleanup_free_ char *coll = kite_asprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", LEASE_NS);
     _cleanup_free_ char *item = kite_asprintf("%s/%s", coll, a->node_name);
     enum lease_op op = a->lease ? L_PUT : L_GET;
-    json_object *lease = a->lease ? json_tokener_parse(a->lease) : NULL;
-    if (!lease) op = L_GET;
+    /* by_text: the Lease is a->lease's text and PUTs go the text way; else it is the tree
+     * `lease` (parsed when the text way cannot renew it, or fetched) */
+    bool by_text = a->lease != NULL;
+    json_object *lease = NULL;
     int r = -EIO;
     long code = 0;
     for (int i = 0; i < KITE_AGENT_LEASE_RETRIES; i++) {
         json_object *resp = NULL, *body = NULL;
-        switch (op) {
-        case L_PUT:
-            body = build_lease(a, lease);
-            r = kite_client_json(a->client, "PUT", item, NULL, body, &code, &resp);
-            break;
-        case L_GET:
-            r = kite_client_json(a->client, "GET", item, NULL, NULL, &code, &resp);
-            break;
-        case L_POST:
-            body = build_lease(a, NULL);
-            r = kite_client_json(a->client, "POST", coll, NULL, body, &code, &resp);
-            break;
+        bool sent = false;
+        if (op == L_PUT && by_text) {
+            r = renew_by_text(a, item, &code);
+            if (r == 1) {
+                r = 0;
+                break; /* written */
+            }
+            sent = r < 0;
+            if (!sent) { /* the tree way */
+                by_text = false;
+                lease = json_tokener_parse(a->lease);
+                if (!lease) op = L_GET;
+            }
         }
-        json_object_put(body);
-        if (r == 0 && resp) {
-            json_object_put(lease);
-            lease = TAKE_PTR(resp);
-            json_object *meta = json_object_object_get(lease, "metadata");
-            json_object_object_del(meta, "uid"); /* build_lease sends none of them back */
-            json_object_object_del(meta, "creationTimestamp");
-            json_object_object_del(meta, "managedFields");
-            if (op != L_GET) break; /* written */
-            op = L_PUT;             /* fetched: now renew it */
-            r = -EAGAIN;
-            continue;
+        if (!sent) {
+            switch (op) {
+            case L_PUT:
+                body = build_lease(a, lease);
+                r = kite_client_json(a->client, "PUT", item, NULL, body, &code, &resp);
+                break;
+            case L_GET:
+                r = kite_client_json(a->client, "GET", item, NULL, NULL, &code, &resp);
+                break;
+            case L_POST:
+                body = build_lease(a, NULL);
+                r = kite_client_json(a->client, "POST", coll, NULL, body, &code, &resp);
+                break;
+            }
+            json_object_put(body);
+            if (r == 0 && resp) {
+                json_object_put(lease);
+                lease = TAKE_PTR(resp);
+                json_object *meta = json_object_object_get(lease, "metadata");
+                json_object_object_del(meta, "uid"); /* build_lease sends none of them back */
+                json_object_object_del(meta, "creationTimestamp");
+                json_object_object_del(meta, "managedFields");
+                if (op != L_GET) break; /* written */
+                op = L_PUT;             /* fetched: now renew it */
+                r = -EAGAIN;
+                continue;
+            }
+            json_object_put(resp);
         }
-        json_object_put(resp);
         if (code == 409) {
             op = L_GET; /* someone else wrote it (or it exists): re-read */
         } else if (code == 404) {
@@ -327,12 +496,15 @@ void kite_agent_sync_lease(struct kite_agent *a, int64_t now) {
             kite_client_reset_connections(a->client); /* onRepeatedHeartbeatFailure */
         }
         if (op != L_PUT) {
+            by_text = false;
             json_object_put(lease);
             lease = NULL;
         }
     }
-    free(a->lease);
-    a->lease = lease ? kite_strdup(json_object_to_json_string_ext(lease, JSON_C_TO_STRING_PLAIN)) : NULL;
+    if (!by_text) {
+        free(a->lease);
+        a->lease = lease ? kite_strdup(json_object_to_json_string_ext(lease, JSON_C_TO_STRING_PLAIN)) : NULL;
+    }
     json_object_put(lease);
     int64_t interval = a->cfg->lease_duration_s * KITE_NS_PER_SEC / 4; /* nodeLeaseRenewIntervalFraction */
     if (r < 0) {

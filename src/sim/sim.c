@@ -37,6 +37,7 @@
 #define HIST_BUCKETS 128 /* 4 per octave of microseconds: up to 2^32 us */
 #define CONTROL_MAX_LINE 65536
 #define SIM_REQUEST_TIMEOUT_MS 10000 /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
+#define SIM_LIVE_TTL_NS KITE_NS_PER_SEC /* a shape's MemAvailable and tasks, read at most this often */
 
 struct sim_node {
     struct kite_agent *agent; /* NULL: not started yet, or dead */
@@ -89,6 +90,7 @@ struct lane {
 
 struct shape {
     char *sysroot;
+    struct kite_ns_cache *cache; /* its facts and readings, shared by every node of the shape */
     struct kite_runtime *rt;
     struct kite_image *imgs; /* what its runtime has (and each node's pod runtime) */
     size_t n_imgs;
@@ -280,6 +282,8 @@ static int make_shape(struct kite_sim *s, unsigned k, char **err) {
         *err = kite_asprintf("creating %s: %s", sh->sysroot, strerror(errno));
         return -errno;
     }
+    /* one machine read for all its nodes: facts every 5 minutes, MemAvailable at most once a second */
+    sh->cache = kite_ns_cache_new(sh->sysroot, KITE_NS_FACTS_TTL_NS, SIM_LIVE_TTL_NS);
     sh->cpus = shape_defs[k].cpus;
     sh->disk_bytes = (uint64_t)shape_defs[k].disk_gib << 30;
     long mem_kb = (long)shape_defs[k].mem_gib << 20;
@@ -388,7 +392,7 @@ static int node_status(void *ud, json_object *prev, json_object **ret, struct ki
     if (n->pods && prev) kite_pods_node_status(n->pods, prev);
     struct status_ctx c = {s, i};
     struct kite_ns_sources src = {.sysroot = sh->sysroot, .runtime = sh->rt, .statfs = src_statfs,
-                                  .default_route_ip = src_route, .online_cpus = src_cpus, .ud = &c,
+                                  .default_route_ip = src_route, .online_cpus = src_cpus, .ud = &c, .cache = sh->cache,
                                   .runtime_ready = true, .pleg_healthy = true};
     return kite_nodestatus_compute(&cfg, &src, prev, ret, ev);
 }
@@ -1398,6 +1402,7 @@ void kite_sim_free(struct kite_sim *s) {
         for (size_t i = 0; i < s->shapes[k].n_imgs; i++) kite_image_release(&s->shapes[k].imgs[i]);
         free(s->shapes[k].imgs);
         free(s->shapes[k].sysroot);
+        kite_ns_cache_free(s->shapes[k].cache);
         kite_runtime_free(s->shapes[k].rt);
     }
     for (unsigned z = 0; s->cfg && z < s->ncfg; z++) kite_agent_config_release(&s->cfg[z]);

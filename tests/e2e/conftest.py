@@ -500,6 +500,9 @@ class Cluster:
         # the agent leaves its bridge for the pods that outlive it; the test's goes with the test
         if self.pod_bridge and os.path.exists(f"/sys/class/net/{self.pod_bridge}"):
             subprocess.run(["ip", "link", "del", self.pod_bridge], capture_output=True)
+        # and so do the pod namespaces it pinned (bind mounts under its sandboxes dir)
+        for m in pinned_mounts(self.data_dir):
+            subprocess.run(["umount", "-l", m], capture_output=True)
         return r
 
     def store_bytes(self):
@@ -568,6 +571,14 @@ def runc_list(root):
     raise AssertionError(f"runc list --root {root}: {r.stderr}")
 
 
+def pinned_mounts(under):
+    """The namespaces pinned under a dir (an agent's sandboxes/<id>/{net,ipc,uts}): the mount
+    points of nsfs mounts there, from /proc/self/mounts."""
+    prefix = os.path.realpath(str(under)) + "/"
+    with open("/proc/self/mounts") as f:
+        return [m.split()[1] for m in f if m.split()[2] == "nsfs" and m.split()[1].startswith(prefix)]
+
+
 def runc_ids(c):
     """The containers runc knows under cluster c's agent (its root dir DATA_DIR/agent/runc)."""
     return runc_list(c.data_dir / "agent" / "runc")
@@ -589,7 +600,7 @@ def delete_pods_now(c, namespace="default", timeout=40):
     root = str(c.data_dir / "agent" / "runc")
     for cid in runc_ids(c):
         subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    while time.monotonic() < deadline and c.proc.alive() and runc_ids(c):
+    while time.monotonic() < deadline and c.proc.alive() and (runc_ids(c) or pinned_mounts(c.data_dir / "agent")):
         time.sleep(0.1)
     api.close()
 

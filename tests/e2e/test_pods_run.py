@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import runc_list, runc_up_cluster
+from conftest import pinned_mounts, runc_list, runc_up_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -264,6 +264,8 @@ def test_agent_restart_keeps_containers(cluster):
     st = wait(lambda: (s := status_of(c, "long")).get("phase") == "Running" and s, 15, "long Running")
     wait(lambda: status_of(c, "short").get("phase") == "Running", 15, "short Running")
     cid = cstatus(st, "c")["containerID"]
+    sid, ip = sandbox_of(c, cid), st["podIP"]
+    assert len(pinned_mounts(c.data_dir / "agent" / "sandboxes" / sid)) == 3  # net, ipc, uts
     before = runc_ids(c)
     c.kill9()
     time.sleep(4)  # "short" exits while the agent is down
@@ -275,6 +277,55 @@ def test_agent_restart_keeps_containers(cluster):
     assert st["phase"] == "Running" and cstatus(st, "c")["containerID"] == cid
     assert cstatus(st, "c")["restartCount"] == 0
     assert runc_ids(c) <= before, (before, runc_ids(c))
+    # the pod's namespaces, pinned without a process, outlived the agent: the same sandbox, its
+    # address, and a command run in the container sees them
+    assert st["podIP"] == ip and cond(st, "PodReadyToStartContainers") == "True", st
+    assert not any(e["reason"] == "SandboxChanged" for e in events(c, "long"))
+    out = c.kubectl("exec", "long", "--", "sh", "-c", "hostname; ip -4 addr show eth0").stdout
+    assert out.startswith("long\n") and f"inet {ip}/" in out, out
+
+
+def sandbox_of(c, cid):
+    """The sandbox id of container cid ("runc://ID" or ID), from its record in the agent's root."""
+    cid = cid.split("://", 1)[-1]
+    return json.load(open(c.data_dir / "agent" / "containers" / cid / "meta.json"))["sandbox_id"]
+
+
+def test_pod_namespaces_pinned_without_a_holder(cluster):
+    """A pod without shareProcessNamespace runs no pause holder: runc lists only its containers,
+    which share one network and UTS namespace (one hostname; one reaches the other on
+    localhost), pinned by bind mounts that its deletion removes. With shareProcessNamespace a
+    holder runs under runc and the containers see each other's processes."""
+    c = cluster
+    pod(c, "pinned", [sh("srv", "while true; do echo from-srv | nc -l -p 7070 -w 1; done"), sh("cli", "sleep 1000")],
+        grace=0)
+    c.api().ok("POST", f"/api/v1/namespaces/{NS}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sharepid"},
+        "spec": {"nodeName": c.node, "shareProcessNamespace": True, "terminationGracePeriodSeconds": 0,
+                 "containers": [sh("a", "exec sleep 1234"), sh("b", "sleep 1000")]}})
+    st = wait(lambda: (s := status_of(c, "pinned")).get("phase") == "Running" and s, 20, "pinned Running")
+    cids = {cstatus(st, n)["containerID"].split("://", 1)[1] for n in ("srv", "cli")}
+    sid = sandbox_of(c, cstatus(st, "cli")["containerID"])
+    ids = runc_ids(c)
+    assert cids <= set(ids) and sid not in ids, (cids, sid, ids)
+    sdir = c.data_dir / "agent" / "sandboxes" / sid
+    assert sorted(os.path.basename(m) for m in pinned_mounts(sdir)) == ["ipc", "net", "uts"]
+    out = c.kubectl("exec", "pinned", "-c", "cli", "--", "sh", "-c",
+                    "hostname; for i in 1 2 3 4 5 6 7 8 9 10; do nc -w 2 127.0.0.1 7070 </dev/null && exit 0; "
+                    "sleep 0.2; done; exit 1").stdout
+    assert out == "pinned\nfrom-srv\n", out
+    assert c.kubectl("exec", "pinned", "-c", "srv", "--", "hostname").stdout == "pinned\n"
+
+    st2 = wait(lambda: (s := status_of(c, "sharepid")).get("phase") == "Running" and s, 20, "sharepid Running")
+    assert sandbox_of(c, cstatus(st2, "a")["containerID"]) in runc_ids(c)
+    out = c.kubectl("exec", "sharepid", "-c", "b", "--", "ps", "-o", "args").stdout
+    assert "sleep 1234" in out and "/sleep 2147483647" in out, out
+
+    for name in ("pinned", "sharepid"):
+        c.api().delete(f"/api/v1/namespaces/{NS}/pods/{name}")
+    wait(lambda: not os.path.exists(sdir), 20, "the sandbox dir removed")
+    assert pinned_mounts(sdir) == []
+    wait(lambda: not (cids & set(runc_ids(c))), 20, "the containers removed")
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from conftest import pinned_mounts
 from test_pods_run import NS, cluster, cstatus, events, get, runc_ids, sh, status_of, wait  # noqa: F401
 
 
@@ -374,7 +375,8 @@ def test_termination_message_of_one_container_keeps_4096_bytes(cluster):
 
 
 def sandbox_of(c, st, ctr):
-    """The runc id of the sandbox (pause holder) of the container ctr of pod status st."""
+    """The id of the sandbox of the container ctr of pod status st (the runc id of its pause
+    holder when the pod shares its pid namespace)."""
     cid = cstatus(st, ctr)["containerID"].split("://", 1)[1]
     meta = json.load(open(c.data_dir / "agent" / "containers" / cid / "meta.json"))
     return meta["sandbox_id"]
@@ -385,32 +387,39 @@ def cond_of(st, t):
 
 
 def test_sandbox_gone_recreated_or_pod_failed(cluster):
-    """The sandbox's holder killed under a running pod: PodReadyToStartContainers turns False
-    (SandboxChanged), the containers are killed; under restartPolicy Always a new sandbox runs
-    them again, under Never the pod fails."""
+    """The sandbox's namespaces gone under a running pod (unmounted, as after a reboot):
+    PodReadyToStartContainers turns False (SandboxChanged), the containers are killed; under
+    restartPolicy Always a new sandbox runs them again, under Never the pod fails. The same when
+    the pause holder of a pod that shares its pid namespace is killed (its containers die with
+    the namespace's first process)."""
     c = cluster
     loop = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
     apply(c, "sbgone", {"terminationGracePeriodSeconds": 1, "containers": [sh("c", loop)]})
     apply(c, "sbnever", {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [sh("c", loop)]})
+    apply(c, "sbshare", {"terminationGracePeriodSeconds": 1, "shareProcessNamespace": True, "containers": [sh("c", loop)]})
     st = phase_is(c, "sbgone", "Running", 30)
     st2 = phase_is(c, "sbnever", "Running", 30)
+    st3 = phase_is(c, "sbshare", "Running", 30)
     assert cond_of(st, "PodReadyToStartContainers")["status"] == "True"
     before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
-    root = str(c.data_dir / "agent" / "runc")
     for sb in (sandbox_of(c, st, "c"), sandbox_of(c, st2, "c")):
-        subprocess.run(["runc", "--root", root, "kill", sb, "KILL"], check=True)
+        for m in pinned_mounts(c.data_dir / "agent" / "sandboxes" / sb):
+            subprocess.run(["umount", m], check=True)
+    subprocess.run(["runc", "--root", str(c.data_dir / "agent" / "runc"), "kill", sandbox_of(c, st3, "c"), "KILL"],
+                   check=True)
     st2 = phase_is(c, "sbnever", "Failed", 30)
     assert cond_of(st2, "PodReadyToStartContainers")["status"] == "False", st2["conditions"]
     assert cstatus(st2, "c")["state"]["terminated"]["exitCode"] == 137, cstatus(st2, "c")
-    st = wait(lambda: (lambda s: cstatus(s, "c").get("restartCount") == 1 and cstatus(s, "c")["state"].get("running")
-                       and s)(kget(c, "sbgone")), 40, "sbgone running again")
-    ready = cond_of(st, "PodReadyToStartContainers")
-    assert ready["status"] == "True" and ready["lastTransitionTime"] >= before, ready  # it was False meanwhile
-    assert cstatus(st, "c")["lastState"]["terminated"]["exitCode"] == 137, cstatus(st, "c")
-    assert st["podIP"], st
-    assert any(e["reason"] == "SandboxChanged" for e in events(c, "sbgone"))
+    for name in ("sbgone", "sbshare"):
+        st = wait(lambda: (lambda s: cstatus(s, "c").get("restartCount") == 1 and cstatus(s, "c")["state"].get("running")
+                           and s)(kget(c, name)), 40, f"{name} running again")
+        ready = cond_of(st, "PodReadyToStartContainers")
+        assert ready["status"] == "True" and ready["lastTransitionTime"] >= before, ready  # it was False meanwhile
+        assert cstatus(st, "c")["lastState"]["terminated"]["exitCode"] == 137, cstatus(st, "c")
+        assert st["podIP"], st
+        assert any(e["reason"] == "SandboxChanged" for e in events(c, name))
     assert any(e["reason"] == "SandboxChanged" for e in events(c, "sbnever"))
-    delete_now(c, "sbgone", "sbnever")
+    delete_now(c, "sbgone", "sbnever", "sbshare")
 
 
 def test_image_pull_backoff_message_carries_the_error(cluster):

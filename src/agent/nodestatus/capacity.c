@@ -56,24 +56,16 @@ static int64_t to_milli(int64_t bytes) {
     return bytes > INT64_MAX / 1000 ? INT64_MAX / 1000 * 1000 : bytes * 1000;
 }
 
-static void set_info_file(struct ns_ctx *c, const char *key, const char *const *paths) {
-    for (const char *const *p = paths; *p; p++) {
-        _cleanup_free_ char *v = NULL;
-        if (kite_ns_read_value(c->sysroot, *p, &v) == 0 && *v) {
-            json_object_object_add(kite_ns_obj(c, "nodeInfo"), key, json_object_new_string(v));
-            return;
-        }
-    }
+static void set_info(struct ns_ctx *c, const char *key, const char *v) {
+    if (v && *v) json_object_object_add(kite_ns_obj(c, "nodeInfo"), key, json_object_new_string(v));
 }
 
 int kite_ns_set_machine(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
-    static const char *const machine_id[] = {"/etc/machine-id", "/var/lib/dbus/machine-id", NULL};
-    static const char *const uuid[] = {"/sys/class/dmi/id/product_uuid", NULL};
-    static const char *const boot_id[] = {"/proc/sys/kernel/random/boot_id", NULL};
-    set_info_file(c, "machineID", machine_id);
-    set_info_file(c, "systemUUID", uuid);
-    set_info_file(c, "bootID", boot_id);
+    const struct ns_facts *f = c->facts;
+    set_info(c, "machineID", f->machine_id);
+    set_info(c, "systemUUID", f->system_uuid);
+    set_info(c, "bootID", f->boot_id);
 
     struct res cap[NS_MAX_RESOURCES], alloc[NS_MAX_RESOURCES];
     size_t ncap = 0, nalloc = 0;
@@ -85,7 +77,8 @@ int kite_ns_set_machine(struct ns_ctx *c) {
         cpus = r;
         r = r > 0 ? 0 : r == 0 ? -ENODATA : r;
     } else {
-        r = kite_ns_online_cpus(c->sysroot, &cpus);
+        r = f->cpus_r;
+        cpus = f->cpus;
     }
     if (r == 0 && cpus > 0) {
         int64_t m = (int64_t)cpus * 1000;
@@ -97,24 +90,22 @@ int kite_ns_set_machine(struct ns_ctx *c) {
     }
 
     /* hugepages: reported for every size the kernel offers, allocatable = capacity */
-    struct kite_ns_hugepages *hp = NULL;
-    size_t nhp = 0;
     int64_t huge_total = 0;
-    if (kite_ns_hugepages(c->sysroot, &hp, &nhp) == 0) {
-        for (size_t i = 0; i < nhp; i++) {
+    if (f->huge_r == 0) {
+        for (size_t i = 0; i < f->n_huge; i++) {
+            const struct kite_ns_hugepages *hp = &f->huge[i];
             char size[32];
-            fmt_bytes(hp[i].page_bytes * 1000, size);
+            fmt_bytes(hp->page_bytes * 1000, size);
             char name[48];
             snprintf(name, sizeof(name), "hugepages-%s", size);
-            add_res(cap, &ncap, name, hp[i].total_bytes * 1000, true);
-            add_res(alloc, &nalloc, name, hp[i].total_bytes * 1000, true);
-            huge_total += hp[i].total_bytes;
+            add_res(cap, &ncap, name, hp->total_bytes * 1000, true);
+            add_res(alloc, &nalloc, name, hp->total_bytes * 1000, true);
+            huge_total += hp->total_bytes;
         }
-        free(hp);
     }
 
-    int64_t mem;
-    if ((r = kite_ns_meminfo_bytes(c->sysroot, "MemTotal", &mem)) == 0) {
+    if ((r = f->mem_total_r) == 0) {
+        int64_t mem = f->mem_total;
         c->mem_total = mem;
         int64_t evict = kite_ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, mem);
         int64_t m = to_milli(mem);

@@ -16,8 +16,8 @@ static void set_pressure(struct ns_ctx *c, const char *type, bool pressure, cons
 int kite_ns_set_memory_pressure(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
     int64_t avail = -1, total = c->mem_total;
-    int r = kite_ns_meminfo_bytes(c->sysroot, "MemAvailable", &avail);
-    if (total < 0) (void)kite_ns_meminfo_bytes(c->sysroot, "MemTotal", &total);
+    int r = kite_ns_mem_available(c, &avail);
+    if (total < 0 && c->facts->mem_total_r == 0) total = c->facts->mem_total;
     int64_t threshold = kite_ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, total);
     bool pressure = r == 0 && threshold >= 0 && avail < threshold;
     set_pressure(c, "MemoryPressure", pressure, "KubeletHasInsufficientMemory",
@@ -53,8 +53,9 @@ int kite_ns_set_pid_pressure(struct ns_ctx *c) {
     int r = 0;
     /* Kubernetes sets no pid.available threshold by default: then there is nothing to read. */
     if (cfg->evict_pid_count >= 0 || cfg->evict_pid_pct >= 0) {
-        int64_t limit, running;
-        r = kite_ns_pid_stats(c->sysroot, &limit, &running);
+        int64_t limit = c->facts->pid_limit, running;
+        r = c->facts->pid_limit_r;
+        if (r == 0) r = kite_ns_tasks_running(c, &running);
         if (r == 0) {
             int64_t threshold = kite_ns_threshold(cfg->evict_pid_count, cfg->evict_pid_pct, limit);
             pressure = threshold >= 0 && limit - running < threshold;

@@ -2,7 +2,6 @@
 #include "agent/nodestatus/internal.h"
 
 #include <stdio.h>
-#include <sys/utsname.h>
 
 #include "agent/runtime/runtime.h"
 
@@ -27,22 +26,11 @@ static void set_info(struct ns_ctx *c, const char *key, const char *value) {
 
 int kite_ns_set_version(struct ns_ctx *c) {
     int err = 0;
-    /* kernel and arch come from the sysroot's /proc when it has them (tests, chroots), else
-     * uname(2): on the real machine both are the same kernel's answer. */
-    struct utsname u;
-    bool have_uname = uname(&u) == 0;
-    _cleanup_free_ char *release = NULL, *arch = NULL, *pretty = NULL;
-    if (kite_ns_read_value(c->sysroot, "/proc/sys/kernel/osrelease", &release) == 0)
-        set_info(c, "kernelVersion", release);
-    else if (!*c->sysroot && have_uname)
-        set_info(c, "kernelVersion", u.release);
-    if (kite_ns_read_value(c->sysroot, "/proc/sys/kernel/arch", &arch) == 0)
-        set_info(c, "architecture", kite_ns_goarch(arch));
-    else if (have_uname)
-        set_info(c, "architecture", kite_ns_goarch(u.machine));
-
+    const struct ns_facts *f = c->facts;
+    if (f->kernel) set_info(c, "kernelVersion", f->kernel);
+    if (f->arch) set_info(c, "architecture", f->arch);
     /* cAdvisor reports "Linux" when os-release has no PRETTY_NAME */
-    set_info(c, "osImage", kite_ns_os_pretty_name(c->sysroot, &pretty) == 0 ? pretty : "Linux");
+    set_info(c, "osImage", f->os_image ? f->os_image : "Linux");
     set_info(c, "operatingSystem", "linux");
     set_info(c, "kubeletVersion", c->cfg->kubelet_version);
     /* Kubernetes 1.32 (DisableNodeKubeProxyVersion on by default) leaves kubeProxyVersion empty. */

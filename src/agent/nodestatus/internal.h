@@ -12,6 +12,25 @@
 /* Longest IPv4/IPv6 textual address plus NUL (INET6_ADDRSTRLEN). */
 #define NS_IP_LEN 46
 
+/* The machine facts (nodestatus.h, kite_ns_cache): read together, each with its own result. */
+struct ns_facts {
+    char *machine_id, *system_uuid, *boot_id; /* NULL = unreadable or empty */
+    char *kernel;   /* osrelease, else uname's release on the real machine; NULL = neither */
+    char *arch;     /* GOARCH of the sysroot's arch file, else of uname's machine; NULL = neither */
+    char *os_image; /* PRETTY_NAME; NULL = none ("Linux") */
+    int cpus_r, cpus;           /* kite_ns_online_cpus */
+    int huge_r;                 /* kite_ns_hugepages */
+    struct kite_ns_hugepages *huge;
+    size_t n_huge;
+    int mem_total_r;            /* MemTotal */
+    int64_t mem_total;
+    int pid_limit_r;            /* kite_ns_pid_limit */
+    int64_t pid_limit;
+};
+/* Reads every fact of sysroot; ns_facts_release frees what it holds. */
+void kite_ns_facts_read(const char *sysroot, struct ns_facts *f);
+void kite_ns_facts_release(struct ns_facts *f);
+
 /* One run of the setters. Setters add to status (owned) and read earlier setters' results. */
 struct ns_ctx {
     const struct kite_ns_config *cfg;
@@ -27,7 +46,15 @@ struct ns_ctx {
     uint64_t fs_total, fs_avail, fs_inodes, fs_inodes_free;
     /* MemTotal in bytes, shared by capacity and MemoryPressure (-1 = unknown) */
     int64_t mem_total;
+    const struct ns_facts *facts; /* the cache's, or read for this run */
 };
+
+/* The changing readings, through src->cache when there is one: MemAvailable and the running
+ * tasks (kite_ns_pid_running). 0 or -errno. */
+int kite_ns_mem_available(struct ns_ctx *c, int64_t *ret);
+int kite_ns_tasks_running(struct ns_ctx *c, int64_t *ret);
+/* The facts for this run: the cache's (re-read when older than its TTL) or *own read now. */
+const struct ns_facts *kite_ns_cache_facts(struct ns_ctx *c, struct ns_facts *own);
 
 /* ---- machine readers (machine.c); all return 0 or -errno and set outputs only on success ---- */
 
@@ -62,6 +89,9 @@ struct kite_ns_hugepages {
 int kite_ns_hugepages(const char *sysroot, struct kite_ns_hugepages **ret, size_t *ret_n);
 /* Process headroom: min(pid_max, threads-max) - running tasks (/proc/loadavg, else /proc/[0-9]*). */
 int kite_ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running);
+/* Its two halves: the limit min(pid_max, threads-max), and the running tasks. */
+int kite_ns_pid_limit(const char *sysroot, int64_t *ret_limit);
+int kite_ns_pid_running(const char *sysroot, int64_t *ret_running);
 /* statvfs(path). */
 int kite_ns_statfs(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
               uint64_t *total_inodes, uint64_t *free_inodes);

@@ -275,9 +275,9 @@ static int count_pid_dirs(const char *sysroot, int64_t *ret) {
     return 0;
 }
 
-int kite_ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running) {
-    _cleanup_free_ char *pid_max = NULL, *threads_max = NULL, *loadavg = NULL;
-    int64_t limit, tmax, running = -1;
+int kite_ns_pid_limit(const char *sysroot, int64_t *ret_limit) {
+    _cleanup_free_ char *pid_max = NULL, *threads_max = NULL;
+    int64_t limit, tmax;
     int r = kite_ns_read_value(sysroot, "/proc/sys/kernel/pid_max", &pid_max);
     if (r < 0) return r;
     if (kite_parse_int64(pid_max, &limit) < 0) return -EINVAL;
@@ -285,6 +285,14 @@ int kite_ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_runn
     if (kite_ns_read_value(sysroot, "/proc/sys/kernel/threads-max", &threads_max) == 0 &&
         kite_parse_int64(threads_max, &tmax) == 0 && tmax < limit)
         limit = tmax;
+    *ret_limit = limit;
+    return 0;
+}
+
+int kite_ns_pid_running(const char *sysroot, int64_t *ret_running) {
+    _cleanup_free_ char *loadavg = NULL;
+    int64_t running = -1;
+    int r;
     /* loadavg's 4th field is "running/total" tasks; total counts threads, which hold pids. */
     if (kite_ns_read_value(sysroot, "/proc/loadavg", &loadavg) == 0) {
         long long run, total;
@@ -292,6 +300,15 @@ int kite_ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_runn
             running = total;
     }
     if (running < 0 && (r = count_pid_dirs(sysroot, &running)) < 0) return r;
+    *ret_running = running;
+    return 0;
+}
+
+int kite_ns_pid_stats(const char *sysroot, int64_t *ret_limit, int64_t *ret_running) {
+    int64_t limit, running;
+    int r = kite_ns_pid_limit(sysroot, &limit);
+    if (r < 0) return r;
+    if ((r = kite_ns_pid_running(sysroot, &running)) < 0) return r;
     *ret_limit = limit;
     *ret_running = running;
     return 0;

@@ -188,6 +188,8 @@ int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_
                                       &c.fs_inodes_free, src->ud)
                         : kite_ns_statfs(root, &c.fs_total, &c.fs_avail, &c.fs_inodes, &c.fs_inodes_free);
     c.fs_ok = r == 0;
+    struct ns_facts own = {0};
+    c.facts = kite_ns_cache_facts(&c, &own);
 
     /* A setter's failure leaves its part out, as the kubelet logs and goes on; only the
      * context-wide failures above abort. */
@@ -195,6 +197,7 @@ int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_
 
     static const char *const omitempty[] = {"capacity", "allocatable", "conditions", "addresses"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(omitempty); i++) drop_if_empty(c.status, omitempty[i]);
+    kite_ns_facts_release(&own);
     *ret_status = c.status;
     return 0;
 }

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 
 struct kite_runtime; /* src/agent/runtime/runtime.h */
+struct kite_ns_cache; /* below */
 
 /* Values of KubeletConfiguration that node status needs (the agent core fills it; every string
  * borrowed for the duration of the call). */
@@ -52,6 +53,10 @@ struct kite_ns_sources {
     int (*default_route_ip)(char *buf, size_t len, void *ud); /* "10.0.0.5"; 0 or -errno */
     int (*online_cpus)(void *ud);                             /* affinity/cpuset/quota aware; >0 or -errno */
     void *ud;
+    /* The machine's facts and readings for this sysroot, kept between computations (NULL =
+     * every file read on every computation). Made for this sysroot with kite_ns_cache_new;
+     * shared by every computation over it (one thread at a time). */
+    struct kite_ns_cache *cache;
     /* health inputs to Ready, set by the agent core (strings borrowed). Ready's message joins
      * the errors as Kubernetes' errors.NewAggregate does ("a" alone, "[a, b]" for several). */
     bool runtime_ready; const char *runtime_error; /* whole message when not ready; NULL =
@@ -90,6 +95,28 @@ void kite_ns_events_release(struct kite_ns_events *e);
 int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_ns_sources *src,
                             json_object *prev_status, json_object **ret_status,
                             struct kite_ns_events *events);
+
+/* The cache of one sysroot's machine (kite_ns_sources.cache).
+ *
+ * Facts: what cAdvisor's MachineInfo holds and the kubelet reads once at start-up (machine-id,
+ * product_uuid, boot_id, os-release's PRETTY_NAME, osrelease and arch, the online cpus and the
+ * cgroup cpu quota, hugepages, MemTotal, pid_max and threads-max) are read together and kept
+ * facts_ttl_ns (KITE_NS_FACTS_TTL_NS: 5 minutes, cAdvisor's update_machine_info_interval, so a
+ * changed file still shows; the kubelet itself never re-reads them while it runs).
+ * Readings: what changes (MemAvailable for MemoryPressure, the running tasks of /proc/loadavg
+ * for PIDPressure) are kept live_ttl_ns: 0 = read on every computation (the agent); the
+ * simulator, whose thousands of nodes share one machine shape, keeps them 1 s.
+ * Times are the monotonic time of the computation's clock. Not thread-safe. */
+#define KITE_NS_FACTS_TTL_NS (300 * KITE_NS_PER_SEC)
+struct kite_ns_cache *kite_ns_cache_new(const char *sysroot, int64_t facts_ttl_ns, int64_t live_ttl_ns);
+void kite_ns_cache_free(struct kite_ns_cache *cache); /* NULL-safe */
+/* How often the cache went to the files: fact loads (all facts at once) and live readings. */
+struct kite_ns_cache_stats {
+    uint64_t fact_loads;
+    uint64_t meminfo_reads; /* MemAvailable */
+    uint64_t loadavg_reads; /* running tasks */
+};
+void kite_ns_cache_get_stats(const struct kite_ns_cache *cache, struct kite_ns_cache_stats *ret);
 
 /* Fills cfg with Kubernetes' defaults (max_pods 110, max_images 50, daemon_port 10250, eviction
  * hard memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%, pid unset, no

@@ -432,6 +432,17 @@ static struct pod *pod_of_container(struct kite_pods *p, const char *id) {
     return NULL;
 }
 
+/* The relist of sandboxes: a running pod's sandbox that is no longer ready sent no event when
+ * no process held it (its pinned namespaces gone, as after a reboot): its pod is looked at. */
+static bool sandbox_lost(struct kite_pods *p, struct pod *pod) {
+    if (!pod->sandbox_id || pod->finished || pod->killed || pod->deleting) return false;
+    struct kite_sandbox_status s = {0};
+    int r = p->rt->ops->sandbox_status(p->rt, pod->sandbox_id, KITE_PODS_RT_TIMEOUT_NS, &s);
+    bool lost = r == -ENOENT || (r == 0 && s.state != KITE_SANDBOX_READY);
+    if (r == 0) kite_sandbox_status_release(&s);
+    return lost;
+}
+
 /* ---- pod workers ---- */
 
 /* One sync of a pod: what the runtime has, reported at once (as the kubelet's syncPod sets the
@@ -547,7 +558,8 @@ int64_t kite_pods_step(struct kite_pods *p) {
     kite_pods_vobjs_mark_changed(p); /* ConfigMaps and Secrets of volumes that changed */
     if (now >= p->next_relist) {
         for (size_t i = 0; i < p->n_pods; i++)
-            if (p->pods[i]->busy || kite_pods_refresh(p, p->pods[i])) p->pods[i]->dirty = true;
+            if (p->pods[i]->busy || kite_pods_refresh(p, p->pods[i]) || sandbox_lost(p, p->pods[i]))
+                p->pods[i]->dirty = true;
         p->next_relist = now + KITE_PODS_RELIST_NS;
     }
     /* probes: run here when there is no prober thread (tests); their results first, so a

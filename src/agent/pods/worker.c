@@ -526,7 +526,8 @@ static bool should_restart(const char *policy, int code) {
 
 static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (pod->sandbox_id) return true;
-    json_object *hn = kite_agent_pj(pod->obj, "spec.hostNetwork"), *hp = kite_agent_pj(pod->obj, "spec.hostPID"), *hi = kite_agent_pj(pod->obj, "spec.hostIPC");
+    json_object *hn = kite_agent_pj(pod->obj, "spec.hostNetwork"), *hp = kite_agent_pj(pod->obj, "spec.hostPID"),
+                *hi = kite_agent_pj(pod->obj, "spec.hostIPC"), *sp = kite_agent_pj(pod->obj, "spec.shareProcessNamespace");
     /* the pod's sysctls (admitted: the safe set) */
     json_object *sv = kite_agent_pj(pod->obj, "spec.securityContext.sysctls");
     size_t nsys = sv && json_object_is_type(sv, json_type_array) ? json_object_array_length(sv) : 0;
@@ -540,6 +541,7 @@ static bool ensure_sandbox(struct kite_pods *p, struct pod *pod, int64_t now) {
                                       .host_network = hn && json_object_get_boolean(hn),
                                       .host_pid = hp && json_object_get_boolean(hp),
                                       .host_ipc = hi && json_object_get_boolean(hi),
+                                      .share_pid = sp && json_object_get_boolean(sp),
                                       .hostname = kite_agent_pjs(pod->obj, "spec.hostname"),
                                       .sysctls = (const char *const *)sys, .n_sysctls = nsys};
     char *id = NULL, *err = NULL;

@@ -214,12 +214,11 @@ static void *configure_inside(void *arg) {
     return NULL;
 }
 
-int kite_net_attach(const char *bridge, const char *host_if, pid_t pid, uint32_t addr, int prefix, uint32_t gw,
+int kite_net_attach(const char *bridge, const char *host_if, const char *nspath, uint32_t addr, int prefix, uint32_t gw,
                     char **ret_error) {
     if (!kite_net_valid_ifname(host_if)) return fail(ret_error, -EINVAL, "interface name", host_if ? host_if : "");
     int br = (int)if_nametoindex(bridge);
     if (!br) return fail(ret_error, -ENODEV, "finding bridge", bridge);
-    _cleanup_free_ char *nspath = kite_asprintf("/proc/%d/ns/net", (int)pid);
     int nsfd = open(nspath, O_RDONLY | O_CLOEXEC);
     if (nsfd < 0) return fail(ret_error, -errno, "opening", nspath);
     struct nl nl;

@@ -33,10 +33,11 @@ bool kite_net_valid_ifname(const char *name);
  * lacks it, and brings it up. 0 or -errno with *ret_error (may be NULL) saying which step. */
 int kite_net_bridge_ensure(const char *bridge, uint32_t gw, int prefix, char **ret_error);
 
-/* Plugs the network namespace of process pid into the bridge: a veth pair host_if (on the
- * bridge, up) <-> eth0 (in the namespace, addr/prefix, up), lo up, default route via gw. On
- * failure nothing is left behind. 0 or -errno with *ret_error (may be NULL). */
-int kite_net_attach(const char *bridge, const char *host_if, pid_t pid, uint32_t addr, int prefix, uint32_t gw,
+/* Plugs the network namespace at netns (a /proc/PID/ns/net or a bind mount of one) into the
+ * bridge: a veth pair host_if (on the bridge, up) <-> eth0 (in the namespace, addr/prefix, up),
+ * lo up, default route via gw. On failure nothing is left behind. 0 or -errno with *ret_error
+ * (may be NULL). */
+int kite_net_attach(const char *bridge, const char *host_if, const char *netns, uint32_t addr, int prefix, uint32_t gw,
                     char **ret_error);
 
 /* Deletes host_if and with it its peer. 0 also when it does not exist (the namespace it was

@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <termios.h>
 #include <unistd.h>
@@ -69,7 +70,7 @@ struct oci_in {
     json_object *args, *env;
     const char *cwd, *hostname, *cgroup;
     bool readonly_root, host_network, host_pid, host_ipc;
-    pid_t join_pid; /* 0 = new namespaces (a pause holder) */
+    const char *join_net, *join_ipc, *join_uts; /* the sandbox's namespaces; NULL = new ones (a pause holder) */
     pid_t pid_ns_pid; /* 0 = a pid namespace of its own, else that process's */
     const struct kite_container_config *cfg;
     const struct kite_security_config *sec; /* NULL = cfg's */
@@ -100,6 +101,13 @@ int kite_rc_run_sandbox(struct kite_runtime *rt, const struct kite_sandbox_confi
                         char **ret_id, char **ret_error);
 int kite_rc_sandbox_status(struct kite_runtime *rt, const char *id, int64_t timeout_ns, struct kite_sandbox_status *ret);
 int kite_rc_stop_sandbox(struct kite_runtime *rt, const char *id, int64_t timeout_ns);
+/* The sandbox's namespaces for its containers to join (new strings; NULL = one it does not have
+ * of its own) and its pause holder's pid (0 for a pinned sandbox). -ENOTCONN: no holder. */
+int kite_rc_sandbox_join(struct runc_rt *c, const char *id, json_object *sb, char **ret_net, char **ret_ipc, char **ret_uts,
+                         pid_t *ret_pause);
+/* Whether its namespaces are there: pinned and not stopped, or its holder running. */
+bool kite_rc_sandbox_ready(struct runc_rt *c, const char *id, json_object *sb);
+bool kite_rc_sandbox_pinned(json_object *sb);
 
 /* runc.c */
 char *kite_rc_cdir(struct runc_rt *c, const char *id, const char *file);

@@ -156,16 +156,10 @@ json_object *kite_rc_oci_config(const struct oci_in *in) {
     _cleanup_free_ char *pidns = in->pid_ns_pid ? kite_asprintf("/proc/%d/ns/pid", in->pid_ns_pid) : NULL;
     if (!in->host_pid || pidns) add_ns(nss, "pid", pidns);
     add_ns(nss, "mount", NULL);
-    _cleanup_free_ char *net = NULL, *ipc = NULL, *uts = NULL;
-    if (in->join_pid) {
-        net = kite_asprintf("/proc/%d/ns/net", in->join_pid);
-        ipc = kite_asprintf("/proc/%d/ns/ipc", in->join_pid);
-        uts = kite_asprintf("/proc/%d/ns/uts", in->join_pid);
-    }
-    if (!in->host_ipc) add_ns(nss, "ipc", ipc);
+    if (!in->host_ipc) add_ns(nss, "ipc", in->join_ipc);
     if (!in->host_network) {
-        add_ns(nss, "network", net);
-        add_ns(nss, "uts", uts);
+        add_ns(nss, "network", in->join_net);
+        add_ns(nss, "uts", in->join_uts);
     }
     json_object_object_add(linux_, "namespaces", nss);
     json_object_object_add(linux_, "cgroupsPath", json_object_new_string(in->cgroup));

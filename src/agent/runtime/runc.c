@@ -5,10 +5,13 @@
  * a CRI-format log. The agent sees an exit through a pidfd on the container's process (the
  * moment) and inotify on the exits dir (the code), both in one epoll set the agent polls.
  *
- * The pause holder is the host's static busybox bind-mounted read-only as /sleep into an empty
- * read-only rootfs: it needs no image and no libraries (kite itself links shared libraries, so
- * it cannot be re-executed inside an empty root). It holds the pod's network, IPC and UTS
- * namespaces; the pod's containers join them by /proc/<pause pid>/ns/<type>. */
+ * A pod's network, IPC and UTS namespaces are pinned by bind mounts under its sandbox's dir
+ * (nspin.h), which the containers join by path: no process holds them. Only a pod that shares
+ * one pid namespace among its containers (shareProcessNamespace) has a pause holder: the host's
+ * static busybox bind-mounted read-only as /sleep into an empty read-only rootfs (it needs no
+ * image and no libraries; kite itself links shared libraries, so it cannot be re-executed
+ * inside an empty root), whose namespaces, pid included, the containers join by
+ * /proc/<pause pid>/ns/<type> (runc-sandbox.c). */
 #include "agent/runtime/runc-int.h"
 
 struct runc_rt *kite_rc_of(struct kite_runtime *rt) { return (struct runc_rt *)rt; }
@@ -290,8 +293,10 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
         if (ret_error) *ret_error = kite_asprintf("sandbox %s not found", sandbox_id ? sandbox_id : "");
         return -ENOENT;
     }
-    pid_t pause = kite_rc_container_pid(c, sandbox_id);
-    if (!kite_rc_pid_alive(pause)) {
+    _cleanup_free_ char *join_net = NULL, *join_ipc = NULL, *join_uts = NULL;
+    pid_t pause = 0;
+    if (!kite_rc_sandbox_ready(c, sandbox_id, sb) ||
+        kite_rc_sandbox_join(c, sandbox_id, sb, &join_net, &join_ipc, &join_uts, &pause) < 0) {
         json_object_put(sb);
         if (ret_error) *ret_error = kite_asprintf("sandbox %s is not ready", sandbox_id);
         return -ENOTCONN;
@@ -341,7 +346,9 @@ static int rc_create_container(struct kite_runtime *rt, const char *sandbox_id, 
                         .host_network = json_object_get_boolean(json_object_object_get(sb, "host_network")),
                         .host_pid = json_object_get_boolean(json_object_object_get(sb, "host_pid")),
                         .host_ipc = json_object_get_boolean(json_object_object_get(sb, "host_ipc")),
-                        .join_pid = pause,
+                        .join_net = join_net, .join_ipc = join_ipc, .join_uts = join_uts,
+                        /* shareProcessNamespace: the holder's pid namespace, shared by all */
+                        .pid_ns_pid = json_object_get_boolean(json_object_object_get(sb, "share_pid")) ? pause : 0,
                         .cfg = cfg};
     if (cfg->pid_ns_of) {
         in.pid_ns_pid = valid_id(cfg->pid_ns_of) ? kite_rc_container_pid(c, cfg->pid_ns_of) : 0;
@@ -506,20 +513,66 @@ static int wait_exit_file(struct runc_rt *c, const char *id, int64_t deadline) {
     }
 }
 
+/* The start time (clock ticks after boot) of process pid, from /proc/PID/stat; -1 when gone. */
+static int64_t proc_start(pid_t pid) {
+    _cleanup_free_ char *p = kite_asprintf("/proc/%d/stat", (int)pid), *t = NULL;
+    size_t len = 0;
+    if (kite_read_file(p, 4096, &t, &len) < 0) return -1;
+    const char *q = strrchr(t, ')');
+    /* after "pid (comm) ": state is field 3, starttime field 22 */
+    for (int field = 2; q && field < 22; field++) q = strchr(q + 1, ' ');
+    int64_t v = 0;
+    if (!q) return -1;
+    _cleanup_free_ char *num = kite_strndup(q + 1, strcspn(q + 1, " "));
+    return kite_parse_int64(num, &v) == 0 ? v : -1;
+}
+
+/* A pidfd on the container's process if it is still the one runc started: the pid and start
+ * time in runc's state.json, which `runc kill` checks before it signals (so signalling through
+ * this descriptor is what runc kill does, without running runc). -1 when it cannot tell. */
+static int init_pidfd(struct runc_rt *c, const char *id, pid_t pid) {
+    _cleanup_free_ char *sp = kite_asprintf("%s/%s/state.json", c->state, id), *text = NULL;
+    size_t len = 0;
+    if (!valid_id(id) || kite_read_file(sp, 4 * 1024 * 1024, &text, &len) < 0) return -1;
+    json_object *st = json_tokener_parse(text);
+    int64_t want_pid = kite_obj_int(st, "init_process_pid"), want_start = kite_obj_int(st, "init_process_start");
+    json_object_put(st);
+    if (want_pid != pid || want_start <= 0) return -1;
+    int fd = kite_agent_rt_pidfd_open(pid);
+    /* the descriptor names one process from here on: that one must be runc's */
+    if (fd >= 0 && proc_start(pid) != want_start) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* SIGTERM or SIGKILL to the container's process: through its pidfd when it is known to be
+ * runc's init (direct), else by `runc kill`. */
+static void signal_ctr(struct runc_rt *c, const char *id, int fd, bool direct, int sig, int64_t deadline) {
+    if (direct) {
+        syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+        return;
+    }
+    kite_rc_runc_simple(c, deadline, NULL, (const char *[]){"kill", id, sig == SIGKILL ? "KILL" : "TERM", NULL});
+}
+
 int kite_rc_stop_by_id(struct runc_rt *c, const char *id, int64_t grace_ns, int64_t deadline) {
     int code;
     if (kite_rc_read_exit(c, id, &code, NULL) == 0) return 0;
     pid_t pid = kite_rc_container_pid(c, id);
     if (!kite_rc_pid_alive(pid)) return 0;
-    int fd = kite_agent_rt_pidfd_open(pid);
+    int fd = init_pidfd(c, id, pid);
+    bool direct = fd >= 0;
+    if (!direct) fd = kite_agent_rt_pidfd_open(pid);
     if (fd < 0) return 0;
     int r = 0;
     if (grace_ns > 0) {
-        kite_rc_runc_simple(c, deadline, NULL, (const char *[]){"kill", id, "TERM", NULL});
+        signal_ctr(c, id, fd, direct, SIGTERM, deadline);
         r = kite_agent_rt_wait_fd(fd, KITE_MIN(deadline, kite_sat_add(kite_agent_rt_mono_ns(), grace_ns)));
     }
     if (r <= 0) {
-        kite_rc_runc_simple(c, deadline, NULL, (const char *[]){"kill", id, "KILL", NULL});
+        signal_ctr(c, id, fd, direct, SIGKILL, deadline);
         r = kite_agent_rt_wait_fd(fd, deadline);
     }
     close(fd);

@@ -41,6 +41,10 @@ struct kite_sandbox_config {
     const char *uid, *name, *ns;
     bool host_network;    /* share the host's network (and UTS) namespace */
     bool host_pid, host_ipc; /* the containers share the host's pid, ipc namespace (hostPID, hostIPC) */
+    /* shareProcessNamespace: the containers share one pid namespace, held by a pause process;
+     * without it (and for hostPID) the sandbox runs no process at all: the runtime holds its
+     * network, IPC and UTS namespaces itself (runc: bind mounts under the sandbox's dir) */
+    bool share_pid;
     const char *hostname; /* NULL = the pod name; ignored with host_network */
     const char *cgroup_parent; /* absolute; NULL = /kite/pod<uid> */
     const char *log_dir;  /* NULL = <root>/logs/<ns>_<name>_<uid> */
@@ -293,13 +297,17 @@ void kite_runtime_free(struct kite_runtime *rt);
 
 /* The runc runtime. Its state lives under root_dir: images/ (the image store), containers/<id>/
  * (OCI bundles), sandboxes/<id>/, runc/ (runc's --root), exits/ (conmon's exit files),
- * ipam/ (the pod addresses in use, one file each) and logs/. Every container, the sandbox's pause holder included, is run by runc under its own
- * conmon, so it outlives the agent and its exit code is kept while the agent is down. */
+ * ipam/ (the pod addresses in use, one file each) and logs/. Every container, the pause holder
+ * of a sandbox with share_pid included, is run by runc under its own conmon, so it outlives the
+ * agent and its exit code is kept while the agent is down. A sandbox without share_pid has no
+ * holder: its namespaces are bind-mounted on sandboxes/<id>/{net,ipc,uts} (CRI-O's pinns), which
+ * outlive the agent as the mounts do. */
 struct kite_runc_options {
     const char *root_dir;
     const char *runc_path;   /* NULL = found in PATH */
     const char *conmon_path; /* NULL = found in PATH */
-    /* The pause holder: a static busybox bind-mounted into an empty rootfs. NULL = /bin/busybox. */
+    /* The pause holder of a share_pid sandbox: a static busybox bind-mounted into an empty
+     * rootfs. NULL = /bin/busybox. */
     const char *pause_binary;
     const char *cgroup_root; /* NULL = /kite */
     /* The pod network (net.h): sandboxes not on the host's network get an address from

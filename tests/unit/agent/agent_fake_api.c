@@ -51,6 +51,14 @@ static void set_meta(json_object *o, const char *key, json_object *v) {
     json_object_object_add(meta, key, v);
 }
 
+static void server_fields(struct fake_api *f, json_object *lease) {
+    if (!f->lease_server_fields) return;
+    set_meta(lease, "uid", json_object_new_string("lease-uid-1"));
+    set_meta(lease, "creationTimestamp", json_object_new_string("2026-12-02T09:00:00Z"));
+    set_meta(lease, "managedFields", json_tokener_parse("[{\"manager\":\"kite\",\"operation\":\"Update\"}]"));
+    set_meta(lease, "labels", json_tokener_parse("{\"set-by\":\"someone/else\"}"));
+}
+
 static int handle(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
                   struct kite_response *ret) {
     struct fake_api *f = ud;
@@ -83,6 +91,7 @@ static int handle(void *ud, const char *method, const char *path, const char *ct
                 set_meta(*obj, "uid", json_object_new_string(uid));
             }
             set_meta(*obj, "resourceVersion", json_object_new_int(++f->rv));
+            if (lease) server_fields(f, *obj);
             r = reply(ret, 201, *obj);
         }
     } else if (kite_streq(method, "PUT") && lease && is_item) {
@@ -96,6 +105,7 @@ static int handle(void *ud, const char *method, const char *path, const char *ct
             *obj = NULL; /* json_object_deep_copy wants an empty destination */
             json_object_deep_copy(rq->body, obj, NULL);
             set_meta(*obj, "resourceVersion", json_object_new_int(++f->rv));
+            server_fields(f, *obj);
             r = reply(ret, 200, *obj);
         }
     } else if (kite_streq(method, "PATCH") && !lease && strstr(path, "/status")) {

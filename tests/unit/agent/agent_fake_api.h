@@ -20,6 +20,8 @@ struct fake_api {
     size_t n_reqs;
     bool down;            /* every request: -ECONNREFUSED */
     int lease_conflicts;  /* next n lease PUTs answer 409 */
+    bool lease_server_fields; /* Lease writes keep a uid, creationTimestamp, managedFields and a
+                               * label, as a real server's answers carry */
     /* watch: blocks until cancelled */
     pthread_cond_t cond;
     bool watching, watch_cancelled;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "agent/agent.h"
+#include "json/patch.h"
 #include "agent_fake_api.h"
 #include "agent/runtime/runtime.h"
 
@@ -19,11 +20,14 @@ struct env {
     json_object *machine; /* what the fake status source reports (heartbeats added per call) */
     int computes;
     const char *event_reason; /* next compute emits this event */
+    json_object *last_prev;   /* the acknowledged status the last compute was given */
 };
 
 static int fake_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
     struct env *e = ud;
     e->computes++;
+    json_object_put(e->last_prev);
+    e->last_prev = prev ? json_object_get(prev) : NULL;
     json_object *st = NULL;
     json_object_deep_copy(e->machine, &st, NULL);
     char ts[21];
@@ -70,6 +74,7 @@ static void env_start(struct env *e) {
 }
 
 static void env_release(struct env *e) {
+    json_object_put(e->last_prev);
     kite_agent_free(e->a);
     kite_client_free(e->client);
     kite_agent_config_release(&e->cfg);
@@ -254,6 +259,89 @@ Test(agent, report_frequency_forces_a_patch) {
         (void)v;
         cr_assert(kite_streq(k, "conditions") || kite_startswith(k, "$setElementOrder"), "unexpected %s", k);
     }
+    env_release(&e);
+}
+
+/* Each renewal sends back the Lease the server last returned (its resourceVersion, the labels
+ * someone else set), with a new renewTime, and never the members the server keeps anyway. */
+Test(agent, lease_renewal_sends_back_the_answer_with_a_new_renew_time) {
+    struct env e;
+    env_init(&e);
+    e.api.lease_server_fields = true;
+    env_up(&e);
+    run_for(&e, 45 * SEC);
+    size_t n = fake_api_count(&e.api, "PUT", "/leases/n1");
+    cr_assert_geq(n, 4);
+    cr_assert_eq(fake_api_count(&e.api, "GET", NULL), 0);
+    const char *prev_time = NULL;
+    int prev_rv = -1;
+    for (size_t i = 0; i < n; i++) {
+        json_object *b = fake_api_find(&e.api, "PUT", "/leases/n1", i)->body;
+        cr_assert_not_null(b);
+        json_object *meta = json_object_object_get(b, "metadata"), *spec = json_object_object_get(b, "spec");
+        cr_assert_str_eq(jstr(b, "apiVersion"), "coordination.k8s.io/v1");
+        cr_assert_str_eq(jstr(b, "kind"), "Lease");
+        cr_assert_eq(json_object_object_length(b), 4, "%s", json_object_to_json_string(b));
+        cr_assert_str_eq(jstr(meta, "name"), "n1");
+        cr_assert_str_eq(jstr(meta, "namespace"), "kube-node-lease");
+        cr_assert_str_eq(jstr(meta, "labels.set-by"), "someone/else");
+        cr_assert_str_eq(owner_uid(b), "uid-1");
+        cr_assert_null(json_object_object_get(meta, "uid"));
+        cr_assert_null(json_object_object_get(meta, "creationTimestamp"));
+        cr_assert_null(json_object_object_get(meta, "managedFields"));
+        cr_assert_eq(json_object_object_length(meta), 5, "%s", json_object_to_json_string(meta));
+        int rv = json_object_get_int(json_object_object_get(meta, "resourceVersion"));
+        if (prev_rv >= 0) cr_assert_eq(rv, prev_rv + 1, "the previous answer's resourceVersion");
+        prev_rv = rv;
+        cr_assert_str_eq(jstr(spec, "holderIdentity"), "n1");
+        cr_assert_eq(json_object_get_int(json_object_object_get(spec, "leaseDurationSeconds")), 40);
+        const char *t = jstr(spec, "renewTime");
+        cr_assert_eq(strlen(t), 27, "MicroTime: %s", t);
+        if (prev_time) cr_assert_gt(strcmp(t, prev_time), 0, "renewTime moves: %s after %s", t, prev_time);
+        prev_time = t;
+        cr_assert_eq(json_object_object_length(spec), 3);
+    }
+    env_release(&e);
+}
+
+/* A Lease someone else holds is taken back whole: holder, duration and owner are ours again. */
+Test(agent, foreign_lease_is_rewritten_with_our_holder) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    run_for(&e, 11 * SEC);
+    /* someone else writes the Lease; our next PUT conflicts, we GET it and write ours */
+    json_object *spec = json_object_object_get(e.api.lease, "spec");
+    json_object_object_add(spec, "holderIdentity", json_object_new_string("intruder"));
+    json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(15));
+    json_object_object_add(json_object_object_get(e.api.lease, "metadata"), "resourceVersion",
+                           json_object_new_int(++e.api.rv));
+    e.api.lease_conflicts = 1;
+    fake_api_clear(&e.api);
+    run_for(&e, 21 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "GET", "/leases/n1"), 1);
+    cr_assert_geq(fake_api_count(&e.api, "PUT", "/leases/n1"), 3);
+    json_object *l = e.api.lease;
+    cr_assert_str_eq(jstr(l, "spec.holderIdentity"), "n1");
+    cr_assert_eq(json_object_get_int(json_object_object_get(json_object_object_get(l, "spec"), "leaseDurationSeconds")), 40);
+    cr_assert_str_eq(owner_uid(l), "uid-1");
+    env_release(&e);
+}
+
+/* A status source is given what it reads of the acknowledged status: its conditions (with the
+ * server's heartbeats), allocatable and addresses, as the server has them. */
+Test(agent, status_source_gets_the_acknowledged_conditions_allocatable_and_addresses) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    run_for(&e, 11 * SEC);
+    json_object *prev = e.last_prev, *acked = json_object_object_get(e.api.node, "status");
+    cr_assert_not_null(prev);
+    cr_assert_eq(json_object_object_length(prev), 3, "%s", json_object_to_json_string(prev));
+    static const char *const keys[] = {"conditions", "allocatable", "addresses"};
+    for (size_t i = 0; i < 3; i++)
+        cr_assert(kite_json_equal(json_object_object_get(prev, keys[i]), json_object_object_get(acked, keys[i])),
+                  "%s: %s", keys[i], json_object_to_json_string(prev));
     env_release(&e);
 }
 

@@ -273,6 +273,134 @@ Test(runtime_runc, pod_exit_code_log_exec_stop_oom_and_recovery) {
     kite_runtime_free(rt);
 }
 
+/* The CRI log of container id, once it exited with code 0 (the test fails otherwise). */
+static char *exited_log(struct kite_runtime *rt, const char *id) {
+    struct kite_container_status st;
+    for (int i = 0; i < 200; i++) { /* by its status: wait_event drops the events of others */
+        cr_assert_eq(rt->ops->container_status(rt, id, 0, &st), 0);
+        if (st.state == KITE_CONTAINER_EXITED) break;
+        kite_container_status_release(&st);
+        usleep(100 * 1000);
+    }
+    cr_assert_eq(st.state, KITE_CONTAINER_EXITED, "%s did not exit", id);
+    int code = st.exit_code;
+    char *log = NULL;
+    size_t len = 0;
+    cr_assert_eq(kite_read_file(st.log_path, 65536, &log, &len), 0, "%s", st.log_path);
+    cr_assert_eq(code, 0, "%s exited %d: %s", st.name, code, log);
+    kite_container_status_release(&st);
+    return log;
+}
+
+/* `runc list -q` of the runtime's state dir: one id a line. */
+static char *runc_list(void) {
+    _cleanup_free_ char *cmd = kite_asprintf("/usr/sbin/runc --root %s/runc list -q", root);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f);
+    char *out = kite_calloc(1, 65536);
+    size_t n = fread(out, 1, 65535, f);
+    out[n] = 0;
+    pclose(f);
+    return out;
+}
+
+static bool mounted_under(const char *dir) {
+    _cleanup_free_ char *m = NULL;
+    size_t len = 0;
+    cr_assert_eq(kite_read_file("/proc/self/mounts", 1 << 20, &m, &len), 0);
+    return strstr(m, dir) != NULL;
+}
+
+/* A sandbox without shareProcessNamespace runs no process under runc: its network, IPC and UTS
+ * namespaces are bind mounts under its dir. Its containers share them (one hostname; one
+ * reaches the other on localhost; the pod's net.* sysctl set in them), they outlive the runtime
+ * instance, stop makes the sandbox not ready and remove leaves no mount behind. With
+ * shareProcessNamespace a pause holder runs and the containers share its pid namespace. */
+Test(runtime_runc, pinned_sandbox_runs_no_holder_and_shares_its_namespaces) {
+    struct kite_runtime *rt = setup();
+    const char *sys[] = {"net.ipv4.ip_unprivileged_port_start=100"};
+    struct kite_sandbox_config sc = {.uid = "0789-uid", .name = "pinpod", .ns = "default", .sysctls = sys, .n_sysctls = 1};
+    char *sid = NULL, *err = NULL;
+    cr_assert_eq(rt->ops->run_sandbox(rt, &sc, 0, &sid, &err), 0, "%s", err ? err : "");
+    struct kite_sandbox_status ss;
+    cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
+    cr_assert_eq(ss.state, KITE_SANDBOX_READY);
+    _cleanup_free_ char *pod_ip = kite_strdup(ss.ip);
+    kite_sandbox_status_release(&ss);
+    _cleanup_free_ char *sdir = kite_asprintf("%s/sandboxes/%s/", root, sid);
+    cr_assert(mounted_under(sdir), "the namespaces are pinned under %s", sdir);
+    _cleanup_free_ char *listed0 = runc_list();
+    cr_assert_str_eq(listed0, "", "no holder under runc: %s", listed0);
+
+    char *srv = start(rt, sid, "srv", "echo from-srv | nc -l -p 7070 -w 2; hostname", 0, NULL);
+    char *cli = start(rt, sid, "cli",
+                      "hostname; cat /proc/sys/net/ipv4/ip_unprivileged_port_start; "
+                      "for i in $(seq 50); do nc -w 2 127.0.0.1 7070 </dev/null && exit 0; sleep 0.1; done; exit 1",
+                      0, NULL);
+    _cleanup_free_ char *listed = runc_list();
+    cr_assert(strstr(listed, srv) && strstr(listed, cli) && !strstr(listed, sid), "runc lists the two containers only: %s", listed);
+    _cleanup_free_ char *clog = exited_log(rt, cli), *slog = exited_log(rt, srv);
+    cr_assert(strstr(clog, " stdout F pinpod\n") && strstr(slog, " stdout F pinpod\n"), "one hostname: %s | %s", clog, slog);
+    cr_assert(strstr(clog, " stdout F 100\n"), "the sysctl in the pod's namespace: %s", clog);
+    cr_assert(strstr(clog, " stdout F from-srv\n"), "localhost is shared: %s", clog);
+
+    /* a new runtime instance on the same root: the namespaces (and the address) are still there;
+     * its runc logs its calls */
+    kite_runtime_free(rt);
+    _cleanup_free_ char *wrapper = kite_asprintf("%s/runc-logged", root), *calls = kite_asprintf("%s/runc-calls", root);
+    _cleanup_free_ char *script = kite_asprintf("#!/bin/sh\necho \"$*\" >> %s\nexec /usr/sbin/runc \"$@\"\n", calls);
+    cr_assert_eq(kite_write_file_atomic(wrapper, script, strlen(script), 0755, false), 0);
+    struct kite_runc_options o = opts(root);
+    o.runc_path = wrapper;
+    cr_assert_eq(kite_runtime_runc_new(&o, &rt, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
+    cr_assert_eq(ss.state, KITE_SANDBOX_READY);
+    kite_sandbox_status_release(&ss);
+    char *late = start(rt, sid, "late", "hostname; ip -4 addr show eth0", 0, NULL);
+    _cleanup_free_ char *llog = exited_log(rt, late), *inet = kite_asprintf("inet %s/24", pod_ip);
+    cr_assert(strstr(llog, " stdout F pinpod\n") && strstr(llog, inet), "%s", llog);
+
+    cr_assert_eq(rt->ops->stop_sandbox(rt, sid, 0), 0);
+    cr_assert_eq(rt->ops->sandbox_status(rt, sid, 0, &ss), 0);
+    cr_assert_eq(ss.state, KITE_SANDBOX_NOTREADY);
+    kite_sandbox_status_release(&ss);
+    cr_assert_not(mounted_under(sdir), "stop unpins");
+    const char *cmd[] = {"true"};
+    struct kite_container_config cc = {.name = "after", .image = "busybox", .command = cmd, .n_command = 1};
+    char *nid = NULL;
+    cr_assert_eq(rt->ops->create_container(rt, sid, &cc, 0, &nid, &err), -ENOTCONN);
+    free(err);
+    err = NULL;
+    cr_assert_eq(rt->ops->stop_sandbox(rt, sid, 0), 0, "stop again");
+    cr_assert_eq(rt->ops->remove_sandbox(rt, sid, 0), 0);
+    cr_assert_eq(access(sdir, F_OK), -1);
+    cr_assert_not(mounted_under(sdir));
+    _cleanup_free_ char *listed2 = runc_list();
+    cr_assert_str_eq(listed2, "");
+
+    /* shareProcessNamespace: a holder, and one pid namespace */
+    struct kite_sandbox_config pc = {.uid = "0790-uid", .name = "sharepod", .ns = "default", .share_pid = true};
+    char *pid_sid = NULL;
+    cr_assert_eq(rt->ops->run_sandbox(rt, &pc, 0, &pid_sid, &err), 0, "%s", err ? err : "");
+    _cleanup_free_ char *listed3 = runc_list();
+    cr_assert(strstr(listed3, pid_sid), "the holder runs under runc: %s", listed3);
+    char *sleeper = start(rt, pid_sid, "sleeper", "exec sleep 1234", 0, NULL);
+    char *ps = start(rt, pid_sid, "ps", "hostname; ps -o args", 0, NULL);
+    _cleanup_free_ char *plog = exited_log(rt, ps);
+    cr_assert(strstr(plog, "sleep 1234") && strstr(plog, "/sleep 2147483647") && strstr(plog, " stdout F sharepod\n"),
+              "the other container's and the holder's processes are seen: %s", plog);
+    cr_assert_eq(rt->ops->remove_sandbox(rt, pid_sid, 0), 0);
+    /* stops signal runc's init through a pidfd (after the check runc kill makes): no runc kill */
+    _cleanup_free_ char *called = NULL;
+    size_t clen = 0;
+    cr_assert_eq(kite_read_file(calls, 1 << 20, &called, &clen), 0);
+    cr_assert(strstr(called, " delete ") && !strstr(called, " kill "), "%s", called);
+    _cleanup_free_ char *listed4 = runc_list();
+    cr_assert_str_eq(listed4, "");
+    free(sid), free(srv), free(cli), free(late), free(pid_sid), free(sleeper), free(ps);
+    kite_runtime_free(rt);
+}
+
 Test(runtime_runc, import_refuses_a_corrupted_blob) {
     struct kite_runtime *rt = setup();
     /* flip one byte of the layer blob inside the tarball */
