@@ -413,8 +413,15 @@ def test_sandbox_gone_recreated_or_pod_failed(cluster):
     for name in ("sbgone", "sbshare"):
         # 90 s: under a full parallel run a start in the new sandbox that fails once costs the
         # container its restart back-off (10 s, then 20 s); the holder's pod once took over 48 s
-        st = wait(lambda: (lambda s: cstatus(s, "c").get("restartCount") == 1 and cstatus(s, "c")["state"].get("running")
-                           and s)(kget(c, name)), 90, f"{name} running again")
+        try:
+            st = wait(lambda: (lambda s: cstatus(s, "c").get("restartCount") == 1
+                               and cstatus(s, "c")["state"].get("running") and s)(kget(c, name)), 90,
+                      f"{name} running again")
+        except BaseException:
+            # what the pod was doing, for a failure seen only under a loaded parallel run
+            print(name, "status:", json.dumps(kget(c, name), indent=1))
+            print(name, "events:", [(e["reason"], e.get("message"), e.get("count")) for e in events(c, name)])
+            raise
         ready = cond_of(st, "PodReadyToStartContainers")
         assert ready["status"] == "True" and ready["lastTransitionTime"] >= before, ready  # it was False meanwhile
         assert cstatus(st, "c")["lastState"]["terminated"]["exitCode"] == 137, cstatus(st, "c")
