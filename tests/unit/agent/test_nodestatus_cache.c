@@ -24,14 +24,7 @@ struct env {
 static void env_init(struct env *e, struct kite_ns_cache *cache) {
     memset(e, 0, sizeof(*e));
     e->root = nst_fixture_copy("machine1");
-    e->fake = (struct nst_fake){
-        .total_bytes = UINT64_C(62671097856),
-        .avail_bytes = UINT64_C(31335548928),
-        .total_inodes = 3907584,
-        .free_inodes = 1000000,
-        .route_ip = "10.0.0.13",
-        .cpus = 8,
-    };
+    e->fake = NST_FAKE_MACHINE1;
     int64_t t0;
     cr_assert_eq(kite_time_parse(T0, &t0), 0);
     kite_fake_clock_init(&e->clk, t0);

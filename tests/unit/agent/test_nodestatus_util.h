@@ -24,6 +24,11 @@ struct nst_fake {
     const char *route_ip; /* NULL = -ENETUNREACH */
     int cpus;             /* returned as is */
 };
+/* The fake machine beside the "machine1" fixture: a 61202244Ki filesystem, half free; 3.9M inodes,
+ * 1M free; the default route's address 10.0.0.13; 8 CPUs. */
+#define NST_FAKE_MACHINE1                                                                                              \
+    ((struct nst_fake){.total_bytes = UINT64_C(62671097856), .avail_bytes = UINT64_C(31335548928),                    \
+                       .total_inodes = 3907584, .free_inodes = 1000000, .route_ip = "10.0.0.13", .cpus = 8})
 int nst_statfs(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes,
                uint64_t *total_inodes, uint64_t *free_inodes, void *ud);
 int nst_route_ip(char *buf, size_t len, void *ud);
