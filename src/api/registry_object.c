@@ -152,8 +152,12 @@ void kite_object_render(const char *data, size_t len, int64_t rev, struct kite_b
         return;
     }
     size_t head = (size_t)(p - data) + sizeof PLACEHOLDER - 2; /* up to the opening quote of the value */
+    /* sized once: the revision's digits, and a byte for the newline a JSON reply ends with */
+    kite_buf_reserve(out, len + 21);
     kite_buf_append(out, data, head);
-    kite_buf_printf(out, "%lld", (long long)rev);
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%lld", (long long)rev);
+    kite_buf_append(out, digits, (size_t)n);
     kite_buf_append(out, data + head, len - head);
 }
 
