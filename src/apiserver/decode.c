@@ -17,7 +17,8 @@ bool kite_apiserver_media_is(const char *ct, const char *want) {
 json_object *kite_apiserver_parse_json_text(struct req *rq, const char *body, size_t len) {
     enum json_tokener_error e;
     size_t used;
-    json_object *o = kite_json_parse(body, len, KITE_JSON_MAX_DEPTH, &e, &used);
+    bool unique = false;
+    json_object *o = kite_json_parse_keys(body, len, KITE_JSON_MAX_DEPTH, &e, &used, &unique);
     while (o && used < len && (body[used] == ' ' || body[used] == '\n' || body[used] == '\r' || body[used] == '\t')) used++;
     if (!o || e != json_tokener_success || used != len) {
         json_object_put(o);
@@ -32,6 +33,9 @@ json_object *kite_apiserver_parse_json_text(struct req *rq, const char *body, si
         kite_apiserver_reply_error(rq, 400, "BadRequest", "the request body cannot be stored: a string holds the NUL character (\\u0000), which this server does not support");
         return NULL;
     }
+    /* the body itself (not some other text): fieldValidation's scan for repeated keys of it can
+     * find none when its parse saw none (a key repeated in the text is repeated once unescaped) */
+    if (body == rq->http->body && len == rq->http->body_len) rq->body_unique_keys = unique;
     return o;
 }
 
@@ -262,7 +266,7 @@ bool kite_apiserver_check_field_validation(struct req *rq, json_object *obj) {
     const char *ct = kite_http_header(rq->http, "Content-Type");
     bool json_text = !ct || kite_apiserver_media_is(ct, "application/json") || kite_apiserver_media_is(ct, "application/merge-patch+json") ||
                      kite_apiserver_media_is(ct, "application/strategic-merge-patch+json");
-    if (report && json_text && rq->http->body_len) duplicate_fields(&u, rq->http->body, rq->http->body_len);
+    if (report && json_text && rq->http->body_len && !rq->body_unique_keys) duplicate_fields(&u, rq->http->body, rq->http->body_len);
     if (fv == FV_WARN) rq->field_warnings_sent = true;
     if (fv == FV_STRICT && u.n) {
         kite_apiserver_reply_error(rq, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s",

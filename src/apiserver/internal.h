@@ -128,6 +128,7 @@ struct req {
     const char *as_version;    /* the meta.k8s.io version asked for with as= ("v1", "v1beta1") */
     bool raw_json;             /* JSON written as is (/version, /openapi), not by the object encoder */
     bool replied;
+    bool body_unique_keys;     /* the JSON body was parsed, and no object of it repeats a key */
     bool field_warnings_sent;  /* fieldValidation=Warn warned once (a recomputed write does not again) */
     bool admission_warned;     /* the admission chain's warnings sent (likewise) */
     size_t warning_bytes;      /* text of the Warning headers added (reply_add_warning) */

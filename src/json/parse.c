@@ -16,6 +16,7 @@ struct fp {
     const char *p, *end;
     int depth;
     bool utf8;            /* strings must be well-formed UTF-8 */
+    bool dup_key;         /* an object repeated a key (json-c kept the last value) */
     struct kite_buf sbuf; /* unescaped strings */
 };
 
@@ -207,7 +208,11 @@ static bool parse_object(struct fp *f, json_object **out) {
             skip_ws(f);
             ok = parse_value(f, &v);
         }
-        if (ok) json_object_object_add(o, key, v); /* an existing key keeps its place, as in json-c */
+        if (ok) {
+            int had = json_object_object_length(o);
+            json_object_object_add(o, key, v); /* an existing key keeps its place, as in json-c */
+            if (json_object_object_length(o) == had) f->dup_key = true;
+        }
         if (key != stack) free(key);
         if (!ok) goto fail;
         skip_ws(f);
@@ -333,7 +338,8 @@ static json_object *tokener_parse(const char *text, size_t len, int max_depth, b
 }
 
 static json_object *parse(const char *text, size_t len, int max_depth, bool utf8, enum json_tokener_error *ret_err,
-                          size_t *ret_end) {
+                          size_t *ret_end, bool *ret_unique_keys) {
+    if (ret_unique_keys) *ret_unique_keys = false;
     struct fp f = { .p = text, .end = text + len, .utf8 = utf8 };
     skip_ws(&f);
     json_object *o = NULL;
@@ -344,6 +350,7 @@ static json_object *parse(const char *text, size_t len, int max_depth, bool utf8
         kite_buf_release(&f.sbuf);
         *ret_err = json_tokener_success;
         if (ret_end) *ret_end = (size_t)(f.p - text);
+        if (ret_unique_keys) *ret_unique_keys = !f.dup_key;
         return o;
     }
     json_object_put(o);
@@ -353,10 +360,15 @@ static json_object *parse(const char *text, size_t len, int max_depth, bool utf8
 
 json_object *kite_json_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
                              size_t *ret_end) {
-    return parse(text, len, max_depth, true, ret_err, ret_end);
+    return parse(text, len, max_depth, true, ret_err, ret_end, NULL);
+}
+
+json_object *kite_json_parse_keys(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
+                                  size_t *ret_end, bool *ret_unique_keys) {
+    return parse(text, len, max_depth, true, ret_err, ret_end, ret_unique_keys);
 }
 
 json_object *kite_json_parse_lenient(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
                                      size_t *ret_end) {
-    return parse(text, len, max_depth, false, ret_err, ret_end);
+    return parse(text, len, max_depth, false, ret_err, ret_end, NULL);
 }

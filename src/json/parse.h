@@ -28,6 +28,12 @@
  * as with json_tokener_get_parse_end). max_depth: json-c's nesting limit (json_tokener_new_ex). */
 json_object *kite_json_parse(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
                              size_t *ret_end);
+/* kite_json_parse that also tells whether every object of the value has distinct keys (after
+ * unescaping them): *ret_unique_keys true when so, false when one repeats a key, or when the
+ * tokener parsed the text (it does not tell). Lets a caller skip scanning the text for
+ * repeated keys (the fieldValidation check of every write) when there cannot be any. */
+json_object *kite_json_parse_keys(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
+                                  size_t *ret_end, bool *ret_unique_keys);
 json_object *kite_json_parse_lenient(const char *text, size_t len, int max_depth, enum json_tokener_error *ret_err,
                                      size_t *ret_end);
 

@@ -290,3 +290,36 @@ def test_duplicate_fields(api):
                   ctype="application/merge-patch+json")
     assert r.status == 200 and r.headers["warning"] == '299 - "duplicate field \\"spec.leaseDurationSeconds\\""'
     assert r.json()["spec"]["leaseDurationSeconds"] == 3
+
+
+def test_duplicate_fields_of_updates(api):
+    """A PUT's repeated keys are named whichever way its body was parsed (a float in it goes to
+    json-c's tokener), and a body without any gets no warning."""
+    obj = api.ok("POST", LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                  "metadata": {"name": "oa-dup-put", "namespace": "default"},
+                                  "spec": {"holderIdentity": "a"}})
+    rv = obj["metadata"]["resourceVersion"]
+    head = ('{"apiVersion":"coordination.k8s.io/v1","kind":"Lease",'
+            f'"metadata":{{"name":"oa-dup-put","namespace":"default","resourceVersion":"{rv}"}},')
+    for extra, unknown in (("", ""), (',"x":1.5', 'unknown field "x", ')):
+        text = head + '"spec":{"holderIdentity":"a","leaseDurationSeconds":1,"holderIdentity":"b"}' + extra + '}'
+        r = api.put(f"{LEASES}/oa-dup-put?fieldValidation=Strict", text, ctype="application/json")
+        assert_status_body(r, 400, "BadRequest")
+        assert r.json()["message"].endswith(
+            f'strict decoding error: {unknown}duplicate field "spec.holderIdentity"'), r.body
+        r = api.put(f"{LEASES}/oa-dup-put", text, ctype="application/json")
+        assert r.status == 200, r
+        assert r.headers["warning"].startswith("299 - ") and 'duplicate field \\"spec.holderIdentity\\"' in r.headers["warning"]
+        assert r.json()["spec"]["holderIdentity"] == "b"
+        rv = r.json()["metadata"]["resourceVersion"]
+        head = ('{"apiVersion":"coordination.k8s.io/v1","kind":"Lease",'
+                f'"metadata":{{"name":"oa-dup-put","namespace":"default","resourceVersion":"{rv}"}},')
+    # keys the same only once decoded, inside a field the kind does not have: that field is named
+    text = head + '"spec":{"holderIdentity":"c","leaseDurationSeconds":2},"metadata2":{"a":1,"\\u0061":2}}'
+    r = api.put(f"{LEASES}/oa-dup-put?fieldValidation=Strict", text, ctype="application/json")
+    assert_status_body(r, 400, "BadRequest")
+    assert r.json()["message"].endswith('strict decoding error: unknown field "metadata2"'), r.body
+    text = head + '"spec":{"holderIdentity":"c","leaseDurationSeconds":2}}'
+    r = api.put(f"{LEASES}/oa-dup-put?fieldValidation=Strict", text, ctype="application/json")
+    assert r.status == 200 and "warning" not in r.headers, r
+    assert r.json()["spec"]["holderIdentity"] == "c"

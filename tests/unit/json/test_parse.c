@@ -283,3 +283,125 @@ Test(parse, nul_escape) {
     cr_assert_not(kite_json_has_nul_escape("\\", 1));
     cr_assert_not(kite_json_has_nul_escape("\\u000", 5));
 }
+
+/* ---- kite_json_parse_keys: the same parse, and whether an object repeats a key ---- */
+
+/* A reference written apart from parse.c's: walks valid JSON text, unescapes each key with the
+ * tokener and compares it with the object's earlier keys. Sets *dup when some object repeats one. */
+static const char *ref_skip_ws(const char *p) {
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+    return p;
+}
+
+static const char *ref_string_end(const char *p) { /* p at the opening quote; returns past the closing one */
+    for (p++; *p != '"'; p += *p == '\\' ? 2 : 1) {}
+    return p + 1;
+}
+
+static const char *ref_value(const char *p, bool *dup) {
+    p = ref_skip_ws(p);
+    if (*p == '"') return ref_string_end(p);
+    if (*p != '{' && *p != '[') {
+        while (*p && !strchr(",]} \n\r\t", *p)) p++;
+        return p;
+    }
+    bool obj = *p == '{';
+    char close = obj ? '}' : ']';
+    json_object *seen = json_object_new_array();
+    p = ref_skip_ws(p + 1);
+    while (*p != close) {
+        if (obj) {
+            const char *e = ref_string_end(p);
+            char *lit = strndup(p, (size_t)(e - p));
+            json_object *k = json_tokener_parse(lit);
+            free(lit);
+            for (size_t i = 0; i < json_object_array_length(seen); i++)
+                if (strcmp(json_object_get_string(json_object_array_get_idx(seen, i)), json_object_get_string(k)) == 0)
+                    *dup = true;
+            json_object_array_add(seen, k);
+            p = ref_skip_ws(e) + 1; /* ':' */
+        }
+        p = ref_skip_ws(ref_value(p, dup));
+        if (*p == ',') p = ref_skip_ws(p + 1);
+    }
+    json_object_put(seen);
+    return p + 1;
+}
+
+static void expect_keys(const char *text, size_t len, bool fast_path) {
+    enum json_tokener_error e1, e2;
+    size_t end1, end2;
+    bool unique = true;
+    json_object *a = kite_json_parse(text, len, 64, &e1, &end1);
+    json_object *b = kite_json_parse_keys(text, len, 64, &e2, &end2, &unique);
+    static char da[16384], db[16384];
+    da[0] = db[0] = 0;
+    dump(a, da, sizeof da);
+    dump(b, db, sizeof db);
+    cr_assert_eq(e2, e1);
+    cr_assert_str_eq(db, da, "parse of %.*s", (int)len, text);
+    if (e1 == json_tokener_success) {
+        cr_assert_eq(end2, end1);
+        char *copy = strndup(text, end1);
+        bool dup = false;
+        ref_value(copy, &dup);
+        free(copy);
+        /* unique only when truly so; on the fast path, exactly when so */
+        if (unique) cr_assert(!dup, "unique keys claimed for %.*s", (int)len, text);
+        if (fast_path) cr_assert_eq(unique, !dup, "keys of %.*s: unique %d, reference dup %d", (int)len, text, unique, dup);
+    } else {
+        cr_assert(!unique, "unique keys claimed for text that does not parse: %.*s", (int)len, text);
+    }
+    json_object_put(a);
+    json_object_put(b);
+}
+
+static void keys(const char *text, bool fast_path) { expect_keys(text, strlen(text), fast_path); }
+
+Test(parse, unique_keys_table) {
+    keys("{}", true);
+    keys("[]", true);
+    keys("{\"a\":1,\"b\":{\"a\":1}}", true);
+    keys("{\"a\":1,\"a\":2}", true);
+    keys("{\"a\":null,\"a\":null}", true);
+    keys("{\"x\":[{\"a\":1},{\"a\":1,\"b\":2,\"a\":3}]}", true);
+    keys("{\"spec\":{\"holderIdentity\":\"n\",\"holderIdentity\":\"m\"}}", true);
+    keys("{\"a\":1,\"\\u0061\":2}", true);   /* the same key once unescaped */
+    keys("{\"a\\\"\":1,\"a\\u0022\":2}", true);
+    keys("{\"k\":1.5,\"k\":2}", false);      /* a float: the tokener parses it, and cannot tell */
+    keys("{\"k\":1.5,\"j\":2}", false);
+    keys("{\"a\":1,", false);                /* no value at all */
+    bool unique = true;
+    enum json_tokener_error e;
+    json_object *o = kite_json_parse_keys("{\"k\":1.5}", 9, 64, &e, NULL, &unique);
+    cr_assert(o && !unique); /* the tokener's parse: not known */
+    json_object_put(o);
+    o = kite_json_parse_keys("{\"k\":1}", 7, 64, &e, NULL, &unique);
+    cr_assert(o && unique);
+    json_object_put(o);
+}
+
+Test(parse, unique_keys_differential) {
+    char doc[4096];
+    for (int i = 0; i < 20000; i++) {
+        plain_only = i % 2;
+        size_t n = 0;
+        doc[n++] = '{';
+        unsigned m = rnd(5);
+        for (unsigned j = 0; j < m; j++) {
+            if (j) doc[n++] = ',';
+            const char *k = rnd(2) ? "\"f\":" : "\"g\":";
+            memcpy(doc + n, k, 4);
+            n += 4;
+            gen(doc, &n, sizeof doc - 8, 1);
+        }
+        doc[n++] = '}';
+        bool mutated = rnd(4) == 0;
+        if (mutated) {
+            unsigned at = rnd((unsigned)n);
+            doc[at] = "{}[],:\"\\ 0a"[rnd(11)];
+        }
+        /* documents of plain atoms, unmutated and shallow, are the fast path's */
+        expect_keys(doc, n, plain_only && !mutated);
+    }
+}
