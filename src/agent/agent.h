@@ -74,8 +74,8 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
 
 /* The node's status source: returns a complete NodeStatus given the last acknowledged one
  * (borrowed, may be NULL; only its conditions, allocatable and addresses, the members a source
- * reads), appending transition events. The default is
- * kite_nodestatus_compute() over the machine. */
+ * reads), appending transition events. The default is the machine's in two steps
+ * (kite_agent_status_source below: kite_nodestatus_read, kite_nodestatus_build). */
 typedef int (*kite_agent_status_fn)(void *ud, json_object *prev_status, json_object **ret_status,
                                     struct kite_ns_events *events);
 
