@@ -98,7 +98,6 @@ int kite_ns_set_machine(struct ns_ctx *c) {
 
     if ((r = f->mem_total_r) == 0) {
         int64_t mem = f->mem_total;
-        c->mem_total = mem;
         int64_t evict = kite_ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, mem);
         int64_t m = to_milli(mem);
         add_res(cap, &ncap, "memory", m, true);

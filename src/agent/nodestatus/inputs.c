@@ -139,7 +139,7 @@ int kite_nodestatus_read(const struct kite_ns_config *cfg, const struct kite_ns_
                          struct kite_ns_inputs **ret) {
     if (!cfg || !src || !ret) return -EINVAL;
     struct kite_ns_inputs *in = kite_calloc(1, sizeof *in);
-    struct ns_ctx c = {.cfg = cfg, .src = src, .sysroot = src->sysroot ? src->sysroot : "", .mem_total = -1};
+    struct ns_ctx c = {.cfg = cfg, .src = src, .sysroot = src->sysroot ? src->sysroot : ""};
     struct hash h = {UINT64_C(0xcbf29ce484222325)};
     h_cfg(&h, cfg);
 

@@ -66,8 +66,6 @@ struct ns_ctx {
     /* filesystem size of root_dir (in->fs_ok, in->fs_total) */
     bool fs_ok;
     uint64_t fs_total;
-    /* MemTotal in bytes, shared by capacity and MemoryPressure (-1 = unknown) */
-    int64_t mem_total;
     const struct ns_facts *facts; /* the cache's, or read for this run */
 };
 

@@ -165,7 +165,6 @@ int kite_nodestatus_build(const struct kite_ns_config *cfg, const struct kite_ns
         .now_ns = kite_now_wall(clock),
         .fs_ok = in->fs_ok,
         .fs_total = in->fs_total,
-        .mem_total = -1,
         .facts = in->facts,
     };
     kite_time_format(c.now_ns, c.now);
