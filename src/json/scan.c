@@ -134,7 +134,9 @@ static void put_path(json_object *out, const char *path, json_object *v) {
     json_object *at = out;
     while ((dot = strchr(path, '.'))) {
         char seg[128];
-        snprintf(seg, sizeof seg, "%.*s", (int)(dot - path), path);
+        size_t sl = KITE_MIN((size_t)(dot - path), sizeof seg - 1); /* (longer: cut, as snprintf would) */
+        memcpy(seg, path, sl);
+        seg[sl] = 0;
         at = kite_obj_ensure(at, seg);
         path = dot + 1;
     }
