@@ -143,55 +143,151 @@ static void put_path(json_object *out, const char *path, json_object *v) {
     json_object_object_add(at, path, v);
 }
 
-/* A path of kite_json_project on its way down: the segment looked up at this level (m.name),
- * the rest after it (NULL at the last), and where it ended (found: the value's span). */
+/* A path of kite_json_project on its way down: the segment looked up at this level (up to the
+ * next dot), and where it ended (found: the value's span). */
 struct path_walk {
-    struct wanted m;
-    const char *rest, *v;
+    const char *at, *v;
     size_t vn;
     bool found;
 };
 
+/* A path as one level sees it. */
+struct level {
+    const char *seg, *rest; /* rest: after the dot, NULL at the last segment */
+    size_t len;
+};
+
+/* A member some paths go through: its paths q[a..b), where its last occurrence's value is, and
+ * whether that occurrence was walked into already. */
+struct through {
+    const char *name;
+    size_t len, a, b;
+    const char *v;
+    size_t vn;
+    bool present, walked;
+};
+
 /* Longest segment of a path (a longer one: the scan cannot tell). */
 #define SEGMENT_MAX 127
+/* Paths a level keeps its bookkeeping for on the stack; more are allocated. */
+#define PROJECT_STACK 16
+
+/* skip_value for a member's value, noting (*clean = false) a number or literal holding a byte
+ * that skip_value would take for a string or a bracket if it were skipping the whole object:
+ * a walk over the object's members then ends elsewhere than a skip over it. */
+static size_t skip_member_value(const char *s, size_t n, size_t v, bool *clean) {
+    if (v < n && s[v] != '"' && s[v] != '{' && s[v] != '[') {
+        size_t i = v;
+        while (i < n && !SCALAR_END[(unsigned char)s[i]]) {
+            if (NESTING[(unsigned char)s[i]]) *clean = false;
+            i++;
+        }
+        return i > v ? i : SIZE_MAX;
+    }
+    return skip_value(s, n, v);
+}
+
+static int project_level(const char *s, size_t n, struct path_walk **p, size_t np, size_t *ret_end, bool *ret_clean);
+
+/* project_level one segment further for the paths q[0..nq) (lv: their view from here). */
+static int descend(const char *s, size_t n, struct path_walk **q, const struct level *lv, size_t nq, size_t *ret_end,
+                   bool *ret_clean) {
+    for (size_t k = 0; k < nq; k++) q[k]->at = lv[k].rest;
+    int r = project_level(s, n, q, nq, ret_end, ret_clean);
+    for (size_t k = 0; k < nq; k++) q[k]->at = lv[k].seg;
+    return r;
+}
 
 /* Follows the paths p[0..np) one level down into the object s[0..n): one walk over its members
- * for all of them, then one level further for each member some of them go through. Each
- * object is walked once, where the walk path by path did it once per path through it; what is
- * found, absent or "cannot tell" is the same (a failure anywhere fails the whole cut, so the
- * order of the walks does not matter). w is scratch as long as p. */
-static int project_level(const char *s, size_t n, struct path_walk **p, struct wanted **w, size_t np) {
+ * for all of them, where the walk path by path went over it once per path through it. A member
+ * some paths go through is walked into where it is met, which ends it too: the object is gone
+ * over once, not skipped and then walked. That is what the path-by-path walk, which skipped the
+ * member (skip_value) and then walked its span, finds only when the walk ends where the skip
+ * would (*ret_clean: the object's members hold no number or literal with a quote or an opening
+ * bracket); otherwise, and where the walk fails (the path-by-path walk failed only when it
+ * reached that member's last occurrence), the member is skipped and, if it was the last
+ * occurrence, walked after, the old way. What is found, absent or "cannot tell" is the same (a
+ * failure anywhere fails the whole cut: the order of the walks does not matter). *ret_end: one
+ * past the closing brace. */
+static int project_level(const char *s, size_t n, struct path_walk **p, size_t np, size_t *ret_end, bool *ret_clean) {
+    struct level lvp_s[PROJECT_STACK], lvq_s[PROJECT_STACK];
+    struct path_walk *q_s[PROJECT_STACK];
+    struct through t_s[PROJECT_STACK];
+    size_t g_s[PROJECT_STACK];
+    bool heap = np > PROJECT_STACK;
+    struct level *lvp = heap ? kite_calloc(np, sizeof *lvp) : lvp_s, *lvq = heap ? kite_calloc(np, sizeof *lvq) : lvq_s;
+    struct path_walk **q = heap ? kite_calloc(np, sizeof *q) : q_s;
+    struct through *t = heap ? kite_calloc(np, sizeof *t) : t_s;
+    size_t *g = heap ? kite_calloc(np, sizeof *g) : g_s, nt = 0, nd = 0;
+    int r = -1;
     for (size_t k = 0; k < np; k++) {
-        const char *dot = strchr(p[k]->m.name, '.');
-        p[k]->m.len = dot ? (size_t)(dot - p[k]->m.name) : strlen(p[k]->m.name);
-        if (p[k]->m.len > SEGMENT_MAX) return -1;
-        p[k]->rest = dot ? dot + 1 : NULL;
-        w[k] = &p[k]->m;
+        const char *dot = strchr(p[k]->at, '.');
+        lvp[k] = (struct level){p[k]->at, dot ? dot + 1 : NULL, dot ? (size_t)(dot - p[k]->at) : strlen(p[k]->at)};
+        if (lvp[k].len > SEGMENT_MAX) goto out;
+        p[k]->found = false;
+        g[k] = SIZE_MAX;
+        if (!dot) continue;
+        for (g[k] = 0; g[k] < nt; g[k]++)
+            if (t[g[k]].len == lvp[k].len && memcmp(t[g[k]].name, lvp[k].seg, lvp[k].len) == 0) break;
+        if (g[k] == nt) t[nt++] = (struct through){.name = lvp[k].seg, .len = lvp[k].len};
+        t[g[k]].b++, nd++;
     }
-    if (scan_members(s, n, w, np) < 0) return -1;
-    size_t nd = 0; /* the paths going further down, moved to the front */
-    for (size_t k = 0; k < np; k++) {
-        struct path_walk *x = p[k];
-        if (!x->m.v) continue;
-        if (!x->rest) {
-            x->found = true, x->v = x->m.v, x->vn = x->m.vn;
-        } else if (!(x->m.vn == 4 && memcmp(x->m.v, "null", 4) == 0)) { /* (a null on the way: absent) */
-            p[nd++] = x;
-        }
+    /* q: the paths going further down, those through one member together, then the last segments */
+    for (size_t j = 0, at = 0; j < nt; j++) t[j].a = at, at += t[j].b, t[j].b = t[j].a;
+    for (size_t k = 0, f = nd; k < np; k++) {
+        size_t at = g[k] == SIZE_MAX ? f++ : t[g[k]].b++;
+        q[at] = p[k], lvq[at] = lvp[k];
     }
-    for (size_t a = 0; a < nd;) { /* the paths through one member together */
-        const char *v = p[a]->m.v;
-        size_t vn = p[a]->m.vn, b = a + 1;
-        for (size_t k = b; k < nd; k++)
-            if (p[k]->m.v == v) {
-                struct path_walk *t = p[b];
-                p[b++] = p[k], p[k] = t;
+    bool clean = true;
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '{') goto out;
+    i = skip_ws(s, n, i + 1);
+    if (!(i < n && s[i] == '}'))
+        for (;;) {
+            if (i >= n || s[i] != '"') goto out;
+            size_t k = skip_string(s, n, i);
+            if (k == SIZE_MAX) goto out;
+            const char *name = s + i + 1;
+            size_t nl = k - i - 2;
+            if (memchr(name, '\\', nl)) goto out;
+            i = skip_ws(s, n, k);
+            if (i >= n || s[i] != ':') goto out;
+            size_t v = skip_ws(s, n, i + 1), e = SIZE_MAX;
+            struct through *x = NULL;
+            for (size_t j = 0; j < nt && !x; j++)
+                if (t[j].len == nl && memcmp(t[j].name, name, nl) == 0) x = &t[j];
+            if (x) {
+                x->walked = false;
+                size_t ce;
+                bool cc;
+                if (v < n && s[v] == '{' && descend(s + v, n - v, q + x->a, lvq + x->a, x->b - x->a, &ce, &cc) == 0 && cc)
+                    e = v + ce, x->walked = true;
             }
-        for (size_t k = a; k < b; k++) p[k]->m.name = p[k]->rest;
-        if (project_level(v, vn, p + a, w + a, b - a) < 0) return -1;
-        a = b;
+            if (e == SIZE_MAX && (e = skip_member_value(s, n, v, &clean)) == SIZE_MAX) goto out;
+            if (x) x->present = true, x->v = s + v, x->vn = e - v;
+            for (size_t j = nd; j < np; j++)
+                if (lvq[j].len == nl && memcmp(lvq[j].seg, name, nl) == 0) q[j]->found = true, q[j]->v = s + v, q[j]->vn = e - v;
+            i = skip_ws(s, n, e);
+            if (i < n && s[i] == '}') break;
+            if (i >= n || s[i] != ',') goto out;
+            i = skip_ws(s, n, i + 1);
+        }
+    *ret_end = i + 1, *ret_clean = clean;
+    for (size_t j = 0; j < nt; j++) {
+        struct through *x = &t[j];
+        if (!x->present || x->walked) continue;
+        if (x->vn == 4 && memcmp(x->v, "null", 4) == 0) { /* (a null on the way: absent) */
+            for (size_t k = x->a; k < x->b; k++) q[k]->found = false;
+            continue;
+        }
+        size_t ce;
+        bool cc;
+        if (descend(x->v, x->vn, q + x->a, lvq + x->a, x->b - x->a, &ce, &cc) < 0) goto out;
     }
-    return 0;
+    r = 0;
+out:
+    if (heap) free(lvp), free(lvq), free(q), free(t), free(g);
+    return r;
 }
 
 /* A value's span parsed alone; *ok false when it does not parse (exactly). */
@@ -226,27 +322,23 @@ static json_object *parse_span(const char *v, size_t vn, bool *ok) {
     return val;
 }
 
-/* Paths held on the stack; more are allocated. */
-#define PROJECT_STACK 16
-
 json_object *kite_json_project(const char *s, size_t n, const char *const *paths) {
     size_t np = 0;
     while (paths[np]) np++;
     json_object *out = json_object_new_object();
     if (!np) return out;
-    struct path_walk walk_stack[PROJECT_STACK], *pp_stack[PROJECT_STACK];
-    struct wanted *w_stack[PROJECT_STACK];
-    bool heap = np > PROJECT_STACK;
-    struct path_walk *walk = heap ? kite_calloc(np, sizeof *walk) : walk_stack, **pp = heap ? kite_calloc(np, sizeof *pp) : pp_stack;
-    struct wanted **w = heap ? kite_calloc(np, sizeof *w) : w_stack;
-    for (size_t k = 0; k < np; k++) walk[k] = (struct path_walk){.m.name = paths[k]}, pp[k] = &walk[k];
-    bool ok = project_level(s, n, pp, w, np) == 0;
+    struct path_walk walk_s[PROJECT_STACK], *pp_s[PROJECT_STACK];
+    bool heap = np > PROJECT_STACK, clean;
+    struct path_walk *walk = heap ? kite_calloc(np, sizeof *walk) : walk_s, **pp = heap ? kite_calloc(np, sizeof *pp) : pp_s;
+    for (size_t k = 0; k < np; k++) walk[k] = (struct path_walk){.at = paths[k]}, pp[k] = &walk[k];
+    size_t end;
+    bool ok = project_level(s, n, pp, np, &end, &clean) == 0;
     for (size_t k = 0; k < np && ok; k++) {
         if (!walk[k].found) continue;
         json_object *val = parse_span(walk[k].v, walk[k].vn, &ok);
         if (val) put_path(out, paths[k], val); /* (null: absent, as kite_obj_project has it) */
     }
-    if (heap) free(walk), free(pp), free(w);
+    if (heap) free(walk), free(pp);
     if (!ok) {
         json_object_put(out);
         return NULL;

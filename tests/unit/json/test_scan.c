@@ -275,3 +275,28 @@ Test(json_scan, the_one_walk_scan_answers_as_the_path_by_path_one, .timeout = 12
     cr_assert_gt(told, 5000);
     cr_assert_gt(cannot, 5000);
 }
+
+/* Cases where walking into a member as it is met would end it elsewhere than skipping it did:
+ * a number or literal holding a bracket or a quote. The cut follows the skip, as before. */
+Test(json_scan, a_member_walked_into_ends_where_a_skip_would_end_it) {
+    const char *texts[] = {
+        "{\"metadata\":{\"uid\":1{,\"name\":\"a\"}}",     /* the skip eats the outer brace: cannot tell */
+        "{\"metadata\":{\"uid\":1{,\"name\":\"a\"}}}",    /* the skip ends at the second brace */
+        "{\"metadata\":{\"uid\":1\",\"name\":\"a\"}\"}}", /* a quote in a literal opens a string for the skip */
+        "{\"metadata\":{\"uid\":t[,\"name\":\"a\"}]}",
+        "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"renewTime\":\"t\",\"x\":[}}", /* brackets of either kind */
+    };
+    for (size_t k = 0; k < KITE_ARRAY_SIZE(texts); k++) {
+        json_object *want = ref_json_project(texts[k], strlen(texts[k]), LEASE),
+                    *got = kite_json_project(texts[k], strlen(texts[k]), LEASE);
+        char *want_s = kite_strdup(plain(want));
+        cr_assert_str_eq(plain(got), want_s, "%s", texts[k]);
+        free(want_s);
+        json_object_put(want);
+        json_object_put(got);
+    }
+    cr_assert_null(kite_json_project(texts[0], strlen(texts[0]), LEASE));
+    json_object *o = kite_json_project(texts[1], strlen(texts[1]), LEASE);
+    assert_json(o, "{\"metadata\":{\"name\":\"a\"}}", "%s", texts[1]);
+    json_object_put(o);
+}
