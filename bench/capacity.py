@@ -2,7 +2,7 @@
 """Heartbeat capacity: ramp simulated nodes against `kite up` until lease renewals miss the SLO.
 
 usage: capacity.py [--kite PATH] [--max 20000] [--ramp 20] [--interval 10] [--hold 30]
-                   [--renew "10 1"] [--connections 256] [--out DIR]
+                   [--renew "10 1"] [--connections 256] [--inflight N] [--out DIR]
 
 For each renewal period in --renew (seconds; the default timings renew every 10 s, the aggressive
 ones every 1 s: `kite sim --lease-duration` 4 x the period): a fresh `kite up --no-agent`
@@ -55,7 +55,8 @@ def run(args, renew, tmp, out):
     ctl = work / "sim.sock"
     sim = benchlib.start_sim(args.kite, data, work, "--nodes", str(args.max), "--ramp", str(args.ramp),
                              "--lease-duration", str(4 * renew), "--control", str(ctl), "--progress-every", "10s",
-                             "--connections", str(args.connections), "--inflight", str(max(64, args.connections)))
+                             "--connections", str(args.connections),
+                             "--inflight", str(args.inflight or max(64, args.connections)))
     rows = []
     res = {"renew": renew, "capacity": 0}
     try:
@@ -86,7 +87,8 @@ def run(args, renew, tmp, out):
         cap = res["capacity"]
         if cap and args.hold > 0:
             # back to the capacity: the nodes above it die (their leases stop), the rest hold
-            names = [f"sim-{i:05d}" for i in range(cap, args.max)]
+            width = max(5, len(str(args.max - 1)))  # as the simulator names them
+            names = [f"sim-{i:0{width}d}" for i in range(cap, args.max)]
             for i in range(0, len(names), 2000):
                 control(ctl, "kill " + " ".join(names[i:i + 2000]))
             time.sleep(4 * renew)  # the killed nodes' outstanding requests drain
@@ -117,6 +119,8 @@ def main():
     ap.add_argument("--hold", type=float, default=30, help="seconds the capacity is held (300: the issue's 5 minutes)")
     ap.add_argument("--renew", default="10 1", help="renewal periods, seconds")
     ap.add_argument("--connections", type=int, default=256)
+    ap.add_argument("--inflight", type=int, default=0,
+                    help="the simulator's lanes (requests at once; over HTTP/2 streams of the connections); 0: max(64, connections)")
     ap.add_argument("--out", default=str(REPO / "build" / "bench"))
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()

@@ -244,7 +244,10 @@ int kite_sim_h2c_submit(struct h2c *c, struct h2c_req *q, const char *method, co
                const struct h2c_header *extra, size_t n_extra) {
     if (!c->ng) return -ENOTCONN;
     const char *prefix = kite_client_path_prefix(c->o.dialer), *authority = kite_client_authority(c->o.dialer);
-    _cleanup_free_ char *full = kite_asprintf("%s%s", prefix ? prefix : "", path);
+    size_t pl = prefix ? strlen(prefix) : 0, tl = strlen(path);
+    _cleanup_free_ char *full = kite_malloc(pl + tl + 1);
+    if (pl) memcpy(full, prefix, pl);
+    memcpy(full + pl, path, tl + 1);
     nghttp2_nv nv[16 + 8];
     size_t n = 0;
 #define NV(k, v)                                                                                                       \

@@ -16,7 +16,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -29,6 +28,7 @@
 #include "client/client.h"
 #include "client/informer.h"
 #include <sys/eventfd.h>
+#include "sim/fiber.h"
 #include "sim/h2c.h"
 #include "sim/sim.h"
 
@@ -73,7 +73,7 @@ struct sim_client {
 };
 
 struct lane {
-    ucontext_t ctx;
+    struct kite_fiber fib; /* runs lane_loop: one node step after another */
     void *stack;
     uint32_t node; /* NO_POS: free */
     bool done;
@@ -109,12 +109,14 @@ struct kite_sim {
     uint32_t heap_len;
     struct lane *lanes;
     unsigned nlanes, lanes_busy, lanes_starting;
+    unsigned *lane_free; /* indices of the free lanes, a stack: the top is the next one given */
+    unsigned n_lane_free;
     /* nodes not started yet start in index order, node i not before start0 + i / ramp, and in
      * at most half the lanes: the started nodes' renewals come first, so a ramp faster than the
      * server registers nodes slows the ramp rather than starving the leases */
     uint32_t next_start;
     int64_t start0;
-    ucontext_t loop_ctx;
+    struct kite_fiber loop_fib;
     struct lane *cur;
     int epfd, ctl_fd;
     struct kite_client **pool; /* shared mode over HTTP/1.1: one connection per lane */
@@ -399,8 +401,20 @@ static int node_status(void *ud, json_object *prev, json_object **ret, struct ki
 
 /* ---- node lifecycle ---- */
 
+/* PREFIX-NNNNN, i zero-padded to name_width: snprintf's "%s-%0*u" by hand (it runs for every
+ * request; vfprintf was ~4% of the simulator's CPU). Cut to len - 1 bytes as snprintf would. */
 void kite_sim_node_name(struct kite_sim *s, unsigned i, char *buf, size_t len) {
-    snprintf(buf, len, "%s-%0*u", s->o.prefix, s->name_width, i);
+    if (!len) return;
+    char digits[16];
+    int nd = 0;
+    do digits[nd++] = (char)('0' + i % 10), i /= 10;
+    while (i && nd < (int)sizeof digits);
+    size_t pl = strlen(s->o.prefix), at = 0;
+    for (size_t k = 0; k < pl && at + 1 < len; k++) buf[at++] = s->o.prefix[k];
+    if (at + 1 < len) buf[at++] = '-';
+    for (int k = nd; k < s->name_width && at + 1 < len; k++) buf[at++] = '0';
+    while (nd > 0 && at + 1 < len) buf[at++] = digits[--nd];
+    buf[at] = 0;
 }
 
 /* Node index of a name, or -1. */
@@ -581,7 +595,8 @@ static int h2_request(struct kite_sim *s, struct sim_client *c, const char *meth
     }
     char name[128], user[160];
     kite_sim_node_name(s, c->node, name, sizeof name);
-    snprintf(user, sizeof user, "system:node:%s", name);
+    memcpy(user, "system:node:", 12);
+    memcpy(user + 12, name, strlen(name) + 1); /* name < 128 bytes, user 160 */
     const struct h2c_header hdr[] = {{"impersonate-user", user}, {"impersonate-group", "system:nodes"}};
     struct h2c_req *q = &l->req;
     kite_buf_reset(&q->resp);
@@ -593,7 +608,7 @@ static int h2_request(struct kite_sim *s, struct sim_client *c, const char *meth
     l->h2wait = true;
     l->fd = -1;
     l->deadline_ms = deadline;
-    swapcontext(&l->ctx, &s->loop_ctx);
+    kite_fiber_switch(&l->fib, &s->loop_fib);
     s->cur = l;
     l->h2wait = false;
     if (!q->done) { /* the deadline */
@@ -749,7 +764,7 @@ static int lane_wait(int fd, short events, int64_t deadline_ms, void *ud) {
     l->fd = fd;
     l->deadline_ms = deadline_ms;
     l->result = 0;
-    swapcontext(&l->ctx, &s->loop_ctx);
+    kite_fiber_switch(&l->fib, &s->loop_fib);
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
     l->fd = -1;
     return l->result;
@@ -761,14 +776,12 @@ static void lane_sleep(struct kite_sim *s, int64_t deadline_ms) {
     l->sleeping = true;
     l->fd = -1;
     l->deadline_ms = deadline_ms;
-    swapcontext(&l->ctx, &s->loop_ctx);
+    kite_fiber_switch(&l->fib, &s->loop_fib);
     l->sleeping = false;
     s->cur = l;
 }
 
-static void lane_main(unsigned lo, unsigned hi) {
-    struct kite_sim *s = sim_current;
-    struct lane *l = (struct lane *)(((uintptr_t)hi << 32) | lo);
+static void lane_main(struct kite_sim *s, struct lane *l) {
     struct sim_node *n = &s->nodes[l->node];
     int r = 0;
     if (!n->agent && (r = node_start(s, l->node)) < 0) {
@@ -782,13 +795,23 @@ static void lane_main(unsigned lo, unsigned hi) {
         if (n->pods) n->due = KITE_MIN(n->due, kite_pods_step(n->pods));
     }
     l->done = true;
-    /* returns to uc_link: the loop */
+}
+
+/* A lane's fiber: each switch-in after a finished step runs the next node given it. */
+static void lane_loop(void *arg) {
+    struct lane *l = arg;
+    for (;;) {
+        struct kite_sim *s = sim_current;
+        lane_main(s, l);
+        kite_fiber_switch(&l->fib, &s->loop_fib);
+    }
 }
 
 static void lane_resume(struct kite_sim *s, struct lane *l);
 
 static void lane_start(struct kite_sim *s, struct lane *l, uint32_t i) {
     struct sim_node *n = &s->nodes[i];
+    s->n_lane_free--; /* l is the top of the free stack (free_lane) */
     l->node = i;
     l->starting = !n->agent;
     if (l->starting) s->lanes_starting++;
@@ -796,12 +819,6 @@ static void lane_start(struct kite_sim *s, struct lane *l, uint32_t i) {
     l->fd = -1;
     n->running = true;
     s->lanes_busy++;
-    getcontext(&l->ctx);
-    l->ctx.uc_stack.ss_sp = l->stack;
-    l->ctx.uc_stack.ss_size = KITE_SIM_STACK_BYTES;
-    l->ctx.uc_link = &s->loop_ctx;
-    uintptr_t p = (uintptr_t)l;
-    makecontext(&l->ctx, (void (*)(void))lane_main, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
     lane_resume(s, l);
 }
 
@@ -809,6 +826,7 @@ static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due)
     uint32_t i = l->node;
     struct sim_node *n = &s->nodes[i];
     l->node = NO_POS;
+    s->lane_free[s->n_lane_free++] = (unsigned)(l - s->lanes);
     s->lanes_busy--;
     if (l->starting) s->lanes_starting--;
     l->starting = false;
@@ -834,7 +852,7 @@ static struct lane_acct *lane_accts;
 
 static void lane_resume(struct kite_sim *s, struct lane *l) {
     s->cur = l;
-    swapcontext(&s->loop_ctx, &l->ctx);
+    kite_fiber_switch(&s->loop_fib, &l->fib);
     s->cur = NULL;
     if (!l->done) return;
     struct lane_acct *a = &lane_accts[l - s->lanes];
@@ -860,11 +878,9 @@ static int64_t start_due(struct kite_sim *s, uint32_t i) {
     return s->start0 + (s->o.ramp_per_s ? (int64_t)i * KITE_NS_PER_SEC / s->o.ramp_per_s : 0);
 }
 
+/* The lane the next start takes (lane_start takes it off the free stack), or NULL. */
 static struct lane *free_lane(struct kite_sim *s) {
-    if (s->lanes_busy >= s->nlanes) return NULL;
-    for (unsigned k = 0; k < s->nlanes; k++)
-        if (s->lanes[k].node == NO_POS) return &s->lanes[k];
-    return NULL;
+    return s->n_lane_free ? &s->lanes[s->lane_free[s->n_lane_free - 1]] : NULL;
 }
 
 static void run_node(struct kite_sim *s, struct lane *l, uint32_t i) {
@@ -1270,6 +1286,7 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     }
     s->lanes = kite_calloc(s->nlanes, sizeof *s->lanes);
     lane_accts = kite_calloc(s->nlanes, sizeof *lane_accts);
+    s->lane_free = kite_calloc(s->nlanes, sizeof *s->lane_free);
     for (unsigned k = 0; k < s->nlanes; k++) {
         s->lanes[k].node = NO_POS;
         s->lanes[k].fd = -1;
@@ -1281,6 +1298,8 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
             err = kite_strdup("cannot map the lanes' stacks");
             goto fail;
         }
+        kite_fiber_init(&s->lanes[k].fib, s->lanes[k].stack, KITE_SIM_STACK_BYTES, lane_loop, &s->lanes[k]);
+        s->lane_free[s->n_lane_free++] = s->nlanes - 1 - k; /* lane 0 on top: given first */
     }
     if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
         r = -errno;
@@ -1397,6 +1416,7 @@ void kite_sim_free(struct kite_sim *s) {
     for (unsigned k = 0; s->pool && k < s->nlanes; k++) kite_client_free(s->pool[k]);
     free(s->pool);
     free(lane_accts);
+    free(s->lane_free);
     lane_accts = NULL;
     for (unsigned k = 0; k < KITE_SIM_SHAPES; k++) {
         for (size_t i = 0; i < s->shapes[k].n_imgs; i++) kite_image_release(&s->shapes[k].imgs[i]);

@@ -56,6 +56,16 @@ Test(sim, names) {
     cr_assert_str_eq(name, "p-999999");
     kite_sim_node_name(s, 3, name, sizeof name);
     cr_assert_str_eq(name, "p-000003");
+    /* as snprintf("%s-%0*u") for every number and every buffer length, cut ones too */
+    for (unsigned i = 0; i < 1000000; i += 997) {
+        for (size_t len = 1; len <= 10; len++) {
+            char want[64], got[64];
+            snprintf(want, len, "p-%06u", i);
+            memset(got, 'x', sizeof got);
+            kite_sim_node_name(s, i, got, len);
+            cr_assert_str_eq(got, want, "node %u in %zu bytes", i, len);
+        }
+    }
     sim_done(s);
 }
 
