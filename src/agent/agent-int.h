@@ -24,7 +24,8 @@ struct kite_agent {
     struct kite_client *client;
     bool own_client;
     struct kite_clock *clock;
-    kite_agent_status_fn status_fn;
+    kite_agent_status_fn status_fn;     /* one of these two */
+    const struct kite_agent_status_source *status_src;
     void *status_ud;
     struct kite_ns_config ns;
     struct kite_ns_sources src;
@@ -66,6 +67,10 @@ struct kite_agent {
     char *acked_status;        /* NULL = none */
     bool acked_ready;          /* it says Ready=True */
     uint64_t acked_gen;        /* changes of it */
+    /* The last sync that found nothing to report (status_src only): its inputs' digest and
+     * the acknowledged status it compared with (heartbeat.c) */
+    bool memo_valid;
+    uint64_t memo_digest, memo_gen;
     int64_t last_report;       /* mono time of the last successful PATCH; 0 = none */
     int64_t started;
     int64_t fast_period;       /* 0 = fast updates over */
@@ -85,6 +90,8 @@ void kite_agent_post_events(struct kite_agent *a, struct kite_ns_events *ev);
 const struct kite_smp_schema *kite_agent_node_schema(void);
 
 /* heartbeat.c */
+/* The status from the agent's source (status_fn or status_src), prev borrowed (may be NULL). */
+int kite_agent_compute_status(struct kite_agent *a, json_object *prev, json_object **ret, struct kite_ns_events *ev);
 void kite_agent_sync_status(struct kite_agent *a, int64_t now);
 void kite_agent_sync_lease(struct kite_agent *a, int64_t now);
 /* Marks the Node as gone: the next step registers again (if registerNode). */

@@ -35,11 +35,26 @@ static void update_runtime_state(struct kite_agent *a) {
     a->src.runtime_error = a->runtime_error;
 }
 
-static int default_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+/* The machine's status source, in two steps (agent.h) */
+static int machine_read(void *ud, void **ret, uint64_t *ret_digest) {
     struct kite_agent *a = ud;
     update_runtime_state(a);
-    return kite_nodestatus_compute(&a->ns, &a->src, prev, ret, ev);
+    struct kite_ns_inputs *in = NULL;
+    int r = kite_nodestatus_read(&a->ns, &a->src, &in);
+    if (r < 0) return r;
+    *ret_digest = kite_ns_inputs_digest(in);
+    *ret = in;
+    return 0;
 }
+
+static int machine_build(void *ud, void *in, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+    struct kite_agent *a = ud;
+    return kite_nodestatus_build(&a->ns, &a->src, in, prev, ret, ev);
+}
+
+static void machine_release(void *ud, void *in) { kite_ns_inputs_free(in); }
+
+static const struct kite_agent_status_source machine_source = {machine_read, machine_build, machine_release};
 
 char *kite_agent_default_node_name(void) {
     char host[256];
@@ -113,11 +128,12 @@ int kite_agent_new(const struct kite_agent_options *o, struct kite_agent **ret, 
         }
         a->own_client = true;
     }
-    if (o->status_fn) {
-        a->status_fn = o->status_fn;
+    if (o->status_fn || o->status_source) {
+        a->status_fn = o->status_source ? NULL : o->status_fn;
+        a->status_src = o->status_source;
         a->status_ud = o->status_ud;
     } else {
-        a->status_fn = default_status;
+        a->status_src = &machine_source;
         a->status_ud = a;
         a->runtime = o->runtime;
         /* the root dir holds the agent's state and sizes ephemeral-storage: create it, as the

@@ -74,10 +74,26 @@ int kite_agent_config_set_flag(struct kite_agent_config *c, const char *name, co
 
 /* The node's status source: returns a complete NodeStatus given the last acknowledged one
  * (borrowed, may be NULL; only its conditions, allocatable and addresses, the members a source
- * reads), appending transition events. The default is
- * kite_nodestatus_compute() over the machine. */
+ * reads), appending transition events. The default is the machine's in two steps
+ * (kite_agent_status_source below: kite_nodestatus_read, kite_nodestatus_build). */
 typedef int (*kite_agent_status_fn)(void *ud, json_object *prev_status, json_object **ret_status,
                                     struct kite_ns_events *events);
+
+/* A status source in two steps, which lets the agent skip most of a sync whose inputs did not
+ * change: read reads everything the status depends on besides the acknowledged status and the
+ * clock (*ret_inputs, given back to build and release) with a 64-bit digest of it; build makes
+ * the status from those inputs as status_fn does. Two reads with the same digest must build
+ * the same status from the same acknowledged status, except for times taken from the clock
+ * (lastHeartbeatTime, the lastTransitionTime of a condition that flips): then, while the
+ * digest and the acknowledged status are those of a sync that found nothing to report and no
+ * full report is due, the agent neither builds nor compares (heartbeat.c).
+ * kite_nodestatus_read / kite_nodestatus_build are the machine's. */
+struct kite_agent_status_source {
+    int (*read)(void *ud, void **ret_inputs, uint64_t *ret_digest);
+    int (*build)(void *ud, void *inputs, json_object *prev_status, json_object **ret_status,
+                 struct kite_ns_events *events);
+    void (*release)(void *ud, void *inputs); /* NULL-safe inputs */
+};
 
 struct kite_agent_options {
     const struct kite_agent_config *config; /* borrowed: must outlive the agent */
@@ -85,7 +101,8 @@ struct kite_agent_options {
     const char *kubeconfig;       /* used when client is NULL */
     struct kite_clock *clock;     /* NULL = real clock */
     kite_agent_status_fn status_fn; /* NULL = kite_nodestatus_compute */
-    void *status_ud;
+    const struct kite_agent_status_source *status_source; /* instead of status_fn (borrowed) */
+    void *status_ud;                /* status_fn's or status_source's */
     struct kite_runtime *runtime; /* borrowed; NULL = the runc runtime on root_dir */
     const char *sysroot;          /* for the default status source; NULL = "" */
     uint64_t seed;                /* jitter PRNG seed; 0 = from the clock */

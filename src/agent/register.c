@@ -158,7 +158,7 @@ int kite_agent_register(struct kite_agent *a) {
     }
     json_object *status = NULL;
     struct kite_ns_events ev = {0};
-    r = a->status_fn(a->status_ud, NULL, &status, &ev);
+    r = kite_agent_compute_status(a, NULL, &status, &ev);
     if (r < 0) {
         kite_ns_events_release(&ev);
         return r;

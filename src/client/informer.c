@@ -32,6 +32,24 @@ char *kite_informer_key(json_object *obj) {
     return ns && *ns ? kite_asprintf("%s/%s", ns, name) : kite_strdup(name);
 }
 
+/* Room for the key of an event's object without an allocation (a longer one is allocated). */
+#define KEY_STACK 320
+
+/* kite_informer_key written into buf[KEY_STACK] when it fits (*heap NULL), else allocated
+ * (*heap: to free); NULL when obj has no name. */
+static const char *key_of(json_object *obj, char *buf, char **heap) {
+    json_object *meta = kite_obj_get(obj, "metadata");
+    const char *ns = kite_obj_str(meta, "namespace"), *name = kite_obj_str(meta, "name");
+    *heap = NULL;
+    if (!name) return NULL;
+    size_t nsl = ns ? strlen(ns) : 0, nl = strlen(name);
+    if (nsl + nl + 2 > KEY_STACK) return *heap = kite_informer_key(obj);
+    char *k = buf;
+    if (nsl) memcpy(k, ns, nsl), k += nsl, *k++ = '/';
+    memcpy(k, name, nl + 1);
+    return buf;
+}
+
 static void deleted(struct kite_informer *i, json_object *obj) {
     for (size_t k = 0; k < i->nh; k++)
         if (i->h[k].del) i->h[k].del(i->h[k].ud, obj);
@@ -39,7 +57,9 @@ static void deleted(struct kite_informer *i, json_object *obj) {
 
 /* Puts obj (borrowed) in the cache and tells the handlers. */
 static void upsert(struct kite_informer *i, json_object *obj) {
-    _cleanup_free_ char *key = kite_informer_key(obj);
+    char buf[KEY_STACK];
+    _cleanup_free_ char *heap = NULL;
+    const char *key = key_of(obj, buf, &heap);
     if (!key) return;
     pthread_mutex_lock(&i->mu);
     json_object *old = kite_map_put(&i->cache, key, json_object_get(obj));
@@ -52,7 +72,9 @@ static void upsert(struct kite_informer *i, json_object *obj) {
 }
 
 static void removed(struct kite_informer *i, json_object *obj) {
-    _cleanup_free_ char *key = kite_informer_key(obj);
+    char buf[KEY_STACK];
+    _cleanup_free_ char *heap = NULL;
+    const char *key = key_of(obj, buf, &heap);
     pthread_mutex_lock(&i->mu);
     json_object *old = key ? kite_map_del(&i->cache, key) : NULL;
     pthread_mutex_unlock(&i->mu);
@@ -99,10 +121,9 @@ static void replace(struct kite_informer *i, json_object *items) {
         if (i->h[k].synced) i->h[k].synced(i->h[k].ud);
 }
 
-static int on_event(json_object *ev, void *ud) {
-    struct kite_informer *i = ud;
-    json_object *obj = kite_obj_get(ev, "object");
-    const char *type = kite_obj_str(ev, "type"), *rv = kite_meta_str(obj, "resourceVersion");
+/* A watch event of type `type` (NULL: none) for obj (borrowed; NULL: none). */
+static int on_object(struct kite_informer *i, const char *type, json_object *obj) {
+    const char *rv = kite_meta_str(obj, "resourceVersion");
     if (!type || kite_streq(type, "ERROR")) return -ESTALE; /* 410 Expired, or worse: list again */
     if (rv) snprintf(i->rv, sizeof i->rv, "%s", rv);
     if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) upsert(i, obj);
@@ -110,36 +131,39 @@ static int on_event(json_object *ev, void *ud) {
     return 0;
 }
 
+static int on_event(json_object *ev, void *ud) {
+    return on_object(ud, kite_obj_str(ev, "type"), kite_obj_get(ev, "object"));
+}
+
 /* A watch event's text, for an informer that keeps only some members: the object is cut down
  * from the text (json/scan.h) without parsing the rest of it; an event the scan cannot follow
  * (and a BOOKMARK or ERROR) is parsed whole and cut down after. */
 static int on_line(const char *line, size_t len, void *ud) {
+    static const char *const members[] = {"type", "object"};
+    static const char *const types[] = {"ADDED", "MODIFIED", "DELETED"};
     struct kite_informer *i = ud;
-    const char *t, *o;
-    size_t tn, on;
-    json_object *obj = NULL, *ev = NULL;
-    if (kite_json_member(line, len, "type", &t, &tn) == 1 && kite_json_member(line, len, "object", &o, &on) == 1 &&
-        ((tn == 7 && memcmp(t, "\"ADDED\"", 7) == 0) || (tn == 10 && memcmp(t, "\"MODIFIED\"", 10) == 0) ||
-         (tn == 9 && memcmp(t, "\"DELETED\"", 9) == 0)) &&
-        (obj = kite_json_project(o, on, i->project))) {
-        ev = json_object_new_object();
-        json_object_object_add(ev, "type", json_object_new_string_len(t + 1, (int)tn - 2));
-        json_object_object_add(ev, "object", obj);
-    } else {
-        enum json_tokener_error e;
-        json_object *full = kite_json_parse(line, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
-        if (!full || e != json_tokener_success || !json_object_is_type(full, json_type_object)) {
-            json_object_put(full);
-            return -EBADMSG;
-        }
-        ev = json_object_new_object();
-        json_object *type = kite_obj_get(full, "type"), *whole = kite_obj_get(full, "object");
-        if (type) json_object_object_add(ev, "type", json_object_get(type));
-        if (whole) json_object_object_add(ev, "object", kite_obj_project(whole, i->project));
+    const char *m[2];
+    size_t mn[2];
+    json_object *obj;
+    if (kite_json_members(line, len, 2, members, m, mn) == 0 && m[0] && m[1] && *m[0] == '"')
+        for (size_t k = 0; k < KITE_ARRAY_SIZE(types); k++)
+            if (mn[0] == strlen(types[k]) + 2 && memcmp(m[0] + 1, types[k], mn[0] - 2) == 0) {
+                if (!(obj = kite_json_project(m[1], mn[1], i->project))) break;
+                int r = on_object(i, types[k], obj);
+                json_object_put(obj);
+                return r;
+            }
+    enum json_tokener_error e;
+    json_object *full = kite_json_parse(line, len, JSON_TOKENER_DEFAULT_DEPTH, &e, NULL);
+    if (!full || e != json_tokener_success || !json_object_is_type(full, json_type_object)) {
         json_object_put(full);
+        return -EBADMSG;
     }
-    int r = on_event(ev, i);
-    json_object_put(ev);
+    json_object *whole = kite_obj_get(full, "object");
+    obj = whole ? kite_obj_project(whole, i->project) : NULL;
+    int r = on_object(i, kite_obj_str(full, "type"), obj);
+    json_object_put(obj);
+    json_object_put(full);
     return r;
 }
 

@@ -12,12 +12,18 @@
  * the scan cannot tell. */
 int kite_json_member(const char *s, size_t n, const char *name, const char **ret, size_t *ret_len);
 
+/* kite_json_member for count names in one walk over the object: 0 with each ret[k] and
+ * ret_len[k] set (ret[k] NULL when there is none), -1 when the scan cannot tell. */
+int kite_json_members(const char *s, size_t n, size_t count, const char *const *names, const char **ret,
+                      size_t *ret_len);
+
 /* The object s[0..n) cut down to the members at the given dotted paths ("metadata.name",
  * "spec.renewTime"; a NULL-terminated list): a new object holding those that exist and are not
  * null, each value
  * parsed alone, objects on the way created as needed (client-go's informer transform, done
  * before the parse rather than after). NULL when the scan cannot tell, or a value does not
- * parse: the caller parses the whole text then. */
+ * parse: the caller parses the whole text then. Each object on the paths is walked once for
+ * all of them. */
 json_object *kite_json_project(const char *s, size_t n, const char *const *paths);
 
 /* The same cut of an object already parsed: the values are shared (referenced), not copied. */

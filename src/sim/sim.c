@@ -96,6 +96,7 @@ struct shape {
     size_t n_imgs;
     int cpus;
     uint64_t disk_bytes;
+    uint64_t images_gen; /* changes with its runtime's images (set once, in make_shape) */
 };
 
 struct kite_sim {
@@ -334,6 +335,7 @@ static int make_shape(struct kite_sim *s, unsigned k, char **err) {
         imgs[i].id = kite_asprintf("sha256:%064x", i * 7919 + 1);
     }
     kite_runtime_fake_set_images(sh->rt, imgs, (size_t)n);
+    sh->images_gen++;
     sh->imgs = imgs;
     sh->n_imgs = (size_t)n;
     return 0;
@@ -375,29 +377,66 @@ static int src_cpus(void *ud) {
     return c->s->shapes[c->i % KITE_SIM_SHAPES].cpus;
 }
 
-static int node_status(void *ud, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
-    struct sim_node *n = ud;
+static int src_images_gen(void *ud, uint64_t *ret) {
+    struct status_ctx *c = ud;
+    *ret = c->s->shapes[c->i % KITE_SIM_SHAPES].images_gen;
+    return 0;
+}
+
+/* The node's status source (agent.h, kite_agent_status_source): its config and sources are
+ * made on the stack for each step, the same for the read and its build. */
+struct node_src {
+    char name[128];
+    struct status_ctx c;
+    struct kite_ns_config cfg;
+    struct kite_ns_sources src;
+};
+
+static void node_src_init(struct sim_node *n, struct node_src *ns) {
     struct kite_sim *s = sim_current;
     uint32_t i = node_index(s, n);
     const struct shape *sh = &s->shapes[i % KITE_SIM_SHAPES];
-    char name[128];
-    kite_sim_node_name(s, i, name, sizeof name);
-    struct kite_ns_config cfg = s->cfg[0].ns;
-    cfg.node_name = name;
-    cfg.root_dir = "/";
-    cfg.kubelet_version = KITE_VERSION;
+    kite_sim_node_name(s, i, ns->name, sizeof ns->name);
+    ns->cfg = s->cfg[0].ns;
+    ns->cfg.node_name = ns->name;
+    ns->cfg.root_dir = "/";
+    ns->cfg.kubelet_version = KITE_VERSION;
     /* a simulated node serves no log or metrics endpoint: it publishes port 0, as an agent whose
      * endpoint did not start, so the server's metrics scraper and log proxy do not dial it (a
      * scrape of 10,000 nodes every 15 s was most of kite up's CPU in the 10,000-node run) */
-    cfg.daemon_port = 0;
-    /* allocatable (admission) and the InternalIP (pods' hostIP) as the server acknowledged them */
-    if (n->pods && prev) kite_pods_node_status(n->pods, prev);
-    struct status_ctx c = {s, i};
-    struct kite_ns_sources src = {.sysroot = sh->sysroot, .runtime = sh->rt, .statfs = src_statfs,
-                                  .default_route_ip = src_route, .online_cpus = src_cpus, .ud = &c, .cache = sh->cache,
-                                  .runtime_ready = true, .pleg_healthy = true};
-    return kite_nodestatus_compute(&cfg, &src, prev, ret, ev);
+    ns->cfg.daemon_port = 0;
+    ns->c = (struct status_ctx){s, i};
+    ns->src = (struct kite_ns_sources){.sysroot = sh->sysroot, .runtime = sh->rt, .statfs = src_statfs,
+                                       .default_route_ip = src_route, .online_cpus = src_cpus,
+                                       .images_gen = src_images_gen, .ud = &ns->c, .cache = sh->cache,
+                                       .runtime_ready = true, .pleg_healthy = true};
 }
+
+static int node_status_read(void *ud, void **ret, uint64_t *ret_digest) {
+    struct node_src ns;
+    node_src_init(ud, &ns);
+    struct kite_ns_inputs *in = NULL;
+    int r = kite_nodestatus_read(&ns.cfg, &ns.src, &in);
+    if (r < 0) return r;
+    *ret_digest = kite_ns_inputs_digest(in);
+    *ret = in;
+    return 0;
+}
+
+static int node_status_build(void *ud, void *in, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+    struct sim_node *n = ud;
+    struct node_src ns;
+    node_src_init(n, &ns);
+    /* allocatable (admission) and the InternalIP (pods' hostIP) as the server acknowledged them;
+     * a sync that builds nothing has an acknowledged status already given here */
+    if (n->pods && prev) kite_pods_node_status(n->pods, prev);
+    return kite_nodestatus_build(&ns.cfg, &ns.src, in, prev, ret, ev);
+}
+
+static void node_status_release(void *ud, void *in) { kite_ns_inputs_free(in); }
+
+static const struct kite_agent_status_source node_status = {node_status_read, node_status_build,
+                                                            node_status_release};
 
 /* ---- node lifecycle ---- */
 
@@ -713,7 +752,7 @@ static int node_start(struct kite_sim *s, uint32_t i) {
     if (s->o.pods_per_node) node_pods_start(s, i, name, n->ran);
     struct kite_agent_config *cfg = &s->cfg[s->ncfg > 1 ? i % s->ncfg : 0];
     cfg->node_name = name; /* copied by kite_agent_new */
-    struct kite_agent_options ao = {.config = cfg, .client = n->client, .status_fn = node_status, .status_ud = n,
+    struct kite_agent_options ao = {.config = cfg, .client = n->client, .status_source = &node_status, .status_ud = n,
                                     .seed = ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ull};
     _cleanup_free_ char *err = NULL;
     r = kite_agent_new(&ao, &n->agent, &err);

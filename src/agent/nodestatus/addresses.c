@@ -19,18 +19,8 @@ static void add_address(json_object *arr, const char *type, const char *address)
 
 int kite_ns_set_addresses(struct ns_ctx *c) {
     const struct kite_ns_config *cfg = c->cfg;
-    char ip[NS_IP_LEN] = "";
-    int r = 0;
-    if (cfg->node_ip) {
-        if (is_ip(cfg->node_ip))
-            snprintf(ip, sizeof(ip), "%s", cfg->node_ip);
-        else
-            r = -EINVAL;
-    } else {
-        r = c->src->default_route_ip ? c->src->default_route_ip(ip, sizeof(ip), c->src->ud)
-                                     : kite_ns_default_route_ip(c->sysroot, ip, sizeof(ip));
-        if (r == 0 && !is_ip(ip)) r = -EINVAL;
-    }
+    const char *ip = c->in->ip;
+    int r = c->in->ip_r; /* read by kite_nodestatus_read */
     json_object *arr;
     json_object_object_get_ex(c->status, "addresses", &arr);
     /* Without an InternalIP the Hostname is still worth reporting; the error is returned. */

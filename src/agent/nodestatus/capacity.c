@@ -71,15 +71,7 @@ int kite_ns_set_machine(struct ns_ctx *c) {
     size_t ncap = 0, nalloc = 0;
     int err = 0;
 
-    int cpus = 0, r;
-    if (c->src->online_cpus) {
-        r = c->src->online_cpus(c->src->ud);
-        cpus = r;
-        r = r > 0 ? 0 : r == 0 ? -ENODATA : r;
-    } else {
-        r = f->cpus_r;
-        cpus = f->cpus;
-    }
+    int cpus = c->in->cpus, r = c->in->cpus_r; /* the override's or the facts' */
     if (r == 0 && cpus > 0) {
         int64_t m = (int64_t)cpus * 1000;
         add_res(cap, &ncap, "cpu", m, false);
@@ -106,7 +98,6 @@ int kite_ns_set_machine(struct ns_ctx *c) {
 
     if ((r = f->mem_total_r) == 0) {
         int64_t mem = f->mem_total;
-        c->mem_total = mem;
         int64_t evict = kite_ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, mem);
         int64_t m = to_milli(mem);
         add_res(cap, &ncap, "memory", m, true);

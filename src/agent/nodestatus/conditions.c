@@ -13,59 +13,28 @@ static void set_pressure(struct ns_ctx *c, const char *type, bool pressure, cons
                      pressure ? msg_true : msg_false, event_true, event_false);
 }
 
+/* The verdicts are kite_nodestatus_read's (inputs.c): the digest covers exactly them. */
 int kite_ns_set_memory_pressure(struct ns_ctx *c) {
-    const struct kite_ns_config *cfg = c->cfg;
-    int64_t avail = -1, total = c->mem_total;
-    int r = kite_ns_mem_available(c, &avail);
-    if (total < 0 && c->facts->mem_total_r == 0) total = c->facts->mem_total;
-    int64_t threshold = kite_ns_threshold(cfg->evict_mem_bytes, cfg->evict_mem_pct, total);
-    bool pressure = r == 0 && threshold >= 0 && avail < threshold;
-    set_pressure(c, "MemoryPressure", pressure, "KubeletHasInsufficientMemory",
+    set_pressure(c, "MemoryPressure", c->in->mem_pressure, "KubeletHasInsufficientMemory",
                  "kubelet has insufficient memory available", "KubeletHasSufficientMemory",
                  "kubelet has sufficient memory available", "NodeHasInsufficientMemory",
                  "NodeHasSufficientMemory");
-    return r;
+    return 0;
 }
 
 int kite_ns_set_disk_pressure(struct ns_ctx *c) {
-    const struct kite_ns_config *cfg = c->cfg;
-    bool pressure = false;
-    if (c->fs_ok) {
-        int64_t total = c->fs_total > INT64_MAX ? INT64_MAX : (int64_t)c->fs_total;
-        int64_t bytes = kite_ns_threshold(cfg->evict_nodefs_bytes, cfg->evict_nodefs_pct, total);
-        if (bytes >= 0 && c->fs_avail < (uint64_t)bytes) pressure = true;
-        /* Filesystems without an inode table (btrfs reports 0 total) never run out of inodes. */
-        if (c->fs_inodes > 0) {
-            int64_t itotal = c->fs_inodes > INT64_MAX ? INT64_MAX : (int64_t)c->fs_inodes;
-            int64_t inodes = kite_ns_threshold(cfg->evict_inodes_count, cfg->evict_inodes_pct, itotal);
-            if (inodes >= 0 && c->fs_inodes_free < (uint64_t)inodes) pressure = true;
-        }
-    }
-    set_pressure(c, "DiskPressure", pressure, "KubeletHasDiskPressure", "kubelet has disk pressure",
+    set_pressure(c, "DiskPressure", c->in->disk_pressure, "KubeletHasDiskPressure", "kubelet has disk pressure",
                  "KubeletHasNoDiskPressure", "kubelet has no disk pressure", "NodeHasDiskPressure",
                  "NodeHasNoDiskPressure");
     return c->fs_ok ? 0 : -ENODATA;
 }
 
 int kite_ns_set_pid_pressure(struct ns_ctx *c) {
-    const struct kite_ns_config *cfg = c->cfg;
-    bool pressure = false;
-    int r = 0;
-    /* Kubernetes sets no pid.available threshold by default: then there is nothing to read. */
-    if (cfg->evict_pid_count >= 0 || cfg->evict_pid_pct >= 0) {
-        int64_t limit = c->facts->pid_limit, running;
-        r = c->facts->pid_limit_r;
-        if (r == 0) r = kite_ns_tasks_running(c, &running);
-        if (r == 0) {
-            int64_t threshold = kite_ns_threshold(cfg->evict_pid_count, cfg->evict_pid_pct, limit);
-            pressure = threshold >= 0 && limit - running < threshold;
-        }
-    }
-    set_pressure(c, "PIDPressure", pressure, "KubeletHasInsufficientPID",
+    set_pressure(c, "PIDPressure", c->in->pid_pressure, "KubeletHasInsufficientPID",
                  "kubelet has insufficient PID available", "KubeletHasSufficientPID",
                  "kubelet has sufficient PID available", "NodeHasInsufficientPID",
                  "NodeHasSufficientPID");
-    return r;
+    return 0;
 }
 
 /* Appends one error message to the aggregate, skipping duplicates as errors.NewAggregate's

@@ -36,17 +36,8 @@ int kite_ns_set_version(struct ns_ctx *c) {
     /* Kubernetes 1.32 (DisableNodeKubeProxyVersion on by default) leaves kubeProxyVersion empty. */
     set_info(c, "kubeProxyVersion", "");
 
-    struct kite_runtime *rt = c->src->runtime;
-    if (rt && rt->ops->version) {
-        _cleanup_free_ char *name = NULL, *version = NULL;
-        int r = rt->ops->version(rt, &name, &version);
-        if (r == 0) {
-            _cleanup_free_ char *v = kite_asprintf("%s://%s", name, version);
-            set_info(c, "containerRuntimeVersion", v);
-        } else {
-            err = r;
-        }
-    }
+    if (c->in->version) set_info(c, "containerRuntimeVersion", c->in->version);
+    err = c->in->version_r;
     return err;
 }
 
@@ -58,7 +49,7 @@ int kite_ns_set_daemon(struct ns_ctx *c) {
 }
 
 static int cmp_image(const void *a, const void *b) {
-    const struct kite_image *x = a, *y = b;
+    const struct kite_image *x = *(const struct kite_image *const *)a, *y = *(const struct kite_image *const *)b;
     if (x->size_bytes != y->size_bytes) return x->size_bytes < y->size_bytes ? 1 : -1;
     /* ties broken by first name so that equal inputs give byte-equal status */
     const char *nx = x->n_names ? x->names[0] : "", *ny = y->n_names ? y->names[0] : "";
@@ -68,24 +59,36 @@ static int cmp_image(const void *a, const void *b) {
 int kite_ns_set_images(struct ns_ctx *c) {
     struct kite_runtime *rt = c->src->runtime;
     if (!rt || !rt->ops->list_images) return 0;
-    struct kite_image *v = NULL;
+    struct kite_image *listed = NULL;
+    const struct kite_image *v;
     size_t n = 0;
-    int r = rt->ops->list_images(rt, &v, &n);
+    int r;
+    if (c->in->images_listed) { /* by kite_nodestatus_read */
+        r = c->in->images_r;
+        v = c->in->images;
+        n = r == 0 ? c->in->n_images : 0;
+    } else {
+        r = rt->ops->list_images(rt, &listed, &n);
+        v = listed;
+    }
     if (r < 0) return r;
-    if (n) qsort(v, n, sizeof(*v), cmp_image);
+    const struct kite_image **sorted = kite_calloc(n ? n : 1, sizeof *sorted);
+    for (size_t i = 0; i < n; i++) sorted[i] = &v[i];
+    if (n) qsort(sorted, n, sizeof *sorted, cmp_image);
     size_t keep = c->cfg->max_images >= 0 && (size_t)c->cfg->max_images < n
                       ? (size_t)c->cfg->max_images
                       : n;
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < keep; i++) {
         json_object *img = json_object_new_object(), *names = json_object_new_array();
-        for (size_t j = 0; j < v[i].n_names && j < NS_MAX_NAMES_PER_IMAGE; j++)
-            json_object_array_add(names, json_object_new_string(v[i].names[j]));
+        for (size_t j = 0; j < sorted[i]->n_names && j < NS_MAX_NAMES_PER_IMAGE; j++)
+            json_object_array_add(names, json_object_new_string(sorted[i]->names[j]));
         json_object_object_add(img, "names", names);
-        json_object_object_add(img, "sizeBytes", json_object_new_int64(v[i].size_bytes));
+        json_object_object_add(img, "sizeBytes", json_object_new_int64(sorted[i]->size_bytes));
         json_object_array_add(arr, img);
     }
-    kite_images_free(v, n);
+    free(sorted);
+    if (listed) kite_images_free(listed, n);
     if (json_object_array_length(arr))
         json_object_object_add(c->status, "images", arr);
     else

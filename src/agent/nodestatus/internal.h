@@ -31,21 +31,41 @@ struct ns_facts {
 void kite_ns_facts_read(const char *sysroot, struct ns_facts *f);
 void kite_ns_facts_release(struct ns_facts *f);
 
+/* What kite_nodestatus_read read, reduced to what the status shows (nodestatus.h). */
+struct kite_ns_inputs {
+    uint64_t digest;
+    struct ns_facts own;          /* the facts read for this computation when there is no cache */
+    const struct ns_facts *facts; /* the cache's or &own */
+    /* root_dir's filesystem: capacity, and DiskPressure's verdict */
+    bool fs_ok;
+    uint64_t fs_total;
+    bool disk_pressure;
+    bool mem_pressure, pid_pressure;
+    int ip_r;                     /* the InternalIP: 0 and ip, or -errno */
+    char ip[NS_IP_LEN];
+    int cpus_r, cpus;             /* the override's or the facts' */
+    int version_r;                /* containerRuntimeVersion "name://version"; NULL = no runtime */
+    char *version;
+    bool images_listed;           /* images/n_images/images_r hold the list (else the build lists) */
+    int images_r;
+    struct kite_image *images;
+    size_t n_images;
+};
+
 /* One run of the setters. Setters add to status (owned) and read earlier setters' results. */
 struct ns_ctx {
     const struct kite_ns_config *cfg;
     const struct kite_ns_sources *src;
     const char *sysroot;   /* never NULL */
+    const struct kite_ns_inputs *in; /* what was read (NULL while reading) */
     json_object *prev;     /* borrowed previous status; may be NULL */
     json_object *status;   /* the status being built */
     struct kite_ns_events *events; /* may be NULL */
     int64_t now_ns;
     char now[21];
-    /* filesystem stats of root_dir, shared by capacity and DiskPressure */
+    /* filesystem size of root_dir (in->fs_ok, in->fs_total) */
     bool fs_ok;
-    uint64_t fs_total, fs_avail, fs_inodes, fs_inodes_free;
-    /* MemTotal in bytes, shared by capacity and MemoryPressure (-1 = unknown) */
-    int64_t mem_total;
+    uint64_t fs_total;
     const struct ns_facts *facts; /* the cache's, or read for this run */
 };
 

@@ -142,15 +142,30 @@ int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_
                             json_object *prev_status, json_object **ret_status,
                             struct kite_ns_events *events) {
     if (!cfg || !src || !ret_status) return -EINVAL;
+    struct kite_ns_inputs *in = NULL;
+    int r = kite_nodestatus_read(cfg, src, &in);
+    if (r < 0) return r;
+    r = kite_nodestatus_build(cfg, src, in, prev_status, ret_status, events);
+    kite_ns_inputs_free(in);
+    return r;
+}
+
+int kite_nodestatus_build(const struct kite_ns_config *cfg, const struct kite_ns_sources *src,
+                          const struct kite_ns_inputs *in, json_object *prev_status, json_object **ret_status,
+                          struct kite_ns_events *events) {
+    if (!cfg || !src || !in || !ret_status) return -EINVAL;
     struct kite_clock *clock = src->clock ? src->clock : kite_clock_real();
     struct ns_ctx c = {
         .cfg = cfg,
         .src = src,
+        .in = in,
         .sysroot = src->sysroot ? src->sysroot : "",
         .prev = prev_status,
         .events = events,
         .now_ns = kite_now_wall(clock),
-        .mem_total = -1,
+        .fs_ok = in->fs_ok,
+        .fs_total = in->fs_total,
+        .facts = in->facts,
     };
     kite_time_format(c.now_ns, c.now);
 
@@ -182,22 +197,12 @@ int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_
         json_object_object_add(info, info_keys[i], json_object_new_string(""));
     json_object_object_add(c.status, "nodeInfo", info);
 
-    /* The root filesystem is read once: capacity and DiskPressure must agree. */
-    const char *root = cfg->root_dir ? cfg->root_dir : "/";
-    int r = src->statfs ? src->statfs(root, &c.fs_total, &c.fs_avail, &c.fs_inodes,
-                                      &c.fs_inodes_free, src->ud)
-                        : kite_ns_statfs(root, &c.fs_total, &c.fs_avail, &c.fs_inodes, &c.fs_inodes_free);
-    c.fs_ok = r == 0;
-    struct ns_facts own = {0};
-    c.facts = kite_ns_cache_facts(&c, &own);
-
     /* A setter's failure leaves its part out, as the kubelet logs and goes on; only the
      * context-wide failures above abort. */
     for (size_t i = 0; i < KITE_ARRAY_SIZE(setters); i++) (void)setters[i].fn(&c);
 
     static const char *const omitempty[] = {"capacity", "allocatable", "conditions", "addresses"};
     for (size_t i = 0; i < KITE_ARRAY_SIZE(omitempty); i++) drop_if_empty(c.status, omitempty[i]);
-    kite_ns_facts_release(&own);
     *ret_status = c.status;
     return 0;
 }

@@ -65,6 +65,10 @@ struct kite_ns_sources {
                                                     * seen active 3m0.5s ago; threshold is 3m0s";
                                                     * reported as "PLEG is not healthy: <it>";
                                                     * NULL = "pleg has yet to be successful" */
+    /* Optional: a number that changes whenever the runtime's image list may have changed
+     * (0 or -errno). With it a read (kite_nodestatus_read) digests the number instead of
+     * listing the images; the build lists them. NULL = the read lists and digests them. */
+    int (*images_gen)(void *ud, uint64_t *ret);
 };
 
 /* One transition event. type is a static string ("Normal"/"Warning"); reason and message are
@@ -95,6 +99,27 @@ void kite_ns_events_release(struct kite_ns_events *e);
 int kite_nodestatus_compute(const struct kite_ns_config *cfg, const struct kite_ns_sources *src,
                             json_object *prev_status, json_object **ret_status,
                             struct kite_ns_events *events);
+
+/* The computation in two steps, for callers that skip the second when nothing changed.
+ *
+ * kite_nodestatus_read reads every source (the filesystem, the cache's facts and readings,
+ * the default route, the cpus, the runtime's version and images, the health inputs) and
+ * reduces each to what the status shows of it (MemAvailable, the free bytes, inodes and pids
+ * only as "under the eviction threshold or not"), with a 64-bit digest of that and of cfg.
+ * kite_nodestatus_build makes the status from what was read, exactly as
+ * kite_nodestatus_compute (= read + build). The status depends on nothing else besides
+ * prev_status and the clock, and on the clock only through lastHeartbeatTime and the
+ * lastTransitionTime of a condition that flips (or that prev_status lacks): so two reads with
+ * the same digest build statuses that differ at most in those, from the same prev_status.
+ * cfg and src must be the same (same values) for the read and its build. 0 or -errno. */
+struct kite_ns_inputs;
+int kite_nodestatus_read(const struct kite_ns_config *cfg, const struct kite_ns_sources *src,
+                         struct kite_ns_inputs **ret);
+uint64_t kite_ns_inputs_digest(const struct kite_ns_inputs *in);
+int kite_nodestatus_build(const struct kite_ns_config *cfg, const struct kite_ns_sources *src,
+                          const struct kite_ns_inputs *in, json_object *prev_status, json_object **ret_status,
+                          struct kite_ns_events *events);
+void kite_ns_inputs_free(struct kite_ns_inputs *in); /* NULL-safe */
 
 /* The cache of one sysroot's machine (kite_ns_sources.cache).
  *

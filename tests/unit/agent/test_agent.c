@@ -7,6 +7,7 @@
 #include "json/patch.h"
 #include "agent_fake_api.h"
 #include "agent/runtime/runtime.h"
+#include "test_nodestatus_util.h"
 
 #define T0_WALL (INT64_C(1796226146) * KITE_NS_PER_SEC)
 #define SEC KITE_NS_PER_SEC
@@ -618,5 +619,332 @@ Test(agent, runtime_status_drives_ready) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     cr_assert_eq(system(cmd), 0);
+    env_release(&e);
+}
+
+/* ---- a status source in two steps (agent.h, kite_agent_status_source): a sync whose inputs'
+ * digest and acknowledged status did not change since one that found nothing to report does
+ * not build; any change of either, or a due full report, builds again. ---- */
+
+struct two_step {
+    struct env *e;
+    uint64_t digest; /* what the next read reports */
+    int reads, builds;
+};
+
+static int two_step_read(void *ud, void **ret, uint64_t *ret_digest) {
+    struct two_step *t = ud;
+    t->reads++;
+    *ret = t;
+    *ret_digest = t->digest;
+    return 0;
+}
+
+static int two_step_build(void *ud, void *in, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+    struct two_step *t = ud;
+    cr_assert_eq(in, t, "build gets what read gave");
+    t->builds++;
+    return fake_status(t->e, prev, ret, ev);
+}
+
+static void two_step_release(void *ud, void *in) {}
+
+static const struct kite_agent_status_source two_step_source = {two_step_read, two_step_build, two_step_release};
+
+static void env_up_two_step(struct env *e, struct two_step *t) {
+    *t = (struct two_step){.e = e, .digest = 1};
+    struct kite_agent_options o = {.config = &e->cfg, .client = e->client, .clock = &e->clk.clock,
+                                   .status_source = &two_step_source, .status_ud = t, .seed = 42};
+    char *err = NULL;
+    cr_assert_eq(kite_agent_new(&o, &e->a, &err), 0, "%s", err ? err : "");
+    run_for(e, 5 * SEC);
+    cr_assert_not_null(e->api.node);
+    fake_api_clear(&e->api);
+    t->reads = t->builds = 0;
+}
+
+Test(agent, unchanged_inputs_skip_the_build) {
+    struct env e;
+    struct two_step t;
+    env_init(&e);
+    env_up_two_step(&e, &t);
+    run_for(&e, 100 * SEC);
+    cr_assert_geq(t.reads, 9, "inputs read every 10 s: %d", t.reads);
+    cr_assert_eq(t.builds, 0, "nothing changed since a sync that found nothing to report: %d builds", t.builds);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+    env_release(&e);
+}
+
+Test(agent, changed_inputs_build_and_patch) {
+    struct env e;
+    struct two_step t;
+    env_init(&e);
+    env_up_two_step(&e, &t);
+    run_for(&e, 30 * SEC);
+    cr_assert_eq(t.builds, 0);
+    /* a source whose digest does not change is not asked: the machine's change stays unseen */
+    json_object *imgs = json_tokener_parse("[{\"names\":[\"b:2\"],\"sizeBytes\":500},{\"names\":[\"a:1\"],\"sizeBytes\":100}]");
+    json_object_object_add(e.machine, "images", imgs);
+    run_for(&e, 20 * SEC);
+    cr_assert_eq(t.builds, 0);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+    /* its digest changes: built, patched */
+    t.digest = 2;
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(t.builds, 1);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", "/api/v1/nodes/n1/status"), 1);
+    const char *s = json_object_to_json_string_ext(fake_api_find(&e.api, "PATCH", "/status", 0)->body,
+                                                   JSON_C_TO_STRING_PLAIN);
+    cr_assert_str_eq(s, "{\"status\":{\"images\":[{\"names\":[\"b:2\"],\"sizeBytes\":500},"
+                        "{\"names\":[\"a:1\"],\"sizeBytes\":100}]}}");
+    /* the answer is a new acknowledged status: compared once more, then skipped again */
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(t.builds, 2);
+    run_for(&e, 50 * SEC);
+    cr_assert_eq(t.builds, 2);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 1);
+    env_release(&e);
+}
+
+Test(agent, due_report_builds_despite_unchanged_inputs) {
+    struct env e;
+    struct two_step t;
+    env_init(&e);
+    env_up_two_step(&e, &t);
+    run_for(&e, 290 * SEC);
+    cr_assert_eq(t.builds, 0);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+    run_for(&e, 25 * SEC);
+    cr_assert_geq(t.builds, 1);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 1, "nodeStatusReportFrequency: a full report");
+    env_release(&e);
+}
+
+/* Another writer's change to the Node (the watch) is a new acknowledged status: the next sync
+ * builds and compares; Ready set Unknown by the node controller is corrected, a condition of
+ * another owner is kept without a patch. */
+static void watch_modified(struct env *e, void (*edit)(json_object *conds)) {
+    json_object *node = NULL;
+    json_object_deep_copy(e->api.node, &node, NULL);
+    edit(json_object_object_get(json_object_object_get(node, "status"), "conditions"));
+    json_object *ev = json_object_new_object();
+    json_object_object_add(ev, "type", json_object_new_string("MODIFIED"));
+    json_object_object_add(ev, "object", node);
+    kite_agent_node_event(e->a, ev);
+    json_object_put(ev);
+}
+
+static void add_foreign_condition(json_object *conds) {
+    json_object_array_add(conds, json_tokener_parse("{\"type\":\"NetworkUnavailable\",\"status\":\"False\","
+                                                    "\"reason\":\"RouteCreated\",\"message\":\"routes created\"}"));
+}
+
+static void ready_unknown(json_object *conds) {
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (kite_streq(jstr(c, "type"), "Ready")) json_object_object_add(c, "status", json_object_new_string("Unknown"));
+    }
+}
+
+Test(agent, acknowledged_status_changed_by_another_writer_builds_again) {
+    struct env e;
+    struct two_step t;
+    env_init(&e);
+    env_up_two_step(&e, &t);
+    run_for(&e, 30 * SEC);
+    cr_assert_eq(t.builds, 0);
+
+    watch_modified(&e, ready_unknown);
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(t.builds, 1, "a new acknowledged status is compared with");
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", "/status"), 1, "Ready corrected back to True");
+    cr_assert_str_eq(ready_field(&e, "status"), "True");
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(t.builds, 2, "and so is the answer");
+    run_for(&e, 40 * SEC);
+    cr_assert_eq(t.builds, 2);
+    env_release(&e);
+}
+
+/* The machine's inputs through the agent (kite_nodestatus_read / kite_nodestatus_build over the
+ * machine1 fixture and a fake runtime, as the agent's own source and kite sim's): each kind of
+ * change is seen and patched, a reading that moves without crossing its threshold is not
+ * built for. */
+struct machine_source {
+    struct env *e;
+    char *root;
+    struct nst_fake fake;
+    struct kite_runtime *rt;
+    struct kite_ns_config cfg;
+    struct kite_ns_sources src;
+    int builds;
+};
+
+static int ms_read(void *ud, void **ret, uint64_t *ret_digest) {
+    struct machine_source *m = ud;
+    struct kite_ns_inputs *in = NULL;
+    int r = kite_nodestatus_read(&m->cfg, &m->src, &in);
+    if (r < 0) return r;
+    *ret_digest = kite_ns_inputs_digest(in);
+    *ret = in;
+    return 0;
+}
+
+static int ms_build(void *ud, void *in, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
+    struct machine_source *m = ud;
+    m->builds++;
+    return kite_nodestatus_build(&m->cfg, &m->src, in, prev, ret, ev);
+}
+
+static void ms_release(void *ud, void *in) { kite_ns_inputs_free(in); }
+
+static const struct kite_agent_status_source machine_source_ops = {ms_read, ms_build, ms_release};
+
+static void ms_up(struct env *e, struct machine_source *m) {
+    memset(m, 0, sizeof *m);
+    m->e = e;
+    m->root = nst_fixture_copy("machine1");
+    m->fake = NST_FAKE_MACHINE1;
+    m->rt = kite_runtime_fake_new("1.7.22");
+    struct kite_image img = {.names = (char *[]){"a:1"}, .n_names = 1, .size_bytes = 100, .id = "sha256:a"};
+    kite_runtime_fake_set_images(m->rt, &img, 1);
+    kite_ns_config_defaults(&m->cfg);
+    m->cfg.node_name = "n1";
+    m->cfg.root_dir = "/var/lib/kite";
+    m->cfg.kubelet_version = "v1.32.0-kite.1";
+    m->src = (struct kite_ns_sources){.sysroot = m->root, .clock = &e->clk.clock, .runtime = m->rt,
+                                      .statfs = nst_statfs, .default_route_ip = nst_route_ip, .online_cpus = nst_cpus,
+                                      .ud = &m->fake, .runtime_ready = true, .pleg_healthy = true};
+    /* as the agent's: facts every 5 minutes, readings on every sync */
+    m->src.cache = kite_ns_cache_new(m->root, KITE_NS_FACTS_TTL_NS, 0);
+    struct kite_agent_options o = {.config = &e->cfg, .client = e->client, .clock = &e->clk.clock,
+                                   .status_source = &machine_source_ops, .status_ud = m, .seed = 42};
+    char *err = NULL;
+    cr_assert_eq(kite_agent_new(&o, &e->a, &err), 0, "%s", err ? err : "");
+    run_for(e, 5 * SEC);
+    cr_assert_not_null(e->api.node);
+    cr_assert_str_eq(ready_field(e, "status"), "True");
+    run_for(e, 20 * SEC);
+    fake_api_clear(&e->api);
+    m->builds = 0;
+}
+
+static void ms_release_all(struct machine_source *m) {
+    kite_agent_free(m->e->a);
+    m->e->a = NULL;
+    kite_ns_cache_free(m->src.cache);
+    kite_runtime_free(m->rt);
+    nst_rmtree(m->root);
+    free(m->root);
+}
+
+static const char *cond_field(struct env *e, const char *type, const char *field) {
+    json_object *conds = json_object_object_get(json_object_object_get(e->api.node, "status"), "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (strcmp(jstr(c, "type"), type) == 0) return jstr(c, field);
+    }
+    return NULL;
+}
+
+/* One change, then: built within a sync, one PATCH (its status member named `member`), and
+ * after the answer's comparison no further build. */
+static void expect_one_patch(struct env *e, struct machine_source *m, const char *member) {
+    run_for(e, 11 * SEC);
+    cr_assert_geq(m->builds, 1);
+    cr_assert_eq(fake_api_count(&e->api, "PATCH", "/status"), 1);
+    json_object *st = json_object_object_get(fake_api_find(&e->api, "PATCH", "/status", 0)->body, "status");
+    cr_assert_not_null(json_object_object_get(st, member), "%s", json_object_to_json_string(st));
+    run_for(e, 11 * SEC);
+    int b = m->builds;
+    run_for(e, 40 * SEC);
+    cr_assert_eq(m->builds, b, "skipped again once the answer was compared with");
+    cr_assert_eq(fake_api_count(&e->api, "PATCH", "/status"), 1);
+    fake_api_clear(&e->api);
+    m->builds = 0;
+}
+
+Test(agent, machine_inputs_are_skipped_until_they_change) {
+    struct env e;
+    struct machine_source m;
+    env_init(&e);
+    ms_up(&e, &m);
+    run_for(&e, 60 * SEC);
+    cr_assert_eq(m.builds, 0);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+
+    /* another writer's condition: the acknowledged status changed, built and compared with;
+     * the condition is kept, nothing to report */
+    watch_modified(&e, add_foreign_condition);
+    run_for(&e, 11 * SEC);
+    cr_assert_eq(m.builds, 1);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", NULL), 0);
+    run_for(&e, 40 * SEC);
+    cr_assert_eq(m.builds, 1);
+    m.builds = 0;
+
+    /* MemAvailable moves but stays above 100Mi: nothing to build */
+    nst_write(m.root, "/proc/meminfo", "MemTotal: 16318472 kB\nMemAvailable: 7000000 kB\n");
+    m.fake.avail_bytes -= 1000000000; /* the disk fills, still above 10% */
+    m.fake.free_inodes -= 1000;
+    run_for(&e, 30 * SEC);
+    cr_assert_eq(m.builds, 0);
+
+    /* it crosses the eviction threshold */
+    nst_write(m.root, "/proc/meminfo", "MemTotal: 16318472 kB\nMemAvailable: 50000 kB\n");
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "MemoryPressure", "status"), "True");
+    nst_write(m.root, "/proc/meminfo", "MemTotal: 16318472 kB\nMemAvailable: 8000000 kB\n");
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "MemoryPressure", "status"), "False");
+
+    /* the disk's free bytes, then its free inodes, cross theirs */
+    m.fake.avail_bytes = m.fake.total_bytes / 20;
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "DiskPressure", "status"), "True");
+    m.fake.avail_bytes = m.fake.total_bytes / 2;
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "DiskPressure", "status"), "False");
+    m.fake.free_inodes = 1000;
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "DiskPressure", "status"), "True", "inodes");
+    m.fake.free_inodes = 1000000;
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "DiskPressure", "status"), "False");
+
+    /* the runtime's image list */
+    struct kite_image imgs[] = {{.names = (char *[]){"a:1"}, .n_names = 1, .size_bytes = 100, .id = "sha256:a"},
+                                {.names = (char *[]){"b:2"}, .n_names = 1, .size_bytes = 500, .id = "sha256:b"}};
+    kite_runtime_fake_set_images(m.rt, imgs, 2);
+    expect_one_patch(&e, &m, "images");
+    cr_assert_eq(json_object_array_length(json_object_object_get(json_object_object_get(e.api.node, "status"), "images")), 2);
+
+    /* the address and the cpus */
+    m.fake.route_ip = "10.0.0.99";
+    expect_one_patch(&e, &m, "addresses");
+    m.fake.cpus = 6;
+    expect_one_patch(&e, &m, "capacity");
+    cr_assert_str_eq(jstr(e.api.node, "status.capacity.cpu"), "6");
+
+    /* the health inputs, and their messages that carry durations */
+    m.src.pleg_healthy = false;
+    m.src.pleg_error = "pleg was last seen active 3m0.5s ago; threshold is 3m0s";
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "Ready", "message"),
+                     "PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s");
+    m.src.pleg_error = "pleg was last seen active 3m10.5s ago; threshold is 3m0s";
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "Ready", "message"),
+                     "PLEG is not healthy: pleg was last seen active 3m10.5s ago; threshold is 3m0s");
+    m.src.pleg_healthy = true;
+    m.src.runtime_ready = false;
+    m.src.runtime_error = "container runtime not ready: RuntimeReady=false reason:X message:y";
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "Ready", "message"),
+                     "container runtime not ready: RuntimeReady=false reason:X message:y");
+    m.src.runtime_ready = true;
+    expect_one_patch(&e, &m, "conditions");
+    cr_assert_str_eq(cond_field(&e, "Ready", "status"), "True");
+    ms_release_all(&m);
     env_release(&e);
 }

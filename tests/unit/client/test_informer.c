@@ -186,6 +186,9 @@ Test(informer, factory_shares_one_list_and_watch_per_collection) {
     "\"resourceVersion\":\"" rv "\",\"managedFields\":[{\"manager\":\"m\"}]},\"spec\":{\"holderIdentity\":\"" name \
     "\",\"renewTime\":\"" t "\"}}"
 
+#define X40 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define LONG_NAME X40 X40 X40 X40 X40 X40 X40 X40 X40 /* 360 bytes, cluster-scoped */
+
 static int lease_list_h(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
                         struct kite_response *ret) {
     fake_listed(ud);
@@ -202,6 +205,14 @@ static int lease_watch_h(void *ud, const char *path, kite_watch_fn fn, void *fn_
             r = send(fn, fn_ud,
                      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"x\\ny\":\"1\",\"name\":\"b\",\"namespace\":\"ns\","
                      "\"resourceVersion\":\"12\"},\"spec\":{\"renewTime\":\"t3\",\"holderIdentity\":\"b\"}}}");
+        if (r == 0) /* a delete by the scan, with the final state; a name longer than a key kept on the stack */
+            r = send(fn, fn_ud,
+                     "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\","
+                     "\"resourceVersion\":\"13\"},\"spec\":{\"renewTime\":\"t4\"}}}");
+        if (r == 0)
+            r = send(fn, fn_ud,
+                     "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"" LONG_NAME "\",\"resourceVersion\":\"14\"},"
+                     "\"spec\":{\"renewTime\":\"t5\"}}}");
         if (r == 0) r = send(fn, fn_ud, "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}");
         return r;
     }
@@ -219,13 +230,14 @@ Test(informer, a_cut_down_informer_keeps_only_what_it_was_asked_for) {
     o.handlers[0] = (struct kite_informer_handlers){on_add, on_update, on_del, on_synced, &f};
     struct kite_informer *inf;
     cr_assert_eq(kite_informer_start(&o, &inf), 0);
-    const char *want = "add:a@1 update:a@11 add:b@12";
+    const char *want = "add:a@1 update:a@11 add:b@12 del:b@13 add:" LONG_NAME "@14";
     fake_wait_seen(&f, want, 2);
     cr_assert_str_eq(f.seen, want);
     const char *cut[] = {"ns/a", "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"11\"},"
                                  "\"spec\":{\"renewTime\":\"t2\"}}",
-                         "ns/b", "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"12\"},"
-                                 "\"spec\":{\"renewTime\":\"t3\"}}"};
+                         LONG_NAME, "{\"metadata\":{\"name\":\"" LONG_NAME "\",\"resourceVersion\":\"14\"},"
+                                 "\"spec\":{\"renewTime\":\"t5\"}}"};
+    cr_assert_null(kite_informer_get(inf, "ns/b"), "deleted");
     for (size_t k = 0; k < 4; k += 2) {
         json_object *got = kite_informer_get(inf, cut[k]), *w = json_tokener_parse(cut[k + 1]);
         cr_assert(json_object_equal(got, w), "%s: %s", cut[k], json_object_to_json_string(got));
