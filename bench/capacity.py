@@ -39,13 +39,18 @@ def control(path, line):
     return benchlib.sim_control(path, line, timeout=60, tries=50)
 
 
-def sample(ctl, up, interval):
-    """One interval: (stats at its end, apiserver CPU fraction over it)."""
+def sample(ctl, up, interval, sim=None):
+    """One interval: (stats at its end, apiserver CPU fraction over it[, the simulator's])."""
     control(ctl, "reset")
     c0, t0 = benchlib.cpu_seconds(up.pid), time.monotonic()
+    s0 = benchlib.cpu_seconds(sim.pid) if sim else 0
     time.sleep(interval)
     st = json.loads(control(ctl, "stats"))
-    return st, (benchlib.cpu_seconds(up.pid) - c0) / (time.monotonic() - t0)
+    dt = time.monotonic() - t0
+    up_cpu = (benchlib.cpu_seconds(up.pid) - c0) / dt
+    if sim is None:
+        return st, up_cpu
+    return st, up_cpu, (benchlib.cpu_seconds(sim.pid) - s0) / dt
 
 
 def run(args, renew, tmp, out):
@@ -67,12 +72,12 @@ def run(args, renew, tmp, out):
         over = 0
         while True:
             benchlib.check_sim(sim, work, "capacity")
-            st, cpu = sample(ctl, up, args.interval)
+            st, cpu, sim_cpu = sample(ctl, up, args.interval, sim)
             rss = benchlib.rss_kib(up.pid) / 1024
             n = st["registered"]
-            rows.append((n, st["renewalP99Ms"], st["renewalMaxMs"], cpu * 100, rss))
+            rows.append((n, st["renewalP99Ms"], st["renewalMaxMs"], cpu * 100, rss, sim_cpu * 100))
             log(f"renew {renew}s: {n} nodes, p99 {st['renewalP99Ms']:.0f} ms, max {st['renewalMaxMs']:.0f} ms, "
-                f"failing {st['failing']}, api CPU {cpu * 100:.0f}%, RSS {rss:.0f} MiB")
+                f"failing {st['failing']}, api CPU {cpu * 100:.0f}%, sim CPU {sim_cpu * 100:.0f}%, RSS {rss:.0f} MiB")
             # two intervals in a row past the SLO end the ramp (one can be the connections'
             # handshakes at the start, or a checkpoint); a failing node ends it at once
             over = over + 1 if st["renewalP99Ms"] > SLO_MS else 0
@@ -92,7 +97,8 @@ def run(args, renew, tmp, out):
             for i in range(0, len(names), 2000):
                 control(ctl, "kill " + " ".join(names[i:i + 2000]))
             time.sleep(4 * renew)  # the killed nodes' outstanding requests drain
-            st, cpu = sample(ctl, up, args.hold)
+            st, cpu, sim_cpu = sample(ctl, up, args.hold, sim)
+            res["hold_sim_cpu"] = sim_cpu
             res["hold_p99"], res["hold_max"], res["hold_failing"] = st["renewalP99Ms"], st["renewalMaxMs"], st["failing"]
             res["hold_cpu"], res["hold_rss"] = cpu, benchlib.rss_kib(up.pid) / 1024
     finally:
@@ -100,13 +106,13 @@ def run(args, renew, tmp, out):
         benchlib.stop(up)
     dat = out / f"capacity-{renew}s.dat"
     with open(dat, "w") as f:
-        f.write("# nodes renewal_p99_ms renewal_max_ms apiserver_cpu_percent apiserver_rss_mib\n")
+        f.write("# nodes renewal_p99_ms renewal_max_ms apiserver_cpu_percent apiserver_rss_mib sim_cpu_percent\n")
         for r in rows:
             f.write(" ".join(f"{x:.1f}" if isinstance(x, float) else str(x) for x in r) + "\n")
     res["png"] = out / f"capacity-{renew}s.png"
     benchlib.plot(res["png"], f"lease renewals every {renew} s: latency as simulated nodes are added", "nodes",
                   "renewal latency, ms", dat, [(2, "p99 ms"), (3, "max ms")],
-                  y2=[(4, "apiserver CPU %")], y2label="CPU % of a core")
+                  y2=[(4, "apiserver CPU %"), (6, "simulator CPU %")], y2label="CPU % of a core")
     return res
 
 
@@ -141,7 +147,7 @@ def main():
                   f"{cpu:>7.0f}% {rss:>11.0f}", flush=True)
             print(f"summary: renew_s={renew} capacity={r['capacity']} ended=\"{r.get('ended')}\" hold_s={args.hold:.0f} "
                   f"hold_p99_ms={hp} hold_failing={r.get('hold_failing', '-')} api_cpu={cpu / 100:.3f} "
-                  f"api_rss_mib={rss:.0f} plot={r['png']}", flush=True)
+                  f"api_rss_mib={rss:.0f} sim_cpu={r.get('hold_sim_cpu', 0):.3f} plot={r['png']}", flush=True)
 
 
 if __name__ == "__main__":

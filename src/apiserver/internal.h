@@ -508,6 +508,11 @@ bool kite_apiserver_handle_openapi(struct req *rq);
 #define KITE_EVENT_TTL_DEFAULT_S 3600       /* kube-apiserver's --event-ttl */
 #define KITE_HOUSEKEEPING_PERIOD_S 10       /* how often history size and event ages are checked */
 #define KITE_HISTORY_MAX 1000000            /* revisions kept before compacting ahead of schedule */
+#define KITE_HISTORY_SLACK 20000            /* revisions past it before a pass compacts back to it */
+/* The revision the history bound compacts to, given the store's revision and its compacted
+ * one: 0 while at most KITE_HISTORY_MAX + KITE_HISTORY_SLACK revisions are kept, else the one
+ * that keeps KITE_HISTORY_MAX (housekeeping.c). */
+int64_t kite_apiserver_history_target(int64_t rev, int64_t compacted);
 void *kite_apiserver_housekeeping_main(void *ud);
 /* The expiry part of a pass, now, on the caller's thread: for tests, whose fake clock does not
  * move the thread's real-time wake-ups. Safe while the thread runs (both delete conditionally). */
