@@ -761,7 +761,6 @@ static int start(struct kite_apiserver *s, const struct kite_apiserver_options *
 }
 
 int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_apiserver **ret, char **ret_error) {
-    kite_mem_tune_server();
     struct kite_apiserver *s = kite_calloc(1, sizeof *s);
     s->lock_fd = -1;
     s->clock = o->clock ? o->clock : kite_clock_real();

@@ -6,21 +6,10 @@
 
 /* mimalloc's, when the binary links it (build/kite); NULL in the others */
 extern void mi_collect(bool force) __attribute__((weak));
-#if __has_include(<mimalloc.h>)
-#include <mimalloc.h>
-#pragma weak mi_option_set
-#define HAVE_MI_OPTIONS 1
-#endif
 
 void kite_mem_trim(void) {
     if (mi_collect) mi_collect(true);
     else malloc_trim(0);
-}
-
-void kite_mem_tune_server(void) {
-#ifdef HAVE_MI_OPTIONS
-    if (mi_option_set) mi_option_set(mi_option_decommit_delay, KITE_MEM_DECOMMIT_DELAY_MS);
-#endif
 }
 
 static void *oom(void) {

@@ -27,15 +27,6 @@ char *kite_asprintf(const char *fmt, ...) KITE_PRINTF(1, 2);
  * freed pages of a thread's heap until that thread allocates again, so a burst of large
  * buffers freed by a thread that then idles stays resident. glibc's malloc: malloc_trim. */
 void kite_mem_trim(void);
-/* For a process that serves a steady stream of requests (the apiserver): memory its threads
- * free stays committed for KITE_MEM_DECOMMIT_DELAY_MS before mimalloc gives it back, where its
- * default is 25 ms. Every request allocates and frees its objects, so at thousands of
- * requests a second the same pages were given back (madvise, whose TLB shootdown interrupts
- * the other CPUs) and faulted in again many times a second: ~15% of the HTTP threads' time
- * in a profile under lease renewals. Memory still goes back after the delay (and at
- * kite_mem_trim). No-op without mimalloc (other binaries, sanitizer builds). */
-#define KITE_MEM_DECOMMIT_DELAY_MS 1000
-void kite_mem_tune_server(void);
 
 /* systemd-style scope cleanup: `_cleanup_free_ char *s = ...;` and TAKE_PTR(s) to hand it on. */
 /* Saturating int64 arithmetic for values a client chooses (seconds turned into ns, durations
