@@ -411,8 +411,9 @@ def test_sandbox_gone_recreated_or_pod_failed(cluster):
     assert cond_of(st2, "PodReadyToStartContainers")["status"] == "False", st2["conditions"]
     assert cstatus(st2, "c")["state"]["terminated"]["exitCode"] == 137, cstatus(st2, "c")
     for name in ("sbgone", "sbshare"):
-        # 90 s: under a full parallel run a start in the new sandbox that fails once costs the
-        # container its restart back-off (10 s, then 20 s); the holder's pod once took over 48 s
+        # 90 s: under a full parallel run a start that fails once costs the container its restart
+        # back-off (10 s, then 20 s); a killed holder of a shared pid namespace was once taken as
+        # ready while its namespaces were gone, and a restart into it failed first (restartCount 2)
         try:
             st = wait(lambda: (lambda s: cstatus(s, "c").get("restartCount") == 1
                                and cstatus(s, "c")["state"].get("running") and s)(kget(c, name)), 90,
@@ -426,6 +427,11 @@ def test_sandbox_gone_recreated_or_pod_failed(cluster):
         assert ready["status"] == "True" and ready["lastTransitionTime"] >= before, ready  # it was False meanwhile
         assert cstatus(st, "c")["lastState"]["terminated"]["exitCode"] == 137, cstatus(st, "c")
         assert st["podIP"], st
+        # the new sandbox's address only (the old one stayed beside it), and Ready True again
+        # without the reason it had while False
+        assert [x["ip"] for x in st["podIPs"]] == [st["podIP"]], st["podIPs"]
+        for t in ("Ready", "ContainersReady"):
+            assert cond_of(st, t)["status"] == "True" and "reason" not in cond_of(st, t), cond_of(st, t)
         assert any(e["reason"] == "SandboxChanged" for e in events(c, name))
     assert any(e["reason"] == "SandboxChanged" for e in events(c, "sbnever"))
     delete_now(c, "sbgone", "sbnever", "sbshare")

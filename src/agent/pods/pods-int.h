@@ -249,6 +249,7 @@ const char *kite_pods_qos_class(json_object *spec);
  * phase is never moved back). */
 void kite_pods_status_update(struct kite_pods *p, struct pod *pod);
 bool kite_pods_status_diverged(json_object *acked, json_object *server);
+json_object *kite_pods_status_patch(struct pod *pod);
 /* Sends the pod's status when it changed since the server's acknowledgement and no retry is
  * pending (from the pods thread, or from the worker that has the pod). */
 void kite_pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now);

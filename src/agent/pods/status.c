@@ -10,6 +10,7 @@
 #include "api/quantity.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "json/patch.h"
 
 json_object *kite_agent_pj(json_object *o, const char *path) { return kite_obj_path(o, path); }
 const char *kite_agent_pjs(json_object *o, const char *path) { return kite_obj_path_str(o, path); }
@@ -370,6 +371,65 @@ static void final_delete(struct kite_pods *p, struct pod *pod) {
     }
 }
 
+/* Conditions the agent writes; others (DisruptionTarget, readiness gates) belong to others. */
+static bool own_condition(const char *type) {
+    static const char *const own[] = {"PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready",
+                                      "PodScheduled", "kite.dev/RuntimeResponding"};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(own); i++)
+        if (kite_streq(type, own[i])) return true;
+    return false;
+}
+
+/* The server's status as far as the agent owns it: the base a patch is computed from when the
+ * server acknowledged nothing of this agent's yet (a restarted agent, a diverged status). */
+static json_object *owned_of(json_object *server) {
+    json_object *out = json_object_new_object();
+    if (!json_object_is_type(server, json_type_object)) return out;
+    json_object_object_foreach(server, key, v) {
+        if (!strcmp(key, "nominatedNodeName") || !strcmp(key, "resize") || !strcmp(key, "resourceClaimStatuses"))
+            continue;
+        if (!strcmp(key, "conditions") && json_object_is_type(v, json_type_array)) {
+            json_object *conds = json_object_new_array();
+            for (size_t i = 0; i < json_object_array_length(v); i++) {
+                json_object *c = json_object_array_get_idx(v, i);
+                if (own_condition(kite_agent_pjs(c, "type"))) json_object_array_add(conds, json_object_get(c));
+            }
+            json_object_object_add(out, key, conds);
+            continue;
+        }
+        json_object_object_add(out, key, json_object_get(v));
+    }
+    return out;
+}
+
+static json_object *wrap_status(json_object *st) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "status", json_object_get(st));
+    return o;
+}
+
+/* The PATCH body from the status the server has (as acknowledged, or as last seen) to the one
+ * built: a two-way strategic merge patch, as the kubelet's PatchPodStatus, so what the new status
+ * no longer has goes: a condition's reason and message once it is True again, a sandbox's old
+ * address from podIPs. Sending the status whole would merge: those would stay. */
+json_object *kite_pods_status_patch(struct pod *pod) {
+    json_object *from = pod->acked ? json_object_get(pod->acked) : owned_of(kite_agent_pj(pod->obj, "status"));
+    json_object *wf = wrap_status(from), *wt = wrap_status(pod->status), *body = NULL;
+    const struct kite_smp_schema *schema = kite_registry_find_kind("", "Pod")->smp;
+    if (kite_smp_diff(wf, wt, schema, &body) < 0) {
+        /* not expressible as a merge (repeated merge keys): the status whole */
+        body = json_object_new_object();
+        json_object_object_add(body, "status", json_object_get(pod->status));
+    }
+    json_object_put(wf);
+    json_object_put(wt);
+    json_object_put(from);
+    json_object *meta = json_object_new_object();
+    add_str(meta, "uid", pod->uid);
+    json_object_object_add(body, "metadata", meta);
+    return body;
+}
+
 void kite_pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now) {
     if (!pod->in_api || !pod->status || pod->finished) return;
     if (pod->version <= pod->acked_version || now < pod->next_patch) return;
@@ -377,10 +437,7 @@ void kite_pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now) {
         pod->acked_version = pod->version;
         return;
     }
-    json_object *body = json_object_new_object(), *meta = json_object_new_object();
-    add_str(meta, "uid", pod->uid);
-    json_object_object_add(body, "metadata", meta);
-    json_object_object_add(body, "status", json_object_get(pod->status));
+    json_object *body = kite_pods_status_patch(pod);
     _cleanup_free_ char *path = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", pod->ns, pod->name);
     long code = 0;
     uint64_t v = pod->version;

@@ -120,6 +120,7 @@ char **kite_rc_list_ids(struct runc_rt *c, size_t *ret_n);
 char *kite_rc_new_id(void);
 int64_t kite_rc_now_wall(struct runc_rt *c);
 bool kite_rc_pid_alive(pid_t pid);
+bool kite_rc_holder_alive(pid_t pid);
 struct runc_rt *kite_rc_of(struct kite_runtime *rt);
 int kite_rc_read_exit(struct runc_rt *c, const char *id, int *ret_code, int64_t *ret_mtime);
 json_object *kite_rc_read_meta(struct runc_rt *c, const char *id);

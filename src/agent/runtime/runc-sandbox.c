@@ -20,7 +20,7 @@ bool kite_rc_sandbox_ready(struct runc_rt *c, const char *id, json_object *sb) {
         return !sb_bool(sb, "stopped") && kite_nspin_held(dir, (int)kite_obj_int(sb, "pinned_ns"));
     }
     int code;
-    return kite_rc_read_exit(c, id, &code, NULL) < 0 && kite_rc_pid_alive(kite_rc_container_pid(c, id));
+    return kite_rc_read_exit(c, id, &code, NULL) < 0 && kite_rc_holder_alive(kite_rc_container_pid(c, id));
 }
 
 int kite_rc_sandbox_join(struct runc_rt *c, const char *id, json_object *sb, char **ret_net, char **ret_ipc, char **ret_uts,
@@ -35,7 +35,7 @@ int kite_rc_sandbox_join(struct runc_rt *c, const char *id, json_object *sb, cha
         return 0;
     }
     pid_t pause = kite_rc_container_pid(c, id);
-    if (pause <= 0) return -ENOTCONN;
+    if (pause <= 0 || !kite_rc_holder_alive(pause)) return -ENOTCONN;
     *ret_net = kite_asprintf("/proc/%d/ns/net", (int)pause);
     *ret_ipc = kite_asprintf("/proc/%d/ns/ipc", (int)pause);
     *ret_uts = kite_asprintf("/proc/%d/ns/uts", (int)pause);

@@ -139,6 +139,17 @@ bool kite_rc_pid_alive(pid_t pid) {
     return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
 }
 
+/* Alive and still holding its namespaces. A sandbox's holder that is the first process of its pid
+ * namespace (shareProcessNamespace) and was killed is not a zombie yet while the kernel reaps the
+ * namespace's other processes, but its namespaces are gone already: a container joining them
+ * through /proc/PID/ns then fails to start, so the sandbox is not ready. */
+bool kite_rc_holder_alive(pid_t pid) {
+    if (!kite_rc_pid_alive(pid)) return false;
+    char p[48], t[64];
+    snprintf(p, sizeof p, "/proc/%d/ns/ipc", (int)pid);
+    return readlink(p, t, sizeof t) > 0;
+}
+
 /* The exit code conmon wrote; -ENOENT while there is none. */
 int kite_rc_read_exit(struct runc_rt *c, const char *id, int *ret_code, int64_t *ret_mtime) {
     _cleanup_free_ char *p = kite_rc_cdir(c, id, "exit"), *t = NULL;

@@ -10,15 +10,24 @@
 
 #include "agent/pods/pods-int.h"
 #include "base/base.h"
+#include "api/registry.h"
 #include "json/parse.h"
+#include "json/patch.h"
 
 struct rec {
     char method[8];
     char *path, *ctype;
     json_object *body;
+    json_object *applied; /* a status PATCH the fake server took: the object after it */
 };
 static struct rec reqs[512];
 static size_t n_reqs;
+/* the objects the fake server starts from, by status path (set by add()) */
+static struct {
+    char *path;
+    json_object *obj;
+} seeds[64];
+static size_t n_seeds;
 static int fail_next; /* next n requests answer 500 */
 
 static int handler(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
@@ -35,6 +44,20 @@ static int handler(void *ud, const char *method, const char *path, const char *c
         ret->status = 500;
         ret->body = kite_strdup("{\"kind\":\"Status\",\"code\":500}");
     } else {
+        /* the server's side of a status PATCH: applied, as a strategic merge, to the object the
+         * last one left (so what a patch fails to remove stays, as on a real server) */
+        struct rec *r = &reqs[n_reqs - 1];
+        if (n_reqs <= 512 && strcmp(method, "PATCH") == 0 && strstr(path, "/status") && r->body) {
+            json_object *prev = NULL;
+            for (size_t i = n_reqs - 1; i-- > 0 && !prev;)
+                if (reqs[i].applied && strcmp(reqs[i].path, path) == 0) prev = reqs[i].applied;
+            for (size_t i = 0; i < n_seeds && !prev; i++)
+                if (strcmp(seeds[i].path, path) == 0) prev = seeds[i].obj;
+            char *err = NULL;
+            cr_assert_eq(kite_smp_apply(prev, r->body, kite_registry_find_kind("", "Pod")->smp, &r->applied, &err), 0,
+                         "%s", err ? err : "");
+            free(err);
+        }
         ret->status = 200;
         ret->body = kite_strdup("{}");
     }
@@ -47,8 +70,15 @@ static void clear_reqs(void) {
         free(reqs[i].path);
         free(reqs[i].ctype);
         json_object_put(reqs[i].body);
+        json_object_put(reqs[i].applied);
     }
+    memset(reqs, 0, sizeof reqs);
     n_reqs = 0;
+    for (size_t i = 0; i < n_seeds; i++) {
+        free(seeds[i].path);
+        json_object_put(seeds[i].obj);
+    }
+    n_seeds = 0;
 }
 
 static size_t count(const char *method, const char *frag) {
@@ -105,6 +135,14 @@ static json_object *mkpod(const char *name, const char *policy, const char *cont
 }
 
 static void add(json_object *pod) {
+    if (n_seeds < KITE_ARRAY_SIZE(seeds)) {
+        seeds[n_seeds].path = kite_asprintf("/api/v1/namespaces/%s/pods/%s/status", kite_agent_pjs(pod, "metadata.namespace"),
+                                            kite_agent_pjs(pod, "metadata.name"));
+        json_object *o = json_object_new_object();
+        json_object *st = json_object_object_get(pod, "status");
+        if (st) json_object_object_add(o, "status", json_object_get(st));
+        seeds[n_seeds++].obj = o;
+    }
     json_object *items = json_object_new_array();
     json_object_array_add(items, pod);
     kite_pods_pod_list(P, items);
@@ -119,7 +157,7 @@ static json_object *last_status(const char *name) {
     char frag[64];
     snprintf(frag, sizeof(frag), "/pods/%s/status", name);
     struct rec *r = last("PATCH", frag);
-    return r ? json_object_object_get(r->body, "status") : NULL;
+    return r ? json_object_object_get(r->applied, "status") : NULL;
 }
 
 static json_object *cs(json_object *st, const char *list, size_t i) {
@@ -545,6 +583,72 @@ Test(pods, readiness_probe_flips_ready) {
     cr_assert_str_eq(pod_cond("a", "Ready"), "False");
     cr_assert_str_eq(kite_agent_pjs(last_status("a"), "phase"), "Running", "readiness never stops the container");
     cr_assert_eq(json_object_get_int(json_object_object_get(ctr_status("a"), "restartCount")), 0);
+}
+
+static json_object *cond_of(const char *pod, const char *type) {
+    json_object *conds = json_object_object_get(last_status(pod), "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++)
+        if (kite_streq(kite_agent_pjs(json_object_array_get_idx(conds, i), "type"), type))
+            return json_object_array_get_idx(conds, i);
+    return NULL;
+}
+
+/* A condition True again keeps no reason or message on the server: the patch removes them (a
+ * status sent whole merges by condition type, and they stayed: Ready True "ContainersNotReady"). */
+Test(pods, ready_again_drops_the_reason_on_the_server) {
+    kite_runtime_fake_script(rt, "c", &(struct kite_fake_script){.exit_after_ns = -1, .exec_exit_code = 1,
+                                                                 .exec_output = "not yet\n"});
+    add(mkpod("a", "Always",
+              "[{\"name\":\"c\",\"image\":\"busybox\",\"readinessProbe\":{\"exec\":{\"command\":[\"check\"]},"
+              "\"periodSeconds\":1,\"failureThreshold\":1}}]", NULL));
+    step();
+    run_secs(2);
+    cr_assert_str_eq(kite_agent_pjs(cond_of("a", "Ready"), "reason"), "ContainersNotReady");
+    kite_runtime_fake_set_exec(rt, "c", 0, "");
+    run_secs(2);
+    for (size_t i = 0; i < 2; i++) {
+        json_object *c = cond_of("a", i ? "ContainersReady" : "Ready");
+        cr_assert_str_eq(kite_agent_pjs(c, "status"), "True");
+        cr_assert_null(json_object_object_get(c, "reason"), "%s", json_object_to_json_string(c));
+        cr_assert_null(json_object_object_get(c, "message"), "%s", json_object_to_json_string(c));
+    }
+}
+
+/* A new sandbox's address replaces the old one in podIPs (merged by ip, the old one stayed
+ * beside it); conditions of others (DisruptionTarget) are left alone by an agent that has had
+ * nothing acknowledged yet. */
+Test(pods, status_patch_replaces_the_old_address) {
+    json_object *server = json_tokener_parse(
+        "{\"status\":{\"phase\":\"Running\",\"podIP\":\"10.88.0.2\",\"podIPs\":[{\"ip\":\"10.88.0.2\"}],"
+        "\"nominatedNodeName\":\"n2\",\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"},"
+        "{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"ContainersNotReady\"}]}}");
+    struct pod pod = {.uid = "u1", .obj = server};
+    pod.status = json_tokener_parse("{\"phase\":\"Running\",\"podIP\":\"10.88.0.3\",\"podIPs\":[{\"ip\":\"10.88.0.3\"}],"
+                                    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}");
+    for (int acked = 0; acked < 2; acked++) {
+        if (acked) pod.acked = json_tokener_parse("{\"phase\":\"Running\",\"podIP\":\"10.88.0.2\",\"podIPs\":[{\"ip\":"
+                                                  "\"10.88.0.2\"}],\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                                                  "\"False\",\"reason\":\"ContainersNotReady\"}]}");
+        json_object *patch = kite_pods_status_patch(&pod), *out = NULL;
+        cr_assert_str_eq(kite_agent_pjs(patch, "metadata.uid"), "u1");
+        cr_assert_eq(kite_smp_apply(server, patch, kite_registry_find_kind("", "Pod")->smp, &out, NULL), 0);
+        json_object *ips = kite_agent_pj(out, "status.podIPs");
+        cr_assert_eq(json_object_array_length(ips), 1, "%s", json_object_to_json_string(ips));
+        cr_assert_str_eq(kite_agent_pjs(json_object_array_get_idx(ips, 0), "ip"), "10.88.0.3");
+        cr_assert_str_eq(kite_agent_pjs(out, "status.nominatedNodeName"), "n2");
+        json_object *conds = kite_agent_pj(out, "status.conditions");
+        cr_assert_eq(json_object_array_length(conds), 2, "%s", json_object_to_json_string(conds));
+        for (size_t i = 0; i < 2; i++) {
+            json_object *c = json_object_array_get_idx(conds, i);
+            if (kite_streq(kite_agent_pjs(c, "type"), "Ready")) cr_assert_null(json_object_object_get(c, "reason"));
+            else cr_assert_str_eq(kite_agent_pjs(c, "type"), "DisruptionTarget");
+        }
+        json_object_put(patch);
+        json_object_put(out);
+    }
+    json_object_put(pod.acked);
+    json_object_put(pod.status);
+    json_object_put(server);
 }
 
 /* Liveness: failureThreshold failures kill the container (Killing names the probe), and the

@@ -6,10 +6,14 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/runtime/runc-int.h"
 #include "agent/runtime/runtime.h"
 #include "base/base.h"
 #include "base/clock.h"
@@ -449,4 +453,58 @@ Test(runtime_runc, status_names_a_missing_binary) {
     cr_assert_eq(kite_runtime_status(rt, &reason, &msg), 0);
     cr_assert_null(reason);
     kite_runtime_free(rt);
+}
+
+/* A holder that is the first process of its pid namespace, killed while another process of the
+ * namespace is not yet reaped: it is not a zombie (the kernel holds it in its exit until the
+ * namespace is empty) but its namespaces are gone, so a container cannot join them. The sandbox
+ * was taken as ready then, and a restart into it failed (StartError) before the sandbox was
+ * found gone. */
+Test(runtime_runc, a_holder_whose_namespaces_are_gone_is_not_alive) {
+    if (geteuid() != 0) cr_skip_test("needs root (a pid namespace)");
+    int hold[2], info[2];
+    cr_assert_eq(pipe(hold), 0);
+    cr_assert_eq(pipe(info), 0);
+    pid_t h = fork();
+    cr_assert_geq(h, 0);
+    if (h == 0) {
+        /* the namespace's processes are this one's children: the first (pid 1) is the holder,
+         * the second is left a zombie, unreaped, until the test is done looking */
+        if (unshare(CLONE_NEWPID) < 0) _exit(2);
+        pid_t pid1 = fork();
+        if (pid1 == 0) {
+            for (;;) pause();
+        }
+        pid_t other = fork();
+        if (other == 0) {
+            for (;;) pause();
+        }
+        pid_t pids[2] = {pid1, other};
+        if (write(info[1], pids, sizeof pids) != (ssize_t)sizeof pids) _exit(3);
+        char b;
+        if (read(hold[0], &b, 1) < 0) _exit(4);
+        while (waitpid(-1, NULL, 0) > 0) {
+        }
+        _exit(0);
+    }
+    close(hold[0]);
+    close(info[1]);
+    pid_t pids[2];
+    cr_assert_eq(read(info[0], pids, sizeof pids), (ssize_t)sizeof pids);
+    cr_assert(kite_rc_holder_alive(pids[0]));
+    cr_assert_eq(kill(pids[0], SIGKILL), 0);
+    /* the other is killed with it and stays a zombie of h; the holder waits for it */
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; i++) {
+        gone = !kite_rc_holder_alive(pids[0]);
+        if (!gone) usleep(10000);
+    }
+    cr_assert(gone, "the holder still holds its namespaces");
+    cr_assert(kite_rc_pid_alive(pids[0]), "the holder is in its exit, not a zombie: the case the namespaces tell");
+    cr_assert_eq(write(hold[1], "x", 1), 1);
+    int st = 0;
+    cr_assert_eq(waitpid(h, &st, 0), h);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    close(hold[1]);
+    close(info[0]);
 }
