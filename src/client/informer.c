@@ -2,13 +2,18 @@
 #include "client/informer.h"
 #include "api/registry.h"
 #include "base/backoff.h"
+#include "base/buf.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/map.h"
 #include "json/parse.h"
 #include "json/scan.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+
+#define INFORMER_LOG "informer"
 
 struct kite_informer {
     struct kite_client *client;
@@ -167,25 +172,58 @@ static int on_line(const char *line, size_t len, void *ud) {
     return r;
 }
 
+/* A continue token as a query value: percent-encoded outside the URL-safe characters (the
+ * server's tokens are URL-safe base64, another server's need not be). */
+static void put_query_value(struct kite_buf *b, const char *v) {
+    for (; *v; v++) {
+        unsigned char c = (unsigned char)*v;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-_.~", c))
+            kite_buf_putc(b, (char)c);
+        else
+            kite_buf_printf(b, "%%%02X", c);
+    }
+}
+
+/* The list, in pages of KITE_INFORMER_PAGE objects (as client-go's reflector): one answer of every
+ * object could pass the client's body limit (92,000 Nodes did, and the informer listed again and
+ * again, never watching). The pages are one snapshot (the continue token carries its revision);
+ * a token that expired between two pages (410) starts the list over, after the back-off. */
 static int list(struct kite_informer *i) {
-    _cleanup_free_ char *path = i->selector ? kite_asprintf("%s?%s", i->path, i->selector) : kite_strdup(i->path);
-    json_object *l = NULL;
-    int e = kite_client_json(i->client, "GET", path, NULL, NULL, NULL, &l);
-    if (e == 0) {
+    json_object *all = json_object_new_array();
+    _cleanup_free_ char *cont = NULL;
+    int e = 0;
+    for (;;) {
+        struct kite_buf path = {0};
+        kite_buf_printf(&path, "%s?%s%slimit=%d", i->path, i->selector ? i->selector : "", i->selector ? "&" : "",
+                        KITE_INFORMER_PAGE);
+        if (cont) {
+            kite_buf_puts(&path, "&continue=");
+            put_query_value(&path, cont);
+        }
+        json_object *l = NULL;
+        e = kite_client_json(i->client, "GET", path.p, NULL, NULL, NULL, &l);
+        kite_buf_release(&path);
+        if (e < 0) {
+            json_object_put(l);
+            break;
+        }
         const char *rv = kite_meta_str(l, "resourceVersion");
         snprintf(i->rv, sizeof i->rv, "%s", rv ? rv : "");
         json_object *items = kite_obj_get(l, "items");
-        if (i->project && items) { /* the cache keeps the cut-down objects only */
-            json_object *cut = json_object_new_array_ext((int)kite_array_len(items));
-            for (size_t k = 0; k < kite_array_len(items); k++)
-                json_object_array_add(cut, kite_obj_project(json_object_array_get_idx(items, k), i->project));
-            replace(i, cut);
-            json_object_put(cut);
-        } else {
-            replace(i, items);
+        for (size_t k = 0; k < kite_array_len(items); k++) {
+            json_object *o = json_object_array_get_idx(items, k);
+            /* the cache keeps the cut-down objects only */
+            json_object_array_add(all, i->project ? kite_obj_project(o, i->project) : json_object_get(o));
         }
+        const char *next = kite_meta_str(l, "continue");
+        free(cont);
+        cont = next && *next ? kite_strdup(next) : NULL;
+        json_object_put(l);
+        if (!cont) break;
     }
-    json_object_put(l);
+    if (e == 0) replace(i, all);
+    else log_warn(INFORMER_LOG, "list of %s: %s; listing again", i->path, strerror(-e));
+    json_object_put(all);
     return e;
 }
 

@@ -10,6 +10,7 @@
 
 #define KITE_INFORMER_RETRY_MAX_S 30
 #define KITE_INFORMER_MAX_HANDLERS 16 /* handler sets on one informer (controllers sharing it) */
+#define KITE_INFORMER_PAGE 500 /* objects per page of a list (as client-go's reflector) */
 #define KITE_INFORMER_WATCH_S 300 /* a watch's timeoutSeconds; the server ends it, it resumes */
 
 /* Called on the informer's thread; objects are borrowed for the call (json_object_get to

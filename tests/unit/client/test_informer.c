@@ -249,3 +249,82 @@ Test(informer, a_cut_down_informer_keeps_only_what_it_was_asked_for) {
     kite_client_free(c);
     fake_release(&f);
 }
+
+/* The list comes in pages (limit=KITE_INFORMER_PAGE and the continue token of the page before,
+ * percent-encoded): one answer with every object could pass the client's body limit, and 92,000
+ * Nodes did; the informer then listed again and again and never watched. This server refuses a
+ * list without a limit, as that one failed. */
+enum { PAGED_OBJECTS = 1234 };
+struct paged {
+    struct fake f;
+    int pages;
+    char conts[4][64]; /* the continue values asked for, as sent */
+};
+
+static int paged_list_h(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
+                        struct kite_response *ret) {
+    struct paged *p = ud;
+    const char *lim = strstr(path, "limit=");
+    if (!lim) {
+        ret->status = 500;
+        ret->body = kite_strdup("{\"kind\":\"Status\",\"code\":500,\"message\":\"the answer is larger than the body limit\"}");
+        return 0;
+    }
+    int limit = atoi(lim + 6), from = 0;
+    const char *c = strstr(path, "continue=");
+    pthread_mutex_lock(&p->f.mu);
+    int n = p->pages++;
+    if (n < 4) snprintf(p->conts[n], sizeof p->conts[n], "%s", c ? c + 9 : "");
+    pthread_mutex_unlock(&p->f.mu);
+    if (c) from = atoi(c + 9 + strlen("tok%2B%2F")); /* the token: "tok+/" and the next index */
+    struct kite_buf b = {0};
+    kite_buf_puts(&b, "{\"metadata\":{\"resourceVersion\":\"77\"");
+    if (from + limit < PAGED_OBJECTS) kite_buf_printf(&b, ",\"continue\":\"tok+/%d\"", from + limit);
+    kite_buf_puts(&b, "},\"items\":[");
+    for (int i = from; i < from + limit && i < PAGED_OBJECTS; i++)
+        kite_buf_printf(&b, "%s{\"metadata\":{\"name\":\"o%d\",\"namespace\":\"ns\",\"resourceVersion\":\"%d\"}}",
+                        i > from ? "," : "", i, i + 1);
+    kite_buf_puts(&b, "]}");
+    ret->status = 200;
+    ret->body = kite_buf_detach(&b, NULL);
+    return 0;
+}
+
+static int paged_watch_h(void *ud, const char *path, kite_watch_fn fn, void *fn_ud, struct kite_cancel *cancel) {
+    fake_watched(ud, path);
+    kite_cancel_wait(cancel, 30 * KITE_NS_PER_SEC);
+    return -ECANCELED;
+}
+
+static void count_add(void *ud, json_object *o) {
+    struct fake *f = ud;
+    pthread_mutex_lock(&f->mu);
+    f->lists++; /* here: objects added */
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+}
+
+Test(informer, lists_in_pages) {
+    struct paged p = {0};
+    fake_init(&p.f);
+    struct kite_client *c = kite_client_fake_new(paged_list_h, paged_watch_h, &p);
+    struct kite_informer_options o = {.client = c, .path = "/api/v1/nodes", .name = "paged", .n_handlers = 1};
+    o.handlers[0] = (struct kite_informer_handlers){count_add, NULL, NULL, NULL, &p.f};
+    struct kite_informer *inf;
+    cr_assert_eq(kite_informer_start(&o, &inf), 0);
+    struct timespec ts;
+    kite_cond_deadline(&ts, 10 * KITE_NS_PER_SEC);
+    pthread_mutex_lock(&p.f.mu);
+    while (p.f.watches < 1 && pthread_cond_timedwait(&p.f.cond, &p.f.mu, &ts) == 0) {}
+    pthread_mutex_unlock(&p.f.mu);
+    cr_assert(kite_informer_synced(inf), "never listed");
+    kite_informer_stop(inf);
+    cr_assert_eq(p.f.lists, PAGED_OBJECTS, "every page's objects: %d", p.f.lists);
+    int want_pages = (PAGED_OBJECTS + KITE_INFORMER_PAGE - 1) / KITE_INFORMER_PAGE;
+    cr_assert_eq(p.pages, want_pages);
+    cr_assert_str_eq(p.conts[0], "");
+    cr_assert_str_eq(p.conts[1], "tok%2B%2F500", "the token percent-encoded: %s", p.conts[1]);
+    cr_assert(strstr(p.f.paths[0], "resourceVersion=77&"), "the watch from the snapshot's revision: %s", p.f.paths[0]);
+    kite_client_free(c);
+    fake_release(&p.f);
+}
