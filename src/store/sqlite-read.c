@@ -56,11 +56,18 @@ int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at
      * SQLite seeks straight to it in the (key, rev) index: pages cost O(limit), not O(offset). */
     bool after = start_after && strcmp(start_after, prefix) >= 0;
     const char *lo = after ? start_after : prefix;
+    /* Rows in key order straight from the (key, rev) index, each kept when it is its key's
+     * newest row <= at_rev (a correlated lookup in the same index), so the LIMIT stops the scan:
+     * a page costs O(limit x revisions per key). A GROUP BY key in a subquery instead was
+     * materialized for every key after the start before the LIMIT applied (EXPLAIN: MATERIALIZE,
+     * TEMP B-TREE FOR ORDER BY): a continue page of 92,000 Leases took 0.9 s, a list of them in
+     * pages of 500 minutes. */
     _cleanup_free_ char *sql = kite_asprintf(
-        "SELECT kv.rev, kv.key, kv.create_rev, kv.version, kv.deleted, kv.value FROM "
-        "(SELECT max(rev) AS m FROM kv WHERE key %s ?1 %s AND rev <= ?3 GROUP BY key) t "
-        "JOIN kv ON kv.rev = t.m WHERE kv.deleted = 0 ORDER BY kv.key LIMIT ?4",
-        after ? ">" : ">=", end ? "AND key < ?2" : "");
+        "SELECT kv.rev, kv.key, kv.create_rev, kv.version, kv.deleted, kv.value FROM kv "
+        "WHERE kv.key %s ?1 %s AND kv.rev <= ?3 "
+        "AND kv.rev = (SELECT max(k2.rev) FROM kv AS k2 WHERE k2.key = kv.key AND k2.rev <= ?3) "
+        "AND kv.deleted = 0 ORDER BY kv.key LIMIT ?4",
+        after ? ">" : ">=", end ? "AND kv.key < ?2" : "");
     struct rec_vec v = {0};
     int r = 0, rc;
     pthread_mutex_lock(&s->rdb_mu);
