@@ -220,6 +220,8 @@ def main():
     ap.add_argument("--window", type=float, default=20)
     ap.add_argument("--floor", type=int, default=100)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--controller-first", action="store_true",
+                    help="start the controller before the nodes exist (as `kite up`), not after (a restart)")
     ap.add_argument("--out", default=str(REPO / "build" / "bench"), help="where the .dat and .png go")
     a = ap.parse_args()
     interval = a.interval or (10.0 if a.grace >= 25 else 0.4 * a.grace)
@@ -265,7 +267,18 @@ def main():
             log("apiserver died: " + (work / "apiserver.log").read_text()[-2000:])
             sys.exit(2)
 
-        log(f"{a.nodes} nodes, renewals every {interval:g} s over {a.conns} connections, grace {a.grace:g} s")
+        def start_cm():
+            cm = subprocess.Popen([a.kite, "controller-manager", "--kubeconfig", str(work / "api/admin.kubeconfig"),
+                                   "--controllers=nodelifecycle", "--leader-elect=false",
+                                   "--node-monitor-grace-period", f"{a.grace:g}s"],
+                                  stdout=open(work / "controller-manager.log", "w"), stderr=subprocess.STDOUT)
+            procs.append(cm)
+            return cm, time.monotonic()
+
+        if a.controller_first:
+            cm, cm_start = start_cm()
+        log(f"{a.nodes} nodes, renewals every {interval:g} s over {a.conns} connections, grace {a.grace:g} s"
+            + (", the controller started first" if a.controller_first else ""))
         tool = Tool([a.tool, str(port), token, str(a.nodes), str(a.conns), str(int(interval * 1000)), str(a.stop)],
                     work / "node-leases.err")
         procs.append(tool.p)
@@ -281,15 +294,11 @@ def main():
         if not w.listed.wait(300):
             log("watcher's LIST did not answer")
             sys.exit(2)
-        cm = subprocess.Popen([a.kite, "controller-manager", "--kubeconfig", str(work / "api/admin.kubeconfig"),
-                               "--controllers=nodelifecycle", "--leader-elect=false",
-                               "--node-monitor-grace-period", f"{a.grace:g}s"],
-                              stdout=open(work / "controller-manager.log", "w"), stderr=subprocess.STDOUT)
-        procs.append(cm)
+        if not a.controller_first:
+            cm, cm_start = start_cm()
 
         # warm-up: one interval, and until the controller's start-up work is done: a RegisteredNode
         # event per node, as Kubernetes records, each a POST (counted by the apiserver's metrics)
-        cm_start = time.monotonic()
         time.sleep(interval + 1)
         startup_s = float("nan")
         while time.monotonic() - cm_start < 600:
