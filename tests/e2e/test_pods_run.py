@@ -380,7 +380,8 @@ def test_volume_type_check_fails_mount(cluster, tmp_path):
     ev = wait(lambda: [e for e in events(c, "badvol") if e["reason"] == "FailedMount"], 20, "FailedMount")
     assert f'MountVolume.SetUp failed for volume "h" : hostPath type check failed: {tmp_path} is not a file' \
         == ev[0]["message"], ev[0]["message"]
-    st = status_of(c, "badvol")
+    # the event and the status are two writes: the status may come a moment after the event
+    st = wait(lambda: (lambda s: cstatus(s, "c").get("state") and s)(status_of(c, "badvol")), 10, "badvol's status")
     assert st["phase"] == "Pending"
     assert cstatus(st, "c")["state"]["waiting"]["reason"] == "ContainerCreating"
     c.api().delete(f"/api/v1/namespaces/{NS}/pods/badvol")

@@ -455,7 +455,10 @@ void kite_pods_status_send(struct kite_pods *p, struct pod *pod, int64_t now) {
         pod->acked_version = v;
     } else {
         pod->next_patch = now + kite_backoff_next(&pod->patch_bo);
-        log_debug(PODS_LOG, "pod %s/%s: status patch: %s; retrying", pod->ns, pod->name, strerror(-r));
+        if (code >= 400 && code < 500) /* the patch itself refused: said, not only retried */
+            log_warn(PODS_LOG, "pod %s/%s: status patch refused (%ld); retrying", pod->ns, pod->name, code);
+        else
+            log_debug(PODS_LOG, "pod %s/%s: status patch: %s; retrying", pod->ns, pod->name, strerror(-r));
     }
 }
 
