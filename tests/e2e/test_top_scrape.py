@@ -122,7 +122,10 @@ def test_rate_window_and_what_is_left_out(cluster):
         # a few more scrapes: the others never show (not Ready, too big, too slow), the good one still does
         n = good.i
         wait_for(lambda: good.i >= n + 3, 20, what="three more scrapes")
-        lst = api.get("/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=pool%3Da").json()
+        # (waited for: a scrape of the good one that timed out on a loaded machine drops its
+        # samples until two more have come, as a failed scrape does)
+        lst = wait_for(lambda: (l := api.get("/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=pool%3Da").json())["items"]
+                       and l, 10, what="the pool's NodeMetrics")
         assert [i["metadata"]["name"] for i in lst["items"]] == ["fake-good"], lst
         assert agents["notready"].paths == []  # a node that is not Ready is not asked
         assert agents["huge"].paths and agents["slow"].paths
