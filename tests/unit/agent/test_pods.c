@@ -529,13 +529,14 @@ static json_object *ctr_status(const char *pod) { return cs(last_status(pod), "c
 static bool ctr_flag(const char *pod, const char *flag) {
     return json_object_get_boolean(json_object_object_get(ctr_status(pod), flag));
 }
-static const char *pod_cond(const char *pod, const char *type) {
+static json_object *cond_of(const char *pod, const char *type) {
     json_object *conds = json_object_object_get(last_status(pod), "conditions");
     for (size_t i = 0; i < json_object_array_length(conds); i++)
         if (kite_streq(kite_agent_pjs(json_object_array_get_idx(conds, i), "type"), type))
-            return kite_agent_pjs(json_object_array_get_idx(conds, i), "status");
+            return json_object_array_get_idx(conds, i);
     return NULL;
 }
+static const char *pod_cond(const char *pod, const char *type) { return kite_agent_pjs(cond_of(pod, type), "status"); }
 static size_t events_with(const char *reason, const char *msg) {
     size_t n = 0;
     for (size_t i = 0; i < n_reqs; i++)
@@ -583,14 +584,6 @@ Test(pods, readiness_probe_flips_ready) {
     cr_assert_str_eq(pod_cond("a", "Ready"), "False");
     cr_assert_str_eq(kite_agent_pjs(last_status("a"), "phase"), "Running", "readiness never stops the container");
     cr_assert_eq(json_object_get_int(json_object_object_get(ctr_status("a"), "restartCount")), 0);
-}
-
-static json_object *cond_of(const char *pod, const char *type) {
-    json_object *conds = json_object_object_get(last_status(pod), "conditions");
-    for (size_t i = 0; i < json_object_array_length(conds); i++)
-        if (kite_streq(kite_agent_pjs(json_object_array_get_idx(conds, i), "type"), type))
-            return json_object_array_get_idx(conds, i);
-    return NULL;
 }
 
 /* A condition True again keeps no reason or message on the server: the patch removes them (a
