@@ -1,7 +1,9 @@
 #include "base/buf.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 void kite_buf_grow(struct kite_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return;
@@ -52,6 +54,14 @@ void kite_buf_printf(struct kite_buf *b, const char *fmt, ...) {
         va_end(ap);
     }
     b->len += (size_t)n;
+}
+
+void kite_buf_query_value(struct kite_buf *b, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || strchr("-._:~", c)) kite_buf_putc(b, (char)c);
+        else kite_buf_printf(b, "%%%02X", c);
+    }
 }
 
 void kite_buf_json_str(struct kite_buf *b, const char *s) {

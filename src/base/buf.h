@@ -17,6 +17,9 @@ void kite_buf_putc(struct kite_buf *b, char c);
 void kite_buf_printf(struct kite_buf *b, const char *fmt, ...) KITE_PRINTF(2, 3);
 /* Appends s as a JSON string literal, quotes included. */
 void kite_buf_json_str(struct kite_buf *b, const char *s);
+/* Appends s as a URL query value: letters, digits and "-._:~" as they are, every other byte
+ * percent-encoded. */
+void kite_buf_query_value(struct kite_buf *b, const char *s);
 void kite_buf_reset(struct kite_buf *b);
 void kite_buf_release(struct kite_buf *b);
 /* Hands the bytes to the caller (never NULL) and leaves b empty. */

@@ -172,18 +172,6 @@ static int on_line(const char *line, size_t len, void *ud) {
     return r;
 }
 
-/* A continue token as a query value: percent-encoded outside the URL-safe characters (the
- * server's tokens are URL-safe base64, another server's need not be). */
-static void put_query_value(struct kite_buf *b, const char *v) {
-    for (; *v; v++) {
-        unsigned char c = (unsigned char)*v;
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-_.~", c))
-            kite_buf_putc(b, (char)c);
-        else
-            kite_buf_printf(b, "%%%02X", c);
-    }
-}
-
 /* The list, in pages of KITE_INFORMER_PAGE objects (as client-go's reflector): one answer of every
  * object could pass the client's body limit (92,000 Nodes did, and the informer listed again and
  * again, never watching). The pages are one snapshot (the continue token carries its revision);
@@ -198,7 +186,7 @@ static int list(struct kite_informer *i) {
                         KITE_INFORMER_PAGE);
         if (cont) {
             kite_buf_puts(&path, "&continue=");
-            put_query_value(&path, cont);
+            kite_buf_query_value(&path, cont); /* the server's are URL-safe base64; another's need not be */
         }
         json_object *l = NULL;
         e = kite_client_json(i->client, "GET", path.p, NULL, NULL, NULL, &l);

@@ -912,10 +912,7 @@ static int pod_log(json_object *obj, const char *(*query)(void *, const char *),
         if (!v) continue;
         kite_buf_printf(&p, "%c%s=", sep, params[i]);
         sep = '&';
-        for (const char *c = v; *c; c++) {
-            if (isalnum((unsigned char)*c) || strchr("-._:~", *c)) kite_buf_putc(&p, *c);
-            else kite_buf_printf(&p, "%%%02X", (unsigned char)*c);
-        }
+        kite_buf_query_value(&p, v);
     }
     *ret_node = kite_strdup(node);
     *ret_path = kite_buf_detach(&p, NULL);

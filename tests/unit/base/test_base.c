@@ -17,6 +17,15 @@ Test(base, buf_printf_and_json_escape) {
     kite_buf_release(&b);
 }
 
+/* a query value: unreserved characters (and ':') as they are, every other byte percent-encoded,
+ * a UTF-8 one byte by byte */
+Test(base, buf_query_value) {
+    struct kite_buf b = {0};
+    kite_buf_query_value(&b, "aZ09-._:~ +/=&?%\xc3\xa9");
+    cr_assert_str_eq(b.p, "aZ09-._:~%20%2B%2F%3D%26%3F%25%C3%A9");
+    kite_buf_release(&b);
+}
+
 /* printf writes in place when the text fits and grows then prints again when it does not */
 Test(base, buf_printf_fits_and_grows) {
     struct kite_buf b = {0};
