@@ -21,6 +21,7 @@
  * registers again (the kubelet does not, kubernetes#71398). */
 #include "agent/agent-int.h"
 #include "base/log.h"
+#include "json/obj.h"
 #include "json/scan.h"
 #include "base/buf.h"
 
@@ -183,12 +184,6 @@ static void schedule_status(struct kite_agent *a, int64_t now) {
     a->next_status = now + kite_jitter(a->cfg->status_update_freq_ns, KITE_AGENT_JITTER, &a->rng);
 }
 
-static json_object *wrap_status(json_object *status) {
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "status", json_object_get(status));
-    return o;
-}
-
 int kite_agent_compute_status(struct kite_agent *a, json_object *prev, json_object **ret, struct kite_ns_events *ev) {
     if (!a->status_src) return a->status_fn(a->status_ud, prev, ret, ev);
     void *in = NULL;
@@ -258,7 +253,7 @@ void kite_agent_sync_status(struct kite_agent *a, int64_t now) {
     /* Between full reports, conditions that did not change keep the heartbeat the server
      * has, so a change patch carries only what changed (the lease is the liveness signal). */
     if (!due) keep_heartbeats(status, acked);
-    json_object *from = wrap_status(acked), *to = wrap_status(status), *patch = NULL;
+    json_object *from = kite_obj_wrap("status", acked), *to = kite_obj_wrap("status", status), *patch = NULL;
     r = kite_smp_diff(from, to, kite_agent_node_schema(), &patch);
     json_object_put(acked);
     json_object_put(from);

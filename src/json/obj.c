@@ -63,6 +63,12 @@ const char *kite_meta_str(json_object *obj, const char *k) { return kite_obj_str
 
 void kite_obj_set(json_object *obj, const char *k, json_object *v) { json_object_object_add(obj, k, v); }
 
+json_object *kite_obj_wrap(const char *k, json_object *v) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, k, json_object_get(v));
+    return o;
+}
+
 json_object *kite_obj_ensure(json_object *obj, const char *k) {
     json_object *v = kite_obj_get(obj, k);
     if (!v || !json_object_is_type(v, json_type_object)) {

@@ -22,6 +22,8 @@ const char *kite_obj_str(json_object *obj, const char *k);
 const char *kite_meta_str(json_object *obj, const char *k);
 /* Sets obj[k] = v (takes ownership of v); creates the object member. */
 void kite_obj_set(json_object *obj, const char *k, json_object *v);
+/* A new object {k: v} holding a reference of its own to v (a status wrapped for a patch diff). */
+json_object *kite_obj_wrap(const char *k, json_object *v);
 json_object *kite_obj_ensure(json_object *obj, const char *k);
 /* obj[k] as an int64 (json-c's conversion of whatever is there), 0 when absent. */
 int64_t kite_obj_int(json_object *obj, const char *k);

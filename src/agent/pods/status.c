@@ -10,6 +10,7 @@
 #include "api/quantity.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "json/obj.h"
 #include "json/patch.h"
 
 json_object *kite_agent_pj(json_object *o, const char *path) { return kite_obj_path(o, path); }
@@ -402,19 +403,13 @@ static json_object *owned_of(json_object *server) {
     return out;
 }
 
-static json_object *wrap_status(json_object *st) {
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "status", json_object_get(st));
-    return o;
-}
-
 /* The PATCH body from the status the server has (as acknowledged, or as last seen) to the one
  * built: a two-way strategic merge patch, as the kubelet's PatchPodStatus, so what the new status
  * no longer has goes: a condition's reason and message once it is True again, a sandbox's old
  * address from podIPs. Sending the status whole would merge: those would stay. */
 json_object *kite_pods_status_patch(struct pod *pod) {
     json_object *from = pod->acked ? json_object_get(pod->acked) : owned_of(kite_agent_pj(pod->obj, "status"));
-    json_object *wf = wrap_status(from), *wt = wrap_status(pod->status), *body = NULL;
+    json_object *wf = kite_obj_wrap("status", from), *wt = kite_obj_wrap("status", pod->status), *body = NULL;
     const struct kite_smp_schema *schema = kite_registry_find_kind("", "Pod")->smp;
     if (kite_smp_diff(wf, wt, schema, &body) < 0) {
         /* not expressible as a merge (repeated merge keys): the status whole */
