@@ -35,7 +35,7 @@ int kite_rc_sandbox_join(struct runc_rt *c, const char *id, json_object *sb, cha
         return 0;
     }
     pid_t pause = kite_rc_container_pid(c, id);
-    if (pause <= 0 || !kite_rc_holder_alive(pause)) return -ENOTCONN;
+    if (pause <= 0) return -ENOTCONN;
     *ret_net = kite_asprintf("/proc/%d/ns/net", (int)pause);
     *ret_ipc = kite_asprintf("/proc/%d/ns/ipc", (int)pause);
     *ret_uts = kite_asprintf("/proc/%d/ns/uts", (int)pause);
