@@ -258,6 +258,7 @@ enum { PAGED_OBJECTS = 1234 };
 struct paged {
     struct fake f;
     int pages;
+    int fail_second; /* answer 500 to this many requests for a second page */
     char conts[4][64]; /* the continue values asked for, as sent */
 };
 
@@ -277,6 +278,14 @@ static int paged_list_h(void *ud, const char *method, const char *path, const ch
     if (n < 4) snprintf(p->conts[n], sizeof p->conts[n], "%s", c ? c + 9 : "");
     pthread_mutex_unlock(&p->f.mu);
     if (c) from = atoi(c + 9 + strlen("tok%2B%2F")); /* the token: "tok+/" and the next index */
+    pthread_mutex_lock(&p->f.mu);
+    bool fail = from == limit && p->fail_second > 0 && p->fail_second--;
+    pthread_mutex_unlock(&p->f.mu);
+    if (fail) {
+        ret->status = 500;
+        ret->body = kite_strdup("{\"kind\":\"Status\",\"code\":500,\"message\":\"a page failed\"}");
+        return 0;
+    }
     struct kite_buf b = {0};
     kite_buf_puts(&b, "{\"metadata\":{\"resourceVersion\":\"77\"");
     if (from + limit < PAGED_OBJECTS) kite_buf_printf(&b, ",\"continue\":\"tok+/%d\"", from + limit);
@@ -325,6 +334,39 @@ Test(informer, lists_in_pages) {
     cr_assert_str_eq(p.conts[0], "");
     cr_assert_str_eq(p.conts[1], "tok%2B%2F500", "the token percent-encoded: %s", p.conts[1]);
     cr_assert(strstr(p.f.paths[0], "resourceVersion=77&"), "the watch from the snapshot's revision: %s", p.f.paths[0]);
+    kite_client_free(c);
+    fake_release(&p.f);
+}
+
+/* A page that fails drops what the pages before it read (nothing is delivered from a list that
+ * did not finish) and the list starts over after the back-off, twice here: the objects then
+ * arrive once each, with one sync. */
+static void count_synced(void *ud) {
+    struct fake *f = ud;
+    pthread_mutex_lock(&f->mu);
+    f->synced++;
+    pthread_mutex_unlock(&f->mu);
+}
+
+Test(informer, a_failed_page_starts_the_list_over, .timeout = 30) {
+    struct paged p = {.fail_second = 2};
+    fake_init(&p.f);
+    struct kite_client *c = kite_client_fake_new(paged_list_h, paged_watch_h, &p);
+    struct kite_informer_options o = {.client = c, .path = "/api/v1/nodes", .name = "paged", .n_handlers = 1};
+    o.handlers[0] = (struct kite_informer_handlers){count_add, NULL, NULL, count_synced, &p.f};
+    struct kite_informer *inf;
+    cr_assert_eq(kite_informer_start(&o, &inf), 0);
+    struct timespec ts;
+    kite_cond_deadline(&ts, 20 * KITE_NS_PER_SEC);
+    pthread_mutex_lock(&p.f.mu);
+    while (p.f.watches < 1 && pthread_cond_timedwait(&p.f.cond, &p.f.mu, &ts) == 0) {}
+    pthread_mutex_unlock(&p.f.mu);
+    kite_informer_stop(inf);
+    cr_assert_eq(p.fail_second, 0);
+    cr_assert_eq(p.f.lists, PAGED_OBJECTS, "each object once: %d", p.f.lists);
+    cr_assert_eq(p.f.synced, 1);
+    int want_pages = (PAGED_OBJECTS + KITE_INFORMER_PAGE - 1) / KITE_INFORMER_PAGE;
+    cr_assert_eq(p.pages, 2 * 2 + want_pages, "two lists cut at their second page, then a whole one: %d", p.pages);
     kite_client_free(c);
     fake_release(&p.f);
 }
