@@ -178,6 +178,7 @@ def endpoint_ready(api, svc):
     return eps[0]["conditions"].get("ready") if len(eps) == 1 else None
 
 
+@pytest.mark.slow  # 22 s under the sanitizers
 def test_pod_ready_again_after_partition(partitioned_node):
     c = partitioned_node
     api = c.api()

@@ -154,6 +154,7 @@ def test_service_links(cluster):
     assert "WEB_FRONT_SERVICE_HOST" not in got and got["KUBERNETES_SERVICE_HOST"] == kip
 
 
+@pytest.mark.slow  # 21 s under the sanitizers
 def test_missing_key_is_create_container_config_error(cluster):
     c = cluster
     env = [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "later", "key": "k"}}}]
