@@ -94,6 +94,7 @@ struct kite_client_options {
     long timeout_ms;        /* per request; 0 = 10000 */
     long connect_timeout_ms;/* 0 = 5000 */
     const char *user_agent; /* NULL = "kite" */
+    unsigned max_connections; /* kept-alive connections for requests made at once; 0 = 1 */
 };
 
 /* The HTTP/1.1 client for kc (borrowed: everything needed is copied; TLS material stays in

@@ -7,8 +7,10 @@
  * needs is small: one kept-alive connection for its requests and one per watch, which
  * another thread can cancel.
  *
- * One connection serves every plain request (under a lock), so heartbeats reuse one TLS
- * session instead of handshaking every 10 s. A request that fails on a reused connection
+ * Plain requests take a kept-alive connection from a small pool (one by default; a client shared
+ * by several threads asks for more: kite_client_options.max_connections), so heartbeats reuse one
+ * TLS session instead of handshaking every 10 s, and a controller-manager's workers do not queue
+ * behind one another's requests. A request that fails on a reused connection
  * before any byte of an answer came back (the server closed it while idle) is sent once more
  * on a new connection, as browsers and libcurl do. Each watch has its own connection and
  * waits on its socket and on an eventfd that kite_cancel_fire() writes to. */
@@ -36,10 +38,21 @@ struct conn {
     gnutls_session_t tls; /* NULL on plain http */
 };
 
+/* A pooled connection: busy while one request uses it; opened in generation gen (a reset closes
+ * those of older generations when they come back). */
+struct pooled {
+    struct conn conn;
+    bool busy;
+    unsigned gen;
+};
+
 struct tls_client {
     struct kite_client base;
-    pthread_mutex_t lock; /* guards conn */
-    struct conn conn;
+    pthread_mutex_t lock; /* guards pool, gen, extra_headers */
+    pthread_cond_t idle;  /* a pooled connection came back */
+    struct pooled *pool;
+    size_t npool;
+    unsigned gen;
     bool https, host_is_ip, insecure;
     char *host, *port; /* for getaddrinfo; host without IPv6 brackets */
     char *authority;   /* Host header: as written in the server URL */
@@ -318,20 +331,57 @@ static void build_request(struct tls_client *c, struct kite_buf *b, const char *
     if (body) kite_buf_append(b, body, body_len);
 }
 
+/* A pooled connection for one request: an idle open one first, else an idle closed one (which
+ * the request opens), else the first to come back before deadline (NULL after it). */
+static struct pooled *pool_take(struct tls_client *c, int64_t deadline) {
+    struct pooled *p = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        for (size_t i = 0; i < c->npool; i++) {
+            struct pooled *q = &c->pool[i];
+            if (q->busy) continue;
+            if (q->conn.fd >= 0) {
+                p = q;
+                break;
+            }
+            if (!p) p = q;
+        }
+        if (p) break;
+        struct timespec ts = {.tv_sec = deadline / 1000, .tv_nsec = (deadline % 1000) * 1000000};
+        if (pthread_cond_timedwait(&c->idle, &c->lock, &ts) == ETIMEDOUT) break;
+    }
+    if (p) {
+        p->busy = true;
+        if (p->gen != c->gen) conn_close(&p->conn); /* opened before a reset */
+        p->gen = c->gen;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return p;
+}
+
+static void pool_give(struct tls_client *c, struct pooled *p) {
+    pthread_mutex_lock(&c->lock);
+    p->busy = false;
+    if (p->gen != c->gen) conn_close(&p->conn);
+    pthread_cond_signal(&c->idle);
+    pthread_mutex_unlock(&c->lock);
+}
+
 static int tls_request(struct kite_client *base, const char *method, const char *path, const char *content_type,
                        const char *body, size_t body_len, struct kite_response *ret) {
     struct tls_client *c = (struct tls_client *)base;
     struct kite_buf req = {0}, out = {0};
     build_request(c, &req, method, path, content_type, body, body_len);
     int64_t deadline = now_ms() + c->timeout_ms;
-    int r = 0;
+    int r = -ETIMEDOUT;
     long status = 0;
-    pthread_mutex_lock(&c->lock);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        bool reused = c->conn.fd >= 0;
+    struct pooled *p = pool_take(c, deadline);
+    for (int attempt = 0; p && attempt < 2; attempt++) {
+        struct conn *k = &p->conn;
+        bool reused = k->fd >= 0;
         if (!reused) {
             int64_t connect_deadline = KITE_MIN(deadline, now_ms() + c->connect_timeout_ms);
-            if ((r = conn_open(c, &c->conn, connect_deadline, -1)) < 0) break;
+            if ((r = conn_open(c, k, connect_deadline, -1)) < 0) break;
         }
         struct exchange x = {.body = &out, .body_max = KITE_CLIENT_MAX_BODY};
         exchange_init(&x);
@@ -340,20 +390,20 @@ static int tls_request(struct kite_client *base, const char *method, const char 
             r = KITE_CLIENT_NOT_LEADING;
             break;
         }
-        r = conn_send(&c->conn, req.p, req.len, deadline, -1);
+        r = conn_send(k, req.p, req.len, deadline, -1);
         if (r == 0) atomic_fetch_add(&base->bytes_sent, req.len);
-        if (r == 0) r = exchange_read(&c->conn, &x, deadline, -1, &keep_alive);
+        if (r == 0) r = exchange_read(k, &x, deadline, -1, &keep_alive);
         if (r == 0) {
             status = x.status;
-            if (!keep_alive) conn_close(&c->conn);
+            if (!keep_alive) conn_close(k);
             break;
         }
-        conn_close(&c->conn);
+        conn_close(k);
         kite_buf_reset(&out);
         /* a kept-alive connection the server had closed: nothing of an answer came back */
         if (!reused || x.received > 0 || r == -ETIMEDOUT || r == -EFBIG) break;
     }
-    pthread_mutex_unlock(&c->lock);
+    if (p) pool_give(c, p);
     kite_buf_release(&req);
     atomic_fetch_add(&base->requests, 1);
     if (r < 0) {
@@ -365,10 +415,13 @@ static int tls_request(struct kite_client *base, const char *method, const char 
     return 0;
 }
 
+/* Closes the idle connections now and the busy ones when their requests are done. */
 static void tls_reset(struct kite_client *base) {
     struct tls_client *c = (struct tls_client *)base;
     pthread_mutex_lock(&c->lock);
-    conn_close(&c->conn);
+    c->gen++;
+    for (size_t i = 0; i < c->npool; i++)
+        if (!c->pool[i].busy) conn_close(&c->pool[i].conn);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -461,7 +514,9 @@ static int tls_watch_lines(struct kite_client *base, const char *path, kite_watc
 
 static void tls_free(struct kite_client *base) {
     struct tls_client *c = (struct tls_client *)base;
-    conn_close(&c->conn);
+    for (size_t i = 0; i < c->npool; i++) conn_close(&c->pool[i].conn);
+    free(c->pool);
+    pthread_cond_destroy(&c->idle);
     pthread_mutex_destroy(&c->lock);
     if (c->cred) gnutls_certificate_free_credentials(c->cred);
     for (size_t i = 0; i < c->n_retired; i++) gnutls_certificate_free_credentials(c->retired[i]);
@@ -602,8 +657,15 @@ int kite_client_new(const struct kite_kubeconfig *kc, const struct kite_client_o
     struct tls_client *c = kite_calloc(1, sizeof(*c));
     c->base.ops = &tls_ops;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* pool_take's deadline is now_ms()'s */
+    pthread_cond_init(&c->idle, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&c->cred_lock, NULL);
-    c->conn.fd = -1;
+    c->npool = o && o->max_connections > 0 ? o->max_connections : 1;
+    c->pool = kite_calloc(c->npool, sizeof *c->pool);
+    for (size_t i = 0; i < c->npool; i++) c->pool[i].conn.fd = -1;
     c->insecure = kc->insecure;
     c->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : 10000;
     c->connect_timeout_ms = o && o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 5000;

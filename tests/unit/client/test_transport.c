@@ -8,6 +8,7 @@
 #include <gnutls/x509.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,7 +33,9 @@ struct peer {
     gnutls_certificate_credentials_t cred;
     peer_handler handle;
     pthread_t thread;
-    int accepts, requests;
+    bool threaded;            /* each connection served on a thread of its own (peer_start_threaded) */
+    atomic_int accepts, requests, live; /* live: connection threads still running */
+    atomic_int waiting;       /* for h_together: requests come */
     char received[16384];     /* every request's bytes, in order (the first 16 KiB) */
     size_t received_len;      /* all of them */
     char client_dn[256];      /* the client certificate's subject, if one was sent */
@@ -109,56 +112,87 @@ static bool read_request(struct pconn *c, struct kite_buf *b) {
     }
 }
 
+/* Serves one accepted connection until it closes. */
+static void serve(struct peer *p, int fd) {
+    struct pconn c = {.fd = fd};
+    if (p->tls) {
+        gnutls_init(&c.tls, GNUTLS_SERVER | GNUTLS_NO_SIGNAL);
+        gnutls_set_default_priority(c.tls);
+        gnutls_credentials_set(c.tls, GNUTLS_CRD_CERTIFICATE, p->cred);
+        gnutls_certificate_server_set_request(c.tls, GNUTLS_CERT_REQUEST);
+        gnutls_transport_set_int(c.tls, fd);
+        int r;
+        do r = gnutls_handshake(c.tls);
+        while (r < 0 && !gnutls_error_is_fatal(r));
+        if (r < 0) goto next;
+        unsigned n = 0;
+        const gnutls_datum_t *chain = gnutls_certificate_get_peers(c.tls, &n);
+        if (chain && n > 0) {
+            gnutls_x509_crt_t crt;
+            gnutls_x509_crt_init(&crt);
+            gnutls_x509_crt_import(crt, &chain[0], GNUTLS_X509_FMT_DER);
+            size_t len = sizeof(p->client_dn);
+            gnutls_x509_crt_get_dn(crt, p->client_dn, &len);
+            gnutls_x509_crt_deinit(crt);
+        }
+    }
+    for (;;) {
+        struct kite_buf req = {0};
+        if (!read_request(&c, &req)) {
+            kite_buf_release(&req);
+            break;
+        }
+        p->requests++;
+        if (!p->threaded) {
+            if (p->received_len + req.len < sizeof(p->received))
+                memcpy(p->received + p->received_len, req.p, req.len);
+            p->received_len += req.len;
+        }
+        int close_it = p->handle(p, &c, req.p, req.len);
+        kite_buf_release(&req);
+        if (close_it) break;
+    }
+next:
+    if (c.tls) gnutls_deinit(c.tls);
+    close(fd);
+}
+
+struct conn_arg {
+    struct peer *p;
+    int fd;
+};
+
+static void *conn_main(void *ud) {
+    struct conn_arg *a = ud;
+    serve(a->p, a->fd);
+    a->p->live--;
+    free(a);
+    return NULL;
+}
+
 static void *peer_main(void *ud) {
     struct peer *p = ud;
     for (;;) {
         int fd = accept(p->lfd, NULL, NULL);
         if (fd < 0) return NULL; /* the listener was shut down */
         p->accepts++;
-        struct pconn c = {.fd = fd};
-        if (p->tls) {
-            gnutls_init(&c.tls, GNUTLS_SERVER | GNUTLS_NO_SIGNAL);
-            gnutls_set_default_priority(c.tls);
-            gnutls_credentials_set(c.tls, GNUTLS_CRD_CERTIFICATE, p->cred);
-            gnutls_certificate_server_set_request(c.tls, GNUTLS_CERT_REQUEST);
-            gnutls_transport_set_int(c.tls, fd);
-            int r;
-            do r = gnutls_handshake(c.tls);
-            while (r < 0 && !gnutls_error_is_fatal(r));
-            if (r < 0) goto next;
-            unsigned n = 0;
-            const gnutls_datum_t *chain = gnutls_certificate_get_peers(c.tls, &n);
-            if (chain && n > 0) {
-                gnutls_x509_crt_t crt;
-                gnutls_x509_crt_init(&crt);
-                gnutls_x509_crt_import(crt, &chain[0], GNUTLS_X509_FMT_DER);
-                size_t len = sizeof(p->client_dn);
-                gnutls_x509_crt_get_dn(crt, p->client_dn, &len);
-                gnutls_x509_crt_deinit(crt);
-            }
+        if (!p->threaded) {
+            serve(p, fd);
+            continue;
         }
-        for (;;) {
-            struct kite_buf req = {0};
-            if (!read_request(&c, &req)) {
-                kite_buf_release(&req);
-                break;
-            }
-            p->requests++;
-            if (p->received_len + req.len < sizeof(p->received))
-                memcpy(p->received + p->received_len, req.p, req.len);
-            p->received_len += req.len;
-            int close_it = p->handle(p, &c, req.p, req.len);
-            kite_buf_release(&req);
-            if (close_it) break;
-        }
-    next:
-        if (c.tls) gnutls_deinit(c.tls);
-        close(fd);
+        struct conn_arg *a = kite_calloc(1, sizeof *a);
+        *a = (struct conn_arg){p, fd};
+        pthread_t t;
+        p->live++;
+        cr_assert_eq(pthread_create(&t, NULL, conn_main, a), 0);
+        pthread_detach(t);
     }
 }
 
-static void peer_start(struct peer *p, bool tls, peer_handler h) {
+static void peer_start_as(struct peer *p, bool tls, peer_handler h, bool threaded, int iarg) {
     memset(p, 0, sizeof(*p));
+    p->threaded = threaded;
+    p->iarg = iarg;
     p->tls = tls;
     p->handle = h;
     if (tls) {
@@ -180,9 +214,12 @@ static void peer_start(struct peer *p, bool tls, peer_handler h) {
     cr_assert_eq(pthread_create(&p->thread, NULL, peer_main, p), 0);
 }
 
+static void peer_start(struct peer *p, bool tls, peer_handler h) { peer_start_as(p, tls, h, false, 0); }
+
 static void peer_stop(struct peer *p) {
     shutdown(p->lfd, SHUT_RDWR);
     pthread_join(p->thread, NULL);
+    while (p->live) usleep(1000); /* connection threads end when their clients hang up */
     close(p->lfd);
     if (p->cred) gnutls_certificate_free_credentials(p->cred);
 }
@@ -321,6 +358,68 @@ Test(transport, keep_alive_serves_every_request_on_one_connection) {
     /* every byte the server got is counted as sent, and nothing else */
     cr_assert_eq(sent, p.received_len);
 }
+
+/* Answers once iarg requests have come (or after 2 s) with how many had: the first iarg
+ * requests are answered only if they are all sent before any is answered. */
+static int h_together(struct peer *p, struct pconn *c, const char *req, size_t len) {
+    p->waiting++;
+    for (int i = 0; i < 2000 && p->waiting < p->iarg; i++) usleep(1000);
+    char head[128];
+    snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n%d", KITE_MIN((int)p->waiting, 9));
+    pc_puts(c, head);
+    return 0;
+}
+
+struct getter {
+    struct kite_client *c;
+    int e;
+    char *body;
+};
+
+static void *getter_main(void *ud) {
+    struct getter *g = ud;
+    long st;
+    g->e = get(g->c, "/x", &st, &g->body);
+    return NULL;
+}
+
+/* Two threads' requests at once: with two pooled connections both reach the server together
+ * (each answer says 2 had come: want_sum 4); with one, the second is sent after the first is
+ * answered (1 + 2). The pool keeps its connections for later requests. */
+static void requests_at_once(unsigned max_connections, int want_sum, int want_accepts) {
+    struct peer p;
+    peer_start_as(&p, true, h_together, true, 2);
+    char url[128];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%u", p.port);
+    struct kite_kubeconfig kc = {.server = url, .ca_pem = ca_pem, .ca_len = strlen(ca_pem)};
+    struct kite_client_options o = {.max_connections = max_connections};
+    struct kite_client *c = NULL;
+    cr_assert_eq(kite_client_new(&kc, &o, &c), 0);
+    struct getter g[2] = {{.c = c}, {.c = c}};
+    pthread_t t[2];
+    int sum = 0;
+    for (int i = 0; i < 2; i++) cr_assert_eq(pthread_create(&t[i], NULL, getter_main, &g[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(g[i].e, 0);
+        sum += atoi(g[i].body);
+        free(g[i].body);
+    }
+    cr_assert_eq(sum, want_sum);
+    g[0] = (struct getter){.c = c};
+    getter_main(&g[0]); /* alone: on a kept connection */
+    cr_assert_eq(g[0].e, 0);
+    free(g[0].body);
+    kite_client_free(c);
+    peer_stop(&p);
+    cr_assert_eq(p.accepts, want_accepts);
+    cr_assert_eq(p.requests, 3);
+}
+
+Test(transport, pooled_connections_carry_requests_at_once) { requests_at_once(2, 4, 2); }
+
+/* the default pool of one: the second request waits for the first's connection */
+Test(transport, one_connection_carries_one_request_at_a_time) { requests_at_once(0, 3, 1); }
 
 Test(transport, a_connection_the_server_dropped_is_replaced_once) {
     struct peer p;
