@@ -297,10 +297,16 @@ void kite_apiserver_handle_watch(struct req *rq) {
         r = kite_wcache_list(cache, prefix, NULL, 0, list_filter, w, &w->initial, &w->n_initial, &from, &more);
     }
     w->last_rev = from;
+    size_t queue = rq->srv->watch_queue ? rq->srv->watch_queue : KITE_WATCH_QUEUE,
+           queue_bytes = rq->srv->watch_queue_bytes ? rq->srv->watch_queue_bytes : KITE_WATCH_QUEUE_BYTES;
+    /* A watch with initial events may fall behind by as much again as they hold: the changes
+     * made while they stream (a watch-list of 92,000 Leases takes seconds, and 9,000 renewals
+     * come each of them) wait behind them. It then holds at most twice its state. */
+    queue += w->n_initial;
+    for (size_t i = 0; i < w->n_initial; i++) queue_bytes += sizeof *w->initial[i] + strlen(w->initial[i]->key) + w->initial[i]->len + 2;
     if (r == 0)
-        r = kite_wcache_watch(cache, prefix, from, rq->srv->watch_queue ? rq->srv->watch_queue : KITE_WATCH_QUEUE,
-                              rq->srv->watch_queue_bytes ? rq->srv->watch_queue_bytes : KITE_WATCH_QUEUE_BYTES,
-                              (w->ls || w->fs || rq->name) ? filter : NULL, notify, w, &w->watcher);
+        r = kite_wcache_watch(cache, prefix, from, queue, queue_bytes, (w->ls || w->fs || rq->name) ? filter : NULL,
+                              notify, w, &w->watcher);
     if (r == -ENODATA) {
         w->error_event = kite_asprintf("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %lld (%lld)\",\"reason\":\"Expired\",\"code\":410}}\n",
                                        (long long)from, (long long)kite_wcache_oldest_rev(cache));

@@ -13,7 +13,7 @@ struct kite_informer_factory {
     struct kite_client *client;
     struct entry e[KITE_FACTORY_MAX_INFORMERS];
     size_t n;
-    bool started;
+    bool started, watch_list;
 };
 
 struct kite_informer_factory *kite_informer_factory_new(struct kite_client *client) {
@@ -43,7 +43,7 @@ struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *
         char name[16];
         thread_name(path, name);
         struct kite_informer_options o = {.client = f->client, .path = path, .selector = selector, .name = name,
-                                          .project = project};
+                                          .project = project, .watch_list = f->watch_list};
         e->path = kite_strdup(path);
         e->selector = selector ? kite_strdup(selector) : NULL;
         e->project = project;
@@ -51,6 +51,8 @@ struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *
     }
     return h && kite_informer_add_handlers(e->inf, h) < 0 ? NULL : e->inf;
 }
+
+void kite_informer_factory_set_watch_list(struct kite_informer_factory *f, bool on) { f->watch_list = on; }
 
 int kite_informer_factory_start(struct kite_informer_factory *f) {
     f->started = true;

@@ -17,6 +17,8 @@ struct kite_informer_factory *kite_informer_factory_new(struct kite_client *clie
 struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *f, const char *path,
                                                   const char *selector, const char *const *project,
                                                   const struct kite_informer_handlers *h);
+/* Informers made from now on list through the watch (kite_informer_options' watch_list). */
+void kite_informer_factory_set_watch_list(struct kite_informer_factory *f, bool on);
 /* Starts every informer's thread. */
 int kite_informer_factory_start(struct kite_informer_factory *f);
 /* Halts every informer: no handler is called after it returns (their caches stay readable). */

@@ -24,6 +24,8 @@ struct kite_informer {
     struct kite_map cache; /* key -> json_object (a reference held) */
     const char **project;  /* NULL, or the members kept (o->project + what the informer reads) */
     char rv[32];
+    bool watch_list;       /* list through the watch; false again once the server refused it */
+    json_object *initial;  /* the watch-list's objects until its end bookmark; NULL: not in one */
     pthread_t thread;
     bool running, halted;
     struct kite_cancel cancel;
@@ -126,10 +128,29 @@ static void replace(struct kite_informer *i, json_object *items) {
         if (i->h[k].synced) i->h[k].synced(i->h[k].ud);
 }
 
-/* A watch event of type `type` (NULL: none) for obj (borrowed; NULL: none). */
-static int on_object(struct kite_informer *i, const char *type, json_object *obj) {
+/* The bookmark that ends a watch-list's initial events (obj whole, not cut down). */
+static bool initial_events_end(const char *type, json_object *obj) {
+    return kite_streq(type, "BOOKMARK") &&
+           kite_streq(kite_obj_str(kite_obj_get(kite_obj_get(obj, "metadata"), "annotations"), "k8s.io/initial-events-end"),
+                      "true");
+}
+
+/* A watch event of type `type` (NULL: none) for obj (borrowed; NULL: none); end: it is the
+ * bookmark ending a watch-list's initial events. */
+static int on_object(struct kite_informer *i, const char *type, json_object *obj, bool end) {
     const char *rv = kite_meta_str(obj, "resourceVersion");
     if (!type || kite_streq(type, "ERROR")) return -ESTALE; /* 410 Expired, or worse: list again */
+    if (i->initial) {
+        /* a watch-list's initial state: delivered whole, as a list, at its end bookmark */
+        if (kite_streq(type, "ADDED")) json_object_array_add(i->initial, json_object_get(obj));
+        else if (!end && !kite_streq(type, "BOOKMARK")) return -EBADMSG; /* changes before the state ended */
+        if (!end) return 0;
+        if (rv) snprintf(i->rv, sizeof i->rv, "%s", rv);
+        json_object *all = TAKE_PTR(i->initial);
+        replace(i, all);
+        json_object_put(all);
+        return 0;
+    }
     if (rv) snprintf(i->rv, sizeof i->rv, "%s", rv);
     if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) upsert(i, obj);
     else if (kite_streq(type, "DELETED")) removed(i, obj);
@@ -137,7 +158,9 @@ static int on_object(struct kite_informer *i, const char *type, json_object *obj
 }
 
 static int on_event(json_object *ev, void *ud) {
-    return on_object(ud, kite_obj_str(ev, "type"), kite_obj_get(ev, "object"));
+    const char *type = kite_obj_str(ev, "type");
+    json_object *obj = kite_obj_get(ev, "object");
+    return on_object(ud, type, obj, initial_events_end(type, obj));
 }
 
 /* A watch event's text, for an informer that keeps only some members: the object is cut down
@@ -154,7 +177,7 @@ static int on_line(const char *line, size_t len, void *ud) {
         for (size_t k = 0; k < KITE_ARRAY_SIZE(types); k++)
             if (mn[0] == strlen(types[k]) + 2 && memcmp(m[0] + 1, types[k], mn[0] - 2) == 0) {
                 if (!(obj = kite_json_project(m[1], mn[1], i->project))) break;
-                int r = on_object(i, types[k], obj);
+                int r = on_object(i, types[k], obj, false);
                 json_object_put(obj);
                 return r;
             }
@@ -165,8 +188,9 @@ static int on_line(const char *line, size_t len, void *ud) {
         return -EBADMSG;
     }
     json_object *whole = kite_obj_get(full, "object");
+    const char *type = kite_obj_str(full, "type");
     obj = whole ? kite_obj_project(whole, i->project) : NULL;
-    int r = on_object(i, kite_obj_str(full, "type"), obj);
+    int r = on_object(i, type, obj, initial_events_end(type, whole));
     json_object_put(obj);
     json_object_put(full);
     return r;
@@ -215,24 +239,47 @@ static int list(struct kite_informer *i) {
     return e;
 }
 
+/* One watch: from i->rv, or (listed false) a watch-list of the current state. Returns the
+ * watch's end (0: the server ended it). */
+static int watch(struct kite_informer *i, bool listed) {
+    const char *sel = i->selector ? i->selector : "", *amp = i->selector ? "&" : "";
+    _cleanup_free_ char *path =
+        listed ? kite_asprintf("%s?%s%swatch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d", i->path,
+                               sel, amp, i->rv, KITE_INFORMER_WATCH_S)
+               : kite_asprintf("%s?%s%swatch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                               "&allowWatchBookmarks=true&timeoutSeconds=%d",
+                               i->path, sel, amp, KITE_INFORMER_WATCH_S);
+    if (!listed) i->initial = json_object_new_array();
+    int e = i->project ? kite_client_watch_lines(i->client, path, on_line, i, &i->cancel)
+                       : kite_client_watch(i->client, path, on_event, i, &i->cancel);
+    if (i->initial) { /* the stream ended inside the initial state: none of it is delivered */
+        json_object_put(TAKE_PTR(i->initial));
+        if (e == 0 || e == -EINVAL) {
+            log_warn(INFORMER_LOG, "%s: the server %s a watch-list; listing in pages from now on", i->path,
+                     e == 0 ? "ended before the initial events of" : "refused");
+            i->watch_list = false;
+        }
+        if (e == 0) e = -EPROTO; /* not a resumable end */
+        if (e == -ESTALE) e = -EAGAIN; /* dropped while still sending them: the back-off first */
+    }
+    return e;
+}
+
 static void *run(void *ud) {
     struct kite_informer *i = ud;
     bool listed = false;
     while (!kite_cancel_fired(&i->cancel)) {
-        if (!listed) {
+        if (!listed && !i->watch_list) {
             if (list(i) < 0) {
                 kite_cancel_wait(&i->cancel, kite_backoff_next(&i->backoff));
                 continue;
             }
             listed = true;
         }
-        _cleanup_free_ char *path =
-            kite_asprintf("%s?%s%swatch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d", i->path,
-                          i->selector ? i->selector : "", i->selector ? "&" : "", i->rv, KITE_INFORMER_WATCH_S);
-        int e = i->project ? kite_client_watch_lines(i->client, path, on_line, i, &i->cancel)
-                           : kite_client_watch(i->client, path, on_event, i, &i->cancel);
+        int e = watch(i, listed);
         if (e == 0) { /* the server ended the stream: resume from where it was */
             kite_backoff_reset(&i->backoff);
+            listed = true;
             continue;
         }
         listed = false;
@@ -246,6 +293,7 @@ struct kite_informer *kite_informer_new(const struct kite_informer_options *o) {
     i->client = o->client;
     i->path = kite_strdup(o->path);
     i->selector = o->selector ? kite_strdup(o->selector) : NULL;
+    i->watch_list = o->watch_list;
     snprintf(i->name, sizeof i->name, "%s", o->name ? o->name : "informer");
     if (o->project) {
         static const char *const own[] = {"metadata.name", "metadata.namespace", "metadata.resourceVersion"};

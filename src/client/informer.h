@@ -4,7 +4,15 @@
  * resourceVersion seen; a 410 (or any watch error) lists again, and the handlers see the
  * difference between the cache and the new list (adds, updates, deletes), so nothing is
  * missed across the gap. A failed list is retried after a back-off (1 s doubling to
- * KITE_INFORMER_RETRY_MAX_S). */
+ * KITE_INFORMER_RETRY_MAX_S).
+ *
+ * With watch_list, the list is the watch's own start (client-go's WatchListClient): one watch
+ * with sendInitialEvents=true streams the current objects as ADDED events, then a bookmark
+ * annotated k8s.io/initial-events-end, then the changes after them, with no gap between the two:
+ * a list in pages takes seconds at 100,000 objects, and the watch from its revision after that
+ * found the watch cache's history long gone (410) under thousands of writes a second, so the
+ * informer listed again, forever. A server that refuses the parameters (400, 422) or ends the
+ * stream before the bookmark is listed in pages from then on. */
 #pragma once
 #include "client/client.h"
 
@@ -35,6 +43,7 @@ struct kite_informer_options {
      * renewal's tree is then 5 objects, not 20: a controller watching many Leases spends its
      * time on what it reads. */
     const char *const *project;
+    bool watch_list;            /* list through the watch (above) */
     /* every set is called, in order, for each change: controllers share one watch */
     struct kite_informer_handlers handlers[KITE_INFORMER_MAX_HANDLERS];
     size_t n_handlers;

@@ -2,6 +2,7 @@
  * runs the same in-process). With --leader-elect (the default) it schedules only while this
  * process holds the Lease kube-system/kube-scheduler, as kube-scheduler does. */
 #include "base/log.h"
+#include "client/factory.h"
 #include "cmd/cmd.h"
 #include "framework/framework.h"
 #include "scheduler/scheduler.h"
@@ -15,6 +16,7 @@ static void lead(void *ud) {
     struct kite_scheduler_proc *p = ud;
     struct kite_sched_options o = {0};
     p->group = kite_ctl_group_new(p->el.client, NULL);
+    kite_informer_factory_set_watch_list(kite_ctl_group_informers(p->group), true);
     int r = kite_sched_run(p->group, &o);
     if (r == 0) r = kite_ctl_group_start(p->group);
     if (r < 0) log_error(LOG, "cannot start the scheduler: %s", strerror(-r));

@@ -224,3 +224,71 @@ def test_stalled_watcher_of_big_objects_dropped_by_bytes(small_queue_bytes):
     while watchers_open(api) > 0 and time.time() < deadline:
         time.sleep(0.1)
     assert watchers_open(api) == 0
+
+
+STATE = 600      # objects of a watch-list's state: more bytes than the socket buffers hold
+STATE_PAD = 8192
+CHANGES = 300    # changes while it streams: over the event bound below, under it plus STATE
+WL = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+
+
+@pytest.fixture
+def tiny_queue(tmp_path):
+    c = Cluster("apiserver", tmp_path, extra_args=["--watch-queue-events", "200"]).start()
+    yield c
+    c.stop()
+
+
+def write_all(c, reqs):
+    """Makes (method, path, body) requests from WRITERS connections; returns the failures."""
+    errors = []
+    def writer(idx):
+        conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=c.identity.ctx, timeout=60)
+        for method, path, body in reqs[idx::WRITERS]:
+            conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            out = resp.read()
+            if resp.status not in (200, 201):
+                errors.append((resp.status, out[:200]))
+        conn.close()
+    ws = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+    for w in ws:
+        w.start()
+    for w in ws:
+        w.join()
+    return errors
+
+
+def test_watch_list_keeps_the_changes_made_while_its_state_streams(tiny_queue):
+    """A watch-list (an informer's list through the watch) sends its state first; the changes
+    made meanwhile wait behind it, and it may lag by as many events as its state holds beyond
+    the queue's bound. So a state of 600 objects that the client is slow to take, with 300
+    changes made meanwhile (over the bound of 200, which drops a plain watch), arrives whole:
+    the state, its end bookmark, every change, and no ERROR."""
+    c = tiny_queue
+    api = c.api()
+    errors = write_all(c, [("POST", LEASES, lease(f"l{i}", "h0", STATE_PAD)) for i in range(STATE)])
+    assert not errors, errors[:3]
+    slow = stalled_watch(c, f"{LEASES}?{WL}")
+    deadline = time.time() + 10
+    while watchers_open(api) < 1 and time.time() < deadline:
+        time.sleep(0.05)
+    assert watchers_open(api) == 1
+    errors = write_all(c, [("PUT", f"{LEASES}/l{i}", lease(f"l{i}", "h1", STATE_PAD)) for i in range(CHANGES)])
+    assert not errors, errors[:3]
+    assert watchers_open(api) == 1, "the watch-list was dropped while its state streamed"
+    slow.settimeout(30)
+    data = b""
+    deadline = time.time() + 60
+    while data.count(b'"type":"MODIFIED"') < CHANGES and b'"type":"ERROR"' not in data and time.time() < deadline:
+        chunk = slow.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    slow.close()
+    assert b'"type":"ERROR"' not in data, data[data.find(b'"type":"ERROR"') - 20:][:300]
+    assert data.count(b'"type":"ADDED"') == STATE
+    end = data.find(b"k8s.io/initial-events-end")
+    assert end > data.rfind(b'"type":"ADDED"'), "the bookmark ends the state"
+    assert data.count(b'"type":"MODIFIED"') == CHANGES
+    assert data.find(b'"type":"MODIFIED"') > end, "the changes come after the state"

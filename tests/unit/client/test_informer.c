@@ -17,6 +17,7 @@ struct fake {
     char seen[1024]; /* "add:a update:a del:b ..." in delivery order */
     int synced;
     char paths[4][256];
+    bool refuse; /* refusing_watch_h: answer the first watch 400 */
 };
 
 #define OBJ(name, rv) "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv "\"}}"
@@ -370,3 +371,126 @@ Test(informer, a_failed_page_starts_the_list_over, .timeout = 30) {
     kite_client_free(c);
     fake_release(&p.f);
 }
+
+/* ---- watch-list (kite_informer_options' watch_list) ---- */
+
+#define INITIAL_END(rv)                                                                                             \
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv \
+    "\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}"
+
+static int no_list_h(void *ud, const char *method, const char *path, const char *ct, const char *body, size_t len,
+                     struct kite_response *ret) {
+    fake_listed(ud);
+    ret->status = 500;
+    ret->body = kite_strdup("{}");
+    return 0;
+}
+
+/* What the handlers have seen so far (a copy). */
+static char *seen_now(struct fake *f) {
+    pthread_mutex_lock(&f->mu);
+    char *s = kite_strdup(f->seen);
+    pthread_mutex_unlock(&f->mu);
+    return s;
+}
+
+static int watch_list_h(void *ud, const char *path, kite_watch_fn fn, void *fn_ud, struct kite_cancel *cancel) {
+    struct fake *f = ud;
+    int n = fake_watched(f, path), r = 0;
+    if (n == 0 || n == 2) {
+        /* the state as ADDED events: nothing reaches the handlers before the end bookmark */
+        r = send(fn, fn_ud, n == 0 ? "{\"type\":\"ADDED\",\"object\":" OBJ("a", "1") "}"
+                                   : "{\"type\":\"ADDED\",\"object\":" OBJ("a", "11") "}");
+        if (r == 0)
+            r = send(fn, fn_ud, n == 0 ? "{\"type\":\"ADDED\",\"object\":" OBJ("b", "2") "}"
+                                       : "{\"type\":\"ADDED\",\"object\":" OBJ("c", "12") "}");
+        if (r == 0) r = send(fn, fn_ud, "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}");
+        _cleanup_free_ char *before = seen_now(f);
+        cr_assert_str_eq(before, n == 0 ? "" : "add:a@1 add:b@2 update:a@11");
+        if (r == 0) r = send(fn, fn_ud, n == 0 ? INITIAL_END("10") : INITIAL_END("20"));
+        if (r < 0 || n == 2) goto quiet;
+        /* then the changes after that state, on the same stream */
+        r = send(fn, fn_ud, "{\"type\":\"MODIFIED\",\"object\":" OBJ("a", "11") "}");
+        return r; /* the server ends the stream: resumed from 11 */
+    }
+    if (n == 1)
+        return send(fn, fn_ud, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}");
+quiet:
+    if (r < 0) return r;
+    kite_cancel_wait(cancel, 30 * KITE_NS_PER_SEC);
+    return -ECANCELED;
+}
+
+/* The list is the watch's start: the initial events are delivered as a list's would be (adds,
+ * then the sync) at the bookmark that ends them, and the changes after follow on the same stream;
+ * a watch that ends resumes from its last revision, and a 410 starts a watch-list again, whose
+ * state is delivered as the difference. No list is made. Whole objects, and cut-down ones (the
+ * bookmark's annotation is read before the cut). */
+static void lists_through_the_watch(const char *const *project) {
+    struct fake f;
+    fake_init(&f);
+    struct kite_client *c = kite_client_fake_new(no_list_h, watch_list_h, &f);
+    struct kite_informer_options o = {.client = c, .path = "/api/v1/pods", .name = "test", .n_handlers = 1,
+                                      .project = project, .watch_list = true};
+    o.handlers[0] = (struct kite_informer_handlers){on_add, on_update, on_del, on_synced, &f};
+    struct kite_informer *inf;
+    cr_assert_eq(kite_informer_start(&o, &inf), 0);
+    const char *want = "add:a@1 add:b@2 update:a@11 add:c@12 del:b@2";
+    fake_wait_seen(&f, want, 3);
+    cr_assert(kite_informer_synced(inf));
+    kite_informer_stop(inf);
+    cr_assert_str_eq(f.seen, want);
+    cr_assert_eq(f.lists, 0);
+    cr_assert_eq(f.synced, 2);
+    for (int i = 0; i < 3; i += 2) {
+        cr_assert(strstr(f.paths[i], "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+                  "%s", f.paths[i]);
+        cr_assert_null(strstr(f.paths[i], "resourceVersion="), "the current state: %s", f.paths[i]);
+    }
+    cr_assert(strstr(f.paths[1], "resourceVersion=11&"), "resumed after the last change: %s", f.paths[1]);
+    cr_assert_null(strstr(f.paths[1], "sendInitialEvents"), "%s", f.paths[1]);
+    kite_client_free(c);
+    fake_release(&f);
+}
+
+Test(informer, lists_through_the_watch) { lists_through_the_watch(NULL); }
+
+Test(informer, a_cut_down_informer_lists_through_the_watch) {
+    static const char *const members[] = {"spec.renewTime", NULL};
+    lists_through_the_watch(members);
+}
+
+/* A server that refuses a watch-list (400), or ends it before the initial events do: what it
+ * sent is not delivered, and the informer lists in pages from then on. */
+static int refusing_watch_h(void *ud, const char *path, kite_watch_fn fn, void *fn_ud, struct kite_cancel *cancel) {
+    struct fake *f = ud;
+    int n = fake_watched(f, path);
+    if (n == 0 && f->refuse) return -EINVAL;
+    if (n == 0) return send(fn, fn_ud, "{\"type\":\"ADDED\",\"object\":" OBJ("z", "5") "}"); /* then ends */
+    kite_cancel_wait(cancel, 30 * KITE_NS_PER_SEC);
+    return -ECANCELED;
+}
+
+static void falls_back_to_the_list(bool refused) {
+    struct fake f;
+    fake_init(&f);
+    f.refuse = refused;
+    struct kite_client *c = kite_client_fake_new(list_h, refusing_watch_h, &f);
+    struct kite_informer_options o = {.client = c, .path = "/api/v1/pods", .name = "test", .n_handlers = 1,
+                                      .watch_list = true};
+    o.handlers[0] = (struct kite_informer_handlers){on_add, on_update, on_del, NULL, &f};
+    struct kite_informer *inf;
+    cr_assert_eq(kite_informer_start(&o, &inf), 0);
+    fake_wait_seen(&f, "add:a@1 add:b@2", 2);
+    kite_informer_stop(inf);
+    cr_assert_str_eq(f.seen, "add:a@1 add:b@2", "nothing of the cut watch-list: %s", f.seen);
+    cr_assert_eq(f.lists, 1);
+    cr_assert(strstr(f.paths[0], "sendInitialEvents=true"), "%s", f.paths[0]);
+    cr_assert(strstr(f.paths[1], "resourceVersion=10&"), "watched from the list: %s", f.paths[1]);
+    kite_client_free(c);
+    fake_release(&f);
+}
+
+Test(informer, a_refused_watch_list_falls_back_to_the_list, .timeout = 20) { falls_back_to_the_list(true); }
+
+Test(informer, a_watch_list_cut_short_falls_back_to_the_list, .timeout = 20) { falls_back_to_the_list(false); }
