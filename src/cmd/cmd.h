@@ -42,6 +42,7 @@ struct elected_args {
 struct elected_component {
     const char *user_agent, *lease_name;
     const char *log; /* the component's name in the log */
+    unsigned connections; /* its client's kept-alive connections (kite_client_options); 0 = 1 */
     void (*started)(void *ud), (*stopped)(void *ud); /* on the elector's thread */
 };
 /* The election's flags, kube-controller-manager's and kube-scheduler's (desc: what

@@ -4,9 +4,11 @@
  * kube-system/kube-controller-manager, so several can run and one takes over when the leader
  * dies. */
 #include "base/log.h"
+#include "client/factory.h"
 #include "client/kubeconfig.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
+#include "framework/ctlutil.h"
 #include "apiserver/apiserver.h"
 #include "controllers/controllers.h"
 #include "framework/framework.h"
@@ -84,6 +86,8 @@ static void lead(void *ud) {
         .root_ca = c->root_ca,
     };
     c->group = kite_ctl_group_new(c->el.client, NULL);
+    /* a restart under 100,000 nodes lists them without losing the renewals meanwhile */
+    kite_informer_factory_set_watch_list(kite_ctl_group_informers(c->group), true);
     for (size_t i = 0; i < KITE_N_CONTROLLERS; i++) {
         int r;
         if (c->on[i] && (r = KITE_CONTROLLERS[i].start(c->group, &cfg)) < 0)
@@ -150,7 +154,9 @@ int kite_cmd_controllers_start(const struct controller_args *a, struct kite_cont
         return r;
     }
     static const struct elected_component component = {
-        .user_agent = "kite-controller-manager", .lease_name = LEASE_NAME, .log = LOG, .started = lead, .stopped = unlead};
+        .user_agent = "kite-controller-manager", .lease_name = LEASE_NAME, .log = LOG,
+        /* the controllers' workers (KITE_CTL_WORKERS) make requests at once */
+        .connections = KITE_CTL_WORKERS + 2, .started = lead, .stopped = unlead};
     if ((r = kite_cmd_elected_start(&ret->el, &a->el, &component, ret, ret_error)) < 0) {
         free(TAKE_PTR(ret->root_ca));
         free(TAKE_PTR(ret->signing_cert));

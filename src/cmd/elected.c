@@ -29,7 +29,7 @@ int kite_cmd_elected_start(struct elected *e, const struct elected_args *a, cons
     struct kite_kubeconfig *kc = NULL;
     int r = kite_kubeconfig_load(a->kubeconfig, NULL, &kc, ret_error);
     if (r < 0) return r;
-    struct kite_client_options co = {.user_agent = o->user_agent};
+    struct kite_client_options co = {.user_agent = o->user_agent, .max_connections = o->connections};
     r = kite_client_new(kc, &co, &e->client);
     /* the election renews on a client of its own (as client-go's), which the write gate of the
      * component's client does not hold back */

@@ -588,7 +588,7 @@ static bool post_events(struct kite_nlc *n, struct kite_ctl_acts *events) {
 }
 
 int64_t kite_nlc_step(struct kite_nlc *n) {
-    struct kite_ctl_acts acts = {0};
+    struct kite_ctl_acts marks = {0}, acts = {0};
     char **pod_nodes = NULL;
     size_t npod = 0;
     pthread_mutex_lock(&n->lock);
@@ -601,7 +601,7 @@ int64_t kite_nlc_step(struct kite_nlc *n) {
             log_info(LOG, "node %s: no renewal seen for %.1f s: marking it Unknown", d->name,
                      (double)(now - d->probe) / (double)KITE_NS_PER_SEC);
             _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s/status", d->name);
-            kite_ctl_acts_add(&acts, ACT_STATUS, d->name, "PATCH", path, SMP, p);
+            kite_ctl_acts_add(&marks, ACT_STATUS, d->name, "PATCH", path, SMP, p);
         }
     }
     while ((t = kite_timers_pop_due(&n->retries, now))) {
@@ -649,7 +649,10 @@ int64_t kite_nlc_step(struct kite_nlc *n) {
     n->kicked = false;
     pthread_mutex_unlock(&n->lock);
 
-    kite_ctl_acts_run(n->o.client, &acts, outcome, n);
+    /* the marks first, then the taints: each node's requests of one kind at once, as Kubernetes'
+     * workers make them (a node's mark and its taints never race) */
+    kite_ctl_acts_run_parallel(n->o.client, &marks, KITE_CTL_WORKERS, outcome, n);
+    kite_ctl_acts_run_parallel(n->o.client, &acts, KITE_CTL_WORKERS, outcome, n);
     for (size_t i = 0; i < npod; i++) {
         if (i && deadline_due(n)) { /* the others' pods in the next step */
             pthread_mutex_lock(&n->lock);
@@ -681,6 +684,7 @@ int64_t kite_nlc_step(struct kite_nlc *n) {
     }
     free(pod_nodes);
     if (post_events(n, &events)) next = 0;
+    kite_ctl_acts_release(&marks);
     kite_ctl_acts_release(&acts);
     kite_ctl_acts_release(&events);
     return KITE_MAX(next, 0);
