@@ -31,7 +31,9 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 MALLOC   := -lmimalloc
 ifeq ($(SANITIZE),1)
 BUILD    := build-asan
-CFLAGS   := -O1 -g $(SAN)
+# -g1: the line tables a sanitizer report's stack needs, without the variables' debug info, which
+# took a fifth of the compile time of this build that `make test` starts with
+CFLAGS   := -O1 -g1 $(SAN)
 LDLIBS   += $(SAN)
 MALLOC   :=
 endif

@@ -142,6 +142,7 @@ def get_lease(api, name):
     return int(obj["metadata"]["resourceVersion"]), obj["spec"]["holderIdentity"]
 
 
+@pytest.mark.slow
 def test_sigkill_durability_and_watch_resume(tmp_path):
     cluster = Cluster("apiserver", tmp_path).start()
     sh = Shared()

@@ -114,6 +114,7 @@ def start_cm(cluster, name, *extra):
     return cm
 
 
+@pytest.mark.slow
 def test_dead_node_marked_tainted_and_evicted(fresh_apiserver):
     c = fresh_apiserver
     api = c.api()
