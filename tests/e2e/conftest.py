@@ -826,7 +826,8 @@ def assert_status_body(resp, code, reason=None):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test that cannot be made short (a real minute-long outage, "
-                            "upstream's default back-offs); `make test` leaves it out, `make test-slow` (CI) runs it")
+                            "upstream's default back-offs; over ~15 s under ASan); `make test` leaves it out, "
+                            "`make test-slow` (CI) runs it")
     config.addinivalue_line("markers", "scale: a run that needs the machine to itself (10,000 simulated nodes); "
                             "skipped unless KITE_SCALE_TESTS=1 (`make test-scale`)")
     config.addinivalue_line("markers", "both_stores: the module's `apiserver` and `fresh_apiserver` tests run "
