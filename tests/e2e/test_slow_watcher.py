@@ -109,6 +109,26 @@ def watchers_open(api):
     return int(m.group(1)) if m else 0
 
 
+def write_all(c, reqs):
+    """Makes (method, path, body) requests from WRITERS connections; returns the failures."""
+    errors = []
+    def writer(idx):
+        conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=c.identity.ctx, timeout=60)
+        for method, path, body in reqs[idx::WRITERS]:
+            conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            out = resp.read()
+            if resp.status not in (200, 201):
+                errors.append((resp.status, out[:200]))
+        conn.close()
+    ws = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+    for w in ws:
+        w.start()
+    for w in ws:
+        w.join()
+    return errors
+
+
 @pytest.mark.slow
 def test_slow_watcher_is_cut_off_without_slowing_others(small_queue):
     c = small_queue
@@ -139,23 +159,8 @@ def test_slow_watcher_is_cut_off_without_slowing_others(small_queue):
         time.sleep(0.05)
     assert watchers_open(api) == 2
 
-    errors = []
-    def writer(idx):
-        conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=c.identity.ctx, timeout=30)
-        for i in range(idx, WRITES, WRITERS):
-            conn.request("PUT", f"{LEASES}/hot", body=lease("hot", f"h{i + 1}", PAD),
-                         headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            body = resp.read()
-            if resp.status != 200:
-                errors.append((resp.status, body[:200]))
-        conn.close()
     start = time.time()
-    ws = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
-    for w in ws:
-        w.start()
-    for w in ws:
-        w.join()
+    errors = write_all(c, [("PUT", f"{LEASES}/hot", lease("hot", f"h{i + 1}", PAD)) for i in range(WRITES)])
     took = time.time() - start
     assert not errors, errors[:3]
     rt.join(timeout=60)
@@ -197,21 +202,8 @@ def test_stalled_watcher_of_big_objects_dropped_by_bytes(small_queue_bytes):
     deadline = time.time() + 10
     while watchers_open(api) < 1 and time.time() < deadline:
         time.sleep(0.05)
-    errors = []
-    def writer(idx):  # several writers: their writes share the store's commits
-        conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=c.identity.ctx, timeout=60)
-        for i in range(1 + idx, BIG_WRITES + 1, WRITERS):
-            conn.request("PUT", f"{LEASES}/big", body=big(i), headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            body = resp.read()
-            if resp.status != 200:
-                errors.append((resp.status, body[:300]))
-        conn.close()
-    ws = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
-    for w in ws:
-        w.start()
-    for w in ws:
-        w.join()
+    # several writers: their writes share the store's commits
+    errors = write_all(c, [("PUT", f"{LEASES}/big", big(i)) for i in range(1, BIG_WRITES + 1)])
     assert not errors, errors[:3]
     data = read_to_end(slow)
     behind, behind_bytes = final_error(data)
@@ -237,26 +229,6 @@ def tiny_queue(tmp_path):
     c = Cluster("apiserver", tmp_path, extra_args=["--watch-queue-events", "200"]).start()
     yield c
     c.stop()
-
-
-def write_all(c, reqs):
-    """Makes (method, path, body) requests from WRITERS connections; returns the failures."""
-    errors = []
-    def writer(idx):
-        conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=c.identity.ctx, timeout=60)
-        for method, path, body in reqs[idx::WRITERS]:
-            conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            out = resp.read()
-            if resp.status not in (200, 201):
-                errors.append((resp.status, out[:200]))
-        conn.close()
-    ws = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
-    for w in ws:
-        w.start()
-    for w in ws:
-        w.join()
-    return errors
 
 
 def test_watch_list_keeps_the_changes_made_while_its_state_streams(tiny_queue):
