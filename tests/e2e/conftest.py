@@ -605,6 +605,17 @@ def delete_pods_now(c, namespace="default", timeout=40):
     api.close()
 
 
+def end_containers(c):
+    """After c.stop(): ends the containers that outlive the agent by design (and any a pod deleted
+    during teardown left behind), so no run leaves them on the machine."""
+    root = str(c.data_dir / "agent" / "runc")
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
+    time.sleep(0.5)
+    for cid in runc_ids(c):
+        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+
+
 def needs_containers():
     if os.geteuid() != 0 or not shutil.which("runc") or not shutil.which("conmon") or not shutil.which("umoci"):
         pytest.skip("needs root, runc, conmon and umoci (scripts/install-deps)")
@@ -649,12 +660,7 @@ def runc_up_cluster(tmp_path_factory, name, extra_args=(), images=(), namespace=
         # pods deleted through the API: the agent removes their containers and rootfs mounts
         delete_pods_now(c, namespace)
     c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    for cid in runc_ids(c):
-        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    time.sleep(0.5)
-    for cid in runc_ids(c):
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    end_containers(c)
 
 
 # Leases in the default namespace, the ones most tests write.
