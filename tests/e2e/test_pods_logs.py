@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, Cluster, TLSIdentity, _workdir, delete_pods_now
-from test_pods_run import NS, runc_ids, sh, status_of, wait
+from conftest import AGENT_FAST_FLAGS, KITE, Cluster, TLSIdentity, _workdir, delete_pods_now, end_containers
+from test_pods_run import NS, sh, status_of, wait
 from test_pods_run import pod as run_pod
 
 
@@ -47,12 +47,7 @@ def cluster(tmp_path_factory):
     yield c
     delete_pods_now(c, NS)
     c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    for cid in runc_ids(c):
-        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    time.sleep(0.5)
-    for cid in runc_ids(c):
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    end_containers(c)
 
 
 def running(c, name):

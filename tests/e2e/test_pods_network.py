@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import AGENT_FAST_FLAGS, KITE, MAX_WORKERS, WORKER, Cluster, _workdir, delete_pods_now
+from conftest import AGENT_FAST_FLAGS, KITE, MAX_WORKERS, WORKER, Cluster, _workdir, delete_pods_now, end_containers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "default"
@@ -46,13 +46,7 @@ def cluster(tmp_path_factory):
     if c.proc.alive():
         delete_pods_now(c, NS)
     c.stop()
-    root = str(c.data_dir / "agent" / "runc")
-    ids = subprocess.run(["runc", "--root", root, "list", "-q"], capture_output=True, text=True).stdout.split()
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "kill", cid, "KILL"], capture_output=True)
-    time.sleep(0.5)
-    for cid in ids:
-        subprocess.run(["runc", "--root", root, "delete", "--force", cid], capture_output=True)
+    end_containers(c)
     with open("/proc/mounts") as f:
         for m in [ln.split()[1] for ln in f if str(c.data_dir) in ln.split()[1]]:
             subprocess.run(["umount", "-l", m], capture_output=True)
