@@ -204,7 +204,15 @@ static bool split_key(struct kite_node_graph *g, const char *key, char buf[KEY_M
 static void apply_record(struct kite_node_graph *g, struct kite_record *rec, bool deleted) {
     char buf[KEY_MAX];
     const char *ns, *name;
-    if (split_key(g, rec->key, buf, &ns, &name)) set_pod(g, ns, name, deleted ? NULL : kite_apiserver_record_object(rec));
+    if (!split_key(g, rec->key, buf, &ns, &name)) return;
+    if (deleted) {
+        set_pod(g, ns, name, NULL);
+        return;
+    }
+    /* parsed for the moment: a tree left on every pod's latest record is tens of KB per pod */
+    json_object *pod = kite_record_cache(rec), *own = pod ? NULL : kite_apiserver_record_parse(rec);
+    set_pod(g, ns, name, pod ? pod : own);
+    json_object_put(own);
 }
 
 /* Takes what the watcher holds, in order: the pop and the apply under one hold of the write

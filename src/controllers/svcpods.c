@@ -5,6 +5,7 @@
 #include "controllers/endpointslice.h"
 #include "framework/ctlutil.h"
 #include "json/obj.h"
+#include "json/scan.h"
 
 #include <stdio.h>
 
@@ -29,6 +30,15 @@ static json_object *copy(json_object *o) {
     json_object_deep_copy(o, &c, NULL);
     return c;
 }
+
+/* What the endpoints controllers read of a pod: its metadata but managedFields, where it runs
+ * and its name there, the ports of its containers, its restart policy and its status (a whole
+ * pod's tree is tens of KB, a copy kept for every pod of the cluster). */
+static const char *const pod_members[] = {
+    "metadata.name", "metadata.generateName", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",
+    "metadata.creationTimestamp", "metadata.deletionTimestamp", "metadata.deletionGracePeriodSeconds",
+    "metadata.labels", "metadata.annotations", "metadata.ownerReferences", "spec.nodeName", "spec.hostname",
+    "spec.subdomain", "spec.restartPolicy", "spec.containers", "spec.initContainers", "status", NULL};
 
 void kite_svcpods_cache_put(struct kite_map *m, json_object *obj) {
     _cleanup_free_ char *key = kite_informer_key(obj);
@@ -136,7 +146,8 @@ void kite_svcpods_pod_upsert(void *core, json_object *pod, uintptr_t tag) { kite
 void kite_svcpods_pod_update(void *core, json_object *old, json_object *pod, uintptr_t tag) {
     struct kite_svcpods *s = core;
     pthread_mutex_lock(&s->mu);
-    kite_svcpods_cache_put(&s->pods, pod);
+    _cleanup_free_ char *key = kite_informer_key(pod);
+    if (key) json_object_put(kite_map_put(&s->pods, key, kite_obj_project_copy(pod, pod_members)));
     pod_changed(s, old, pod);
     pthread_mutex_unlock(&s->mu);
 }

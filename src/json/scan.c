@@ -346,11 +346,16 @@ json_object *kite_json_project(const char *s, size_t n, const char *const *paths
     return out;
 }
 
-json_object *kite_obj_project(json_object *obj, const char *const *paths) {
+static json_object *project(json_object *obj, const char *const *paths, bool copy) {
     json_object *out = json_object_new_object();
     for (size_t p = 0; paths[p]; p++) {
-        json_object *v = kite_obj_path(obj, paths[p]);
-        if (v) put_path(out, paths[p], json_object_get(v));
+        json_object *v = kite_obj_path(obj, paths[p]), *c = NULL;
+        if (v && copy && json_object_deep_copy(v, &c, NULL) == 0) put_path(out, paths[p], c);
+        else if (v && !copy) put_path(out, paths[p], json_object_get(v));
     }
     return out;
 }
+
+json_object *kite_obj_project(json_object *obj, const char *const *paths) { return project(obj, paths, false); }
+
+json_object *kite_obj_project_copy(json_object *obj, const char *const *paths) { return project(obj, paths, true); }

@@ -28,3 +28,6 @@ json_object *kite_json_project(const char *s, size_t n, const char *const *paths
 
 /* The same cut of an object already parsed: the values are shared (referenced), not copied. */
 json_object *kite_obj_project(json_object *obj, const char *const *paths);
+/* kite_obj_project with copies of the values, sharing nothing with obj (whose reference counts
+ * another thread may be moving: json-c's are not atomic). */
+json_object *kite_obj_project_copy(json_object *obj, const char *const *paths);

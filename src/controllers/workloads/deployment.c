@@ -195,7 +195,7 @@ static void pod_changed(struct kite_deployctl *c, json_object *pod) {
 
 void kite_deployctl_pod_upsert(struct kite_deployctl *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
-    json_object *old = kite_wl_cache_put(&c->pods, pod);
+    json_object *old = kite_wl_cache_put_cut(&c->pods, pod, kite_wl_pod_members);
     /* only a change of phase or deletion matters */
     if (!old || !kite_streq(kite_obj_str(kite_obj_get(old, "status"), "phase"), kite_obj_str(kite_obj_get(pod, "status"), "phase")))
         pod_changed(c, pod);

@@ -11,6 +11,8 @@
 #include "base/map.h"
 #include "framework/ctlutil.h"
 #include "json/patch.h"
+#include "json/scan.h"
+#include "controllers/workloads/wlutil.h"
 
 #include <pthread.h>
 
@@ -68,7 +70,8 @@ static void put(struct kite_dc *d, struct kite_map *m, json_object *obj, bool is
     /* a copy of its own: json-c's reference counts are not atomic, and the informer (and the
      * other controllers sharing it) hold the observed object on other threads */
     json_object *copy = NULL;
-    json_object_deep_copy(obj, &copy, NULL);
+    if (is_pdb) json_object_deep_copy(obj, &copy, NULL);
+    else copy = kite_obj_project_copy(obj, kite_wl_pod_members); /* what it counts of a pod */
     pthread_mutex_lock(&d->lock);
     json_object_put(kite_map_put(m, key, copy));
     if (is_pdb) kite_map_put(&d->dirty, key, (void *)1);

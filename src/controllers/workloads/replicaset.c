@@ -110,7 +110,7 @@ static void enqueue_selecting(struct kite_rsc *c, json_object *pod) {
 
 void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
-    json_object *old = kite_wl_cache_put(&c->pods, pod);
+    json_object *old = kite_wl_cache_put_cut(&c->pods, pod, kite_wl_pod_members);
     _cleanup_free_ char *key = owner_key(c, pod);
     if (key) {
         struct expect *e = kite_map_get(&c->exp, key);

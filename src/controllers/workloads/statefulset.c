@@ -49,7 +49,7 @@ static bool adoptable(json_object *set, json_object *pod) {
 
 static void pod_upsert(struct kite_statefulsets *c, json_object *pod, bool del) {
     pthread_mutex_lock(&c->lock);
-    json_object *old = del ? kite_wl_cache_del(&c->pods, pod) : kite_wl_cache_put(&c->pods, pod);
+    json_object *old = del ? kite_wl_cache_del(&c->pods, pod) : kite_wl_cache_put_cut(&c->pods, pod, kite_wl_pod_members);
     _cleanup_free_ char *key = owner_key(pod);
     if (key) enqueue(c, key);
     else if (!del) { /* an orphan: the set it is a member of may adopt it */

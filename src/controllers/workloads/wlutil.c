@@ -2,6 +2,7 @@
 #include "controllers/workloads/wlutil.h"
 #include "api/registry.h"
 #include "framework/ctlutil.h"
+#include "json/scan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,13 @@ json_object *kite_wl_cache_put(struct kite_wl_cache *c, json_object *obj) {
     json_object_deep_copy(obj, &copy, NULL);
     _cleanup_free_ char *key = key_of(obj);
     return kite_map_put(&c->m, key, copy);
+}
+
+const char *const kite_wl_pod_members[] = {KITE_WL_POD_MEMBERS, NULL};
+
+json_object *kite_wl_cache_put_cut(struct kite_wl_cache *c, json_object *obj, const char *const *paths) {
+    _cleanup_free_ char *key = key_of(obj);
+    return kite_map_put(&c->m, key, kite_obj_project_copy(obj, paths));
 }
 
 json_object *kite_wl_cache_del(struct kite_wl_cache *c, json_object *obj) {

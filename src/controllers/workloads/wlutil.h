@@ -13,6 +13,19 @@ struct kite_wl_cache {
 };
 /* Stores a copy of obj; returns the previous one (caller frees with json_object_put) or NULL. */
 json_object *kite_wl_cache_put(struct kite_wl_cache *c, json_object *obj);
+/* kite_wl_cache_put of obj cut to paths (a NULL-terminated list, kite_obj_project's). */
+json_object *kite_wl_cache_put_cut(struct kite_wl_cache *c, json_object *obj, const char *const *paths);
+/* What the workload controllers read of the pods they count (every pod of the cluster, in each
+ * of them): its metadata but managedFields, spec.nodeName and its status. A whole pod is a json-c
+ * tree of tens of KB, and the ReplicaSet, Deployment, StatefulSet and disruption controllers
+ * kept one each, ~0.8 MB a pod in all with the endpoints'; Kubernetes' controller-manager shares
+ * one cache and drops managedFields from it. */
+#define KITE_WL_POD_MEMBERS                                                                                          \
+    "metadata.name", "metadata.generateName", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",    \
+        "metadata.generation", "metadata.creationTimestamp", "metadata.deletionTimestamp",                        \
+        "metadata.deletionGracePeriodSeconds", "metadata.labels", "metadata.annotations", "metadata.ownerReferences", \
+        "metadata.finalizers", "spec.nodeName", "status"
+extern const char *const kite_wl_pod_members[];
 /* Removes obj's key; returns what was stored (caller frees) or NULL. */
 json_object *kite_wl_cache_del(struct kite_wl_cache *c, json_object *obj);
 json_object *kite_wl_cache_get(const struct kite_wl_cache *c, const char *key);

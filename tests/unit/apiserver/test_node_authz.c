@@ -402,6 +402,13 @@ Test(node_graph, follows_pods) {
     cr_assert_not(has(KITE_NODE_REF_CONFIGMAP, "vol-p1", "a"), "a secret's name is no configmap");
     cr_assert_not(has(KITE_NODE_REF_SECRET, "vol-p2", "a"), "an unbound pod grants nothing");
     cr_assert_not(kite_node_graph_has(g, KITE_NODE_REF_SECRET, "other", "vol-p1", "a"), "another namespace");
+    /* the graph read p1 for its moment: no tree is left with the pod's stored record (one per
+     * pod, tens of KB each) */
+    struct kite_wcache *pc = kite_apiserver_storage_cache(api.srv, kite_registry_find("", "v1", "pods"));
+    struct kite_record *stored = kite_wcache_get(pc, "/registry/pods/default/p1");
+    cr_assert_not_null(stored);
+    cr_assert_null(kite_record_cache(stored), "the graph left the pod's parse with its record");
+    kite_record_unref(stored);
     /* a pod that references nothing is still the node's */
     create(PODS, "{\"metadata\":{\"name\":\"bare\"},\"spec\":{\"nodeName\":\"a\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}");
     cr_assert_eq(kite_node_graph_pod(g, "default", "bare", "a"), KITE_NODE_POD_OWN);

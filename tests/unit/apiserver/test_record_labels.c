@@ -81,3 +81,44 @@ Test(kite_apiserver_record_labels, matches_as_the_full_parse) {
     /* an escaped name falls back to the full parse: the same answer */
     same("{\"metadata\":{\"name\":\"n1\",\"lab\\u0065ls\":{\"zone\":\"z1\"}}}", "zone=z1", true);
 }
+
+static struct kite_field_selector *fsel(const char *s) {
+    struct kite_field_selector *fs = NULL;
+    char *err = NULL;
+    cr_assert_eq(kite_field_selector_parse(s, &fs, &err), 0, "%s", err ? err : "");
+    return fs;
+}
+
+/* a field selector (an agent's spec.nodeName watch) is judged on the members it reads, cut out
+ * of the text: the same answer as the full parse, and no tree left with the record */
+static void same_fields(const char *json, const char *labels, const char *fields, bool want) {
+    const struct kite_resource *pods = kite_registry_find("", "v1", "pods");
+    struct kite_label_selector *ls = labels ? sel(labels) : NULL;
+    struct kite_field_selector *fs = fsel(fields);
+    struct kite_record *r = kite_record_new("/registry/pods/ns1/p1", json, strlen(json), 1, 1, 1);
+    cr_assert_eq(kite_apiserver_record_matches(pods, r, ls, fs), want, "%s ~ %s", json, fields);
+    cr_assert_null(kite_record_cache(r), "the pod was parsed whole and kept: %s ~ %s", json, fields);
+    json_object *full = kite_apiserver_record_parse(r);
+    cr_assert_eq(kite_apiserver_object_matches(pods, full, ls, fs), want, "full parse: %s ~ %s", json, fields);
+    json_object_put(full);
+    kite_record_unref(r);
+    kite_label_selector_free(ls);
+    kite_field_selector_free(fs);
+}
+
+Test(kite_apiserver_record_labels, field_selectors_match_as_the_full_parse) {
+    const char *pod = "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ns1\","
+                      "\"labels\":{\"app\":\"web\"}},\"spec\":{\"nodeName\":\"n1\",\"restartPolicy\":\"Always\","
+                      "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]},\"status\":{\"phase\":\"Running\"}}";
+    same_fields(pod, NULL, "spec.nodeName=n1", true);
+    same_fields(pod, NULL, "spec.nodeName=n2", false);
+    same_fields(pod, NULL, "spec.host=n1", true); /* the old name of spec.nodeName */
+    same_fields(pod, NULL, "spec.nodeName=n1,status.phase!=Running", false);
+    same_fields(pod, NULL, "metadata.name=p1,metadata.namespace=ns1", true);
+    same_fields(pod, "app=web", "spec.nodeName=n1", true);
+    same_fields(pod, "app=db", "spec.nodeName=n1", false);
+    same_fields(pod, NULL, "spec.nodeName=n1,spec.nodeName!=n2", true);
+    /* absent: the empty value */
+    same_fields("{\"metadata\":{\"name\":\"p2\",\"namespace\":\"ns1\"},\"spec\":{}}", NULL, "spec.nodeName=", true);
+    same_fields("{\"metadata\":{\"name\":\"p2\",\"namespace\":\"ns1\"},\"spec\":{}}", NULL, "spec.nodeName!=", false);
+}

@@ -207,3 +207,32 @@ Test(svcpods, caches_keep_the_newer_version) {
     json_object_put(newer);
     kite_svcpods_cache_release(&m);
 }
+
+/* the pod kept for every pod of the cluster is what the endpoints controllers read of it: no
+ * volumes, tolerations or managedFields (a whole pod's tree is tens of KB) */
+Test(svcpods, keeps_pods_cut_to_what_endpoints_read) {
+    json_object *pod = fakeapi_json(
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"uid\":\"u1\",\"labels\":{\"app\":\"web\"},"
+        "\"deletionTimestamp\":\"2030-01-01T00:00:00Z\",\"managedFields\":[{\"manager\":\"m\"}]},"
+        "\"spec\":{\"nodeName\":\"n1\",\"hostname\":\"h\",\"subdomain\":\"s\",\"restartPolicy\":\"Never\","
+        "\"containers\":[{\"name\":\"c\",\"image\":\"i\",\"ports\":[{\"name\":\"http\",\"containerPort\":8080}]}],"
+        "\"volumes\":[{\"name\":\"v\",\"emptyDir\":{}}],\"tolerations\":[{\"operator\":\"Exists\"}]},"
+        "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.0.1\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    kite_svcpods_pod_upsert(&c.sp, pod, FEED_PODS);
+    json_object_put(pod);
+    json_object *kept = kite_map_get(&c.sp.pods, "default/p");
+    cr_assert_not_null(kept);
+    json_object *spec = kite_obj_get(kept, "spec"), *meta = kite_obj_get(kept, "metadata");
+    cr_assert_null(kite_obj_get(spec, "volumes"));
+    cr_assert_null(kite_obj_get(spec, "tolerations"));
+    cr_assert_null(kite_obj_get(meta, "managedFields"));
+    cr_assert_str_eq(kite_obj_str(spec, "nodeName"), "n1");
+    cr_assert_str_eq(kite_obj_str(spec, "hostname"), "h");
+    cr_assert_str_eq(kite_obj_str(spec, "subdomain"), "s");
+    cr_assert_str_eq(kite_obj_str(spec, "restartPolicy"), "Never");
+    cr_assert_eq(json_object_array_length(kite_obj_get(spec, "containers")), 1);
+    cr_assert_str_eq(kite_obj_str(kite_obj_get(meta, "labels"), "app"), "web");
+    cr_assert_str_eq(kite_obj_str(meta, "uid"), "u1");
+    cr_assert_str_eq(kite_obj_str(meta, "deletionTimestamp"), "2030-01-01T00:00:00Z");
+    cr_assert_str_eq(kite_obj_path_str(kept, "status.podIP"), "10.0.0.1");
+}

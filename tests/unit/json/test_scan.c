@@ -300,3 +300,26 @@ Test(json_scan, a_member_walked_into_ends_where_a_skip_would_end_it) {
     assert_json(o, "{\"metadata\":{\"name\":\"a\"}}", "%s", texts[1]);
     json_object_put(o);
 }
+
+/* the copying cut: the same members as kite_obj_project, and nothing shared with the object
+ * (the workload controllers keep it while the informer frees or changes the original) */
+Test(json_scan, a_copying_cut_shares_nothing) {
+    json_object *pod = J("{\"metadata\":{\"name\":\"p\",\"labels\":{\"app\":\"web\"},\"managedFields\":[{\"manager\":\"m\"}]},"
+                         "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]},"
+                         "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    static const char *const paths[] = {"metadata.name", "metadata.labels", "spec.nodeName", "status", "spec.hostname",
+                                        NULL};
+    json_object *cut = kite_obj_project_copy(pod, paths), *shared = kite_obj_project(pod, paths);
+    const char *want = "{\"metadata\":{\"name\":\"p\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"nodeName\":\"n1\"},"
+                       "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+    assert_json(cut, want, "copying cut");
+    assert_json(shared, want, "sharing cut");
+    cr_assert_neq(kite_obj_get(cut, "status"), kite_obj_get(pod, "status"));
+    /* the original changed and dropped: the copy is as it was */
+    json_object_object_add(kite_obj_get(kite_obj_get(pod, "metadata"), "labels"), "app", json_object_new_string("db"));
+    json_object_object_add(kite_obj_get(pod, "status"), "phase", json_object_new_string("Failed"));
+    json_object_put(pod);
+    assert_json(cut, want, "copying cut after the original changed");
+    json_object_put(shared);
+    json_object_put(cut);
+}
