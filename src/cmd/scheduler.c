@@ -4,6 +4,7 @@
 #include "base/log.h"
 #include "client/factory.h"
 #include "cmd/cmd.h"
+#include "framework/ctlutil.h"
 #include "framework/framework.h"
 #include "scheduler/scheduler.h"
 
@@ -30,7 +31,8 @@ static void unlead(void *ud) {
 }
 
 static const struct elected_component COMPONENT = {
-    .user_agent = "kite-scheduler", .lease_name = LEASE_NAME, .log = LOG, .started = lead, .stopped = unlead};
+    .user_agent = "kite-scheduler", .lease_name = LEASE_NAME, .log = LOG, .connections = KITE_CTL_WORKERS + 2,
+    .started = lead, .stopped = unlead};
 
 int kite_cmd_scheduler_start(const struct scheduler_args *a, struct kite_scheduler_proc *ret, char **ret_error) {
     ret->args = *a;

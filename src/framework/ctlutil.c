@@ -63,46 +63,60 @@ void kite_ctl_acts_run(struct kite_client *client, struct kite_ctl_acts *a,
 }
 
 struct parallel {
-    struct kite_client *client;
-    struct kite_ctl_acts *a;
+    size_t n;
     atomic_size_t next;
-    pthread_mutex_t mu; /* one fn call at a time */
-    void (*fn)(void *, const struct kite_ctl_act *, int, json_object *);
+    void (*fn)(void *, size_t);
     void *ud;
 };
 
 static void *parallel_worker(void *arg) {
     struct parallel *p = arg;
-    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->a->n;) {
-        const struct kite_ctl_act *x = &p->a->v[i];
-        json_object *out = NULL;
-        int e = kite_client_json(p->client, x->method, x->path, x->ctype, x->body, NULL, &out);
-        if (x->kind != KITE_CTL_EVENT && p->fn) {
-            pthread_mutex_lock(&p->mu);
-            p->fn(p->ud, x, e, e == 0 ? out : NULL);
-            pthread_mutex_unlock(&p->mu);
-        }
-        json_object_put(out);
-    }
+    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) p->fn(p->ud, i);
     return NULL;
 }
 
-void kite_ctl_acts_run_parallel(struct kite_client *client, struct kite_ctl_acts *a, unsigned workers,
-                                void (*fn)(void *, const struct kite_ctl_act *, int, json_object *), void *ud) {
-    size_t n = KITE_MIN((size_t)workers, a->n);
-    if (n <= 1) {
-        kite_ctl_acts_run(client, a, fn, ud);
-        return;
-    }
-    struct parallel p = {.client = client, .a = a, .fn = fn, .ud = ud};
-    pthread_mutex_init(&p.mu, NULL);
-    pthread_t *t = kite_calloc(n, sizeof *t);
+void kite_ctl_parallel(size_t n, unsigned workers, void (*fn)(void *ud, size_t i), void *ud) {
+    struct parallel p = {.n = n, .fn = fn, .ud = ud};
+    size_t nt = KITE_MIN((size_t)workers, n);
+    pthread_t *t = nt > 1 ? kite_calloc(nt - 1, sizeof *t) : NULL;
     size_t started = 0;
-    for (; started < n - 1; started++)
+    for (; started + 1 < nt; started++)
         if (pthread_create(&t[started], NULL, parallel_worker, &p) != 0) break;
     parallel_worker(&p); /* this thread is one of them (and all of them if none started) */
     for (size_t i = 0; i < started; i++) pthread_join(t[i], NULL);
     free(t);
+}
+
+struct acts_parallel {
+    struct kite_client *client;
+    struct kite_ctl_acts *a;
+    pthread_mutex_t mu; /* one fn call at a time */
+    void (*fn)(void *, const struct kite_ctl_act *, int, json_object *);
+    void *ud;
+};
+
+static void act_one(void *ud, size_t i) {
+    struct acts_parallel *p = ud;
+    const struct kite_ctl_act *x = &p->a->v[i];
+    json_object *out = NULL;
+    int e = kite_client_json(p->client, x->method, x->path, x->ctype, x->body, NULL, &out);
+    if (x->kind != KITE_CTL_EVENT && p->fn) {
+        pthread_mutex_lock(&p->mu);
+        p->fn(p->ud, x, e, e == 0 ? out : NULL);
+        pthread_mutex_unlock(&p->mu);
+    }
+    json_object_put(out);
+}
+
+void kite_ctl_acts_run_parallel(struct kite_client *client, struct kite_ctl_acts *a, unsigned workers,
+                                void (*fn)(void *, const struct kite_ctl_act *, int, json_object *), void *ud) {
+    if (KITE_MIN((size_t)workers, a->n) <= 1) {
+        kite_ctl_acts_run(client, a, fn, ud);
+        return;
+    }
+    struct acts_parallel p = {.client = client, .a = a, .fn = fn, .ud = ud};
+    pthread_mutex_init(&p.mu, NULL);
+    kite_ctl_parallel(a->n, workers, act_one, &p);
     pthread_mutex_destroy(&p.mu);
 }
 

@@ -42,6 +42,9 @@ void kite_ctl_acts_run(struct kite_client *client, struct kite_ctl_acts *a,
  * updates nodes with 8 workers): marking 1% of 92,000 nodes Unknown one request at a time took
  * minutes behind a busy apiserver. */
 #define KITE_CTL_WORKERS 8
+/* fn(ud, i) for every i < n, up to `workers` at once (threads of its own, and this one, joined
+ * before it returns); in no particular order. */
+void kite_ctl_parallel(size_t n, unsigned workers, void (*fn)(void *ud, size_t i), void *ud);
 /* kite_ctl_acts_run, up to `workers` requests at once (threads of its own, joined before it
  * returns; the client should keep that many connections): for requests that do not depend on one
  * another's order. fn is called from those threads, one call at a time. */

@@ -9,6 +9,11 @@
 #include "unit/controllers/fakeapi.h"
 
 #include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "framework/ctlutil.h"
 
 #define S KITE_NS_PER_SEC
 #define NS "default"
@@ -544,4 +549,48 @@ Test(scheduler, requests_agree_with_agent_admission) {
     cr_assert_eq(r.cpu, 2100);
     cr_assert_eq(r.mem, 0);
     json_object_put(pod);
+}
+
+struct busy_api {
+    atomic_int in, most;
+};
+static void busy_request(void *ud, const char *method, const char *path) {
+    struct busy_api *b = ud;
+    if (strcmp(method, "POST") || !strstr(path, "/binding")) return;
+    int now = atomic_fetch_add(&b->in, 1) + 1;
+    for (int m = atomic_load(&b->most); now > m && !atomic_compare_exchange_weak(&b->most, &m, now);) {}
+    usleep(2000); /* a request's round trip */
+    atomic_fetch_sub(&b->in, 1);
+}
+
+/* A burst of pods: each decided in turn (the next sees the last one's requests counted), their
+ * bindings posted KITE_CTL_WORKERS at once (one at a time, ~120 pods/s behind a busy apiserver) */
+Test(scheduler, a_burst_is_bound_several_at_once) {
+    struct env e;
+    env_init(&e);
+    struct busy_api b = {0};
+    e.api.on_request = busy_request, e.api.on_request_ud = &b;
+    add_node(&e, node_json("n1", "", "{}", "{\"cpu\":\"10\",\"memory\":\"40Gi\",\"pods\":\"110\"}", "True"));
+    add_node(&e, node_json("n2", "", "{}", "{\"cpu\":\"10\",\"memory\":\"40Gi\",\"pods\":\"110\"}", "True"));
+    for (int i = 0; i < 90; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        add_pod(&e, pod_json(name, "", "200m")); /* 90 x 200m: both nodes' 10 cpus, less one pod's */
+    }
+    run_for(&e, 0);
+    int on[2] = {0, 0};
+    for (int i = 0; i < 90; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        const char *n = bound_to(&e, name);
+        cr_assert_not_null(n, "%s not bound", name);
+        on[strcmp(n, "n1") == 0 ? 0 : 1]++;
+        cr_assert_eq(fakeapi_events(&e.api, "Scheduled", name), 1, "%s", name);
+    }
+    /* no node was given more than it holds: each decision saw the ones before it */
+    cr_assert_leq(on[0], 50);
+    cr_assert_leq(on[1], 50);
+    cr_assert_gt(atomic_load(&b.most), 1, "the bindings went out one at a time");
+    cr_assert_leq(atomic_load(&b.most), KITE_CTL_WORKERS);
+    env_release(&e);
 }
