@@ -150,8 +150,13 @@ static bool plan_and_act(const struct kite_ctl_keyed *k, const char *key, int64_
     pthread_mutex_lock(k->lock);
     k->plan(k->ud, key, &acts, &o.events, again_ns);
     pthread_mutex_unlock(k->lock);
-    kite_ctl_acts_run(k->client, &acts, heard, &o);
-    kite_ctl_acts_run(k->client, &o.events, NULL, NULL);
+    if (k->workers > 1) { /* heard is called one answer at a time */
+        kite_ctl_acts_run_parallel(k->client, &acts, k->workers, heard, &o);
+        kite_ctl_acts_run_parallel(k->client, &o.events, k->workers, NULL, NULL);
+    } else {
+        kite_ctl_acts_run(k->client, &acts, heard, &o);
+        kite_ctl_acts_run(k->client, &o.events, NULL, NULL);
+    }
     kite_ctl_acts_release(&acts);
     kite_ctl_acts_release(&o.events);
     return o.failed;

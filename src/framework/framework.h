@@ -86,7 +86,8 @@ size_t kite_ctl_group_count(const struct kite_ctl_group *g);
  * backoff_base_ns doubling to backoff_max_ns); a key added again while it was worked on runs
  * once more after. The work is either
  *  - work (the whole of it, called without the lock: it locks what it reads), or
- *  - plan, called under the lock: the requests key needs (acts, made in order once the lock is
+ *  - plan, called under the lock: the requests key needs (acts, made in order (or `workers` at
+ *    once) once the lock is
  *    dropped, each answer told to heard, also without the lock) and the events to post after
  *    them; heard returns true when the answer fails the key (NULL: any error but -ENOENT and
  *    -EEXIST does).
@@ -102,6 +103,9 @@ struct kite_ctl_keyed {
     void (*plan)(void *ud, const char *key, struct kite_ctl_acts *acts, struct kite_ctl_acts *events, int64_t *again_ns);
     bool (*heard)(void *ud, const char *key, const struct kite_ctl_act *a, int e, json_object *answer,
                   struct kite_ctl_acts *events);
+    /* > 1: a plan's requests, then its events, go up to this many at once, in no order (for
+     * requests that do not depend on one another's, as a ReplicaSet's pod creates) */
+    unsigned workers;
 };
 /* ns until the next key is due (0: one is due now), or -1 when the queue is empty. */
 int64_t kite_ctl_keyed_step(const struct kite_ctl_keyed *k);

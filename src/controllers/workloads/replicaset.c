@@ -30,6 +30,9 @@ struct kite_rsc {
     struct kite_rsc_options o;
     pthread_mutex_t lock;
     struct kite_wl_cache pods, rss;
+    /* the pods by their controller's uid (uid -> struct kite_map of pod keys) and those with no
+     * controller: a sync looks at its own pods and the orphans, not at every pod */
+    struct kite_map by_owner, orphans;
     struct kite_map exp; /* rs key -> struct expect */
     struct kite_wq q;
     struct kite_ctl_keyed k;
@@ -47,7 +50,7 @@ struct kite_rsc *kite_rsc_new(const struct kite_rsc_options *o) {
     c->q.backoff_max_ns = KITE_RSC_RETRY_MAX_NS;
     pthread_mutex_init(&c->lock, NULL);
     c->k = (struct kite_ctl_keyed){.lock = &c->lock, .wq = &c->q, .clock = c->o.clock, .client = c->o.client, .ud = c,
-                                   .plan = plan, .heard = heard};
+                                   .plan = plan, .heard = heard, .workers = KITE_CTL_WORKERS};
     return c;
 }
 
@@ -63,6 +66,12 @@ void kite_rsc_free(struct kite_rsc *c) {
     kite_wl_cache_release(&c->rss);
     const char *k;
     void *v;
+    for (size_t i = 0; kite_map_next(&c->by_owner, &i, &k, &v);) {
+        kite_map_release(v);
+        free(v);
+    }
+    kite_map_release(&c->by_owner);
+    kite_map_release(&c->orphans);
     for (size_t i = 0; kite_map_next(&c->exp, &i, &k, &v);) expect_free(v);
     kite_map_release(&c->exp);
     kite_wq_release(&c->q);
@@ -108,9 +117,37 @@ static void enqueue_selecting(struct kite_rsc *c, json_object *pod) {
             enqueue(c, k);
 }
 
+/* Files pod (key) under its controller's uid, or with the orphans; drop: takes it out. */
+static void index_pod(struct kite_rsc *c, const char *key, json_object *pod, bool drop) {
+    const char *uid = kite_obj_str(kite_wl_controller_ref(pod), "uid");
+    if (!uid) {
+        if (drop) kite_map_del(&c->orphans, key);
+        else kite_map_put(&c->orphans, key, (void *)1);
+        return;
+    }
+    struct kite_map *set = kite_map_get(&c->by_owner, uid);
+    if (!set && drop) return;
+    if (!set) {
+        set = kite_calloc(1, sizeof *set);
+        kite_map_put(&c->by_owner, uid, set);
+    }
+    if (!drop) {
+        kite_map_put(set, key, (void *)1);
+    } else {
+        kite_map_del(set, key);
+        if (!set->len) {
+            kite_map_release(set);
+            free(kite_map_del(&c->by_owner, uid));
+        }
+    }
+}
+
 void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
+    _cleanup_free_ char *pkey = kite_wl_key(kite_meta_str(pod, "namespace"), kite_meta_str(pod, "name"));
     json_object *old = kite_wl_cache_put_cut(&c->pods, pod, kite_wl_pod_members);
+    if (old) index_pod(c, pkey, old, true);
+    index_pod(c, pkey, pod, false);
     _cleanup_free_ char *key = owner_key(c, pod);
     if (key) {
         struct expect *e = kite_map_get(&c->exp, key);
@@ -130,7 +167,12 @@ void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod) {
 
 void kite_rsc_pod_delete(struct kite_rsc *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
-    json_object_put(kite_wl_cache_del(&c->pods, pod));
+    json_object *had = kite_wl_cache_del(&c->pods, pod);
+    if (had) {
+        _cleanup_free_ char *pkey = kite_wl_key(kite_meta_str(had, "namespace"), kite_meta_str(had, "name"));
+        index_pod(c, pkey, had, true);
+    }
+    json_object_put(had);
     _cleanup_free_ char *key = owner_key(c, pod);
     if (key) {
         observe_delete(c, key, pod);
@@ -288,11 +330,13 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
 
     size_t n = 0, cap = 16;
     json_object **active = kite_calloc(cap, sizeof *active);
+    /* its own pods, then the orphans (a pod another controller owns is not its to count) */
+    struct kite_map *sets[2] = {uid ? kite_map_get(&c->by_owner, uid) : NULL, &c->orphans};
     const char *k;
-    void *v;
-    for (size_t i = 0; kite_map_next(&c->pods.m, &i, &k, &v);) {
-        json_object *pod = v;
-        if (!kite_streq(kite_meta_str(pod, "namespace"), ns)) continue;
+    for (size_t i = 0, w = 0; w < 2; w++, i = 0) {
+      for (; sets[w] && kite_map_next(sets[w], &i, &k, NULL);) {
+        json_object *pod = kite_wl_cache_get(&c->pods, k);
+        if (!pod || !kite_streq(kite_meta_str(pod, "namespace"), ns)) continue;
         json_object *ref = kite_wl_controller_ref(pod), *labels = kite_obj_get(kite_obj_meta(pod), "labels");
         bool matches = selects(c, rs, labels);
         _cleanup_free_ char *path = kite_asprintf("%s/%s", pods_path, kite_meta_str(pod, "name"));
@@ -312,6 +356,7 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
         if (!kite_wl_pod_active(pod)) continue;
         if (n == cap) active = kite_realloc(active, (cap *= 2) * sizeof *active);
         active[n++] = pod;
+      }
     }
 
     if (!deleting && expectations_met(c, key)) {

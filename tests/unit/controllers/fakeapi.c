@@ -1,5 +1,7 @@
 /* The in-memory API server of fakeapi.h. */
 #include "fakeapi.h"
+
+#include <unistd.h>
 #include "json/patch.h"
 
 #include <criterion/criterion.h>
@@ -210,4 +212,13 @@ json_object *fakeapi_json(const char *fmt, ...) {
     cr_assert_not_null(o, "bad JSON: %s", s);
     free(s);
     return o;
+}
+
+void fakeapi_meter_hook(void *ud, const char *method, const char *path) {
+    struct fakeapi_meter *m = ud;
+    if (strcmp(method, m->method) || !strstr(path, m->part)) return;
+    int now = atomic_fetch_add(&m->in, 1) + 1;
+    for (int most = atomic_load(&m->most); now > most && !atomic_compare_exchange_weak(&m->most, &most, now);) {}
+    usleep((useconds_t)m->delay_us);
+    atomic_fetch_sub(&m->in, 1);
 }

@@ -7,6 +7,7 @@
 #include "client/client.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 struct fakeapi {
     pthread_mutex_t mu;
@@ -35,3 +36,12 @@ size_t fakeapi_count(struct fakeapi *f, const char *method, const char *path_par
 size_t fakeapi_events(struct fakeapi *f, const char *reason, const char *name);
 /* Parses JSON text (test literals). */
 json_object *fakeapi_json(const char *fmt, ...) KITE_PRINTF(1, 2);
+
+/* An on_request hook (on_request_ud = the meter): requests of method whose path holds part are
+ * each held delay_us (a round trip), and the most of them in flight at once is kept. */
+struct fakeapi_meter {
+    const char *method, *part;
+    int delay_us;
+    atomic_int in, most;
+};
+void fakeapi_meter_hook(void *ud, const char *method, const char *path);

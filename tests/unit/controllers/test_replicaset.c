@@ -4,8 +4,10 @@
 #include "controllers/workloads/replicaset.h"
 #include "base/log.h"
 #include "fakeapi.h"
+#include "framework/ctlutil.h"
 
 #include <criterion/criterion.h>
+#include <string.h>
 
 #define S KITE_NS_PER_SEC
 #define PODS "/api/v1/namespaces/default/pods"
@@ -65,6 +67,22 @@ static json_object *set_pod(struct env *e, const char *name, bool orphan, const 
     return fakeapi_get(&e->api, path);
 }
 
+/* The pods the controller created, sorted by name (up to max; their creates go at once, so
+ * the names the fake API gave them follow no order): how many. */
+static size_t created_pods(struct env *e, json_object **out, size_t max) {
+    size_t n = 0;
+    const char *k;
+    void *v;
+    for (size_t it = 0; kite_map_next(&e->api.objs, &it, &k, &v);)
+        if (strncmp(k, PODS "/web-", strlen(PODS "/web-")) == 0 && n < max) out[n++] = v;
+    for (size_t i = 1; i < n; i++) /* insertion sort: a handful */
+        for (size_t j = i; j > 0 && strcmp(kite_meta_str(out[j - 1], "name"), kite_meta_str(out[j], "name")) > 0; j--) {
+            json_object *t = out[j];
+            out[j] = out[j - 1], out[j - 1] = t;
+        }
+    return n;
+}
+
 #define T0 "2030-01-02T03:00:00Z"
 #define APP "{\"app\":\"web\",\"tier\":\"x\"}"
 
@@ -75,8 +93,9 @@ Test(replicaset, creates_missing_pods_once_while_its_creates_are_in_flight) {
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 3);
     /* created pods carry the template, generateName and a controller reference */
-    json_object *p = fakeapi_get(&e.api, PODS "/web-2");
-    cr_assert_not_null(p);
+    json_object *made[3];
+    cr_assert_eq(created_pods(&e, made, 3), 3);
+    json_object *p = made[0];
     cr_assert_str_eq(kite_meta_str(p, "generateName"), "web-");
     json_object *ref = json_object_array_get_idx(kite_obj_get(kite_obj_meta(p), "ownerReferences"), 0);
     cr_assert_str_eq(kite_obj_str(ref, "uid"), "rs-uid");
@@ -88,12 +107,12 @@ Test(replicaset, creates_missing_pods_once_while_its_creates_are_in_flight) {
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 3);
     /* two of three are seen, then one is deleted by someone: one more is created */
-    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-2"));
-    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-3"));
+    kite_rsc_pod_upsert(e.c, made[0]);
+    kite_rsc_pod_upsert(e.c, made[1]);
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 3);
-    kite_rsc_pod_upsert(e.c, fakeapi_get(&e.api, PODS "/web-4"));
-    kite_rsc_pod_delete(e.c, fakeapi_get(&e.api, PODS "/web-4"));
+    kite_rsc_pod_upsert(e.c, made[2]);
+    kite_rsc_pod_delete(e.c, made[2]);
     step(&e);
     cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 4);
     cr_assert_eq(fakeapi_events(&e.api, "SuccessfulCreate", "web"), 4);
@@ -199,5 +218,25 @@ Test(replicaset, status_counts_available_after_min_ready_seconds) {
     kite_rsc_step(e.c);
     st = kite_obj_get(fakeapi_get(&e.api, RS), "status");
     cr_assert_eq(json_object_get_int(kite_obj_get(st, "availableReplicas")), 2);
+    env_release(&e);
+}
+
+/* A ReplicaSet's creates do not depend on one another: they go KITE_CTL_WORKERS at once (one
+ * at a time, 5,000 pods took 30 s behind a busy apiserver), every one with its event */
+Test(replicaset, creates_go_several_at_once) {
+    struct env e;
+    env_init(&e);
+    struct fakeapi_meter m = {.method = "POST", .part = PODS, .delay_us = 2000};
+    e.api.on_request = fakeapi_meter_hook, e.api.on_request_ud = &m;
+    json_object_put(set_rs(&e, 40, 0));
+    step(&e);
+    cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 40);
+    cr_assert_eq(fakeapi_events(&e.api, "SuccessfulCreate", "web"), 40);
+    cr_assert_gt(atomic_load(&m.most), 1, "the creates went out one at a time");
+    cr_assert_leq(atomic_load(&m.most), KITE_CTL_WORKERS);
+    /* all 40 expected: no second round before they are seen */
+    json_object_put(set_rs(&e, 40, 0));
+    step(&e);
+    cr_assert_eq(fakeapi_count(&e.api, "POST", PODS), 40);
     env_release(&e);
 }

@@ -9,9 +9,7 @@
 #include "unit/controllers/fakeapi.h"
 
 #include <criterion/criterion.h>
-#include <stdatomic.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "framework/ctlutil.h"
 
@@ -551,25 +549,13 @@ Test(scheduler, requests_agree_with_agent_admission) {
     json_object_put(pod);
 }
 
-struct busy_api {
-    atomic_int in, most;
-};
-static void busy_request(void *ud, const char *method, const char *path) {
-    struct busy_api *b = ud;
-    if (strcmp(method, "POST") || !strstr(path, "/binding")) return;
-    int now = atomic_fetch_add(&b->in, 1) + 1;
-    for (int m = atomic_load(&b->most); now > m && !atomic_compare_exchange_weak(&b->most, &m, now);) {}
-    usleep(2000); /* a request's round trip */
-    atomic_fetch_sub(&b->in, 1);
-}
-
 /* A burst of pods: each decided in turn (the next sees the last one's requests counted), their
  * bindings posted KITE_CTL_WORKERS at once (one at a time, ~120 pods/s behind a busy apiserver) */
 Test(scheduler, a_burst_is_bound_several_at_once) {
     struct env e;
     env_init(&e);
-    struct busy_api b = {0};
-    e.api.on_request = busy_request, e.api.on_request_ud = &b;
+    struct fakeapi_meter m = {.method = "POST", .part = "/binding", .delay_us = 2000};
+    e.api.on_request = fakeapi_meter_hook, e.api.on_request_ud = &m;
     add_node(&e, node_json("n1", "", "{}", "{\"cpu\":\"10\",\"memory\":\"40Gi\",\"pods\":\"110\"}", "True"));
     add_node(&e, node_json("n2", "", "{}", "{\"cpu\":\"10\",\"memory\":\"40Gi\",\"pods\":\"110\"}", "True"));
     for (int i = 0; i < 90; i++) {
@@ -590,7 +576,7 @@ Test(scheduler, a_burst_is_bound_several_at_once) {
     /* no node was given more than it holds: each decision saw the ones before it */
     cr_assert_leq(on[0], 50);
     cr_assert_leq(on[1], 50);
-    cr_assert_gt(atomic_load(&b.most), 1, "the bindings went out one at a time");
-    cr_assert_leq(atomic_load(&b.most), KITE_CTL_WORKERS);
+    cr_assert_gt(atomic_load(&m.most), 1, "the bindings went out one at a time");
+    cr_assert_leq(atomic_load(&m.most), KITE_CTL_WORKERS);
     env_release(&e);
 }
