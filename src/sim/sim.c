@@ -34,6 +34,8 @@
 
 #define SIM_LOG "sim"
 #define NO_POS UINT32_MAX
+/* A heap entry: a node's agent step (its index) or, with this bit, its pod manager's step. */
+#define POD_TASK UINT32_C(0x80000000)
 #define HIST_BUCKETS 128 /* 4 per octave of microseconds: up to 2^32 us */
 #define CONTROL_MAX_LINE 65536
 #define SIM_REQUEST_TIMEOUT_MS 10000 /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
@@ -49,6 +51,11 @@ struct sim_node {
     uint32_t slow_ms;         /* each request waits this long before it is sent */
     bool dead, running, partitioned;
     bool kick;                /* a pod event came while it ran: due again at once */
+    /* split (shared connections and pods): the pod manager steps on a lane of its own, as a
+     * kubelet's pod workers run beside its lease renewals; else after the agent's step */
+    int64_t pods_due;
+    uint32_t pods_heap_pos;
+    bool pods_running, pods_kick;
     bool ran;                 /* started before (a revived node) */
     struct kite_pods *pods;   /* --pods-per-node: its pods on its own fake runtime */
     struct kite_runtime *rt;
@@ -76,6 +83,7 @@ struct lane {
     struct kite_fiber fib; /* runs lane_loop: one node step after another */
     void *stack;
     uint32_t node; /* NO_POS: free */
+    bool pods;     /* runs the node's pod manager step (split), not its agent step */
     bool done;
     bool starting; /* runs a node's first step (its registration) */
     bool sleeping; /* parked until deadline_ms only (a slow node's request) */
@@ -86,6 +94,11 @@ struct lane {
     int fd;
     int64_t deadline_ms; /* < 0: none */
     int result;
+};
+
+struct task_heap {
+    uint32_t *v;
+    uint32_t len;
 };
 
 struct shape {
@@ -106,8 +119,11 @@ struct kite_sim {
     unsigned ncfg;
     struct shape shapes[KITE_SIM_SHAPES];
     struct sim_node *nodes;
-    uint32_t *heap;
-    uint32_t heap_len;
+    /* the steps due: the nodes' agents', and (split) their pod managers', which take at most half
+     * the lanes, so that a burst of pod work does not hold back the lease renewals */
+    struct task_heap heap, pheap;
+    unsigned lanes_pods;
+    bool split; /* a node's pod manager steps on a lane of its own (struct sim_node) */
     struct lane *lanes;
     unsigned nlanes, lanes_busy, lanes_starting;
     unsigned *lane_free; /* indices of the free lanes, a stack: the top is the next one given */
@@ -194,56 +210,71 @@ static long rss_kb(void) {
 
 /* ---- heap of nodes by due time ---- */
 
-static bool heap_less(struct kite_sim *s, uint32_t a, uint32_t b) { return s->nodes[a].due < s->nodes[b].due; }
-
-static void heap_set(struct kite_sim *s, uint32_t pos, uint32_t n) {
-    s->heap[pos] = n;
-    s->nodes[n].heap_pos = pos;
+static int64_t *due_of(struct kite_sim *s, uint32_t t) {
+    struct sim_node *n = &s->nodes[t & ~POD_TASK];
+    return t & POD_TASK ? &n->pods_due : &n->due;
 }
 
-static void heap_up(struct kite_sim *s, uint32_t pos) {
-    uint32_t n = s->heap[pos];
+static uint32_t *pos_of(struct kite_sim *s, uint32_t t) {
+    struct sim_node *n = &s->nodes[t & ~POD_TASK];
+    return t & POD_TASK ? &n->pods_heap_pos : &n->heap_pos;
+}
+
+static bool heap_less(struct kite_sim *s, uint32_t a, uint32_t b) { return *due_of(s, a) < *due_of(s, b); }
+
+/* The heap a step waits in: the agents' or the pod managers'. */
+static struct task_heap *heap_of(struct kite_sim *s, uint32_t t) { return t & POD_TASK ? &s->pheap : &s->heap; }
+
+static void heap_set(struct kite_sim *s, struct task_heap *h, uint32_t pos, uint32_t n) {
+    h->v[pos] = n;
+    *pos_of(s, n) = pos;
+}
+
+static void heap_up(struct kite_sim *s, struct task_heap *h, uint32_t pos) {
+    uint32_t n = h->v[pos];
     while (pos > 0) {
         uint32_t parent = (pos - 1) / 2;
-        if (!heap_less(s, n, s->heap[parent])) break;
-        heap_set(s, pos, s->heap[parent]);
+        if (!heap_less(s, n, h->v[parent])) break;
+        heap_set(s, h, pos, h->v[parent]);
         pos = parent;
     }
-    heap_set(s, pos, n);
+    heap_set(s, h, pos, n);
 }
 
-static void heap_down(struct kite_sim *s, uint32_t pos) {
-    uint32_t n = s->heap[pos];
+static void heap_down(struct kite_sim *s, struct task_heap *h, uint32_t pos) {
+    uint32_t n = h->v[pos];
     for (;;) {
         uint32_t l = 2 * pos + 1, r = l + 1, m = pos;
         uint32_t best = n;
-        if (l < s->heap_len && heap_less(s, s->heap[l], best)) m = l, best = s->heap[l];
-        if (r < s->heap_len && heap_less(s, s->heap[r], best)) m = r, best = s->heap[r];
+        if (l < h->len && heap_less(s, h->v[l], best)) m = l, best = h->v[l];
+        if (r < h->len && heap_less(s, h->v[r], best)) m = r, best = h->v[r];
         if (m == pos) break;
-        heap_set(s, pos, best);
+        heap_set(s, h, pos, best);
         pos = m;
     }
-    heap_set(s, pos, n);
+    heap_set(s, h, pos, n);
 }
 
 static void heap_push(struct kite_sim *s, uint32_t n) {
-    heap_set(s, s->heap_len++, n);
-    heap_up(s, s->heap_len - 1);
+    struct task_heap *h = heap_of(s, n);
+    heap_set(s, h, h->len++, n);
+    heap_up(s, h, h->len - 1);
 }
 
 static void heap_remove(struct kite_sim *s, uint32_t n) {
-    uint32_t pos = s->nodes[n].heap_pos;
+    struct task_heap *h = heap_of(s, n);
+    uint32_t pos = *pos_of(s, n);
     if (pos == NO_POS) return;
-    s->nodes[n].heap_pos = NO_POS;
-    uint32_t last = s->heap[--s->heap_len];
-    if (pos == s->heap_len) return;
-    heap_set(s, pos, last);
-    heap_up(s, pos);
-    heap_down(s, s->nodes[last].heap_pos);
+    *pos_of(s, n) = NO_POS;
+    uint32_t last = h->v[--h->len];
+    if (pos == h->len) return;
+    heap_set(s, h, pos, last);
+    heap_up(s, h, pos);
+    heap_down(s, h, *pos_of(s, last));
 }
 
-static uint32_t heap_pop(struct kite_sim *s) {
-    uint32_t n = s->heap[0];
+static uint32_t heap_pop(struct kite_sim *s, struct task_heap *h) {
+    uint32_t n = h->v[0];
     heap_remove(s, n);
     return n;
 }
@@ -536,16 +567,17 @@ static void on_pod_add(void *ud, json_object *o) { pods_enqueue(ud, "ADDED", o);
 static void on_pod_update(void *ud, json_object *old, json_object *o) { pods_enqueue(ud, "MODIFIED", o); }
 static void on_pod_del(void *ud, json_object *o) { pods_enqueue(ud, "DELETED", o); }
 
-/* A node has work at once (a pod event): moved to the front of the heap, or due again as soon
- * as the step it runs returns. */
-static void node_kick(struct kite_sim *s, uint32_t i, int64_t now) {
+/* A node has work at once (a pod event: its pod manager's, split): moved to the front of the
+ * heap, or due again as soon as the step it runs returns. */
+static void node_kick(struct kite_sim *s, uint32_t i, bool pods, int64_t now) {
     struct sim_node *n = &s->nodes[i];
-    if (n->running) {
-        n->kick = true;
-    } else if (n->heap_pos != NO_POS && n->due > now) {
-        heap_remove(s, i);
-        n->due = now;
-        heap_push(s, i);
+    uint32_t t = pods && s->split ? i | POD_TASK : i;
+    if (t & POD_TASK ? n->pods_running : n->running) {
+        *(t & POD_TASK ? &n->pods_kick : &n->kick) = true;
+    } else if (*pos_of(s, t) != NO_POS && *due_of(s, t) > now) {
+        heap_remove(s, t);
+        *due_of(s, t) = now;
+        heap_push(s, t);
     }
 }
 
@@ -564,11 +596,11 @@ static void pods_drain(struct kite_sim *s) {
         if (!q[k].type) { /* a Node watch event */
             if (nd->agent) {
                 kite_agent_node_event(nd->agent, q[k].pod);
-                node_kick(s, q[k].node, now);
+                node_kick(s, q[k].node, false, now);
             }
         } else if (nd->pods) { /* a node not running has no pods: a revived one lists them (node_pods_start) */
             kite_pods_pod_event(nd->pods, q[k].type, q[k].pod);
-            node_kick(s, q[k].node, now);
+            node_kick(s, q[k].node, true, now);
         }
         json_object_put(q[k].pod);
     }
@@ -823,7 +855,9 @@ static void lane_sleep(struct kite_sim *s, int64_t deadline_ms) {
 static void lane_main(struct kite_sim *s, struct lane *l) {
     struct sim_node *n = &s->nodes[l->node];
     int r = 0;
-    if (!n->agent && (r = node_start(s, l->node)) < 0) {
+    if (l->pods) {
+        n->pods_due = kite_pods_step(n->pods);
+    } else if (!n->agent && (r = node_start(s, l->node)) < 0) {
         s->mint_errors++;
         char name[128];
         kite_sim_node_name(s, l->node, name, sizeof name);
@@ -831,7 +865,7 @@ static void lane_main(struct kite_sim *s, struct lane *l) {
         n->due = mono() + 5 * KITE_NS_PER_SEC;
     } else {
         n->due = kite_agent_step(n->agent);
-        if (n->pods) n->due = KITE_MIN(n->due, kite_pods_step(n->pods));
+        if (n->pods && !s->split) n->due = KITE_MIN(n->due, kite_pods_step(n->pods));
     }
     l->done = true;
 }
@@ -848,15 +882,18 @@ static void lane_loop(void *arg) {
 
 static void lane_resume(struct kite_sim *s, struct lane *l);
 
-static void lane_start(struct kite_sim *s, struct lane *l, uint32_t i) {
+static void lane_start(struct kite_sim *s, struct lane *l, uint32_t t) {
+    uint32_t i = t & ~POD_TASK;
     struct sim_node *n = &s->nodes[i];
     s->n_lane_free--; /* l is the top of the free stack (free_lane) */
     l->node = i;
-    l->starting = !n->agent;
+    l->pods = t & POD_TASK;
+    l->starting = !l->pods && !n->agent;
     if (l->starting) s->lanes_starting++;
     l->done = false;
     l->fd = -1;
-    n->running = true;
+    if (l->pods) n->pods_running = true, s->lanes_pods++;
+    else n->running = true;
     s->lanes_busy++;
     lane_resume(s, l);
 }
@@ -869,16 +906,22 @@ static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due)
     s->lanes_busy--;
     if (l->starting) s->lanes_starting--;
     l->starting = false;
-    n->running = false;
+    if (l->pods) n->pods_running = false, s->lanes_pods--;
+    else n->running = false;
     if (n->dead) {
-        node_stop(s, i);
+        if (!n->running && !n->pods_running) node_stop(s, i);
         return;
     }
-    if (n->kick) {
-        n->kick = false;
-        n->due = mono();
+    if (l->pods ? n->pods_kick : n->kick) {
+        *(l->pods ? &n->pods_kick : &n->kick) = false;
+        *(l->pods ? &n->pods_due : &n->due) = mono();
     }
-    heap_push(s, i);
+    heap_push(s, l->pods ? i | POD_TASK : i);
+    /* a node just started: its pod manager's steps from now on */
+    if (!l->pods && s->split && n->pods && !n->pods_running && n->pods_heap_pos == NO_POS) {
+        n->pods_due = mono();
+        heap_push(s, i | POD_TASK);
+    }
     (void)started_due;
 }
 
@@ -896,7 +939,7 @@ static void lane_resume(struct kite_sim *s, struct lane *l) {
     if (!l->done) return;
     struct lane_acct *a = &lane_accts[l - s->lanes];
     struct sim_node *n = &s->nodes[l->node];
-    if (n->agent) {
+    if (n->agent && !l->pods) {
         struct kite_agent_stats st;
         kite_agent_get_stats(n->agent, &st);
         if (st.lease_renewals > a->renewals) {
@@ -922,16 +965,17 @@ static struct lane *free_lane(struct kite_sim *s) {
     return s->n_lane_free ? &s->lanes[s->lane_free[s->n_lane_free - 1]] : NULL;
 }
 
-static void run_node(struct kite_sim *s, struct lane *l, uint32_t i) {
+static void run_node(struct kite_sim *s, struct lane *l, uint32_t t) {
     struct lane_acct *a = &lane_accts[l - s->lanes];
-    a->due = s->nodes[i].due;
+    uint32_t i = t & ~POD_TASK;
+    a->due = *due_of(s, t);
     a->renewals = 0;
-    if (s->nodes[i].agent) {
+    if (s->nodes[i].agent && !(t & POD_TASK)) {
         struct kite_agent_stats st;
         kite_agent_get_stats(s->nodes[i].agent, &st);
         a->renewals = st.lease_renewals;
     }
-    lane_start(s, l, i);
+    lane_start(s, l, t);
 }
 
 /* ---- control ---- */
@@ -944,8 +988,9 @@ static void set_dead(struct kite_sim *s, uint32_t i, bool dead) {
     n->dead = dead;
     if (dead) {
         heap_remove(s, i);
-        if (!n->running) node_stop(s, i); /* else when its step returns */
-    } else if (!n->running && n->heap_pos == NO_POS) {
+        heap_remove(s, i | POD_TASK);
+        if (!n->running && !n->pods_running) node_stop(s, i); /* else when its steps return */
+    } else if (!n->running && !n->pods_running && n->heap_pos == NO_POS) {
         n->due = mono();
         heap_push(s, i);
     }
@@ -1067,7 +1112,7 @@ char *kite_sim_control(struct kite_sim *s, const char *line) {
         } else if (!strcmp(cmd, "partition")) {
             nd->partitioned = true;
             /* its kept-alive connection goes quiet as well: closed, not reused afterwards */
-            if (nd->client && !nd->running) kite_client_reset_connections(nd->client);
+            if (nd->client && !nd->running && !nd->pods_running) kite_client_reset_connections(nd->client);
         } else if (!strcmp(cmd, "heal")) {
             nd->partitioned = false;
         } else if (slow_ms >= 0) {
@@ -1176,13 +1221,17 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
             set_dead(s, s->flapping[k], !n->dead);
         }
         struct lane *l;
-        while (!stop_deadline && s->heap_len && s->nodes[s->heap[0]].due <= now && (l = free_lane(s)))
-            run_node(s, l, heap_pop(s));
+        while (!stop_deadline && s->heap.len && *due_of(s, s->heap.v[0]) <= now && (l = free_lane(s)))
+            run_node(s, l, heap_pop(s, &s->heap));
+        while (!stop_deadline && s->pheap.len && *due_of(s, s->pheap.v[0]) <= now &&
+               s->lanes_pods < KITE_MAX(1, s->nlanes / 2) && (l = free_lane(s)))
+            run_node(s, l, heap_pop(s, &s->pheap));
         while (!stop_deadline && s->next_start < s->o.nodes && start_due(s, s->next_start) <= now &&
                s->lanes_starting < KITE_MAX(1, s->nlanes / 2) && (l = free_lane(s))) {
             uint32_t i = s->next_start++;
             struct sim_node *n = &s->nodes[i];
-            if (n->dead || n->agent || n->running || n->heap_pos != NO_POS) continue; /* the control got to it */
+            if (n->dead || n->agent || n->running || n->pods_running || n->heap_pos != NO_POS)
+                continue; /* the control got to it */
             n->due = now;
             run_node(s, l, i);
         }
@@ -1193,7 +1242,9 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
         /* sleep until a node is due, a lane's deadline passes, a socket or the control socket */
         now = mono();
         int64_t wake = last_progress + every;
-        if (s->heap_len && s->lanes_busy < s->nlanes) wake = KITE_MIN(wake, s->nodes[s->heap[0]].due);
+        if (s->heap.len && s->lanes_busy < s->nlanes) wake = KITE_MIN(wake, *due_of(s, s->heap.v[0]));
+        if (s->pheap.len && s->lanes_busy < s->nlanes && s->lanes_pods < KITE_MAX(1, s->nlanes / 2))
+            wake = KITE_MIN(wake, *due_of(s, s->pheap.v[0]));
         if (s->next_start < s->o.nodes && s->lanes_busy < s->nlanes && s->lanes_starting < KITE_MAX(1, s->nlanes / 2))
             wake = KITE_MIN(wake, start_due(s, s->next_start));
         for (size_t k = 0; k < s->nflapping; k++) wake = KITE_MIN(wake, s->nodes[s->flapping[k]].flap_next);
@@ -1293,11 +1344,16 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     for (unsigned k = 0; k < KITE_SIM_SHAPES; k++)
         if ((r = make_shape(s, k, &err)) < 0) goto fail;
     s->nodes = kite_calloc(o->nodes, sizeof *s->nodes);
-    s->heap = kite_calloc(o->nodes, sizeof *s->heap);
+    s->heap.v = kite_calloc(o->nodes, sizeof *s->heap.v);
+    s->pheap.v = kite_calloc(o->nodes, sizeof *s->pheap.v);
     s->start0 = mono();
     for (uint32_t i = 0; i < o->nodes; i++) {
         s->nodes[i].heap_pos = NO_POS;
+        s->nodes[i].pods_heap_pos = NO_POS;
     }
+    /* shared connections only: a node's own connection (one kite_client) carries one request at
+     * a time, and its two steps would share it */
+    s->split = o->pods_per_node && o->connections;
     s->nlanes = o->connections && !o->http2 ? o->connections : o->inflight;
     if (o->connections && o->http2) {
         /* shared mode over HTTP/2: the lanes' requests are streams of `connections` connections */
@@ -1439,7 +1495,7 @@ void kite_sim_free(struct kite_sim *s) {
     if (s->ev_fd >= 0) close(s->ev_fd);
     pthread_mutex_destroy(&s->ev_lock);
     for (uint32_t i = 0; s->nodes && i < s->o.nodes; i++)
-        if (!s->nodes[i].running) node_stop(s, i);
+        if (!s->nodes[i].running && !s->nodes[i].pods_running) node_stop(s, i);
     /* a lane still parked (its request outlived the stop's grace) keeps its node: leaked with
      * the process's exit rather than freed under the coroutine */
     for (unsigned k = 0; s->h2 && k < s->nh2; k++) kite_sim_h2c_free(s->h2[k]);
@@ -1472,7 +1528,8 @@ void kite_sim_free(struct kite_sim *s) {
     }
     if (s->epfd >= 0) close(s->epfd);
     free(s->nodes);
-    free(s->heap);
+    free(s->heap.v);
+    free(s->pheap.v);
     free(s->flapping);
     free(s);
 }
