@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Pods at scale: N x M pods bound, started and reported Running by simulated nodes.
 
-usage: pods-scale.py [--kite PATH] [--sim-kite PATH] [--nodes 1000] [--pods-per-node 10] [--deployments 10] [--ramp 500]
+usage: pods-scale.py [--kite PATH] [--sim-kite PATH] [--nodes 1000] [--pods-per-node 10] [--deployments 10] [--rate 0]
+                     [--ramp 500]
                      [--connections 8] [--timeout 900] [--out DIR] [--keep]
 
 A fresh `kite up --no-agent` (bench/benchlib.py) and `kite sim --nodes N --pods-per-node M` (each
 node runs the agent's pod manager on a fake runtime and admits M pods; default timings: lease 40 s
 renewed every 10 s). Once every node is Ready and one renewal period has passed, --deployments
-Deployments of N x M / D replicas in all are created at once; kite up's controllers create the
-pods (each ReplicaSet at most 500 a pass, as Kubernetes' burstReplicas), its scheduler binds them,
-the simulated nodes' pod managers start them and report them Running. A watch of every pod, opened
+Deployments of N x M / D replicas in all are created at once (with --rate R, created empty and
+scaled up R pods a second in all, the creation rate Kubernetes' pod startup SLO is measured at);
+kite up's controllers create the pods (each ReplicaSet at most 500 a pass, as Kubernetes'
+burstReplicas), its scheduler binds them, the simulated nodes' pod managers start them and report
+them Running. A watch of every pod, opened
 before the Deployments, sees each pod's creation, its binding and its first Running status
 (monotonic time of the bench's own reading, so no clock is compared across processes).
 
@@ -54,10 +57,10 @@ def ctx_for(data):
     return ctx
 
 
-def request(port, ctx, method, path, body=None, timeout=120):
+def request(port, ctx, method, path, body=None, timeout=120, content_type="application/json"):
     c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
     try:
-        hdrs = {"Content-Type": "application/json"} if body is not None else {}
+        hdrs = {"Content-Type": content_type} if body is not None else {}
         c.request(method, path, body=json.dumps(body) if body is not None else None, headers=hdrs)
         r = c.getresponse()
         return r.status, r.read()
@@ -196,13 +199,30 @@ def run(args, tmp, out):
         rss_max = benchlib.rss_kib(up.pid)
         d = args.deployments
         t0 = time.monotonic()
+        want = [total // d + (1 if i < total % d else 0) for i in range(d)]
         for i in range(d):
-            replicas = total // d + (1 if i < total % d else 0)
             s, body = request(port, ctx, "POST", "/apis/apps/v1/namespaces/default/deployments",
-                              deployment(f"web-{i}", replicas))
+                              deployment(f"web-{i}", 0 if args.rate else want[i]))
             if s != 201:
                 sys.exit(f"pods-scale: creating deployment web-{i}: {s} {body[:300]!r}")
-        log(f"{d} Deployments of {total} pods in all created")
+        log(f"{d} Deployments of {total} pods in all created" + (f", scaled up at {args.rate:g} pods/s" if args.rate else ""))
+        scaler = None
+        if args.rate:  # the replicas raised a second at a time, rate pods a second in all
+            def scale_up():
+                have, k, t = [0] * d, 0, time.monotonic()
+                while sum(have) < total:
+                    k += 1
+                    target = min(total, round(args.rate * k))  # pods in all after k seconds
+                    for i in range(d):
+                        n_i = min(want[i], target // d + (1 if i < target % d else 0))
+                        if n_i != have[i]:
+                            have[i] = n_i
+                            request(port, ctx, "PATCH", f"/apis/apps/v1/namespaces/default/deployments/web-{i}",
+                                    {"spec": {"replicas": n_i}}, content_type="application/merge-patch+json")
+                    t += 1.0
+                    time.sleep(max(0.0, t - time.monotonic()))
+            scaler = threading.Thread(target=scale_up, daemon=True)
+            scaler.start()
         timeline = []  # (seconds since t0, created, bound, running)
         done = {}
         last_log = 0.0
@@ -269,6 +289,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pods-per-node", type=int, default=10)
     ap.add_argument("--deployments", type=int, default=10)
+    ap.add_argument("--rate", type=float, default=0,
+                    help="pods/s: the Deployments scaled up to their size at this rate (0: created at their size at once)")
     ap.add_argument("--ramp", type=int, default=500)
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=900, help="seconds after the Deployments for every pod to run")
@@ -278,7 +300,7 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"pods at scale: {args.nodes} simulated nodes x {args.pods_per_node} pods, {args.deployments} Deployments "
-          f"created at once, kite up --no-agent ({args.connections} shared connections, default timings)")
+          f"{f'scaled up at {args.rate:g} pods/s' if args.rate else 'created at once'}, kite up --no-agent ({args.connections} shared connections, default timings)")
     with benchlib.workdir("kite-bench-pods-scale-", args.keep, "pods-scale") as tmp:
         r = run(args, tmp, out)
     if "t_running" not in r:

@@ -58,6 +58,7 @@ struct kite_sched {
     struct spod **unsched;
     size_t n_unsched, cap_unsched;
     uint64_t seq, rng;
+    size_t next_start; /* where the next pod's search for feasible nodes starts */
     bool kicked;
 };
 
@@ -467,9 +468,12 @@ static void decide(struct kite_sched *s, struct spod *p, struct decision *d) {
     size_t ncs = cs ? json_object_array_length(cs) : 0, nics = ics ? json_object_array_length(ics) : 0;
     struct snode *best = NULL;
     int64_t best_score = -1, ties = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t want = kite_sched_feasible_to_find(n), start = s->next_start % n, seen = 0, feasible = 0;
+    for (; seen < n && feasible < want; seen++) {
+        size_t i = (start + seen) % n;
         kite_sched_filter(p->obj, &p->req, &cand[i]->ni, &verd[i]);
         if (verd[i].filter) continue;
+        feasible++;
         int64_t image_sum = 0;
         for (size_t j = 0; j < ncs + nics; j++) {
             json_object *c = json_object_array_get_idx(j < nics ? ics : cs, j < nics ? j : j - nics);
@@ -487,6 +491,7 @@ static void decide(struct kite_sched *s, struct spod *p, struct decision *d) {
         if (score > best_score) best = cand[i], best_score = score, ties = 1;
         else if (score == best_score && kite_rand01(&s->rng) * (double)++ties < 1.0) best = cand[i];
     }
+    s->next_start = (start + seen) % n;
     if (best) {
         d->node = kite_strdup(best->name);
         count_on(s, p, best);

@@ -109,6 +109,15 @@ char *kite_sched_normalized_image(const char *name);
  * is given. Malloc'ed. */
 char *kite_sched_fit_message(size_t n_nodes, const struct kite_sched_verdict *v, size_t n, const char *post);
 
+/* Feasible nodes a pod's search looks for before it scores them (upstream's
+ * numFeasibleNodesToFind, percentageOfNodesToScore unset): every node of fewer than
+ * KITE_SCHED_MIN_FEASIBLE; else 50% less 1% per 125 nodes, at least 5% and
+ * KITE_SCHED_MIN_FEASIBLE. Each search starts where the last one stopped, so that the nodes
+ * take turns; a pod no node fits has every node filtered, so its message counts them all. */
+#define KITE_SCHED_MIN_FEASIBLE 100
+#define KITE_SCHED_MIN_FEASIBLE_PERCENT 5
+size_t kite_sched_feasible_to_find(size_t n_nodes);
+
 /* ---- the scheduler as it runs (scheduler_run.c): informers on nodes and pods feeding the
  * core, and a thread that steps it when there is work or a back-off ends ---- */
 /* Adds the scheduler to g (framework.h); o's client and clock are g's. */

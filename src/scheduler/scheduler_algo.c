@@ -214,3 +214,11 @@ char *kite_sched_fit_message(size_t n_nodes, const struct kite_sched_verdict *v,
     if (post) kite_buf_printf(&b, " preemption: %s", post);
     return kite_buf_detach(&b, NULL);
 }
+
+size_t kite_sched_feasible_to_find(size_t n_nodes) {
+    if (n_nodes < KITE_SCHED_MIN_FEASIBLE) return n_nodes;
+    size_t drop = n_nodes / 125, pct = drop < 50 ? 50 - drop : 0;
+    if (pct < KITE_SCHED_MIN_FEASIBLE_PERCENT) pct = KITE_SCHED_MIN_FEASIBLE_PERCENT;
+    size_t n = n_nodes * pct / 100;
+    return n < KITE_SCHED_MIN_FEASIBLE ? KITE_SCHED_MIN_FEASIBLE : n;
+}

@@ -580,3 +580,41 @@ Test(scheduler, a_burst_is_bound_several_at_once) {
     cr_assert_leq(atomic_load(&m.most), KITE_CTL_WORKERS);
     env_release(&e);
 }
+
+/* upstream's numFeasibleNodesToFind with percentageOfNodesToScore unset */
+Test(scheduler, feasible_nodes_to_find) {
+    static const size_t cases[][2] = {{0, 0},     {1, 1},       {99, 99},     {100, 100},  {200, 100},
+                                      {500, 230}, {1000, 420},  {2000, 680},  {5000, 500}, {6000, 300},
+                                      {6250, 312}, {150000, 7500}};
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++)
+        cr_expect_eq(kite_sched_feasible_to_find(cases[i][0]), cases[i][1], "%zu nodes: %zu", cases[i][0],
+                     kite_sched_feasible_to_find(cases[i][0]));
+}
+
+/* With more nodes than it looks for, the one node that fits is still found wherever it is, and
+ * a pod no node fits has every node filtered: its message counts them all */
+Test(scheduler, a_search_cut_short_still_finds_the_fit_and_counts_every_node) {
+    struct env e;
+    env_init(&e);
+    for (int i = 0; i < 300; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%03d", i);
+        add_node(&e, node_json(name, "", "{}", i == 217 ? "{\"cpu\":\"8\",\"memory\":\"4Gi\",\"pods\":\"110\"}" : ALLOC,
+                               "True"));
+    }
+    for (int k = 0; k < 3; k++) { /* three searches, each starting where the last stopped */
+        char name[16];
+        snprintf(name, sizeof name, "big%d", k);
+        add_pod(&e, pod_json(name, "", "2500m"));
+        run_for(&e, 0);
+        cr_assert_str_eq(bound_to(&e, name) ? bound_to(&e, name) : "", "n217", "%s", name);
+    }
+    add_pod(&e, pod_json("huge", "", "9"));
+    run_for(&e, 0);
+    cr_expect_null(bound_to(&e, "huge"));
+    json_object *c = scheduled_cond(&e, "huge");
+    cr_assert_not_null(c);
+    cr_expect(kite_startswith(kite_obj_str(c, "message"), "0/300 nodes are available: 300 Insufficient cpu."), "%s",
+              kite_obj_str(c, "message"));
+    env_release(&e);
+}
