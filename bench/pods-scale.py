@@ -25,7 +25,7 @@ nodes' lease renewals during the burst (p99 from when each was due, and failing 
 must stay on time while pods start), and the apiserver's own latency for lease writes over the
 burst (the upper bound of the histogram bucket holding its p99: what the server took, beside what
 the simulated nodes waited); `kite up`'s CPU and peak RSS, the simulator's CPU; at the
-end, the nodes not Ready. Writes DIR/pods-scale-NxM.dat (seconds since creation, pods created,
+end, the nodes not Ready. Writes DIR/pods-scale-NxM[-rateR].dat (seconds since creation, pods created,
 bound, Running) and its PNG plot (gnuplot, skipped without it). Exit 1 when not every pod ran
 within --timeout.
 """
@@ -263,13 +263,15 @@ def run(args, tmp, out):
         res["running"] = timeline[-1][3] if timeline else 0
         w.stopping = True
         res["not_ready"] = benchlib.not_ready(data, "pods-scale")
-        dat = out / f"pods-scale-{n}x{m}.dat"
+        tag = f"{n}x{m}" + (f"-rate{args.rate:g}" if args.rate else "")
+        dat = out / f"pods-scale-{tag}.dat"
         with open(dat, "w") as f:
             f.write("# seconds_since_created pods_created pods_bound pods_running\n")
             for r in timeline:
                 f.write(f"{r[0]:.1f} {r[1]} {r[2]} {r[3]}\n")
-        res["png"] = out / f"pods-scale-{n}x{m}.png"
-        benchlib.plot(res["png"], f"{total} pods on {n} simulated nodes ({d} Deployments)",
+        res["png"] = out / f"pods-scale-{tag}.png"
+        benchlib.plot(res["png"], f"{total} pods on {n} simulated nodes ({d} Deployments"
+                      + (f", scaled up at {args.rate:g} pods/s)" if args.rate else ", created at once)"),
                       "seconds since the Deployments were created", "pods", dat,
                       [(2, "created"), (3, "bound"), (4, "Running (reported by the simulated nodes)")])
     finally:
