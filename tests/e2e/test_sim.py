@@ -129,6 +129,52 @@ def test_pods_run_on_simulated_nodes(sim):
              90, interval=1, what="the pods gone")
 
 
+def renew_times(c, name):
+    """The node's Lease renewTime, as epoch seconds (None when it has none)."""
+    rt = c.kubectl("get", "lease", "-n", "kube-node-lease", name, "-o", "jsonpath={.spec.renewTime}").stdout.strip()
+    if not rt:
+        return None
+    whole, _, frac = rt.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + (frac or "0"))
+
+
+@pytest.mark.slow  # a slowed node's pods take ~20 s to start
+def test_pod_work_does_not_hold_back_a_nodes_renewals(sim):
+    """A kubelet renews its lease beside its pod workers: a node starting pods, each request of it
+    slowed, still renews every LEASE/4 s (its pod manager steps on a lane of its own; on the
+    agent's lane, the pods' starts and status writes held the renewal back past the grace)."""
+    c, _, ctl = sim
+    node, slow_ms, n = "hollow-00042", 700, 3
+    assert control(ctl, f"slow {slow_ms} {node}") == "ok 1"
+    try:
+        for i in range(n):
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"slowpod-{i}", "namespace": "default"},
+                   "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.example/web:1.0"}]}}
+            c.kubectl("create", "-f", "-", input=json.dumps(pod))
+        seen, deadline, running = [], time.monotonic() + 90, None
+        while time.monotonic() < deadline:
+            t = renew_times(c, node)
+            if t and (not seen or t != seen[-1]):
+                seen.append(t)
+            if running is None:
+                items = json.loads(c.kubectl("get", "pods", "-o", "json").stdout)["items"]
+                up = [p for p in items if p["metadata"]["name"].startswith("slowpod-")
+                      and p.get("status", {}).get("phase") == "Running"]
+                if len(up) == n:
+                    running = time.monotonic()
+            elif time.monotonic() - running > LEASE / 2:
+                break
+            time.sleep(0.3)
+        assert running is not None, "the slowed node's pods never all ran"
+        gaps = [b - a for a, b in zip(seen, seen[1:])]
+        assert gaps and max(gaps) < LEASE / 4 + 3, f"renewals of {node} while its pods started: gaps {gaps}"
+        assert ready_by_node(c)[node] == "True"
+    finally:
+        control(ctl, f"slow 0 {node}")
+        for i in range(n):
+            c.kubectl("delete", "pod", f"slowpod-{i}", "--ignore-not-found", "--wait=false", check=False)
+
+
 def cond_ready(c, names):
     """{name: (status, lastTransitionTime as epoch seconds)} of the Ready condition."""
     items = json.loads(c.kubectl("get", "nodes", "-o", "json").stdout)["items"]
