@@ -76,7 +76,16 @@ static void boot(unsigned lo, unsigned hi, unsigned flo, unsigned fhi) {
     __builtin_trap(); /* fn must switch away for good, not return */
 }
 
+#ifdef __SANITIZE_THREAD__
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+
 void kite_fiber_init(struct kite_fiber *f, void *stack, size_t size, void (*fn)(void *arg), void *arg) {
+#ifdef __SANITIZE_THREAD__
+    f->tsan = __tsan_create_fiber(0);
+#endif
     getcontext(&f->uc);
     f->uc.uc_stack.ss_sp = stack;
     f->uc.uc_stack.ss_size = size;
@@ -87,6 +96,10 @@ void kite_fiber_init(struct kite_fiber *f, void *stack, size_t size, void (*fn)(
 }
 
 void kite_fiber_switch(struct kite_fiber *from, struct kite_fiber *to) {
+#ifdef __SANITIZE_THREAD__
+    if (!from->tsan) from->tsan = __tsan_get_current_fiber(); /* the loop's: never made by init */
+    __tsan_switch_to_fiber(to->tsan, 0);
+#endif
     swapcontext(&from->uc, &to->uc);
 }
 

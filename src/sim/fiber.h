@@ -6,7 +6,9 @@
  * simulator's CPU. A lane's signal mask never changes, so on x86-64 the switch here saves only
  * the callee-saved registers and the FPU control words, as boost.context does. Elsewhere, and
  * under the sanitizers (ASan intercepts swapcontext to follow the stack switch), it is
- * ucontext as before. */
+ * ucontext as before. Under ThreadSanitizer each fiber is announced as one (its fiber API): else
+ * the locks a parked lane holds look held by the lane that runs next, and each switch orders the
+ * two sides' memory as the loop's hand-over does. */
 #pragma once
 #include <stddef.h>
 
@@ -21,6 +23,9 @@ struct kite_fiber {
     void *sp; /* the saved stack pointer while switched out */
 #else
     ucontext_t uc;
+#endif
+#ifdef __SANITIZE_THREAD__
+    void *tsan; /* ThreadSanitizer's context for it: each fiber its own, as a thread is */
 #endif
 };
 

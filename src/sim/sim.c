@@ -508,12 +508,16 @@ static void heap_remove(struct kite_sim *s, uint32_t n);
 
 /* Informer thread: queues the events of pods bound to simulated nodes for the loop. */
 static void ev_push(struct kite_sim *s, long i, const char *type, json_object *pod) {
+    /* a copy of its own: json-c's reference counts are not atomic, and the watch thread drops
+     * its object while the loop reads this one */
+    json_object *copy = NULL;
+    json_object_deep_copy(pod, &copy, NULL);
     pthread_mutex_lock(&s->ev_lock);
     if (s->n_evq == s->cap_evq) {
         s->cap_evq = s->cap_evq ? 2 * s->cap_evq : 64;
         s->evq = kite_realloc(s->evq, s->cap_evq * sizeof *s->evq);
     }
-    s->evq[s->n_evq++] = (struct pod_ev){(uint32_t)i, type, json_object_get(pod)};
+    s->evq[s->n_evq++] = (struct pod_ev){(uint32_t)i, type, copy};
     pthread_mutex_unlock(&s->ev_lock);
     uint64_t one = 1;
     ssize_t w = write(s->ev_fd, &one, sizeof one);
