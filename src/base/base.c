@@ -1,6 +1,7 @@
 #include "base/base.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -8,8 +9,16 @@
 extern void mi_collect(bool force) __attribute__((weak));
 
 void kite_mem_trim(void) {
-    if (mi_collect) mi_collect(true);
-    else malloc_trim(0);
+    if (mi_collect) {
+        mi_collect(true);
+        return;
+    }
+    /* one at a time: where malloc is not glibc's (the sanitizers' allocators), the first
+     * malloc_trim initializes glibc's arenas, and two threads doing it at once crashed */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    malloc_trim(0);
+    pthread_mutex_unlock(&mu);
 }
 
 static void *oom(void) {
