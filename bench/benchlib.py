@@ -38,6 +38,17 @@ def free_port(who):
     sys.exit(f"{who}: no free port")
 
 
+def admin_context(data):
+    """A TLS client context with the admin certificate of kite's data dir data (the server's
+    certificate is not checked: loopback only)."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(str(data / "pki" / "admin.crt"), str(data / "pki" / "admin.key"))
+    return ctx
+
+
 def start_up(kite, workdir, extra=(), who="bench", timeout=120, port=None):
     """Starts `kite up --no-agent` on a fresh data dir under workdir (its log in workdir/up.log)
     and waits for /readyz. Returns (process, port, data_dir); stop it with stop(). With port, on

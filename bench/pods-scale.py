@@ -49,14 +49,6 @@ def log(msg):
     print(f"pods-scale: {msg}", file=sys.stderr, flush=True)
 
 
-def ctx_for(data):
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.load_cert_chain(str(data / "pki" / "admin.crt"), str(data / "pki" / "admin.key"))
-    return ctx
-
-
 def request(port, ctx, method, path, body=None, timeout=120, content_type="application/json"):
     c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
     try:
@@ -177,7 +169,7 @@ def run(args, tmp, out):
     work = tmp / f"n{n}x{m}"
     work.mkdir(parents=True)
     up, port, data = benchlib.start_up(args.kite, work, who="pods-scale")
-    ctx = ctx_for(data)
+    ctx = benchlib.admin_context(data)
     res = {"nodes": n, "per_node": m, "pods": total}
     ctl = work / "sim.sock"
     sim = benchlib.start_sim(args.sim_kite or args.kite, data, work, "--nodes", str(n), "--pods-per-node", str(m), "--ramp",

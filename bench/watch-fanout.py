@@ -48,14 +48,6 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p / 100))]
 
 
-def context(data):
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.load_cert_chain(str(data / "pki" / "admin.crt"), str(data / "pki" / "admin.key"))
-    return ctx
-
-
 def request(conn, method, path, body=None, ctype="application/json"):
     conn.request(method, path, body=json.dumps(body) if body is not None else None,
                  headers={"Content-Type": ctype} if body is not None else {})
@@ -165,7 +157,7 @@ def main():
     p, port, data = benchlib.start_up(a.kite, work, who="watch-fanout")
     rows = []
     try:
-        ctx = context(data)
+        ctx = benchlib.admin_context(data)
         conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=30)
         request(conn, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         request(conn, "POST", LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
