@@ -250,7 +250,11 @@ def run(args, tmp, out):
         res.update({f"t_{k}": done.get(k) for k in ("created", "bound", "running")})
         with w.lock:
             lat = [w.running[k] - w.created[k] for k in w.running if k in w.created]
+            slowest = sorted(((w.running[k] - w.created[k], k, w.bound.get(k, w.running[k]) - w.created[k])
+                              for k in w.running if k in w.created), reverse=True)[:5]
             res["events"] = w.events
+        log("slowest pods (created -> Running, of it -> bound): " +
+            ", ".join(f"{k} {t:.2f} s ({b:.2f})" for t, k, b in slowest))
         res["lat_p50"], res["lat_p99"], res["lat_max"] = pct(lat, 50), pct(lat, 99), max(lat or [float("nan")])
         res["running"] = timeline[-1][3] if timeline else 0
         w.stopping = True
