@@ -40,9 +40,9 @@ static const char *const pod_members[] = {
     "metadata.labels", "metadata.annotations", "metadata.ownerReferences", "spec.nodeName", "spec.hostname",
     "spec.subdomain", "spec.restartPolicy", "spec.containers", "spec.initContainers", "status", NULL};
 
-void kite_svcpods_cache_put(struct kite_map *m, json_object *obj) {
-    _cleanup_free_ char *key = kite_informer_key(obj);
-    if (key) json_object_put(kite_map_put(m, key, copy(obj)));
+static void put_pod(struct kite_map *m, json_object *pod) {
+    _cleanup_free_ char *key = kite_informer_key(pod);
+    if (key) json_object_put(kite_map_put(m, key, kite_obj_project_copy(pod, pod_members)));
 }
 
 void kite_svcpods_cache_del(struct kite_map *m, json_object *obj) {
@@ -146,8 +146,7 @@ void kite_svcpods_pod_upsert(void *core, json_object *pod, uintptr_t tag) { kite
 void kite_svcpods_pod_update(void *core, json_object *old, json_object *pod, uintptr_t tag) {
     struct kite_svcpods *s = core;
     pthread_mutex_lock(&s->mu);
-    _cleanup_free_ char *key = kite_informer_key(pod);
-    if (key) json_object_put(kite_map_put(&s->pods, key, kite_obj_project_copy(pod, pod_members)));
+    put_pod(&s->pods, pod);
     pod_changed(s, old, pod);
     pthread_mutex_unlock(&s->mu);
 }

@@ -78,7 +78,6 @@ void kite_svcpods_enqueue_all(struct kite_svcpods *s);
 json_object **kite_svcpods_pods_for(struct kite_svcpods *s, const char *key, json_object *svc, size_t *n);
 
 /* ---- the controllers' other caches of copies ("namespace/name" -> json_object, owned) ---- */
-void kite_svcpods_cache_put(struct kite_map *m, json_object *obj);
 void kite_svcpods_cache_del(struct kite_map *m, json_object *obj);
 /* Puts obj unless the cached version is newer (a write's answer may be ahead of the watch). */
 void kite_svcpods_cache_put_newer(struct kite_map *m, json_object *obj);

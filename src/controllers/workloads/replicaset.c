@@ -146,8 +146,11 @@ void kite_rsc_pod_upsert(struct kite_rsc *c, json_object *pod) {
     pthread_mutex_lock(&c->lock);
     _cleanup_free_ char *pkey = kite_wl_key(kite_meta_str(pod, "namespace"), kite_meta_str(pod, "name"));
     json_object *old = kite_wl_cache_put_cut(&c->pods, pod, kite_wl_pod_members);
-    if (old) index_pod(c, pkey, old, true);
-    index_pod(c, pkey, pod, false);
+    if (!old || !kite_streq(kite_obj_str(kite_wl_controller_ref(old), "uid"),
+                            kite_obj_str(kite_wl_controller_ref(pod), "uid"))) { /* filed anew */
+        if (old) index_pod(c, pkey, old, true);
+        index_pod(c, pkey, pod, false);
+    }
     _cleanup_free_ char *key = owner_key(c, pod);
     if (key) {
         struct expect *e = kite_map_get(&c->exp, key);
@@ -317,6 +320,26 @@ static bool labels_cover(json_object *want, json_object *have) { /* every templa
 
 static void set_int(json_object *o, const char *k, int64_t v) { kite_obj_set(o, k, json_object_new_int64(v)); }
 
+/* The pods a sync of the ReplicaSet with controller uid looks at, one per call: its own, then
+ * the orphans (a pod another controller owns is not its to count); *w and *it start at 0. */
+static json_object *next_candidate(struct kite_rsc *c, const char *uid, size_t *w, size_t *it) {
+    struct kite_map *sets[2] = {uid ? kite_map_get(&c->by_owner, uid) : NULL, &c->orphans};
+    const char *k;
+    for (; *w < 2; (*w)++, *it = 0)
+        while (sets[*w] && kite_map_next(sets[*w], it, &k, NULL)) {
+            json_object *pod = kite_wl_cache_get(&c->pods, k);
+            if (pod) return pod;
+        }
+    return NULL;
+}
+
+/* An adoption or release: patch (taken) to the pod's controller reference. */
+static void adopt_act(struct kite_ctl_acts *acts, const char *key, const char *pods_path, json_object *pod,
+                      json_object *patch) {
+    _cleanup_free_ char *path = kite_asprintf("%s/%s", pods_path, kite_meta_str(pod, "name"));
+    kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json", patch);
+}
+
 /* Plans one ReplicaSet's pass into acts; *next_ns: when to look again (minReadySeconds). */
 static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts, int64_t *next_ns) {
     json_object *rs = kite_wl_cache_get(&c->rss, key);
@@ -330,33 +353,25 @@ static void sync(struct kite_rsc *c, const char *key, struct kite_ctl_acts *acts
 
     size_t n = 0, cap = 16;
     json_object **active = kite_calloc(cap, sizeof *active);
-    /* its own pods, then the orphans (a pod another controller owns is not its to count) */
-    struct kite_map *sets[2] = {uid ? kite_map_get(&c->by_owner, uid) : NULL, &c->orphans};
-    const char *k;
-    for (size_t i = 0, w = 0; w < 2; w++, i = 0) {
-      for (; sets[w] && kite_map_next(sets[w], &i, &k, NULL);) {
-        json_object *pod = kite_wl_cache_get(&c->pods, k);
-        if (!pod || !kite_streq(kite_meta_str(pod, "namespace"), ns)) continue;
+    json_object *pod;
+    for (size_t w = 0, it = 0; (pod = next_candidate(c, uid, &w, &it));) {
+        if (!kite_streq(kite_meta_str(pod, "namespace"), ns)) continue;
         json_object *ref = kite_wl_controller_ref(pod), *labels = kite_obj_get(kite_obj_meta(pod), "labels");
         bool matches = selects(c, rs, labels);
-        _cleanup_free_ char *path = kite_asprintf("%s/%s", pods_path, kite_meta_str(pod, "name"));
         if (ref) {
             if (!kite_streq(kite_obj_str(ref, "uid"), uid)) continue;
             if (!matches) { /* ours no more: released */
-                if (!deleting) kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json",
-                                                 release_patch(pod, uid));
+                if (!deleting) adopt_act(acts, key, pods_path, pod, release_patch(pod, uid));
                 continue;
             }
         } else {
             if (!matches || deleting || kite_wl_deleting(pod)) continue;
-            kite_ctl_acts_add(acts, ACT_ADOPT, key, "PATCH", path, "application/strategic-merge-patch+json",
-                              kite_wl_owner_patch(pod, kite_wl_new_controller_ref(c->o.kind->api_version,
-                                                                                  c->o.kind->kind, rs)));
+            adopt_act(acts, key, pods_path, pod,
+                      kite_wl_owner_patch(pod, kite_wl_new_controller_ref(c->o.kind->api_version, c->o.kind->kind, rs)));
         }
         if (!kite_wl_pod_active(pod)) continue;
         if (n == cap) active = kite_realloc(active, (cap *= 2) * sizeof *active);
         active[n++] = pod;
-      }
     }
 
     if (!deleting && expectations_met(c, key)) {
