@@ -34,28 +34,33 @@
 
 #define SIM_LOG "sim"
 #define NO_POS UINT32_MAX
-/* A heap entry: a node's agent step (its index) or, with this bit, its pod manager's step. */
+/* A heap entry's bit for a node's pod manager step (struct sim_step). */
 #define POD_TASK UINT32_C(0x80000000)
 #define HIST_BUCKETS 128 /* 4 per octave of microseconds: up to 2^32 us */
 #define CONTROL_MAX_LINE 65536
 #define SIM_REQUEST_TIMEOUT_MS 10000 /* the agent's heartbeat timeout: min(nodeStatusUpdateFrequency, leaseDuration) */
 #define SIM_LIVE_TTL_NS KITE_NS_PER_SEC /* a shape's MemAvailable and tasks, read at most this often */
 
+/* A node's step on a lane: its agent's or, split (shared connections and pods), its pod
+ * manager's, on a lane of its own as a kubelet's pod workers run beside its lease renewals
+ * (unsplit, the pod manager steps after the agent). A heap entry names it: the node's index, with
+ * POD_TASK for the pod manager's. */
+struct sim_step {
+    int64_t due;       /* mono ns it next has work */
+    uint32_t heap_pos; /* NO_POS: not in its heap (running or dead) */
+    bool running;
+    bool kick; /* an event came while it ran: due again at once */
+};
+enum { STEP_AGENT, STEP_PODS };
+
 struct sim_node {
     struct kite_agent *agent; /* NULL: not started yet, or dead */
     struct kite_client *client; /* a struct sim_client */
-    int64_t due;              /* mono ns the node next has work */
+    struct sim_step step[2];  /* [STEP_AGENT], [STEP_PODS] */
     int64_t flap_next;        /* mono ns of the next flip; 0 = not flapping */
-    uint32_t heap_pos;        /* NO_POS: not in the heap (running or dead) */
     uint32_t flap_period_s;
     uint32_t slow_ms;         /* each request waits this long before it is sent */
-    bool dead, running, partitioned;
-    bool kick;                /* a pod event came while it ran: due again at once */
-    /* split (shared connections and pods): the pod manager steps on a lane of its own, as a
-     * kubelet's pod workers run beside its lease renewals; else after the agent's step */
-    int64_t pods_due;
-    uint32_t pods_heap_pos;
-    bool pods_running, pods_kick;
+    bool dead, partitioned;
     bool ran;                 /* started before (a revived node) */
     struct kite_pods *pods;   /* --pods-per-node: its pods on its own fake runtime */
     struct kite_runtime *rt;
@@ -83,7 +88,7 @@ struct lane {
     struct kite_fiber fib; /* runs lane_loop: one node step after another */
     void *stack;
     uint32_t node; /* NO_POS: free */
-    bool pods;     /* runs the node's pod manager step (split), not its agent step */
+    unsigned step; /* which of the node's steps it runs (STEP_AGENT, STEP_PODS) */
     bool done;
     bool starting; /* runs a node's first step (its registration) */
     bool sleeping; /* parked until deadline_ms only (a slow node's request) */
@@ -210,24 +215,23 @@ static long rss_kb(void) {
 
 /* ---- heap of nodes by due time ---- */
 
-static int64_t *due_of(struct kite_sim *s, uint32_t t) {
-    struct sim_node *n = &s->nodes[t & ~POD_TASK];
-    return t & POD_TASK ? &n->pods_due : &n->due;
+static uint32_t task_of(uint32_t i, unsigned step) { return step == STEP_PODS ? i | POD_TASK : i; }
+
+static struct sim_step *step_of(struct kite_sim *s, uint32_t t) {
+    return &s->nodes[t & ~POD_TASK].step[t & POD_TASK ? STEP_PODS : STEP_AGENT];
 }
 
-static uint32_t *pos_of(struct kite_sim *s, uint32_t t) {
-    struct sim_node *n = &s->nodes[t & ~POD_TASK];
-    return t & POD_TASK ? &n->pods_heap_pos : &n->heap_pos;
-}
+/* A step of the node is on a lane. */
+static bool node_busy(const struct sim_node *n) { return n->step[STEP_AGENT].running || n->step[STEP_PODS].running; }
 
-static bool heap_less(struct kite_sim *s, uint32_t a, uint32_t b) { return *due_of(s, a) < *due_of(s, b); }
+static bool heap_less(struct kite_sim *s, uint32_t a, uint32_t b) { return step_of(s, a)->due < step_of(s, b)->due; }
 
 /* The heap a step waits in: the agents' or the pod managers'. */
 static struct task_heap *heap_of(struct kite_sim *s, uint32_t t) { return t & POD_TASK ? &s->pheap : &s->heap; }
 
 static void heap_set(struct kite_sim *s, struct task_heap *h, uint32_t pos, uint32_t n) {
     h->v[pos] = n;
-    *pos_of(s, n) = pos;
+    step_of(s, n)->heap_pos = pos;
 }
 
 static void heap_up(struct kite_sim *s, struct task_heap *h, uint32_t pos) {
@@ -263,14 +267,14 @@ static void heap_push(struct kite_sim *s, uint32_t n) {
 
 static void heap_remove(struct kite_sim *s, uint32_t n) {
     struct task_heap *h = heap_of(s, n);
-    uint32_t pos = *pos_of(s, n);
+    uint32_t pos = step_of(s, n)->heap_pos;
     if (pos == NO_POS) return;
-    *pos_of(s, n) = NO_POS;
+    step_of(s, n)->heap_pos = NO_POS;
     uint32_t last = h->v[--h->len];
     if (pos == h->len) return;
     heap_set(s, h, pos, last);
     heap_up(s, h, pos);
-    heap_down(s, h, *pos_of(s, last));
+    heap_down(s, h, step_of(s, last)->heap_pos);
 }
 
 static uint32_t heap_pop(struct kite_sim *s, struct task_heap *h) {
@@ -574,13 +578,13 @@ static void on_pod_del(void *ud, json_object *o) { pods_enqueue(ud, "DELETED", o
 /* A node has work at once (a pod event: its pod manager's, split): moved to the front of the
  * heap, or due again as soon as the step it runs returns. */
 static void node_kick(struct kite_sim *s, uint32_t i, bool pods, int64_t now) {
-    struct sim_node *n = &s->nodes[i];
-    uint32_t t = pods && s->split ? i | POD_TASK : i;
-    if (t & POD_TASK ? n->pods_running : n->running) {
-        *(t & POD_TASK ? &n->pods_kick : &n->kick) = true;
-    } else if (*pos_of(s, t) != NO_POS && *due_of(s, t) > now) {
+    uint32_t t = task_of(i, pods && s->split ? STEP_PODS : STEP_AGENT);
+    struct sim_step *st = step_of(s, t);
+    if (st->running) {
+        st->kick = true;
+    } else if (st->heap_pos != NO_POS && st->due > now) {
         heap_remove(s, t);
-        *due_of(s, t) = now;
+        st->due = now;
         heap_push(s, t);
     }
 }
@@ -859,17 +863,18 @@ static void lane_sleep(struct kite_sim *s, int64_t deadline_ms) {
 static void lane_main(struct kite_sim *s, struct lane *l) {
     struct sim_node *n = &s->nodes[l->node];
     int r = 0;
-    if (l->pods) {
-        n->pods_due = kite_pods_step(n->pods);
+    if (l->step == STEP_PODS) {
+        n->step[STEP_PODS].due = kite_pods_step(n->pods);
     } else if (!n->agent && (r = node_start(s, l->node)) < 0) {
         s->mint_errors++;
         char name[128];
         kite_sim_node_name(s, l->node, name, sizeof name);
         log_warn(SIM_LOG, "cannot start node %s: %s", name, strerror(-r));
-        n->due = mono() + 5 * KITE_NS_PER_SEC;
+        n->step[STEP_AGENT].due = mono() + 5 * KITE_NS_PER_SEC;
     } else {
-        n->due = kite_agent_step(n->agent);
-        if (n->pods && !s->split) n->due = KITE_MIN(n->due, kite_pods_step(n->pods));
+        int64_t due = kite_agent_step(n->agent);
+        if (n->pods && !s->split) due = KITE_MIN(due, kite_pods_step(n->pods));
+        n->step[STEP_AGENT].due = due;
     }
     l->done = true;
 }
@@ -891,13 +896,13 @@ static void lane_start(struct kite_sim *s, struct lane *l, uint32_t t) {
     struct sim_node *n = &s->nodes[i];
     s->n_lane_free--; /* l is the top of the free stack (free_lane) */
     l->node = i;
-    l->pods = t & POD_TASK;
-    l->starting = !l->pods && !n->agent;
+    l->step = t & POD_TASK ? STEP_PODS : STEP_AGENT;
+    l->starting = l->step == STEP_AGENT && !n->agent;
     if (l->starting) s->lanes_starting++;
     l->done = false;
     l->fd = -1;
-    if (l->pods) n->pods_running = true, s->lanes_pods++;
-    else n->running = true;
+    n->step[l->step].running = true;
+    if (l->step == STEP_PODS) s->lanes_pods++;
     s->lanes_busy++;
     lane_resume(s, l);
 }
@@ -910,21 +915,22 @@ static void lane_finish(struct kite_sim *s, struct lane *l, int64_t started_due)
     s->lanes_busy--;
     if (l->starting) s->lanes_starting--;
     l->starting = false;
-    if (l->pods) n->pods_running = false, s->lanes_pods--;
-    else n->running = false;
+    struct sim_step *st = &n->step[l->step], *pods = &n->step[STEP_PODS];
+    st->running = false;
+    if (l->step == STEP_PODS) s->lanes_pods--;
     if (n->dead) {
-        if (!n->running && !n->pods_running) node_stop(s, i);
+        if (!node_busy(n)) node_stop(s, i);
         return;
     }
-    if (l->pods ? n->pods_kick : n->kick) {
-        *(l->pods ? &n->pods_kick : &n->kick) = false;
-        *(l->pods ? &n->pods_due : &n->due) = mono();
+    if (st->kick) {
+        st->kick = false;
+        st->due = mono();
     }
-    heap_push(s, l->pods ? i | POD_TASK : i);
+    heap_push(s, task_of(i, l->step));
     /* a node just started: its pod manager's steps from now on */
-    if (!l->pods && s->split && n->pods && !n->pods_running && n->pods_heap_pos == NO_POS) {
-        n->pods_due = mono();
-        heap_push(s, i | POD_TASK);
+    if (l->step == STEP_AGENT && s->split && n->pods && !pods->running && pods->heap_pos == NO_POS) {
+        pods->due = mono();
+        heap_push(s, task_of(i, STEP_PODS));
     }
     (void)started_due;
 }
@@ -943,7 +949,7 @@ static void lane_resume(struct kite_sim *s, struct lane *l) {
     if (!l->done) return;
     struct lane_acct *a = &lane_accts[l - s->lanes];
     struct sim_node *n = &s->nodes[l->node];
-    if (n->agent && !l->pods) {
+    if (n->agent && l->step == STEP_AGENT) {
         struct kite_agent_stats st;
         kite_agent_get_stats(n->agent, &st);
         if (st.lease_renewals > a->renewals) {
@@ -972,7 +978,7 @@ static struct lane *free_lane(struct kite_sim *s) {
 static void run_node(struct kite_sim *s, struct lane *l, uint32_t t) {
     struct lane_acct *a = &lane_accts[l - s->lanes];
     uint32_t i = t & ~POD_TASK;
-    a->due = *due_of(s, t);
+    a->due = step_of(s, t)->due;
     a->renewals = 0;
     if (s->nodes[i].agent && !(t & POD_TASK)) {
         struct kite_agent_stats st;
@@ -992,10 +998,10 @@ static void set_dead(struct kite_sim *s, uint32_t i, bool dead) {
     n->dead = dead;
     if (dead) {
         heap_remove(s, i);
-        heap_remove(s, i | POD_TASK);
-        if (!n->running && !n->pods_running) node_stop(s, i); /* else when its steps return */
-    } else if (!n->running && !n->pods_running && n->heap_pos == NO_POS) {
-        n->due = mono();
+        heap_remove(s, task_of(i, STEP_PODS));
+        if (!node_busy(n)) node_stop(s, i); /* else when its steps return */
+    } else if (!node_busy(n) && n->step[STEP_AGENT].heap_pos == NO_POS) {
+        n->step[STEP_AGENT].due = mono();
         heap_push(s, i);
     }
 }
@@ -1116,7 +1122,7 @@ char *kite_sim_control(struct kite_sim *s, const char *line) {
         } else if (!strcmp(cmd, "partition")) {
             nd->partitioned = true;
             /* its kept-alive connection goes quiet as well: closed, not reused afterwards */
-            if (nd->client && !nd->running && !nd->pods_running) kite_client_reset_connections(nd->client);
+            if (nd->client && !node_busy(nd)) kite_client_reset_connections(nd->client);
         } else if (!strcmp(cmd, "heal")) {
             nd->partitioned = false;
         } else if (slow_ms >= 0) {
@@ -1225,18 +1231,18 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
             set_dead(s, s->flapping[k], !n->dead);
         }
         struct lane *l;
-        while (!stop_deadline && s->heap.len && *due_of(s, s->heap.v[0]) <= now && (l = free_lane(s)))
+        while (!stop_deadline && s->heap.len && step_of(s, s->heap.v[0])->due <= now && (l = free_lane(s)))
             run_node(s, l, heap_pop(s, &s->heap));
-        while (!stop_deadline && s->pheap.len && *due_of(s, s->pheap.v[0]) <= now &&
+        while (!stop_deadline && s->pheap.len && step_of(s, s->pheap.v[0])->due <= now &&
                s->lanes_pods < KITE_MAX(1, s->nlanes / 2) && (l = free_lane(s)))
             run_node(s, l, heap_pop(s, &s->pheap));
         while (!stop_deadline && s->next_start < s->o.nodes && start_due(s, s->next_start) <= now &&
                s->lanes_starting < KITE_MAX(1, s->nlanes / 2) && (l = free_lane(s))) {
             uint32_t i = s->next_start++;
             struct sim_node *n = &s->nodes[i];
-            if (n->dead || n->agent || n->running || n->pods_running || n->heap_pos != NO_POS)
+            if (n->dead || n->agent || node_busy(n) || n->step[STEP_AGENT].heap_pos != NO_POS)
                 continue; /* the control got to it */
-            n->due = now;
+            n->step[STEP_AGENT].due = now;
             run_node(s, l, i);
         }
         if (s->o.progress && now - last_progress >= every) progress(s, now, &last_progress, &last_renewals);
@@ -1246,9 +1252,9 @@ int kite_sim_run(struct kite_sim *s, volatile sig_atomic_t *stop) {
         /* sleep until a node is due, a lane's deadline passes, a socket or the control socket */
         now = mono();
         int64_t wake = last_progress + every;
-        if (s->heap.len && s->lanes_busy < s->nlanes) wake = KITE_MIN(wake, *due_of(s, s->heap.v[0]));
+        if (s->heap.len && s->lanes_busy < s->nlanes) wake = KITE_MIN(wake, step_of(s, s->heap.v[0])->due);
         if (s->pheap.len && s->lanes_busy < s->nlanes && s->lanes_pods < KITE_MAX(1, s->nlanes / 2))
-            wake = KITE_MIN(wake, *due_of(s, s->pheap.v[0]));
+            wake = KITE_MIN(wake, step_of(s, s->pheap.v[0])->due);
         if (s->next_start < s->o.nodes && s->lanes_busy < s->nlanes && s->lanes_starting < KITE_MAX(1, s->nlanes / 2))
             wake = KITE_MIN(wake, start_due(s, s->next_start));
         for (size_t k = 0; k < s->nflapping; k++) wake = KITE_MIN(wake, s->nodes[s->flapping[k]].flap_next);
@@ -1352,8 +1358,7 @@ int kite_sim_new(const struct kite_sim_options *o, struct kite_sim **ret, char *
     s->pheap.v = kite_calloc(o->nodes, sizeof *s->pheap.v);
     s->start0 = mono();
     for (uint32_t i = 0; i < o->nodes; i++) {
-        s->nodes[i].heap_pos = NO_POS;
-        s->nodes[i].pods_heap_pos = NO_POS;
+        s->nodes[i].step[STEP_AGENT].heap_pos = s->nodes[i].step[STEP_PODS].heap_pos = NO_POS;
     }
     /* shared connections only: a node's own connection (one kite_client) carries one request at
      * a time, and its two steps would share it */
@@ -1499,7 +1504,7 @@ void kite_sim_free(struct kite_sim *s) {
     if (s->ev_fd >= 0) close(s->ev_fd);
     pthread_mutex_destroy(&s->ev_lock);
     for (uint32_t i = 0; s->nodes && i < s->o.nodes; i++)
-        if (!s->nodes[i].running && !s->nodes[i].pods_running) node_stop(s, i);
+        if (!node_busy(&s->nodes[i])) node_stop(s, i);
     /* a lane still parked (its request outlived the stop's grace) keeps its node: leaked with
      * the process's exit rather than freed under the coroutine */
     for (unsigned k = 0; s->h2 && k < s->nh2; k++) kite_sim_h2c_free(s->h2[k]);
