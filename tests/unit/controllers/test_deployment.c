@@ -168,3 +168,33 @@ Test(deployment, creates_the_new_replicaset_by_hash_with_revision) {
     kite_deployctl_free(c);
     fakeapi_release(&api);
 }
+
+/* A sync before the ReplicaSet informer has seen the controller's own new ReplicaSet posts it
+ * again and hears AlreadyExists. That ReplicaSet is this Deployment's (its uid, its template
+ * with the hash label): no collision, so status.collisionCount stays unset (upstream's
+ * EqualIgnoreHash drops the label on both sides). */
+Test(deployment, its_own_replicaset_already_existing_is_no_collision) {
+    kite_log_set_level(KITE_LOG_ERROR);
+    struct kite_fake_clock clock;
+    kite_fake_clock_init(&clock, INT64_C(1893553445) * S);
+    struct fakeapi api;
+    fakeapi_init(&api);
+    struct kite_deployctl_options o = {.client = api.client, .clock = &clock.clock};
+    struct kite_deployctl *c = kite_deployctl_new(&o);
+    json_object *d = fakeapi_json("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
+                                  "\"namespace\":\"default\",\"uid\":\"d-uid\",\"generation\":1},"
+                                  "\"spec\":{\"replicas\":2,\"selector\":{\"matchLabels\":{\"app\":\"web\"}},\"template\":" TMPL "}}");
+    fakeapi_put(&api, "/apis/apps/v1/namespaces/default/deployments/web", json_object_get(d));
+    kite_deployctl_deployment_upsert(c, d);
+    kite_deployctl_step(c);
+    cr_assert_not_null(fakeapi_get(&api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8"));
+    kite_deployctl_deployment_upsert(c, d); /* again, the ReplicaSet not yet heard of */
+    kite_deployctl_step(c);
+    cr_assert_eq(fakeapi_count(&api, "POST", "/replicasets"), 2, "the second sync posts the ReplicaSet again");
+    json_object *dd = fakeapi_get(&api, "/apis/apps/v1/namespaces/default/deployments/web");
+    cr_assert_null(kite_obj_get(kite_obj_get(dd, "status"), "collisionCount"), "%s", json_object_to_json_string(dd));
+    cr_assert_not_null(fakeapi_get(&api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8"));
+    json_object_put(d);
+    kite_deployctl_free(c);
+    fakeapi_release(&api);
+}
