@@ -537,6 +537,14 @@ void kite_apiserver_nodestate_metrics(struct kite_apiserver *s, struct kite_buf 
 /* Answers GET /debug/kite/nodes. */
 void kite_apiserver_nodestate_reply(struct req *rq);
 
+/* renewal.c: a Lease renewal's new stored text when the body b is the stored text s but for
+ * metadata.resourceVersion (exactly "rev") and a new spec.renewTime in canonical form, and s's
+ * only managedFields entry is manager's Update of api_version owning spec.renewTime: s with
+ * that renewTime and the entry's time (now) put in, appended to out; 0, or -1 when the write
+ * takes the full update (nothing appended). */
+int kite_apiserver_renewal_splice(const char *s, size_t sn, const char *b, size_t bn, int64_t rev, const char *manager,
+                                  const char *api_version, int64_t now_wall_ns, struct kite_buf *out);
+
 /* metrics.c */
 struct kite_metrics *kite_apiserver_metrics_new(void);
 void kite_apiserver_metrics_free(struct kite_metrics *m);
@@ -545,6 +553,7 @@ void kite_apiserver_metrics_watch_delta(struct kite_metrics *m, const char *reso
 void kite_apiserver_metrics_store_commit(struct kite_metrics *m, int64_t ns);
 void kite_apiserver_metrics_write_retry(struct kite_metrics *m);
 void kite_apiserver_metrics_write_queued(struct kite_metrics *m);
+void kite_apiserver_metrics_renewal_spliced(struct kite_metrics *m);
 void kite_apiserver_metrics_store_error(struct kite_metrics *m);
 void kite_apiserver_metrics_render(struct kite_metrics *m, struct kite_buf *out);
 

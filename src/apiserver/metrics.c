@@ -36,6 +36,7 @@ struct kite_metrics {
     struct kite_map series;  /* "verb resource" -> struct series */
     struct kite_map watches; /* resource -> (intptr_t) count */
     struct hist commit;
+    atomic_uint_least64_t renewals_spliced; /* Lease renewals written by renewal.c's splice */
     atomic_uint_least64_t write_retries; /* writes recomputed after losing a race in the store */
     atomic_uint_least64_t write_queued;  /* writes that waited for the one in flight of their object */
     atomic_uint_least64_t store_errors;  /* writes the store failed to commit (500) */
@@ -102,6 +103,10 @@ void kite_apiserver_metrics_write_retry(struct kite_metrics *m) {
     atomic_fetch_add_explicit(&m->write_retries, 1, memory_order_relaxed);
 }
 
+void kite_apiserver_metrics_renewal_spliced(struct kite_metrics *m) {
+    atomic_fetch_add_explicit(&m->renewals_spliced, 1, memory_order_relaxed);
+}
+
 void kite_apiserver_metrics_write_queued(struct kite_metrics *m) {
     atomic_fetch_add_explicit(&m->write_queued, 1, memory_order_relaxed);
 }
@@ -156,6 +161,10 @@ void kite_apiserver_metrics_render(struct kite_metrics *m, struct kite_buf *b) {
                        "# TYPE kite_write_conflict_retries_total counter\n"
                        "kite_write_conflict_retries_total %llu\n",
                     (unsigned long long)atomic_load_explicit(&m->write_retries, memory_order_relaxed));
+    kite_buf_printf(b, "# HELP kite_lease_renewals_spliced_total Lease renewals written into the stored text without a parse.\n"
+                       "# TYPE kite_lease_renewals_spliced_total counter\n"
+                       "kite_lease_renewals_spliced_total %llu\n",
+                    (unsigned long long)atomic_load_explicit(&m->renewals_spliced, memory_order_relaxed));
     kite_buf_printf(b, "# HELP kite_write_queued_total Writes that waited for an earlier write of the same object to complete.\n"
                        "# TYPE kite_write_queued_total counter\n"
                        "kite_write_queued_total %llu\n",

@@ -165,6 +165,22 @@ refused:
     return false;
 }
 
+/* Admission of a write whose objects are not parsed (a Lease renewal spliced, renewal.c): the
+ * plugins see the request's attributes, obj and old NULL (each plugin that reads objects
+ * passes over a write without them); the kind's validation is not run, the write changing
+ * nothing it checks. */
+static bool admit_unparsed(struct write_op *op, enum kite_admission_op aop) {
+    struct req *rq = op->rq;
+    struct kite_admission_notes notes = {0};
+    struct kite_admission_attrs a = {.srv = op->srv, .user = &rq->user, .op = aop, .res = rq->res, .sub = rq->sub,
+                                     .ns = rq->ns, .name = rq->name, .dry_run = op->dry_run, .notes = &notes};
+    struct kite_admission_denial d = {0};
+    bool ok = kite_admission_mutate(&a, &d) == 0 && kite_admission_validate(&a, &d) == 0;
+    kite_admission_notes_apply(rq, &notes);
+    if (!ok) kite_admission_reply(rq, &d);
+    return ok;
+}
+
 static bool prepare_create(struct write_op *op, json_object *obj) {
     struct req *rq = op->rq;
     if (!check_schema(op, obj) || !check_type(rq, obj)) return false;
@@ -510,6 +526,9 @@ static void write_failed(struct write_op *op, int err) {
     }
 }
 
+static void submit_bytes(struct write_op *op, enum kite_write_type type, const char *bytes, size_t len, int64_t expect,
+                         struct kite_record *cur);
+
 void kite_apiserver_submit(struct write_op *op, enum kite_write_type type, json_object *obj, int64_t expect,
             struct kite_record *cur) {
     struct req *rq = op->rq;
@@ -524,6 +543,14 @@ void kite_apiserver_submit(struct write_op *op, enum kite_write_type type, json_
      * watch cache's history), its ~40 blocks cost more in the allocator's cross-thread free path
      * than parsing the stored bytes again costs the next write (BENCHMARKS.md). */
     json_object_put(obj);
+    submit_bytes(op, type, bytes, len, expect, cur);
+}
+
+/* kite_apiserver_submit's part after the encoding: the new stored text bytes[0..len) (NULL for
+ * a delete), not taken. */
+static void submit_bytes(struct write_op *op, enum kite_write_type type, const char *bytes, size_t len, int64_t expect,
+                         struct kite_record *cur) {
+    struct req *rq = op->rq;
     if (type == KITE_WRITE_UPDATE && cur &&
         ((cur->len == len && memcmp(cur->value, bytes, len) == 0) ||
          kite_apiserver_codec_same_stored(op->srv->codec, op->key, cur->value, cur->len, bytes, len))) {
@@ -636,6 +663,35 @@ static json_object *take_input(struct write_op *op) {
 
 static void put_owned(json_object **o) { json_object_put(*o); }
 
+/* A PUT that may be a node agent's Lease renewal (renewal.c), tried before its body is parsed. */
+static bool renewal_candidate(struct req *rq) {
+    const char *ct = kite_http_header(rq->http, "Content-Type");
+    return !rq->sub && rq->http->body_len > 0 && kite_streq(rq->res->plural, "leases") &&
+           kite_streq(rq->res->group, "coordination.k8s.io") && !rq->res->held &&
+           (!ct || kite_apiserver_media_is(ct, "application/json")) && !kite_http_query(rq->http, "dryRun");
+}
+
+/* Writes op, a renewal candidate, as the stored text of cur spliced (renewal.c): true when it
+ * was (submitted, or refused and answered), false when it takes the full update. */
+static bool splice_renewal(struct write_op *op, struct kite_record *cur) {
+    struct req *rq = op->rq;
+    struct kite_buf text = {0};
+    if (kite_apiserver_renewal_splice(cur->value, cur->len, rq->http->body, rq->http->body_len, cur->mod_rev, op->manager,
+                                      kite_resource_api_version(rq->res), kite_now_wall(op->srv->clock), &text) < 0)
+        return false;
+    if (!admit_unparsed(op, KITE_ADMIT_UPDATE)) {
+        kite_buf_release(&text);
+        kite_apiserver_op_free(op);
+        return true;
+    }
+    op->client_rv = true; /* the body's resourceVersion was the precondition: a lost race is a conflict */
+    op->code = 200;
+    kite_apiserver_metrics_renewal_spliced(op->srv->metrics);
+    submit_bytes(op, KITE_WRITE_UPDATE, text.p, text.len, cur->mod_rev, cur);
+    kite_buf_release(&text);
+    return true;
+}
+
 /* An action subresource's change (a pod's binding) of the current object cobj, written as an
  * update of it; a race with another write runs the action again on the object that won. */
 static void run_action(struct write_op *op, struct kite_record *cur, json_object *cobj) {
@@ -719,6 +775,18 @@ void kite_apiserver_run_op(struct write_op *op) {
     struct req *rq = op->rq;
     struct kite_record *cur = NULL;
     if (op->kind != OP_CREATE) cur = kite_wcache_get(kite_apiserver_storage_cache(rq->srv, rq->res), op->key);
+    if (op->renewal) {
+        op->renewal = false; /* a retry, or the full update, parses the body */
+        if (cur && splice_renewal(op, cur)) {
+            kite_record_unref(cur);
+            return;
+        }
+        if (!(op->input = kite_apiserver_parse_body(rq, false))) {
+            kite_apiserver_op_free(op);
+            kite_record_unref(cur);
+            return;
+        }
+    }
 
     bool apply_create = !cur && op->kind == OP_PATCH && op->ptype == PATCH_APPLY && !op->sub;
     if (op->kind == OP_CREATE || (!cur && op->kind == OP_UPDATE && rq->res->create_on_update && !op->sub) || apply_create) {
@@ -904,9 +972,11 @@ void kite_apiserver_handle_create(struct req *rq) {
 
 void kite_apiserver_handle_update(struct req *rq) {
     if (!kite_apiserver_dry_run_query_ok(rq, "UpdateOptions")) return;
-    json_object *obj = kite_apiserver_parse_body(rq, false);
-    if (!obj) return;
+    bool renewal = renewal_candidate(rq);
+    json_object *obj = renewal ? NULL : kite_apiserver_parse_body(rq, false);
+    if (!obj && !renewal) return;
     struct write_op *op = kite_apiserver_op_new(rq, OP_UPDATE, obj);
+    op->renewal = renewal;
     if (!kite_apiserver_managed_manager(op)) {
         kite_apiserver_op_free(op);
         return;

@@ -39,6 +39,7 @@ struct write_op {
     json_object *managed;     /* apply: the managedFields it computed (NULL: none left) */
     json_object *client_mf;   /* the managedFields the request's object carried (a main write), or NULL */
     bool has_managed;
+    bool renewal;             /* an update that may be a Lease renewal spliced (renewal.c): its body not parsed yet */
     /* the store's completion, answered on an HTTP thread (write_finish) */
     int done_err;
     struct kite_record *done_rec;

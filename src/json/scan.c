@@ -128,6 +128,53 @@ int kite_json_members(const char *s, size_t n, size_t count, const char *const *
     return r;
 }
 
+int kite_json_next(const char *s, size_t n, size_t *i, bool object, const char **name, size_t *name_len, const char **val,
+                   size_t *val_len) {
+    if (*i == 0 || *i > n) return -1;
+    bool first = s[*i - 1] == '{' || s[*i - 1] == '['; /* no value ends with an opening bracket */
+    size_t k = skip_ws(s, n, *i);
+    if (k >= n) return -1;
+    if (s[k] == (object ? '}' : ']')) {
+        *i = k + 1;
+        return 0;
+    }
+    if (!first) {
+        if (s[k] != ',') return -1;
+        k = skip_ws(s, n, k + 1);
+    }
+    if (name) *name = NULL, *name_len = 0;
+    if (object) {
+        if (k >= n || s[k] != '"') return -1;
+        size_t e = skip_string(s, n, k);
+        if (e == SIZE_MAX) return -1;
+        if (name) *name = s + k + 1, *name_len = e - k - 2;
+        k = skip_ws(s, n, e);
+        if (k >= n || s[k] != ':') return -1;
+        k = skip_ws(s, n, k + 1);
+    }
+    size_t e = skip_value(s, n, k);
+    if (e == SIZE_MAX) return -1;
+    *val = s + k;
+    *val_len = e - k;
+    *i = e;
+    return 1;
+}
+
+int kite_json_array_only(const char *s, size_t n, const char **ret, size_t *ret_len) {
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '[') return -1;
+    size_t v = skip_ws(s, n, i + 1);
+    if (v < n && s[v] == ']') return skip_ws(s, n, v + 1) == n ? 0 : -1;
+    size_t e = skip_value(s, n, v);
+    if (e == SIZE_MAX) return -1;
+    size_t j = skip_ws(s, n, e);
+    if (j < n && s[j] == ',') return 0;
+    if (j >= n || s[j] != ']' || skip_ws(s, n, j + 1) != n) return -1;
+    *ret = s + v;
+    *ret_len = e - v;
+    return 1;
+}
+
 /* Puts v at the dotted path under out, making the objects on the way (v is taken). */
 static void put_path(json_object *out, const char *path, json_object *v) {
     const char *dot;

@@ -5,6 +5,7 @@
  * asked for), it says so and the caller parses the whole text instead. */
 #pragma once
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The value of member `name` of the JSON object s[0..n) (its last occurrence, as the parser
@@ -16,6 +17,17 @@ int kite_json_member(const char *s, size_t n, const char *name, const char **ret
  * ret_len[k] set (ret[k] NULL when there is none), -1 when the scan cannot tell. */
 int kite_json_members(const char *s, size_t n, size_t count, const char *const *names, const char **ret,
                       size_t *ret_len);
+
+/* Steps through the members of the object (object) or the elements of the array in s[0..n),
+ * *i starting just past its opening bracket: 1 with the next one's name (as written, quotes
+ * off; NULL for an array) and value span, *i past it; 0 at the closing bracket, *i past that;
+ * -1 when the text is not well formed as far as the scan can tell. */
+int kite_json_next(const char *s, size_t n, size_t *i, bool object, const char **name, size_t *name_len, const char **val,
+                   size_t *val_len);
+
+/* The one element of the JSON array s[0..n): 1 with its span, 0 when the array has none or
+ * more than one, -1 when the scan cannot tell (not an array, malformed). */
+int kite_json_array_only(const char *s, size_t n, const char **ret, size_t *ret_len);
 
 /* The object s[0..n) cut down to the members at the given dotted paths ("metadata.name",
  * "spec.renewTime"; a NULL-terminated list): a new object holding those that exist and are not

@@ -323,3 +323,48 @@ Test(json_scan, a_copying_cut_shares_nothing) {
     json_object_put(shared);
     json_object_put(cut);
 }
+
+/* kite_json_next walks members and elements in order, as written; what is not well formed
+ * (a comma too many or missing, no colon, cut short) stops it with -1. */
+Test(json_scan, next_walks_members_and_elements_in_order) {
+    const char *o = "{ \"a\" : 1 , \"b\":{\"c\":[1,2]},\"a\":\"x}\" }";
+    size_t i = 1, kn, vn;
+    const char *k, *v;
+    cr_assert_eq(kite_json_next(o, strlen(o), &i, true, &k, &kn, &v, &vn), 1);
+    cr_assert(kn == 1 && *k == 'a' && vn == 1 && *v == '1');
+    cr_assert_eq(kite_json_next(o, strlen(o), &i, true, &k, &kn, &v, &vn), 1);
+    cr_assert(kn == 1 && *k == 'b' && vn == 11 && memcmp(v, "{\"c\":[1,2]}", vn) == 0, "%.*s", (int)vn, v);
+    cr_assert_eq(kite_json_next(o, strlen(o), &i, true, &k, &kn, &v, &vn), 1);
+    cr_assert(kn == 1 && *k == 'a' && vn == 4 && memcmp(v, "\"x}\"", 4) == 0);
+    cr_assert_eq(kite_json_next(o, strlen(o), &i, true, &k, &kn, &v, &vn), 0);
+    cr_assert_eq(i, strlen(o));
+    const char *a = "[ ]";
+    i = 1;
+    cr_assert_eq(kite_json_next(a, strlen(a), &i, false, NULL, NULL, &v, &vn), 0);
+    a = "[1,\"2\"]";
+    i = 1;
+    cr_assert_eq(kite_json_next(a, strlen(a), &i, false, &k, &kn, &v, &vn), 1);
+    cr_assert(k == NULL && vn == 1);
+    cr_assert_eq(kite_json_next(a, strlen(a), &i, false, &k, &kn, &v, &vn), 1);
+    cr_assert(vn == 3);
+    cr_assert_eq(kite_json_next(a, strlen(a), &i, false, &k, &kn, &v, &vn), 0);
+    static const char *const bad[] = {"{,\"a\":1}", "{\"a\":1,}", "{\"a\":1 \"b\":2}", "{\"a\" 1}", "{\"a\":1"};
+    for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+        int r;
+        i = 1;
+        while ((r = kite_json_next(bad[b], strlen(bad[b]), &i, true, &k, &kn, &v, &vn)) == 1) {}
+        cr_assert_eq(r, -1, "%s", bad[b]);
+    }
+}
+
+Test(json_scan, array_only_finds_the_one_element) {
+    const char *v;
+    size_t vn;
+    cr_assert_eq(kite_json_array_only(" [ {\"a\":[1]} ] ", 15, &v, &vn), 1);
+    cr_assert(vn == 9 && memcmp(v, "{\"a\":[1]}", 9) == 0);
+    cr_assert_eq(kite_json_array_only("[]", 2, &v, &vn), 0);
+    cr_assert_eq(kite_json_array_only("[1,2]", 5, &v, &vn), 0);
+    cr_assert_eq(kite_json_array_only("{}", 2, &v, &vn), -1);
+    cr_assert_eq(kite_json_array_only("[1", 2, &v, &vn), -1);
+    cr_assert_eq(kite_json_array_only("[1]x", 4, &v, &vn), -1);
+}
