@@ -20,6 +20,7 @@
  * names kinds (nodes, leases, pods, events), by registry lookups. */
 #include "api/events.h"
 #include "apiserver/internal.h"
+#include "json/scan.h"
 #include "api/nodestate.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -376,9 +377,21 @@ static void apply_parsed(struct kite_nodestate *ns, enum kind kind, struct kite_
     else mark_dirty(ns, pv);
 }
 
+/* The members apply_parsed reads of each kind, cut from the record's text (a Lease's
+ * managedFields and ownerReferences are most of it): a renewal costs a scan and three small
+ * values parsed, not the whole object. */
+static const char *const *members_of(enum kind kind) {
+    static const char *const node[] = {"metadata.name", "metadata.uid", "spec.unschedulable", NULL};
+    static const char *const lease[] = {"metadata.name", "spec.leaseDurationSeconds", "spec.renewTime", NULL};
+    static const char *const identity[] = {"metadata.name", "metadata.annotations", "spec.acquireTime", "spec.renewTime", NULL};
+    return kind == K_NODE ? node : kind == K_LEASE ? lease : identity;
+}
+
 static void apply(struct kite_nodestate *ns, enum kind kind, struct kite_record *rec, bool deleted, int64_t now) {
-    json_object *own;
-    apply_parsed(ns, kind, rec, parsed(rec, &own), deleted, now);
+    json_object *o = kite_record_cache(rec), *own = NULL;
+    if (!o) o = own = kite_json_project(rec->value, rec->len, members_of(kind));
+    if (!o) o = own = kite_apiserver_record_parse(rec); /* text the scan cannot follow */
+    apply_parsed(ns, kind, rec, o, deleted, now);
     json_object_put(own);
 }
 
