@@ -112,8 +112,3 @@ int kite_agent_status_cmp(json_object *a, json_object *b);
 /* The serialized status text[0..len) against st, read in place: 1, 0, or -1 when the walk
  * cannot tell (a \u escape, a number other than a plain integer, ...: parse and compare then). */
 int kite_agent_status_cmp_text(const char *text, size_t len, json_object *st);
-/* Iterates the members of the object (object) or the elements of the array s[0..n), *i starting
- * just past its opening bracket: 1 with the next member's key (without quotes, as written) and
- * value span, 0 at the end, -1 when malformed. */
-int kite_agent_json_next(const char *s, size_t n, size_t *i, bool object, const char **key, size_t *key_len,
-                         const char **val, size_t *val_len);

@@ -132,7 +132,7 @@ static json_object *acked_prev(struct kite_agent *a) {
     struct kite_buf b = {0};
     kite_buf_putc(&b, '{');
     int r;
-    while ((r = kite_agent_json_next(s, n, &i, true, &k, &kn, &v, &vn)) == 1) {
+    while ((r = kite_json_next(s, n, &i, true, &k, &kn, &v, &vn)) == 1) {
         if (memchr(k, '\\', kn)) break; /* an escaped name could spell one of them */
         if (!prev_member(k, kn)) continue;
         if (b.len > 1) kite_buf_putc(&b, ',');
@@ -415,7 +415,7 @@ static char *stored_lease_text(const char *s, size_t n) {
     size_t i = 1, kept = 0, kn, vn;
     const char *k, *v;
     int r;
-    while ((r = kite_agent_json_next(meta, meta_n, &i, true, &k, &kn, &v, &vn)) == 1) {
+    while ((r = kite_json_next(meta, meta_n, &i, true, &k, &kn, &v, &vn)) == 1) {
         if (memchr(k, '\\', kn)) break; /* an escaped name could spell a dropped one */
         if (span_eq(k, kn, "uid") || span_eq(k, kn, "creationTimestamp") || span_eq(k, kn, "managedFields")) continue;
         if (kept++) kite_buf_putc(&b, ',');

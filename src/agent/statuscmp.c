@@ -5,6 +5,7 @@
  * plain scan (a \u escape, a number that is not a plain integer, a condition without a string
  * type, more than STATUSCMP_MAX_CONDS conditions): the caller parses and compares trees then. */
 #include "agent/agent-int.h"
+#include "json/scan.h"
 
 #include <stdio.h>
 
@@ -98,57 +99,15 @@ static size_t ws(const char *s, size_t n, size_t i) {
     return i;
 }
 
-/* One past the closing quote of the string at s[i], or SIZE_MAX. */
-static size_t str_end(const char *s, size_t n, size_t i) {
-    for (i++; i < n; i++) {
-        if (s[i] == '\\') i++;
-        else if (s[i] == '"') return i + 1;
-    }
-    return SIZE_MAX;
-}
-
-/* One past the value at s[i] (no leading whitespace), or SIZE_MAX. */
-static size_t val_end(const char *s, size_t n, size_t i) {
-    if (i >= n) return SIZE_MAX;
-    if (s[i] == '"') return str_end(s, n, i);
-    if (s[i] != '{' && s[i] != '[') {
-        size_t b = i;
-        while (i < n && !strchr(",}] \t\r\n", s[i])) i++;
-        return i > b ? i : SIZE_MAX;
-    }
-    int depth = 0;
-    for (; i < n; i++) {
-        if (s[i] == '"') {
-            if ((i = str_end(s, n, i)) == SIZE_MAX) return SIZE_MAX;
-            i--;
-        } else if (s[i] == '{' || s[i] == '[') {
-            depth++;
-        } else if ((s[i] == '}' || s[i] == ']') && --depth == 0) {
-            return i + 1;
-        }
-    }
-    return SIZE_MAX;
-}
-
 static int next_item(const char *s, size_t n, size_t *i, bool object, struct span *key, struct span *val) {
-    size_t k = ws(s, n, *i);
-    if (k < n && s[k] == ',') k = ws(s, n, k + 1);
-    else if (k < n && (s[k] == '}' || s[k] == ']')) return 0;
-    if (k >= n) return -1;
-    if (object) {
-        if (s[k] != '"') return -1;
-        size_t e = str_end(s, n, k);
-        if (e == SIZE_MAX) return -1;
-        *key = (struct span){s + k + 1, e - k - 2};
-        k = ws(s, n, e);
-        if (k >= n || s[k] != ':') return -1;
-        k = ws(s, n, k + 1);
+    const char *k, *v;
+    size_t kn, vn;
+    int r = kite_json_next(s, n, i, object, &k, &kn, &v, &vn);
+    if (r == 1) {
+        if (key) *key = (struct span){k, kn};
+        *val = (struct span){v, vn};
     }
-    size_t e = val_end(s, n, k);
-    if (e == SIZE_MAX) return -1;
-    *val = (struct span){s + k, e - k};
-    *i = e;
-    return 1;
+    return r;
 }
 
 static bool span_is(struct span x, const char *lit) { return x.n == strlen(lit) && memcmp(x.p, lit, x.n) == 0; }
@@ -287,7 +246,7 @@ int kite_agent_status_cmp_text(const char *text, size_t len, json_object *st) {
     if (!json_object_is_type(st, json_type_object)) return -1;
     size_t b = ws(text, len, 0);
     if (b >= len || text[b] != '{') return -1;
-    size_t e = val_end(text, len, b);
+    size_t e = kite_json_value_end(text, len, b);
     if (e == SIZE_MAX || ws(text, len, e) != len) return -1;
     struct span v = {text + b, e - b};
     size_t i = 1, count = 0;
@@ -307,17 +266,4 @@ int kite_agent_status_cmp_text(const char *text, size_t len, json_object *st) {
     }
     if (r < 0) return -1;
     return count == (size_t)json_object_object_length(st);
-}
-
-int kite_agent_json_next(const char *s, size_t n, size_t *i, bool object, const char **key, size_t *key_len,
-                         const char **val, size_t *val_len) {
-    struct span k = {0}, v;
-    int r = next_item(s, n, i, object, &k, &v);
-    if (r == 1) {
-        if (key) *key = k.p;
-        if (key_len) *key_len = k.n;
-        *val = v.p;
-        *val_len = v.n;
-    }
-    return r;
 }

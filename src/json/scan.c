@@ -128,6 +128,8 @@ int kite_json_members(const char *s, size_t n, size_t count, const char *const *
     return r;
 }
 
+size_t kite_json_value_end(const char *s, size_t n, size_t i) { return skip_value(s, n, i); }
+
 int kite_json_next(const char *s, size_t n, size_t *i, bool object, const char **name, size_t *name_len, const char **val,
                    size_t *val_len) {
     if (*i == 0 || *i > n) return -1;

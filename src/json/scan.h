@@ -18,6 +18,10 @@ int kite_json_member(const char *s, size_t n, const char *name, const char **ret
 int kite_json_members(const char *s, size_t n, size_t count, const char *const *names, const char **ret,
                       size_t *ret_len);
 
+/* One past the end of the JSON value at s[i] (after whitespace), or SIZE_MAX when it is not well
+ * formed as far as the scan can tell (strings closed, brackets balanced). */
+size_t kite_json_value_end(const char *s, size_t n, size_t i);
+
 /* Steps through the members of the object (object) or the elements of the array in s[0..n),
  * *i starting just past its opening bracket: 1 with the next one's name (as written, quotes
  * off; NULL for an array) and value span, *i past it; 0 at the closing bracket, *i past that;
