@@ -124,23 +124,34 @@ Test(deployment, rolling_step_scales_unhealthy_old_replicas_first) {
     cr_assert_eq(big.replicas, 3);
 }
 
-Test(deployment, creates_the_new_replicaset_by_hash_with_revision) {
-    kite_log_set_level(KITE_LOG_ERROR);
+/* The controller on the fake API, its clock fixed. */
+struct rig {
     struct kite_fake_clock clock;
-    kite_fake_clock_init(&clock, INT64_C(1893553445) * S);
     struct fakeapi api;
-    fakeapi_init(&api);
-    struct kite_deployctl_options o = {.client = api.client, .clock = &clock.clock};
-    struct kite_deployctl *c = kite_deployctl_new(&o);
+    struct kite_deployctl *c;
+};
+
+static void rig_init(struct rig *r) {
+    kite_log_set_level(KITE_LOG_ERROR);
+    kite_fake_clock_init(&r->clock, INT64_C(1893553445) * S);
+    fakeapi_init(&r->api);
+    struct kite_deployctl_options o = {.client = r->api.client, .clock = &r->clock.clock};
+    r->c = kite_deployctl_new(&o);
+}
+
+Test(deployment, creates_the_new_replicaset_by_hash_with_revision) {
+    struct rig r;
+    rig_init(&r);
+    struct kite_deployctl *c = r.c;
     json_object *d = fakeapi_json("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
                                   "\"namespace\":\"default\",\"uid\":\"d-uid\",\"generation\":1,\"annotations\":{\"kubernetes.io/change-cause\":\"v1\"}},"
                                   "\"spec\":{\"replicas\":3,\"selector\":{\"matchLabels\":{\"app\":\"web\"}},\"template\":" TMPL ","
                                   "\"strategy\":{\"type\":\"RollingUpdate\",\"rollingUpdate\":{\"maxSurge\":\"25%%\",\"maxUnavailable\":\"25%%\"}},"
                                   "\"progressDeadlineSeconds\":600}}");
-    fakeapi_put(&api, "/apis/apps/v1/namespaces/default/deployments/web", json_object_get(d));
+    fakeapi_put(&r.api, "/apis/apps/v1/namespaces/default/deployments/web", json_object_get(d));
     kite_deployctl_deployment_upsert(c, d);
     kite_deployctl_step(c);
-    json_object *rs = fakeapi_get(&api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8");
+    json_object *rs = fakeapi_get(&r.api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8");
     cr_assert_not_null(rs);
     json_object *meta = kite_obj_meta(rs), *ann = kite_obj_get(meta, "annotations");
     cr_assert_str_eq(kite_obj_str(ann, "deployment.kubernetes.io/revision"), "1");
@@ -156,17 +167,17 @@ Test(deployment, creates_the_new_replicaset_by_hash_with_revision) {
     json_object *ref = json_object_array_get_idx(kite_obj_get(meta, "ownerReferences"), 0);
     cr_assert_str_eq(kite_obj_str(ref, "kind"), "Deployment");
     cr_assert_str_eq(kite_obj_str(ref, "uid"), "d-uid");
-    json_object *dd = fakeapi_get(&api, "/apis/apps/v1/namespaces/default/deployments/web");
+    json_object *dd = fakeapi_get(&r.api, "/apis/apps/v1/namespaces/default/deployments/web");
     cr_assert_str_eq(kite_obj_str(kite_obj_get(kite_obj_meta(dd), "annotations"), "deployment.kubernetes.io/revision"), "1");
     json_object *conds = kite_obj_get(kite_obj_get(dd, "status"), "conditions");
     bool created = false;
     for (size_t i = 0; i < json_object_array_length(conds); i++)
         created |= kite_streq(kite_obj_str(json_object_array_get_idx(conds, i), "reason"), "NewReplicaSetCreated");
     cr_assert(created);
-    cr_assert_eq(fakeapi_events(&api, "ScalingReplicaSet", "web"), 1);
+    cr_assert_eq(fakeapi_events(&r.api, "ScalingReplicaSet", "web"), 1);
     json_object_put(d);
     kite_deployctl_free(c);
-    fakeapi_release(&api);
+    fakeapi_release(&r.api);
 }
 
 /* A sync before the ReplicaSet informer has seen the controller's own new ReplicaSet posts it
@@ -174,27 +185,23 @@ Test(deployment, creates_the_new_replicaset_by_hash_with_revision) {
  * with the hash label): no collision, so status.collisionCount stays unset (upstream's
  * EqualIgnoreHash drops the label on both sides). */
 Test(deployment, its_own_replicaset_already_existing_is_no_collision) {
-    kite_log_set_level(KITE_LOG_ERROR);
-    struct kite_fake_clock clock;
-    kite_fake_clock_init(&clock, INT64_C(1893553445) * S);
-    struct fakeapi api;
-    fakeapi_init(&api);
-    struct kite_deployctl_options o = {.client = api.client, .clock = &clock.clock};
-    struct kite_deployctl *c = kite_deployctl_new(&o);
+    struct rig r;
+    rig_init(&r);
+    struct kite_deployctl *c = r.c;
     json_object *d = fakeapi_json("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
                                   "\"namespace\":\"default\",\"uid\":\"d-uid\",\"generation\":1},"
                                   "\"spec\":{\"replicas\":2,\"selector\":{\"matchLabels\":{\"app\":\"web\"}},\"template\":" TMPL "}}");
-    fakeapi_put(&api, "/apis/apps/v1/namespaces/default/deployments/web", json_object_get(d));
+    fakeapi_put(&r.api, "/apis/apps/v1/namespaces/default/deployments/web", json_object_get(d));
     kite_deployctl_deployment_upsert(c, d);
     kite_deployctl_step(c);
-    cr_assert_not_null(fakeapi_get(&api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8"));
+    cr_assert_not_null(fakeapi_get(&r.api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8"));
     kite_deployctl_deployment_upsert(c, d); /* again, the ReplicaSet not yet heard of */
     kite_deployctl_step(c);
-    cr_assert_eq(fakeapi_count(&api, "POST", "/replicasets"), 2, "the second sync posts the ReplicaSet again");
-    json_object *dd = fakeapi_get(&api, "/apis/apps/v1/namespaces/default/deployments/web");
+    cr_assert_eq(fakeapi_count(&r.api, "POST", "/replicasets"), 2, "the second sync posts the ReplicaSet again");
+    json_object *dd = fakeapi_get(&r.api, "/apis/apps/v1/namespaces/default/deployments/web");
     cr_assert_null(kite_obj_get(kite_obj_get(dd, "status"), "collisionCount"), "%s", json_object_to_json_string(dd));
-    cr_assert_not_null(fakeapi_get(&api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8"));
+    cr_assert_not_null(fakeapi_get(&r.api, "/apis/apps/v1/namespaces/default/replicasets/web-686fbf49d8"));
     json_object_put(d);
     kite_deployctl_free(c);
-    fakeapi_release(&api);
+    fakeapi_release(&r.api);
 }
