@@ -41,13 +41,13 @@ static bool same_bytes(const char *a, const char *a_end, const char *b, const ch
     return a_end - a == b_end - b && memcmp(a, b, (size_t)(a_end - a)) == 0;
 }
 
-/* The single managedFields entry of the stored metadata m: the renewer's Update entry of
- * api_version that owns spec.renewTime. Its "time" value's span into *time. */
-static bool renewer_entry(const char *m, size_t mn, const char *manager, const char *api_version, const char **time,
+/* The single entry of the stored managedFields mf: the renewer's Update entry of api_version
+ * that owns spec.renewTime. Its "time" value's span into *time. */
+static bool renewer_entry(const char *mf, size_t mfn, const char *manager, const char *api_version, const char **time,
                           size_t *time_n) {
-    const char *mf, *e;
-    size_t mfn, en;
-    if (kite_json_member(m, mn, "managedFields", &mf, &mfn) != 1 || kite_json_array_only(mf, mfn, &e, &en) != 1) return false;
+    const char *e;
+    size_t en;
+    if (!mf || kite_json_array_only(mf, mfn, &e, &en) != 1) return false;
     static const char *const names[] = {"manager", "operation", "apiVersion", "fieldsType", "subresource", "time", "fieldsV1"};
     const char *v[KITE_ARRAY_SIZE(names)];
     size_t vn[KITE_ARRAY_SIZE(names)];
@@ -81,10 +81,11 @@ static bool json_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == 
 
 static bool name_is(const char *k, size_t kn, const char *want) { return kn == strlen(want) && memcmp(k, want, kn) == 0; }
 
-/* What a walk found: the body's resourceVersion and renewTime, the stored renewTime. */
+/* What a walk found: the body's resourceVersion and renewTime, the stored renewTime and
+ * managedFields. */
 struct found {
-    const char *rv, *rt, *old_rt;
-    size_t rv_n, rt_n, old_rt_n;
+    const char *rv, *rt, *old_rt, *mf;
+    size_t rv_n, rt_n, old_rt_n, mf_n;
 };
 
 /* The object s (stored) against b (the body), member by member in order, at level
@@ -104,6 +105,7 @@ static bool walk(const char *s, size_t sn, const char *b, size_t bn, int level, 
             return rb == 0;
         }
         bool same_name = rb == 1 && bkn == skn && memcmp(bk, sk, skn) == 0;
+        if (level == 1 && name_is(sk, skn, "managedFields")) f->mf = sv, f->mf_n = svn;
         if (!same_name && level == 1 &&
             (name_is(sk, skn, "uid") || name_is(sk, skn, "creationTimestamp") || name_is(sk, skn, "managedFields"))) {
             j = j0; /* the body left it out: the stored one stays */
@@ -137,11 +139,9 @@ int kite_apiserver_renewal_splice(const char *s, size_t sn, const char *b, size_
     snprintf(want_rv, sizeof want_rv, "%" PRId64, rev);
     if (!json_str_is(f.rv, f.rv_n, want_rv)) return -1; /* a stale or missing precondition: the full path answers it */
     if (!canonical_microtime(f.rt, f.rt_n) || same_bytes(f.old_rt, f.old_rt + f.old_rt_n, f.rt, f.rt + f.rt_n)) return -1;
-    const char *meta, *tm;
-    size_t meta_n, tmn;
-    if (kite_json_member(s, sn, "metadata", &meta, &meta_n) != 1 ||
-        !renewer_entry(meta, meta_n, manager, api_version, &tm, &tmn) || tm > f.old_rt)
-        return -1;
+    const char *tm;
+    size_t tmn;
+    if (!renewer_entry(f.mf, f.mf_n, manager, api_version, &tm, &tmn) || tm > f.old_rt) return -1;
     char now[21];
     kite_time_format(now_wall_ns, now);
     kite_buf_reserve(out, sn + 32); /* the stored text's length, give or take the two values */
