@@ -278,17 +278,20 @@ static void strip_nulls(json_object *o) {
     }
 }
 
+/* A copy of the template without the hash label and null members, to compare. */
+static json_object *unhashed(json_object *tmpl) {
+    json_object *t = NULL;
+    json_object_deep_copy(tmpl, &t, NULL);
+    json_object *labels = kite_obj_get(kite_obj_meta(t), "labels");
+    if (labels) json_object_object_del(labels, HASH_LABEL);
+    strip_nulls(t);
+    return t;
+}
+
 /* EqualIgnoreHash: the two templates are equal with the hash label dropped from both (a
  * ReplicaSet's body as posted carries it too). */
 static bool same_template(json_object *rs_tmpl, json_object *d_tmpl) {
-    json_object *t = NULL, *u = NULL;
-    json_object_deep_copy(rs_tmpl, &t, NULL);
-    json_object_deep_copy(d_tmpl, &u, NULL);
-    json_object *labels = kite_obj_get(kite_obj_meta(t), "labels"), *ulabels = kite_obj_get(kite_obj_meta(u), "labels");
-    if (labels) json_object_object_del(labels, HASH_LABEL);
-    if (ulabels) json_object_object_del(ulabels, HASH_LABEL);
-    strip_nulls(t);
-    strip_nulls(u);
+    json_object *t = unhashed(rs_tmpl), *u = unhashed(d_tmpl);
     bool eq = kite_json_equal(t, u);
     json_object_put(t);
     json_object_put(u);
