@@ -340,14 +340,13 @@ static void etcd_unsubscribe(struct kite_store *b, kite_store_batch_cb cb, void 
     pthread_mutex_unlock(&s->sub_mu);
 }
 
-/* The snapshot comes from the live map; history before it is not kept here (hist_cb is not
- * called), so the revision it is current to becomes the compacted revision this backend reports
- * (see the top of the file). */
+/* The snapshot comes from the live map; history before it is not kept here (nothing is replayed),
+ * so the revision it is current to becomes the compacted revision this backend reports (see the
+ * top of the file). */
 static int etcd_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
-                                   kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                                   struct kite_store_replay *replay, struct kite_record ***ret_recs,
                                    size_t *ret_n, int64_t *ret_rev) {
     struct etcd_store *s = es(b);
-    (void)hist_cb, (void)hist_ud;
     pthread_mutex_lock(&s->sub_mu);
     if (s->nsubs >= KITE_STORE_SUBSCRIBERS_MAX) {
         pthread_mutex_unlock(&s->sub_mu);
@@ -368,6 +367,7 @@ static int etcd_subscribe_snapshot(struct kite_store *b, const char *prefix, kit
     s->subs[s->nsubs++] = (struct esub){kite_strdup(prefix), cb, ud};
     *ret_rev = s->applied_rev;
     if (*ret_rev > s->snap_rev) s->snap_rev = *ret_rev;
+    if (replay) replay->from = *ret_rev;
     pthread_mutex_unlock(&s->sub_mu);
     *ret_recs = recs;
     *ret_n = n;

@@ -108,5 +108,5 @@ int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at
                  struct kite_record ***ret, size_t *ret_n, bool *ret_more);
 int kite_store_sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);
 int kite_store_sqlite_subscribe_snapshot(struct kite_store *b, const char *prefix, kite_store_batch_cb cb, void *ud,
-                              kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                              struct kite_store_replay *replay, struct kite_record ***ret_recs,
                               size_t *ret_n, int64_t *ret_rev);

@@ -108,9 +108,9 @@ void kite_store_unsubscribe(struct kite_store *s, kite_store_batch_cb cb, void *
 }
 
 int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud,
-                                  kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                                  struct kite_store_replay *replay, struct kite_record ***ret_recs,
                                   size_t *ret_n, int64_t *ret_rev) {
-    return s->ops->subscribe_snapshot(s, prefix ? prefix : "", cb, ud, hist_cb, hist_ud, ret_recs, ret_n, ret_rev);
+    return s->ops->subscribe_snapshot(s, prefix ? prefix : "", cb, ud, replay, ret_recs, ret_n, ret_rev);
 }
 
 int kite_store_history(struct kite_store *s, const char *prefix, int64_t from_rev, kite_store_event_cb cb,

@@ -229,13 +229,22 @@ int kite_store_subscribe(struct kite_store *s, const char *prefix, kite_store_ba
 /* Removes the subscription (cb, ud). After it returns cb is not running and will not be called.
  * Must not be called from inside a store callback. */
 void kite_store_unsubscribe(struct kite_store *s, kite_store_batch_cb cb, void *ud);
+/* What kite_store_subscribe_snapshot replays of the history before its snapshot. */
+struct kite_store_replay {
+    kite_store_event_cb cb; /* called on the caller's thread, before the subscription returns */
+    void *ud;
+    size_t max;   /* at most the newest max changes under the prefix (0: every one in history) */
+    int64_t from; /* set by the call: the replay held every change under the prefix after it */
+};
+
 /* Atomically subscribes and hands back a consistent starting point: *ret_recs gets new references
  * to the latest version of every live key under prefix (key order, caller unrefs each and frees the
  * array), *ret_rev the revision they are current to; cb then receives exactly the changes with
- * rev > *ret_rev. If hist_cb is not NULL, it is first called (on the caller's thread, before this
- * returns) with every change under prefix still in history, in order, with rev <= *ret_rev. */
+ * rev > *ret_rev. If replay is not NULL, replay->cb is first called with the changes under prefix
+ * still in history (the newest replay->max of them when it is set), in order, with
+ * replay->from < rev <= *ret_rev. A backend keeping no history replays none (from = *ret_rev). */
 int kite_store_subscribe_snapshot(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud,
-                                  kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
+                                  struct kite_store_replay *replay, struct kite_record ***ret_recs,
                                   size_t *ret_n, int64_t *ret_rev);
 /* Calls cb (on the caller's thread) with every change under prefix with rev > from_rev still in
  * history, in revision order, up to the current revision (used to fill a watch cache's ring after a
@@ -267,8 +276,8 @@ struct kite_store_ops {
     int (*subscribe)(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud);
     void (*unsubscribe)(struct kite_store *s, kite_store_batch_cb cb, void *ud);
     int (*subscribe_snapshot)(struct kite_store *s, const char *prefix, kite_store_batch_cb cb, void *ud,
-                              kite_store_event_cb hist_cb, void *hist_ud, struct kite_record ***ret_recs,
-                              size_t *ret_n, int64_t *ret_rev);
+                              struct kite_store_replay *replay, struct kite_record ***ret_recs, size_t *ret_n,
+                              int64_t *ret_rev);
     int (*history)(struct kite_store *s, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);
     /* kite_store_health; NULL = always healthy (an embedded store that is open) */
     int (*health)(struct kite_store *s, char **ret_why);

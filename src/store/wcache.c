@@ -440,7 +440,9 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
     /* The writer may call on_events as soon as the subscription exists, before the snapshot is
      * loaded: it waits for `ready`. No cache lock is held here (see the lock order). Until ready
      * nothing else can reach c, so filling it needs no lock: ready's release store publishes it. */
-    int r = kite_store_subscribe_snapshot(s, prefix, on_events, c, on_history, c, &recs, &n, &rev);
+    /* The replay fills the ring: older changes than it holds would only pass through it. */
+    struct kite_store_replay replay = {.cb = on_history, .ud = c, .max = ring_cap};
+    int r = kite_store_subscribe_snapshot(s, prefix, on_events, c, &replay, &recs, &n, &rev);
     if (r < 0) {
         kite_wcache_free(c);
         return r;
@@ -467,7 +469,7 @@ int kite_wcache_new(struct kite_store *s, const char *prefix, size_t ring_cap, s
     free(recs);
     c->rev = rev;
     /* A compaction racing the history read may have removed some of the oldest events. */
-    c->floor = KITE_MAX(c->floor, kite_store_compacted_rev(s));
+    c->floor = KITE_MAX(c->floor, KITE_MAX(replay.from, kite_store_compacted_rev(s)));
     pthread_mutex_lock(&c->ready_mu);
     atomic_store_explicit(&c->ready, true, memory_order_release);
     pthread_cond_broadcast(&c->ready_cond);

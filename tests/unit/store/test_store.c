@@ -560,6 +560,63 @@ Test(store, wal_buffering_vfs) {
     tstore_cleanup(&t);
 }
 
+/* A subscription replays only the newest changes asked for, each with its predecessor (read
+ * from before the replayed window when it is a key's first change there), and says where the
+ * replay starts. */
+Test(store, snapshot_replays_the_newest_changes) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_store *s = t.s;
+    put_ok(s, KITE_WRITE_CREATE, "/p/a", "a1"); /* 1 */
+    put_ok(s, KITE_WRITE_CREATE, "/q/x", "x");  /* 2 */
+    put_ok(s, KITE_WRITE_CREATE, "/p/b", "b1"); /* 3 */
+    put_ok(s, KITE_WRITE_UPDATE, "/p/a", "a2"); /* 4 */
+    put_ok(s, KITE_WRITE_CREATE, "/q/y", "y");  /* 5 */
+    put_ok(s, KITE_WRITE_UPDATE, "/p/b", "b2"); /* 6 */
+    put_ok(s, KITE_WRITE_UPDATE, "/p/a", "a3"); /* 7 */
+    put_ok(s, KITE_WRITE_UPDATE, "/q/x", "x2"); /* 8 */
+    static const struct {
+        size_t max;
+        int64_t from;
+        const char *log;
+    } cases[] = {
+        {0, 0, "C1:/p/a=a1<- C3:/p/b=b1<- U4:/p/a=a2<a1 U6:/p/b=b2<b1 U7:/p/a=a3<a2 "},
+        {2, 5, "U6:/p/b=b2<b1 U7:/p/a=a3<a2 "},
+        {3, 3, "U4:/p/a=a2<a1 U6:/p/b=b2<b1 U7:/p/a=a3<a2 "},
+        {5, 0, "C1:/p/a=a1<- C3:/p/b=b1<- U4:/p/a=a2<a1 U6:/p/b=b2<b1 U7:/p/a=a3<a2 "},
+        {9, 0, "C1:/p/a=a1<- C3:/p/b=b1<- U4:/p/a=a2<a1 U6:/p/b=b2<b1 U7:/p/a=a3<a2 "},
+    };
+    for (size_t i = 0; i < KITE_ARRAY_SIZE(cases); i++) {
+        struct hist h = {0}, live = {0};
+        struct kite_store_replay replay = {.cb = on_hist, .ud = &h, .max = cases[i].max, .from = -1};
+        struct kite_record **recs = NULL;
+        size_t n = 0;
+        int64_t rev = 0;
+        cr_assert_eq(kite_store_subscribe_snapshot(s, "/p/", on_batch, &live, &replay, &recs, &n, &rev), 0);
+        cr_assert_eq(rev, 8);
+        cr_assert_eq(n, 2, "the snapshot holds /p/a and /p/b");
+        cr_assert_str_eq(h.log, cases[i].log, "max %zu", cases[i].max);
+        cr_assert_eq(replay.from, cases[i].from, "max %zu: from %lld", cases[i].max, (long long)replay.from);
+        for (size_t k = 0; k < n; k++) kite_record_unref(recs[k]);
+        free(recs);
+        kite_store_unsubscribe(s, on_batch, &live);
+    }
+    /* after a compaction the replay starts no earlier than it */
+    cr_assert_eq(kite_store_compact(s, 4), 0);
+    struct hist h = {0}, live = {0};
+    struct kite_store_replay replay = {.cb = on_hist, .ud = &h, .max = 9};
+    struct kite_record **recs = NULL;
+    size_t n = 0;
+    int64_t rev = 0;
+    cr_assert_eq(kite_store_subscribe_snapshot(s, "/p/", on_batch, &live, &replay, &recs, &n, &rev), 0);
+    cr_assert_str_eq(h.log, "U6:/p/b=b2<b1 U7:/p/a=a3<a2 ");
+    cr_assert_eq(replay.from, 4);
+    for (size_t k = 0; k < n; k++) kite_record_unref(recs[k]);
+    free(recs);
+    kite_store_unsubscribe(s, on_batch, &live);
+    tstore_cleanup(&t);
+}
+
 /* ---- a damaged store is refused, not served as an older cluster ---- */
 
 static char *tpath(const struct tstore *t, const char *name) {
