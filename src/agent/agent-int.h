@@ -78,6 +78,7 @@ struct kite_agent {
                                   NULL = GET/POST next */
     bool status_failing, lease_failing, register_failing;
     bool force_report;         /* next status sync sends a full report */
+    bool resync_status;        /* next status sync first takes the Node's status from the server */
     json_object *server_node;  /* latest Node from the watch, consumed by step (under lock) */
     struct kite_agent_stats stats;
 };

@@ -16,6 +16,13 @@
  * crossing its threshold, the images, the runtime's state, another writer's change to the
  * Node, a PATCH's answer) changes the digest or acked_gen and the next sync builds again.
  *
+ * After an outage (renewals resume) the next sync diffs against the Node the server has, read
+ * again, not the last status it acknowledged: the node lifecycle controller may have set the
+ * conditions to Unknown meanwhile, and only then is there something to send (the kubelet reads
+ * its Node at every sync). A full report from every node instead would be a Node write per node
+ * at once, each parsed by every Node informer: after an apiserver restart under 50,000 nodes,
+ * 42,000 writes of ~3.5 KB competing with the renewals.
+ *
  * Lease: PUT the cached Lease with a new renewTime every 0.25 x leaseDuration; GET only after
  * a 409, POST when it is missing. A 404 on either write means the Node may be gone: kite then
  * registers again (the kubelet does not, kubernetes#71398). */
@@ -194,9 +201,32 @@ int kite_agent_compute_status(struct kite_agent *a, json_object *prev, json_obje
     return r;
 }
 
+/* Takes the Node's status as the server has it for the acknowledged one (resync_status). A
+ * failed read falls back to a full report; false when the Node is gone (agent_node_gone
+ * called). */
+static bool resync_status(struct kite_agent *a) {
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s", a->node_name);
+    json_object *node = NULL, *st;
+    long code = 0;
+    int r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &node);
+    a->resync_status = false;
+    if (code == 404) {
+        json_object_put(node);
+        kite_agent_node_gone(a, "status resync: node not found");
+        return false;
+    }
+    if (r == 0 && json_object_object_get_ex(node, "status", &st))
+        kite_agent_set_acked_status(a, st);
+    else
+        a->force_report = true;
+    json_object_put(node);
+    return true;
+}
+
 void kite_agent_sync_status(struct kite_agent *a, int64_t now) {
     json_object *status = NULL;
     struct kite_ns_events ev = {0};
+    if (a->resync_status && !resync_status(a)) return;
     bool due = a->force_report || a->last_report == 0 || now - a->last_report >= a->report_freq_ns;
     int r;
     uint64_t digest = 0;
@@ -562,9 +592,8 @@ void kite_agent_sync_lease(struct kite_agent *a, int64_t now) {
     if (a->lease_failing) {
         log_info(AGENT_LOG, "node %s lease renewals resumed", a->node_name);
         a->lease_failing = false;
-        /* report at once on reconnect: the node controller may have set our conditions to
-         * Unknown meanwhile, so send a full report whatever changed */
-        a->force_report = true;
+        /* sync at once against the Node the server has (see the top of the file) */
+        a->resync_status = true;
         a->next_status = now;
     }
     a->next_lease = now + kite_jitter(interval, KITE_AGENT_JITTER, &a->rng);

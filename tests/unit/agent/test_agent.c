@@ -463,9 +463,43 @@ Test(agent, outage_backs_off_then_reports_at_once) {
     fake_api_clear(&e.api);
     e.api.down = false;
     run_for(&e, 8 * SEC);
-    /* within one backoff period both heartbeats got through */
+    /* within one backoff period the lease got through, and the status was checked against the
+     * Node the server has: unchanged, so nothing was sent */
     cr_assert_geq(fake_api_count(&e.api, "PUT", "/leases/n1"), 1);
-    cr_assert_geq(fake_api_count(&e.api, "PATCH", "/status"), 1, "status reported at once on reconnect");
+    cr_assert_eq(fake_api_count(&e.api, "GET", "/api/v1/nodes/n1"), 1, "the Node read again on reconnect");
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", "/status"), 0, "no report of an unchanged status");
+    env_release(&e);
+}
+
+/* Sets the Ready condition of the fake server's Node to status. */
+static void set_ready(struct env *e, const char *status) {
+    json_object *conds = json_object_object_get(json_object_object_get(e->api.node, "status"), "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (kite_streq(jstr(c, "type"), "Ready")) json_object_object_add(c, "status", json_object_new_string(status));
+    }
+}
+
+/* The node lifecycle controller marked the node Unknown while the agent could not reach the
+ * server: on reconnect the agent sees it in the Node it reads again and corrects it at once. */
+Test(agent, outage_marked_unknown_is_corrected_on_reconnect) {
+    struct env e;
+    env_init(&e);
+    env_up(&e);
+    e.api.down = true;
+    run_for(&e, 60 * SEC);
+    set_ready(&e, "Unknown");
+    fake_api_clear(&e.api);
+    e.api.down = false;
+    run_for(&e, 8 * SEC);
+    cr_assert_eq(fake_api_count(&e.api, "PATCH", "/status"), 1, "Ready corrected at once on reconnect");
+    json_object *conds =
+        json_object_object_get(json_object_object_get(fake_api_find(&e.api, "PATCH", "/status", 0)->body, "status"),
+                               "conditions");
+    cr_assert_eq(json_object_array_length(conds), 1, "only the condition that differs: %s",
+                 json_object_to_json_string(conds));
+    cr_assert_str_eq(jstr(json_object_array_get_idx(conds, 0), "type"), "Ready");
+    cr_assert_str_eq(jstr(json_object_array_get_idx(conds, 0), "status"), "True");
     env_release(&e);
 }
 
@@ -536,13 +570,9 @@ Test(agent, watch_modified_status_is_diffed_against) {
     env_init(&e);
     env_up(&e);
     /* the node controller set Ready to Unknown; the watch shows it */
+    set_ready(&e, "Unknown");
     json_object *node = NULL;
     json_object_deep_copy(e.api.node, &node, NULL);
-    json_object *conds = json_object_object_get(json_object_object_get(node, "status"), "conditions");
-    for (size_t i = 0; i < json_object_array_length(conds); i++) {
-        json_object *c = json_object_array_get_idx(conds, i);
-        if (kite_streq(jstr(c, "type"), "Ready")) json_object_object_add(c, "status", json_object_new_string("Unknown"));
-    }
     json_object *ev = json_object_new_object();
     json_object_object_add(ev, "type", json_object_new_string("MODIFIED"));
     json_object_object_add(ev, "object", node);
