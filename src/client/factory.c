@@ -6,6 +6,7 @@
 struct entry {
     char *path, *selector;
     const char *const *project;
+    kite_informer_transform transform;
     struct kite_informer *inf;
 };
 
@@ -30,12 +31,13 @@ static void thread_name(const char *path, char out[16]) {
 
 struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *f, const char *path,
                                                   const char *selector, const char *const *project,
+                                                  kite_informer_transform transform,
                                                   const struct kite_informer_handlers *h) {
     if (f->started) return NULL;
     struct entry *e = NULL;
     for (size_t i = 0; i < f->n && !e; i++)
         if (kite_streq(f->e[i].path, path) && kite_streq(f->e[i].selector ? f->e[i].selector : "", selector ? selector : "") &&
-            f->e[i].project == project)
+            f->e[i].project == project && f->e[i].transform == transform)
             e = &f->e[i];
     if (!e) {
         if (f->n == KITE_FACTORY_MAX_INFORMERS) return NULL;
@@ -43,10 +45,11 @@ struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *
         char name[16];
         thread_name(path, name);
         struct kite_informer_options o = {.client = f->client, .path = path, .selector = selector, .name = name,
-                                          .project = project, .watch_list = f->watch_list};
+                                          .project = project, .transform = transform, .watch_list = f->watch_list};
         e->path = kite_strdup(path);
         e->selector = selector ? kite_strdup(selector) : NULL;
         e->project = project;
+        e->transform = transform;
         e->inf = kite_informer_new(&o);
     }
     return h && kite_informer_add_handlers(e->inf, h) < 0 ? NULL : e->inf;

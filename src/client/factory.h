@@ -11,11 +11,13 @@ struct kite_informer_factory;
 /* client is borrowed: it must outlive the factory. */
 struct kite_informer_factory *kite_informer_factory_new(struct kite_client *client);
 /* The informer of path (+ selector: NULL, or query parameters; + project: NULL, or the members
- * it keeps, kite_informer_options' project, told apart by address), made on the first ask, with
+ * it keeps, kite_informer_options' project, told apart by address; + transform, the options'
+ * too), made on the first ask, with
  * h added to its handlers; NULL when it has as many handlers as it takes, or the factory is full
  * or started. The informer is the factory's (valid until kite_informer_factory_free). */
 struct kite_informer *kite_informer_factory_watch(struct kite_informer_factory *f, const char *path,
                                                   const char *selector, const char *const *project,
+                                                  kite_informer_transform transform,
                                                   const struct kite_informer_handlers *h);
 /* Informers made from now on list through the watch (kite_informer_options' watch_list). */
 void kite_informer_factory_set_watch_list(struct kite_informer_factory *f, bool on);

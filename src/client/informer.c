@@ -23,6 +23,7 @@ struct kite_informer {
     pthread_mutex_t mu;    /* guards cache (written by the thread, read by kite_informer_get) */
     struct kite_map cache; /* key -> json_object (a reference held) */
     const char **project;  /* NULL, or the members kept (o->project + what the informer reads) */
+    kite_informer_transform transform;
     char rv[32];
     bool watch_list;       /* list through the watch; false again once the server refused it */
     json_object *initial;  /* the watch-list's objects until its end bookmark; NULL: not in one */
@@ -135,6 +136,11 @@ static bool initial_events_end(const char *type, json_object *obj) {
                       "true");
 }
 
+/* What the cache and the handlers get of obj (borrowed, cut down already): a new reference. */
+static json_object *kept(struct kite_informer *i, json_object *obj) {
+    return i->transform && obj ? i->transform(obj) : json_object_get(obj);
+}
+
 /* A watch event of type `type` (NULL: none) for obj (borrowed; NULL: none); end: it is the
  * bookmark ending a watch-list's initial events. */
 static int on_object(struct kite_informer *i, const char *type, json_object *obj, bool end) {
@@ -142,7 +148,7 @@ static int on_object(struct kite_informer *i, const char *type, json_object *obj
     if (!type || kite_streq(type, "ERROR")) return -ESTALE; /* 410 Expired, or worse: list again */
     if (i->initial) {
         /* a watch-list's initial state: delivered whole, as a list, at its end bookmark */
-        if (kite_streq(type, "ADDED")) json_object_array_add(i->initial, json_object_get(obj));
+        if (kite_streq(type, "ADDED")) json_object_array_add(i->initial, kept(i, obj));
         else if (!end && !kite_streq(type, "BOOKMARK")) return -EBADMSG; /* changes before the state ended */
         if (!end) return 0;
         if (rv) snprintf(i->rv, sizeof i->rv, "%s", rv);
@@ -152,8 +158,12 @@ static int on_object(struct kite_informer *i, const char *type, json_object *obj
         return 0;
     }
     if (rv) snprintf(i->rv, sizeof i->rv, "%s", rv);
-    if (kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED")) upsert(i, obj);
-    else if (kite_streq(type, "DELETED")) removed(i, obj);
+    bool up = kite_streq(type, "ADDED") || kite_streq(type, "MODIFIED"), del = kite_streq(type, "DELETED");
+    if (!up && !del) return 0;
+    json_object *k = kept(i, obj);
+    if (up) upsert(i, k);
+    else removed(i, k);
+    json_object_put(k);
     return 0;
 }
 
@@ -225,7 +235,9 @@ static int list(struct kite_informer *i) {
         for (size_t k = 0; k < kite_array_len(items); k++) {
             json_object *o = json_object_array_get_idx(items, k);
             /* the cache keeps the cut-down objects only */
-            json_object_array_add(all, i->project ? kite_obj_project(o, i->project) : json_object_get(o));
+            json_object *cut = i->project ? kite_obj_project(o, i->project) : json_object_get(o);
+            json_object_array_add(all, kept(i, cut));
+            json_object_put(cut);
         }
         const char *next = kite_meta_str(l, "continue");
         free(cont);
@@ -294,6 +306,7 @@ struct kite_informer *kite_informer_new(const struct kite_informer_options *o) {
     i->path = kite_strdup(o->path);
     i->selector = o->selector ? kite_strdup(o->selector) : NULL;
     i->watch_list = o->watch_list;
+    i->transform = o->transform;
     snprintf(i->name, sizeof i->name, "%s", o->name ? o->name : "informer");
     if (o->project) {
         static const char *const own[] = {"metadata.name", "metadata.namespace", "metadata.resourceVersion"};

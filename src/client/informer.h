@@ -32,6 +32,8 @@ struct kite_informer_handlers {
     void *ud;
 };
 
+typedef json_object *(*kite_informer_transform)(json_object *obj);
+
 struct kite_informer_options {
     struct kite_client *client; /* borrowed: must outlive the informer */
     const char *path;           /* the collection ("/api/v1/nodes"); copied */
@@ -43,6 +45,10 @@ struct kite_informer_options {
      * renewal's tree is then 5 objects, not 20: a controller watching many Leases spends its
      * time on what it reads. */
     const char *const *project;
+    /* NULL, or what the cache and the handlers get of each object after the cut: a new reference
+     * to obj or to a smaller form of what the handlers read (as client-go's SetTransform: the
+     * scheduler keeps a Node's images as one string, not ~150 objects). */
+    kite_informer_transform transform;
     bool watch_list;            /* list through the watch (above) */
     /* every set is called, in order, for each change: controllers share one watch */
     struct kite_informer_handlers handlers[KITE_INFORMER_MAX_HANDLERS];

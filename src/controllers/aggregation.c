@@ -134,7 +134,7 @@ static int64_t reconcile(void *ud, const char *name, json_object *role) {
 int kite_aggregator_run(struct kite_ctl_group *g) {
     struct kite_aggregator *a = kite_calloc(1, sizeof *a);
     a->client = kite_ctl_group_client(g);
-    a->roles = kite_informer_factory_watch(kite_ctl_group_informers(g), CLUSTERROLES, NULL, NULL, NULL);
+    a->roles = kite_informer_factory_watch(kite_ctl_group_informers(g), CLUSTERROLES, NULL, NULL, NULL, NULL);
     struct kite_ctl_reconciler r = {
         .name = "aggregation", .path = CLUSTERROLES, .sync = reconcile, .ud = a, .free = free,
         .backoff_max_ns = KITE_AGGREGATION_RETRY_MAX_S * KITE_NS_PER_SEC,

@@ -85,7 +85,8 @@ static int run(struct kite_ctl_group *g, const struct kite_ctl_spec *spec, void 
         struct binding *b = &c->b[c->nb++];
         b->ctl = c, b->feed = spec->feeds[i];
         struct kite_informer_handlers h = {.add = on_add, .update = on_update, .del = on_del, .synced = on_synced, .ud = b};
-        struct kite_informer *inf = kite_informer_factory_watch(g->informers, b->feed.path, b->feed.selector, b->feed.project, &h);
+        struct kite_informer *inf = kite_informer_factory_watch(g->informers, b->feed.path, b->feed.selector, b->feed.project,
+                                                                b->feed.transform, &h);
         if (!inf) return -ENOSPC;
         if (!b->feed.no_wait) wait[nwait++] = inf;
     }
@@ -304,7 +305,7 @@ int kite_ctl_reconcile(struct kite_ctl_group *g, const struct kite_ctl_reconcile
     q->wq.backoff_base_ns = r->backoff_base_ns > 0 ? r->backoff_base_ns : KITE_CTL_RECONCILE_BACKOFF_BASE_NS;
     q->wq.backoff_max_ns = r->backoff_max_ns > 0 ? r->backoff_max_ns : KITE_CTL_RECONCILE_BACKOFF_MAX_NS;
     q->next_resync = kite_now_mono(g->clock) + r->resync_ns;
-    q->inf = kite_informer_factory_watch(g->informers, r->path, r->selector, NULL, NULL);
+    q->inf = kite_informer_factory_watch(g->informers, r->path, r->selector, NULL, NULL, NULL);
     if (!q->inf) {
         rec_free(q);
         return -ENOSPC;

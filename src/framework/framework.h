@@ -40,6 +40,7 @@ struct kite_ctl_feed {
     /* NULL, or the only members the handlers read (kite_informer_options' project: the
      * objects are cut down from the watch's text, not parsed whole; a static array) */
     const char *const *project;
+    kite_informer_transform transform; /* NULL, or kite_informer_options' transform */
 };
 
 struct kite_ctl_spec {

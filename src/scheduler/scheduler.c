@@ -7,6 +7,7 @@
 #include "scheduler/scheduler.h"
 #include "api/registry.h"
 #include "base/backoff.h"
+#include "base/buf.h"
 #include "base/log.h"
 #include "base/map.h"
 #include "framework/ctlutil.h"
@@ -205,20 +206,53 @@ static void images_count(struct kite_sched *s, struct snode *n, int delta) {
     }
 }
 
-static void images_load(struct snode *n) {
-    free_values(&n->images);
-    n->images = (struct kite_map){0};
-    json_object *imgs = kite_obj_get(kite_obj_get(n->obj, "status"), "images");
-    for (size_t i = 0; imgs && json_object_is_type(imgs, json_type_array) && i < json_object_array_length(imgs); i++) {
+/* A copy of obj (an object) sharing its members but name, which becomes val (taken; NULL:
+ * dropped). */
+static json_object *with_member(json_object *obj, const char *name, json_object *val) {
+    json_object *o = json_object_new_object();
+    json_object_object_foreach(obj, k, v) {
+        if (strcmp(k, name) != 0) json_object_object_add(o, k, json_object_get(v));
+    }
+    if (val) json_object_object_add(o, name, val);
+    return o;
+}
+
+json_object *kite_sched_node_transform(json_object *node) {
+    json_object *st = kite_obj_get(node, "status"), *imgs = kite_obj_get(st, "images");
+    if (!imgs || !json_object_is_type(st, json_type_object)) return json_object_get(node);
+    struct kite_buf b = {0};
+    for (size_t i = 0; json_object_is_type(imgs, json_type_array) && i < json_object_array_length(imgs); i++) {
         json_object *img = json_object_array_get_idx(imgs, i), *names = kite_obj_get(img, "names");
         int64_t size = json_object_get_int64(kite_obj_get(img, "sizeBytes"));
         for (size_t j = 0; names && json_object_is_type(names, json_type_array) && j < json_object_array_length(names); j++) {
             const char *nm = json_object_get_string(json_object_array_get_idx(names, j));
-            if (!nm || kite_map_get(&n->images, nm)) continue;
+            /* a name with a space or a line break is no image reference */
+            if (nm && *nm && !strpbrk(nm, " \n")) kite_buf_printf(&b, "%lld %s\n", (long long)size, nm);
+        }
+    }
+    json_object *status = with_member(st, "images", NULL);
+    json_object_object_add(status, "imageSizes", json_object_new_string_len(b.p ? b.p : "", (int)b.len));
+    kite_buf_release(&b);
+    json_object *out = with_member(node, "status", status);
+    return out;
+}
+
+static void images_load(struct snode *n) {
+    free_values(&n->images);
+    n->images = (struct kite_map){0};
+    const char *p = kite_obj_str(kite_obj_get(n->obj, "status"), "imageSizes");
+    while (p && *p) {
+        char *end;
+        long long size = strtoll(p, &end, 10);
+        const char *nl = strchr(end, '\n');
+        if (end == p || *end != ' ' || !nl) break; /* only this file writes it */
+        _cleanup_free_ char *nm = kite_strndup(end + 1, (size_t)(nl - end - 1));
+        if (!kite_map_get(&n->images, nm)) {
             int64_t *v = kite_malloc(sizeof *v);
             *v = size;
             kite_map_put(&n->images, nm, v);
         }
+        p = nl + 1;
     }
 }
 
@@ -236,9 +270,10 @@ static char *fingerprint(json_object *node) {
                          json_object_to_json_string(kite_obj_get(st, "capacity")), ready ? ready : "");
 }
 
-void kite_sched_node_upsert(struct kite_sched *s, json_object *node) {
-    const char *name = kite_meta_str(node, "name");
+void kite_sched_node_upsert(struct kite_sched *s, json_object *whole) {
+    const char *name = kite_meta_str(whole, "name");
     if (!name) return;
+    json_object *node = kite_sched_node_transform(whole);
     char *fp = fingerprint(node);
     pthread_mutex_lock(&s->lock);
     struct snode *n = node_get(s, name);
@@ -256,6 +291,7 @@ void kite_sched_node_upsert(struct kite_sched *s, json_object *node) {
     n->fingerprint = fp;
     if (changed) move_all(s); /* a node added, or one whose schedulable properties changed */
     pthread_mutex_unlock(&s->lock);
+    json_object_put(node);
 }
 
 void kite_sched_node_delete(struct kite_sched *s, json_object *node) {

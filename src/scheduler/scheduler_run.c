@@ -19,7 +19,7 @@ int kite_sched_run(struct kite_ctl_group *g, const struct kite_sched_options *o)
                                                "status.images", NULL};
     static const struct kite_ctl_feed feeds[] = {
         {.path = "/api/v1/nodes", .upsert = kite_sched_node_upsert_feed, .del = kite_sched_node_delete_feed,
-         .project = node_members},
+         .project = node_members, .transform = kite_sched_node_transform},
         {.path = "/api/v1/pods", .upsert = kite_sched_pod_upsert_feed, .del = kite_sched_pod_delete_feed},
     };
     struct kite_ctl_spec spec = {.name = "scheduler", .step = kite_sched_step_core, .pending = kite_sched_pending_core,

@@ -131,6 +131,41 @@ Test(informer, list_watch_and_relist_after_410) {
     fake_release(&f);
 }
 
+/* A transform: the same object with its resourceVersion marked (a copy; the watch's object is
+ * left as it was). */
+static json_object *mark_rv(json_object *o) {
+    json_object *c = NULL;
+    cr_assert_eq(json_object_deep_copy(o, &c, NULL), 0);
+    json_object *meta = kite_obj_get(c, "metadata");
+    _cleanup_free_ char *m = kite_asprintf("T%s", kite_obj_str(meta, "resourceVersion"));
+    json_object_object_add(meta, "resourceVersion", json_object_new_string(m));
+    return c;
+}
+
+/* What the handlers and the cache get is the transform's form, from the list and from the watch;
+ * the informer still resumes from the server's revisions. */
+Test(informer, a_transform_is_what_the_handlers_and_the_cache_get) {
+    struct fake f;
+    fake_init(&f);
+    struct kite_client *c = kite_client_fake_new(list_h, watch_h, &f);
+    struct kite_informer_options o = {.client = c, .path = "/api/v1/pods", .name = "test", .n_handlers = 1,
+                                      .transform = mark_rv};
+    o.handlers[0] = (struct kite_informer_handlers){on_add, on_update, on_del, on_synced, &f};
+    struct kite_informer *inf;
+    cr_assert_eq(kite_informer_start(&o, &inf), 0);
+    const char *want = "add:a@T1 add:b@T2 update:a@T11 add:c@T12 del:b@T2 del:c@T21";
+    fake_wait_seen(&f, want, 0);
+    cr_assert_str_eq(f.seen, want);
+    json_object *a = kite_informer_get(inf, "ns/a");
+    cr_assert_str_eq(kite_meta_str(a, "resourceVersion"), "T11");
+    json_object_put(a);
+    kite_informer_stop(inf);
+    cr_assert(strstr(f.paths[1], "resourceVersion=15&"), "resumed from the bookmark: %s", f.paths[1]);
+    cr_assert(strstr(f.paths[2], "resourceVersion=20&"), "from the new list: %s", f.paths[2]);
+    kite_client_free(c);
+    fake_release(&f);
+}
+
 /* The factory: two handler sets asking for the same collection share one informer (one list,
  * one watch) and both see every change; another selector is another informer. The cache is
  * readable from any thread, as a copy. */
@@ -141,19 +176,19 @@ Test(informer, factory_shares_one_list_and_watch_per_collection) {
     struct kite_client *c = kite_client_fake_new(list_h, watch_h, &f);
     struct kite_informer_factory *fac = kite_informer_factory_new(c);
     struct kite_informer_handlers h1 = {on_add, on_update, on_del, on_synced, &f}, h2 = {on_add, on_update, on_del, NULL, &g};
-    struct kite_informer *a = kite_informer_factory_watch(fac, "/api/v1/pods", NULL, NULL, &h1);
-    struct kite_informer *b = kite_informer_factory_watch(fac, "/api/v1/pods", NULL, NULL, &h2);
+    struct kite_informer *a = kite_informer_factory_watch(fac, "/api/v1/pods", NULL, NULL, NULL, &h1);
+    struct kite_informer *b = kite_informer_factory_watch(fac, "/api/v1/pods", NULL, NULL, NULL, &h2);
     cr_assert(a && a == b, "one informer for the collection");
     cr_assert_eq(kite_informer_factory_count(fac), 1);
     /* (on a factory never started: its list would take the fake's answers) */
     struct kite_informer_factory *other = kite_informer_factory_new(c);
-    struct kite_informer *all = kite_informer_factory_watch(other, "/api/v1/pods", NULL, NULL, NULL);
-    struct kite_informer *sel = kite_informer_factory_watch(other, "/api/v1/pods", "labelSelector=x", NULL, NULL);
+    struct kite_informer *all = kite_informer_factory_watch(other, "/api/v1/pods", NULL, NULL, NULL, NULL);
+    struct kite_informer *sel = kite_informer_factory_watch(other, "/api/v1/pods", "labelSelector=x", NULL, NULL, NULL);
     cr_assert(all && sel && sel != all);
     cr_assert_eq(kite_informer_factory_count(other), 2);
     kite_informer_factory_free(other);
     cr_assert_eq(kite_informer_factory_start(fac), 0);
-    cr_assert_null(kite_informer_factory_watch(fac, "/api/v1/nodes", NULL, NULL, &h1), "no new informer once started");
+    cr_assert_null(kite_informer_factory_watch(fac, "/api/v1/nodes", NULL, NULL, NULL, &h1), "no new informer once started");
     const char *want = "add:a@1 add:b@2 update:a@11 add:c@12 del:b@2 del:c@21";
     struct fake *both[] = {&f, &g};
     for (size_t i = 0; i < 2; i++) {

@@ -444,6 +444,24 @@ Test(scheduler, no_nodes_and_aggregated_reasons) {
     env_release(&e);
 }
 
+/* The scheduler's form of a Node: its images in one string, everything else shared. */
+Test(scheduler, node_transform_keeps_image_sizes_in_one_string) {
+    json_object *n = node_json("n1", "", "{}", ALLOC, "True");
+    kite_obj_set(kite_obj_get(n, "status"), "images",
+                 fakeapi_json("[{\"names\":[\"a:1\",\"a@sha256:00\"],\"sizeBytes\":10},"
+                              "{\"names\":[\"not one\"],\"sizeBytes\":5},{\"names\":[\"e\"],\"sizeBytes\":7}]"));
+    json_object *t = kite_sched_node_transform(n), *st = kite_obj_get(t, "status");
+    cr_assert_null(kite_obj_get(st, "images"));
+    cr_assert_str_eq(kite_obj_str(st, "imageSizes"), "10 a:1\n10 a@sha256:00\n7 e\n");
+    cr_assert_eq(kite_obj_get(st, "conditions"), kite_obj_get(kite_obj_get(n, "status"), "conditions"), "shared");
+    cr_assert_eq(kite_obj_get(t, "metadata"), kite_obj_get(n, "metadata"), "shared");
+    json_object *again = kite_sched_node_transform(t);
+    cr_assert_eq(again, t, "a transformed Node is kept as it is");
+    json_object_put(again);
+    json_object_put(t);
+    json_object_put(n);
+}
+
 Test(scheduler, prefers_room_and_local_images) {
     struct env e;
     env_init(&e);
