@@ -9,6 +9,7 @@ struct kite_ctl;
 struct binding {
     struct kite_ctl *ctl;
     struct kite_ctl_feed feed;
+    struct kite_informer *inf;
 };
 
 struct kite_ctl {
@@ -45,11 +46,18 @@ static void add(struct kite_ctl_group *g, struct kite_ctl *c) {
     g->ctls[g->n++] = c;
 }
 
+/* Wakes the runner for a change from b's informer. Not while that informer fills its cache: the
+ * runner does not step before it synced, and on_synced wakes it then (a runner woken for each of
+ * 50,000 Nodes listed after a restart only looked and slept again). */
+static void kick(struct binding *b) {
+    if (!b->feed.quiet && kite_informer_synced(b->inf)) kite_ctl_loop_kick(&b->ctl->loop);
+}
+
 static void on_add(void *ud, json_object *obj) {
     struct binding *b = ud;
     if (!b->feed.upsert) return;
     b->feed.upsert(b->ctl->core, obj, b->feed.tag);
-    if (!b->feed.quiet) kite_ctl_loop_kick(&b->ctl->loop);
+    kick(b);
 }
 static void on_update(void *ud, json_object *old, json_object *obj) {
     struct binding *b = ud;
@@ -58,13 +66,13 @@ static void on_update(void *ud, json_object *old, json_object *obj) {
         return;
     }
     b->feed.update(b->ctl->core, old, obj, b->feed.tag);
-    if (!b->feed.quiet) kite_ctl_loop_kick(&b->ctl->loop);
+    kick(b);
 }
 static void on_del(void *ud, json_object *obj) {
     struct binding *b = ud;
     if (!b->feed.del) return;
     b->feed.del(b->ctl->core, obj, b->feed.tag);
-    if (!b->feed.quiet) kite_ctl_loop_kick(&b->ctl->loop);
+    kick(b);
 }
 static void on_synced(void *ud) {
     struct binding *b = ud;
@@ -88,6 +96,7 @@ static int run(struct kite_ctl_group *g, const struct kite_ctl_spec *spec, void 
         struct kite_informer *inf = kite_informer_factory_watch(g->informers, b->feed.path, b->feed.selector, b->feed.project,
                                                                 b->feed.transform, &h);
         if (!inf) return -ENOSPC;
+        b->inf = inf;
         if (!b->feed.no_wait) wait[nwait++] = inf;
     }
     if (ret) *ret = c;

@@ -56,8 +56,9 @@ int kite_ctl_loop_start(struct kite_ctl_loop *l, const char *name, int64_t (*ste
 void kite_ctl_loop_kick(struct kite_ctl_loop *l) {
     if (!l->step) return;
     pthread_mutex_lock(&l->mu);
+    /* a runner already kicked has been signalled, or has not yet looked: it will see the kick */
+    if (!l->kicked) pthread_cond_signal(&l->cond);
     l->kicked = true;
-    pthread_cond_signal(&l->cond);
     pthread_mutex_unlock(&l->mu);
 }
 
