@@ -201,14 +201,19 @@ int kite_agent_compute_status(struct kite_agent *a, json_object *prev, json_obje
     return r;
 }
 
+/* GET of our Node (kite_client_json's result, answer and HTTP code). */
+static int get_node(struct kite_agent *a, long *code, json_object **ret) {
+    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s", a->node_name);
+    return kite_client_json(a->client, "GET", path, NULL, NULL, code, ret);
+}
+
 /* Takes the Node's status as the server has it for the acknowledged one (resync_status). A
  * failed read falls back to a full report; false when the Node is gone (agent_node_gone
  * called). */
 static bool resync_status(struct kite_agent *a) {
-    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s", a->node_name);
     json_object *node = NULL, *st;
     long code = 0;
-    int r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &node);
+    int r = get_node(a, &code, &node);
     a->resync_status = false;
     if (code == 404) {
         json_object_put(node);
@@ -380,10 +385,9 @@ static json_object *build_lease(struct kite_agent *a, json_object *base) {
 
 /* After a 404 on the Lease: is our Node still there? false = gone (agent_node_gone called). */
 static bool node_still_there(struct kite_agent *a) {
-    _cleanup_free_ char *path = kite_asprintf("/api/v1/nodes/%s", a->node_name);
     json_object *node = NULL;
     long code = 0;
-    int r = kite_client_json(a->client, "GET", path, NULL, NULL, &code, &node);
+    int r = get_node(a, &code, &node);
     const char *uid = NULL;
     json_object *meta;
     if (r == 0 && json_object_object_get_ex(node, "metadata", &meta))

@@ -233,8 +233,7 @@ json_object *kite_sched_node_transform(json_object *node) {
     json_object *status = with_member(st, "images", NULL);
     json_object_object_add(status, "imageSizes", json_object_new_string_len(b.p ? b.p : "", (int)b.len));
     kite_buf_release(&b);
-    json_object *out = with_member(node, "status", status);
-    return out;
+    return with_member(node, "status", status);
 }
 
 static void images_load(struct snode *n) {
