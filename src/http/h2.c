@@ -534,7 +534,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
     if (!h || h->complete) return 0; /* a refused request's body is dropped (flow control is still credited) */
     if (len > h->rp.max_body - h->rp.body.len) {
         complete(c, h, &KITE_HTTP_R_BODY_TOO_LARGE);
-        kite_buf_release(&h->rp.body);
+        kite_http_req_body_free(&h->rp.body);
         kite_http_body_release(c->w->srv, &h->req, c->h2->held);
         return 0;
     }
@@ -543,15 +543,15 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
         const struct refusal *bad = kite_http_body_claim(c->w->srv, &h->req, total, c->h2->held);
         if (bad) {
             complete(c, h, bad);
-            kite_buf_release(&h->rp.body); /* dropped, and so its claim */
+            kite_http_req_body_free(&h->rp.body); /* dropped, and so its claim */
             kite_http_body_release(c->w->srv, &h->req, c->h2->held);
             return 0;
         }
         h->rp.allowed = total;
     }
     if (!h->rp.body.len && h->declared && h->declared <= h->rp.max_body) /* allocated once, not doubled into */
-        kite_buf_reserve(&h->rp.body, (size_t)h->declared);
-    kite_buf_append(&h->rp.body, data, len);
+        kite_http_req_body_reserve(&h->rp.body, (size_t)h->declared);
+    kite_http_req_body_append(&h->rp.body, data, len);
     return 0;
 }
 

@@ -7,7 +7,10 @@
 #include "http/request.h"
 
 #include <limits.h>
+#include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define REQ_BUF_KEEP (64u * 1024) /* buffers above this are freed after their request */
 
@@ -21,6 +24,67 @@ const struct refusal KITE_HTTP_R_MALFORMED = {400, "BadRequest", "malformed HTTP
                      KITE_HTTP_R_UNAUTHORIZED = {401, "Unauthorized", "Unauthorized", false},
                      KITE_HTTP_R_BODY_BUDGET = {429, "TooManyRequests",
                                       "too many request bodies in flight, please try again later", true};
+
+/* ---- the body's bytes (request.h) ---- */
+
+/* To cap bytes (cap > len): from the allocator below KITE_HTTP_BODY_MAP_MIN, else mapped
+ * (grown by mremap, which moves pages instead of copying them). A failed mapping falls back
+ * to the allocator. */
+static void body_resize(struct req_body *b, size_t cap) {
+    if (cap < KITE_HTTP_BODY_MAP_MIN && !b->mapped) {
+        bool fresh = !b->p;
+        b->p = kite_realloc(b->p, cap);
+        b->cap = cap;
+        if (fresh) b->p[0] = 0;
+        return;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    cap = (cap + page - 1) / page * page;
+    void *p = b->mapped ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
+                        : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        if (b->mapped) { /* the old mapping is still whole: into the allocator instead */
+            char *q = kite_malloc(cap);
+            memcpy(q, b->p, b->len + 1);
+            munmap(b->p, b->cap);
+            b->p = q;
+        } else {
+            b->p = kite_realloc(b->p, cap);
+        }
+        b->mapped = false;
+    } else {
+        if (!b->mapped) {
+            if (b->p) memcpy(p, b->p, b->len + 1);
+            else ((char *)p)[0] = 0;
+            free(b->p);
+        }
+        b->p = p;
+        b->mapped = true;
+    }
+    if (!b->len) b->p[0] = 0;
+    b->cap = cap;
+}
+
+void kite_http_req_body_reserve(struct req_body *b, size_t n) {
+    if (b->len + n + 1 > b->cap) body_resize(b, b->len + n + 1);
+}
+
+void kite_http_req_body_append(struct req_body *b, const void *data, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1) cap *= 2;
+        body_resize(b, cap);
+    }
+    if (n) memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+void kite_http_req_body_free(struct req_body *b) {
+    if (b->mapped) munmap(b->p, b->cap);
+    else free(b->p);
+    *b = (struct req_body){0};
+}
 
 #define PARSER(h) ((struct req_parser *)((char *)(h) - offsetof(struct req_parser, hp)))
 
@@ -199,8 +263,8 @@ static int on_body(http_parser *h, const char *at, size_t n) {
     }
     /* a declared length is allocated once, not doubled into (a 3 MB body in a 4 MiB buffer) */
     if (!p->body.len && h->content_length != ULLONG_MAX && !(h->flags & F_CHUNKED))
-        kite_buf_reserve(&p->body, n + (size_t)h->content_length);
-    kite_buf_append(&p->body, at, n);
+        kite_http_req_body_reserve(&p->body, n + (size_t)h->content_length);
+    kite_http_req_body_append(&p->body, at, n);
     return 0;
 }
 
@@ -234,7 +298,7 @@ void kite_http_req_parser_init(struct req_parser *p, size_t max_head, size_t max
 void kite_http_req_parser_release(struct req_parser *p) {
     kite_buf_release(&p->url);
     kite_buf_release(&p->hdr);
-    kite_buf_release(&p->body);
+    kite_http_req_body_free(&p->body);
     kite_buf_release(&p->query);
     free(p->path);
     p->path = NULL;
@@ -257,8 +321,9 @@ void kite_http_req_parser_next(struct req_parser *p) {
     kite_buf_reset(&p->url);
     if (p->hdr.cap > REQ_BUF_KEEP) kite_buf_release(&p->hdr);
     kite_buf_reset(&p->hdr);
-    if (p->body.cap > REQ_BUF_KEEP) kite_buf_release(&p->body);
-    kite_buf_reset(&p->body);
+    if (p->body.cap > REQ_BUF_KEEP) kite_http_req_body_free(&p->body);
+    p->body.len = 0;
+    if (p->body.p) p->body.p[0] = 0;
     kite_buf_reset(&p->query);
     free(p->path);
     p->path = NULL;
@@ -275,7 +340,7 @@ void kite_http_req_parser_next(struct req_parser *p) {
 void kite_http_req_parser_trim(struct req_parser *p) {
     kite_buf_release(&p->url);
     kite_buf_release(&p->hdr);
-    kite_buf_release(&p->body);
+    kite_http_req_body_free(&p->body);
     kite_buf_release(&p->query);
 }
 

@@ -24,6 +24,22 @@ struct refusal {
 extern const struct refusal KITE_HTTP_R_MALFORMED, KITE_HTTP_R_NUL_PATH, KITE_HTTP_R_NUL_QUERY, KITE_HTTP_R_NUL_HEADER, KITE_HTTP_R_BODY_TOO_LARGE,
     KITE_HTTP_R_URL_TOO_LONG, KITE_HTTP_R_HEADERS_TOO_LARGE, KITE_HTTP_R_UNAUTHORIZED, KITE_HTTP_R_BODY_BUDGET;
 
+/* A request body's bytes, NUL-terminated when not empty. From KITE_HTTP_BODY_MAP_MIN bytes on
+ * they are pages of their own (mmap), unmapped when the body is freed: the memory of a burst of
+ * large bodies goes back to the kernel at once. Freed to an allocator it may not: mimalloc
+ * gives back a freed span of a segment only when that segment is touched again, so an idle
+ * worker kept ~100 MB after the connections holding it closed. */
+#define KITE_HTTP_BODY_MAP_MIN (128u * 1024)
+struct req_body {
+    char *p;
+    size_t len, cap;              /* cap: bytes at p, the terminator's included */
+    bool mapped;                  /* p is a mapping of cap bytes */
+};
+/* Room for exactly n more bytes (a declared length: allocated once, not doubled into). */
+void kite_http_req_body_reserve(struct req_body *b, size_t n);
+void kite_http_req_body_append(struct req_body *b, const void *data, size_t n);
+void kite_http_req_body_free(struct req_body *b);
+
 struct req_parser;
 /* What the connection decides about a body (set by it; both optional). head: the head is
  * complete and a body follows (declared: its Content-Length, 0 when chunked); NULL to read it
@@ -45,7 +61,7 @@ struct req_parser {
     size_t n_hdr;
     bool hdr_in_value;            /* the last header callback was a value */
     size_t head_bytes;            /* URL + headers so far */
-    struct kite_buf body;         /* NUL-terminated when not empty */
+    struct req_body body;
     char *path;                   /* decoded path (owned); set with head_done */
     struct kite_buf query;        /* "name\0value\0"...; "?watch" has value "" */
     bool begun;                   /* a byte of a request was parsed */

@@ -3,6 +3,9 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define MAX_HEAD 256
 #define MAX_BODY 64
@@ -260,4 +263,69 @@ Test(request, grow_hook_claims_a_chunked_body_chunk_by_chunk) {
         cr_assert_eq(p.body.len, 16, "the third chunk was refused from its size, before its bytes");
         kite_http_req_parser_release(&p);
     }
+}
+
+static long resident_kib(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, res = 0;
+    cr_assert(f && fscanf(f, "%ld %ld", &size, &res) == 2);
+    fclose(f);
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+Test(request, a_large_body_goes_back_to_the_kernel_when_freed) {
+    /* a declared 48 MiB body: pages of its own, not the allocator's, so releasing the parser
+     * lowers the resident set at once (an allocator may keep freed spans resident) */
+    const size_t n = 48u << 20;
+    char head[128];
+    int hn = snprintf(head, sizeof head, "PUT /a HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", n);
+    char *chunk = malloc(1 << 20);
+    memset(chunk, 'b', 1 << 20);
+    struct req_parser p;
+    kite_http_req_parser_init(&p, MAX_HEAD, n);
+    size_t used;
+    cr_assert_eq(kite_http_req_parser_feed(&p, head, (size_t)hn, &used), REQ_MORE);
+    enum req_status st = REQ_MORE;
+    for (size_t off = 0; off < n; off += 1 << 20) st = kite_http_req_parser_feed(&p, chunk, 1 << 20, &used);
+    cr_assert_eq(st, REQ_DONE);
+    cr_assert_eq(p.body.len, n);
+    cr_assert(p.body.mapped);
+    cr_assert_eq(p.body.p[0], 'b');
+    cr_assert_eq(p.body.p[n - 1], 'b');
+    cr_assert_eq(p.body.p[n], 0, "NUL-terminated");
+    long held = resident_kib();
+    kite_http_req_parser_release(&p);
+    long after = resident_kib();
+    cr_assert_geq(held - after, 44 * 1024, "resident %ld KiB with the body, %ld KiB after", held, after);
+    free(chunk);
+}
+
+Test(request, a_chunked_body_grows_into_its_own_pages) {
+    /* 300 chunks of 1,000 bytes: from the allocator, then past KITE_HTTP_BODY_MAP_MIN moved into
+     * a mapping and grown there; every byte in order */
+    struct kite_buf in = {0};
+    kite_buf_puts(&in, "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+    char data[1000];
+    for (int i = 0; i < 300; i++) {
+        for (size_t j = 0; j < sizeof data; j++) data[j] = (char)('a' + (i + (int)j) % 26);
+        kite_buf_puts(&in, "3e8\r\n");
+        kite_buf_append(&in, data, sizeof data);
+        kite_buf_puts(&in, "\r\n");
+    }
+    kite_buf_puts(&in, "0\r\n\r\n");
+    struct req_parser p;
+    kite_http_req_parser_init(&p, MAX_HEAD, 1 << 20);
+    size_t taken;
+    cr_assert_eq(feed(&p, in.p, in.len, 4096, &taken), REQ_DONE);
+    cr_assert_eq(p.body.len, 300000);
+    cr_assert(p.body.mapped);
+    for (size_t k = 0; k < p.body.len; k++)
+        cr_assert_eq(p.body.p[k], (char)('a' + (k / 1000 + k % 1000) % 26), "byte %zu", k);
+    cr_assert_eq(p.body.p[p.body.len], 0);
+    /* the next request starts from an empty, unmapped body */
+    kite_http_req_parser_next(&p);
+    cr_assert_eq(p.body.len, 0);
+    cr_assert_not(p.body.mapped);
+    kite_http_req_parser_release(&p);
+    kite_buf_release(&in);
 }
