@@ -140,6 +140,17 @@ static void report(const char *what, int64_t *v, size_t n) {
            v[n - 1] / 1e6);
 }
 
+/* Bytes this process had written to the disk so far (/proc/self/io), -1 where unknown. */
+static long long disk_written(void) {
+    FILE *f = fopen("/proc/self/io", "r");
+    long long v = -1;
+    char line[128];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "write_bytes: %lld", &v) == 1) break;
+    if (f) fclose(f);
+    return v;
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: store-hold DIR KEYS RATE SECONDS [HISTORY] [PREFILL_ROUNDS]\n");
@@ -179,6 +190,7 @@ int main(int argc, char **argv) {
     printf("store-hold: %.0f renewals/s (each key every %.1f s), history %lld revisions, %d s\n", RATE, KEYS / RATE,
            (long long)history, seconds);
     fflush(stdout);
+    long long w0 = disk_written();
     pthread_create(&ct, NULL, compactor, (void *)(intptr_t)history);
     t_start = now_ns() + 100000000LL;
     for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, renewer, (void *)(intptr_t)t);
@@ -201,7 +213,11 @@ int main(int argc, char **argv) {
     stop = 1;
     for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
     pthread_join(ct, NULL);
-    report("all        ", all_lat, KITE_MIN(atomic_load(&n_all), max_all));
+    size_t n_done = KITE_MIN(atomic_load(&n_all), max_all);
+    report("all        ", all_lat, n_done);
+    long long w1 = disk_written();
+    if (w0 >= 0 && w1 >= 0)
+        printf("  disk %.2f GB written, %.1f KB per write", (w1 - w0) / 1e9, n_done ? (w1 - w0) / 1e3 / n_done : 0.0);
     printf("\n");
     kite_store_close(store);
     return 0;
