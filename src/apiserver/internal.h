@@ -1,6 +1,7 @@
 /* Internals shared by the API server's files. One struct req per HTTP request carries the
  * parsed route, the effective user and the timing used for metrics; it is freed by reply_*(). */
 #pragma once
+#include "base/wgroup.h"
 #include "api/registry.h"
 #include "api/selector.h"
 #include "apiserver/apiserver.h"
@@ -44,6 +45,7 @@ struct kite_storage {           /* one per storage folder (events shares one bet
 };
 
 struct kite_apiserver {
+    struct kite_wgroup streams; /* the exec/attach and log proxies' threads (streamproxy.c, logproxy.c) */
     bool always_allow;          /* --authorization-mode=AlwaysAllow */
     char kube_dns_ip[16];       /* kube-system/kube-dns's ClusterIP once made or found; "" = none */
     struct kite_clock *clock;   /* every timestamp and timer (a fake one in unit tests) */

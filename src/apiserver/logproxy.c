@@ -118,8 +118,18 @@ int kite_apiserver_kubelet_client(const char *data_dir, char **ret_cert, char **
     return 0;
 }
 
+static void *proxy_thread_run(struct proxy *p);
+
+/* The thread's last act is leaving the server's count of them, so its stop waits for it. */
 static void *proxy_thread(void *ud) {
     struct proxy *p = ud;
+    struct kite_apiserver *s = p->rq->srv;
+    proxy_thread_run(p);
+    kite_wgroup_done(&s->streams);
+    return NULL;
+}
+
+static void *proxy_thread_run(struct proxy *p) {
     const char *data_dir = p->rq->srv->data_dir;
     _cleanup_free_ char *cp = NULL, *cert = NULL, *key = NULL;
     int r = kite_apiserver_kubelet_client(data_dir, &cert, &key, &cp);
@@ -254,9 +264,11 @@ void kite_apiserver_handle_connect(struct req *rq, const struct kite_subresource
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    kite_wgroup_add(&s->streams);
     int r = pthread_create(&t, &at, proxy_thread, p);
     pthread_attr_destroy(&at);
     if (r != 0) {
+        kite_wgroup_done(&s->streams);
         p->rq = NULL;
         unref(p);
         unref(p);

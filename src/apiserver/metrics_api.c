@@ -407,7 +407,8 @@ int kite_apiserver_metrics_api_start(struct kite_apiserver *s, int64_t resolutio
     pthread_condattr_destroy(&ca);
     int r = pthread_create(&m->thread, NULL, scrape_thread, m);
     m->started = r == 0;
-    s->metrics_api = m;
+    /* published: the HTTP workers serve already, and a request may come meanwhile */
+    __atomic_store_n(&s->metrics_api, m, __ATOMIC_RELEASE);
     return -r;
 }
 
@@ -622,7 +623,7 @@ bool kite_apiserver_metrics_api_handle(struct req *rq) {
     struct kite_field_selector *fs = NULL;
     if (!rq->name && !kite_apiserver_parse_selectors(rq, &ls, &fs)) return true;
     struct kite_apiserver *s = rq->srv;
-    struct kite_metrics_api *m = s->metrics_api;
+    struct kite_metrics_api *m = __atomic_load_n(&s->metrics_api, __ATOMIC_ACQUIRE);
     int64_t now = kite_now_wall(s->clock);
     bool nodes = rq->res == &NODE_METRICS;
     const struct kite_resource *obj_row = kite_registry_find("", "v1", nodes ? "nodes" : "pods");

@@ -772,6 +772,7 @@ int kite_apiserver_start(const struct kite_apiserver_options *o, struct kite_api
     s->storage_log.interval_ns = KITE_NS_PER_SEC;
     pthread_mutex_init(&s->mu, NULL);
     kite_cond_init_mono(&s->cond); /* housekeeping's timed waits */
+    kite_wgroup_init(&s->streams);
     char *err = NULL;
     int r = start(s, o, &err);
     if (r < 0) {
@@ -796,6 +797,9 @@ void kite_apiserver_stop(struct kite_apiserver *s) {
     pthread_mutex_unlock(&s->mu);
     if (s->compactor_started) pthread_join(s->compactor, NULL);
     kite_http_stop(s->http); /* waits for pending replies: retries still run meanwhile */
+    /* their streams ended with the HTTP server's (tunnels closed, log fetches cancelled); what
+     * is left of each thread (audit, freeing its request) uses the server */
+    kite_wgroup_wait(&s->streams);
     kite_apiserver_metrics_api_stop(s);     /* its scrapes read the caches */
     kite_apiserver_bulk_stop(s);
     kite_apiserver_inflight_stop(s);

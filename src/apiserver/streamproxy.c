@@ -29,17 +29,22 @@ static atomic_int streams;
 
 struct sproxy {
     struct req *rq;
+    struct kite_apiserver *srv;
+    bool started;                 /* a thread of srv->streams runs it */
     char *host, *path, *headers;
     uint16_t port;
 };
 
 static void sproxy_free(struct sproxy *p) {
+    struct kite_apiserver *s = p->srv;
+    bool started = p->started;
     kite_apiserver_req_free(p->rq);
     free(p->host);
     free(p->path);
     free(p->headers);
     free(p);
     atomic_fetch_sub(&streams, 1);
+    if (started) kite_wgroup_done(&s->streams); /* the thread's last act */
 }
 
 static void *stream_thread(void *ud) {
@@ -128,6 +133,7 @@ void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_
     }
     struct sproxy *p = kite_calloc(1, sizeof *p);
     p->rq = rq;
+    p->srv = rq->srv;
     p->host = kite_strdup(host);
     p->port = port;
     const char *target = kite_http_target(rq->http), *q = strchr(target, '?');
@@ -155,9 +161,13 @@ void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 512 * 1024);
+    p->started = true;
+    kite_wgroup_add(&p->srv->streams);
     int r = pthread_create(&t, &at, stream_thread, p);
     pthread_attr_destroy(&at);
     if (r != 0) {
+        kite_wgroup_done(&p->srv->streams);
+        p->started = false;
         p->rq = NULL;
         sproxy_free(p);
         kite_apiserver_reply_error(rq, 500, "InternalError", "starting the stream: %s", strerror(r));

@@ -80,12 +80,16 @@ void kite_http_add_header(struct kite_http_req *pub, const char *name, const cha
     kite_buf_printf(&r->hdrs, "%s: %s\r\n", name, value);
 }
 
+/* The last answer may let kite_http_stop go on and free srv: that one is counted under the
+ * lock stop waits with, and nothing of srv is touched after it unlocks. The others leave one
+ * of at least two, so stop still waits, and they touch nothing after. */
 void kite_http_pending_done(struct kite_http_server *srv) {
-    if (atomic_fetch_sub(&srv->n_pending, 1) == 1 && atomic_load(&srv->stopping)) {
-        pthread_mutex_lock(&srv->lock);
-        pthread_cond_broadcast(&srv->cond);
-        pthread_mutex_unlock(&srv->lock);
-    }
+    long n = atomic_load(&srv->n_pending);
+    while (n > 1)
+        if (atomic_compare_exchange_weak(&srv->n_pending, &n, n - 1)) return;
+    pthread_mutex_lock(&srv->lock);
+    if (atomic_fetch_sub(&srv->n_pending, 1) == 1) pthread_cond_broadcast(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
 }
 
 /* True when the caller is the connection's worker, inside the handler or a defer callback for

@@ -647,12 +647,13 @@ static void *hook_thread(void *ud) {
     pthread_mutex_lock(&p->lock);
     p->hook_done = kite_realloc(p->hook_done, (p->n_hook_done + 1) * sizeof(*p->hook_done));
     p->hook_done[p->n_hook_done++] = (struct hook_done){.uid = j->uid, .ctr = j->ctr, .error = error};
-    p->n_hooks--;
-    pthread_cond_broadcast(&p->hooks_cv);
-    pthread_mutex_unlock(&p->lock);
     uint64_t one = 1;
     if (write(p->wake_fd, &one, sizeof(one)) < 0) {
     }
+    /* last: once n_hooks is 0 the stop may close wake_fd and free p */
+    p->n_hooks--;
+    pthread_cond_broadcast(&p->hooks_cv);
+    pthread_mutex_unlock(&p->lock);
     free(j->cid);
     kite_strv_free(j->argv, j->argc);
     free(j);

@@ -11,6 +11,7 @@
 #include "base/gotime.h"
 #include "base/log.h"
 #include "base/map.h"
+#include "base/wgroup.h"
 
 Test(base, buf_printf_and_json_escape) {
     struct kite_buf b = {0};
@@ -283,4 +284,46 @@ Test(base, mem_trim_from_many_threads_at_once) {
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) crashed++;
     }
     cr_assert_eq(crashed, 0, "%d of 20 processes crashed trimming from 16 threads at once", crashed);
+}
+
+/* Detached threads whose owner frees what they use once wait() returns: each one's last writes
+ * land before it (under ASan a write after the free would be reported). */
+struct wg_owner {
+    struct kite_wgroup g;
+    int *slots;
+};
+struct wg_job {
+    struct wg_owner *o;
+    int i;
+};
+
+static void *wg_thread(void *ud) {
+    struct wg_job *j = ud;
+    struct wg_owner *o = j->o;
+    usleep((useconds_t)(j->i % 4) * 5000);
+    o->slots[j->i] = j->i + 1;
+    free(j);
+    kite_wgroup_done(&o->g);
+    return NULL;
+}
+
+Test(base, wgroup_waits_for_every_detached_thread) {
+    struct wg_owner *o = kite_calloc(1, sizeof *o);
+    o->slots = kite_calloc(16, sizeof *o->slots);
+    kite_wgroup_init(&o->g);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    for (int i = 0; i < 16; i++) {
+        struct wg_job *j = kite_calloc(1, sizeof *j);
+        *j = (struct wg_job){o, i};
+        kite_wgroup_add(&o->g);
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, &at, wg_thread, j), 0);
+    }
+    pthread_attr_destroy(&at);
+    kite_wgroup_wait(&o->g);
+    for (int i = 0; i < 16; i++) cr_assert_eq(o->slots[i], i + 1, "thread %d had not finished", i);
+    free(o->slots);
+    free(o);
 }
