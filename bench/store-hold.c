@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,6 +142,12 @@ static void report(const char *what, int64_t *v, size_t n) {
 }
 
 /* Bytes this process had written to the disk so far (/proc/self/io), -1 where unknown. */
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static long long disk_written(void) {
     FILE *f = fopen("/proc/self/io", "r");
     long long v = -1;
@@ -191,6 +198,9 @@ int main(int argc, char **argv) {
            (long long)history, seconds);
     fflush(stdout);
     long long w0 = disk_written();
+    double c0 = cpu_seconds();
+    struct kite_store_stats st0;
+    kite_store_stats(store, &st0);
     pthread_create(&ct, NULL, compactor, (void *)(intptr_t)history);
     t_start = now_ns() + 100000000LL;
     for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, renewer, (void *)(intptr_t)t);
@@ -216,8 +226,13 @@ int main(int argc, char **argv) {
     size_t n_done = KITE_MIN(atomic_load(&n_all), max_all);
     report("all        ", all_lat, n_done);
     long long w1 = disk_written();
+    double c1 = cpu_seconds();
+    struct kite_store_stats st1;
+    kite_store_stats(store, &st1);
     if (w0 >= 0 && w1 >= 0)
         printf("  disk %.2f GB written, %.1f KB per write", (w1 - w0) / 1e9, n_done ? (w1 - w0) / 1e3 / n_done : 0.0);
+    printf("  CPU %.1f us per write, %.1f writes per commit", n_done ? (c1 - c0) * 1e6 / n_done : 0.0,
+           st1.batches > st0.batches ? (double)(st1.writes - st0.writes) / (double)(st1.batches - st0.batches) : 0.0);
     printf("\n");
     kite_store_close(store);
     return 0;

@@ -401,6 +401,11 @@ static void dispatch(struct kite_http_req *hr, void *ud) {
         kite_buf_printf(&b, "# HELP kite_store_commits_failed_total Store transactions that failed in storage (their writes got errors).\n"
                             "# TYPE kite_store_commits_failed_total counter\nkite_store_commits_failed_total %llu\n",
                         (unsigned long long)st.commits_failed);
+        kite_buf_printf(&b, "# HELP kite_store_writes_total Writes the store applied.\n"
+                            "# TYPE kite_store_writes_total counter\nkite_store_writes_total %llu\n"
+                            "# HELP kite_store_batches_total Store transactions committed (one fsync each: writes/batches is the group commit's size).\n"
+                            "# TYPE kite_store_batches_total counter\nkite_store_batches_total %llu\n",
+                        (unsigned long long)st.writes, (unsigned long long)st.batches);
         kite_audit_metrics(s->audit, &b);
         kite_apiserver_nodestate_metrics(s, &b);
         kite_apiserver_inflight_metrics(s, &b);

@@ -43,6 +43,12 @@
  * 64 MiB over 10,000 nodes), while reads of pages not cached come from the mmap window. */
 #define KITE_STORE_CACHE_KIB 8192
 #define KITE_STORE_MMAP_BYTES (256 * 1024 * 1024)
+/* Group commit under a stream of concurrent writes: a batch is taken at least this long after
+ * the one before it was, when that one held more than one write, so the writes that come
+ * meanwhile share its commit and fsync. Without it, at 10,000 lease renewals a second the
+ * writer committed ~1,500 times a second, ~7 writes each, and the fsyncs were a third of its
+ * time. One client's writes one after another (batches of one) are never held. */
+#define KITE_STORE_COMMIT_GAP_NS (2 * 1000 * 1000)
 /* How long readers wait on SQLite's internal locks (only contended during checkpoints). */
 #define KITE_STORE_BUSY_MS 10000
 /* Revisions compacted per writer-thread transaction (see kite_store_compact): a step holds the
@@ -495,6 +501,15 @@ static void *writer_main(void *arg) {
             continue;
         }
         if (!s->q_head) break; /* stopping and drained */
+        if (s->batch_n > 1) {
+            int64_t due = s->batch_ns + KITE_STORE_COMMIT_GAP_NS;
+            while (s->q_len < KITE_STORE_BATCH_MAX && !s->stopping && !s->compact_req &&
+                   kite_now_mono(kite_clock_real()) < due) {
+                struct timespec ts = {due / KITE_NS_PER_SEC, due % KITE_NS_PER_SEC};
+                pthread_cond_timedwait(&s->q_cond, &s->q_mu, &ts); /* enqueue signals at a full batch */
+            }
+            if (s->compact_req) continue;
+        }
         /* Take everything queued (up to a batch): this is the group commit. */
         struct pending *batch = s->q_head, *last = batch;
         size_t n = 1;
@@ -506,6 +521,8 @@ static void *writer_main(void *arg) {
         if (!s->q_head) s->q_tail = &s->q_head;
         last->next = NULL;
         s->q_len -= n;
+        s->batch_ns = kite_now_mono(kite_clock_real());
+        s->batch_n = n;
         pthread_mutex_unlock(&s->q_mu);
         run_batch(s, batch);
         marker_tick(s);
@@ -843,7 +860,7 @@ static int sq_submit(struct kite_store *b, const struct kite_write *w, kite_writ
     else {
         *s->q_tail = p;
         s->q_tail = &p->next;
-        if (s->q_len++ == 0) pthread_cond_signal(&s->q_cond);
+        if (s->q_len++ == 0 || s->q_len == KITE_STORE_BATCH_MAX) pthread_cond_signal(&s->q_cond);
     }
     pthread_mutex_unlock(&s->q_mu);
     if (r < 0) {

@@ -66,6 +66,8 @@ struct sqlite_store {
     struct pending *q_head, **q_tail;
     size_t q_len;
     bool stopping;
+    int64_t batch_ns;  /* writer: when the last batch was taken (monotonic) */
+    size_t batch_n;    /* writer: its writes */
     int64_t compact_req; /* > 0: a compaction is requested (under q_mu) */
     int compact_res;
     uint64_t compact_gen; /* bumped when a compaction finished */
