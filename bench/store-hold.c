@@ -141,13 +141,14 @@ static void report(const char *what, int64_t *v, size_t n) {
            v[n - 1] / 1e6);
 }
 
-/* Bytes this process had written to the disk so far (/proc/self/io), -1 where unknown. */
+/* CPU seconds this process used so far (every thread). */
 static double cpu_seconds(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/* Bytes this process had written to the disk so far (/proc/self/io), -1 where unknown. */
 static long long disk_written(void) {
     FILE *f = fopen("/proc/self/io", "r");
     long long v = -1;

@@ -118,18 +118,7 @@ int kite_apiserver_kubelet_client(const char *data_dir, char **ret_cert, char **
     return 0;
 }
 
-static void *proxy_thread_run(struct proxy *p);
-
-/* The thread's last act is leaving the server's count of them, so its stop waits for it. */
-static void *proxy_thread(void *ud) {
-    struct proxy *p = ud;
-    struct kite_apiserver *s = p->rq->srv;
-    proxy_thread_run(p);
-    kite_wgroup_done(&s->streams);
-    return NULL;
-}
-
-static void *proxy_thread_run(struct proxy *p) {
+static void proxy_run(struct proxy *p) {
     const char *data_dir = p->rq->srv->data_dir;
     _cleanup_free_ char *cp = NULL, *cert = NULL, *key = NULL;
     int r = kite_apiserver_kubelet_client(data_dir, &cert, &key, &cp);
@@ -138,7 +127,7 @@ static void *proxy_thread_run(struct proxy *p) {
         kite_apiserver_reply_error(rq, 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));
         unref(p);
         unref(p);
-        return NULL;
+        return;
     }
     struct kite_http_fetch_options fo = {.host = p->host, .port = p->port, .path = p->path, .cert_pem = cert,
                                          .key_pem = key, .timeout_ms = KITE_PROXY_CONNECT_MS};
@@ -155,20 +144,20 @@ static void *proxy_thread_run(struct proxy *p) {
                                        : strerror(-r));
         unref(p);
         unref(p);
-        return NULL;
+        return;
     }
     if (code != 200) {
         relay_error(p, code);
         unref(p);
         unref(p);
-        return NULL;
+        return;
     }
     struct kite_http_stream *st = NULL;
     if (kite_http_stream_begin(p->rq->http, 200, "text/plain", pull, done, p, &st) < 0) {
         /* answered 500 by the layer; done() will not come */
         unref(p);
         unref(p);
-        return NULL;
+        return;
     }
     pthread_mutex_lock(&p->mu);
     if (!p->gone) p->stream = st;
@@ -186,6 +175,14 @@ static void *proxy_thread_run(struct proxy *p) {
         if (stop) break;
     }
     unref(p);
+}
+
+/* The thread's last act is leaving the server's count of them, so its stop waits for it. */
+static void *proxy_thread(void *ud) {
+    struct proxy *p = ud;
+    struct kite_apiserver *s = p->rq->srv;
+    proxy_run(p);
+    kite_wgroup_done(&s->streams);
     return NULL;
 }
 

@@ -29,33 +29,27 @@ static atomic_int streams;
 
 struct sproxy {
     struct req *rq;
-    struct kite_apiserver *srv;
-    bool started;                 /* a thread of srv->streams runs it */
     char *host, *path, *headers;
     uint16_t port;
 };
 
 static void sproxy_free(struct sproxy *p) {
-    struct kite_apiserver *s = p->srv;
-    bool started = p->started;
     kite_apiserver_req_free(p->rq);
     free(p->host);
     free(p->path);
     free(p->headers);
     free(p);
     atomic_fetch_sub(&streams, 1);
-    if (started) kite_wgroup_done(&s->streams); /* the thread's last act */
 }
 
-static void *stream_thread(void *ud) {
-    struct sproxy *p = ud;
+static void stream_run(struct sproxy *p) {
     const char *data_dir = p->rq->srv->data_dir;
     _cleanup_free_ char *cp = NULL, *cert = NULL, *key = NULL;
     int r = kite_apiserver_kubelet_client(data_dir, &cert, &key, &cp);
     if (r < 0) {
         kite_apiserver_reply_error(TAKE_PTR(p->rq), 500, "InternalError", "reading the kubelet client certificate %s: %s", cp, strerror(-r));
         sproxy_free(p);
-        return NULL;
+        return;
     }
     struct kite_http_fetch_options fo = {.host = p->host, .port = p->port, .path = p->path, .cert_pem = cert,
                                          .key_pem = key, .timeout_ms = KITE_STREAM_PROXY_CONNECT_MS,
@@ -72,7 +66,7 @@ static void *stream_thread(void *ud) {
                     : r == -EPROTO     ? "TLS handshake with the node agent failed"
                                        : strerror(-r));
         sproxy_free(p);
-        return NULL;
+        return;
     }
     if (code != 101) {
         struct kite_buf b = {0};
@@ -85,7 +79,7 @@ static void *stream_thread(void *ud) {
         kite_apiserver_reply_error(TAKE_PTR(p->rq), code >= 400 && code < 600 ? code : 500, kite_apiserver_agent_reason(code), "%s", b.p ? b.p : "");
         kite_buf_release(&b);
         sproxy_free(p);
-        return NULL;
+        return;
     }
     static const char *const pass[] = {"Upgrade", "Connection", "Sec-WebSocket-Accept", "Sec-WebSocket-Protocol",
                                        "X-Stream-Protocol-Version"};
@@ -98,7 +92,7 @@ static void *stream_thread(void *ud) {
         kite_http_fetch_close(f);
         kite_apiserver_reply_error(TAKE_PTR(p->rq), 500, "InternalError", "the node agent answered 101 without an upgrade");
         sproxy_free(p);
-        return NULL;
+        return;
     }
     kite_apiserver_audit(p->rq, KITE_AUDIT_RESPONSE_STARTED, 101);
     r = kite_http_upgrade(p->rq->http, &client);
@@ -109,6 +103,14 @@ static void *stream_thread(void *ud) {
     kite_http_tunnel_close(agent);
     kite_apiserver_audit(p->rq, KITE_AUDIT_RESPONSE_COMPLETE, 101);
     sproxy_free(p);
+}
+
+/* The thread's last act is leaving the server's count of them, so its stop waits for it. */
+static void *stream_thread(void *ud) {
+    struct sproxy *p = ud;
+    struct kite_apiserver *s = p->rq->srv;
+    stream_run(p);
+    kite_wgroup_done(&s->streams);
     return NULL;
 }
 
@@ -133,7 +135,6 @@ void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_
     }
     struct sproxy *p = kite_calloc(1, sizeof *p);
     p->rq = rq;
-    p->srv = rq->srv;
     p->host = kite_strdup(host);
     p->port = port;
     const char *target = kite_http_target(rq->http), *q = strchr(target, '?');
@@ -161,13 +162,11 @@ void kite_apiserver_stream_proxy_start(struct req *rq, const char *host, uint16_
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 512 * 1024);
-    p->started = true;
-    kite_wgroup_add(&p->srv->streams);
+    kite_wgroup_add(&rq->srv->streams);
     int r = pthread_create(&t, &at, stream_thread, p);
     pthread_attr_destroy(&at);
     if (r != 0) {
-        kite_wgroup_done(&p->srv->streams);
-        p->started = false;
+        kite_wgroup_done(&rq->srv->streams);
         p->rq = NULL;
         sproxy_free(p);
         kite_apiserver_reply_error(rq, 500, "InternalError", "starting the stream: %s", strerror(r));

@@ -31,35 +31,28 @@ const struct refusal KITE_HTTP_R_MALFORMED = {400, "BadRequest", "malformed HTTP
  * (grown by mremap, which moves pages instead of copying them). A failed mapping falls back
  * to the allocator. */
 static void body_resize(struct req_body *b, size_t cap) {
-    if (cap < KITE_HTTP_BODY_MAP_MIN && !b->mapped) {
-        bool fresh = !b->p;
-        b->p = kite_realloc(b->p, cap);
-        b->cap = cap;
-        if (fresh) b->p[0] = 0;
-        return;
+    void *p = MAP_FAILED;
+    if (cap >= KITE_HTTP_BODY_MAP_MIN || b->mapped) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        cap = (cap + page - 1) / page * page;
+        p = b->mapped ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
+                      : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     }
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    cap = (cap + page - 1) / page * page;
-    void *p = b->mapped ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
-                        : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        if (b->mapped) { /* the old mapping is still whole: into the allocator instead */
-            char *q = kite_malloc(cap);
-            memcpy(q, b->p, b->len + 1);
-            munmap(b->p, b->cap);
-            b->p = q;
-        } else {
-            b->p = kite_realloc(b->p, cap);
-        }
-        b->mapped = false;
-    } else {
-        if (!b->mapped) {
-            if (b->p) memcpy(p, b->p, b->len + 1);
-            else ((char *)p)[0] = 0;
+    if (p != MAP_FAILED) {
+        if (!b->mapped && b->p) {
+            memcpy(p, b->p, b->len + 1);
             free(b->p);
         }
         b->p = p;
         b->mapped = true;
+    } else if (b->mapped) { /* the old mapping is still whole: into the allocator instead */
+        char *q = kite_malloc(cap);
+        memcpy(q, b->p, b->len + 1);
+        munmap(b->p, b->cap);
+        b->p = q;
+        b->mapped = false;
+    } else {
+        b->p = kite_realloc(b->p, cap);
     }
     if (!b->len) b->p[0] = 0;
     b->cap = cap;
