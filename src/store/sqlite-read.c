@@ -4,6 +4,7 @@
  * transactions, and bounding every query by a revision <= the applied revision keeps results
  * consistent with what the in-memory state has published. */
 #include "store/store-int.h"
+#include "base/clock.h"
 
 static int cmp_rec(const void *a, const void *b) {
     return strcmp((*(struct kite_record *const *)a)->key, (*(struct kite_record *const *)b)->key);
@@ -44,6 +45,241 @@ static struct kite_record *row_rec(struct sqlite_store *s, sqlite3_stmt *st) {
     return r;
 }
 
+/* ---- range at a revision ---- */
+
+/* A key under the range's prefix as live and gone held it: its newest row's revision, and the
+ * live record (NULL when gone). */
+struct cand {
+    const char *key; /* the record's key, or owned (gone) */
+    struct kite_record *rec;
+    int64_t newest;
+};
+
+static int cmp_cand(const void *a, const void *b) {
+    return strcmp(((const struct cand *)a)->key, ((const struct cand *)b)->key);
+}
+
+static void cand_free(struct cand *c) {
+    if (c->rec) kite_record_unref(c->rec);
+    else free((char *)c->key);
+}
+
+/* Moves the k smallest of c[0..n) (by key) to c[0..k), sorted: a max-heap of k over the rest, so
+ * a page of a large prefix costs O(n log k), not a sort of every key after the page's start. */
+static void smallest_sorted(struct cand *c, size_t n, size_t k) {
+    if (k >= n) {
+        qsort(c, n, sizeof(*c), cmp_cand);
+        return;
+    }
+    /* heapify c[0..k) as a max-heap */
+    for (size_t i = k / 2; i-- > 0;) {
+        for (size_t j = i;;) {
+            size_t l = 2 * j + 1, m = j;
+            if (l < k && cmp_cand(&c[l], &c[m]) > 0) m = l;
+            if (l + 1 < k && cmp_cand(&c[l + 1], &c[m]) > 0) m = l + 1;
+            if (m == j) break;
+            struct cand t = c[j]; c[j] = c[m]; c[m] = t;
+            j = m;
+        }
+    }
+    for (size_t i = k; i < n; i++) {
+        if (cmp_cand(&c[i], &c[0]) >= 0) continue;
+        struct cand t = c[0]; c[0] = c[i]; c[i] = t;
+        for (size_t j = 0;;) {
+            size_t l = 2 * j + 1, m = j;
+            if (l < k && cmp_cand(&c[l], &c[m]) > 0) m = l;
+            if (l + 1 < k && cmp_cand(&c[l + 1], &c[m]) > 0) m = l + 1;
+            if (m == j) break;
+            struct cand t2 = c[j]; c[j] = c[m]; c[m] = t2;
+            j = m;
+        }
+    }
+    qsort(c, k, sizeof(*c), cmp_cand);
+}
+
+/* The rows a chain walk reads (caller holds rdb_mu): a row's predecessor, and a whole row. */
+struct chain {
+    sqlite3_stmt *prev, *row;
+};
+
+static int chain_prepare(struct sqlite_store *s, struct chain *ch) {
+    if (sqlite3_prepare_v2(s->rdb, "SELECT prev_rev FROM kv WHERE rev = ?1", -1, &ch->prev, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->rdb, "SELECT rev, key, create_rev, version, deleted, value FROM kv WHERE rev = ?1", -1,
+                           &ch->row, NULL) != SQLITE_OK)
+        return -EIO;
+    return 0;
+}
+
+static void chain_finalize(struct chain *ch) {
+    sqlite3_finalize(ch->prev);
+    sqlite3_finalize(ch->row);
+}
+
+/* The row at rev as a record: 0 with *ret (NULL when compaction removed it or it is a
+ * tombstone), -EIO. */
+static int chain_row(struct sqlite_store *s, struct chain *ch, int64_t rev, struct kite_record **ret) {
+    *ret = NULL;
+    sqlite3_bind_int64(ch->row, 1, rev);
+    int rc = sqlite3_step(ch->row), r = 0;
+    if (rc == SQLITE_ROW && !sqlite3_column_int(ch->row, 4)) {
+        *ret = row_rec(s, ch->row);
+        if (!*ret) r = -EIO;
+    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        r = -EIO;
+    }
+    sqlite3_reset(ch->row);
+    return r;
+}
+
+/* The key's record at at_rev, from its newest row back along prev_rev: 0 with *ret (NULL when the
+ * key did not exist then), -EIO. */
+static int at_revision(struct sqlite_store *s, struct chain *ch, const struct cand *c, int64_t at_rev,
+                       struct kite_record **ret) {
+    *ret = NULL;
+    if (c->newest <= at_rev) {
+        *ret = c->rec ? kite_record_ref(c->rec) : NULL;
+        return 0;
+    }
+    for (int64_t rev = c->newest;;) {
+        sqlite3_bind_int64(ch->prev, 1, rev);
+        int rc = sqlite3_step(ch->prev);
+        int64_t p = rc == SQLITE_ROW ? sqlite3_column_int64(ch->prev, 0) : 0;
+        sqlite3_reset(ch->prev);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return -EIO;
+        if (p <= 0) return 0; /* no row before: created after at_rev (or compacted away) */
+        if (p <= at_rev) return chain_row(s, ch, p, ret);
+        rev = p;
+    }
+}
+
+/* The candidate for key, as live and gone hold it now (false: neither does; it did not exist at
+ * any revision a read may ask for). Caller holds live_lock. */
+static bool cand_of(struct sqlite_store *s, const char *key, struct cand *ret) {
+    struct kite_record *r = kite_map_get(&s->live, key);
+    if (r) {
+        *ret = (struct cand){kite_record_ref(r)->key, r, r->mod_rev};
+        return true;
+    }
+    int64_t t = (int64_t)(intptr_t)kite_map_get(&s->gone, key);
+    if (!t) return false;
+    *ret = (struct cand){kite_strdup(key), NULL, t};
+    return true;
+}
+
+/* Pointers to the keys under prefix after lo (exclusive when after) in live and gone, with
+ * their records (not referenced). Caller holds live_lock. */
+static void scan(struct sqlite_store *s, const char *prefix, const char *lo, bool after, struct cand **ret,
+                 size_t *ret_n) {
+    struct cand *c = NULL;
+    size_t n = 0, cap = 0;
+    const char *k;
+    void *v;
+    for (int pass = 0; pass < 2; pass++) {
+        struct kite_map *m = pass ? &s->gone : &s->live;
+        for (size_t i = 0; kite_map_next(m, &i, &k, &v);) {
+            if (!kite_startswith(k, prefix)) continue;
+            int d = strcmp(k, lo);
+            if (d < 0 || (d == 0 && after)) continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                c = kite_realloc(c, cap * sizeof(*c));
+            }
+            c[n++] = pass ? (struct cand){k, NULL, (int64_t)(intptr_t)v} : (struct cand){k, v, ((struct kite_record *)v)->mod_rev};
+        }
+    }
+    *ret = c;
+    *ret_n = n;
+}
+
+void kite_store_key_snap_free(struct key_snap *k) {
+    if (!k) return;
+    free(k->prefix);
+    free(k->arena);
+    free(k->off);
+    free(k);
+}
+
+static const char *snap_key(const struct key_snap *k, size_t i) { return k->arena + k->off[i]; }
+
+static int cmp_off(const void *a, const void *b, void *arena) {
+    return strcmp((const char *)arena + *(const size_t *)a, (const char *)arena + *(const size_t *)b);
+}
+
+/* A snapshot of the n keys in c (borrowed from live and gone: caller holds live_lock), copied;
+ * sorted by the caller once the lock is let go. */
+static struct key_snap *snap_copy(const char *prefix, int64_t rev, const struct cand *c, size_t n) {
+    struct key_snap *k = kite_calloc(1, sizeof(*k));
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) bytes += strlen(c[i].key) + 1;
+    k->prefix = kite_strdup(prefix);
+    k->rev = rev;
+    k->n = n;
+    k->arena = kite_malloc(bytes);
+    k->off = kite_calloc(n, sizeof(*k->off));
+    for (size_t i = 0, at = 0; i < n; i++) {
+        size_t len = strlen(c[i].key) + 1;
+        memcpy(k->arena + at, c[i].key, len);
+        k->off[i] = at;
+        at += len;
+    }
+    return k;
+}
+
+/* The kept snapshot of prefix that holds every key existing at at_rev (caller holds rdb_mu), or
+ * NULL; drops the ones unused for KITE_STORE_KEY_SNAP_TTL_NS. */
+#define KITE_STORE_KEY_SNAP_TTL_NS (60 * KITE_NS_PER_SEC)
+static struct key_snap *snap_find(struct sqlite_store *s, const char *prefix, int64_t at_rev, int64_t now) {
+    struct key_snap *found = NULL;
+    for (size_t i = 0; i < KITE_STORE_KEY_SNAPS; i++) {
+        struct key_snap *k = s->snaps[i];
+        if (!k) continue;
+        if (now - k->used_ns > KITE_STORE_KEY_SNAP_TTL_NS) {
+            kite_store_key_snap_free(k);
+            s->snaps[i] = NULL;
+        } else if (!found && k->rev >= at_rev && strcmp(k->prefix, prefix) == 0) {
+            found = k;
+        }
+    }
+    if (found) found->used_ns = now;
+    return found;
+}
+
+/* Keeps k in place of the least recently used snapshot. Caller holds rdb_mu. */
+static void snap_keep(struct sqlite_store *s, struct key_snap *k) {
+    size_t victim = 0;
+    for (size_t i = 0; i < KITE_STORE_KEY_SNAPS; i++) {
+        if (!s->snaps[i]) {
+            victim = i;
+            break;
+        }
+        if (s->snaps[i]->used_ns < s->snaps[victim]->used_ns) victim = i;
+    }
+    kite_store_key_snap_free(s->snaps[victim]);
+    s->snaps[victim] = k;
+}
+
+/* Appends to out the records at at_rev of the candidates c[0..n) (in key order), up to want
+ * records in all; frees the candidates. Caller holds rdb_mu. */
+static int resolve(struct sqlite_store *s, struct chain *ch, struct cand *c, size_t n, int64_t at_rev, size_t want,
+                   struct rec_vec *out) {
+    int r = 0;
+    if (n && !ch->prev) r = chain_prepare(s, ch);
+    for (size_t i = 0; i < n && out->n < want && r == 0; i++) {
+        struct kite_record *rec = NULL;
+        if ((r = at_revision(s, ch, &c[i], at_rev, &rec)) == 0 && rec) vec_push(out, rec);
+    }
+    for (size_t i = 0; i < n; i++) cand_free(&c[i]);
+    return r;
+}
+
+/* A range is read from the keys of live and gone (a pass over the maps, a selection of the
+ * page's keys under the read lock on pointers alone) and each key's chain. A continue page of a
+ * large prefix (more than SNAP_MIN_PAGES pages' worth of keys after its start) keeps the sorted
+ * keys for the pages after it (KITE_STORE_KEY_SNAPS of them, each dropped after a minute
+ * unused): an informer listing 150,000 Nodes in pages of 500 then pays for one pass and one sort,
+ * not one of each per page. */
+#define SNAP_MIN_PAGES 4
+
 int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
                  struct kite_record ***ret, size_t *ret_n, bool *ret_more) {
     struct sqlite_store *s = sq(b);
@@ -51,73 +287,111 @@ int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at
     if (at_rev == 0) at_rev = now;
     if (at_rev < 0 || at_rev > now) return -ERANGE;
     if (at_rev < atomic_load(&s->compact_rev)) return -ENODATA;
-    _cleanup_free_ char *end = kite_store_prefix_end(prefix);
-    /* The lower bound is the larger of the prefix (inclusive) and start_after (exclusive), so that
-     * SQLite seeks straight to it in the (key, rev) index: pages cost O(limit), not O(offset). */
+    /* The keys after the lower bound (the larger of the prefix, inclusive, and start_after,
+     * exclusive) from live and gone: every key that existed at at_rev (>= compact_rev) is one of
+     * them, its tombstone being kept while it may be asked for. */
     bool after = start_after && strcmp(start_after, prefix) >= 0;
-    const char *lo = after ? start_after : prefix;
-    /* Rows in key order straight from the (key, rev) index, each kept when it is its key's
-     * newest row <= at_rev (a correlated lookup in the same index), so the LIMIT stops the scan:
-     * a page costs O(limit x revisions per key). A GROUP BY key in a subquery instead was
-     * materialized for every key after the start before the LIMIT applied (EXPLAIN: MATERIALIZE,
-     * TEMP B-TREE FOR ORDER BY): a continue page of 92,000 Leases took 0.9 s, a list of them in
-     * pages of 500 minutes. */
-    _cleanup_free_ char *sql = kite_asprintf(
-        "SELECT kv.rev, kv.key, kv.create_rev, kv.version, kv.deleted, kv.value FROM kv "
-        "WHERE kv.key %s ?1 %s AND kv.rev <= ?3 "
-        "AND kv.rev = (SELECT max(k2.rev) FROM kv AS k2 WHERE k2.key = kv.key AND k2.rev <= ?3) "
-        "AND kv.deleted = 0 ORDER BY kv.key LIMIT ?4",
-        after ? ">" : ">=", end ? "AND kv.key < ?2" : "");
-    struct rec_vec v = {0};
-    int r = 0, rc;
+    _cleanup_free_ char *lo = kite_strdup(after ? start_after : prefix);
+    struct rec_vec out = {0};
+    struct chain ch = {0};
+    size_t want = limit ? limit + 1 : SIZE_MAX;
+    int64_t mono = kite_now_mono(kite_clock_real());
+    int r = 0;
     pthread_mutex_lock(&s->rdb_mu);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->rdb, sql, -1, &st, NULL) != SQLITE_OK) {
-        r = -EIO;
-    } else {
-        sqlite3_bind_text(st, 1, lo, -1, SQLITE_STATIC);
-        if (end) sqlite3_bind_text(st, 2, end, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, at_rev);
-        sqlite3_bind_int64(st, 4, limit ? (int64_t)limit + 1 : -1);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            struct kite_record *rec = row_rec(s, st);
-            if (!rec) {
-                r = -EIO;
-                break;
-            }
-            vec_push(&v, rec);
+    struct key_snap *snap = limit && start_after ? snap_find(s, prefix, at_rev, mono) : NULL;
+    /* In rounds: the next smallest keys, as many as are still wanted (doubled each round, for
+     * keys that did not exist at at_rev), until enough or none are left. */
+    for (size_t take = want; !snap && r == 0 && out.n < want; take = take > SIZE_MAX / 2 ? SIZE_MAX : 2 * take) {
+        struct cand *c = NULL;
+        size_t n = 0, keep;
+        pthread_rwlock_rdlock(&s->live_lock);
+        int64_t snap_rev = atomic_load(&s->rev);
+        scan(s, prefix, lo, after, &c, &n);
+        if (limit && start_after && n > SNAP_MIN_PAGES * want) {
+            snap = snap_copy(prefix, snap_rev, c, n);
+            pthread_rwlock_unlock(&s->live_lock);
+            free(c);
+            qsort_r(snap->off, snap->n, sizeof(*snap->off), cmp_off, snap->arena);
+            snap->used_ns = mono;
+            snap_keep(s, snap);
+            break;
         }
-        if (r == 0 && rc != SQLITE_DONE) r = -EIO;
+        keep = KITE_MIN(take, n);
+        smallest_sorted(c, n, keep);
+        for (size_t i = 0; i < keep; i++) {
+            if (c[i].rec) kite_record_ref(c[i].rec);
+            else c[i].key = kite_strdup(c[i].key);
+        }
+        pthread_rwlock_unlock(&s->live_lock);
+        if (keep) {
+            free(lo);
+            lo = kite_strdup(c[keep - 1].key);
+            after = true;
+        }
+        r = resolve(s, &ch, c, keep, at_rev, want, &out);
+        free(c);
+        if (n == keep) break;
     }
-    sqlite3_finalize(st);
+    if (snap && r == 0) {
+        /* the first key after lo, then the page's keys in chunks, each looked up in live and gone
+         * under one hold of the read lock */
+        size_t lo_i = 0, hi = snap->n;
+        while (lo_i < hi) {
+            size_t mid = lo_i + (hi - lo_i) / 2;
+            int d = strcmp(snap_key(snap, mid), lo);
+            if (d < 0 || (d == 0 && after)) lo_i = mid + 1;
+            else hi = mid;
+        }
+        struct cand *c = kite_calloc(KITE_MIN(want, snap->n) + 1, sizeof(*c));
+        for (size_t i = lo_i; i < snap->n && out.n < want && r == 0;) {
+            size_t chunk = KITE_MIN(want - out.n, snap->n - i), n = 0;
+            pthread_rwlock_rdlock(&s->live_lock);
+            for (size_t j = 0; j < chunk; j++)
+                if (cand_of(s, snap_key(snap, i + j), &c[n])) n++;
+            pthread_rwlock_unlock(&s->live_lock);
+            i += chunk;
+            r = resolve(s, &ch, c, n, at_rev, want, &out);
+        }
+        free(c);
+    }
+    chain_finalize(&ch);
     pthread_mutex_unlock(&s->rdb_mu);
     /* A concurrent compaction may have removed rows we needed: the result is only valid if the
      * compacted revision is still <= at_rev. */
     if (r == 0 && at_rev < atomic_load(&s->compact_rev)) r = -ENODATA;
     if (r < 0) {
-        vec_release(&v);
+        vec_release(&out);
         return r;
     }
-    bool more = limit && v.n > limit;
+    bool more = limit && out.n > limit;
     if (more) {
-        kite_record_unref(v.v[--v.n]);
+        kite_record_unref(out.v[--out.n]);
     }
-    if (v.n == 0) {
-        free(v.v);
-        v.v = NULL;
+    if (out.n == 0) {
+        free(out.v);
+        out.v = NULL;
     }
-    *ret = v.v;
-    *ret_n = v.n;
+    *ret = out.v;
+    *ret_n = out.n;
     if (ret_more) *ret_more = more;
     return 0;
 }
 
-/* History is read through the (key, rev) index, named: without statistics SQLite takes the
- * revision range on the table instead, which reads every row in history (the whole database, a
- * second or more per 1.5 GB) for each prefix, even one with no change in it: with 50,000 nodes
- * that made a restarted apiserver's watch caches take ~25 s before it served. Through the index a
- * prefix costs its own index entries and the rows it returns. */
-#define HISTORY_WHERE "FROM kv INDEXED BY kv_key_rev WHERE key >= ?1 %s AND rev > ?3 AND rev <= ?4"
+/* ---- history ---- */
+
+/* History under a prefix with a bucket is read through the (bucket, rev) index, named: without
+ * statistics SQLite may take the revision range on the table instead, which reads every row in
+ * history (the whole database, a second or more per 1.5 GB) for each prefix, even one with no
+ * change in it: with 50,000 nodes that made a restarted apiserver's watch caches take ~25 s
+ * before they served. Through the index a prefix costs its bucket's changes in the range. A
+ * prefix without a bucket (fewer than three '/') reads the revision range. ?1 prefix, ?2 its
+ * end, ?3..?4 the revisions, ?6 the bucket. */
+static char *history_sql(const char *select, const char *prefix, const char *end, const char *tail) {
+    bool bucket = kite_store_prefix_bucket_len(prefix) > 0;
+    return kite_asprintf("SELECT %s FROM kv %s WHERE %s rev > ?3 AND rev <= ?4 AND key >= ?1 %s %s", select,
+                         bucket ? "INDEXED BY kv_bucket_rev" : "", bucket ? "bucket = ?6 AND" : "",
+                         end ? "AND key < ?2" : "", tail);
+}
 
 /* Binds a history query's prefix and revision range. */
 static void bind_window(sqlite3_stmt *st, const char *prefix, const char *end, int64_t from_rev, int64_t to_rev) {
@@ -125,14 +399,15 @@ static void bind_window(sqlite3_stmt *st, const char *prefix, const char *end, i
     if (end) sqlite3_bind_text(st, 2, end, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, from_rev);
     sqlite3_bind_int64(st, 4, to_rev);
+    size_t b = kite_store_prefix_bucket_len(prefix);
+    if (b) sqlite3_bind_text(st, 6, prefix, (int)b, SQLITE_STATIC);
 }
 
 /* The revision after which the newest max changes under prefix in (from_rev, to_rev] lie
- * (from_rev when there are no more than max), found from the index alone: no value is read. */
+ * (from_rev when there are no more than max). */
 static int newest_from(struct sqlite_store *s, const char *prefix, const char *end, int64_t from_rev, int64_t to_rev,
                        size_t max, int64_t *ret) {
-    _cleanup_free_ char *sql = kite_asprintf("SELECT rev " HISTORY_WHERE " ORDER BY rev DESC LIMIT 1 OFFSET ?5",
-                                             end ? "AND key < ?2" : "");
+    _cleanup_free_ char *sql = history_sql("rev", prefix, end, "ORDER BY rev DESC LIMIT 1 OFFSET ?5");
     sqlite3_stmt *st = NULL;
     *ret = from_rev;
     if (sqlite3_prepare_v2(s->rdb, sql, -1, &st, NULL) != SQLITE_OK) return -EIO;
@@ -155,16 +430,13 @@ static int history_locked(struct sqlite_store *s, const char *prefix, int64_t fr
         if (r < 0) return r;
     }
     if (ret_from) *ret_from = from_rev;
-    _cleanup_free_ char *sql = kite_asprintf("SELECT rev, key, create_rev, version, deleted, value " HISTORY_WHERE
-                                             " ORDER BY rev", end ? "AND key < ?2" : "");
-    sqlite3_stmt *st = NULL, *prev_st = NULL;
+    _cleanup_free_ char *sql =
+        history_sql("rev, key, create_rev, version, deleted, value, prev_rev", prefix, end, "ORDER BY rev");
+    sqlite3_stmt *st = NULL;
+    struct chain ch = {0};
     struct kite_map last = {0}; /* key -> newest record seen so far (owned ref) */
     int r = 0, rc;
-    if (sqlite3_prepare_v2(s->rdb, sql, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->rdb,
-                           "SELECT rev, key, create_rev, version, deleted, value FROM kv "
-                           "WHERE key = ?1 AND rev < ?2 ORDER BY rev DESC LIMIT 1",
-                           -1, &prev_st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(s->rdb, sql, -1, &st, NULL) != SQLITE_OK || chain_prepare(s, &ch) < 0) {
         r = -EIO;
         goto out;
     }
@@ -176,15 +448,12 @@ static int history_locked(struct sqlite_store *s, const char *prefix, int64_t fr
             break;
         }
         prev = kite_map_get(&last, row->key);
-        if (!prev) {
+        int64_t prev_rev = sqlite3_column_int64(st, 6);
+        if (!prev && prev_rev > 0) {
             /* The first change of this key in the window: its predecessor is older. */
-            sqlite3_bind_text(prev_st, 1, row->key, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(prev_st, 2, row->mod_rev);
-            if (sqlite3_step(prev_st) == SQLITE_ROW) prev = row_rec(s, prev_st);
-            sqlite3_reset(prev_st);
-            if (prev && prev->deleted) {
-                kite_record_unref(prev);
-                prev = NULL;
+            if ((r = chain_row(s, &ch, prev_rev, &prev)) < 0) {
+                kite_record_unref(row);
+                break;
             }
             if (prev) kite_map_put(&last, row->key, prev);
         }
@@ -209,7 +478,7 @@ static int history_locked(struct sqlite_store *s, const char *prefix, int64_t fr
     if (r == 0 && rc != SQLITE_DONE) r = -EIO;
 out:
     sqlite3_finalize(st);
-    sqlite3_finalize(prev_st);
+    chain_finalize(&ch);
     for (size_t i = 0; kite_map_next(&last, &i, NULL, NULL);) kite_record_unref(last.slots[i - 1].value);
     kite_map_release(&last);
     return r;

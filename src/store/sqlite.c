@@ -1,16 +1,32 @@
 /* The embedded store backend: SQLite, with application-level group commit.
  *
  * Schema: one append-only log table, `kv`, whose INTEGER PRIMARY KEY is the revision (kine's
- * shape). Every successful write appends one row; an index on (key, rev) serves range-at-revision,
- * history and compaction. Appending at the end of a rowid table dirties few pages per batch,
- * unlike updating rows in place at random keys (research/deps.md §4). A delete appends a
- * tombstone row (deleted = 1, empty value: the last value is the row before it). `meta` holds the
- * compacted revision, written in the compaction's transaction, so the revision counter never
- * goes backwards even when compaction removed the newest rows (tombstones).
+ * shape). Every successful write appends one row. Appending at the end of a rowid table dirties
+ * few pages per batch, unlike updating rows in place at random keys (research/deps.md §4). A
+ * delete appends a tombstone row (deleted = 1, empty value: the last value is the row before it).
+ * `meta` holds the compacted revision, written in the compaction's transaction, so the revision
+ * counter never goes backwards even when compaction removed the newest rows (tombstones).
+ *
+ * No index is kept per key. Each row records the revision of its key's row before it
+ * (`prev_rev`, 0 for a key's first row; a row after a tombstone points at the tombstone), so a
+ * key's rows form a chain from the newest, which `live` and `gone` hold in memory. The only index
+ * is on (bucket, rev), the bucket being the key's first three '/'-separated parts
+ * ("/registry/leases/"): every write appends at the end of its bucket's run, and compaction
+ * removes from the start of it, so neither touches a page at random. An index on (key, rev) put
+ * each write's entry, and each compacted row's, on a leaf picked by the key: with 10,000 leases
+ * renewed every second the writer read thousands of pages a second back from the WAL and every
+ * commit rewrote hundreds of leaves. Reads use the chains:
+ * - range at a revision: the keys under the prefix from live and gone, each followed back from its
+ *   newest row to the newest row <= the revision (none when the key is new since; a lease renewed
+ *   every 10 s read 10 s after is one step);
+ * - history and the watch caches' replay: the bucket's rows in revision order through the index,
+ *   each first change's predecessor by its prev_rev;
+ * - compaction: the rows in the compacted range name the rows they supersede.
  *
  * Invariants:
- * - Only the writer thread writes SQLite (wdb) and mutates `live` (key -> latest live record);
- *   it reads `live` without a lock, everyone else under live_lock.
+ * - Only the writer thread writes SQLite (wdb) and mutates `live` (key -> latest live record)
+ *   and `gone` (key -> its tombstone's revision, while the tombstone is kept); it reads them
+ *   without a lock, everyone else under live_lock.
  * - A batch is applied to `live` and fanned out to subscribers under sub_mu, then completions
  *   fire: subscribers see changes in revision order and before the writer's caller does.
  * - Every row with rev > compact_rev is intact; for each key the newest row <= compact_rev is
@@ -55,6 +71,21 @@
  * writes back while it runs, ~20 us per revision at 92,000 leases (bench/store-hold.c: with
  * 10,000 a step took 240-260 ms and the renewals' p99 was 362 ms; with 1,000, 20 ms and 85 ms). */
 #define KITE_STORE_COMPACT_STEP 1000
+
+/* The length up to and including the third '/' (0: fewer than three). */
+static size_t third_slash(const char *s) {
+    int slashes = 0;
+    for (size_t i = 0; s[i]; i++)
+        if (s[i] == '/' && ++slashes == 3) return i + 1;
+    return 0;
+}
+
+size_t kite_store_bucket_len(const char *key) {
+    size_t n = third_slash(key);
+    return n ? n : strlen(key);
+}
+
+size_t kite_store_prefix_bucket_len(const char *prefix) { return third_slash(prefix); }
 
 char *kite_store_prefix_end(const char *prefix) {
     size_t n = strlen(prefix);
@@ -167,20 +198,25 @@ static int load(struct sqlite_store *s) {
     sqlite3_bind_int64(st, 1, max_rev);
     if (sqlite3_step(st) == SQLITE_ROW) max_rev = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(s->wdb,
-                           "SELECT kv.rev, kv.key, kv.create_rev, kv.version, kv.value FROM "
-                           "(SELECT max(rev) AS m FROM kv GROUP BY key) t JOIN kv ON kv.rev = t.m "
-                           "WHERE kv.deleted = 0",
-                           -1, &st, NULL) != SQLITE_OK)
+    /* Newest first: a key's first row seen is its newest (live, or gone when a tombstone). One
+     * pass over the table: the history bound keeps it to ~KITE_HISTORY_MAX rows. */
+    if (sqlite3_prepare_v2(s->wdb, "SELECT rev, key, create_rev, version, value, deleted FROM kv ORDER BY rev DESC", -1,
+                           &st, NULL) != SQLITE_OK)
         return -EIO;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(st, 1);
+        if (kite_map_get(&s->live, key) || kite_map_get(&s->gone, key)) continue;
+        if (sqlite3_column_int(st, 5)) {
+            kite_map_put(&s->gone, key, (void *)(intptr_t)sqlite3_column_int64(st, 0));
+            continue;
+        }
         struct kite_record *r = row_record(s, st, 0, 1, 2, 3, 4);
         if (!r) { /* sealed under another key, or damaged */
             sqlite3_finalize(st);
             return -EBADMSG;
         }
-        kite_record_unref(kite_map_put(&s->live, r->key, r));
+        kite_map_put(&s->live, r->key, r);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return -EIO;
@@ -291,8 +327,17 @@ static struct kite_record *current(struct sqlite_store *s, struct kite_map *over
     return r && !r->deleted ? r : NULL;
 }
 
-static int insert_row(struct sqlite_store *s, struct kite_record *r) {
+/* The revision of key's newest row, tombstones included (0: none kept). Writer thread. */
+static int64_t newest_rev(struct sqlite_store *s, struct kite_map *overlay, const char *key) {
+    struct kite_record *r = kite_map_get(overlay, key);
+    if (!r) r = kite_map_get(&s->live, key);
+    return r ? r->mod_rev : (int64_t)(intptr_t)kite_map_get(&s->gone, key);
+}
+
+static int insert_row(struct sqlite_store *s, struct kite_record *r, int64_t prev_rev) {
     sqlite3_stmt *st = s->ins;
+    sqlite3_bind_int64(st, 7, prev_rev);
+    sqlite3_bind_text(st, 8, r->key, (int)kite_store_bucket_len(r->key), SQLITE_STATIC);
     sqlite3_bind_int64(st, 1, r->mod_rev);
     sqlite3_bind_text(st, 2, r->key, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, r->create_rev);
@@ -330,7 +375,7 @@ static int stage(struct sqlite_store *s, struct kite_map *overlay, struct pendin
         p->res = kite_record_ref(cur);
         return 0;
     }
-    int64_t r = ++*rev;
+    int64_t r = ++*rev, prev_rev = newest_rev(s, overlay, p->rec->key);
     struct kite_record *n;
     if (p->type == KITE_WRITE_DELETE) {
         n = kite_record_tombstone(cur, r);
@@ -344,7 +389,7 @@ static int stage(struct sqlite_store *s, struct kite_map *overlay, struct pendin
     p->res = n;
     p->prev = kite_record_ref(cur);
     kite_map_put(overlay, n->key, n);
-    return insert_row(s, n);
+    return insert_row(s, n, prev_rev);
 }
 
 /* Hands each subscriber the batch's changes under its prefix in one call, so a watch cache
@@ -397,10 +442,13 @@ static void run_batch(struct sqlite_store *s, struct pending *batch) {
         pthread_rwlock_wrlock(&s->live_lock);
         for (struct pending *p = batch; p; p = p->next) {
             if (p->err) continue;
-            if (p->res->deleted)
+            if (p->res->deleted) {
                 kite_record_unref(kite_map_del(&s->live, p->res->key));
-            else
+                kite_map_put(&s->gone, p->res->key, (void *)(intptr_t)p->res->mod_rev);
+            } else {
                 kite_record_unref(kite_map_put(&s->live, p->res->key, kite_record_ref(p->res)));
+                if (s->gone.len) kite_map_del(&s->gone, p->res->key);
+            }
         }
         atomic_store(&s->rev, rev);
         pthread_rwlock_unlock(&s->live_lock);
@@ -437,10 +485,12 @@ static int compact_delete(struct sqlite_store *s, const char *sql, int64_t from,
 /* A row goes when a newer row of its key is also <= rev, or when it is a tombstone. After the
  * compaction to prev (the compacted revision), no tombstone <= prev is left and each key keeps
  * only its newest row <= prev; so what goes now is found from the rows in (prev, rev] alone:
- * every older row of a key written there, and the tombstones there. A step then costs what it
- * compacts, not a scan of every live key's row below prev with a subquery each (which made each
- * step of a backlog cost O(keys): with 60,000 nodes' revisions piled up, the writer spent
- * seconds per step and the renewals queued behind it lagged past their leases). */
+ * the row each of them supersedes (its prev_rev), and the tombstones there. A step then costs
+ * what it compacts, not a scan of every live key's row below prev with a subquery each (which
+ * made each step of a backlog cost O(keys): with 60,000 nodes' revisions piled up, the writer
+ * spent seconds per step and the renewals queued behind it lagged past their leases). The rows
+ * superseded were written one renewal period before the rows in the range, in about the same
+ * order, so the deletes walk the table's pages in order. */
 static int do_compact(struct sqlite_store *s, int64_t rev) {
     if (rev > atomic_load(&s->rev)) return -ERANGE;
     int64_t prev = atomic_load(&s->compact_rev);
@@ -448,10 +498,7 @@ static int do_compact(struct sqlite_store *s, int64_t rev) {
     sqlite3_stmt *st = NULL;
     int r = exec(s->wdb, "BEGIN IMMEDIATE");
     if (r < 0) return r;
-    r = compact_delete(s,
-                       "DELETE FROM kv WHERE rev IN (SELECT old.rev FROM (SELECT key, max(rev) AS m FROM kv "
-                       "WHERE rev > ?2 AND rev <= ?1 GROUP BY key) AS nk JOIN kv AS old ON old.key = nk.key "
-                       "AND old.rev < nk.m)",
+    r = compact_delete(s, "DELETE FROM kv WHERE rev IN (SELECT prev_rev FROM kv WHERE rev > ?2 AND rev <= ?1 AND prev_rev > 0)",
                        prev, rev);
     if (r == 0) r = compact_delete(s, "DELETE FROM kv WHERE rev > ?2 AND rev <= ?1 AND deleted = 1", prev, rev);
     if (r == 0 && sqlite3_prepare_v2(s->wdb, "INSERT OR REPLACE INTO meta(name, value) VALUES('compact_rev', ?1)",
@@ -468,6 +515,15 @@ static int do_compact(struct sqlite_store *s, int64_t rev) {
         return r;
     }
     atomic_store(&s->compact_rev, rev);
+    /* The tombstones just removed no longer chain anything a read may ask for. */
+    if (s->gone.len) {
+        pthread_rwlock_wrlock(&s->live_lock);
+        const char *k;
+        void *v;
+        for (size_t i = 0; kite_map_next(&s->gone, &i, &k, &v);)
+            if ((int64_t)(intptr_t)v <= rev) kite_map_del(&s->gone, k);
+        pthread_rwlock_unlock(&s->live_lock);
+    }
     return 0;
 }
 
@@ -606,6 +662,8 @@ static void store_free(struct sqlite_store *s) {
     if (s->marker_fd >= 0) close(s->marker_fd);
     for (size_t i = 0; kite_map_next(&s->live, &i, NULL, NULL);) kite_record_unref(s->live.slots[i - 1].value);
     kite_map_release(&s->live);
+    kite_map_release(&s->gone);
+    for (size_t i = 0; i < KITE_STORE_KEY_SNAPS; i++) kite_store_key_snap_free(s->snaps[i]);
     for (size_t i = 0; i < s->nsubs; i++) free(s->subs[i].prefix);
     free(s->evs);
     pthread_mutex_destroy(&s->rdb_mu);
@@ -630,6 +688,42 @@ static int query_int(sqlite3 *db, const char *sql, int64_t *ret) {
     if (rc == SQLITE_ROW) *ret = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static void sql_bucket(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const char *key = (const char *)sqlite3_value_text(argv[0]);
+    if (!key) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    sqlite3_result_text(ctx, key, (int)kite_store_bucket_len(key), SQLITE_TRANSIENT);
+}
+
+/* A store written before the chains (an index on (key, rev), no prev_rev or bucket column) gets
+ * them in one transaction: each row's predecessor found through the old index, which then goes.
+ * Idempotent: a store with the index on (bucket, rev) is left alone. */
+static int upgrade(sqlite3 *db) {
+    int64_t has_prev = 0, has_bucket = 0, has_old = 0;
+    int r = query_int(db, "SELECT count(*) FROM pragma_table_info('kv') WHERE name = 'prev_rev'", &has_prev);
+    if (r == 0) r = query_int(db, "SELECT count(*) FROM pragma_table_info('kv') WHERE name = 'bucket'", &has_bucket);
+    if (r == 0) r = query_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'kv_key_rev'", &has_old);
+    if (r < 0) return r;
+    if (has_prev && has_bucket && !has_old) return exec(db, "CREATE INDEX IF NOT EXISTS kv_bucket_rev ON kv(bucket, rev)");
+    if (sqlite3_create_function(db, "kite_bucket", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_bucket, NULL, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    if ((r = exec(db, "BEGIN IMMEDIATE")) < 0) return r;
+    if (!has_prev) r = exec(db, "ALTER TABLE kv ADD COLUMN prev_rev INTEGER NOT NULL DEFAULT 0");
+    if (r == 0 && !has_bucket) r = exec(db, "ALTER TABLE kv ADD COLUMN bucket TEXT NOT NULL DEFAULT ''");
+    if (r == 0) r = exec(db, "CREATE INDEX IF NOT EXISTS kv_key_rev ON kv(key, rev)");
+    if (r == 0)
+        r = exec(db, "UPDATE kv SET bucket = kite_bucket(key), prev_rev = ifnull((SELECT max(k2.rev) FROM kv AS k2 "
+                     "WHERE k2.key = kv.key AND k2.rev < kv.rev), 0)");
+    if (r == 0) r = exec(db, "DROP INDEX kv_key_rev; CREATE INDEX IF NOT EXISTS kv_bucket_rev ON kv(bucket, rev)");
+    if (r == 0) r = exec(db, "COMMIT");
+    if (r < 0) exec(db, "ROLLBACK");
+    return r;
 }
 
 /* The revision the database holds, read before the schema is created (a new, empty or truncated
@@ -738,10 +832,10 @@ static int open_checked(struct sqlite_store *s, const struct kite_store_options 
     if (exec(s->wdb, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
                      "CREATE TABLE IF NOT EXISTS kv (rev INTEGER PRIMARY KEY, key TEXT NOT NULL,"
                      " create_rev INTEGER NOT NULL, version INTEGER NOT NULL, deleted INTEGER NOT NULL,"
-                     " value BLOB NOT NULL);"
-                     "CREATE INDEX IF NOT EXISTS kv_key_rev ON kv(key, rev);"
+                     " value BLOB NOT NULL, prev_rev INTEGER NOT NULL DEFAULT 0, bucket TEXT NOT NULL DEFAULT '');"
                      "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);") < 0)
         return db_fail(s->wdb, p, "cannot create the schema", ret_error);
+    if ((r = upgrade(s->wdb)) < 0) return db_fail(s->wdb, p, "cannot upgrade the schema (chains instead of the key index)", ret_error);
     if (have < acked) {
         /* Accepting the loss: revisions up to acked were handed out; keep them unused so clients
          * never see a revision go backwards or name two different states. */
@@ -750,7 +844,9 @@ static int open_checked(struct sqlite_store *s, const struct kite_store_options 
         if (exec(s->wdb, sql) < 0) return db_fail(s->wdb, p, "cannot record the recovered revision", ret_error);
     }
     if ((r = open_conn(p, &s->rdb, ret_error)) < 0 || (r = open_conn(p, &s->cdb, ret_error)) < 0) return r;
-    if (sqlite3_prepare_v3(s->wdb, "INSERT INTO kv(rev, key, create_rev, version, deleted, value) VALUES(?,?,?,?,?,?)",
+    if (sqlite3_prepare_v3(s->wdb,
+                           "INSERT INTO kv(rev, key, create_rev, version, deleted, value, prev_rev, bucket) "
+                           "VALUES(?,?,?,?,?,?,?,?)",
                            -1, SQLITE_PREPARE_PERSISTENT, &s->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->wdb, "BEGIN IMMEDIATE", -1, &s->begin, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->wdb, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||

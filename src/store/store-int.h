@@ -31,6 +31,13 @@ int kite_store_walbuf_register(void);
  * (empty prefix, or all bytes 0xff). Caller frees. */
 char *kite_store_prefix_end(const char *prefix);
 
+/* The length of key's bucket: the key up to and including its third '/' ("/registry/leases/"),
+ * or the whole key when it has fewer. The SQLite store indexes its rows by (bucket, rev), so every
+ * key under a prefix that holds three '/' shares the prefix's bucket; prefix_bucket_len is that
+ * bucket's length, or 0 when the prefix holds fewer (its keys may lie in many buckets). */
+size_t kite_store_bucket_len(const char *key);
+size_t kite_store_prefix_bucket_len(const char *prefix);
+
 struct pending {
     struct pending *next;
     enum kite_write_type type;
@@ -43,6 +50,18 @@ struct pending {
     int64_t rev;
     struct kite_record *res, *prev; /* owned refs */
 };
+
+/* The sorted keys under a prefix as of a revision, kept for the next pages of a paginated range
+ * (sqlite-read.c). */
+struct key_snap {
+    char *prefix;
+    int64_t rev;     /* live and gone as of it: every key that existed at a revision <= it */
+    int64_t used_ns; /* monotonic */
+    size_t n;
+    char *arena;     /* the keys, NUL-terminated, in order */
+    size_t *off;     /* key i at arena + off[i] */
+};
+#define KITE_STORE_KEY_SNAPS 4
 
 struct sub {
     char *prefix;
@@ -59,6 +78,7 @@ struct sqlite_store {
     sqlite3 *wdb, *rdb, *cdb; /* writer, reader (under rdb_mu), checkpointer */
     sqlite3_stmt *ins, *begin, *commit, *rollback;
     pthread_mutex_t rdb_mu;
+    struct key_snap *snaps[KITE_STORE_KEY_SNAPS]; /* under rdb_mu */
 
     pthread_t writer;
     pthread_mutex_t q_mu;
@@ -74,6 +94,10 @@ struct sqlite_store {
 
     pthread_rwlock_t live_lock;
     struct kite_map live;
+    /* key -> the revision of its tombstone row ((void *)(intptr_t)rev), for every key deleted and
+     * not created again whose tombstone compaction has not removed yet: with `live`, the newest
+     * row of every key a read at a revision >= compact_rev may need (same rules as `live`) */
+    struct kite_map gone;
     _Atomic int64_t rev, compact_rev;
     _Atomic int64_t applied_rev; /* fan-out of every batch up to it is done (kite_store_applied_rev) */
 
@@ -106,6 +130,7 @@ struct sqlite_store {
 static inline struct sqlite_store *sq(struct kite_store *b) { return (struct sqlite_store *)b; }
 
 /* sqlite-read.c: the backend's read side (struct kite_store_ops rows). */
+void kite_store_key_snap_free(struct key_snap *k);
 int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at_rev, const char *start_after, size_t limit,
                  struct kite_record ***ret, size_t *ret_n, bool *ret_more);
 int kite_store_sqlite_history(struct kite_store *b, const char *prefix, int64_t from_rev, kite_store_event_cb cb, void *ud);

@@ -230,6 +230,189 @@ static void on_batch(void *ud, const struct kite_store_event *evs, size_t n) {
     for (size_t i = 0; i < n; i++) on_hist(ud, &evs[i]);
 }
 
+/* Reads at older revisions follow each key's chain of rows (prev_rev) back from its newest:
+ * across a delete and a create again, past keys created since, through compaction and reopen
+ * (live and gone rebuilt from the table). The prefix holds three '/', so history goes through
+ * the (bucket, rev) index. */
+Test(store, chains_across_delete_create_compaction_and_reopen) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_store *s = t.s;
+    put_ok(s, KITE_WRITE_CREATE, "/r/p/a", "a1"); /* 1 */
+    put_ok(s, KITE_WRITE_CREATE, "/r/p/b", "b1"); /* 2 */
+    put_ok(s, KITE_WRITE_UPDATE, "/r/p/a", "a2"); /* 3 */
+    put_ok(s, KITE_WRITE_DELETE, "/r/p/b", NULL); /* 4 */
+    put_ok(s, KITE_WRITE_CREATE, "/r/p/c", "c1"); /* 5 */
+    put_ok(s, KITE_WRITE_CREATE, "/r/p/b", "b2"); /* 6 */
+    put_ok(s, KITE_WRITE_UPDATE, "/r/p/a", "a3"); /* 7 */
+    put_ok(s, KITE_WRITE_DELETE, "/r/p/c", NULL); /* 8 */
+    put_ok(s, KITE_WRITE_CREATE, "/r/q/a", "qa"); /* 9: another bucket */
+    static const char *const at[] = {"", "/r/p/a=a1 ", "/r/p/a=a1 /r/p/b=b1 ", "/r/p/a=a2 /r/p/b=b1 ",
+                                      "/r/p/a=a2 ", "/r/p/a=a2 /r/p/c=c1 ", "/r/p/a=a2 /r/p/b=b2 /r/p/c=c1 ",
+                                      "/r/p/a=a3 /r/p/b=b2 /r/p/c=c1 ", "/r/p/a=a3 /r/p/b=b2 "};
+    for (int rev = 1; rev <= 8; rev++) expect_range(s, "/r/p/", rev, NULL, 0, at[rev], false);
+    expect_range(s, "/r/p/", 3, NULL, 1, "/r/p/a=a2 ", true);
+    expect_range(s, "/r/p/", 3, "/r/p/a", 1, "/r/p/b=b1 ", false);
+    expect_range(s, "/r/", 9, NULL, 0, "/r/p/a=a3 /r/p/b=b2 /r/q/a=qa ", false);
+    /* nine keys between a and b created after revision 9: a page at 9 passes over all of them
+     * (the candidates are taken in rounds of 2, 4, 8, ...) */
+    char key[32];
+    for (int i = 1; i <= 9; i++) {
+        snprintf(key, sizeof(key), "/r/p/a%d", i);
+        put_ok(s, KITE_WRITE_CREATE, key, "new"); /* 10..18 */
+    }
+    expect_range(s, "/r/p/", 9, "/r/p/a", 1, "/r/p/b=b2 ", false);
+    expect_range(s, "/r/p/", 18, "/r/p/a8", 1, "/r/p/a9=new ", true);
+
+    struct hist h = {0};
+    cr_assert_eq(kite_store_history(s, "/r/p/", 3, on_hist, &h), 0);
+    cr_assert_str_eq(h.log, "D4:/r/p/b=b1<b1 C5:/r/p/c=c1<- C6:/r/p/b=b2<- U7:/r/p/a=a3<a2 D8:/r/p/c=c1<c1 "
+                            "C10:/r/p/a1=new<- C11:/r/p/a2=new<- C12:/r/p/a3=new<- C13:/r/p/a4=new<- "
+                            "C14:/r/p/a5=new<- C15:/r/p/a6=new<- C16:/r/p/a7=new<- C17:/r/p/a8=new<- "
+                            "C18:/r/p/a9=new<- ");
+
+    cr_assert_eq(kite_store_compact(s, 6), 0);
+    expect_range(s, "/r/p/", 6, NULL, 0, at[6], false);
+    expect_range(s, "/r/p/", 7, NULL, 3, at[7], false);
+    kite_store_close(s);
+    tstore_open(&t);
+    s = t.s;
+    expect_range(s, "/r/p/", 7, NULL, 0, at[7], false);  /* c's tombstone (8) is kept: c existed at 7 */
+    expect_range(s, "/r/p/", 8, NULL, 0, at[8], false);
+    memset(&h, 0, sizeof(h));
+    cr_assert_eq(kite_store_history(s, "/r/p/", 6, on_hist, &h), 0);
+    cr_assert(strncmp(h.log, "U7:/r/p/a=a3<a2 D8:/r/p/c=c1<c1 C10:", 36) == 0, "%s", h.log);
+    cr_assert_eq(kite_store_compact(s, 18), 0);
+    expect_range(s, "/r/p/", 18, "/r/p/a8", 0, "/r/p/a9=new /r/p/b=b2 ", false);
+    put_ok(s, KITE_WRITE_CREATE, "/r/p/c", "c2"); /* 19: after its tombstone was compacted */
+    put_ok(s, KITE_WRITE_UPDATE, "/r/p/b", "b3"); /* 20 */
+    expect_range(s, "/r/p/", 18, "/r/p/a9", 0, "/r/p/b=b2 ", false);
+    expect_range(s, "/r/p/", 19, "/r/p/a9", 0, "/r/p/b=b2 /r/p/c=c2 ", false);
+    expect_range(s, "/r/p/", 0, "/r/p/a9", 0, "/r/p/b=b3 /r/p/c=c2 ", false);
+    tstore_cleanup(&t);
+}
+
+/* All of a range's pages at one revision, limit at a time (the continue pages after the first
+ * use the kept sorted keys: more than SNAP_MIN_PAGES pages' worth), with writes between pages
+ * that the pages must not show: the pages put together equal the range read whole. */
+static void pages_equal_whole(struct kite_store *s, const char *prefix, int64_t rev, size_t limit, int round) {
+    struct kite_record **whole = NULL, **v = NULL;
+    size_t nw = 0, n = 0, got = 0;
+    bool more = false;
+    cr_assert_eq(kite_store_range(s, prefix, rev, NULL, 0, &whole, &nw, NULL), 0);
+    char last[64] = "";
+    for (int page = 0;; page++) {
+        cr_assert_eq(kite_store_range(s, prefix, rev, page ? last : NULL, limit, &v, &n, &more), 0);
+        for (size_t i = 0; i < n; i++, got++) {
+            cr_assert_lt(got, nw, "round %d: more keys in the pages than in the whole", round);
+            cr_assert_str_eq(v[i]->key, whole[got]->key, "round %d page %d", round, page);
+            cr_assert_str_eq(v[i]->value, whole[got]->value, "round %d page %d %s", round, page, v[i]->key);
+            cr_assert_eq(v[i]->mod_rev, whole[got]->mod_rev);
+        }
+        if (n) snprintf(last, sizeof(last), "%s", v[n - 1]->key);
+        free_recs(v, n);
+        if (!more) break;
+        /* writes between the pages: an update, a delete, a key created ahead of the pages */
+        char key[32], val[32];
+        snprintf(key, sizeof(key), "%sk%02d", prefix, (page * 7 + round) % 30);
+        snprintf(val, sizeof(val), "r%dp%d", round, page);
+        struct kite_record *cur = NULL;
+        if (kite_store_get(s, key, &cur) == 0) {
+            kite_record_unref(cur);
+            put_ok(s, page % 3 == 2 ? KITE_WRITE_DELETE : KITE_WRITE_UPDATE, key, page % 3 == 2 ? NULL : val);
+        } else {
+            put_ok(s, KITE_WRITE_CREATE, key, val);
+        }
+        snprintf(key, sizeof(key), "%sk%02d5-r%dp%d", prefix, (page * 3 + 5) % 30, round, page);
+        put_ok(s, KITE_WRITE_CREATE, key, val);
+    }
+    cr_assert_eq(got, nw, "round %d: the pages hold every key", round);
+    free_recs(whole, nw);
+}
+
+Test(store, pages_of_a_large_prefix_are_one_snapshot) {
+    struct tstore t = {0};
+    tstore_open(&t);
+    struct kite_store *s = t.s;
+    char key[32];
+    for (int i = 0; i < 30; i++) {
+        snprintf(key, sizeof(key), "/r/s/k%02d", i);
+        put_ok(s, KITE_WRITE_CREATE, key, "v0");
+    }
+    put_ok(s, KITE_WRITE_CREATE, "/r/t/x", "other prefix");
+    for (int round = 0; round < 4; round++) {
+        /* the revision read: the current one, then one a few writes back (chains to follow) */
+        int64_t rev = kite_store_rev(s) - (round % 2 ? 5 : 0);
+        pages_equal_whole(s, "/r/s/", rev, round < 2 ? 3 : 1, round);
+    }
+    cr_assert_eq(kite_store_compact(s, kite_store_rev(s) - 3), 0);
+    pages_equal_whole(s, "/r/s/", kite_store_rev(s) - 3, 2, 9);
+    tstore_cleanup(&t);
+}
+
+/* A store written with the key index (no prev_rev, no bucket) is upgraded at open: the chains are
+ * built from the index, which goes, and reads and writes carry on. */
+Test(store, upgrade_from_the_key_index) {
+    struct tstore t = {0};
+    strcpy(t.dir, "/tmp/kite-store-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(t.dir));
+    snprintf(t.url, sizeof(t.url), "sqlite:%s/s.db", t.dir);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/s.db", t.dir);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "CREATE TABLE kv (rev INTEGER PRIMARY KEY, key TEXT NOT NULL, create_rev INTEGER NOT NULL,"
+                              " version INTEGER NOT NULL, deleted INTEGER NOT NULL, value BLOB NOT NULL);"
+                              "CREATE INDEX kv_key_rev ON kv(key, rev);"
+                              "CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                              "INSERT INTO kv VALUES (1, '/r/p/a', 1, 1, 0, 'a1'), (2, '/r/p/b', 2, 1, 0, 'b1'),"
+                              " (3, '/r/p/a', 1, 2, 0, 'a2'), (4, '/r/p/b', 2, 2, 1, ''), (5, '/r/p/b', 5, 1, 0, 'b2'),"
+                              " (6, '/s', 6, 1, 0, 's1');",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    tstore_open(&t);
+    struct kite_store *s = t.s;
+    cr_assert_eq(kite_store_rev(s), 6);
+    expect_range(s, "/r/p/", 2, NULL, 0, "/r/p/a=a1 /r/p/b=b1 ", false);
+    expect_range(s, "/r/p/", 4, NULL, 0, "/r/p/a=a2 ", false);
+    expect_range(s, "/r/p/", 0, NULL, 0, "/r/p/a=a2 /r/p/b=b2 ", false);
+    struct hist h = {0};
+    cr_assert_eq(kite_store_history(s, "/r/p/", 2, on_hist, &h), 0);
+    cr_assert_str_eq(h.log, "U3:/r/p/a=a2<a1 D4:/r/p/b=b1<b1 C5:/r/p/b=b2<- ");
+    put_ok(s, KITE_WRITE_UPDATE, "/r/p/b", "b3"); /* 7 */
+    expect_range(s, "/r/p/", 6, NULL, 0, "/r/p/a=a2 /r/p/b=b2 ", false);
+    cr_assert_eq(kite_store_compact(s, 5), 0);
+    expect_range(s, "/r/p/", 5, NULL, 0, "/r/p/a=a2 /r/p/b=b2 ", false);
+    expect_range(s, "", 0, NULL, 0, "/r/p/a=a2 /r/p/b=b3 /s=s1 ", false);
+    kite_store_close(s);
+    t.s = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master "
+                                    "WHERE type = 'index' AND tbl_name = 'kv' ORDER BY name)",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "kv_bucket_rev");
+    sqlite3_finalize(st);
+    /* rows left after the compaction to 5: a's newest <= 5 (3), b's create again (5) and what
+     * came later; each names the row before it, and its bucket */
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT group_concat(rev || ':' || prev_rev || ':' || bucket, ' ') FROM kv", -1, &st,
+                                    NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "3:1:/r/p/ 5:4:/r/p/ 6:0:/s 7:5:/r/p/");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    tstore_open(&t);
+    expect_range(t.s, "/r/p/", 5, NULL, 0, "/r/p/a=a2 /r/p/b=b2 ", false);
+    tstore_cleanup(&t);
+}
+
+
 Test(store, history_and_subscribe) {
     struct tstore t = {0};
     tstore_open(&t);
