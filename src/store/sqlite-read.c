@@ -68,7 +68,7 @@ static void cand_free(struct cand *c) {
  * a page of a large prefix costs O(n log k), not a sort of every key after the page's start. */
 static void smallest_sorted(struct cand *c, size_t n, size_t k) {
     if (k >= n) {
-        qsort(c, n, sizeof(*c), cmp_cand);
+        if (n > 1) qsort(c, n, sizeof(*c), cmp_cand);
         return;
     }
     /* heapify c[0..k) as a max-heap */
