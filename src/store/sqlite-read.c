@@ -64,6 +64,24 @@ static void cand_free(struct cand *c) {
     else free((char *)c->key);
 }
 
+static void swap_cand(struct cand *a, struct cand *b) {
+    struct cand t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Restores the max-heap c[0..k) (by key) below j. */
+static void sift_down(struct cand *c, size_t k, size_t j) {
+    for (;;) {
+        size_t l = 2 * j + 1, m = j;
+        if (l < k && cmp_cand(&c[l], &c[m]) > 0) m = l;
+        if (l + 1 < k && cmp_cand(&c[l + 1], &c[m]) > 0) m = l + 1;
+        if (m == j) return;
+        swap_cand(&c[j], &c[m]);
+        j = m;
+    }
+}
+
 /* Moves the k smallest of c[0..n) (by key) to c[0..k), sorted: a max-heap of k over the rest, so
  * a page of a large prefix costs O(n log k), not a sort of every key after the page's start. */
 static void smallest_sorted(struct cand *c, size_t n, size_t k) {
@@ -71,30 +89,13 @@ static void smallest_sorted(struct cand *c, size_t n, size_t k) {
         if (n > 1) qsort(c, n, sizeof(*c), cmp_cand);
         return;
     }
-    /* heapify c[0..k) as a max-heap */
-    for (size_t i = k / 2; i-- > 0;) {
-        for (size_t j = i;;) {
-            size_t l = 2 * j + 1, m = j;
-            if (l < k && cmp_cand(&c[l], &c[m]) > 0) m = l;
-            if (l + 1 < k && cmp_cand(&c[l + 1], &c[m]) > 0) m = l + 1;
-            if (m == j) break;
-            struct cand t = c[j]; c[j] = c[m]; c[m] = t;
-            j = m;
-        }
-    }
+    for (size_t i = k / 2; i-- > 0;) sift_down(c, k, i);
     for (size_t i = k; i < n; i++) {
         if (cmp_cand(&c[i], &c[0]) >= 0) continue;
-        struct cand t = c[0]; c[0] = c[i]; c[i] = t;
-        for (size_t j = 0;;) {
-            size_t l = 2 * j + 1, m = j;
-            if (l < k && cmp_cand(&c[l], &c[m]) > 0) m = l;
-            if (l + 1 < k && cmp_cand(&c[l + 1], &c[m]) > 0) m = l + 1;
-            if (m == j) break;
-            struct cand t2 = c[j]; c[j] = c[m]; c[m] = t2;
-            j = m;
-        }
+        swap_cand(&c[0], &c[i]);
+        sift_down(c, k, 0);
     }
-    qsort(c, k, sizeof(*c), cmp_cand);
+    if (k > 1) qsort(c, k, sizeof(*c), cmp_cand);
 }
 
 /* The rows a chain walk reads (caller holds rdb_mu): a row's predecessor, and a whole row. */
