@@ -195,6 +195,7 @@ static void scan(struct sqlite_store *s, const char *prefix, const char *lo, boo
 void kite_store_key_snap_free(struct key_snap *k) {
     if (!k) return;
     free(k->prefix);
+    free(k->from);
     free(k->arena);
     free(k->off);
     free(k);
@@ -208,11 +209,14 @@ static int cmp_off(const void *a, const void *b, void *arena) {
 
 /* A snapshot of the n keys in c (borrowed from live and gone: caller holds live_lock), copied;
  * sorted by the caller once the lock is let go. */
-static struct key_snap *snap_copy(const char *prefix, int64_t rev, const struct cand *c, size_t n) {
+static struct key_snap *snap_copy(const char *prefix, const char *from, bool from_after, int64_t rev,
+                                  const struct cand *c, size_t n) {
     struct key_snap *k = kite_calloc(1, sizeof(*k));
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++) bytes += strlen(c[i].key) + 1;
     k->prefix = kite_strdup(prefix);
+    k->from = kite_strdup(from);
+    k->from_after = from_after;
     k->rev = rev;
     k->n = n;
     k->arena = kite_malloc(bytes);
@@ -226,10 +230,17 @@ static struct key_snap *snap_copy(const char *prefix, int64_t rev, const struct 
     return k;
 }
 
-/* The kept snapshot of prefix that holds every key existing at at_rev (caller holds rdb_mu), or
- * NULL; drops the ones unused for KITE_STORE_KEY_SNAP_TTL_NS. */
+/* Whether k holds every key after lo (exclusive when after): it was taken from lo or before. */
+static bool snap_covers(const struct key_snap *k, const char *lo, bool after) {
+    int d = strcmp(lo, k->from);
+    return d > 0 || (d == 0 && (after || !k->from_after));
+}
+
+/* The kept snapshot of prefix that holds every key after lo existing at at_rev (caller holds
+ * rdb_mu), or NULL; drops the ones unused for KITE_STORE_KEY_SNAP_TTL_NS. */
 #define KITE_STORE_KEY_SNAP_TTL_NS (60 * KITE_NS_PER_SEC)
-static struct key_snap *snap_find(struct sqlite_store *s, const char *prefix, int64_t at_rev, int64_t now) {
+static struct key_snap *snap_find(struct sqlite_store *s, const char *prefix, const char *lo, bool after,
+                                  int64_t at_rev, int64_t now) {
     struct key_snap *found = NULL;
     for (size_t i = 0; i < KITE_STORE_KEY_SNAPS; i++) {
         struct key_snap *k = s->snaps[i];
@@ -237,7 +248,7 @@ static struct key_snap *snap_find(struct sqlite_store *s, const char *prefix, in
         if (now - k->used_ns > KITE_STORE_KEY_SNAP_TTL_NS) {
             kite_store_key_snap_free(k);
             s->snaps[i] = NULL;
-        } else if (!found && k->rev >= at_rev && strcmp(k->prefix, prefix) == 0) {
+        } else if (!found && k->rev >= at_rev && strcmp(k->prefix, prefix) == 0 && snap_covers(k, lo, after)) {
             found = k;
         }
     }
@@ -299,7 +310,7 @@ int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at
     int64_t mono = kite_now_mono(kite_clock_real());
     int r = 0;
     pthread_mutex_lock(&s->rdb_mu);
-    struct key_snap *snap = limit && start_after ? snap_find(s, prefix, at_rev, mono) : NULL;
+    struct key_snap *snap = limit && start_after ? snap_find(s, prefix, lo, after, at_rev, mono) : NULL;
     /* In rounds: the next smallest keys, as many as are still wanted (doubled each round, for
      * keys that did not exist at at_rev), until enough or none are left. */
     for (size_t take = want; !snap && r == 0 && out.n < want; take = take > SIZE_MAX / 2 ? SIZE_MAX : 2 * take) {
@@ -309,7 +320,7 @@ int kite_store_sqlite_range(struct kite_store *b, const char *prefix, int64_t at
         int64_t snap_rev = atomic_load(&s->rev);
         scan(s, prefix, lo, after, &c, &n);
         if (limit && start_after && n > SNAP_MIN_PAGES * want) {
-            snap = snap_copy(prefix, snap_rev, c, n);
+            snap = snap_copy(prefix, lo, after, snap_rev, c, n);
             pthread_rwlock_unlock(&s->live_lock);
             free(c);
             qsort_r(snap->off, snap->n, sizeof(*snap->off), cmp_off, snap->arena);

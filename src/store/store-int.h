@@ -55,6 +55,8 @@ struct pending {
  * (sqlite-read.c). */
 struct key_snap {
     char *prefix;
+    char *from;      /* it holds the keys under prefix after from (and from itself when !from_after) */
+    bool from_after;
     int64_t rev;     /* live and gone as of it: every key that existed at a revision <= it */
     int64_t used_ns; /* monotonic */
     size_t n;

@@ -347,6 +347,17 @@ Test(store, pages_of_a_large_prefix_are_one_snapshot) {
     }
     cr_assert_eq(kite_store_compact(s, kite_store_rev(s) - 3), 0);
     pages_equal_whole(s, "/r/s/", kite_store_rev(s) - 3, 2, 9);
+
+    /* two lists of the same prefix at one revision: the one further along keeps the keys after
+     * its page; the one behind it must not be served from them */
+    for (int i = 0; i < 30; i++) {
+        snprintf(key, sizeof(key), "/r/u/k%02d", i);
+        put_ok(s, KITE_WRITE_CREATE, key, "u");
+    }
+    int64_t rev = kite_store_rev(s);
+    expect_range(s, "/r/u/", rev, "/r/u/k20", 1, "/r/u/k21=u ", true);
+    expect_range(s, "/r/u/", rev, "/r/u/k01", 1, "/r/u/k02=u ", true);
+    expect_range(s, "/r/u/", rev, "/r/u/k21", 1, "/r/u/k22=u ", true);
     tstore_cleanup(&t);
 }
 
